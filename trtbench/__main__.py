@@ -1,0 +1,3 @@
+from trtbench.cli import main
+
+raise SystemExit(main())

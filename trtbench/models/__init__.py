@@ -1,0 +1,112 @@
+"""Model registry: torchvision classification models, built-in study models, Python factories, TorchScript files.
+
+Built-in models register themselves with :func:`register_builtin` from the modules of this
+package; adding one is adding a module here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Callable
+
+import torch
+from torch import nn
+
+from trtbench import schema
+from trtbench.errors import UserInputError
+
+BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
+
+
+def register_builtin(name: str):
+    """Decorator: register a factory ``(**kwargs) -> nn.Module`` as built-in model ``name``."""
+
+    def decorate(factory):
+        BUILTIN_MODELS[name] = factory
+        return factory
+
+    return decorate
+
+
+def _load_builtin_modules() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def torchvision_model_names() -> list[str]:
+    """Every torchvision classification model name."""
+    import torchvision
+
+    return sorted(torchvision.models.list_models(module=torchvision.models))
+
+
+def builtin_model_names() -> list[str]:
+    _load_builtin_modules()
+    return sorted(BUILTIN_MODELS)
+
+
+def list_models() -> dict[str, list[str]]:
+    """Model names by source, for ``trtbench models``."""
+    return {"torchvision": torchvision_model_names(), "builtin": builtin_model_names()}
+
+
+def _import_factory(spec: str, key: str) -> Callable[..., nn.Module]:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserInputError(key, f"'{spec}' is not of the form 'pkg.module:factory'", "write e.g. name: mypkg.models:build_model")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UserInputError(key, f"cannot import module '{module_name}': {err}",
+                             "install the package or add its folder to PYTHONPATH") from err
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UserInputError(key, f"module '{module_name}' has no callable '{attr}'", "name a function or class that returns an nn.Module")
+    return factory
+
+
+def check_model_exists(model_cfg, path: str) -> None:
+    """Raise a :class:`UserInputError` naming ``path.name`` when the model cannot be found."""
+    key = schema.join(path, "name")
+    if model_cfg.source == "torchvision":
+        names = torchvision_model_names()
+    elif model_cfg.source == "builtin":
+        names = builtin_model_names()
+    elif model_cfg.source == "python":
+        _import_factory(model_cfg.name, key)
+        return
+    else:
+        from trtbench.config import require_readable_file
+
+        require_readable_file(model_cfg.name, key)
+        return
+    if model_cfg.name not in names:
+        hint = schema.suggest(model_cfg.name, names) or "run 'trtbench models' to list the names"
+        raise UserInputError(key, f"unknown {model_cfg.source} model '{model_cfg.name}'", hint)
+
+
+def build_model(model_cfg) -> nn.Module:
+    """Instantiate the configured model in eval mode on the CPU, with random or local weights."""
+    if model_cfg.source == "torchvision":
+        import torchvision
+
+        model = torchvision.models.get_model(model_cfg.name, weights=None, **model_cfg.kwargs)
+    elif model_cfg.source == "builtin":
+        _load_builtin_modules()
+        model = BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)
+    elif model_cfg.source == "python":
+        model = _import_factory(model_cfg.name, "model.name")(**model_cfg.kwargs)
+    else:
+        model = torch.jit.load(model_cfg.name, map_location="cpu")
+    if not isinstance(model, nn.Module):
+        raise UserInputError("model.name", f"the factory returned {type(model).__name__}, not an nn.Module",
+                             "return an nn.Module instance from the factory")
+    if model_cfg.weights:
+        state = torch.load(model_cfg.weights, map_location="cpu", weights_only=True)
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as err:
+            raise UserInputError("model.weights", f"state dict does not match the model: {err}",
+                                 "point 'weights' at a state dict saved from this architecture") from err
+    return model.eval()

@@ -1,0 +1,59 @@
+"""Accuracy check of a variant's output against the eager fp32 reference."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+
+@dataclass(frozen=True)
+class Parity:
+    """How far a variant's output is from the reference, and whether that is within tolerance."""
+
+    max_abs_err: float
+    max_rel_err: float  # max |out - ref| / max |ref|
+    top1_agree: Optional[float]  # fraction of rows whose argmax matches (classifier outputs)
+    ok: bool
+    atol: float
+    rtol: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """Short text for tables: ``ok`` or ``FAIL`` with the worst error."""
+        top1 = f", top1 {self.top1_agree:.0%}" if self.top1_agree is not None else ""
+        return ("ok" if self.ok else "FAIL") + f" (abs {self.max_abs_err:.1e}{top1})"
+
+
+def flatten_outputs(output: Any) -> list[torch.Tensor]:
+    """All tensors of a (possibly nested) model output, detached, as float32 on the CPU."""
+    leaves, _ = tree_flatten(output)
+    return [leaf.detach().float().cpu() for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def compare(output: Any, reference: Any, atol: float, rtol: float) -> Parity:
+    """Compare every output tensor with the reference: pass when ``|out-ref| <= atol + rtol*|ref|``."""
+    outs, refs = flatten_outputs(output), flatten_outputs(reference)
+    if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
+        shapes = ([tuple(o.shape) for o in outs], [tuple(r.shape) for r in refs])
+        raise ValueError(f"output structure differs from eager: {shapes[0]} vs {shapes[1]}")
+    max_abs, max_ref, ok = 0.0, 0.0, True
+    for out, ref in zip(outs, refs):
+        if out.numel() == 0:
+            continue
+        diff = (out - ref).abs()
+        if not torch.isfinite(out).all() and not torch.equal(torch.isfinite(out), torch.isfinite(ref)):
+            ok = False
+        finite = torch.isfinite(diff)
+        max_abs = max(max_abs, float(diff[finite].max()) if finite.any() else float("inf"))
+        max_ref = max(max_ref, float(ref.abs()[torch.isfinite(ref)].max()) if torch.isfinite(ref).any() else 0.0)
+        ok = ok and bool(torch.all(diff[finite] <= atol + rtol * ref.abs()[finite]))
+    top1 = None
+    if outs and outs[0].dim() >= 2 and outs[0].shape[-1] > 1:
+        top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean())
+    return Parity(max_abs_err=max_abs, max_rel_err=max_abs / max_ref if max_ref > 0 else max_abs,
+                  top1_agree=top1, ok=ok, atol=atol, rtol=rtol)

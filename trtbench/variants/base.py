@@ -1,0 +1,83 @@
+"""The common interface every variant implements: build, run, save, load."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Optional
+
+import torch
+
+
+@dataclass
+class NoOptions:
+    """Options of a variant that takes none."""
+
+
+@dataclass
+class BuildContext:
+    """What a variant needs to build itself for one precision."""
+
+    device: torch.device
+    precision: str
+    dtype: torch.dtype
+    example_inputs: tuple  # at the opt shape, on the device, in the run dtype
+    shape_inputs: dict  # shape label -> inputs (on the device), for trace checks and guards
+    input_specs: list  # InputConfig list
+    options: Any = None
+    built: dict = field(default_factory=dict)  # variant name -> Built, earlier builds at this precision
+
+
+@dataclass
+class Built:
+    """A built variant: the callable to benchmark plus facts about its build."""
+
+    module: Any
+    info: dict = field(default_factory=dict)  # reported in results.json (JSON-serialisable)
+    state: Any = None  # variant-private objects that save() needs, never reported
+
+
+@dataclass
+class Artifact:
+    """A deployable file a variant saved, and how a fresh process loads it."""
+
+    path: Path
+    loader: str  # "torch.jit.load" or "torch.export.load"
+    imports: list[str] = field(default_factory=list)  # modules to import before loading (e.g. torch_tensorrt)
+
+
+class Variant:
+    """Base class: subclass, set ``name``, implement ``build``; register with ``@register``.
+
+    ``depends_on`` names a variant whose build this one starts from (it is built first).
+    ``Options`` is a dataclass: the YAML schema of the variant's options.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    Options: ClassVar[type] = NoOptions
+    depends_on: ClassVar[Optional[str]] = None
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        """Why this variant cannot run here (missing library, device); None when it can."""
+        return None
+
+    def build(self, model: torch.nn.Module, ctx: BuildContext) -> Built:
+        raise NotImplementedError(f"variant {self.name} does not implement build()")
+
+    def run(self, built: Built, inputs: tuple) -> Any:
+        """Run one forward pass."""
+        return built.module(*inputs)
+
+    def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
+        """Save deployable files under ``directory``; the default saves nothing."""
+        return []
+
+    def load(self, artifact: Artifact, device: torch.device) -> Any:
+        """Reload a saved artifact as a callable."""
+        raise NotImplementedError(f"variant {self.name} saves no artifacts")
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls.Options)]

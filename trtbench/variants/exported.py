@@ -1,0 +1,39 @@
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from trtbench.variants import Artifact, Built, BuildContext, Variant, register
+
+
+def dynamic_shapes(input_specs) -> tuple:
+    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ."""
+    specs = []
+    for spec in input_specs:
+        dims = {}
+        for i, (lo, hi) in enumerate(zip(spec.min_shape, spec.max_shape)):
+            if lo != hi:
+                dims[i] = torch.export.Dim(f"{spec.name}_dim{i}", min=lo, max=hi)
+        specs.append(dims or None)
+    return tuple(specs)
+
+
+@register
+class Exported(Variant):
+    name = "exported"
+    description = "torch.export.export with dynamic dims from min/max (example at opt), run via .module()"
+
+    def build(self, model, ctx: BuildContext) -> Built:
+        program = torch.export.export(model, ctx.example_inputs, dynamic_shapes=dynamic_shapes(ctx.input_specs))
+        return Built(program.module(), state=program)
+
+    def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
+        path = directory / f"{stem}.pt2"
+        torch.export.save(built.state, str(path))
+        return [Artifact(path=path, loader="torch.export.load")]
+
+    def load(self, artifact: Artifact, device: torch.device):
+        return torch.export.load(str(artifact.path)).module()

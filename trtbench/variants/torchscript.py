@@ -1,0 +1,21 @@
+"""Shared save/load for variants that produce TorchScript modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from trtbench.variants import Artifact, Built, Variant
+
+
+class TorchScriptVariant(Variant):
+    """A variant whose built module is a ScriptModule, saved with ``torch.jit.save``."""
+
+    def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
+        path = directory / f"{stem}.ts"
+        torch.jit.save(built.module, str(path))
+        return [Artifact(path=path, loader="torch.jit.load")]
+
+    def load(self, artifact: Artifact, device: torch.device):
+        return torch.jit.load(str(artifact.path), map_location=device)
