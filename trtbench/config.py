@@ -249,7 +249,7 @@ def require_readable_file(path: str, key: str) -> Path:
 
 def bundled_config_dir() -> Path:
     """The folder of configs that ship with trtbench (resolved for bare ``--config`` names)."""
-    return Path(str(resources.files("trtbench.configs")))
+    return Path(str(resources.files("trtbench") / "configs"))
 
 
 def resolve_config_path(name: str) -> Path:
