@@ -17,6 +17,7 @@ import yaml
 
 from trtbench import schema
 from trtbench.errors import UserInputError
+from trtbench.profiling.config import ProfileConfig
 
 SOURCES = ("torchvision", "builtin", "python", "torchscript")
 SHAPE_LABELS = ("min", "opt", "max")
@@ -171,6 +172,7 @@ class Config:
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
+    profile: Optional[ProfileConfig] = None
 
     def validate(self, path: str) -> None:
         from trtbench.precision import PRECISIONS
@@ -194,6 +196,8 @@ class Config:
         self.tolerances = tolerances
         if self.output.dir is None:
             self.output.dir = str(Path("results") / self.name)
+        if self.profile is not None:
+            self.profile.check_against(self.variant_names, self.precisions, "profile")
 
     @property
     def variant_names(self) -> list[str]:

@@ -1,0 +1,103 @@
+"""The ``profile:`` section of a run config: which variants and shapes to profile, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from trtbench import schema
+from trtbench.errors import UserInputError
+
+OPTIMIZERS = ("sgd", "adam", "none")
+
+
+@dataclass
+class LayersConfig:
+    """Per-node timing with an FX interpreter: ``runs`` timed passes after ``warmup`` passes."""
+
+    enabled: bool = True
+    warmup: int = 2
+    runs: int = 20
+    top_k: int = 15  # rows shown in the report and the plot (results.json keeps every node)
+
+    def validate(self, path: str) -> None:
+        for name in ("warmup", "runs", "top_k"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+
+
+@dataclass
+class OperatorsConfig:
+    """``torch.profiler`` operator table over ``runs`` passes, and optionally a Chrome trace file."""
+
+    enabled: bool = True
+    runs: int = 3
+    top_k: int = 15
+    trace: bool = True
+    record_shapes: bool = False
+
+    def validate(self, path: str) -> None:
+        for name in ("runs", "top_k"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+
+
+@dataclass
+class TrainConfig:
+    """Forward + backward (+ optimizer step) timing on a copy of each variant that has trainable parameters."""
+
+    enabled: bool = False
+    warmup: int = 1
+    iterations: int = 5
+    optimizer: str = "sgd"  # sgd | adam | none (forward + backward only)
+    lr: float = 0.01
+
+    def validate(self, path: str) -> None:
+        for name in ("warmup", "iterations", "lr"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_choice(self.optimizer, OPTIMIZERS, schema.join(path, "optimizer"))
+
+
+@dataclass
+class ProfileConfig:
+    """Where the time and memory go: layers, operators, memory, structure, training step.
+
+    Runs on the builds of one ``precision`` (default: the run's first) for the listed
+    ``variants`` at the listed ``shapes`` (labels of the config's min/opt/max shapes).
+    """
+
+    enabled: bool = True
+    precision: Optional[str] = None
+    variants: list[str] = field(default_factory=lambda: ["eager"])
+    shapes: list[str] = field(default_factory=lambda: ["opt"])
+    layers: LayersConfig = field(default_factory=LayersConfig)
+    operators: OperatorsConfig = field(default_factory=OperatorsConfig)
+    memory: bool = True
+    structure: bool = True
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def validate(self, path: str) -> None:
+        from trtbench.config import SHAPE_LABELS
+        from trtbench.precision import PRECISIONS
+        from trtbench.variants import variant_names
+
+        if self.precision is not None:
+            schema.require_choice(self.precision, PRECISIONS, schema.join(path, "precision"))
+        for key, items, choices in (("variants", self.variants, variant_names()), ("shapes", self.shapes, SHAPE_LABELS)):
+            where = schema.join(path, key)
+            if not items:
+                raise UserInputError(where, "is empty", f"list at least one of: {', '.join(choices)}")
+            if len(set(items)) != len(items):
+                raise UserInputError(where, f"has duplicates: {items}", "list each entry once")
+            for i, item in enumerate(items):
+                schema.require_choice(item, choices, schema.join(where, i))
+
+    def check_against(self, variants: list[str], precisions: list[str], path: str) -> None:
+        """Reject variants and precisions the run does not build (eager is always built); default the precision."""
+        for i, name in enumerate(self.variants):
+            if name != "eager" and name not in variants:
+                raise UserInputError(schema.join(path, f"variants[{i}]"), f"'{name}' is not among the run's variants {variants}",
+                                     f"add '{name}' to the top-level 'variants' list or remove it here")
+        if self.precision is None:
+            self.precision = precisions[0]
+        elif self.precision not in precisions:
+            raise UserInputError(schema.join(path, "precision"), f"'{self.precision}' is not among the run's precisions {precisions}",
+                                 f"use one of: {', '.join(precisions)}")

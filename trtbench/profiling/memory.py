@@ -1,0 +1,109 @@
+"""Memory: parameter and buffer sizes, peak memory of one forward pass, artifact sizes on disk.
+
+Peak memory on CUDA is PyTorch's allocator high-water mark (``max_memory_allocated`` after
+``reset_peak_memory_stats``). On the CPU it is the growth of the process's resident set
+during the pass: on Linux the RSS high-water mark (``VmHWM``) is reset to the current RSS by
+writing ``5`` to ``/proc/self/clear_refs`` after freed heap memory has been returned to the
+OS (``malloc_trim``), so memory the allocator would otherwise reuse silently is counted too.
+Where that reset is not permitted, the increase of ``getrusage``'s lifetime ``ru_maxrss`` is
+reported instead, which is only a lower bound.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import resource
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+CUDA_METHOD = ("torch.cuda.max_memory_allocated after reset_peak_memory_stats (PyTorch's caching allocator; "
+               "memory allocated outside it, e.g. by TensorRT engines or cuDNN/cuBLAS handles, is not counted)")
+HWM_METHOD = ("process RSS high-water mark (VmHWM) minus RSS before the pass; VmHWM reset via /proc/self/clear_refs "
+              "after malloc_trim, so it includes every page the pass touched, activations and workspaces")
+MAXRSS_METHOD = ("increase of getrusage ru_maxrss (lifetime RSS high-water mark) over the pass: a lower bound, "
+                 "0 when the pass stayed below the process's earlier peak")
+
+
+def parameter_summary(module: object) -> dict:
+    """Counts and bytes of the module's parameters and buffers (zero for modules that hide them, e.g. engines)."""
+    if not isinstance(module, torch.nn.Module):
+        return {"status": "unsupported", "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
+    params = list(module.parameters())
+    buffers = list(module.buffers())
+    return {
+        "status": "ok",
+        "parameters": sum(p.numel() for p in params),
+        "trainable_parameters": sum(p.numel() for p in params if p.requires_grad),
+        "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
+        "buffers": sum(b.numel() for b in buffers),
+        "buffer_bytes": sum(b.numel() * b.element_size() for b in buffers),
+    }
+
+
+def _proc_status_bytes(key: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
+    raise KeyError(key)
+
+
+def _malloc_trim() -> None:
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+
+
+def _reset_rss_high_water_mark() -> bool:
+    """Reset VmHWM to the current RSS (Linux); False where that is not permitted."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        _proc_status_bytes("VmHWM")
+    except (OSError, KeyError):
+        return False
+    return True
+
+
+def _maxrss_bytes() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB elsewhere
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device) -> dict:
+    """Peak memory of one call of ``fn`` after one warm-up call, with the method used.
+
+    ``peak_bytes`` is the high-water mark during the call, ``baseline_bytes`` what was in use
+    before it and ``step_bytes`` their difference (what the pass itself needed).
+    """
+    with torch.no_grad():
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            baseline = torch.cuda.memory_allocated(device)
+            fn()
+            torch.cuda.synchronize(device)
+            peak, method = torch.cuda.max_memory_allocated(device), CUDA_METHOD
+        else:
+            _malloc_trim()
+            if _reset_rss_high_water_mark():
+                baseline = _proc_status_bytes("VmRSS")
+                fn()
+                peak, method = _proc_status_bytes("VmHWM"), HWM_METHOD
+            else:
+                baseline = _maxrss_bytes()
+                fn()
+                peak, method = _maxrss_bytes(), MAXRSS_METHOD
+    return {"status": "ok", "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
+            "step_bytes": max(0, peak - baseline)}
+
+
+def artifact_sizes(paths: list[Path]) -> list[dict]:
+    """Size on disk of each saved artifact."""
+    return [{"path": str(p), "bytes": Path(p).stat().st_size} for p in paths]

@@ -1,0 +1,62 @@
+"""Operator-level profile: ``torch.profiler`` key averages and a Chrome trace of a few runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from trtbench.fsutil import atomic_write
+
+
+def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,
+                      trace_path: Path | None = None, record_shapes: bool = False) -> dict:
+    """Profile ``runs`` calls of ``fn`` (after one warm-up call) and tabulate the top-``top_k`` operators.
+
+    Rows are sorted by self time: self CPU time on the CPU, self device (CUDA kernel) time on
+    CUDA. Times are per run (profiled totals divided by ``runs``); ``pct`` is the share of all
+    self time of that kind. When ``trace_path`` is given the Chrome trace is written there
+    atomically (open it in chrome://tracing or https://ui.perfetto.dev).
+    """
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with torch.no_grad():
+        fn()
+        if cuda:
+            torch.cuda.synchronize(device)
+        with profile(activities=activities, record_shapes=record_shapes) as prof:
+            for i in range(runs):
+                with record_function(f"run_{i}"):
+                    fn()
+                if cuda:
+                    torch.cuda.synchronize(device)
+    if trace_path is not None:
+        atomic_write(Path(trace_path), lambda tmp: prof.export_chrome_trace(str(tmp)))
+
+    events = [e for e in prof.key_averages() if not e.is_user_annotation]
+    sort_key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    self_total_us = sum(getattr(e, sort_key) for e in events)
+    rows = []
+    for event in sorted(events, key=lambda e: getattr(e, sort_key), reverse=True)[:top_k]:
+        row = {
+            "name": event.key,
+            "self_cpu_ms": event.self_cpu_time_total / 1e3 / runs,
+            "cpu_total_ms": event.cpu_time_total / 1e3 / runs,
+            "calls": event.count / runs,
+            "pct": 100.0 * getattr(event, sort_key) / self_total_us if self_total_us else 0.0,
+        }
+        if cuda:
+            row["self_device_ms"] = event.self_device_time_total / 1e3 / runs
+            row["device_total_ms"] = event.device_time_total / 1e3 / runs
+        rows.append(row)
+    return {
+        "status": "ok",
+        "runs": runs,
+        "sorted_by": "self_device_time" if cuda else "self_cpu_time",
+        "self_total_ms": self_total_us / 1e3 / runs,
+        "operators": len(events),
+        "top": rows,
+        "trace": str(trace_path) if trace_path is not None else None,
+    }

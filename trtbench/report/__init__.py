@@ -1,0 +1,1 @@
+"""Report output: figures (:mod:`trtbench.report.plots`)."""

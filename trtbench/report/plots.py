@@ -1,0 +1,133 @@
+"""Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers.
+
+Figures are drawn on matplotlib's Agg canvas without pyplot (no display, no global state)
+and written atomically. Each function returns a :class:`Plot` with the file and the bar
+values actually drawn, or None when there is nothing to plot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+
+from trtbench.fsutil import atomic_write
+
+DPI = 100
+BAR_GROUP_WIDTH = 0.8
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A written figure: its path, and the values of the bars it draws (read back from the axes)."""
+
+    path: Path
+    values: tuple[float, ...]
+
+    @property
+    def bars(self) -> int:
+        return len(self.values)
+
+
+def _save(fig: Figure, path: Path) -> Plot:
+    values = tuple(float(v) for ax in fig.axes for c in ax.containers if isinstance(c, BarContainer)
+                   for v in c.datavalues)
+    FigureCanvasAgg(fig)
+    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    return Plot(path=Path(path), values=values)
+
+
+def _series_label(result: dict, several_precisions: bool) -> str:
+    return f"{result['variant']} {result['precision']}" if several_precisions else result["variant"]
+
+
+def _grouped(results: list[dict], value) -> tuple[list[str], list[str], dict]:
+    """Shapes (x groups), series (variant[, precision]) and {(series, shape): result} for ok results with a value."""
+    ok = [r for r in results if r.get("status") == "ok" and value(r) is not None]
+    several = len({r["precision"] for r in ok}) > 1
+    shapes = list(dict.fromkeys(r["shape"] for r in ok))
+    series = list(dict.fromkeys(_series_label(r, several) for r in ok))
+    cells = {(_series_label(r, several), r["shape"]): r for r in ok}
+    return shapes, series, cells
+
+
+def _bar_offsets(n: int) -> tuple[list[float], float]:
+    width = BAR_GROUP_WIDTH / n
+    return [(i - (n - 1) / 2) * width for i in range(n)], width
+
+
+def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plot | None:
+    """Median latency bars per shape and variant, whiskers to p90 (thick) and p99 (thin)."""
+    shapes, series, cells = _grouped(results, lambda r: (r.get("latency_ms") or {}).get("median"))
+    if not cells:
+        return None
+    fig = Figure(figsize=(max(6.0, 1.6 * len(shapes) * len(series) ** 0.5 + 3), 4.5))
+    ax = fig.add_subplot()
+    offsets, width = _bar_offsets(len(series))
+    for offset, name in zip(offsets, series):
+        xs, med, p90, p99 = [], [], [], []
+        for x, shape in enumerate(shapes):
+            if (name, shape) in cells:
+                lat = cells[(name, shape)]["latency_ms"]
+                xs.append(x + offset)
+                med.append(lat["median"])
+                p90.append(lat.get("p90", lat["median"]))
+                p99.append(lat.get("p99", lat["median"]))
+        bars = ax.bar(xs, med, width, label=name)
+        color = bars.patches[0].get_facecolor()
+        ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p99, med)]], fmt="none",
+                    ecolor="black", elinewidth=0.8, capsize=3)
+        ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p90, med)]], fmt="none",
+                    ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
+    ax.set_xticks(range(len(shapes)), shapes)
+    ax.set_xlabel("input shape")
+    ax.set_ylabel("latency (ms): median, whiskers p90 / p99")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def speedup_plot(results: list[dict], path: Path, title: str = "Speedup vs eager") -> Plot | None:
+    """Speedup (eager median / variant median) bars per shape and variant, with a line at 1x."""
+    shapes, series, cells = _grouped(results, lambda r: r.get("speedup"))
+    if not cells:
+        return None
+    fig = Figure(figsize=(max(6.0, 1.6 * len(shapes) * len(series) ** 0.5 + 3), 4.5))
+    ax = fig.add_subplot()
+    offsets, width = _bar_offsets(len(series))
+    for offset, name in zip(offsets, series):
+        pairs = [(x + offset, cells[(name, s)]["speedup"]) for x, s in enumerate(shapes) if (name, s) in cells]
+        bars = ax.bar([p[0] for p in pairs], [p[1] for p in pairs], width, label=name)
+        ax.bar_label(bars, fmt="%.2fx", fontsize="x-small")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(shapes)), shapes)
+    ax.set_xlabel("input shape")
+    ax.set_ylabel("speedup vs eager (x)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slowest layers") -> Plot | None:
+    """Horizontal bars of the ``top_k`` nodes by mean time (rows of a per-layer profile)."""
+    top = sorted(nodes, key=lambda n: n["mean_ms"], reverse=True)[:top_k]
+    if not top:
+        return None
+    fig = Figure(figsize=(8.0, 1.2 + 0.3 * len(top)))
+    ax = fig.add_subplot()
+    labels = [f"{n['name']} ({n['type']})" for n in reversed(top)]
+    bars = ax.barh(labels, [n["mean_ms"] for n in reversed(top)], color="tab:blue")
+    ax.bar_label(bars, labels=[f"{n['pct']:.1f}%" for n in reversed(top)], fontsize="x-small", padding=2)
+    ax.set_xlabel("mean time per run (ms); label: share of the whole interpreted run")
+    ax.set_title(title)
+    ax.tick_params(axis="y", labelsize="small")
+    ax.margins(x=0.12)
+    fig.tight_layout()
+    return _save(fig, path)
