@@ -1,0 +1,1 @@
+"""Presentations of a run's results: tables (Markdown, CSV, terminal) and plots."""
