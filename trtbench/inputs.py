@@ -9,7 +9,12 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 
 
 def shape_points(input_specs, labels: list[str]) -> dict[str, list[list[int]]]:
-    """Label -> concrete shape of every input; labels whose shapes repeat an earlier label are dropped."""
+    """Label -> concrete shape of every input; labels whose shapes repeat an earlier label are dropped.
+
+    Static inputs have one shape point, labelled ``opt``.
+    """
+    if not any(spec.is_dynamic for spec in input_specs):
+        return {"opt": [spec.opt_shape for spec in input_specs]}
     points: dict[str, list[list[int]]] = {}
     for label in labels:
         shapes = [spec.shape_for(label) for spec in input_specs]

@@ -23,11 +23,6 @@ class Parity:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def summary(self) -> str:
-        """Short text for tables: ``ok`` or ``FAIL`` with the worst error."""
-        top1 = f", top1 {self.top1_agree:.0%}" if self.top1_agree is not None else ""
-        return ("ok" if self.ok else "FAIL") + f" (abs {self.max_abs_err:.1e}{top1})"
-
 
 def flatten_outputs(output: Any) -> list[torch.Tensor]:
     """All tensors of a (possibly nested) model output, detached, as float32 on the CPU."""

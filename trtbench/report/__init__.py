@@ -1,1 +1,1 @@
-"""Report output: figures (:mod:`trtbench.report.plots`)."""
+"""Presentations of a run's results: tables (Markdown, CSV, terminal) and plots."""

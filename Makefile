@@ -1,0 +1,17 @@
+# `make run` and `make test` do all set-up: a virtualenv in .venv with trtbench installed (editable).
+PYTHON ?= python3
+VENV ?= .venv
+STAMP := $(VENV)/.trtbench-installed
+
+.PHONY: run test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/trtbench --config configs/resnet34.yaml
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q

@@ -1,0 +1,72 @@
+"""Small real models for fast tests (importable as ``toy_models:<factory>`` with tests/assets on the path)."""
+
+import torch
+from torch import nn
+
+
+class TinyCNN(nn.Module):
+    """A conv-bn-relu-pool-linear classifier: the shape of a ResNet stem, a few thousand parameters."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def tiny_cnn(num_classes: int = 10) -> nn.Module:
+    return TinyCNN(num_classes)
+
+
+class Unscriptable(TinyCNN):
+    """Traceable but not scriptable: forward uses a Python construct TorchScript rejects."""
+
+    def forward(self, x):
+        scale = {k: v for k, v in zip("ab", (1.0, 2.0))}  # dict comprehension over a str: not TorchScript
+        return super().forward(x) * scale["a"]
+
+
+def unscriptable() -> nn.Module:
+    return Unscriptable()
+
+
+class InterruptAfter(TinyCNN):
+    """Raises KeyboardInterrupt (as Ctrl-C would) on its Nth call, to test interrupted runs."""
+
+    def __init__(self, calls: int):
+        super().__init__()
+        self.calls_left = calls
+
+    def forward(self, x):
+        self.calls_left -= 1
+        if self.calls_left < 0:
+            raise KeyboardInterrupt
+        return super().forward(x)
+
+
+def interrupt_after(calls: int = 30) -> nn.Module:
+    return InterruptAfter(calls)
+
+
+def not_a_module():
+    return 42
+
+
+class AlwaysDropout(nn.Module):
+    """Applies dropout even in eval mode, so no two runs agree: a model whose accuracy check must fail."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(self.body(x), p=0.5, training=True)
+
+
+def always_dropout() -> nn.Module:
+    return AlwaysDropout()

@@ -1,0 +1,57 @@
+"""Shared fixtures: tiny configs on real (small) models, run fast on 2 CPU cores."""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ASSETS = Path(__file__).parent / "assets"
+REPO = Path(__file__).parent.parent
+sys.path.insert(0, str(ASSETS))
+
+TINY_CONFIG = {
+    "name": "tiny",
+    "model": {"source": "python", "name": "toy_models:tiny_cnn"},
+    "inputs": [{"name": "input", "dtype": "float32", "min_shape": [1, 3, 16, 16],
+                "opt_shape": [2, 3, 16, 16], "max_shape": [4, 3, 16, 16]}],
+    "device": "cpu",
+    "precisions": ["fp32"],
+    "variants": ["eager", "traced", "scripted"],
+    "benchmark": {"warmup": 1, "iterations": 5, "shapes": ["min", "opt", "max"]},
+}
+
+
+@pytest.fixture
+def tiny_config() -> dict:
+    """A fresh copy of the tiny config as plain data (edit it, then write it)."""
+    return copy.deepcopy(TINY_CONFIG)
+
+
+@pytest.fixture
+def write_config(tmp_path):
+    """Write a config dict (or raw text) to a YAML file; output.dir defaults under tmp_path."""
+
+    def write(data, name: str = "config.yaml") -> Path:
+        path = tmp_path / name
+        if isinstance(data, str):
+            path.write_text(data)
+        else:
+            data = copy.deepcopy(data)
+            data.setdefault("output", {}).setdefault("dir", str(tmp_path / "out"))
+            path.write_text(yaml.safe_dump(data))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def subprocess_env() -> dict:
+    """Environment for running ``python -m trtbench`` with the test models importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(ASSETS), env.get("PYTHONPATH", "")])
+    return env

@@ -1,0 +1,95 @@
+"""Saved artifacts reload in a fresh process with torch.jit.load / torch.export.load alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trtbench.artifacts import read_manifest, sha256_of, verify
+from trtbench.config import config_from_dict
+from trtbench.errors import UserInputError
+from trtbench.pipeline import Pipeline
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory):
+    from conftest import TINY_CONFIG
+
+    out = tmp_path_factory.mktemp("run") / "out"
+    config = dict(TINY_CONFIG, variants=["eager", "traced", "scripted", "exported"], output={"dir": str(out)})
+    Pipeline(config_from_dict(config)).run()
+    return out
+
+
+def test_manifest_lists_each_artifact_with_hash_and_reference(saved_run):
+    manifest = read_manifest(saved_run)
+    files = {a["file"]: a for a in manifest["artifacts"]}
+    assert set(files) == {"traced_fp32.ts", "scripted_fp32.ts", "exported_fp32.pt2"}
+    for name, entry in files.items():
+        path = saved_run / "artifacts" / name
+        assert entry["sha256"] == sha256_of(path) and entry["bytes"] == path.stat().st_size
+        assert (saved_run / "artifacts" / entry["reference"]["file"]).is_file()
+        assert entry["reference"]["input_shapes"] == [[2, 3, 16, 16]]
+    assert manifest["environment"]["torch"] and manifest["inputs"][0]["max_shape"] == [4, 3, 16, 16]
+    assert not list((saved_run / "artifacts").glob(".*")), "no staging leftovers"
+
+
+def test_verify_reloads_every_artifact_in_a_fresh_process(saved_run):
+    rows = verify(saved_run)
+    assert len(rows) == 3
+    assert all(row["ok"] for row in rows), rows
+    assert all(row["max_abs_err"] <= 1e-5 for row in rows)
+
+
+def test_verify_cli_exit_codes(saved_run, subprocess_env):
+    proc = subprocess.run([sys.executable, "-m", "trtbench", "verify", str(saved_run)], capture_output=True,
+                          text=True, env=subprocess_env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 verified, 0 failed" in proc.stdout
+
+
+def test_verify_detects_a_changed_file(saved_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(saved_run, copy)
+    with (copy / "artifacts" / "traced_fp32.ts").open("ab") as fh:
+        fh.write(b"tampered")
+    rows = {row["file"]: row for row in verify(copy)}
+    assert not rows["traced_fp32.ts"]["ok"] and "sha256" in rows["traced_fp32.ts"]["error"]
+    assert rows["scripted_fp32.ts"]["ok"]
+
+
+def test_fresh_process_uses_torch_alone(saved_run):
+    """The deployment path: a bare Python process with only torch imported loads and runs the file."""
+    code = ("import sys, torch; m = torch.jit.load(sys.argv[1]); y = m(torch.randn(3, 3, 16, 16));"
+            "assert 'trtbench' not in sys.modules; print(tuple(y.shape))")
+    proc = subprocess.run([sys.executable, "-c", code, str(saved_run / "artifacts" / "scripted_fp32.ts")],
+                          capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(3, 10)"
+
+
+def test_verify_without_manifest_is_a_user_error(tmp_path):
+    with pytest.raises(UserInputError) as info:
+        verify(tmp_path)
+    assert "no manifest" in info.value.problem
+
+
+def test_results_json_is_never_half_written(tmp_path, monkeypatch):
+    from trtbench import fsutil
+
+    target = tmp_path / "results.json"
+    fsutil.atomic_write_json(target, {"complete": True})
+
+    def crash(tmp):
+        tmp.write_text('{"half": ')
+        raise RuntimeError("crash mid-write")
+
+    with pytest.raises(RuntimeError):
+        fsutil.atomic_write(target, crash)
+    assert json.loads(target.read_text()) == {"complete": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]

@@ -1,0 +1,72 @@
+"""The command line as users call it, in a separate process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import yaml
+
+from trtbench.config import bundled_config_dir, load_config
+
+
+def trtbench(*args, env, cwd=None):
+    return subprocess.run([sys.executable, "-m", "trtbench", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600)
+
+
+def test_run_end_to_end_in_a_subprocess(tiny_config, write_config, subprocess_env, tmp_path):
+    path = write_config(tiny_config)
+    proc = trtbench("--config", str(path), "--output", str(tmp_path / "elsewhere"), env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "speedup" in proc.stdout and "traced" in proc.stdout
+    assert "FutureWarning" not in proc.stderr, "torch.jit warnings are captured into the results"
+    doc = json.loads((tmp_path / "elsewhere" / "results.json").read_text())
+    assert len(doc["results"]) == 9
+    assert not (tmp_path / "out").exists(), "--output overrides output.dir"
+
+
+def test_plain_progress_when_not_on_a_terminal(tiny_config, write_config, subprocess_env):
+    proc = trtbench("--config", str(write_config(tiny_config)), env=subprocess_env)
+    assert "build traced fp32 ..." in proc.stdout and "time scripted fp32 max ..." in proc.stdout
+
+
+def test_quiet_prints_only_the_table(tiny_config, write_config, subprocess_env):
+    proc = trtbench("--config", str(write_config(tiny_config)), "--quiet", "--variants", "eager,traced",
+                    env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "build " not in proc.stdout and "traced" in proc.stdout and "scripted" not in proc.stdout
+
+
+def test_bare_config_name_resolves_to_bundled_configs(subprocess_env, tmp_path):
+    for name in ("resnet34.yaml", "resnet34"):
+        proc = trtbench("validate", name, env=subprocess_env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "torchvision:resnet34" in proc.stdout
+
+
+def test_unknown_bare_config_name_suggests(subprocess_env, tmp_path):
+    proc = trtbench("--config", "resnet43.yaml", env=subprocess_env, cwd=tmp_path)
+    assert proc.returncode == 2 and "file not found" in proc.stderr
+
+
+def test_models_lists_torchvision_and_builtin(subprocess_env):
+    proc = trtbench("models", env=subprocess_env)
+    assert proc.returncode == 0
+    assert "resnet34" in proc.stdout and "builtin" in proc.stdout
+
+
+def test_every_bundled_config_validates():
+    paths = sorted(bundled_config_dir().glob("*.yaml"))
+    assert {"resnet34.yaml", "smoke.yaml"} <= {p.name for p in paths}
+    for path in paths:
+        config = load_config(path)
+        assert config.name == yaml.safe_load(path.read_text())["name"]
+
+
+def test_resnet34_config_is_the_reference_setup():
+    config = load_config("resnet34.yaml")
+    (spec,) = config.inputs
+    assert (spec.min_shape, spec.opt_shape, spec.max_shape) == ([1, 3, 224, 224], [2, 3, 224, 224], [16, 3, 224, 224])
+    assert config.variant_names == ["eager", "traced", "scripted"]

@@ -1,0 +1,145 @@
+"""End-to-end runs on a tiny real model: results, tables, failures, interrupts."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from trtbench.cli import main
+from trtbench.config import config_from_dict
+from trtbench.pipeline import Pipeline
+from trtbench.results import SCHEMA_VERSION
+
+RESULT_KEYS = {"variant", "precision", "shape", "status", "reason", "build_s", "latency_ms", "throughput",
+               "iterations", "speedup", "parity", "samples_ms", "noisy", "warnings"}
+LATENCY_KEYS = {"mean", "median", "std", "min", "max", "p90", "p95", "p99"}
+
+
+@pytest.fixture
+def finished_run(tiny_config, tmp_path):
+    tiny_config["variants"] = ["eager", "traced", "scripted", "exported"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    return outcome, json.loads((tmp_path / "out" / "results.json").read_text())
+
+
+def test_results_json_has_every_variant_at_every_shape(finished_run):
+    outcome, doc = finished_run
+    assert outcome.exit_code == 0
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["status"] == "complete"
+    combos = {(r["variant"], r["shape"]) for r in doc["results"]}
+    assert combos == {(v, s) for v in ("eager", "traced", "scripted", "exported") for s in ("min", "opt", "max")}
+    for r in doc["results"]:
+        assert RESULT_KEYS <= r.keys()
+        assert r["status"] == "ok", r["reason"]
+        assert LATENCY_KEYS <= r["latency_ms"].keys()
+        assert len(r["samples_ms"]) == r["iterations"] == 5
+        lat = r["latency_ms"]
+        assert lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+        assert r["parity"]["ok"] and r["parity"]["top1_agree"] == 1.0
+        assert r["throughput"] == pytest.approx(r["batch_size"] * 1000 / lat["mean"])
+
+
+def test_speedup_is_relative_to_eager_at_same_shape(finished_run):
+    _, doc = finished_run
+    eager = {r["shape"]: r["latency_ms"]["median"] for r in doc["results"] if r["variant"] == "eager"}
+    for r in doc["results"]:
+        assert r["speedup"] == pytest.approx(eager[r["shape"]] / r["latency_ms"]["median"])
+
+
+def test_environment_and_config_recorded(finished_run):
+    _, doc = finished_run
+    env = doc["environment"]
+    for key in ("python", "torch", "torchvision", "cpu", "threads", "device", "cudnn_benchmark", "grad_enabled"):
+        assert key in env
+    assert doc["config"]["model"]["name"] == "toy_models:tiny_cnn"
+    assert doc["config"]["inputs"][0]["opt_shape"] == [2, 3, 16, 16]
+
+
+def test_torch_jit_future_warnings_are_captured_into_results(finished_run):
+    _, doc = finished_run
+    traced = next(r for r in doc["results"] if r["variant"] == "traced")
+    assert any("FutureWarning" in w and "torch.jit.trace" in w for w in traced["warnings"])
+
+
+def test_csv_and_markdown_tables(finished_run, tmp_path):
+    outcome, doc = finished_run
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert len(rows) == len(doc["results"])
+    assert {"median_ms", "p99_ms", "speedup", "parity_ok"} <= rows[0].keys()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| variant | precision | shape |" in report
+    assert report.count("| traced | fp32 |") == 3
+    assert "## Artifacts" in report
+
+
+def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config, capsys):
+    tiny_config["model"]["name"] = "toy_models:unscriptable"
+    path = write_config(tiny_config)
+    code = main(["--config", str(path), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    doc = json.loads((path.parent / "out" / "results.json").read_text())
+    by_variant = {}
+    for r in doc["results"]:
+        by_variant.setdefault(r["variant"], set()).add(r["status"])
+    assert by_variant == {"eager": {"ok"}, "traced": {"ok"}, "scripted": {"failed"}}
+    scripted = next(r for r in doc["results"] if r["variant"] == "scripted")
+    assert scripted["reason"].startswith("build failed:")
+    assert "scripted fp32: failed: build failed" in out
+
+
+def test_parity_failure_is_visible_and_fails_the_run(tiny_config, write_config, capsys):
+    tiny_config["model"]["name"] = "toy_models:always_dropout"
+    tiny_config["variants"] = ["eager", "scripted"]
+    path = write_config(tiny_config)
+    code = main(["--config", str(path), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    doc = json.loads((path.parent / "out" / "results.json").read_text())
+    assert all(r["status"] == "ok" and not r["parity"]["ok"] for r in doc["results"])
+    assert out.count("CHECK FAILED") == len(doc["results"])
+    assert "FAIL (abs" in (path.parent / "out" / "report.md").read_text()
+
+
+def test_fp16_on_cpu_is_skipped_with_reason(tiny_config, tmp_path):
+    tiny_config["precisions"] = ["fp32", "fp16"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    fp16 = [r for r in outcome.results if r.precision == "fp16"]
+    assert fp16 and all(r.status == "skipped" and "CUDA" in r.reason for r in fp16)
+    assert outcome.exit_code == 0
+
+
+def test_interrupt_keeps_results_and_marks_the_rest(tiny_config, write_config, capsys):
+    tiny_config["model"]["name"] = "toy_models:interrupt_after"
+    tiny_config["model"]["kwargs"] = {"calls": 20}
+    path = write_config(tiny_config)
+    code = main(["--config", str(path), "--quiet"])
+    assert code == 130
+    doc = json.loads((path.parent / "out" / "results.json").read_text())
+    statuses = [r["status"] for r in doc["results"]]
+    assert doc["status"] == "interrupted"
+    assert "ok" in statuses and "interrupted" in statuses
+    assert len(doc["results"]) == 9  # every requested variant x shape is accounted for
+
+
+def test_adaptive_mode_stops_on_its_own(tiny_config, tmp_path):
+    tiny_config["benchmark"] = {"warmup": 1, "mode": "adaptive", "target_rel_ci": 0.5, "max_time_s": 2.0,
+                                "min_iterations": 10, "shapes": ["opt"]}
+    tiny_config["variants"] = ["eager"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    (result,) = outcome.results
+    assert result.stopped_by in ("target_rel_ci", "max_time_s")
+    assert result.iterations >= 10
+
+
+def test_static_shape_benchmarks_once(tiny_config, tmp_path):
+    tiny_config["inputs"] = [{"name": "input", "shape": [2, 3, 16, 16]}]
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    assert [(r.variant, r.shape) for r in outcome.results] == [("eager", "opt"), ("traced", "opt")]

@@ -1,0 +1,132 @@
+"""Deployable artifacts: saving them with a manifest, and verifying them in a fresh process."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from trtbench import __version__
+from trtbench.errors import UserInputError
+from trtbench.fsutil import atomic_write_json
+from trtbench.parity import flatten_outputs
+
+MANIFEST_VERSION = 1
+MANIFEST = "manifest.json"
+WORKER = Path(__file__).with_name("verify_worker.py")
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class ArtifactStore:
+    """Saves each variant's files into ``<out>/artifacts`` and keeps the manifest entries."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.entries: list[dict] = []
+
+    def save(self, variant, built, precision: str, device: torch.device, reference_inputs: tuple,
+             reference_output, shape: str, tolerance) -> list[dict]:
+        """Save ``built`` plus its reference input/output; files appear only once complete."""
+        stem = f"{variant.name}_{precision}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
+        try:
+            artifacts = variant.save(built, staging, stem)
+            if not artifacts:
+                return []
+            reference = staging / f"{stem}.ref.pt"
+            torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
+                        "outputs": flatten_outputs(reference_output)}, reference)
+            final_reference = self.directory / reference.name
+            os.replace(reference, final_reference)
+            added = []
+            for artifact in artifacts:
+                final = self.directory / artifact.path.name
+                os.replace(artifact.path, final)
+                added.append({
+                    "variant": variant.name, "precision": precision, "file": final.name,
+                    "sha256": sha256_of(final), "bytes": final.stat().st_size,
+                    "loader": artifact.loader, "imports": list(artifact.imports), "device": str(device),
+                    "reference": {"file": final_reference.name, "sha256": sha256_of(final_reference),
+                                  "shape": shape, "input_shapes": [list(t.shape) for t in reference_inputs]},
+                    "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
+                })
+            self.entries.extend(added)
+            return added
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def write_manifest(self, config: dict, environment: dict) -> Path | None:
+        """Write ``manifest.json`` describing every saved artifact (None when nothing was saved)."""
+        if not self.entries:
+            return None
+        path = self.directory / MANIFEST
+        atomic_write_json(path, {
+            "manifest_version": MANIFEST_VERSION,
+            "trtbench_version": __version__,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "inputs": config["inputs"],
+            "environment": environment,
+            "config": config,
+            "artifacts": self.entries,
+        })
+        return path
+
+
+def read_manifest(out_dir: Path) -> dict:
+    """Load ``<out>/artifacts/manifest.json`` (or a manifest path given directly)."""
+    out_dir = Path(out_dir)
+    path = out_dir if out_dir.is_file() else out_dir / "artifacts" / MANIFEST
+    if not path.is_file():
+        raise UserInputError(str(out_dir), f"no manifest at {path}",
+                             "pass the output directory of a run that saved artifacts (output.save_artifacts: true)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) | {"_dir": str(path.parent)}
+    except json.JSONDecodeError as err:
+        raise UserInputError(str(path), f"not valid JSON: {err}", "re-run the benchmark to rewrite it") from err
+
+
+def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
+    """Reload one artifact in a fresh Python process and rerun its reference input."""
+    job = {
+        "path": str(directory / entry["file"]), "sha256": entry["sha256"], "loader": entry["loader"],
+        "imports": entry.get("imports", []), "device": entry["device"],
+        "reference": str(directory / entry["reference"]["file"]),
+        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"],
+    }
+    if not Path(job["path"]).is_file():
+        return {"ok": False, "error": f"missing file {job['path']}"}
+    proc = subprocess.run([sys.executable, str(WORKER), json.dumps(job)], capture_output=True, text=True,
+                          timeout=timeout_s)
+    lines = proc.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"ok": False, "error": f"verify process exited {proc.returncode}: {proc.stderr.strip()[-500:]}"}
+
+
+def verify(out_dir: Path) -> list[dict]:
+    """Verify every artifact in the manifest; returns one row per artifact with ``ok`` and ``error``."""
+    manifest = read_manifest(out_dir)
+    directory = Path(manifest["_dir"])
+    rows = []
+    for entry in manifest["artifacts"]:
+        outcome = verify_artifact(entry, directory)
+        rows.append({"file": entry["file"], "variant": entry["variant"], "precision": entry["precision"], **outcome})
+    return rows

@@ -1,0 +1,102 @@
+"""Command line: ``trtbench --config FILE`` runs a benchmark; subcommands validate, list models, verify."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trtbench.errors import UserInputError
+
+COMMANDS = ("run", "validate", "models", "verify")
+
+
+def _variants_arg(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trtbench",
+        description="Build eager, TorchScript and Torch-TensorRT variants of a model, check them against eager, "
+                    "benchmark them and save deployable artifacts.",
+        epilog="Without a subcommand, 'trtbench --config FILE' is 'trtbench run --config FILE'.")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a benchmark config (the default command)")
+    run.add_argument("--config", required=True, help="config file, or a bundled config name such as resnet34.yaml")
+    run.add_argument("--output", help="output directory (overrides output.dir)")
+    run.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
+    run.add_argument("--variants", type=_variants_arg, help="comma-separated variants (overrides variants)")
+    run.add_argument("--quiet", action="store_true", help="no progress output; print only the final table")
+    validate = sub.add_parser("validate", help="check a config without running it")
+    validate.add_argument("config")
+    sub.add_parser("models", help="list model names by source")
+    verify = sub.add_parser("verify", help="reload saved artifacts in a fresh process and check their outputs")
+    verify.add_argument("output", help="output directory of a run (or its artifacts/manifest.json)")
+    return parser
+
+
+def cmd_run(args) -> int:
+    from trtbench.config import load_config
+    from trtbench.pipeline import Pipeline
+    from trtbench.progress import Progress
+    from trtbench.report.tables import text_table
+
+    config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output)
+    progress = Progress(quiet=args.quiet)
+    outcome = Pipeline(config, progress).run()
+    print()
+    print(text_table(outcome.results), end="")
+    print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
+    if outcome.interrupted:
+        print("interrupted: partial results were written", file=sys.stderr)
+    return outcome.exit_code
+
+
+def cmd_validate(args) -> int:
+    from trtbench.config import load_config
+
+    config = load_config(args.config)
+    print(f"{args.config}: ok ({config.model.source}:{config.model.name}, variants {', '.join(config.variant_names)}, "
+          f"precisions {', '.join(config.precisions)}, device {config.device})")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from trtbench.models import list_models
+
+    for source, names in list_models().items():
+        print(f"{source} ({len(names)}):")
+        for name in names:
+            print(f"  {name}")
+    print("python: any 'pkg.module:factory' returning an nn.Module; torchscript: a saved .ts/.pt file path")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from trtbench.artifacts import verify
+
+    rows = verify(args.output)
+    for row in rows:
+        status = "ok" if row["ok"] else "FAIL"
+        detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
+        print(f"{status:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
+    failed = sum(not row["ok"] for row in rows)
+    print(f"{len(rows) - failed} verified, {failed} failed")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``trtbench`` console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]
+    args = build_parser().parse_args(argv)
+    handlers = {"run": cmd_run, "validate": cmd_validate, "models": cmd_models, "verify": cmd_verify}
+    if args.command is None:
+        build_parser().print_help()
+        return 2
+    try:
+        return handlers[args.command](args)
+    except UserInputError as err:
+        print(f"trtbench: error: {err.format()}", file=sys.stderr)
+        return err.exit_code

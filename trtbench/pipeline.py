@@ -1,0 +1,247 @@
+"""The run: build each variant -> check it against eager -> benchmark it -> save it -> report.
+
+One failing variant never stops the others: its results are ``failed`` with the reason.
+Ctrl-C stops the run; what was measured so far is written, the rest marked ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from trtbench.artifacts import ArtifactStore
+from trtbench.config import Config, resolve_device
+from trtbench.env import collect_environment
+from trtbench.inputs import format_shapes, make_inputs, shape_points
+from trtbench.models import build_model
+from trtbench.parity import compare
+from trtbench.precision import precision_dtype, unsupported_reason
+from trtbench.progress import Progress
+from trtbench.report.writer import write_outputs
+from trtbench.results import Result, add_speedups, exit_code
+from trtbench.stats import summarize
+from trtbench.timing import TimingPlan, measure
+from trtbench.variants import BuildContext, Built, build_order, get_variant
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced and the exit code the CLI returns."""
+
+    out_dir: Path
+    results: list[Result]
+    interrupted: bool = False
+    files: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.results, self.interrupted)
+
+
+@dataclass
+class BuildOutcome:
+    """A variant's build: the built variant, or why there is none (status skipped/failed)."""
+
+    built: Built | None = None
+    build_s: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    status: str = "ok"
+    reason: str = ""
+
+
+def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Call ``fn`` recording its warnings (e.g. torch.jit's FutureWarning) instead of printing them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn()
+    return value, sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for a table: the exception type and the first line of its message."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class Pipeline:
+    """Runs one :class:`Config` end to end and writes its outputs."""
+
+    def __init__(self, config: Config, progress: Progress | None = None):
+        self.config = config
+        self.progress = progress or Progress(quiet=True)
+        self.device = torch.device(resolve_device(config.device))
+        self.out_dir = Path(config.output.dir)
+        self.results: list[Result] = []
+        self.store = ArtifactStore(self.out_dir / "artifacts")
+        self.points = shape_points(config.inputs, config.benchmark.shapes)
+        self.plan = TimingPlan.from_config(config.benchmark)
+
+    def run(self) -> RunOutcome:
+        """Build, check, time and save every requested variant at every precision and shape."""
+        bench = self.config.benchmark
+        if bench.threads:
+            torch.set_num_threads(bench.threads)
+        torch.backends.cudnn.benchmark = bench.cudnn_benchmark
+        model = build_model(self.config.model)  # user errors surface before anything is written
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        environment = collect_environment(self.device)
+        started = datetime.now(timezone.utc)
+        interrupted = False
+        try:
+            references = self._references(model)
+            for precision in self.config.precisions:
+                self._run_precision(model, precision, references)
+        except KeyboardInterrupt:
+            interrupted = True
+            self._mark_interrupted()
+        add_speedups(self.results)
+        manifest = None
+        if self.config.output.save_artifacts:
+            manifest = self.store.write_manifest(self.config.to_dict(), environment)
+        outcome = RunOutcome(self.out_dir, self.results, interrupted)
+        outcome.files = write_outputs(self.out_dir, self.config, environment, self.results, started,
+                                      interrupted, manifest)
+        return outcome
+
+    def _inputs(self, dtype: torch.dtype | None) -> dict[str, tuple]:
+        seed = self.config.benchmark.seed
+        return {label: make_inputs(self.config.inputs, shapes, seed, self.device, dtype)
+                for label, shapes in self.points.items()}
+
+    def _references(self, model: torch.nn.Module) -> dict[str, Any]:
+        """Eager fp32 outputs at every shape point: the accuracy reference for every variant."""
+        reference_model = copy.deepcopy(model).to(self.device, torch.float32)
+        inputs = self._inputs(torch.float32)
+        with torch.inference_mode():
+            return {label: reference_model(*inputs[label]) for label in self.points}
+
+    def _skip_all(self, name: str, precision: str, status: str, reason: str, **extra) -> None:
+        for label, shapes in self.points.items():
+            self.results.append(Result(name, precision, label, format_shapes(shapes), status=status,
+                                       reason=reason, **extra))
+
+    def _requested(self) -> list[str]:
+        return ["eager", *[n for n in self.config.variant_names if n != "eager"]]
+
+    def _run_precision(self, model: torch.nn.Module, precision: str, references: dict) -> None:
+        requested = self._requested()
+        reason = unsupported_reason(precision, self.device)
+        if reason:
+            for name in requested:
+                self._skip_all(name, precision, "skipped", reason)
+            return
+        dtype = precision_dtype(precision)
+        cast_model = copy.deepcopy(model).to(self.device, dtype)
+        inputs = self._inputs(dtype)
+        options = {entry.name: entry.options for entry in self.config.variants}
+        example = make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
+                              self.config.benchmark.seed, self.device, dtype)
+        ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
+                           shape_inputs=inputs, input_specs=self.config.inputs)
+        failures: dict[str, str] = {}
+        for name in build_order(requested):
+            variant = get_variant(name)
+            ctx.options = options.get(name) or variant.Options()
+            outcome = self._build(variant, cast_model, ctx, failures)
+            if name not in requested:
+                continue
+            if outcome.built is None:
+                self._skip_all(name, precision, outcome.status, outcome.reason)
+                continue
+            self._benchmark(variant, outcome, precision, inputs, references)
+
+    def _build(self, variant, model, ctx: BuildContext, failures: dict) -> BuildOutcome:
+        """Build one variant; a variant that cannot run here comes back skipped or failed, with the reason."""
+        reason = variant.unavailable_reason(ctx.device, ctx.precision)
+        if reason:
+            failures[variant.name] = reason
+            return BuildOutcome(status="skipped", reason=reason)
+        if variant.depends_on in failures:
+            failures[variant.name] = f"needs {variant.depends_on}, which did not build"
+            return BuildOutcome(status="skipped", reason=f"{failures[variant.name]} ({failures[variant.depends_on]})")
+        with self.progress.task(f"build {variant.name} {ctx.precision}", total=1) as tick:
+            start = time.perf_counter()
+            try:
+                with torch.no_grad():
+                    built, caught = capture_warnings(lambda: variant.build(model, ctx))
+            except KeyboardInterrupt:
+                raise
+            except Exception as err:  # reported as this variant's failure; the others go on
+                failures[variant.name] = describe_error(err)
+                return BuildOutcome(status="failed", reason=f"build failed: {describe_error(err)}")
+            build_s = time.perf_counter() - start
+            tick()
+        ctx.built[variant.name] = built
+        return BuildOutcome(built=built, build_s=build_s, warnings=caught)
+
+    def _benchmark(self, variant, outcome: BuildOutcome, precision, inputs, references) -> None:
+        tolerance = self.config.tolerances[precision]
+        built = outcome.built
+        for label, shapes in self.points.items():
+            result = Result(variant.name, precision, label, format_shapes(shapes), build_s=outcome.build_s,
+                            batch_size=shapes[0][0] if shapes[0] else 1, warnings=list(outcome.warnings),
+                            build_info=dict(built.info))
+            self.results.append(result)
+            try:
+                self._measure_point(variant, built, inputs[label], references[label], tolerance, result)
+            except KeyboardInterrupt:
+                result.status, result.reason = "interrupted", "stopped by Ctrl-C while timing"
+                raise
+            except Exception as err:  # this shape failed; other shapes and variants go on
+                result.status, result.reason = "failed", describe_error(err)
+        if self.config.output.save_artifacts and any(
+                r.status == "ok" for r in self.results if r.variant == variant.name and r.precision == precision):
+            self._save(variant, built, precision, inputs, tolerance)
+
+    def _measure_point(self, variant, built, point_inputs, reference, tolerance, result: Result) -> None:
+        with torch.inference_mode():
+            output, caught = capture_warnings(lambda: variant.run(built, point_inputs))
+            result.warnings = sorted(set(result.warnings) | set(caught))
+            result.parity = compare(output, reference, tolerance.atol, tolerance.rtol).to_dict()
+            title = f"time {variant.name} {result.precision} {result.shape}"
+            total = self.plan.iterations if self.plan.mode == "fixed" else None
+            with self.progress.task(title, total=total) as tick:
+                measurement = measure(lambda: variant.run(built, point_inputs), self.device, self.plan, tick)
+        stats = summarize(measurement.host_ms)
+        result.latency_ms = stats.to_dict()
+        result.noisy = stats.noisy
+        result.iterations = stats.iterations
+        result.stopped_by = measurement.stopped_by
+        result.throughput = result.batch_size * 1000.0 / stats.mean
+        result.samples_ms = measurement.host_ms
+        if measurement.device_ms is not None:
+            result.device_ms = summarize(measurement.device_ms).to_dict()
+            result.device_samples_ms = measurement.device_ms
+
+    def _save(self, variant, built, precision, inputs, tolerance) -> None:
+        label = "opt" if "opt" in inputs else next(iter(inputs))
+        rows = [r for r in self.results if r.variant == variant.name and r.precision == precision]
+        try:
+            with torch.inference_mode():
+                output = variant.run(built, inputs[label])
+            _, caught = capture_warnings(lambda: self.store.save(
+                variant, built, precision, self.device, inputs[label], output, label, tolerance))
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # saving failed: timings stand, the failure is reported
+            for r in rows:
+                r.status, r.reason = "failed", f"save failed: {describe_error(err)}"
+            return
+        for r in rows:
+            r.warnings = sorted(set(r.warnings) | set(caught))
+
+    def _mark_interrupted(self) -> None:
+        done = {(r.variant, r.precision, r.shape) for r in self.results}
+        for precision in self.config.precisions:
+            for name in self._requested():
+                for label, shapes in self.points.items():
+                    if (name, precision, label) not in done:
+                        self.results.append(Result(name, precision, label, format_shapes(shapes),
+                                                   status="interrupted", reason="not run: stopped by Ctrl-C"))

@@ -1,0 +1,44 @@
+"""The human-readable ``report.md``: environment, speedup table, notes and artifacts."""
+
+from __future__ import annotations
+
+from trtbench.report.tables import markdown_table
+from trtbench.results import Result
+
+
+def environment_lines(env: dict) -> list[str]:
+    """Bullet lines naming what the numbers were measured on."""
+    lines = [f"- device: {env.get('device')}; CPU: {env.get('cpu')} ({env.get('threads')} threads)",
+             f"- python {env.get('python')}, torch {env.get('torch')}, torchvision {env.get('torchvision')}"]
+    if env.get("gpu_name"):
+        lines.append(f"- GPU: {env['gpu_name']} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
+                     f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
+    return lines
+
+
+def report_markdown(config, env: dict, results: list[Result], interrupted: bool, manifest) -> str:
+    """The whole report as Markdown."""
+    bench = config.benchmark
+    timing = (f"{bench.iterations} iterations" if bench.mode == "fixed"
+              else f"adaptive: until the median's 95% CI is within {bench.target_rel_ci:.1%} or {bench.max_time_s:g} s")
+    parts = [
+        f"# trtbench: {config.name}",
+        "",
+        f"Model `{config.model.source}:{config.model.name}`, precisions {', '.join(config.precisions)}; "
+        f"{bench.warmup} warm-up runs then {timing} per shape; synchronized per iteration, "
+        f"grad disabled (inference_mode). Speedup is eager's median over the variant's median at the same "
+        f"shape and precision; parity compares with eager fp32.",
+        "",
+        *environment_lines(env),
+        "",
+    ]
+    if interrupted:
+        parts += ["**Interrupted**: the run was stopped by Ctrl-C; results below are partial.", ""]
+    parts += ["## Speedup", "", markdown_table(results)]
+    warned = sorted({(r.variant, w) for r in results for w in r.warnings})
+    if warned:
+        parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
+    if manifest:
+        parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{manifest.name}`; "
+                  "check them with `trtbench verify <this directory>`.", ""]
+    return "\n".join(parts)
