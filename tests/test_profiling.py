@@ -114,6 +114,7 @@ def test_parameter_counts_and_artifact_sizes(model, tmp_path):
     path = tmp_path / "w.pt"
     torch.save(model.state_dict(), path)
     assert artifact_sizes([path]) == [{"path": str(path), "bytes": path.stat().st_size}]
+    assert artifact_sizes([path], root=tmp_path) == [{"path": "w.pt", "bytes": path.stat().st_size}]
 
 
 def test_peak_memory_sees_a_known_allocation(model, inputs):
@@ -181,7 +182,7 @@ def test_run_profiles_end_to_end(model, inputs, tmp_path):
     assert json.loads((tmp_path / eager["operators"]["trace"]).read_text())["traceEvents"]
 
     scripted = profiles["variants"]["scripted"]
-    assert scripted["artifacts"] == [{"path": str(artifact), "bytes": artifact.stat().st_size}]
+    assert scripted["artifacts"] == [{"path": "artifacts/scripted.ts", "bytes": artifact.stat().st_size}]
     for key in ("layers", "structure"):
         assert scripted["shapes"]["opt"][key]["status"] == "unsupported"
         assert "TorchScript" in scripted["shapes"]["opt"][key]["reason"]
@@ -231,16 +232,16 @@ def test_profile_config_defaults():
 
 
 RESULTS = [
-    {"variant": "eager", "precision": "fp32", "shape": "1x3x224x224", "status": "ok", "speedup": 1.0,
-     "latency_ms": {"median": 10.0, "p90": 11.0, "p99": 14.0}},
-    {"variant": "traced", "precision": "fp32", "shape": "1x3x224x224", "status": "ok", "speedup": 1.25,
-     "latency_ms": {"median": 8.0, "p90": 8.5, "p99": 9.0}},
-    {"variant": "eager", "precision": "fp32", "shape": "16x3x224x224", "status": "ok", "speedup": 1.0,
-     "latency_ms": {"median": 120.0, "p90": 130.0, "p99": 150.0}},
-    {"variant": "traced", "precision": "fp32", "shape": "16x3x224x224", "status": "ok", "speedup": 1.1,
-     "latency_ms": {"median": 109.0, "p90": 111.0, "p99": 115.0}},
-    {"variant": "scripted", "precision": "fp32", "shape": "16x3x224x224", "status": "failed", "speedup": None,
-     "latency_ms": None},
+    {"variant": "eager", "precision": "fp32", "shape": "min", "input_shapes": "1x3x224x224", "status": "ok",
+     "speedup": 1.0, "latency_ms": {"median": 10.0, "p90": 11.0, "p99": 14.0}},
+    {"variant": "traced", "precision": "fp32", "shape": "min", "input_shapes": "1x3x224x224", "status": "ok",
+     "speedup": 1.25, "latency_ms": {"median": 8.0, "p90": 8.5, "p99": 9.0}},
+    {"variant": "eager", "precision": "fp32", "shape": "max", "input_shapes": "16x3x224x224", "status": "ok",
+     "speedup": 1.0, "latency_ms": {"median": 120.0, "p90": 130.0, "p99": 150.0}},
+    {"variant": "traced", "precision": "fp32", "shape": "max", "input_shapes": "16x3x224x224", "status": "ok",
+     "speedup": 1.1, "latency_ms": {"median": 109.0, "p90": 111.0, "p99": 115.0}},
+    {"variant": "scripted", "precision": "fp32", "shape": "max", "input_shapes": "16x3x224x224", "status": "failed",
+     "speedup": None, "latency_ms": None},
 ]
 
 
@@ -271,3 +272,46 @@ def test_top_layers_plot(tmp_path):
     plot = top_layers_plot(nodes, tmp_path / "layers.png", top_k=4)
     assert list(plot.values) == [6.0, 7.0, 8.0, 9.0]  # slowest four, largest at the top
     assert_png(plot.path, width_in=8.0)
+
+
+def test_pipeline_writes_profiles_and_plots(tiny_config, tmp_path):
+    from trtbench.pipeline import Pipeline
+
+    tiny_config.update({
+        "variants": ["eager", "traced"], "benchmark": {"warmup": 1, "iterations": 3, "shapes": ["min", "opt"]},
+        "output": {"dir": str(tmp_path / "out")},
+        "profile": {"variants": ["eager", "traced"], "shapes": ["opt"], "layers": {"runs": 2},
+                    "operators": {"runs": 1}, "train": {"enabled": True, "iterations": 2}},
+    })
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    out = tmp_path / "out"
+    doc = json.loads((out / "results.json").read_text())
+    profiles = doc["profiles"]
+    assert outcome.exit_code == 0 and profiles["status"] == "ok" and profiles["precision"] == "fp32"
+    eager, traced = profiles["variants"]["eager"], profiles["variants"]["traced"]
+    assert eager["shapes"]["opt"]["shape"] == "2x3x16x16"
+    assert eager["shapes"]["opt"]["layers"]["status"] == "ok"
+    assert traced["shapes"]["opt"]["layers"]["status"] == "unsupported"
+    assert traced["shapes"]["opt"]["train"]["status"] == "ok" and "note" in traced["shapes"]["opt"]["train"]
+    (ts,) = traced["artifacts"]
+    assert ts == {"path": "artifacts/traced_fp32.ts", "bytes": (out / "artifacts" / "traced_fp32.ts").stat().st_size}
+    assert (out / eager["shapes"]["opt"]["operators"]["trace"]).is_file()
+
+    report = (out / "report.md").read_text()
+    assert "![latency](plots/latency.png)" in report and "![speedup](plots/speedup.png)" in report
+    assert "## Profile (fp32, cpu)" in report and "### Training step" in report
+    latency = imread(out / "plots" / "latency.png")
+    assert latency.shape[0] > 0 and float(np.var(latency[..., :3])) > 1e-3
+
+
+def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_path):
+    from trtbench.pipeline import Pipeline
+
+    tiny_config.update({"precisions": ["fp16"], "variants": ["eager"], "output": {"dir": str(tmp_path / "out")},
+                        "profile": {}})
+    Pipeline(config_from_dict(tiny_config)).run()
+    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["profiles"]
+    assert profiles["status"] == "skipped" and "CUDA" in profiles["reason"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Profile (fp16, cpu)" in report and "_skipped: fp16" in report
+    assert not (tmp_path / "out" / "plots").exists()

@@ -23,6 +23,7 @@ from trtbench.inputs import format_shapes, make_inputs, shape_points
 from trtbench.models import build_model
 from trtbench.parity import compare
 from trtbench.precision import precision_dtype, unsupported_reason
+from trtbench.profiling.runner import run_profiles
 from trtbench.progress import Progress
 from trtbench.report.writer import write_outputs
 from trtbench.results import Result, add_speedups, exit_code
@@ -82,6 +83,9 @@ class Pipeline:
         self.store = ArtifactStore(self.out_dir / "artifacts")
         self.points = shape_points(config.inputs, config.benchmark.shapes)
         self.plan = TimingPlan.from_config(config.benchmark)
+        profile = config.profile
+        self.profile = profile if profile is not None and profile.enabled else None
+        self.profiles: dict | None = None
 
     def run(self) -> RunOutcome:
         """Build, check, time and save every requested variant at every precision and shape."""
@@ -107,7 +111,7 @@ class Pipeline:
             manifest = self.store.write_manifest(self.config.to_dict(), environment)
         outcome = RunOutcome(self.out_dir, self.results, interrupted)
         outcome.files = write_outputs(self.out_dir, self.config, environment, self.results, started,
-                                      interrupted, manifest)
+                                      interrupted, manifest, self.profiles)
         return outcome
 
     def _inputs(self, dtype: torch.dtype | None) -> dict[str, tuple]:
@@ -136,6 +140,8 @@ class Pipeline:
         if reason:
             for name in requested:
                 self._skip_all(name, precision, "skipped", reason)
+            if self.profile and self.profile.precision == precision:
+                self.profiles = {"status": "skipped", "reason": reason, "precision": precision, "device": str(self.device)}
             return
         dtype = precision_dtype(precision)
         cast_model = copy.deepcopy(model).to(self.device, dtype)
@@ -146,6 +152,7 @@ class Pipeline:
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
         failures: dict[str, str] = {}
+        built_variants = {}
         for name in build_order(requested):
             variant = get_variant(name)
             ctx.options = options.get(name) or variant.Options()
@@ -155,7 +162,26 @@ class Pipeline:
             if outcome.built is None:
                 self._skip_all(name, precision, outcome.status, outcome.reason)
                 continue
+            built_variants[name] = (variant, outcome.built)
             self._benchmark(variant, outcome, precision, inputs, references)
+        if self.profile and self.profile.precision == precision:
+            self._profile(built_variants, precision, dtype)
+
+    def _profile(self, built_variants: dict, precision: str, dtype: torch.dtype) -> None:
+        """Where the time and memory go, for the configured variants and shapes (``profile:`` section)."""
+        profile = self.profile
+        seed = self.config.benchmark.seed
+        inputs = {label: make_inputs(self.config.inputs, [spec.shape_for(label) for spec in self.config.inputs],
+                                     seed, self.device, dtype) for label in profile.shapes}
+        artifacts: dict[str, list[Path]] = {}
+        for entry in self.store.entries:
+            if entry["precision"] == precision:
+                artifacts.setdefault(entry["variant"], []).append(self.store.directory / entry["file"])
+        chosen = {name: built_variants[name] for name in profile.variants if name in built_variants}
+        with self.progress.task(f"profile {precision}", total=len(chosen) * len(profile.shapes)) as tick:
+            self.profiles, caught = capture_warnings(lambda: run_profiles(
+                profile, chosen, inputs, self.device, self.out_dir, artifacts, tick))
+        self.profiles["warnings"] = caught
 
     def _build(self, variant, model, ctx: BuildContext, failures: dict) -> BuildOutcome:
         """Build one variant; a variant that cannot run here comes back skipped or failed, with the reason."""

@@ -7,6 +7,8 @@
 - ``environment``: see :func:`trtbench.env.collect_environment`
 - ``config``: the resolved config
 - ``results``: one :class:`Result` per variant x precision x shape
+- ``profiles`` (only with an enabled ``profile:`` config section): see
+  :func:`trtbench.profiling.runner.run_profiles`
 """
 
 from __future__ import annotations

@@ -104,6 +104,10 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> dict:
             "step_bytes": max(0, peak - baseline)}
 
 
-def artifact_sizes(paths: list[Path]) -> list[dict]:
-    """Size on disk of each saved artifact."""
-    return [{"path": str(p), "bytes": Path(p).stat().st_size} for p in paths]
+def artifact_sizes(paths: list[Path], root: Path | None = None) -> list[dict]:
+    """Size on disk of each saved artifact; paths under ``root`` are reported relative to it."""
+    sizes = []
+    for path in map(Path, paths):
+        shown = path.relative_to(root) if root is not None and path.is_relative_to(root) else path
+        sizes.append({"path": str(shown), "bytes": path.stat().st_size})
+    return sizes

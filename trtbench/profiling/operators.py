@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from trtbench.fsutil import atomic_write
@@ -15,10 +16,12 @@ def profile_operators(fn: Callable[[], object], device: torch.device, runs: int,
                       trace_path: Path | None = None, record_shapes: bool = False) -> dict:
     """Profile ``runs`` calls of ``fn`` (after one warm-up call) and tabulate the top-``top_k`` operators.
 
-    Rows are sorted by self time: self CPU time on the CPU, self device (CUDA kernel) time on
-    CUDA. Times are per run (profiled totals divided by ``runs``); ``pct`` is the share of all
-    self time of that kind. When ``trace_path`` is given the Chrome trace is written there
-    atomically (open it in chrome://tracing or https://ui.perfetto.dev).
+    Rows are sorted by self time: self CPU time on the CPU, self device time on CUDA (both
+    the kernels and the operators that launched them are listed, as in torch.profiler's own
+    table; ``on`` says which). Times are per run (profiled totals divided by ``runs``);
+    ``pct`` is the share of the total self CPU time, or on CUDA of the total kernel time. When
+    ``trace_path`` is given the Chrome trace is written there atomically (open it in
+    chrome://tracing or https://ui.perfetto.dev).
     """
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -37,11 +40,13 @@ def profile_operators(fn: Callable[[], object], device: torch.device, runs: int,
 
     events = [e for e in prof.key_averages() if not e.is_user_annotation]
     sort_key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    self_total_us = sum(getattr(e, sort_key) for e in events)
+    # CPU operators also carry the device time of the kernels they launched: count only the kernels once
+    self_total_us = sum(getattr(e, sort_key) for e in events if not cuda or e.device_type == DeviceType.CUDA)
     rows = []
     for event in sorted(events, key=lambda e: getattr(e, sort_key), reverse=True)[:top_k]:
         row = {
             "name": event.key,
+            "on": event.device_type.name.lower(),
             "self_cpu_ms": event.self_cpu_time_total / 1e3 / runs,
             "cpu_total_ms": event.cpu_time_total / 1e3 / runs,
             "calls": event.count / runs,

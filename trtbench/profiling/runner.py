@@ -72,19 +72,20 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
 
 def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, Built]],
                  inputs_by_shape: dict[str, tuple], device: torch.device, out_dir: Path,
-                 artifacts: dict[str, list[Path]] | None = None) -> dict:
+                 artifacts: dict[str, list[Path]] | None = None, tick: Callable[[], None] = lambda: None) -> dict:
     """Profile each configured variant at each configured shape; JSON-serialisable results.
 
     ``variants`` maps names to the built variants of ``profile_cfg.precision`` (a configured
     variant missing here, e.g. one that failed to build, is reported as skipped);
     ``inputs_by_shape`` maps every label in ``profile_cfg.shapes`` to the inputs at that
-    shape, on ``device``; ``artifacts`` maps variant names to the files they saved.
+    shape, on ``device``; ``artifacts`` maps variant names to the files they saved. ``tick``
+    is called after each variant x shape (progress bars).
     """
     missing = [label for label in profile_cfg.shapes if label not in inputs_by_shape]
     if missing:
         raise ValueError(f"no inputs given for profile shapes {missing}")
     out_dir = Path(out_dir)
-    result: dict = {"precision": profile_cfg.precision, "device": str(device),
+    result: dict = {"status": "ok", "precision": profile_cfg.precision, "device": str(device),
                     "settings": dataclasses.asdict(profile_cfg), "variants": {}}
     for name in profile_cfg.variants:
         if name not in variants:
@@ -94,10 +95,12 @@ def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, 
         entry: dict = {"status": "ok"}
         if profile_cfg.memory:
             entry["parameters"] = parameter_summary(built.module)
-            entry["artifacts"] = artifact_sizes((artifacts or {}).get(name, []))
-        entry["shapes"] = {label: _profile_shape(profile_cfg, name, variant, built, label, inputs_by_shape[label],
-                                                 device, out_dir)
-                           for label in profile_cfg.shapes}
+            entry["artifacts"] = artifact_sizes((artifacts or {}).get(name, []), root=out_dir)
+        entry["shapes"] = {}
+        for label in profile_cfg.shapes:
+            entry["shapes"][label] = _profile_shape(profile_cfg, name, variant, built, label, inputs_by_shape[label],
+                                                    device, out_dir)
+            tick()
         result["variants"][name] = entry
     return result
 
@@ -150,10 +153,11 @@ def _operators_md(ops: dict) -> list[str]:
     trace = f"; Chrome trace: [{ops['trace']}]({ops['trace']})" if ops.get("trace") else ""
     out = [f"**Operators** (torch.profiler, per run over {ops['runs']} runs, sorted by "
            f"{'self CUDA time' if cuda else 'self CPU time'}; top {len(ops['top'])} of {ops['operators']}{trace})", ""]
-    headers = ["operator", "self CPU ms", "CPU total ms"] + (["self CUDA ms", "CUDA total ms"] if cuda else [])
+    headers = ["operator"] + (["on"] if cuda else []) + ["self CPU ms", "CPU total ms"]
+    headers += ["self CUDA ms", "CUDA total ms"] if cuda else []
     rows = []
     for op in ops["top"]:
-        row = [f"`{op['name']}`", _ms(op["self_cpu_ms"]), _ms(op["cpu_total_ms"])]
+        row = [f"`{op['name']}`"] + ([op["on"]] if cuda else []) + [_ms(op["self_cpu_ms"]), _ms(op["cpu_total_ms"])]
         if cuda:
             row += [_ms(op["self_device_ms"]), _ms(op["device_total_ms"])]
         rows.append(row + [f"{op['pct']:.1f}", f"{op['calls']:g}"])
@@ -182,9 +186,11 @@ def _memory_md(entry: dict) -> list[str]:
 
 
 def profile_markdown(profiles: dict) -> str:
-    """Report sections for the ``profiles`` data of :func:`run_profiles`."""
-    settings = profiles["settings"]
+    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason)."""
     lines = [f"## Profile ({profiles['precision']}, {profiles['device']})", ""]
+    if profiles["status"] != "ok":
+        return "\n".join(lines + [_not_ok(profiles), ""])
+    settings = profiles["settings"]
     trainings = []
     for name, entry in profiles["variants"].items():
         lines += [f"### {name}", ""]

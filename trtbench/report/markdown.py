@@ -1,7 +1,11 @@
-"""The human-readable ``report.md``: environment, speedup table, notes and artifacts."""
+"""The human-readable ``report.md``: environment, speedup table, plots, notes, artifacts and profiles."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from trtbench.profiling.runner import profile_markdown
 from trtbench.report.tables import markdown_table
 from trtbench.results import Result
 
@@ -16,8 +20,9 @@ def environment_lines(env: dict) -> list[str]:
     return lines
 
 
-def report_markdown(config, env: dict, results: list[Result], interrupted: bool, manifest) -> str:
-    """The whole report as Markdown."""
+def report_markdown(config, env: dict, results: list[Result], interrupted: bool, manifest,
+                    plots: Sequence[Path] = (), profiles: dict | None = None) -> str:
+    """The whole report as Markdown; ``plots`` are paths relative to the report's folder."""
     bench = config.benchmark
     timing = (f"{bench.iterations} iterations" if bench.mode == "fixed"
               else f"adaptive: until the median's 95% CI is within {bench.target_rel_ci:.1%} or {bench.max_time_s:g} s")
@@ -35,10 +40,13 @@ def report_markdown(config, env: dict, results: list[Result], interrupted: bool,
     if interrupted:
         parts += ["**Interrupted**: the run was stopped by Ctrl-C; results below are partial.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
+    parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
     warned = sorted({(r.variant, w) for r in results for w in r.warnings})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
     if manifest:
         parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{manifest.name}`; "
                   "check them with `trtbench verify <this directory>`.", ""]
+    if profiles is not None:
+        parts.append(profile_markdown(profiles))
     return "\n".join(parts)

@@ -44,13 +44,21 @@ def _series_label(result: dict, several_precisions: bool) -> str:
     return f"{result['variant']} {result['precision']}" if several_precisions else result["variant"]
 
 
+def _shape_label(result: dict) -> str:
+    dims = result.get("input_shapes")
+    return f"{result['shape']}\n{dims}" if dims else result["shape"]
+
+
 def _grouped(results: list[dict], value) -> tuple[list[str], list[str], dict]:
-    """Shapes (x groups), series (variant[, precision]) and {(series, shape): result} for ok results with a value."""
+    """Shapes (x groups), series (variant[, precision]) and {(series, shape): result} for ok results with a value.
+
+    A result's shape is its label (``opt``), shown with its ``input_shapes`` when given.
+    """
     ok = [r for r in results if r.get("status") == "ok" and value(r) is not None]
     several = len({r["precision"] for r in ok}) > 1
-    shapes = list(dict.fromkeys(r["shape"] for r in ok))
+    shapes = list(dict.fromkeys(_shape_label(r) for r in ok))
     series = list(dict.fromkeys(_series_label(r, several) for r in ok))
-    cells = {(_series_label(r, several), r["shape"]): r for r in ok}
+    cells = {(_series_label(r, several), _shape_label(r)): r for r in ok}
     return shapes, series, cells
 
 
