@@ -315,3 +315,13 @@ def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_pat
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Profile (fp16, cpu)" in report and "_skipped: fp16" in report
     assert not (tmp_path / "out" / "plots").exists()
+
+
+def test_study_resnet_profile_config_is_the_studys_setup():
+    from trtbench.config import load_config
+
+    config = load_config("study_resnet_profile")
+    (spec,) = config.inputs
+    assert (spec.min_shape, spec.max_shape) == ([1, 3, 500, 334], [1, 3, 1024, 2048])
+    assert config.benchmark.shapes == config.profile.shapes == ["min", "max"]
+    assert config.profile.layers.enabled and config.profile.memory and config.profile.structure
