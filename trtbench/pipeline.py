@@ -19,7 +19,7 @@ import torch
 from trtbench.artifacts import ArtifactStore
 from trtbench.config import Config, resolve_device
 from trtbench.env import collect_environment
-from trtbench.inputs import format_shapes, make_inputs, shape_points
+from trtbench.inputs import format_shapes, make_inputs, shape_points, to_memory_format
 from trtbench.models import build_model
 from trtbench.parity import compare
 from trtbench.precision import precision_dtype, unsupported_reason
@@ -110,15 +110,15 @@ class Pipeline:
                                       interrupted, manifest)
         return outcome
 
-    def _inputs(self, dtype: torch.dtype | None) -> dict[str, tuple]:
+    def _inputs(self, dtype: torch.dtype, channels_last: bool) -> dict[str, tuple]:
         seed = self.config.benchmark.seed
-        return {label: make_inputs(self.config.inputs, shapes, seed, self.device, dtype)
+        return {label: to_memory_format(make_inputs(self.config.inputs, shapes, seed, self.device, dtype), channels_last)
                 for label, shapes in self.points.items()}
 
     def _references(self, model: torch.nn.Module) -> dict[str, Any]:
         """Eager fp32 outputs at every shape point: the accuracy reference for every variant."""
         reference_model = copy.deepcopy(model).to(self.device, torch.float32)
-        inputs = self._inputs(torch.float32)
+        inputs = self._inputs(torch.float32, self.config.channels_last)
         with torch.inference_mode():
             return {label: reference_model(*inputs[label]) for label in self.points}
 
@@ -138,11 +138,14 @@ class Pipeline:
                 self._skip_all(name, precision, "skipped", reason)
             return
         dtype = precision_dtype(precision)
+        channels_last = self.config.channels_last
         cast_model = copy.deepcopy(model).to(self.device, dtype)
-        inputs = self._inputs(dtype)
+        if channels_last:
+            cast_model = cast_model.to(memory_format=torch.channels_last)
+        inputs = self._inputs(dtype, channels_last)
         options = {entry.name: entry.options for entry in self.config.variants}
-        example = make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
-                              self.config.benchmark.seed, self.device, dtype)
+        example = to_memory_format(make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
+                                               self.config.benchmark.seed, self.device, dtype), channels_last)
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
         failures: dict[str, str] = {}

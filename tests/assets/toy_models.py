@@ -70,3 +70,20 @@ class AlwaysDropout(nn.Module):
 
 def always_dropout() -> nn.Module:
     return AlwaysDropout()
+
+
+class ChannelsLastOnly(nn.Module):
+    """Refuses inputs that are not in channels_last layout (to prove the layout option is applied)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        if not x.is_contiguous(memory_format=torch.channels_last):
+            raise RuntimeError("expected a channels_last input")
+        return self.body(x)
+
+
+def channels_last_only() -> nn.Module:
+    return ChannelsLastOnly()
