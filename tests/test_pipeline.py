@@ -153,3 +153,16 @@ def test_channels_last_runs_and_matches_eager(tiny_config, tmp_path):
     outcome = Pipeline(config_from_dict(tiny_config)).run()
     assert outcome.exit_code == 0
     assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+
+
+def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:fails_above_batch"
+    tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    status = {(r.variant, r.shape): r.status for r in outcome.results}
+    assert status == {("eager", "min"): "ok", ("eager", "opt"): "ok", ("eager", "max"): "failed",
+                      ("scripted", "min"): "ok", ("scripted", "opt"): "ok", ("scripted", "max"): "failed"}
+    failed = next(r for r in outcome.results if r.status == "failed")
+    assert "batch too large" in failed.reason
+    assert outcome.exit_code == 1

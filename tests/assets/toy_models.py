@@ -87,3 +87,21 @@ class ChannelsLastOnly(nn.Module):
 
 def channels_last_only() -> nn.Module:
     return ChannelsLastOnly()
+
+
+class FailsAboveBatch(nn.Module):
+    """Raises for batches larger than ``limit``: a model that breaks at the max shape only."""
+
+    def __init__(self, limit: int = 2):
+        super().__init__()
+        self.limit = limit
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise ValueError("batch too large for this model")
+        return self.body(x)
+
+
+def fails_above_batch(limit: int = 2) -> nn.Module:
+    return FailsAboveBatch(limit)
