@@ -3,7 +3,8 @@
 #
 # Pinned tag -> versions (see docs/tensorrt.md for sources and what is still unconfirmed):
 #   nvcr.io/nvidia/pytorch:26.09-py3: PyTorch 2.14.0a0+b2c75dd062.nv26.09, CUDA 13.4,
-#   Python 3.12, TensorRT 11.3.0.99, Torch-TensorRT built for that PyTorch (2.14 series).
+#   Python 3.12, TensorRT 11.3.0.99 (as reported for the arm64 image), and a Torch-TensorRT
+#   built for that PyTorch (2.14 series; not confirmed from NVIDIA's release notes).
 # The build stops if the base image has no torch_tensorrt and records the versions it
 # found in /opt/trtbench/base-versions.txt.
 ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.09-py3
