@@ -21,7 +21,7 @@ from trtbench.errors import UserInputError
 from trtbench.schema import from_dict
 from trtbench.variants import Built, BuildContext, get_variant
 from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
-                                          ts_segments)
+                                          has_ts_frontend, ts_segments)
 
 TRT_VARIANTS = ("trt", "trt_traced", "trt_scripted")
 CPU = torch.device("cpu")
@@ -104,6 +104,13 @@ def test_torchscript_variants_skip_when_the_ts_frontend_is_absent(monkeypatch, c
     assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
         "torch_tensorrt 2.99.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the dynamo frontend")
     assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") is None
+
+
+@pytest.mark.parametrize("has_ts", [True, False])
+def test_ts_frontend_detection_without_feature_flags(has_ts):
+    trt = fake_trt.make_fake(ts_frontend=has_ts)
+    del trt.ENABLED_FEATURES  # releases before the feature flags: the ts submodule tells
+    assert has_ts_frontend(trt) is has_ts
 
 
 def test_importing_trtbench_variants_does_not_import_torch_tensorrt():

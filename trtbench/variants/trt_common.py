@@ -307,4 +307,3 @@ class TorchScriptFrontendVariant(Variant):
 
     def load(self, artifact: Artifact, device: torch.device):
         return load_artifact(artifact, device)
-
