@@ -159,7 +159,10 @@ class Pipeline:
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
         failures: dict[str, str] = {}
+        needed = self._needed(requested, precision)
         for name in build_order(requested):
+            if name not in needed:
+                continue
             variant = get_variant(name)
             ctx.options = options.get(name) or variant.Options()
             outcome = self._build(variant, cast_model, ctx, failures)
@@ -169,6 +172,15 @@ class Pipeline:
                 self._skip_all(name, precision, outcome.status, outcome.reason)
                 continue
             self._benchmark(variant, outcome, precision, inputs, references)
+
+    def _needed(self, requested: list[str], precision: str) -> set[str]:
+        """Requested variants plus what the runnable ones build from (no build for a skipped dependent)."""
+        needed = set(requested)
+        for name in requested:
+            variant = get_variant(name)
+            if variant.depends_on and variant.unavailable_reason(self.device, precision) is None:
+                needed.add(variant.depends_on)
+        return needed
 
     def _build(self, variant, model, ctx: BuildContext, failures: dict) -> BuildOutcome:
         """Build one variant; a variant that cannot run here comes back skipped or failed, with the reason."""
