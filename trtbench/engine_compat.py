@@ -12,9 +12,10 @@ with the current one through :func:`check_engine_compat` (``--force`` overrides)
 from __future__ import annotations
 
 import importlib
-import subprocess
 
 import torch
+
+from trtbench.env import nvidia_driver_version
 
 
 def _module_version(name: str) -> str | None:
@@ -23,16 +24,6 @@ def _module_version(name: str) -> str | None:
     except (ImportError, OSError):
         return None
     return str(getattr(module, "__version__", None) or "unknown")
-
-
-def _driver_version() -> str | None:
-    try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = done.stdout.strip().splitlines()
-    return lines[0].strip() if lines else None
 
 
 def engine_environment(device: torch.device | str | None = None) -> dict:
@@ -49,7 +40,7 @@ def engine_environment(device: torch.device | str | None = None) -> dict:
         index = torch.cuda.current_device() if index is None else index
         major, minor = torch.cuda.get_device_capability(index)
         env.update(gpu=torch.cuda.get_device_name(index), compute_capability=f"{major}.{minor}",
-                   driver=_driver_version())
+                   driver=nvidia_driver_version())
     return env
 
 
