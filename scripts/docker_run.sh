@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run trtbench in the image on all GPUs; arguments go to trtbench.
-#   scripts/docker_run.sh run resnet34          # results in ./results/<UTC time>/
-#   scripts/docker_run.sh validate my.yaml      # paths relative to this directory work
+#   scripts/docker_run.sh --config resnet34.yaml   # results in ./results/resnet34/
+#   scripts/docker_run.sh validate my.yaml         # paths relative to this directory work
 # The current directory is mounted read-only as the working directory, ./results as
 # /results (writable, owned by you). IMAGE picks the image (default trtbench:latest).
 set -euo pipefail
