@@ -93,3 +93,22 @@ def test_results_json_is_never_half_written(tmp_path, monkeypatch):
         fsutil.atomic_write(target, crash)
     assert json.loads(target.read_text()) == {"complete": True}
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
+    """A manifest entry marked as a TensorRT engine from another TensorRT/GPU is not loaded without --force."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(saved_run, copy)
+    manifest_path = copy / "artifacts" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    entry = next(a for a in manifest["artifacts"] if a["file"] == "traced_fp32.ts")
+    entry["engine"] = {"tensorrt": "11.1.0", "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
+    manifest_path.write_text(json.dumps(manifest))
+    refused = {row["file"]: row for row in verify(copy)}
+    assert not refused["traced_fp32.ts"]["ok"]
+    assert "TensorRT 11.1.0" in refused["traced_fp32.ts"]["error"] and "--force" in refused["traced_fp32.ts"]["error"]
+    assert refused["scripted_fp32.ts"]["ok"]
+    forced = {row["file"]: row for row in verify(copy, force=True)}
+    assert forced["traced_fp32.ts"]["ok"]

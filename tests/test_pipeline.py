@@ -143,3 +143,26 @@ def test_static_shape_benchmarks_once(tiny_config, tmp_path):
     tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
     outcome = Pipeline(config_from_dict(tiny_config)).run()
     assert [(r.variant, r.shape) for r in outcome.results] == [("eager", "opt"), ("traced", "opt")]
+
+
+def test_channels_last_runs_and_matches_eager(tiny_config, tmp_path):
+    tiny_config["channels_last"] = True
+    tiny_config["model"]["name"] = "toy_models:channels_last_only"
+    tiny_config["variants"] = ["eager", "traced", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    assert outcome.exit_code == 0
+    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+
+
+def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:fails_above_batch"
+    tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    status = {(r.variant, r.shape): r.status for r in outcome.results}
+    assert status == {("eager", "min"): "ok", ("eager", "opt"): "ok", ("eager", "max"): "failed",
+                      ("scripted", "min"): "ok", ("scripted", "opt"): "ok", ("scripted", "max"): "failed"}
+    failed = next(r for r in outcome.results if r.status == "failed")
+    assert "batch too large" in failed.reason
+    assert outcome.exit_code == 1

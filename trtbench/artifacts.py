@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from trtbench import __version__
+from trtbench.engine_compat import check_engine_compat, engine_environment
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
 from trtbench.parity import flatten_outputs
@@ -67,6 +68,8 @@ class ArtifactStore:
                                   "shape": shape, "input_shapes": [list(t.shape) for t in reference_inputs]},
                     "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
                 })
+                if "torch_tensorrt" in artifact.imports:
+                    added[-1]["engine"] = engine_environment(device)
             self.entries.extend(added)
             return added
         finally:
@@ -121,12 +124,21 @@ def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dic
         return {"ok": False, "error": f"verify process exited {proc.returncode}: {proc.stderr.strip()[-500:]}"}
 
 
-def verify(out_dir: Path) -> list[dict]:
-    """Verify every artifact in the manifest; returns one row per artifact with ``ok`` and ``error``."""
+def verify(out_dir: Path, force: bool = False) -> list[dict]:
+    """Verify every artifact in the manifest; returns one row per artifact with ``ok`` and ``error``.
+
+    A TensorRT engine built for another TensorRT version or GPU architecture is not loaded
+    (it would fail or misbehave) unless ``force``; its row says why.
+    """
     manifest = read_manifest(out_dir)
     directory = Path(manifest["_dir"])
     rows = []
+    current_engine_env = None
     for entry in manifest["artifacts"]:
-        outcome = verify_artifact(entry, directory)
+        mismatch = None
+        if "engine" in entry and not force:
+            current_engine_env = current_engine_env or engine_environment(entry["device"])
+            mismatch = check_engine_compat(entry["engine"], current_engine_env)
+        outcome = {"ok": False, "error": mismatch} if mismatch else verify_artifact(entry, directory)
         rows.append({"file": entry["file"], "variant": entry["variant"], "precision": entry["precision"], **outcome})
     return rows

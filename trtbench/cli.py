@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("models", help="list model names by source")
     verify = sub.add_parser("verify", help="reload saved artifacts in a fresh process and check their outputs")
     verify.add_argument("output", help="output directory of a run (or its artifacts/manifest.json)")
+    verify.add_argument("--force", action="store_true",
+                        help="load TensorRT engines even if built for another TensorRT version or GPU architecture")
     return parser
 
 
@@ -75,7 +77,7 @@ def cmd_models(args) -> int:
 def cmd_verify(args) -> int:
     from trtbench.artifacts import verify
 
-    rows = verify(args.output)
+    rows = verify(args.output, force=args.force)
     for row in rows:
         status = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""

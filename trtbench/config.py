@@ -168,6 +168,7 @@ class Config:
     inputs: list[InputConfig]
     device: str = "auto"
     precisions: list[str] = field(default_factory=lambda: ["fp32"])
+    channels_last: bool = False
     variants: list[Any] = field(default_factory=lambda: ["eager", "traced", "scripted"])
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     tolerances: dict = field(default_factory=dict)

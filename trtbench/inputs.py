@@ -51,3 +51,10 @@ def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.d
             t = torch.randint(int(lo), int(hi), shape, generator=generator).to(dtype)
         tensors.append(t.to(device))
     return tuple(tensors)
+
+
+def to_memory_format(inputs: tuple, channels_last: bool) -> tuple:
+    """Inputs as given, or with every 4-D tensor in channels_last layout."""
+    if not channels_last:
+        return inputs
+    return tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in inputs)

@@ -19,7 +19,7 @@ import torch
 from trtbench.artifacts import ArtifactStore
 from trtbench.config import Config, resolve_device
 from trtbench.env import collect_environment
-from trtbench.inputs import format_shapes, make_inputs, shape_points
+from trtbench.inputs import format_shapes, make_inputs, shape_points, to_memory_format
 from trtbench.models import build_model
 from trtbench.parity import compare
 from trtbench.precision import precision_dtype, unsupported_reason
@@ -114,17 +114,27 @@ class Pipeline:
                                       interrupted, manifest, self.profiles)
         return outcome
 
-    def _inputs(self, dtype: torch.dtype | None) -> dict[str, tuple]:
+    def _inputs(self, dtype: torch.dtype, channels_last: bool) -> dict[str, tuple]:
         seed = self.config.benchmark.seed
-        return {label: make_inputs(self.config.inputs, shapes, seed, self.device, dtype)
+        return {label: to_memory_format(make_inputs(self.config.inputs, shapes, seed, self.device, dtype), channels_last)
                 for label, shapes in self.points.items()}
 
     def _references(self, model: torch.nn.Module) -> dict[str, Any]:
-        """Eager fp32 outputs at every shape point: the accuracy reference for every variant."""
+        """Eager fp32 outputs at every shape point: the accuracy reference for every variant.
+
+        A shape where eager itself fails has no reference (None); eager's own result there
+        reports the error.
+        """
         reference_model = copy.deepcopy(model).to(self.device, torch.float32)
-        inputs = self._inputs(torch.float32)
+        inputs = self._inputs(torch.float32, self.config.channels_last)
+        references = {}
         with torch.inference_mode():
-            return {label: reference_model(*inputs[label]) for label in self.points}
+            for label in self.points:
+                try:
+                    references[label] = reference_model(*inputs[label])
+                except Exception:  # noqa: BLE001 - surfaced by eager's result at this shape
+                    references[label] = None
+        return references
 
     def _skip_all(self, name: str, precision: str, status: str, reason: str, **extra) -> None:
         for label, shapes in self.points.items():
@@ -144,16 +154,22 @@ class Pipeline:
                 self.profiles = {"status": "skipped", "reason": reason, "precision": precision, "device": str(self.device)}
             return
         dtype = precision_dtype(precision)
+        channels_last = self.config.channels_last
         cast_model = copy.deepcopy(model).to(self.device, dtype)
-        inputs = self._inputs(dtype)
+        if channels_last:
+            cast_model = cast_model.to(memory_format=torch.channels_last)
+        inputs = self._inputs(dtype, channels_last)
         options = {entry.name: entry.options for entry in self.config.variants}
-        example = make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
-                              self.config.benchmark.seed, self.device, dtype)
+        example = to_memory_format(make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
+                                               self.config.benchmark.seed, self.device, dtype), channels_last)
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
         failures: dict[str, str] = {}
         built_variants = {}
+        needed = self._needed(requested, precision)
         for name in build_order(requested):
+            if name not in needed:
+                continue
             variant = get_variant(name)
             ctx.options = options.get(name) or variant.Options()
             outcome = self._build(variant, cast_model, ctx, failures)
@@ -165,14 +181,15 @@ class Pipeline:
             built_variants[name] = (variant, outcome.built)
             self._benchmark(variant, outcome, precision, inputs, references)
         if self.profile and self.profile.precision == precision:
-            self._profile(built_variants, precision, dtype)
+            self._profile(built_variants, precision, dtype, channels_last)
 
-    def _profile(self, built_variants: dict, precision: str, dtype: torch.dtype) -> None:
+    def _profile(self, built_variants: dict, precision: str, dtype: torch.dtype, channels_last: bool) -> None:
         """Where the time and memory go, for the configured variants and shapes (``profile:`` section)."""
         profile = self.profile
-        seed = self.config.benchmark.seed
-        inputs = {label: make_inputs(self.config.inputs, [spec.shape_for(label) for spec in self.config.inputs],
-                                     seed, self.device, dtype) for label in profile.shapes}
+        specs, seed = self.config.inputs, self.config.benchmark.seed
+        inputs = {label: to_memory_format(make_inputs(specs, [spec.shape_for(label) for spec in specs], seed,
+                                                      self.device, dtype), channels_last)
+                  for label in profile.shapes}
         artifacts: dict[str, list[Path]] = {}
         for entry in self.store.entries:
             if entry["precision"] == precision:
@@ -182,6 +199,15 @@ class Pipeline:
             self.profiles, caught = capture_warnings(lambda: run_profiles(
                 profile, chosen, inputs, self.device, self.out_dir, artifacts, tick))
         self.profiles["warnings"] = caught
+
+    def _needed(self, requested: list[str], precision: str) -> set[str]:
+        """Requested variants plus what the runnable ones build from (no build for a skipped dependent)."""
+        needed = set(requested)
+        for name in requested:
+            variant = get_variant(name)
+            if variant.depends_on and variant.unavailable_reason(self.device, precision) is None:
+                needed.add(variant.depends_on)
+        return needed
 
     def _build(self, variant, model, ctx: BuildContext, failures: dict) -> BuildOutcome:
         """Build one variant; a variant that cannot run here comes back skipped or failed, with the reason."""
@@ -230,7 +256,8 @@ class Pipeline:
         with torch.inference_mode():
             output, caught = capture_warnings(lambda: variant.run(built, point_inputs))
             result.warnings = sorted(set(result.warnings) | set(caught))
-            result.parity = compare(output, reference, tolerance.atol, tolerance.rtol).to_dict()
+            if reference is not None:
+                result.parity = compare(output, reference, tolerance.atol, tolerance.rtol).to_dict()
             title = f"time {variant.name} {result.precision} {result.shape}"
             total = self.plan.iterations if self.plan.mode == "fixed" else None
             with self.progress.task(title, total=total) as tick:
@@ -256,7 +283,7 @@ class Pipeline:
                 variant, built, precision, self.device, inputs[label], output, label, tolerance))
         except KeyboardInterrupt:
             raise
-        except Exception as err:  # saving failed: timings stand, the failure is reported
+        except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
             for r in rows:
                 r.status, r.reason = "failed", f"save failed: {describe_error(err)}"
             return

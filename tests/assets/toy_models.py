@@ -70,3 +70,38 @@ class AlwaysDropout(nn.Module):
 
 def always_dropout() -> nn.Module:
     return AlwaysDropout()
+
+
+class ChannelsLastOnly(nn.Module):
+    """Refuses inputs that are not in channels_last layout (to prove the layout option is applied)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        if not x.is_contiguous(memory_format=torch.channels_last):
+            raise RuntimeError("expected a channels_last input")
+        return self.body(x)
+
+
+def channels_last_only() -> nn.Module:
+    return ChannelsLastOnly()
+
+
+class FailsAboveBatch(nn.Module):
+    """Raises for batches larger than ``limit``: a model that breaks at the max shape only."""
+
+    def __init__(self, limit: int = 2):
+        super().__init__()
+        self.limit = limit
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise ValueError("batch too large for this model")
+        return self.body(x)
+
+
+def fails_above_batch(limit: int = 2) -> nn.Module:
+    return FailsAboveBatch(limit)

@@ -103,10 +103,14 @@ def build_model(model_cfg) -> nn.Module:
         raise UserInputError("model.name", f"the factory returned {type(model).__name__}, not an nn.Module",
                              "return an nn.Module instance from the factory")
     if model_cfg.weights:
-        state = torch.load(model_cfg.weights, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(model_cfg.weights, map_location="cpu", weights_only=True)
+        except Exception as err:  # unpickling errors come in many types
+            raise UserInputError("model.weights", f"cannot load {model_cfg.weights} as a state dict: {err}",
+                                 "save weights with torch.save(model.state_dict(), path)") from err
         try:
             model.load_state_dict(state)
-        except RuntimeError as err:
+        except (RuntimeError, TypeError, AttributeError) as err:
             raise UserInputError("model.weights", f"state dict does not match the model: {err}",
                                  "point 'weights' at a state dict saved from this architecture") from err
     return model.eval()

@@ -61,6 +61,10 @@ def reasons(results: list[Result]) -> list[str]:
                 notes.append(note)
     if any(r.noisy for r in results):
         notes.append("(noisy): IQR/median above 10%; compare these timings with care.")
+    capped = [f"{r.variant} {r.precision} {r.shape}" for r in results if r.stopped_by == "max_time_s"]
+    if capped:
+        notes.append(f"adaptive timing hit max_time_s before the median's 95% CI reached the target for: "
+                     f"{', '.join(capped)}; raise benchmark.max_time_s for tighter medians.")
     return notes
 
 

@@ -1,0 +1,280 @@
+"""Torch-TensorRT variants: availability, config->API translation, range guard, segments.
+
+Translation tests run against tests/fake_torch_tensorrt.py (a recording FAKE, no TensorRT);
+nothing here builds an engine or measures one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fake_torch_tensorrt as fake_trt
+from trtbench.config import InputConfig
+from trtbench.errors import UserInputError
+from trtbench.schema import from_dict
+from trtbench.variants import Built, BuildContext, get_variant
+from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
+                                          has_ts_frontend, ts_segments)
+
+TRT_VARIANTS = ("trt", "trt_traced", "trt_scripted")
+CPU = torch.device("cpu")
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+def dynamic_spec():
+    spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
+    spec.validate("inputs[0]")
+    return spec
+
+
+def static_spec():
+    spec = InputConfig(name="image", shape=[2, 3, 8, 8])
+    spec.validate("inputs[0]")
+    return spec
+
+
+def context(spec, options, dtype=torch.float32, built=None):
+    example = torch.randn(spec.opt_shape).to(dtype)
+    return BuildContext(device=CPU, precision="fp16" if dtype == torch.float16 else "fp32", dtype=dtype,
+                        example_inputs=(example,), shape_inputs={"opt": (example,)}, input_specs=[spec],
+                        options=options, built=built or {})
+
+
+@pytest.fixture
+def cuda_present(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+
+def install_fake(monkeypatch, **kwargs):
+    fake = fake_trt.make_fake(**kwargs)
+    monkeypatch.setitem(sys.modules, "torch_tensorrt", fake)
+    return fake
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return install_fake(monkeypatch)
+
+
+# --- availability -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", TRT_VARIANTS)
+def test_without_cuda_every_trt_variant_is_unavailable(monkeypatch, name):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+        "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)")
+
+
+@pytest.mark.parametrize("name", TRT_VARIANTS)
+def test_without_torch_tensorrt_every_trt_variant_is_unavailable(cuda_present, name):
+    if importlib.util.find_spec("torch_tensorrt") is not None:
+        pytest.skip("torch_tensorrt is installed here, so its absence cannot be observed")
+    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+        "torch_tensorrt is not installed (No module named 'torch_tensorrt')")
+
+
+def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
+    assert get_variant("trt").unavailable_reason(CPU, "fp32") == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
+
+
+def test_available_with_cuda_and_torch_tensorrt(cuda_present, fake):
+    for name in TRT_VARIANTS:
+        assert get_variant(name).unavailable_reason(torch.device("cuda:0"), "fp16") is None
+
+
+@pytest.mark.parametrize("name", ["trt_traced", "trt_scripted"])
+def test_torchscript_variants_skip_when_the_ts_frontend_is_absent(monkeypatch, cuda_present, name):
+    install_fake(monkeypatch, version="2.99.0", ts_frontend=False)
+    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+        "torch_tensorrt 2.99.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the dynamo frontend")
+    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") is None
+
+
+@pytest.mark.parametrize("has_ts", [True, False])
+def test_ts_frontend_detection_without_feature_flags(has_ts):
+    trt = fake_trt.make_fake(ts_frontend=has_ts)
+    del trt.ENABLED_FEATURES  # releases before the feature flags: the ts submodule tells
+    assert has_ts_frontend(trt) is has_ts
+
+
+def test_importing_trtbench_variants_does_not_import_torch_tensorrt():
+    code = ("import sys, trtbench.variants as v; v.variant_names(); "
+            "print('torch_tensorrt' in sys.modules)")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --- config -> torch_tensorrt.compile ----------------------------------------------------
+
+def test_trt_exports_at_opt_and_compiles_with_config_ranges(fake):
+    options = DynamoOptions(optimization_level=3, min_block_size=2, workspace_size=1 << 30,
+                            torch_executed_ops=["torch.ops.aten.relu.default"], truncate_double=True, allow_tf32=False)
+    built = get_variant("trt").build(Net().eval(), context(dynamic_spec(), options))
+
+    (inp,) = fake_trt.calls_named(fake, "Input")
+    assert inp == {"min_shape": (1, 3, 8, 8), "opt_shape": (2, 3, 8, 8), "max_shape": (4, 3, 8, 8),
+                   "dtype": torch.float32}
+    (call,) = fake_trt.calls_named(fake, "compile")
+    program = call.pop("module")
+    assert isinstance(program, torch.export.ExportedProgram)
+    batch = next(n for n in program.graph.nodes if n.op == "placeholder" and n.name == "x").meta["val"].shape[0]
+    assert isinstance(batch, torch.SymInt)  # dynamic batch, exported from the batch-2 opt example
+    assert call.pop("inputs")[0].kwargs == inp
+    assert call == {"ir": "dynamo", "device": CPU, "disable_tf32": True, "require_full_compilation": False,
+                    "optimization_level": 3, "min_block_size": 2, "workspace_size": 1 << 30,
+                    "torch_executed_ops": {"torch.ops.aten.relu.default"}, "truncate_double": True}
+    assert built.info["frontend"] == "dynamo" and built.info["torch_tensorrt"] == "2.14.0"
+    assert built.info["inputs"] == [{"name": "input", "min_shape": [1, 3, 8, 8], "opt_shape": [2, 3, 8, 8],
+                                     "max_shape": [4, 3, 8, 8], "dtype": "torch.float32"}]
+    json.dumps(built.info)
+
+
+def test_fp16_on_the_2_14_dynamo_frontend_is_carried_by_dtypes_only(fake):
+    get_variant("trt").build(Net().eval().half(), context(dynamic_spec(), DynamoOptions(), torch.float16))
+    (inp,) = fake_trt.calls_named(fake, "Input")
+    assert inp["dtype"] == torch.float16
+    (call,) = fake_trt.calls_named(fake, "compile")
+    assert "enabled_precisions" not in call and "use_explicit_typing" not in call
+    assert call["disable_tf32"] is False
+
+
+@pytest.mark.parametrize("params, expected", [
+    (fake_trt.DYNAMO_WITH_EXPLICIT_TYPING, {"use_explicit_typing": True}),
+    (fake_trt.DYNAMO_WITH_ENABLED_PRECISIONS, {"enabled_precisions": {torch.float16}}),
+])
+def test_older_dynamo_frontends_get_their_precision_switch(monkeypatch, params, expected):
+    fake = install_fake(monkeypatch, version="2.12.0", dynamo_params=params)
+    get_variant("trt").build(Net().eval().half(), context(dynamic_spec(), DynamoOptions(), torch.float16))
+    (call,) = fake_trt.calls_named(fake, "compile")
+    assert {k: call[k] for k in ("use_explicit_typing", "enabled_precisions") if k in call} == expected
+
+
+def test_unset_options_are_not_passed(fake):
+    get_variant("trt").build(Net().eval(), context(dynamic_spec(), None))
+    (call,) = fake_trt.calls_named(fake, "compile")
+    assert set(call) == {"module", "ir", "inputs", "device", "disable_tf32", "require_full_compilation"}
+
+
+@pytest.mark.parametrize("name, parent", [("trt_traced", "traced"), ("trt_scripted", "scripted")])
+def test_torchscript_frontend_translation(fake, name, parent):
+    model = Net().eval()
+    spec = static_spec()
+    example = torch.randn(spec.opt_shape)
+    script = torch.jit.trace(model, (example,)) if parent == "traced" else torch.jit.script(model)
+    options = TorchScriptOptions(min_block_size=1, torch_executed_ops=["aten::relu"], truncate_double=True)
+    ctx = context(spec, options, built={parent: Built(script)})
+    built = get_variant(name).build(model, ctx)
+
+    (inp,) = fake_trt.calls_named(fake, "Input")
+    assert inp == {"shape": (2, 3, 8, 8), "dtype": torch.float32}
+    (call,) = fake_trt.calls_named(fake, "compile")
+    assert call.pop("module") is script
+    call.pop("inputs")
+    assert call == {"ir": "ts", "device": CPU, "disable_tf32": False, "require_full_compilation": False,
+                    "enabled_precisions": {torch.float32}, "min_block_size": 1,
+                    "torch_executed_ops": ["aten::relu"], "truncate_long_and_double": True}
+    assert built.info["frontend"] == "torchscript"
+    assert built.info["segments"]["trt_segments"] == 0  # the fake built no engine
+
+
+def test_a_setting_the_frontend_lacks_is_a_clear_error(fake):
+    spec = static_spec()
+    script = torch.jit.trace(Net().eval(), (torch.randn(spec.opt_shape),))
+    ctx = context(spec, TorchScriptOptions(optimization_level=4), built={"traced": Built(script)})
+    with pytest.raises(ValueError, match=r"torch_tensorrt 2\.14\.0 torchscript frontend does not accept "
+                                         r"optimization_level"):
+        get_variant("trt_traced").build(Net().eval(), ctx)
+
+
+def test_options_schema_rejects_bad_values():
+    with pytest.raises(UserInputError, match="optimization_level"):
+        from_dict(DynamoOptions, {"optimization_level": 6}, "variants[1].trt")
+    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]"):
+        from_dict(DynamoOptions, {"torch_executed_ops": ["aten::add"]}, "variants[1].trt")
+    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]"):
+        from_dict(TorchScriptOptions, {"torch_executed_ops": ["torch.ops.aten.add.Tensor"]}, "variants[1].trt_traced")
+    with pytest.raises(UserInputError, match="require_full_compilation"):
+        from_dict(TorchScriptOptions, {"require_full_compilation": True, "torch_executed_ops": ["aten::add"]}, "v")
+
+
+# --- range guard ---------------------------------------------------------------------------
+
+def test_range_guard_names_input_dim_and_range(fake):
+    built = get_variant("trt").build(Net().eval(), context(dynamic_spec(), DynamoOptions()))
+    assert built.module(torch.randn(4, 3, 8, 8)).shape == (4, 5)  # in range: reaches the (fake-compiled) module
+    with pytest.raises(ValueError) as err:
+        built.module(torch.randn(5, 3, 8, 8))
+    assert str(err.value) == ("input 'input' dim 0 is 5, outside the range [1, 4] the TensorRT engine was built for "
+                              "(min_shape [1, 3, 8, 8], max_shape [4, 3, 8, 8]); widen min_shape/max_shape in the "
+                              "config and rebuild")
+
+
+def test_range_guard_rank_and_count():
+    spec = static_spec()
+    with pytest.raises(ValueError, match=r"input 'image' has shape \[3, 8, 8\] \(3 dims\) but the TensorRT engine "
+                                         r"was built for 4 dims"):
+        check_input_ranges([spec], (torch.randn(3, 8, 8),))
+    with pytest.raises(ValueError, match=r"takes 1 input\(s\), got 2"):
+        check_input_ranges([spec], (torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8)))
+    with pytest.raises(ValueError, match=r"dim 2 is 9, outside the range \[8, 8\]"):
+        check_input_ranges([spec], (torch.randn(2, 3, 9, 8),))
+
+
+# --- saving --------------------------------------------------------------------------------
+
+def test_trt_saves_torchscript_and_exported_program(fake, tmp_path):
+    variant = get_variant("trt")
+    ctx = context(dynamic_spec(), DynamoOptions())
+    built = variant.build(Net().eval(), ctx)
+    artifacts = variant.save(built, tmp_path, "resnet_trt_fp32")
+    ts_call, ep_call = fake_trt.calls_named(fake, "save")
+    assert ts_call["output_format"] == "torchscript" and ts_call["file_path"] == str(tmp_path / "resnet_trt_fp32.ts")
+    assert [t.shape for t in ts_call["inputs"]] == [torch.Size([2, 3, 8, 8])]  # traced with opt-shape tensors
+    assert ep_call["output_format"] == "exported_program"
+    assert ep_call["file_path"] == str(tmp_path / "resnet_trt_fp32.pt2")
+    assert [i.kwargs["max_shape"] for i in ep_call["inputs"]] == [(4, 3, 8, 8)]  # dynamic dims from Input specs
+    assert [(a.path.name, a.loader, a.imports) for a in artifacts] == [
+        ("resnet_trt_fp32.ts", "torch.jit.load", ["torch_tensorrt"]),
+        ("resnet_trt_fp32.pt2", "torch.export.load", ["torch_tensorrt"])]
+
+
+# --- fallback counting ---------------------------------------------------------------------
+
+def test_fx_segments_counts_trt_and_pytorch_segments():
+    class TorchPart(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    a = graph.call_module("_run_on_acc_0", (x,))
+    b = graph.call_module("_run_on_gpu_1", (a,))
+    c = graph.call_module("_run_on_acc_2", (b,))
+    graph.output(c)
+    gm = torch.fx.GraphModule({"_run_on_acc_0": torch.nn.Identity(), "_run_on_gpu_1": torch.fx.symbolic_trace(TorchPart()),
+                               "_run_on_acc_2": torch.nn.Identity()}, graph)
+    assert fx_segments(gm) == {"trt_segments": 2, "torch_segments": 1, "torch_ops": 2}
+
+
+def test_ts_segments_of_a_module_without_engines():
+    traced = torch.jit.trace(Net().eval(), (torch.randn(2, 3, 8, 8),))
+    counts = ts_segments(traced)
+    assert counts["trt_segments"] == 0 and counts["torch_segments"] == 1 and counts["torch_ops"] >= 4

@@ -1,0 +1,132 @@
+"""The ResNet34 of the Torch-TensorRT reference study (study 004), built from a per-layer argument dict.
+
+It differs from torchvision's ResNet34 in ways that change both its cost and its numerics, and
+those are kept on purpose because the study benchmarked this exact network:
+
+* every convolution is followed by the activation *and then* BatchNorm, ``BN(ReLU(conv(x)))``,
+  and the convolutions carry a bias;
+* a block with ``downsample=True`` projects its shortcut with a second convolution built from the
+  block's ``conv1`` arguments (a 3x3, stride-2 conv), followed by the activation and no BatchNorm;
+  the sum of both paths goes through the activation once more;
+* the head is ``AvgPool2d(kernel_size=2)`` followed by flatten and a fixed ``Linear(4608, 1000)``,
+  so the network only accepts 224x224 inputs (7x7x512 features pool to 3x3x512 = 4608).
+
+Submodule names follow the study's model (``Conv_1``, ``BN_1``, ``Conv2_x.layers.0.downsample``,
+``Final_layer``...), so a state dict saved from it loads here. Unlike the study's code, which
+also parked each block in the instance ``__dict__`` under its ``BlockN`` key, the blocks live only
+in a registered ``nn.Sequential``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from trtbench.models import register_builtin
+
+
+def _conv(in_channels: int, out_channels: int, stride: int = 1) -> dict:
+    """Keyword arguments of a 3x3, padding-1 convolution."""
+    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": 3, "padding": 1}
+    if stride != 1:
+        kwargs["stride"] = stride
+    return kwargs
+
+
+def _stage(in_channels: int, out_channels: int, num_blocks: int) -> dict:
+    """Arguments of one ``convN_x`` stage; its first block downsamples when the width changes."""
+    blocks = {}
+    for index in range(num_blocks):
+        block_in = in_channels if index == 0 else out_channels
+        stride = 2 if block_in != out_channels else 1
+        block = {"conv1": _conv(block_in, out_channels, stride), "conv2": _conv(out_channels, out_channels)}
+        if stride != 1:
+            block["downsample"] = True
+        blocks[f"Block{index + 1}"] = block
+    return {"blocks": blocks}
+
+
+RESNET34_ARGS: dict = {
+    "conv_1": {"in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3},
+    "maxpool_1": {"kernel_size": 3, "stride": 2, "padding": 1},
+    "conv2_x": _stage(64, 64, 3),
+    "conv3_x": _stage(64, 128, 4),
+    "conv4_x": _stage(128, 256, 6),
+    "conv5_x": _stage(256, 512, 3),
+    "avgpool": {"kernel_size": 2},
+    "final_layer": {"in_features": 4608, "out_features": 1000},
+}
+"""The study's ResNet34 arguments: ``nn.Conv2d``/``nn.MaxPool2d``/``nn.AvgPool2d``/``nn.Linear`` kwargs per layer."""
+
+
+class SeedBasicBlock(nn.Module):
+    """Two ``BN(ReLU(conv))`` layers plus a shortcut (identity, or ``ReLU(conv)`` with conv1's kwargs)."""
+
+    def __init__(self, conv1: dict, conv2: dict, downsample: bool = False):
+        super().__init__()
+        self.Conv_1 = nn.Conv2d(**conv1)
+        self.BN_1 = nn.BatchNorm2d(conv1["out_channels"])
+        self.Conv_2 = nn.Conv2d(**conv2)
+        self.BN_2 = nn.BatchNorm2d(conv2["out_channels"])
+        self.downsample_flag = downsample
+        self.downsample = nn.Conv2d(**conv1) if downsample else nn.Identity()
+        self.activation = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.BN_1(self.activation(self.Conv_1(x)))
+        out = self.BN_2(self.activation(self.Conv_2(out)))
+        shortcut = self.downsample(x)
+        if self.downsample_flag:
+            shortcut = self.activation(shortcut)
+        return self.activation(out + shortcut)
+
+
+class SeedStage(nn.Module):
+    """One ``convN_x`` stage: its blocks, in the order of the ``blocks`` dict."""
+
+    def __init__(self, blocks: dict):
+        super().__init__()
+        self.layers = nn.Sequential(*(SeedBasicBlock(**config) for config in blocks.values()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class SeedResNet34(nn.Module):
+    """The study's ResNet34; every argument is a dict of layer kwargs as in :data:`RESNET34_ARGS`."""
+
+    def __init__(self, conv_1: dict, maxpool_1: dict, conv2_x: dict, conv3_x: dict, conv4_x: dict,
+                 conv5_x: dict, avgpool: dict, final_layer: dict):
+        super().__init__()
+        self.activation = nn.ReLU()
+        self.Conv_1 = nn.Conv2d(**conv_1)
+        self.BN_1 = nn.BatchNorm2d(conv_1["out_channels"])
+        self.MaxPool_1 = nn.MaxPool2d(**maxpool_1)
+        self.Conv2_x = SeedStage(**conv2_x)
+        self.Conv3_x = SeedStage(**conv3_x)
+        self.Conv4_x = SeedStage(**conv4_x)
+        self.Conv5_x = SeedStage(**conv5_x)
+        self.AvgPool = nn.AvgPool2d(**avgpool)
+        self.Final_layer = nn.Linear(**final_layer)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.MaxPool_1(self.BN_1(self.activation(self.Conv_1(x))))
+        x = self.Conv5_x(self.Conv4_x(self.Conv3_x(self.Conv2_x(x))))
+        x = torch.flatten(self.AvgPool(x), start_dim=1)
+        return self.Final_layer(x)
+
+
+@register_builtin("seed_resnet34")
+def seed_resnet34(num_classes: int = 1000, **overrides) -> SeedResNet34:
+    """Study 004's ResNet34 (224x224 input only). ``overrides`` replace whole entries of
+    :data:`RESNET34_ARGS` (e.g. ``avgpool``); ``num_classes`` sets the final layer's outputs."""
+    unknown = sorted(set(overrides) - set(RESNET34_ARGS))
+    if unknown:
+        raise TypeError(f"seed_resnet34: unknown argument(s) {unknown}; "
+                        f"expected num_classes or one of {sorted(RESNET34_ARGS)}")
+    args = copy.deepcopy(RESNET34_ARGS)
+    args.update(copy.deepcopy(overrides))
+    args["final_layer"]["out_features"] = num_classes
+    return SeedResNet34(**args)

@@ -1,0 +1,309 @@
+"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (this module registers none).
+
+``torch_tensorrt`` is imported only when a TRT variant is checked or built, never when
+trtbench itself is imported. Everything that differs between Torch-TensorRT releases is
+detected at run time from the installed package (its feature flags and the signatures
+of its compile functions), not from version numbers.
+
+API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its docs
+(docs.pytorch.org/TensorRT):
+
+* ``torch_tensorrt.compile(module, ir=..., inputs=[torch_tensorrt.Input(...)], **kwargs)``
+  sends an ``ExportedProgram`` with ``ir="dynamo"`` to ``torch_tensorrt.dynamo.compile`` and
+  a ScriptModule with ``ir="ts"`` to ``torch_tensorrt.ts.compile``; the kwargs go to those.
+* ``torch_tensorrt.dynamo.compile`` accepts unknown keyword arguments silently (``**kwargs``),
+  so every setting is checked against its signature here instead.
+* 2.14 removed ``enabled_precisions`` and ``use_explicit_typing`` from
+  ``torch_tensorrt.dynamo.compile`` (TensorRT 11 networks are always strongly typed: the
+  layer precision follows the dtypes of the model and inputs); ``torch_tensorrt.compile``
+  still takes ``enabled_precisions`` but uses it only for the TorchScript/FX frontends.
+* The TorchScript frontend exists only when ``torch_tensorrt.ENABLED_FEATURES
+  .torchscript_frontend`` is true (``libtorchtrt.so`` present); it is deprecated but still in
+  2.14. Its compile takes ``truncate_long_and_double`` and has no ``optimization_level``.
+* The dynamo partitioner names TensorRT segments ``_run_on_acc_N`` and PyTorch segments
+  ``_run_on_gpu_N`` (children of the returned GraphModule); a TorchScript-frontend module
+  runs each engine through a ``tensorrt::execute_engine`` node.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from trtbench.errors import UserInputError
+from trtbench.schema import join
+from trtbench.variants import Artifact, Built, BuildContext, Variant
+
+DYNAMO = "dynamo"
+TORCHSCRIPT = "torchscript"
+
+
+def import_torch_tensorrt():
+    """The ``torch_tensorrt`` module (imported on first use)."""
+    return importlib.import_module("torch_tensorrt")
+
+
+def unavailable_reason(device: torch.device) -> str | None:
+    """Why Torch-TensorRT cannot build engines for ``device`` here; None when it can."""
+    if not torch.cuda.is_available():
+        return "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
+    if device.type != "cuda":
+        return f"Torch-TensorRT needs a CUDA device, this run uses '{device}'"
+    try:
+        import_torch_tensorrt()
+    except ImportError as err:
+        return f"torch_tensorrt is not installed ({err})"
+    except OSError as err:
+        return f"torch_tensorrt cannot be loaded ({err})"
+    return None
+
+
+def version_of(trt) -> str:
+    return str(getattr(trt, "__version__", "unknown"))
+
+
+def has_ts_frontend(trt) -> bool:
+    """Whether this torch_tensorrt build has the TorchScript frontend (``ir="ts"``)."""
+    features = getattr(trt, "ENABLED_FEATURES", None)
+    if features is not None:
+        return bool(features.torchscript_frontend)
+    return hasattr(trt, "ts")
+
+
+def compile_parameters(trt, frontend: str) -> set[str]:
+    """Keyword parameters the frontend's compile function accepts in this torch_tensorrt."""
+    fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
+    return {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
+
+
+@dataclass
+class TRTOptions:
+    """Torch-TensorRT compile settings (the ``{trt: {...}}`` keys of a config).
+
+    Unset (null) settings are not passed, so Torch-TensorRT's own defaults apply.
+    ``allow_tf32: false`` builds FP32 layers without TF32 (``disable_tf32``), for a
+    like-for-like comparison with PyTorch's default FP32 matmul.
+    """
+
+    optimization_level: Optional[int] = None  # TensorRT builder optimization level 0-5
+    min_block_size: Optional[int] = None  # fewest consecutive convertible ops that form a TRT segment
+    workspace_size: Optional[int] = None  # bytes of builder workspace
+    require_full_compilation: bool = False  # fail instead of running unsupported ops in PyTorch
+    torch_executed_ops: list[str] = field(default_factory=list)  # ops forced to run in PyTorch
+    truncate_double: bool = False  # convert float64 weights/ops to float32
+    allow_tf32: bool = True
+
+    def validate(self, path: str) -> None:
+        if self.optimization_level is not None and not 0 <= self.optimization_level <= 5:
+            raise UserInputError(join(path, "optimization_level"), f"got {self.optimization_level}",
+                                 "use a TensorRT builder optimization level from 0 to 5")
+        if self.min_block_size is not None and self.min_block_size < 1:
+            raise UserInputError(join(path, "min_block_size"), f"got {self.min_block_size}", "use 1 or more")
+        if self.workspace_size is not None and self.workspace_size < 0:
+            raise UserInputError(join(path, "workspace_size"), f"got {self.workspace_size}", "give a size in bytes (0 or more)")
+        if self.require_full_compilation and self.torch_executed_ops:
+            raise UserInputError(join(path, "torch_executed_ops"), "is set together with require_full_compilation",
+                                 "ops forced to PyTorch contradict full compilation: drop one of the two")
+
+
+@dataclass
+class DynamoOptions(TRTOptions):
+    """Options of the dynamo-frontend variant; ops are named like ``torch.ops.aten.add.Tensor``."""
+
+    def validate(self, path: str) -> None:
+        super().validate(path)
+        for i, op in enumerate(self.torch_executed_ops):
+            if not op.startswith("torch.ops."):
+                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not an ATen overload name",
+                                     "the dynamo frontend matches names like 'torch.ops.aten.add.Tensor'")
+
+
+@dataclass
+class TorchScriptOptions(TRTOptions):
+    """Options of the TorchScript-frontend variants; ops are named like ``aten::add``."""
+
+    def validate(self, path: str) -> None:
+        super().validate(path)
+        for i, op in enumerate(self.torch_executed_ops):
+            if "::" not in op:
+                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not a TorchScript op name",
+                                     "the TorchScript frontend matches names like 'aten::add'")
+
+
+def trt_inputs(trt, input_specs, example_inputs) -> list:
+    """One ``torch_tensorrt.Input`` per config input: its min/opt/max shapes and the run dtype."""
+    specs = []
+    for spec, example in zip(input_specs, example_inputs):
+        if spec.is_dynamic:
+            specs.append(trt.Input(min_shape=tuple(spec.min_shape), opt_shape=tuple(spec.opt_shape),
+                                   max_shape=tuple(spec.max_shape), dtype=example.dtype))
+        else:
+            specs.append(trt.Input(shape=tuple(spec.opt_shape), dtype=example.dtype))
+    return specs
+
+
+def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
+    """Keyword arguments for ``torch_tensorrt.compile`` from the variant options and precision.
+
+    Precision: the model and inputs already carry ``dtype``. Where the installed frontend
+    still has weak-typing switches, they are set so TensorRT keeps that dtype.
+    Raises ValueError for a setting this torch_tensorrt's frontend does not accept.
+    """
+    params = compile_parameters(trt, frontend)
+    kwargs: dict[str, Any] = {"device": device, "disable_tf32": not options.allow_tf32,
+                              "require_full_compilation": options.require_full_compilation}
+    if "use_explicit_typing" in params:
+        kwargs["use_explicit_typing"] = True
+    elif "enabled_precisions" in params:
+        kwargs["enabled_precisions"] = {dtype}
+    for name in ("optimization_level", "min_block_size", "workspace_size"):
+        value = getattr(options, name)
+        if value is not None:
+            kwargs[name] = value
+    if options.torch_executed_ops:
+        ops = options.torch_executed_ops
+        kwargs["torch_executed_ops"] = set(ops) if frontend == DYNAMO else list(ops)
+    if options.truncate_double:
+        kwargs["truncate_double" if "truncate_double" in params else "truncate_long_and_double"] = True
+    unsupported = sorted(set(kwargs) - params)
+    if unsupported:
+        raise ValueError(f"torch_tensorrt {version_of(trt)} {frontend} frontend does not accept "
+                         f"{', '.join(unsupported)}; remove it from the variant options")
+    return kwargs
+
+
+def describe_settings(kwargs: dict) -> dict:
+    """The compile settings as JSON-serialisable data for results."""
+    def plain(value):
+        if isinstance(value, (set, frozenset)):
+            return sorted(str(v) for v in value)
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, (torch.device, torch.dtype)):
+            return str(value)
+        return value
+
+    return {key: plain(value) for key, value in kwargs.items()}
+
+
+def describe_inputs(input_specs, example_inputs) -> list[dict]:
+    return [{"name": spec.name, "min_shape": list(spec.min_shape), "opt_shape": list(spec.opt_shape),
+             "max_shape": list(spec.max_shape), "dtype": str(example.dtype)}
+            for spec, example in zip(input_specs, example_inputs)]
+
+
+def check_input_ranges(input_specs, inputs) -> None:
+    """Raise ValueError when an input's rank or any dim lies outside the engine's [min, max]."""
+    if len(inputs) != len(input_specs):
+        raise ValueError(f"the TensorRT engine takes {len(input_specs)} input(s), got {len(inputs)}")
+    for spec, tensor in zip(input_specs, inputs):
+        lo, hi = list(spec.min_shape), list(spec.max_shape)
+        shape = list(tensor.shape)
+        if len(shape) != len(lo):
+            raise ValueError(f"input '{spec.name}' has shape {shape} ({len(shape)} dims) but the TensorRT engine "
+                             f"was built for {len(lo)} dims (min_shape {lo}, max_shape {hi})")
+        for dim, (size, low, high) in enumerate(zip(shape, lo, hi)):
+            if not low <= size <= high:
+                raise ValueError(f"input '{spec.name}' dim {dim} is {size}, outside the range [{low}, {high}] the "
+                                 f"TensorRT engine was built for (min_shape {lo}, max_shape {hi}); "
+                                 f"widen min_shape/max_shape in the config and rebuild")
+
+
+class RangeGuard:
+    """Calls a compiled TensorRT module after checking every input against the engine's shape range."""
+
+    def __init__(self, module, input_specs):
+        self.module = module
+        self.input_specs = list(input_specs)
+
+    def __call__(self, *inputs):
+        check_input_ranges(self.input_specs, inputs)
+        return self.module(*inputs)
+
+
+def fx_segments(gm: torch.fx.GraphModule) -> dict:
+    """TensorRT vs PyTorch segments of a dynamo-compiled GraphModule.
+
+    ``torch_ops`` counts the call_function nodes PyTorch runs: those inside ``_run_on_gpu_N``
+    segments plus any left in the top-level graph (tuple indexing excluded).
+    """
+    trt = torch_segments = torch_ops = 0
+    for name, child in gm.named_children():
+        if name.startswith("_run_on_acc"):
+            trt += 1
+        elif name.startswith("_run_on_gpu"):
+            torch_segments += 1
+            torch_ops += sum(1 for n in child.graph.nodes if n.op == "call_function")
+    torch_ops += sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem)
+    return {"trt_segments": trt, "torch_segments": torch_segments, "torch_ops": torch_ops}
+
+
+def ts_segments(module: torch.jit.ScriptModule) -> dict:
+    """TensorRT engines vs PyTorch ops of a TorchScript-frontend module (its inlined forward graph).
+
+    A PyTorch segment is a maximal run of ``aten::`` nodes between engine calls.
+    """
+    trt = torch_segments = torch_ops = 0
+    in_torch_run = False
+    for node in module.inlined_graph.nodes():
+        kind = node.kind()
+        if kind == "tensorrt::execute_engine":
+            trt += 1
+            in_torch_run = False
+        elif kind.startswith("aten::"):
+            torch_ops += 1
+            if not in_torch_run:
+                torch_segments += 1
+                in_torch_run = True
+    return {"trt_segments": trt, "torch_segments": torch_segments, "torch_ops": torch_ops}
+
+
+def build_info(trt, frontend: str, kwargs: dict, ctx: BuildContext, segments: dict) -> dict:
+    return {"frontend": frontend, "torch_tensorrt": version_of(trt), "compile_settings": describe_settings(kwargs),
+            "inputs": describe_inputs(ctx.input_specs, ctx.example_inputs), "segments": segments}
+
+
+def load_artifact(artifact: Artifact, device: torch.device):
+    """Reload a saved TRT artifact in this process (torch_tensorrt registers the engine class first)."""
+    import_torch_tensorrt()
+    if artifact.loader == "torch.jit.load":
+        return torch.jit.load(str(artifact.path), map_location=device)
+    return torch.export.load(str(artifact.path)).module()
+
+
+class TorchScriptFrontendVariant(Variant):
+    """Compiles the ScriptModule of ``depends_on`` with Torch-TensorRT's TorchScript frontend."""
+
+    Options = TorchScriptOptions
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        reason = unavailable_reason(device)
+        if reason is None:
+            trt = import_torch_tensorrt()
+            if not has_ts_frontend(trt):
+                reason = (f"torch_tensorrt {version_of(trt)} has no TorchScript frontend (ir=\"ts\"); "
+                          f"the 'trt' variant uses the dynamo frontend")
+        return reason
+
+    def build(self, model, ctx: BuildContext) -> Built:
+        trt = import_torch_tensorrt()
+        options = ctx.options or TorchScriptOptions()
+        script_module = ctx.built[self.depends_on].module
+        kwargs = compile_kwargs(trt, TORCHSCRIPT, options, ctx.dtype, ctx.device)
+        compiled = trt.compile(script_module, ir="ts", inputs=trt_inputs(trt, ctx.input_specs, ctx.example_inputs),
+                               **kwargs)
+        info = build_info(trt, TORCHSCRIPT, kwargs, ctx, ts_segments(compiled))
+        return Built(RangeGuard(compiled, ctx.input_specs), info, state=compiled)
+
+    def save(self, built: Built, directory, stem: str) -> list[Artifact]:
+        path = directory / f"{stem}.ts"
+        torch.jit.save(built.state, str(path))
+        return [Artifact(path=path, loader="torch.jit.load", imports=["torch_tensorrt"])]
+
+    def load(self, artifact: Artifact, device: torch.device):
+        return load_artifact(artifact, device)
