@@ -70,3 +70,15 @@ def test_resnet34_config_is_the_reference_setup():
     (spec,) = config.inputs
     assert (spec.min_shape, spec.opt_shape, spec.max_shape) == ([1, 3, 224, 224], [2, 3, 224, 224], [16, 3, 224, 224])
     assert config.variant_names == ["eager", "traced", "scripted"]
+
+
+def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):
+    assert "profile" not in tiny_config
+    tiny_config["variants"] = ["eager", "traced"]
+    proc = trtbench("profile", "--config", str(write_config(tiny_config)), "--output", str(tmp_path / "p"),
+                    env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "p" / "results.json").read_text())
+    assert doc["profiles"]["precision"] == "fp32"
+    report = (tmp_path / "p" / "report.md").read_text()
+    assert "**Layers**" in report and "**Operators**" in report and "**Peak memory**" in report

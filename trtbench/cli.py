@@ -7,7 +7,7 @@ import sys
 
 from trtbench.errors import UserInputError
 
-COMMANDS = ("run", "validate", "models", "verify")
+COMMANDS = ("run", "profile", "validate", "models", "verify")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -22,11 +22,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Without a subcommand, 'trtbench --config FILE' is 'trtbench run --config FILE'.")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a benchmark config (the default command)")
-    run.add_argument("--config", required=True, help="config file, or a bundled config name such as resnet34.yaml")
-    run.add_argument("--output", help="output directory (overrides output.dir)")
-    run.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
-    run.add_argument("--variants", type=_variants_arg, help="comma-separated variants (overrides variants)")
-    run.add_argument("--quiet", action="store_true", help="no progress output; print only the final table")
+    profile = sub.add_parser("profile", help="run a config with its profile: section on (per-layer, per-operator, "
+                                             "memory, structure; defaults when the config has none)")
+    for parser_ in (run, profile):
+        parser_.add_argument("--config", required=True,
+                             help="config file, or a bundled config name such as resnet34.yaml")
+        parser_.add_argument("--output", help="output directory (overrides output.dir)")
+        parser_.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
+        parser_.add_argument("--variants", type=_variants_arg, help="comma-separated variants (overrides variants)")
+        parser_.add_argument("--quiet", action="store_true", help="no progress output; print only the final table")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
     sub.add_parser("models", help="list model names by source")
@@ -43,7 +47,8 @@ def cmd_run(args) -> int:
     from trtbench.progress import Progress
     from trtbench.report.tables import text_table
 
-    config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output)
+    config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
+                         profile=args.command == "profile")
     progress = Progress(quiet=args.quiet)
     outcome = Pipeline(config, progress).run()
     print()
@@ -93,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
-    handlers = {"run": cmd_run, "validate": cmd_validate, "models": cmd_models, "verify": cmd_verify}
+    handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
+                "verify": cmd_verify}
     if args.command is None:
         build_parser().print_help()
         return 2

@@ -290,8 +290,11 @@ def config_from_dict(data: Any) -> Config:
 
 
 def load_config(path: str | Path, *, device: str | None = None, variants: list[str] | None = None,
-                output_dir: str | None = None) -> Config:
-    """Read a config file, apply command-line overrides, and validate it."""
+                output_dir: str | None = None, profile: bool = False) -> Config:
+    """Read a config file, apply command-line overrides, and validate it.
+
+    ``profile=True`` turns the ``profile:`` section on (with its defaults when the file has none).
+    """
     resolved = resolve_config_path(str(path))
     data = read_yaml(resolved)
     if not isinstance(data, dict):
@@ -303,4 +306,7 @@ def load_config(path: str | Path, *, device: str | None = None, variants: list[s
     if output_dir is not None:
         output = data.get("output")
         data["output"] = {**(output if isinstance(output, dict) else {}), "dir": output_dir}
+    if profile:
+        section = data.get("profile")
+        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
     return config_from_dict(data)
