@@ -166,3 +166,11 @@ def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_confi
     failed = next(r for r in outcome.results if r.status == "failed")
     assert "batch too large" in failed.reason
     assert outcome.exit_code == 1
+
+
+def test_busy_machine_is_called_out():
+    from trtbench.env import busy_machine_note
+
+    assert busy_machine_note({"load_average_1m": 0.2, "cpu_count": 2}) is None
+    note = busy_machine_note({"load_average_1m": 3.5, "cpu_count": 2})
+    assert "load average 3.5 on 2 CPUs" in note

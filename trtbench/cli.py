@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args) -> int:
     from trtbench.config import load_config
+    from trtbench.env import busy_machine_note
     from trtbench.pipeline import Pipeline
     from trtbench.progress import Progress
     from trtbench.report.tables import text_table
@@ -54,6 +55,9 @@ def cmd_run(args) -> int:
     print()
     print(text_table(outcome.results), end="")
     print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
+    busy = busy_machine_note(outcome.environment)
+    if busy:
+        print(f"note: {busy}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted: partial results were written", file=sys.stderr)
     return outcome.exit_code

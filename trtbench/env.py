@@ -63,9 +63,20 @@ def collect_environment(device: torch.device) -> dict:
         "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "device": str(device),
+        "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "grad_enabled": False,
         "inference_mode": True,
     }
     env.update(gpu_info(device))
     return env
+
+
+def busy_machine_note(env: dict) -> str | None:
+    """A warning when other processes were using the CPUs as the run started (timings may be inflated)."""
+    load, cores = env.get("load_average_1m"), env.get("cpu_count") or 1
+    if load is None or load < 0.5 * cores:
+        return None
+    return (f"the machine was busy when the run started (1-minute load average {load} on {cores} CPUs): "
+            f"other processes compete for the CPU and can inflate and scatter these timings; "
+            f"rerun on an idle machine for numbers to report")

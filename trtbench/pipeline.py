@@ -38,6 +38,7 @@ class RunOutcome:
 
     out_dir: Path
     results: list[Result]
+    environment: dict
     interrupted: bool = False
     files: dict = field(default_factory=dict)
 
@@ -109,7 +110,7 @@ class Pipeline:
         manifest = None
         if self.config.output.save_artifacts:
             manifest = self.store.write_manifest(self.config.to_dict(), environment)
-        outcome = RunOutcome(self.out_dir, self.results, interrupted)
+        outcome = RunOutcome(self.out_dir, self.results, environment, interrupted)
         outcome.files = write_outputs(self.out_dir, self.config, environment, self.results, started,
                                       interrupted, manifest, self.profiles)
         return outcome

@@ -5,6 +5,7 @@ The raw samples are the measurement; statistics are derived from them in :mod:`t
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -66,8 +67,20 @@ def measure(fn: Callable[[], object], device: torch.device, plan: TimingPlan,
 
     Each iteration is synchronized (CUDA) before its end time is read, so host latency
     is what a caller waits. ``tick`` is called once per iteration outside the timed region
-    (progress bars).
+    (progress bars). Python's garbage collector is paused while timing, as ``timeit`` and
+    ``torch.utils.benchmark`` do, so its pauses do not land in random samples.
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _timed_loop(fn, device, plan, tick)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _timed_loop(fn: Callable[[], object], device: torch.device, plan: TimingPlan,
+                tick: Callable[[], None]) -> Measurement:
     for _ in range(plan.warmup):
         fn()
     _synchronize(device)

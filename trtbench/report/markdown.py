@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trtbench.profiling.runner import profile_markdown
+from trtbench.env import busy_machine_note
 from trtbench.report.tables import markdown_table
 from trtbench.results import Result
 
@@ -37,6 +38,9 @@ def report_markdown(config, env: dict, results: list[Result], interrupted: bool,
         *environment_lines(env),
         "",
     ]
+    busy = busy_machine_note(env)
+    if busy:
+        parts += [f"**Note**: {busy}.", ""]
     if interrupted:
         parts += ["**Interrupted**: the run was stopped by Ctrl-C; results below are partial.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
