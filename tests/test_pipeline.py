@@ -171,6 +171,27 @@ def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_confi
 def test_busy_machine_is_called_out():
     from trtbench.env import busy_machine_note
 
-    assert busy_machine_note({"load_average_1m": 0.2, "cpu_count": 2}) is None
-    note = busy_machine_note({"load_average_1m": 3.5, "cpu_count": 2})
-    assert "load average 3.5 on 2 CPUs" in note
+    assert busy_machine_note({"cpu_busy_at_start": 0.05, "cpu_count": 2}) is None
+    assert busy_machine_note({"cpu_busy_at_start": None, "cpu_count": 2}) is None
+    note = busy_machine_note({"cpu_busy_at_start": 0.9, "cpu_count": 2})
+    assert "90% of 2 CPUs" in note
+
+
+def test_cpu_busy_fraction_sees_a_busy_core():
+    import os
+    import threading
+    import time
+
+    from trtbench.env import cpu_busy_fraction
+
+    stop = time.perf_counter() + 1.0
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    busy = cpu_busy_fraction(window_s=0.5)
+    thread.join()
+    assert busy is not None and busy >= 0.6 / os.cpu_count()  # one spinning core of cpu_count

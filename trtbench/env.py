@@ -7,8 +7,11 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 
 import torch
+
+BUSY_THRESHOLD = 0.25  # share of CPU time used by others before the run that earns a warning
 
 
 def cpu_model() -> str:
@@ -63,7 +66,7 @@ def collect_environment(device: torch.device) -> dict:
         "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "device": str(device),
-        "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "cpu_busy_at_start": cpu_busy_fraction(),
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "grad_enabled": False,
         "inference_mode": True,
@@ -72,11 +75,33 @@ def collect_environment(device: torch.device) -> dict:
     return env
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies summed over all CPUs, from /proc/stat (None where it does not exist)."""
+    try:
+        with open("/proc/stat", encoding="utf-8") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_busy_fraction(window_s: float = 0.3) -> float | None:
+    """Share of all CPUs' time spent busy over a short window: what other processes use before the run."""
+    first = _cpu_times()
+    if first is None:
+        return None
+    time.sleep(window_s)
+    second = _cpu_times()
+    total = second[1] - first[1]
+    return round((second[0] - first[0]) / total, 2) if total > 0 else None
+
+
 def busy_machine_note(env: dict) -> str | None:
     """A warning when other processes were using the CPUs as the run started (timings may be inflated)."""
-    load, cores = env.get("load_average_1m"), env.get("cpu_count") or 1
-    if load is None or load < 0.5 * cores:
+    busy = env.get("cpu_busy_at_start")
+    if busy is None or busy < BUSY_THRESHOLD:
         return None
-    return (f"the machine was busy when the run started (1-minute load average {load} on {cores} CPUs): "
-            f"other processes compete for the CPU and can inflate and scatter these timings; "
+    return (f"the machine was busy when the run started ({busy:.0%} of {env.get('cpu_count')} CPUs in use by "
+            f"other processes): they compete for the CPU and can inflate and scatter these timings; "
             f"rerun on an idle machine for numbers to report")

@@ -115,10 +115,14 @@ class Pipeline:
                                       interrupted, manifest, self.profiles)
         return outcome
 
+    def _inputs_at(self, label: str, dtype: torch.dtype, channels_last: bool) -> tuple:
+        """The seeded inputs at shape ``label`` (min/opt/max), on the device, in ``dtype`` and layout."""
+        shapes = [spec.shape_for(label) for spec in self.config.inputs]
+        tensors = make_inputs(self.config.inputs, shapes, self.config.benchmark.seed, self.device, dtype)
+        return to_memory_format(tensors, channels_last)
+
     def _inputs(self, dtype: torch.dtype, channels_last: bool) -> dict[str, tuple]:
-        seed = self.config.benchmark.seed
-        return {label: to_memory_format(make_inputs(self.config.inputs, shapes, seed, self.device, dtype), channels_last)
-                for label, shapes in self.points.items()}
+        return {label: self._inputs_at(label, dtype, channels_last) for label in self.points}
 
     def _references(self, model: torch.nn.Module) -> dict[str, Any]:
         """Eager fp32 outputs at every shape point: the accuracy reference for every variant.
@@ -161,8 +165,7 @@ class Pipeline:
             cast_model = cast_model.to(memory_format=torch.channels_last)
         inputs = self._inputs(dtype, channels_last)
         options = {entry.name: entry.options for entry in self.config.variants}
-        example = to_memory_format(make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
-                                               self.config.benchmark.seed, self.device, dtype), channels_last)
+        example = self._inputs_at("opt", dtype, channels_last)
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
         failures: dict[str, str] = {}
@@ -187,10 +190,7 @@ class Pipeline:
     def _profile(self, built_variants: dict, precision: str, dtype: torch.dtype, channels_last: bool) -> None:
         """Where the time and memory go, for the configured variants and shapes (``profile:`` section)."""
         profile = self.profile
-        specs, seed = self.config.inputs, self.config.benchmark.seed
-        inputs = {label: to_memory_format(make_inputs(specs, [spec.shape_for(label) for spec in specs], seed,
-                                                      self.device, dtype), channels_last)
-                  for label in profile.shapes}
+        inputs = {label: self._inputs_at(label, dtype, channels_last) for label in profile.shapes}
         artifacts: dict[str, list[Path]] = {}
         for entry in self.store.entries:
             if entry["precision"] == precision:
