@@ -67,6 +67,18 @@ def _bar_offsets(n: int) -> tuple[list[float], float]:
     return [(i - (n - 1) / 2) * width for i in range(n)], width
 
 
+def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: str, path: Path) -> Plot:
+    """Label a bars-per-shape chart (x: input shapes), add legend and grid, and save it."""
+    ax.set_xticks(range(len(shapes)), shapes)
+    ax.set_xlabel("input shape")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plot | None:
     """Median latency bars per shape and variant, whiskers to p90 (thick) and p99 (thin)."""
     shapes, series, cells = _grouped(results, lambda r: (r.get("latency_ms") or {}).get("median"))
@@ -90,14 +102,7 @@ def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plo
                     ecolor="black", elinewidth=0.8, capsize=3)
         ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p90, med)]], fmt="none",
                     ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
-    ax.set_xticks(range(len(shapes)), shapes)
-    ax.set_xlabel("input shape")
-    ax.set_ylabel("latency (ms): median, whiskers p90 / p99")
-    ax.set_title(title)
-    ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return _save(fig, path)
+    return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, path)
 
 
 def speedup_plot(results: list[dict], path: Path, title: str = "Speedup vs eager") -> Plot | None:
@@ -113,14 +118,7 @@ def speedup_plot(results: list[dict], path: Path, title: str = "Speedup vs eager
         bars = ax.bar([p[0] for p in pairs], [p[1] for p in pairs], width, label=name)
         ax.bar_label(bars, fmt="%.2fx", fontsize="x-small")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    ax.set_xticks(range(len(shapes)), shapes)
-    ax.set_xlabel("input shape")
-    ax.set_ylabel("speedup vs eager (x)")
-    ax.set_title(title)
-    ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return _save(fig, path)
+    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x)", title, path)
 
 
 def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slowest layers") -> Plot | None:
