@@ -7,7 +7,7 @@ import sys
 
 from trtbench.errors import UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "verify")
+COMMANDS = ("run", "profile", "validate", "models", "verify", "compare")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -38,7 +38,23 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("output", help="output directory of a run (or its artifacts/manifest.json)")
     verify.add_argument("--force", action="store_true",
                         help="load TensorRT engines even if built for another TensorRT version or GPU architecture")
+    compare = sub.add_parser("compare", help="compare two runs' timings, noise-aware (bootstrap CI of the ratio)")
+    compare.add_argument("baseline", help="output directory (or results.json) of the baseline run")
+    compare.add_argument("new", help="output directory (or results.json) of the run to compare")
+    compare.add_argument("--threshold", type=float, default=0.05,
+                         help="smallest relative change reported as faster/slower (default 0.05 = 5%%)")
     return parser
+
+
+def cmd_compare(args) -> int:
+    from trtbench.compare import changes_table, compare_runs, load_results
+
+    changes = compare_runs(load_results(args.baseline), load_results(args.new), args.threshold)
+    print(changes_table(changes), end="")
+    slower = sum(c.verdict == "slower" for c in changes)
+    print(f"\n{sum(c.verdict == 'faster' for c in changes)} faster, {slower} slower, "
+          f"{sum(c.verdict in ('no change', 'within noise') for c in changes)} unchanged or within noise")
+    return 0
 
 
 def cmd_run(args) -> int:
@@ -103,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
-                "verify": cmd_verify}
+                "verify": cmd_verify, "compare": cmd_compare}
     if args.command is None:
         build_parser().print_help()
         return 2

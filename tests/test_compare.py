@@ -1,0 +1,71 @@
+"""Noise-aware comparison of two runs."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from trtbench.cli import main
+from trtbench.compare import compare_runs, load_results
+from trtbench.errors import UserInputError
+
+
+def run_doc(samples_by_variant: dict, shapes: str = "2x3x16x16") -> dict:
+    return {"results": [{"variant": v, "precision": "fp32", "shape": "opt", "input_shapes": shapes,
+                         "samples_ms": list(map(float, s))} for v, s in samples_by_variant.items()]}
+
+
+def samples(median: float, n: int = 200, spread: float = 0.03, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return median * (1 + spread * rng.standard_normal(n))
+
+
+def test_clear_slowdown_and_speedup_are_called():
+    base = run_doc({"traced": samples(10.0, seed=1), "scripted": samples(10.0, seed=2)})
+    new = run_doc({"traced": samples(12.0, seed=3), "scripted": samples(8.0, seed=4)})
+    verdicts = {c.variant: c for c in compare_runs(base, new)}
+    assert verdicts["traced"].verdict == "slower" and verdicts["traced"].ratio == pytest.approx(1.2, rel=0.02)
+    assert verdicts["scripted"].verdict == "faster"
+    assert verdicts["traced"].ci_low < verdicts["traced"].ratio < verdicts["traced"].ci_high
+
+
+def test_same_distribution_is_not_a_change():
+    change, = compare_runs(run_doc({"eager": samples(10.0, seed=5)}), run_doc({"eager": samples(10.0, seed=6)}))
+    assert change.verdict in ("no change", "within noise")
+
+
+def test_noisy_small_difference_is_within_noise():
+    base = run_doc({"eager": samples(10.0, n=15, spread=0.3, seed=7)})
+    new = run_doc({"eager": samples(10.6, n=15, spread=0.3, seed=8)})
+    change, = compare_runs(base, new)
+    assert change.verdict == "within noise" and change.ci_low < 1.0 < change.ci_high
+
+
+def test_results_that_cannot_be_compared_say_why():
+    base = run_doc({"eager": samples(10.0)})
+    new = run_doc({"eager": samples(10.0), "traced": samples(9.0)}, shapes="4x3x16x16")
+    by_variant = {c.variant: c.verdict for c in compare_runs(base, new)}
+    assert by_variant["eager"].startswith("not comparable: shapes differ")
+    assert by_variant["traced"] == "not comparable: not in the baseline"
+
+
+def test_compare_cli_on_two_real_runs(tiny_config, write_config, tmp_path, capsys):
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"] = {"save_artifacts": False}
+    path = write_config(tiny_config)
+    for name in ("a", "b"):
+        assert main(["--config", str(path), "--quiet", "--output", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| fp32 |") == 6 and "new/base" in out
+
+
+def test_missing_results_is_a_user_error(tmp_path):
+    with pytest.raises(UserInputError):
+        load_results(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(UserInputError) as info:
+        load_results(tmp_path)
+    assert "not valid JSON" in info.value.problem
