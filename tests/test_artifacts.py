@@ -33,6 +33,8 @@ def test_manifest_lists_each_artifact_with_hash_and_reference(saved_run):
         assert entry["sha256"] == sha256_of(path) and entry["bytes"] == path.stat().st_size
         assert (saved_run / "artifacts" / entry["reference"]["file"]).is_file()
         assert entry["reference"]["input_shapes"] == [[2, 3, 16, 16]]
+        assert entry["reload_check"]["shapes"] == ["min", "opt", "max"]
+        assert entry["reload_check"]["max_abs_err"] <= 1e-5
     assert manifest["environment"]["torch"] and manifest["inputs"][0]["max_shape"] == [4, 3, 16, 16]
     assert not list((saved_run / "artifacts").glob(".*")), "no staging leftovers"
 

@@ -94,6 +94,7 @@ def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config,
 def test_parity_failure_is_visible_and_fails_the_run(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:always_dropout"
     tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"save_artifacts": False}  # a random model cannot pass the save-time reload check
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     out = capsys.readouterr().out
@@ -195,3 +196,13 @@ def test_cpu_busy_fraction_sees_a_busy_core():
     busy = cpu_busy_fraction(window_s=0.5)
     thread.join()
     assert busy is not None and busy >= 0.6 / os.cpu_count()  # one spinning core of cpu_count
+
+
+def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:always_dropout"
+    tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    scripted = [r for r in outcome.results if r.variant == "scripted"]
+    assert all(r.status == "failed" and "reloaded scripted_fp32.ts differs" in r.reason for r in scripted)
+    assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()

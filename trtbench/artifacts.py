@@ -18,7 +18,7 @@ from trtbench import __version__
 from trtbench.engine_compat import check_engine_compat, engine_environment
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
-from trtbench.parity import flatten_outputs
+from trtbench.parity import compare, flatten_outputs
 
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
@@ -41,9 +41,15 @@ class ArtifactStore:
         self.directory = Path(directory)
         self.entries: list[dict] = []
 
-    def save(self, variant, built, precision: str, device: torch.device, reference_inputs: tuple,
-             reference_output, shape: str, tolerance) -> list[dict]:
-        """Save ``built`` plus its reference input/output; files appear only once complete."""
+    def save(self, variant, built, precision: str, device: torch.device, runs: dict[str, tuple],
+             reference_shape: str, tolerance) -> list[dict]:
+        """Save ``built``, reload each file and check it, then publish it with its reference input/output.
+
+        ``runs`` maps shape labels to ``(inputs, output of the built variant)``. Every saved file is
+        reloaded in this process with the variant's own ``load`` and must reproduce those outputs at
+        every shape (a dynamic-shape artifact that lost its range fails here); otherwise nothing is
+        published and ValueError says where it differs. Files appear only once complete.
+        """
         stem = f"{variant.name}_{precision}"
         self.directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
@@ -51,6 +57,9 @@ class ArtifactStore:
             artifacts = variant.save(built, staging, stem)
             if not artifacts:
                 return []
+            checks = {artifact.path.name: reload_check(variant, artifact, device, runs, tolerance)
+                      for artifact in artifacts}
+            reference_inputs, reference_output = runs[reference_shape]
             reference = staging / f"{stem}.ref.pt"
             torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
                         "outputs": flatten_outputs(reference_output)}, reference)
@@ -65,8 +74,10 @@ class ArtifactStore:
                     "sha256": sha256_of(final), "bytes": final.stat().st_size,
                     "loader": artifact.loader, "imports": list(artifact.imports), "device": str(device),
                     "reference": {"file": final_reference.name, "sha256": sha256_of(final_reference),
-                                  "shape": shape, "input_shapes": [list(t.shape) for t in reference_inputs]},
+                                  "shape": reference_shape,
+                                  "input_shapes": [list(t.shape) for t in reference_inputs]},
                     "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
+                    "reload_check": checks[final.name],
                 })
                 if "torch_tensorrt" in artifact.imports:
                     added[-1]["engine"] = engine_environment(device)
@@ -90,6 +101,20 @@ class ArtifactStore:
             "artifacts": self.entries,
         })
         return path
+
+
+def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple], tolerance) -> dict:
+    """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape."""
+    module = variant.load(artifact, device)
+    worst = 0.0
+    with torch.inference_mode():
+        for label, (inputs, expected) in runs.items():
+            parity = compare(module(*inputs), expected, tolerance.atol, tolerance.rtol)
+            if not parity.ok:
+                raise ValueError(f"reloaded {artifact.path.name} differs from the built variant at {label} "
+                                 f"(max abs err {parity.max_abs_err:.3g})")
+            worst = max(worst, parity.max_abs_err)
+    return {"shapes": list(runs), "max_abs_err": worst}
 
 
 def read_manifest(out_dir: Path) -> dict:

@@ -275,13 +275,14 @@ class Pipeline:
             result.device_samples_ms = measurement.device_ms
 
     def _save(self, variant, built, precision, inputs, tolerance) -> None:
-        label = "opt" if "opt" in inputs else next(iter(inputs))
         rows = [r for r in self.results if r.variant == variant.name and r.precision == precision]
+        ok_shapes = [r.shape for r in rows if r.status == "ok"]
+        reference_shape = "opt" if "opt" in ok_shapes else ok_shapes[0]
         try:
             with torch.inference_mode():
-                output = variant.run(built, inputs[label])
+                runs = {label: (inputs[label], variant.run(built, inputs[label])) for label in ok_shapes}
             _, caught = capture_warnings(lambda: self.store.save(
-                variant, built, precision, self.device, inputs[label], output, label, tolerance))
+                variant, built, precision, self.device, runs, reference_shape, tolerance))
         except KeyboardInterrupt:
             raise
         except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
