@@ -82,3 +82,15 @@ def test_profile_command_turns_profiling_on(tiny_config, write_config, subproces
     assert doc["profiles"]["precision"] == "fp32"
     report = (tmp_path / "p" / "report.md").read_text()
     assert "**Layers**" in report and "**Operators**" in report and "**Peak memory**" in report
+
+
+def test_variants_lists_options_and_why_trt_cannot_run_here(subprocess_env):
+    import torch
+
+    proc = trtbench("variants", env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("eager", "traced", "scripted", "exported", "trt", "trt_traced", "trt_scripted"):
+        assert f"\n{name}: " in "\n" + proc.stdout
+    assert "builds from: traced" in proc.stdout and "min_block_size" in proc.stdout
+    if not torch.cuda.is_available():
+        assert "skipped: CUDA is not available" in proc.stdout

@@ -7,7 +7,7 @@ import sys
 
 from trtbench.errors import UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "verify", "compare")
+COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
     sub.add_parser("models", help="list model names by source")
+    sub.add_parser("variants", help="list variants, their options, and whether they can run on this machine")
     verify = sub.add_parser("verify", help="reload saved artifacts in a fresh process and check their outputs")
     verify.add_argument("output", help="output directory of a run (or its artifacts/manifest.json)")
     verify.add_argument("--force", action="store_true",
@@ -99,6 +100,25 @@ def cmd_models(args) -> int:
     return 0
 
 
+def cmd_variants(args) -> int:
+    import torch
+
+    from trtbench.config import resolve_device
+    from trtbench.variants import get_variant, variant_names
+
+    device = torch.device(resolve_device("auto"))
+    for name in variant_names():
+        variant = get_variant(name)
+        reason = variant.unavailable_reason(device, "fp32")
+        print(f"{name}: {variant.description}")
+        if variant.depends_on:
+            print(f"  builds from: {variant.depends_on}")
+        if variant.option_names():
+            print(f"  options: {', '.join(variant.option_names())}")
+        print(f"  here ({device}): {'available' if reason is None else 'skipped: ' + reason}")
+    return 0
+
+
 def cmd_verify(args) -> int:
     from trtbench.artifacts import verify
 
@@ -119,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
-                "verify": cmd_verify, "compare": cmd_compare}
+                "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare}
     if args.command is None:
         build_parser().print_help()
         return 2

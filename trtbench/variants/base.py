@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional
@@ -47,7 +48,7 @@ class Artifact:
     imports: list[str] = field(default_factory=list)  # modules to import before loading (e.g. torch_tensorrt)
 
 
-class Variant:
+class Variant(ABC):
     """Base class: subclass, set ``name``, implement ``build``; register with ``@register``.
 
     ``depends_on`` names a variant whose build this one starts from (it is built first).
@@ -63,8 +64,9 @@ class Variant:
         """Why this variant cannot run here (missing library, device); None when it can."""
         return None
 
+    @abstractmethod
     def build(self, model: torch.nn.Module, ctx: BuildContext) -> Built:
-        raise NotImplementedError(f"variant {self.name} does not implement build()")
+        """Turn the eager model (already on the device, in the run dtype) into this variant."""
 
     def run(self, built: Built, inputs: tuple) -> Any:
         """Run one forward pass."""
@@ -75,7 +77,7 @@ class Variant:
         return []
 
     def load(self, artifact: Artifact, device: torch.device) -> Any:
-        """Reload a saved artifact as a callable."""
+        """Reload a saved artifact as a callable (only called for files this variant's save() wrote)."""
         raise NotImplementedError(f"variant {self.name} saves no artifacts")
 
     @classmethod
