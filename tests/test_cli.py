@@ -69,7 +69,7 @@ def test_resnet34_config_is_the_reference_setup():
     config = load_config("resnet34.yaml")
     (spec,) = config.inputs
     assert (spec.min_shape, spec.opt_shape, spec.max_shape) == ([1, 3, 224, 224], [2, 3, 224, 224], [16, 3, 224, 224])
-    assert config.variant_names == ["eager", "traced", "scripted"]
+    assert config.variant_names == ["eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted"]
 
 
 def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):

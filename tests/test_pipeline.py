@@ -206,3 +206,20 @@ def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_conf
     scripted = [r for r in outcome.results if r.variant == "scripted"]
     assert all(r.status == "failed" and "reloaded scripted_fp32.ts differs" in r.reason for r in scripted)
     assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the skip path on a machine without CUDA")
+def test_trt_variants_are_skipped_with_reason_and_the_run_passes(tiny_config, write_config, capsys):
+    tiny_config["variants"] = ["eager", "traced", "trt", "trt_traced", "trt_scripted"]
+    path = write_config(tiny_config)
+    code = main(["--config", str(path), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    doc = json.loads((path.parent / "out" / "results.json").read_text())
+    trt_rows = [r for r in doc["results"] if r["variant"].startswith("trt")]
+    assert len(trt_rows) == 9
+    assert all(r["status"] == "skipped" and r["reason"].startswith("CUDA is not available") for r in trt_rows)
+    assert all(r["latency_ms"] is None and r["speedup"] is None for r in trt_rows)
+    assert "trt fp32: skipped: CUDA is not available" in out
+    assert "trt_traced fp32: skipped" in (path.parent / "out" / "report.md").read_text()
+    assert "scripted" not in {r["variant"] for r in doc["results"]}, "no build for a skipped variant's parent"
