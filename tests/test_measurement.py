@@ -88,3 +88,36 @@ def test_compare_handles_nested_outputs_and_nan():
     assert compare({"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}, ref, 0, 0).ok
     bad = {"logits": torch.full((2, 4), float("nan")), "aux": (torch.zeros(3),)}
     assert not compare(bad, ref, 1e-3, 1e-3).ok
+
+
+def test_bound_is_relative_to_the_output_scale():
+    ref = torch.tensor([[200.0, 0.001, -150.0]])
+    out = torch.tensor([[200.05, 0.03, -150.02]])  # the near-zero logit moved 30x, by 1.5e-4 of the scale
+    assert compare(out, ref, atol=1e-5, rtol=5e-3).ok
+    assert not compare(ref * 1.01, ref, atol=1e-5, rtol=5e-3).ok  # a 1% error of the largest logit fails
+
+
+def _round_to_tf32(t: torch.Tensor) -> torch.Tensor:
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
+    """On GPUs, cuDNN and TensorRT fp32 use TF32 by default: that must not read as a failed check."""
+    import torchvision
+
+    from trtbench.config import default_tolerances
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        ref = model(x)
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+                module.weight.copy_(_round_to_tf32(module.weight))
+                module.register_forward_pre_hook(lambda m, inputs: (_round_to_tf32(inputs[0]),))
+        tf32_out = model(x)
+    tol = default_tolerances()["fp32"]
+    assert not torch.equal(tf32_out, ref)
+    assert compare(tf32_out, ref, tol.atol, tol.rtol).ok

@@ -128,7 +128,7 @@ class BenchmarkConfig:
 
 @dataclass
 class Tolerance:
-    """Accuracy bounds against eager: pass when ``|out - ref| <= atol + rtol * |ref|`` everywhere."""
+    """Accuracy bounds against eager fp32: pass when ``max |out - ref| <= atol + rtol * max |ref|``."""
 
     atol: float
     rtol: float
@@ -140,7 +140,9 @@ class Tolerance:
 
 
 def default_tolerances() -> dict[str, Tolerance]:
-    return {"fp32": Tolerance(atol=1e-3, rtol=1e-3), "fp16": Tolerance(atol=5e-2, rtol=5e-2)}
+    # fp32 allows TF32 math on GPUs (cuDNN convolutions, TensorRT by default): about 5e-4 of the
+    # output scale for a ResNet34, so 5e-3 leaves a margin and still fails any real error.
+    return {"fp32": Tolerance(atol=1e-5, rtol=5e-3), "fp16": Tolerance(atol=1e-3, rtol=5e-2)}
 
 
 @dataclass
