@@ -8,6 +8,7 @@ import torchvision
 from torch import nn
 
 from trtbench.config import ModelConfig
+from trtbench.errors import UserInputError
 from trtbench.models import build_model, builtin_model_names
 from trtbench.models.seed_resnet34 import RESNET34_ARGS
 from trtbench.models.study_resnets import STAGE_DEPTHS
@@ -144,8 +145,9 @@ def test_seed_resnet34_kwargs_override_args():
     assert RESNET34_ARGS["final_layer"] == {"in_features": 4608, "out_features": 1000}
     with torch.no_grad():
         assert model(torch.randn(1, 3, 224, 224)).shape == (1, 10)
-    with pytest.raises(TypeError, match="conv6_x"):
+    with pytest.raises(UserInputError, match="conv6_x") as info:
         build("seed_resnet34", conv6_x={})
+    assert info.value.where == "model.kwargs"
 
 
 def test_plain_resnets_match_torchvision_layout():

@@ -64,7 +64,12 @@ def test_shape_rank_mismatch(tiny_config, write_config, capsys):
     expect_error(write_config(tiny_config), capsys, "inputs[0]", "different ranks")
 
 
-@pytest.mark.parametrize("key,value", [("iterations", 0), ("warmup", -1), ("max_time_s", 0), ("threads", 0)])
+def test_negative_warmup(tiny_config, write_config, capsys):
+    tiny_config["benchmark"]["warmup"] = -1
+    expect_error(write_config(tiny_config), capsys, "benchmark.warmup", "must not be negative")
+
+
+@pytest.mark.parametrize("key,value", [("iterations", 0), ("min_iterations", 0), ("max_time_s", 0), ("threads", 0)])
 def test_non_positive_counts(tiny_config, write_config, capsys, key, value):
     tiny_config["benchmark"][key] = value
     expect_error(write_config(tiny_config), capsys, f"benchmark.{key}", "must be positive")
@@ -165,3 +170,14 @@ def test_validate_command_reports_bad_config(tiny_config, write_config, capsys):
 def test_validate_command_accepts_good_config(tiny_config, write_config, capsys):
     code, out, _ = run_cli(["validate", str(write_config(tiny_config))], capsys)
     assert code == 0 and "ok" in out
+
+
+def test_bad_model_kwargs_are_a_config_error(tiny_config, write_config, capsys):
+    tiny_config["model"] = {"source": "torchvision", "name": "resnet18", "kwargs": {"nonsense": 1}}
+    expect_error(write_config(tiny_config), capsys, "model.kwargs", "nonsense")
+
+
+def test_validate_builds_the_model_to_check_kwargs(tiny_config, write_config, capsys):
+    tiny_config["model"]["kwargs"] = {"width": 3}
+    code, _, err = run_cli(["validate", str(write_config(tiny_config))], capsys)
+    assert code == 2 and "model.kwargs" in err

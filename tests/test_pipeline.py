@@ -6,6 +6,7 @@ import csv
 import json
 
 import pytest
+import torch
 
 from trtbench.cli import main
 from trtbench.config import config_from_dict
@@ -198,8 +199,11 @@ def test_cpu_busy_fraction_sees_a_busy_core():
     assert busy is not None and busy >= 0.6 / os.cpu_count()  # one spinning core of cpu_count
 
 
-def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_config, tmp_path):
-    tiny_config["model"]["name"] = "toy_models:always_dropout"
+def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_config, tmp_path, monkeypatch):
+    from trtbench.variants.torchscript import TorchScriptVariant
+
+    impostor = torch.jit.script(__import__("toy_models").tiny_cnn())  # other random weights
+    monkeypatch.setattr(TorchScriptVariant, "load", lambda self, artifact, device: impostor)
     tiny_config["variants"] = ["eager", "scripted"]
     tiny_config["output"] = {"dir": str(tmp_path / "out")}
     outcome = Pipeline(config_from_dict(tiny_config)).run()
@@ -208,7 +212,68 @@ def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_conf
     assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the skip path on a machine without CUDA")
+def test_variant_that_fails_its_check_is_not_saved(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:always_dropout"
+    tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    scripted = [r for r in outcome.results if r.variant == "scripted"]
+    assert all(r.parity_failed and "artifact not saved" in " ".join(r.warnings) for r in scripted)
+    assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()
+
+
+def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:two_inputs"
+    tiny_config["inputs"] = [
+        {"name": "ids", "dtype": "int64", "value_range": [0, 50],
+         "min_shape": [1, 4], "opt_shape": [2, 8], "max_shape": [4, 16]},
+        {"name": "mask", "dtype": "float32", "value_range": [0, 1],
+         "min_shape": [1, 4], "opt_shape": [2, 8], "max_shape": [4, 16]},
+    ]
+    tiny_config["variants"] = ["eager", "traced", "exported"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+
+
+def test_unscriptable_parent_fails_its_dependent_when_the_dependent_could_run(tiny_config, tmp_path, monkeypatch):
+    from trtbench.variants.trt_common import TorchScriptFrontendVariant
+
+    monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, device, precision: None)
+    tiny_config["model"]["name"] = "toy_models:unscriptable"
+    tiny_config["variants"] = ["eager", "trt_scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    rows = [r for r in outcome.results if r.variant == "trt_scripted"]
+    assert all(r.status == "failed" and r.reason.startswith("needs scripted, which did not build (failed:")
+               for r in rows)
+    assert outcome.exit_code == 1
+
+
+def test_a_shape_without_eager_reference_fails_its_checks(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:eager_fails_above_batch"
+    tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False}
+    outcome = Pipeline(config_from_dict(tiny_config)).run()
+    status = {(r.variant, r.shape): r for r in outcome.results}
+    assert status[("eager", "max")].status == "failed"
+    scripted_max = status[("scripted", "max")]
+    assert scripted_max.status == "ok" and scripted_max.parity_failed
+    assert "no eager fp32 reference" in scripted_max.parity["reason"]
+    assert status[("scripted", "opt")].parity["ok"]
+    assert outcome.exit_code == 1
+
+
+def test_stale_manifest_from_an_earlier_run_is_removed(tiny_config, tmp_path):
+    tiny_config["output"] = {"dir": str(tmp_path / "out")}
+    Pipeline(config_from_dict(tiny_config)).run()
+    assert (tmp_path / "out" / "artifacts" / "manifest.json").is_file()
+    tiny_config["variants"] = ["eager"]  # saves nothing
+    Pipeline(config_from_dict(tiny_config)).run()
+    assert not (tmp_path / "out" / "artifacts" / "manifest.json").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip path on a machine without CUDA")
 def test_trt_variants_are_skipped_with_reason_and_the_run_passes(tiny_config, write_config, capsys):
     tiny_config["variants"] = ["eager", "traced", "trt", "trt_traced", "trt_scripted"]
     path = write_config(tiny_config)

@@ -86,6 +86,10 @@ class ArtifactStore:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
+    def discard_previous_manifest(self) -> None:
+        """Remove a manifest left by an earlier run into the same directory (it would describe old files)."""
+        (self.directory / MANIFEST).unlink(missing_ok=True)
+
     def write_manifest(self, config: dict, environment: dict) -> Path | None:
         """Write ``manifest.json`` describing every saved artifact (None when nothing was saved)."""
         if not self.entries:
@@ -140,8 +144,11 @@ def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dic
     }
     if not Path(job["path"]).is_file():
         return {"ok": False, "error": f"missing file {job['path']}"}
-    proc = subprocess.run([sys.executable, str(WORKER), json.dumps(job)], capture_output=True, text=True,
-                          timeout=timeout_s)
+    try:
+        proc = subprocess.run([sys.executable, str(WORKER), json.dumps(job)], capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"loading and running it took longer than {timeout_s:g} s"}
     lines = proc.stdout.strip().splitlines()
     try:
         return json.loads(lines[-1])

@@ -82,8 +82,10 @@ def cmd_run(args) -> int:
 
 def cmd_validate(args) -> int:
     from trtbench.config import load_config
+    from trtbench.models import build_model
 
     config = load_config(args.config)
+    build_model(config.model)  # constructor arguments and weights are only checked by building the model
     print(f"{args.config}: ok ({config.model.source}:{config.model.name}, variants {', '.join(config.variant_names)}, "
           f"precisions {', '.join(config.precisions)}, device {config.device})")
     return 0

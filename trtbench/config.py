@@ -117,8 +117,11 @@ class BenchmarkConfig:
     seed: int = 0
 
     def validate(self, path: str) -> None:
-        for name in ("warmup", "iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci"):
+        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
+        if self.warmup < 0:
+            raise UserInputError(schema.join(path, "warmup"), f"must not be negative, got {self.warmup}",
+                                 "set it to 0 (no warm-up) or more")
         schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")

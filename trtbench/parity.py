@@ -15,7 +15,7 @@ class Parity:
 
     max_abs_err: float
     max_rel_err: float  # max |out - ref| / max |ref|
-    top1_agree: Optional[float]  # fraction of rows whose argmax matches (classifier outputs)
+    top1_agree: Optional[float]  # fraction of rows whose argmax matches ([N, C] classifier outputs only)
     ok: bool
     atol: float
     rtol: float
@@ -56,7 +56,7 @@ def compare(output: Any, reference: Any, atol: float, rtol: float) -> Parity:
         ok = ok and tensor_err <= atol + rtol * tensor_scale
         max_abs, max_ref = max(max_abs, tensor_err), max(max_ref, tensor_scale)
     top1 = None
-    if outs and outs[0].dim() >= 2 and outs[0].shape[-1] > 1:
+    if outs and outs[0].dim() == 2 and outs[0].shape[-1] > 1:  # classifier logits [N, C]
         top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean())
     return Parity(max_abs_err=max_abs, max_rel_err=max_abs / max_ref if max_ref > 0 else max_abs,
                   top1_agree=top1, ok=ok, atol=atol, rtol=rtol)

@@ -6,6 +6,7 @@ Ctrl-C stops the run; what was measured so far is written, the rest marked ``int
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import warnings
@@ -45,6 +46,13 @@ class RunOutcome:
     @property
     def exit_code(self) -> int:
         return exit_code(self.results, self.interrupted)
+
+
+@dataclass(frozen=True)
+class MissingReference:
+    """Stands in for eager fp32's output at a shape where eager fp32 itself failed."""
+
+    reason: str
 
 
 @dataclass
@@ -96,16 +104,22 @@ class Pipeline:
         torch.backends.cudnn.benchmark = bench.cudnn_benchmark
         model = build_model(self.config.model)  # user errors surface before anything is written
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.store.discard_previous_manifest()
         environment = collect_environment(self.device)
         started = datetime.now(timezone.utc)
         interrupted = False
+        # CUDA events and kernels go to the current device: make it the configured one (cuda:N).
+        on_device = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
         try:
-            references = self._references(model)
-            for precision in self.config.precisions:
-                self._run_precision(model, precision, references)
+            with on_device:
+                references = self._references(model)
+                for precision in self.config.precisions:
+                    self._run_precision(model, precision, references)
         except KeyboardInterrupt:
             interrupted = True
-            self._mark_interrupted()
+            self._mark_unfinished("interrupted", "not run: stopped by Ctrl-C")
+        except Exception as err:  # outside any one variant (e.g. out of memory copying the model): keep what ran
+            self._mark_unfinished("failed", f"not run: the run stopped on {describe_error(err)}")
         add_speedups(self.results)
         manifest = None
         if self.config.output.save_artifacts:
@@ -137,8 +151,9 @@ class Pipeline:
             for label in self.points:
                 try:
                     references[label] = reference_model(*inputs[label])
-                except Exception:  # noqa: BLE001 - surfaced by eager's result at this shape
-                    references[label] = None
+                except Exception as err:  # every check at this shape fails with this reason
+                    references[label] = MissingReference(f"no eager fp32 reference: eager fp32 failed here "
+                                                         f"({describe_error(err)})")
         return references
 
     def _skip_all(self, name: str, precision: str, status: str, reason: str, **extra) -> None:
@@ -168,7 +183,7 @@ class Pipeline:
         example = self._inputs_at("opt", dtype, channels_last)
         ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                            shape_inputs=inputs, input_specs=self.config.inputs)
-        failures: dict[str, str] = {}
+        failures: dict[str, BuildOutcome] = {}
         built_variants = {}
         needed = self._needed(requested, precision)
         for name in build_order(requested):
@@ -214,11 +229,14 @@ class Pipeline:
         """Build one variant; a variant that cannot run here comes back skipped or failed, with the reason."""
         reason = variant.unavailable_reason(ctx.device, ctx.precision)
         if reason:
-            failures[variant.name] = reason
-            return BuildOutcome(status="skipped", reason=reason)
-        if variant.depends_on in failures:
-            failures[variant.name] = f"needs {variant.depends_on}, which did not build"
-            return BuildOutcome(status="skipped", reason=f"{failures[variant.name]} ({failures[variant.depends_on]})")
+            failures[variant.name] = BuildOutcome(status="skipped", reason=reason)
+            return failures[variant.name]
+        if variant.depends_on in failures:  # skipped when the parent cannot run here, failed when it broke
+            parent = failures[variant.depends_on]
+            failures[variant.name] = BuildOutcome(status=parent.status,
+                                                  reason=f"needs {variant.depends_on}, which did not build "
+                                                         f"({parent.status}: {parent.reason})")
+            return failures[variant.name]
         with self.progress.task(f"build {variant.name} {ctx.precision}", total=1) as tick:
             start = time.perf_counter()
             try:
@@ -227,8 +245,8 @@ class Pipeline:
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # reported as this variant's failure; the others go on
-                failures[variant.name] = describe_error(err)
-                return BuildOutcome(status="failed", reason=f"build failed: {describe_error(err)}")
+                failures[variant.name] = BuildOutcome(status="failed", reason=f"build failed: {describe_error(err)}")
+                return failures[variant.name]
             build_s = time.perf_counter() - start
             tick()
         ctx.built[variant.name] = built
@@ -249,15 +267,23 @@ class Pipeline:
                 raise
             except Exception as err:  # this shape failed; other shapes and variants go on
                 result.status, result.reason = "failed", describe_error(err)
-        if self.config.output.save_artifacts and any(
-                r.status == "ok" for r in self.results if r.variant == variant.name and r.precision == precision):
-            self._save(variant, built, precision, inputs, tolerance)
+        rows = [r for r in self.results if r.variant == variant.name and r.precision == precision]
+        if not self.config.output.save_artifacts or not any(r.status == "ok" for r in rows):
+            return
+        if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
+            for r in rows:
+                r.warnings.append("artifact not saved: the variant failed its accuracy check")
+            return
+        self._save(variant, built, precision, inputs, tolerance)
 
     def _measure_point(self, variant, built, point_inputs, reference, tolerance, result: Result) -> None:
         with torch.inference_mode():
             output, caught = capture_warnings(lambda: variant.run(built, point_inputs))
             result.warnings = sorted(set(result.warnings) | set(caught))
-            if reference is not None:
+            if isinstance(reference, MissingReference):
+                result.parity = {"ok": False, "reason": reference.reason, "max_abs_err": None, "max_rel_err": None,
+                                 "top1_agree": None, "atol": tolerance.atol, "rtol": tolerance.rtol}
+            else:
                 result.parity = compare(output, reference, tolerance.atol, tolerance.rtol).to_dict()
             title = f"time {variant.name} {result.precision} {result.shape}"
             total = self.plan.iterations if self.plan.mode == "fixed" else None
@@ -292,11 +318,12 @@ class Pipeline:
         for r in rows:
             r.warnings = sorted(set(r.warnings) | set(caught))
 
-    def _mark_interrupted(self) -> None:
+    def _mark_unfinished(self, status: str, reason: str) -> None:
+        """Account for every requested result the run did not reach."""
         done = {(r.variant, r.precision, r.shape) for r in self.results}
         for precision in self.config.precisions:
             for name in self._requested():
                 for label, shapes in self.points.items():
                     if (name, precision, label) not in done:
                         self.results.append(Result(name, precision, label, format_shapes(shapes),
-                                                   status="interrupted", reason="not run: stopped by Ctrl-C"))
+                                                   status=status, reason=reason))

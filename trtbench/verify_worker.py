@@ -50,13 +50,16 @@ def verify(job):
     if len(output) != len(expected) or any(o.shape != e.shape for o, e in zip(output, expected)):
         return {"ok": False, "error": "output structure differs from the recorded output"}
     max_abs, ok = 0.0, True
-    for out, ref in zip(output, expected):  # the same scale-relative bound as trtbench.parity
-        if not out.numel():
-            continue
+    for out, ref in zip(output, expected):  # the same scale-relative bound as trtbench.parity.compare
         ref = ref.float()
-        err = float((out - ref).abs().max())
+        finite = torch.isfinite(ref)
+        if not torch.equal(torch.isfinite(out), finite):
+            return {"ok": False, "error": "NaN/inf where the recorded output has none (or the reverse)"}
+        if not finite.any():
+            continue
+        err = float((out - ref).abs()[finite].max())
         max_abs = max(max_abs, err)
-        ok = ok and err <= job["atol"] + job["rtol"] * float(ref.abs().max())
+        ok = ok and err <= job["atol"] + job["rtol"] * float(ref.abs()[finite].max())
     return {"ok": ok, "max_abs_err": max_abs, "error": "" if ok else "output differs from the recorded output"}
 
 

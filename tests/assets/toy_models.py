@@ -105,3 +105,38 @@ class FailsAboveBatch(nn.Module):
 
 def fails_above_batch(limit: int = 2) -> nn.Module:
     return FailsAboveBatch(limit)
+
+
+class TwoInputs(nn.Module):
+    """Tokens and a mask that share their batch and sequence dims (an encoder's input pair)."""
+
+    def __init__(self, vocab: int = 50, width: int = 8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.head = nn.Linear(width, 4)
+
+    def forward(self, ids, mask):
+        x = self.embed(ids) * mask.unsqueeze(-1)
+        return self.head(x.sum(1) / mask.sum(1, keepdim=True).clamp(min=1))
+
+
+def two_inputs() -> nn.Module:
+    return TwoInputs()
+
+
+class EagerFailsAboveBatch(nn.Module):
+    """Raises for batches above ``limit`` in eager mode only; its TorchScript runs every batch."""
+
+    def __init__(self, limit: int = 2):
+        super().__init__()
+        self.limit = limit
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        if not torch.jit.is_scripting() and x.shape[0] > self.limit:
+            raise ValueError("eager refuses large batches")
+        return self.body(x)
+
+
+def eager_fails_above_batch(limit: int = 2) -> nn.Module:
+    return EagerFailsAboveBatch(limit)

@@ -86,19 +86,31 @@ def check_model_exists(model_cfg, path: str) -> None:
         raise UserInputError(key, f"unknown {model_cfg.source} model '{model_cfg.name}'", hint)
 
 
-def build_model(model_cfg) -> nn.Module:
-    """Instantiate the configured model in eval mode on the CPU, with random or local weights."""
+def _instantiate(model_cfg) -> nn.Module:
     if model_cfg.source == "torchvision":
         import torchvision
 
-        model = torchvision.models.get_model(model_cfg.name, weights=None, **model_cfg.kwargs)
-    elif model_cfg.source == "builtin":
+        return torchvision.models.get_model(model_cfg.name, weights=None, **model_cfg.kwargs)
+    if model_cfg.source == "builtin":
         _load_builtin_modules()
-        model = BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)
-    elif model_cfg.source == "python":
-        model = _import_factory(model_cfg.name, "model.name")(**model_cfg.kwargs)
-    else:
-        model = torch.jit.load(model_cfg.name, map_location="cpu")
+        return BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)
+    if model_cfg.source == "python":
+        return _import_factory(model_cfg.name, "model.name")(**model_cfg.kwargs)
+    return torch.jit.load(model_cfg.name, map_location="cpu")
+
+
+def build_model(model_cfg) -> nn.Module:
+    """Instantiate the configured model in eval mode on the CPU, with random or local weights."""
+    try:
+        model = _instantiate(model_cfg)
+    except UserInputError:
+        raise
+    except TypeError as err:
+        raise UserInputError("model.kwargs", f"{model_cfg.name} does not accept these arguments: {err}",
+                             "check the names and values under model.kwargs against the model's constructor") from err
+    except Exception as err:  # the model's own code failed: a config problem, not a trtbench crash
+        raise UserInputError("model", f"building {model_cfg.source} model '{model_cfg.name}' failed: "
+                             f"{type(err).__name__}: {err}", "check model.name, model.kwargs and the file") from err
     if not isinstance(model, nn.Module):
         raise UserInputError("model.name", f"the factory returned {type(model).__name__}, not an nn.Module",
                              "return an nn.Module instance from the factory")

@@ -53,7 +53,7 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
         if layers["status"] == "ok":
             plot = top_layers_plot(layers["nodes"], out_dir / PLOT_DIR / f"layers_{stem}.png", cfg.layers.top_k,
                                    title=f"Slowest layers: {name} at {label} ({entry['shape']})")
-            layers["plot"] = str(plot.path.relative_to(out_dir))
+            layers["plot"] = str(plot.path.relative_to(out_dir)) if plot else None
         entry["layers"] = layers
     if cfg.operators.enabled:
         trace = Path(TRACE_DIR) / f"{stem}.trace.json" if cfg.operators.trace else None
@@ -94,7 +94,7 @@ def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, 
         variant, built = variants[name]
         entry: dict = {"status": "ok"}
         if profile_cfg.memory:
-            entry["parameters"] = parameter_summary(built.module)
+            entry["parameters"] = _section(lambda: parameter_summary(built.module))
             entry["artifacts"] = artifact_sizes((artifacts or {}).get(name, []), root=out_dir)
         entry["shapes"] = {}
         for label in profile_cfg.shapes:

@@ -20,7 +20,7 @@ def _ms(value: float | None) -> str:
 
 def table_row(r: Result) -> list[str]:
     """Cells of one result: timings only for ok results, noisy and failed checks marked."""
-    status = r.status if not r.parity_failed else "ok, CHECK FAILED"
+    status = f"{r.status}, CHECK FAILED" if r.parity_failed else r.status
     if r.status != "ok" or not r.latency_ms:
         return [r.variant, r.precision, f"{r.shape} ({r.input_shapes})", status, "", "", "", "",
                 parity_text(r.parity)]
@@ -35,6 +35,8 @@ def parity_text(parity: dict | None) -> str:
     """``ok``/``FAIL`` with the worst absolute error and top-1 agreement; ``-`` when unchecked."""
     if not parity:
         return "-"
+    if parity.get("max_abs_err") is None:
+        return "FAIL (no eager fp32 reference)"
     top1 = parity.get("top1_agree")
     top1_text = f", top1 {top1:.0%}" if top1 is not None else ""
     return ("ok" if parity["ok"] else "FAIL") + f" (abs {parity['max_abs_err']:.1e}{top1_text})"

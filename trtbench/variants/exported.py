@@ -10,13 +10,22 @@ from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 
 def dynamic_shapes(input_specs) -> tuple:
-    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ."""
+    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ.
+
+    Inputs that have a dynamic dim at the same position with the same range share one
+    ``Dim`` (the batch of ``input_ids`` and ``attention_mask``, say): torch.export needs dims
+    that the model relates to be one symbol.
+    """
+    shared: dict[tuple, object] = {}
     specs = []
     for spec in input_specs:
         dims = {}
         for i, (lo, hi) in enumerate(zip(spec.min_shape, spec.max_shape)):
             if lo != hi:
-                dims[i] = torch.export.Dim(f"{spec.name}_dim{i}", min=lo, max=hi)
+                key = (i, lo, hi)
+                if key not in shared:
+                    shared[key] = torch.export.Dim(f"{spec.name}_dim{i}", min=lo, max=hi)
+                dims[i] = shared[key]
         specs.append(dims or None)
     return tuple(specs)
 

@@ -58,8 +58,8 @@ def unavailable_reason(device: torch.device) -> str | None:
         import_torch_tensorrt()
     except ImportError as err:
         return f"torch_tensorrt is not installed ({err})"
-    except OSError as err:
-        return f"torch_tensorrt cannot be loaded ({err})"
+    except Exception as err:  # a broken install raises OSError, RuntimeError, AttributeError...
+        return f"torch_tensorrt cannot be loaded ({type(err).__name__}: {err})"
     return None
 
 
