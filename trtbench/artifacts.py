@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,19 +18,11 @@ from trtbench.engine_compat import check_engine_compat, engine_environment
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
 from trtbench.parity import compare, flatten_outputs
+from trtbench.verify_worker import sha256_of  # the worker's own copy, so both hash alike
 
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
 WORKER = Path(__file__).with_name("verify_worker.py")
-
-
-def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class ArtifactStore:

@@ -255,11 +255,13 @@ class Pipeline:
     def _benchmark(self, variant, outcome: BuildOutcome, precision, inputs, references) -> None:
         tolerance = self.config.tolerances[precision]
         built = outcome.built
+        rows: list[Result] = []
         for label, shapes in self.points.items():
             result = Result(variant.name, precision, label, format_shapes(shapes), build_s=outcome.build_s,
                             batch_size=shapes[0][0] if shapes[0] else 1, warnings=list(outcome.warnings),
                             build_info=dict(built.info))
             self.results.append(result)
+            rows.append(result)
             try:
                 self._measure_point(variant, built, inputs[label], references[label], tolerance, result)
             except KeyboardInterrupt:
@@ -267,14 +269,13 @@ class Pipeline:
                 raise
             except Exception as err:  # this shape failed; other shapes and variants go on
                 result.status, result.reason = "failed", describe_error(err)
-        rows = [r for r in self.results if r.variant == variant.name and r.precision == precision]
         if not self.config.output.save_artifacts or not any(r.status == "ok" for r in rows):
             return
         if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
             for r in rows:
                 r.warnings.append("artifact not saved: the variant failed its accuracy check")
             return
-        self._save(variant, built, precision, inputs, tolerance)
+        self._save(variant, built, precision, rows, inputs, tolerance)
 
     def _measure_point(self, variant, built, point_inputs, reference, tolerance, result: Result) -> None:
         with torch.inference_mode():
@@ -300,8 +301,7 @@ class Pipeline:
             result.device_ms = summarize(measurement.device_ms).to_dict()
             result.device_samples_ms = measurement.device_ms
 
-    def _save(self, variant, built, precision, inputs, tolerance) -> None:
-        rows = [r for r in self.results if r.variant == variant.name and r.precision == precision]
+    def _save(self, variant, built, precision, rows: list[Result], inputs, tolerance) -> None:
         ok_shapes = [r.shape for r in rows if r.status == "ok"]
         reference_shape = "opt" if "opt" in ok_shapes else ok_shapes[0]
         try:

@@ -13,6 +13,7 @@ import warnings
 
 
 def sha256_of(path):
+    """Hex SHA-256 of a file (trtbench.artifacts uses this one too)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

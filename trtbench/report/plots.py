@@ -62,9 +62,11 @@ def _grouped(results: list[dict], value) -> tuple[list[str], list[str], dict]:
     return shapes, series, cells
 
 
-def _bar_offsets(n: int) -> tuple[list[float], float]:
-    width = BAR_GROUP_WIDTH / n
-    return [(i - (n - 1) / 2) * width for i in range(n)], width
+def _shape_bar_axes(n_shapes: int, n_series: int) -> tuple[Figure, object, list[float], float]:
+    """A figure sized for bar groups (one per shape, one bar per series) and each bar's x offset and width."""
+    fig = Figure(figsize=(max(6.0, 1.6 * n_shapes * n_series ** 0.5 + 3), 4.5))
+    width = BAR_GROUP_WIDTH / n_series
+    return fig, fig.add_subplot(), [(i - (n_series - 1) / 2) * width for i in range(n_series)], width
 
 
 def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: str, path: Path) -> Plot:
@@ -84,9 +86,7 @@ def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plo
     shapes, series, cells = _grouped(results, lambda r: (r.get("latency_ms") or {}).get("median"))
     if not cells:
         return None
-    fig = Figure(figsize=(max(6.0, 1.6 * len(shapes) * len(series) ** 0.5 + 3), 4.5))
-    ax = fig.add_subplot()
-    offsets, width = _bar_offsets(len(series))
+    fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
         xs, med, p90, p99 = [], [], [], []
         for x, shape in enumerate(shapes):
@@ -110,9 +110,7 @@ def speedup_plot(results: list[dict], path: Path, title: str = "Speedup vs eager
     shapes, series, cells = _grouped(results, lambda r: r.get("speedup"))
     if not cells:
         return None
-    fig = Figure(figsize=(max(6.0, 1.6 * len(shapes) * len(series) ** 0.5 + 3), 4.5))
-    ax = fig.add_subplot()
-    offsets, width = _bar_offsets(len(series))
+    fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
         pairs = [(x + offset, cells[(name, s)]["speedup"]) for x, s in enumerate(shapes) if (name, s) in cells]
         bars = ax.bar([p[0] for p in pairs], [p[1] for p in pairs], width, label=name)
