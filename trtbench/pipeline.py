@@ -279,7 +279,8 @@ class Pipeline:
 
     def _measure_point(self, variant, built, point_inputs, reference, tolerance, result: Result) -> None:
         with torch.inference_mode():
-            output, caught = capture_warnings(lambda: variant.run(built, point_inputs))
+            prepared = variant.prepare(built, point_inputs)
+            output, caught = capture_warnings(lambda: variant.run(built, prepared))
             result.warnings = sorted(set(result.warnings) | set(caught))
             if isinstance(reference, MissingReference):
                 result.parity = {"ok": False, "reason": reference.reason, "max_abs_err": None, "max_rel_err": None,
@@ -289,7 +290,7 @@ class Pipeline:
             title = f"time {variant.name} {result.precision} {result.shape}"
             total = self.plan.iterations if self.plan.mode == "fixed" else None
             with self.progress.task(title, total=total) as tick:
-                measurement = measure(lambda: variant.run(built, point_inputs), self.device, self.plan, tick)
+                measurement = measure(lambda: variant.run(built, prepared), self.device, self.plan, tick)
         stats = summarize(measurement.host_ms)
         result.latency_ms = stats.to_dict()
         result.noisy = stats.noisy
@@ -306,7 +307,8 @@ class Pipeline:
         reference_shape = "opt" if "opt" in ok_shapes else ok_shapes[0]
         try:
             with torch.inference_mode():
-                runs = {label: (inputs[label], variant.run(built, inputs[label])) for label in ok_shapes}
+                runs = {label: (inputs[label], variant.run(built, variant.prepare(built, inputs[label])))
+                        for label in ok_shapes}
             _, caught = capture_warnings(lambda: self.store.save(
                 variant, built, precision, self.device, runs, reference_shape, tolerance))
         except KeyboardInterrupt:

@@ -43,11 +43,12 @@ def _section(run: Callable[[], dict]) -> dict:
 def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built, label: str, inputs: tuple,
                    device: torch.device, out_dir: Path) -> dict:
     entry: dict = {"shape": format_shapes([list(t.shape) for t in inputs])}
+    prepared = variant.prepare(built, inputs)
     stem = f"{name}_{label}"
     if cfg.structure:
         entry["structure"] = _section(lambda: layer_table(built.module, inputs))
     if cfg.memory:
-        entry["memory"] = _section(lambda: peak_memory(lambda: variant.run(built, inputs), device))
+        entry["memory"] = _section(lambda: peak_memory(lambda: variant.run(built, prepared), device))
     if cfg.layers.enabled:
         layers = _section(lambda: profile_layers(built.module, inputs, device, cfg.layers.runs, cfg.layers.warmup))
         if layers["status"] == "ok":
@@ -58,7 +59,7 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
     if cfg.operators.enabled:
         trace = Path(TRACE_DIR) / f"{stem}.trace.json" if cfg.operators.trace else None
         operators = _section(lambda: profile_operators(
-            lambda: variant.run(built, inputs), device, cfg.operators.runs, cfg.operators.top_k,
+            lambda: variant.run(built, prepared), device, cfg.operators.runs, cfg.operators.top_k,
             trace_path=out_dir / trace if trace else None, record_shapes=cfg.operators.record_shapes))
         if operators["status"] == "ok":
             operators["trace"] = str(trace) if trace else None

@@ -68,9 +68,18 @@ class Variant(ABC):
     def build(self, model: torch.nn.Module, ctx: BuildContext) -> Built:
         """Turn the eager model (already on the device, in the run dtype) into this variant."""
 
-    def run(self, built: Built, inputs: tuple) -> Any:
-        """Run one forward pass."""
-        return built.module(*inputs)
+    def prepare(self, built: Built, inputs: tuple) -> Any:
+        """Turn the harness's torch inputs into what ``run`` takes (numpy arrays, an IOBinding,
+        contiguous tensors...). Called outside the timed region, once per shape point."""
+        return inputs
+
+    def run(self, built: Built, prepared: Any) -> Any:
+        """Run one forward pass on inputs from ``prepare``; return torch tensors (or a pytree of them)."""
+        return built.module(*prepared)
+
+    def run_info(self, built: Built) -> dict:
+        """Facts known only after every shape point ran (e.g. recompilations); merged into build info."""
+        return {}
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         """Save deployable files under ``directory``; the default saves nothing."""
