@@ -219,10 +219,11 @@ class Pipeline:
     def _needed(self, requested: list[str], precision: str) -> set[str]:
         """Requested variants plus what the runnable ones build from (no build for a skipped dependent)."""
         needed = set(requested)
-        for name in requested:
+        for name in requested:  # walk the whole chain (ort -> onnx -> exported)
             variant = get_variant(name)
-            if variant.depends_on and variant.unavailable_reason(self.device, precision) is None:
+            while variant.depends_on and variant.unavailable_reason(self.device, precision) is None:
                 needed.add(variant.depends_on)
+                variant = get_variant(variant.depends_on)
         return needed
 
     def _build(self, variant, model, ctx: BuildContext, failures: dict) -> BuildOutcome:
