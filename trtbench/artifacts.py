@@ -17,7 +17,7 @@ from trtbench import __version__
 from trtbench.engine_compat import check_engine_compat, engine_environment
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
-from trtbench.parity import compare, flatten_outputs
+from trtbench.parity import check_parity, flatten_outputs
 from trtbench.verify_worker import sha256_of  # the worker's own copy, so both hash alike
 
 MANIFEST_VERSION = 1
@@ -33,7 +33,7 @@ class ArtifactStore:
         self.entries: list[dict] = []
 
     def save(self, variant, built, precision: str, device: torch.device, runs: dict[str, tuple],
-             reference_shape: str, tolerance) -> list[dict]:
+             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None) -> list[dict]:
         """Save ``built``, reload each file and check it, then publish it with its reference input/output.
 
         ``runs`` maps shape labels to ``(inputs, output of the built variant)``. Every saved file is
@@ -41,7 +41,7 @@ class ArtifactStore:
         every shape (a dynamic-shape artifact that lost its range fails here); otherwise nothing is
         published and ValueError says where it differs. Files appear only once complete.
         """
-        stem = f"{variant.name}_{precision}"
+        stem = stem or f"{variant.name}_{precision}"
         self.directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
@@ -61,7 +61,7 @@ class ArtifactStore:
                 final = self.directory / artifact.path.name
                 os.replace(artifact.path, final)
                 added.append({
-                    "variant": variant.name, "precision": precision, "file": final.name,
+                    "model": model, "variant": variant.name, "precision": precision, "file": final.name,
                     "sha256": sha256_of(final), "bytes": final.stat().st_size,
                     "loader": artifact.loader, "imports": list(artifact.imports), "device": str(device),
                     "reference": {"file": final_reference.name, "sha256": sha256_of(final_reference),
@@ -104,7 +104,7 @@ def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple]
     worst = 0.0
     with torch.inference_mode():
         for label, (inputs, expected) in runs.items():
-            parity = compare(module(*inputs), expected, tolerance.atol, tolerance.rtol)
+            parity = check_parity(module(*inputs), expected, tolerance.atol, tolerance.rtol)
             if not parity.ok:
                 raise ValueError(f"reloaded {artifact.path.name} differs from the built variant at {label} "
                                  f"(max abs err {parity.max_abs_err:.3g})")

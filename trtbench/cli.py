@@ -31,6 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
         parser_.add_argument("--variants", type=_variants_arg, help="comma-separated variants (overrides variants)")
         parser_.add_argument("--quiet", action="store_true", help="no progress output; print only the final table")
+        parser_.add_argument("--fresh", action="store_true",
+                             help="start over: discard what an earlier, unfinished run into --output measured "
+                                  "(by default the same command resumes it)")
+        parser_.add_argument("--shard", help="run only shard I of N (I/N, 0-based): a deterministic slice of the "
+                                             "matrix's build groups, for cluster schedulers; merge the shards' "
+                                             "outputs with 'trtbench merge'")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
     sub.add_parser("models", help="list model names by source")
@@ -48,9 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from trtbench.compare import changes_table, compare_runs, load_results
+    from trtbench.resultset import ResultSet
+    from trtbench.run_compare import changes_table, compare_runs
 
-    changes = compare_runs(load_results(args.baseline), load_results(args.new), args.threshold)
+    changes = compare_runs(ResultSet.load(args.baseline), ResultSet.load(args.new), args.threshold)
     print(changes_table(changes), end="")
     slower = sum(c.verdict == "slower" for c in changes)
     print(f"\n{sum(c.verdict == 'faster' for c in changes)} faster, {slower} slower, "
@@ -61,14 +68,19 @@ def cmd_compare(args) -> int:
 def cmd_run(args) -> int:
     from trtbench.config import load_config
     from trtbench.env import busy_machine_note
-    from trtbench.pipeline import Pipeline
+    from trtbench.plan import parse_shard, resolve
     from trtbench.progress import Progress
     from trtbench.report.tables import text_table
+    from trtbench.runner import run_config
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
                          profile=args.command == "profile")
+    plan = resolve(config, parse_shard(args.shard) if args.shard else None)
     progress = Progress(quiet=args.quiet)
-    outcome = Pipeline(config, progress).run()
+    outcome = run_config(plan, progress, fresh=args.fresh)
+    if outcome.resumed:
+        print(f"resumed: kept {outcome.resumed} case(s) measured by an earlier run into {outcome.out_dir} "
+              f"(--fresh starts over)", file=sys.stderr)
     print()
     print(text_table(outcome.results), end="")
     print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
@@ -85,8 +97,9 @@ def cmd_validate(args) -> int:
     from trtbench.models import build_model
 
     config = load_config(args.config)
-    build_model(config.model)  # constructor arguments and weights are only checked by building the model
-    print(f"{args.config}: ok ({config.model.source}:{config.model.name}, variants {', '.join(config.variant_names)}, "
+    for model in config.models:
+        build_model(model)  # constructor arguments and weights are only checked by building the model
+    print(f"{args.config}: ok ({', '.join(m.id for m in config.models)}, variants {', '.join(config.variant_names)}, "
           f"precisions {', '.join(config.precisions)}, device {config.device})")
     return 0
 
@@ -103,12 +116,11 @@ def cmd_models(args) -> int:
 
 
 def cmd_variants(args) -> int:
-    import torch
 
-    from trtbench.config import resolve_device
+    from trtbench.plan import resolve_device
     from trtbench.variants import get_variant, variant_names
 
-    device = torch.device(resolve_device("auto"))
+    device = resolve_device("auto")
     for name in variant_names():
         variant = get_variant(name)
         reason = variant.unavailable_reason(device, "fp32")

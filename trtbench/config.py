@@ -1,8 +1,10 @@
 """The run config: dataclasses that are both the YAML schema and the Python API.
 
 ``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
-counts, model and variant names, device) and returns a :class:`Config`. Nothing is
-written to disk while loading, so a bad config leaves no output behind.
+counts, model and variant names, device syntax) and returns a :class:`Config`. Nothing is
+written to disk while loading, so a bad config leaves no output behind. Loading depends on
+nothing about the machine: whether CUDA or a backend is present is decided when a run is
+resolved (:mod:`trtbench.plan`), so a config (and its results) can be read anywhere.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from typing import Any, Optional
 import yaml
 
 from trtbench import schema
+from trtbench.case import options_text
 from trtbench.errors import UserInputError
+from trtbench.fsutil import require_readable_file
+from trtbench.inputs import INPUT_DTYPES, SHAPE_LABELS
+from trtbench.models import check_model_exists
+from trtbench.precision import PRECISIONS
 from trtbench.profiling.config import ProfileConfig
+from trtbench.timing import TimingPlan
+from trtbench.variants import variant_class, variant_names
 
 SOURCES = ("torchvision", "builtin", "python", "torchscript")
-SHAPE_LABELS = ("min", "opt", "max")
-DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "bool")
 DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
 
 
@@ -33,14 +40,21 @@ class ModelConfig:
     source: str = "torchvision"
     kwargs: dict = field(default_factory=dict)
     weights: Optional[str] = None
+    label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
         if self.weights is not None:
             require_readable_file(self.weights, schema.join(path, "weights"))
-        from trtbench.models import check_model_exists
-
         check_model_exists(self, path)
+
+    @property
+    def id(self) -> str:
+        """The model's id in cases: its label, else ``source:name`` with any constructor kwargs."""
+        if self.label:
+            return self.label
+        kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
+        return f"{self.source}:{self.name}" + (f"({kwargs})" if kwargs else "")
 
 
 @dataclass
@@ -56,7 +70,7 @@ class InputConfig:
     value_range: Optional[list[float]] = None
 
     def validate(self, path: str) -> None:
-        schema.require_choice(self.dtype, DTYPES, schema.join(path, "dtype"))
+        schema.require_choice(self.dtype, tuple(INPUT_DTYPES), schema.join(path, "dtype"))
         dynamic = [self.min_shape, self.opt_shape, self.max_shape]
         if self.shape is not None:
             if any(s is not None for s in dynamic):
@@ -102,31 +116,49 @@ class InputConfig:
 
 
 @dataclass
-class BenchmarkConfig:
-    """How to time: warm-up, fixed or adaptive iteration count, shapes, threads."""
+class BenchmarkConfig(TimingPlan):
+    """How to time (the :class:`~trtbench.timing.TimingPlan` keys), which shapes, threads, seed."""
 
-    warmup: int = 10
-    iterations: int = 100
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
-    threads: Optional[int] = None
-    mode: str = "fixed"
-    target_rel_ci: float = 0.01
-    max_time_s: float = 30.0
-    min_iterations: int = 10
+    threads: Optional[int] = None  # intra-op threads; default: torch's (the machine's cores)
     cudnn_benchmark: bool = True
     seed: int = 0
 
     def validate(self, path: str) -> None:
-        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci"):
+        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        if self.warmup < 0:
-            raise UserInputError(schema.join(path, "warmup"), f"must not be negative, got {self.warmup}",
-                                 "set it to 0 (no warm-up) or more")
+        for name in ("warmup", "warmup_s"):
+            if getattr(self, name) < 0:
+                raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
+                                     "set it to 0 (no warm-up) or more")
         schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):
             schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
+
+    @property
+    def timing(self) -> TimingPlan:
+        return TimingPlan(**{f.name: getattr(self, f.name) for f in dataclasses.fields(TimingPlan)})
+
+
+@dataclass
+class SweepConfig:
+    """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions and thread counts."""
+
+    batch: list[int] = field(default_factory=list)
+    precisions: list[str] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
+
+    def validate(self, path: str) -> None:
+        for key in ("batch", "threads"):
+            values = getattr(self, key)
+            for i, value in enumerate(values):
+                schema.require_positive(value, schema.join(path, f"{key}[{i}]"))
+            if len(set(values)) != len(values):
+                raise UserInputError(schema.join(path, key), f"has duplicates: {values}", "list each value once")
+        for i, p in enumerate(self.precisions):
+            schema.require_choice(p, tuple(PRECISIONS), schema.join(path, f"precisions[{i}]"))
 
 
 @dataclass
@@ -163,41 +195,96 @@ class VariantEntry:
     name: str
     options: Any = None
 
+    @property
+    def options_text(self) -> str:
+        """The options that differ from the defaults, as canonical JSON ("" when none)."""
+        return options_text(self.options)
+
+
+def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
+    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
+    if not isinstance(entries, list) or not entries:
+        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
+                             "write e.g. variants: [eager, traced, scripted]")
+    parsed, seen = [], set()
+    for i, entry in enumerate(entries):
+        key = f"{path}[{i}]"
+        if isinstance(entry, VariantEntry):
+            parsed.append(entry)
+            seen.add(entry.name)
+            continue
+        if isinstance(entry, dict) and len(entry) == 1:
+            name, options = next(iter(entry.items()))
+        elif isinstance(entry, str):
+            name, options = entry, None
+        else:
+            raise UserInputError(key, f"expected a variant name or {{name: {{options}}}}, got {entry!r}",
+                                 "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
+        cls = variant_class(name)
+        if cls is None:
+            hint = schema.suggest(name, variant_names()) or f"known variants: {', '.join(variant_names())}"
+            raise UserInputError(key, f"unknown variant '{name}'", hint)
+        if not getattr(cls, "timed", True):
+            users = [n for n in variant_names() if variant_class(n).depends_on == name]
+            raise UserInputError(key, f"'{name}' is a build step, not a variant that runs",
+                                 f"list a variant that runs it instead: {', '.join(users)}")
+        if name in seen:
+            raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
+        seen.add(name)
+        parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
+    return parsed
+
 
 @dataclass
 class Config:
-    """A whole run. Build one with :func:`load_config` or :func:`config_from_dict`."""
+    """A whole run. Build one with :func:`load_config` or :func:`config_from_dict`.
+
+    ``model`` names one model; ``models`` a list of them (compared in one report).
+    """
 
     name: str
-    model: ModelConfig
     inputs: list[InputConfig]
+    model: Optional[ModelConfig] = None
+    models: list[ModelConfig] = field(default_factory=list)
     device: str = "auto"
     precisions: list[str] = field(default_factory=lambda: ["fp32"])
     channels_last: bool = False
     variants: list[Any] = field(default_factory=lambda: ["eager", "traced", "scripted"])
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    sweep: Optional[SweepConfig] = None
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None
 
     def validate(self, path: str) -> None:
-        from trtbench.precision import PRECISIONS
-        from trtbench.variants import parse_variant_entries
-
+        if (self.model is None) == (not self.models):
+            raise UserInputError("model", "give exactly one of 'model' (one model) and 'models' (a list)",
+                                 "write model: {source: torchvision, name: resnet18} or models: [{...}, {...}]")
+        if self.model is not None:
+            self.models = [self.model]
+            self.model = None
+        ids = [m.id for m in self.models]
+        if len(set(ids)) != len(ids):
+            raise UserInputError("models", f"two models have the same id {ids}",
+                                 "give each a distinct 'label' (e.g. label: resnet18-plain)")
         if not self.inputs:
             raise UserInputError("inputs", "is empty", "list at least one input with a shape")
         names = [i.name for i in self.inputs]
         if len(set(names)) != len(names):
             raise UserInputError("inputs", f"duplicate input names {names}", "give each input a unique name")
         check_device(self.device, "device")
+        if self.sweep is not None and self.sweep.precisions:
+            self.precisions = list(self.sweep.precisions)
         if not self.precisions:
             raise UserInputError("precisions", "is empty", "list at least one of: " + ", ".join(PRECISIONS))
         for i, p in enumerate(self.precisions):
-            schema.require_choice(p, PRECISIONS, f"precisions[{i}]")
+            schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
+        if self.sweep is not None:
+            self._check_sweep_batches()
         self.variants = parse_variant_entries(self.variants, "variants")
         tolerances = default_tolerances()
         for key, value in self.tolerances.items():
-            schema.require_choice(key, PRECISIONS, schema.join("tolerances", key))
+            schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
             tolerances[key] = schema.from_dict(Tolerance, value, schema.join("tolerances", key))
         self.tolerances = tolerances
         if self.output.dir is None:
@@ -205,9 +292,29 @@ class Config:
         if self.profile is not None:
             self.profile.check_against(self.variant_names, self.precisions, "profile")
 
+    def _check_sweep_batches(self) -> None:
+        dynamic = [spec for spec in self.inputs if spec.min_shape[0] != spec.max_shape[0]]
+        if self.sweep.batch and not dynamic:
+            raise UserInputError("sweep.batch", "no input has a dynamic batch (leading) dim",
+                                 "give the inputs min_shape/max_shape with different leading dims")
+        for i, batch in enumerate(self.sweep.batch):
+            for spec in dynamic:
+                if not spec.min_shape[0] <= batch <= spec.max_shape[0]:
+                    raise UserInputError(f"sweep.batch[{i}]", f"{batch} is outside input '{spec.name}''s batch range "
+                                         f"[{spec.min_shape[0]}, {spec.max_shape[0]}]",
+                                         "choose batch sizes within [min_shape[0], max_shape[0]], or widen them: "
+                                         "one build serves every batch size in its range")
+
     @property
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]
+
+    @property
+    def thread_counts(self) -> list[Optional[int]]:
+        """The thread counts to run at (None: torch's default)."""
+        if self.sweep is not None and self.sweep.threads:
+            return list(self.sweep.threads)
+        return [self.benchmark.threads]
 
     def to_dict(self) -> dict:
         """The resolved config as plain data (for results.json and the manifest)."""
@@ -215,46 +322,12 @@ class Config:
 
 
 def check_device(device: str, path: str) -> None:
-    """Reject malformed devices and CUDA devices this machine does not have."""
-    import torch
-
-    if device in ("auto", "cpu"):
+    """Reject malformed devices (whether this machine has them is checked when a run is resolved)."""
+    if device in ("auto", "cpu", "cuda"):
         return
-    if device == "cuda" or device.startswith("cuda:"):
-        index = device.partition(":")[2]
-        if index and not index.isdigit():
-            raise UserInputError(path, f"malformed device '{device}'", DEVICE_HINT)
-        if not torch.cuda.is_available():
-            raise UserInputError(path, f"'{device}' requested but CUDA is not available on this machine",
-                                 "use 'device: cpu' or 'device: auto', or run on a machine with an NVIDIA GPU "
-                                 "(docker run --gpus all ...)")
-        if index and int(index) >= torch.cuda.device_count():
-            raise UserInputError(path, f"'{device}' requested but only {torch.cuda.device_count()} GPU(s) exist",
-                                 f"use an index below {torch.cuda.device_count()}")
+    if device.startswith("cuda:") and device.partition(":")[2].isdigit():
         return
     raise UserInputError(path, f"unknown device '{device}'", DEVICE_HINT)
-
-
-def resolve_device(device: str) -> str:
-    """'auto' becomes 'cuda' when a GPU is present, else 'cpu'."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def require_readable_file(path: str, key: str) -> Path:
-    """Return ``path`` as a Path, or raise naming ``key`` when it is missing or unreadable."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserInputError(key, f"file not found: {p}", "check the path (relative paths resolve from the current directory)")
-    try:
-        with p.open("rb") as fh:
-            fh.read(1)
-    except OSError as err:
-        raise UserInputError(key, f"cannot read {p}: {err.strerror}", "check the file's permissions") from err
-    return p
 
 
 def bundled_config_dir() -> Path:

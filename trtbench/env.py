@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import platform
 import shutil
@@ -64,7 +66,6 @@ def collect_environment(device: torch.device) -> dict:
         "torchvision": torchvision.__version__,
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
-        "threads": torch.get_num_threads(),
         "device": str(device),
         "cpu_busy_at_start": cpu_busy_fraction(),
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
@@ -72,7 +73,39 @@ def collect_environment(device: torch.device) -> dict:
         "inference_mode": True,
     }
     env.update(gpu_info(device))
+    env["libraries"] = library_versions()
+    env["id"] = environment_id(env)
     return env
+
+
+OPTIONAL_LIBRARIES = ("onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "torch_tensorrt", "tensorrt")
+# what makes two machines measure alike; load, time and paths are left out on purpose
+FINGERPRINT_KEYS = ("cpu", "cpu_count", "device", "gpu_name", "compute_capability", "driver", "cuda", "cudnn",
+                    "python", "torch", "torchvision", "libraries")
+
+
+def library_versions() -> dict:
+    """Installed versions of the optional backends, read from package metadata (nothing is imported)."""
+    from importlib import metadata
+
+    versions = {}
+    for name in OPTIONAL_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def environment_id(env: dict) -> str:
+    """A stable id of the machine and software a result was measured on (same id, same setup)."""
+    stable = {key: env.get(key) for key in FINGERPRINT_KEYS}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def environment_name(env: dict) -> str:
+    """A short human name: the GPU, else the CPU, with the id that tells identical names apart."""
+    return f"{env.get('gpu_name') or env.get('cpu') or 'unknown'} [{env.get('id', environment_id(env))}]"
 
 
 def _cpu_times() -> tuple[int, int] | None:

@@ -35,3 +35,18 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def require_readable_file(path: str, key: str) -> Path:
+    """Return ``path`` as a Path, or raise naming ``key`` when it is missing or unreadable."""
+    from trtbench.errors import UserInputError
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UserInputError(key, f"file not found: {p}", "check the path (relative paths resolve from the current directory)")
+    try:
+        with p.open("rb") as fh:
+            fh.read(1)
+    except OSError as err:
+        raise UserInputError(key, f"cannot read {p}: {err.strerror}", "check the file's permissions") from err
+    return p

@@ -1,31 +1,23 @@
-"""Seeded example inputs for each shape point (min/opt/max), generated once, on the device."""
+"""Input shapes and seeded example inputs for each shape point, generated once, on the device."""
 
 from __future__ import annotations
 
 import torch
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+SHAPE_LABELS = ("min", "opt", "max")
+INPUT_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
            "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
 
 
-def shape_points(input_specs, labels: list[str]) -> dict[str, list[list[int]]]:
-    """Label -> concrete shape of every input; labels whose shapes repeat an earlier label are dropped.
-
-    Static inputs have one shape point, labelled ``opt``.
-    """
-    if not any(spec.is_dynamic for spec in input_specs):
-        return {"opt": [spec.opt_shape for spec in input_specs]}
-    points: dict[str, list[list[int]]] = {}
-    for label in labels:
-        shapes = [spec.shape_for(label) for spec in input_specs]
-        if shapes not in points.values():
-            points[label] = shapes
-    return points
-
-
-def format_shapes(shapes: list[list[int]]) -> str:
-    """``[[2, 3, 224, 224]]`` -> ``2x3x224x224`` (inputs joined by ``,``)."""
-    return ",".join("x".join(str(d) for d in shape) for shape in shapes)
+def batch_shapes(input_specs, batch: int) -> list[list[int]]:
+    """Every input at its opt shape with the leading dim set to ``batch`` where that dim is dynamic."""
+    shapes = []
+    for spec in input_specs:
+        shape = list(spec.opt_shape)
+        if spec.min_shape[0] != spec.max_shape[0]:
+            shape[0] = batch
+        shapes.append(shape)
+    return shapes
 
 
 def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.device,
@@ -38,7 +30,7 @@ def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.d
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for spec, shape in zip(input_specs, shapes):
-        dtype = _DTYPES[spec.dtype]
+        dtype = INPUT_DTYPES[spec.dtype]
         if dtype.is_floating_point:
             if spec.value_range:
                 lo, hi = spec.value_range

@@ -30,7 +30,7 @@ def flatten_outputs(output: Any) -> list[torch.Tensor]:
     return [leaf.detach().float().cpu() for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
 
-def compare(output: Any, reference: Any, atol: float, rtol: float) -> Parity:
+def check_parity(output: Any, reference: Any, atol: float, rtol: float) -> Parity:
     """Compare every output tensor with the reference, relative to the reference's scale.
 
     A tensor passes when ``max |out - ref| <= atol + rtol * max |ref|`` and its non-finite

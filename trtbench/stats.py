@@ -67,3 +67,48 @@ def summarize(samples_ms) -> Stats:
         iqr=float(p75 - p25), iterations=int(data.size),
         median_ci_rel=median_ci_halfwidth(data) / float(p50) if p50 > 0 else math.inf,
     )
+
+
+BOOTSTRAP_SAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its 95% confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def rel_halfwidth(self) -> float:
+        """Half the interval's width relative to the value."""
+        return (self.high - self.low) / 2 / self.value if self.value else math.inf
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def paired_ratio(base_rounds, rounds, seed: int = 0) -> Interval | None:
+    """median(base) / median(this) with a 95% CI from the rounds both were timed in.
+
+    Round ``i`` of both series was timed back to back (interleaved), so drift of the machine
+    hits both alike; resampling whole rounds (a paired bootstrap) keeps that pairing, so the
+    interval covers the noise that is left. None without at least one common round.
+    """
+    n = min(len(base_rounds), len(rounds))
+    if n == 0:
+        return None
+    base = [np.asarray(r, dtype=np.float64) for r in base_rounds[:n]]
+    this = [np.asarray(r, dtype=np.float64) for r in rounds[:n]]
+    value = float(np.median(np.concatenate(base)) / np.median(np.concatenate(this)))
+    if n < 3:
+        return Interval(value, -math.inf, math.inf)
+    base_med = np.array([np.median(r) for r in base])
+    this_med = np.array([np.median(r) for r in this])
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
+    # the ratio of the medians of the resampled rounds' medians: robust, and cheap for many samples
+    ratios = np.median(base_med[picks], axis=1) / np.median(this_med[picks], axis=1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return Interval(value, float(min(low, value)), float(max(high, value)))

@@ -15,6 +15,7 @@ from torch import nn
 
 from trtbench import schema
 from trtbench.errors import UserInputError
+from trtbench.fsutil import require_readable_file
 
 BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
 
@@ -77,8 +78,6 @@ def check_model_exists(model_cfg, path: str) -> None:
         _import_factory(model_cfg.name, key)
         return
     else:
-        from trtbench.config import require_readable_file
-
         require_readable_file(model_cfg.name, key)
         return
     if model_cfg.name not in names:

@@ -7,6 +7,9 @@ from typing import Optional
 
 from trtbench import schema
 from trtbench.errors import UserInputError
+from trtbench.inputs import SHAPE_LABELS
+from trtbench.precision import PRECISIONS
+from trtbench.variants import variant_names
 
 OPTIMIZERS = ("sgd", "adam", "none")
 
@@ -75,10 +78,6 @@ class ProfileConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def validate(self, path: str) -> None:
-        from trtbench.config import SHAPE_LABELS
-        from trtbench.precision import PRECISIONS
-        from trtbench.variants import variant_names
-
         if self.precision is not None:
             schema.require_choice(self.precision, PRECISIONS, schema.join(path, "precision"))
         for key, items, choices in (("variants", self.variants, variant_names()), ("shapes", self.shapes, SHAPE_LABELS)):

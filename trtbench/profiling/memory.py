@@ -75,33 +75,38 @@ def _maxrss_bytes() -> int:
     return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB elsewhere
 
 
-def peak_memory(fn: Callable[[], object], device: torch.device) -> dict:
-    """Peak memory of one call of ``fn`` after one warm-up call, with the method used.
+def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, dict]:
+    """Call ``fn`` once; return its result and the memory high-water mark during the call.
 
-    ``peak_bytes`` is the high-water mark during the call, ``baseline_bytes`` what was in use
-    before it and ``step_bytes`` their difference (what the pass itself needed).
+    ``peak_bytes`` is the high-water mark (host RSS; on CUDA, the device's allocated bytes),
+    ``baseline_bytes`` what was in use before and ``step_bytes`` their difference.
     """
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        baseline = torch.cuda.memory_allocated(device)
+        result = fn()
+        torch.cuda.synchronize(device)
+        peak, method = torch.cuda.max_memory_allocated(device), CUDA_METHOD
+    else:
+        _malloc_trim()
+        if _reset_rss_high_water_mark():
+            baseline = _proc_status_bytes("VmRSS")
+            result = fn()
+            peak, method = _proc_status_bytes("VmHWM"), HWM_METHOD
+        else:
+            baseline = _maxrss_bytes()
+            result = fn()
+            peak, method = _maxrss_bytes(), MAXRSS_METHOD
+    return result, {"status": "ok", "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
+                    "step_bytes": max(0, peak - baseline)}
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device) -> dict:
+    """Peak memory of one call of ``fn`` after one warm-up call (see :func:`track_peak`)."""
     with torch.no_grad():
         fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)
-            baseline = torch.cuda.memory_allocated(device)
-            fn()
-            torch.cuda.synchronize(device)
-            peak, method = torch.cuda.max_memory_allocated(device), CUDA_METHOD
-        else:
-            _malloc_trim()
-            if _reset_rss_high_water_mark():
-                baseline = _proc_status_bytes("VmRSS")
-                fn()
-                peak, method = _proc_status_bytes("VmHWM"), HWM_METHOD
-            else:
-                baseline = _maxrss_bytes()
-                fn()
-                peak, method = _maxrss_bytes(), MAXRSS_METHOD
-    return {"status": "ok", "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
-            "step_bytes": max(0, peak - baseline)}
+        return track_peak(fn, device)[1]
 
 
 def artifact_sizes(paths: list[Path], root: Path | None = None) -> list[dict]:

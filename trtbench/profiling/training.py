@@ -12,7 +12,7 @@ from torch.utils._pytree import tree_flatten
 
 from trtbench.profiling import NotSupported
 from trtbench.stats import summarize
-from trtbench.timing import TimingPlan, measure
+from trtbench.timing import TimingPlan, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
 
@@ -70,9 +70,9 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, plan: Tim
 
     with torch.enable_grad():
         loss_kind = _loss(model(*inputs), targets)[1]
-        fwd = measure(forward, device, plan)
-        full = measure(step, device, plan)
-    fwd_stats, step_stats = summarize(fwd.host_ms), summarize(full.host_ms)
+        timed = measure_interleaved({"forward": forward, "step": step}, device, plan)
+    fwd, full = timed["forward"], timed["step"]
+    fwd_stats, step_stats = summarize(fwd.samples), summarize(full.samples)
     result = {
         "status": "ok",
         "optimizer": optimizer,
@@ -80,7 +80,7 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, plan: Tim
         "forward_ms": fwd_stats.to_dict(),
         "step_ms": step_stats.to_dict(),
         "backward_and_step_share": max(0.0, 1.0 - fwd_stats.median / step_stats.median),
-        "step_samples_ms": full.host_ms,
+        "step_samples_ms": full.samples,
     }
     if isinstance(module, torch.jit.TracedModule):
         result["note"] = ("torch.jit.trace fixed mode-dependent layers (BatchNorm, Dropout) in the mode the model "

@@ -1,51 +1,60 @@
-"""The human-readable ``report.md``: environment, speedup table, plots, notes, artifacts and profiles."""
+"""The human-readable ``report.md``: environments, speedup table, plots, notes, artifacts and profiles."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from trtbench.profiling.runner import profile_markdown
-from trtbench.env import busy_machine_note
+from trtbench.env import busy_machine_note, environment_name
+from trtbench.report.profile import profile_markdown
 from trtbench.report.tables import markdown_table
-from trtbench.results import Result
+from trtbench.resultset import ResultSet
 
 
 def environment_lines(env: dict) -> list[str]:
     """Bullet lines naming what the numbers were measured on."""
-    lines = [f"- device: {env.get('device')}; CPU: {env.get('cpu')} ({env.get('threads')} threads)",
-             f"- python {env.get('python')}, torch {env.get('torch')}, torchvision {env.get('torchvision')}"]
+    libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
+    lines = [f"- **{environment_name(env)}**: device {env.get('device')}; CPU {env.get('cpu')} "
+             f"({env.get('cpu_count')} CPUs); python {env.get('python')}, torch {env.get('torch')}, "
+             f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else "")]
     if env.get("gpu_name"):
-        lines.append(f"- GPU: {env['gpu_name']} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
+        lines.append(f"  - GPU {env['gpu_name']} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
                      f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
     return lines
 
 
-def report_markdown(config, env: dict, results: list[Result], interrupted: bool, manifest,
-                    plots: Sequence[Path] = (), profiles: dict | None = None) -> str:
+def timing_text(bench) -> str:
+    """How each point was timed, in words."""
+    if bench.mode == "fixed":
+        how = f"{bench.iterations} calls per variant"
+    else:
+        how = (f"adaptive: rounds until every variant's median has a 95% CI within {bench.target_rel_ci:.1%} "
+               f"(at least {bench.min_iterations} calls), at most {bench.max_time_s:g} s per point")
+    return (f"Per point, the variants were warmed up ({bench.warmup} calls each, at least {bench.warmup_s:g} s in "
+            f"all) and then timed interleaved, in rounds of short blocks in rotating order; {how}. Each call is "
+            f"timed alone, synchronized, with grad disabled (inference_mode).")
+
+
+def report_markdown(config, results: ResultSet, interrupted: bool, manifest, plots: Sequence[Path] = (),
+                    profiles: dict | None = None) -> str:
     """The whole report as Markdown; ``plots`` are paths relative to the report's folder."""
-    bench = config.benchmark
-    timing = (f"{bench.iterations} iterations" if bench.mode == "fixed"
-              else f"adaptive: until the median's 95% CI is within {bench.target_rel_ci:.1%} or {bench.max_time_s:g} s")
-    parts = [
-        f"# trtbench: {config.name}",
-        "",
-        f"Model `{config.model.source}:{config.model.name}`, precisions {', '.join(config.precisions)}; "
-        f"{bench.warmup} warm-up runs then {timing} per shape; synchronized per iteration, "
-        f"grad disabled (inference_mode). Speedup is eager's median over the variant's median at the same "
-        f"shape and precision; parity compares with eager fp32.",
-        "",
-        *environment_lines(env),
-        "",
-    ]
-    busy = busy_machine_note(env)
-    if busy:
-        parts += [f"**Note**: {busy}.", ""]
+    models = ", ".join(f"`{m.id}`" for m in config.models)
+    parts = [f"# trtbench: {config.name}", "",
+             f"Model(s) {models}; precisions {', '.join(config.precisions)}. {timing_text(config.benchmark)} "
+             f"Speedup is eager's median over the variant's at the same point, with a 95% CI from the paired "
+             f"rounds; parity compares with eager fp32.", ""]
+    for env in results.environments.values():
+        parts += environment_lines(env)
+        busy = busy_machine_note(env)
+        if busy:
+            parts += [f"  - **Note**: {busy}."]
+    parts.append("")
     if interrupted:
-        parts += ["**Interrupted**: the run was stopped by Ctrl-C; results below are partial.", ""]
+        parts += ["**Interrupted**: the run was stopped; the results below are partial. Run the same command "
+                  "again to resume.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
     parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
-    warned = sorted({(r.variant, w) for r in results for w in r.warnings})
+    warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
     if manifest:

@@ -15,6 +15,8 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from trtbench.fsutil import atomic_write
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
 
 DPI = 100
 BAR_GROUP_WIDTH = 0.8
@@ -40,25 +42,22 @@ def _save(fig: Figure, path: Path) -> Plot:
     return Plot(path=Path(path), values=values)
 
 
-def _series_label(result: dict, several_precisions: bool) -> str:
-    return f"{result['variant']} {result['precision']}" if several_precisions else result["variant"]
+def _series_label(record: Record, varying: set[str]) -> str:
+    """The variant, with whatever else varies across the plotted records (model, precision, threads)."""
+    c = record.case
+    parts = ([c.model] if "model" in varying else []) + [c.label]
+    parts += ([c.precision] if "precision" in varying else []) + ([f"t{c.threads}"] if "threads" in varying else [])
+    return " ".join(parts)
 
 
-def _shape_label(result: dict) -> str:
-    dims = result.get("input_shapes")
-    return f"{result['shape']}\n{dims}" if dims else result["shape"]
-
-
-def _grouped(results: list[dict], value) -> tuple[list[str], list[str], dict]:
-    """Shapes (x groups), series (variant[, precision]) and {(series, shape): result} for ok results with a value.
-
-    A result's shape is its label (``opt``), shown with its ``input_shapes`` when given.
-    """
-    ok = [r for r in results if r.get("status") == "ok" and value(r) is not None]
-    several = len({r["precision"] for r in ok}) > 1
-    shapes = list(dict.fromkeys(_shape_label(r) for r in ok))
-    series = list(dict.fromkeys(_series_label(r, several) for r in ok))
-    cells = {(_series_label(r, several), _shape_label(r)): r for r in ok}
+def _grouped(results: ResultSet, value) -> tuple[list[str], list[str], dict]:
+    """Points (x groups), series and {(series, point): value} for timed records with a value."""
+    ok = [r for r in results if r.timed and value(r) is not None]
+    varying = {key for key, get in (("model", lambda c: c.model), ("precision", lambda c: c.precision),
+                                    ("threads", lambda c: c.threads)) if len({get(r.case) for r in ok}) > 1}
+    shapes = list(dict.fromkeys(f"{r.case.point}\n{r.case.shapes}" for r in ok))
+    series = list(dict.fromkeys(_series_label(r, varying) for r in ok))
+    cells = {(_series_label(r, varying), f"{r.case.point}\n{r.case.shapes}"): value(r) for r in ok}
     return shapes, series, cells
 
 
@@ -81,9 +80,9 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
     return _save(fig, path)
 
 
-def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plot | None:
-    """Median latency bars per shape and variant, whiskers to p90 (thick) and p99 (thin)."""
-    shapes, series, cells = _grouped(results, lambda r: (r.get("latency_ms") or {}).get("median"))
+def latency_plot(results: ResultSet, path: Path, title: str = "Latency") -> Plot | None:
+    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin)."""
+    shapes, series, cells = _grouped(results, lambda r: r.stats)
     if not cells:
         return None
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
@@ -91,11 +90,11 @@ def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plo
         xs, med, p90, p99 = [], [], [], []
         for x, shape in enumerate(shapes):
             if (name, shape) in cells:
-                lat = cells[(name, shape)]["latency_ms"]
+                stats = cells[(name, shape)]
                 xs.append(x + offset)
-                med.append(lat["median"])
-                p90.append(lat.get("p90", lat["median"]))
-                p99.append(lat.get("p99", lat["median"]))
+                med.append(stats.median)
+                p90.append(stats.p90)
+                p99.append(stats.p99)
         bars = ax.bar(xs, med, width, label=name)
         color = bars.patches[0].get_facecolor()
         ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p99, med)]], fmt="none",
@@ -105,18 +104,24 @@ def latency_plot(results: list[dict], path: Path, title: str = "Latency") -> Plo
     return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, path)
 
 
-def speedup_plot(results: list[dict], path: Path, title: str = "Speedup vs eager") -> Plot | None:
-    """Speedup (eager median / variant median) bars per shape and variant, with a line at 1x."""
-    shapes, series, cells = _grouped(results, lambda r: r.get("speedup"))
+def speedup_plot(results: ResultSet, path: Path, title: str = "Speedup vs eager") -> Plot | None:
+    """Speedup bars per point and variant with their 95% CI, and a line at 1x."""
+    shapes, series, cells = _grouped(results, results.speedup)
     if not cells:
         return None
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
-        pairs = [(x + offset, cells[(name, s)]["speedup"]) for x, s in enumerate(shapes) if (name, s) in cells]
-        bars = ax.bar([p[0] for p in pairs], [p[1] for p in pairs], width, label=name)
+        got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
+        values = [iv.value for _, iv in got]
+        bars = ax.bar([x for x, _ in got], values, width, label=name)
+        finite = [(x, iv) for x, iv in got if iv.low != float("-inf")]
+        if finite:
+            ax.errorbar([x for x, _ in finite], [iv.value for _, iv in finite],
+                        yerr=[[iv.value - iv.low for _, iv in finite], [iv.high - iv.value for _, iv in finite]],
+                        fmt="none", ecolor="black", elinewidth=0.8, capsize=3)
         ax.bar_label(bars, fmt="%.2fx", fontsize="x-small")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x)", title, path)
+    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x), 95% CI", title, path)
 
 
 def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slowest layers") -> Plot | None:

@@ -1,34 +1,69 @@
-"""Speedup tables for reports: Markdown, CSV and the terminal summary."""
+"""Speedup tables for reports: Markdown, CSV and the terminal summary, all read from a ResultSet.
+
+Rows are grouped by point (environment, model, precision, threads, shapes) and ranked by
+median latency within it; the fastest variant that passed its accuracy check is marked.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
+from typing import Optional
 
-from trtbench.results import Result
+from trtbench.env import environment_name
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+from trtbench.stats import Interval
 
-TABLE_COLUMNS = ("variant", "precision", "shape", "status", "median ms", "p99 ms", "samples/s", "speedup", "parity")
-CSV_COLUMNS = ("variant", "precision", "shape", "input_shapes", "status", "reason", "build_s", "batch_size",
-               "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "p95_ms", "p99_ms",
-               "device_median_ms", "throughput", "iterations", "stopped_by", "speedup", "noisy",
-               "max_abs_err", "max_rel_err", "top1_agree", "parity_ok")
+FASTEST_MARK = "*"
+CSV_COLUMNS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
+               "input_shapes", "batch", "status", "reason", "build_s", "mean_ms", "median_ms", "median_ci_rel",
+               "std_ms", "min_ms", "max_ms", "p90_ms", "p95_ms", "p99_ms", "device_median_ms", "throughput",
+               "iterations", "rounds", "stopped_by", "speedup", "speedup_low", "speedup_high", "noisy",
+               "max_abs_err", "max_rel_err", "top1_agree", "parity_ok", "fastest")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record as the tables present it."""
+
+    record: Record
+    speedup: Optional[Interval]
+    fastest: bool
+
+
+def _point_key(r: Record) -> tuple:
+    c = r.case
+    return (r.environment, c.model, c.precision, c.threads, c.input_shapes)
+
+
+def rows(results: ResultSet) -> list[Row]:
+    """Every record, points in the order first seen, ranked by median within each point (timed first)."""
+    groups: dict[tuple, list[Record]] = {}
+    for record in results:
+        groups.setdefault(_point_key(record), []).append(record)
+    out = []
+    for records in groups.values():
+        timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
+        passing = [r for r in timed if not r.parity_failed]
+        best = passing[0] if passing else None
+        for r in timed + [r for r in records if not r.timed]:
+            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1))
+    return out
 
 
 def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value:.3f}"
+    return "" if value is None else f"{value:.3f}" if value < 100 else f"{value:.1f}"
 
 
-def table_row(r: Result) -> list[str]:
-    """Cells of one result: timings only for ok results, noisy and failed checks marked."""
-    status = f"{r.status}, CHECK FAILED" if r.parity_failed else r.status
-    if r.status != "ok" or not r.latency_ms:
-        return [r.variant, r.precision, f"{r.shape} ({r.input_shapes})", status, "", "", "", "",
-                parity_text(r.parity)]
-    noisy = " (noisy)" if r.noisy else ""
-    return [r.variant, r.precision, f"{r.shape} ({r.input_shapes})", status,
-            _ms(r.latency_ms["median"]) + noisy, _ms(r.latency_ms["p99"]),
-            f"{r.throughput:.1f}" if r.throughput else "", f"{r.speedup:.2f}x" if r.speedup else "",
-            parity_text(r.parity)]
+def speedup_text(interval: Optional[Interval]) -> str:
+    """``1.52x [1.49-1.55]``; the interval is the paired rounds' 95% CI."""
+    if interval is None:
+        return ""
+    if interval.low == float("-inf"):
+        return f"{interval.value:.2f}x"
+    return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
 
 
 def parity_text(parity: dict | None) -> str:
@@ -42,58 +77,105 @@ def parity_text(parity: dict | None) -> str:
     return ("ok" if parity["ok"] else "FAIL") + f" (abs {parity['max_abs_err']:.1e}{top1_text})"
 
 
-def markdown_table(results: list[Result]) -> str:
-    """The speedup table as GitHub-flavoured Markdown, with skip/fail reasons listed below."""
-    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "|".join("---" for _ in TABLE_COLUMNS) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in table_row(r)) + " |" for r in results]
-    notes = reasons(results)
-    if notes:
-        lines += ["", *[f"- {note}" for note in notes]]
-    return "\n".join(lines) + "\n"
+def _columns(results: ResultSet) -> list[str]:
+    """Columns, with model/precision/threads/environment only when they vary."""
+    records = results.records
+    cols = []
+    if len({r.environment for r in records}) > 1:
+        cols.append("environment")
+    if len({r.case.model for r in records}) > 1:
+        cols.append("model")
+    cols.append("variant")
+    if len({r.case.precision for r in records}) > 1:
+        cols.append("precision")
+    if len({r.case.threads for r in records}) > 1:
+        cols.append("threads")
+    return cols + ["point", "status", "median ms (95% CI)", "p99 ms", "samples/s", "speedup [95% CI]", "parity"]
 
 
-def reasons(results: list[Result]) -> list[str]:
-    """One line per variant x precision that was not ok, with its reason (deduplicated)."""
-    seen, notes = set(), []
+def _cells(row: Row, columns: list[str], environments: dict) -> list[str]:
+    r, c = row.record, row.record.case
+    status = f"{r.status}, CHECK FAILED" if r.parity_failed else r.status
+    stats = r.stats if r.timed else None
+    values = {
+        "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
+        "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
+        "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})", "status": status,
+        "median ms (95% CI)": (f"{_ms(stats.median)} ±{stats.median_ci_rel:.1%}" if stats else ""),
+        "p99 ms": _ms(stats.p99) if stats else "",
+        "samples/s": f"{r.throughput:.1f}" if stats and r.throughput else "",
+        "speedup [95% CI]": speedup_text(row.speedup), "parity": parity_text(r.parity),
+    }
+    return [values[col] for col in columns]
+
+
+def notes(results: ResultSet) -> list[str]:
+    """Reasons for rows that are not ok (deduplicated), and what limited the timing."""
+    seen, out = set(), []
     for r in results:
         if r.status != "ok" and r.reason:
-            note = f"{r.variant} {r.precision}: {r.status}: {r.reason}"
+            note = f"{r.case.model} {r.case.label} {r.case.precision}: {r.status}: {r.reason}"
             if note not in seen:
                 seen.add(note)
-                notes.append(note)
-    if any(r.noisy for r in results):
-        notes.append("(noisy): IQR/median above 10%; compare these timings with care.")
-    capped = [f"{r.variant} {r.precision} {r.shape}" for r in results if r.stopped_by == "max_time_s"]
+                out.append(note)
+    timed = [r for r in results if r.timed]
+    if any(r.stats.noisy for r in timed):
+        out.append("noisy rows (IQR/median above 10%) have wide intervals; compare them with care.")
+    capped = [f"{r.case.label} {r.case.precision} {r.case.point}" for r in timed if r.stopped_by == "max_time_s"]
     if capped:
-        notes.append(f"adaptive timing hit max_time_s before the median's 95% CI reached the target for: "
-                     f"{', '.join(capped)}; raise benchmark.max_time_s for tighter medians.")
-    return notes
+        out.append(f"limited by time: max_time_s ended timing before the median's 95% CI reached target_rel_ci for: "
+                   f"{', '.join(capped)}; raise benchmark.max_time_s for tighter medians.")
+    if any(row.fastest for row in rows(results)):
+        out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
+                   "speedup is eager's median over the variant's, its interval from the rounds both were "
+                   "timed in, interleaved.")
+    return out
 
 
-def text_table(results: list[Result]) -> str:
+def markdown_table(results: ResultSet) -> str:
+    """The speedup table as GitHub-flavoured Markdown, with notes below."""
+    columns = _columns(results)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(row, columns, results.environments)) + " |"
+              for row in rows(results)]
+    extra = notes(results)
+    return "\n".join(lines + ([""] + [f"- {n}" for n in extra] if extra else [])) + "\n"
+
+
+def text_table(results: ResultSet) -> str:
     """The speedup table aligned for a terminal."""
-    rows = [list(TABLE_COLUMNS)] + [table_row(r) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    columns = _columns(results)
+    table = [columns] + [_cells(row, columns, results.environments) for row in rows(results)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     out.insert(1, "  ".join("-" * w for w in widths))
-    notes = reasons(results)
-    return "\n".join(out + ([""] + notes if notes else [])) + "\n"
+    extra = notes(results)
+    return "\n".join(out + ([""] + extra if extra else [])) + "\n"
 
 
-def csv_text(results: list[Result]) -> str:
-    """One CSV row per result with every summary field (raw samples stay in results.json)."""
+def csv_text(results: ResultSet) -> str:
+    """One CSV row per record with every summary field (raw samples stay in results.json)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
     writer.writeheader()
-    for r in results:
-        lat, dev, par = r.latency_ms or {}, r.device_ms or {}, r.parity or {}
+    for row in rows(results):
+        r, c = row.record, row.record.case
+        stats = r.stats if r.timed else None
+        lat = stats.to_dict() if stats else {}
+        dev = r.device_stats.to_dict() if r.timed and r.device_stats else {}
+        par, sp = r.parity or {}, row.speedup
         writer.writerow({
-            "variant": r.variant, "precision": r.precision, "shape": r.shape, "input_shapes": r.input_shapes,
-            "status": r.status, "reason": r.reason, "build_s": r.build_s, "batch_size": r.batch_size,
+            "environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
+            "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
+            "input_shapes": c.shapes, "batch": c.batch, "status": r.status, "reason": r.reason,
+            "build_s": r.build.get("build_s"),
             **{f"{k}_ms": lat.get(k) for k in ("mean", "median", "std", "min", "max", "p90", "p95", "p99")},
-            "device_median_ms": dev.get("median"), "throughput": r.throughput, "iterations": r.iterations,
-            "stopped_by": r.stopped_by, "speedup": r.speedup, "noisy": r.noisy,
+            "median_ci_rel": lat.get("median_ci_rel"), "device_median_ms": dev.get("median"),
+            "throughput": r.throughput if stats else None, "iterations": lat.get("iterations"),
+            "rounds": len(r.rounds) or None, "stopped_by": r.stopped_by,
+            "speedup": sp.value if sp else None, "speedup_low": sp.low if sp else None,
+            "speedup_high": sp.high if sp else None, "noisy": lat.get("noisy"),
             "max_abs_err": par.get("max_abs_err"), "max_rel_err": par.get("max_rel_err"),
-            "top1_agree": par.get("top1_agree"), "parity_ok": par.get("ok"),
+            "top1_agree": par.get("top1_agree"), "parity_ok": par.get("ok"), "fastest": row.fastest,
         })
     return buffer.getvalue()

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any
-
-from trtbench import schema
-from trtbench.errors import UserInputError
 from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, Variant
 
 _REGISTRY: dict[str, type[Variant]] = {}
 _loaded = False
 
 __all__ = ["Artifact", "Built", "BuildContext", "NoOptions", "Variant", "register", "get_variant",
-           "variant_names", "parse_variant_entries", "build_order"]
+           "variant_names", "variant_class", "build_order"]
 
 
 def register(cls: type[Variant]) -> type[Variant]:
@@ -45,37 +41,10 @@ def get_variant(name: str) -> Variant:
     return _REGISTRY[name]()
 
 
-def parse_variant_entries(entries: Any, path: str) -> list:
-    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
-    from trtbench.config import VariantEntry
-
+def variant_class(name: str) -> type[Variant] | None:
+    """The registered class called ``name`` (None if there is none)."""
     _load_all()
-    if not isinstance(entries, list) or not entries:
-        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
-                             "write e.g. variants: [eager, traced, scripted]")
-    parsed, seen = [], set()
-    for i, entry in enumerate(entries):
-        key = f"{path}[{i}]"
-        if isinstance(entry, VariantEntry):
-            parsed.append(entry)
-            seen.add(entry.name)
-            continue
-        if isinstance(entry, dict) and len(entry) == 1:
-            name, options = next(iter(entry.items()))
-        elif isinstance(entry, str):
-            name, options = entry, None
-        else:
-            raise UserInputError(key, f"expected a variant name or {{name: {{options}}}}, got {entry!r}",
-                                 "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
-        if name not in _REGISTRY:
-            hint = schema.suggest(name, _REGISTRY) or f"known variants: {', '.join(_REGISTRY)}"
-            raise UserInputError(key, f"unknown variant '{name}'", hint)
-        if name in seen:
-            raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
-        seen.add(name)
-        cls = _REGISTRY[name]
-        parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
-    return parsed
+    return _REGISTRY.get(name)
 
 
 def build_order(names: list[str]) -> list[str]:

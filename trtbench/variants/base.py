@@ -24,7 +24,7 @@ class BuildContext:
     precision: str
     dtype: torch.dtype
     example_inputs: tuple  # at the opt shape, on the device, in the run dtype
-    shape_inputs: dict  # shape label -> inputs (on the device), for trace checks and guards
+    shape_inputs: dict  # point label (min/opt/max, b8) -> inputs at that point, on the device
     input_specs: list  # InputConfig list
     options: Any = None
     built: dict = field(default_factory=dict)  # variant name -> Built, earlier builds at this precision

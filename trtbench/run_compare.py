@@ -1,6 +1,6 @@
 """Noise-aware comparison of two runs' results.json (same config, e.g. before/after a change).
 
-Each matching result (variant, precision, shape) is compared on its raw per-iteration samples:
+Each matching case (model, variant, options, precision, point, threads, device) is compared on its raw per-iteration samples:
 the ratio of medians with a seeded bootstrap 95% confidence interval. A change is reported only
 when the whole interval lies beyond ``threshold`` (default 5%); otherwise it is within noise.
 The interval reflects noise within each run, not drift between runs (other load, clock changes).
@@ -8,44 +8,27 @@ The interval reflects noise within each run, not drift between runs (other load,
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from trtbench.errors import UserInputError
-
-BOOTSTRAP_SAMPLES = 2000
+from trtbench.case import Case
+from trtbench.resultset import ResultSet
+from trtbench.stats import BOOTSTRAP_SAMPLES
 
 
 @dataclass(frozen=True)
 class Change:
-    """One result of the new run against the same result of the baseline."""
+    """One case of the new run against the same case of the baseline."""
 
-    variant: str
-    precision: str
-    shape: str
+    case: Case
     base_ms: Optional[float]
     new_ms: Optional[float]
     ratio: Optional[float]  # new median / base median
     ci_low: Optional[float]
     ci_high: Optional[float]
     verdict: str  # faster | slower | no change | within noise | not comparable: <why>
-
-
-def load_results(path: str | Path) -> dict:
-    """A run's results.json (given the file or its output directory)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    if not path.is_file():
-        raise UserInputError(str(path), "no results.json here", "pass a run's output directory or its results.json")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserInputError(str(path), f"not valid JSON: {err}", "pass a results.json written by trtbench") from err
 
 
 def ratio_ci(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float]:
@@ -67,38 +50,37 @@ def _verdict(low: float, high: float, threshold: float) -> str:
     return "within noise"
 
 
-def compare_runs(base: dict, new: dict, threshold: float = 0.05) -> list[Change]:
-    """Compare every result of ``new`` with the baseline result of the same variant, precision and shape."""
-    by_key = {(r["variant"], r["precision"], r["shape"]): r for r in base["results"]}
+def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[Change]:
+    """Compare every record of ``new`` with the baseline's record of the same case (any environment)."""
+    by_case = {record.case: record for record in base}
     changes = []
-    for r in new["results"]:
-        key = (r["variant"], r["precision"], r["shape"])
-        old = by_key.get(key)
+    for record in new:
+        old = by_case.get(record.case)
         why = None
         if old is None:
             why = "not in the baseline"
-        elif old.get("input_shapes") != r.get("input_shapes"):
-            why = f"shapes differ ({old.get('input_shapes')} vs {r.get('input_shapes')})"
-        elif not (old.get("samples_ms") and r.get("samples_ms")):
+        elif not (old.timed and record.timed):
             why = "no timings in one of the runs"
         if why:
-            changes.append(Change(*key, None, None, None, None, None, f"not comparable: {why}"))
+            changes.append(Change(record.case, None, None, None, None, None, f"not comparable: {why}"))
             continue
-        base_samples, new_samples = np.asarray(old["samples_ms"]), np.asarray(r["samples_ms"])
+        base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(record.samples_ms)
         base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
         low, high = ratio_ci(base_samples, new_samples)
-        changes.append(Change(*key, base_ms, new_ms, new_ms / base_ms, low, high, _verdict(low, high, threshold)))
+        changes.append(Change(record.case, base_ms, new_ms, new_ms / base_ms, low, high, _verdict(low, high, threshold)))
     return changes
 
 
 def changes_table(changes: list[Change]) -> str:
     """The comparison as a Markdown table."""
-    lines = ["| variant | precision | shape | base ms | new ms | new/base | 95% CI | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | variant | precision | threads | point | base ms | new ms | new/base | 95% CI | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in changes:
+        k = c.case
+        head = f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) |"
         if c.ratio is None:
-            lines.append(f"| {c.variant} | {c.precision} | {c.shape} |  |  |  |  | {c.verdict} |")
+            lines.append(f"{head}  |  |  |  | {c.verdict} |")
         else:
-            lines.append(f"| {c.variant} | {c.precision} | {c.shape} | {c.base_ms:.3f} | {c.new_ms:.3f} | "
+            lines.append(f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | "
                          f"{c.ratio:.3f} | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,162 @@
+"""The resolve step: a loaded :class:`~trtbench.config.Config` plus this machine -> what to run.
+
+Everything that depends on the machine is decided here, once, before a run: the device
+(``auto`` -> CUDA when present), the default thread count, which variants can run (CUDA,
+importable backends) and why the others cannot. The config itself loads anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+from trtbench.case import Case
+from trtbench.config import Config, ModelConfig, VariantEntry
+from trtbench.errors import UserInputError
+from trtbench.inputs import batch_shapes
+from trtbench.precision import unsupported_reason
+from trtbench.variants import build_order, get_variant
+
+
+@dataclass(frozen=True)
+class ShapePoint:
+    """A labelled point of the input space: ``opt`` (min/max) or ``b8`` (a swept batch size)."""
+
+    label: str
+    shapes: tuple[tuple[int, ...], ...]
+
+
+@dataclass
+class BuildGroup:
+    """Cases one set of builds serves: one model at one precision and thread count, every point."""
+
+    model: ModelConfig
+    precision: str
+    threads: int
+    points: list[ShapePoint]
+    variants: list[VariantEntry]  # requested, eager first
+    unavailable: dict[str, str] = field(default_factory=dict)  # variant -> why it cannot run here
+    device: str = "cpu"
+
+    @property
+    def key(self) -> tuple:
+        return (self.model.id, self.precision, self.threads, self.device)
+
+    @property
+    def build_names(self) -> list[str]:
+        """Requested variants that can run here, plus what they build from, each after its dependency."""
+        runnable = [v.name for v in self.variants if v.name not in self.unavailable]
+        return build_order(runnable)
+
+    def case(self, entry: VariantEntry, point: ShapePoint) -> Case:
+        return Case(model=self.model.id, variant=entry.name, precision=self.precision, point=point.label,
+                    input_shapes=point.shapes, threads=self.threads, device=self.device,
+                    options=entry.options_text)
+
+    def cases(self) -> list[Case]:
+        return [self.case(entry, point) for point in self.points for entry in self.variants]
+
+
+@dataclass
+class RunPlan:
+    """What a run does on this machine."""
+
+    config: Config
+    device: torch.device
+    groups: list[BuildGroup]
+    shard: Optional[tuple[int, int]] = None  # (index, count)
+
+    @property
+    def cases(self) -> list[Case]:
+        return [case for group in self.groups for case in group.cases()]
+
+
+def resolve_device(device: str) -> torch.device:
+    """The configured device on this machine; a CUDA device it lacks is bad input (``device``)."""
+    if device == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise UserInputError("device", f"'{device}' requested but CUDA is not available on this machine",
+                             "use 'device: cpu' or 'device: auto' (or --device cpu), or run on a machine with an "
+                             "NVIDIA GPU (docker run --gpus all ...)")
+    index = int(device.partition(":")[2] or torch.cuda.current_device())
+    if index >= torch.cuda.device_count():
+        raise UserInputError("device", f"'{device}' requested but only {torch.cuda.device_count()} GPU(s) exist",
+                             f"use an index below {torch.cuda.device_count()}")
+    return torch.device("cuda", index)
+
+
+def shape_points(config: Config) -> list[ShapePoint]:
+    """The swept batch sizes, else the benchmark's shape labels (static inputs: one ``opt`` point).
+
+    Labels whose shapes repeat an earlier one are dropped.
+    """
+    specs = config.inputs
+    if config.sweep is not None and config.sweep.batch:
+        candidates = [(f"b{n}", batch_shapes(specs, n)) for n in config.sweep.batch]
+    elif not any(spec.is_dynamic for spec in specs):
+        candidates = [("opt", [spec.opt_shape for spec in specs])]
+    else:
+        candidates = [(label, [spec.shape_for(label) for spec in specs]) for label in config.benchmark.shapes]
+    points, seen = [], set()
+    for label, shapes in candidates:
+        frozen = tuple(tuple(s) for s in shapes)
+        if frozen not in seen:
+            seen.add(frozen)
+            points.append(ShapePoint(label, frozen))
+    return points
+
+
+def _unavailable(entries: list[VariantEntry], device: torch.device, precision: str) -> dict[str, str]:
+    """Why each requested variant (or something it builds from) cannot run here."""
+    reasons: dict[str, str] = {}
+    precision_reason = unsupported_reason(precision, device)
+    for entry in entries:
+        if precision_reason:
+            reasons[entry.name] = precision_reason
+            continue
+        name = entry.name
+        while name:  # the variant itself, then each variant it builds from
+            variant = get_variant(name)
+            reason = variant.unavailable_reason(device, precision)
+            if reason:
+                reasons[entry.name] = reason if name == entry.name else f"needs {name}, which cannot run here: {reason}"
+                break
+            name = variant.depends_on
+    return reasons
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N) from ``--shard``."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 0 <= int(index) < int(count):
+        raise UserInputError("--shard", f"expected I/N with 0 <= I < N, got '{text}'",
+                             "e.g. --shard 0/4 (the first of four shards); on Kubernetes use $JOB_COMPLETION_INDEX")
+    return int(index), int(count)
+
+
+def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
+    """The run's build groups on this machine; with ``shard=(i, n)`` only every n-th group from the i-th.
+
+    Shards split by build group, so the cases that share a build (and their eager baseline)
+    always land in the same shard, and any scheduler can run the shards independently.
+    """
+    device = resolve_device(config.device)
+    default_threads = torch.get_num_threads()
+    entries = [VariantEntry("eager")] + [v for v in config.variants if v.name != "eager"]
+    points = shape_points(config)
+    groups = []
+    for model in config.models:
+        for precision in config.precisions:
+            for threads in config.thread_counts:
+                groups.append(BuildGroup(model=model, precision=precision, threads=threads or default_threads,
+                                         points=points, variants=entries, device=str(device),
+                                         unavailable=_unavailable(entries, device, precision)))
+    if shard is not None:
+        index, count = shard
+        groups = [g for i, g in enumerate(groups) if i % count == index]
+    return RunPlan(config=config, device=device, groups=groups, shard=shard)

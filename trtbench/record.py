@@ -1,0 +1,80 @@
+"""What a measurement produced: a :class:`Record` per case, with its raw samples.
+
+Statistics are never stored as the truth: :attr:`Record.stats` derives them from the raw
+samples each time, so merged or resumed records stay consistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from trtbench.case import Case
+from trtbench.stats import Stats, summarize
+
+STATUSES = ("ok", "failed", "skipped", "interrupted")
+FINAL_STATUSES = ("ok", "failed", "skipped")  # an interrupted case is measured again on resume
+
+
+@dataclass
+class Record:
+    """One case measured in one environment: status, raw samples per round, parity, build facts."""
+
+    case: Case
+    environment: str  # environment id (trtbench.env.environment_id)
+    status: str = "ok"
+    reason: str = ""
+    rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
+    device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
+    stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
+    parity: Optional[dict] = None  # trtbench.parity.ParityResult.to_dict()
+    build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
+    metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def samples_ms(self) -> list[float]:
+        return [s for r in self.rounds for s in r]
+
+    @property
+    def device_samples_ms(self) -> Optional[list[float]]:
+        return None if self.device_rounds is None else [s for r in self.device_rounds for s in r]
+
+    @property
+    def stats(self) -> Optional[Stats]:
+        """Host-latency statistics from the raw samples (None without samples)."""
+        samples = self.samples_ms
+        return summarize(samples) if samples else None
+
+    @property
+    def device_stats(self) -> Optional[Stats]:
+        samples = self.device_samples_ms
+        return summarize(samples) if samples else None
+
+    @property
+    def timed(self) -> bool:
+        return self.status == "ok" and bool(self.rounds)
+
+    @property
+    def parity_failed(self) -> bool:
+        return self.parity is not None and not self.parity.get("ok", False)
+
+    @property
+    def throughput(self) -> Optional[float]:
+        """Samples per second from the median host latency."""
+        stats = self.stats
+        return self.case.batch * 1000.0 / stats.median if stats and stats.median > 0 else None
+
+    def to_dict(self) -> dict:
+        return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
+                "status": self.status, "reason": self.reason, "rounds": self.rounds,
+                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
+                "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=data["status"],
+                   reason=data.get("reason", ""), rounds=data.get("rounds") or [],
+                   device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
+                   parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
+                   warnings=data.get("warnings") or [])

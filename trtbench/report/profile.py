@@ -1,0 +1,144 @@
+"""Report sections for profiles: the ``profiles`` data of :func:`trtbench.profiling.runner.run_profiles`
+as Markdown, and the slowest-layers figures drawn from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trtbench.report.plots import top_layers_plot
+
+
+def draw_layer_plots(profiles: dict, out_dir: Path) -> None:
+    """Draw each per-layer profile's slowest layers under ``<out>/plots`` and note the file in its entry."""
+    if profiles.get("status") != "ok":
+        return
+    top_k = profiles["settings"]["layers"]["top_k"]
+    for name, entry in profiles["variants"].items():
+        for label, shape in entry.get("shapes", {}).items():
+            layers = shape.get("layers")
+            if layers and layers["status"] == "ok":
+                plot = top_layers_plot(layers["nodes"], out_dir / "plots" / f"layers_{name}_{label}.png", top_k,
+                                       title=f"Slowest layers: {name} at {label} ({shape['shape']})")
+                layers["plot"] = str(plot.path.relative_to(out_dir)) if plot else None
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+STATUS_WORDS = {"unsupported": "not supported for this variant", "skipped": "skipped", "failed": "failed"}
+
+
+def _not_ok(section: dict) -> str:
+    return f"_{STATUS_WORDS[section['status']]}: {section.get('reason') or section.get('error')}_"
+
+
+def _layers_md(layers: dict, top_k: int) -> list[str]:
+    out = [f"**Layers** (FX interpreter, {layers['runs']} runs"
+           + (", synchronized after every node" if layers["synchronized_per_node"] else "") + "): "
+           f"plain forward {_ms(layers['model_ms']['mean'])} ms; interpreted run {_ms(layers['interpreted_ms']['mean'])} ms, "
+           f"of which the nodes take {_ms(layers['nodes_sum_ms'])} ms and interpreter overhead "
+           f"{_ms(layers['overhead_ms'])} ms. % is the share of the interpreted run.", ""]
+    if layers.get("plot"):
+        out += [f"![slowest layers]({layers['plot']})", ""]
+    top = sorted(layers["nodes"], key=lambda n: n["mean_ms"], reverse=True)[:top_k]
+    out += [_table(["#", "node", "target", "type", "mean ms", "%"],
+                   [[n["index"], n["name"], f"`{n['target']}`", n["type"], _ms(n["mean_ms"]), f"{n['pct']:.1f}"]
+                    for n in top]), ""]
+    out += [_table(["layer type", "nodes", "total ms", "%"],
+                   [[t["type"], t["count"], _ms(t["total_ms"]), f"{t['pct']:.1f}"] for t in layers["by_type"]]), ""]
+    return out
+
+
+def _operators_md(ops: dict) -> list[str]:
+    cuda = ops["sorted_by"] == "self_device_time"
+    trace = f"; Chrome trace: [{ops['trace']}]({ops['trace']})" if ops.get("trace") else ""
+    out = [f"**Operators** (torch.profiler, per run over {ops['runs']} runs, sorted by "
+           f"{'self CUDA time' if cuda else 'self CPU time'}; top {len(ops['top'])} of {ops['operators']}{trace})", ""]
+    headers = ["operator"] + (["on"] if cuda else []) + ["self CPU ms", "CPU total ms"]
+    headers += ["self CUDA ms", "CUDA total ms"] if cuda else []
+    rows = []
+    for op in ops["top"]:
+        row = [f"`{op['name']}`"] + ([op["on"]] if cuda else []) + [_ms(op["self_cpu_ms"]), _ms(op["cpu_total_ms"])]
+        if cuda:
+            row += [_ms(op["self_device_ms"]), _ms(op["device_total_ms"])]
+        rows.append(row + [f"{op['pct']:.1f}", f"{op['calls']:g}"])
+    return out + [_table(headers + ["% self", "calls"], rows), ""]
+
+
+def _structure_md(structure: dict) -> list[str]:
+    rows = [[s["name"], s["type"], s["output_shape"] if s["output_shape"] is not None else "-", f"{s['parameters']:,}"]
+            for s in structure["layers"]]
+    return [f"<details><summary><b>Structure</b> ({len(rows)} layers, {structure['total_parameters']:,} parameters)"
+            "</summary>", "", _table(["layer", "type", "output shape", "parameters"], rows), "", "</details>", ""]
+
+
+def _memory_md(entry: dict) -> list[str]:
+    out = []
+    params = entry.get("parameters")
+    if params is not None:
+        if params["status"] == "ok":
+            out.append(f"Parameters: {params['parameters']:,} ({_bytes(params['parameter_bytes'])}), "
+                       f"trainable {params['trainable_parameters']:,}; buffers {_bytes(params['buffer_bytes'])}.")
+        else:
+            out.append(f"Parameters: {_not_ok(params)}")
+    for art in entry.get("artifacts", []):
+        out.append(f"Artifact `{art['path']}`: {_bytes(art['bytes'])} on disk.")
+    return [" ".join(out), ""] if out else []
+
+
+def profile_markdown(profiles: dict) -> str:
+    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason)."""
+    lines = [f"## Profile ({profiles['precision']}, {profiles['device']})", ""]
+    if profiles["status"] != "ok":
+        return "\n".join(lines + [_not_ok(profiles), ""])
+    settings = profiles["settings"]
+    trainings = []
+    for name, entry in profiles["variants"].items():
+        lines += [f"### {name}", ""]
+        if entry["status"] != "ok":
+            lines += [_not_ok(entry), ""]
+            continue
+        lines += _memory_md(entry)
+        for label, shape in entry["shapes"].items():
+            lines += [f"#### {name} at {label} ({shape['shape']})", ""]
+            memory = shape.get("memory")
+            if memory is not None:
+                lines += [(f"**Peak memory** of one forward pass: {_bytes(memory['peak_bytes'])}, "
+                           f"{_bytes(memory['step_bytes'])} above the {_bytes(memory['baseline_bytes'])} before it "
+                           f"(method: {memory['method']})." if memory["status"] == "ok"
+                           else f"**Peak memory**: {_not_ok(memory)}"), ""]
+            for key, render in (("layers", lambda s: _layers_md(s, settings["layers"]["top_k"])),
+                                ("operators", _operators_md), ("structure", _structure_md)):
+                section = shape.get(key)
+                if section is not None:
+                    lines += render(section) if section["status"] == "ok" else [f"**{key.title()}**: {_not_ok(section)}", ""]
+            if "train" in shape:
+                trainings.append((name, label, shape["shape"], shape["train"]))
+    if trainings:
+        lines += ["### Training step", "",
+                  "Forward in train mode with autograd, and the whole step (zero_grad, forward, loss, backward, "
+                  "optimizer step), on a copy of each variant's module; medians in ms.", ""]
+        rows = []
+        for name, label, dims, train in trainings:
+            if train["status"] == "ok":
+                rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"], _ms(train["forward_ms"]["median"]),
+                             _ms(train["step_ms"]["median"]), f"{100 * train['backward_and_step_share']:.0f}%",
+                             train.get("note", "")])
+            else:
+                rows.append([name, f"{label} ({dims})", "", "", "", "", "", _not_ok(train)])
+        lines += [_table(["variant", "shape", "optimizer", "loss", "forward", "step", "backward+step share", "note"], rows), ""]
+    return "\n".join(lines)

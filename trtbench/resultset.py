@@ -1,0 +1,156 @@
+"""A set of :class:`~trtbench.record.Record` keyed by (case, environment): load, save, merge.
+
+``results.json`` (``schema_version`` 2)::
+
+    {"schema_version": 2, "trtbench_version": ...,
+     "environments": {"<id>": {...collect_environment()...}},
+     "runs": [{"name", "config", "environment", "started_at", "finished_at", "status", "profiles"?}],
+     "records": [Record.to_dict(), ...]}
+
+A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
+threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
+speedups are derived from those samples on load. Version 1 files (one ``results`` row per
+variant x precision x shape) are read too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from trtbench.case import Case, parse_shapes_text
+from trtbench.env import environment_id
+from trtbench.errors import UserInputError
+from trtbench.fsutil import atomic_write_json
+from trtbench.record import Record
+from trtbench.stats import Interval, paired_ratio
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+@dataclass
+class ResultSet:
+    """Records of one or more runs, and the environments they ran in."""
+
+    environments: dict[str, dict] = field(default_factory=dict)
+    runs: list[dict] = field(default_factory=list)
+    _records: dict[tuple[str, str], Record] = field(default_factory=dict)
+
+    def add(self, record: Record) -> None:
+        """Add or replace the record of the same case in the same environment."""
+        self._records[(record.case.key, record.environment)] = record
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records.values())
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def records(self) -> list[Record]:
+        return list(self._records.values())
+
+    def get(self, case: Case, environment: str) -> Optional[Record]:
+        return self._records.get((case.key, environment))
+
+    def baseline(self, record: Record) -> Optional[Record]:
+        """The eager record at the same point, in the same environment."""
+        return self.get(record.case.baseline(), record.environment)
+
+    def speedup(self, record: Record) -> Optional[Interval]:
+        """Eager's median over this record's, with a 95% CI from the paired rounds."""
+        base = self.baseline(record)
+        if base is None or base is record or not (base.timed and record.timed):
+            return None
+        return paired_ratio(base.rounds, record.rounds)
+
+    def exit_code(self, interrupted: bool = False) -> int:
+        """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
+        if interrupted:
+            return 130
+        return 1 if any(r.status == "failed" or r.parity_failed for r in self) else 0
+
+    def to_dict(self) -> dict:
+        from trtbench import __version__
+
+        return {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
+                "environments": self.environments, "runs": self.runs,
+                "records": [r.to_dict() for r in self]}
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(Path(path), self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ResultSet":
+        """A run's results.json (the file or its output directory), schema version 1 or 2."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "results.json"
+        if not path.is_file():
+            raise UserInputError(str(path), "no results.json here", "pass a run's output directory or its results.json")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise UserInputError(str(path), f"not valid JSON: {err}", "pass a results.json written by trtbench") from err
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version not in READABLE_VERSIONS:
+            raise UserInputError(str(path), f"unknown schema_version {version!r}",
+                                 f"this trtbench reads versions {READABLE_VERSIONS}; upgrade trtbench")
+        try:
+            return cls.from_dict(data) if version == 2 else cls.from_v1(data)
+        except (KeyError, TypeError, ValueError) as err:
+            raise UserInputError(str(path), f"malformed results ({type(err).__name__}: {err})",
+                                 "pass a results.json written by trtbench, unedited") from err
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ResultSet":
+        result = cls(environments=dict(data["environments"]), runs=list(data.get("runs", [])))
+        for item in data["records"]:
+            result.add(Record.from_dict(item))
+        return result
+
+    @classmethod
+    def from_v1(cls, data: dict) -> "ResultSet":
+        """Convert a version 1 document: one round per row, the model and threads from its config/environment."""
+        env = dict(data["environment"])
+        env_id = environment_id(env)
+        env["id"] = env_id
+        config = data.get("config", {})
+        model = config.get("model", {})
+        model_id = f"{model.get('source', 'torchvision')}:{model.get('name', config.get('name', '?'))}"
+        threads = int(env.get("threads") or 0)
+        result = cls(environments={env_id: env},
+                     runs=[{"name": config.get("name"), "config": config, "environment": env_id,
+                            "started_at": data.get("started_at"), "finished_at": data.get("finished_at"),
+                            "status": data.get("status"), "schema_version": 1,
+                            **({"profiles": data["profiles"]} if "profiles" in data else {})}])
+        for row in data["results"]:
+            case = Case(model=model_id, variant=row["variant"], precision=row["precision"], point=row["shape"],
+                        input_shapes=parse_shapes_text(row.get("input_shapes", "")), threads=threads,
+                        device=str(env.get("device", "cpu")))
+            samples = row.get("samples_ms")
+            device_samples = row.get("device_samples_ms")
+            result.add(Record(case=case, environment=env_id, status=row["status"], reason=row.get("reason", ""),
+                              rounds=[samples] if samples else [],
+                              device_rounds=[device_samples] if device_samples else None,
+                              stopped_by=row.get("stopped_by"), parity=row.get("parity"),
+                              build={"build_s": row.get("build_s"), "info": row.get("build_info", {})},
+                              warnings=row.get("warnings", [])))
+        return result
+
+    @classmethod
+    def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
+        """One set with every record; a (case, environment) measured twice keeps the later one, noted."""
+        merged, notes = cls(), []
+        for i, other in enumerate(sets):
+            merged.environments.update(other.environments)
+            merged.runs.extend(other.runs)
+            for record in other:
+                if merged.get(record.case, record.environment) is not None:
+                    notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
+                                 f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
+                merged.add(record)
+        return merged, notes

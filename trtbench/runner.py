@@ -1,0 +1,339 @@
+"""A run: resolve -> per build group: build -> measure each point -> save -> report.
+
+Each stage returns typed values (:class:`~trtbench.build.BuildOutcome`,
+:class:`~trtbench.record.Record`); this module only sequences them, keeps the journal that makes
+a run resumable, and restores the global torch settings it changed. One failing variant never
+stops the others; Ctrl-C stops the run and what was measured is written, the rest marked
+``interrupted``; a run killed outright resumes from its journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+
+from trtbench.artifacts import ArtifactStore
+from trtbench.build import BuildOutcome, build_variants, capture_warnings
+from trtbench.env import collect_environment
+from trtbench.inputs import make_inputs, to_memory_format
+from trtbench.journal import Journal, JournalState
+from trtbench.measure import MissingReference, measure_point
+from trtbench.models import build_model
+from trtbench.outdir import FailureLog, OutputDir, describe_error
+from trtbench.plan import BuildGroup, RunPlan, ShapePoint
+from trtbench.precision import precision_dtype
+from trtbench.progress import Progress
+from trtbench.record import Record
+from trtbench.report.writer import write_outputs
+from trtbench.resultset import ResultSet
+from trtbench.variants import BuildContext, get_variant
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced and the exit code the CLI returns."""
+
+    out_dir: Path
+    results: ResultSet
+    environment: dict
+    interrupted: bool = False
+    resumed: int = 0  # cases kept from an earlier, unfinished run
+    files: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return self.results.exit_code(self.interrupted)
+
+
+@contextlib.contextmanager
+def torch_settings(threads: int, cudnn_benchmark: bool) -> Iterator[None]:
+    """Set torch's thread count and cuDNN autotuning for a block, then restore them."""
+    old_threads, old_cudnn = torch.get_num_threads(), torch.backends.cudnn.benchmark
+    torch.set_num_threads(threads)
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.backends.cudnn.benchmark = old_cudnn
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-")
+
+
+class Runner:
+    """Runs a resolved :class:`RunPlan` into its output directory."""
+
+    def __init__(self, plan: RunPlan, progress: Progress | None = None, fresh: bool = False):
+        self.plan = plan
+        self.config = plan.config
+        self.progress = progress or Progress(quiet=True)
+        self.fresh = fresh
+        self.device = plan.device
+        self.out_dir = Path(self.config.output.dir)
+        self.journal = Journal(self.out_dir)
+        self.failures = FailureLog(self.out_dir)
+        self.store = ArtifactStore(self.out_dir / "artifacts")
+        self.records: dict[str, Record] = {}  # case key -> record, in case order
+        self.saved: dict[tuple, list[dict]] = {}  # (model, precision, variant) -> artifact entries
+        self.profiles: dict | None = None
+        self.resumed = 0
+
+    # ---- the run -----------------------------------------------------------------------------
+
+    def run(self) -> RunOutcome:
+        models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
+        with OutputDir(self.out_dir):
+            return self._run_locked(models)
+
+    def _run_locked(self, models: dict[str, torch.nn.Module]) -> RunOutcome:
+        if self.fresh:
+            self._discard_previous()
+        earlier = self.journal.read()
+        self.store.discard_previous_manifest()
+        environment = collect_environment(self.device)
+        env_id = environment["id"]
+        self.resumed = resumed = self._resume(earlier, env_id)
+        self.journal.environment(environment)
+        started = datetime.now(timezone.utc)
+        interrupted = False
+        on_device = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        try:
+            with on_device:
+                for model_cfg in self.config.models:
+                    model = models[model_cfg.id]
+                    groups = [g for g in self.plan.groups if g.model.id == model_cfg.id]
+                    if not groups or all(self._group_done(g) for g in groups):
+                        continue
+                    references = self._references(model, groups[0].points)
+                    for group in groups:
+                        if not self._group_done(group):
+                            self._run_group(group, model, references, env_id)
+        except KeyboardInterrupt:
+            interrupted = True
+            self._account_unfinished(env_id, "interrupted", "not run: stopped by Ctrl-C")
+        except Exception as err:  # outside any one variant (out of memory copying the model...): keep what ran
+            reason = self.failures.reason("the run", err)
+            self._account_unfinished(env_id, "failed", f"not run: the run stopped ({reason})")
+        results = self._result_set(earlier, environment, started, interrupted)
+        self.store.entries = [entry for entries in self.saved.values() for entry in entries]
+        manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
+        files = write_outputs(self.out_dir, self.config, results, interrupted, manifest, self.profiles)
+        return RunOutcome(self.out_dir, results, environment, interrupted, resumed, files)
+
+    def _discard_previous(self) -> None:
+        self.journal.discard()
+        for name in ("results.json", "results.csv", "report.md", "failures.log"):
+            (self.out_dir / name).unlink(missing_ok=True)
+
+    def _resume(self, earlier: JournalState, env_id: str) -> int:
+        """Keep the earlier run's final records of planned cases measured in this same environment."""
+        planned = {case.key for case in self.plan.cases}
+        kept = 0
+        for key, record in earlier.records.items():
+            if key in planned and record.environment == env_id:
+                self.records[key] = record
+                kept += 1
+        self.saved.update({tuple(k): v for k, v in earlier.artifacts.items()})
+        return kept
+
+    def _result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool) -> ResultSet:
+        results = ResultSet(environments={**earlier.environments, environment["id"]: environment})
+        results.runs.append({"name": self.config.name, "config": self.config.to_dict(),
+                             "environment": environment["id"],
+                             "started_at": started.isoformat(timespec="seconds"),
+                             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             "status": "interrupted" if interrupted else "complete",
+                             "shard": list(self.plan.shard) if self.plan.shard else None,
+                             "resumed_cases": self.resumed,
+                             **({"profiles": self.profiles} if self.profiles is not None else {})})
+        for case in self.plan.cases:  # in plan order, whatever order they completed in
+            if case.key in self.records:
+                results.add(self.records[case.key])
+        return results
+
+    # ---- one build group ---------------------------------------------------------------------
+
+    def _points_todo(self, group: BuildGroup) -> list[ShapePoint]:
+        return [p for p in group.points
+                if any(group.case(e, p).key not in self.records for e in group.variants)]
+
+    def _saves_todo(self, group: BuildGroup) -> list[str]:
+        """Variants whose artifacts still need saving (the save step is journaled once done)."""
+        if not self.config.output.save_artifacts:
+            return []
+        return [n for n in group.build_names if self._save_key(group, n) not in self.saved
+                and any(e.name == n for e in group.variants)]
+
+    def _group_done(self, group: BuildGroup) -> bool:
+        return not self._points_todo(group) and not self._saves_todo(group)
+
+    def _save_key(self, group: BuildGroup, name: str) -> tuple:
+        return (group.model.id, group.precision, name)
+
+    def _inputs(self, points: list[ShapePoint], dtype: torch.dtype) -> dict[str, tuple]:
+        bench = self.config.benchmark
+        return {p.label: to_memory_format(make_inputs(self.config.inputs, [list(s) for s in p.shapes], bench.seed,
+                                                      self.device, dtype), self.config.channels_last)
+                for p in points}
+
+    def _references(self, model: torch.nn.Module, points: list[ShapePoint]) -> dict[str, Any]:
+        """Eager fp32 outputs at every point: the accuracy reference for every variant and precision."""
+        reference_model = copy.deepcopy(model).to(self.device, torch.float32)
+        inputs = self._inputs(points, torch.float32)
+        references = {}
+        with torch.inference_mode():
+            for point in points:
+                try:
+                    references[point.label] = reference_model(*inputs[point.label])
+                except Exception as err:  # every check at this point fails with this reason
+                    references[point.label] = MissingReference(
+                        f"no eager fp32 reference: eager fp32 failed here ({describe_error(err)})")
+        return references
+
+    def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: dict, env_id: str) -> None:
+        bench = self.config.benchmark
+        with torch_settings(group.threads, bench.cudnn_benchmark):
+            dtype = precision_dtype(group.precision)
+            points = self._points_todo(group)
+            cast = copy.deepcopy(model).to(self.device, dtype).requires_grad_(False)
+            if self.config.channels_last:
+                cast = cast.to(memory_format=torch.channels_last)
+            inputs = self._inputs(group.points, dtype)
+            example = make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
+                                  bench.seed, self.device, dtype)  # builds trace/export at the config's opt shape
+            ctx = BuildContext(device=self.device, precision=group.precision, dtype=dtype,
+                               example_inputs=to_memory_format(example, self.config.channels_last), shape_inputs=inputs,
+                               input_specs=self.config.inputs)
+            options = {entry.name: entry.options for entry in group.variants}
+            names = group.build_names if points else self._with_dependencies(group, self._saves_todo(group))
+            outcomes = self._build(group, names, cast, ctx, options)
+            tolerance = self.config.tolerances[group.precision]
+            for point in points:
+                cases = [group.case(e, point) for e in group.variants]
+                title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
+                with self.progress.task(title) as tick:
+                    records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
+                                            tolerance, bench.timing, self.device, env_id, self.failures, tick)
+                for record in records:
+                    self._keep(record)
+            for name in self._saves_todo(group):
+                self._save(group, outcomes[name], inputs, tolerance)
+            self._profile_if_configured(group, outcomes, dtype)
+
+    def _with_dependencies(self, group: BuildGroup, names: list[str]) -> list[str]:
+        return [n for n in group.build_names if n in names or any(
+            self._depends(n, m) for m in names)]
+
+    @staticmethod
+    def _depends(dependency: str, name: str) -> bool:
+        parent = get_variant(name).depends_on
+        while parent:
+            if parent == dependency:
+                return True
+            parent = get_variant(parent).depends_on
+        return False
+
+    def _build(self, group: BuildGroup, names: list[str], model, ctx, options) -> dict[str, BuildOutcome]:
+        unavailable = dict(group.unavailable)
+        requested = {e.name for e in group.variants}
+        outcomes = build_variants(names, model, ctx, options, unavailable, self.failures,
+                                  on_build=lambda name: self.progress.log(
+                                      f"build {group.model.id} {name} {group.precision}"))
+        for name in requested - set(outcomes):  # unavailable ones (not in the build order)
+            outcomes[name] = BuildOutcome(get_variant(name), status="skipped", reason=unavailable.get(name, ""))
+        return outcomes
+
+    def _keep(self, record: Record) -> None:
+        self.records[record.case.key] = record
+        if record.status in ("ok", "failed", "skipped"):
+            self.journal.record(record)
+
+    # ---- saving ------------------------------------------------------------------------------
+
+    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance) -> None:
+        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done."""
+        key = self._save_key(group, outcome.variant.name)
+        rows = [self.records[group.case(e, p).key] for p in group.points for e in group.variants
+                if e.name == outcome.variant.name and group.case(e, p).key in self.records]
+        entries: list[dict] = []
+        ok_rows = [r for r in rows if r.status == "ok"]
+        if outcome.built is not None and ok_rows:
+            if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
+                for r in rows:
+                    r.warnings = sorted(set(r.warnings) | {"artifact not saved: the variant failed its accuracy check"})
+                    self._keep(r)
+            else:
+                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows)
+        self.saved[key] = entries
+        self.journal.artifacts(key, entries)
+
+    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows) -> list[dict]:
+        variant, built = outcome.variant, outcome.built
+        labels = [r.case.point for r in ok_rows]
+        reference_label = "opt" if "opt" in labels else labels[0]
+        several_models = len(self.config.models) > 1
+        stem = (f"{_slug(group.model.id)}_" if several_models else "") + f"{variant.name}_{group.precision}"
+        try:
+            with torch.inference_mode():
+                runs = {label: (inputs[label], variant.run(built, variant.prepare(built, inputs[label])))
+                        for label in labels}
+            entries, caught = capture_warnings(lambda: self.store.save(
+                variant, built, group.precision, self.device, runs, reference_label, tolerance,
+                stem=stem, model=group.model.id))
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
+            reason = self.failures.reason(f"save {variant.name} {group.precision}", err)
+            for r in rows:
+                r.status, r.reason = "failed", reason
+                self._keep(r)
+            return []
+        if caught:
+            for r in rows:
+                r.warnings = sorted(set(r.warnings) | set(caught))
+                self._keep(r)
+        return entries
+
+    # ---- profiles and interruptions ----------------------------------------------------------
+
+    def _profile_if_configured(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], dtype) -> None:
+        profile = self.config.profile
+        if profile is None or not profile.enabled or self.profiles is not None or group.precision != profile.precision:
+            return
+        from trtbench.profiling.runner import run_profiles
+
+        shapes = {p.label: p for p in group.points}
+        labels = [label for label in profile.shapes if label in shapes]
+        inputs = self._inputs([shapes[label] for label in labels], dtype)
+        artifacts: dict[str, list[Path]] = {}
+        for (model_id, precision, name), entries in self.saved.items():
+            if model_id == group.model.id and precision == group.precision:
+                artifacts[name] = [self.store.directory / e["file"] for e in entries]
+        chosen = {name: (outcomes[name].variant, outcomes[name].built) for name in profile.variants
+                  if name in outcomes and outcomes[name].built is not None}
+        profile_cfg = copy.copy(profile)
+        profile_cfg.shapes = labels
+        with self.progress.task(f"profile {group.precision}", total=len(chosen) * len(labels)) as tick:
+            self.profiles, caught = capture_warnings(lambda: run_profiles(
+                profile_cfg, chosen, inputs, self.device, self.out_dir, artifacts, tick))
+        self.profiles["warnings"] = caught
+
+    def _account_unfinished(self, env_id: str, status: str, reason: str) -> None:
+        """A record for every planned case the run did not reach (not journaled: resumable)."""
+        for case in self.plan.cases:
+            if case.key not in self.records:
+                self.records[case.key] = Record(case=case, environment=env_id, status=status, reason=reason)
+
+
+def run_config(plan: RunPlan, progress: Progress | None = None, fresh: bool = False) -> RunOutcome:
+    """Run ``plan``; see :class:`Runner`."""
+    return Runner(plan, progress, fresh).run()
