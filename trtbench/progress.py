@@ -1,4 +1,10 @@
-"""Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet."""
+"""Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet.
+
+While timing, no display thread may run: alive-progress animates from a background thread, and
+on a small CPU that thread preempts the intra-op (OpenMP) workers in the middle of timed calls,
+which inflates the very latencies being measured. Timing tasks therefore get a status line that
+is redrawn only from the caller's ``tick()``, between rounds, outside the timed blocks.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Callable, Iterator, Optional
 
 
 class Progress:
-    """Shows one bar (or line) per build and per timing loop."""
+    """Shows one bar (or line) per build and per timed point."""
 
     def __init__(self, quiet: bool = False, stream=None):
         self.stream = stream or sys.stdout
@@ -21,13 +27,27 @@ class Progress:
             print(message, file=self.stream, flush=True)
 
     @contextmanager
-    def task(self, title: str, total: Optional[int] = None) -> Iterator[Callable[[], None]]:
-        """Yield a ``tick()`` to call once per step; ``total=None`` shows an open-ended spinner."""
-        if self.bars:
+    def task(self, title: str, total: Optional[int] = None, timed: bool = False) -> Iterator[Callable[[], None]]:
+        """Yield a ``tick()`` to call once per step; ``total=None`` is open-ended.
+
+        ``timed=True`` marks a task whose steps surround timed code: it never starts a thread.
+        """
+        if self.bars and not timed:
             from alive_progress import alive_bar
 
             with alive_bar(total, title=title, file=self.stream, enrich_print=False, receipt=True) as bar:
                 yield bar
+        elif self.bars:
+            steps = [0]
+
+            def tick() -> None:
+                steps[0] += 1
+                self.stream.write(f"\r{title}: round {steps[0]}")
+                self.stream.flush()
+
+            yield tick
+            self.stream.write(f"\r{title}: {steps[0]} rounds\n")
+            self.stream.flush()
         else:
             self.log(f"{title} ...")
             yield lambda: None

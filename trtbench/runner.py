@@ -220,7 +220,7 @@ class Runner:
             for point in points:
                 cases = [group.case(e, point) for e in group.variants]
                 title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
-                with self.progress.task(title) as tick:
+                with self.progress.task(title, timed=True) as tick:
                     records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
                                             tolerance, bench.timing, self.device, env_id, self.failures, tick)
                 for record in records:
