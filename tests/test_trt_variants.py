@@ -93,6 +93,14 @@ def test_without_torch_tensorrt_every_trt_variant_is_unavailable(cuda_present, n
         "torch_tensorrt is not installed (No module named 'torch_tensorrt')")
 
 
+def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, monkeypatch, tmp_path):
+    (tmp_path / "torch_tensorrt.py").write_text("raise KeyError('getpwuid(): uid not found: 43210')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)
+    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") == (
+        "torch_tensorrt cannot be loaded (KeyError: 'getpwuid(): uid not found: 43210')")
+
+
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
     assert get_variant("trt").unavailable_reason(CPU, "fp32") == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
 
