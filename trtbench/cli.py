@@ -61,12 +61,14 @@ def cmd_compare(args) -> int:
 def cmd_run(args) -> int:
     from trtbench.config import load_config
     from trtbench.env import busy_machine_note
+    from trtbench.fsutil import ensure_writable_dir
     from trtbench.pipeline import Pipeline
     from trtbench.progress import Progress
     from trtbench.report.tables import text_table
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
                          profile=args.command == "profile")
+    ensure_writable_dir(config.output.dir)
     progress = Progress(quiet=args.quiet)
     outcome = Pipeline(config, progress).run()
     print()
