@@ -205,7 +205,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
                    require_full_compilation=False, min_block_size=3, torch_executed_ops=None,
                    torch_executed_modules=None, allow_shape_tensors=False):
         """ts/_compiler.py compile: no **kwargs, so an unknown setting is a TypeError."""
-        fake.calls.append(("ts.compile", {k: v for k, v in locals().items() if k != "module"}))
+        fake.calls.append(("ts.compile", _arguments(ts_compile, locals(), skip=("module",))))
         if isinstance(module, torch.jit.ScriptFunction):
             raise TypeError("torch.jit.ScriptFunction currently is not directly supported, wrap the function in a "
                             "module to compile")
@@ -251,7 +251,8 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
              arg_inputs=None, kwarg_inputs=None, retrace=True, use_legacy_exporter=None, pickle_protocol=2,
              dynamic_shapes=None, **kwargs: Any) -> None:
         """_compile.py save, for the module types trtbench saves (a dynamo GraphModule, a ScriptModule)."""
-        fake.calls.append(("save", {k: v for k, v in locals().items() if k != "kwargs" and v is not None} | kwargs))
+        fake.calls.append(("save", {k: v for k, v in _arguments(save, locals(), skip=("kwargs",)).items()
+                                    if v is not None} | kwargs))
         module_type = _module_type(module)
         if arg_inputs is not None and not all(isinstance(i, (torch.Tensor, Input)) for i in arg_inputs):
             raise ValueError("Not all inputs provided are torch.Tensor or torch_tensorrt.Input objects. Please "
@@ -326,6 +327,11 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
     if ts_frontend:
         fake.ts = types.SimpleNamespace(compile=ts_compile)
     return fake
+
+
+def _arguments(fn, frame: dict, skip: tuple) -> dict:
+    """The parameters of ``fn`` (not its closure's names) from its ``locals()``."""
+    return {name: frame[name] for name in inspect.signature(fn).parameters if name not in skip}
 
 
 def _reject_unread(kwargs: dict, known: tuple, cls: str) -> None:
