@@ -5,18 +5,22 @@
 #   nvcr.io/nvidia/pytorch:26.09-py3: PyTorch 2.14.0a0+b2c75dd062.nv26.09, CUDA 13.4,
 #   Python 3.12, TensorRT 11.3.0.99 (as reported for the arm64 image), and a Torch-TensorRT
 #   built for that PyTorch (2.14 series; not confirmed from NVIDIA's release notes).
-# The build stops if the base image has no torch_tensorrt and records the versions it
-# found in /opt/trtbench/base-versions.txt.
+# The build stops, saying why, if the base image has no torch_tensorrt, and records the
+# versions it found in /opt/trtbench/base-versions.txt.
 ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.09-py3
 FROM ${BASE_IMAGE}
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-RUN mkdir -p /opt/trtbench \
-    && pip list --format=freeze 2>/dev/null \
-       | grep -iE '^(torch|torchvision|torch[-_]tensorrt|tensorrt[-_a-z0-9]*)==' \
-       | tee /opt/trtbench/base-versions.txt \
-    && grep -qiE '^torch[-_]tensorrt==' /opt/trtbench/base-versions.txt
+COPY docker/record_base_versions.sh /usr/local/bin/trtbench-record-base-versions
+RUN trtbench-record-base-versions /opt/trtbench/base-versions.txt
+
+# nss_wrapper lets the entrypoint give any uid (docker run --user "$(id -u):$(id -g)") a passwd
+# entry, which `import torch_tensorrt` needs. Unpinned: the version is the base distribution's.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libnss-wrapper \
+    && rm -rf /var/lib/apt/lists/*
 
 # trtbench itself without dependencies (its torch pin must not replace the image's torch),
 # then only the light dependencies; pip applies the image's PIP_CONSTRAINT

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Container entrypoint: `docker run IMAGE ARGS...` runs `trtbench ARGS...`.
 #
+# - Any uid works: `docker run --user "$(id -u):$(id -g)"` gives a uid with no /etc/passwd entry,
+#   and `import torch_tensorrt` calls pwd.getpwuid(os.getuid()) (KeyError without one). For such a
+#   uid this writes a passwd/group pair to a private temp folder and serves it through nss_wrapper
+#   (LD_PRELOAD; set-uid programs ignore it, so /etc/passwd stays read-only and trusted), and points
+#   an unwritable HOME at /tmp. NSS_WRAPPER_LIB names the library (default: the distribution's).
 # - Config names are passed through: trtbench resolves bare names (resnet34, resnet34.yaml)
 #   against its bundled configs, and paths relative to the working directory.
 # - A run (`run ...`, or trtbench's implicit run `--config ...`) without --output writes to
@@ -8,6 +13,23 @@
 #   TRTBENCH_RESULTS=/results, its volume). An explicit --output is left alone.
 # - TRTBENCH_BIN replaces the trtbench executable (the tests point it at a stub).
 set -euo pipefail
+
+uid=$(id -u) gid=$(id -g)
+if ! getent passwd "$uid" > /dev/null; then
+    lib=${NSS_WRAPPER_LIB:-$(compgen -G "/usr/lib/*/libnss_wrapper.so" | head -n 1 || true)}
+    if [[ -z "$lib" || ! -f "$lib" ]]; then
+        echo "trtbench-entrypoint: uid $uid has no passwd entry and nss_wrapper is missing (${lib:-not found});" \
+             "torch_tensorrt will not import. Run with --user set to a uid the image knows, e.g. 10001." >&2
+    else
+        [[ -w "${HOME:-/}" ]] || export HOME=/tmp
+        nss=$(mktemp -d)
+        { cat /etc/passwd; echo "trtbench-${uid}:x:${uid}:${gid}:trtbench user:${HOME}:/bin/bash"; } > "$nss/passwd"
+        cat /etc/group > "$nss/group"
+        getent group "$gid" > /dev/null || echo "trtbench-${gid}:x:${gid}:" >> "$nss/group"
+        export LD_PRELOAD="${lib}${LD_PRELOAD:+ $LD_PRELOAD}" NSS_WRAPPER_PASSWD="$nss/passwd" \
+            NSS_WRAPPER_GROUP="$nss/group"
+    fi
+fi
 
 case "${1:-}" in
     "" | validate | models | verify | -h | --help) ;;

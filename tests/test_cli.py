@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
+import pytest
 import yaml
 
 from trtbench.config import bundled_config_dir, load_config
@@ -94,3 +99,28 @@ def test_variants_lists_options_and_why_trt_cannot_run_here(subprocess_env):
     assert "builds from: traced" in proc.stdout and "min_block_size" in proc.stdout
     if not torch.cuda.is_available():
         assert "skipped: CUDA is not available" in proc.stdout
+
+
+def test_an_unwritable_output_folder_is_bad_input(subprocess_env):
+    """A results folder this user cannot write: exit 2 naming it and the fix, nothing run, no traceback.
+
+    As root (who may write anywhere) the run drops to uid 65534 with setpriv, the way a container
+    user meets a host folder owned by someone else.
+    """
+    root = Path(tempfile.mkdtemp(prefix="trtbench-locked-"))  # not under pytest's 0700 tmp: uid 65534 reads it
+    try:
+        root.chmod(0o555)
+        command = [sys.executable, "-m", "trtbench", "run", "--config", "smoke.yaml", "--output", str(root / "out")]
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv, so no user here lacks write access")
+            command = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", *command]
+        proc = subprocess.run(command, capture_output=True, text=True, env=subprocess_env, cwd=root, timeout=600)
+    finally:
+        root.chmod(0o755)
+        shutil.rmtree(root)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "build " not in proc.stdout
+    assert f"trtbench: error: {root / 'out'}: this user (uid " in proc.stderr
+    assert "--user" in proc.stderr and "chown" in proc.stderr

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
-from trtbench.engine_compat import check_engine_compat, engine_environment
+from trtbench.engine_compat import _module_version, check_engine_compat, engine_environment
 
 H100 = {"torch": "2.14.0a0", "torch_tensorrt": "2.14.0a0", "tensorrt": "11.3.0.99", "cuda": "13.4",
         "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580.95.05"}
@@ -51,3 +52,24 @@ def test_missing_tensorrt_and_gpu_are_both_reported():
     message = check_engine_compat(H100, current)
     assert "TensorRT is not installed here" in message and "no CUDA GPU is visible here" in message
     assert message.endswith("pass --force to try anyway.")
+
+
+def broken_module(tmp_path, monkeypatch, name: str, error: str):
+    """A module whose import raises ``error`` (as torch_tensorrt does without a passwd entry or CUDA)."""
+    (tmp_path / f"{name}.py").write_text(f"raise {error}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.mark.parametrize("error, shown", [
+    ("KeyError('getpwuid(): uid not found: 43210')", "KeyError: 'getpwuid(): uid not found: 43210'"),
+    ("RuntimeError('Found no NVIDIA driver on your system')", "RuntimeError: Found no NVIDIA driver on your system"),
+    ("Exception('import error when try to import _TensorRTProxyModule')", "Exception: import error"),
+])
+def test_a_module_that_fails_to_import_is_reported_not_raised(tmp_path, monkeypatch, error, shown):
+    name = broken_module(tmp_path, monkeypatch, "trtbench_broken_import", error)
+    assert _module_version(name).startswith(f"unknown (import failed: {shown}")
+
+
+def test_a_missing_module_has_no_version():
+    assert _module_version("trtbench_no_such_module") is None

@@ -1,7 +1,7 @@
-"""Torch-TensorRT variants: availability, config->API translation, range guard, segments.
+"""Torch-TensorRT variants: availability, config->API translation, range guard, segments, saving.
 
-Translation tests run against tests/fake_torch_tensorrt.py (a recording FAKE, no TensorRT);
-nothing here builds an engine or measures one.
+Translation tests run against tests/fake_torch_tensorrt.py (a FAKE that enforces the real 2.14.0
+front-end's argument rules but builds no engine); nothing here builds an engine or measures one.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, che
 
 TRT_VARIANTS = ("trt", "trt_traced", "trt_scripted")
 CPU = torch.device("cpu")
+CUDA0 = torch.device("cuda:0")
 
 
 class Net(torch.nn.Module):
@@ -49,9 +50,10 @@ def static_spec():
     return spec
 
 
-def context(spec, options, dtype=torch.float32, built=None):
+def context(spec, options, dtype=torch.float32, built=None, device=CUDA0):
+    """A build context for ``device``; the tensors stay on the CPU (the fake runs no engine)."""
     example = torch.randn(spec.opt_shape).to(dtype)
-    return BuildContext(device=CPU, precision="fp16" if dtype == torch.float16 else "fp32", dtype=dtype,
+    return BuildContext(device=device, precision="fp16" if dtype == torch.float16 else "fp32", dtype=dtype,
                         example_inputs=(example,), shape_inputs={"opt": (example,)}, input_specs=[spec],
                         options=options, built=built or {})
 
@@ -61,9 +63,11 @@ def cuda_present(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
 
 
-def install_fake(monkeypatch, **kwargs):
+def install_fake(monkeypatch, current_device=0, **kwargs):
+    """The fake as ``torch_tensorrt``, on a machine whose current CUDA device is ``current_device``."""
     fake = fake_trt.make_fake(**kwargs)
     monkeypatch.setitem(sys.modules, "torch_tensorrt", fake)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current_device)
     return fake
 
 
@@ -87,6 +91,14 @@ def test_without_torch_tensorrt_every_trt_variant_is_unavailable(cuda_present, n
         pytest.skip("torch_tensorrt is installed here, so its absence cannot be observed")
     assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
         "torch_tensorrt is not installed (No module named 'torch_tensorrt')")
+
+
+def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, monkeypatch, tmp_path):
+    (tmp_path / "torch_tensorrt.py").write_text("raise KeyError('getpwuid(): uid not found: 43210')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)
+    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") == (
+        "torch_tensorrt cannot be loaded (KeyError: 'getpwuid(): uid not found: 43210')")
 
 
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
@@ -138,10 +150,13 @@ def test_trt_exports_at_opt_and_compiles_with_config_ranges(fake):
     batch = next(n for n in program.graph.nodes if n.op == "placeholder" and n.name == "x").meta["val"].shape[0]
     assert isinstance(batch, torch.SymInt)  # dynamic batch, exported from the batch-2 opt example
     assert call.pop("inputs")[0].kwargs == inp
-    assert call == {"ir": "dynamo", "device": CPU, "disable_tf32": True, "require_full_compilation": False,
+    assert call.pop("device").gpu_id == 0
+    assert call == {"ir": "dynamo", "disable_tf32": True, "require_full_compilation": False,
                     "optimization_level": 3, "min_block_size": 2, "workspace_size": 1 << 30,
                     "torch_executed_ops": {"torch.ops.aten.relu.default"}, "truncate_double": True}
+    assert fake_trt.calls_named(fake, "dynamo.compile")  # the frontend accepted every setting
     assert built.info["frontend"] == "dynamo" and built.info["torch_tensorrt"] == "2.14.0"
+    assert built.info["compile_settings"]["device"] == "Device(type=DeviceType.GPU, gpu_id=0)"
     assert built.info["inputs"] == [{"name": "input", "min_shape": [1, 3, 8, 8], "opt_shape": [2, 3, 8, 8],
                                      "max_shape": [4, 3, 8, 8], "dtype": "torch.float32"}]
     json.dumps(built.info)
@@ -154,6 +169,49 @@ def test_fp16_on_the_2_14_dynamo_frontend_is_carried_by_dtypes_only(fake):
     (call,) = fake_trt.calls_named(fake, "compile")
     assert "enabled_precisions" not in call and "use_explicit_typing" not in call
     assert call["disable_tf32"] is False
+
+
+@pytest.mark.parametrize("device, current, gpu_id", [(torch.device("cuda"), 1, 1), (torch.device("cuda:2"), 1, 2)])
+def test_the_dynamo_frontend_gets_an_indexed_device(monkeypatch, device, current, gpu_id):
+    """Bug: a bare 'cuda' gave Device(gpu_id=None) and the runtime targeted 'cuda:None'."""
+    fake = install_fake(monkeypatch, current_device=current)
+    get_variant("trt").build(Net().eval(), context(dynamic_spec(), DynamoOptions(), device=device))
+    (call,) = fake_trt.calls_named(fake, "dynamo.compile")
+    assert isinstance(call["device"], fake.Device) and call["device"].gpu_id == gpu_id
+
+
+@pytest.mark.parametrize("name, parent", [("trt_traced", "traced"), ("trt_scripted", "scripted")])
+@pytest.mark.parametrize("device", [torch.device("cuda"), CUDA0])
+def test_the_torchscript_frontend_gets_a_torch_tensorrt_device(fake, name, parent, device):
+    """Bug: ts/_compile_spec.py rejects any torch.device (TorchScriptDevice._from reads .gpu_id)."""
+    model = Net().eval()
+    script = torch.jit.trace(model, (torch.randn(2, 3, 8, 8),)) if parent == "traced" else torch.jit.script(model)
+    get_variant(name).build(model, context(static_spec(), None, built={parent: Built(script)}, device=device))
+    (call,) = fake_trt.calls_named(fake, "ts.compile")
+    assert isinstance(call["device"], fake.Device) and call["device"].gpu_id == 0
+
+
+@pytest.mark.parametrize("name", ["trt", "trt_traced"])
+def test_engines_are_compiled_from_a_copy_without_grad(fake, name):
+    model = Net().eval()
+    traced = torch.jit.trace(model, (torch.randn(2, 3, 8, 8),))
+    spec = dynamic_spec() if name == "trt" else static_spec()
+    get_variant(name).build(model, context(spec, None, built={"traced": Built(traced)}))
+    (call,) = fake_trt.calls_named(fake, "compile")
+    compiled_from = call["module"]
+    params = list(compiled_from.parameters() if name == "trt_traced" else compiled_from.state_dict.values())
+    assert params and not any(p.requires_grad for p in params)
+    assert all(p.requires_grad for p in [*model.parameters(), *traced.parameters()])  # the shared ones untouched
+
+
+@pytest.mark.parametrize("name", TRT_VARIANTS)
+def test_trt_variants_are_fed_contiguous_nchw_inputs_outside_the_timed_call(name):
+    """Bug: the TensorRT runtime makes inputs contiguous inside each (timed) call; prepare() does it first."""
+    channels_last = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    variant = get_variant(name)
+    prepared = variant.prepare(Built(lambda x: x), (channels_last,))
+    assert prepared[0].is_contiguous() and torch.equal(prepared[0], channels_last)
+    assert variant.run(Built(lambda x: x), prepared).is_contiguous()
 
 
 @pytest.mark.parametrize("params, expected", [
@@ -171,6 +229,8 @@ def test_unset_options_are_not_passed(fake):
     get_variant("trt").build(Net().eval(), context(dynamic_spec(), None))
     (call,) = fake_trt.calls_named(fake, "compile")
     assert set(call) == {"module", "ir", "inputs", "device", "disable_tf32", "require_full_compilation"}
+    (settings,) = fake_trt.calls_named(fake, "dynamo.compile")
+    assert set(settings) == {"arg_inputs", "device", "disable_tf32", "require_full_compilation"}
 
 
 @pytest.mark.parametrize("name, parent", [("trt_traced", "traced"), ("trt_scripted", "scripted")])
@@ -186,11 +246,14 @@ def test_torchscript_frontend_translation(fake, name, parent):
     (inp,) = fake_trt.calls_named(fake, "Input")
     assert inp == {"shape": (2, 3, 8, 8), "dtype": torch.float32}
     (call,) = fake_trt.calls_named(fake, "compile")
-    assert call.pop("module") is script
+    compiled_from = call.pop("module")
+    assert isinstance(compiled_from, torch.jit.ScriptModule) and compiled_from is not script  # an inference copy
     call.pop("inputs")
-    assert call == {"ir": "ts", "device": CPU, "disable_tf32": False, "require_full_compilation": False,
+    assert call.pop("device").gpu_id == 0
+    assert call == {"ir": "ts", "disable_tf32": False, "require_full_compilation": False,
                     "enabled_precisions": {torch.float32}, "min_block_size": 1,
                     "torch_executed_ops": ["aten::relu"], "truncate_long_and_double": True}
+    assert fake_trt.calls_named(fake, "ts.compile")  # the frontend accepted every setting
     assert built.info["frontend"] == "torchscript"
     assert built.info["segments"]["trt_segments"] == 0  # the fake built no engine
 
@@ -247,13 +310,41 @@ def test_trt_saves_torchscript_and_exported_program(fake, tmp_path):
     artifacts = variant.save(built, tmp_path, "resnet_trt_fp32")
     ts_call, ep_call = fake_trt.calls_named(fake, "save")
     assert ts_call["output_format"] == "torchscript" and ts_call["file_path"] == str(tmp_path / "resnet_trt_fp32.ts")
-    assert [t.shape for t in ts_call["inputs"]] == [torch.Size([2, 3, 8, 8])]  # traced with opt-shape tensors
+    assert [t.shape for t in ts_call["arg_inputs"]] == [torch.Size([2, 3, 8, 8])]  # traced with opt-shape tensors
     assert ep_call["output_format"] == "exported_program"
     assert ep_call["file_path"] == str(tmp_path / "resnet_trt_fp32.pt2")
-    assert [i.kwargs["max_shape"] for i in ep_call["inputs"]] == [(4, 3, 8, 8)]  # dynamic dims from Input specs
     assert [(a.path.name, a.loader, a.imports) for a in artifacts] == [
         ("resnet_trt_fp32.ts", "torch.jit.load", ["torch_tensorrt"]),
         ("resnet_trt_fp32.pt2", "torch.export.load", ["torch_tensorrt"])]
+    program = variant.load(artifacts[1], CPU)
+    for batch in (1, 4):  # the re-export kept the dynamic batch
+        x = torch.randn(batch, 3, 8, 8)
+        assert torch.allclose(program(x), built.state["compiled"](x))
+
+
+class TwoInputs(torch.nn.Module):
+    def forward(self, image, tokens):
+        return image.mean(dim=(1, 2, 3)).sum() + tokens.float().mean(dim=1).sum()
+
+
+def test_trt_saves_a_multi_input_dynamic_model_as_an_exported_program(fake, tmp_path):
+    """Bug: save() re-exported with every unnamed Input's dynamic dim named "_0"; two inputs with
+    different ranges then failed with "Found different definitions"."""
+    specs = [InputConfig(name="image", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8]),
+             InputConfig(name="tokens", dtype="int64", value_range=[0, 9], min_shape=[1, 5], opt_shape=[3, 5],
+                         max_shape=[8, 5])]
+    for i, spec in enumerate(specs):
+        spec.validate(f"inputs[{i}]")
+    examples = (torch.randn(2, 3, 8, 8), torch.randint(0, 9, (3, 5)))
+    ctx = BuildContext(device=CUDA0, precision="fp32", dtype=torch.float32, example_inputs=examples,
+                       shape_inputs={"opt": examples}, input_specs=specs)
+    variant = get_variant("trt")
+    built = variant.build(TwoInputs(), ctx)
+    artifacts = variant.save(built, tmp_path, "two_trt_fp32")
+    program = variant.load(artifacts[1], CPU)
+    for image_batch, token_batch in ((1, 8), (4, 1)):  # each input anywhere in its own range
+        image, tokens = torch.randn(image_batch, 3, 8, 8), torch.randint(0, 9, (token_batch, 5))
+        assert torch.allclose(program(image, tokens), TwoInputs()(image, tokens))
 
 
 # --- fallback counting ---------------------------------------------------------------------

@@ -19,10 +19,17 @@ from trtbench.env import nvidia_driver_version
 
 
 def _module_version(name: str) -> str | None:
+    """``name.__version__``; None when it is not installed; what went wrong when importing it fails.
+
+    Importing torch_tensorrt can raise more than ImportError (RuntimeError without CUDA, KeyError
+    for a uid with no passwd entry, a plain Exception without TensorRT's libraries).
+    """
     try:
         module = importlib.import_module(name)
     except (ImportError, OSError):
         return None
+    except Exception as err:
+        return f"unknown (import failed: {type(err).__name__}: {err})"
     return str(getattr(module, "__version__", None) or "unknown")
 
 

@@ -1,4 +1,4 @@
-"""Atomic file writes: a crash never leaves a half-written output file."""
+"""Output files: a writable output folder, and atomic writes (a crash never leaves a half-written file)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,29 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from trtbench.errors import UserInputError
+
+
+def ensure_writable_dir(path: Path | str) -> None:
+    """Raise UserInputError unless this process can write ``path`` (or create it), writing nothing.
+
+    A folder that does not exist yet is judged by its nearest existing parent, where it would be made.
+    """
+    target = Path(path).absolute()
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserInputError(str(target), f"{existing} is a file, not a folder", "choose another --output")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        info = existing.stat()
+        uid, gid = os.getuid(), os.getgid()
+        raise UserInputError(
+            str(target), f"this user (uid {uid}, gid {gid}) cannot write {existing} (owner uid {info.st_uid}, "
+                         f"gid {info.st_gid}, mode {info.st_mode & 0o7777:o})",
+            f"run as the folder's owner (in Docker: --user \"$(id -u):$(id -g)\", as scripts/docker_run.sh does), "
+            f"or make it writable for uid {uid} (chown -R {uid}:{gid} on the host folder), or choose another --output")
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:

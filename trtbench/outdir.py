@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 
 from trtbench.errors import UserInputError
+from trtbench.fsutil import ensure_writable_dir
 
 LOCK_NAME = ".trtbench.lock"
 FAILURE_LOG = "failures.log"
@@ -32,6 +33,7 @@ class OutputDir:
         if path.exists() and not path.is_dir():
             raise UserInputError(key, f"'{path}' exists and is a file, not a directory",
                                  "choose another --output, or move the file away")
+        ensure_writable_dir(path)
         try:
             path.mkdir(parents=True, exist_ok=True)
             fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)

@@ -32,11 +32,15 @@ def verify(job):
 
     if sha256_of(job["path"]) != job["sha256"]:
         return {"ok": False, "error": "sha256 mismatch: the file changed since it was saved"}
-    for name in job.get("imports", []):
-        importlib.import_module(name)
     device = torch.device(job["device"])
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if device.type == "cuda" and not torch.cuda.is_available():  # before imports that need CUDA to load
         return {"ok": False, "error": "this artifact was saved for CUDA and this machine has no CUDA device"}
+    for name in job.get("imports", []):
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # torch_tensorrt also raises RuntimeError, KeyError, plain Exception
+            return {"ok": False, "error": f"cannot import {name}, which loading this artifact needs "
+                                          f"({type(err).__name__}: {err})"}
     if job["loader"] == "torch.jit.load":
         module = torch.jit.load(job["path"], map_location=device)
     elif job["loader"] == "torch.export.load":

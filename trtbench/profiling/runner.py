@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from trtbench.inputs import format_shapes
+from trtbench.case import shapes_text
 from trtbench.profiling import NotSupported
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.layers import profile_layers
@@ -39,7 +39,7 @@ def _section(run: Callable[[], dict]) -> dict:
 
 def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built, label: str, inputs: tuple,
                    device: torch.device, out_dir: Path) -> dict:
-    entry: dict = {"shape": format_shapes([list(t.shape) for t in inputs])}
+    entry: dict = {"shape": shapes_text([list(t.shape) for t in inputs])}
     prepared = variant.prepare(built, inputs)
     stem = f"{name}_{label}"
     if cfg.structure:

@@ -20,6 +20,19 @@ API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its d
 * The TorchScript frontend exists only when ``torch_tensorrt.ENABLED_FEATURES
   .torchscript_frontend`` is true (``libtorchtrt.so`` present); it is deprecated but still in
   2.14. Its compile takes ``truncate_long_and_double`` and has no ``optimization_level``.
+* Devices: ``Device._from`` (``_Device.py``) keeps the index of a ``torch.device``, so a bare
+  ``cuda`` gives ``gpu_id=None`` and the dynamo runtime then targets ``"cuda:None"``
+  (``dynamo/runtime/_TorchTensorRTModule.py`` ``_resolve_target_device``); the TorchScript
+  frontend rejects every ``torch.device`` (``ts/_compile_spec.py`` ``_parse_device`` hands it to
+  ``ts/_Device.py`` ``TorchScriptDevice._from``, which reads ``.gpu_id``). Both frontends get a
+  ``torch_tensorrt.Device(gpu_id=N)`` with the index resolved (:func:`trt_device`).
+* Importing ``torch_tensorrt`` can fail with more than ImportError: a plain Exception without
+  TensorRT's libraries (``__init__.py``), RuntimeError from ``torch.cuda.current_device()``
+  evaluated as a default argument without CUDA (``ts/_compiler.py``), KeyError for a uid with
+  no passwd entry (``pwd.getpwuid`` in ``dynamo/_defaults.py``).
+* The runtime makes every input contiguous before each call (``dynamo/runtime/_TRTEngine.py``
+  ``execute``), so a channels_last input would pay a layout copy inside the timed call; the
+  variants hand it contiguous (NCHW) tensors from ``prepare``, outside the timed region.
 * The dynamo partitioner names TensorRT segments ``_run_on_acc_N`` and PyTorch segments
   ``_run_on_gpu_N`` (children of the returned GraphModule); a TorchScript-frontend module
   runs each engine through a ``tensorrt::execute_engine`` node.
@@ -27,6 +40,7 @@ API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its d
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import operator
@@ -147,6 +161,29 @@ def trt_inputs(trt, input_specs, example_inputs) -> list:
     return specs
 
 
+def trt_device(trt, device: torch.device):
+    """``torch_tensorrt.Device`` for ``device``: its index, or the current CUDA device for a bare ``cuda``."""
+    return trt.Device(gpu_id=torch.cuda.current_device() if device.index is None else device.index)
+
+
+def inference_copy(module):
+    """A copy of ``module`` whose parameters do not require grad, to compile from.
+
+    The eager, traced and scripted variants share their parameter tensors, so they are not
+    touched. (``no_grad``: a ScriptModule's deepcopy otherwise yields non-leaf clones.)
+    """
+    with torch.no_grad():
+        frozen = copy.deepcopy(module)
+    for param in frozen.parameters():
+        param.requires_grad_(False)
+    return frozen
+
+
+def contiguous(inputs: tuple) -> tuple:
+    """The inputs in contiguous (NCHW for 4-D) layout, the one the TensorRT runtime copies them into."""
+    return tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs)
+
+
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
     """Keyword arguments for ``torch_tensorrt.compile`` from the variant options and precision.
 
@@ -155,7 +192,7 @@ def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, 
     Raises ValueError for a setting this torch_tensorrt's frontend does not accept.
     """
     params = compile_parameters(trt, frontend)
-    kwargs: dict[str, Any] = {"device": device, "disable_tf32": not options.allow_tf32,
+    kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
                               "require_full_compilation": options.require_full_compilation}
     if "use_explicit_typing" in params:
         kwargs["use_explicit_typing"] = True
@@ -184,9 +221,9 @@ def describe_settings(kwargs: dict) -> dict:
             return sorted(str(v) for v in value)
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
-        if isinstance(value, (torch.device, torch.dtype)):
-            return str(value)
-        return value
+        if isinstance(value, (bool, int, float, str, type(None))):
+            return value
+        return str(value)  # torch.dtype, torch_tensorrt.Device
 
     return {key: plain(value) for key, value in kwargs.items()}
 
@@ -268,15 +305,20 @@ def build_info(trt, frontend: str, kwargs: dict, ctx: BuildContext, segments: di
             "inputs": describe_inputs(ctx.input_specs, ctx.example_inputs), "segments": segments}
 
 
-def load_artifact(artifact: Artifact, device: torch.device):
-    """Reload a saved TRT artifact in this process (torch_tensorrt registers the engine class first)."""
-    import_torch_tensorrt()
-    if artifact.loader == "torch.jit.load":
-        return torch.jit.load(str(artifact.path), map_location=device)
-    return torch.export.load(str(artifact.path)).module()
+class TensorRTVariant(Variant):
+    """What every TensorRT variant shares: contiguous inputs, and reloading its artifacts."""
+
+    def prepare(self, built: Built, inputs: tuple) -> tuple:
+        return contiguous(inputs)
+
+    def load(self, artifact: Artifact, device: torch.device):
+        import_torch_tensorrt()  # registers the TensorRT engine class first
+        if artifact.loader == "torch.jit.load":
+            return torch.jit.load(str(artifact.path), map_location=device)
+        return torch.export.load(str(artifact.path)).module()
 
 
-class TorchScriptFrontendVariant(Variant):
+class TorchScriptFrontendVariant(TensorRTVariant):
     """Compiles the ScriptModule of ``depends_on`` with Torch-TensorRT's TorchScript frontend."""
 
     Options = TorchScriptOptions
@@ -293,7 +335,7 @@ class TorchScriptFrontendVariant(Variant):
     def build(self, model, ctx: BuildContext) -> Built:
         trt = import_torch_tensorrt()
         options = ctx.options or TorchScriptOptions()
-        script_module = ctx.built[self.depends_on].module
+        script_module = inference_copy(ctx.built[self.depends_on].module)
         kwargs = compile_kwargs(trt, TORCHSCRIPT, options, ctx.dtype, ctx.device)
         compiled = trt.compile(script_module, ir="ts", inputs=trt_inputs(trt, ctx.input_specs, ctx.example_inputs),
                                **kwargs)
@@ -304,6 +346,3 @@ class TorchScriptFrontendVariant(Variant):
         path = directory / f"{stem}.ts"
         torch.jit.save(built.state, str(path))
         return [Artifact(path=path, loader="torch.jit.load", imports=["torch_tensorrt"])]
-
-    def load(self, artifact: Artifact, device: torch.device):
-        return load_artifact(artifact, device)

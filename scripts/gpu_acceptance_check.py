@@ -1,0 +1,103 @@
+"""Verdicts for scripts/gpu_acceptance.sh: one line per check, from a run's results.json and manifest.
+
+    python3 scripts/gpu_acceptance_check.py OUTPUT_DIR VERIFY_EXIT_CODE
+
+Checks: every TensorRT row ran ok; every row passed its accuracy check (parity); each TensorRT
+variant at fp16 is faster than eager at fp32 at the opt shape (median latency); every TensorRT
+artifact was saved and `trtbench verify` reloaded them all in a fresh process. Exit 0 when all pass.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+TRT = ("trt", "trt_traced", "trt_scripted")
+PRECISIONS = ("fp32", "fp16")
+
+
+# ---- results.json layout: the only code here that knows it -------------------------------------------
+def result_rows(doc: dict) -> list[dict]:
+    """One dict per result: variant, precision, shape (min/opt/max label), status, reason, parity_ok, median_ms.
+
+    Schema v1: ``doc["results"]`` is a list of rows with ``variant``, ``precision``, ``shape``,
+    ``status``, ``reason``, ``parity`` {``ok``} and ``latency_ms`` {``median``}. Schema v2 keeps records
+    keyed by a case under ``doc["records"]`` (a list, or a mapping case -> record); a record's fields
+    may sit in it or in its ``case``, its shape label under ``shape``/``shape_label``, and its median
+    comes from ``latency_ms.median`` or else from the raw ``samples_ms``/``samples``.
+    """
+    records = doc["results"] if isinstance(doc.get("results"), list) else doc.get("records", [])
+    if isinstance(records, dict):
+        records = list(records.values())
+    rows = []
+    for record in records:
+        r = {**(record.get("case") or {}), **record}
+        samples = r.get("samples_ms") or r.get("samples")
+        median = (r.get("latency_ms") or {}).get("median") or (statistics.median(samples) if samples else None)
+        rows.append({"variant": r["variant"], "precision": r["precision"],
+                     "shape": r.get("shape_label") or r.get("shape"), "status": r["status"],
+                     "reason": r.get("reason") or "", "parity_ok": (r.get("parity") or {}).get("ok"),
+                     "median_ms": median})
+    return rows
+# ------------------------------------------------------------------------------------------------------
+
+
+def describe(row: dict) -> str:
+    text = f"{row['variant']} {row['precision']} {row['shape']} {row['status']}"
+    return f"{text} ({row['reason'][:120]})" if row["reason"] else text
+
+
+def check_trt_rows(rows: list[dict]) -> tuple[bool, str]:
+    shapes = sorted({r["shape"] for r in rows if r["variant"] == "eager"})
+    found = {(r["variant"], r["precision"], r["shape"]): r for r in rows}
+    missing = [f"{v} {p} {s}" for v in TRT for p in PRECISIONS for s in shapes if (v, p, s) not in found]
+    bad = [describe(r) for r in rows if r["variant"] in TRT and r["status"] != "ok"]
+    if not shapes or missing or bad:
+        return False, "; ".join((["no eager rows"] if not shapes else []) + [f"missing {m}" for m in missing] + bad)
+    return True, f"{sum(r['variant'] in TRT for r in rows)} rows"
+
+
+def check_parity(rows: list[dict]) -> tuple[bool, str]:
+    bad = [describe(r) + ("" if r["status"] != "ok" else " parity failed") for r in rows if r["parity_ok"] is not True]
+    return (not bad and bool(rows)), "; ".join(bad) if bad else f"{len(rows)} rows"
+
+
+def check_fp16_speed(rows: list[dict]) -> tuple[bool, str]:
+    medians = {(r["variant"], r["precision"]): r["median_ms"] for r in rows if r["shape"] == "opt"}
+    eager = medians.get(("eager", "fp32"))
+    if not eager:
+        return False, "no eager fp32 opt timing"
+    parts, ok = [], True
+    for variant in TRT:
+        median = medians.get((variant, "fp16"))
+        ok = ok and bool(median) and median < eager
+        parts.append(f"{variant} {eager / median:.2f}x" if median else f"{variant} not timed")
+    return ok, f"speedup over eager fp32 ({eager:.3f} ms): " + ", ".join(parts)
+
+
+def check_artifacts(manifest: dict | None, verify_rc: int) -> tuple[bool, str]:
+    saved = {(a["variant"], a["precision"]) for a in (manifest or {}).get("artifacts", [])}
+    missing = [f"{v} {p}" for v in TRT for p in PRECISIONS if (v, p) not in saved]
+    problems = ([f"not saved: {', '.join(missing)}"] if missing else []) + \
+               ([f"trtbench verify exited {verify_rc}"] if verify_rc else [])
+    return not problems, "; ".join(problems) or f"{len(manifest['artifacts'])} files verified"
+
+
+def main(out_dir: str, verify_rc: str) -> int:
+    out = Path(out_dir)
+    results = out / "results.json"
+    rows = result_rows(json.loads(results.read_text())) if results.is_file() else []
+    manifest_path = out / "artifacts" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+    verdicts = [("every TRT row ok", check_trt_rows(rows)), ("parity ok", check_parity(rows)),
+                ("TRT fp16 faster than eager fp32 at opt", check_fp16_speed(rows)),
+                ("artifacts reload in a fresh process", check_artifacts(manifest, int(verify_rc)))]
+    for name, (ok, detail) in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")
+    return 0 if all(ok for _, (ok, _) in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
