@@ -10,38 +10,20 @@ artifact was saved and `trtbench verify` reloaded them all in a fresh process. E
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from trtbench.resultset import ResultSet
 
 TRT = ("trt", "trt_traced", "trt_scripted")
 PRECISIONS = ("fp32", "fp16")
 
 
-# ---- results.json layout: the only code here that knows it -------------------------------------------
-def result_rows(doc: dict) -> list[dict]:
-    """One dict per result: variant, precision, shape (min/opt/max label), status, reason, parity_ok, median_ms.
-
-    Schema v1: ``doc["results"]`` is a list of rows with ``variant``, ``precision``, ``shape``,
-    ``status``, ``reason``, ``parity`` {``ok``} and ``latency_ms`` {``median``}. Schema v2 keeps records
-    keyed by a case under ``doc["records"]`` (a list, or a mapping case -> record); a record's fields
-    may sit in it or in its ``case``, its shape label under ``shape``/``shape_label``, and its median
-    comes from ``latency_ms.median`` or else from the raw ``samples_ms``/``samples``.
-    """
-    records = doc["results"] if isinstance(doc.get("results"), list) else doc.get("records", [])
-    if isinstance(records, dict):
-        records = list(records.values())
-    rows = []
-    for record in records:
-        r = {**(record.get("case") or {}), **record}
-        samples = r.get("samples_ms") or r.get("samples")
-        median = (r.get("latency_ms") or {}).get("median") or (statistics.median(samples) if samples else None)
-        rows.append({"variant": r["variant"], "precision": r["precision"],
-                     "shape": r.get("shape_label") or r.get("shape"), "status": r["status"],
-                     "reason": r.get("reason") or "", "parity_ok": (r.get("parity") or {}).get("ok"),
-                     "median_ms": median})
-    return rows
-# ------------------------------------------------------------------------------------------------------
+def result_rows(results) -> list[dict]:
+    """One dict per record of a :class:`trtbench.resultset.ResultSet` (any schema version it reads)."""
+    return [{"variant": r.case.variant, "precision": r.case.precision, "shape": r.case.point, "status": r.status,
+             "reason": r.reason, "parity_ok": (r.parity or {}).get("ok"),
+             "median_ms": r.stats.median if r.timed else None} for r in results]
 
 
 def describe(row: dict) -> str:
@@ -87,8 +69,7 @@ def check_artifacts(manifest: dict | None, verify_rc: int) -> tuple[bool, str]:
 
 def main(out_dir: str, verify_rc: str) -> int:
     out = Path(out_dir)
-    results = out / "results.json"
-    rows = result_rows(json.loads(results.read_text())) if results.is_file() else []
+    rows = result_rows(ResultSet.load(out)) if (out / "results.json").is_file() else []
     manifest_path = out / "artifacts" / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
     verdicts = [("every TRT row ok", check_trt_rows(rows)), ("parity ok", check_parity(rows)),

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from trtbench.config import config_from_dict
-from trtbench.pipeline import Pipeline
+from trtbench.plan import resolve
+from trtbench.resultset import ResultSet
+from trtbench.runner import run_config
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_acceptance_check.py"
 spec = importlib.util.spec_from_file_location("gpu_acceptance_check", SCRIPT)
@@ -20,13 +22,15 @@ VARIANTS = ("eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted")
 
 
 def v1_row(variant, precision, shape, median, status="ok", parity_ok=True):
-    return {"variant": variant, "precision": precision, "shape": shape, "status": status, "reason": "",
-            "parity": {"ok": parity_ok}, "latency_ms": {"median": median}}
+    return {"variant": variant, "precision": precision, "shape": shape, "input_shapes": "2x3x8x8",
+            "status": status, "reason": "", "parity": {"ok": parity_ok},
+            "samples_ms": [median] * 3 if median else None}
 
 
 def write_run(out: Path, rows: list[dict], trt_saved=True) -> Path:
     (out / "artifacts").mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({"schema_version": 1, "results": rows}))
+    (out / "results.json").write_text(json.dumps({"schema_version": 1, "environment": {"device": "cuda:0"}, "config": {},
+                                                        "results": rows}))
     artifacts = [{"variant": v, "precision": p, "file": f"{v}_{p}.ts"} for v in check.TRT for p in check.PRECISIONS
                  if trt_saved]
     (out / "artifacts" / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
@@ -60,27 +64,17 @@ def test_each_check_fails_on_its_own_evidence(tmp_path, capsys):
     assert "not saved: trt fp32" in lines[3] and "trtbench verify exited 1" in lines[3]
 
 
-def test_schema_v2_records_keyed_by_case(tmp_path):
-    rows = all_rows()
-    records = {f"{r['variant']}/{r['precision']}/{r['shape']}": {
-        "case": {"variant": r["variant"], "precision": r["precision"], "shape_label": r["shape"]},
-        "status": "ok", "parity": {"ok": True}, "samples_ms": [r["latency_ms"]["median"]] * 3} for r in rows}
-    parsed = check.result_rows({"schema_version": 2, "records": records})
-    assert sorted((r["variant"], r["precision"], r["shape"], r["median_ms"]) for r in parsed) == sorted(
-        (r["variant"], r["precision"], r["shape"], r["latency_ms"]["median"]) for r in rows)
-
-
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory):
     from conftest import TINY_CONFIG
 
     out = tmp_path_factory.mktemp("run") / "out"
-    Pipeline(config_from_dict(dict(TINY_CONFIG, variants=["eager", "traced"], output={"dir": str(out)}))).run()
+    run_config(resolve(config_from_dict(dict(TINY_CONFIG, variants=["eager", "traced"], output={"dir": str(out)}))))
     return out
 
 
 def test_reads_the_results_json_trtbench_writes(cpu_run):
-    rows = check.result_rows(json.loads((cpu_run / "results.json").read_text()))
+    rows = check.result_rows(ResultSet.load(cpu_run))
     assert {(r["variant"], r["shape"]) for r in rows} == {(v, s) for v in ("eager", "traced")
                                                           for s in ("min", "opt", "max")}
     assert all(r["status"] == "ok" and r["parity_ok"] is True and r["median_ms"] > 0 for r in rows)
