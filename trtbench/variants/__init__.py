@@ -70,6 +70,11 @@ def parse_variant_entries(entries: Any, path: str) -> list:
         if name not in _REGISTRY:
             hint = schema.suggest(name, _REGISTRY) or f"known variants: {', '.join(_REGISTRY)}"
             raise UserInputError(key, f"unknown variant '{name}'", hint)
+        if not _REGISTRY[name].timed:
+            first, *others = sorted((n for n, c in _REGISTRY.items() if c.depends_on == name), key=lambda n: (len(n), n))
+            also = f"; {', '.join(others)} build from it too" if others else ""
+            raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
+                                 f"list {first} instead (it builds {name} first){also}")
         if name in seen:
             raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
         seen.add(name)
