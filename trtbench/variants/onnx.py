@@ -47,7 +47,7 @@ class OnnxModel:
 @register
 class Onnx(Variant):
     name = "onnx"
-    description = "build step: torch.onnx.export(dynamo=True) of the exported program (list ort or openvino to time it)"
+    description = "torch.onnx.export(dynamo=True) of the exported program, for ort, ort_cuda, ort_trt and openvino"
     depends_on = "exported"
     timed = False
 
