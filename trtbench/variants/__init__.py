@@ -71,7 +71,8 @@ def parse_variant_entries(entries: Any, path: str) -> list:
             hint = schema.suggest(name, _REGISTRY) or f"known variants: {', '.join(_REGISTRY)}"
             raise UserInputError(key, f"unknown variant '{name}'", hint)
         if not _REGISTRY[name].timed:
-            first, *others = sorted((n for n, c in _REGISTRY.items() if c.depends_on == name), key=lambda n: (len(n), n))
+            dependents = [n for n, c in _REGISTRY.items() if c.depends_on == name]
+            first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
             also = f"; {', '.join(others)} build from it too" if others else ""
             raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
                                  f"list {first} instead (it builds {name} first){also}")
