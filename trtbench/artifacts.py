@@ -59,11 +59,15 @@ class ArtifactStore:
             added = []
             for artifact in artifacts:
                 final = self.directory / artifact.path.name
+                companions = []
+                for companion in artifact.companions:
+                    os.replace(companion, self.directory / companion.name)
+                    companions.append(describe_file(self.directory / companion.name))
                 os.replace(artifact.path, final)
                 added.append({
-                    "model": model, "variant": variant.name, "precision": precision, "file": final.name,
-                    "sha256": sha256_of(final), "bytes": final.stat().st_size,
-                    "loader": artifact.loader, "imports": list(artifact.imports), "device": str(device),
+                    "model": model, "variant": variant.name, "precision": precision, **describe_file(final),
+                    "companions": companions, "loader": artifact.loader, "settings": artifact.settings,
+                    "imports": list(artifact.imports), "device": str(device),
                     "reference": {"file": final_reference.name, "sha256": sha256_of(final_reference),
                                   "shape": reference_shape,
                                   "input_shapes": [list(t.shape) for t in reference_inputs]},
@@ -98,6 +102,11 @@ class ArtifactStore:
         return path
 
 
+def describe_file(path: Path) -> dict:
+    """A saved file's manifest fields: its name, SHA-256 and size."""
+    return {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
+
+
 def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple], tolerance) -> dict:
     """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape."""
     module = variant.load(artifact, device)
@@ -126,15 +135,21 @@ def read_manifest(out_dir: Path) -> dict:
 
 
 def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
-    """Reload one artifact in a fresh Python process and rerun its reference input."""
+    """Reload one artifact in a fresh Python process and rerun its reference input.
+
+    Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured:
+    ``load_s`` (the loader's import and load) and ``first_call_ms`` (its first forward pass).
+    """
     job = {
         "path": str(directory / entry["file"]), "sha256": entry["sha256"], "loader": entry["loader"],
-        "imports": entry.get("imports", []), "device": entry["device"],
+        "companions": [{"path": str(directory / c["file"]), "sha256": c["sha256"]} for c in entry.get("companions", [])],
+        "settings": entry.get("settings", {}), "imports": entry.get("imports", []), "device": entry["device"],
         "reference": str(directory / entry["reference"]["file"]),
         "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"],
     }
-    if not Path(job["path"]).is_file():
-        return {"ok": False, "error": f"missing file {job['path']}"}
+    for path in [job["path"], *(c["path"] for c in job["companions"])]:
+        if not Path(path).is_file():
+            return {"ok": False, "error": f"missing file {path}"}
     try:
         proc = subprocess.run([sys.executable, str(WORKER), json.dumps(job)], capture_output=True, text=True,
                               timeout=timeout_s)

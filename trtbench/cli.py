@@ -125,6 +125,8 @@ def cmd_variants(args) -> int:
         variant = get_variant(name)
         reason = variant.unavailable_reason(device, "fp32")
         print(f"{name}: {variant.description}")
+        if not variant.timed:
+            print("  build step: built for the variants that start from it, not listed or timed itself")
         if variant.depends_on:
             print(f"  builds from: {variant.depends_on}")
         if variant.option_names():
@@ -140,6 +142,8 @@ def cmd_verify(args) -> int:
     for row in rows:
         status = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
+        if "load_s" in row:
+            detail += f"  load {row['load_s']:.2f} s, first call {row['first_call_ms']:.1f} ms"
         print(f"{status:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
     failed = sum(not row["ok"] for row in rows)
     print(f"{len(rows) - failed} verified, {failed} failed")

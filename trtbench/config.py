@@ -224,10 +224,12 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
         if cls is None:
             hint = schema.suggest(name, variant_names()) or f"known variants: {', '.join(variant_names())}"
             raise UserInputError(key, f"unknown variant '{name}'", hint)
-        if not getattr(cls, "timed", True):
-            users = [n for n in variant_names() if variant_class(n).depends_on == name]
-            raise UserInputError(key, f"'{name}' is a build step, not a variant that runs",
-                                 f"list a variant that runs it instead: {', '.join(users)}")
+        if not cls.timed:
+            dependents = [n for n in variant_names() if variant_class(n).depends_on == name]
+            first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
+            also = f"; {', '.join(others)} build from it too" if others else ""
+            raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
+                                 f"list {first} instead (it builds {name} first){also}")
         if name in seen:
             raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
         seen.add(name)

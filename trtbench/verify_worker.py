@@ -1,14 +1,19 @@
-"""Reload one saved artifact in a fresh process, using only torch (and the imports the manifest names).
+"""Reload one saved artifact in a fresh process, the way a deployment would, and time its cold start.
 
 Run by ``trtbench verify`` as ``python verify_worker.py '<json job>'``; deliberately imports nothing
-from trtbench, so it proves the artifact loads the way a deployment would load it.
-Prints one JSON object: {"ok": bool, "max_abs_err": float, "error": str, "warnings": [...]}.
+from trtbench, so it proves the artifact loads with its runtime alone: torch (``torch.jit.load``,
+``torch.export.load``, ``aoti_load_package``), onnxruntime or openvino, plus the imports the
+manifest names. Prints one JSON object: {"ok": bool, "max_abs_err": float, "error": str,
+"load_s": float, "first_call_ms": float, "warnings": [...]}. ``load_s`` runs from importing the
+runtime (torch itself is already imported) to a callable model; ``first_call_ms`` is its first
+forward pass on the reference input, the cold request a fresh server answers.
 """
 
 import hashlib
 import importlib
 import json
 import sys
+import time
 import warnings
 
 
@@ -27,45 +32,95 @@ def flatten(output):
     return [t.detach().float().cpu() for t in tree_flatten(output)[0] if hasattr(t, "detach")]
 
 
+def onnxruntime_model(torch, path, settings):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=[tuple(p) for p in settings["providers"]])
+    names = [value.name for value in session.get_inputs()]
+
+    def run(*inputs):
+        feed = {name: t.detach().cpu().contiguous().numpy() for name, t in zip(names, inputs)}
+        return [torch.from_numpy(out) for out in session.run(None, feed)]
+
+    return run
+
+
+def openvino_model(torch, path, settings):
+    import openvino
+
+    request = openvino.Core().compile_model(path, settings["device"], settings["config"]).create_infer_request()
+
+    def run(*inputs):
+        arrays = [t.detach().cpu().contiguous().numpy() for t in inputs]
+        return [torch.from_numpy(out) for out in request.infer(arrays, share_inputs=True).to_tuple()]
+
+    return run
+
+
+def load(torch, job, device):
+    """The artifact as a callable on torch tensors, or None for an unknown loader."""
+    loader, path = job["loader"], job["path"]
+    if loader == "torch.jit.load":
+        return torch.jit.load(path, map_location=device)
+    if loader == "torch.export.load":
+        return torch.export.load(path).module()
+    if loader == "aoti_load_package":
+        from torch._inductor import aoti_load_package
+
+        return aoti_load_package(path)
+    if loader == "onnxruntime":
+        return onnxruntime_model(torch, path, job["settings"])
+    if loader == "openvino":
+        return openvino_model(torch, path, job["settings"])
+    return None
+
+
 def verify(job):
     import torch
 
-    if sha256_of(job["path"]) != job["sha256"]:
-        return {"ok": False, "error": "sha256 mismatch: the file changed since it was saved"}
+    for file in [{"path": job["path"], "sha256": job["sha256"]}, *job.get("companions", [])]:
+        if sha256_of(file["path"]) != file["sha256"]:
+            return {"ok": False, "error": f"sha256 mismatch: {file['path']} changed since it was saved"}
     device = torch.device(job["device"])
     if device.type == "cuda" and not torch.cuda.is_available():  # before imports that need CUDA to load
         return {"ok": False, "error": "this artifact was saved for CUDA and this machine has no CUDA device"}
+    start = time.perf_counter()
     for name in job.get("imports", []):
         try:
             importlib.import_module(name)
         except Exception as err:  # torch_tensorrt also raises RuntimeError, KeyError, plain Exception
             return {"ok": False, "error": f"cannot import {name}, which loading this artifact needs "
                                           f"({type(err).__name__}: {err})"}
-    if job["loader"] == "torch.jit.load":
-        module = torch.jit.load(job["path"], map_location=device)
-    elif job["loader"] == "torch.export.load":
-        module = torch.export.load(job["path"]).module()
-    else:
+    module = load(torch, job, device)
+    if module is None:
         return {"ok": False, "error": f"unknown loader {job['loader']}"}
+    load_s = time.perf_counter() - start
     reference = torch.load(job["reference"], map_location="cpu", weights_only=True)
     inputs = [t.to(device) for t in reference["inputs"]]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
     with torch.inference_mode():
-        output = flatten(module(*inputs))
+        raw = module(*inputs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    cold = {"load_s": load_s, "first_call_ms": (time.perf_counter() - start) * 1e3}
+    output = flatten(raw)
     expected = reference["outputs"]
     if len(output) != len(expected) or any(o.shape != e.shape for o, e in zip(output, expected)):
-        return {"ok": False, "error": "output structure differs from the recorded output"}
+        return {"ok": False, "error": "output structure differs from the recorded output", **cold}
     max_abs, ok = 0.0, True
     for out, ref in zip(output, expected):  # the same scale-relative bound as trtbench.parity.compare
         ref = ref.float()
         finite = torch.isfinite(ref)
         if not torch.equal(torch.isfinite(out), finite):
-            return {"ok": False, "error": "NaN/inf where the recorded output has none (or the reverse)"}
+            return {"ok": False, "error": "NaN/inf where the recorded output has none (or the reverse)", **cold}
         if not finite.any():
             continue
         err = float((out - ref).abs()[finite].max())
         max_abs = max(max_abs, err)
         ok = ok and err <= job["atol"] + job["rtol"] * float(ref.abs()[finite].max())
-    return {"ok": ok, "max_abs_err": max_abs, "error": "" if ok else "output differs from the recorded output"}
+    return {"ok": ok, "max_abs_err": max_abs, "error": "" if ok else "output differs from the recorded output", **cold}
 
 
 def main():

@@ -140,3 +140,28 @@ class EagerFailsAboveBatch(nn.Module):
 
 def eager_fails_above_batch(limit: int = 2) -> nn.Module:
     return EagerFailsAboveBatch(limit)
+
+
+class DictOutput(nn.Module):
+    """Returns a dict of tensors, as Hugging Face models do: torch.jit.trace needs strict=False for it."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        logits = self.body(x)
+        return {"logits": logits, "probs": logits.softmax(-1)}
+
+
+def dict_output() -> nn.Module:
+    return DictOutput()
+
+
+def tiny_bert() -> nn.Module:
+    """A one-layer, 16-wide ``transformers`` BERT (random weights); it returns a ModelOutput (a dict)."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    return BertModel(config)

@@ -44,8 +44,11 @@ class Artifact:
     """A deployable file a variant saved, and how a fresh process loads it."""
 
     path: Path
-    loader: str  # "torch.jit.load" or "torch.export.load"
+    loader: str  # how the verify worker loads it: "torch.jit.load", "torch.export.load", "aoti_load_package",
+    # "onnxruntime" or "openvino"
     imports: list[str] = field(default_factory=list)  # modules to import before loading (e.g. torch_tensorrt)
+    companions: list[Path] = field(default_factory=list)  # files ``path`` needs beside it (OpenVINO .bin)
+    settings: dict = field(default_factory=dict)  # what the loader needs besides the file (ONNX Runtime providers)
 
 
 class Variant(ABC):
@@ -53,12 +56,15 @@ class Variant(ABC):
 
     ``depends_on`` names a variant whose build this one starts from (it is built first).
     ``Options`` is a dataclass: the YAML schema of the variant's options.
+    ``timed`` is False for a build step that other variants start from (``onnx``): it is built
+    when a dependent needs it, never timed, and cannot be listed in a config.
     """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
     Options: ClassVar[type] = NoOptions
     depends_on: ClassVar[Optional[str]] = None
+    timed: ClassVar[bool] = True
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         """Why this variant cannot run here (missing library, device); None when it can."""

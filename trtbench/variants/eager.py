@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from trtbench.variants import Built, BuildContext, Variant, register
+from dataclasses import dataclass
+
+from trtbench.variants import Built, BuildContext, Variant, cuda_graphs, register
+
+
+@dataclass
+class EagerOptions:
+    """``cuda_graphs: true`` replays the forward pass as one CUDA graph (CUDA, static shapes only);
+    the baseline every speedup divides by then includes that graph."""
+
+    cuda_graphs: bool = False
 
 
 @register
 class Eager(Variant):
     name = "eager"
     description = "PyTorch eager mode (the baseline every other variant is compared with)"
+    Options = EagerOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
+        if (ctx.options or EagerOptions()).cuda_graphs:
+            cuda_graphs.check_can_capture(ctx)
+            return Built(cuda_graphs.GraphReplay(model, ctx.example_inputs), {"cuda_graphs": True})
         return Built(model)
+
+    def prepare(self, built: Built, inputs: tuple):
+        return cuda_graphs.prepare(built, inputs)
+
+    def run(self, built: Built, prepared):
+        return cuda_graphs.run(built, prepared)

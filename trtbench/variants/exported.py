@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -30,14 +31,25 @@ def dynamic_shapes(input_specs) -> tuple:
     return tuple(specs)
 
 
+@dataclass
+class ExportOptions:
+    """``strict: true`` traces with TorchDynamo (Python-level soundness checks, fewer models pass);
+    the default non-strict mode traces with the Python interpreter, as ``torch.export`` does by default."""
+
+    strict: bool = False
+
+
 @register
 class Exported(Variant):
     name = "exported"
     description = "torch.export.export with dynamic dims from min/max (example at opt), run via .module()"
+    Options = ExportOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
-        program = torch.export.export(model, ctx.example_inputs, dynamic_shapes=dynamic_shapes(ctx.input_specs))
-        return Built(program.module(), state=program)
+        strict = (ctx.options or ExportOptions()).strict
+        program = torch.export.export(model, ctx.example_inputs, dynamic_shapes=dynamic_shapes(ctx.input_specs),
+                                      strict=strict)
+        return Built(program.module(), {"strict": strict}, state=program)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from trtbench.variants import Built, BuildContext, register
 from trtbench.variants.torchscript import TorchScriptVariant
 
 
+@dataclass
+class TraceOptions:
+    """``strict: false`` lets the trace record mutable containers, so a model that returns a dict
+    (a Hugging Face ``ModelOutput``) traces; the trace is only valid if that structure never
+    depends on the inputs."""
+
+    strict: bool = True
+
+
 @register
 class Traced(TorchScriptVariant):
     name = "traced"
     description = "torch.jit.trace with an example at the opt shape, trace-checked at min/opt/max"
+    Options = TraceOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
+        strict = (ctx.options or TraceOptions()).strict
         checks = [inputs for label, inputs in ctx.shape_inputs.items() if label != "opt"]
-        traced = torch.jit.trace(model, ctx.example_inputs, check_inputs=checks or None)
-        return Built(traced, {"trace_checked_shapes": ["opt", *[l for l in ctx.shape_inputs if l != "opt"]]})
+        traced = torch.jit.trace(model, ctx.example_inputs, check_inputs=checks or None, strict=strict)
+        return Built(traced, {"trace_checked_shapes": ["opt", *[l for l in ctx.shape_inputs if l != "opt"]],
+                              "strict": strict})

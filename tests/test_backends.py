@@ -1,0 +1,133 @@
+"""The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, parity
+against eager, save, and reload in a fresh process through ``trtbench verify``.
+
+One run builds them all (torch.compile and AOTInductor take seconds even for a tiny model)
+and the tests share it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from trtbench.artifacts import read_manifest, sha256_of, verify_artifact
+from trtbench.config import config_from_dict
+from trtbench.pipeline import Pipeline
+
+NEW_VARIANTS = ["compiled", "aoti", "ort", "openvino"]
+
+
+@pytest.fixture(scope="module")
+def backends_run(tmp_path_factory):
+    from conftest import TINY_CONFIG
+
+    out = tmp_path_factory.mktemp("backends") / "out"
+    config = dict(TINY_CONFIG, variants=["eager", *NEW_VARIANTS], output={"dir": str(out)})
+    outcome = Pipeline(config_from_dict(config)).run()
+    return outcome, out
+
+
+def rows_of(outcome, variant):
+    return [r for r in outcome.results if r.variant == variant]
+
+
+def test_every_new_variant_builds_runs_and_matches_eager_at_every_shape(backends_run):
+    outcome, _ = backends_run
+    assert outcome.exit_code == 0
+    assert {r.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
+    for r in outcome.results:
+        assert r.status == "ok", (r.variant, r.reason)
+        assert r.parity["ok"] and r.parity["max_abs_err"] <= 1e-4, (r.variant, r.parity)
+    assert {r.shape for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
+
+
+def test_compiled_reports_its_first_call_and_points_to_aoti(backends_run):
+    outcome, _ = backends_run
+    info = rows_of(outcome, "compiled")[0].build_info
+    assert 0 < info["first_call_s"] <= rows_of(outcome, "compiled")[0].build_s
+    assert info["graphs"] >= 1 and info["graph_breaks"] == 0
+    assert info["artifact"].startswith("none") and "aoti" in info["artifact"]
+
+
+def test_runtimes_use_the_runs_threads(backends_run):
+    outcome, _ = backends_run
+    ort = rows_of(outcome, "ort")[0].build_info
+    assert ort["intra_op_num_threads"] == torch.get_num_threads()
+    assert ort["providers"] == ["CPUExecutionProvider"]
+    assert ort["onnx"]["inputs"]["x"].startswith("[s")  # the batch dim stayed symbolic
+    openvino = rows_of(outcome, "openvino")[0].build_info
+    assert openvino["inference_num_threads"] == torch.get_num_threads()
+    assert openvino["inference_precision"] == "f32"
+
+
+def test_manifest_hashes_every_file_of_each_artifact(backends_run):
+    _, out = backends_run
+    entries = {a["file"]: a for a in read_manifest(out)["artifacts"]}
+    assert set(entries) == {"aoti_fp32.pt2", "ort_fp32.onnx", "openvino_fp32.xml"}
+    assert [c["file"] for c in entries["openvino_fp32.xml"]["companions"]] == ["openvino_fp32.bin"]
+    for entry in entries.values():
+        for file in [entry, *entry["companions"]]:
+            path = out / "artifacts" / file["file"]
+            assert file["sha256"] == sha256_of(path) and file["bytes"] == path.stat().st_size
+        assert entry["reload_check"]["shapes"] == ["min", "opt", "max"]
+    assert entries["ort_fp32.onnx"]["settings"]["providers"] == [["CPUExecutionProvider", {}]]
+
+
+def test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start(backends_run, subprocess_env):
+    _, out = backends_run
+    proc = subprocess.run([sys.executable, "-m", "trtbench", "verify", str(out)], capture_output=True, text=True,
+                          env=subprocess_env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 verified, 0 failed" in proc.stdout
+    cold_starts = re.findall(r"^ok .*load ([\d.]+) s, first call ([\d.]+) ms$", proc.stdout, re.M)
+    assert len(cold_starts) == 3 and all(float(s) > 0 and float(ms) > 0 for s, ms in cold_starts), proc.stdout
+
+
+def test_a_changed_weights_file_fails_verification(backends_run, tmp_path):
+    _, out = backends_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    with (copy / "artifacts" / "openvino_fp32.bin").open("ab") as fh:
+        fh.write(b"tampered")
+    entry = next(a for a in read_manifest(copy)["artifacts"] if a["file"] == "openvino_fp32.xml")
+    row = verify_artifact(entry, copy / "artifacts")
+    assert not row["ok"] and "openvino_fp32.bin changed since it was saved" in row["error"]
+
+
+def test_the_onnx_file_runs_with_onnxruntime_alone(backends_run):
+    """The deployment path: a process that imports onnxruntime and numpy, not torch."""
+    _, out = backends_run
+    code = ("import sys, numpy as np, onnxruntime as ort; s = ort.InferenceSession(sys.argv[1]);"
+            "y = s.run(None, {s.get_inputs()[0].name: np.zeros((3, 3, 16, 16), np.float32)})[0];"
+            "assert 'torch' not in sys.modules; print(y.shape)")
+    proc = subprocess.run([sys.executable, "-c", code, str(out / "artifacts" / "ort_fp32.onnx")],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(3, 10)"
+
+
+def test_compiled_counts_the_recompilations_the_benchmarked_shapes_cause(tiny_config):
+    """dynamic: false compiles each new shape: opt at build, then min and max once each, then nothing."""
+    from trtbench.variants import BuildContext, get_variant
+    from trtbench.variants.compiled import CompileOptions
+
+    config = config_from_dict(tiny_config)
+    model = __import__("toy_models").tiny_cnn().eval()
+    shapes = {label: (torch.randn([b, 3, 16, 16]),) for label, b in (("min", 1), ("opt", 2), ("max", 4))}
+    ctx = BuildContext(device=torch.device("cpu"), precision="fp32", dtype=torch.float32,
+                       example_inputs=shapes["opt"], shape_inputs=shapes, input_specs=config.inputs,
+                       options=CompileOptions(dynamic=False))
+    variant = get_variant("compiled")
+    with torch.no_grad():
+        built = variant.build(model, ctx)
+    assert variant.run_info(built) == {"recompilations": 0}
+    with torch.inference_mode():
+        for _ in range(2):
+            for inputs in shapes.values():
+                torch.testing.assert_close(variant.run(built, variant.prepare(built, inputs)), model(*inputs))
+    assert variant.run_info(built) == {"recompilations": 2}

@@ -1,0 +1,127 @@
+"""Variant options users reach for (traced/exported strict, cuda_graphs, compile and AOTInductor settings),
+the onnx build step in a config, and variants whose runtime is missing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trtbench.artifacts import read_manifest, verify_artifact
+from trtbench.config import config_from_dict
+from trtbench.errors import UserInputError
+from trtbench.pipeline import Pipeline
+
+
+def run(config, tmp_path, save=False):
+    config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": save}
+    return Pipeline(config_from_dict(config)).run()
+
+
+def test_listing_the_onnx_build_step_says_to_list_ort(tiny_config):
+    tiny_config["variants"] = ["eager", "onnx"]
+    with pytest.raises(UserInputError) as info:
+        config_from_dict(tiny_config)
+    assert info.value.where == "variants[1]"
+    assert "'onnx' is a build step" in info.value.problem
+    assert info.value.hint.startswith("list ort instead") and "openvino" in info.value.hint
+
+
+@pytest.mark.parametrize("options, where, text", [
+    ({"compiled": {"mode": "fastest"}}, "variants[1].compiled.mode", "unknown value 'fastest'"),
+    ({"compiled": {"backend": "eager", "mode": "max-autotune"}}, "variants[1].compiled.mode", "Inductor mode"),
+    ({"compiled": {"cuda_graphs": True, "mode": "reduce-overhead"}}, "variants[1].compiled.cuda_graphs",
+     "already replays CUDA graphs"),
+    ({"aoti": {"inductor_configs": {"max_autotun": True}}}, "variants[1].aoti.inductor_configs.max_autotun",
+     "not an Inductor config setting"),
+    ({"ort": {"graph_optimization": "max"}}, "variants[1].ort.graph_optimization", "unknown value 'max'"),
+    ({"openvino": {"inference_precision": "f16"}}, "variants[1].openvino.inference_precision", "unknown value"),
+])
+def test_bad_options_name_the_key(tiny_config, options, where, text):
+    tiny_config["variants"] = ["eager", options]
+    with pytest.raises(UserInputError) as info:
+        config_from_dict(tiny_config)
+    assert info.value.where == where and text in info.value.problem
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
+def test_cuda_graphs_on_the_cpu_fail_with_the_reason(tiny_config, tmp_path):
+    tiny_config["inputs"] = [{"name": "input", "shape": [2, 3, 16, 16]}]
+    tiny_config["variants"] = [{"eager": {"cuda_graphs": True}}, {"compiled": {"cuda_graphs": True}}]
+    outcome = run(tiny_config, tmp_path)
+    assert [(r.variant, r.status) for r in outcome.results] == [("eager", "failed"), ("compiled", "failed")]
+    assert all("cuda_graphs: true needs a CUDA device and this run uses 'cpu'" in r.reason for r in outcome.results)
+
+
+def test_missing_runtimes_are_skipped_with_the_install_command(tiny_config, tmp_path, monkeypatch):
+    from trtbench.variants import openvino, ort_common
+
+    def missing():
+        raise ImportError("not installed")
+
+    monkeypatch.setattr(ort_common, "import_onnxruntime", missing)
+    monkeypatch.setattr(openvino, "import_openvino", missing)
+    tiny_config["variants"] = ["eager", "ort", "openvino"]
+    outcome = run(tiny_config, tmp_path)
+    reasons = {r.variant: r.reason for r in outcome.results if r.status == "skipped"}
+    assert reasons == {"ort": "onnxruntime is not installed (pip install onnxruntime)",
+                       "openvino": "openvino is not installed (pip install openvino (or pip install 'trtbench[openvino]'))"}
+    assert outcome.exit_code == 0
+
+
+def test_without_the_onnx_exporter_ort_is_skipped_with_the_reason(tiny_config, tmp_path, monkeypatch):
+    import importlib.util
+
+    from trtbench.variants import onnx
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(onnx.importlib.util, "find_spec", lambda name: None if name == "onnxscript" else real(name))
+    tiny_config["variants"] = ["eager", "ort"]
+    outcome = run(tiny_config, tmp_path)
+    ort = [r for r in outcome.results if r.variant == "ort"]
+    assert all(r.status == "skipped" for r in ort)
+    assert ort[0].reason == "needs onnx, which did not build (skipped: onnxscript not installed (pip install onnx onnxscript))"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip path on a machine without CUDA")
+def test_gpu_runtimes_are_skipped_without_cuda(tiny_config, tmp_path):
+    tiny_config["variants"] = ["eager", "ort_cuda", "ort_trt"]
+    outcome = run(tiny_config, tmp_path)
+    gpu = [r for r in outcome.results if r.variant != "eager"]
+    assert len(gpu) == 6 and all(r.status == "skipped" and r.reason.startswith("CUDA is not available") for r in gpu)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:FutureWarning")
+def test_a_dict_returning_model_traces_only_with_strict_false(tiny_config):
+    from trtbench.variants import BuildContext, get_variant
+    from trtbench.variants.traced import TraceOptions
+
+    model, x = __import__("toy_models").dict_output().eval(), torch.randn(2, 3, 16, 16)
+    ctx = BuildContext(device=torch.device("cpu"), precision="fp32", dtype=torch.float32, example_inputs=(x,),
+                       shape_inputs={"opt": (x,)}, input_specs=config_from_dict(tiny_config).inputs)
+    with pytest.raises(RuntimeError, match="Encountering a dict at the output of the tracer"):
+        get_variant("traced").build(model, ctx)
+    ctx.options = TraceOptions(strict=False)
+    assert get_variant("traced").build(model, ctx).module(x).keys() == {"logits", "probs"}
+
+
+def test_dict_outputs_trace_export_save_and_reload_in_a_fresh_process(tiny_config, tmp_path):
+    tiny_config["model"]["name"] = "toy_models:dict_output"
+    tiny_config["variants"] = ["eager", {"traced": {"strict": False}}, {"exported": {"strict": True}}]
+    outcome = run(tiny_config, tmp_path, save=True)
+    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+    info = {r.variant: r.build_info for r in outcome.results}
+    assert info["traced"]["strict"] is False and info["exported"]["strict"] is True
+    manifest = read_manifest(tmp_path / "out")
+    assert [a["file"] for a in manifest["artifacts"]] == ["traced_fp32.ts", "exported_fp32.pt2"]
+    assert verify_artifact(manifest["artifacts"][0], tmp_path / "out" / "artifacts")["ok"]
+
+
+def test_a_hugging_face_bert_traces_with_strict_false(tiny_config, tmp_path):
+    pytest.importorskip("transformers")
+    tiny_config["model"]["name"] = "toy_models:tiny_bert"
+    tiny_config["inputs"] = [{"name": "input_ids", "dtype": "int64", "value_range": [0, 100],
+                              "min_shape": [1, 4], "opt_shape": [2, 8], "max_shape": [4, 16]}]
+    tiny_config["variants"] = ["eager", {"traced": {"strict": False}}]
+    outcome = run(tiny_config, tmp_path)
+    traced = [r for r in outcome.results if r.variant == "traced"]
+    assert all(r.status == "ok" and r.parity["ok"] for r in traced), [r.reason for r in traced]

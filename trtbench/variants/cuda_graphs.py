@@ -1,0 +1,77 @@
+"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (registers no variant).
+
+A CUDA graph records the kernels of one forward pass once and replays them with a single
+launch, which removes the per-kernel CPU launch cost. It replays on the buffers it was
+captured with, so it needs static shapes: the inputs are copied into those buffers before
+timing (``prepare``) and a replay returns the same output tensors, overwritten each time.
+The capture follows the whole-network recipe of ``torch.cuda.graph``: warm up on a side
+stream (lazy initialisation must not happen during capture), then capture.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trtbench.variants import Built, BuildContext
+
+WARMUP_CALLS = 3
+
+
+def check_can_capture(ctx: BuildContext) -> None:
+    """Raise ValueError when the run cannot use CUDA graphs: no CUDA device, or dynamic input shapes."""
+    if ctx.device.type != "cuda":
+        raise ValueError(f"cuda_graphs: true needs a CUDA device and this run uses '{ctx.device}'; "
+                         f"remove the option or run with device: cuda")
+    dynamic = [spec.name for spec in ctx.input_specs if spec.is_dynamic]
+    if dynamic:
+        raise ValueError(f"cuda_graphs: true needs static input shapes, and {', '.join(dynamic)} has a min..max "
+                         f"range; give each input one 'shape' (a graph replays the shapes it was captured at)")
+
+
+class GraphReplay:
+    """A callable captured as a CUDA graph at the example inputs' shapes."""
+
+    def __init__(self, fn, example_inputs: tuple):
+        self.static_inputs = tuple(t.clone() for t in example_inputs)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                fn(*self.static_inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.static_output = fn(*self.static_inputs)
+        torch.cuda.synchronize()
+
+    def load_inputs(self, inputs: tuple) -> None:
+        """Copy ``inputs`` into the captured input buffers (shapes must match the capture)."""
+        if [t.shape for t in inputs] != [t.shape for t in self.static_inputs]:
+            raise ValueError(f"the CUDA graph was captured at {[list(t.shape) for t in self.static_inputs]}, "
+                             f"got {[list(t.shape) for t in inputs]}")
+        for buffer, tensor in zip(self.static_inputs, inputs):
+            buffer.copy_(tensor)
+
+    def replay(self):
+        """Rerun the captured kernels; returns the captured output tensors (valid until the next replay)."""
+        self.graph.replay()
+        return self.static_output
+
+    def __call__(self, *inputs):
+        self.load_inputs(inputs)
+        return self.replay()
+
+
+def prepare(built: Built, inputs: tuple):
+    """``Variant.prepare`` for a variant that may be a :class:`GraphReplay`: copy inputs into its buffers."""
+    if isinstance(built.module, GraphReplay):
+        built.module.load_inputs(inputs)
+        return ()
+    return inputs
+
+
+def run(built: Built, prepared):
+    """``Variant.run`` for a variant that may be a :class:`GraphReplay`: one replay, or one call."""
+    if isinstance(built.module, GraphReplay):
+        return built.module.replay()
+    return built.module(*prepared)

@@ -1,0 +1,71 @@
+"""``onnx``: the ``exported`` program translated to ONNX with ``torch.onnx.export(..., dynamo=True)``.
+
+A build step, not a timed variant: ``ort``, ``ort_cuda``, ``ort_trt`` and ``openvino`` start from
+it, and a config lists those instead. Exporting the ExportedProgram (rather than the module)
+keeps its dynamic dims, which become symbolic dims of the ONNX inputs. The model is written
+to a temporary directory for the runtimes to load; each variant that ships it writes its own
+copy with :meth:`OnnxModel.save`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trtbench.variants import Built, BuildContext, Variant, register
+
+
+@dataclass
+class OnnxModel:
+    """An exported ONNX model: the ``torch.onnx.ONNXProgram`` and the file it was written to."""
+
+    program: Any  # torch.onnx.ONNXProgram
+    path: Path
+    workdir: tempfile.TemporaryDirectory  # holds ``path``; removed when the build is dropped
+
+    @property
+    def input_names(self) -> list[str]:
+        return [value.name for value in self.program.model.graph.inputs]
+
+    def save(self, destination: Path) -> list[Path]:
+        """Write the model to ``destination``; returns the other files it wrote there and needs.
+
+        ONNX keeps weights beyond its 2 GB protobuf limit in an external data file beside the
+        model (``ONNXProgram.save`` decides); that file is returned so it ships with it.
+        """
+        before = set(destination.parent.iterdir())
+        self.program.save(str(destination))
+        return sorted(set(destination.parent.iterdir()) - before - {destination})
+
+
+@register
+class Onnx(Variant):
+    name = "onnx"
+    description = "torch.onnx.export(dynamo=True) of the exported program, for ort, ort_cuda, ort_trt and openvino"
+    depends_on = "exported"
+    timed = False
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
+        if missing:
+            return f"{' and '.join(missing)} not installed (pip install onnx onnxscript)"
+        return None
+
+    def build(self, model, ctx: BuildContext) -> Built:
+        program = ctx.built[self.depends_on].state
+        start = time.perf_counter()
+        onnx_program = torch.onnx.export(program, dynamo=True, verbose=False)
+        workdir = tempfile.TemporaryDirectory(prefix="trtbench-onnx-")
+        onnx_model = OnnxModel(onnx_program, Path(workdir.name) / "model.onnx", workdir)
+        onnx_model.save(onnx_model.path)
+        graph = onnx_program.model.graph
+        info = {"export_s": time.perf_counter() - start, "opset": onnx_program.model.opset_imports.get(""),
+                "inputs": {value.name: str(value.shape) for value in graph.inputs},
+                "outputs": [value.name for value in graph.outputs]}
+        return Built(None, info, state=onnx_model)

@@ -1,0 +1,159 @@
+"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt`` (this module registers none).
+
+Each variant runs the ``onnx`` build step's model in an ``onnxruntime.InferenceSession`` with
+one execution provider. ``intra_op_num_threads`` is the run's torch thread count at build
+time, so both sides of a comparison use the same cores. Inputs become what the session takes
+before timing: numpy arrays on the CPU, an IOBinding over the torch tensors' device memory on
+CUDA (no copies in the timed call). Outputs come back as torch tensors. The saved artifact is
+the ``.onnx`` file, which a deployment loads with onnxruntime alone.
+
+``onnxruntime`` is imported only when an ORT variant is checked or built. A session whose
+provider failed to load falls back to the CPU with only a logged warning; the build checks
+the providers the session really uses and fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from trtbench.schema import join, require_choice
+from trtbench.variants import Artifact, Built, BuildContext, Variant
+
+OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",
+                       "basic": "ORT_ENABLE_BASIC", "disabled": "ORT_DISABLE_ALL"}
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+TENSORRT = "TensorrtExecutionProvider"
+INSTALL = {CPU: "pip install onnxruntime", CUDA: "pip install onnxruntime-gpu", TENSORRT: "pip install onnxruntime-gpu"}
+
+
+@dataclass
+class OrtOptions:
+    """``graph_optimization``: ONNX Runtime's graph optimization level (all, layout, extended, basic, disabled)."""
+
+    graph_optimization: str = "all"
+
+    def validate(self, path: str) -> None:
+        require_choice(self.graph_optimization, OPTIMIZATION_LEVELS, join(path, "graph_optimization"))
+
+
+def import_onnxruntime():
+    return importlib.import_module("onnxruntime")
+
+
+def numpy_dtype(dtype: torch.dtype):
+    return torch.empty((), dtype=dtype).numpy().dtype
+
+
+def cuda_device_id(device: torch.device) -> str:
+    """The CUDA device index of ``device`` ('cuda' is the current device) as a provider option."""
+    return str(device.index if device.index is not None else torch.cuda.current_device())
+
+
+class OrtRunner:
+    """An ``InferenceSession`` that takes torch tensors on ``device`` and returns torch tensors."""
+
+    def __init__(self, session, device: torch.device):
+        self.session = session
+        self.device = device
+        self.input_names = [value.name for value in session.get_inputs()]
+        self.output_names = [value.name for value in session.get_outputs()]
+
+    def prepare(self, inputs: tuple):
+        """numpy arrays (CPU) or an IOBinding plus the tensors it points into (CUDA)."""
+        if len(inputs) != len(self.input_names):
+            raise ValueError(f"the ONNX model takes {len(self.input_names)} input(s) ({', '.join(self.input_names)}), "
+                             f"got {len(inputs)}")
+        if self.device.type != "cuda":
+            return {name: t.detach().cpu().contiguous().numpy() for name, t in zip(self.input_names, inputs)}
+        tensors = [t.detach().contiguous() for t in inputs]
+        binding = self.session.io_binding()
+        for name, t in zip(self.input_names, tensors):
+            binding.bind_input(name, "cuda", t.device.index, numpy_dtype(t.dtype), tuple(t.shape), t.data_ptr())
+        for name in self.output_names:
+            binding.bind_output(name, "cuda", tensors[0].device.index if tensors else 0)
+        torch.cuda.synchronize(self.device)  # the inputs are written before ONNX Runtime's stream reads them
+        return binding, tensors
+
+    def run(self, prepared) -> list[torch.Tensor]:
+        if self.device.type != "cuda":
+            return [torch.from_numpy(out) for out in self.session.run(None, prepared)]
+        binding, _ = prepared
+        self.session.run_with_iobinding(binding)  # returns once the outputs are ready
+        return [torch.from_dlpack(value) for value in binding.get_outputs()]
+
+    def __call__(self, *inputs):
+        return self.run(self.prepare(inputs))
+
+
+class OrtVariant(Variant):
+    """Runs the ``onnx`` step's model with ``provider`` (subclasses set ``name`` and ``provider``)."""
+
+    depends_on = "onnx"
+    provider: str
+    Options = OrtOptions
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        if self.provider == CPU and device.type != "cpu":
+            return f"{self.name} runs ONNX Runtime on the CPU and this run uses '{device}'; list ort_cuda or ort_trt"
+        if self.provider != CPU:
+            if not torch.cuda.is_available():
+                return f"CUDA is not available on this machine ({self.name} runs ONNX Runtime's {self.provider})"
+            if device.type != "cuda":
+                return f"{self.name} needs a CUDA device, this run uses '{device}'"
+        try:
+            ort = import_onnxruntime()
+        except ImportError:
+            return f"onnxruntime is not installed ({INSTALL[self.provider]})"
+        if self.provider not in ort.get_available_providers():
+            return (f"onnxruntime {ort.__version__} has no {self.provider} "
+                    f"(it has {', '.join(ort.get_available_providers())}; {INSTALL[self.provider]})")
+        return None
+
+    def provider_options(self, ctx: BuildContext, input_names: list[str]) -> dict:
+        """Options of ``provider`` for this build (strings, as ONNX Runtime takes them)."""
+        return {}
+
+    def providers(self, ctx: BuildContext, input_names: list[str]) -> list[list]:
+        """``[[provider, options], ...]`` in priority order; a subclass may add a fallback."""
+        return [[self.provider, self.provider_options(ctx, input_names)]]
+
+    def build(self, model, ctx: BuildContext) -> Built:
+        ort = import_onnxruntime()
+        options = ctx.options or OrtOptions()
+        onnx_model = ctx.built[self.depends_on].state
+        session_options = ort.SessionOptions()
+        session_options.intra_op_num_threads = torch.get_num_threads()
+        session_options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
+                                                           OPTIMIZATION_LEVELS[options.graph_optimization])
+        providers = self.providers(ctx, onnx_model.input_names)
+        session = ort.InferenceSession(str(onnx_model.path), session_options,
+                                       providers=[(name, opts) for name, opts in providers])
+        used = session.get_providers()
+        if used[0] != self.provider:
+            raise RuntimeError(f"onnxruntime could not start {self.provider} and fell back to {used[0]} "
+                               f"(see its log above for why)")
+        info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
+                "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info}
+        return Built(OrtRunner(session, ctx.device), info, state={"onnx": onnx_model, "providers": providers})
+
+    def prepare(self, built: Built, inputs: tuple):
+        return built.module.prepare(inputs)
+
+    def run(self, built: Built, prepared):
+        return built.module.run(prepared)
+
+    def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
+        path = directory / f"{stem}.onnx"
+        companions = built.state["onnx"].save(path)
+        return [Artifact(path=path, loader="onnxruntime", companions=companions,
+                         settings={"providers": built.state["providers"]})]
+
+    def load(self, artifact: Artifact, device: torch.device):
+        ort = import_onnxruntime()
+        providers = [(name, opts) for name, opts in artifact.settings["providers"]]
+        return OrtRunner(ort.InferenceSession(str(artifact.path), providers=providers), device)

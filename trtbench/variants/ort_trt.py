@@ -1,0 +1,34 @@
+"""ONNX Runtime's TensorRT execution provider (from ``onnxruntime-gpu``), with the CUDA provider for what TensorRT does not take.
+
+The provider builds its TensorRT engine for one optimization profile: the config's min/opt/max
+shapes of every dynamic input (``trt_profile_*_shapes``); without it, each new shape rebuilds
+the engine.
+"""
+
+from __future__ import annotations
+
+from trtbench.variants import BuildContext, register
+from trtbench.variants.ort_common import CUDA, TENSORRT, OrtVariant, cuda_device_id
+
+
+def profile_shapes(input_specs, input_names: list[str], label: str) -> str:
+    """``name:1x3x224x224,...`` for every dynamic input at ``label`` (min, opt or max)."""
+    return ",".join(f"{name}:{'x'.join(map(str, spec.shape_for(label)))}"
+                    for name, spec in zip(input_names, input_specs) if spec.is_dynamic)
+
+
+@register
+class OrtTensorRT(OrtVariant):
+    name = "ort_trt"
+    description = "ONNX Runtime, TensorRT execution provider (CUDA provider for the rest), engine for min..max"
+    provider = TENSORRT
+
+    def provider_options(self, ctx: BuildContext, input_names: list[str]) -> dict:
+        options = {"device_id": cuda_device_id(ctx.device)}
+        if any(spec.is_dynamic for spec in ctx.input_specs):
+            for label in ("min", "opt", "max"):
+                options[f"trt_profile_{label}_shapes"] = profile_shapes(ctx.input_specs, input_names, label)
+        return options
+
+    def providers(self, ctx: BuildContext, input_names: list[str]) -> list[list]:
+        return [*super().providers(ctx, input_names), [CUDA, {"device_id": cuda_device_id(ctx.device)}]]
