@@ -123,6 +123,7 @@ class BenchmarkConfig(TimingPlan):
     threads: Optional[int] = None  # intra-op threads; default: torch's (the machine's cores)
     cudnn_benchmark: bool = True
     seed: int = 0
+    measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
 
     def validate(self, path: str) -> None:
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s"):
@@ -186,6 +187,7 @@ class OutputConfig:
 
     dir: Optional[str] = None
     save_artifacts: bool = True
+    cold_start: bool = True  # load each saved artifact in a fresh process: load time and first call
 
 
 @dataclass

@@ -65,6 +65,18 @@ class Record:
         stats = self.stats
         return self.case.batch * 1000.0 / stats.median if stats and stats.median > 0 else None
 
+    @property
+    def achieved_flops_per_s(self) -> Optional[float]:
+        """The model's FLOPs at this point over the median latency (None without both)."""
+        stats, flops = self.stats, self.metrics.get("flops")
+        return flops / (stats.median / 1e3) if stats and flops and stats.median > 0 else None
+
+    def ceiling_share(self, which: str) -> Optional[float]:
+        """Achieved FLOP/s as a share of the ``peak`` or ``measured`` ceiling (None when unknown)."""
+        achieved = self.achieved_flops_per_s
+        ceiling = (self.metrics.get("ceiling") or {}).get(f"{which}_flops_per_s")
+        return achieved / ceiling if achieved and ceiling else None
+
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,

@@ -19,9 +19,11 @@ from typing import Any, Iterator
 
 import torch
 
-from trtbench.artifacts import ArtifactStore
+from trtbench.artifacts import ArtifactStore, verify_artifact
 from trtbench.build import BuildOutcome, build_variants, capture_warnings
+from trtbench.ceiling import measured_matmul_ceiling, theoretical_peak
 from trtbench.env import collect_environment
+from trtbench.flops import forward_flops
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.journal import Journal, JournalState
 from trtbench.measure import MissingReference, measure_point
@@ -113,10 +115,10 @@ class Runner:
                     groups = [g for g in self.plan.groups if g.model.id == model_cfg.id]
                     if not groups or all(self._group_done(g) for g in groups):
                         continue
-                    references = self._references(model, groups[0].points)
+                    references, flops = self._references(model, groups[0].points)
                     for group in groups:
                         if not self._group_done(group):
-                            self._run_group(group, model, references, env_id)
+                            self._run_group(group, model, references, flops, env_id)
         except KeyboardInterrupt:
             interrupted = True
             self._account_unfinished(env_id, "interrupted", "not run: stopped by Ctrl-C")
@@ -185,11 +187,12 @@ class Runner:
                                                       self.device, dtype), self.config.channels_last)
                 for p in points}
 
-    def _references(self, model: torch.nn.Module, points: list[ShapePoint]) -> dict[str, Any]:
-        """Eager fp32 outputs at every point: the accuracy reference for every variant and precision."""
+    def _references(self, model: torch.nn.Module, points: list[ShapePoint]) -> tuple[dict[str, Any], dict[str, int]]:
+        """Eager fp32 outputs at every point (the accuracy reference for every variant and precision),
+        and the FLOPs of one forward pass there (``FlopCounterMode``; absent where it cannot count)."""
         reference_model = copy.deepcopy(model).to(self.device, torch.float32)
         inputs = self._inputs(points, torch.float32)
-        references = {}
+        references, flops = {}, {}
         with torch.inference_mode():
             for point in points:
                 try:
@@ -197,13 +200,30 @@ class Runner:
                 except Exception as err:  # every check at this point fails with this reason
                     references[point.label] = MissingReference(
                         f"no eager fp32 reference: eager fp32 failed here ({describe_error(err)})")
-        return references
+                    continue
+                try:
+                    flops[point.label] = forward_flops(reference_model, inputs[point.label])
+                except Exception:  # a model the counter cannot run: no FLOP/s columns, nothing else lost
+                    pass
+        return references, flops
 
-    def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: dict, env_id: str) -> None:
+    def _ceiling(self, dtype: torch.dtype, threads: int) -> dict:
+        """The device's FLOP/s ceilings at ``dtype`` and ``threads``: hardware peak and measured matmul."""
+        peak = theoretical_peak(self.device, dtype, threads)
+        ceiling = {"peak_flops_per_s": peak.get("flops_per_s"), "peak_method": peak.get("method"),
+                   "peak_assumptions": peak.get("assumptions") or peak.get("reason")}
+        if self.config.benchmark.measure_ceiling:
+            measured = measured_matmul_ceiling(self.device, dtype, threads=threads)
+            ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
+        return ceiling
+
+    def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: dict, flops: dict,
+                   env_id: str) -> None:
         bench = self.config.benchmark
         with torch_settings(group.threads, bench.cudnn_benchmark):
             dtype = precision_dtype(group.precision)
             points = self._points_todo(group)
+            ceiling = self._ceiling(dtype, group.threads) if points else {}
             cast = copy.deepcopy(model).to(self.device, dtype).requires_grad_(False)
             if self.config.channels_last:
                 cast = cast.to(memory_format=torch.channels_last)
@@ -224,10 +244,29 @@ class Runner:
                     records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
                                             tolerance, bench.timing, self.device, env_id, self.failures, tick)
                 for record in records:
+                    if point.label in flops:
+                        record.metrics["flops"] = flops[point.label]
+                    record.metrics["ceiling"] = ceiling
                     self._keep(record)
+            self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
                 self._save(group, outcomes[name], inputs, tolerance)
             self._profile_if_configured(group, outcomes, dtype)
+
+    def _add_run_info(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], points: list[ShapePoint]) -> None:
+        """Facts a variant knows only after every point ran (compiled's recompilations) join its build info."""
+        for entry in group.variants:
+            outcome = outcomes.get(entry.name)
+            if outcome is None or outcome.built is None:
+                continue
+            info = outcome.variant.run_info(outcome.built)
+            if not info:
+                continue
+            for point in points:
+                record = self.records.get(group.case(entry, point).key)
+                if record is not None:
+                    record.build["info"] = {**record.build.get("info", {}), **info}
+                    self._keep(record)
 
     def _with_dependencies(self, group: BuildGroup, names: list[str]) -> list[str]:
         return [n for n in group.build_names if n in names or any(
@@ -297,11 +336,19 @@ class Runner:
                 r.status, r.reason = "failed", reason
                 self._keep(r)
             return []
-        if caught:
-            for r in rows:
-                r.warnings = sorted(set(r.warnings) | set(caught))
-                self._keep(r)
+        cold = [self._cold_start(entry) for entry in entries] if self.config.output.cold_start else []
+        for r in rows:
+            r.warnings = sorted(set(r.warnings) | set(caught))
+            if cold:
+                r.metrics["cold_start"] = cold
+            self._keep(r)
         return entries
+
+    def _cold_start(self, entry: dict) -> dict:
+        """Load time and first call of a saved artifact in a fresh process (the verify worker)."""
+        check = verify_artifact(entry, self.store.directory)
+        return {"file": entry["file"], "ok": check.get("ok"), "load_s": check.get("load_s"),
+                "first_call_ms": check.get("first_call_ms"), **({"error": check["error"]} if check.get("error") else {})}
 
     # ---- profiles and interruptions ----------------------------------------------------------
 

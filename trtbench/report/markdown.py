@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trtbench.env import busy_machine_note, environment_name
 from trtbench.report.profile import profile_markdown
-from trtbench.report.tables import markdown_table
+from trtbench.report.tables import deployment_table, markdown_table
 from trtbench.resultset import ResultSet
 
 
@@ -54,6 +54,13 @@ def report_markdown(config, results: ResultSet, interrupted: bool, manifest, plo
                   "again to resume.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
     parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
+    deployment = deployment_table(results)
+    if deployment:
+        parts += ["## Build, cold start and memory", "",
+                  "Build time in this process; first call: the compile that torch.compile defers to it; artifact "
+                  "load and cold first call: the saved file loaded in a fresh process (the verify worker); peak "
+                  "memory: host RSS high-water mark (device memory on CUDA) while building and during one call.",
+                  "", deployment]
     warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]

@@ -77,6 +77,49 @@ def parity_text(parity: dict | None) -> str:
     return ("ok" if parity["ok"] else "FAIL") + f" (abs {parity['max_abs_err']:.1e}{top1_text})"
 
 
+def _share(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def flops_text(r: Record) -> str:
+    """``412 (62%, 88%)``: achieved GFLOP/s and its share of the hardware peak and of measured matmul."""
+    achieved = r.achieved_flops_per_s
+    if achieved is None:
+        return ""
+    return f"{achieved / 1e9:.0f} ({_share(r.ceiling_share('peak'))}, {_share(r.ceiling_share('measured'))})"
+
+
+def _mib(nbytes: Optional[int]) -> str:
+    return "" if nbytes is None else f"{nbytes / 2**20:.0f}"
+
+
+def _num(value: Optional[float], digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def deployment_table(results: ResultSet) -> str:
+    """Per variant build: build time, compile on first call, cold start of the saved file, peak memory."""
+    lines = ["| model | variant | precision | threads | build s | first call s | artifact load s | "
+             "cold first call ms | peak MiB build | peak MiB run |", "|---|---|---|---|---|---|---|---|---|---|"]
+    builds: dict[tuple, list[Record]] = {}
+    for r in results:
+        if r.status == "ok":
+            c = r.case
+            builds.setdefault((r.environment, c.model, c.label, c.precision, c.threads), []).append(r)
+    for (_, model, label, precision, threads), records in builds.items():
+        first = records[0]
+        cold = first.metrics.get("cold_start") or []
+        run_peaks = [p for p in (x.metrics.get("peak_memory", {}).get("peak_bytes") for x in records) if p]
+        cells = [model, label, precision, str(threads), _num(first.build.get("build_s"), 2),
+                 _num(first.build.get("info", {}).get("first_call_s"), 2),
+                 ", ".join(_num(x.get("load_s"), 2) for x in cold if x.get("load_s") is not None),
+                 ", ".join(_num(x.get("first_call_ms"), 1) for x in cold if x.get("first_call_ms") is not None),
+                 _mib(first.build.get("peak_memory", {}).get("peak_bytes")),
+                 _mib(max(run_peaks)) if run_peaks else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" if builds else ""
+
+
 def _columns(results: ResultSet) -> list[str]:
     """Columns, with model/precision/threads/environment only when they vary."""
     records = results.records
@@ -90,7 +133,10 @@ def _columns(results: ResultSet) -> list[str]:
         cols.append("precision")
     if len({r.case.threads for r in records}) > 1:
         cols.append("threads")
-    return cols + ["point", "status", "median ms (95% CI)", "p99 ms", "samples/s", "speedup [95% CI]", "parity"]
+    cols += ["point", "status", "median ms (95% CI)", "p99 ms", "samples/s", "speedup [95% CI]"]
+    if any(r.achieved_flops_per_s for r in records if r.timed):
+        cols.append("GFLOP/s (% peak, % matmul)")
+    return cols + ["parity"]
 
 
 def _cells(row: Row, columns: list[str], environments: dict) -> list[str]:
@@ -105,6 +151,7 @@ def _cells(row: Row, columns: list[str], environments: dict) -> list[str]:
         "p99 ms": _ms(stats.p99) if stats else "",
         "samples/s": f"{r.throughput:.1f}" if stats and r.throughput else "",
         "speedup [95% CI]": speedup_text(row.speedup), "parity": parity_text(r.parity),
+        "GFLOP/s (% peak, % matmul)": flops_text(r) if stats else "",
     }
     return [values[col] for col in columns]
 
