@@ -22,8 +22,24 @@ TINY_CONFIG = {
     "device": "cpu",
     "precisions": ["fp32"],
     "variants": ["eager", "traced", "scripted"],
-    "benchmark": {"warmup": 1, "iterations": 5, "shapes": ["min", "opt", "max"]},
+    "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
+                  "measure_ceiling": False},  # the matmul ceiling takes seconds; its own tests time it
+    "output": {"cold_start": False},  # a fresh process per artifact; test_artifacts turns it on
 }
+
+
+def run_dict(data: dict, fresh: bool = False, shard=None):
+    """Load, resolve and run a config given as plain data (the API path the CLI takes); the RunOutcome."""
+    from trtbench.config import config_from_dict
+    from trtbench.plan import resolve
+    from trtbench.runner import run_config
+
+    return run_config(resolve(config_from_dict(copy.deepcopy(data)), shard), fresh=fresh)
+
+
+def by_point(results) -> dict:
+    """{(variant, point label): record} of a ResultSet (or any iterable of records)."""
+    return {(r.case.variant, r.case.point): r for r in results}
 
 
 @pytest.fixture

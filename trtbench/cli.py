@@ -7,11 +7,55 @@ import sys
 
 from trtbench.errors import UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare")
+COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge")
 
 
 def _variants_arg(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+# ---- matrices (issue 10): --p99-budget, merge -----------------------------------------------
+
+def _budget_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of milliseconds, got '{text}' (e.g. 25)")
+    return value
+
+
+def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None:
+    parser_.add_argument("--p99-budget", type=_budget_arg, metavar="MS",
+                         help="recommend, per environment and model, the variant, precision and batch size with the "
+                              f"most throughput whose measured p99 latency is at most MS ms (default: {default_from})")
+
+
+def _print_recommendations(results, p99_budget_ms) -> None:
+    from trtbench.recommend import recommend
+
+    if p99_budget_ms is not None:
+        print(f"\nrecommendation (p99 <= {p99_budget_ms:g} ms):")
+        for rec in recommend(results, p99_budget_ms):
+            print(f"  {rec.text(results.environments)}")
+
+
+def cmd_merge(args) -> int:
+    from trtbench.merge import merge_runs
+    from trtbench.report.tables import text_table
+
+    outcome = merge_runs(args.dirs, args.output, args.p99_budget)
+    print(text_table(outcome.results), end="")
+    _print_recommendations(outcome.results, outcome.p99_budget_ms)
+    print(f"\nmerged {len(args.dirs)} run(s), {len(outcome.results)} record(s) in "
+          f"{len(outcome.results.environments)} environment(s): {outcome.files['json']}  "
+          f"report: {outcome.files['markdown']}")
+    for note in outcome.notes:
+        print(f"merge: {note}", file=sys.stderr)
+    return outcome.exit_code
+
+# ---- end of matrices ------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--shard", help="run only shard I of N (I/N, 0-based): a deterministic slice of the "
                                              "matrix's build groups, for cluster schedulers; merge the shards' "
                                              "outputs with 'trtbench merge'")
+        _add_budget_arg(parser_, "the config's budget.p99_ms")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
     sub.add_parser("models", help="list model names by source")
@@ -50,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("new", help="output directory (or results.json) of the run to compare")
     compare.add_argument("--threshold", type=float, default=0.05,
                          help="smallest relative change reported as faster/slower (default 0.05 = 5%%)")
+    merge = sub.add_parser("merge", help="merge runs (shards, machines) into one report: tables keyed by environment; "
+                                          "mismatched or repeated cases are reported (exit 1), never dropped")
+    merge.add_argument("dirs", nargs="+", metavar="DIR", help="output directories of the runs to merge")
+    merge.add_argument("--output", required=True, help="directory for the merged results and report")
+    _add_budget_arg(merge, "the budget the inputs' configs name")
     return parser
 
 
@@ -75,6 +125,8 @@ def cmd_run(args) -> int:
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
                          profile=args.command == "profile")
+    if args.p99_budget is not None:
+        config.budget.p99_ms = args.p99_budget
     plan = resolve(config, parse_shard(args.shard) if args.shard else None)
     progress = Progress(quiet=args.quiet)
     outcome = run_config(plan, progress, fresh=args.fresh)
@@ -83,6 +135,7 @@ def cmd_run(args) -> int:
               f"(--fresh starts over)", file=sys.stderr)
     print()
     print(text_table(outcome.results), end="")
+    _print_recommendations(outcome.results, config.budget.p99_ms)
     print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
     busy = busy_machine_note(outcome.environment)
     if busy:
@@ -157,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
-                "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare}
+                "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,
+                "merge": cmd_merge}
     if args.command is None:
         build_parser().print_help()
         return 2

@@ -163,6 +163,16 @@ class SweepConfig:
 
 
 @dataclass
+class BudgetConfig:
+    """A latency budget: recommend the highest-throughput point whose measured p99 stays within it."""
+
+    p99_ms: Optional[float] = None
+
+    def validate(self, path: str) -> None:
+        schema.require_positive(self.p99_ms, schema.join(path, "p99_ms"))
+
+
+@dataclass
 class Tolerance:
     """Accuracy bounds against eager fp32: pass when ``max |out - ref| <= atol + rtol * max |ref|``."""
 
@@ -256,6 +266,7 @@ class Config:
     variants: list[Any] = field(default_factory=lambda: ["eager", "traced", "scripted"])
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     sweep: Optional[SweepConfig] = None
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None

@@ -20,7 +20,8 @@ import torch
 
 from trtbench.stats import relative_median_ci
 
-MIN_ROUNDS = 5  # adaptive timing never stops before this many rounds (the speedup CI needs them)
+MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
+CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
 
 
@@ -30,7 +31,7 @@ class TimingPlan:
 
     ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
     ``target_rel_ci`` (and at least ``min_iterations`` calls), or until ``max_time_s`` has passed
-    for the point. ``fixed`` runs ``iterations`` calls per variant.
+    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations`` calls per variant.
     """
 
     mode: str = "adaptive"  # adaptive | fixed
@@ -119,7 +120,7 @@ def _stop_reason(plan: TimingPlan, results: dict[str, Measurement], rounds: int,
     if plan.mode == "fixed":
         done = all(len(m.samples) >= plan.iterations for m in results.values())
         return "iterations" if done else None
-    if time.perf_counter() - started >= plan.max_time_s:
+    if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
         return "max_time_s"
     if rounds < MIN_ROUNDS:
         return None

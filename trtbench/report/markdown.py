@@ -35,14 +35,21 @@ def timing_text(bench) -> str:
             f"timed alone, synchronized, with grad disabled (inference_mode).")
 
 
-def report_markdown(config, results: ResultSet, interrupted: bool, manifest, plots: Sequence[Path] = (),
-                    profiles: dict | None = None) -> str:
-    """The whole report as Markdown; ``plots`` are paths relative to the report's folder."""
+def run_intro(config) -> list[str]:
+    """A run report's title and how it measured, from its config."""
     models = ", ".join(f"`{m.id}`" for m in config.models)
-    parts = [f"# trtbench: {config.name}", "",
-             f"Model(s) {models}; precisions {', '.join(config.precisions)}. {timing_text(config.benchmark)} "
-             f"Speedup is eager's median over the variant's at the same point, with a 95% CI from the paired "
-             f"rounds; parity compares with eager fp32.", ""]
+    return [f"# trtbench: {config.name}", "",
+            f"Model(s) {models}; precisions {', '.join(config.precisions)}. {timing_text(config.benchmark)} "
+            f"Speedup is eager's median over the variant's at the same point, with a 95% CI from the paired "
+            f"rounds; parity compares with eager fp32.", ""]
+
+
+def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool, manifest,
+                    plots: Sequence[Path] = (), profiles: dict | None = None, sections: Sequence[str] = ()) -> str:
+    """The whole report as Markdown after the ``intro`` lines (:func:`run_intro`, or a merge's);
+    ``plots`` are paths relative to the report's folder; ``sections`` (the sweep and the recommendation
+    sections) follow the speedup table."""
+    parts = list(intro)
     for env in results.environments.values():
         parts += environment_lines(env)
         busy = busy_machine_note(env)
@@ -54,6 +61,7 @@ def report_markdown(config, results: ResultSet, interrupted: bool, manifest, plo
                   "again to resume.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
     parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
+    parts += list(sections)
     deployment = deployment_table(results)
     if deployment:
         parts += ["## Build, cold start and memory", "",

@@ -1,34 +1,74 @@
-"""Writes a run's outputs atomically: results.json, results.csv, plots and report.md."""
+"""Writes a run's (or a merge's) outputs atomically: results.json, results.csv, plots and report.md."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
-from trtbench.fsutil import atomic_write_text
-from trtbench.report.markdown import report_markdown
+from trtbench.env import environment_name
+from trtbench.fsutil import atomic_write_json, atomic_write_text
+from trtbench.recommend import recommend, recommendation_markdown
+from trtbench.report.markdown import report_markdown, run_intro
+from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.profile import draw_layer_plots
 from trtbench.report.tables import csv_text
 from trtbench.resultset import ResultSet
 
 
+def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
+    """One set per environment (a bar chart has no axis for the machine, so each gets its own)."""
+    sets: dict[str, ResultSet] = {}
+    for record in results:
+        env = record.environment
+        part = sets.setdefault(env, ResultSet(environments={env: results.environments.get(env, {"id": env})}))
+        part.add(record)
+    return sets
+
+
 def write_plots(out_dir: Path, results: ResultSet) -> list[Path]:
-    """Latency and speedup figures under ``<out>/plots`` (none when no record has timings)."""
-    plots = [latency_plot(results, out_dir / "plots" / "latency.png"),
-             speedup_plot(results, out_dir / "plots" / "speedup.png")]
+    """Latency and speedup figures under ``<out>/plots`` (none when no record has timings); with several
+    environments (a merge), one pair per environment, ``latency-<environment id>.png``."""
+    sets = _by_environment(results)
+    plots = []
+    for env, part in sets.items():
+        suffix, where = (f"-{env}", f": {environment_name(part.environments[env])}") if len(sets) > 1 else ("", "")
+        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}"),
+                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}")]
     return [plot.path for plot in plots if plot is not None]
 
 
 def write_outputs(out_dir: Path, config, results: ResultSet, interrupted: bool, manifest: Path | None,
                   profiles: dict | None = None) -> dict[str, Path]:
-    """Write every output file; returns their paths by kind."""
+    """Write a run's output files, its report headed from its config; returns their paths by kind."""
+    return write_report(out_dir, results, run_intro(config), config.budget.p99_ms, interrupted=interrupted,
+                        manifest=manifest, profiles=profiles)
+
+
+def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget_ms: Optional[float] = None, *,
+                 interrupted: bool = False, manifest: Path | None = None,
+                 profiles: dict | None = None) -> dict[str, Path]:
+    """Write every output file under the report's ``intro`` lines; returns their paths by kind.
+
+    With a p99 budget, results.json gets a top-level ``recommendations`` list
+    (:meth:`trtbench.recommend.Recommendation.to_dict`), recomputable from its records.
+    """
     files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
     if profiles is not None:
         draw_layer_plots(profiles, out_dir)
-    results.save(files["json"])
+    recommendations = recommend(results, p99_budget_ms) if p99_budget_ms is not None else []
+    data = results.to_dict()
+    if recommendations:
+        data["recommendations"] = [r.to_dict() for r in recommendations]
+    atomic_write_json(files["json"], data)
     atomic_write_text(files["csv"], csv_text(results))
     plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
-    atomic_write_text(files["markdown"], report_markdown(config, results, interrupted, manifest, plots, profiles))
+    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
+    sections = [sweep_markdown(results, sweep)] if sweep else []
+    if recommendations:
+        sections.append(recommendation_markdown(recommendations, results.environments))
+    atomic_write_text(files["markdown"], report_markdown(intro, results, interrupted, manifest, plots, profiles,
+                                                         sections))
     if manifest:
         files["manifest"] = manifest
     return files
