@@ -17,11 +17,7 @@ import torch.fx
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module
 from trtbench.stats import summarize
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from trtbench.timing import synchronize
 
 
 class NodeTimer(torch.fx.Interpreter):
@@ -41,10 +37,10 @@ class NodeTimer(torch.fx.Interpreter):
         self.run_ns.clear()
 
     def run(self, *args, **kwargs) -> Any:
-        _synchronize(self.device)
+        synchronize(self.device)
         start = time.perf_counter_ns()
         out = super().run(*args, **kwargs)
-        _synchronize(self.device)
+        synchronize(self.device)
         self.run_ns.append(time.perf_counter_ns() - start)
         return out
 
@@ -54,7 +50,7 @@ class NodeTimer(torch.fx.Interpreter):
             return super().run_node(n)
         start = time.perf_counter_ns()
         out = super().run_node(n)
-        _synchronize(self.device)
+        synchronize(self.device)
         samples.append(time.perf_counter_ns() - start)
         return out
 
@@ -74,12 +70,12 @@ def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, 
             timer.run(*inputs)
             module(*inputs)
         timer.reset()
-        _synchronize(device)
+        synchronize(device)
         for _ in range(runs):
             timer.run(*inputs)
             start = time.perf_counter_ns()
             module(*inputs)
-            _synchronize(device)
+            synchronize(device)
             model_ns.append(time.perf_counter_ns() - start)
 
     interpreted = summarize(np.asarray(timer.run_ns) / 1e6)
