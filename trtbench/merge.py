@@ -1,0 +1,161 @@
+"""``trtbench merge DIR... --output DIR``: several runs (shards, machines) in one report.
+
+Each input's ``results.json`` is loaded (schema 1 or 2) and the records merged
+(:meth:`~trtbench.resultset.ResultSet.merge`); the output gets results.json, results.csv, plots and
+report.md as a run's does, with tables keyed by environment. Nothing is dropped silently; each of
+these becomes a note in the report and on stderr, and the exit code 1:
+
+- a case measured in more than one input in the same environment (the later input's record is kept);
+- cases measured in some environments but not in others (compared by model, variant, options,
+  precision and point; thread count and device are each machine's own);
+- shards of a sharded run missing from the inputs, or given twice;
+- inputs whose run was interrupted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from trtbench.env import environment_name
+from trtbench.errors import UserInputError
+from trtbench.journal import JOURNAL_NAME
+from trtbench.outdir import OutputDir
+from trtbench.record import Record
+from trtbench.report.writer import write_report
+from trtbench.resultset import ResultSet
+
+
+@dataclass
+class MergeOutcome:
+    """The merged set, what was reported about it, and the files written."""
+
+    out_dir: Path
+    results: ResultSet
+    notes: list[str]
+    p99_budget_ms: Optional[float]
+    files: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something was reported or a case failed, else 0."""
+        return 1 if self.notes else self.results.exit_code()
+
+
+def load_inputs(dirs: list[str]) -> list[ResultSet]:
+    """Each input directory's results (a missing or unreadable one is bad input, named)."""
+    sets = []
+    for i, text in enumerate(dirs):
+        path = Path(text)
+        if not path.exists():
+            raise UserInputError(text, f"input {i + 1} does not exist",
+                                 "pass the output directories of trtbench runs (each holds a results.json)")
+        sets.append(ResultSet.load(path))
+    return sets
+
+
+def _where(results: ResultSet, env: str) -> str:
+    return environment_name(results.environments.get(env, {"id": env}))
+
+
+def _describe(comparable: tuple) -> str:
+    model, label, precision, point, shapes = comparable
+    return f"{model} {label} {precision} {point} ({shapes})"
+
+
+def _comparable(record: Record) -> tuple:
+    c = record.case
+    return (c.model, c.label, c.precision, c.point, c.shapes)
+
+
+def coverage_notes(results: ResultSet) -> list[str]:
+    """One note per environment that lacks cases another environment measured."""
+    by_env: dict[str, set[tuple]] = {}
+    for record in results:
+        by_env.setdefault(record.environment, set()).add(_comparable(record))
+    if len(by_env) < 2:
+        return []
+    every = set().union(*by_env.values())
+    notes = []
+    for env, cases in by_env.items():
+        missing = sorted(every - cases)
+        if missing:
+            notes.append(f"{len(missing)} case(s) measured elsewhere but not on {_where(results, env)}: "
+                         + "; ".join(_describe(m) for m in missing))
+    return notes
+
+
+def shard_notes(runs: list[dict]) -> list[str]:
+    """Shards of a sharded run that are missing from the inputs, or given more than once."""
+    shards: dict[tuple, Counter] = {}
+    for run in runs:
+        if run.get("shard"):
+            index, count = run["shard"]
+            shards.setdefault((run.get("name"), count), Counter())[index] += 1
+    notes = []
+    for (name, count), seen in shards.items():
+        missing = [f"{i}/{count}" for i in range(count) if i not in seen]
+        twice = [f"{i}/{count}" for i, n in sorted(seen.items()) if n > 1]
+        if missing:
+            notes.append(f"run '{name}' was sharded {count} ways; shard(s) {', '.join(missing)} are not among the "
+                         f"inputs, so their cases are missing from this merge")
+        if twice:
+            notes.append(f"run '{name}': shard(s) {', '.join(twice)} given more than once")
+    return notes
+
+
+def interrupted_notes(dirs: list[str], sets: list[ResultSet]) -> list[str]:
+    return [f"input {i + 1} ({d}): run '{run.get('name')}' was interrupted; its unfinished cases are marked "
+            f"interrupted (run it again to resume, then merge again)"
+            for i, (d, results) in enumerate(zip(dirs, sets)) for run in results.runs
+            if run.get("status") == "interrupted"]
+
+
+def budget_of(sets: list[ResultSet], given: Optional[float]) -> Optional[float]:
+    """``--p99-budget`` if given, else the budget every input's config names (when they agree)."""
+    if given is not None:
+        return given
+    budgets = {(run.get("config") or {}).get("budget", {}).get("p99_ms") for s in sets for run in s.runs} - {None}
+    if len(budgets) > 1:
+        raise UserInputError("--p99-budget", f"the inputs' configs name different budgets: "
+                             f"{', '.join(f'{b:g} ms' for b in sorted(budgets))}",
+                             "pass --p99-budget MS to choose the one the merged report recommends for")
+    return budgets.pop() if budgets else None
+
+
+def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: list[str]) -> list[str]:
+    """The merged report's title, its inputs (numbered as the notes name them) and the notes."""
+    lines = [f"# trtbench merge: {out_dir.name}", "",
+             f"{len(dirs)} run output(s) merged with `trtbench merge`; each record keeps the raw samples it was "
+             "measured with. Speedup is eager's median over the variant's at the same point in the same "
+             "environment. Inputs:", ""]
+    for i, (d, results) in enumerate(zip(dirs, sets)):
+        for run in results.runs:
+            shard = f", shard {run['shard'][0]}/{run['shard'][1]}" if run.get("shard") else ""
+            mode = ((run.get("config") or {}).get("benchmark") or {}).get("mode", "?")
+            lines.append(f"{i + 1}. `{d}`: run '{run.get('name')}'{shard}, {run.get('status')}, timing {mode}, on "
+                         f"{_where(results, run.get('environment'))}, started {run.get('started_at')}")
+    lines.append("")
+    if notes:
+        lines += ["## Merge notes", "", *[f"- {note}" for note in notes], ""]
+    return lines
+
+
+def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None) -> MergeOutcome:
+    """Merge the runs in ``dirs`` into ``out_dir``; see the module docstring."""
+    out_dir = Path(out_dir)
+    sets = load_inputs(dirs)
+    for i, d in enumerate(dirs):
+        if out_dir.resolve() == Path(d).resolve():
+            raise UserInputError("--output", f"'{out_dir}' is input {i + 1}", "write the merge to a new directory")
+    if (out_dir / JOURNAL_NAME).exists():
+        raise UserInputError("--output", f"'{out_dir}' holds a run ({JOURNAL_NAME})",
+                             "write the merge to a new directory; a run's own results stay as they are")
+    budget = budget_of(sets, p99_budget_ms)
+    merged, notes = ResultSet.merge(sets)
+    notes += shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
+    with OutputDir(out_dir, key="--output"):
+        files = write_report(out_dir, merged, merge_intro(out_dir, dirs, sets, notes), budget)
+    return MergeOutcome(out_dir, merged, notes, budget, files)

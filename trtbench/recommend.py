@@ -1,0 +1,95 @@
+"""The p99-budget recommendation: per environment and model, the measured point (variant, precision,
+batch size, threads) with the highest throughput whose p99 latency stays within the budget.
+
+A pure function of a :class:`~trtbench.resultset.ResultSet` and the budget, so a merge of several
+runs recomputes it from the merged records. Only measured points count: records that are ``ok``,
+have timing samples and passed their accuracy check against eager fp32. Nothing is interpolated
+between batch sizes. When no point fits, the one with the lowest p99 is named as the closest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.env import environment_name
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+
+
+def eligible(record: Record) -> bool:
+    """Measured (ok, with samples and a throughput) and checked against eager fp32 with a pass."""
+    return (record.timed and record.throughput is not None and record.parity is not None
+            and bool(record.parity.get("ok")))
+
+
+def _point(record: Record) -> dict:
+    c, stats = record.case, record.stats
+    return {"case_key": c.key, "variant": c.variant, "options": c.options, "precision": c.precision,
+            "point": c.point, "batch": c.batch, "threads": c.threads, "device": c.device,
+            "median_ms": stats.median, "p99_ms": stats.p99, "throughput": record.throughput}
+
+
+def _describe(record: Record) -> str:
+    c, stats = record.case, record.stats
+    return (f"{c.label} {c.precision}, batch {c.batch}, {c.threads} thread(s): {record.throughput:.1f} samples/s, "
+            f"p99 {stats.p99:.3f} ms, median {stats.median:.3f} ms")
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The answer for one model in one environment."""
+
+    environment: str
+    model: str
+    p99_budget_ms: float
+    candidates: int  # eligible measured points considered
+    choice: Optional[Record] = None  # the highest throughput within the budget
+    closest: Optional[Record] = None  # when nothing fits: the eligible point with the lowest p99
+
+    def text(self, environments: dict) -> str:
+        """One line for the terminal and the report."""
+        where = f"{environment_name(environments.get(self.environment, {'id': self.environment}))}, {self.model}"
+        if self.choice is not None:
+            return (f"{where}: {_describe(self.choice)} (the most throughput with p99 <= {self.p99_budget_ms:g} ms, "
+                    f"of {self.candidates} measured point(s))")
+        if self.closest is not None:
+            over = self.closest.stats.p99 / self.p99_budget_ms - 1
+            return (f"{where}: NOTHING FITS p99 <= {self.p99_budget_ms:g} ms among {self.candidates} measured "
+                    f"point(s); closest: {_describe(self.closest)} ({over:.0%} over the budget)")
+        return (f"{where}: nothing to recommend: no point was measured ok with a passing accuracy check")
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "model": self.model, "p99_budget_ms": self.p99_budget_ms,
+                "fits": self.choice is not None, "candidates": self.candidates,
+                "choice": _point(self.choice) if self.choice is not None else None,
+                "closest": _point(self.closest) if self.closest is not None else None}
+
+
+def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
+    """One :class:`Recommendation` per (environment, model) present in ``results``, in first-seen order.
+
+    Ties in throughput go to the lower p99.
+    """
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for record in results:
+        groups.setdefault((record.environment, record.case.model), []).append(record)
+    out = []
+    for (environment, model), records in groups.items():
+        measured = [r for r in records if eligible(r)]
+        fitting = [r for r in measured if r.stats.p99 <= p99_budget_ms]
+        choice = max(fitting, key=lambda r: (r.throughput, -r.stats.p99), default=None)
+        closest = None if fitting else min(measured, key=lambda r: r.stats.p99, default=None)
+        out.append(Recommendation(environment, model, p99_budget_ms, len(measured), choice, closest))
+    return out
+
+
+def recommendation_markdown(recommendations: list[Recommendation], environments: dict) -> str:
+    """The report's section: the budget, how points qualify, one bullet per environment and model."""
+    budget = recommendations[0].p99_budget_ms
+    lines = [f"## Recommendation: p99 <= {budget:g} ms", "",
+             "The highest throughput (samples/s at the median latency) among measured points whose p99 host "
+             "latency is within the budget; only points that ran ok and passed their accuracy check count, "
+             "and nothing is interpolated between measured batch sizes.", ""]
+    lines += [f"- {r.text(environments)}" for r in recommendations]
+    return "\n".join(lines) + "\n"

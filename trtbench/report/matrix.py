@@ -1,0 +1,206 @@
+"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front.
+
+They are drawn when the measured records span more than one batch size. Only the points a
+recommendation may choose from are drawn (:func:`trtbench.recommend.eligible`: ok, timed, accuracy
+check passed). There is one line per variant; the model, precision, threads, non-batch input dims
+and environment join its label when they vary, so a merge of several machines shows one series per
+machine. Each function returns a :class:`Chart` holding the values read back from the drawn axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from trtbench.case import shapes_text
+from trtbench.env import environment_name
+from trtbench.fsutil import atomic_write
+from trtbench.recommend import eligible
+from trtbench.record import Record
+from trtbench.report.plots import DPI
+from trtbench.resultset import ResultSet
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A written figure and its data as drawn: ``kind|series`` -> ((x, y), ...), read back from the axes.
+
+    Kinds: ``median``, ``p99`` and ``throughput`` (lines against batch size), ``points`` (a series'
+    points on the Pareto chart), ``front`` (a Pareto front), ``budget`` (the p99 budget line).
+    """
+
+    path: Path
+    series: dict[str, tuple[tuple[float, float], ...]]
+
+
+def measured(results: ResultSet) -> list[Record]:
+    return [r for r in results if eligible(r)]
+
+
+def is_sweep(results: ResultSet) -> bool:
+    """True when the measured points span more than one batch size."""
+    return len({r.case.batch for r in measured(results)}) > 1
+
+
+def _labeller(records: list[Record], environments: dict) -> Callable[[Record], str]:
+    """A series name: the variant, plus each of model, precision, threads, input dims, environment that varies."""
+    dims = [lambda r: r.case.model, lambda r: r.case.label, lambda r: r.case.precision,
+            lambda r: f"t{r.case.threads}", lambda r: shapes_text(tuple(s[1:] for s in r.case.input_shapes)),
+            lambda r: environment_name(environments.get(r.environment, {"id": r.environment}))]
+    shown = [get for i, get in enumerate(dims) if i == 1 or len({get(r) for r in records}) > 1]
+    return lambda r: " ".join(get(r) for get in shown)
+
+
+def _series(results: ResultSet) -> dict[str, list[Record]]:
+    """Measured records by series name, each series sorted by batch size."""
+    records = measured(results)
+    label = _labeller(records, results.environments)
+    series: dict[str, list[Record]] = {}
+    for r in records:
+        series.setdefault(label(r), []).append(r)
+    return {name: sorted(rs, key=lambda r: r.case.batch) for name, rs in series.items()}
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For (latency, throughput) pairs: True where no other point has latency <= and throughput >=,
+    one of them strictly (lower latency and higher throughput are better)."""
+    def beaten(p):
+        return any(q[0] <= p[0] and q[1] >= p[1] and (q[0] < p[0] or q[1] > p[1]) for q in points)
+    return [not beaten(p) for p in points]
+
+
+def fronts(results: ResultSet) -> dict[tuple[str, str], list[Record]]:
+    """Per (environment, model): the measured points on the p99-throughput Pareto front, by p99."""
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for r in measured(results):
+        groups.setdefault((r.environment, r.case.model), []).append(r)
+    out = {}
+    for key, records in groups.items():
+        on_front = pareto_front([(r.stats.p99, r.throughput) for r in records])
+        out[key] = sorted((r for r, keep in zip(records, on_front) if keep), key=lambda r: r.stats.p99)
+    return out
+
+
+def _save(fig: Figure, path: Path) -> Chart:
+    series = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            if line.get_gid():
+                series[line.get_gid()] = tuple(zip(map(float, line.get_xdata()), map(float, line.get_ydata())))
+        for collection in ax.collections:
+            if collection.get_gid():
+                series[collection.get_gid()] = tuple((float(x), float(y)) for x, y in collection.get_offsets())
+    FigureCanvasAgg(fig)
+    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    return Chart(path=Path(path), series=series)
+
+
+def _batch_axes(series: dict[str, list[Record]], ylabel: str, title: str):
+    fig = Figure(figsize=(8.0, 4.8))
+    ax = fig.add_subplot()
+    batches = sorted({r.case.batch for rs in series.values() for r in rs})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.minorticks_off()
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None) -> Chart | None:
+    """Median (solid) and p99 (dashed) latency against batch size, one colour per series; the budget line."""
+    if not is_sweep(results):
+        return None
+    series = _series(results)
+    fig, ax = _batch_axes(series, "latency (ms, log scale): median solid, p99 dashed", "Latency vs batch size")
+    ax.set_yscale("log")
+    for name, records in series.items():
+        xs = [r.case.batch for r in records]
+        (line,) = ax.plot(xs, [r.stats.median for r in records], marker="o", label=name, gid=f"median|{name}")
+        ax.plot(xs, [r.stats.p99 for r in records], linestyle="--", marker=".", color=line.get_color(),
+                gid=f"p99|{name}")
+    if p99_budget_ms is not None:
+        ax.axhline(p99_budget_ms, color="red", linewidth=1, linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms",
+                   gid="budget")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def throughput_vs_batch_plot(results: ResultSet, path: Path) -> Chart | None:
+    """Throughput (samples/s at the median latency) against batch size, one line per series."""
+    if not is_sweep(results):
+        return None
+    series = _series(results)
+    fig, ax = _batch_axes(series, "throughput (samples/s)", "Throughput vs batch size")
+    for name, records in series.items():
+        ax.plot([r.case.batch for r in records], [r.throughput for r in records], marker="o", label=name,
+                gid=f"throughput|{name}")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None) -> Chart | None:
+    """Throughput against p99 latency for every measured point (labelled with its batch size), the
+    Pareto front of each environment and model drawn through its points, and the budget line."""
+    series = _series(results)
+    if not series:
+        return None
+    fig = Figure(figsize=(8.0, 5.2))
+    ax = fig.add_subplot()
+    for name, records in series.items():
+        ax.scatter([r.stats.p99 for r in records], [r.throughput for r in records], label=name, gid=f"points|{name}",
+                   s=24, zorder=3)
+        for r in records:
+            ax.annotate(f"b{r.case.batch}", (r.stats.p99, r.throughput), fontsize="x-small",
+                        textcoords="offset points", xytext=(3, 3))
+    groups = fronts(results)
+    for (environment, model), front in groups.items():
+        where = environment_name(results.environments.get(environment, {"id": environment}))
+        name = "Pareto front" + (f" ({model}, {where})" if len(groups) > 1 else "")
+        ax.plot([r.stats.p99 for r in front], [r.throughput for r in front], color="black", linewidth=1,
+                drawstyle="steps-post", marker="o", markerfacecolor="none", markersize=10, label=name,
+                gid=f"front|{model}|{environment}")
+    if p99_budget_ms is not None:
+        ax.axvline(p99_budget_ms, color="red", linewidth=1, linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms",
+                   gid="budget")
+    ax.set_xscale("log")
+    ax.set_xlabel("p99 latency (ms, log scale)")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.set_title("Latency-throughput: ringed points are on the Pareto front")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def write_sweep_plots(plot_dir: Path, results: ResultSet, p99_budget_ms: Optional[float] = None) -> list[Chart]:
+    """The three sweep figures under ``plot_dir`` (none unless the records span several batch sizes)."""
+    if not is_sweep(results):
+        return []
+    return [latency_vs_batch_plot(results, plot_dir / "latency_vs_batch.png", p99_budget_ms),
+            throughput_vs_batch_plot(results, plot_dir / "throughput_vs_batch.png"),
+            pareto_plot(results, plot_dir / "pareto.png", p99_budget_ms)]
+
+
+def sweep_markdown(results: ResultSet, plots: Sequence[Path]) -> str:
+    """The report's sweep section: the figures and, per environment and model, the points on the front."""
+    lines = ["## Sweep", "",
+             "Measured points that ran ok and passed their accuracy check. Throughput is samples/s at the median "
+             "latency. A point is on the Pareto front when no other point of the same model in the same environment "
+             "has both a lower p99 and a higher throughput.", ""]
+    lines += [f"![{path.stem}]({path.as_posix()})" for path in plots] + [""]
+    for (environment, model), front in fronts(results).items():
+        where = environment_name(results.environments.get(environment, {"id": environment}))
+        points = "; ".join(f"{r.case.label} {r.case.precision} b{r.case.batch} t{r.case.threads} "
+                           f"(p99 {r.stats.p99:.3f} ms, {r.throughput:.1f}/s)" for r in front)
+        lines.append(f"- Pareto front, {model} on {where}: {points}")
+    return "\n".join(lines) + "\n"
