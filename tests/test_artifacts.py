@@ -9,19 +9,31 @@ import sys
 import pytest
 
 from trtbench.artifacts import read_manifest, sha256_of, verify
-from trtbench.config import config_from_dict
 from trtbench.errors import UserInputError
-from trtbench.pipeline import Pipeline
 
 
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory):
-    from conftest import TINY_CONFIG
+    from conftest import TINY_CONFIG, run_dict
 
     out = tmp_path_factory.mktemp("run") / "out"
-    config = dict(TINY_CONFIG, variants=["eager", "traced", "scripted", "exported"], output={"dir": str(out)})
-    Pipeline(config_from_dict(config)).run()
+    config = dict(TINY_CONFIG, variants=["eager", "traced", "scripted", "exported"],
+                  output={"dir": str(out), "cold_start": True})
+    assert run_dict(config).exit_code == 0
     return out
+
+
+def test_records_carry_the_cold_start_of_their_saved_artifact(saved_run):
+    from trtbench.resultset import ResultSet
+
+    for record in ResultSet.load(saved_run):
+        cold = record.metrics.get("cold_start")
+        if record.case.variant == "eager":
+            assert cold is None  # eager saves nothing
+            continue
+        (entry,) = cold
+        assert entry["file"] == f"{record.case.variant}_fp32.{'pt2' if record.case.variant == 'exported' else 'ts'}"
+        assert entry["ok"] and entry["load_s"] > 0 and entry["first_call_ms"] > 0
 
 
 def test_manifest_lists_each_artifact_with_hash_and_reference(saved_run):

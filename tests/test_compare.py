@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
+from trtbench.case import Case
 from trtbench.cli import main
-from trtbench.compare import compare_runs, load_results
 from trtbench.errors import UserInputError
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+from trtbench.run_compare import compare_runs
 
 
-def run_doc(samples_by_variant: dict, shapes: str = "2x3x16x16") -> dict:
-    return {"results": [{"variant": v, "precision": "fp32", "shape": "opt", "input_shapes": shapes,
-                         "samples_ms": list(map(float, s))} for v, s in samples_by_variant.items()]}
+def case(variant: str, shapes=((2, 3, 16, 16),)) -> Case:
+    return Case(model="python:toy_models:tiny_cnn", variant=variant, precision="fp32", point="opt",
+                input_shapes=shapes, threads=2, device="cpu")
+
+
+def run_set(samples_by_variant: dict, shapes=((2, 3, 16, 16),), environment: str = "env-a") -> ResultSet:
+    results = ResultSet(environments={environment: {"id": environment}})
+    for variant, s in samples_by_variant.items():
+        results.add(Record(case=case(variant, shapes), environment=environment, rounds=[list(map(float, s))]))
+    return results
 
 
 def samples(median: float, n: int = 200, spread: float = 0.03, seed: int = 0) -> np.ndarray:
@@ -22,37 +31,41 @@ def samples(median: float, n: int = 200, spread: float = 0.03, seed: int = 0) ->
 
 
 def test_clear_slowdown_and_speedup_are_called():
-    base = run_doc({"traced": samples(10.0, seed=1), "scripted": samples(10.0, seed=2)})
-    new = run_doc({"traced": samples(12.0, seed=3), "scripted": samples(8.0, seed=4)})
-    verdicts = {c.variant: c for c in compare_runs(base, new)}
+    base = run_set({"traced": samples(10.0, seed=1), "scripted": samples(10.0, seed=2)})
+    new = run_set({"traced": samples(12.0, seed=3), "scripted": samples(8.0, seed=4)}, environment="env-b")
+    verdicts = {c.case.variant: c for c in compare_runs(base, new)}
     assert verdicts["traced"].verdict == "slower" and verdicts["traced"].ratio == pytest.approx(1.2, rel=0.02)
     assert verdicts["scripted"].verdict == "faster"
     assert verdicts["traced"].ci_low < verdicts["traced"].ratio < verdicts["traced"].ci_high
 
 
 def test_same_distribution_is_not_a_change():
-    change, = compare_runs(run_doc({"eager": samples(10.0, seed=5)}), run_doc({"eager": samples(10.0, seed=6)}))
+    change, = compare_runs(run_set({"eager": samples(10.0, seed=5)}), run_set({"eager": samples(10.0, seed=6)}))
     assert change.verdict in ("no change", "within noise")
 
 
 def test_noisy_small_difference_is_within_noise():
-    base = run_doc({"eager": samples(10.0, n=15, spread=0.3, seed=7)})
-    new = run_doc({"eager": samples(10.6, n=15, spread=0.3, seed=8)})
+    base = run_set({"eager": samples(10.0, n=15, spread=0.3, seed=7)})
+    new = run_set({"eager": samples(10.6, n=15, spread=0.3, seed=8)})
     change, = compare_runs(base, new)
     assert change.verdict == "within noise" and change.ci_low < 1.0 < change.ci_high
 
 
 def test_results_that_cannot_be_compared_say_why():
-    base = run_doc({"eager": samples(10.0)})
-    new = run_doc({"eager": samples(10.0), "traced": samples(9.0)}, shapes="4x3x16x16")
-    by_variant = {c.variant: c.verdict for c in compare_runs(base, new)}
-    assert by_variant["eager"].startswith("not comparable: shapes differ")
-    assert by_variant["traced"] == "not comparable: not in the baseline"
+    base = run_set({"eager": samples(10.0), "traced": samples(9.0)})
+    base.add(Record(case=case("scripted"), environment="env-a", status="failed", reason="build failed"))
+    new = run_set({"eager": samples(10.0), "scripted": samples(9.0)})
+    new.add(Record(case=case("eager", ((4, 3, 16, 16),)), environment="env-a", rounds=[list(samples(20.0))]))
+    by_case = {(c.case.variant, c.case.shapes): c.verdict for c in compare_runs(base, new)}
+    assert by_case[("scripted", "2x3x16x16")] == "not comparable: no timings in one of the runs"
+    # a case is the shapes too: the same label at other shapes is another case
+    assert by_case[("eager", "4x3x16x16")] == "not comparable: not in the baseline"
+    assert by_case[("eager", "2x3x16x16")] in ("no change", "within noise")
 
 
 def test_compare_cli_on_two_real_runs(tiny_config, write_config, tmp_path, capsys):
     tiny_config["variants"] = ["eager", "traced"]
-    tiny_config["output"] = {"save_artifacts": False}
+    tiny_config["output"]["save_artifacts"] = False
     path = write_config(tiny_config)
     for name in ("a", "b"):
         assert main(["--config", str(path), "--quiet", "--output", str(tmp_path / name)]) == 0
@@ -64,8 +77,8 @@ def test_compare_cli_on_two_real_runs(tiny_config, write_config, tmp_path, capsy
 
 def test_missing_results_is_a_user_error(tmp_path):
     with pytest.raises(UserInputError):
-        load_results(tmp_path)
+        ResultSet.load(tmp_path)
     (tmp_path / "results.json").write_text("{not json")
     with pytest.raises(UserInputError) as info:
-        load_results(tmp_path)
+        ResultSet.load(tmp_path)
     assert "not valid JSON" in info.value.problem

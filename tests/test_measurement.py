@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from trtbench.parity import check_parity
-from trtbench.stats import median_ci_halfwidth, summarize
-from trtbench.timing import TimingPlan, measure
+from trtbench.stats import median_ci_halfwidth, paired_ratio, summarize
+from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, TimingPlan, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -40,31 +40,133 @@ def test_median_ci_shrinks_with_more_samples():
     assert median_ci_halfwidth(large) == pytest.approx(1.96 * 1.2533 / math.sqrt(5000), rel=0.3)
 
 
+CPU = torch.device("cpu")
+
+
+def measure_one(fn, plan):
+    """One callable through the interleaved timer; its Measurement."""
+    return measure_interleaved({"only": fn}, CPU, plan)["only"]
+
+
 def test_fixed_plan_times_exactly_the_iterations_and_warms_up():
     calls = []
-    plan = TimingPlan(warmup=3, iterations=7)
-    m = measure(lambda: calls.append(1), torch.device("cpu"), plan)
-    assert len(calls) == 10 and len(m.host_ms) == 7 and m.stopped_by == "iterations"
-    assert m.device_ms is None
+    plan = TimingPlan(mode="fixed", warmup=3, warmup_s=0, iterations=7)
+    m = measure_one(lambda: calls.append(1), plan)
+    assert len(calls) == 10 and len(m.samples) == 7 and m.stopped_by == "iterations"
+    assert m.device_rounds is None
 
 
 def test_host_timing_measures_real_time():
-    plan = TimingPlan(warmup=0, iterations=5)
-    m = measure(lambda: time.sleep(0.005), torch.device("cpu"), plan)
-    assert all(4.5 <= t < 100 for t in m.host_ms)
+    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=5)
+    m = measure_one(lambda: time.sleep(0.005), plan)
+    assert len(m.samples) == 5 and all(4.5 <= t < 100 for t in m.samples)
 
 
 def test_adaptive_plan_stops_at_max_time():
-    plan = TimingPlan(warmup=0, mode="adaptive", target_rel_ci=1e-9, max_time_s=0.2, min_iterations=5)
+    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.2,
+                      min_iterations=5, block_s=0.01)
     started = time.perf_counter()
-    m = measure(lambda: time.sleep(0.001), torch.device("cpu"), plan)
+    m = measure_one(lambda: time.sleep(0.001), plan)
     assert m.stopped_by == "max_time_s" and 0.2 <= time.perf_counter() - started < 2.0
 
 
 def test_adaptive_plan_stops_when_median_is_precise():
-    plan = TimingPlan(warmup=0, mode="adaptive", target_rel_ci=0.5, max_time_s=30, min_iterations=10)
-    m = measure(lambda: time.sleep(0.002), torch.device("cpu"), plan)
-    assert m.stopped_by == "target_rel_ci" and len(m.host_ms) < 200
+    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=10,
+                      block_s=0.01)
+    m = measure_one(lambda: time.sleep(0.002), plan)
+    assert m.stopped_by == "target_rel_ci" and len(m.samples) < 200
+    assert len(m.rounds) >= MIN_ROUNDS and len(m.samples) >= 10
+
+
+def test_rounds_rotate_the_order_of_the_variants():
+    order = []
+    fns = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
+    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=4)  # 4 rounds of 1 call each
+    result = measure_interleaved(fns, CPU, plan)
+    assert order[:3] == ["a", "b", "c"]  # warmup 0 still calls each once to size its blocks
+    assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert all(len(m.rounds) == 4 and all(len(r) == 1 for r in m.rounds) for m in result.values())
+
+
+def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
+    calls = {"fast": 0, "slow": 0}
+
+    def fast():
+        calls["fast"] += 1
+
+    def slow():
+        calls["slow"] += 1
+        time.sleep(0.0005)
+
+    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0, iterations=23)
+    result = measure_interleaved({"fast": fast, "slow": slow}, CPU, plan)
+    for name, m in result.items():
+        assert len(m.samples) == 23 and m.stopped_by == "iterations"
+        assert [len(r) for r in m.rounds] == [3] * 7 + [2]  # ceil(23 / 10) per round, the last one trimmed
+        assert calls[name] == 2 + 23
+    assert min(result["slow"].samples) > max(result["fast"].samples)  # each sample times its own callable
+
+
+def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
+    ticks = []
+    plan = TimingPlan(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
+                      block_s=0.004)
+    result = measure_interleaved({"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.002)}, CPU, plan,
+                                 tick=lambda: ticks.append(1))
+    for m in result.values():
+        assert m.stopped_by == "target_rel_ci"
+        assert len(m.rounds) == len(ticks) >= MIN_ROUNDS  # one tick per round
+        assert all(isinstance(r, list) and r and all(isinstance(x, float) for x in r) for r in m.rounds)
+        assert sum(map(len, m.rounds)) == len(m.samples)
+    # blocks are sized to about block_s per variant: the faster callable gets more calls per round
+    assert len(result["a"].rounds[0]) > len(result["b"].rounds[0])
+
+    capped = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
+                        min_iterations=1, block_s=0.04)
+    m = measure_interleaved({"a": lambda: time.sleep(0.002), "b": lambda: time.sleep(0.002)}, CPU, capped)["a"]
+    assert m.stopped_by == "max_time_s"
+    assert len(m.rounds) >= CAPPED_MIN_ROUNDS  # the cap never leaves fewer rounds than a paired CI needs
+
+
+def _rounds(rng, n_rounds, median, per_round=20, spread=0.02, drift=None):
+    """Synthetic rounds: ``median`` times noise, times the round's drift factor."""
+    drift = np.ones(n_rounds) if drift is None else drift
+    return [median * drift[i] * (1 + spread * rng.standard_normal(per_round)) for i in range(n_rounds)]
+
+
+def test_paired_ratio_is_the_ratio_of_pooled_medians():
+    rng = np.random.default_rng(0)
+    base, this = _rounds(rng, 8, 10.0), _rounds(rng, 8, 4.0)
+    interval = paired_ratio(base, this)
+    assert interval.value == pytest.approx(np.median(np.concatenate(base)) / np.median(np.concatenate(this)))
+    assert interval.value == pytest.approx(2.5, rel=0.02)
+    assert interval.low <= interval.value <= interval.high
+    assert paired_ratio([], this) is None
+    short = paired_ratio(base[:2], this[:2])
+    assert short.low == -math.inf and short.high == math.inf  # fewer than three paired rounds: no interval
+
+
+def test_paired_ratio_ci_contains_the_value_and_narrows_with_more_rounds():
+    rng = np.random.default_rng(1)
+    few = paired_ratio(_rounds(rng, 5, 10.0, spread=0.1), _rounds(rng, 5, 5.0, spread=0.1))
+    many = paired_ratio(_rounds(rng, 200, 10.0, spread=0.1), _rounds(rng, 200, 5.0, spread=0.1))
+    for interval in (few, many):
+        assert interval.low <= interval.value <= interval.high
+        assert interval.low < 2.0 < interval.high
+    assert many.rel_halfwidth < few.rel_halfwidth / 2
+
+
+def test_drift_that_hits_both_series_alike_leaves_the_paired_ci_tight():
+    rng = np.random.default_rng(2)
+    drift = np.linspace(1.0, 2.0, 30)  # the machine slows down to half speed over the run, for both variants
+    base = _rounds(rng, 30, 10.0, drift=drift)
+    this = _rounds(rng, 30, 5.0, drift=drift)
+    interval = paired_ratio(base, this)
+    assert interval.value == pytest.approx(2.0, rel=0.03)
+    assert interval.rel_halfwidth < 0.02
+    # the same samples, unpaired (each round matched with a random other round), give a far wider interval
+    shuffled = [this[i] for i in rng.permutation(30)]
+    assert paired_ratio(base, shuffled).rel_halfwidth > 5 * interval.rel_halfwidth
 
 
 def test_compare_passes_within_tolerance_and_reports_errors():
