@@ -17,50 +17,49 @@ import torch
 
 from trtbench.artifacts import read_manifest, sha256_of, verify_artifact
 from trtbench.config import config_from_dict
-from trtbench.pipeline import Pipeline
 
 NEW_VARIANTS = ["compiled", "aoti", "ort", "openvino"]
 
 
 @pytest.fixture(scope="module")
 def backends_run(tmp_path_factory):
-    from conftest import TINY_CONFIG
+    from conftest import TINY_CONFIG, run_dict
 
     out = tmp_path_factory.mktemp("backends") / "out"
-    config = dict(TINY_CONFIG, variants=["eager", *NEW_VARIANTS], output={"dir": str(out)})
-    outcome = Pipeline(config_from_dict(config)).run()
+    config = dict(TINY_CONFIG, variants=["eager", *NEW_VARIANTS], output={"dir": str(out), "cold_start": False})
+    outcome = run_dict(config)
     return outcome, out
 
 
 def rows_of(outcome, variant):
-    return [r for r in outcome.results if r.variant == variant]
+    return [r for r in outcome.results if r.case.variant == variant]
 
 
 def test_every_new_variant_builds_runs_and_matches_eager_at_every_shape(backends_run):
     outcome, _ = backends_run
     assert outcome.exit_code == 0
-    assert {r.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
+    assert {r.case.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
     for r in outcome.results:
-        assert r.status == "ok", (r.variant, r.reason)
-        assert r.parity["ok"] and r.parity["max_abs_err"] <= 1e-4, (r.variant, r.parity)
-    assert {r.shape for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
+        assert r.status == "ok", (r.case.variant, r.reason)
+        assert r.parity["ok"] and r.parity["max_abs_err"] <= 1e-4, (r.case.variant, r.parity)
+    assert {r.case.point for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
 
 
 def test_compiled_reports_its_first_call_and_points_to_aoti(backends_run):
     outcome, _ = backends_run
-    info = rows_of(outcome, "compiled")[0].build_info
-    assert 0 < info["first_call_s"] <= rows_of(outcome, "compiled")[0].build_s
+    info = rows_of(outcome, "compiled")[0].build["info"]
+    assert 0 < info["first_call_s"] <= rows_of(outcome, "compiled")[0].build["build_s"]
     assert info["graphs"] >= 1 and info["graph_breaks"] == 0
     assert info["artifact"].startswith("none") and "aoti" in info["artifact"]
 
 
 def test_runtimes_use_the_runs_threads(backends_run):
     outcome, _ = backends_run
-    ort = rows_of(outcome, "ort")[0].build_info
+    ort = rows_of(outcome, "ort")[0].build["info"]
     assert ort["intra_op_num_threads"] == torch.get_num_threads()
     assert ort["providers"] == ["CPUExecutionProvider"]
     assert ort["onnx"]["inputs"]["x"].startswith("[s")  # the batch dim stayed symbolic
-    openvino = rows_of(outcome, "openvino")[0].build_info
+    openvino = rows_of(outcome, "openvino")[0].build["info"]
     assert openvino["inference_num_threads"] == torch.get_num_threads()
     assert openvino["inference_precision"] == "f32"
 
