@@ -7,7 +7,7 @@ these becomes a note in the report and on stderr, and the exit code 1:
 
 - a case measured in more than one input in the same environment (the later input's record is kept);
 - cases measured in some environments but not in others (compared by model, variant, options,
-  precision and point; thread count and device are each machine's own);
+  precision and point, and how many thread counts each ran at: a machine's default is its core count);
 - shards of a sharded run missing from the inputs, or given twice;
 - inputs whose run was interrupted.
 """
@@ -71,19 +71,25 @@ def _comparable(record: Record) -> tuple:
 
 
 def coverage_notes(results: ResultSet) -> list[str]:
-    """One note per environment that lacks cases another environment measured."""
-    by_env: dict[str, set[tuple]] = {}
+    """One note per environment that lacks cases another environment measured.
+
+    Cases are compared by model, variant, options, precision and point; a machine's thread counts are
+    its own (the default is its core count), so those are compared by how many each case was run at.
+    """
+    by_env: dict[str, Counter] = {}
     for record in results:
-        by_env.setdefault(record.environment, set()).add(_comparable(record))
+        by_env.setdefault(record.environment, Counter())[_comparable(record)] += 1
     if len(by_env) < 2:
         return []
-    every = set().union(*by_env.values())
+    most = Counter()
+    for counts in by_env.values():
+        most |= counts
     notes = []
-    for env, cases in by_env.items():
-        missing = sorted(every - cases)
+    for env, counts in by_env.items():
+        missing = [(key, counts[key], n) for key, n in sorted(most.items()) if counts[key] < n]
         if missing:
-            notes.append(f"{len(missing)} case(s) measured elsewhere but not on {_where(results, env)}: "
-                         + "; ".join(_describe(m) for m in missing))
+            notes.append(f"{len(missing)} case(s) measured elsewhere but not on {_where(results, env)}: " + "; ".join(
+                _describe(key) + (f" (at {have} of {n} thread counts)" if have else "") for key, have, n in missing))
     return notes
 
 

@@ -1,0 +1,185 @@
+"""trtbench merge: shards run as separate processes merge back into the unsharded case set; machines
+stay apart (tables and plots keyed by environment); gaps and repeats are reported, never dropped."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trtbench.errors import UserInputError
+from trtbench.merge import merge_runs
+from trtbench.report.matrix import pareto_plot
+from trtbench.resultset import ResultSet
+
+OTHER_ENV = "0th3rmach1ne"
+
+
+def trtbench(*args, env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trtbench", *args], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, each its own
+    process (started together, as a scheduler would), and the same matrix unsharded."""
+    from conftest import ASSETS, REPO, TINY_CONFIG
+
+    root = tmp_path_factory.mktemp("matrix")
+    config = {**copy.deepcopy(TINY_CONFIG), "name": "matrix", "variants": ["eager", "traced"],
+              "sweep": {"batch": [1, 2], "threads": [1, 2, 3]}, "budget": {"p99_ms": 1000},
+              "output": {"save_artifacts": False, "cold_start": False}}
+    config["benchmark"]["iterations"] = 3
+    path = root / "matrix.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(ASSETS)]))
+    dirs = {f"s{i}": root / f"shard{i}" for i in range(3)} | {"full": root / "full"}
+    procs = {name: subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(path), "--output",
+                                     str(out), "--quiet", *([] if name == "full" else ["--shard", f"{name[1]}/3"])],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for name, out in dirs.items()}
+    for name, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{name}: {err}"
+    return dirs
+
+
+def keys(results: ResultSet) -> set[str]:
+    return {r.case.key for r in results}
+
+
+def relabelled(src: Path, dst: Path, drop=lambda record: False, budget=None) -> Path:
+    """A copy of a run as if measured on another machine (another environment id and CPU name)."""
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "results.json").read_text())
+    (env,) = doc["environments"].values()
+    doc["environments"] = {OTHER_ENV: {**env, "id": OTHER_ENV, "cpu": "Other CPU"}}
+    for run in doc["runs"]:
+        run["environment"] = OTHER_ENV
+        if budget is not None:
+            run["config"]["budget"]["p99_ms"] = budget
+    doc["records"] = [{**r, "environment": OTHER_ENV} for r in doc["records"] if not drop(r)]
+    (dst / "results.json").write_text(json.dumps(doc))
+    return dst
+
+
+def test_three_shards_merge_to_the_unsharded_case_set(runs, subprocess_env, tmp_path):
+    shards = [ResultSet.load(runs[f"s{i}"]) for i in range(3)]
+    full = ResultSet.load(runs["full"])
+    assert len(full) == 3 * 2 * 2 and all(len(s) == 4 for s in shards)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            assert not keys(shards[i]) & keys(shards[j]), f"shards {i} and {j} overlap"
+    assert {r.case.threads for r in shards[0]} == {1}, "a shard holds whole build groups"
+    proc = trtbench("merge", *(str(runs[f"s{i}"]) for i in range(3)), "--output", str(tmp_path / "merged"),
+                    env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "merge:" not in proc.stderr, "nothing to report for a complete set of shards"
+    merged = ResultSet.load(tmp_path / "merged")
+    assert keys(merged) == keys(full), "no gaps and nothing extra"
+    assert [run["shard"] for run in merged.runs] == [[0, 3], [1, 3], [2, 3]]
+    assert "recommendation (p99 <= 1000 ms):" in proc.stdout, "the budget comes from the inputs' configs"
+    assert len(json.loads((tmp_path / "merged" / "results.json").read_text())["recommendations"]) == 1
+    report = (tmp_path / "merged" / "report.md").read_text()
+    assert "## Merge notes" not in report and "## Sweep" in report and "shard 2/3" in report
+
+
+def test_a_missing_shard_is_reported(runs, tmp_path):
+    outcome = merge_runs([str(runs["s0"]), str(runs["s1"])], tmp_path / "merged")
+    assert any("shard(s) 2/3 are not among the inputs" in note for note in outcome.notes)
+    assert outcome.exit_code == 1
+    assert "2/3 are not among the inputs" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_two_machines_stay_apart(runs, subprocess_env, tmp_path):
+    other = relabelled(runs["full"], tmp_path / "other")
+    out = tmp_path / "merged"
+    proc = trtbench("merge", str(runs["full"]), str(other), "--output", str(out), env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    merged = ResultSet.load(out)
+    assert len(merged.environments) == 2 and len(merged) == 2 * len(ResultSet.load(runs["full"]))
+    header = proc.stdout.splitlines()[0].split()
+    assert header[0] == "environment", "the table is keyed by environment"
+    assert f"Other CPU [{OTHER_ENV}]" in proc.stdout and f"[{OTHER_ENV}]" in (out / "report.md").read_text()
+    (own,) = set(merged.environments) - {OTHER_ENV}
+    for env in (own, OTHER_ENV):
+        assert (out / "plots" / f"latency-{env}.png").is_file() and (out / "plots" / f"speedup-{env}.png").is_file()
+    chart = pareto_plot(merged, tmp_path / "pareto.png")
+    machines = {name.rsplit("[", 1)[1] for name in chart.series if name.startswith("points|")}
+    assert machines == {f"{own}]", f"{OTHER_ENV}]"}, "one series per machine"
+    assert len([name for name in chart.series if name.startswith("front|")]) == 2
+
+
+def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, subprocess_env, tmp_path):
+    def drop(record):
+        case = record["case"]
+        return (case["variant"] == "traced" and case["point"] == "b2" and case["threads"] == 3
+                or case["variant"] == "eager" and case["point"] == "b1")
+
+    other = relabelled(runs["full"], tmp_path / "other", drop=drop)
+    out = tmp_path / "merged"
+    proc = trtbench("merge", str(runs["full"]), str(other), "--output", str(out), env=subprocess_env)
+    assert proc.returncode == 1
+    note = "2 case(s) measured elsewhere but not on Other CPU"
+    assert note in proc.stderr and note in (out / "report.md").read_text()
+    assert "eager fp32 b1 (1x3x16x16); " in proc.stderr, "missing at every thread count"
+    assert "traced fp32 b2 (2x3x16x16) (at 2 of 3 thread counts)" in proc.stderr
+    kept = [r for r in ResultSet.load(out) if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
+    assert len(kept) == 1 and kept[0].environment != OTHER_ENV, "the lone measurement is in the merge"
+
+
+def test_a_case_measured_twice_is_reported(runs, subprocess_env, tmp_path):
+    out = tmp_path / "merged"
+    proc = trtbench("merge", str(runs["s0"]), str(runs["s0"]), "--output", str(out), env=subprocess_env)
+    assert proc.returncode == 1
+    assert proc.stderr.count("measured in more than one input; kept input 2's") == 4
+    assert "shard(s) 0/3 given more than once" in proc.stderr
+    assert "## Merge notes" in (out / "report.md").read_text()
+
+
+def test_interrupted_input_is_reported(runs, tmp_path):
+    copy_dir = tmp_path / "interrupted"
+    shutil.copytree(runs["full"], copy_dir)
+    doc = json.loads((copy_dir / "results.json").read_text())
+    doc["runs"][0]["status"] = "interrupted"
+    (copy_dir / "results.json").write_text(json.dumps(doc))
+    outcome = merge_runs([str(copy_dir)], tmp_path / "merged")
+    assert any("was interrupted" in note for note in outcome.notes) and outcome.exit_code == 1
+
+
+def test_budget_flag_and_disagreeing_configs(runs, tmp_path):
+    other = relabelled(runs["full"], tmp_path / "other", budget=5.0)
+    with pytest.raises(UserInputError, match="different budgets: 5 ms, 1000 ms"):
+        merge_runs([str(runs["full"]), str(other)], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists(), "bad input writes nothing"
+    outcome = merge_runs([str(runs["full"]), str(other)], tmp_path / "merged", p99_budget_ms=0.001)
+    assert outcome.p99_budget_ms == 0.001
+    stored = json.loads((tmp_path / "merged" / "results.json").read_text())["recommendations"]
+    assert len(stored) == 2 and not any(rec["fits"] for rec in stored) and all(rec["closest"] for rec in stored)
+
+
+def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, tmp_path):
+    missing = tmp_path / "nope"
+    proc = trtbench("merge", str(runs["s0"]), str(missing), "--output", str(tmp_path / "m"), env=subprocess_env)
+    assert proc.returncode == 2 and f"{missing}: input 2 does not exist" in proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = trtbench("merge", str(empty), "--output", str(tmp_path / "m"), env=subprocess_env)
+    assert proc.returncode == 2 and "results.json: no results.json here" in proc.stderr
+    assert not (tmp_path / "m").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    proc = trtbench("merge", str(runs["s0"]), "--output", str(afile), env=subprocess_env)
+    assert proc.returncode == 2 and "--output: " in proc.stderr and "is a file" in proc.stderr
+    with pytest.raises(UserInputError, match="is input 1"):
+        merge_runs([str(runs["s0"])], runs["s0"])
+    with pytest.raises(UserInputError, match="holds a run"):
+        merge_runs([str(runs["s0"])], runs["s1"])
