@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from trtbench.config import bundled_config_dir, load_config
@@ -28,13 +29,14 @@ def test_run_end_to_end_in_a_subprocess(tiny_config, write_config, subprocess_en
     assert "speedup" in proc.stdout and "traced" in proc.stdout
     assert "FutureWarning" not in proc.stderr, "torch.jit warnings are captured into the results"
     doc = json.loads((tmp_path / "elsewhere" / "results.json").read_text())
-    assert len(doc["results"]) == 9
+    assert len(doc["records"]) == 9 and all(r["status"] == "ok" for r in doc["records"])
     assert not (tmp_path / "out").exists(), "--output overrides output.dir"
 
 
 def test_plain_progress_when_not_on_a_terminal(tiny_config, write_config, subprocess_env):
     proc = trtbench("--config", str(write_config(tiny_config)), env=subprocess_env)
-    assert "build traced fp32 ..." in proc.stdout and "time scripted fp32 max ..." in proc.stdout
+    assert "build python:toy_models:tiny_cnn traced fp32\n" in proc.stdout
+    assert f"time python:toy_models:tiny_cnn fp32 t{torch.get_num_threads()} max ..." in proc.stdout
 
 
 def test_quiet_prints_only_the_table(tiny_config, write_config, subprocess_env):
@@ -74,7 +76,9 @@ def test_resnet34_config_is_the_reference_setup():
     config = load_config("resnet34.yaml")
     (spec,) = config.inputs
     assert (spec.min_shape, spec.opt_shape, spec.max_shape) == ([1, 3, 224, 224], [2, 3, 224, 224], [16, 3, 224, 224])
-    assert config.variant_names == ["eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted"]
+    assert config.variant_names == ["eager", "traced", "scripted", "exported", "compiled", "aoti", "ort", "openvino",
+                                    "trt", "trt_traced", "trt_scripted", "ort_cuda", "ort_trt"]
+    assert config.benchmark.mode == "adaptive" and config.benchmark.shapes == ["min", "opt", "max"]
 
 
 def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):
@@ -84,7 +88,7 @@ def test_profile_command_turns_profiling_on(tiny_config, write_config, subproces
                     env=subprocess_env)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "p" / "results.json").read_text())
-    assert doc["profiles"]["precision"] == "fp32"
+    assert doc["runs"][0]["profiles"]["precision"] == "fp32"
     report = (tmp_path / "p" / "report.md").read_text()
     assert "**Layers**" in report and "**Operators**" in report and "**Peak memory**" in report
 

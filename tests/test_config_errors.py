@@ -118,9 +118,26 @@ def test_unknown_precision(tiny_config, write_config, capsys):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
-def test_cuda_requested_without_gpu(tiny_config, write_config, capsys):
-    tiny_config["device"] = "cuda"
-    expect_error(write_config(tiny_config), capsys, "device", "CUDA is not available", "device: cpu")
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_cuda_requested_without_gpu_is_refused_by_run_but_the_config_loads(tiny_config, write_config, capsys, device):
+    """Whether CUDA is present is decided when a run is resolved: the config itself loads anywhere."""
+    from trtbench.config import load_config
+
+    tiny_config["device"] = device
+    path = write_config(tiny_config)
+    assert load_config(path).device == device
+    code, out, _ = run_cli(["validate", str(path)], capsys)
+    assert code == 0 and f"device {device}" in out
+    err = expect_error(path, capsys, "CUDA is not available", "device: cpu")
+    assert err.startswith("trtbench: error: device: ")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_cuda_from_the_device_flag_without_gpu(tiny_config, write_config, capsys):
+    path = write_config(tiny_config)
+    code, _, err = run_cli(["--config", str(path), "--device", "cuda"], capsys)
+    assert code == 2 and "device: " in err and "CUDA is not available" in err
+    assert not (path.parent / "out").exists()
 
 
 def test_malformed_device(tiny_config, write_config, capsys):
