@@ -1,0 +1,144 @@
+"""Crash safety of a run's output directory: resume after SIGKILL, --fresh, the lock, bad output paths."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from trtbench.journal import JOURNAL_NAME, Journal
+from trtbench.outdir import OutputDir
+from trtbench.resultset import ResultSet
+
+
+def trtbench(*args, env, timeout=300):
+    return subprocess.run([sys.executable, "-m", "trtbench", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def journal_records(out) -> dict[str, dict]:
+    """case key -> record dict of every complete record line in the journal."""
+    records = {}
+    for line in (out / JOURNAL_NAME).read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if entry["kind"] == "record":
+            records[entry["record"]["case_key"]] = entry["record"]
+    return records
+
+
+@pytest.fixture
+def slow_config(tiny_config, write_config):
+    """Three variants at three points, each point warming up for half a second: a kill lands mid-run."""
+    tiny_config["benchmark"].update(iterations=200, warmup_s=0.5)
+    return write_config(tiny_config)
+
+
+def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config, tmp_path, subprocess_env):
+    out = tmp_path / "resumed"
+    command = [sys.executable, "-m", "trtbench", "--config", str(slow_config), "--output", str(out), "--quiet"]
+    proc = subprocess.Popen(command, env=subprocess_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while not ((out / JOURNAL_NAME).exists() and journal_records(out)):
+            assert proc.poll() is None, f"the run ended before writing a record: {proc.stderr.read().decode()}"
+            assert time.monotonic() < deadline, "no record in the journal after 240 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    before = journal_records(out)
+    assert 0 < len(before) < 9, f"the kill must land mid-run ({len(before)} records)"
+    assert not (out / "results.json").exists(), "results are written at the end, atomically"
+
+    rerun = trtbench("--config", str(slow_config), "--output", str(out), "--quiet", env=subprocess_env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"resumed: kept {len(before)} case(s)" in rerun.stderr
+    results = ResultSet.load(out)
+    assert len(results) == 9 and all(r.status == "ok" for r in results)
+    assert {(r.case.variant, r.case.point) for r in results} == {
+        (v, p) for v in ("eager", "traced", "scripted") for p in ("min", "opt", "max")}
+    by_key = {r.case.key: r for r in results}
+    for key, old in before.items():  # kept as they were measured, not measured again
+        assert by_key[key].rounds == old["rounds"]
+    assert all(sum(map(len, r.rounds)) == 200 for r in results)
+    assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == len(before)
+    assert (out / "artifacts" / "manifest.json").is_file()
+    assert {a["file"] for a in json.loads((out / "artifacts" / "manifest.json").read_text())["artifacts"]} == {
+        "traced_fp32.ts", "scripted_fp32.ts"}
+
+    fresh = trtbench("--config", str(slow_config), "--output", str(out), "--quiet", "--fresh", env=subprocess_env)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "resumed" not in fresh.stderr
+    again = {r.case.key: r for r in ResultSet.load(out)}
+    assert set(again) == set(by_key)
+    assert all(again[key].rounds != by_key[key].rounds for key in by_key), "--fresh measures every case again"
+    assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == 0
+
+
+def test_a_line_torn_by_a_crash_is_ignored_and_its_case_measured_again(tmp_path):
+    from trtbench.case import Case
+    from trtbench.record import Record
+
+    journal = Journal(tmp_path)
+    case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3),), threads=1,
+                device="cpu")
+    journal.record(Record(case=case, environment="e", rounds=[[1.0, 2.0]]))
+    journal.record(Record(case=Case(**{**case.to_dict(), "input_shapes": ((2, 3),), "point": "max"}),
+                          environment="e", status="interrupted"))
+    torn = json.dumps({"kind": "record", "record": Record(case=case.baseline(), environment="e").to_dict()})
+    with open(journal.path, "a") as fh:
+        fh.write(torn[: len(torn) // 2])  # the crash cut this line short
+    state = journal.read()
+    assert list(state.records) == [case.key]  # interrupted and torn lines are measured again
+    assert state.records[case.key].rounds == [[1.0, 2.0]]
+
+
+def test_a_second_run_into_a_locked_directory_exits_2_naming_it(tiny_config, write_config, tmp_path, subprocess_env):
+    out = tmp_path / "busy"
+    path = write_config(tiny_config)
+    with OutputDir(out):
+        proc = trtbench("--config", str(path), "--output", str(out), env=subprocess_env)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"another trtbench run is writing to '{out}'" in proc.stderr and "fix:" in proc.stderr
+        assert "Traceback" not in proc.stderr and "build " not in proc.stdout
+        assert sorted(p.name for p in out.iterdir()) == [".trtbench.lock"], "nothing written"
+    # the lock dies with its holder: the same command then runs
+    proc = trtbench("--config", str(path), "--output", str(out), "--quiet", "--variants", "eager", env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "results.json").is_file()
+
+
+def test_the_lock_is_refused_in_process_too(tmp_path):
+    from trtbench.errors import UserInputError
+
+    with OutputDir(tmp_path / "d"):
+        with pytest.raises(UserInputError) as info:
+            OutputDir(tmp_path / "d", key="--output").acquire()
+    assert info.value.where == "--output" and str(tmp_path / "d") in info.value.problem
+    with OutputDir(tmp_path / "d"):  # released on exit
+        pass
+
+
+def test_an_output_path_that_is_a_file_exits_2_without_a_traceback(tiny_config, write_config, tmp_path, capsys):
+    from trtbench.cli import main
+
+    target = tmp_path / "a-file"
+    target.write_text("not a directory")
+    code = main(["--config", str(write_config(tiny_config)), "--output", str(target), "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"trtbench: error: output.dir: '{target}' exists and is a file" in captured.err and "fix:" in captured.err
+    assert "Traceback" not in captured.err
+    assert target.read_text() == "not a directory"
