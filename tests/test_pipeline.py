@@ -326,9 +326,6 @@ def test_stale_manifest_from_an_earlier_run_is_removed(tiny_config, tmp_path):
     assert not (tmp_path / "out" / "artifacts" / "manifest.json").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="trtbench/runner.py Runner._resume keeps the journal's artifact entries of "
-                                       "variants the new plan no longer lists (self.saved.update(...) is not "
-                                       "filtered by plan), so their manifest is published again")
 def test_a_resumed_run_with_fewer_variants_does_not_publish_the_dropped_ones(tiny_config, tmp_path):
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     run_dict(tiny_config)

@@ -318,9 +318,6 @@ def test_pipeline_writes_profiles_and_plots(tiny_config, tmp_path):
     assert latency.shape[0] > 0 and float(np.var(latency[..., :3])) > 1e-3
 
 
-@pytest.mark.xfail(strict=True, reason="trtbench/runner.py _run_group casts the model with .requires_grad_(False), so "
-                                       "profile.train reports every variant 'unsupported: no parameters that require "
-                                       "grad'")
 def test_a_run_profiles_the_training_step(tiny_config, tmp_path):
     from conftest import run_dict
 
@@ -337,9 +334,6 @@ def test_a_run_profiles_the_training_step(tiny_config, tmp_path):
     assert traced["status"] == "ok" and "note" in traced, traced
 
 
-@pytest.mark.xfail(strict=True, reason="trtbench/runner.py _profile_if_configured: a profile precision this device "
-                                       "cannot run gives status 'ok' with every variant 'not built' instead of "
-                                       "status 'skipped' with the precision's reason (CUDA)")
 def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_path):
     from conftest import run_dict
 

@@ -55,8 +55,6 @@ def test_cuda_graphs_on_the_cpu_fail_with_the_reason(tiny_config, tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
-@pytest.mark.xfail(strict=True, reason="trtbench/plan.py resolve() replaces a listed eager by a default "
-                                       "VariantEntry('eager'), silently dropping its options (cuda_graphs: true)")
 def test_eager_options_are_not_dropped(tiny_config, tmp_path):
     tiny_config["inputs"] = [{"name": "input", "shape": [2, 3, 16, 16]}]
     tiny_config["variants"] = [{"eager": {"cuda_graphs": True}}]

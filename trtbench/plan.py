@@ -147,7 +147,8 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     """
     device = resolve_device(config.device)
     default_threads = torch.get_num_threads()
-    entries = [VariantEntry("eager")] + [v for v in config.variants if v.name != "eager"]
+    listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
+    entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
     points = shape_points(config)
     groups = []
     for model in config.models:

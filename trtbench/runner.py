@@ -30,7 +30,7 @@ from trtbench.measure import MissingReference, measure_point
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir, describe_error
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
-from trtbench.precision import precision_dtype
+from trtbench.precision import precision_dtype, unsupported_reason
 from trtbench.progress import Progress
 from trtbench.record import Record
 from trtbench.report.writer import write_outputs
@@ -144,7 +144,8 @@ class Runner:
             if key in planned and record.environment == env_id:
                 self.records[key] = record
                 kept += 1
-        self.saved.update({tuple(k): v for k, v in earlier.artifacts.items()})
+        planned_saves = {(g.model.id, g.precision, e.name) for g in self.plan.groups for e in g.variants}
+        self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return kept
 
     def _result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool) -> ResultSet:
@@ -224,7 +225,7 @@ class Runner:
             dtype = precision_dtype(group.precision)
             points = self._points_todo(group)
             ceiling = self._ceiling(dtype, group.threads) if points else {}
-            cast = copy.deepcopy(model).to(self.device, dtype).requires_grad_(False)
+            cast = copy.deepcopy(model).to(self.device, dtype)
             if self.config.channels_last:
                 cast = cast.to(memory_format=torch.channels_last)
             inputs = self._inputs(group.points, dtype)
@@ -358,6 +359,11 @@ class Runner:
             return
         from trtbench.profiling.runner import run_profiles
 
+        reason = unsupported_reason(group.precision, self.device)
+        if reason:
+            self.profiles = {"status": "skipped", "reason": reason, "precision": group.precision,
+                             "device": str(self.device)}
+            return
         shapes = {p.label: p for p in group.points}
         labels = [label for label in profile.shapes if label in shapes]
         inputs = self._inputs([shapes[label] for label in labels], dtype)
