@@ -16,6 +16,7 @@ from typing import Optional
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from trtbench.case import shapes_text
 from trtbench.env import environment_name
@@ -100,6 +101,14 @@ def _save(fig: Figure, path: Path) -> Chart:
     return Chart(path=Path(path), series=series)
 
 
+PLAIN = FuncFormatter(lambda value, _: f"{value:g}")  # 60, not 6x10^1, on log axes
+
+
+def _plain_log(axis) -> None:
+    axis.set_major_formatter(PLAIN)
+    axis.set_minor_formatter(PLAIN)
+
+
 def _batch_axes(series: dict[str, list[Record]], ylabel: str, title: str):
     fig = Figure(figsize=(8.0, 4.8))
     ax = fig.add_subplot()
@@ -121,6 +130,7 @@ def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optiona
     series = _series(results)
     fig, ax = _batch_axes(series, "latency (ms, log scale): median solid, p99 dashed", "Latency vs batch size")
     ax.set_yscale("log")
+    _plain_log(ax.yaxis)
     for name, records in series.items():
         xs = [r.case.batch for r in records]
         (line,) = ax.plot(xs, [r.stats.median for r in records], marker="o", label=name, gid=f"median|{name}")
@@ -173,6 +183,7 @@ def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] =
         ax.axvline(p99_budget_ms, color="red", linewidth=1, linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms",
                    gid="budget")
     ax.set_xscale("log")
+    _plain_log(ax.xaxis)
     ax.set_xlabel("p99 latency (ms, log scale)")
     ax.set_ylabel("throughput (samples/s)")
     ax.set_title("Latency-throughput: ringed points are on the Pareto front")
