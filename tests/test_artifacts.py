@@ -65,11 +65,21 @@ def test_verify_cli_exit_codes(saved_run, subprocess_env):
     assert "3 verified, 0 failed" in proc.stdout
 
 
-def test_verify_detects_a_changed_file(saved_run, tmp_path):
+def copy_of_run(saved_run, tmp_path, keep=("traced_fp32.ts", "scripted_fp32.ts")):
+    """A copy of the run whose manifest lists only ``keep`` (each verified artifact costs a fresh process)."""
     import shutil
 
     copy = tmp_path / "copy"
     shutil.copytree(saved_run, copy)
+    manifest_path = copy / "artifacts" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["artifacts"] = [a for a in manifest["artifacts"] if a["file"] in keep]
+    manifest_path.write_text(json.dumps(manifest))
+    return copy
+
+
+def test_verify_detects_a_changed_file(saved_run, tmp_path):
+    copy = copy_of_run(saved_run, tmp_path)
     with (copy / "artifacts" / "traced_fp32.ts").open("ab") as fh:
         fh.write(b"tampered")
     rows = {row["file"]: row for row in verify(copy)}
@@ -111,10 +121,7 @@ def test_results_json_is_never_half_written(tmp_path, monkeypatch):
 
 def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
     """A manifest entry marked as a TensorRT engine from another TensorRT/GPU is not loaded without --force."""
-    import shutil
-
-    copy = tmp_path / "copy"
-    shutil.copytree(saved_run, copy)
+    copy = copy_of_run(saved_run, tmp_path)
     manifest_path = copy / "artifacts" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     entry = next(a for a in manifest["artifacts"] if a["file"] == "traced_fp32.ts")

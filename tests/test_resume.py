@@ -35,8 +35,8 @@ def journal_records(out) -> dict[str, dict]:
 
 @pytest.fixture
 def slow_config(tiny_config, write_config):
-    """Three variants at three points, each point warming up for half a second: a kill lands mid-run."""
-    tiny_config["benchmark"].update(iterations=200, warmup_s=0.5)
+    """Three variants at three points, each point warming up for 0.3 s: a kill lands mid-run."""
+    tiny_config["benchmark"].update(iterations=200, warmup_s=0.3)
     return write_config(tiny_config)
 
 

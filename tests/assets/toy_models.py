@@ -165,3 +165,21 @@ def tiny_bert() -> nn.Module:
     config = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=32)
     return BertModel(config)
+
+
+class ScriptedOffByOne(nn.Module):
+    """Adds 1 to its logits when scripted only: a variant that fails its accuracy check every time, deterministically."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        out = self.body(x)
+        if torch.jit.is_scripting():
+            out = out + 1.0
+        return out
+
+
+def scripted_off_by_one() -> nn.Module:
+    return ScriptedOffByOne()
