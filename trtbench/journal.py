@@ -4,7 +4,8 @@ A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it a
 same command on the same output directory reads them back and measures only what is missing.
 Each line is written with one ``write`` on an ``O_APPEND`` descriptor and fsync'd, so lines
 never interleave; a line cut short by a crash is ignored on reading. A later line for the same
-case replaces an earlier one (a save that fails after timing, say).
+case replaces an earlier one (a save that fails after timing, say). A run that completes every
+case removes its journal, so running the same command again measures anew.
 """
 
 from __future__ import annotations

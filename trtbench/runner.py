@@ -88,6 +88,7 @@ class Runner:
         self.saved: dict[tuple, list[dict]] = {}  # (model, precision, variant) -> artifact entries
         self.profiles: dict | None = None
         self.resumed = 0
+        self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
     # ---- the run -----------------------------------------------------------------------------
 
@@ -129,6 +130,8 @@ class Runner:
         self.store.entries = [entry for entries in self.saved.values() for entry in entries]
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
         files = write_outputs(self.out_dir, self.config, results, interrupted, manifest, self.profiles)
+        if not self.unfinished:  # nothing left to resume: the next run of this command measures anew
+            self.journal.discard()
         return RunOutcome(self.out_dir, results, environment, interrupted, resumed, files)
 
     def _discard_previous(self) -> None:
@@ -382,6 +385,7 @@ class Runner:
 
     def _account_unfinished(self, env_id: str, status: str, reason: str) -> None:
         """A record for every planned case the run did not reach (not journaled: resumable)."""
+        self.unfinished = True
         for case in self.plan.cases:
             if case.key not in self.records:
                 self.records[case.key] = Record(case=case, environment=env_id, status=status, reason=reason)
