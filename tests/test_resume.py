@@ -144,13 +144,14 @@ def test_an_output_path_that_is_a_file_exits_2_without_a_traceback(tiny_config, 
     assert target.read_text() == "not a directory"
 
 
-def test_a_complete_run_retires_its_journal_so_the_same_command_measures_anew(tiny_config, tmp_path):
+def test_a_complete_run_closes_its_journal_so_the_same_command_measures_anew(tiny_config, tmp_path):
     from conftest import run_dict
 
     tiny_config["variants"] = ["eager"]
     tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False, "cold_start": False}
     first = run_dict(tiny_config)
-    assert first.exit_code == 0 and not (tmp_path / "out" / JOURNAL_NAME).exists()
+    journal = tmp_path / "out" / JOURNAL_NAME
+    assert first.exit_code == 0 and json.loads(journal.read_text().splitlines()[-1]) == {"kind": "complete"}
     second = run_dict(tiny_config)
     assert second.resumed == 0
     rounds = [[r.rounds for r in outcome.results] for outcome in (first, second)]

@@ -5,7 +5,8 @@ same command on the same output directory reads them back and measures only what
 Each line is written with one ``write`` on an ``O_APPEND`` descriptor and fsync'd, so lines
 never interleave; a line cut short by a crash is ignored on reading. A later line for the same
 case replaces an earlier one (a save that fails after timing, say). A run that completes every
-case removes its journal, so running the same command again measures anew.
+case ends its journal with a ``complete`` line: nothing is left to resume, so running the same
+command again measures anew.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class JournalState:
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # (build key..., variant) -> manifest entries
     environments: dict[str, dict] = field(default_factory=dict)
+    complete: bool = False  # the last run into this directory finished every case
 
 
 class Journal:
@@ -54,6 +56,10 @@ class Journal:
         """The artifacts one variant build saved (possibly none): its save step is done."""
         self._append({"kind": "artifacts", "key": list(key), "entries": entries})
 
+    def complete(self) -> None:
+        """Every planned case is done: a later run starts anew instead of resuming."""
+        self._append({"kind": "complete"})
+
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
 
@@ -74,6 +80,8 @@ class Journal:
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
                 elif kind == "environment":
                     state.environments[entry["environment"]["id"]] = entry["environment"]
+                elif kind == "complete":
+                    state = JournalState(complete=True)  # what came before is finished, not resumable
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 continue  # a line torn by a crash: that case is measured again
         return state

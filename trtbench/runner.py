@@ -101,6 +101,8 @@ class Runner:
         if self.fresh:
             self._discard_previous()
         earlier = self.journal.read()
+        if earlier.complete:  # the last run finished: measure anew, in a new journal
+            self.journal.discard()
         self.store.discard_previous_manifest()
         environment = collect_environment(self.device)
         env_id = environment["id"]
@@ -131,7 +133,7 @@ class Runner:
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
         files = write_outputs(self.out_dir, self.config, results, interrupted, manifest, self.profiles)
         if not self.unfinished:  # nothing left to resume: the next run of this command measures anew
-            self.journal.discard()
+            self.journal.complete()
         return RunOutcome(self.out_dir, results, environment, interrupted, resumed, files)
 
     def _discard_previous(self) -> None:
