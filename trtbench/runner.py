@@ -35,7 +35,7 @@ from trtbench.progress import Progress
 from trtbench.record import Record
 from trtbench.report.writer import write_outputs
 from trtbench.resultset import ResultSet
-from trtbench.variants import BuildContext, get_variant
+from trtbench.variants import BuildContext, build_order, get_variant
 
 
 @dataclass
@@ -240,7 +240,7 @@ class Runner:
                                example_inputs=to_memory_format(example, self.config.channels_last), shape_inputs=inputs,
                                input_specs=self.config.inputs)
             options = {entry.name: entry.options for entry in group.variants}
-            names = group.build_names if points else self._with_dependencies(group, self._saves_todo(group))
+            names = group.build_names if points else build_order(self._saves_todo(group))  # saves left only
             outcomes = self._build(group, names, cast, ctx, options)
             tolerance = self.config.tolerances[group.precision]
             for point in points:
@@ -274,19 +274,6 @@ class Runner:
                     record.build["info"] = {**record.build.get("info", {}), **info}
                     self._keep(record)
 
-    def _with_dependencies(self, group: BuildGroup, names: list[str]) -> list[str]:
-        return [n for n in group.build_names if n in names or any(
-            self._depends(n, m) for m in names)]
-
-    @staticmethod
-    def _depends(dependency: str, name: str) -> bool:
-        parent = get_variant(name).depends_on
-        while parent:
-            if parent == dependency:
-                return True
-            parent = get_variant(parent).depends_on
-        return False
-
     def _build(self, group: BuildGroup, names: list[str], model, ctx, options) -> dict[str, BuildOutcome]:
         unavailable = dict(group.unavailable)
         requested = {e.name for e in group.variants}
@@ -307,8 +294,9 @@ class Runner:
     def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance) -> None:
         """Save a variant's artifacts once its every point is ok and accurate; journal that it is done."""
         key = self._save_key(group, outcome.variant.name)
-        rows = [self.records[group.case(e, p).key] for p in group.points for e in group.variants
-                if e.name == outcome.variant.name and group.case(e, p).key in self.records]
+        entry = next(e for e in group.variants if e.name == outcome.variant.name)
+        keys = [group.case(entry, p).key for p in group.points]
+        rows = [self.records[k] for k in keys if k in self.records]
         entries: list[dict] = []
         ok_rows = [r for r in rows if r.status == "ok"]
         if outcome.built is not None and ok_rows:

@@ -156,8 +156,9 @@ def _cells(row: Row, columns: list[str], environments: dict) -> list[str]:
     return [values[col] for col in columns]
 
 
-def notes(results: ResultSet) -> list[str]:
-    """Reasons for rows that are not ok (deduplicated), and what limited the timing."""
+def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
+    """Reasons for rows that are not ok (deduplicated), and what limited the timing; ``table_rows`` is
+    :func:`rows` of ``results``, already computed by the caller."""
     seen, out = set(), []
     for r in results:
         if r.status != "ok" and r.reason:
@@ -172,7 +173,7 @@ def notes(results: ResultSet) -> list[str]:
     if capped:
         out.append(f"limited by time: max_time_s ended timing before the median's 95% CI reached target_rel_ci for: "
                    f"{', '.join(capped)}; raise benchmark.max_time_s for tighter medians.")
-    if any(row.fastest for row in rows(results)):
+    if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
                    "speedup is eager's median over the variant's, its interval from the rounds both were "
                    "timed in, interleaved.")
@@ -182,21 +183,23 @@ def notes(results: ResultSet) -> list[str]:
 def markdown_table(results: ResultSet) -> str:
     """The speedup table as GitHub-flavoured Markdown, with notes below."""
     columns = _columns(results)
+    table_rows = rows(results)
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(row, columns, results.environments)) + " |"
-              for row in rows(results)]
-    extra = notes(results)
+              for row in table_rows]
+    extra = notes(results, table_rows)
     return "\n".join(lines + ([""] + [f"- {n}" for n in extra] if extra else [])) + "\n"
 
 
 def text_table(results: ResultSet) -> str:
     """The speedup table aligned for a terminal."""
     columns = _columns(results)
-    table = [columns] + [_cells(row, columns, results.environments) for row in rows(results)]
+    table_rows = rows(results)
+    table = [columns] + [_cells(row, columns, results.environments) for row in table_rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     out.insert(1, "  ".join("-" * w for w in widths))
-    extra = notes(results)
+    extra = notes(results, table_rows)
     return "\n".join(out + ([""] + extra if extra else [])) + "\n"
 
 
