@@ -23,7 +23,8 @@ TINY_CONFIG = {
     "precisions": ["fp32"],
     "variants": ["eager", "traced", "scripted"],
     "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
-                  "measure_ceiling": False},  # the matmul ceiling takes seconds; its own tests time it
+                  "measure_ceiling": False,  # the matmul ceiling takes seconds; its own tests time it
+                  "isolation": "in_process"},  # a worker per variant costs seconds; tests/test_isolation.py runs them
     "output": {"cold_start": False},  # a fresh process per artifact; test_artifacts turns it on
 }
 

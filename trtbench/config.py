@@ -115,6 +115,9 @@ class InputConfig:
         return {"min": self.min_shape, "opt": self.opt_shape, "max": self.max_shape}[label]
 
 
+ISOLATION_METHODS = ("process", "in_process")  # see trtbench.isolation
+
+
 @dataclass
 class BenchmarkConfig(TimingPlan):
     """How to time (the :class:`~trtbench.timing.TimingPlan` keys), which shapes, threads, seed."""
@@ -124,9 +127,13 @@ class BenchmarkConfig(TimingPlan):
     cudnn_benchmark: bool = True
     seed: int = 0
     measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
+    isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
+    worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
 
     def validate(self, path: str) -> None:
-        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s"):
+        schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
+        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
+                     "worker_timeout_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
         for name in ("warmup", "warmup_s"):
             if getattr(self, name) < 0:

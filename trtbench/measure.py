@@ -8,18 +8,20 @@ with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from trtbench.build import BuildOutcome, capture_warnings
-from trtbench.case import Case
+from trtbench.case import BASELINE_VARIANT, Case
+from trtbench.isolation import Isolation
 from trtbench.outdir import FailureLog
 from trtbench.parity import check_parity
 from trtbench.profiling.memory import track_peak
 from trtbench.record import Record
-from trtbench.timing import TimingPlan, measure_interleaved
+from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, measure_interleaved
 
 
 @dataclass(frozen=True)
@@ -30,20 +32,24 @@ class MissingReference:
 
 
 class _VariantFailed(Exception):
-    """Raised out of the interleaved loop when one variant's call raises, naming it."""
+    """Raised out of the interleaved loop when one variant's block fails, naming it."""
 
     def __init__(self, name: str, error: BaseException):
         super().__init__(name)
         self.name, self.error = name, error
 
 
-def _tagged(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
-    def call():
+class _Tagged:
+    """A block timer whose failures name their variant."""
+
+    def __init__(self, name: str, timer: BlockTimer):
+        self.name, self.timer = name, timer
+
+    def block(self, calls: int) -> Block:
         try:
-            return fn()
+            return self.timer.block(calls)
         except Exception as err:
-            raise _VariantFailed(name, err) from err
-    return call
+            raise _VariantFailed(self.name, err) from err
 
 
 def _parity(output: Any, reference: Any, tolerance) -> dict:
@@ -53,12 +59,32 @@ def _parity(output: Any, reference: Any, tolerance) -> dict:
     return check_parity(output, reference, tolerance.atol, tolerance.rtol).to_dict()
 
 
+def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
+    facts = {**isolation.facts(name), "blocks": len(m.settle_s), "unsettled_blocks": m.unsettled,
+             "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
+             "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
+             "settle_cpu_ms_median": _median(m.settle_cpu_ms)}
+    if m.cpu_between_ms:
+        facts["cpu_between_blocks_ms_median"] = _median(m.cpu_between_ms)
+        facts["cpu_between_blocks_ms_max"] = round(max(m.cpu_between_ms), 3)
+    return facts
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
 def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: tuple, reference: Any,
                   tolerance, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
-                  tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """Records for ``cases`` (one per variant, all at the same point), in the same order."""
+                  isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
+    """Records for ``cases`` (one per variant, all at the same point), in the same order.
+
+    Accuracy and peak memory are checked here, on this process's builds; the timing runs where
+    ``isolation`` puts each variant (its own worker process by default).
+    """
     records: dict[str, Record] = {}
-    runners: dict[str, Callable[[], Any]] = {}
+    timers: dict[str, _Tagged] = {}
+    point = cases[0].point
     with torch.inference_mode():
         for case in cases:
             outcome = outcomes[case.variant]
@@ -73,6 +99,7 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
                 output, caught = capture_warnings(lambda: variant.run(built, prepared))
                 record.parity = _parity(output, reference, tolerance)
                 _, record.metrics["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)
+                timer = isolation.timer(case.variant, point, lambda v=variant, b=built, p=prepared: v.run(b, p))
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
@@ -80,19 +107,22 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
                 record.reason = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
             record.warnings = sorted(set(record.warnings) | set(caught))
-            runners[case.variant] = _tagged(case.variant, lambda v=variant, b=built, p=prepared: v.run(b, p))
-        while runners:
+            timers[case.variant] = _Tagged(case.variant, timer)
+        while timers:
             try:
-                measured = measure_interleaved(runners, device, plan, tick)
+                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 records[failed.name].status = "failed"
-                records[failed.name].reason = failures.reason(
-                    f"timing {failed.name} at {cases[0].point}", failed.error)
-                del runners[failed.name]
+                records[failed.name].reason = failures.reason(f"timing {failed.name} at {point}", failed.error)
+                del timers[failed.name]
                 continue
             for name, measurement in measured.items():
                 record = records[name]
                 record.rounds, record.device_rounds = measurement.rounds, measurement.device_rounds
                 record.stopped_by = measurement.stopped_by
+                record.metrics["isolation"] = _isolation_metrics(isolation, name, measurement)
+                if measurement.alone:
+                    record.metrics["interference"] = {"alone_ms": measurement.alone,
+                                                      "variants": [n for n in measured if n != name]}
             break
     return [records[case.variant] for case in cases]

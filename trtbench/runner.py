@@ -25,6 +25,7 @@ from trtbench.ceiling import measured_matmul_ceiling, theoretical_peak
 from trtbench.env import collect_environment
 from trtbench.flops import forward_flops
 from trtbench.inputs import make_inputs, to_memory_format
+from trtbench.isolation import InProcess, Isolation, VariantWorkers
 from trtbench.journal import Journal, JournalState
 from trtbench.measure import MissingReference, measure_point
 from trtbench.models import build_model
@@ -243,21 +244,42 @@ class Runner:
             names = group.build_names if points else build_order(self._saves_todo(group))  # saves left only
             outcomes = self._build(group, names, cast, ctx, options)
             tolerance = self.config.tolerances[group.precision]
-            for point in points:
-                cases = [group.case(e, point) for e in group.variants]
-                title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
-                with self.progress.task(title, timed=True) as tick:
-                    records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
-                                            tolerance, bench.timing, self.device, env_id, self.failures, tick)
-                for record in records:
-                    if point.label in flops:
-                        record.metrics["flops"] = flops[point.label]
-                    record.metrics["ceiling"] = ceiling
-                    self._keep(record)
+            isolation = self._isolation(group, outcomes, cast, ctx) if points else None
+            try:
+                for point in points:
+                    cases = [group.case(e, point) for e in group.variants]
+                    title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
+                    with self.progress.task(title, timed=True) as tick:
+                        records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
+                                                tolerance, bench.timing, self.device, env_id, self.failures,
+                                                isolation, tick)
+                    for record in records:
+                        if point.label in flops:
+                            record.metrics["flops"] = flops[point.label]
+                        record.metrics["ceiling"] = ceiling
+                        self._keep(record)
+            finally:
+                if isolation is not None:
+                    isolation.close()
             self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
                 self._save(group, outcomes[name], inputs, tolerance)
             self._profile_if_configured(group, outcomes, dtype)
+
+    def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], cast: torch.nn.Module,
+                   ctx: BuildContext) -> Isolation:
+        """Where this group's variants are timed (``benchmark.isolation``); workers start here."""
+        bench = self.config.benchmark
+        built = [e.name for e in group.variants if outcomes[e.name].built is not None]
+        if bench.isolation == "in_process":
+            return InProcess(self.device, {n: outcomes[n].variant.thread_settings(outcomes[n].built) for n in built})
+        self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {group.precision}")
+        options = {entry.name: entry.options for entry in group.variants}
+        return VariantWorkers.start(built, cast, ctx.example_inputs, ctx.shape_inputs, bench.worker_timeout_s,
+                                    model=group.model, options=options, precision=group.precision,
+                                    device=str(self.device), threads=group.threads,
+                                    cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,
+                                    input_specs=self.config.inputs)
 
     def _add_run_info(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], points: list[ShapePoint]) -> None:
         """Facts a variant knows only after every point ran (compiled's recompilations) join its build info."""

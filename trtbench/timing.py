@@ -14,15 +14,17 @@ import gc
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol, runtime_checkable
 
 import torch
 
+from trtbench.settle import Settle, wait_until_idle
 from trtbench.stats import relative_median_ci
 
 MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
 CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
+ALONE_BLOCKS = 5  # the interference check: blocks of the baseline timed alone after the rounds
 
 
 @dataclass
@@ -46,15 +48,41 @@ class TimingPlan:
 
 @dataclass
 class Measurement:
-    """Raw samples of one variant at one point: host ms per call, one list per round."""
+    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in.
+
+    A variant that left the rounds early (its median's CI reached the target) has fewer rounds
+    than the baseline; its round ``i`` was still timed beside the baseline's round ``i``.
+    """
 
     rounds: list[list[float]] = field(default_factory=list)
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: str = "iterations"  # iterations | target_rel_ci | max_time_s
+    settle_s: list[float] = field(default_factory=list)  # per block: the wait until its threads went idle
+    settle_cpu_ms: list[float] = field(default_factory=list)  # per block: CPU its threads used meanwhile (spinning)
+    unsettled: int = 0  # blocks after which the threads were still busy at the settle cap
+    cpu_between_ms: list[float] = field(default_factory=list)  # per block: CPU its process used since the last
+    alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
 
     @property
     def samples(self) -> list[float]:
         return [s for r in self.rounds for s in r]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of calls of one variant, and what its process did around it."""
+
+    host_ms: list[float]
+    device_ms: Optional[list[float]] = None
+    settle: Settle = Settle(0.0, True)
+    cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
+
+
+@runtime_checkable
+class BlockTimer(Protocol):
+    """Times blocks of calls of one variant at one point: in this process or in its worker."""
+
+    def block(self, calls: int) -> Block: ...
 
 
 def synchronize(device: torch.device) -> None:
@@ -63,36 +91,40 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-class _Timer:
-    """Times single calls of one callable, host and (on CUDA) device."""
-
-    def __init__(self, fn: Callable[[], object], device: torch.device):
-        self.fn = fn
-        self.device = device
-        self.cuda = device.type == "cuda"
-
-    def block(self, calls: int) -> tuple[list[float], Optional[list[float]]]:
-        host, events = [], []
-        fn, device = self.fn, self.device
-        for _ in range(calls):
-            if self.cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                t0 = time.perf_counter_ns()
-                start.record()
-                fn()
-                end.record()
-                torch.cuda.synchronize(device)
-                t1 = time.perf_counter_ns()
-                events.append((start, end))
-            else:
-                t0 = time.perf_counter_ns()
-                fn()
-                t1 = time.perf_counter_ns()
-            host.append((t1 - t0) / 1e6)
-        return host, ([s.elapsed_time(e) for s, e in events] if self.cuda else None)
+def time_calls(fn: Callable[[], object], device: torch.device, calls: int) -> tuple[list[float], Optional[list[float]]]:
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``) and, on CUDA, CUDA-event ms."""
+    host, events = [], []
+    cuda = device.type == "cuda"
+    for _ in range(calls):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter_ns()
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize(device)
+            t1 = time.perf_counter_ns()
+            events.append((start, end))
+        else:
+            t0 = time.perf_counter_ns()
+            fn()
+            t1 = time.perf_counter_ns()
+        host.append((t1 - t0) / 1e6)
+    return host, ([s.elapsed_time(e) for s, e in events] if cuda else None)
 
 
-def _warm_up(timers: dict[str, _Timer], plan: TimingPlan) -> dict[str, float]:
+class CallTimer:
+    """Times a callable in this process; after each block, waits until the process's threads are idle."""
+
+    def __init__(self, fn: Callable[[], object], device: torch.device, settle: bool = True):
+        self.fn, self.device, self.settle = fn, device, settle
+
+    def block(self, calls: int) -> Block:
+        host, dev = time_calls(self.fn, self.device, calls)
+        return Block(host, dev, wait_until_idle() if self.settle else Settle(0.0, True))
+
+
+def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan) -> dict[str, float]:
     """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s``;
     returns each variant's latest call time (s) to size its blocks."""
     last = {name: 0.0 for name in timers}
@@ -100,12 +132,11 @@ def _warm_up(timers: dict[str, _Timer], plan: TimingPlan) -> dict[str, float]:
     started = time.perf_counter()
     while calls < plan.warmup or (time.perf_counter() - started < plan.warmup_s and plan.warmup_s > 0):
         for name, timer in timers.items():
-            host, _ = timer.block(1)
-            last[name] = host[0] / 1e3
+            last[name] = timer.block(1).host_ms[0] / 1e3
         calls += 1
     if not calls:  # warmup 0: one call each to size the blocks is still needed
         for name, timer in timers.items():
-            last[name] = timer.block(1)[0][0] / 1e3
+            last[name] = timer.block(1).host_ms[0] / 1e3
     return last
 
 
@@ -116,30 +147,60 @@ def _block_sizes(call_s: dict[str, float], plan: TimingPlan) -> dict[str, int]:
     return {name: max(1, int(plan.block_s / max(s, 1e-9))) for name, s in call_s.items()}
 
 
-def _stop_reason(plan: TimingPlan, results: dict[str, Measurement], rounds: int, started: float) -> Optional[str]:
-    if plan.mode == "fixed":
-        done = all(len(m.samples) >= plan.iterations for m in results.values())
-        return "iterations" if done else None
-    if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
-        return "max_time_s"
-    if rounds < MIN_ROUNDS:
-        return None
-    for m in results.values():
-        samples = m.samples
-        if len(samples) < plan.min_iterations or relative_median_ci(samples) > plan.target_rel_ci:
-            return None
-    return "target_rel_ci"
+def _precise(plan: TimingPlan, m: Measurement) -> bool:
+    samples = m.samples
+    return len(samples) >= plan.min_iterations and relative_median_ci(samples) <= plan.target_rel_ci
 
 
-def measure_interleaved(fns: dict[str, Callable[[], object]], device: torch.device, plan: TimingPlan,
-                        tick: Callable[[], None] = lambda: None) -> dict[str, Measurement]:
-    """Time every callable of one point in rotating rounds until ``plan`` says stop.
+def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[str], rounds: int, started: float,
+              baseline: Optional[str]) -> dict[str, str]:
+    """The active variants that stop after this round, with why.
 
-    ``tick`` is called once per round, outside the timed blocks. The garbage collector is
-    paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode the last
-    round is trimmed so each variant gets exactly ``iterations`` samples.
+    With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
+    baseline stays as long as any other variant is timed: it is the drift reference their paired
+    speedups need. Without one, all stop together.
     """
-    timers = {name: _Timer(fn, device) for name, fn in fns.items()}
+    if plan.mode == "fixed":
+        done = all(len(results[n].samples) >= plan.iterations for n in active)
+        return {n: "iterations" for n in active} if done else {}
+    if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
+        return {n: "max_time_s" for n in active}
+    if rounds < MIN_ROUNDS:
+        return {}
+    precise = [n for n in active if _precise(plan, results[n])]
+    if baseline is None or baseline not in active:
+        if baseline is None:
+            return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
+        return {n: "target_rel_ci" for n in precise}
+    others = [n for n in active if n != baseline]
+    leaving = {n: "target_rel_ci" for n in precise if n != baseline}
+    if len(leaving) == len(others) and baseline in precise:
+        leaving[baseline] = "target_rel_ci"
+    return leaving
+
+
+def _time_alone(timer: BlockTimer, calls: int, blocks: int) -> list[float]:
+    """The baseline timed with no other variant between its blocks (the interference check)."""
+    samples: list[float] = []
+    for _ in range(blocks):
+        samples += timer.block(calls).host_ms
+    return samples
+
+
+def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device, plan: TimingPlan,
+                        tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
+                        ) -> dict[str, Measurement]:
+    """Time every variant of one point in rotating rounds until ``plan`` says stop.
+
+    ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
+    :class:`CallTimer`. ``tick`` is called once per round, outside the timed blocks. The garbage
+    collector is paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode
+    the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
+    ``baseline`` and at least one other variant, variants leave the rounds once precise (see
+    :func:`_finished`), and the baseline is then timed alone for a few blocks: its
+    :attr:`Measurement.alone` samples show whether the rounds disturbed it.
+    """
+    timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
     names = list(timers)
     gc_was_enabled = gc.isenabled()
     gc.collect()
@@ -150,25 +211,33 @@ def measure_interleaved(fns: dict[str, Callable[[], object]], device: torch.devi
         results = {name: Measurement(device_rounds=[] if device.type == "cuda" else None) for name in names}
         started = time.perf_counter()
         rounds = 0
-        while True:
-            shift = rounds % len(names)
-            for name in names[shift:] + names[:shift]:
+        active = list(names)
+        while active:
+            shift = rounds % len(active)
+            for name in active[shift:] + active[:shift]:
                 calls = blocks[name]
                 if plan.mode == "fixed":
                     calls = min(calls, plan.iterations - len(results[name].samples))
                 if calls <= 0:
                     continue
-                host, dev = timers[name].block(calls)
-                results[name].rounds.append(host)
-                if dev is not None:
-                    results[name].device_rounds.append(dev)
+                block = timers[name].block(calls)
+                m = results[name]
+                m.rounds.append(block.host_ms)
+                if block.device_ms is not None:
+                    m.device_rounds.append(block.device_ms)
+                m.settle_s.append(block.settle.wait_s)
+                m.settle_cpu_ms.append(block.settle.cpu_s * 1e3)
+                m.unsettled += not block.settle.idle
+                if block.cpu_between_ms is not None:
+                    m.cpu_between_ms.append(block.cpu_between_ms)
             rounds += 1
             tick()
-            reason = _stop_reason(plan, results, rounds, started)
-            if reason:
-                for m in results.values():
-                    m.stopped_by = reason
-                return results
+            for name, reason in _finished(plan, results, active, rounds, started, baseline).items():
+                results[name].stopped_by = reason
+                active.remove(name)
+        if baseline in results and len(names) > 1:
+            results[baseline].alone = _time_alone(timers[baseline], blocks[baseline], ALONE_BLOCKS)
+        return results
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -183,3 +183,20 @@ class ScriptedOffByOne(nn.Module):
 
 def scripted_off_by_one() -> nn.Module:
     return ScriptedOffByOne()
+
+
+class ExitsOutsideParent(TinyCNN):
+    """Its Python forward, run for inference in any process but the test's own (``TOY_PARENT_PID``),
+    ends that process, as a runtime that crashes in a timing worker would. Tracing it (under
+    no_grad, not inference mode) does not, and the traced copy no longer runs that Python."""
+
+    def forward(self, x):
+        import os
+
+        if torch.is_inference_mode_enabled() and str(os.getpid()) != os.environ.get("TOY_PARENT_PID", str(os.getpid())):
+            os._exit(7)
+        return super().forward(x)
+
+
+def exits_outside_parent() -> nn.Module:
+    return ExitsOutsideParent()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trtbench.env import busy_machine_note, environment_name
 from trtbench.report.profile import profile_markdown
-from trtbench.report.tables import deployment_table, markdown_table
+from trtbench.report.tables import deployment_table, isolation_table, markdown_table
 from trtbench.resultset import ResultSet
 
 
@@ -32,7 +32,10 @@ def timing_text(bench) -> str:
                f"(at least {bench.min_iterations} calls), at most {bench.max_time_s:g} s per point")
     return (f"Per point, the variants were warmed up ({bench.warmup} calls each, at least {bench.warmup_s:g} s in "
             f"all) and then timed interleaved, in rounds of short blocks in rotating order; {how}. Each call is "
-            f"timed alone, synchronized, with grad disabled (inference_mode).")
+            f"timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
+            f"{'each in a worker process of its own' if bench.isolation == 'process' else 'in this process'}; "
+            f"a variant whose median is precise leaves the rounds while eager stays as the drift reference, "
+            f"and eager is then timed alone to check that the rounds did not disturb it.")
 
 
 def run_intro(config) -> list[str]:
@@ -69,6 +72,15 @@ def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool,
                   "load and cold first call: the saved file loaded in a fresh process (the verify worker); peak "
                   "memory: host RSS high-water mark (device memory on CUDA) while building and during one call.",
                   "", deployment]
+    isolation = isolation_table(results)
+    if isolation:
+        parts += ["## Isolation", "",
+                  "Where each variant was timed: `process` is a worker process of its own per variant (as a "
+                  "deployment runs one runtime per process), asked for one block at a time while the others wait "
+                  "blocked; `in_process` is this process. After each block the process waits until its threads "
+                  "are idle (settle; its CPU is what spinning cost), so the next block starts on quiet cores. "
+                  "CPU between blocks: what a worker's process used while others were timed (about 0 when settled).",
+                  "", isolation]
     warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from trtbench.env import environment_name
+from trtbench.interference import interference_check
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval
@@ -120,6 +121,30 @@ def deployment_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if builds else ""
 
 
+def isolation_table(results: ResultSet) -> str:
+    """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
+    lines = ["| model | variant | precision | method | process | threads (intra/inter, runtime) | spinning | "
+             "settle ms (CPU ms) | CPU between blocks ms | peak RSS MiB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    seen = set()
+    for r in results:
+        facts = r.metrics.get("isolation")
+        c = r.case
+        key = (r.environment, c.model, c.label, c.precision, c.threads)
+        if not facts or key in seen:
+            continue
+        seen.add(key)
+        threads = f"{facts.get('intra_op_threads')}/{facts.get('inter_op_threads')}"
+        if facts.get("runtime_threads") is not None:
+            threads += f", {facts['runtime_threads']}"
+        spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
+        cells = [c.model, c.label, c.precision, facts.get("method", ""),
+                 "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
+                 threads, spinning, f"{_num(facts.get('settle_ms_median'), 1)} ({_num(facts.get('settle_cpu_ms_median'), 1)})",
+                 _num(facts.get("cpu_between_blocks_ms_median"), 2), _num(facts.get("peak_rss_mb"), 0)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" if seen else ""
+
+
 def _columns(results: ResultSet) -> list[str]:
     """Columns, with model/precision/threads/environment only when they vary."""
     records = results.records
@@ -173,6 +198,15 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if capped:
         out.append(f"limited by time: max_time_s ended timing before the median's 95% CI reached target_rel_ci for: "
                    f"{', '.join(capped)}; raise benchmark.max_time_s for tighter medians.")
+    for r in timed:
+        check = interference_check(r)
+        if check is not None and check.disturbed:
+            out.append(f"interference at {r.case.model} {r.case.precision} {r.case.point}: {check.text()}; "
+                       f"speedups there may not be what each runtime gives alone.")
+    unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
+    if unsettled:
+        out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "
+                   f"disturbed the next variant's block).")
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
                    "speedup is eager's median over the variant's, its interval from the rounds both were "

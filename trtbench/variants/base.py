@@ -83,6 +83,11 @@ class Variant(ABC):
         """Run one forward pass on inputs from ``prepare``; return torch tensors (or a pytree of them)."""
         return built.module(*prepared)
 
+    def thread_settings(self, built: Built) -> dict:
+        """The runtime's own thread settings (pool sizes, spinning) for the report's isolation table;
+        torch's intra-/inter-op threads are recorded for every variant."""
+        return {}
+
     def run_info(self, built: Built) -> dict:
         """Facts known only after every shape point ran (e.g. recompilations); merged into build info."""
         return {}

@@ -88,6 +88,10 @@ class OpenVino(Variant):
                 "onnx": ctx.built[self.depends_on].info}
         return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})
 
+    def thread_settings(self, built: Built) -> dict:
+        return {"runtime_threads": built.info["inference_num_threads"],
+                "spinning": "TBB workers, no setting (the timer waits for them to go idle)"}
+
     def prepare(self, built: Built, inputs: tuple):
         return built.module.prepare(inputs)
 

@@ -49,6 +49,14 @@ def numpy_dtype(dtype: torch.dtype):
     return torch.empty((), dtype=dtype).numpy().dtype
 
 
+def _config_entry(options, key: str, default: str) -> str:
+    """A session config entry as set, or ``default`` where it was left unset (ORT raises then)."""
+    try:
+        return options.get_session_config_entry(key)
+    except RuntimeError:  # onnxruntime raises for a key that was never set
+        return default
+
+
 def cuda_device_id(device: torch.device) -> str:
     """The CUDA device index of ``device`` ('cuda' is the current device) as a provider option."""
     return str(device.index if device.index is not None else torch.cuda.current_device())
@@ -140,6 +148,12 @@ class OrtVariant(Variant):
         info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
                 "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info}
         return Built(OrtRunner(session, ctx.device), info, state={"onnx": onnx_model, "providers": providers})
+
+    def thread_settings(self, built: Built) -> dict:
+        options = built.module.session.get_session_options()
+        return {"runtime_threads": options.intra_op_num_threads, "runtime_inter_op_threads": options.inter_op_num_threads,
+                "spinning": "session.intra_op.allow_spinning=" + _config_entry(options, "session.intra_op.allow_spinning",
+                                                                              "1 (onnxruntime default)")}
 
     def prepare(self, built: Built, inputs: tuple):
         return built.module.prepare(inputs)

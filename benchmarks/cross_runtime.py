@@ -1,0 +1,182 @@
+"""Are trtbench's speedups across runtimes the speedups of each runtime deployed alone?
+
+Run:  .venv/bin/python benchmarks/cross_runtime.py [--alternations 3] [--seconds 6]
+          [--trtbench-src DIR] [--isolation process|in_process|unset] [--sets eager+ort,...]
+
+The truth: each runtime alone in a fresh process of its own, timed by this file's own plain
+loop (not trtbench's timing code), on the files trtbench saved (``ort_fp32.onnx``, the OpenVINO
+IR); eager and torch.compile are rebuilt in their process. The processes alternate
+``--alternations`` times, and the truth is each runtime's median over its processes.
+
+trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
+eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default adaptive
+timing. For each set it prints every speedup next to the truth's, and eager's median next to
+eager alone. Targets: every speedup within 5% of the truth, eager's median within 5% of eager
+alone. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
+``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+TARGET = 0.05
+THREADS = 2
+SHAPE = [1, 3, 224, 224]
+SETS = {"eager+ort": ["eager", "ort"], "eager+openvino": ["eager", "openvino"],
+        "eager+ort+openvino": ["eager", "ort", "openvino"], "eager+compiled": ["eager", "compiled"],
+        "all": ["eager", "ort", "openvino", "compiled"]}
+
+# One runtime alone: build or load it, prepare the input outside the timed loop, warm up, then
+# time single calls for a while. Plain perf_counter_ns, as a deployment would measure itself.
+ALONE = r'''
+import json, sys, time
+import numpy as np
+import torch
+kind, path, seconds, threads = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+shape = json.loads(sys.argv[5])
+torch.set_num_threads(threads)
+x = torch.randn(*shape)
+if kind in ("eager", "compiled"):
+    import torchvision
+    model = torchvision.models.resnet18().eval()
+    if kind == "compiled":
+        model = torch.compile(model)
+    def call():
+        with torch.inference_mode():
+            model(x)
+elif kind == "ort":
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feed = {session.get_inputs()[0].name: x.numpy()}
+    def call():
+        session.run(None, feed)
+elif kind == "openvino":
+    import openvino as ov
+    compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    feed = {0: x.numpy()}
+    def call():
+        request.infer(feed)
+else:
+    raise SystemExit(f"unknown kind {kind}")
+start = time.perf_counter()
+while time.perf_counter() - start < 2.0:  # warm-up: compile, caches, thread pools
+    call()
+samples = []
+start = time.perf_counter()
+while time.perf_counter() - start < seconds or len(samples) < 20:
+    t0 = time.perf_counter_ns()
+    call()
+    samples.append((time.perf_counter_ns() - t0) / 1e6)
+print(json.dumps({"median_ms": float(np.median(samples)), "calls": len(samples)}))
+'''
+
+
+def alone(kind: str, path: str, seconds: float) -> float:
+    out = subprocess.run([sys.executable, "-c", ALONE, kind, path, str(seconds), str(THREADS), json.dumps(SHAPE)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]
+
+
+def run_trtbench(variants: list[str], out: Path, src: str | None, isolation: str) -> dict:
+    """(medians ms, speedups) of one trtbench run, read back from its results.json."""
+    benchmark = {"threads": THREADS, "measure_ceiling": False}
+    if isolation != "unset":
+        benchmark["isolation"] = isolation
+    config = {"name": "cross-runtime", "model": {"source": "torchvision", "name": "resnet18"},
+              "inputs": [{"name": "input", "dtype": "float32", "min_shape": SHAPE, "opt_shape": SHAPE,
+                          "max_shape": SHAPE}],
+              "device": "cpu", "precisions": ["fp32"], "variants": variants, "benchmark": benchmark,
+              "output": {"dir": str(out), "save_artifacts": True, "cold_start": False}}
+    path = out.parent / f"{out.name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--fresh", "--quiet"], check=True,
+                   capture_output=True, env=env)
+    data = json.loads((out / "results.json").read_text())
+    medians = {}
+    for record in data["records"]:
+        samples = [s for r in record.get("rounds") or [] for s in r]
+        if record["status"] == "ok" and samples:
+            medians[record["case"]["variant"]] = (statistics.median(samples), record.get("rounds"))
+    return medians
+
+
+def paired_speedup(base_rounds, rounds) -> float:
+    """eager's median over the variant's, on the rounds both were timed in (as trtbench pairs them)."""
+    n = min(len(base_rounds), len(rounds))
+    base = [s for r in base_rounds[:n] for s in r]
+    this = [s for r in rounds[:n] for s in r]
+    return statistics.median(base) / statistics.median(this)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--alternations", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=6.0, help="timed seconds per alone process")
+    parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
+    parser.add_argument("--isolation", default="process", choices=["process", "in_process", "unset"])
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of: {', '.join(SETS)}")
+    args = parser.parse_args()
+    sets = {name: SETS[name] for name in args.sets.split(",")}
+    with tempfile.TemporaryDirectory(prefix="cross-runtime-") as tmp:
+        tmp = Path(tmp)
+        runs = {}
+        for name, variants in sets.items():
+            runs[name] = run_trtbench(variants, tmp / name.replace("+", "_"), args.trtbench_src, args.isolation)
+            print(f"trtbench {name}: " + ", ".join(f"{v} {m:.2f} ms" for v, (m, _) in runs[name].items()), flush=True)
+        files = {"eager": "", "compiled": ""}
+        for name in sets:
+            artifacts = tmp / name.replace("+", "_") / "artifacts"
+            for variant, suffix in (("ort", "onnx"), ("openvino", "xml")):
+                found = sorted(artifacts.glob(f"{variant}_fp32.{suffix}"))
+                if found and variant not in files:
+                    files[variant] = str(found[0])
+        kinds = sorted({v for variants in sets.values() for v in variants} & set(files))
+        truth_runs: dict[str, list[float]] = {kind: [] for kind in kinds}
+        for i in range(args.alternations):
+            for kind in kinds:
+                truth_runs[kind].append(alone(kind, files[kind], args.seconds))
+            print(f"alone, alternation {i + 1}: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms" for k in kinds),
+                  flush=True)
+    truth = {kind: statistics.median(values) for kind, values in truth_runs.items()}
+    print()
+    print("| set | variant | trtbench median ms | alone median ms (range) | trtbench speedup | alone speedup | "
+          "speedup off by | within 5% |")
+    print("|---|---|---|---|---|---|---|---|")
+    worst = 0.0
+    for name, medians in runs.items():
+        base_median, base_rounds = medians["eager"]
+        for variant, (median, rounds) in medians.items():
+            low, high = min(truth_runs[variant]), max(truth_runs[variant])
+            if variant == "eager":
+                off = base_median / truth["eager"] - 1
+                print(f"| {name} | eager | {median:.2f} | {truth['eager']:.2f} ({low:.2f}-{high:.2f}) | | | "
+                      f"median {off:+.1%} | {'yes' if abs(off) <= TARGET else 'NO'} |")
+            else:
+                got = paired_speedup(base_rounds, rounds)
+                want = truth["eager"] / truth[variant]
+                off = got / want - 1
+                print(f"| {name} | {variant} | {median:.2f} | {truth[variant]:.2f} ({low:.2f}-{high:.2f}) | "
+                      f"{got:.3f}x | {want:.3f}x | {off:+.1%} | {'yes' if abs(off) <= TARGET else 'NO'} |")
+            worst = max(worst, abs(off))
+    print(f"\nworst deviation {worst:.1%} (target {TARGET:.0%}); {args.alternations} alternations of the alone "
+          f"processes, {args.seconds:g} s timed each")
+
+
+if __name__ == "__main__":
+    main()

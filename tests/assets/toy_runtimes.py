@@ -1,0 +1,68 @@
+"""Toy "runtimes" for the timing-worker tests: recipes a worker process can host (importable by
+name, since a worker unpickles them). Each ``materialize()`` runs in the worker."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@dataclass(frozen=True)
+class Spinner:
+    """Like ONNX Runtime's intra-op pool: after each call a background thread spins for ``spin_s``."""
+
+    spin_s: float = 0.05
+    device: str = "cpu"
+
+    def materialize(self):
+        def call():
+            sum(range(2000))
+            threading.Thread(target=_spin, args=(self.spin_s,), daemon=True).start()
+        return {"p": call}, {"runtime": "spinner"}
+
+
+@dataclass(frozen=True)
+class Sleeper:
+    """A neighbour whose calls take ``call_s`` of wall time and no CPU."""
+
+    call_s: float = 0.06
+    device: str = "cpu"
+
+    def materialize(self):
+        return {"p": lambda: time.sleep(self.call_s)}, {"runtime": "sleeper"}
+
+
+@dataclass(frozen=True)
+class Hangs:
+    """Its calls never return."""
+
+    device: str = "cpu"
+
+    def materialize(self):
+        return {"p": lambda: time.sleep(3600)}, {}
+
+
+@dataclass(frozen=True)
+class Crashes:
+    """Its process dies in a call, as a segfaulting runtime would."""
+
+    device: str = "cpu"
+
+    def materialize(self):
+        return {"p": lambda: os._exit(7)}, {}
+
+
+@dataclass(frozen=True)
+class FailsToBuild:
+    device: str = "cpu"
+
+    def materialize(self):
+        raise RuntimeError("this runtime cannot load its model")

@@ -1,0 +1,131 @@
+"""Timing workers: each variant in a process of its own, the interleaving kept, spinning settled.
+
+The protocol is held with toy runtimes (tests/assets/toy_runtimes.py) and asserts on CPU time,
+not wall-clock time, so it holds on a busy machine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+import pytest
+import torch
+
+from conftest import by_point, run_dict
+from trtbench.interference import interference_check
+from trtbench.timing import TimingPlan, measure_interleaved
+from trtbench.worker import WorkerError, WorkerTimer, start_workers
+from toy_runtimes import Crashes, FailsToBuild, Hangs, Sleeper, Spinner
+
+CPU = torch.device("cpu")
+FIXED = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=6)
+
+
+@pytest.fixture
+def workers():
+    started = []
+
+    def start(recipes, timeout_s=120.0):
+        ready, errors = start_workers(recipes, timeout_s)
+        started.extend(ready.values())
+        return ready, errors
+
+    yield start
+    for worker in started:
+        worker.close()
+
+
+def test_spinning_neighbour_is_settled_before_the_next_block(workers):
+    ready, errors = workers({"spinner": Spinner(spin_s=0.05), "neighbour": Sleeper(call_s=0.06)})
+    assert not errors
+    timers = {name: WorkerTimer(worker, "p") for name, worker in ready.items()}
+    result = measure_interleaved(timers, CPU, FIXED)
+    spinner = result["spinner"]
+    # the spin happened inside the spinner's own settle wait (CPU-time, whatever the machine's load)...
+    assert statistics.median(spinner.settle_cpu_ms) > 10
+    # ...so while its neighbour was timed, the spinner's process used about no CPU at all
+    assert len(spinner.cpu_between_ms) == 6  # 6 timed rounds of 1 call (warm-up blocks are not kept)
+    assert statistics.median(spinner.cpu_between_ms) < 2.0
+    assert statistics.median(result["neighbour"].settle_cpu_ms) < 2.0  # a sleeper never spins
+    assert ready["spinner"].facts["runtime"] == "spinner" and ready["spinner"].facts["pid"] != os.getpid()
+    assert ready["spinner"].facts["pid"] != ready["neighbour"].facts["pid"]
+
+
+def test_a_worker_that_hangs_is_killed_and_named(workers):
+    ready, _ = workers({"stuck": Hangs()})
+    worker = ready["stuck"]
+    worker.timeout_s = 1.0  # the build had the long timeout; a block gets this one
+    with pytest.raises(WorkerError, match="stuck's worker gave no answer .* within 1 s .*worker_timeout_s.* killed"):
+        worker.block("p", 1)
+    assert worker.process.poll() is not None
+
+
+def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive(workers):
+    ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(), "fine": Sleeper(call_s=0.001)})
+    assert set(ready) == {"crash", "fine"}
+    assert "cannot load its model" in str(errors["broken"])
+    with pytest.raises(WorkerError, match=r"crash's worker died .*exit code 7"):
+        ready["crash"].block("p", 1)
+    assert len(ready["fine"].block("p", 3).host_ms) == 3
+
+
+def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
+    import time
+
+    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=60, min_iterations=5,
+                      block_s=0.003)
+    noisy = iter(range(10**9))
+    result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.004),
+                                  "steady": lambda: time.sleep(0.001)}, CPU, plan, baseline="eager")
+    steady, eager = result["steady"], result["eager"]
+    assert steady.stopped_by == "target_rel_ci"
+    assert len(steady.rounds) < len(eager.rounds)  # the baseline went on as the drift reference
+    assert eager.alone  # and was then timed alone for the interference check
+
+
+def test_run_times_each_variant_in_its_own_process_and_states_it(tiny_config, tmp_path):
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(isolation="process", shapes=["opt"])
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 0
+    records = by_point(outcome.results)
+    eager, traced = records[("eager", "opt")], records[("traced", "opt")]
+    pids = {eager.metrics["isolation"]["pid"], traced.metrics["isolation"]["pid"], os.getpid()}
+    assert len(pids) == 3
+    for record in (eager, traced):
+        facts = record.metrics["isolation"]
+        assert facts["method"] == "process" and facts["intra_op_threads"] == record.case.threads
+        assert facts["blocks"] >= 5 and facts["peak_rss_mb"] > 0
+    check = interference_check(eager)
+    assert check is not None and check.variants == ("traced",)
+    assert outcome.results.speedup(traced) is not None
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Isolation" in report and "process" in report
+
+
+def test_a_variant_whose_worker_dies_fails_alone(tiny_config, tmp_path, monkeypatch):
+    # eager runs the model's Python forward in its worker, which exits there; traced runs the traced graph
+    monkeypatch.setenv("TOY_PARENT_PID", str(os.getpid()))
+    tiny_config["model"] = {"source": "python", "name": "toy_models:exits_outside_parent"}
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(isolation="process", shapes=["opt"])
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    records = by_point(outcome.results)
+    assert records[("eager", "opt")].status == "failed"
+    assert "worker" in records[("eager", "opt")].reason and "exit code 7" in records[("eager", "opt")].reason
+    assert records[("traced", "opt")].status == "ok" and records[("traced", "opt")].rounds
+    assert outcome.exit_code == 1
+
+
+def test_isolation_is_validated(tiny_config, write_config, subprocess_env):
+    import subprocess
+    import sys
+
+    tiny_config["benchmark"]["isolation"] = "threads"
+    path = write_config(tiny_config)
+    out = subprocess.run([sys.executable, "-m", "trtbench", "validate", str(path)], capture_output=True, text=True,
+                         env=subprocess_env)
+    assert out.returncode == 2 and "benchmark.isolation" in out.stderr

@@ -1,0 +1,100 @@
+"""Where each variant is timed: in this process, or in a worker process of its own (the default).
+
+``process`` (:class:`VariantWorkers`): one worker per variant of a build group rebuilds the
+variant from the parent's exact weights and times it on request (:mod:`trtbench.worker`),
+as a deployment runs one runtime per process. ``in_process``: every variant is timed in the
+parent, each block followed by the same settle wait. Either way the timing loop, and so the
+interleaving, is :func:`trtbench.timing.measure_interleaved`'s. Each record states how it ran
+(:meth:`facts`): the method, the process, its threads and the runtime's spinning.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import torch
+
+from trtbench.timing import BlockTimer, CallTimer
+from trtbench.variant_recipe import VariantRecipe, write_payload
+from trtbench.worker import Worker, WorkerError, WorkerTimer, start_workers
+
+SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
+
+
+def torch_thread_facts() -> dict:
+    return {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)")}
+
+
+class Isolation(Protocol):
+    """Where a build group's variants are timed; closed when the group is done."""
+
+    method: str
+
+    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer: ...
+
+    def facts(self, variant: str) -> dict: ...
+
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """Every variant timed in this process."""
+
+    method = "in_process"
+
+    def __init__(self, device: torch.device, thread_settings: dict[str, dict]):
+        self.device, self.thread_settings = device, thread_settings
+
+    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
+        return CallTimer(call, self.device)
+
+    def facts(self, variant: str) -> dict:
+        return {"method": self.method, "settle": SETTLED, "pid": os.getpid(), **torch_thread_facts(),
+                **self.thread_settings.get(variant, {})}
+
+    def close(self) -> None:
+        pass
+
+
+class VariantWorkers:
+    """A worker process per variant of one build group, started together, closed together."""
+
+    method = "process"
+
+    def __init__(self, recipes: dict[str, VariantRecipe], timeout_s: float, payload_dir: tempfile.TemporaryDirectory):
+        self._payload_dir = payload_dir
+        self.workers, self.errors = start_workers(recipes, timeout_s)
+
+    @classmethod
+    def start(cls, variants: list[str], cast_model: torch.nn.Module, example: tuple, inputs: dict[str, tuple],
+              timeout_s: float, **recipe_fields) -> "VariantWorkers":
+        """Write the group's weights (``cast_model``'s, as the parent built from them) and inputs once,
+        then start a worker per variant; ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
+        payload_dir = tempfile.TemporaryDirectory(prefix="trtbench-payload-")
+        payload = write_payload(Path(payload_dir.name) / "payload.pt", cast_model, example, inputs)
+        recipes = {name: VariantRecipe(variant=name, payload=str(payload), **recipe_fields) for name in variants}
+        return cls(recipes, timeout_s, payload_dir)
+
+    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
+        if variant in self.errors:
+            raise self.errors[variant]
+        return WorkerTimer(self.workers[variant], label)
+
+    def facts(self, variant: str) -> dict:
+        worker = self.workers.get(variant)
+        facts = {}
+        if worker is not None:
+            try:
+                facts = worker.refresh_facts()
+            except WorkerError:  # a worker that died after its last block: its last known facts
+                facts = worker.facts
+        return {"method": self.method, "settle": SETTLED, **facts}
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.close()
+        self._payload_dir.cleanup()

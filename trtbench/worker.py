@@ -1,0 +1,227 @@
+"""A timing worker: one process that hosts one variant and times blocks of its calls on request.
+
+No runtime is deployed sharing a process with other runtimes' thread pools, so each variant is
+timed in a process of its own: a fresh interpreter (``python -c``, as ``spawn`` would, since CUDA
+and thread pools do not survive ``fork``; unlike multiprocessing's spawn it never re-runs the
+caller's ``__main__``), talking over a socket pair wrapped in a multiprocessing ``Connection``. The
+parent keeps the interleaving: it asks one worker at a time for a block, and every other worker
+waits, blocked on its pipe. Nobody busy-waits: the parent blocks in ``poll``/``recv`` with a
+timeout, the workers in ``recv``. After its block a worker waits until its own threads are idle
+(:func:`trtbench.settle.wait_until_idle`) before it answers, so the next block starts on quiet
+cores, and it reports the CPU its process used while others were timed (about zero when settled).
+
+A worker is given a *recipe*: a picklable object whose ``materialize()`` returns, in the worker,
+``{point label: zero-argument callable}`` plus facts about its threads (see
+:class:`trtbench.variant_recipe.VariantRecipe`). A worker that crashes or does not answer within
+its timeout is killed, and the error names what happened.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Any, Protocol
+
+import torch
+
+from trtbench.settle import wait_until_idle
+from trtbench.timing import Block, time_calls
+
+
+class Recipe(Protocol):
+    """What a worker hosts: ``materialize()`` -> (calls per point label, facts), on ``device``."""
+
+    device: str
+
+    def materialize(self) -> tuple[dict[str, Any], dict]: ...
+
+
+class WorkerError(RuntimeError):
+    """A worker failed: its code raised, its process died, or it did not answer in time."""
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's RSS high-water mark (VmHWM: ru_maxrss would carry the parent's across exec)."""
+    try:
+        for line in open("/proc/self/status", encoding="ascii"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def serve(fd: int) -> None:
+    """The worker's main loop, in the child process, on the socket ``fd`` its parent passed."""
+    conn = Connection(fd)
+    try:
+        recipe = conn.recv()
+        if conn.recv() != ("build",):  # the parent paces the builds
+            return
+        calls, facts = recipe.materialize()
+        device = torch.device(recipe.device)
+        gc.collect()
+        gc.disable()  # as timeit does while timing; this process only times
+        conn.send(("ready", {"pid": os.getpid(), **facts}))
+    except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
+        conn.send(("error", traceback.format_exc()))
+        return
+    idle_since_cpu = time.process_time()
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        op = message[0]
+        if op == "block":
+            _, label, count = message
+            between = (time.process_time() - idle_since_cpu) * 1e3
+            try:
+                with torch.inference_mode():
+                    host, dev = time_calls(calls[label], device, count)
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            settle = wait_until_idle()
+            idle_since_cpu = time.process_time()
+            conn.send(("block", host, dev, settle, between))
+        elif op == "facts":
+            peak = _peak_rss_mb()
+            conn.send(("facts", {"peak_rss_mb": round(peak, 1) if peak is not None else None}))
+        else:  # "exit"
+            return
+
+
+class Worker:
+    """The parent's handle on one worker process (see the module docstring)."""
+
+    def __init__(self, name: str, recipe: Recipe, timeout_s: float):
+        self.name, self.timeout_s = name, timeout_s
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)  # the child imports what this process can: trtbench, the model's module
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", f"from trtbench.worker import serve; serve({theirs.fileno()})"],
+            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.conn.send(recipe)
+        self.facts: dict = {}
+
+    def _receive(self, what: str) -> tuple:
+        if not self.conn.poll(self.timeout_s):  # blocks in poll(2): no busy wait
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to '{what}' within {self.timeout_s:g} s "
+                              f"(benchmark.worker_timeout_s) and was killed")
+        try:
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})") from None
+        if reply[0] == "error":
+            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
+        return reply
+
+    def _reap(self, timeout_s: float) -> None:
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _exit_text(self) -> str:
+        code = self.process.returncode
+        if code is None:
+            return "still running"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def start_build(self) -> None:
+        self.conn.send(("build",))
+
+    def finish_build(self) -> dict:
+        """Wait for the build's answer; the worker's facts (pid, threads)."""
+        self.facts = dict(self._receive("build")[1])
+        return self.facts
+
+    def block(self, label: str, calls: int) -> Block:
+        try:
+            self.conn.send(("block", label, calls))
+        except (BrokenPipeError, OSError):
+            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+        _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
+        return Block(host, dev, settle, between)
+
+    def refresh_facts(self) -> dict:
+        """The worker's facts with its peak RSS so far."""
+        self.conn.send(("facts",))
+        self.facts.update(self._receive("facts")[1])
+        return self.facts
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self._reap(5)
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        try:
+            self.conn.send(("exit",))
+        except (BrokenPipeError, OSError):
+            pass
+        self._reap(10)
+        self.kill()
+        self.conn.close()
+
+
+class WorkerTimer:
+    """A :class:`~trtbench.timing.BlockTimer` for one point of one worker."""
+
+    def __init__(self, worker: Worker, label: str):
+        self.worker, self.label = worker, label
+
+    def block(self, calls: int) -> Block:
+        return self.worker.block(self.label, calls)
+
+
+def start_workers(recipes: dict[str, Recipe], timeout_s: float, parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+    """Start a worker per recipe; at most ``parallel`` build at once (memory: each holds a model).
+
+    Returns the workers that are ready and, for the others, why not (their processes are gone).
+    """
+    workers = {name: Worker(name, recipe, timeout_s) for name, recipe in recipes.items()}
+    waiting = list(workers)
+    building: dict[Connection, tuple[str, float]] = {}
+    ready: dict[str, Worker] = {}
+    errors: dict[str, WorkerError] = {}
+    try:
+        while waiting or building:
+            while waiting and len(building) < parallel:
+                name = waiting.pop(0)
+                workers[name].start_build()
+                building[workers[name].conn] = (name, time.monotonic())
+            deadline = min(started + timeout_s for _, started in building.values())
+            answered = wait(list(building), timeout=max(0.0, deadline - time.monotonic()))
+            overdue = [c for c, (_, started) in building.items() if time.monotonic() - started >= timeout_s]
+            for conn in set(answered) | set(overdue):
+                name, _ = building.pop(conn)
+                if conn not in answered:
+                    workers[name].kill()
+                    errors[name] = WorkerError(f"{name}'s worker did not finish building within {timeout_s:g} s "
+                                               f"(benchmark.worker_timeout_s) and was killed")
+                    continue
+                try:
+                    workers[name].finish_build()
+                    ready[name] = workers[name]
+                except WorkerError as err:
+                    errors[name] = err
+                    workers[name].close()
+    except BaseException:
+        for worker in workers.values():
+            worker.close()
+        raise
+    return ready, errors
