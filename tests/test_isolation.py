@@ -73,13 +73,13 @@ def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive(wo
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     import time
 
-    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=60, min_iterations=5,
-                      block_s=0.003)
+    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
+                      block_s=0.003)  # eager alternates 1 and 4 ms: never precise, so it runs to the cap
     noisy = iter(range(10**9))
     result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.004),
                                   "steady": lambda: time.sleep(0.001)}, CPU, plan, baseline="eager")
     steady, eager = result["steady"], result["eager"]
-    assert steady.stopped_by == "target_rel_ci"
+    assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
     assert len(steady.rounds) < len(eager.rounds)  # the baseline went on as the drift reference
     assert eager.alone  # and was then timed alone for the interference check
 
@@ -129,3 +129,17 @@ def test_isolation_is_validated(tiny_config, write_config, subprocess_env):
     out = subprocess.run([sys.executable, "-m", "trtbench", "validate", str(path)], capture_output=True, text=True,
                          env=subprocess_env)
     assert out.returncode == 2 and "benchmark.isolation" in out.stderr
+
+
+def test_runnable_threads_reads_each_threads_state(tmp_path):
+    import threading
+
+    from trtbench.settle import runnable_threads
+
+    me = threading.get_native_id()
+    states = {me: "R", 101: "S", 102: "R", 103: "D", 104: "R"}  # the caller's own thread does not count
+    for tid, state in states.items():
+        (tmp_path / str(tid)).mkdir()
+        (tmp_path / str(tid) / "stat").write_text(f"{tid} (ort worker (x)) {state} 1 2 3 4")
+    assert runnable_threads(str(tmp_path)) == 2
+    assert runnable_threads(str(tmp_path / "missing")) is None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 import torch
 
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
+from trtbench.variants import Artifact, Built, Variant
 from trtbench.worker import Worker, WorkerError, WorkerTimer, start_workers
 
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
@@ -60,6 +61,16 @@ class InProcess:
         pass
 
 
+def _deployed(variant: Variant, built: Built, folder: Path) -> Optional[Artifact]:
+    """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
+    its worker rebuilds it, and the artifact step reports any save failure itself)."""
+    try:
+        artifacts = variant.save(built, folder, f"timed-{variant.name}")
+    except Exception:  # noqa: BLE001 - the rebuild path still times it
+        return None
+    return artifacts[0] if artifacts else None
+
+
 class VariantWorkers:
     """A worker process per variant of one build group, started together, closed together."""
 
@@ -70,13 +81,17 @@ class VariantWorkers:
         self.workers, self.errors = start_workers(recipes, timeout_s)
 
     @classmethod
-    def start(cls, variants: list[str], cast_model: torch.nn.Module, example: tuple, inputs: dict[str, tuple],
-              timeout_s: float, **recipe_fields) -> "VariantWorkers":
-        """Write the group's weights (``cast_model``'s, as the parent built from them) and inputs once,
-        then start a worker per variant; ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
+    def start(cls, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
+              inputs: dict[str, tuple], timeout_s: float, **recipe_fields) -> "VariantWorkers":
+        """Write the group's weights (``cast_model``'s, as the parent built from them), inputs and each
+        variant's deployable file once, then start a worker per variant; ``recipe_fields`` are the rest
+        of each :class:`VariantRecipe`."""
         payload_dir = tempfile.TemporaryDirectory(prefix="trtbench-payload-")
-        payload = write_payload(Path(payload_dir.name) / "payload.pt", cast_model, example, inputs)
-        recipes = {name: VariantRecipe(variant=name, payload=str(payload), **recipe_fields) for name in variants}
+        folder = Path(payload_dir.name)
+        payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
+        recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=_deployed(variant, built, folder),
+                                       **recipe_fields)
+                   for name, (variant, built) in builds.items()}
         return cls(recipes, timeout_s, payload_dir)
 
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:

@@ -275,7 +275,8 @@ class Runner:
             return InProcess(self.device, {n: outcomes[n].variant.thread_settings(outcomes[n].built) for n in built})
         self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {group.precision}")
         options = {entry.name: entry.options for entry in group.variants}
-        return VariantWorkers.start(built, cast, ctx.example_inputs, ctx.shape_inputs, bench.worker_timeout_s,
+        builds = {n: (outcomes[n].variant, outcomes[n].built) for n in built}
+        return VariantWorkers.start(builds, cast, ctx.example_inputs, ctx.shape_inputs, bench.worker_timeout_s,
                                     model=group.model, options=options, precision=group.precision,
                                     device=str(self.device), threads=group.threads,
                                     cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,

@@ -3,22 +3,28 @@
 Runtimes keep cores busy after a call returns: ONNX Runtime's intra-op threads spin
 (``session.intra_op.allow_spinning`` is on by default), OpenMP workers spin before they sleep,
 and OpenVINO's TBB workers linger. On shared cores, whatever is timed next competes with them.
-After a block of calls, the process sleeps in short windows and reads its own CPU time
-(``time.process_time``: every thread of the process, dead ones included, in ns): once
-``IDLE_WINDOWS`` windows in a row pass with almost no CPU used, its threads are idle (one quiet
-window alone could be a spinning thread that the scheduler preempted). The wait is measured, not guessed, and a
-cap bounds it for a runtime whose threads never rest.
+After a block of calls the process polls its own threads every ``WINDOW_S``: it is idle once
+``IDLE_WINDOWS`` polls in a row find no other thread of it runnable (state ``R`` in
+``/proc/self/task/*/stat``; a spinning thread is runnable even while the scheduler has preempted
+it, so a busy machine cannot fake idleness, as it could with CPU time alone). Where ``/proc`` is
+missing, a poll is idle when the process used almost no CPU over it. The CPU the process used
+while settling (``time.process_time``: every thread, dead ones included) is what spinning cost.
+The wait is measured, not guessed, and a cap bounds it for a runtime whose threads never rest.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from dataclasses import dataclass
+from typing import Optional
 
-WINDOW_S = 0.002  # one observation window
-IDLE_SHARE = 0.05  # a window with less CPU than this share of its length is idle
-IDLE_WINDOWS = 2  # consecutive idle windows that mean idle
+WINDOW_S = 0.001  # between two polls
+IDLE_WINDOWS = 2  # consecutive idle polls that mean idle
+IDLE_SHARE = 0.05  # without /proc: a window with less CPU than this share of its length is idle
 CAP_S = 1.0  # never wait longer than this after one block
+TASKS = "/proc/self/task"
 
 
 @dataclass(frozen=True)
@@ -31,15 +37,40 @@ class Settle:
     cpu_s: float = 0.0
 
 
-def wait_until_idle(cap_s: float = CAP_S, window_s: float = WINDOW_S, idle_share: float = IDLE_SHARE) -> Settle:
-    """Sleep in ``window_s`` windows until one passes with this process using under ``idle_share`` of it."""
+def runnable_threads(tasks: str = TASKS) -> Optional[int]:
+    """How many threads of this process other than the caller are running or runnable (None
+    where the kernel does not say)."""
+    me = threading.get_native_id()
+    try:
+        ids = os.listdir(tasks)
+    except OSError:
+        return None
+    runnable = 0
+    for tid in ids:
+        if tid == str(me):
+            continue
+        try:
+            with open(f"{tasks}/{tid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        runnable += stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"R"
+    return runnable
+
+
+def wait_until_idle(cap_s: float = CAP_S, window_s: float = WINDOW_S, tasks: str = TASKS) -> Settle:
+    """Poll until ``IDLE_WINDOWS`` polls in a row find this process's other threads idle."""
     started, cpu_started = time.perf_counter(), time.process_time()
     quiet = 0
     while True:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         time.sleep(window_s)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        runnable = runnable_threads(tasks)
+        if runnable is None:
+            idle = time.process_time() - cpu0 < IDLE_SHARE * (time.perf_counter() - wall0)
+        else:
+            idle = runnable == 0
+        quiet = quiet + 1 if idle else 0
         waited = time.perf_counter() - started
-        quiet = quiet + 1 if cpu < idle_share * wall else 0
         if quiet >= IDLE_WINDOWS or waited >= cap_s:
             return Settle(waited, quiet >= IDLE_WINDOWS, time.process_time() - cpu_started)

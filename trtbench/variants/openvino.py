@@ -89,7 +89,7 @@ class OpenVino(Variant):
         return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})
 
     def thread_settings(self, built: Built) -> dict:
-        return {"runtime_threads": built.info["inference_num_threads"],
+        return {"runtime_threads": int(built.module.compiled.get_property("INFERENCE_NUM_THREADS")),
                 "spinning": "TBB workers, no setting (the timer waits for them to go idle)"}
 
     def prepare(self, built: Built, inputs: tuple):

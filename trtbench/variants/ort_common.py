@@ -147,7 +147,10 @@ class OrtVariant(Variant):
                                f"(see its log above for why)")
         info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
                 "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info}
-        return Built(OrtRunner(session, ctx.device), info, state={"onnx": onnx_model, "providers": providers})
+        session_settings = {"intra_op_num_threads": torch.get_num_threads(),
+                            "graph_optimization": options.graph_optimization}
+        return Built(OrtRunner(session, ctx.device), info,
+                     state={"onnx": onnx_model, "providers": providers, "session": session_settings})
 
     def thread_settings(self, built: Built) -> dict:
         options = built.module.session.get_session_options()
@@ -165,9 +168,16 @@ class OrtVariant(Variant):
         path = directory / f"{stem}.onnx"
         companions = built.state["onnx"].save(path)
         return [Artifact(path=path, loader="onnxruntime", companions=companions,
-                         settings={"providers": built.state["providers"]})]
+                         settings={"providers": built.state["providers"], "session": built.state["session"]})]
 
     def load(self, artifact: Artifact, device: torch.device):
+        """The saved model in a session set up as the build's was (threads, graph optimization)."""
         ort = import_onnxruntime()
         providers = [(name, opts) for name, opts in artifact.settings["providers"]]
-        return OrtRunner(ort.InferenceSession(str(artifact.path), providers=providers), device)
+        session_options = ort.SessionOptions()
+        saved = artifact.settings.get("session") or {}
+        if saved:
+            session_options.intra_op_num_threads = saved["intra_op_num_threads"]
+            session_options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
+                                                               OPTIMIZATION_LEVELS[saved["graph_optimization"]])
+        return OrtRunner(ort.InferenceSession(str(artifact.path), session_options, providers=providers), device)
