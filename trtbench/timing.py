@@ -6,6 +6,12 @@ clock changes, the first seconds of a process running slow) then hits every vari
 the paired rounds give each speedup a confidence interval (:func:`trtbench.stats.paired_ratio`).
 Every call is timed on its own with ``perf_counter_ns``, synchronized on CUDA, where CUDA events
 also time it on the device. The raw samples are the measurement; stats are derived elsewhere.
+
+A variant is timed through a :class:`BlockTimer`: in this process (:class:`CallTimer`) or in its
+own worker process (:class:`trtbench.worker.WorkerTimer`); either way each block ends once the
+process's threads are idle (:mod:`trtbench.settle`). With a baseline, a variant whose median is
+precise leaves the rounds while the baseline stays as their drift reference, and the baseline is
+then timed alone for the interference check (:mod:`trtbench.interference`).
 """
 
 from __future__ import annotations
