@@ -1,7 +1,8 @@
 """The resolve step: a loaded :class:`~trtbench.config.Config` plus this machine -> what to run.
 
 Everything that depends on the machine is decided here, once, before a run: the device
-(``auto`` -> CUDA when present), the default thread count, which variants can run (CUDA,
+(``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
+:func:`trtbench.env.default_threads`), which variants can run (CUDA,
 importable backends) and why the others cannot. The config itself loads anywhere.
 """
 
@@ -14,6 +15,7 @@ import torch
 
 from trtbench.case import Case
 from trtbench.config import Config, ModelConfig, VariantEntry
+from trtbench.env import default_threads
 from trtbench.errors import UserInputError
 from trtbench.inputs import batch_shapes
 from trtbench.precision import unsupported_reason
@@ -146,7 +148,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     always land in the same shard, and any scheduler can run the shards independently.
     """
     device = resolve_device(config.device)
-    default_threads = torch.get_num_threads()
+    threads_default = default_threads()["threads"]
     listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
     points = shape_points(config)
@@ -154,7 +156,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     for model in config.models:
         for precision in config.precisions:
             for threads in config.thread_counts:
-                groups.append(BuildGroup(model=model, precision=precision, threads=threads or default_threads,
+                groups.append(BuildGroup(model=model, precision=precision, threads=threads or threads_default,
                                          points=points, variants=entries, device=str(device),
                                          unavailable=_unavailable(entries, device, precision)))
     if shard is not None:
