@@ -7,7 +7,7 @@ these becomes a note in the report and on stderr, and the exit code 1:
 
 - a case measured in more than one input in the same environment (the later input's record is kept);
 - cases measured in some environments but not in others (compared by model, variant, options,
-  precision and point, and how many thread counts each ran at: a machine's default is its core count);
+  precision and point, and how many thread counts each ran at: a machine's default is the CPUs a run may use there);
 - shards of a sharded run missing from the inputs, or given twice;
 - inputs whose run was interrupted;
 - inputs without a results.json: a run that was killed, cancelled or is still running (named with the
@@ -108,7 +108,7 @@ def coverage_notes(results: ResultSet) -> list[str]:
     """One note per environment that lacks cases another environment measured.
 
     Cases are compared by model, variant, options, precision and point; a machine's thread counts are
-    its own (the default is its core count), so those are compared by how many each case was run at.
+    its own (the default is the CPUs a run may use there), so those are compared by how many each case was run at.
     """
     by_env: dict[str, Counter] = {}
     for record in results:
