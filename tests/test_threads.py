@@ -15,6 +15,7 @@ from trtbench.env import cgroup_cpu_quota, default_threads
 
 HOST_CPUS = os.cpu_count()
 NO_LIMITS = {"environ": {}, "affinity": set(range(HOST_CPUS)), "self_cgroup": "0::/\n"}
+needs_two_cpus = pytest.mark.skipif(HOST_CPUS < 2, reason="a limit of 1 CPU limits nothing on a 1-CPU host")
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -61,6 +62,7 @@ def test_no_quota_where_none_is_set(tmp_path, self_cgroup, files):
     assert cgroup_cpu_quota(write(tmp_path, files), self_cgroup) is None
 
 
+@needs_two_cpus
 def test_a_kubernetes_cpu_limit_sets_the_default_though_every_host_cpu_is_visible(tmp_path):
     root = write(tmp_path, {"cpu.max": "100000 100000\n"})  # limits: cpu: 1
     result = default_threads(**{**NO_LIMITS, "affinity": set(range(64))}, cgroup_root=root)
@@ -75,6 +77,7 @@ def test_a_fractional_quota_rounds_down_to_at_least_one_thread(tmp_path):
     assert default_threads(**{**NO_LIMITS, "affinity": set(range(8))}, cgroup_root=two_and_a_half)["threads"] == 2
 
 
+@needs_two_cpus
 def test_affinity_limits_the_default(tmp_path):
     result = default_threads(**{**NO_LIMITS, "affinity": {0}}, cgroup_root=tmp_path)
     assert result == {"threads": 1, "source": f"CPU affinity (sched_getaffinity): 1 of {HOST_CPUS} CPUs"}
