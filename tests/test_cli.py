@@ -15,6 +15,7 @@ import torch
 import yaml
 
 from trtbench.config import bundled_config_dir, load_config
+from trtbench.env import default_threads
 
 
 def trtbench(*args, env, cwd=None):
@@ -36,7 +37,7 @@ def test_run_end_to_end_in_a_subprocess(tiny_config, write_config, subprocess_en
 def test_plain_progress_when_not_on_a_terminal(tiny_config, write_config, subprocess_env):
     proc = trtbench("--config", str(write_config(tiny_config)), env=subprocess_env)
     assert "build python:toy_models:tiny_cnn traced fp32\n" in proc.stdout
-    assert f"time python:toy_models:tiny_cnn fp32 t{torch.get_num_threads()} max ..." in proc.stdout
+    assert f"time python:toy_models:tiny_cnn fp32 t{default_threads()['threads']} max ..." in proc.stdout
 
 
 def test_quiet_prints_only_the_table(tiny_config, write_config, subprocess_env):

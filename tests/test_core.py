@@ -305,6 +305,28 @@ def test_bad_shard_text_exits_2(tiny_config, write_config, capsys, text):
     assert not (path.parent / "out").exists()
 
 
+def test_each_shard_states_its_share_and_shards_beyond_the_build_groups_warn(tiny_config):
+    config = config_from_dict(tiny_config)  # one build group: 3 variants x 3 points
+    assert resolve(config).shard_lines() == [], "an unsharded run has no share to state"
+    first, *warning = resolve(config, (0, 3)).shard_lines()
+    assert first == "shard 0/3: 1 of 1 build groups, 9 of 9 cases"
+    assert len(warning) == 1 and "3 shards, but the matrix has only 1 build group(s)" in warning[0]
+    assert "shard(s) 1/3, 2/3 have nothing to run; use at most 1 shard(s)" in warning[0]
+    assert resolve(config, (2, 3)).shard_lines()[0] == "shard 2/3: 0 of 1 build groups, 0 of 9 cases"
+    tiny_config["sweep"] = {"threads": [1, 2]}
+    assert resolve(config_from_dict(tiny_config), (1, 2)).shard_lines() == [
+        "shard 1/2: 1 of 2 build groups, 9 of 18 cases"], "as many shards as groups: no warning"
+
+
+def test_an_empty_shard_says_so_on_stderr(tiny_config, write_config, capsys):
+    tiny_config["output"]["save_artifacts"] = False
+    path = write_config(tiny_config)
+    assert main(["--config", str(path), "--shard=2/3", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "shard 2/3: 0 of 1 build groups, 0 of 9 cases" in err
+    assert "warning: 3 shards, but the matrix has only 1 build group(s)" in err
+
+
 def test_a_shard_runs_only_its_cases(tiny_config, tmp_path, capsys):
     tiny_config["sweep"] = {"threads": [1, 2]}
     tiny_config["variants"] = ["eager"]

@@ -17,10 +17,14 @@ def test_forward_flops_counts_two_per_multiply_add():
     assert forward_flops(model, (torch.randn(batch, 3, height, width),)) == conv + linear
 
 
-def cpuinfo(flags: str, cores: int, threads_per_core: int = 1, mhz: str = "2300.000", model: str = "AMD EPYC") -> str:
+def cpuinfo(flags: str, cores: int, threads_per_core: int = 1, mhz: str = "2300.000", model: str = "AMD EPYC",
+            vendor: str = "", family: int | None = None, model_number: int | None = None) -> str:
+    """/proc/cpuinfo text as Linux writes it (vendor_id, cpu family and model in decimal where given)."""
+    ids = (f"vendor_id\t: {vendor}\n" if vendor else "") + (f"cpu family\t: {family}\n" if family is not None else "") \
+        + (f"model\t\t: {model_number}\n" if model_number is not None else "")
     blocks = []
     for cpu in range(cores * threads_per_core):
-        blocks.append(f"processor\t: {cpu}\nmodel name\t: {model}\ncpu MHz\t\t: {mhz}\nphysical id\t: 0\n"
+        blocks.append(f"processor\t: {cpu}\n{ids}model name\t: {model}\ncpu MHz\t\t: {mhz}\nphysical id\t: 0\n"
                       f"core id\t\t: {cpu // threads_per_core}\nflags\t\t: fpu sse sse2 {flags}\n")
     return "\n".join(blocks)
 
@@ -30,6 +34,55 @@ def test_avx512_peak_is_cores_times_clock_times_64():
     assert peak["flops_per_s"] == pytest.approx(2 * 2.3e9 * 64)  # ~294 GFLOP/s
     assert peak["vector_unit"] == "AVX-512" and peak["clock_source"].startswith("/proc/cpuinfo")
     assert any("Zen 4" in line for line in peak["assumptions"])
+
+
+AVX2 = "avx avx2 fma"
+AVX512 = "avx avx2 fma avx512f avx512dq avx512bw avx512vl"
+
+
+@pytest.mark.parametrize("name, text, per_cycle, microarchitecture", [
+    # the flags overstate these: corrected per microarchitecture
+    ("Zen 1 (EPYC 7601)", cpuinfo(AVX2, 1, model="AMD EPYC 7601 32-Core Processor", vendor="AuthenticAMD",
+                                  family=23, model_number=1), 16, "AMD Zen/Zen+"),
+    ("Zen+ (Ryzen 7 2700X)", cpuinfo(AVX2, 1, model="AMD Ryzen 7 2700X Eight-Core Processor", vendor="AuthenticAMD",
+                                     family=23, model_number=8), 16, "AMD Zen/Zen+"),
+    ("Zen+ APU (Ryzen 5 3400G, model 18h)", cpuinfo(AVX2, 1, model="AMD Ryzen 5 3400G", vendor="AuthenticAMD",
+                                                    family=23, model_number=0x18), 16, "AMD Zen/Zen+"),
+    ("Hygon Dhyana", cpuinfo(AVX2, 1, model="Hygon C86 7185 32-core Processor", vendor="HygonGenuine", family=24,
+                             model_number=1), 16, "Hygon Dhyana"),
+    ("Zen 4 (EPYC 9654)", cpuinfo(AVX512, 1, model="AMD EPYC 9654 96-Core Processor", vendor="AuthenticAMD",
+                                  family=25, model_number=17), 32, "AMD Zen 4"),
+    ("Xeon Silver 4114 (Skylake-SP)", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz",
+                                              vendor="GenuineIntel", family=6, model_number=85), 32, "one AVX-512 FMA"),
+    ("Xeon Bronze 3204 (Cascade Lake)", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Bronze 3204 CPU @ 1.90GHz",
+                                                vendor="GenuineIntel", family=6, model_number=85), 32, "one AVX-512 FMA"),
+    ("Xeon Gold 5120", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Gold 5120 CPU @ 2.20GHz", vendor="GenuineIntel",
+                               family=6, model_number=85), 32, "one AVX-512 FMA"),
+    # the flags are right for these
+    ("Zen 2 (EPYC 7742, model 31h)", cpuinfo(AVX2, 1, model="AMD EPYC 7742 64-Core Processor", vendor="AuthenticAMD",
+                                             family=23, model_number=0x31), 32, None),
+    ("Zen 3 (EPYC 7B13, this dev machine)", cpuinfo(AVX2, 1, model="AMD EPYC 7B13", vendor="AuthenticAMD", family=25,
+                                                    model_number=1), 32, None),
+    ("Zen 5 (EPYC 9755)", cpuinfo(AVX512, 1, model="AMD EPYC 9755 128-Core Processor", vendor="AuthenticAMD",
+                                  family=26, model_number=2), 64, None),
+    ("Xeon Gold 5122 (2 FMA units)", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Gold 5122 CPU @ 3.60GHz",
+                                             vendor="GenuineIntel", family=6, model_number=85), 64, None),
+    ("Xeon Gold 6148", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", vendor="GenuineIntel",
+                               family=6, model_number=85), 64, None),
+    ("Xeon Platinum 8480+", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Platinum 8480+", vendor="GenuineIntel",
+                                    family=6, model_number=143), 64, None),
+])
+def test_flop_per_cycle_is_corrected_where_the_flags_overstate_it(name, text, per_cycle, microarchitecture):
+    peak = cpu_peak(1, text)
+    assert peak["flop_per_cycle"] == per_cycle, name
+    assert peak["flops_per_s"] == pytest.approx(peak["clock_ghz"] * 1e9 * per_cycle)
+    if microarchitecture is None:
+        assert "microarchitecture" not in peak
+        assert any("flags" in line and "Zen 4" in line for line in peak["assumptions"])
+    else:
+        assert microarchitecture in peak["microarchitecture"]
+        stated = [line for line in peak["assumptions"] if line.startswith(f"{per_cycle} fp32 FLOP per cycle")]
+        assert len(stated) == 1 and "source: " in stated[0] and peak["microarchitecture"] in stated[0]
 
 
 def test_hyperthreads_add_no_peak_and_the_best_clock_source_wins():

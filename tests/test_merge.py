@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from trtbench.errors import UserInputError
+from trtbench.journal import Journal
 from trtbench.merge import merge_runs
 from trtbench.report.matrix import pareto_plot
 from trtbench.resultset import ResultSet
@@ -166,14 +167,66 @@ def test_budget_flag_and_disagreeing_configs(runs, tmp_path):
     assert len(stored) == 2 and not any(rec["fits"] for rec in stored) and all(rec["closest"] for rec in stored)
 
 
-def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, tmp_path):
-    missing = tmp_path / "nope"
-    proc = trtbench("merge", str(runs["s0"]), str(missing), "--output", str(tmp_path / "m"), env=subprocess_env)
-    assert proc.returncode == 2 and f"{missing}: input 2 does not exist" in proc.stderr
+def killed_shard(src: Path, dst: Path, cases: int) -> Path:
+    """The directory a shard leaves when it is killed after measuring ``cases`` cases: its journal (written
+    by the run's own Journal, line by line) and no results.json, which a run writes only at its end."""
+    results = ResultSet.load(src)
+    journal = Journal(dst)
+    dst.mkdir()
+    (env,) = results.environments.values()
+    journal.environment(env)
+    for record in list(results)[:cases]:
+        journal.record(record)
+    return dst
+
+
+def test_a_killed_shard_is_reported_with_its_journal_and_the_others_merged(runs, subprocess_env, tmp_path):
+    killed = killed_shard(runs["s1"], tmp_path / "shard-1", cases=2)
+    never = tmp_path / "shard-2"  # a task cancelled before it started: no directory at all
+    out = tmp_path / "merged"
+    proc = trtbench("merge", str(runs["s0"]), str(killed), str(never), "--output", str(out), env=subprocess_env)
+    assert proc.returncode == 1, proc.stderr
+    assert keys(ResultSet.load(out)) == keys(ResultSet.load(runs["s0"])), "the finished shard is merged"
+    report = (out / "report.md").read_text()
+    held = [f"{r.case.model} {r.case.label} {r.case.precision} {r.case.point} ({r.case.shapes}) t{r.case.threads} ok"
+            for r in list(ResultSet.load(runs["s1"]))[:2]]
+    for text in (report, proc.stderr):
+        assert f"input 2 ({killed}) has no results.json: its run did not finish" in text
+        assert f"its journal holds 2 finished case(s): {'; '.join(held)}. Run the same command again" in text
+        assert f"input 3 ({never}) does not exist: its run never started" in text
+        assert "shard(s) 1/3, 2/3 are not among the inputs" in text
+    assert f"2. `{killed}`: no results.json (see the merge notes)" in report
+
+
+def test_only_killed_shards_still_give_a_report(runs, tmp_path):
+    killed = [killed_shard(runs[f"s{i}"], tmp_path / f"shard-{i}", cases=i) for i in range(3)]
+    outcome = merge_runs([str(d) for d in killed], tmp_path / "merged")
+    assert outcome.exit_code == 1 and len(outcome.results) == 0
+    assert [note.split(": its run did not finish")[0] for note in outcome.notes] == [
+        f"input {i + 1} ({d}) has no results.json" for i, d in enumerate(killed)]
+    assert "its journal holds no finished case" in outcome.notes[0]
+    assert "## Merge notes" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_an_input_without_results_or_journal_is_reported(runs, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = trtbench("merge", str(empty), "--output", str(tmp_path / "m"), env=subprocess_env)
-    assert proc.returncode == 2 and "results.json: no results.json here" in proc.stderr
+    outcome = merge_runs([str(runs["s0"]), str(empty)], tmp_path / "merged")
+    assert outcome.exit_code == 1
+    assert f"input 2 ({empty}) has no results.json and no journal.jsonl: its run never started" in outcome.notes[0]
+
+
+def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = trtbench("merge", str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), env=subprocess_env)
+    assert proc.returncode == 2 and f"{empty}: none of the 2 input(s) holds a trtbench run" in proc.stderr
+    assert not (tmp_path / "m").exists()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "results.json").write_text("{")
+    proc = trtbench("merge", str(runs["s0"]), str(broken), "--output", str(tmp_path / "m"), env=subprocess_env)
+    assert proc.returncode == 2 and "results.json: not valid JSON" in proc.stderr
     assert not (tmp_path / "m").exists()
     afile = tmp_path / "afile"
     afile.write_text("")

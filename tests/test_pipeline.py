@@ -12,6 +12,7 @@ import torch
 
 from conftest import by_point, run_dict
 from trtbench.cli import main
+from trtbench.env import default_threads
 from trtbench.resultset import SCHEMA_VERSION, ResultSet
 
 RECORD_KEYS = {"case", "case_key", "environment", "status", "reason", "rounds", "device_rounds", "stopped_by",
@@ -82,7 +83,8 @@ def test_environment_and_config_recorded(finished_run):
     config = doc["runs"][0]["config"]
     assert config["models"][0]["name"] == "toy_models:tiny_cnn"
     assert config["inputs"][0]["opt_shape"] == [2, 3, 16, 16]
-    assert {r["case"]["threads"] for r in doc["records"]} == {torch.get_num_threads()}
+    assert {r["case"]["threads"] for r in doc["records"]} == {env["default_threads"]["threads"]}
+    assert env["default_threads"] == default_threads(), "the default thread count and where it came from"
 
 
 def test_torch_jit_future_warnings_are_captured_into_results(finished_run):

@@ -32,9 +32,42 @@ CPU_VECTOR_UNITS = [
 ]
 CPU_ASSUMPTIONS = [
     "every thread runs on its own physical core (threads beyond the physical cores add nothing)",
-    "AVX-512 CPUs are assumed to have 2 FMA units per core (Xeon Gold/Platinum, AMD Zen 5); those that "
-    "split 512-bit FMAs in two (AMD Zen 4) or have one FMA port (some Xeon Silver/Bronze) peak at half",
     "the clock is the one named in clock_source; all-core turbo under AVX-512 load may differ",
+]
+FLAGS_ASSUMPTION = (
+    "FLOP per cycle from the widest vector unit in the CPU flags, with 2 full-width FMA units per core; the "
+    "flags overstate AMD Zen/Zen+ (AVX2 run as 2x128-bit), AMD Zen 4 (AVX-512 run as 2x256-bit) and Xeons with "
+    "one AVX-512 FMA port (Bronze, Silver, Gold 51xx but 5122), which are recognised from /proc/cpuinfo and "
+    "corrected; other CPUs with fewer or narrower FMA units than this (none known to this table) peak lower")
+
+# Microarchitectures whose flags overstate their vector units, recognised from /proc/cpuinfo's vendor_id,
+# cpu family, model and model name: (name, applies to, fp32 FLOP per cycle per core, how, source).
+CPU_CORRECTIONS = [
+    ("AMD Zen/Zen+ (family 17h, models 00h-2Fh)",
+     lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x17 and c["model"] is not None and c["model"] < 0x30,
+     16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
+         "halves",
+     "AMD Software Optimization Guide for AMD Family 17h Processors (pub. 55723), floating-point unit: four "
+     "128-bit pipes, 256-bit AVX ops split into two 128-bit ops; family 17h models 30h and later are Zen 2, "
+     "with 256-bit datapaths"),
+    ("Hygon Dhyana (family 18h, the Zen core)",
+     lambda c: c["vendor"] == "HygonGenuine" and c["family"] == 0x18,
+     16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
+         "halves",
+     "Hygon family 18h is built on AMD's Zen core (as Linux arch/x86/kernel/cpu/hygon.c handles it); see the "
+     "AMD Family 17h Software Optimization Guide (pub. 55723)"),
+    ("AMD Zen 4 (family 19h with AVX-512)",
+     lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x19 and "avx512f" in c["flags"],
+     32, "2 FMA units x 8 fp32 lanes (256-bit datapaths) x 2 FLOP per FMA: a 512-bit op runs as two 256-bit halves",
+     "Software Optimization Guide for the AMD Zen4 Microarchitecture (pub. 57647), floating-point unit: "
+     "512-bit instructions are executed over the 256-bit datapaths in two passes; Zen 3 (family 19h without "
+     "AVX-512) has the full 256-bit AVX2 rate"),
+    ("Intel Xeon Scalable with one AVX-512 FMA unit (Bronze 31xx/32xx, Silver 41xx/42xx, Gold 51xx but 5122)",
+     lambda c: c["vendor"] == "GenuineIntel" and "avx512f" in c["flags"] and re.search(
+         r"\bXeon\(R\) (?:Bronze 3[12]\d\d|Silver 4[12]\d\d|Gold 51(?!22)\d\d)", c["model_name"]) is not None,
+     32, "1 FMA unit x 16 fp32 lanes x 2 FLOP per FMA",
+     "Intel ARK '# of AVX-512 FMA Units' = 1 for 1st/2nd generation Xeon Scalable Bronze and Silver and for 1st "
+     "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
 ]
 
 # NVIDIA datasheet peaks in TFLOP/s, dense (without 2:4 sparsity), at boost clock. Most specific name first.
@@ -56,13 +89,14 @@ DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
 
 
 def parse_cpuinfo(text: str) -> dict:
-    """Flags, model name, clock and physical core count from ``/proc/cpuinfo`` text."""
+    """Flags, vendor, family, model, model name, clock and physical core count from ``/proc/cpuinfo`` text."""
     processors = [dict(re.findall(r"^([^:\n]+?)\s*:\s*(.*)$", block, re.M)) for block in text.split("\n\n")]
     processors = [p for p in processors if "processor" in p]
     first = processors[0] if processors else {}
     cores = {(p.get("physical id"), p.get("core id")) for p in processors if "core id" in p}
     return {"flags": set((first.get("flags") or first.get("Features") or "").split()),
-            "model_name": first.get("model name", ""), "cpu_mhz": float(first["cpu MHz"]) if "cpu MHz" in first else None,
+            "vendor": first.get("vendor_id", ""), "family": _int(first.get("cpu family")),
+            "model": _int(first.get("model")), "model_name": first.get("model name", ""), "cpu_mhz": float(first["cpu MHz"]) if "cpu MHz" in first else None,
             "physical_cores": len(cores) or len(processors)}
 
 
@@ -83,17 +117,24 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str) -> tuple[float 
 
 
 def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "") -> dict:
-    """fp32 peak of ``threads`` cores: cores x clock x FLOP per cycle of the widest vector unit."""
+    """fp32 peak of ``threads`` cores: cores x clock x FLOP per cycle of the widest vector unit, corrected for
+    the microarchitectures whose flags overstate it (:data:`CPU_CORRECTIONS`)."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz)
     unit = next((u for u in CPU_VECTOR_UNITS if u[0] <= cpuinfo["flags"]), None)
     cores = min(threads, cpuinfo["physical_cores"])
     result = {"method": "cores x clock x fp32 FLOP per cycle per core", "cores": cores, "threads": threads,
-              "clock_ghz": clock_ghz, "clock_source": clock_source, "assumptions": CPU_ASSUMPTIONS}
+              "clock_ghz": clock_ghz, "clock_source": clock_source, "assumptions": [*CPU_ASSUMPTIONS, FLAGS_ASSUMPTION]}
     if unit is None or clock_ghz is None:
         why = "no known vector unit in the CPU flags" if unit is None else clock_source
         return {**result, "flops_per_s": None, "reason": why}
     _, name, per_cycle, how = unit
+    correction = next((c for c in CPU_CORRECTIONS if c[1](cpuinfo)), None)
+    if correction is not None:
+        microarchitecture, _, per_cycle, how, source = correction
+        result.update(microarchitecture=microarchitecture, assumptions=[
+            *CPU_ASSUMPTIONS, f"{per_cycle} fp32 FLOP per cycle per core for {microarchitecture} ({how}), not the "
+                              f"{unit[2]} its {name} flags suggest; source: {source}"])
     return {**result, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
 
@@ -175,6 +216,11 @@ def _time_matmuls(n: int, device: torch.device, dtype: torch.dtype, repeats: int
             torch.mm(a, b, out=out)
             seconds.append(time.perf_counter() - t0)
     return seconds
+
+
+def _int(text: str | None) -> int | None:
+    """A /proc/cpuinfo number (decimal), None when absent or not a number."""
+    return int(text) if text is not None and text.strip().isdigit() else None
 
 
 def _read(path: str) -> str:

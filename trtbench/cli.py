@@ -128,6 +128,8 @@ def cmd_run(args) -> int:
     if args.p99_budget is not None:
         config.budget.p99_ms = args.p99_budget
     plan = resolve(config, parse_shard(args.shard) if args.shard else None)
+    for line in plan.shard_lines():
+        print(line, file=sys.stderr)
     progress = Progress(quiet=args.quiet)
     outcome = run_config(plan, progress, fresh=args.fresh)
     if outcome.resumed:

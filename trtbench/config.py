@@ -123,7 +123,7 @@ class BenchmarkConfig(TimingPlan):
     """How to time (the :class:`~trtbench.timing.TimingPlan` keys), which shapes, threads, seed."""
 
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
-    threads: Optional[int] = None  # intra-op threads; default: torch's (the machine's cores)
+    threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
     seed: int = 0
     measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
@@ -333,7 +333,7 @@ class Config:
 
     @property
     def thread_counts(self) -> list[Optional[int]]:
-        """The thread counts to run at (None: torch's default)."""
+        """The thread counts to run at (None: the default, the CPUs this process may use)."""
         if self.sweep is not None and self.sweep.threads:
             return list(self.sweep.threads)
         return [self.benchmark.threads]

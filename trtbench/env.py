@@ -10,10 +10,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 
 import torch
 
 BUSY_THRESHOLD = 0.25  # share of CPU time used by others before the run that earns a warning
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def cpu_model() -> str:
@@ -66,6 +69,7 @@ def collect_environment(device: torch.device) -> dict:
         "torchvision": torchvision.__version__,
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "default_threads": default_threads(),
         "device": str(device),
         "cpu_busy_at_start": cpu_busy_fraction(),
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
@@ -76,6 +80,95 @@ def collect_environment(device: torch.device) -> dict:
     env["libraries"] = library_versions()
     env["id"] = environment_id(env)
     return env
+
+
+def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[float, str] | None:
+    """The tightest CFS CPU quota on this process, in CPUs, and the file that sets it (None: no quota).
+
+    Read from the process's cgroup (``self_cgroup``: the text of /proc/self/cgroup) and each of its
+    ancestors under ``root``: cgroup v2 ``cpu.max`` (``QUOTA PERIOD``, or ``max``), in ``root`` or, on a
+    hybrid host, ``root/unified``; cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (quota -1: none)
+    in the cpu controller's mount. A Kubernetes CPU limit is such a quota, while os.cpu_count() still
+    shows every CPU of the host.
+    """
+    if self_cgroup is None:
+        try:
+            self_cgroup = Path("/proc/self/cgroup").read_text(encoding="utf-8")
+        except OSError:
+            return None
+    quotas = []
+    for line in self_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":  # the v2 (unified) hierarchy
+            for directory in _cgroup_dirs([root, root / "unified"], path):
+                quotas += _v2_quota(directory / "cpu.max")
+        elif "cpu" in controllers.split(","):
+            for directory in _cgroup_dirs([root / controllers, root / "cpu", root / "cpu,cpuacct"], path):
+                quotas += _v1_quota(directory / "cpu.cfs_quota_us", directory / "cpu.cfs_period_us")
+    return min(quotas) if quotas else None
+
+
+def _cgroup_dirs(mounts: list[Path], path: str) -> list[Path]:
+    """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts``; a mount's
+    own directory is the cgroup of a container that sees only its own (cgroup namespace)."""
+    cgroup = PurePosixPath(path.strip() or "/")
+    relative = [cgroup.relative_to("/"), *(parent.relative_to("/") for parent in cgroup.parents)]
+    dirs: list[Path] = []
+    for mount in dict.fromkeys(mounts):
+        dirs += [mount / part for part in relative if (mount / part).is_dir() and mount / part not in dirs]
+    return dirs
+
+
+def _v2_quota(path: Path) -> list[tuple[float, str]]:
+    try:
+        quota, period = path.read_text(encoding="utf-8").split()[:2]
+        return [] if quota == "max" else [(int(quota) / int(period), f"cgroup v2 {path} '{quota} {period}'")]
+    except (OSError, ValueError):
+        return []
+
+
+def _v1_quota(quota_path: Path, period_path: Path) -> list[tuple[float, str]]:
+    try:
+        quota, period = int(quota_path.read_text(encoding="utf-8")), int(period_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [(quota / period, f"cgroup v1 {quota_path} {quota} / cpu.cfs_period_us {period}")] if quota > 0 else []
+
+
+def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] | None = None,
+                    cgroup_root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> dict:
+    """The thread count a run uses where its config names none, and where it comes from.
+
+    ``OMP_NUM_THREADS`` when set (as torch itself reads it); else the CPUs this process may use, the
+    fewest of: os.cpu_count(); its CPU affinity (``sched_getaffinity``: taskset, or a Slurm or
+    Kubernetes CPU set); its cgroup CPU quota (:func:`cgroup_cpu_quota`, rounded down, at least 1); and
+    the Slurm job's ``SLURM_CPUS_PER_TASK`` (a cluster that does not bind tasks to their CPUs still
+    allots them).
+    """
+    omp = environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
+    total = os.cpu_count() or 1
+    threads, source = total, f"os.cpu_count(): {total} CPUs, with no CPU affinity, cgroup CPU quota or Slurm " \
+                             f"allocation below it"
+    if affinity is None and hasattr(os, "sched_getaffinity"):
+        affinity = os.sched_getaffinity(0)
+    limits = []
+    if affinity is not None:
+        limits.append((len(affinity), f"CPU affinity (sched_getaffinity): {len(affinity)} of {total} CPUs"))
+    quota = cgroup_cpu_quota(cgroup_root, self_cgroup)
+    if quota is not None:
+        limits.append((max(1, int(quota[0])), f"CPU quota of {quota[0]:g} CPUs: {quota[1]}"))
+    slurm = environ.get("SLURM_CPUS_PER_TASK", "").strip()
+    if slurm.isdigit() and int(slurm) > 0:
+        limits.append((int(slurm), f"SLURM_CPUS_PER_TASK={slurm} (the Slurm job's CPUs per task)"))
+    for count, why in limits:
+        if count < threads:
+            threads, source = count, why
+    return {"threads": threads, "source": source}
 
 
 OPTIONAL_LIBRARIES = ("onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "torch_tensorrt", "tensorrt")

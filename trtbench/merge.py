@@ -7,9 +7,14 @@ these becomes a note in the report and on stderr, and the exit code 1:
 
 - a case measured in more than one input in the same environment (the later input's record is kept);
 - cases measured in some environments but not in others (compared by model, variant, options,
-  precision and point, and how many thread counts each ran at: a machine's default is its core count);
+  precision and point, and how many thread counts each ran at: a machine's default is the CPUs a run may use there);
 - shards of a sharded run missing from the inputs, or given twice;
-- inputs whose run was interrupted.
+- inputs whose run was interrupted;
+- inputs without a results.json: a run that was killed, cancelled or is still running (named with the
+  cases its journal holds), or one that never started. The others are merged all the same.
+
+Bad input (exit 2, nothing written): a results.json that cannot be read, or no input that holds a run
+at all (neither a results.json nor a journal).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Optional
 
 from trtbench.env import environment_name
 from trtbench.errors import UserInputError
-from trtbench.journal import JOURNAL_NAME
+from trtbench.journal import JOURNAL_NAME, Journal
 from trtbench.outdir import OutputDir
 from trtbench.record import Record
 from trtbench.report.writer import write_report
@@ -44,16 +49,45 @@ class MergeOutcome:
         return 1 if self.notes else self.results.exit_code()
 
 
-def load_inputs(dirs: list[str]) -> list[ResultSet]:
-    """Each input directory's results (a missing or unreadable one is bad input, named)."""
-    sets = []
+def load_inputs(dirs: list[str]) -> tuple[list[ResultSet], list[str]]:
+    """Each input's results, and a note for each input without a results.json (:func:`missing_note`),
+    for which an empty set stands in so that every input keeps its number."""
+    sets, notes = [], []
     for i, text in enumerate(dirs):
         path = Path(text)
-        if not path.exists():
-            raise UserInputError(text, f"input {i + 1} does not exist",
-                                 "pass the output directories of trtbench runs (each holds a results.json)")
-        sets.append(ResultSet.load(path))
-    return sets
+        if path.is_file() or (path / "results.json").is_file():
+            sets.append(ResultSet.load(path))
+        else:
+            sets.append(ResultSet())
+            notes.append(missing_note(i + 1, path))
+    if not any(results.runs for results in sets) and not any((Path(d) / JOURNAL_NAME).is_file() for d in dirs):
+        raise UserInputError(dirs[0], f"none of the {len(dirs)} input(s) holds a trtbench run (a results.json or "
+                                      f"a {JOURNAL_NAME}): {'; '.join(notes)}",
+                             "pass the output directories of trtbench runs (each holds a results.json)")
+    return sets, notes
+
+
+def missing_note(number: int, path: Path) -> str:
+    """Why input ``number`` has no results, and what its journal holds: the cases measured before the run
+    stopped, which the same command resumes from."""
+    where = f"input {number} ({path}) has no results.json"
+    if not path.exists():
+        return (f"input {number} ({path}) does not exist: its run never started (a task cancelled or never "
+                f"scheduled), or the path is wrong; its cases are missing from this merge")
+    journal = Journal(path)
+    if not journal.path.is_file():
+        return (f"{where} and no {JOURNAL_NAME}: its run never started there, or the path is wrong; its cases "
+                f"are missing from this merge")
+    state = journal.read()
+    if state.complete:
+        return (f"{where}, though its journal says its run finished: results.json was removed; run the same "
+                f"command again (it measures anew), then merge again")
+    cases = [f"{_describe(_comparable(r))} t{r.case.threads} {r.status}" for r in state.records.values()]
+    held = (f"its journal holds {len(cases)} finished case(s): {'; '.join(cases)}" if cases
+            else "its journal holds no finished case")
+    return (f"{where}: its run did not finish (killed, cancelled, out of time, or still running), so none of "
+            f"its cases are in this merge; {held}. Run the same command again to resume it (it keeps those "
+            f"cases), then merge again")
 
 
 def _where(results: ResultSet, env: str) -> str:
@@ -74,7 +108,7 @@ def coverage_notes(results: ResultSet) -> list[str]:
     """One note per environment that lacks cases another environment measured.
 
     Cases are compared by model, variant, options, precision and point; a machine's thread counts are
-    its own (the default is its core count), so those are compared by how many each case was run at.
+    its own (the default is the CPUs a run may use there), so those are compared by how many each case was run at.
     """
     by_env: dict[str, Counter] = {}
     for record in results:
@@ -138,6 +172,8 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
              "measured with. Speedup is eager's median over the variant's at the same point in the same "
              "environment. Inputs:", ""]
     for i, (d, results) in enumerate(zip(dirs, sets)):
+        if not results.runs:
+            lines.append(f"{i + 1}. `{d}`: no results.json (see the merge notes)")
         for run in results.runs:
             shard = f", shard {run['shard'][0]}/{run['shard'][1]}" if run.get("shard") else ""
             mode = ((run.get("config") or {}).get("benchmark") or {}).get("mode", "?")
@@ -152,7 +188,7 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
 def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None) -> MergeOutcome:
     """Merge the runs in ``dirs`` into ``out_dir``; see the module docstring."""
     out_dir = Path(out_dir)
-    sets = load_inputs(dirs)
+    sets, missing = load_inputs(dirs)
     for i, d in enumerate(dirs):
         if out_dir.resolve() == Path(d).resolve():
             raise UserInputError("--output", f"'{out_dir}' is input {i + 1}", "write the merge to a new directory")
@@ -161,7 +197,7 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
                              "write the merge to a new directory; a run's own results stay as they are")
     budget = budget_of(sets, p99_budget_ms)
     merged, notes = ResultSet.merge(sets)
-    notes += shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
+    notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
     with OutputDir(out_dir, key="--output"):
         files = write_report(out_dir, merged, merge_intro(out_dir, dirs, sets, notes), budget)
     return MergeOutcome(out_dir, merged, notes, budget, files)

@@ -1,7 +1,8 @@
 """The resolve step: a loaded :class:`~trtbench.config.Config` plus this machine -> what to run.
 
 Everything that depends on the machine is decided here, once, before a run: the device
-(``auto`` -> CUDA when present), the default thread count, which variants can run (CUDA,
+(``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
+:func:`trtbench.env.default_threads`), which variants can run (CUDA,
 importable backends) and why the others cannot. The config itself loads anywhere.
 """
 
@@ -14,6 +15,7 @@ import torch
 
 from trtbench.case import Case
 from trtbench.config import Config, ModelConfig, VariantEntry
+from trtbench.env import default_threads
 from trtbench.errors import UserInputError
 from trtbench.inputs import batch_shapes
 from trtbench.precision import unsupported_reason
@@ -67,10 +69,27 @@ class RunPlan:
     device: torch.device
     groups: list[BuildGroup]
     shard: Optional[tuple[int, int]] = None  # (index, count)
+    matrix_groups: int = 0  # build groups of the whole matrix, every shard's
+    matrix_cases: int = 0
 
     @property
     def cases(self) -> list[Case]:
         return [case for group in self.groups for case in group.cases()]
+
+    def shard_lines(self) -> list[str]:
+        """This shard's share of the matrix, and a warning when there are more shards than build groups
+        (the shards beyond them have nothing to run). Empty when the run is not sharded."""
+        if self.shard is None:
+            return []
+        index, count = self.shard
+        lines = [f"shard {index}/{count}: {len(self.groups)} of {self.matrix_groups} build groups, "
+                 f"{len(self.cases)} of {self.matrix_cases} cases"]
+        if count > self.matrix_groups:
+            idle = [f"{i}/{count}" for i in range(self.matrix_groups, count)]
+            lines.append(f"warning: {count} shards, but the matrix has only {self.matrix_groups} build group(s) "
+                         f"(models x precisions x threads), and shards split by build group: shard(s) "
+                         f"{', '.join(idle)} have nothing to run; use at most {self.matrix_groups} shard(s)")
+        return lines
 
 
 def resolve_device(device: str) -> torch.device:
@@ -146,7 +165,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     always land in the same shard, and any scheduler can run the shards independently.
     """
     device = resolve_device(config.device)
-    default_threads = torch.get_num_threads()
+    threads_default = default_threads()["threads"]
     listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
     points = shape_points(config)
@@ -154,10 +173,12 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     for model in config.models:
         for precision in config.precisions:
             for threads in config.thread_counts:
-                groups.append(BuildGroup(model=model, precision=precision, threads=threads or default_threads,
+                groups.append(BuildGroup(model=model, precision=precision, threads=threads or threads_default,
                                          points=points, variants=entries, device=str(device),
                                          unavailable=_unavailable(entries, device, precision)))
+    matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:
         index, count = shard
         groups = [g for i, g in enumerate(groups) if i % count == index]
-    return RunPlan(config=config, device=device, groups=groups, shard=shard)
+    return RunPlan(config=config, device=device, groups=groups, shard=shard, matrix_groups=matrix_groups,
+                   matrix_cases=matrix_cases)

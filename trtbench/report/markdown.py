@@ -14,8 +14,10 @@ from trtbench.resultset import ResultSet
 def environment_lines(env: dict) -> list[str]:
     """Bullet lines naming what the numbers were measured on."""
     libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
+    threads = env.get("default_threads")  # absent in results written before it was recorded
+    allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
     lines = [f"- **{environment_name(env)}**: device {env.get('device')}; CPU {env.get('cpu')} "
-             f"({env.get('cpu_count')} CPUs); python {env.get('python')}, torch {env.get('torch')}, "
+             f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
              f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else "")]
     if env.get("gpu_name"):
         lines.append(f"  - GPU {env['gpu_name']} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
