@@ -7,16 +7,25 @@ cites the file and function of the ``torch_tensorrt-2.14.0`` wheel it mirrors (p
 to its ``torch_tensorrt/`` package). ``tests/test_trt_contract.py`` checks the signatures and
 keyword names below against that wheel's sources.
 
-Deliberate differences: ``compile`` hands back the model's PyTorch graph (no engines), which
-runs on the CPU; ``Input``/``Device`` raise TypeError for a keyword the real ``__init__`` never
-reads (the real one ignores it silently, which would hide a misspelt keyword); example tensors
-are made on the CPU, not on ``torch.cuda.current_device()``. Every call is recorded in
-``fake.calls``.
+The type rules the real sources state along the call path are tables here (``TS_DEVICE_READS``,
+``TORCH_DTYPES``, ``TS_SETTING_TYPES``, ``fake.SAVE_INPUT_TYPES``), and ``tests/test_trt_contract.py``
+derives the same tables from the wheel's sources and requires them to be equal.
+
+Deliberate differences: ``compile`` builds no engine: it hands back the model's PyTorch graph, which
+runs on the CPU, with its outputs routed through a stand-in engine op, ``fake_tensorrt::execute_engine``
+(a copy). The real compiled modules call ``tensorrt::execute_engine``, which ``import torch_tensorrt``
+registers (``__init__.py`` ``torch.ops.load_library`` of libtorchtrt_runtime, or the Python runtime's
+``torch.library.custom_op`` in ``dynamo/runtime/_TRTEngine.py``), so a saved module loads only after that
+import; importing this module registers the stand-in, so the same holds for the fake's artifacts.
+``Input``/``Device`` raise TypeError for a keyword the real ``__init__`` never reads (the real one
+ignores it silently, which would hide a misspelt keyword); example tensors are made on the CPU, not
+on ``torch.cuda.current_device()``. Every call is recorded in ``fake.calls`` before it is checked.
 """
 
 from __future__ import annotations
 
 import inspect
+import operator
 import types
 from collections import namedtuple
 from typing import Any
@@ -24,6 +33,79 @@ from typing import Any
 import torch
 
 VERSION = "2.14.0"
+
+# ts/_Device.py TorchScriptDevice._from (lines 64-69): what it reads from the device the TorchScript
+# frontend is given (ts/_compile_spec.py _parse_device hands it a torch.device too, lines 88-89).
+TS_DEVICE_READS = ("gpu_id", "dla_core", "allow_gpu_fallback")
+# _enums.py dtype._from, its torch.dtype branch: the torch dtypes Torch-TensorRT maps, and to what
+# (any other torch dtype is a TypeError). Input(dtype=) goes through it (_Input.py, "dtype" in kwargs).
+TORCH_DTYPES = {torch.uint8: "u8", torch.int8: "i8", torch.long: "i64", torch.int32: "i32",
+                torch.float8_e4m3fn: "f8", torch.float4_e2m1fn_x2: "f4", torch.half: "f16", torch.float: "f32",
+                torch.float64: "f64", torch.bool: "b", torch.bfloat16: "bf16"}
+# ts/_compile_spec.py _parse_compile_spec and _parse_torch_fallback: the asserts on each setting, by
+# the ts/_compiler.py compile parameter it comes from ("isinstance": isinstance(v, T); "type": type(v) is T).
+TS_SETTING_TYPES = {
+    "sparse_weights": ("isinstance", bool), "disable_tf32": ("isinstance", bool), "refit": ("isinstance", bool),
+    "debug": ("isinstance", bool), "allow_shape_tensors": ("isinstance", bool),
+    "num_avg_timing_iters": ("type", int), "workspace_size": ("type", int), "dla_sram_size": ("type", int),
+    "dla_local_dram_size": ("type", int), "dla_global_dram_size": ("type", int),
+    "truncate_long_and_double": ("type", bool), "min_block_size": ("isinstance", int),
+    "torch_executed_ops": ("isinstance", list), "torch_executed_modules": ("isinstance", list),
+}
+ENGINE_OP = "fake_tensorrt::execute_engine"
+
+
+@torch.library.custom_op(ENGINE_OP, mutates_args=())
+def execute_engine(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """FAKE stand-in for ``tensorrt::execute_engine``: its inputs, copied."""
+    return [t.clone() for t in inputs]
+
+
+@execute_engine.register_fake
+def _execute_engine_shapes(inputs):
+    return [torch.empty_like(t) for t in inputs]
+
+
+class FakeEngine(torch.nn.Module):
+    """Stands in for one TensorRT engine of a compiled module (a dynamo ``_run_on_acc_N`` segment)."""
+
+    def forward(self, *tensors):
+        return torch.ops.fake_tensorrt.execute_engine(list(tensors))
+
+
+class _EngineOutputs(torch.nn.Module):
+    """A TorchScript module's forward with its outputs passed through a FakeEngine (traced around it)."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.engine = module, FakeEngine()
+
+    def forward(self, *inputs):
+        out = self.module(*inputs)
+        if isinstance(out, torch.Tensor):
+            return self.engine(out)[0]
+        return tuple(self.engine(*out))
+
+
+def script_with_engine(module: torch.jit.ScriptModule, example_inputs: tuple) -> torch.jit.ScriptModule:
+    """A ScriptModule running ``module`` with its outputs routed through the stand-in engine op (traced
+    around it at ``example_inputs``; ``module`` stays a script call), so that loading it saved needs the op."""
+    return torch.jit.trace(_EngineOutputs(module), example_inputs, check_trace=False)
+
+
+def graph_with_engine(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``module`` with its outputs routed through a FakeEngine child named like the real partitioner's
+    TensorRT segments (``_run_on_acc_0``), so that loading it saved needs the op."""
+    graph = module.graph
+    output = next(node for node in graph.nodes if node.op == "output")
+    values = list(output.args[0])
+    module.add_submodule("_run_on_acc_0", FakeEngine())
+    with graph.inserting_before(output):
+        engine = graph.call_module("_run_on_acc_0", tuple(values))
+        output.args = (tuple(graph.call_function(operator.getitem, (engine, i)) for i in range(len(values))),)
+    module.recompile()
+    return module
+
 
 # dynamo/_compiler.py compile: its parameters after ``exported_program``, in order (all
 # keyword-only from ``arg_inputs`` on; a trailing **kwargs swallows unknown names silently).
@@ -138,9 +220,11 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
                 self.shape = {k: tuple(_size(kwargs[k], k)) for k in shape_keys}
                 self.shape_mode = Input.DYNAMIC
             dtype = kwargs.get("dtype", torch.float32)
-            if not isinstance(dtype, torch.dtype):  # _enums.py dtype._from: trtbench passes torch dtypes
-                raise TypeError(f"Provided an unsupported data type as a data type for translation "
-                                f"(expected types: torch.dtype, numpy.dtype, tensorrt.DataType), got: {dtype}")
+            if not isinstance(dtype, torch.dtype):  # _enums.py dtype._from also takes numpy and TensorRT dtypes
+                raise TypeError(f"FAKE: only torch dtypes are faked (trtbench passes them), got: {dtype}")
+            if dtype not in TORCH_DTYPES:
+                raise TypeError(f"Provided an unsupported data type as a data type for translation (support: bool, "
+                                f"int, long, half, float, bfloat16), got: {dtype}")
             self.dtype = dtype
             self.name = kwargs.get("name", "")
 
@@ -189,7 +273,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
         device = Device._from(settings.get("device"))  # dynamo/utils.py to_torch_tensorrt_device
         # dynamo/runtime/_TorchTensorRTModule.py _resolve_target_device, run for every engine built:
         torch.device(f"cuda:{device.gpu_id}")  # gpu_id None -> RuntimeError: Invalid device string: 'cuda:None'
-        return exported_program.module()
+        return graph_with_engine(exported_program.module())
 
     params = [inspect.Parameter("exported_program", inspect.Parameter.POSITIONAL_OR_KEYWORD),
               inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
@@ -220,18 +304,17 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
         if not all(isinstance(i, (torch.Tensor, Input)) for i in input_list):
             raise KeyError(f"Input specs should be either torch_tensorrt.Input or torch.Tensor, found types: "
                            f"{[type(i) for i in input_list]}")
-        for name, value in (("disable_tf32", disable_tf32), ("sparse_weights", sparse_weights),
-                            ("refit", refit), ("debug", debug), ("allow_shape_tensors", allow_shape_tensors)):
-            assert isinstance(value, bool), name
-        for name, value in (("num_avg_timing_iters", num_avg_timing_iters), ("workspace_size", workspace_size)):
-            assert type(value) is int, name
-        assert type(truncate_long_and_double) is bool
+        settings = _arguments(ts_compile, locals(), skip=("module",))
+        for name, (check, kind) in TS_SETTING_TYPES.items():  # None lists become [] (ts/_compiler.py compile)
+            value = [] if settings[name] is None and kind is list else settings[name]
+            assert (isinstance(value, kind) if check == "isinstance" else type(value) is kind), (name, value)
         _ts_parse_device(Device._current_device() if device is None else device)
-        # ts/_compile_spec.py _parse_torch_fallback
-        assert isinstance(min_block_size, int)
-        assert isinstance(torch_executed_ops if torch_executed_ops is not None else [], list)
-        assert isinstance(torch_executed_modules if torch_executed_modules is not None else [], list)
-        return module
+        for precision in enabled_precisions or ():  # _parse_enabled_precisions: dtype._from of each
+            if precision not in TORCH_DTYPES:
+                raise TypeError(f"Provided an unsupported data type as a data type for translation, got: {precision}")
+        examples = tuple(i if isinstance(i, torch.Tensor) else
+                         i.example_tensor(None if i.shape_mode == Input.STATIC else "opt_shape") for i in input_list)
+        return script_with_engine(module, examples)
 
     def _ts_parse_device(device_info):
         """ts/_compile_spec.py _parse_device; a torch.device goes to ts/_Device.py TorchScriptDevice._from,
@@ -240,8 +323,8 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
             if "device_type" not in device_info:
                 raise KeyError("Device type is required parameter")
             return device_info
-        if isinstance(device_info, (Device, torch.device)):
-            return device_info.gpu_id, device_info.dla_core, device_info.allow_gpu_fallback
+        if isinstance(device_info, (Device, torch.device)):  # both through TorchScriptDevice._from
+            return tuple(getattr(device_info, name) for name in TS_DEVICE_READS)
         raise ValueError("Unsupported data for device specification. Expected either a dict, "
                          "torch_tensorrt.Device or torch.Device")
 
@@ -254,7 +337,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
         fake.calls.append(("save", {k: v for k, v in _arguments(save, locals(), skip=("kwargs",)).items()
                                     if v is not None} | kwargs))
         module_type = _module_type(module)
-        if arg_inputs is not None and not all(isinstance(i, (torch.Tensor, Input)) for i in arg_inputs):
+        if arg_inputs is not None and not all(isinstance(i, fake.SAVE_INPUT_TYPES) for i in arg_inputs):
             raise ValueError("Not all inputs provided are torch.Tensor or torch_tensorrt.Input objects. Please "
                              "provide inputs of a valid type")
         if arg_inputs is not None and inputs is not None:
@@ -323,6 +406,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
         return shapes
 
     fake.Device, fake.Input, fake.compile, fake.save = Device, Input, compile, save
+    fake.SAVE_INPUT_TYPES = (torch.Tensor, Input)  # _compile.py save: what arg_inputs may hold
     fake.dynamo = types.SimpleNamespace(compile=dynamo_compile)
     if ts_frontend:
         fake.ts = types.SimpleNamespace(compile=ts_compile)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from trtbench.artifacts import read_manifest, sha256_of, verify
 from trtbench.errors import UserInputError
+from trtbench.variants import Variant, get_variant, variant_names
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +135,29 @@ def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
     assert refused["scripted_fp32.ts"]["ok"]
     forced = {row["file"]: row for row in verify(copy, force=True)}
     assert forced["traced_fp32.ts"]["ok"]
+
+
+# Where each variant's saved artifacts are reloaded with `trtbench verify` in a fresh process, which
+# imports only what the manifest names: only that shows the manifest names what the loader needs.
+VERIFIED_IN_A_FRESH_PROCESS = {
+    "traced": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
+    "scripted": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
+    "exported": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
+    "aoti": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
+    "ort": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
+    "openvino": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
+    "trt": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
+    "trt_traced": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
+    "trt_scripted": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
+}
+
+
+def test_every_variant_that_saves_is_verified_in_a_fresh_process():
+    """A variant with its own save() needs a test that reloads what it saved through the manifest alone
+    (ort_cuda and ort_trt need CUDA; they save with OrtVariant.save, as ort does: the same file and loader)."""
+    saves = {name: type(get_variant(name)).save for name in variant_names()}
+    verified = {saves[name] for name in VERIFIED_IN_A_FRESH_PROCESS}
+    assert [name for name, save in saves.items() if save is not Variant.save and save not in verified] == []
+    for test in set(VERIFIED_IN_A_FRESH_PROCESS.values()):
+        file, name = test.split("::")
+        assert f"def {name}(" in (Path(__file__).parent / file).read_text(), test

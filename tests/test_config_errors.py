@@ -198,3 +198,38 @@ def test_validate_builds_the_model_to_check_kwargs(tiny_config, write_config, ca
     tiny_config["model"]["kwargs"] = {"width": 3}
     code, _, err = run_cli(["validate", str(write_config(tiny_config))], capsys)
     assert code == 2 and "model.kwargs" in err
+
+
+@pytest.mark.parametrize("variants, named", [(["eager", "exported"], "exported"), (["eager", "trt"], "trt"),
+                                             (["eager", "traced", "ort"], "ort")])  # ort builds from exported
+def test_an_opt_size_of_1_on_a_dynamic_dim_is_refused_for_variants_built_by_torch_export(
+        tiny_config, write_config, capsys, variants, named):
+    tiny_config["variants"] = variants
+    tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]  # min 1, max 4
+    err = expect_error(write_config(tiny_config), capsys, "inputs[0].opt_shape", "dim 0 is 1 while the dim is dynamic",
+                       f"torch.export, which {named} build from", "set opt_shape[0] to a size from 2 to 4",
+                       f"or drop {named} from variants")
+    assert "traced" not in err  # only the variants that export are named
+
+
+def test_an_opt_size_of_1_is_fine_without_torch_export_and_on_a_static_dim(tiny_config):
+    from trtbench.config import config_from_dict
+
+    tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]
+    config_from_dict(dict(tiny_config, variants=["eager", "traced", "scripted", "compiled", "trt_traced"]))
+    tiny_config["inputs"][0].update(min_shape=[1, 3, 16, 16], max_shape=[1, 3, 16, 16])  # batch 1, static
+    config_from_dict(dict(tiny_config, variants=["eager", "exported", "trt"]))
+
+
+def test_torch_export_really_fails_on_what_the_config_refuses(tiny_config):
+    """The premise of the rule above, with this torch: a size-1 example of a dynamic dim cannot be exported."""
+    from toy_models import tiny_cnn
+    from trtbench.config import InputConfig
+    from trtbench.variants.exported import dynamic_shapes
+
+    spec = InputConfig(**dict(tiny_config["inputs"][0], opt_shape=[1, 3, 16, 16]))
+    spec.validate("inputs[0]")
+    model = tiny_cnn().eval()
+    with pytest.raises(Exception, match="Constraints violated"):
+        torch.export.export(model, (torch.randn(1, 3, 16, 16),), dynamic_shapes=dynamic_shapes([spec]))
+    torch.export.export(model, (torch.randn(2, 3, 16, 16),), dynamic_shapes=dynamic_shapes([spec]))  # opt 2 exports

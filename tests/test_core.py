@@ -3,7 +3,9 @@ plan.resolve (sweeps, several models, shards) and variant dependencies followed 
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from trtbench.config import config_from_dict
 from trtbench.errors import UserInputError
 from trtbench.plan import BuildGroup, ShapePoint, resolve, shape_points
 from trtbench.record import Record
+from trtbench.report.tables import csv_text
 from trtbench.resultset import SCHEMA_VERSION, ResultSet
 from trtbench.variants import build_order
 
@@ -60,11 +63,12 @@ def test_case_round_trips_through_plain_data():
     assert CASE.batch == 2 and CASE.shapes == "2x3x224x224,2x7" and CASE.label == 'traced{"strict":false}'
 
 
-def test_baseline_is_plain_eager_at_the_same_point():
-    base = CASE.baseline()
-    assert (base.variant, base.options) == ("eager", "")
-    assert dataclasses.replace(base, variant=CASE.variant, options=CASE.options) == CASE
-    assert base.baseline() == base
+def test_the_baseline_key_is_the_case_without_its_variant():
+    eager = dataclasses.replace(CASE, variant="eager", options='{"cuda_graphs":true}')
+    assert eager.baseline_key == CASE.baseline_key
+    for change in ({"point": "max"}, {"precision": "fp32"}, {"threads": 2}, {"device": "cpu"}, {"model": "n"},
+                   {"input_shapes": ((4, 3, 224, 224), (4, 7))}):
+        assert dataclasses.replace(CASE, **change).baseline_key != CASE.baseline_key, change
 
 
 # ---- ResultSet -----------------------------------------------------------------------------------
@@ -86,6 +90,36 @@ def two_variant_set(env: str = "env-a", scale: float = 1.0) -> ResultSet:
     results.add(Record(case=record("scripted", 1.0).case, environment=env, status="failed",
                        reason="build scripted fp32: RuntimeError: no"))
     return results
+
+
+CUDA_GRAPHS = '{"cuda_graphs":true}'
+
+
+def with_options(r: Record, options: str) -> Record:
+    return dataclasses.replace(r, case=dataclasses.replace(r.case, options=options))
+
+
+def test_the_speedup_is_over_the_eager_the_run_listed_with_its_options():
+    """Bug: the baseline was always plain eager, so with eager: {cuda_graphs: true} no row had a speedup."""
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    eager = with_options(record("eager", 10.0), CUDA_GRAPHS)
+    traced = record("traced", 4.0)
+    for r in (eager, traced, record("eager", 1.0, env="env-b")):  # another machine's eager is not it
+        results.add(r)
+    assert results.baseline(traced) is eager and results.baseline(eager) is eager
+    assert results.speedup(traced).value == pytest.approx(2.5) and results.speedup(eager) is None
+    csv_rows = {row["variant"]: row for row in csv.DictReader(io.StringIO(csv_text(results))) if row["environment"] == "env-a"}
+    assert float(csv_rows["traced"]["speedup"]) == pytest.approx(2.5)
+    assert csv_rows["eager"]["options"] == CUDA_GRAPHS and csv_rows["eager"]["speedup"] == ""
+
+
+def test_merged_runs_with_two_eager_baselines_at_a_point_pair_with_neither():
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    plain, graphs, traced = record("eager", 10.0), with_options(record("eager", 8.0), CUDA_GRAPHS), record("traced", 4.0)
+    for r in (plain, graphs, traced):
+        results.add(r)
+    assert results.baseline(traced) is None and results.speedup(traced) is None
+    assert results.baseline(plain) is plain and results.baseline(graphs) is graphs
 
 
 def test_v2_save_and_load_round_trip(tmp_path):
@@ -292,7 +326,7 @@ def test_shards_partition_the_cases(tiny_config, count):
     assert sum(len(s) for s in shards) == len(everything)  # no case in two shards
     assert set().union(*map(set, shards)) == set(everything)
     for shard in shards:  # a build group (and its eager baseline) never straddles shards
-        assert all(c.baseline() in shard for c in shard)
+        assert all(any(e.variant == "eager" and e.baseline_key == c.baseline_key for e in shard) for c in shard)
     assert shards == [resolve(config, (i, count)).cases for i in range(count)], "deterministic"
 
 

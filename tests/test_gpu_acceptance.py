@@ -19,12 +19,26 @@ check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
 
 VARIANTS = ("eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted")
+# What trtbench records for the CPU-only and ONNX Runtime GPU variants of resnet34.yaml on --device cuda
+# in the trtbench image (which has no onnxruntime): each variant's own unavailable_reason.
+SKIPPED_IN_IMAGE = {
+    "ort": "ort runs ONNX Runtime on the CPU and this run uses 'cuda:0'; list ort_cuda or ort_trt",
+    "openvino": "openvino runs on the CPU and this run uses 'cuda:0'",
+    "ort_cuda": "onnxruntime is not installed (pip install onnxruntime-gpu)",
+    "ort_trt": "onnxruntime is not installed (pip install onnxruntime-gpu)",
+}
+SHAPES = ("min", "opt", "max")
 
 
-def v1_row(variant, precision, shape, median, status="ok", parity_ok=True):
+def v1_row(variant, precision, shape, median, status="ok", parity_ok=True, reason=""):
+    ran = status != "skipped"
     return {"variant": variant, "precision": precision, "shape": shape, "input_shapes": "2x3x8x8",
-            "status": status, "reason": "", "parity": {"ok": parity_ok},
-            "samples_ms": [median] * 3 if median else None}
+            "status": status, "reason": reason, "parity": {"ok": parity_ok} if ran else None,
+            "samples_ms": [median] * 3 if median and ran else None}
+
+
+def skipped_row(variant, precision, shape, reason):
+    return v1_row(variant, precision, shape, None, status="skipped", reason=reason)
 
 
 def write_run(out: Path, rows: list[dict], trt_saved=True) -> Path:
@@ -38,30 +52,69 @@ def write_run(out: Path, rows: list[dict], trt_saved=True) -> Path:
 
 
 def all_rows(fp16_trt_ms=1.0):
-    return [v1_row(v, p, s, fp16_trt_ms if (v.startswith("trt") and p == "fp16") else 4.0)
-            for v in VARIANTS for p in ("fp32", "fp16") for s in ("min", "opt", "max")]
+    """A CUDA run of the acceptance config: every row that can run in the image ran, the rest skipped."""
+    ran = [v1_row(v, p, s, fp16_trt_ms if (v.startswith("trt") and p == "fp16") else 4.0)
+           for v in VARIANTS for p in check.PRECISIONS for s in SHAPES]
+    return ran + [skipped_row(v, p, s, reason) for v, reason in SKIPPED_IN_IMAGE.items()
+                  for p in check.PRECISIONS for s in SHAPES]
 
 
-def test_a_good_run_passes_every_check(tmp_path, capsys):
+def replace_row(rows, variant, precision, shape, new_row):
+    (i,) = [i for i, r in enumerate(rows) if (r["variant"], r["precision"], r["shape"]) == (variant, precision, shape)]
+    return rows[:i] + [new_row] + rows[i + 1:]
+
+
+def test_a_good_run_passes_every_check_and_warns_of_each_skipped_variant(tmp_path, capsys):
     assert check.main(str(write_run(tmp_path, all_rows())), "0") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == [
-        "PASS  every TRT row ok", "PASS  parity ok", "PASS  TRT fp16 faster than eager fp32 at opt",
-        "PASS  artifacts reload in a fresh process"]
-    assert "trt 4.00x, trt_traced 4.00x, trt_scripted 4.00x" in lines[2]
+    warnings, verdicts = lines[:4], lines[4:]
+    assert [line.split(":")[0] for line in verdicts] == [
+        "PASS  every TRT row ok", "PASS  skipped rows may be skipped here", "PASS  parity ok",
+        "PASS  TRT fp16 faster than eager fp32 at opt", "PASS  artifacts reload in a fresh process"]
+    assert "24 rows, each with a reason that holds here" in verdicts[1]
+    assert "36 rows" in verdicts[2]  # parity: only the rows that ran
+    assert "trt 4.00x, trt_traced 4.00x, trt_scripted 4.00x" in verdicts[3]
+    where = "(fp32/min fp32/opt fp32/max fp16/min fp16/opt fp16/max)"
+    assert warnings[0] == f"WARN  skipped ort {where}: {SKIPPED_IN_IMAGE['ort']}"
+    assert warnings[1] == f"WARN  skipped openvino {where}: {SKIPPED_IN_IMAGE['openvino']}"
+    for line, variant in zip(warnings[2:], ("ort_cuda", "ort_trt")):  # and why the image lacks onnxruntime-gpu
+        assert line.startswith(f"WARN  skipped {variant} {where}: {SKIPPED_IN_IMAGE[variant]} [the trtbench image "
+                               f"installs no onnxruntime-gpu: ")
+        assert "links TensorRT 10 (libnvinfer.so.10) while the image has TensorRT 11" in line
 
 
 def test_each_check_fails_on_its_own_evidence(tmp_path, capsys):
     rows = all_rows(fp16_trt_ms=5.0)
-    rows[-1] = v1_row("trt_scripted", "fp16", "max", None, status="failed")
-    rows[-1]["reason"] = "build failed: RuntimeError: Invalid device string: 'cuda:None'"
-    rows[0]["parity"]["ok"] = False
+    failed = v1_row("trt_scripted", "fp16", "max", None, status="failed",
+                    reason="build failed: RuntimeError: Invalid device string: 'cuda:None'")
+    rows = replace_row(rows, "trt_scripted", "fp16", "max", failed)
+    rows = replace_row(rows, "eager", "fp32", "min", v1_row("eager", "fp32", "min", 4.0, parity_ok=False))
+    rows = replace_row(rows, "ort", "fp32", "min", skipped_row("ort", "fp32", "min", ""))
     assert check.main(str(write_run(tmp_path, rows, trt_saved=False)), "1") == 1
-    lines = capsys.readouterr().out.splitlines()
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("WARN")]
     assert all(line.startswith("FAIL") for line in lines), lines
     assert "trt_scripted fp16 max failed (build failed: RuntimeError: Invalid device string: 'cuda:None')" in lines[0]
-    assert "eager fp32 min ok parity failed" in lines[1]
-    assert "not saved: trt fp32" in lines[3] and "trtbench verify exited 1" in lines[3]
+    assert lines[1].endswith("skipped rows may be skipped here: ort fp32 min skipped with no reason")
+    assert "eager fp32 min ok parity failed" in lines[2]
+    assert "not saved: trt fp32" in lines[4] and "trtbench verify exited 1" in lines[4]
+
+
+@pytest.mark.parametrize("variant, reason, problem", [
+    ("trt", "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)",
+     "trt must run on a GPU machine"),
+    ("trt_scripted", "torch_tensorrt 2.14.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the "
+                     "dynamo frontend", "trt_scripted must run on a GPU machine"),
+    ("eager", "CUDA is not available on this machine", "eager must run on a GPU machine"),
+    ("openvino", "", "skipped with no reason"),
+    ("traced", "it felt slow", "yet traced can run on cuda:0 here"),  # traced runs anywhere: the reason is false
+])
+def test_a_skipped_row_fails_unless_it_may_be_skipped_here(tmp_path, capsys, variant, reason, problem):
+    """A skipped TensorRT or eager row fails whatever its reason (on this CUDA-less machine trtbench itself
+    would skip trt too, so the rule cannot lean on that judgement); any other needs a reason that holds here."""
+    rows = replace_row(all_rows(), variant, "fp16", "opt", skipped_row(variant, "fp16", "opt", reason))
+    assert check.main(str(write_run(tmp_path, rows)), "0") == 1
+    (verdict,) = [line for line in capsys.readouterr().out.splitlines() if "skipped rows may be skipped here" in line]
+    assert verdict.startswith("FAIL") and problem in verdict, verdict
 
 
 @pytest.fixture(scope="module")

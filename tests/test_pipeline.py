@@ -80,6 +80,9 @@ def test_environment_and_config_recorded(finished_run):
     assert env["id"] == env_id and all(r["environment"] == env_id for r in doc["records"])
     for key in ("python", "torch", "torchvision", "cpu", "device", "cudnn_benchmark", "grad_enabled"):
         assert key in env
+    # Bug: the setting was read from torch before the run set it (torch's default, False).
+    assert doc["runs"][0]["config"]["benchmark"]["cudnn_benchmark"] is True  # the config's default
+    assert env["cudnn_benchmark"] is True and torch.backends.cudnn.benchmark is False  # the run's, not torch's
     config = doc["runs"][0]["config"]
     assert config["models"][0]["name"] == "toy_models:tiny_cnn"
     assert config["inputs"][0]["opt_shape"] == [2, 3, 16, 16]

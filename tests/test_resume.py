@@ -97,7 +97,7 @@ def test_a_line_torn_by_a_crash_is_ignored_and_its_case_measured_again(tmp_path)
     journal.record(Record(case=case, environment="e", rounds=[[1.0, 2.0]]))
     journal.record(Record(case=Case(**{**case.to_dict(), "input_shapes": ((2, 3),), "point": "max"}),
                           environment="e", status="interrupted"))
-    torn = json.dumps({"kind": "record", "record": Record(case=case.baseline(), environment="e").to_dict()})
+    torn = json.dumps({"kind": "record", "record": Record(case=case, environment="e").to_dict()})
     with open(journal.path, "a") as fh:
         fh.write(torn[: len(torn) // 2])  # the crash cut this line short
     state = journal.read()

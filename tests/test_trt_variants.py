@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from trtbench.config import InputConfig
+from trtbench.artifacts import ArtifactStore, verify, verify_artifact
+from trtbench.config import InputConfig, Tolerance
 from trtbench.errors import UserInputError
 from trtbench.schema import from_dict
 from trtbench.variants import Built, BuildContext, get_variant
@@ -345,6 +347,53 @@ def test_trt_saves_a_multi_input_dynamic_model_as_an_exported_program(fake, tmp_
     for image_batch, token_batch in ((1, 8), (4, 1)):  # each input anywhere in its own range
         image, tokens = torch.randn(image_batch, 3, 8, 8), torch.randint(0, 9, (token_batch, 5))
         assert torch.allclose(program(image, tokens), TwoInputs()(image, tokens))
+
+
+@pytest.fixture
+def fresh_processes_import_the_fake(tmp_path, monkeypatch):
+    """A ``torch_tensorrt`` for fresh processes (the verify worker): a shim over the fake, whose import
+    registers the stand-in engine op the fake's compiled modules call, as the real import registers
+    ``tensorrt::execute_engine``."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "torch_tensorrt.py").write_text("import fake_torch_tensorrt  # noqa: F401  (registers the engine op)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shim), str(Path(__file__).parent)]))
+
+
+def saved_run(name: str, spec, out: Path) -> list[dict]:
+    """Build ``name`` through the fake, save it with the ArtifactStore (its reload check included) and
+    write the manifest, as a run does; the manifest entries."""
+    model = Net().eval()
+    example = torch.randn(spec.opt_shape)
+    parents = {"traced": Built(torch.jit.trace(model, (example,))), "scripted": Built(torch.jit.script(model))}
+    ctx = context(spec, None, built=parents, device=CPU)
+    variant = get_variant(name)
+    built = variant.build(model, ctx)
+    runs = {label: ((x,), built.module(x)) for label, x in (("opt", example), ("min", torch.randn(spec.min_shape)))}
+    store = ArtifactStore(out / "artifacts")
+    entries = store.save(variant, built, "fp32", CPU, runs, "opt", Tolerance(atol=1e-5, rtol=1e-5), model="net")
+    store.write_manifest({"inputs": []}, {})
+    return entries
+
+
+@pytest.mark.parametrize("name, spec", [("trt", dynamic_spec), ("trt_traced", static_spec),
+                                        ("trt_scripted", dynamic_spec)])
+def test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names(
+        fake, fresh_processes_import_the_fake, tmp_path, name, spec):
+    entries = saved_run(name, spec(), tmp_path / "out")
+    rows = verify(tmp_path / "out")
+    assert entries and len(rows) == len(entries) and all(row["ok"] for row in rows), rows
+    assert all(entry["imports"] == ["torch_tensorrt"] for entry in entries)
+
+
+def test_a_trt_artifact_whose_manifest_omits_torch_tensorrt_does_not_verify(fake, fresh_processes_import_the_fake,
+                                                                             tmp_path):
+    """What the test above guards against: the saved modules call the engine op that only
+    ``import torch_tensorrt`` registers, so a fresh process that skips the import cannot load them."""
+    out = tmp_path / "out"
+    entry = next(e for e in saved_run("trt_traced", static_spec(), out) if e["file"] == "trt_traced_fp32.ts")
+    row = verify_artifact(dict(entry, imports=[]), out / "artifacts")
+    assert not row["ok"] and "Unknown builtin op: fake_tensorrt::execute_engine" in row["error"], row
 
 
 # --- fallback counting ---------------------------------------------------------------------

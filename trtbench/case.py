@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 BASELINE_VARIANT = "eager"
 
@@ -59,9 +59,11 @@ class Case:
         """Cases with the same build key are served by one build (the batch is a point in its range)."""
         return (self.model, self.precision, self.threads, self.device)
 
-    def baseline(self) -> "Case":
-        """The case a speedup is measured against: eager at the same point."""
-        return replace(self, variant=BASELINE_VARIANT, options="")
+    @property
+    def baseline_key(self) -> tuple:
+        """What a case shares with the baseline its speedup is measured against (eager, with the
+        options its run listed): everything but the variant and the variant's options."""
+        return (self.model, self.precision, self.point, self.input_shapes, self.threads, self.device)
 
     @property
     def label(self) -> str:

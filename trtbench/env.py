@@ -58,8 +58,13 @@ def gpu_info(device: torch.device) -> dict:
     }
 
 
-def collect_environment(device: torch.device) -> dict:
-    """Everything a reader needs to reproduce or compare a result."""
+def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
+    """Everything a reader needs to reproduce or compare a result.
+
+    ``cudnn_benchmark`` is the cuDNN autotuning setting the run measures with (the config's
+    ``benchmark.cudnn_benchmark``, set around each build group), not torch's flag at the time
+    this is called, before the run has set it.
+    """
     import torchvision
 
     env = {
@@ -72,7 +77,7 @@ def collect_environment(device: torch.device) -> dict:
         "default_threads": default_threads(),
         "device": str(device),
         "cpu_busy_at_start": cpu_busy_fraction(),
-        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_benchmark": cudnn_benchmark,
         "grad_enabled": False,
         "inference_mode": True,
     }

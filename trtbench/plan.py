@@ -130,23 +130,26 @@ def shape_points(config: Config) -> list[ShapePoint]:
     return points
 
 
+def why_unavailable(name: str, device: torch.device, precision: str) -> str | None:
+    """Why variant ``name`` cannot run at ``precision`` on ``device`` on this machine: the precision,
+    the variant's own ``unavailable_reason``, or that of a variant it builds from. None when it can."""
+    reason = unsupported_reason(precision, device)
+    if reason:
+        return reason
+    step = name
+    while step:  # the variant itself, then each variant it builds from
+        variant = get_variant(step)
+        reason = variant.unavailable_reason(device, precision)
+        if reason:
+            return reason if step == name else f"needs {step}, which cannot run here: {reason}"
+        step = variant.depends_on
+    return None
+
+
 def _unavailable(entries: list[VariantEntry], device: torch.device, precision: str) -> dict[str, str]:
-    """Why each requested variant (or something it builds from) cannot run here."""
-    reasons: dict[str, str] = {}
-    precision_reason = unsupported_reason(precision, device)
-    for entry in entries:
-        if precision_reason:
-            reasons[entry.name] = precision_reason
-            continue
-        name = entry.name
-        while name:  # the variant itself, then each variant it builds from
-            variant = get_variant(name)
-            reason = variant.unavailable_reason(device, precision)
-            if reason:
-                reasons[entry.name] = reason if name == entry.name else f"needs {name}, which cannot run here: {reason}"
-                break
-            name = variant.depends_on
-    return reasons
+    """Why each requested variant cannot run here (only those that cannot)."""
+    reasons = {entry.name: why_unavailable(entry.name, device, precision) for entry in entries}
+    return {name: reason for name, reason in reasons.items() if reason}
 
 
 def parse_shard(text: str) -> tuple[int, int]:

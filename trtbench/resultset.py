@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from trtbench.case import Case, parse_shapes_text
+from trtbench.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.env import environment_id
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
@@ -38,10 +38,14 @@ class ResultSet:
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
+    # (Case.baseline_key, environment) -> {case key: eager record}, whatever eager's options
+    _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
 
     def add(self, record: Record) -> None:
         """Add or replace the record of the same case in the same environment."""
         self._records[(record.case.key, record.environment)] = record
+        if record.case.variant == BASELINE_VARIANT:
+            self._eager.setdefault((record.case.baseline_key, record.environment), {})[record.case.key] = record
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self._records.values())
@@ -57,8 +61,17 @@ class ResultSet:
         return self._records.get((case.key, environment))
 
     def baseline(self, record: Record) -> Optional[Record]:
-        """The eager record at the same point, in the same environment."""
-        return self.get(record.case.baseline(), record.environment)
+        """The eager record at the same point, in the same environment, with the options its run listed
+        (``eager: {cuda_graphs: true}`` is the baseline of that run). An eager record is its own.
+
+        None when there is none, or when merged runs left several eager records there (eager with
+        different options): which one a record was measured beside cannot be told, and its rounds
+        pair only with that one's.
+        """
+        if record.case.variant == BASELINE_VARIANT:
+            return record
+        candidates = list(self._eager.get((record.case.baseline_key, record.environment), {}).values())
+        return candidates[0] if len(candidates) == 1 else None
 
     def speedup(self, record: Record) -> Optional[Interval]:
         """Eager's median over this record's, with a 95% CI from the paired rounds."""

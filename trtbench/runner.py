@@ -105,7 +105,7 @@ class Runner:
         if earlier.complete:  # the last run finished: measure anew, in a new journal
             self.journal.discard()
         self.store.discard_previous_manifest()
-        environment = collect_environment(self.device)
+        environment = collect_environment(self.device, self.config.benchmark.cudnn_benchmark)
         env_id = environment["id"]
         self.resumed = resumed = self._resume(earlier, env_id)
         self.journal.environment(environment)

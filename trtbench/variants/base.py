@@ -58,6 +58,8 @@ class Variant(ABC):
     ``Options`` is a dataclass: the YAML schema of the variant's options.
     ``timed`` is False for a build step that other variants start from (``onnx``): it is built
     when a dependent needs it, never timed, and cannot be listed in a config.
+    ``exports_at_opt`` is True for a variant built by ``torch.export`` from the example inputs at the
+    opt shape (so a dynamic dim cannot be 1 there: torch.export specialises size-1 dims).
     """
 
     name: ClassVar[str]
@@ -65,6 +67,7 @@ class Variant(ABC):
     Options: ClassVar[type] = NoOptions
     depends_on: ClassVar[Optional[str]] = None
     timed: ClassVar[bool] = True
+    exports_at_opt: ClassVar[bool] = False
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         """Why this variant cannot run here (missing library, device); None when it can."""

@@ -44,6 +44,7 @@ class Exported(Variant):
     name = "exported"
     description = "torch.export.export with dynamic dims from min/max (example at opt), run via .module()"
     Options = ExportOptions
+    exports_at_opt = True
 
     def build(self, model, ctx: BuildContext) -> Built:
         strict = (ctx.options or ExportOptions()).strict

@@ -27,6 +27,7 @@ class TensorRT(TensorRTVariant):
     name = "trt"
     description = "Torch-TensorRT dynamo frontend (torch.export at opt, engine for min..max), guarded input ranges"
     Options = DynamoOptions
+    exports_at_opt = True
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         return unavailable_reason(device)
