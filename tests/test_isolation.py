@@ -23,11 +23,11 @@ FIXED = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=6)
 
 
 @pytest.fixture
-def workers():
+def workers(tmp_path):
     started = []
 
     def start(recipes, timeout_s=120.0):
-        ready, errors = start_workers(recipes, timeout_s)
+        ready, errors = start_workers(recipes, timeout_s, log_dir=tmp_path)
         started.extend(ready.values())
         return ready, errors
 
@@ -65,7 +65,7 @@ def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive(wo
     ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(), "fine": Sleeper(call_s=0.001)})
     assert set(ready) == {"crash", "fine"}
     assert "cannot load its model" in str(errors["broken"])
-    with pytest.raises(WorkerError, match=r"crash's worker died .*exit code 7"):
+    with pytest.raises(WorkerError, match=r"crash's worker died .*exit code 7.*last output:\n.*fatal error in kernel 3"):
         ready["crash"].block("p", 1)
     assert len(ready["fine"].block("p", 3).host_ms) == 3
 

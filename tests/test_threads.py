@@ -114,7 +114,7 @@ def test_a_run_resolved_in_a_one_cpu_slurm_task_defaults_to_one_thread():
               "from trtbench.env import collect_environment; import torch; "
               "plan = resolve(config_from_dict(json.loads(sys.argv[1]))); "
               "print(json.dumps([[g.threads for g in plan.groups], "
-              "collect_environment(torch.device('cpu'))['default_threads']]))")
+              "collect_environment(torch.device('cpu'), True)['default_threads']]))")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env.update(SLURM_CPUS_PER_TASK="1", PYTHONPATH=os.pathsep.join([str(REPO), str(ASSETS)]))
     proc = subprocess.run([sys.executable, "-c", script, json.dumps(TINY_CONFIG)], env=env, capture_output=True,

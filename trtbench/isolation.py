@@ -77,8 +77,8 @@ class VariantWorkers:
     method = "process"
 
     def __init__(self, recipes: dict[str, VariantRecipe], timeout_s: float, payload_dir: tempfile.TemporaryDirectory):
-        self._payload_dir = payload_dir
-        self.workers, self.errors = start_workers(recipes, timeout_s)
+        self._payload_dir = payload_dir  # weights, inputs, deployed files and the workers' logs
+        self.workers, self.errors = start_workers(recipes, timeout_s, Path(payload_dir.name))
 
     @classmethod
     def start(cls, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,

@@ -26,7 +26,8 @@ import sys
 import time
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Optional, Protocol
 
 import torch
 
@@ -101,14 +102,21 @@ def serve(fd: int) -> None:
 class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
-    def __init__(self, name: str, recipe: Recipe, timeout_s: float):
-        self.name, self.timeout_s = name, timeout_s
+    def __init__(self, name: str, recipe: Recipe, timeout_s: float, log: Optional[Path] = None):
+        """``log``: a file for the worker's stdout and stderr (None: this process's)."""
+        self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(os.environ)  # the child imports what this process can: trtbench, the model's module
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", f"from trtbench.worker import serve; serve({theirs.fileno()})"],
-            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
+        output = open(log, "wb") if log is not None else None
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from trtbench.worker import serve; serve({theirs.fileno()})"],
+                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=output,
+                stderr=subprocess.STDOUT if output else None)
+        finally:
+            if output is not None:
+                output.close()
         theirs.close()
         self.conn = Connection(ours.detach())
         self.conn.send(recipe)
@@ -123,7 +131,8 @@ class Worker:
             reply = self.conn.recv()
         except (EOFError, OSError):
             self._reap(5)
-            raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})") from None
+            raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})"
+                              + self._log_tail()) from None
         if reply[0] == "error":
             raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
         return reply
@@ -133,6 +142,14 @@ class Worker:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
             pass
+
+    def _log_tail(self, lines: int = 20) -> str:
+        """The end of the worker's output (a crashing runtime's last words), or nothing."""
+        try:
+            text = self.log.read_text(errors="replace").strip() if self.log else ""
+        except OSError:
+            return ""
+        return ("; its last output:\n" + "\n".join(text.splitlines()[-lines:])) if text else ""
 
     def _exit_text(self) -> str:
         code = self.process.returncode
@@ -188,12 +205,15 @@ class WorkerTimer:
         return self.worker.block(self.label, calls)
 
 
-def start_workers(recipes: dict[str, Recipe], timeout_s: float, parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Start a worker per recipe; at most ``parallel`` build at once (memory: each holds a model).
+def start_workers(recipes: dict[str, Recipe], timeout_s: float, log_dir: Optional[Path] = None,
+                  parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+    """Start a worker per recipe (its output in ``log_dir``/<name>.log); at most ``parallel`` build at
+    once (memory: each holds a model).
 
     Returns the workers that are ready and, for the others, why not (their processes are gone).
     """
-    workers = {name: Worker(name, recipe, timeout_s) for name, recipe in recipes.items()}
+    workers = {name: Worker(name, recipe, timeout_s, log_dir / f"{name}.log" if log_dir else None)
+               for name, recipe in recipes.items()}
     waiting = list(workers)
     building: dict[Connection, tuple[str, float]] = {}
     ready: dict[str, Worker] = {}
