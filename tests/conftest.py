@@ -24,7 +24,7 @@ TINY_CONFIG = {
     "variants": ["eager", "traced", "scripted"],
     "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
                   "measure_ceiling": False},  # the matmul ceiling takes seconds; its own tests time it
-    "output": {"cold_start": False},  # a fresh process per artifact; test_artifacts turns it on
+    "output": {"cold_start": False},  # rows without cold-start metrics; test_artifacts turns them on
 }
 
 

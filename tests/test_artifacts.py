@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from trtbench.artifacts import read_manifest, sha256_of, verify
 from trtbench.errors import UserInputError
@@ -133,3 +134,85 @@ def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
     assert refused["scripted_fp32.ts"]["ok"]
     forced = {row["file"]: row for row in verify(copy, force=True)}
     assert forced["traced_fp32.ts"]["ok"]
+
+
+# ---- what is published: only files that load in a fresh process -----------------------------
+
+BARE_LOAD = ("import sys, torch; out = torch.export.load(sys.argv[1]).module()(torch.randn(3, 3, 16, 16));"
+             "assert not any(m.startswith(('toy_models', 'trtbench')) for m in sys.modules);"
+             "print(type(out).__name__, [tuple(t.shape) for t in out])")
+
+
+def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_torch_alone(tiny_config, tmp_path):
+    from conftest import run_dict
+
+    tiny_config["model"]["name"] = "toy_models:dataclass_output"
+    tiny_config["variants"] = ["eager", "exported"]
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 0, [r.reason for r in outcome.results]
+    proc = subprocess.run([sys.executable, "-c", BARE_LOAD, str(tmp_path / "out" / "artifacts" / "exported_fp32.pt2")],
+                          capture_output=True, text=True, timeout=300, cwd="/", env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "tuple [(3, 10), (3, 10)]"
+    exported = [r for r in outcome.results if r.case.variant == "exported"]
+    assert all(r.status == "ok" and r.parity["ok"] for r in exported)  # compared with eager's Prediction
+    assert exported[0].build["info"]["outputs"] == ["logits", "probs"]
+    assert exported[0].build["info"]["outputs_flattened_from"] == "toy_models.Prediction"
+    (entry,) = read_manifest(tmp_path / "out")["artifacts"]
+    assert entry["file"] == "exported_fp32.pt2" and entry["outputs"] == ["logits", "probs"]
+
+
+def test_a_file_that_does_not_load_in_a_fresh_process_is_not_published(tiny_config, tmp_path):
+    """Its TorchScript calls an operator only this process registered; cold_start is off, the check still runs."""
+    from conftest import run_dict
+
+    tiny_config["model"]["name"] = "toy_models:uses_custom_op"
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"].update(dir=str(tmp_path / "out"), cold_start=False)
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 1
+    traced = [r for r in outcome.results if r.case.variant == "traced"]
+    assert len(traced) == 3 and all(r.status == "failed" and r.rounds for r in traced), "failed, timings kept"
+    assert all("traced_fp32.ts fails to load and run in a fresh process (torch.jit.load): "
+               "RuntimeError: Unknown builtin op: toy_models::twice." in r.reason for r in traced), traced[0].reason
+    assert all(r.status == "ok" for r in outcome.results if r.case.variant == "eager")
+    artifacts = tmp_path / "out" / "artifacts"
+    assert list(artifacts.iterdir()) == [], "neither the file, its reference, a manifest nor a staging folder"
+
+
+def test_output_names_follow_the_pytree_order_of_any_container():
+    import collections
+
+    from toy_models import Prediction
+    from trtbench.variants.exported import output_names
+
+    class ModelOutputLike(collections.OrderedDict):
+        """Registered as transformers registers ModelOutput: no key paths, its keys as the context."""
+
+    torch.utils._pytree.register_pytree_node(
+        ModelOutputLike, lambda d: (list(d.values()), list(d.keys())), lambda v, keys: ModelOutputLike(zip(keys, v)))
+    t = torch.zeros(1)
+    assert output_names(t) == ["output"]
+    assert output_names((t, t)) == ["0", "1"]
+    assert output_names(Prediction(logits=t, probs=t)) == ["logits", "probs"]
+    assert output_names({"a": t, "b": (t, 3, t)}) == ["a", "b.0", "b.2"]  # non-tensors are not outputs
+    assert output_names(ModelOutputLike(last_hidden_state=t, hidden_states=(t, t))) == [
+        "last_hidden_state", "hidden_states.0", "hidden_states.1"]
+
+
+def test_an_output_pytree_cannot_flatten_is_refused_before_export():
+    import dataclasses
+
+    from trtbench.variants.exported import flat_outputs
+
+    @dataclasses.dataclass
+    class Unregistered:
+        logits: torch.Tensor
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return Unregistered(x)
+
+    with pytest.raises(TypeError, match="holds .*Unregistered, which torch's pytree cannot flatten; register it"):
+        flat_outputs(Model(), (torch.zeros(1),))

@@ -1,5 +1,8 @@
 """Small real models for fast tests (importable as ``toy_models:<factory>`` with tests/assets on the path)."""
 
+from dataclasses import dataclass
+from typing import Optional
+
 import torch
 from torch import nn
 
@@ -183,3 +186,54 @@ class ScriptedOffByOne(nn.Module):
 
 def scripted_off_by_one() -> nn.Module:
     return ScriptedOffByOne()
+
+
+@dataclass
+class Prediction:
+    """A model output container, as libraries return them (a Hugging Face ModelOutput is one)."""
+
+    logits: torch.Tensor
+    probs: torch.Tensor
+    hidden: Optional[torch.Tensor] = None  # left None, as ModelOutput leaves the outputs it was not asked for
+
+
+# Registered in this process only: a .pt2 that kept this output type does not load where toy_models is not imported.
+torch.utils._pytree.register_dataclass(Prediction, serialized_type_name="toy_models.Prediction")
+
+
+class DataclassOutput(nn.Module):
+    """Returns a :class:`Prediction` dataclass registered with torch's pytree."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        logits = self.body(x)
+        return Prediction(logits=logits, probs=logits.softmax(-1))
+
+
+def dataclass_output() -> nn.Module:
+    return DataclassOutput()
+
+
+@torch.library.custom_op("toy_models::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    """An operator that exists only in processes that imported toy_models."""
+    return x * 2
+
+
+@twice.register_fake
+def _twice_shape(x):
+    return torch.empty_like(x)
+
+
+class UsesCustomOp(TinyCNN):
+    """Calls ``toy_models::twice``: its TorchScript does not load in a process that has not imported toy_models."""
+
+    def forward(self, x):
+        return torch.ops.toy_models.twice(super().forward(x))
+
+
+def uses_custom_op() -> nn.Module:
+    return UsesCustomOp()
