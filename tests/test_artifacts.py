@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -216,3 +217,98 @@ def test_an_output_pytree_cannot_flatten_is_refused_before_export():
 
     with pytest.raises(TypeError, match="holds .*Unregistered, which torch's pytree cannot flatten; register it"):
         flat_outputs(Model(), (torch.zeros(1),))
+
+
+# ---- a full disk --------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs mounted for the test (root only: skipped where mounting is not permitted)."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+                              capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("no mount command here: cannot make a small filesystem")
+    if done.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here ({done.stderr.strip()}); "
+                    "test_no_space_at_the_write_call_is_a_clear_error simulates it instead")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True, timeout=60)
+
+
+def run_into(out, config, write_config, subprocess_env):
+    config["variants"] = ["eager", "traced"]
+    config["output"]["dir"] = str(out)
+    path = write_config(config)
+    return subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--quiet"], capture_output=True,
+                          text=True, env=subprocess_env, timeout=600)
+
+
+def assert_no_space_failure(proc, out, needed_at_least: int):
+    from trtbench.resultset import ResultSet
+
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a fault: not 134 (abort), not 2 (bad input)
+    message = re.search(rf"not enough space in {re.escape(str(out / 'artifacts'))}: saving traced_fp32"
+                        r"[^\n]* needs ([\d,]+) bytes, ([\d,]+) bytes are free", proc.stdout)
+    assert message, proc.stdout + proc.stderr
+    needed, free = (int(n.replace(",", "")) for n in message.groups())
+    assert needed >= needed_at_least and free < needed
+    assert not list((out / "artifacts").iterdir()), "no staging folder or partial file left behind"
+    results = ResultSet.load(out)
+    assert len(results) == 6 and all(r.rounds for r in results), "every measured case kept"
+    traced = [r for r in results if r.case.variant == "traced"]
+    assert all(r.status == "failed" and "DiskFullError: not enough space" in r.reason for r in traced)
+    assert all(r.status == "ok" for r in results if r.case.variant == "eager"), "eager saves nothing: unaffected"
+
+
+def test_a_disk_too_small_for_the_weights_is_a_clear_error_before_writing(small_disk, tiny_config, write_config,
+                                                                         subprocess_env):
+    tiny_config["model"]["name"] = "toy_models:heavy_head"  # 3 MiB of weights for a 1 MiB disk
+    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    assert_no_space_failure(proc, small_disk / "out", needed_at_least=3 << 20)
+    assert "(about the model's weights)" in proc.stdout
+
+
+def test_a_disk_that_fills_while_writing_is_a_clear_error(small_disk, tiny_config, write_config, subprocess_env):
+    """The weights would fit; the 2 MiB constant the trace embeds does not, and torch.jit.save meets the full disk."""
+    tiny_config["model"]["name"] = "toy_models:hidden_table"
+    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    assert_no_space_failure(proc, small_disk / "out", needed_at_least=2 << 20)
+    assert "(about the model's weights)" not in proc.stdout
+
+
+def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monkeypatch):
+    """ENOSPC simulated where the file is written (a full disk without mounting one), after some bytes went out."""
+    import errno
+
+    from conftest import run_dict
+    from trtbench import fsutil
+
+    real_open = open
+
+    class FillsUp:
+        def __init__(self, path, mode):
+            self.fh = real_open(path, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(bytes(data)[:100])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "open", FillsUp, raising=False)
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 1
+    traced = [r for r in outcome.results if r.case.variant == "traced"]
+    assert all(r.status == "failed" and r.rounds for r in traced)
+    assert re.search(rf"DiskFullError: not enough space in {re.escape(str(tmp_path / 'out' / 'artifacts'))}: "
+                     r"saving traced_fp32 needs [1-9][\d,]* bytes, [\d,]+ bytes are free", traced[0].reason)
+    assert not list((tmp_path / "out" / "artifacts").iterdir())

@@ -8,6 +8,8 @@ process, the way a deployment would load it.
 from __future__ import annotations
 
 import atexit
+import errno
+import itertools
 import json
 import os
 import shutil
@@ -22,8 +24,8 @@ import torch
 
 from trtbench import __version__
 from trtbench.engine_compat import check_engine_compat, engine_environment
-from trtbench.errors import UserInputError
-from trtbench.fsutil import atomic_write_json
+from trtbench.errors import DiskFullError, UserInputError
+from trtbench.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.parity import check_parity, flatten_outputs
 from trtbench.verify_worker import sha256_of  # the worker's own copy, so both hash alike
 
@@ -40,7 +42,8 @@ class ArtifactStore:
         self.entries: list[dict] = []
 
     def save(self, variant, built, precision: str, device: torch.device, runs: dict[str, tuple],
-             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None) -> list[dict]:
+             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None,
+             expected_bytes: int = 0) -> list[dict]:
         """Save ``built``, check each file in this process and in a fresh one, then publish it with its
         reference input/output.
 
@@ -49,16 +52,25 @@ class ArtifactStore:
         every shape (a dynamic-shape artifact that lost its range fails here); otherwise ValueError
         says where it differs. Then it must load and reproduce the reference output in a fresh process
         (:func:`verify_artifact`); otherwise ArtifactLoadError says why. Files appear only once they
-        pass both; each entry's ``fresh_process_check`` holds that check's cold start.
+        pass both; each entry's ``fresh_process_check`` holds that check's cold start. ``expected_bytes``
+        (the model's weights) must be free before anything is written; a disk that fills anyway
+        raises DiskFullError naming the folder, and nothing is left behind.
         """
         if not variant.saves_files:
             return []
         stem = stem or f"{variant.name}_{precision}"
         self.directory.mkdir(parents=True, exist_ok=True)
+        require_space(self.directory, expected_bytes, f"saving {stem} (about the model's weights)")
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
             return self._check_and_publish(variant, built, precision, device, runs, reference_shape, tolerance,
                                            stem, model, staging)
+        except (DiskFullError, OSError) as err:
+            if isinstance(err, OSError) and err.errno != errno.ENOSPC:
+                raise
+            needed = max(expected_bytes, _bytes_under(staging) + (err.needed if isinstance(err, DiskFullError) else 0))
+            shutil.rmtree(staging, ignore_errors=True)
+            raise DiskFullError(self.directory, needed, free_bytes(self.directory), f"saving {stem}") from err
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -71,8 +83,8 @@ class ArtifactStore:
                   for artifact in artifacts}
         reference_inputs, reference_output = runs[reference_shape]
         reference = staging / f"{stem}.ref.pt"
-        torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
-                    "outputs": flatten_outputs(reference_output)}, reference)
+        save_through_memory(reference, lambda fh: torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
+                                                              "outputs": flatten_outputs(reference_output)}, fh))
         entries = []
         for artifact in artifacts:
             entry = {
@@ -126,6 +138,15 @@ class ArtifactStore:
 
 class ArtifactLoadError(Exception):
     """A saved file that does not load, or does not reproduce its reference output, in a fresh process."""
+
+
+def weights_bytes(model: torch.nn.Module) -> int:
+    """The bytes of ``model``'s parameters and buffers: about what each saved copy of it takes on disk."""
+    return sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
+
+
+def _bytes_under(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
 def describe_file(path: Path) -> dict:

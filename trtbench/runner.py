@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import torch
 
-from trtbench.artifacts import ArtifactStore
+from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_variants, capture_warnings
 from trtbench.ceiling import measured_matmul_ceiling, theoretical_peak
 from trtbench.env import collect_environment
@@ -256,7 +256,7 @@ class Runner:
                     self._keep(record)
             self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
-                self._save(group, outcomes[name], inputs, tolerance)
+                self._save(group, outcomes[name], inputs, tolerance, weights_bytes(cast))
             self._profile_if_configured(group, outcomes, dtype)
 
     def _add_run_info(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], points: list[ShapePoint]) -> None:
@@ -291,8 +291,10 @@ class Runner:
 
     # ---- saving ------------------------------------------------------------------------------
 
-    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance) -> None:
-        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done."""
+    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance, expected_bytes: int) -> None:
+        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done.
+
+        ``expected_bytes`` (the model's weights) must be free in the artifacts folder before saving."""
         key = self._save_key(group, outcome.variant.name)
         entry = next(e for e in group.variants if e.name == outcome.variant.name)
         keys = [group.case(entry, p).key for p in group.points]
@@ -305,13 +307,13 @@ class Runner:
                     r.warnings = sorted(set(r.warnings) | {"artifact not saved: the variant failed its accuracy check"})
                     self._keep(r)
             else:
-                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows)
+                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes)
         self.saved[key] = entries
         self.journal.artifacts(key, entries)
 
-    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows) -> list[dict]:
+    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes) -> list[dict]:
         """Save and publish the files, or mark the rows failed (timings kept) with the reason they cannot
-        ship: a file that does not reload, not even in a fresh process."""
+        ship: a file that does not reload, not even in a fresh process, or a disk too full for it."""
         variant, built = outcome.variant, outcome.built
         labels = [r.case.point for r in ok_rows]
         reference_label = "opt" if "opt" in labels else labels[0]
@@ -323,7 +325,7 @@ class Runner:
                         for label in labels}
             entries, caught = capture_warnings(lambda: self.store.save(
                 variant, built, group.precision, self.device, runs, reference_label, tolerance,
-                stem=stem, model=group.model.id))
+                stem=stem, model=group.model.id, expected_bytes=expected_bytes))
         except KeyboardInterrupt:
             raise
         except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept

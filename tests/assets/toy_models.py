@@ -237,3 +237,35 @@ class UsesCustomOp(TinyCNN):
 
 def uses_custom_op() -> nn.Module:
     return UsesCustomOp()
+
+
+class HeavyHead(nn.Module):
+    """A [N, 3, 16, 16] classifier with ``width`` x 768 fp32 weights (3 MiB at the default width)."""
+
+    def __init__(self, width: int = 1024):
+        super().__init__()
+        self.hidden = nn.Linear(3 * 16 * 16, width)
+        self.out = nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(torch.flatten(x, 1))))
+
+
+def heavy_head(width: int = 1024) -> nn.Module:
+    return HeavyHead(width)
+
+
+class HiddenTable(TinyCNN):
+    """Holds a ``mib`` MiB tensor as a plain attribute (not a parameter or buffer): a trace embeds it as a constant,
+    so the saved file is far larger than the model's weights."""
+
+    def __init__(self, mib: int = 2):
+        super().__init__()
+        self.table = torch.linspace(0, 1, mib * (1 << 18))
+
+    def forward(self, x):
+        return super().forward(x) + self.table[:10]
+
+
+def hidden_table(mib: int = 2) -> nn.Module:
+    return HiddenTable(mib)

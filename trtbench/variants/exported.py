@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from torch.utils import _pytree as pytree
 
+from trtbench.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that export as constants
@@ -134,7 +135,7 @@ class Exported(Variant):
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"
-        torch.export.save(built.state, str(path))
+        save_through_memory(path, lambda fh: torch.export.save(built.state, fh))
         return [Artifact(path=path, loader="torch.export.load", outputs=built.info["outputs"])]
 
     def load(self, artifact: Artifact, device: torch.device):
