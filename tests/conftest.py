@@ -25,7 +25,7 @@ TINY_CONFIG = {
     "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
                   "measure_ceiling": False,  # the matmul ceiling takes seconds; its own tests time it
                   "isolation": "in_process"},  # a worker per variant costs seconds; tests/test_isolation.py runs them
-    "output": {"cold_start": False},  # a fresh process per artifact; test_artifacts turns it on
+    "output": {"cold_start": False},  # rows without cold-start metrics; test_artifacts turns them on
 }
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from trtbench.artifacts import read_manifest, sha256_of, verify
 from trtbench.errors import UserInputError
@@ -161,3 +163,180 @@ def test_every_variant_that_saves_is_verified_in_a_fresh_process():
     for test in set(VERIFIED_IN_A_FRESH_PROCESS.values()):
         file, name = test.split("::")
         assert f"def {name}(" in (Path(__file__).parent / file).read_text(), test
+
+
+# ---- what is published: only files that load in a fresh process -----------------------------
+
+BARE_LOAD = ("import sys, torch; out = torch.export.load(sys.argv[1]).module()(torch.randn(3, 3, 16, 16));"
+             "assert not any(m.startswith(('toy_models', 'trtbench')) for m in sys.modules);"
+             "print(type(out).__name__, [tuple(t.shape) for t in out])")
+
+
+def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_torch_alone(tiny_config, tmp_path):
+    from conftest import run_dict
+
+    tiny_config["model"]["name"] = "toy_models:dataclass_output"
+    tiny_config["variants"] = ["eager", "exported"]
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 0, [r.reason for r in outcome.results]
+    proc = subprocess.run([sys.executable, "-c", BARE_LOAD, str(tmp_path / "out" / "artifacts" / "exported_fp32.pt2")],
+                          capture_output=True, text=True, timeout=300, cwd="/", env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "tuple [(3, 10), (3, 10)]"
+    exported = [r for r in outcome.results if r.case.variant == "exported"]
+    assert all(r.status == "ok" and r.parity["ok"] for r in exported)  # compared with eager's Prediction
+    assert exported[0].build["info"]["outputs"] == ["logits", "probs"]
+    assert exported[0].build["info"]["outputs_flattened_from"] == "toy_models.Prediction"
+    (entry,) = read_manifest(tmp_path / "out")["artifacts"]
+    assert entry["file"] == "exported_fp32.pt2" and entry["outputs"] == ["logits", "probs"]
+
+
+def test_a_file_that_does_not_load_in_a_fresh_process_is_not_published(tiny_config, tmp_path):
+    """Its TorchScript calls an operator only this process registered; cold_start is off, the check still runs."""
+    from conftest import run_dict
+
+    tiny_config["model"]["name"] = "toy_models:uses_custom_op"
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"].update(dir=str(tmp_path / "out"), cold_start=False)
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 1
+    traced = [r for r in outcome.results if r.case.variant == "traced"]
+    assert len(traced) == 3 and all(r.status == "failed" and r.rounds for r in traced), "failed, timings kept"
+    assert all("traced_fp32.ts fails to load and run in a fresh process (torch.jit.load): "
+               "RuntimeError: Unknown builtin op: toy_models::twice." in r.reason for r in traced), traced[0].reason
+    assert all(r.status == "ok" for r in outcome.results if r.case.variant == "eager")
+    artifacts = tmp_path / "out" / "artifacts"
+    assert list(artifacts.iterdir()) == [], "neither the file, its reference, a manifest nor a staging folder"
+
+
+def test_output_names_follow_the_pytree_order_of_any_container():
+    import collections
+
+    from toy_models import Prediction
+    from trtbench.variants.exported import output_names
+
+    class ModelOutputLike(collections.OrderedDict):
+        """Registered as transformers registers ModelOutput: no key paths, its keys as the context."""
+
+    torch.utils._pytree.register_pytree_node(
+        ModelOutputLike, lambda d: (list(d.values()), list(d.keys())), lambda v, keys: ModelOutputLike(zip(keys, v)))
+    t = torch.zeros(1)
+    assert output_names(t) == ["output"]
+    assert output_names((t, t)) == ["0", "1"]
+    assert output_names(Prediction(logits=t, probs=t)) == ["logits", "probs"]
+    assert output_names({"a": t, "b": (t, 3, t)}) == ["a", "b.0", "b.2"]  # non-tensors are not outputs
+    assert output_names(ModelOutputLike(last_hidden_state=t, hidden_states=(t, t))) == [
+        "last_hidden_state", "hidden_states.0", "hidden_states.1"]
+
+
+def test_an_output_pytree_cannot_flatten_is_refused_before_export():
+    import dataclasses
+
+    from trtbench.variants.exported import flat_outputs
+
+    @dataclasses.dataclass
+    class Unregistered:
+        logits: torch.Tensor
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return Unregistered(x)
+
+    with pytest.raises(TypeError, match="holds .*Unregistered, which torch's pytree cannot flatten; register it"):
+        flat_outputs(Model(), (torch.zeros(1),))
+
+
+# ---- a full disk --------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs mounted for the test (root only: skipped where mounting is not permitted)."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+                              capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("no mount command here: cannot make a small filesystem")
+    if done.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here ({done.stderr.strip()}); "
+                    "test_no_space_at_the_write_call_is_a_clear_error simulates it instead")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True, timeout=60)
+
+
+def run_into(out, config, write_config, subprocess_env):
+    config["variants"] = ["eager", "traced"]
+    config["output"]["dir"] = str(out)
+    path = write_config(config)
+    return subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--quiet"], capture_output=True,
+                          text=True, env=subprocess_env, timeout=600)
+
+
+def assert_no_space_failure(proc, out, needed_at_least: int):
+    from trtbench.resultset import ResultSet
+
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a fault: not 134 (abort), not 2 (bad input)
+    message = re.search(rf"not enough space in {re.escape(str(out / 'artifacts'))}: saving traced_fp32"
+                        r"[^\n]* needs ([\d,]+) bytes, ([\d,]+) bytes are free", proc.stdout)
+    assert message, proc.stdout + proc.stderr
+    needed, free = (int(n.replace(",", "")) for n in message.groups())
+    assert needed >= needed_at_least and free < needed
+    assert not list((out / "artifacts").iterdir()), "no staging folder or partial file left behind"
+    results = ResultSet.load(out)
+    assert len(results) == 6 and all(r.rounds for r in results), "every measured case kept"
+    traced = [r for r in results if r.case.variant == "traced"]
+    assert all(r.status == "failed" and "DiskFullError: not enough space" in r.reason for r in traced)
+    assert all(r.status == "ok" for r in results if r.case.variant == "eager"), "eager saves nothing: unaffected"
+
+
+def test_a_disk_too_small_for_the_weights_is_a_clear_error_before_writing(small_disk, tiny_config, write_config,
+                                                                         subprocess_env):
+    tiny_config["model"]["name"] = "toy_models:heavy_head"  # 3 MiB of weights for a 1 MiB disk
+    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    assert_no_space_failure(proc, small_disk / "out", needed_at_least=3 << 20)
+    assert "(about the model's weights)" in proc.stdout
+
+
+def test_a_disk_that_fills_while_writing_is_a_clear_error(small_disk, tiny_config, write_config, subprocess_env):
+    """The weights would fit; the 2 MiB constant the trace embeds does not, and torch.jit.save meets the full disk."""
+    tiny_config["model"]["name"] = "toy_models:hidden_table"
+    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    assert_no_space_failure(proc, small_disk / "out", needed_at_least=2 << 20)
+    assert "(about the model's weights)" not in proc.stdout
+
+
+def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monkeypatch):
+    """ENOSPC simulated where the file is written (a full disk without mounting one), after some bytes went out."""
+    import errno
+
+    from conftest import run_dict
+    from trtbench import fsutil
+
+    real_open = open
+
+    class FillsUp:
+        def __init__(self, path, mode):
+            self.fh = real_open(path, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(bytes(data)[:100])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "open", FillsUp, raising=False)
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    assert outcome.exit_code == 1
+    traced = [r for r in outcome.results if r.case.variant == "traced"]
+    assert all(r.status == "failed" and r.rounds for r in traced)
+    assert re.search(rf"DiskFullError: not enough space in {re.escape(str(tmp_path / 'out' / 'artifacts'))}: "
+                     r"saving traced_fp32 needs [1-9][\d,]* bytes, [\d,]+ bytes are free", traced[0].reason)
+    assert not list((tmp_path / "out" / "artifacts").iterdir())

@@ -75,6 +75,7 @@ def test_manifest_hashes_every_file_of_each_artifact(backends_run):
             assert file["sha256"] == sha256_of(path) and file["bytes"] == path.stat().st_size
         assert entry["reload_check"]["shapes"] == ["min", "opt", "max"]
     assert entries["ort_fp32.onnx"]["settings"]["providers"] == [["CPUExecutionProvider", {}]]
+    assert entries["aoti_fp32.pt2"]["outputs"] == ["output"]  # the exported program's, which aoti compiles
 
 
 def test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start(backends_run, subprocess_env):

@@ -1,10 +1,19 @@
-"""Deployable artifacts: saving them with a manifest, and verifying them in a fresh process."""
+"""Deployable artifacts: saving them with a manifest, and verifying them in a fresh process.
+
+A saved file is published (moved out of its staging folder and listed in the manifest) only once
+it reloads in this process at every shape and loads and reproduces its reference output in a fresh
+process, the way a deployment would load it.
+"""
 
 from __future__ import annotations
 
+import atexit
+import errno
+import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,8 +24,8 @@ import torch
 
 from trtbench import __version__
 from trtbench.engine_compat import check_engine_compat, engine_environment
-from trtbench.errors import UserInputError
-from trtbench.fsutil import atomic_write_json
+from trtbench.errors import DiskFullError, UserInputError
+from trtbench.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.parity import check_parity, flatten_outputs
 from trtbench.verify_worker import sha256_of  # the worker's own copy, so both hash alike
 
@@ -33,53 +42,78 @@ class ArtifactStore:
         self.entries: list[dict] = []
 
     def save(self, variant, built, precision: str, device: torch.device, runs: dict[str, tuple],
-             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None) -> list[dict]:
-        """Save ``built``, reload each file and check it, then publish it with its reference input/output.
+             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None,
+             expected_bytes: int = 0) -> list[dict]:
+        """Save ``built``, check each file in this process and in a fresh one, then publish it with its
+        reference input/output.
 
         ``runs`` maps shape labels to ``(inputs, output of the built variant)``. Every saved file is
         reloaded in this process with the variant's own ``load`` and must reproduce those outputs at
-        every shape (a dynamic-shape artifact that lost its range fails here); otherwise nothing is
-        published and ValueError says where it differs. Files appear only once complete.
+        every shape (a dynamic-shape artifact that lost its range fails here); otherwise ValueError
+        says where it differs. Then it must load and reproduce the reference output in a fresh process
+        (:func:`verify_artifact`); otherwise ArtifactLoadError says why. Files appear only once they
+        pass both; each entry's ``fresh_process_check`` holds that check's cold start. ``expected_bytes``
+        (the model's weights) must be free before anything is written; a disk that fills anyway
+        raises DiskFullError naming the folder, and nothing is left behind.
         """
+        if not variant.saves_files:
+            return []
         stem = stem or f"{variant.name}_{precision}"
         self.directory.mkdir(parents=True, exist_ok=True)
+        require_space(self.directory, expected_bytes, f"saving {stem} (about the model's weights)")
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
-            artifacts = variant.save(built, staging, stem)
-            if not artifacts:
-                return []
-            checks = {artifact.path.name: reload_check(variant, artifact, device, runs, tolerance)
-                      for artifact in artifacts}
-            reference_inputs, reference_output = runs[reference_shape]
-            reference = staging / f"{stem}.ref.pt"
-            torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
-                        "outputs": flatten_outputs(reference_output)}, reference)
-            final_reference = self.directory / reference.name
-            os.replace(reference, final_reference)
-            added = []
-            for artifact in artifacts:
-                final = self.directory / artifact.path.name
-                companions = []
-                for companion in artifact.companions:
-                    os.replace(companion, self.directory / companion.name)
-                    companions.append(describe_file(self.directory / companion.name))
-                os.replace(artifact.path, final)
-                added.append({
-                    "model": model, "variant": variant.name, "precision": precision, **describe_file(final),
-                    "companions": companions, "loader": artifact.loader, "settings": artifact.settings,
-                    "imports": list(artifact.imports), "device": str(device),
-                    "reference": {"file": final_reference.name, "sha256": sha256_of(final_reference),
-                                  "shape": reference_shape,
-                                  "input_shapes": [list(t.shape) for t in reference_inputs]},
-                    "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
-                    "reload_check": checks[final.name],
-                })
-                if "torch_tensorrt" in artifact.imports:
-                    added[-1]["engine"] = engine_environment(device)
-            self.entries.extend(added)
-            return added
+            return self._check_and_publish(variant, built, precision, device, runs, reference_shape, tolerance,
+                                           stem, model, staging)
+        except (DiskFullError, OSError) as err:
+            if isinstance(err, OSError) and err.errno != errno.ENOSPC:
+                raise
+            needed = max(expected_bytes, _bytes_under(staging) + (err.needed if isinstance(err, DiskFullError) else 0))
+            shutil.rmtree(staging, ignore_errors=True)
+            raise DiskFullError(self.directory, needed, free_bytes(self.directory), f"saving {stem}") from err
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _check_and_publish(self, variant, built, precision, device, runs, reference_shape, tolerance, stem, model,
+                           staging: Path) -> list[dict]:
+        artifacts = variant.save(built, staging, stem)
+        if not artifacts:
+            return []
+        checks = {artifact.path.name: reload_check(variant, artifact, device, runs, tolerance)
+                  for artifact in artifacts}
+        reference_inputs, reference_output = runs[reference_shape]
+        reference = staging / f"{stem}.ref.pt"
+        save_through_memory(reference, lambda fh: torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
+                                                              "outputs": flatten_outputs(reference_output)}, fh))
+        entries = []
+        for artifact in artifacts:
+            entry = {
+                "model": model, "variant": variant.name, "precision": precision, **describe_file(artifact.path),
+                "companions": [describe_file(companion) for companion in artifact.companions],
+                "loader": artifact.loader, "settings": artifact.settings, "imports": list(artifact.imports),
+                **({"outputs": list(artifact.outputs)} if artifact.outputs else {}),
+                "device": str(device),
+                "reference": {"file": reference.name, "sha256": sha256_of(reference), "shape": reference_shape,
+                              "input_shapes": [list(t.shape) for t in reference_inputs]},
+                "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
+                "reload_check": checks[artifact.path.name],
+            }
+            fresh = verify_artifact(entry, staging)
+            if not fresh["ok"]:
+                how = artifact.loader + "".join(f" after import {name}" for name in artifact.imports)
+                raise ArtifactLoadError(f"{artifact.path.name} fails to load and run in a fresh process ({how}): "
+                                        f"{fresh['error']}")
+            entry["fresh_process_check"] = {key: fresh[key] for key in ("max_abs_err", "load_s", "first_call_ms")}
+            if "torch_tensorrt" in artifact.imports:
+                entry["engine"] = engine_environment(device)
+            entries.append(entry)
+        os.replace(reference, self.directory / reference.name)
+        for artifact in artifacts:
+            for companion in artifact.companions:
+                os.replace(companion, self.directory / companion.name)
+            os.replace(artifact.path, self.directory / artifact.path.name)
+        self.entries.extend(entries)
+        return entries
 
     def discard_previous_manifest(self) -> None:
         """Remove a manifest left by an earlier run into the same directory (it would describe old files)."""
@@ -100,6 +134,19 @@ class ArtifactStore:
             "artifacts": self.entries,
         })
         return path
+
+
+class ArtifactLoadError(Exception):
+    """A saved file that does not load, or does not reproduce its reference output, in a fresh process."""
+
+
+def weights_bytes(model: torch.nn.Module) -> int:
+    """The bytes of ``model``'s parameters and buffers: about what each saved copy of it takes on disk."""
+    return sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
+
+
+def _bytes_under(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
 def describe_file(path: Path) -> dict:
@@ -135,31 +182,82 @@ def read_manifest(out_dir: Path) -> dict:
 
 
 def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
-    """Reload one artifact in a fresh Python process and rerun its reference input.
+    """Reload one artifact in a fresh process and rerun its reference input.
 
     Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured:
     ``load_s`` (the loader's import and load) and ``first_call_ms`` (its first forward pass).
     """
+    directory = Path(directory).absolute()
     job = {
         "path": str(directory / entry["file"]), "sha256": entry["sha256"], "loader": entry["loader"],
         "companions": [{"path": str(directory / c["file"]), "sha256": c["sha256"]} for c in entry.get("companions", [])],
         "settings": entry.get("settings", {}), "imports": entry.get("imports", []), "device": entry["device"],
         "reference": str(directory / entry["reference"]["file"]),
-        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"],
+        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"], "timeout_s": timeout_s,
     }
     for path in [job["path"], *(c["path"] for c in job["companions"])]:
         if not Path(path).is_file():
             return {"ok": False, "error": f"missing file {path}"}
-    try:
-        proc = subprocess.run([sys.executable, str(WORKER), json.dumps(job)], capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"loading and running it took longer than {timeout_s:g} s"}
-    lines = proc.stdout.strip().splitlines()
-    try:
-        return json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        return {"ok": False, "error": f"verify process exited {proc.returncode}: {proc.stderr.strip()[-500:]}"}
+    return FreshProcesses.shared().run(job)
+
+
+class FreshProcesses:
+    """The verify worker, serving jobs: a process that has imported torch and nothing of trtbench and
+    runs each job in a fork of itself (see verify_worker.py). One serves this whole process; it is
+    started again when the environment it was started with has changed (a new ``PYTHONPATH``) or
+    when it died, and is ended at exit (or, should this process be killed, when its stdin closes).
+    """
+
+    _shared: "FreshProcesses | None" = None
+
+    def __init__(self):
+        self.environment = dict(os.environ)
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, start_new_session=True)
+        atexit.register(self.close)
+
+    @classmethod
+    def shared(cls) -> "FreshProcesses":
+        server = cls._shared
+        if server is None or server.proc.poll() is not None or server.environment != dict(os.environ):
+            if server is not None:
+                server.close()
+            cls._shared = server = cls()
+        return server
+
+    def run(self, job: dict) -> dict:
+        """The worker's result for ``job`` (its fork ends itself after ``job["timeout_s"]``)."""
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        except BaseException:  # Ctrl-C mid-job: the worker's state is unknown, end it
+            self.close()
+            raise
+        if line:
+            return json.loads(line)
+        self.log.seek(0)
+        tail = self.log.read().decode(errors="replace").strip()[-500:]
+        self.close()
+        return {"ok": False, "error": f"verify process exited {self.proc.returncode}: {tail}".rstrip(": ")}
+
+    def close(self) -> None:
+        """End the worker and the job it may be running (its process group)."""
+        atexit.unregister(self.close)
+        if self.proc.returncode is None:  # not reaped yet, so its process group id is still its own
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a fork that outlived it goes too
+            except ProcessLookupError:  # the group has already ended
+                pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.log):
+            try:
+                stream.close()
+            except OSError:  # a broken pipe has nothing left to flush
+                pass
 
 
 def verify(out_dir: Path, force: bool = False) -> list[dict]:

@@ -204,7 +204,8 @@ class OutputConfig:
 
     dir: Optional[str] = None
     save_artifacts: bool = True
-    cold_start: bool = True  # load each saved artifact in a fresh process: load time and first call
+    cold_start: bool = True  # rows carry their file's load time and first call in a fresh process (every saved
+    # file is loaded there before it is published, whatever this says)
 
 
 @dataclass

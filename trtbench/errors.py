@@ -21,3 +21,12 @@ class UserInputError(Exception):
         if self.hint:
             text += f"\n  fix: {self.hint}"
         return text
+
+
+class DiskFullError(Exception):
+    """A write that does not fit on its disk (a fault, exit 1): names the folder, bytes needed and bytes free."""
+
+    def __init__(self, folder, needed: int, free: int, what: str):
+        self.folder, self.needed, self.free = folder, needed, free
+        super().__init__(f"not enough space in {folder}: {what} needs {needed:,} bytes, {free:,} bytes are free "
+                         f"(free some space there, or choose another --output)")

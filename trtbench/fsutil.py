@@ -1,14 +1,18 @@
-"""Output files: a writable output folder, and atomic writes (a crash never leaves a half-written file)."""
+"""Output files: a writable output folder, atomic writes (a crash never leaves a half-written file), and writes
+that fail with a clear error when the disk is full."""
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
-from trtbench.errors import UserInputError
+from trtbench.errors import DiskFullError, UserInputError
 
 
 def ensure_writable_dir(path: Path | str) -> None:
@@ -58,6 +62,45 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def free_bytes(folder: Path | str) -> int:
+    """Bytes this process may still write into ``folder``'s filesystem."""
+    return shutil.disk_usage(folder).free
+
+
+def require_space(folder: Path, needed: int, what: str) -> None:
+    """Raise DiskFullError unless ``needed`` bytes fit into ``folder``."""
+    free = free_bytes(folder)
+    if needed > free:
+        raise DiskFullError(folder, needed, free, what)
+
+
+def write_bytes(path: Path, data: bytes | memoryview) -> None:
+    """Write ``data`` to ``path``; a full disk raises DiskFullError and leaves no partial file."""
+    path = Path(path)
+    require_space(path.parent, len(data), path.name)
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
+        path.unlink(missing_ok=True)
+        raise DiskFullError(path.parent, len(data), free_bytes(path.parent), path.name) from err
+
+
+def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:
+    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path``.
+
+    ``torch.jit.save`` and ``torch.export.save`` given a path, and ``torch.export.save`` given an open
+    file too, write through a C++ stream writer that aborts the whole process when the disk fills
+    (exit 134, torch 2.14.1); into a buffer they cannot fail that way, and the Python write that
+    follows raises instead. The price is one copy of the file in memory while it is written.
+    """
+    buffer = io.BytesIO()
+    save(buffer)
+    write_bytes(path, buffer.getbuffer())
 
 
 def require_readable_file(path: str, key: str) -> Path:

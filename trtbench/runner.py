@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import torch
 
-from trtbench.artifacts import ArtifactStore, verify_artifact
+from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_variants, capture_warnings
 from trtbench.ceiling import measured_matmul_ceiling, theoretical_peak
 from trtbench.env import collect_environment
@@ -263,7 +263,7 @@ class Runner:
                     isolation.close()
             self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
-                self._save(group, outcomes[name], inputs, tolerance)
+                self._save(group, outcomes[name], inputs, tolerance, weights_bytes(cast))
             self._profile_if_configured(group, outcomes, dtype)
 
     def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], cast: torch.nn.Module,
@@ -314,8 +314,10 @@ class Runner:
 
     # ---- saving ------------------------------------------------------------------------------
 
-    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance) -> None:
-        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done."""
+    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance, expected_bytes: int) -> None:
+        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done.
+
+        ``expected_bytes`` (the model's weights) must be free in the artifacts folder before saving."""
         key = self._save_key(group, outcome.variant.name)
         entry = next(e for e in group.variants if e.name == outcome.variant.name)
         keys = [group.case(entry, p).key for p in group.points]
@@ -328,11 +330,13 @@ class Runner:
                     r.warnings = sorted(set(r.warnings) | {"artifact not saved: the variant failed its accuracy check"})
                     self._keep(r)
             else:
-                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows)
+                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes)
         self.saved[key] = entries
         self.journal.artifacts(key, entries)
 
-    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows) -> list[dict]:
+    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes) -> list[dict]:
+        """Save and publish the files, or mark the rows failed (timings kept) with the reason they cannot
+        ship: a file that does not reload, not even in a fresh process, or a disk too full for it."""
         variant, built = outcome.variant, outcome.built
         labels = [r.case.point for r in ok_rows]
         reference_label = "opt" if "opt" in labels else labels[0]
@@ -344,7 +348,7 @@ class Runner:
                         for label in labels}
             entries, caught = capture_warnings(lambda: self.store.save(
                 variant, built, group.precision, self.device, runs, reference_label, tolerance,
-                stem=stem, model=group.model.id))
+                stem=stem, model=group.model.id, expected_bytes=expected_bytes))
         except KeyboardInterrupt:
             raise
         except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
@@ -361,11 +365,11 @@ class Runner:
             self._keep(r)
         return entries
 
-    def _cold_start(self, entry: dict) -> dict:
-        """Load time and first call of a saved artifact in a fresh process (the verify worker)."""
-        check = verify_artifact(entry, self.store.directory)
-        return {"file": entry["file"], "ok": check.get("ok"), "load_s": check.get("load_s"),
-                "first_call_ms": check.get("first_call_ms"), **({"error": check["error"]} if check.get("error") else {})}
+    @staticmethod
+    def _cold_start(entry: dict) -> dict:
+        """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
+        check = entry["fresh_process_check"]
+        return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
 
     # ---- profiles and interruptions ----------------------------------------------------------
 

@@ -1,18 +1,25 @@
-"""Reload one saved artifact in a fresh process, the way a deployment would, and time its cold start.
+"""Reload saved artifacts the way a deployment would, each in a fresh process, and time their cold start.
 
-Run by ``trtbench verify`` as ``python verify_worker.py '<json job>'``; deliberately imports nothing
-from trtbench, so it proves the artifact loads with its runtime alone: torch (``torch.jit.load``,
-``torch.export.load``, ``aoti_load_package``), onnxruntime or openvino, plus the imports the
-manifest names. Prints one JSON object: {"ok": bool, "max_abs_err": float, "error": str,
-"load_s": float, "first_call_ms": float, "warnings": [...]}. ``load_s`` runs from importing the
-runtime (torch itself is already imported) to a callable model; ``first_call_ms`` is its first
-forward pass on the reference input, the cold request a fresh server answers.
+Started by trtbench as ``python verify_worker.py`` and fed one JSON job per line on stdin, it
+imports torch and nothing of trtbench, then runs each job in a fork of itself: every artifact
+loads in a process that no earlier job, and no model code, has touched, which proves it loads
+with its runtime alone: torch (``torch.jit.load``, ``torch.export.load``, ``aoti_load_package``),
+onnxruntime or openvino, plus the imports the manifest names. Forking saves Python's and torch's
+start-up (seconds) per artifact. It prints one JSON object per job: {"ok": bool, "max_abs_err":
+float, "error": str, "load_s": float, "first_call_ms": float, "warnings": [...]}. ``load_s`` runs
+from importing the runtime (torch itself is already imported) to a callable model;
+``first_call_ms`` is its first forward pass on the reference input, the cold request a fresh
+server answers.
 """
 
 import hashlib
 import importlib
 import json
+import logging
+import os
+import signal
 import sys
+import tempfile
 import time
 import warnings
 
@@ -24,6 +31,12 @@ def sha256_of(path):
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def describe(err):
+    """One line: the exception's type and the first non-empty line of its message."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
 
 
 def flatten(output):
@@ -89,8 +102,7 @@ def verify(job):
         try:
             importlib.import_module(name)
         except Exception as err:  # torch_tensorrt also raises RuntimeError, KeyError, plain Exception
-            return {"ok": False, "error": f"cannot import {name}, which loading this artifact needs "
-                                          f"({type(err).__name__}: {err})"}
+            return {"ok": False, "error": f"cannot import {name}, which loading this artifact needs ({describe(err)})"}
     module = load(torch, job, device)
     if module is None:
         return {"ok": False, "error": f"unknown loader {job['loader']}"}
@@ -123,16 +135,79 @@ def verify(job):
     return {"ok": ok, "max_abs_err": max_abs, "error": "" if ok else "output differs from the recorded output", **cold}
 
 
-def main():
-    job = json.loads(sys.argv[1])
+class LoggedErrors(logging.Handler):
+    """The exceptions libraries log instead of raising: ``torch.export.load`` logs why deserializing
+    failed ("Deserializing X in pytree is not registered"), then raises a generic RuntimeError."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.errors = []
+
+    def emit(self, record):
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(describe(record.exc_info[1]))
+
+    def attach(self):
+        """Listen on the root logger and on every logger that does not pass its records up (torch.export)."""
+        loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
+                                           if isinstance(logger, logging.Logger) and not logger.propagate]
+        for logger in loggers:
+            logger.addHandler(self)
+
+
+def run_job(job):
+    """Verify one job in this process; the result, with the warnings it raised, as a JSON-ready dict."""
+    logged = LoggedErrors()
+    logged.attach()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             result = verify(job)
         except Exception as err:  # reported to the parent, which prints it per artifact
-            result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+            result = {"ok": False, "error": describe(err)}
+    if not result["ok"] and logged.errors:
+        result["error"] += f" (logged before it: {'; '.join(dict.fromkeys(logged.errors))})"
     result["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    print(json.dumps(result))
+    return result
+
+
+def run_forked(job):
+    """Run ``job`` in a fork of this process; its output goes to a log whose tail explains a crash."""
+    read_fd, write_fd = os.pipe()
+    with tempfile.TemporaryFile() as log:
+        pid = os.fork()
+        if pid == 0:  # the child: report through the pipe, whatever happens, then leave without cleanup
+            os.close(read_fd)
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            signal.alarm(max(1, int(job["timeout_s"] + 0.5)))  # SIGALRM's default action ends a hung load
+            try:
+                data = json.dumps(run_job(job)).encode()
+            except BaseException as err:
+                data = json.dumps({"ok": False, "error": describe(err)}).encode()
+            while data:
+                data = data[os.write(write_fd, data):]
+            os._exit(0)
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if data:
+            return json.loads(data)
+        log.seek(0)
+        tail = log.read().decode(errors="replace").strip()[-500:]
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+        return {"ok": False, "error": f"loading and running it took longer than {job['timeout_s']:g} s"}
+    how = (f"was killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+           else f"exited {os.waitstatus_to_exitcode(status)}")
+    return {"ok": False, "error": f"the verify process {how}: {tail}".rstrip(": ")}
+
+
+def main():
+    import torch  # noqa: F401  (imported once here, so that every fork starts with it, as a deployment does)
+
+    for line in iter(sys.stdin.readline, ""):
+        print(json.dumps(run_forked(json.loads(line))), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Small real models for fast tests (importable as ``toy_models:<factory>`` with tests/assets on the path)."""
 
+from dataclasses import dataclass
+from typing import Optional
+
 import torch
 from torch import nn
 
@@ -200,3 +203,86 @@ class ExitsOutsideParent(TinyCNN):
 
 def exits_outside_parent() -> nn.Module:
     return ExitsOutsideParent()
+
+
+@dataclass
+class Prediction:
+    """A model output container, as libraries return them (a Hugging Face ModelOutput is one)."""
+
+    logits: torch.Tensor
+    probs: torch.Tensor
+    hidden: Optional[torch.Tensor] = None  # left None, as ModelOutput leaves the outputs it was not asked for
+
+
+# Registered in this process only: a .pt2 that kept this output type does not load where toy_models is not imported.
+torch.utils._pytree.register_dataclass(Prediction, serialized_type_name="toy_models.Prediction")
+
+
+class DataclassOutput(nn.Module):
+    """Returns a :class:`Prediction` dataclass registered with torch's pytree."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyCNN()
+
+    def forward(self, x):
+        logits = self.body(x)
+        return Prediction(logits=logits, probs=logits.softmax(-1))
+
+
+def dataclass_output() -> nn.Module:
+    return DataclassOutput()
+
+
+@torch.library.custom_op("toy_models::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    """An operator that exists only in processes that imported toy_models."""
+    return x * 2
+
+
+@twice.register_fake
+def _twice_shape(x):
+    return torch.empty_like(x)
+
+
+class UsesCustomOp(TinyCNN):
+    """Calls ``toy_models::twice``: its TorchScript does not load in a process that has not imported toy_models."""
+
+    def forward(self, x):
+        return torch.ops.toy_models.twice(super().forward(x))
+
+
+def uses_custom_op() -> nn.Module:
+    return UsesCustomOp()
+
+
+class HeavyHead(nn.Module):
+    """A [N, 3, 16, 16] classifier with ``width`` x 768 fp32 weights (3 MiB at the default width)."""
+
+    def __init__(self, width: int = 1024):
+        super().__init__()
+        self.hidden = nn.Linear(3 * 16 * 16, width)
+        self.out = nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(torch.flatten(x, 1))))
+
+
+def heavy_head(width: int = 1024) -> nn.Module:
+    return HeavyHead(width)
+
+
+class HiddenTable(TinyCNN):
+    """Holds a ``mib`` MiB tensor as a plain attribute (not a parameter or buffer): a trace embeds it as a constant,
+    so the saved file is far larger than the model's weights."""
+
+    def __init__(self, mib: int = 2):
+        super().__init__()
+        self.table = torch.linspace(0, 1, mib * (1 << 18))
+
+    def forward(self, x):
+        return super().forward(x) + self.table[:10]
+
+
+def hidden_table(mib: int = 2) -> nn.Module:
+    return HiddenTable(mib)

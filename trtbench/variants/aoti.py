@@ -54,12 +54,13 @@ class Aoti(Variant):
         package = aoti_compile_and_package(program, package_path=str(Path(workdir.name) / "model.pt2"),
                                            inductor_configs=dict(options.inductor_configs) or None)
         info = {"inductor_configs": dict(options.inductor_configs), "package_bytes": Path(package).stat().st_size}
-        return Built(aoti_load_package(package), info, state={"package": package, "workdir": workdir})
+        state = {"package": package, "workdir": workdir, "outputs": ctx.built[self.depends_on].info["outputs"]}
+        return Built(aoti_load_package(package), info, state=state)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"
         shutil.copyfile(built.state["package"], path)
-        return [Artifact(path=path, loader="aoti_load_package")]
+        return [Artifact(path=path, loader="aoti_load_package", outputs=built.state["outputs"])]
 
     def load(self, artifact: Artifact, device: torch.device):
         from torch._inductor import aoti_load_package

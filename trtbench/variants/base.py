@@ -49,6 +49,8 @@ class Artifact:
     imports: list[str] = field(default_factory=list)  # modules to import before loading (e.g. torch_tensorrt)
     companions: list[Path] = field(default_factory=list)  # files ``path`` needs beside it (OpenVINO .bin)
     settings: dict = field(default_factory=dict)  # what the loader needs besides the file (ONNX Runtime providers)
+    outputs: list[str] = field(default_factory=list)  # names of the tensors the loaded file returns, in order,
+    # where the variant knows them (exported, aoti: see variants.exported.flat_outputs)
 
 
 class Variant(ABC):
@@ -98,6 +100,11 @@ class Variant(ABC):
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         """Save deployable files under ``directory``; the default saves nothing."""
         return []
+
+    @property
+    def saves_files(self) -> bool:
+        """Whether this variant has deployable files to save (it overrides :meth:`save`)."""
+        return type(self).save is not Variant.save
 
     def load(self, artifact: Artifact, device: torch.device) -> Any:
         """Reload a saved artifact as a callable (only called for files this variant's save() wrote)."""

@@ -1,4 +1,11 @@
-"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``."""
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``.
+
+A model whose output is a container (a dict, a dataclass, a Hugging Face ``ModelOutput``) is
+exported through :class:`FlatOutputs`, which returns its tensors as a flat tuple: a ``.pt2``
+records the Python type of its output, and loading it where that type is not registered with
+torch's pytree (any process that has not imported the model's code, and for ``ModelOutput``
+even one that has) fails. The tensors' names are kept in the build info and the manifest.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils import _pytree as pytree
 
+from trtbench.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
+
+PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that export as constants
 
 
 def dynamic_shapes(input_specs) -> tuple:
@@ -31,6 +42,73 @@ def dynamic_shapes(input_specs) -> tuple:
     return tuple(specs)
 
 
+class FlatOutputs(torch.nn.Module):
+    """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
+    which trtbench.parity compares them with eager's container)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return tuple(leaf for leaf in pytree.tree_leaves(self.model(*inputs)) if isinstance(leaf, torch.Tensor))
+
+
+def _key_name(key) -> str:
+    for attribute in ("key", "name", "idx"):  # MappingKey, GetAttrKey, SequenceKey
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
+
+
+def _spec_names(spec, prefix: str) -> list[str]:
+    """Leaf names from a TreeSpec alone: a node's context names its children when it is their keys
+    (a Mapping such as ``ModelOutput``), else they are numbered."""
+    if spec.is_leaf():
+        return [prefix]
+    children = [spec.child(i) for i in range(spec.num_children)]
+    context = spec.context
+    keys = (context if isinstance(context, (list, tuple)) and len(context) == len(children)
+            and all(isinstance(k, (str, int)) for k in context) else range(len(children)))
+    return [name for key, child in zip(keys, children)
+            for name in _spec_names(child, f"{prefix}.{key}" if prefix else str(key))]
+
+
+def output_names(output) -> list[str]:
+    """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output``
+    for a lone tensor. Key paths where the pytree node has them; a node registered without them
+    (transformers registers ``ModelOutput`` so) is named by :func:`_spec_names`."""
+    try:
+        paths, _ = pytree.tree_flatten_with_path(output)
+        named = [(".".join(_key_name(k) for k in path), leaf) for path, leaf in paths]
+    except ValueError:  # "Did not find a flatten_with_keys_fn for type ..."
+        leaves, spec = pytree.tree_flatten(output)
+        named = list(zip(_spec_names(spec, ""), leaves))
+    return [name or "output" for name, leaf in named if isinstance(leaf, torch.Tensor)]
+
+
+def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.nn.Module, list[str], str | None]:
+    """``model`` to export, the names of its output tensors, and the container type it flattened
+    (None when the output already is a tensor or a tuple or list of tensors, and is exported as is).
+
+    Runs ``model`` once on ``example_inputs`` to see its output. Raises TypeError for an output that
+    holds something pytree cannot flatten (an unregistered class): its tensors would be lost.
+    """
+    with torch.no_grad():
+        output = model(*example_inputs)
+    names = output_names(output)
+    if isinstance(output, torch.Tensor) or (type(output) in (tuple, list)
+                                            and all(isinstance(x, torch.Tensor) for x in output)):
+        return model, names, None
+    opaque = {type(leaf).__qualname__ for leaf in pytree.tree_leaves(output)
+              if not isinstance(leaf, (torch.Tensor, *PLAIN_VALUES))}
+    if opaque:
+        raise TypeError(f"the model's output holds {', '.join(sorted(opaque))}, which torch's pytree cannot "
+                        f"flatten; register it (torch.utils._pytree.register_dataclass or register_pytree_node)")
+    container = type(output)
+    return FlatOutputs(model), names, f"{container.__module__}.{container.__qualname__}"
+
+
 @dataclass
 class ExportOptions:
     """``strict: true`` traces with TorchDynamo (Python-level soundness checks, fewer models pass);
@@ -48,14 +126,18 @@ class Exported(Variant):
 
     def build(self, model, ctx: BuildContext) -> Built:
         strict = (ctx.options or ExportOptions()).strict
-        program = torch.export.export(model, ctx.example_inputs, dynamic_shapes=dynamic_shapes(ctx.input_specs),
-                                      strict=strict)
-        return Built(program.module(), {"strict": strict}, state=program)
+        exportable, names, flattened = flat_outputs(model, ctx.example_inputs)
+        shapes = dynamic_shapes(ctx.input_specs)
+        if flattened:  # FlatOutputs.forward(*inputs) takes them all as one argument
+            shapes = {"inputs": shapes}
+        program = torch.export.export(exportable, ctx.example_inputs, dynamic_shapes=shapes, strict=strict)
+        info = {"strict": strict, "outputs": names, **({"outputs_flattened_from": flattened} if flattened else {})}
+        return Built(program.module(), info, state=program)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"
-        torch.export.save(built.state, str(path))
-        return [Artifact(path=path, loader="torch.export.load")]
+        save_through_memory(path, lambda fh: torch.export.save(built.state, fh))
+        return [Artifact(path=path, loader="torch.export.load", outputs=built.info["outputs"])]
 
     def load(self, artifact: Artifact, device: torch.device):
         return torch.export.load(str(artifact.path)).module()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from trtbench.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, Variant
 
 
@@ -14,7 +15,7 @@ class TorchScriptVariant(Variant):
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.ts"
-        torch.jit.save(built.module, str(path))
+        save_through_memory(path, lambda fh: torch.jit.save(built.module, fh))
         return [Artifact(path=path, loader="torch.jit.load")]
 
     def load(self, artifact: Artifact, device: torch.device):

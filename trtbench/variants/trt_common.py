@@ -50,6 +50,7 @@ from typing import Any, Optional
 import torch
 
 from trtbench.errors import UserInputError
+from trtbench.fsutil import save_through_memory
 from trtbench.schema import join
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
@@ -344,5 +345,5 @@ class TorchScriptFrontendVariant(TensorRTVariant):
 
     def save(self, built: Built, directory, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.ts"
-        torch.jit.save(built.state, str(path))
+        save_through_memory(path, lambda fh: torch.jit.save(built.state, fh))
         return [Artifact(path=path, loader="torch.jit.load", imports=["torch_tensorrt"])]
