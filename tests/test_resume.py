@@ -62,18 +62,26 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
     assert 0 < len(before) < 9, f"the kill must land mid-run ({len(before)} records)"
     assert not (out / "results.json").exists(), "results are written at the end, atomically"
 
+    # the kill may land between two journal lines of one point: whole points are kept, the rest re-measured
+    points = {}
+    for old in before.values():
+        points.setdefault(old["case"]["point"], []).append(old)
+    kept = {old["case_key"]: old for olds in points.values() if len(olds) == 3 for old in olds}
+
     rerun = trtbench("--config", str(slow_config), "--output", str(out), "--quiet", env=subprocess_env)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"resumed: kept {len(before)} case(s)" in rerun.stderr
+    assert f"resumed: kept {len(kept)} case(s)" in rerun.stderr
     results = ResultSet.load(out)
     assert len(results) == 9 and all(r.status == "ok" for r in results)
     assert {(r.case.variant, r.case.point) for r in results} == {
         (v, p) for v in ("eager", "traced", "scripted") for p in ("min", "opt", "max")}
     by_key = {r.case.key: r for r in results}
-    for key, old in before.items():  # kept as they were measured, not measured again
+    for key, old in kept.items():  # kept as they were measured, not measured again
         assert by_key[key].rounds == old["rounds"]
+    for key in set(before) - set(kept):  # a cut point's journaled cases were timed again with the rest
+        assert by_key[key].rounds != before[key]["rounds"]
     assert all(sum(map(len, r.rounds)) == 200 for r in results)
-    assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == len(before)
+    assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == len(kept)
     assert (out / "artifacts" / "manifest.json").is_file()
     assert {a["file"] for a in json.loads((out / "artifacts" / "manifest.json").read_text())["artifacts"]} == {
         "traced_fp32.ts", "scripted_fp32.ts"}
@@ -156,3 +164,25 @@ def test_a_complete_run_closes_its_journal_so_the_same_command_measures_anew(tin
     assert second.resumed == 0
     rounds = [[r.rounds for r in outcome.results] for outcome in (first, second)]
     assert rounds[0] != rounds[1]  # measured again, not copied from the first run
+
+
+def test_a_point_cut_between_journal_lines_is_measured_again_whole(tiny_config, tmp_path):
+    from conftest import run_dict
+
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    first = run_dict(tiny_config)
+    journal = tmp_path / "out" / JOURNAL_NAME
+    lines = journal.read_text().splitlines()
+    cut = [i for i, line in enumerate(lines) if json.loads(line)["kind"] == "record"
+           and json.loads(line)["record"]["case"]["point"] == "opt"
+           and json.loads(line)["record"]["case"]["variant"] == "traced"]
+    # as if killed after eager's and before traced's line at opt (and before the run completed)
+    kept_lines = [line for i, line in enumerate(lines) if i not in cut and json.loads(line)["kind"] != "complete"]
+    journal.write_text("\n".join(kept_lines) + "\n")
+    before = {r.case.key: r for r in first.results}
+
+    again = run_dict(tiny_config)
+    assert again.resumed == 6  # min and max, whole; opt is re-measured, eager's journaled opt too
+    for record in again.results:
+        same = record.rounds == before[record.case.key].rounds
+        assert same == (record.case.point != "opt"), record.case

@@ -143,13 +143,17 @@ class Runner:
             (self.out_dir / name).unlink(missing_ok=True)
 
     def _resume(self, earlier: JournalState, env_id: str) -> int:
-        """Keep the earlier run's final records of planned cases measured in this same environment."""
-        planned = {case.key for case in self.plan.cases}
+        """Keep the earlier run's final records of planned cases measured in this same environment,
+        whole points only: the variants of a point are timed together (their speedups pair their
+        rounds), so a point the kill cut between two journal lines is measured again, all of it."""
         kept = 0
-        for key, record in earlier.records.items():
-            if key in planned and record.environment == env_id:
-                self.records[key] = record
-                kept += 1
+        for group in self.plan.groups:
+            for point in group.points:
+                keys = [group.case(entry, point).key for entry in group.variants]
+                found = [earlier.records.get(key) for key in keys]
+                if all(r is not None and r.environment == env_id for r in found):
+                    self.records.update(zip(keys, found))
+                    kept += len(keys)
         planned_saves = {(g.model.id, g.precision, e.name) for g in self.plan.groups for e in g.variants}
         self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return kept

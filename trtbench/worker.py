@@ -158,7 +158,12 @@ class Worker:
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def start_build(self) -> None:
-        self.conn.send(("build",))
+        try:
+            self.conn.send(("build",))
+        except (BrokenPipeError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
+                              + self._log_tail()) from None
 
     def finish_build(self) -> dict:
         """Wait for the build's answer; the worker's facts (pid, threads)."""
@@ -212,18 +217,25 @@ def start_workers(recipes: dict[str, Recipe], timeout_s: float, log_dir: Optiona
 
     Returns the workers that are ready and, for the others, why not (their processes are gone).
     """
-    workers = {name: Worker(name, recipe, timeout_s, log_dir / f"{name}.log" if log_dir else None)
-               for name, recipe in recipes.items()}
-    waiting = list(workers)
+    workers: dict[str, Worker] = {}
     building: dict[Connection, tuple[str, float]] = {}
     ready: dict[str, Worker] = {}
     errors: dict[str, WorkerError] = {}
     try:
+        for name, recipe in recipes.items():
+            workers[name] = Worker(name, recipe, timeout_s, log_dir / f"{name}.log" if log_dir else None)
+        waiting = list(workers)
         while waiting or building:
             while waiting and len(building) < parallel:
                 name = waiting.pop(0)
-                workers[name].start_build()
+                try:
+                    workers[name].start_build()
+                except WorkerError as err:
+                    errors[name] = err
+                    continue
                 building[workers[name].conn] = (name, time.monotonic())
+            if not building:
+                break
             deadline = min(started + timeout_s for _, started in building.values())
             answered = wait(list(building), timeout=max(0.0, deadline - time.monotonic()))
             overdue = [c for c, (_, started) in building.items() if time.monotonic() - started >= timeout_s]
