@@ -15,7 +15,7 @@ import torch
 from conftest import by_point, run_dict
 from trtbench.interference import interference_check
 from trtbench.timing import TimingPlan, measure_interleaved
-from trtbench.worker import WorkerError, WorkerTimer, start_workers
+from trtbench.worker import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import Crashes, FailsToBuild, Hangs, Sleeper, Spinner
 
 CPU = torch.device("cpu")
@@ -27,7 +27,7 @@ def workers(tmp_path):
     started = []
 
     def start(recipes, timeout_s=120.0):
-        ready, errors = start_workers(recipes, timeout_s, log_dir=tmp_path)
+        ready, errors = start_workers(recipes, spawn_workers(len(recipes), timeout_s, log_dir=tmp_path))
         started.extend(ready.values())
         return ready, errors
 

@@ -20,7 +20,7 @@ import torch
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
 from trtbench.variants import Artifact, Built, Variant
-from trtbench.worker import Worker, WorkerError, WorkerTimer, start_workers
+from trtbench.worker import Worker, WorkerError, WorkerTimer, spawn_workers, start_workers
 
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
 
@@ -31,15 +31,13 @@ def torch_thread_facts() -> dict:
 
 
 class Isolation(Protocol):
-    """Where a build group's variants are timed; closed when the group is done."""
+    """Where a build group's variants are timed."""
 
     method: str
 
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer: ...
 
     def facts(self, variant: str) -> dict: ...
-
-    def close(self) -> None: ...
 
 
 class InProcess:
@@ -57,9 +55,6 @@ class InProcess:
         return {"method": self.method, "settle": SETTLED, "pid": os.getpid(), **torch_thread_facts(),
                 **self.thread_settings.get(variant, {})}
 
-    def close(self) -> None:
-        pass
-
 
 def _deployed(variant: Variant, built: Built, folder: Path) -> Optional[Artifact]:
     """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
@@ -72,27 +67,29 @@ def _deployed(variant: Variant, built: Built, folder: Path) -> Optional[Artifact
 
 
 class VariantWorkers:
-    """A worker process per variant of one build group, started together, closed together."""
+    """A worker process per variant of one build group: spawned when the group starts (they import
+    torch while this process builds), given their variants once built, closed together."""
 
     method = "process"
 
-    def __init__(self, recipes: dict[str, VariantRecipe], timeout_s: float, payload_dir: tempfile.TemporaryDirectory):
-        self._payload_dir = payload_dir  # weights, inputs, deployed files and the workers' logs
-        self.workers, self.errors = start_workers(recipes, timeout_s, Path(payload_dir.name))
+    def __init__(self, count: int, timeout_s: float):
+        self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
+        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name))
+        self.workers: dict[str, Worker] = {}
+        self.errors: dict[str, WorkerError] = {}
 
-    @classmethod
-    def start(cls, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
-              inputs: dict[str, tuple], timeout_s: float, **recipe_fields) -> "VariantWorkers":
+    def start(self, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
+              inputs: dict[str, tuple], **recipe_fields) -> "VariantWorkers":
         """Write the group's weights (``cast_model``'s, as the parent built from them), inputs and each
-        variant's deployable file once, then start a worker per variant; ``recipe_fields`` are the rest
-        of each :class:`VariantRecipe`."""
-        payload_dir = tempfile.TemporaryDirectory(prefix="trtbench-payload-")
-        folder = Path(payload_dir.name)
+        variant's deployable file once, then give each variant a worker; ``recipe_fields`` are the
+        rest of each :class:`VariantRecipe`."""
+        folder = Path(self._folder.name)
         payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
         recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=_deployed(variant, built, folder),
                                        **recipe_fields)
                    for name, (variant, built) in builds.items()}
-        return cls(recipes, timeout_s, payload_dir)
+        self.workers, self.errors = start_workers(recipes, self._spawned)
+        return self
 
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
         if variant in self.errors:
@@ -110,6 +107,6 @@ class VariantWorkers:
         return {"method": self.method, "settle": SETTLED, **facts}
 
     def close(self) -> None:
-        for worker in self.workers.values():
+        for worker in self._spawned:
             worker.close()
-        self._payload_dir.cleanup()
+        self._folder.cleanup()

@@ -246,10 +246,14 @@ class Runner:
                                input_specs=self.config.inputs)
             options = {entry.name: entry.options for entry in group.variants}
             names = group.build_names if points else build_order(self._saves_todo(group))  # saves left only
-            outcomes = self._build(group, names, cast, ctx, options)
             tolerance = self.config.tolerances[group.precision]
-            isolation = self._isolation(group, outcomes, cast, ctx) if points else None
+            workers = None  # spawned now, so that they import torch while this process builds
+            if points and bench.isolation == "process":
+                workers = VariantWorkers(sum(e.name not in group.unavailable for e in group.variants),
+                                         bench.worker_timeout_s)
             try:
+                outcomes = self._build(group, names, cast, ctx, options)
+                isolation = self._isolation(group, outcomes, cast, ctx, workers) if points else None
                 for point in points:
                     cases = [group.case(e, point) for e in group.variants]
                     title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
@@ -263,25 +267,26 @@ class Runner:
                         record.metrics["ceiling"] = ceiling
                         self._keep(record)
             finally:
-                if isolation is not None:
-                    isolation.close()
+                if workers is not None:
+                    workers.close()
             self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
                 self._save(group, outcomes[name], inputs, tolerance, weights_bytes(cast))
             self._profile_if_configured(group, outcomes, dtype)
 
     def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], cast: torch.nn.Module,
-                   ctx: BuildContext) -> Isolation:
-        """Where this group's variants are timed (``benchmark.isolation``); workers start here."""
+                   ctx: BuildContext, workers: VariantWorkers | None) -> Isolation:
+        """Where this group's variants are timed: ``workers`` (spawned for ``isolation: process``) get
+        their variants here, or else this process times them."""
         bench = self.config.benchmark
         built = [e.name for e in group.variants if outcomes[e.name].built is not None]
-        if bench.isolation == "in_process":
+        if workers is None:
             return InProcess(self.device, {n: outcomes[n].variant.thread_settings(outcomes[n].built) for n in built})
         self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {group.precision}")
         options = {entry.name: entry.options for entry in group.variants}
         builds = {n: (outcomes[n].variant, outcomes[n].built) for n in built}
-        return VariantWorkers.start(builds, cast, ctx.example_inputs, ctx.shape_inputs, bench.worker_timeout_s,
-                                    model=group.model, options=options, precision=group.precision,
+        return workers.start(builds, cast, ctx.example_inputs, ctx.shape_inputs,
+                             model=group.model, options=options, precision=group.precision,
                                     device=str(self.device), threads=group.threads,
                                     cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,
                                     input_specs=self.config.inputs)

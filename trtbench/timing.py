@@ -30,7 +30,7 @@ from trtbench.stats import relative_median_ci
 MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
 CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
-ALONE_BLOCKS = 5  # the interference check: blocks of the baseline timed alone after the rounds
+ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
 
 
 @dataclass

@@ -102,8 +102,10 @@ def serve(fd: int) -> None:
 class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
-    def __init__(self, name: str, recipe: Recipe, timeout_s: float, log: Optional[Path] = None):
-        """``log``: a file for the worker's stdout and stderr (None: this process's)."""
+    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None):
+        """Start the process, which imports torch and waits for its recipe (:meth:`assign`): started
+        early, it imports while this process still builds. ``log``: a file for its stdout and stderr
+        (None: this process's)."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(os.environ)  # the child imports what this process can: trtbench, the model's module
@@ -119,8 +121,16 @@ class Worker:
                 output.close()
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.conn.send(recipe)
         self.facts: dict = {}
+
+    def assign(self, name: str, recipe: Recipe) -> None:
+        """Give the worker what it hosts (it builds on :meth:`start_build`)."""
+        self.name = name
+        try:
+            self.conn.send(recipe)
+        except (BrokenPipeError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{name}'s worker died while starting ({self._exit_text()})" + self._log_tail()) from None
 
     def _receive(self, what: str) -> tuple:
         if not self.conn.poll(self.timeout_s):  # blocks in poll(2): no busy wait
@@ -210,10 +220,15 @@ class WorkerTimer:
         return self.worker.block(self.label, calls)
 
 
-def start_workers(recipes: dict[str, Recipe], timeout_s: float, log_dir: Optional[Path] = None,
+def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None) -> list[Worker]:
+    """``count`` worker processes, importing while the caller goes on (output in ``log_dir``/worker-<i>.log)."""
+    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None) for i in range(count)]
+
+
+def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],
                   parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Start a worker per recipe (its output in ``log_dir``/<name>.log); at most ``parallel`` build at
-    once (memory: each holds a model).
+    """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed)
+    and build; at most ``parallel`` build at once (memory: each holds a model).
 
     Returns the workers that are ready and, for the others, why not (their processes are gone).
     """
@@ -221,10 +236,17 @@ def start_workers(recipes: dict[str, Recipe], timeout_s: float, log_dir: Optiona
     building: dict[Connection, tuple[str, float]] = {}
     ready: dict[str, Worker] = {}
     errors: dict[str, WorkerError] = {}
+    timeout_s = spawned[0].timeout_s if spawned else 0.0
     try:
-        for name, recipe in recipes.items():
-            workers[name] = Worker(name, recipe, timeout_s, log_dir / f"{name}.log" if log_dir else None)
-        waiting = list(workers)
+        for worker in spawned[len(recipes):]:
+            worker.close()
+        for (name, recipe), worker in zip(recipes.items(), spawned):
+            workers[name] = worker
+            try:
+                worker.assign(name, recipe)
+            except WorkerError as err:
+                errors[name] = err
+        waiting = [name for name in workers if name not in errors]
         while waiting or building:
             while waiting and len(building) < parallel:
                 name = waiting.pop(0)
@@ -253,7 +275,7 @@ def start_workers(recipes: dict[str, Recipe], timeout_s: float, log_dir: Optiona
                     errors[name] = err
                     workers[name].close()
     except BaseException:
-        for worker in workers.values():
+        for worker in spawned:
             worker.close()
         raise
     return ready, errors
