@@ -143,3 +143,18 @@ def test_runnable_threads_reads_each_threads_state(tmp_path):
         (tmp_path / str(tid) / "stat").write_text(f"{tid} (ort worker (x)) {state} 1 2 3 4")
     assert runnable_threads(str(tmp_path)) == 2
     assert runnable_threads(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("alone, rounds, disturbed", [
+    ([9.8, 10.0, 10.2, 9.9, 10.1] * 4, [10.0, 10.2, 10.4, 10.1, 10.3] * 4, False),  # 2% apart, CIs overlap
+    ([9.8, 10.0, 10.2, 9.9, 10.1] * 4, [10.8, 11.0, 11.2, 10.9, 11.1] * 4, True),  # 10% apart, precise
+    ([8.0, 12.0, 10.0], [10.9] * 20, False),  # 9% apart, but 3 alone calls cannot resolve 5%, and CIs overlap
+    ([8.0, 8.1, 8.2, 8.0, 8.1], [12.0] * 20, True),  # CIs far apart
+])
+def test_interference_flags_what_the_samples_can_resolve(alone, rounds, disturbed):
+    from trtbench.case import Case
+    from trtbench.record import Record
+
+    case = Case("m", "eager", "fp32", "opt", ((1, 3),), 2, "cpu")
+    record = Record(case, "env", rounds=[rounds], metrics={"interference": {"alone_ms": alone, "variants": ["ort"]}})
+    assert interference_check(record).disturbed is disturbed

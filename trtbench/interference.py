@@ -1,9 +1,10 @@
 """Did timing the variants together disturb them? The baseline in the rounds against the baseline alone.
 
 After a point's rounds, the baseline is timed for a few blocks with no other variant between
-them (:attr:`trtbench.timing.Measurement.alone`). When its median there differs from its median
-in the rounds by more than 5%, or their 95% CIs do not overlap, the variants timed beside it
-disturbed it (or the machine changed), and the report names them. Derived from the raw samples
+them (:attr:`trtbench.timing.Measurement.alone`). When their 95% CIs do not overlap, or its
+median there differs from its median in the rounds by more than 5% while the alone run is
+precise enough to tell (its own CI within 5%; a few slow calls on a noisy machine are not), the
+variants timed beside it disturbed it (or the machine changed), and the report names them. Derived from the raw samples
 each time, like every statistic.
 """
 
@@ -39,8 +40,14 @@ class InterferenceCheck:
         return low_a <= high_r and low_r <= high_a
 
     @property
+    def resolves_max_diff(self) -> bool:
+        """Whether the alone median is precise enough (its CI within 5%) for a 5% difference to mean anything."""
+        return self.alone_ci_rel <= MAX_MEDIAN_DIFF
+
+    @property
     def disturbed(self) -> bool:
-        return abs(self.difference) > MAX_MEDIAN_DIFF or not self.cis_overlap
+        """CIs that do not overlap, or a median more than 5% off where the alone run resolves 5%."""
+        return not self.cis_overlap or (self.resolves_max_diff and abs(self.difference) > MAX_MEDIAN_DIFF)
 
     def text(self) -> str:
         return (f"baseline {self.rounds_ms:.3f} ms in the rounds with {', '.join(self.variants)} vs "
