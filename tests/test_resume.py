@@ -40,7 +40,11 @@ def slow_config(tiny_config, write_config):
     return write_config(tiny_config)
 
 
-def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config, tmp_path, subprocess_env):
+def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config, tmp_path, subprocess_env, capsys):
+    """The kill needs a process of its own; the same command then resumes (and --fresh starts over) here,
+    through the command line's own entry point (a fresh process for each would only import torch again)."""
+    from trtbench.cli import main
+
     out = tmp_path / "resumed"
     command = [sys.executable, "-m", "trtbench", "--config", str(slow_config), "--output", str(out), "--quiet"]
     proc = subprocess.Popen(command, env=subprocess_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -68,9 +72,9 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
         points.setdefault(old["case"]["point"], []).append(old)
     kept = {old["case_key"]: old for olds in points.values() if len(olds) == 3 for old in olds}
 
-    rerun = trtbench("--config", str(slow_config), "--output", str(out), "--quiet", env=subprocess_env)
-    assert rerun.returncode == 0, rerun.stderr
-    assert f"resumed: kept {len(kept)} case(s)" in rerun.stderr
+    capsys.readouterr()
+    assert main(["--config", str(slow_config), "--output", str(out), "--quiet"]) == 0
+    assert f"resumed: kept {len(kept)} case(s)" in capsys.readouterr().err
     results = ResultSet.load(out)
     assert len(results) == 9 and all(r.status == "ok" for r in results)
     assert {(r.case.variant, r.case.point) for r in results} == {
@@ -86,9 +90,8 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
     assert {a["file"] for a in json.loads((out / "artifacts" / "manifest.json").read_text())["artifacts"]} == {
         "traced_fp32.ts", "scripted_fp32.ts"}
 
-    fresh = trtbench("--config", str(slow_config), "--output", str(out), "--quiet", "--fresh", env=subprocess_env)
-    assert fresh.returncode == 0, fresh.stderr
-    assert "resumed" not in fresh.stderr
+    assert main(["--config", str(slow_config), "--output", str(out), "--quiet", "--fresh"]) == 0
+    assert "resumed" not in capsys.readouterr().err
     again = {r.case.key: r for r in ResultSet.load(out)}
     assert set(again) == set(by_key)
     assert all(again[key].rounds != by_key[key].rounds for key in by_key), "--fresh measures every case again"
