@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 import time
 
 import numpy as np
@@ -67,7 +68,11 @@ def test_adaptive_plan_stops_at_max_time():
                       min_iterations=5, block_s=0.01)
     started = time.perf_counter()
     m = measure_one(lambda: time.sleep(0.001), plan)
-    assert m.stopped_by == "max_time_s" and 0.2 <= time.perf_counter() - started < 2.0
+    assert m.stopped_by == "max_time_s" and time.perf_counter() - started >= 0.2
+    # it stops after the first round that ends past the cap (or at the fewest rounds a paired CI needs):
+    # every earlier round was timed within the cap, so their samples (wall time inside it) add up to less,
+    # however busy the machine
+    assert len(m.rounds) == CAPPED_MIN_ROUNDS or sum(m.samples[:-len(m.rounds[-1])]) < 200
 
 
 def test_adaptive_plan_stops_when_median_is_precise():
@@ -104,7 +109,9 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
         assert len(m.samples) == 23 and m.stopped_by == "iterations"
         assert [len(r) for r in m.rounds] == [3] * 7 + [2]  # ceil(23 / 10) per round, the last one trimmed
         assert calls[name] == 2 + 23
-    assert min(result["slow"].samples) > max(result["fast"].samples)  # each sample times its own callable
+    # each sample times its own callable: every slow one slept 0.5 ms (sleep never returns early), while a
+    # preemption on a busy machine may stretch a fast one now and then, but not most of them
+    assert min(result["slow"].samples) >= 0.5 > statistics.median(result["fast"].samples)
 
 
 def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
