@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import torch
 
 from trtbench.parity import check_parity
 from trtbench.stats import median_ci_halfwidth, paired_ratio, summarize
-from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, TimingPlan, measure_interleaved
+from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, TimingPlan, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -114,6 +115,17 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
     assert min(result["slow"].samples) >= 0.5 > statistics.median(result["fast"].samples)
 
 
+@dataclass(frozen=True)
+class FixedCost:
+    """A block timer (trtbench.timing.BlockTimer) whose every call takes ``ms``: it reports that time
+    without running or sleeping, so what the timing loop decides from call times is exact."""
+
+    ms: float
+
+    def block(self, calls: int) -> Block:
+        return Block([self.ms] * calls)
+
+
 def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     ticks = []
     plan = TimingPlan(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
@@ -125,8 +137,12 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
         assert len(m.rounds) == len(ticks) >= MIN_ROUNDS  # one tick per round
         assert all(isinstance(r, list) and r and all(isinstance(x, float) for x in r) for r in m.rounds)
         assert sum(map(len, m.rounds)) == len(m.samples)
-    # blocks are sized to about block_s per variant: the faster callable gets more calls per round
-    assert len(result["a"].rounds[0]) > len(result["b"].rounds[0])
+    # blocks are sized to about block_s per variant from its last warm-up call, so the faster callable gets
+    # more calls per round: shown with timers whose calls take a fixed time (one warm-up call that a busy
+    # machine stretches would size the real ones alike)
+    sized = measure_interleaved({"a": FixedCost(1.0), "b": FixedCost(2.0)}, CPU, plan)
+    assert [len(sized[name].rounds[0]) for name in ("a", "b")] == [4, 2]  # 4 ms of 1 ms calls, of 2 ms calls
+    assert all(m.stopped_by == "target_rel_ci" and len(m.rounds) == MIN_ROUNDS for m in sized.values())
 
     capped = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
                         min_iterations=1, block_s=0.04)
