@@ -177,6 +177,7 @@ def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_to
 
     tiny_config["model"]["name"] = "toy_models:dataclass_output"
     tiny_config["variants"] = ["eager", "exported"]
+    tiny_config["benchmark"]["shapes"] = ["opt"]  # the batch stays dynamic: the bare load below runs batch 3
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 0, [r.reason for r in outcome.results]
@@ -332,6 +333,7 @@ def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monk
 
     monkeypatch.setattr(fsutil, "open", FillsUp, raising=False)
     tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"]["shapes"] = ["opt"]
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 1

@@ -35,23 +35,30 @@ def test_run_end_to_end_in_a_subprocess(tiny_config, write_config, subprocess_en
 
 
 def test_plain_progress_when_not_on_a_terminal(tiny_config, write_config, subprocess_env):
+    tiny_config["output"]["save_artifacts"] = False  # saving starts a verify process: seconds, and no progress line
     proc = trtbench("--config", str(write_config(tiny_config)), env=subprocess_env)
     assert "build python:toy_models:tiny_cnn traced fp32\n" in proc.stdout
     assert f"time python:toy_models:tiny_cnn fp32 t{default_threads()['threads']} max ..." in proc.stdout
 
 
 def test_quiet_prints_only_the_table(tiny_config, write_config, subprocess_env):
+    tiny_config["output"]["save_artifacts"] = False
+    tiny_config["benchmark"]["shapes"] = ["opt"]
     proc = trtbench("--config", str(write_config(tiny_config)), "--quiet", "--variants", "eager,traced",
                     env=subprocess_env)
     assert proc.returncode == 0, proc.stderr
     assert "build " not in proc.stdout and "traced" in proc.stdout and "scripted" not in proc.stdout
 
 
-def test_bare_config_name_resolves_to_bundled_configs(subprocess_env, tmp_path):
-    for name in ("resnet34.yaml", "resnet34"):
-        proc = trtbench("validate", name, env=subprocess_env, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        assert "torchvision:resnet34" in proc.stdout
+def test_bare_config_name_resolves_to_bundled_configs(subprocess_env, tmp_path, monkeypatch, capsys):
+    from trtbench.cli import main
+
+    proc = trtbench("validate", "resnet34.yaml", env=subprocess_env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "torchvision:resnet34" in proc.stdout
+    monkeypatch.chdir(tmp_path)  # the same resolution without the suffix, through the same entry point in-process
+    assert main(["validate", "resnet34"]) == 0
+    assert "torchvision:resnet34" in capsys.readouterr().out
 
 
 def test_unknown_bare_config_name_suggests(subprocess_env, tmp_path):
@@ -85,6 +92,8 @@ def test_resnet34_config_is_the_reference_setup():
 def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):
     assert "profile" not in tiny_config
     tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["output"]["save_artifacts"] = False  # profiles of saved files: tests/test_profiling.py
+    tiny_config["benchmark"]["shapes"] = ["opt"]
     proc = trtbench("profile", "--config", str(write_config(tiny_config)), "--output", str(tmp_path / "p"),
                     env=subprocess_env)
     assert proc.returncode == 0, proc.stderr

@@ -122,7 +122,8 @@ def cpu_run(tmp_path_factory):
     from conftest import TINY_CONFIG
 
     out = tmp_path_factory.mktemp("run") / "out"
-    run_config(resolve(config_from_dict(dict(TINY_CONFIG, variants=["eager", "traced"], output={"dir": str(out)}))))
+    run_config(resolve(config_from_dict(dict(TINY_CONFIG, variants=["eager", "traced"],
+                                             output={"dir": str(out), "save_artifacts": False, "cold_start": False}))))
     return out
 
 

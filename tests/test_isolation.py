@@ -111,7 +111,7 @@ def test_a_variant_whose_worker_dies_fails_alone(tiny_config, tmp_path, monkeypa
     tiny_config["model"] = {"source": "python", "name": "toy_models:exits_outside_parent"}
     tiny_config["variants"] = ["eager", "traced"]
     tiny_config["benchmark"].update(isolation="process", shapes=["opt"])
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)  # about timing, not saving
     outcome = run_dict(tiny_config)
     records = by_point(outcome.results)
     assert records[("eager", "opt")].status == "failed"

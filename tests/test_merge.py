@@ -31,8 +31,9 @@ def trtbench(*args, env) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, each its own
-    process (started together, as a scheduler would), and the same matrix unsharded."""
-    from conftest import ASSETS, REPO, TINY_CONFIG
+    process (started together, as a scheduler would), and the same matrix unsharded, run meanwhile in this
+    process (the reference case set)."""
+    from conftest import ASSETS, REPO, TINY_CONFIG, run_dict
 
     root = tmp_path_factory.mktemp("matrix")
     config = {**copy.deepcopy(TINY_CONFIG), "name": "matrix", "variants": ["eager", "traced"],
@@ -44,13 +45,28 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(ASSETS)]))
     dirs = {f"s{i}": root / f"shard{i}" for i in range(3)} | {"full": root / "full"}
     procs = {name: subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(path), "--output",
-                                     str(out), "--quiet", *([] if name == "full" else ["--shard", f"{name[1]}/3"])],
+                                     str(dirs[name]), "--quiet", "--shard", f"{name[1]}/3"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for name, out in dirs.items()}
-    for name, proc in procs.items():
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, f"{name}: {err}"
+             for name in ("s0", "s1", "s2")}
+    try:
+        assert run_dict({**config, "output": {**config["output"], "dir": str(dirs["full"])}}).exit_code == 0
+    finally:
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, f"{name}: {err}"
     return dirs
+
+
+def merge_command(*args, capsys) -> tuple[int, str, str]:
+    """``trtbench merge ARGS`` through the command line's entry point in this process: exit code, stdout, stderr
+    (test_three_shards_merge_to_the_unsharded_case_set and test_bad_inputs_and_outputs_exit_2_naming_them run it
+    as a process of its own)."""
+    from trtbench.cli import main
+
+    capsys.readouterr()
+    code = main(["merge", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
 def keys(results: ResultSet) -> set[str]:
@@ -100,16 +116,16 @@ def test_a_missing_shard_is_reported(runs, tmp_path):
     assert "2/3 are not among the inputs" in (tmp_path / "merged" / "report.md").read_text()
 
 
-def test_two_machines_stay_apart(runs, subprocess_env, tmp_path):
+def test_two_machines_stay_apart(runs, capsys, tmp_path):
     other = relabelled(runs["full"], tmp_path / "other")
     out = tmp_path / "merged"
-    proc = trtbench("merge", str(runs["full"]), str(other), "--output", str(out), env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
+    code, stdout, stderr = merge_command(str(runs["full"]), str(other), "--output", str(out), capsys=capsys)
+    assert code == 0, stderr
     merged = ResultSet.load(out)
     assert len(merged.environments) == 2 and len(merged) == 2 * len(ResultSet.load(runs["full"]))
-    header = proc.stdout.splitlines()[0].split()
+    header = stdout.splitlines()[0].split()
     assert header[0] == "environment", "the table is keyed by environment"
-    assert f"Other CPU [{OTHER_ENV}]" in proc.stdout and f"[{OTHER_ENV}]" in (out / "report.md").read_text()
+    assert f"Other CPU [{OTHER_ENV}]" in stdout and f"[{OTHER_ENV}]" in (out / "report.md").read_text()
     (own,) = set(merged.environments) - {OTHER_ENV}
     for env in (own, OTHER_ENV):
         assert (out / "plots" / f"latency-{env}.png").is_file() and (out / "plots" / f"speedup-{env}.png").is_file()
@@ -119,7 +135,7 @@ def test_two_machines_stay_apart(runs, subprocess_env, tmp_path):
     assert len([name for name in chart.series if name.startswith("front|")]) == 2
 
 
-def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, subprocess_env, tmp_path):
+def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, capsys, tmp_path):
     def drop(record):
         case = record["case"]
         return (case["variant"] == "traced" and case["point"] == "b2" and case["threads"] == 3
@@ -127,22 +143,22 @@ def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, subprocess_
 
     other = relabelled(runs["full"], tmp_path / "other", drop=drop)
     out = tmp_path / "merged"
-    proc = trtbench("merge", str(runs["full"]), str(other), "--output", str(out), env=subprocess_env)
-    assert proc.returncode == 1
+    code, _, stderr = merge_command(str(runs["full"]), str(other), "--output", str(out), capsys=capsys)
+    assert code == 1
     note = "2 case(s) measured elsewhere but not on Other CPU"
-    assert note in proc.stderr and note in (out / "report.md").read_text()
-    assert "eager fp32 b1 (1x3x16x16); " in proc.stderr, "missing at every thread count"
-    assert "traced fp32 b2 (2x3x16x16) (at 2 of 3 thread counts)" in proc.stderr
+    assert note in stderr and note in (out / "report.md").read_text()
+    assert "eager fp32 b1 (1x3x16x16); " in stderr, "missing at every thread count"
+    assert "traced fp32 b2 (2x3x16x16) (at 2 of 3 thread counts)" in stderr
     kept = [r for r in ResultSet.load(out) if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
     assert len(kept) == 1 and kept[0].environment != OTHER_ENV, "the lone measurement is in the merge"
 
 
-def test_a_case_measured_twice_is_reported(runs, subprocess_env, tmp_path):
+def test_a_case_measured_twice_is_reported(runs, capsys, tmp_path):
     out = tmp_path / "merged"
-    proc = trtbench("merge", str(runs["s0"]), str(runs["s0"]), "--output", str(out), env=subprocess_env)
-    assert proc.returncode == 1
-    assert proc.stderr.count("measured in more than one input; kept input 2's") == 4
-    assert "shard(s) 0/3 given more than once" in proc.stderr
+    code, _, stderr = merge_command(str(runs["s0"]), str(runs["s0"]), "--output", str(out), capsys=capsys)
+    assert code == 1
+    assert stderr.count("measured in more than one input; kept input 2's") == 4
+    assert "shard(s) 0/3 given more than once" in stderr
     assert "## Merge notes" in (out / "report.md").read_text()
 
 
@@ -180,17 +196,17 @@ def killed_shard(src: Path, dst: Path, cases: int) -> Path:
     return dst
 
 
-def test_a_killed_shard_is_reported_with_its_journal_and_the_others_merged(runs, subprocess_env, tmp_path):
+def test_a_killed_shard_is_reported_with_its_journal_and_the_others_merged(runs, capsys, tmp_path):
     killed = killed_shard(runs["s1"], tmp_path / "shard-1", cases=2)
     never = tmp_path / "shard-2"  # a task cancelled before it started: no directory at all
     out = tmp_path / "merged"
-    proc = trtbench("merge", str(runs["s0"]), str(killed), str(never), "--output", str(out), env=subprocess_env)
-    assert proc.returncode == 1, proc.stderr
+    code, _, stderr = merge_command(str(runs["s0"]), str(killed), str(never), "--output", str(out), capsys=capsys)
+    assert code == 1, stderr
     assert keys(ResultSet.load(out)) == keys(ResultSet.load(runs["s0"])), "the finished shard is merged"
     report = (out / "report.md").read_text()
     held = [f"{r.case.model} {r.case.label} {r.case.precision} {r.case.point} ({r.case.shapes}) t{r.case.threads} ok"
             for r in list(ResultSet.load(runs["s1"]))[:2]]
-    for text in (report, proc.stderr):
+    for text in (report, stderr):
         assert f"input 2 ({killed}) has no results.json: its run did not finish" in text
         assert f"its journal holds 2 finished case(s): {'; '.join(held)}. Run the same command again" in text
         assert f"input 3 ({never}) does not exist: its run never started" in text
@@ -216,7 +232,7 @@ def test_an_input_without_results_or_journal_is_reported(runs, tmp_path):
     assert f"input 2 ({empty}) has no results.json and no journal.jsonl: its run never started" in outcome.notes[0]
 
 
-def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, tmp_path):
+def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, capsys, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     proc = trtbench("merge", str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), env=subprocess_env)
@@ -225,13 +241,13 @@ def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, tmp_pat
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "results.json").write_text("{")
-    proc = trtbench("merge", str(runs["s0"]), str(broken), "--output", str(tmp_path / "m"), env=subprocess_env)
-    assert proc.returncode == 2 and "results.json: not valid JSON" in proc.stderr
+    code, _, stderr = merge_command(str(runs["s0"]), str(broken), "--output", str(tmp_path / "m"), capsys=capsys)
+    assert code == 2 and "results.json: not valid JSON" in stderr
     assert not (tmp_path / "m").exists()
     afile = tmp_path / "afile"
     afile.write_text("")
-    proc = trtbench("merge", str(runs["s0"]), "--output", str(afile), env=subprocess_env)
-    assert proc.returncode == 2 and "--output: " in proc.stderr and "is a file" in proc.stderr
+    code, _, stderr = merge_command(str(runs["s0"]), "--output", str(afile), capsys=capsys)
+    assert code == 2 and "--output: " in stderr and "is a file" in stderr
     with pytest.raises(UserInputError, match="is input 1"):
         merge_runs([str(runs["s0"])], runs["s0"])
     with pytest.raises(UserInputError, match="holds a run"):

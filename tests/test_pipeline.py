@@ -109,6 +109,7 @@ def test_csv_and_markdown_tables(finished_run):
 
 def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:unscriptable"
+    tiny_config["benchmark"]["shapes"] = ["opt"]  # one point shows it
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     out = capsys.readouterr().out
@@ -126,6 +127,7 @@ def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config,
 def test_a_failed_build_names_failures_log_which_holds_the_traceback(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:unscriptable"
     tiny_config["variants"] = ["eager", "scripted"]
+    tiny_config["benchmark"]["shapes"] = ["opt"]
     path = write_config(tiny_config)
     assert main(["--config", str(path), "--quiet"]) == 1
     capsys.readouterr()
@@ -328,6 +330,7 @@ def test_a_shape_without_eager_reference_fails_its_checks(tiny_config, tmp_path)
 
 def test_stale_manifest_from_an_earlier_run_is_removed(tiny_config, tmp_path):
     tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["benchmark"]["shapes"] = ["opt"]  # what is saved does not depend on the points
     run_dict(tiny_config)
     assert (tmp_path / "out" / "artifacts" / "manifest.json").is_file()
     tiny_config["variants"] = ["eager"]  # saves nothing
@@ -337,6 +340,7 @@ def test_stale_manifest_from_an_earlier_run_is_removed(tiny_config, tmp_path):
 
 def test_a_resumed_run_with_fewer_variants_does_not_publish_the_dropped_ones(tiny_config, tmp_path):
     tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["benchmark"]["shapes"] = ["opt"]
     run_dict(tiny_config)
     tiny_config["variants"] = ["eager"]  # same directory, no --fresh: the journal is read back
     outcome = run_dict(tiny_config)

@@ -203,7 +203,11 @@ def test_run_profiles_end_to_end(model, inputs, tmp_path):
     assert "## Profile (fp32, cpu)" in markdown and "### Training step" in markdown
     assert f"![slowest layers]({eager['layers']['plot']})" in markdown
     assert "not supported for this variant: TorchScript" in markdown
-    assert markdown.count("| conv1 |") == 2  # top-4 layer table and structure table
+    # the top-4 layer table holds the four nodes measured slowest (which ones, a busy machine may change), and
+    # the structure table every layer: conv1 is in both when it is among them
+    slowest = [n["name"] for n in sorted(eager["layers"]["nodes"], key=lambda n: n["mean_ms"], reverse=True)[:4]]
+    assert all(f"| {name} | `" in markdown for name in slowest), slowest
+    assert markdown.count("| conv1 |") == 1 + ("conv1" in slowest)
 
 
 def test_run_profiles_needs_inputs_for_every_shape(model, inputs, tmp_path):

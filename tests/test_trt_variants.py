@@ -349,15 +349,21 @@ def test_trt_saves_a_multi_input_dynamic_model_as_an_exported_program(fake, tmp_
         assert torch.allclose(program(image, tokens), TwoInputs()(image, tokens))
 
 
+@pytest.fixture(scope="module")
+def fake_shim(tmp_path_factory) -> Path:
+    """A folder holding a ``torch_tensorrt`` module that imports the fake (one for this module: the same
+    PYTHONPATH in each test lets the verify worker started for the first serve the others)."""
+    shim = tmp_path_factory.mktemp("shim")
+    (shim / "torch_tensorrt.py").write_text("import fake_torch_tensorrt  # noqa: F401  (registers the engine op)\n")
+    return shim
+
+
 @pytest.fixture
-def fresh_processes_import_the_fake(tmp_path, monkeypatch):
+def fresh_processes_import_the_fake(fake_shim, monkeypatch):
     """A ``torch_tensorrt`` for fresh processes (the verify worker): a shim over the fake, whose import
     registers the stand-in engine op the fake's compiled modules call, as the real import registers
     ``tensorrt::execute_engine``."""
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "torch_tensorrt.py").write_text("import fake_torch_tensorrt  # noqa: F401  (registers the engine op)\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shim), str(Path(__file__).parent)]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake_shim), str(Path(__file__).parent)]))
 
 
 def saved_run(name: str, spec, out: Path) -> list[dict]:

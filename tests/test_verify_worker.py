@@ -31,18 +31,24 @@ def saved_entry(tmp_path, device: str, imports: list[str], model=None, example=N
             "reference": {"file": reference.name}, "tolerance": {"atol": 1e-5, "rtol": 1e-5}}
 
 
-@pytest.fixture
-def modules_dir(tmp_path, monkeypatch):
-    """A folder on the worker's PYTHONPATH holding modules whose import fails, crashes or hangs."""
-    folder = tmp_path / "modules"
-    folder.mkdir()
+@pytest.fixture(scope="module")
+def modules_folder(tmp_path_factory):
+    """One folder for the module: the same PYTHONPATH in each test lets one worker serve them all (until a
+    test ends it)."""
+    folder = tmp_path_factory.mktemp("modules")
     (folder / "broken_trt.py").write_text("raise KeyError('getpwuid(): uid not found: 43210')\n")
     (folder / "aborts.py").write_text("import os\nos.abort()\n")
     (folder / "hangs.py").write_text("import time\ntime.sleep(60)\n")
     (folder / "kills_worker.py").write_text("import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\n"
                                             "time.sleep(60)\n")
-    monkeypatch.setenv("PYTHONPATH", str(folder))  # a changed environment starts a new worker
     return folder
+
+
+@pytest.fixture
+def modules_dir(modules_folder, monkeypatch):
+    """A folder on the worker's PYTHONPATH holding modules whose import fails, crashes or hangs."""
+    monkeypatch.setenv("PYTHONPATH", str(modules_folder))  # a changed environment starts a new worker
+    return modules_folder
 
 
 def test_imports_that_fail_with_any_error_are_a_reason(tmp_path, modules_dir):

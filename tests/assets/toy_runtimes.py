@@ -10,14 +10,16 @@ from dataclasses import dataclass
 
 
 def _spin(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    """Spin for ``seconds`` of this thread's CPU time (a pool thread's spin count is work, not wall time:
+    on a busy machine the spin stretches, and still costs the same CPU)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         pass
 
 
 @dataclass(frozen=True)
 class Spinner:
-    """Like ONNX Runtime's intra-op pool: after each call a background thread spins for ``spin_s``."""
+    """Like ONNX Runtime's intra-op pool: after each call a background thread spins for ``spin_s`` of CPU."""
 
     spin_s: float = 0.05
     device: str = "cpu"
