@@ -7,7 +7,7 @@ STAMP := $(VENV)/.trtbench-installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,openvino]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,openvino,serving,int8]'
 	touch $(STAMP)
 
 run: $(STAMP)
