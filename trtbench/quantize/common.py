@@ -1,0 +1,31 @@
+"""What every backend's quantizer takes: the calibration batches and the settings, including the
+layers to keep in floating point (the fallback's exclusions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
+
+
+@dataclass(frozen=True)
+class QuantSettings:
+    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32.
+
+    ``exclude`` names layers the way the backend's own exclusion does: ONNX node names for ORT
+    (``nodes_to_exclude``), OpenVINO operation names for NNCF (``IgnoredScope(names=...)``), module
+    qualified names for PT2E (a quantizer config of ``None`` for that module)."""
+
+    method: str = "minmax"
+    per_channel: bool = True
+    exclude: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.method not in CALIBRATION_METHODS:
+            raise ValueError(f"calibration method {self.method!r}: use one of {', '.join(CALIBRATION_METHODS)}")
+
+
+CalibrationBatches = Sequence[tuple[torch.Tensor, ...]]  # each item: one call's positional inputs
