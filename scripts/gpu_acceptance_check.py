@@ -24,6 +24,7 @@ import torch
 from trtbench.case import BASELINE_VARIANT
 from trtbench.plan import why_unavailable
 from trtbench.resultset import ResultSet
+from trtbench.status import Status
 
 TRT = ("trt", "trt_traced", "trt_scripted")
 MUST_RUN = (BASELINE_VARIANT, *TRT)
@@ -52,7 +53,7 @@ def check_trt_rows(rows: list[dict]) -> tuple[bool, str]:
     shapes = sorted({r["shape"] for r in rows if r["variant"] == "eager"})
     found = {(r["variant"], r["precision"], r["shape"]): r for r in rows}
     missing = [f"{v} {p} {s}" for v in TRT for p in PRECISIONS for s in shapes if (v, p, s) not in found]
-    bad = [describe(r) for r in rows if r["variant"] in TRT and r["status"] != "ok"]
+    bad = [describe(r) for r in rows if r["variant"] in TRT and r["status"] != Status.OK]
     if not shapes or missing or bad:
         return False, "; ".join((["no eager rows"] if not shapes else []) + [f"missing {m}" for m in missing] + bad)
     return True, f"{sum(r['variant'] in TRT for r in rows)} rows"
@@ -71,7 +72,7 @@ def skip_problem(row: dict) -> str | None:
 
 
 def check_skipped(rows: list[dict]) -> tuple[bool, str]:
-    skipped = [r for r in rows if r["status"] == "skipped"]
+    skipped = [r for r in rows if r["status"] == Status.SKIPPED]
     bad = [problem for problem in map(skip_problem, skipped) if problem]
     return not bad, "; ".join(bad) if bad else f"{len(skipped)} rows, each with a reason that holds here"
 
@@ -80,7 +81,7 @@ def skipped_warnings(rows: list[dict]) -> list[str]:
     """One WARN line per skipped variant and reason, naming the precisions and shapes it covers."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        if row["status"] == "skipped":
+        if row["status"] == Status.SKIPPED:
             groups.setdefault((row["variant"], row["reason"]), []).append(row)
     lines = []
     for (variant, reason), group in groups.items():
@@ -91,8 +92,8 @@ def skipped_warnings(rows: list[dict]) -> list[str]:
 
 
 def check_parity(rows: list[dict]) -> tuple[bool, str]:
-    ran = [r for r in rows if r["status"] != "skipped"]  # a skipped row has no parity (check_skipped judges it)
-    bad = [describe(r) + ("" if r["status"] != "ok" else " parity failed") for r in ran if r["parity_ok"] is not True]
+    ran = [r for r in rows if r["status"] != Status.SKIPPED]  # a skipped row has no parity (check_skipped judges it)
+    bad = [describe(r) + ("" if r["status"] != Status.OK else " parity failed") for r in ran if r["parity_ok"] is not True]
     return (not bad and bool(ran)), "; ".join(bad) if bad else f"{len(ran)} rows"
 
 

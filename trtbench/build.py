@@ -16,6 +16,7 @@ import torch
 
 from trtbench.outdir import FailureLog
 from trtbench.profiling.memory import track_peak
+from trtbench.status import Status
 from trtbench.variants import BuildContext, Built, Variant, get_variant
 
 
@@ -25,7 +26,7 @@ class BuildOutcome:
 
     variant: Variant
     built: Optional[Built] = None
-    status: str = "ok"
+    status: Status = Status.OK
     reason: str = ""
     build_s: Optional[float] = None
     peak_memory: dict = field(default_factory=dict)
@@ -56,7 +57,7 @@ def build_variants(names: list[str], model: torch.nn.Module, ctx: BuildContext, 
         ctx.options = options.get(name) or variant.Options()
         parent = outcomes.get(variant.depends_on) if variant.depends_on else None
         if name in unavailable:
-            outcomes[name] = BuildOutcome(variant, status="skipped", reason=unavailable[name])
+            outcomes[name] = BuildOutcome(variant, status=Status.SKIPPED, reason=unavailable[name])
         elif parent is not None and parent.built is None:
             outcomes[name] = BuildOutcome(variant, status=parent.status,
                                           reason=f"needs {parent.variant.name}, which did not build "
@@ -78,7 +79,7 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
     except KeyboardInterrupt:
         raise
     except Exception as err:  # this variant's failure; the others go on
-        return BuildOutcome(variant, status="failed",
+        return BuildOutcome(variant, status=Status.FAILED,
                             reason=failures.reason(f"build {variant.name} {ctx.precision}", err))
     return BuildOutcome(variant, built=built, build_s=time.perf_counter() - start, peak_memory=memory,
                         warnings=caught)

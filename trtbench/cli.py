@@ -195,11 +195,11 @@ def cmd_verify(args) -> int:
 
     rows = verify(args.output, force=args.force)
     for row in rows:
-        status = "ok" if row["ok"] else "FAIL"
+        verdict = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
         if "load_s" in row:
             detail += f"  load {row['load_s']:.2f} s, first call {row['first_call_ms']:.1f} ms"
-        print(f"{status:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
+        print(f"{verdict:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
     failed = sum(not row["ok"] for row in rows)
     print(f"{len(rows) - failed} verified, {failed} failed")
     return 1 if failed else 0

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trtbench.record import FINAL_STATUSES, Record
+from trtbench.record import Record
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -74,7 +74,7 @@ class Journal:
                 kind = entry["kind"]
                 if kind == "record":
                     record = Record.from_dict(entry["record"])
-                    if record.status in FINAL_STATUSES:
+                    if record.status.final:
                         state.records[record.case.key] = record
                 elif kind == "artifacts":
                     state.artifacts[tuple(entry["key"])] = entry["entries"]

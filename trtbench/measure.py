@@ -21,6 +21,7 @@ from trtbench.outdir import FailureLog
 from trtbench.parity import check_parity
 from trtbench.profiling.memory import track_peak
 from trtbench.record import Record
+from trtbench.status import Status
 from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, measure_interleaved
 
 
@@ -103,7 +104,7 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
-                record.status = "failed"
+                record.status = Status.FAILED
                 record.reason = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
             record.warnings = sorted(set(record.warnings) | set(caught))
@@ -112,7 +113,7 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
             try:
                 measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
-                records[failed.name].status = "failed"
+                records[failed.name].status = Status.FAILED
                 records[failed.name].reason = failures.reason(f"timing {failed.name} at {point}", failed.error)
                 del timers[failed.name]
                 continue

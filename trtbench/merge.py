@@ -31,6 +31,7 @@ from trtbench.outdir import OutputDir
 from trtbench.record import Record
 from trtbench.report.writer import write_report
 from trtbench.resultset import ResultSet
+from trtbench.status import RunStatus
 
 
 @dataclass
@@ -150,7 +151,7 @@ def interrupted_notes(dirs: list[str], sets: list[ResultSet]) -> list[str]:
     return [f"input {i + 1} ({d}): run '{run.get('name')}' was interrupted; its unfinished cases are marked "
             f"interrupted (run it again to resume, then merge again)"
             for i, (d, results) in enumerate(zip(dirs, sets)) for run in results.runs
-            if run.get("status") == "interrupted"]
+            if run.get("status") == RunStatus.INTERRUPTED]
 
 
 def budget_of(sets: list[ResultSet], given: Optional[float]) -> Optional[float]:

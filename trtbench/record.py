@@ -11,9 +11,8 @@ from typing import Optional
 
 from trtbench.case import Case
 from trtbench.stats import Stats, summarize
+from trtbench.status import Status
 
-STATUSES = ("ok", "failed", "skipped", "interrupted")
-FINAL_STATUSES = ("ok", "failed", "skipped")  # an interrupted case is measured again on resume
 
 
 @dataclass
@@ -22,7 +21,7 @@ class Record:
 
     case: Case
     environment: str  # environment id (trtbench.env.environment_id)
-    status: str = "ok"
+    status: Status = Status.OK
     reason: str = ""
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
@@ -31,6 +30,9 @@ class Record:
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
     warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a word read from JSON or given by a caller is checked here
 
     @property
     def samples_ms(self) -> list[float]:
@@ -53,7 +55,7 @@ class Record:
 
     @property
     def timed(self) -> bool:
-        return self.status == "ok" and bool(self.rounds)
+        return self.status is Status.OK and bool(self.rounds)
 
     @property
     def parity_failed(self) -> bool:
@@ -85,7 +87,7 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
-        return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=data["status"],
+        return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
                    device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
                    parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},

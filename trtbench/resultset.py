@@ -26,6 +26,7 @@ from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
 from trtbench.record import Record
 from trtbench.stats import Interval, paired_ratio
+from trtbench.status import Status
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -84,7 +85,7 @@ class ResultSet:
         """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
         if interrupted:
             return 130
-        return 1 if any(r.status == "failed" or r.parity_failed for r in self) else 0
+        return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
 
     def to_dict(self) -> dict:
         from trtbench import __version__

@@ -36,6 +36,7 @@ from trtbench.progress import Progress
 from trtbench.record import Record
 from trtbench.report.writer import write_outputs
 from trtbench.resultset import ResultSet
+from trtbench.status import RunStatus, Status
 from trtbench.variants import BuildContext, build_order, get_variant
 
 
@@ -125,10 +126,10 @@ class Runner:
                             self._run_group(group, model, references, flops, env_id)
         except KeyboardInterrupt:
             interrupted = True
-            self._account_unfinished(env_id, "interrupted", "not run: stopped by Ctrl-C")
+            self._account_unfinished(env_id, Status.INTERRUPTED, "not run: stopped by Ctrl-C")
         except Exception as err:  # outside any one variant (out of memory copying the model...): keep what ran
             reason = self.failures.reason("the run", err)
-            self._account_unfinished(env_id, "failed", f"not run: the run stopped ({reason})")
+            self._account_unfinished(env_id, Status.FAILED, f"not run: the run stopped ({reason})")
         results = self._result_set(earlier, environment, started, interrupted)
         self.store.entries = [entry for entries in self.saved.values() for entry in entries]
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
@@ -164,7 +165,7 @@ class Runner:
                              "environment": environment["id"],
                              "started_at": started.isoformat(timespec="seconds"),
                              "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                             "status": "interrupted" if interrupted else "complete",
+                             "status": RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETE,
                              "shard": list(self.plan.shard) if self.plan.shard else None,
                              "resumed_cases": self.resumed,
                              **({"profiles": self.profiles} if self.profiles is not None else {})})
@@ -313,12 +314,12 @@ class Runner:
                                   on_build=lambda name: self.progress.log(
                                       f"build {group.model.id} {name} {group.precision}"))
         for name in requested - set(outcomes):  # unavailable ones (not in the build order)
-            outcomes[name] = BuildOutcome(get_variant(name), status="skipped", reason=unavailable.get(name, ""))
+            outcomes[name] = BuildOutcome(get_variant(name), status=Status.SKIPPED, reason=unavailable.get(name, ""))
         return outcomes
 
     def _keep(self, record: Record) -> None:
         self.records[record.case.key] = record
-        if record.status in ("ok", "failed", "skipped"):
+        if record.status.final:
             self.journal.record(record)
 
     # ---- saving ------------------------------------------------------------------------------
@@ -332,7 +333,7 @@ class Runner:
         keys = [group.case(entry, p).key for p in group.points]
         rows = [self.records[k] for k in keys if k in self.records]
         entries: list[dict] = []
-        ok_rows = [r for r in rows if r.status == "ok"]
+        ok_rows = [r for r in rows if r.status is Status.OK]
         if outcome.built is not None and ok_rows:
             if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
                 for r in rows:
@@ -363,7 +364,7 @@ class Runner:
         except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
             reason = self.failures.reason(f"save {variant.name} {group.precision}", err)
             for r in rows:
-                r.status, r.reason = "failed", reason
+                r.status, r.reason = Status.FAILED, reason
                 self._keep(r)
             return []
         cold = [self._cold_start(entry) for entry in entries] if self.config.output.cold_start else []
@@ -390,7 +391,7 @@ class Runner:
 
         reason = unsupported_reason(group.precision, self.device)
         if reason:
-            self.profiles = {"status": "skipped", "reason": reason, "precision": group.precision,
+            self.profiles = {"status": Status.SKIPPED, "reason": reason, "precision": group.precision,
                              "device": str(self.device)}
             return
         shapes = {p.label: p for p in group.points}
@@ -409,7 +410,7 @@ class Runner:
                 profile_cfg, chosen, inputs, self.device, self.out_dir, artifacts, tick))
         self.profiles["warnings"] = caught
 
-    def _account_unfinished(self, env_id: str, status: str, reason: str) -> None:
+    def _account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
         """A record for every planned case the run did not reach (not journaled: resumable)."""
         self.unfinished = True
         for case in self.plan.cases:

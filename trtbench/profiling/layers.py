@@ -17,6 +17,7 @@ import torch.fx
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module
 from trtbench.stats import summarize
+from trtbench.status import Status
 from trtbench.timing import synchronize
 
 
@@ -87,7 +88,7 @@ def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, 
                       "median_ms": float(np.median(samples_ms)), "pct": 100.0 * mean_ms / interpreted.mean})
     nodes_sum = sum(row["mean_ms"] for row in nodes)
     return {
-        "status": "ok",
+        "status": Status.OK,
         "runs": runs,
         "warmup": warmup,
         "synchronized_per_node": device.type == "cuda",

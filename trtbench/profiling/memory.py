@@ -20,6 +20,8 @@ from typing import Callable
 
 import torch
 
+from trtbench.status import Status
+
 CUDA_METHOD = ("torch.cuda.max_memory_allocated after reset_peak_memory_stats (PyTorch's caching allocator; "
                "memory allocated outside it, e.g. by TensorRT engines or cuDNN/cuBLAS handles, is not counted)")
 HWM_METHOD = ("process RSS high-water mark (VmHWM) minus RSS before the pass; VmHWM reset via /proc/self/clear_refs "
@@ -31,11 +33,11 @@ MAXRSS_METHOD = ("increase of getrusage ru_maxrss (lifetime RSS high-water mark)
 def parameter_summary(module: object) -> dict:
     """Counts and bytes of the module's parameters and buffers (zero for modules that hide them, e.g. engines)."""
     if not isinstance(module, torch.nn.Module):
-        return {"status": "unsupported", "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
+        return {"status": Status.UNSUPPORTED, "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
     params = list(module.parameters())
     buffers = list(module.buffers())
     return {
-        "status": "ok",
+        "status": Status.OK,
         "parameters": sum(p.numel() for p in params),
         "trainable_parameters": sum(p.numel() for p in params if p.requires_grad),
         "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
@@ -98,7 +100,7 @@ def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, 
             baseline = _maxrss_bytes()
             result = fn()
             peak, method = _maxrss_bytes(), MAXRSS_METHOD
-    return result, {"status": "ok", "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
+    return result, {"status": Status.OK, "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
                     "step_bytes": max(0, peak - baseline)}
 
 

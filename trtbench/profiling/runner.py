@@ -21,6 +21,7 @@ from trtbench.profiling.memory import artifact_sizes, parameter_summary, peak_me
 from trtbench.profiling.operators import profile_operators
 from trtbench.profiling.structure import layer_table
 from trtbench.profiling.training import profile_training
+from trtbench.status import Status
 from trtbench.timing import TimingPlan
 from trtbench.variants import Built, Variant
 
@@ -32,9 +33,9 @@ def _section(run: Callable[[], dict]) -> dict:
     try:
         return run()
     except NotSupported as err:
-        return {"status": "unsupported", "reason": str(err)}
+        return {"status": Status.UNSUPPORTED, "reason": str(err)}
     except Exception as err:  # profiling is auxiliary: record any failure (OOM, kernel errors) next to the data
-        return {"status": "failed", "error": f"{type(err).__name__}: {err}"}
+        return {"status": Status.FAILED, "error": f"{type(err).__name__}: {err}"}
 
 
 def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built, label: str, inputs: tuple,
@@ -54,7 +55,7 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
         operators = _section(lambda: profile_operators(
             lambda: variant.run(built, prepared), device, cfg.operators.runs, cfg.operators.top_k,
             trace_path=out_dir / trace if trace else None, record_shapes=cfg.operators.record_shapes))
-        if operators["status"] == "ok":
+        if operators["status"] == Status.OK:
             operators["trace"] = str(trace) if trace else None
         entry["operators"] = operators
     if cfg.train.enabled:
@@ -79,14 +80,14 @@ def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, 
     if missing:
         raise ValueError(f"no inputs given for profile shapes {missing}")
     out_dir = Path(out_dir)
-    result: dict = {"status": "ok", "precision": profile_cfg.precision, "device": str(device),
+    result: dict = {"status": Status.OK, "precision": profile_cfg.precision, "device": str(device),
                     "settings": dataclasses.asdict(profile_cfg), "variants": {}}
     for name in profile_cfg.variants:
         if name not in variants:
-            result["variants"][name] = {"status": "skipped", "reason": "the variant was not built (see its build status)"}
+            result["variants"][name] = {"status": Status.SKIPPED, "reason": "the variant was not built (see its build status)"}
             continue
         variant, built = variants[name]
-        entry: dict = {"status": "ok"}
+        entry: dict = {"status": Status.OK}
         if profile_cfg.memory:
             entry["parameters"] = _section(lambda: parameter_summary(built.module))
             entry["artifacts"] = artifact_sizes((artifacts or {}).get(name, []), root=out_dir)

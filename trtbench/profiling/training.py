@@ -12,6 +12,7 @@ from torch.utils._pytree import tree_flatten
 
 from trtbench.profiling import NotSupported
 from trtbench.stats import summarize
+from trtbench.status import Status
 from trtbench.timing import TimingPlan, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
@@ -74,7 +75,7 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, plan: Tim
     fwd, full = timed["forward"], timed["step"]
     fwd_stats, step_stats = summarize(fwd.samples), summarize(full.samples)
     result = {
-        "status": "ok",
+        "status": Status.OK,
         "optimizer": optimizer,
         "loss": loss_kind,
         "forward_ms": fwd_stats.to_dict(),

@@ -6,17 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from trtbench.report.plots import top_layers_plot
+from trtbench.status import Status
 
 
 def draw_layer_plots(profiles: dict, out_dir: Path) -> None:
     """Draw each per-layer profile's slowest layers under ``<out>/plots`` and note the file in its entry."""
-    if profiles.get("status") != "ok":
+    if profiles.get("status") != Status.OK:
         return
     top_k = profiles["settings"]["layers"]["top_k"]
     for name, entry in profiles["variants"].items():
         for label, shape in entry.get("shapes", {}).items():
             layers = shape.get("layers")
-            if layers and layers["status"] == "ok":
+            if layers and layers["status"] == Status.OK:
                 plot = top_layers_plot(layers["nodes"], out_dir / "plots" / f"layers_{name}_{label}.png", top_k,
                                        title=f"Slowest layers: {name} at {label} ({shape['shape']})")
                 layers["plot"] = str(plot.path.relative_to(out_dir)) if plot else None
@@ -39,11 +40,13 @@ def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-STATUS_WORDS = {"unsupported": "not supported for this variant", "skipped": "skipped", "failed": "failed"}
+UNSUPPORTED_TEXT = "not supported for this variant"
 
 
 def _not_ok(section: dict) -> str:
-    return f"_{STATUS_WORDS[section['status']]}: {section.get('reason') or section.get('error')}_"
+    status = Status(section["status"])
+    text = UNSUPPORTED_TEXT if status is Status.UNSUPPORTED else status.value
+    return f"_{text}: {section.get('reason') or section.get('error')}_"
 
 
 def _layers_md(layers: dict, top_k: int) -> list[str]:
@@ -90,7 +93,7 @@ def _memory_md(entry: dict) -> list[str]:
     out = []
     params = entry.get("parameters")
     if params is not None:
-        if params["status"] == "ok":
+        if params["status"] == Status.OK:
             out.append(f"Parameters: {params['parameters']:,} ({_bytes(params['parameter_bytes'])}), "
                        f"trainable {params['trainable_parameters']:,}; buffers {_bytes(params['buffer_bytes'])}.")
         else:
@@ -103,13 +106,13 @@ def _memory_md(entry: dict) -> list[str]:
 def profile_markdown(profiles: dict) -> str:
     """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason)."""
     lines = [f"## Profile ({profiles['precision']}, {profiles['device']})", ""]
-    if profiles["status"] != "ok":
+    if profiles["status"] != Status.OK:
         return "\n".join(lines + [_not_ok(profiles), ""])
     settings = profiles["settings"]
     trainings = []
     for name, entry in profiles["variants"].items():
         lines += [f"### {name}", ""]
-        if entry["status"] != "ok":
+        if entry["status"] != Status.OK:
             lines += [_not_ok(entry), ""]
             continue
         lines += _memory_md(entry)
@@ -119,13 +122,13 @@ def profile_markdown(profiles: dict) -> str:
             if memory is not None:
                 lines += [(f"**Peak memory** of one forward pass: {_bytes(memory['peak_bytes'])}, "
                            f"{_bytes(memory['step_bytes'])} above the {_bytes(memory['baseline_bytes'])} before it "
-                           f"(method: {memory['method']})." if memory["status"] == "ok"
+                           f"(method: {memory['method']})." if memory["status"] == Status.OK
                            else f"**Peak memory**: {_not_ok(memory)}"), ""]
             for key, render in (("layers", lambda s: _layers_md(s, settings["layers"]["top_k"])),
                                 ("operators", _operators_md), ("structure", _structure_md)):
                 section = shape.get(key)
                 if section is not None:
-                    lines += render(section) if section["status"] == "ok" else [f"**{key.title()}**: {_not_ok(section)}", ""]
+                    lines += render(section) if section["status"] == Status.OK else [f"**{key.title()}**: {_not_ok(section)}", ""]
             if "train" in shape:
                 trainings.append((name, label, shape["shape"], shape["train"]))
     if trainings:
@@ -134,7 +137,7 @@ def profile_markdown(profiles: dict) -> str:
                   "optimizer step), on a copy of each variant's module; medians in ms.", ""]
         rows = []
         for name, label, dims, train in trainings:
-            if train["status"] == "ok":
+            if train["status"] == Status.OK:
                 rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"], _ms(train["forward_ms"]["median"]),
                              _ms(train["step_ms"]["median"]), f"{100 * train['backward_and_step_share']:.0f}%",
                              train.get("note", "")])

@@ -16,6 +16,7 @@ from trtbench.interference import interference_check
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval
+from trtbench.status import Status
 
 FASTEST_MARK = "*"
 CSV_COLUMNS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
@@ -104,7 +105,7 @@ def deployment_table(results: ResultSet) -> str:
              "cold first call ms | peak MiB build | peak MiB run |", "|---|---|---|---|---|---|---|---|---|---|"]
     builds: dict[tuple, list[Record]] = {}
     for r in results:
-        if r.status == "ok":
+        if r.status is Status.OK:
             c = r.case
             builds.setdefault((r.environment, c.model, c.label, c.precision, c.threads), []).append(r)
     for (_, model, label, precision, threads), records in builds.items():
@@ -186,7 +187,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     :func:`rows` of ``results``, already computed by the caller."""
     seen, out = set(), []
     for r in results:
-        if r.status != "ok" and r.reason:
+        if r.status is not Status.OK and r.reason:
             note = f"{r.case.model} {r.case.label} {r.case.precision}: {r.status}: {r.reason}"
             if note not in seen:
                 seen.add(note)
