@@ -1,94 +1,31 @@
 """Speedup tables for reports: Markdown, CSV and the terminal summary, all read from a ResultSet.
 
-Rows are grouped by point (environment, model, precision, threads, shapes) and ranked by
-median latency within it; the fastest variant that passed its accuracy check is marked.
+A row's identity (environment, model, variant, precision, threads, point, status) is this module's;
+every figure after it is a registered metric's column (:mod:`trtbench.metrics`), in registration order.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
 from typing import Optional
 
 from trtbench.env import environment_name
 from trtbench.interference import interference_check
+from trtbench.metrics import Metric, registered
 from trtbench.record import Record
+from trtbench.report.rows import Row, rows
 from trtbench.resultset import ResultSet
-from trtbench.stats import Interval
 from trtbench.status import Status
 
 FASTEST_MARK = "*"
-CSV_COLUMNS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
-               "input_shapes", "batch", "status", "reason", "build_s", "mean_ms", "median_ms", "median_ci_rel",
-               "std_ms", "min_ms", "max_ms", "p90_ms", "p95_ms", "p99_ms", "device_median_ms", "throughput",
-               "iterations", "rounds", "stopped_by", "speedup", "speedup_low", "speedup_high", "noisy",
-               "max_abs_err", "max_rel_err", "top1_agree", "parity_ok", "fastest")
+IDENTITY_FIELDS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
+                   "input_shapes", "batch", "status", "reason")
 
 
-@dataclass(frozen=True)
-class Row:
-    """One record as the tables present it."""
-
-    record: Record
-    speedup: Optional[Interval]
-    fastest: bool
-
-
-def _point_key(r: Record) -> tuple:
-    c = r.case
-    return (r.environment, c.model, c.precision, c.threads, c.input_shapes)
-
-
-def rows(results: ResultSet) -> list[Row]:
-    """Every record, points in the order first seen, ranked by median within each point (timed first)."""
-    groups: dict[tuple, list[Record]] = {}
-    for record in results:
-        groups.setdefault(_point_key(record), []).append(record)
-    out = []
-    for records in groups.values():
-        timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
-        passing = [r for r in timed if not r.parity_failed]
-        best = passing[0] if passing else None
-        for r in timed + [r for r in records if not r.timed]:
-            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1))
-    return out
-
-
-def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value:.3f}" if value < 100 else f"{value:.1f}"
-
-
-def speedup_text(interval: Optional[Interval]) -> str:
-    """``1.52x [1.49-1.55]``; the interval is the paired rounds' 95% CI."""
-    if interval is None:
-        return ""
-    if interval.low == float("-inf"):
-        return f"{interval.value:.2f}x"
-    return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
-
-
-def parity_text(parity: dict | None) -> str:
-    """``ok``/``FAIL`` with the worst absolute error and top-1 agreement; ``-`` when unchecked."""
-    if not parity:
-        return "-"
-    if parity.get("max_abs_err") is None:
-        return "FAIL (no eager fp32 reference)"
-    top1 = parity.get("top1_agree")
-    top1_text = f", top1 {top1:.0%}" if top1 is not None else ""
-    return ("ok" if parity["ok"] else "FAIL") + f" (abs {parity['max_abs_err']:.1e}{top1_text})"
-
-
-def _share(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def flops_text(r: Record) -> str:
-    """``412 (62%, 88%)``: achieved GFLOP/s and its share of the hardware peak and of measured matmul."""
-    achieved = r.achieved_flops_per_s
-    if achieved is None:
-        return ""
-    return f"{achieved / 1e9:.0f} ({_share(r.ceiling_share('peak'))}, {_share(r.ceiling_share('measured'))})"
+def csv_columns() -> tuple[str, ...]:
+    """The CSV header: the row's identity, every registered metric's fields, and the fastest mark."""
+    return IDENTITY_FIELDS + tuple(f for metric in registered() for f in metric.fields) + ("fastest",)
 
 
 def _mib(nbytes: Optional[int]) -> str:
@@ -146,8 +83,12 @@ def isolation_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if seen else ""
 
 
-def _columns(results: ResultSet) -> list[str]:
-    """Columns, with model/precision/threads/environment only when they vary."""
+def _shown_metrics(table_rows: list[Row]) -> list[Metric]:
+    return [metric for metric in registered() if metric.columns and metric.shown(table_rows)]
+
+
+def _columns(results: ResultSet, metrics: list[Metric]) -> list[str]:
+    """Identity columns (model/precision/threads/environment only when they vary), then the metrics'."""
     records = results.records
     cols = []
     if len({r.environment for r in records}) > 1:
@@ -159,25 +100,17 @@ def _columns(results: ResultSet) -> list[str]:
         cols.append("precision")
     if len({r.case.threads for r in records}) > 1:
         cols.append("threads")
-    cols += ["point", "status", "median ms (95% CI)", "p99 ms", "samples/s", "speedup [95% CI]"]
-    if any(r.achieved_flops_per_s for r in records if r.timed):
-        cols.append("GFLOP/s (% peak, % matmul)")
-    return cols + ["parity"]
+    return cols + ["point", "status"] + [column.header for metric in metrics for column in metric.columns]
 
 
-def _cells(row: Row, columns: list[str], environments: dict) -> list[str]:
+def _cells(row: Row, columns: list[str], metrics: list[Metric], environments: dict) -> list[str]:
     r, c = row.record, row.record.case
-    status = f"{r.status}, CHECK FAILED" if r.parity_failed else r.status
-    stats = r.stats if r.timed else None
     values = {
         "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})", "status": status,
-        "median ms (95% CI)": (f"{_ms(stats.median)} ±{stats.median_ci_rel:.1%}" if stats else ""),
-        "p99 ms": _ms(stats.p99) if stats else "",
-        "samples/s": f"{r.throughput:.1f}" if stats and r.throughput else "",
-        "speedup [95% CI]": speedup_text(row.speedup), "parity": parity_text(r.parity),
-        "GFLOP/s (% peak, % matmul)": flops_text(r) if stats else "",
+        "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})",
+        "status": f"{r.status}, CHECK FAILED" if r.parity_failed else str(r.status),
+        **{column.header: column.cell(row) for metric in metrics for column in metric.columns},
     }
     return [values[col] for col in columns]
 
@@ -215,52 +148,44 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     return out
 
 
+def _table(results: ResultSet) -> tuple[list[str], list[list[str]], list[str]]:
+    """(columns, cells per row, notes) of the speedup table."""
+    table_rows = rows(results)
+    metrics = _shown_metrics(table_rows)
+    columns = _columns(results, metrics)
+    return columns, [_cells(row, columns, metrics, results.environments) for row in table_rows], notes(results, table_rows)
+
+
 def markdown_table(results: ResultSet) -> str:
     """The speedup table as GitHub-flavoured Markdown, with notes below."""
-    columns = _columns(results)
-    table_rows = rows(results)
+    columns, cells, extra = _table(results)
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(row, columns, results.environments)) + " |"
-              for row in table_rows]
-    extra = notes(results, table_rows)
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in cells]
     return "\n".join(lines + ([""] + [f"- {n}" for n in extra] if extra else [])) + "\n"
 
 
 def text_table(results: ResultSet) -> str:
     """The speedup table aligned for a terminal."""
-    columns = _columns(results)
-    table_rows = rows(results)
-    table = [columns] + [_cells(row, columns, results.environments) for row in table_rows]
+    columns, cells, extra = _table(results)
+    table = [columns] + cells
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     out.insert(1, "  ".join("-" * w for w in widths))
-    extra = notes(results, table_rows)
     return "\n".join(out + ([""] + extra if extra else [])) + "\n"
 
 
 def csv_text(results: ResultSet) -> str:
-    """One CSV row per record with every summary field (raw samples stay in results.json)."""
+    """One CSV row per record: its identity and every registered metric's fields (raw samples stay in
+    results.json)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+    writer = csv.DictWriter(buffer, fieldnames=csv_columns())
     writer.writeheader()
     for row in rows(results):
         r, c = row.record, row.record.case
-        stats = r.stats if r.timed else None
-        lat = stats.to_dict() if stats else {}
-        dev = r.device_stats.to_dict() if r.timed and r.device_stats else {}
-        par, sp = r.parity or {}, row.speedup
         writer.writerow({
             "environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
             "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
             "input_shapes": c.shapes, "batch": c.batch, "status": r.status, "reason": r.reason,
-            "build_s": r.build.get("build_s"),
-            **{f"{k}_ms": lat.get(k) for k in ("mean", "median", "std", "min", "max", "p90", "p95", "p99")},
-            "median_ci_rel": lat.get("median_ci_rel"), "device_median_ms": dev.get("median"),
-            "throughput": r.throughput if stats else None, "iterations": lat.get("iterations"),
-            "rounds": len(r.rounds) or None, "stopped_by": r.stopped_by,
-            "speedup": sp.value if sp else None, "speedup_low": sp.low if sp else None,
-            "speedup_high": sp.high if sp else None, "noisy": lat.get("noisy"),
-            "max_abs_err": par.get("max_abs_err"), "max_rel_err": par.get("max_rel_err"),
-            "top1_agree": par.get("top1_agree"), "parity_ok": par.get("ok"), "fastest": row.fastest,
+            **{k: v for metric in registered() for k, v in metric.values(row).items()}, "fastest": row.fastest,
         })
     return buffer.getvalue()

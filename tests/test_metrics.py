@@ -1,0 +1,54 @@
+"""Metrics declare their own columns: a toy metric, one definition in this file, appears in the
+Markdown table, the terminal table and the CSV without touching the tables."""
+
+import csv
+import io
+
+import pytest
+
+from test_core import two_variant_set
+from trtbench.metrics import Column, Metric, register, registered, unregister
+from trtbench.report.tables import csv_columns, csv_text, markdown_table, text_table
+
+
+@pytest.fixture
+def calls_per_round():
+    """A toy metric: the calls each record made per round (its iterations over its rounds)."""
+    def per_round(row):
+        r = row.record
+        return len(r.samples_ms) / len(r.rounds) if r.timed else None
+
+    metric = register(Metric("calls_per_round", columns=(Column("calls/round", lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
+                             fields=("calls_per_round",), values=lambda row: {"calls_per_round": per_round(row)}))
+    yield metric
+    unregister(metric.name)
+
+
+def test_a_metric_in_one_file_is_a_column_everywhere(calls_per_round):
+    results = two_variant_set()
+    header = markdown_table(results).splitlines()[0]
+    assert header.endswith("| calls/round |")
+    assert "calls/round" in text_table(results).splitlines()[0]
+    csv_rows = list(csv.DictReader(io.StringIO(csv_text(results))))
+    assert {row["variant"]: row["calls_per_round"] for row in csv_rows} == {"eager": "3.0", "traced": "3.0", "scripted": ""}
+    assert "| 3.0 |" in markdown_table(results)
+    assert csv_columns()[-2:] == ("calls_per_round", "fastest")
+
+
+def test_without_it_the_tables_do_not_have_it():
+    results = two_variant_set()
+    assert "calls/round" not in markdown_table(results) and "calls_per_round" not in csv_text(results)
+
+
+def test_the_built_in_metrics_are_registered_in_column_order():
+    assert [m.name for m in registered()][:6] == ["build_time", "latency", "throughput", "speedup", "flops", "parity"]
+    assert markdown_table(two_variant_set()).splitlines()[0] == (
+        "| variant | point | status | median ms (95% CI) | p99 ms | samples/s | speedup [95% CI] | "
+        "GFLOP/s (% peak, % matmul) | parity |")
+
+
+def test_a_metric_cannot_take_another_metrics_name_or_field(calls_per_round):
+    with pytest.raises(ValueError, match="registered already"):
+        register(calls_per_round)
+    with pytest.raises(ValueError, match="speedup_low"):
+        register(Metric("other", columns=(), fields=("speedup_low",), values=lambda row: {}))

@@ -1,0 +1,43 @@
+"""The rows of the speedup table: each record with its speedup and whether it is the fastest at its point.
+
+Rows are grouped by point (environment, model, precision, threads, shapes) and ranked by median
+latency within it; the fastest variant that passed its accuracy check is marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+from trtbench.stats import Interval
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record as the tables present it."""
+
+    record: Record
+    speedup: Optional[Interval]  # over eager at the same point, from the paired rounds
+    fastest: bool
+
+
+def _point_key(r: Record) -> tuple:
+    c = r.case
+    return (r.environment, c.model, c.precision, c.threads, c.input_shapes)
+
+
+def rows(results: ResultSet) -> list[Row]:
+    """Every record, points in the order first seen, ranked by median within each point (timed first)."""
+    groups: dict[tuple, list[Record]] = {}
+    for record in results:
+        groups.setdefault(_point_key(record), []).append(record)
+    out = []
+    for records in groups.values():
+        timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
+        passing = [r for r in timed if not r.parity_failed]
+        best = passing[0] if passing else None
+        for r in timed + [r for r in records if not r.timed]:
+            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1))
+    return out
