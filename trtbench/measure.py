@@ -83,47 +83,46 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
     Accuracy and peak memory are checked here, on this process's builds; the timing runs where
     ``isolation`` puts each variant (its own worker process by default).
     """
-    records: dict[str, Record] = {}
+    made: dict[str, dict] = {}  # variant -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = cases[0].point
     with torch.inference_mode():
         for case in cases:
             outcome = outcomes[case.variant]
-            record = Record(case=case, environment=environment, status=outcome.status, reason=outcome.reason,
-                            build=outcome.facts, warnings=list(outcome.warnings))
-            records[case.variant] = record
+            fields = made[case.variant] = {"status": outcome.status, "reason": outcome.reason, "build": outcome.facts,
+                                           "warnings": list(outcome.warnings), "metrics": {}}
             if outcome.built is None:
                 continue
             variant, built = outcome.variant, outcome.built
             try:
                 prepared = variant.prepare(built, inputs)
                 output, caught = capture_warnings(lambda: variant.run(built, prepared))
-                record.parity = _parity(output, reference, tolerance)
-                _, record.metrics["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)
+                fields["parity"] = _parity(output, reference, tolerance)
+                _, fields["metrics"]["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)
                 timer = isolation.timer(case.variant, point, lambda v=variant, b=built, p=prepared: v.run(b, p))
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
-                record.status = Status.FAILED
-                record.reason = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
+                fields["status"] = Status.FAILED
+                fields["reason"] = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
-            record.warnings = sorted(set(record.warnings) | set(caught))
+            fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
             timers[case.variant] = _Tagged(case.variant, timer)
         while timers:
             try:
                 measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
-                records[failed.name].status = Status.FAILED
-                records[failed.name].reason = failures.reason(f"timing {failed.name} at {point}", failed.error)
+                made[failed.name].update(status=Status.FAILED,
+                                         reason=failures.reason(f"timing {failed.name} at {point}", failed.error))
                 del timers[failed.name]
                 continue
             for name, measurement in measured.items():
-                record = records[name]
-                record.rounds, record.device_rounds = measurement.rounds, measurement.device_rounds
-                record.stopped_by = measurement.stopped_by
-                record.metrics["isolation"] = _isolation_metrics(isolation, name, measurement)
+                fields = made[name]
+                fields.update(rounds=measurement.rounds, device_rounds=measurement.device_rounds,
+                              stopped_by=measurement.stopped_by)
+                fields["metrics"]["isolation"] = _isolation_metrics(isolation, name, measurement)
                 if measurement.alone:
-                    record.metrics["interference"] = {"alone_ms": measurement.alone,
-                                                      "variants": [n for n in measured if n != name]}
+                    fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
+                                                         "variants": [n for n in measured if n != name]}
             break
-    return [records[case.variant] for case in cases]
+    return [Record(case=case, environment=environment, **made[case.variant]) for case in cases]

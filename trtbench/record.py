@@ -1,12 +1,14 @@
-"""What a measurement produced: a :class:`Record` per case, with its raw samples.
+"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples.
 
-Statistics are never stored as the truth: :attr:`Record.stats` derives them from the raw
-samples each time, so merged or resumed records stay consistent.
+A record is made once by the measure stage; a later stage (the save, the run's facts about a build)
+derives a new record with ``with_*`` rather than changing it. Statistics are never stored as the
+truth: :attr:`Record.stats` derives them from the raw samples each time, so merged or resumed
+records stay consistent.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from trtbench.case import Case
@@ -15,7 +17,7 @@ from trtbench.status import Status
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class Record:
     """One case measured in one environment: status, raw samples per round, parity, build facts."""
 
@@ -32,7 +34,22 @@ class Record:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.status = Status(self.status)  # a word read from JSON or given by a caller is checked here
+        object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
+
+    def with_metrics(self, **metrics) -> "Record":
+        """This record with more derived metrics (flops, ceiling, cold_start...)."""
+        return replace(self, metrics={**self.metrics, **metrics})
+
+    def with_build_info(self, info: dict) -> "Record":
+        """This record with facts its build gave only after every point ran (compiled's recompilations)."""
+        return replace(self, build={**self.build, "info": {**self.build.get("info", {}), **info}})
+
+    def with_warnings(self, warnings) -> "Record":
+        return replace(self, warnings=sorted(set(self.warnings) | set(warnings)))
+
+    def failed(self, reason: str) -> "Record":
+        """This record failed for ``reason``, its timings kept (a file that cannot ship, say)."""
+        return replace(self, status=Status.FAILED, reason=reason)
 
     @property
     def samples_ms(self) -> list[float]:

@@ -262,11 +262,9 @@ class Runner:
                         records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
                                                 tolerance, bench.timing, self.device, env_id, self.failures,
                                                 isolation, tick)
+                    point_flops = {"flops": flops[point.label]} if point.label in flops else {}
                     for record in records:
-                        if point.label in flops:
-                            record.metrics["flops"] = flops[point.label]
-                        record.metrics["ceiling"] = ceiling
-                        self._keep(record)
+                        self._keep(record.with_metrics(**point_flops, ceiling=ceiling))
             finally:
                 if workers is not None:
                     workers.close()
@@ -304,8 +302,7 @@ class Runner:
             for point in points:
                 record = self.records.get(group.case(entry, point).key)
                 if record is not None:
-                    record.build["info"] = {**record.build.get("info", {}), **info}
-                    self._keep(record)
+                    self._keep(record.with_build_info(info))
 
     def _build(self, group: BuildGroup, names: list[str], model, ctx, options) -> dict[str, BuildOutcome]:
         unavailable = dict(group.unavailable)
@@ -337,8 +334,7 @@ class Runner:
         if outcome.built is not None and ok_rows:
             if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
                 for r in rows:
-                    r.warnings = sorted(set(r.warnings) | {"artifact not saved: the variant failed its accuracy check"})
-                    self._keep(r)
+                    self._keep(r.with_warnings(["artifact not saved: the variant failed its accuracy check"]))
             else:
                 entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes)
         self.saved[key] = entries
@@ -364,15 +360,12 @@ class Runner:
         except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
             reason = self.failures.reason(f"save {variant.name} {group.precision}", err)
             for r in rows:
-                r.status, r.reason = Status.FAILED, reason
-                self._keep(r)
+                self._keep(r.failed(reason))
             return []
         cold = [self._cold_start(entry) for entry in entries] if self.config.output.cold_start else []
         for r in rows:
-            r.warnings = sorted(set(r.warnings) | set(caught))
-            if cold:
-                r.metrics["cold_start"] = cold
-            self._keep(r)
+            r = r.with_warnings(caught)
+            self._keep(r.with_metrics(cold_start=cold) if cold else r)
         return entries
 
     @staticmethod
