@@ -338,6 +338,20 @@ def test_a_run_profiles_the_training_step(tiny_config, tmp_path):
     assert traced["status"] == "ok" and "note" in traced, traced
 
 
+def test_profile_shapes_a_batch_sweep_does_not_have_are_said_not_dropped(tiny_config, tmp_path):
+    from conftest import run_dict
+
+    tiny_config["benchmark"].update(iterations=2)
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
+    tiny_config.update({"variants": ["eager"], "sweep": {"batch": [1, 2]},
+                        "profile": {"variants": ["eager"], "shapes": ["opt"], "layers": {"runs": 1},
+                                    "operators": {"enabled": False}, "train": {"enabled": False}}})
+    run_dict(tiny_config)
+    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["runs"][0]["profiles"]
+    assert profiles["variants"]["eager"]["shapes"] == {}
+    assert "profile.shapes opt: not profiled, this run has no such point (its points are b1, b2" in profiles["warnings"][0]
+
+
 def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_path):
     from conftest import run_dict
 

@@ -74,3 +74,24 @@ def test_a_record_reads_its_status_back_as_the_enum():
     assert record.status is Status.SKIPPED
     with pytest.raises(ValueError):
         Record.from_dict({**record.to_dict(), "status": "fine"})
+
+
+def test_the_record_and_its_parts_are_frozen():
+    """No stage changes another's output: a record, its case, a table row, a published result are frozen."""
+    import dataclasses
+
+    from trtbench.case import Case
+    from trtbench.metrics import Column, Metric
+    from trtbench.publish import Published
+    from trtbench.references import MissingReference, References
+    from trtbench.report.rows import Row
+
+    for cls in (Record, Case, Row, Metric, Column, Published, References, MissingReference):
+        assert cls.__dataclass_params__.frozen, cls
+    case = Case("m", "eager", "fp32", "opt", ((1, 3),), 1, "cpu")
+    record = Record(case, "env", rounds=[[1.0]])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.status = Status.FAILED
+    failed = record.with_metrics(flops=3).failed("why")
+    assert (record.status, record.metrics) == (Status.OK, {})
+    assert (failed.status, failed.reason, failed.metrics, failed.rounds) == (Status.FAILED, "why", {"flops": 3}, [[1.0]])

@@ -235,3 +235,15 @@ def _lscpu() -> str:
         return subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, measure: bool) -> dict:
+    """The device's FLOP/s ceilings at ``dtype`` and ``threads``: the hardware peak, and the measured
+    matmul ceiling when ``measure`` (``benchmark.measure_ceiling``)."""
+    peak = theoretical_peak(device, dtype, threads)
+    ceiling = {"peak_flops_per_s": peak.get("flops_per_s"), "peak_method": peak.get("method"),
+               "peak_assumptions": peak.get("assumptions") or peak.get("reason")}
+    if measure:
+        measured = measured_matmul_ceiling(device, dtype, threads=threads)
+        ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
+    return ceiling

@@ -9,7 +9,6 @@ with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -21,15 +20,9 @@ from trtbench.outdir import FailureLog
 from trtbench.parity import check_parity
 from trtbench.profiling.memory import track_peak
 from trtbench.record import Record
+from trtbench.references import MissingReference
 from trtbench.status import Status
 from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, measure_interleaved
-
-
-@dataclass(frozen=True)
-class MissingReference:
-    """Stands in for eager fp32's output at a point where eager fp32 itself failed."""
-
-    reason: str
 
 
 class _VariantFailed(Exception):

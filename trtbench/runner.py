@@ -15,25 +15,26 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import torch
 
 from trtbench.artifacts import ArtifactStore, weights_bytes
-from trtbench.build import BuildOutcome, build_variants, capture_warnings
-from trtbench.ceiling import measured_matmul_ceiling, theoretical_peak
+from trtbench.build import BuildOutcome, build_variants
+from trtbench.ceiling import device_ceilings
 from trtbench.env import collect_environment
-from trtbench.flops import forward_flops
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import InProcess, Isolation, VariantWorkers
 from trtbench.journal import Journal, JournalState
-from trtbench.measure import MissingReference, measure_point
+from trtbench.measure import measure_point
 from trtbench.models import build_model
-from trtbench.outdir import FailureLog, OutputDir, describe_error
+from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
-from trtbench.precision import precision_dtype, unsupported_reason
+from trtbench.precision import precision_dtype
 from trtbench.progress import Progress
+from trtbench.publish import publish
 from trtbench.record import Record
+from trtbench.references import References, eager_references
 from trtbench.report.writer import write_outputs
 from trtbench.resultset import ResultSet
 from trtbench.status import RunStatus, Status
@@ -120,10 +121,10 @@ class Runner:
                     groups = [g for g in self.plan.groups if g.model.id == model_cfg.id]
                     if not groups or all(self._group_done(g) for g in groups):
                         continue
-                    references, flops = self._references(model, groups[0].points)
+                    references = eager_references(model, self._inputs(groups[0].points, torch.float32), self.device)
                     for group in groups:
                         if not self._group_done(group):
-                            self._run_group(group, model, references, flops, env_id)
+                            self._run_group(group, model, references, env_id)
         except KeyboardInterrupt:
             interrupted = True
             self._account_unfinished(env_id, Status.INTERRUPTED, "not run: stopped by Ctrl-C")
@@ -199,43 +200,12 @@ class Runner:
                                                       self.device, dtype), self.config.channels_last)
                 for p in points}
 
-    def _references(self, model: torch.nn.Module, points: list[ShapePoint]) -> tuple[dict[str, Any], dict[str, int]]:
-        """Eager fp32 outputs at every point (the accuracy reference for every variant and precision),
-        and the FLOPs of one forward pass there (``FlopCounterMode``; absent where it cannot count)."""
-        reference_model = copy.deepcopy(model).to(self.device, torch.float32)
-        inputs = self._inputs(points, torch.float32)
-        references, flops = {}, {}
-        with torch.inference_mode():
-            for point in points:
-                try:
-                    references[point.label] = reference_model(*inputs[point.label])
-                except Exception as err:  # every check at this point fails with this reason
-                    references[point.label] = MissingReference(
-                        f"no eager fp32 reference: eager fp32 failed here ({describe_error(err)})")
-                    continue
-                try:
-                    flops[point.label] = forward_flops(reference_model, inputs[point.label])
-                except Exception:  # a model the counter cannot run: no FLOP/s columns, nothing else lost
-                    pass
-        return references, flops
-
-    def _ceiling(self, dtype: torch.dtype, threads: int) -> dict:
-        """The device's FLOP/s ceilings at ``dtype`` and ``threads``: hardware peak and measured matmul."""
-        peak = theoretical_peak(self.device, dtype, threads)
-        ceiling = {"peak_flops_per_s": peak.get("flops_per_s"), "peak_method": peak.get("method"),
-                   "peak_assumptions": peak.get("assumptions") or peak.get("reason")}
-        if self.config.benchmark.measure_ceiling:
-            measured = measured_matmul_ceiling(self.device, dtype, threads=threads)
-            ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
-        return ceiling
-
-    def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: dict, flops: dict,
-                   env_id: str) -> None:
+    def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: References, env_id: str) -> None:
         bench = self.config.benchmark
         with torch_settings(group.threads, bench.cudnn_benchmark):
             dtype = precision_dtype(group.precision)
             points = self._points_todo(group)
-            ceiling = self._ceiling(dtype, group.threads) if points else {}
+            ceiling = device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
             cast = copy.deepcopy(model).to(self.device, dtype)
             if self.config.channels_last:
                 cast = cast.to(memory_format=torch.channels_last)
@@ -259,10 +229,10 @@ class Runner:
                     cases = [group.case(e, point) for e in group.variants]
                     title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
                     with self.progress.task(title, timed=True) as tick:
-                        records = measure_point(cases, outcomes, inputs[point.label], references[point.label],
+                        records = measure_point(cases, outcomes, inputs[point.label], references.outputs[point.label],
                                                 tolerance, bench.timing, self.device, env_id, self.failures,
                                                 isolation, tick)
-                    point_flops = {"flops": flops[point.label]} if point.label in flops else {}
+                    point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
                     for record in records:
                         self._keep(record.with_metrics(**point_flops, ceiling=ceiling))
             finally:
@@ -322,86 +292,36 @@ class Runner:
     # ---- saving ------------------------------------------------------------------------------
 
     def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance, expected_bytes: int) -> None:
-        """Save a variant's artifacts once its every point is ok and accurate; journal that it is done.
-
-        ``expected_bytes`` (the model's weights) must be free in the artifacts folder before saving."""
-        key = self._save_key(group, outcome.variant.name)
+        """The save stage for one variant (:func:`trtbench.publish.publish`); journal that it is done."""
         entry = next(e for e in group.variants if e.name == outcome.variant.name)
         keys = [group.case(entry, p).key for p in group.points]
-        rows = [self.records[k] for k in keys if k in self.records]
-        entries: list[dict] = []
-        ok_rows = [r for r in rows if r.status is Status.OK]
-        if outcome.built is not None and ok_rows:
-            if any(r.parity_failed for r in rows):  # an inaccurate build is not something to ship
-                for r in rows:
-                    self._keep(r.with_warnings(["artifact not saved: the variant failed its accuracy check"]))
-            else:
-                entries = self._save_files(group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes)
-        self.saved[key] = entries
-        self.journal.artifacts(key, entries)
-
-    def _save_files(self, group, outcome, ok_rows, inputs, tolerance, rows, expected_bytes) -> list[dict]:
-        """Save and publish the files, or mark the rows failed (timings kept) with the reason they cannot
-        ship: a file that does not reload, not even in a fresh process, or a disk too full for it."""
-        variant, built = outcome.variant, outcome.built
-        labels = [r.case.point for r in ok_rows]
-        reference_label = "opt" if "opt" in labels else labels[0]
         several_models = len(self.config.models) > 1
-        stem = (f"{_slug(group.model.id)}_" if several_models else "") + f"{variant.name}_{group.precision}"
-        try:
-            with torch.inference_mode():
-                runs = {label: (inputs[label], variant.run(built, variant.prepare(built, inputs[label])))
-                        for label in labels}
-            entries, caught = capture_warnings(lambda: self.store.save(
-                variant, built, group.precision, self.device, runs, reference_label, tolerance,
-                stem=stem, model=group.model.id, expected_bytes=expected_bytes))
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
-            reason = self.failures.reason(f"save {variant.name} {group.precision}", err)
-            for r in rows:
-                self._keep(r.failed(reason))
-            return []
-        cold = [self._cold_start(entry) for entry in entries] if self.config.output.cold_start else []
-        for r in rows:
-            r = r.with_warnings(caught)
-            self._keep(r.with_metrics(cold_start=cold) if cold else r)
-        return entries
-
-    @staticmethod
-    def _cold_start(entry: dict) -> dict:
-        """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
-        check = entry["fresh_process_check"]
-        return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
+        stem = (f"{_slug(group.model.id)}_" if several_models else "") + f"{outcome.variant.name}_{group.precision}"
+        published = publish(outcome, [self.records[k] for k in keys if k in self.records], inputs, tolerance,
+                             store=self.store, failures=self.failures, precision=group.precision, device=self.device,
+                             model_id=group.model.id, stem=stem, expected_bytes=expected_bytes,
+                             cold_start=self.config.output.cold_start)
+        for record in published.records:
+            self._keep(record)
+        key = self._save_key(group, outcome.variant.name)
+        self.saved[key] = list(published.entries)
+        self.journal.artifacts(key, self.saved[key])
 
     # ---- profiles and interruptions ----------------------------------------------------------
 
     def _profile_if_configured(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], dtype) -> None:
+        """The profile stage, once per run, at the profile's precision (:func:`trtbench.profiling.runner.profile_group`)."""
         profile = self.config.profile
         if profile is None or not profile.enabled or self.profiles is not None or group.precision != profile.precision:
             return
-        from trtbench.profiling.runner import run_profiles
+        from trtbench.profiling.runner import profile_group
 
-        reason = unsupported_reason(group.precision, self.device)
-        if reason:
-            self.profiles = {"status": Status.SKIPPED, "reason": reason, "precision": group.precision,
-                             "device": str(self.device)}
-            return
-        shapes = {p.label: p for p in group.points}
-        labels = [label for label in profile.shapes if label in shapes]
-        inputs = self._inputs([shapes[label] for label in labels], dtype)
-        artifacts: dict[str, list[Path]] = {}
-        for (model_id, precision, name), entries in self.saved.items():
-            if model_id == group.model.id and precision == group.precision:
-                artifacts[name] = [self.store.directory / e["file"] for e in entries]
-        chosen = {name: (outcomes[name].variant, outcomes[name].built) for name in profile.variants
-                  if name in outcomes and outcomes[name].built is not None}
-        profile_cfg = copy.copy(profile)
-        profile_cfg.shapes = labels
-        with self.progress.task(f"profile {group.precision}", total=len(chosen) * len(labels)) as tick:
-            self.profiles, caught = capture_warnings(lambda: run_profiles(
-                profile_cfg, chosen, inputs, self.device, self.out_dir, artifacts, tick))
-        self.profiles["warnings"] = caught
+        artifacts = {name: [self.store.directory / e["file"] for e in entries]
+                     for (model_id, precision, name), entries in self.saved.items()
+                     if model_id == group.model.id and precision == group.precision}
+        points = [p for p in group.points if p.label in profile.shapes]
+        self.profiles = profile_group(profile, outcomes, points, self._inputs(points, dtype), group.points,
+                                      self.device, self.out_dir, artifacts, self.progress)
 
     def _account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
         """A record for every planned case the run did not reach (not journaled: resumable)."""

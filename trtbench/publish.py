@@ -1,0 +1,67 @@
+"""The save stage: a variant's deployable files, published only once they are known to ship.
+
+A variant is saved once its every point ran, was accurate, and was timed. Its files are written
+with the variant's own ``save()``, reloaded with its ``load()`` at every benchmarked shape, and
+loaded again in a fresh process (:class:`~trtbench.artifacts.ArtifactStore`). The stage returns
+what it published and the variant's records as they now stand: a variant whose file cannot ship
+(it does not reload, or the disk is full) fails with the reason, its timings kept; an inaccurate
+one is not saved, and its records say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from trtbench.artifacts import ArtifactStore
+from trtbench.build import BuildOutcome, capture_warnings
+from trtbench.outdir import FailureLog
+from trtbench.record import Record
+from trtbench.status import Status
+
+NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the save stage gave: the manifest entries of the files published, and the variant's records."""
+
+    entries: tuple[dict, ...]
+    records: tuple[Record, ...]
+
+
+def _cold_start(entry: dict) -> dict:
+    """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
+    check = entry["fresh_process_check"]
+    return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
+
+
+def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,
+            failures: FailureLog, precision: str, device: torch.device, model_id: str, stem: str,
+            expected_bytes: int, cold_start: bool) -> Published:
+    """Save ``outcome``'s variant if its ``records`` (all its points) allow it; ``expected_bytes`` (the
+    model's weights) must be free in the artifacts folder before writing."""
+    ok_rows = [r for r in records if r.status is Status.OK]
+    if outcome.built is None or not ok_rows:
+        return Published((), tuple(records))
+    if any(r.parity_failed for r in records):  # an inaccurate build is not something to ship
+        return Published((), tuple(r.with_warnings([NOT_SAVED_INACCURATE]) for r in records))
+    variant, built = outcome.variant, outcome.built
+    labels = [r.case.point for r in ok_rows]
+    reference_label = "opt" if "opt" in labels else labels[0]
+    try:
+        with torch.inference_mode():
+            runs = {label: (inputs[label], variant.run(built, variant.prepare(built, inputs[label])))
+                    for label in labels}
+        entries, caught = capture_warnings(lambda: store.save(
+            variant, built, precision, device, runs, reference_label, tolerance,
+            stem=stem, model=model_id, expected_bytes=expected_bytes))
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
+        reason = failures.reason(f"save {variant.name} {precision}", err)
+        return Published((), tuple(r.failed(reason) for r in records))
+    cold = [_cold_start(entry) for entry in entries] if cold_start else []
+    kept = [r.with_warnings(caught) for r in records]
+    return Published(tuple(entries), tuple(r.with_metrics(cold_start=cold) if cold else r for r in kept))
