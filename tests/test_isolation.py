@@ -74,9 +74,9 @@ def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     import time
 
     plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
-                      block_s=0.003)  # eager alternates 1 and 4 ms: never precise, so it runs to the cap
-    noisy = iter(range(10**9))
-    result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.004),
+                      block_s=0.003)  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+    noisy = iter(range(10**9))  # (1 vs 4 ms merged into one mode on a loaded machine, where a 1 ms sleep takes 4)
+    result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.030),
                                   "steady": lambda: time.sleep(0.001)}, CPU, plan, baseline="eager")
     steady, eager = result["steady"], result["eager"]
     assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
