@@ -129,25 +129,38 @@ def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, ou
                 default_threads: int, start_timeout_s: float,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
     """Serve the variant that ``recipe_for(threads)`` hosts, once per worker count of ``settings``; logs
-    under ``<out_dir>/serving/<name>_w<workers>/``. A worker count whose pool fails, or that loses a query,
-    gives a failed result (with the runs it made) and the next count still runs."""
-    results = []
-    for workers in settings.workers:
-        threads = settings.threads or max(1, default_threads // workers)
-        result = ServingResult(scenario="server", workers=workers, threads=threads, bound_ms=settings.p99_ms,
-                               percentile=settings.percentile,
-                               batching=dataclasses.asdict(settings.batching) if settings.batching else None,
-                               log_dir=f"serving/{name}_w{workers}")
-        (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
+    under ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool
+    (a run uses its first workers). A pool that fails to start, or a count that loses a query, gives
+    failed results (with the runs made) and the other counts still run."""
+    threads_of = {workers: settings.threads or max(1, default_threads // workers) for workers in settings.workers}
+    results: dict[int, ServingResult] = {}
+    for threads in dict.fromkeys(threads_of.values()):
+        counts = [workers for workers in settings.workers if threads_of[workers] == threads]
+        planned = {workers: ServingResult(scenario="server", workers=workers, threads=threads,
+                                          bound_ms=settings.p99_ms, percentile=settings.percentile,
+                                          batching=dataclasses.asdict(settings.batching) if settings.batching else None,
+                                          log_dir=f"serving/{name}_w{workers}")
+                   for workers in counts}
+        for result in planned.values():
+            (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
         try:
-            pool = ServingPool([recipe_for(threads)] * workers, start_timeout_s, out_dir / result.log_dir)
+            pool = ServingPool([recipe_for(threads)] * max(counts), start_timeout_s,
+                               out_dir / planned[max(counts)].log_dir)
         except WorkerError as err:
-            results.append(dataclasses.replace(result, status="failed", reason=f"the workers did not start: {err}"))
+            results.update({w: dataclasses.replace(r, status="failed", reason=f"the workers did not start: {err}")
+                            for w, r in planned.items()})
             continue
         try:
-            results.append(_serve(pool, result, settings, out_dir, progress or (lambda text: None)))
-        except WorkerError as err:  # a worker that failed while its service time was measured
-            results.append(dataclasses.replace(result, status="failed", reason=str(err)))
+            for workers, result in planned.items():
+                try:
+                    results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
+                except WorkerError as err:  # a worker that failed while its service time was measured
+                    results[workers] = dataclasses.replace(result, status="failed", reason=str(err))
+                if results[workers].status != "ok":
+                    break  # its workers may be gone: the counts left are not served by this pool
         finally:
             pool.close()
-    return results
+        for workers, result in planned.items():
+            results.setdefault(workers, dataclasses.replace(
+                result, status="failed", reason=f"not run: the pool failed at {workers} worker(s) before"))
+    return [results[workers] for workers in settings.workers]
