@@ -10,8 +10,14 @@ from __future__ import annotations
 import heapq
 import random
 
+import json
+
 import pytest
 
+from conftest import run_dict
+from trtbench.cli import main
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
 from trtbench.scenarios.loadgen_summary import parse_summary, read_summary
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
@@ -103,6 +109,86 @@ def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path
     (run,) = result.runs  # the run ended, and no repeat followed
     assert run.lost >= 1 and not run.within_bound
     assert len(run.latencies_ms) == 2  # the queries answered before the hang
+
+
+SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
+
+
+@pytest.mark.parametrize("scenarios, key, fragment", [
+    (["latency", {"server": {**SERVER, "p99_ms": -1}}], "scenarios[1].server.p99_ms", "must be positive"),
+    (["latency", {"server": {**SERVER, "workers": [1, 1]}}], "scenarios[1].server.workers", "duplicates"),
+    (["latency", {"server": {**SERVER, "workers": [0]}}], "scenarios[1].server.workers[0]", "must be positive"),
+    (["latency", {"server": {**SERVER, "percentile": 99}}], "scenarios[1].server.percentile", "between 0 and 1"),
+    (["latency", {"server": {**SERVER, "target_qps": 10}}], "scenarios[1].server", "exactly one of"),
+    (["latency", {"server": {**SERVER, "qps": 10}}], "scenarios[1].server.qps", "unknown key"),
+    (["latency", {"server": {**SERVER, "validity": "strict"}}], "scenarios[1].server.validity", "unknown value"),
+    (["latency", {"server": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].server.batching.max_batch",
+     "batch range [1, 4]"),
+    (["latency", {"sever": SERVER}], "scenarios[1]", "did you mean 'server'"),
+    ([{"server": SERVER}], "scenarios", "does not list 'latency'"),
+    ("latency", "scenarios", "non-empty list"),
+])
+def test_bad_scenarios_exit_2_naming_the_key(tiny_config, write_config, capsys, scenarios, key, fragment):
+    code = main(["--config", str(write_config({**tiny_config, "scenarios": scenarios}))])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{key}: " in err and fragment in err and "fix:" in err, err
+
+
+def test_serving_without_loadgen_exits_2_naming_the_extra(tiny_config, write_config, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "mlperf_loadgen" else find_spec(name, *args))
+    code = main(["--config", str(write_config({**tiny_config, "scenarios": ["latency", {"server": SERVER}]}))])
+    err = capsys.readouterr().err
+    assert code == 2 and "scenarios[1].server" in err and "pip install 'trtbench[serving]'" in err, err
+
+
+def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path):
+    """latency + server on a tiny model with eager and ort: the records carry the results (through
+    results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept."""
+    data = {**tiny_config, "variants": ["eager", "ort"], "output": {"dir": str(tmp_path / "run"),
+                                                                   "save_artifacts": False, "cold_start": False}}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"]}
+    data["scenarios"] = ["latency", {"server": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
+                                                "min_queries": 10, "workers": [1], "threads": 1, "repeats": 1}}]
+    outcome = run_dict(data)
+    assert outcome.exit_code == 0
+    loaded = ResultSet.load(tmp_path / "run")
+    served = {r.case.variant: r.serving for r in loaded}
+    assert set(served) == {"eager", "ort"}
+    for variant, (result,) in served.items():
+        assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
+        (run,) = result.runs
+        assert run.offered_qps == 50 and run.summary.latency_ms["p99"] > 0 and len(run.latencies_ms) >= 10
+        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_fp32_w1/")
+        assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
+    report = (tmp_path / "run" / "report.md").read_text()
+    table = report.split("## Serving under load")[1].split("\n## ")[0]
+    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | off | " in table
+    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | off | " in table
+    assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
+
+
+def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
+    from trtbench.case import Case
+    from trtbench.scenarios.loadgen_summary import LoadGenSummary
+    from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+
+    summary = parse_summary(SUMMARY_INVALID)
+    result = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
+                           batching={"max_batch": 4, "window_ms": 2.0}, service_ms=10.3, peaks=(120.0, 130.0, 125.0),
+                           runs=(LoadGenRun(125.0, 1, summary, True, (10.5, 12.25), {1: 1, 2: 2}, 0, "serving/x/r1"),),
+                           log_dir="serving/x")
+    case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3, 8, 8),), threads=2,
+                device="cpu")
+    record = Record(case=case, environment="env", rounds=[[1.0]], serving=(result,))
+    again = Record.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record and again.serving[0].peak_qps == 125.0 and again.serving[0].peak_spread == (120.0, 130.0)
+    assert isinstance(again.serving[0].runs[0].summary, LoadGenSummary)
+    merged, _ = ResultSet.merge([ResultSet.from_dict(ResultSet(_records={(case.key, "env"): record}).to_dict())])
+    assert merged.records[0].serving == (result,)
 
 
 SUMMARY_INVALID = """================================================

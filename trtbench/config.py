@@ -280,7 +280,7 @@ class Config:
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None
-    scenarios: list[Any] = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
+    scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
 
     def validate(self, path: str) -> None:
         if (self.model is None) == (not self.models):
