@@ -150,9 +150,9 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
     results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept."""
     data = {**tiny_config, "variants": ["eager", "ort"], "output": {"dir": str(tmp_path / "run"),
                                                                    "save_artifacts": False, "cold_start": False}}
-    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"]}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 1}  # workers at 1 thread load ort's file
     data["scenarios"] = ["latency", {"server": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
-                                                "min_queries": 10, "workers": [1], "threads": 1, "repeats": 1}}]
+                                                "min_queries": 10, "workers": [1], "repeats": 1}}]
     outcome = run_dict(data)
     assert outcome.exit_code == 0
     loaded = ResultSet.load(tmp_path / "run")
@@ -166,8 +166,8 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
         assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
     report = (tmp_path / "run" / "report.md").read_text()
     table = report.split("## Serving under load")[1].split("\n## ")[0]
-    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | off | " in table
-    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | off | " in table
+    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | 1 | off | " in table
+    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | 1 | off | " in table
     assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
 
 

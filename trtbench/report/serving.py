@@ -16,7 +16,7 @@ from trtbench.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
 
 DPI = 100
-COLUMNS = ("model", "variant", "precision", "workers x threads", "batching", "peak QPS within bound",
+COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching", "peak QPS within bound",
            "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms", "batch sizes used", "status",
            "LoadGen logs")
 
@@ -45,7 +45,10 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     model = record.case.model + (f" ({environment_name(environments.get(record.environment, {}))})"
                                  if several_envs else "")
     status = result.status + (f": {result.reason}" if result.reason else "")
-    return [model, record.case.label, record.case.precision, f"{result.workers} x {result.threads}", batching, peak,
+    facts = result.worker_facts
+    runtime = facts.get("runtime_threads", facts.get("intra_op_threads", ""))
+    return [model, record.case.label, record.case.precision, f"{result.workers} x {result.threads}", str(runtime),
+            batching, peak,
             _num(lat.get("p50"), 2), _num(lat.get("p90"), 2), _num(lat.get("p99"), 2),
             f"{result.percentile_key} <= {result.bound_ms:g} ms", verdict, _num(result.service_ms, 2), histogram,
             status.replace("\n", " "), f"`{result.log_dir}/`"]

@@ -152,6 +152,7 @@ def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, ou
             continue
         try:
             for workers, result in planned.items():
+                result = dataclasses.replace(result, worker_facts=dict(pool.workers[0].facts))
                 try:
                     results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
                 except WorkerError as err:  # a worker that failed while its service time was measured

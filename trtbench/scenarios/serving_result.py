@@ -57,6 +57,7 @@ class ServingResult:
     peaks: tuple[float, ...] = ()
     runs: tuple[LoadGenRun, ...] = ()
     log_dir: str = ""  # relative to the run's output directory
+    worker_facts: dict = field(default_factory=dict)  # what a worker reported: pid, threads, runtime threads, hosts
 
     @property
     def percentile_key(self) -> str:
@@ -106,7 +107,7 @@ class ServingResult:
                 "bound_ms": self.bound_ms, "percentile": self.percentile, "batching": self.batching,
                 "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
                 "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
-                "log_dir": self.log_dir}
+                "log_dir": self.log_dir, "worker_facts": self.worker_facts}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ServingResult":
@@ -114,4 +115,4 @@ class ServingResult:
                    bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
                    status=data.get("status", "ok"), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
                    peaks=tuple(data.get("peaks") or ()), runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
-                   log_dir=data.get("log_dir", ""))
+                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))

@@ -72,7 +72,9 @@ def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: t
                                          device=str(device), threads=threads,
                                          cudnn_benchmark=config.benchmark.cudnn_benchmark,
                                          channels_last=config.channels_last, input_specs=config.inputs,
-                                         payload=str(payload), artifact=artifacts[name])
+                                         payload=str(payload),
+                                         # the file carries its build's threads (ORT's session): at others, rebuild
+                                         artifact=artifacts[name] if threads == group.threads else None)
                 stem = f"{group.model.id}_{record.case.label}_{group.precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {group.precision} under LoadGen")
                 served.setdefault(name, []).extend(run_serving(
