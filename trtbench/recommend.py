@@ -121,9 +121,10 @@ class ServingRecommendation:
         low, high = result.peak_spread
         run = result.peak_run
         return (f"{where}: under load, {record.case.label} {record.case.precision} with {result.workers} worker(s) x "
-                f"{result.threads} thread(s), batching {'off' if not result.batching else result.label.split(' ', 3)[-1]}: "
+                f"{result.threads} thread(s), batching {result.batching_text}: "
                 f"{result.peak_qps:.1f} QPS [{low:.1f}-{high:.1f}] within {bound} "
-                f"({result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms there; "
+                f"({result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
+                f"there; "
                 f"the most of {self.candidates} served configuration(s))")
 
     def to_dict(self) -> dict:

@@ -16,9 +16,9 @@ from trtbench.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
 
 DPI = 100
-COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching", "peak QPS within bound",
-           "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms", "batch sizes used", "status",
-           "LoadGen logs")
+COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
+           "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms",
+           "batch sizes used", "status", "LoadGen logs")
 
 
 def served(results: ResultSet) -> list[tuple[Record, ServingResult]]:
@@ -35,11 +35,11 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     lat = run.summary.latency_ms if run else {}
     if result.peaks:
         low, high = result.peak_spread
-        peak = f"{result.peak_qps:.1f} [{low:.1f}-{high:.1f}] ({len(result.peaks)} search{'es' if len(result.peaks) > 1 else ''})"
+        searches = f"{len(result.peaks)} search" + ("es" if len(result.peaks) > 1 else "")
+        peak = f"{result.peak_qps:.1f} [{low:.1f}-{high:.1f}] ({searches})"
     else:
         peak = f"{run.summary.completed_qps:.1f} completed at {run.offered_qps:g} offered" if run and \
             run.summary.completed_qps is not None else ""
-    batching = f"<={result.batching['max_batch']}, {result.batching['window_ms']:g} ms" if result.batching else "off"
     histogram = ", ".join(f"{size}: {calls}" for size, calls in result.batch_histogram.items())
     verdict = ("VALID" if run.summary.valid else "INVALID") if run else ""
     model = record.case.model + (f" ({environment_name(environments.get(record.environment, {}))})"
@@ -48,7 +48,7 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     facts = result.worker_facts
     runtime = facts.get("runtime_threads", facts.get("intra_op_threads", ""))
     return [model, record.case.label, record.case.precision, f"{result.workers} x {result.threads}", str(runtime),
-            batching, peak,
+            result.batching_text, peak,
             _num(lat.get("p50"), 2), _num(lat.get("p90"), 2), _num(lat.get("p99"), 2),
             f"{result.percentile_key} <= {result.bound_ms:g} ms", verdict, _num(result.service_ms, 2), histogram,
             status.replace("\n", " "), f"`{result.log_dir}/`"]

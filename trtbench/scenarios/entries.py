@@ -41,7 +41,8 @@ def parse_scenarios(entries: Any, path: str, inputs: list) -> list[ScenarioEntry
         else:
             name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
             known = [LATENCY, *SERVING]
-            hint = (schema.suggest(name, known) if isinstance(name, str) else "") or f"known scenarios: {', '.join(known)}"
+            hint = ((schema.suggest(name, known) if isinstance(name, str) else "")
+                    or f"known scenarios: {', '.join(known)}")
             raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {EXAMPLE}")
     if LATENCY not in parsed:
         raise UserInputError(path, "does not list 'latency'",

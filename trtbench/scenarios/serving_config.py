@@ -70,7 +70,8 @@ class ServingConfig:
         for i, count in enumerate(self.workers):
             schema.require_positive(count, schema.join(path, f"workers[{i}]"))
         if len(set(self.workers)) != len(self.workers):
-            raise UserInputError(schema.join(path, "workers"), f"has duplicates: {self.workers}", "list each count once")
+            raise UserInputError(schema.join(path, "workers"), f"has duplicates: {self.workers}",
+                                 "list each count once")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
         require_loadgen(path)
 
@@ -82,8 +83,8 @@ class ServingConfig:
         for spec in inputs:
             lo, hi = spec.min_shape[0], spec.max_shape[0]
             if lo != 1 or self.batching.max_batch > hi:
-                raise UserInputError(where, f"batches of 1 to {self.batching.max_batch} do not fit input '{spec.name}''s "
-                                     f"batch range [{lo}, {hi}]",
+                raise UserInputError(where, f"batches of 1 to {self.batching.max_batch} do not fit input "
+                                     f"'{spec.name}''s batch range [{lo}, {hi}]",
                                      f"give the inputs min_shape[0] = 1 and max_shape[0] >= {self.batching.max_batch}, "
                                      f"or lower max_batch")
 
@@ -91,5 +92,6 @@ class ServingConfig:
 def require_loadgen(path: str) -> None:
     """Exit 2 naming the extra when MLPerf LoadGen cannot be imported."""
     if importlib.util.find_spec(LOADGEN_MODULE) is None:
-        raise UserInputError(path, f"serving scenarios need MLPerf LoadGen ('{LOADGEN_MODULE}'), which is not installed",
+        raise UserInputError(path, f"serving scenarios need MLPerf LoadGen ('{LOADGEN_MODULE}'), which is not "
+                             "installed",
                              INSTALL_HINT)

@@ -95,12 +95,14 @@ class ServingResult:
         return dict(sorted(total.items()))
 
     @property
+    def batching_text(self) -> str:
+        """``off``, or ``<=4 in 2 ms``: up to 4 queries gathered within 2 ms."""
+        return f"<={self.batching['max_batch']} in {self.batching['window_ms']:g} ms" if self.batching else "off"
+
+    @property
     def label(self) -> str:
-        """``w2 x t1`` (+ ``batch<=4/2ms``): the serving configuration in a few characters."""
-        text = f"w{self.workers} x t{self.threads}"
-        if self.batching:
-            text += f" batch<={self.batching['max_batch']}/{self.batching['window_ms']:g}ms"
-        return text
+        """``w2 x t1`` (+ ``batching <=4 in 2 ms``): the serving configuration in a few words."""
+        return f"w{self.workers} x t{self.threads}" + (f" batching {self.batching_text}" if self.batching else "")
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario, "workers": self.workers, "threads": self.threads,
@@ -114,5 +116,6 @@ class ServingResult:
         return cls(scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
                    bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
                    status=data.get("status", "ok"), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
-                   peaks=tuple(data.get("peaks") or ()), runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
+                   peaks=tuple(data.get("peaks") or ()),
+                   runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))
