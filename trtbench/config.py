@@ -25,6 +25,8 @@ from trtbench.inputs import INPUT_DTYPES, SHAPE_LABELS
 from trtbench.models import check_model_exists
 from trtbench.precision import PRECISIONS
 from trtbench.profiling.config import ProfileConfig
+from trtbench.scenarios.entries import LATENCY, parse_scenarios, serving_scenarios
+from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.timing import TimingPlan
 from trtbench.variants import build_order, variant_class, variant_names
 
@@ -278,6 +280,7 @@ class Config:
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None
+    scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
 
     def validate(self, path: str) -> None:
         if (self.model is None) == (not self.models):
@@ -313,6 +316,7 @@ class Config:
         self.tolerances = tolerances
         if self.output.dir is None:
             self.output.dir = str(Path("results") / self.name)
+        self.scenarios = parse_scenarios(self.scenarios, "scenarios", self.inputs)
         if self.profile is not None:
             self.profile.check_against(self.variant_names, self.precisions, "profile")
 
@@ -350,6 +354,11 @@ class Config:
     @property
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]
+
+    @property
+    def serving(self) -> list[ServingConfig]:
+        """The serving scenarios, in the order listed."""
+        return serving_scenarios(self.scenarios)
 
     @property
     def thread_counts(self) -> list[Optional[int]]:

@@ -56,7 +56,7 @@ class InProcess:
                 **self.thread_settings.get(variant, {})}
 
 
-def _deployed(variant: Variant, built: Built, folder: Path) -> Optional[Artifact]:
+def deployed_artifact(variant: Variant, built: Built, folder: Path) -> Optional[Artifact]:
     """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
     its worker rebuilds it, and the artifact step reports any save failure itself)."""
     try:
@@ -85,7 +85,7 @@ class VariantWorkers:
         rest of each :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
         payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
-        recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=_deployed(variant, built, folder),
+        recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=deployed_artifact(variant, built, folder),
                                        **recipe_fields)
                    for name, (variant, built) in builds.items()}
         self.workers, self.errors = start_workers(recipes, self._spawned)

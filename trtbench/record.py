@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from trtbench.case import Case
+from trtbench.scenarios.serving_result import ServingResult
 from trtbench.stats import Stats, summarize
 from trtbench.status import Status
 
@@ -32,6 +33,7 @@ class Record:
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
     warnings: list[str] = field(default_factory=list)
+    serving: tuple[ServingResult, ...] = ()  # per serving scenario and worker count (trtbench.scenarios.serving)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
@@ -100,7 +102,8 @@ class Record:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
                 "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
-                "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
+                "build": self.build, "metrics": self.metrics, "warnings": self.warnings,
+                **({"serving": [s.to_dict() for s in self.serving]} if self.serving else {})}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
@@ -108,4 +111,5 @@ class Record:
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
                    device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
                    parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
-                   warnings=data.get("warnings") or [])
+                   warnings=data.get("warnings") or [],
+                   serving=tuple(ServingResult.from_dict(s) for s in data.get("serving") or ()))

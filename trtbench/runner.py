@@ -37,6 +37,7 @@ from trtbench.record import Record
 from trtbench.references import References, eager_references
 from trtbench.report.writer import write_outputs
 from trtbench.resultset import ResultSet
+from trtbench.scenarios.serving_stage import serve_group
 from trtbench.status import RunStatus, Status
 from trtbench.variants import BuildContext, build_order, get_variant
 
@@ -238,6 +239,10 @@ class Runner:
             finally:
                 if workers is not None:
                     workers.close()
+            if points and self.config.serving:
+                for record in serve_group(self.config, group, outcomes, cast, ctx.example_inputs, self.records,
+                                          self.device, self.out_dir, self.progress.log):
+                    self._keep(record)
             self._add_run_info(group, outcomes, points)
             for name in self._saves_todo(group):
                 self._save(group, outcomes[name], inputs, tolerance, weights_bytes(cast))

@@ -32,7 +32,7 @@ from typing import Any, Optional, Protocol
 import torch
 
 from trtbench.settle import wait_until_idle
-from trtbench.timing import Block, time_calls
+from trtbench.timing import Block, synchronize, time_calls
 
 
 class Recipe(Protocol):
@@ -92,6 +92,17 @@ def serve(fd: int) -> None:
             settle = wait_until_idle()
             idle_since_cpu = time.process_time()
             conn.send(("block", host, dev, settle, between))
+        elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
+            try:
+                with torch.inference_mode():
+                    started = time.perf_counter_ns()
+                    calls[message[1]]()
+                    synchronize(device)
+                    took_ms = (time.perf_counter_ns() - started) / 1e6
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            conn.send(("called", took_ms))
         elif op == "facts":
             peak = _peak_rss_mb()
             conn.send(("facts", {"peak_rss_mb": round(peak, 1) if peak is not None else None}))
@@ -187,6 +198,21 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
         _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
         return Block(host, dev, settle, between)
+
+    def send_call(self, label: str) -> None:
+        """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
+        try:
+            self.conn.send(("call", label))
+        except (BrokenPipeError, OSError):
+            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+
+    def call_result(self, timeout_s: float) -> float:
+        """The ms the call asked for took in the worker; a worker silent for ``timeout_s`` is killed
+        (:class:`WorkerError`): a stuck call never returns."""
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
+        return self._receive("call")[1]
 
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""

@@ -71,3 +71,22 @@ class FailsToBuild:
 
     def materialize(self):
         raise RuntimeError("this runtime cannot load its model")
+
+
+@dataclass(frozen=True)
+class SleepsPerCall:
+    """A server's toy model: every call (of 1 to ``max_batch`` queries, labelled ``x<k>``) sleeps
+    ``call_s``; from its ``hang_from``-th call on (counting from 1, in its process), calls never return."""
+
+    call_s: float = 0.0102
+    max_batch: int = 1
+    hang_from: int | None = None
+    device: str = "cpu"
+
+    def materialize(self):
+        made = [0]
+
+        def call():
+            made[0] += 1
+            time.sleep(3600 if self.hang_from is not None and made[0] >= self.hang_from else self.call_s)
+        return {f"x{k}": call for k in range(1, self.max_batch + 1)}, {"runtime": "sleeps per call"}

@@ -7,11 +7,13 @@ from typing import Optional
 
 from trtbench.env import environment_name
 from trtbench.fsutil import atomic_write_json, atomic_write_text
-from trtbench.recommend import recommend, recommendation_markdown
+from trtbench.recommend import (recommend, recommend_serving, recommendation_markdown,
+                                serving_recommendation_markdown)
 from trtbench.report.markdown import report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.profile import draw_layer_plots
+from trtbench.report.serving import serving_markdown, serving_plot
 from trtbench.report.tables import csv_text
 from trtbench.resultset import ResultSet
 
@@ -51,20 +53,29 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     """Write every output file under the report's ``intro`` lines; returns their paths by kind.
 
     With a p99 budget, results.json gets a top-level ``recommendations`` list
-    (:meth:`trtbench.recommend.Recommendation.to_dict`), recomputable from its records.
+    (:meth:`trtbench.recommend.Recommendation.to_dict`), recomputable from its records; with serving
+    results, a ``serving_recommendations`` list (:meth:`trtbench.recommend.ServingRecommendation.to_dict`).
     """
     files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
     if profiles is not None:
         draw_layer_plots(profiles, out_dir)
     recommendations = recommend(results, p99_budget_ms) if p99_budget_ms is not None else []
+    under_load = recommend_serving(results)
     data = results.to_dict()
     if recommendations:
         data["recommendations"] = [r.to_dict() for r in recommendations]
+    if under_load:
+        data["serving_recommendations"] = [r.to_dict() for r in under_load]
     atomic_write_json(files["json"], data)
     atomic_write_text(files["csv"], csv_text(results))
     plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
     sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
     sections = [sweep_markdown(results, sweep)] if sweep else []
+    serving = serving_plot(results, out_dir / "plots" / "serving.png")
+    if serving is not None:
+        sections.append(serving_markdown(results, [serving.relative_to(out_dir)]))
+    if under_load:
+        sections.append(serving_recommendation_markdown(under_load, results.environments))
     if recommendations:
         sections.append(recommendation_markdown(recommendations, results.environments))
     atomic_write_text(files["markdown"], report_markdown(intro, results, interrupted, manifest, plots, profiles,

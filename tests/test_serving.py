@@ -1,0 +1,218 @@
+"""The serving scenario under MLPerf LoadGen: queueing theory, LoadGen's verdict, lost queries, config.
+
+A toy model that sleeps a fixed time per call is served by worker processes; its peak QPS at a p99
+bound is compared with an M/D/c queue simulated here. The bounds are wide: the runs are short and
+the machine is shared.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+import json
+
+import pytest
+
+from conftest import run_dict
+from trtbench.cli import main
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+from trtbench.scenarios.loadgen_summary import parse_summary, read_summary
+from trtbench.scenarios.serving import run_serving
+from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
+from toy_runtimes import SleepsPerCall
+
+CALL_S = 0.0102
+BOUND_MS = 40.0
+
+
+def md_c_percentile(qps: float, service_s: float, servers: int, pct: float = 0.99, arrivals: int = 20000) -> float:
+    """The ``pct`` latency (s) of an M/D/c queue: Poisson arrivals at ``qps``, FIFO, ``servers`` servers that
+    each take ``service_s`` per query."""
+    rng, now, free, latencies = random.Random(0), 0.0, [0.0] * servers, []
+    for _ in range(arrivals):
+        now += rng.expovariate(qps)
+        start = max(now, heapq.heappop(free))
+        heapq.heappush(free, start + service_s)
+        latencies.append(start + service_s - now)
+    latencies.sort()
+    return latencies[int(pct * len(latencies)) - 1]
+
+
+def md_c_peak(service_s: float, servers: int, bound_s: float) -> float:
+    """The highest QPS whose M/D/c p99 stays within ``bound_s`` (bisection below the capacity)."""
+    lo, hi = 0.0, servers / service_s
+    for _ in range(25):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if md_c_percentile(mid, service_s, servers) <= bound_s else (lo, mid)
+    return lo
+
+
+def test_md_c_simulation_matches_the_known_figures():
+    assert md_c_peak(0.0102, 1, 0.040) == pytest.approx(44, rel=0.05)
+    assert md_c_peak(0.0102, 2, 0.040) == pytest.approx(138, rel=0.05)
+
+
+def test_peak_qps_follows_the_md_c_queue_for_one_and_two_workers(tmp_path):
+    settings = ServingConfig(p99_ms=BOUND_MS, find_peak=True, min_duration_s=0.8, min_queries=10, workers=[1, 2],
+                             threads=1, repeats=3, search_steps=4)
+    one, two = run_serving(lambda threads: SleepsPerCall(CALL_S), settings, tmp_path, "toy", 2, 120.0)
+    for result in (one, two):
+        assert result.status == "ok", result.reason
+        assert len(result.peaks) == 3 and result.peak_spread[0] <= result.peak_qps <= result.peak_spread[1]
+        assert CALL_S * 1e3 <= result.service_ms < CALL_S * 1e3 + 5  # the sleep and a round trip to the worker
+        expected = md_c_peak(result.service_ms / 1e3, result.workers, BOUND_MS / 1e3)
+        assert result.peak_qps == pytest.approx(expected, rel=0.35), (result.workers, result.peaks, expected)
+        peak = result.peak_run
+        assert peak.within_bound and peak.summary.latency_ms["p99"] <= BOUND_MS
+        assert (tmp_path / peak.log_dir / "mlperf_log_detail.txt").is_file()
+        assert result.batch_histogram == {1: sum(len(r.latencies_ms) for r in result.runs)}
+    assert two.peak_qps > 1.8 * one.peak_qps
+
+
+def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):
+    # a lax bound at the 90th percentile: LoadGen's early stopping needs ~45 queries, all in time
+    settings = ServingConfig(p99_ms=300, percentile=0.9, target_qps=120, min_duration_s=1.0, min_queries=60,
+                             repeats=1, validity="loadgen", batching=BatchingConfig(max_batch=4, window_ms=20))
+    (result,) = run_serving(lambda threads: SleepsPerCall(0.02, max_batch=4), settings, tmp_path, "toy", 1, 120.0)
+    assert result.status == "ok", result.reason
+    (run,) = result.runs
+    text = (tmp_path / run.log_dir / "mlperf_log_summary.txt").read_text()
+    assert "Result is : VALID" in text
+    assert run.summary == read_summary(tmp_path / run.log_dir)
+    assert run.summary.valid and run.within_bound and run.summary.performance_met and run.summary.minimums_met
+    assert run.summary.scheduled_qps == pytest.approx(120, rel=0.3)
+    lat = run.summary.latency_ms
+    assert 20.0 <= lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"]
+    assert sorted(p.name for p in (tmp_path / run.log_dir).iterdir()) == ["mlperf_log_detail.txt",
+                                                                          "mlperf_log_summary.txt"]
+    # queries were gathered: calls of up to 4, every query in one of them
+    histogram = result.batch_histogram
+    assert set(histogram) <= {1, 2, 3, 4} and max(histogram) > 1
+    assert sum(size * calls for size, calls in histogram.items()) == len(run.latencies_ms) >= 60
+
+
+def test_summary_parser_reads_an_invalid_run():
+    summary = parse_summary(SUMMARY_INVALID)
+    assert not summary.valid and summary.performance_met and not summary.constraints["Early stopping satisfied"]
+    assert summary.completed_qps == 36.56 and summary.scheduled_qps == 36.74
+    assert summary.latency_ms["p99"] == pytest.approx(32.809624)
+    assert summary.latency_ms["p50"] == pytest.approx(10.574078)
+
+
+def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path):
+    settings = ServingConfig(p99_ms=BOUND_MS, target_qps=40, min_duration_s=1.0, min_queries=10, repeats=2,
+                             query_timeout_s=1.0)
+    # the service time takes 5 calls; the 8th hangs
+    (result,) = run_serving(lambda threads: SleepsPerCall(0.002, hang_from=8), settings, tmp_path, "toy", 1, 120.0)
+    assert result.status == "failed" and "lost" in result.reason and "within 1 s" in result.reason
+    (run,) = result.runs  # the run ended, and no repeat followed
+    assert run.lost >= 1 and not run.within_bound
+    assert len(run.latencies_ms) == 2  # the queries answered before the hang
+
+
+SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
+
+
+@pytest.mark.parametrize("scenarios, key, fragment", [
+    (["latency", {"server": {**SERVER, "p99_ms": -1}}], "scenarios[1].server.p99_ms", "must be positive"),
+    (["latency", {"server": {**SERVER, "workers": [1, 1]}}], "scenarios[1].server.workers", "duplicates"),
+    (["latency", {"server": {**SERVER, "workers": [0]}}], "scenarios[1].server.workers[0]", "must be positive"),
+    (["latency", {"server": {**SERVER, "percentile": 99}}], "scenarios[1].server.percentile", "between 0 and 1"),
+    (["latency", {"server": {**SERVER, "target_qps": 10}}], "scenarios[1].server", "exactly one of"),
+    (["latency", {"server": {**SERVER, "qps": 10}}], "scenarios[1].server.qps", "unknown key"),
+    (["latency", {"server": {**SERVER, "validity": "strict"}}], "scenarios[1].server.validity", "unknown value"),
+    (["latency", {"server": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].server.batching.max_batch",
+     "batch range [1, 4]"),
+    (["latency", {"sever": SERVER}], "scenarios[1]", "did you mean 'server'"),
+    ([{"server": SERVER}], "scenarios", "does not list 'latency'"),
+    ("latency", "scenarios", "non-empty list"),
+])
+def test_bad_scenarios_exit_2_naming_the_key(tiny_config, write_config, capsys, scenarios, key, fragment):
+    code = main(["--config", str(write_config({**tiny_config, "scenarios": scenarios}))])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{key}: " in err and fragment in err and "fix:" in err, err
+
+
+def test_serving_without_loadgen_exits_2_naming_the_extra(tiny_config, write_config, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "mlperf_loadgen" else find_spec(name, *args))
+    code = main(["--config", str(write_config({**tiny_config, "scenarios": ["latency", {"server": SERVER}]}))])
+    err = capsys.readouterr().err
+    assert code == 2 and "scenarios[1].server" in err and "pip install 'trtbench[serving]'" in err, err
+
+
+def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path):
+    """latency + server on a tiny model with eager and ort: the records carry the results (through
+    results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept."""
+    data = {**tiny_config, "variants": ["eager", "ort"], "output": {"dir": str(tmp_path / "run"),
+                                                                   "save_artifacts": False, "cold_start": False}}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 1}  # workers at 1 thread load ort's file
+    data["scenarios"] = ["latency", {"server": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
+                                                "min_queries": 10, "workers": [1], "repeats": 1}}]
+    outcome = run_dict(data)
+    assert outcome.exit_code == 0
+    loaded = ResultSet.load(tmp_path / "run")
+    served = {r.case.variant: r.serving for r in loaded}
+    assert set(served) == {"eager", "ort"}
+    for variant, (result,) in served.items():
+        assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
+        (run,) = result.runs
+        assert run.offered_qps == 50 and run.summary.latency_ms["p99"] > 0 and len(run.latencies_ms) >= 10
+        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_fp32_w1/")
+        assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
+    report = (tmp_path / "run" / "report.md").read_text()
+    table = report.split("## Serving under load")[1].split("\n## ")[0]
+    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | 1 | off | " in table
+    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | 1 | off | " in table
+    assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
+
+
+def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
+    from trtbench.case import Case
+    from trtbench.scenarios.loadgen_summary import LoadGenSummary
+    from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+
+    summary = parse_summary(SUMMARY_INVALID)
+    result = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
+                           batching={"max_batch": 4, "window_ms": 2.0}, service_ms=10.3, peaks=(120.0, 130.0, 125.0),
+                           runs=(LoadGenRun(125.0, 1, summary, True, (10.5, 12.25), {1: 1, 2: 2}, 0, "serving/x/r1"),),
+                           log_dir="serving/x")
+    case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3, 8, 8),), threads=2,
+                device="cpu")
+    record = Record(case=case, environment="env", rounds=[[1.0]], serving=(result,))
+    again = Record.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record and again.serving[0].peak_qps == 125.0 and again.serving[0].peak_spread == (120.0, 130.0)
+    assert isinstance(again.serving[0].runs[0].summary, LoadGenSummary)
+    merged, _ = ResultSet.merge([ResultSet.from_dict(ResultSet(_records={(case.key, "env"): record}).to_dict())])
+    assert merged.records[0].serving == (result,)
+
+
+SUMMARY_INVALID = """================================================
+MLPerf Results Summary
+================================================
+SUT name : PySUT
+Scenario : Server
+Mode     : PerformanceOnly
+Completed samples per second    : 36.56
+Result is : INVALID
+  Performance constraints satisfied : Yes
+  Min duration satisfied : Yes
+  Min queries satisfied : Yes
+  Early stopping satisfied: NO
+================================================
+Additional Stats
+================================================
+Scheduled samples per second : 36.74
+Min latency (ns)                : 10423661
+Max latency (ns)                : 32809624
+Mean latency (ns)               : 13495216
+50.00 percentile latency (ns)   : 10574078
+90.00 percentile latency (ns)   : 20943647
+99.00 percentile latency (ns)   : 32809624
+99.90 percentile latency (ns)   : 32809624
+"""

@@ -1,0 +1,77 @@
+"""LoadGen's ``mlperf_log_summary.txt``, parsed: the verdict, its constraints, rates and latency percentiles."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+_LINE = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>\S.*?)\s*$")
+_PERCENTILE = re.compile(r"^(?P<pct>\d+(?:\.\d+)?) percentile latency \(ns\)$")
+_NAMED = {"Min latency (ns)": "min", "Max latency (ns)": "max", "Mean latency (ns)": "mean"}
+
+
+def percentile_key(pct: float) -> str:
+    """``p99``, ``p99.9``: the key of a percentile (given in percent) in :attr:`LoadGenSummary.latency_ms`."""
+    return f"p{pct:g}"
+
+
+@dataclass(frozen=True)
+class LoadGenSummary:
+    """One LoadGen run's summary: ``valid`` is LoadGen's ``Result is : VALID``."""
+
+    valid: bool
+    scheduled_qps: Optional[float]
+    completed_qps: Optional[float]
+    latency_ms: dict[str, float] = field(default_factory=dict)  # min, mean, max, p50, p90, p95, p97, p99, p99.9
+    constraints: dict[str, bool] = field(default_factory=dict)  # "Performance constraints satisfied": True, ...
+
+    @property
+    def performance_met(self) -> bool:
+        """The latency percentile within the target latency (LoadGen's 'Performance constraints satisfied')."""
+        return self.constraints.get("Performance constraints satisfied", False)
+
+    @property
+    def minimums_met(self) -> bool:
+        return (self.constraints.get("Min duration satisfied", False)
+                and self.constraints.get("Min queries satisfied", False))
+
+    def to_dict(self) -> dict:
+        return {"valid": self.valid, "scheduled_qps": self.scheduled_qps, "completed_qps": self.completed_qps,
+                "latency_ms": dict(self.latency_ms), "constraints": dict(self.constraints)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LoadGenSummary":
+        return cls(valid=data["valid"], scheduled_qps=data.get("scheduled_qps"),
+                   completed_qps=data.get("completed_qps"), latency_ms=dict(data.get("latency_ms") or {}),
+                   constraints=dict(data.get("constraints") or {}))
+
+
+def parse_summary(text: str) -> LoadGenSummary:
+    """Parse the text of ``mlperf_log_summary.txt`` (lines ``key : value``; the first of a key counts)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if match and match["key"] not in values:
+            values[match["key"]] = match["value"]
+    latency = {}
+    for key, value in values.items():
+        percentile = _PERCENTILE.match(key)
+        name = percentile_key(float(percentile["pct"])) if percentile else _NAMED.get(key)
+        if name is not None:
+            latency[name] = float(value) / 1e6
+    constraints = {key: value.lower() == "yes" for key, value in values.items()
+                   if key.endswith("satisfied") and value.lower() in ("yes", "no")}
+
+    def rate(key: str) -> Optional[float]:
+        return float(values[key]) if key in values else None
+
+    return LoadGenSummary(valid=values.get("Result is") == "VALID",
+                          scheduled_qps=rate("Scheduled samples per second"),
+                          completed_qps=rate("Completed samples per second"),
+                          latency_ms=latency, constraints=constraints)
+
+
+def read_summary(log_dir: Path) -> LoadGenSummary:
+    return parse_summary((Path(log_dir) / "mlperf_log_summary.txt").read_text(encoding="utf-8", errors="replace"))

@@ -1,0 +1,167 @@
+"""The serving scenario: one variant served under LoadGen's Server load, at each worker count.
+
+LoadGen (``mlperf_loadgen``) drives every run: Poisson arrivals at ``server_target_qps`` from its
+seeded schedule, its minimum duration and query count, its validity rules and its MLPerf logs
+(``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
+The SUT is a :class:`~.serving_pool.ServingPool` of worker processes.
+
+The peak QPS is searched by bisection over ``server_target_qps``, one PerformanceOnly LoadGen run per
+step, between 0 and the pool's capacity (workers / service time; with batching, the best of one query
+and a full batch per call), which no queue can exceed. LoadGen's own FindPeakPerformance mode runs in
+this version too, but it keeps the log of its last run only: the latency percentiles at each offered
+QPS (the plot's curve), and which steps passed, would be lost. A step passes when it is valid by the
+scenario's rule (:class:`~.serving_config.ServingConfig`); the search is repeated ``repeats`` times, each
+with its own LoadGen schedule seed, and the spread of the peaks is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Callable, Optional
+
+from trtbench.scenarios.loadgen_summary import read_summary
+from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
+from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+from trtbench.worker import Recipe, WorkerError
+
+SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the search
+KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
+
+
+def _test_settings(lg, settings: ServingConfig, qps: float, repeat: int):
+    test = lg.TestSettings()
+    test.scenario = lg.TestScenario.Server
+    test.mode = lg.TestMode.PerformanceOnly
+    test.server_target_qps = qps
+    test.server_target_latency_ns = int(settings.p99_ms * 1e6)
+    test.server_target_latency_percentile = settings.percentile
+    test.min_duration_ms = int(settings.min_duration_s * 1e3)
+    test.min_query_count = settings.min_queries
+    test.schedule_rng_seed = settings.seed + repeat
+    return test
+
+
+def _log_settings(lg, folder: Path):
+    output = lg.LogOutputSettings()
+    output.outdir = str(folder)
+    output.copy_summary_to_stdout = False
+    logs = lg.LogSettings()
+    logs.log_output = output
+    logs.enable_trace = False
+    return logs
+
+
+def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, qps: float, repeat: int,
+                folder: Path, out_dir: Path) -> tuple[LoadGenRun, list[str]]:
+    """One LoadGen Server run at ``qps`` over the pool's first ``workers`` workers; its logs in ``folder``.
+
+    Returns the run and why queries were lost (empty when none was)."""
+    lg = importlib.import_module("mlperf_loadgen")
+    folder.mkdir(parents=True, exist_ok=True)
+    batching = settings.batching
+    session = ServerSession(pool, workers, lambda ids: lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0)
+                                                                                 for i in ids]),
+                            settings.query_timeout_s, batching.max_batch if batching else 1,
+                            batching.window_ms if batching else 0.0)
+    sut = lg.ConstructSUT(session.issue, session.flush)
+    qsl = lg.ConstructQSL(1, 1, lambda indices: None, lambda indices: None)  # the samples live in the workers
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, settings, qps, repeat), _log_settings(lg, folder))
+    finally:
+        session.close()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    for path in folder.iterdir():  # the (empty) accuracy log and trace go; the summary and detail stay
+        if path.name not in KEPT_LOGS:
+            path.unlink()
+    summary = read_summary(folder)
+    met = summary.valid if settings.validity == "loadgen" else summary.performance_met and summary.minimums_met
+    run = LoadGenRun(offered_qps=qps, repeat=repeat, summary=summary, within_bound=met and not session.lost,
+                     latencies_ms=tuple(session.latencies_ms), batches=dict(session.batches), lost=session.lost,
+                     log_dir=folder.relative_to(out_dir).as_posix())
+    return run, session.errors
+
+
+def _capacity(pool: ServingPool, workers: int, settings: ServingConfig) -> tuple[float, float]:
+    """The service time of one query (ms) and the most QPS the pool could complete (no queue can do more)."""
+    service_ms = pool.time_call(call_label(1), SERVICE_CALLS, settings.query_timeout_s)
+    per_call = 1e3 / service_ms
+    if settings.batching is not None:
+        full = settings.batching.max_batch
+        per_call = max(per_call, full * 1e3 / pool.time_call(call_label(full), SERVICE_CALLS, settings.query_timeout_s))
+    return service_ms, workers * per_call
+
+
+def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path,
+           progress: Callable[[str], None]) -> ServingResult:
+    folder = out_dir / result.log_dir
+    service_ms, capacity = _capacity(pool, result.workers, settings)
+    runs: list[LoadGenRun] = []
+    peaks: list[float] = []
+    for repeat in range(settings.repeats):
+        lo, hi = 0.0, capacity
+        offered = [settings.target_qps] if settings.target_qps else None
+        for step in range(1 if offered else settings.search_steps):
+            qps = offered[0] if offered else (lo + hi) / 2
+            progress(f"serve {result.log_dir} {result.label}: repeat {repeat + 1}, {qps:.1f} QPS offered")
+            run, lost = loadgen_run(pool, result.workers, settings, qps, repeat,
+                                    folder / f"r{repeat}-s{step}-{qps:.1f}qps", out_dir)
+            runs.append(run)
+            if lost:
+                return dataclasses.replace(result, status="failed", service_ms=service_ms, runs=tuple(runs),
+                                           peaks=tuple(peaks), reason=f"{run.lost} query(ies) lost at {qps:.1f} QPS "
+                                           f"offered: " + "; ".join(lost))
+            if run.within_bound:
+                lo = qps
+            else:
+                hi = qps
+                if run.summary.latency_ms.get("min", 0.0) > settings.p99_ms:
+                    break  # even the fastest query missed the bound: no load would meet it
+        if not offered:
+            peaks.append(lo)
+    return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+
+
+def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, out_dir: Path, name: str,
+                default_threads: int, start_timeout_s: float,
+                progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
+    """Serve the variant that ``recipe_for(threads)`` hosts, once per worker count of ``settings``; logs
+    under ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool
+    (a run uses its first workers). A pool that fails to start, or a count that loses a query, gives
+    failed results (with the runs made) and the other counts still run."""
+    threads_of = {workers: settings.threads or max(1, default_threads // workers) for workers in settings.workers}
+    results: dict[int, ServingResult] = {}
+    for threads in dict.fromkeys(threads_of.values()):
+        counts = [workers for workers in settings.workers if threads_of[workers] == threads]
+        planned = {workers: ServingResult(scenario="server", workers=workers, threads=threads,
+                                          bound_ms=settings.p99_ms, percentile=settings.percentile,
+                                          batching=dataclasses.asdict(settings.batching) if settings.batching else None,
+                                          log_dir=f"serving/{name}_w{workers}")
+                   for workers in counts}
+        for result in planned.values():
+            (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            pool = ServingPool([recipe_for(threads)] * max(counts), start_timeout_s,
+                               out_dir / planned[max(counts)].log_dir)
+        except WorkerError as err:
+            results.update({w: dataclasses.replace(r, status="failed", reason=f"the workers did not start: {err}")
+                            for w, r in planned.items()})
+            continue
+        try:
+            for workers, result in planned.items():
+                result = dataclasses.replace(result, worker_facts=dict(pool.workers[0].facts))
+                try:
+                    results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
+                except WorkerError as err:  # a worker that failed while its service time was measured
+                    results[workers] = dataclasses.replace(result, status="failed", reason=str(err))
+                if results[workers].status != "ok":
+                    break  # its workers may be gone: the counts left are not served by this pool
+        finally:
+            pool.close()
+        for workers, result in planned.items():
+            results.setdefault(workers, dataclasses.replace(
+                result, status="failed", reason=f"not run: the pool failed at {workers} worker(s) before"))
+    return [results[workers] for workers in settings.workers]

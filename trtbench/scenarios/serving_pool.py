@@ -1,0 +1,164 @@
+"""The system under test of a serving scenario: worker processes hosting one variant, fed by dispatchers.
+
+A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.worker`), each hosting the
+variant from its recipe at the intra-op threads the recipe sets (``torch.set_num_threads`` applies
+to a whole process, so workers are processes). Their calls are labelled ``x<k>``: ``k`` queries in
+one call, on inputs the worker prepared when it started (the query sample library: nothing is made
+in the timed path, and a gathered batch runs the prepared batch of that size instead of
+concatenating its queries).
+
+A :class:`ServerSession` is one LoadGen run's SUT: ``issue`` queues the queries LoadGen sends, and
+one dispatcher thread per worker takes them from the queue (gathering up to ``max_batch`` of them
+within ``window_ms`` when batching), asks its worker for one synchronized call, waits and completes
+them with ``QuerySamplesComplete``. A worker silent past ``query_timeout_s`` is killed and its queries
+completed as *lost*; once no worker is left, every query still queued or issued is completed lost
+at once, so LoadGen, which waits for every sample it issued, ends the run.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from trtbench.worker import Recipe, Worker, WorkerError, spawn_workers, start_workers
+
+
+def call_label(queries: int) -> str:
+    """The worker call that runs ``queries`` queries at once."""
+    return f"x{queries}"
+
+
+class ServingPool:
+    """``len(recipes)`` worker processes, each hosting one recipe, started and built together."""
+
+    def __init__(self, recipes: list[Recipe], timeout_s: float, log_dir: Optional[Path] = None):
+        named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
+        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir))
+        self.workers: list[Worker] = list(ready.values())
+        if errors:
+            self.close()
+            raise next(iter(errors.values()))
+
+    def time_call(self, label: str, calls: int, timeout_s: float) -> float:
+        """The median ms of ``calls`` calls at ``label`` on the first worker (the pool's service time)."""
+        worker = self.workers[0]
+        took = []
+        for _ in range(calls):
+            worker.send_call(label)
+            took.append(worker.call_result(timeout_s))
+        return sorted(took)[len(took) // 2]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
+@dataclass
+class _Query:
+    id: int
+    arrived_ns: int
+
+
+class ServerSession:
+    """One LoadGen run's SUT over the first ``workers`` of a pool (see the module docstring).
+
+    ``complete(ids)`` reports finished queries to LoadGen (``QuerySamplesComplete``).
+    """
+
+    def __init__(self, pool: ServingPool, workers: int, complete: Callable[[list[int]], Any], timeout_s: float,
+                 max_batch: int = 1, window_ms: float = 0.0):
+        self.complete, self.timeout_s = complete, timeout_s
+        self.max_batch, self.window_s = max_batch, window_ms / 1e3
+        self.queue: queue.Queue[Optional[_Query]] = queue.Queue()
+        self.lock = threading.Lock()
+        self.latencies_ms: list[float] = []  # per query, from its issue to its completion, at the SUT
+        self.batches: Counter[int] = Counter()  # calls per batch size
+        self.lost = 0
+        self.errors: list[str] = []  # why queries were lost or failed
+        self.alive = workers
+        self.threads = [threading.Thread(target=self._dispatch, args=(worker,), daemon=True,
+                                         name=f"dispatch-{i}") for i, worker in enumerate(pool.workers[:workers])]
+        for thread in self.threads:
+            thread.start()
+
+    # ---- LoadGen's callbacks -------------------------------------------------------------------
+
+    def issue(self, samples) -> None:
+        now = time.perf_counter_ns()
+        with self.lock:
+            if self.alive:
+                for sample in samples:
+                    self.queue.put(_Query(sample.id, now))
+                return
+            self.lost += len(samples)
+        self.complete([sample.id for sample in samples])
+
+    def flush(self) -> None:
+        """Nothing is held back: every query is queued as it is issued."""
+
+    # ---- the dispatchers -----------------------------------------------------------------------
+
+    def _gather(self, first: _Query) -> tuple[list[_Query], bool]:
+        """``first`` and the queries that join it within the window, up to ``max_batch``; and whether
+        the session is closing (a sentinel was taken)."""
+        batch = [first]
+        deadline = first.arrived_ns / 1e9 + self.window_s
+        while len(batch) < self.max_batch:
+            remaining = deadline - time.perf_counter_ns() / 1e9
+            try:
+                item = self.queue.get(timeout=remaining) if remaining > 0 else self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+        return batch, False
+
+    def _dispatch(self, worker: Worker) -> None:
+        closing = False
+        while not closing:
+            first = self.queue.get()
+            if first is None:
+                return
+            batch, closing = self._gather(first) if self.max_batch > 1 else ([first], False)
+            try:
+                worker.send_call(call_label(len(batch)))
+                worker.call_result(self.timeout_s)
+            except WorkerError as err:
+                self._give_up(worker, batch, err)
+                return
+            done = time.perf_counter_ns()
+            with self.lock:
+                self.batches[len(batch)] += 1
+                self.latencies_ms += [(done - q.arrived_ns) / 1e6 for q in batch]
+            self.complete([q.id for q in batch])
+
+    def _give_up(self, worker: Worker, batch: list[_Query], err: WorkerError) -> None:
+        """Complete ``batch`` as lost; the last worker to go completes everything still queued too."""
+        worker.kill()
+        with self.lock:
+            self.errors.append(str(err).splitlines()[0] + f" ({len(batch)} query(ies) lost)")
+            self.alive -= 1
+            lost = [q.id for q in batch]
+            if not self.alive:
+                while True:
+                    try:
+                        item = self.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        lost.append(item.id)
+            self.lost += len(lost)
+        self.complete(lost)
+
+    def close(self) -> None:
+        """Stop the dispatchers (LoadGen has every query back by now)."""
+        for _ in self.threads:
+            self.queue.put(None)
+        for thread in self.threads:
+            thread.join(timeout=self.timeout_s + 5)

@@ -1,0 +1,121 @@
+"""What a serving scenario produced for one variant at one worker count: frozen, journaled with its record."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional
+
+from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+
+
+@dataclass(frozen=True)
+class LoadGenRun:
+    """One LoadGen run at an offered QPS: LoadGen's summary and what the SUT saw."""
+
+    offered_qps: float
+    repeat: int  # which peak search (or run at the target) it belongs to
+    summary: LoadGenSummary
+    within_bound: bool  # valid by the scenario's rule (ServingConfig.validity)
+    latencies_ms: tuple[float, ...] = ()  # per query, issue to completion, measured at the SUT
+    batches: dict[int, int] = field(default_factory=dict)  # calls per batch size
+    lost: int = 0
+    log_dir: str = ""  # relative to the run's output directory
+
+    def to_dict(self) -> dict:
+        return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
+                "within_bound": self.within_bound, "latencies_ms": [round(v, 4) for v in self.latencies_ms],
+                "batches": {str(k): v for k, v in sorted(self.batches.items())}, "lost": self.lost,
+                "log_dir": self.log_dir}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LoadGenRun":
+        return cls(offered_qps=data["offered_qps"], repeat=data["repeat"],
+                   summary=LoadGenSummary.from_dict(data["summary"]), within_bound=data["within_bound"],
+                   latencies_ms=tuple(data.get("latencies_ms") or ()),
+                   batches={int(k): v for k, v in (data.get("batches") or {}).items()}, lost=data.get("lost", 0),
+                   log_dir=data.get("log_dir", ""))
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
+
+    ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
+    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty.
+    """
+
+    scenario: str  # the LoadGen scenario: server
+    workers: int
+    threads: int
+    bound_ms: float
+    percentile: float  # the bound applies to this percentile (0.99: p99)
+    batching: Optional[dict] = None  # {max_batch, window_ms}
+    status: str = "ok"  # ok | failed (a query lost, a worker that failed)
+    reason: str = ""
+    service_ms: Optional[float] = None  # one query's call in a worker, alone (the search's capacity estimate)
+    peaks: tuple[float, ...] = ()
+    runs: tuple[LoadGenRun, ...] = ()
+    log_dir: str = ""  # relative to the run's output directory
+    worker_facts: dict = field(default_factory=dict)  # what a worker reported: pid, threads, runtime threads, hosts
+
+    @property
+    def percentile_key(self) -> str:
+        return percentile_key(self.percentile * 100)
+
+    @property
+    def peak_qps(self) -> Optional[float]:
+        """The median peak over the repeats (None without a search)."""
+        return statistics.median(self.peaks) if self.peaks else None
+
+    @property
+    def peak_spread(self) -> Optional[tuple[float, float]]:
+        return (min(self.peaks), max(self.peaks)) if self.peaks else None
+
+    @property
+    def peak_run(self) -> Optional[LoadGenRun]:
+        """The run within the bound at the highest offered QPS, in the repeat whose peak is the median;
+        with a fixed target: the run at the target nearest the median completed rate."""
+        if not self.runs:
+            return None
+        if not self.peaks:
+            rates = sorted(self.runs, key=lambda r: r.summary.completed_qps or 0.0)
+            return rates[len(rates) // 2]
+        repeat = sorted(range(len(self.peaks)), key=lambda i: self.peaks[i])[len(self.peaks) // 2]
+        within = [r for r in self.runs if r.repeat == repeat and r.within_bound]
+        return max(within, key=lambda r: r.offered_qps, default=None)
+
+    @property
+    def batch_histogram(self) -> dict[int, int]:
+        """Calls per batch size over every run."""
+        total: dict[int, int] = {}
+        for run in self.runs:
+            for size, calls in run.batches.items():
+                total[size] = total.get(size, 0) + calls
+        return dict(sorted(total.items()))
+
+    @property
+    def batching_text(self) -> str:
+        """``off``, or ``<=4 in 2 ms``: up to 4 queries gathered within 2 ms."""
+        return f"<={self.batching['max_batch']} in {self.batching['window_ms']:g} ms" if self.batching else "off"
+
+    @property
+    def label(self) -> str:
+        """``w2 x t1`` (+ ``batching <=4 in 2 ms``): the serving configuration in a few words."""
+        return f"w{self.workers} x t{self.threads}" + (f" batching {self.batching_text}" if self.batching else "")
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario, "workers": self.workers, "threads": self.threads,
+                "bound_ms": self.bound_ms, "percentile": self.percentile, "batching": self.batching,
+                "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
+                "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
+                "log_dir": self.log_dir, "worker_facts": self.worker_facts}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServingResult":
+        return cls(scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
+                   bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
+                   status=data.get("status", "ok"), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
+                   peaks=tuple(data.get("peaks") or ()),
+                   runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
+                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))

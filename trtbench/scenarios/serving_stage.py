@@ -1,0 +1,86 @@
+"""The run's serving stage: after a build group's latency points, each serving scenario serves each
+variant that built and passed its accuracy check, at the config's opt shape, in worker processes.
+
+Its workers host the variant as the timing workers do (:class:`~trtbench.variant_recipe.VariantRecipe`:
+the deployed file, or a rebuild from the parent's exact weights), with the serving inputs prepared
+in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
+batch of 1 to ``max_batch`` samples. The results join the variant's record at that point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from trtbench.inputs import make_inputs, to_memory_format
+from trtbench.isolation import deployed_artifact
+from trtbench.precision import precision_dtype
+from trtbench.record import Record
+from trtbench.scenarios.serving import run_serving
+from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.scenarios.serving_pool import call_label
+from trtbench.variant_recipe import VariantRecipe, write_payload
+
+
+def serving_inputs(config, settings: ServingConfig, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
+    """The query sample library: call label -> inputs (one query; with batching, each batch size)."""
+    opt = [list(spec.opt_shape) for spec in config.inputs]
+    sizes = range(1, settings.batching.max_batch + 1) if settings.batching else [None]
+    return {call_label(size or 1): to_memory_format(
+                make_inputs(config.inputs, [[size, *shape[1:]] if size else shape for shape in opt],
+                            config.benchmark.seed, device, dtype), config.channels_last)
+            for size in sizes}
+
+
+def serving_point(group, inputs: list):
+    """The point served: the one at the config's opt shapes, else the group's first."""
+    opt = tuple(tuple(spec.opt_shape) for spec in inputs)
+    return next((p for p in group.points if p.shapes == opt), group.points[0])
+
+
+def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: tuple, records: dict[str, Record],
+                device: torch.device, out_dir: Path, log: Callable[[str], None]) -> list[Record]:
+    """Serve every variant of ``group`` built ok and accurate at its served point, under every serving
+    scenario of ``config``; the records there, with their results added (the others are left as they are)."""
+    point = serving_point(group, config.inputs)
+    dtype = precision_dtype(group.precision)
+    served: dict[str, list] = {}
+    entries = {}
+    for entry in group.variants:
+        record = records.get(group.case(entry, point).key)
+        outcome = outcomes.get(entry.name)
+        if record is not None and record.status == "ok" and not record.parity_failed and outcome is not None \
+                and outcome.built is not None:
+            entries[entry.name] = (entry, record, outcome)
+    if not entries:
+        return []
+    options = {entry.name: entry.options for entry in group.variants}
+    with tempfile.TemporaryDirectory(prefix="trtbench-serving-") as tmp:
+        folder = Path(tmp)
+        artifacts = {name: deployed_artifact(outcome.variant, outcome.built, folder)
+                     for name, (_, _, outcome) in entries.items()}
+        for index, settings in enumerate(config.serving):
+            payload = write_payload(folder / f"payload-{index}.pt", cast, example,
+                                    serving_inputs(config, settings, device, dtype))
+            for name, (entry, record, _) in entries.items():
+                def recipe_for(threads: int, name=name) -> VariantRecipe:
+                    return VariantRecipe(model=group.model, variant=name, options=options, precision=group.precision,
+                                         device=str(device), threads=threads,
+                                         cudnn_benchmark=config.benchmark.cudnn_benchmark,
+                                         channels_last=config.channels_last, input_specs=config.inputs,
+                                         payload=str(payload),
+                                         # the file carries its build's threads (ORT's session): at others, rebuild
+                                         artifact=artifacts[name] if threads == group.threads else None)
+                stem = f"{group.model.id}_{record.case.label}_{group.precision}" + (f"_s{index}" if index else "")
+                log(f"serve {group.model.id} {record.case.label} {group.precision} under LoadGen")
+                served.setdefault(name, []).extend(run_serving(
+                    recipe_for, settings, out_dir, _slug(stem), group.threads, config.benchmark.worker_timeout_s, log))
+    return [dataclasses.replace(record, serving=tuple(served[name])) for name, (_, record, _) in entries.items()]
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-_" else "-" for c in text).strip("-")
