@@ -1,0 +1,151 @@
+"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao.
+
+``torch.export`` captures the model, torchao's ``X86InductorQuantizer`` annotates it (its default
+x86 config: uint8 per-tensor activations, int8 per-channel symmetric weights), ``prepare_pt2e``
+inserts observers, the calibration batches run through it, and ``convert_pt2e`` leaves a graph of
+``quantized_decomposed`` quantize/dequantize ops around fp32 conv/linear. Inductor turns those
+patterns into oneDNN int8 kernels (``onednn.qconv_pointwise``, ``onednn.qlinear_pointwise``) only
+when freezing is on: torchao registers them as freezing patterns
+(torchao/quantization/pt2e/inductor_passes/x86.py, ``register_freezing_graph_pattern``), which is
+why :func:`compile_pt2e` and :func:`aoti_package_pt2e` pass ``freezing=True``.
+
+Exclusion (the fallback's layers kept in fp32) is the quantizer's own: a module-name config of
+``None`` (``X86InductorQuantizer.set_module_name_qconfig(name, None)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
+
+# What X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``: aten conv1d,
+# conv2d, linear), as the modules a user names them by.
+QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
+_QUANTIZED_OPS_NAMESPACE = "quantized_decomposed"  # torch.ops.quantized_decomposed.{quantize,dequantize}_per_*
+_WEIGHT_OPS = {"conv1d", "conv2d", "linear"}  # aten ops whose args[1] is the layer's weight
+INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns (see the module docstring)
+
+
+def _torchao():
+    """torchao's PT2E entry points, or QuantizationUnavailable naming the version pair tried."""
+    try:
+        import torchao
+    except ImportError as err:
+        raise QuantizationUnavailable(f"torchao is not installed ({err}): pip install 'trtbench[int8]'") from err
+    try:
+        from torchao.quantization.pt2e import observer
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer
+    except Exception as err:  # a torchao built for another torch fails in its own ways (imports, op registration)
+        raise QuantizationUnavailable(f"torchao {torchao.__version__} does not work with torch {torch.__version__}: "
+                                      f"{type(err).__name__}: {err}") from err
+    return observer, prepare_pt2e, convert_pt2e, x86_inductor_quantizer
+
+
+def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
+    """Qualified names of the modules the x86 quantizer quantizes (Conv1d/Conv2d/Linear), in order."""
+    return [name for name, module in model.named_modules() if isinstance(module, QUANTIZABLE_MODULES)]
+
+
+def _quantization_config(settings: QuantSettings, observer, xiq):
+    """The x86 default config, with the activation observer of ``settings.method`` and per-tensor
+    weights when ``settings.per_channel`` is off.
+
+    ``minmax`` is ``MinMaxObserver``; ``entropy`` and ``percentile`` are the x86 default,
+    ``HistogramObserver``, which searches the histogram for the range of least quantization error
+    (torchao has neither a KL-divergence nor a percentile observer)."""
+    config = xiq.get_default_x86_inductor_quantization_config()
+    activation = config.input_activation
+    if settings.method == "minmax":
+        activation = dataclasses.replace(activation, observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(
+            eps=2 ** -12))  # the eps the default config gives its observers
+    weight = config.weight
+    if not settings.per_channel:
+        weight = dataclasses.replace(weight, qscheme=torch.per_tensor_symmetric, ch_axis=None,
+                                     observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(eps=2 ** -12))
+    return dataclasses.replace(config, input_activation=activation, output_activation=activation, weight=weight)
+
+
+def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
+    """Dim 0 of every input left to export to decide (``Dim.AUTO``): calibration batches may differ in size."""
+    return tuple({0: torch.export.Dim.AUTO} if t.dim() else None for t in example_inputs)
+
+
+def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
+                  settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
+    """``model`` (eval mode) quantized to INT8 by PT2E: a GraphModule of quantize/dequantize ops
+    around fp32 conv/linear, for :func:`compile_pt2e` or :func:`aoti_package_pt2e`.
+
+    ``dynamic_shapes`` goes to ``torch.export.export``; by default the batch dimension is dynamic.
+    Layers named in ``settings.exclude`` (module qualified names) stay fp32."""
+    observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
+    known = set(quantizable_layers_pt2e(model))
+    unknown = [name for name in settings.exclude if name not in known]
+    if unknown:
+        raise ValueError(f"cannot keep {unknown} in fp32: not quantizable layers of the model "
+                         f"(those are {sorted(known)})")
+    quantizer = xiq.X86InductorQuantizer()
+    quantizer.set_global(_quantization_config(settings, observer, xiq))
+    for name in settings.exclude:
+        quantizer.set_module_name_qconfig(name, None)
+    shapes = _batch_dynamic(example_inputs) if dynamic_shapes is None else dynamic_shapes
+    with torch.no_grad():
+        captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes).module()
+        prepared = prepare_pt2e(captured, quantizer)
+        for batch in calibration:
+            prepared(*batch)
+        return convert_pt2e(prepared)
+
+
+def _is_quantized_op(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+        node.target.namespace == _QUANTIZED_OPS_NAMESPACE
+
+
+def is_int8_pt2e(gm: torch.fx.GraphModule) -> bool:
+    """Whether the graph really is quantized: it has ``quantized_decomposed`` quantize/dequantize ops
+    and int8 weights. A float graph (an export of the fp32 model) has neither."""
+    has_ops = any(_is_quantized_op(node) for node in gm.graph.nodes)
+    constants = [operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"]
+    has_int8 = any(isinstance(t, torch.Tensor) and t.dtype == torch.int8 for t in constants)
+    return has_ops and has_int8
+
+
+def _layer_name(node: torch.fx.Node) -> str | None:
+    stack = node.meta.get("nn_module_stack")
+    return list(stack.values())[-1][0] if stack else None
+
+
+def fp32_layers_pt2e(gm: torch.fx.GraphModule) -> list[str]:
+    """Module names of the conv/linear layers whose weight does not come out of a dequantize op
+    (the layers kept in fp32), read from the converted graph itself."""
+    kept = []
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "_opname", None) in _WEIGHT_OPS:
+            weight = node.args[1]
+            if not (isinstance(weight, torch.fx.Node) and _is_quantized_op(weight)):
+                kept.append(_layer_name(node))
+    return kept
+
+
+def compile_pt2e(gm: torch.fx.GraphModule) -> Callable:
+    """``torch.compile`` of a quantized graph with freezing on, so inductor lowers it to int8 kernels."""
+    return torch.compile(gm, options=dict(INDUCTOR_OPTIONS))
+
+
+def aoti_package_pt2e(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], package_path: Path,
+                      dynamic_shapes=None) -> Path:
+    """An AOTInductor package (``.pt2``) of a quantized graph, compiled with freezing on; load it with
+    ``torch._inductor.aoti_load_package``."""
+    shapes = _batch_dynamic(tuple(example_inputs)) if dynamic_shapes is None else dynamic_shapes
+    with torch.no_grad():
+        program = torch.export.export(gm, tuple(example_inputs), dynamic_shapes=shapes)
+        return Path(torch._inductor.aoti_compile_and_package(program, package_path=str(package_path),
+                                                             inductor_configs=dict(INDUCTOR_OPTIONS)))
