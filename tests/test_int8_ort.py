@@ -87,3 +87,22 @@ def test_the_quantize_check_fails_an_fp32_model(ort_run):
     tmp_path, _ = ort_run
     with pytest.raises(AssertionError):
         assert_int8(tmp_path / "out" / "artifacts" / "ort_fp32.onnx")
+
+
+def test_the_fallback_keeps_the_planted_layers_in_fp32(tmp_path):
+    config = digits_config(tmp_path, model="trained_models:sensitive_digits_cnn")
+    config["variants"] = ["eager", "ort"]
+    config["output"]["save_artifacts"] = False
+    config["calibration"]["max_fp32_layers"] = 0  # first: no fallback, so full INT8 must fail
+    strict = run_dict(config)
+    row = next(r for r in strict.results if (r.case.variant, r.case.precision) == ("ort", "int8"))
+    assert row.status == "failed" and "misses the accuracy budget" in row.reason, row.reason
+
+    config["calibration"]["max_fp32_layers"] = 2
+    config["output"]["dir"] = str(tmp_path / "fallback")
+    outcome = run_dict(config)
+    row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == ("ort", "int8"))
+    assert row.status == "ok", row.reason
+    facts = row.build["info"]["int8"]
+    assert facts["full_int8_accuracy"]["ok"] is False and row.parity["ok"]
+    assert facts["fp32_modules"] and set(facts["fp32_modules"]) <= set(SENSITIVE_LAYERS), facts
