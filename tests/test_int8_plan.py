@@ -73,3 +73,33 @@ def test_int8_rows_are_timed_in_the_rounds_of_eager_fp32_and_skipped_ones_say_wh
     for name in ("eager", "traced"):
         assert rows[(name, "int8")].status == "skipped" and "no INT8 path" in rows[(name, "int8")].reason
     assert outcome.results.speedup(rows[("traced", "fp32")]) is not None
+
+
+@pytest.mark.parametrize("int8_ms, vnni, notes", [
+    (5.2, False, {"INT8 is not faster here", "this CPU has no VNNI"}),
+    (2.5, True, set()),
+])
+def test_the_int8_section_says_when_int8_is_not_faster_and_why(int8_ms, vnni, notes):
+    from trtbench.env import cpu_int8_features
+    from trtbench.report.reduced import NO_VNNI, NOT_FASTER, reduced_precision_markdown
+
+    flags = "fpu avx2 avx512_vnni" if vnni else "fpu avx2"
+    results = ResultSet(environments={"e": {"id": "e", "cpu_int8": cpu_int8_features(flags)}})
+    int8 = _record("ort", "int8", int8_ms)
+    int8.parity = {"kind": "int8", "ok": True, "top1_agree": 0.995, "top5_overlap": 0.99, "sqnr_db": 31.0,
+                   "top1": 0.96, "top1_reference": 0.965}
+    for record in (_record("eager", "fp32", 10.0), _record("ort", "fp32", 5.0), int8):
+        results.add(record)
+    text = reduced_precision_markdown(results)
+    assert "| ort | opt | 1.9" in text or "| ort | opt | 4.0" in text  # the speedup over eager fp32
+    assert "0.995" in text and "31.0" in text and "0.960 / 0.965" in text
+    assert {note for note in (NOT_FASTER, NO_VNNI) if note in text} == notes
+
+
+def test_cpu_int8_features_read_the_flags():
+    from trtbench.env import cpu_int8_features
+
+    assert cpu_int8_features("avx2 avx512f")["vnni"] is False
+    assert cpu_int8_features("avx2 avx_vnni")["vnni"] is True
+    features = cpu_int8_features("avx512_vnni amx_tile amx_int8")
+    assert features["amx"] and features["flags"] == ["avx512_vnni", "amx_int8", "amx_tile"]

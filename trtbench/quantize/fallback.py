@@ -32,6 +32,8 @@ class Quantized:
     full_int8: Accuracy  # every layer quantized
     sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone in fp32
     attempts: int = 1  # quantizations run
+    cost: dict = field(default_factory=dict)  # the fp32 layers' cost in speed: median ms of full INT8 and of this
+    calibration: dict = field(default_factory=dict)  # where the calibration samples came from (CalibrationData.facts)
 
     def info(self, layer_names: dict[str, str] | None = None) -> dict:
         """Build facts: the accuracy, the layers kept in fp32 (with their module names where known)."""
@@ -41,7 +43,7 @@ class Quantized:
                 "fp32_modules": [names.get(layer, layer) for layer in self.settings.exclude],
                 "sensitivity_sqnr_db": {names.get(k, k): round(v, 2) for k, v in self.sensitivity.items()},
                 "calibration_method": self.settings.method, "per_channel": self.settings.per_channel,
-                "quantizations": self.attempts}
+                "quantizations": self.attempts, "fallback_cost": self.cost, "calibration": self.calibration}
 
 
 def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: list[str], setup: Int8Setup,
@@ -52,7 +54,8 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
     model = quantize(settings)
     full = setup.evaluate(model)
     if full.ok:
-        return Quantized(model, settings, full, full)
+        return Quantized(model, settings, full, full, calibration=setup.data.facts)
+    full_model = model
     if setup.max_fp32_layers == 0 or not layers:
         raise AccuracyBudgetMissed(f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); "
                                    f"no fallback (calibration.max_fp32_layers is 0)" if layers else
@@ -79,7 +82,25 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
         last = accuracy
         if accuracy.ok:
             return Quantized(model, replace(settings, exclude=settings.exclude + kept), accuracy, full, sensitivity,
-                             attempts)
+                             attempts, fallback_cost(full_model, model, setup.data.evaluation[0]), setup.data.facts)
     raise AccuracyBudgetMissed(
         f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); with the {len(kept)} most sensitive "
         f"layer(s) kept in fp32 ({', '.join(kept)}; calibration.max_fp32_layers) still {last.reason} ({last.text()})")
+
+
+def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
+    """What keeping layers in fp32 cost in speed: both models timed interleaved on one evaluation batch
+    (a quick estimate at build time; the run's rounds time the one that ships)."""
+    import statistics
+
+    import torch
+
+    from trtbench.timing import TimingPlan, measure_interleaved
+
+    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
+    with torch.inference_mode():
+        measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
+                                       torch.device("cpu"), plan)
+    full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
+    return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
+            "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

@@ -12,6 +12,7 @@ from trtbench.report.markdown import report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.profile import draw_layer_plots
+from trtbench.report.reduced import reduced_precision_markdown
 from trtbench.report.tables import csv_text
 from trtbench.resultset import ResultSet
 
@@ -65,6 +66,9 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
     sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
     sections = [sweep_markdown(results, sweep)] if sweep else []
+    reduced = reduced_precision_markdown(results)
+    if reduced:
+        sections.append(reduced)
     if recommendations:
         sections.append(recommendation_markdown(recommendations, results.environments))
     atomic_write_text(files["markdown"], report_markdown(intro, results, interrupted, manifest, plots, profiles,
