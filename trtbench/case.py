@@ -62,8 +62,12 @@ class Case:
     @property
     def baseline_key(self) -> tuple:
         """What a case shares with the baseline its speedup is measured against (eager, with the
-        options its run listed): everything but the variant and the variant's options."""
-        return (self.model, self.precision, self.point, self.input_shapes, self.threads, self.device)
+        options its run listed): everything but the variant and the variant's options, and for a
+        quantized precision (int8) the precision too: its baseline is eager fp32, timed in its rounds."""
+        from trtbench.precision import REFERENCE, is_quantized
+
+        precision = REFERENCE if is_quantized(self.precision) else self.precision
+        return (self.model, precision, self.point, self.input_shapes, self.threads, self.device)
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any, Optional
 import yaml
 
 from trtbench import schema
+from trtbench.calibration import CalibrationConfig
 from trtbench.case import options_text
 from trtbench.errors import UserInputError
 from trtbench.fsutil import require_readable_file
@@ -194,10 +195,27 @@ class Tolerance:
                 raise UserInputError(schema.join(path, name), "must not be negative", "use 0 or a positive number")
 
 
-def default_tolerances() -> dict[str, Tolerance]:
+@dataclass
+class Int8Budget:
+    """The accuracy a quantized build must keep against eager fp32 over the evaluation samples: the
+    share of samples whose top-1 class agrees (classifier-shaped outputs) and the SQNR of every output."""
+
+    top1_agree_min: float = 0.99
+    sqnr_db_min: float = 20.0
+
+    def validate(self, path: str) -> None:
+        if not 0 <= self.top1_agree_min <= 1:
+            raise UserInputError(schema.join(path, "top1_agree_min"), f"{self.top1_agree_min} is not a share",
+                                 "use a number from 0 to 1, e.g. 0.99")
+
+
+TOLERANCE_TYPES = {"fp32": Tolerance, "fp16": Tolerance, "int8": Int8Budget}
+
+
+def default_tolerances() -> dict[str, Any]:
     # fp32 allows TF32 math on GPUs (cuDNN convolutions, TensorRT by default): about 5e-4 of the
     # output scale for a ResNet34, so 5e-3 leaves a margin and still fails any real error.
-    return {"fp32": Tolerance(atol=1e-5, rtol=5e-3), "fp16": Tolerance(atol=1e-3, rtol=5e-2)}
+    return {"fp32": Tolerance(atol=1e-5, rtol=5e-3), "fp16": Tolerance(atol=1e-3, rtol=5e-2), "int8": Int8Budget()}
 
 
 @dataclass
@@ -281,6 +299,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None
     scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def validate(self, path: str) -> None:
         if (self.model is None) == (not self.models):
@@ -312,7 +331,7 @@ class Config:
         tolerances = default_tolerances()
         for key, value in self.tolerances.items():
             schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
-            tolerances[key] = schema.from_dict(Tolerance, value, schema.join("tolerances", key))
+            tolerances[key] = schema.from_dict(TOLERANCE_TYPES[key], value, schema.join("tolerances", key))
         self.tolerances = tolerances
         if self.output.dir is None:
             self.output.dir = str(Path("results") / self.name)

@@ -31,6 +31,30 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "amx_tile")  # x86 int8 dot-product units
+
+
+def cpu_int8_features(flags_text: str | None = None) -> dict:
+    """The CPU's INT8 dot-product units, from /proc/cpuinfo's flags (VNNI: AVX-512 VNNI or AVX-VNNI; AMX).
+
+    Without VNNI, x86 INT8 kernels emulate the dot products with AVX2 and INT8 often is no faster than fp32.
+    ``flags_text``: the flags line (default: this machine's)."""
+    if flags_text is None:
+        flags_text = ""
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith(("flags", "Features")):
+                        flags_text = line.split(":", 1)[1]
+                        break
+        except OSError:
+            return {"known": False}
+    flags = set(flags_text.split())
+    present = [flag for flag in INT8_FLAGS if flag in flags]
+    return {"known": bool(flags), "flags": present, "vnni": bool({"avx512_vnni", "avx_vnni"} & flags),
+            "amx": any(flag.startswith("amx") for flag in present)}
+
+
 def nvidia_driver_version() -> str | None:
     """The NVIDIA driver version reported by nvidia-smi, if present."""
     if not shutil.which("nvidia-smi"):
@@ -74,6 +98,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
         "torchvision": torchvision.__version__,
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "cpu_int8": cpu_int8_features(),
         "default_threads": default_threads(),
         "device": str(device),
         "cpu_busy_at_start": cpu_busy_fraction(),

@@ -56,11 +56,12 @@ class InProcess:
                 **self.thread_settings.get(variant, {})}
 
 
-def deployed_artifact(variant: Variant, built: Built, folder: Path) -> Optional[Artifact]:
+def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "") -> Optional[Artifact]:
     """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
-    its worker rebuilds it, and the artifact step reports any save failure itself)."""
+    its worker rebuilds it, and the artifact step reports any save failure itself). ``key`` names
+    the file where one variant is built at two precisions (``ort@int8``)."""
     try:
-        artifacts = variant.save(built, folder, f"timed-{variant.name}")
+        artifacts = variant.save(built, folder, "timed-" + (key or variant.name).replace("@", "-"))
     except Exception:  # noqa: BLE001 - the rebuild path still times it
         return None
     return artifacts[0] if artifacts else None
@@ -79,15 +80,16 @@ class VariantWorkers:
         self.errors: dict[str, WorkerError] = {}
 
     def start(self, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
-              inputs: dict[str, tuple], **recipe_fields) -> "VariantWorkers":
+              inputs: dict[str, tuple], precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
         """Write the group's weights (``cast_model``'s, as the parent built from them), inputs and each
-        variant's deployable file once, then give each variant a worker; ``recipe_fields`` are the
-        rest of each :class:`VariantRecipe`."""
+        variant's deployable file once, then give each variant a worker. ``builds`` and ``precisions``
+        are by slot key (``ort``, ``ort@int8``); ``recipe_fields`` are the rest of each
+        :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
         payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
-        recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=deployed_artifact(variant, built, folder),
-                                       **recipe_fields)
-                   for name, (variant, built) in builds.items()}
+        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key], payload=str(payload),
+                                      artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
+                   for key, (variant, built) in builds.items()}
         self.workers, self.errors = start_workers(recipes, self._spawned)
         return self
 

@@ -46,7 +46,9 @@ class _Tagged:
             raise _VariantFailed(self.name, err) from err
 
 
-def _parity(output: Any, reference: Any, tolerance) -> dict:
+def _parity(output: Any, reference: Any, tolerance, built) -> dict:
+    if "accuracy" in built.info:  # a quantized build: judged on the evaluation samples when it was built
+        return built.info["accuracy"]
     if isinstance(reference, MissingReference):
         return {"ok": False, "reason": reference.reason, "max_abs_err": None, "max_rel_err": None,
                 "top1_agree": None, "atol": tolerance.atol, "rtol": tolerance.rtol}
@@ -68,31 +70,33 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: tuple, reference: Any,
-                  tolerance, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
+def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: tuple, reference: Any,
+                  tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
                   isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """Records for ``cases`` (one per variant, all at the same point), in the same order.
+    """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
+    the same order; ``outcomes`` and ``tolerances`` are by slot key and by precision.
 
     Accuracy and peak memory are checked here, on this process's builds; the timing runs where
-    ``isolation`` puts each variant (its own worker process by default).
+    ``isolation`` puts each variant (its own worker process by default). The slot key ``eager`` (eager at
+    the group's first precision) is the baseline of the rounds. Each record is made once, at the end.
     """
-    made: dict[str, dict] = {}  # variant -> the Record fields found so far
+    made: dict[str, dict] = {}  # slot key -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
-    point = cases[0].point
+    point = slots[0][1].point
     with torch.inference_mode():
-        for case in cases:
-            outcome = outcomes[case.variant]
-            fields = made[case.variant] = {"status": outcome.status, "reason": outcome.reason, "build": outcome.facts,
-                                           "warnings": list(outcome.warnings), "metrics": {}}
+        for key, case in slots:
+            outcome = outcomes[key]
+            fields = made[key] = {"status": outcome.status, "reason": outcome.reason, "build": outcome.facts,
+                                  "warnings": list(outcome.warnings), "metrics": {}}
             if outcome.built is None:
                 continue
             variant, built = outcome.variant, outcome.built
             try:
                 prepared = variant.prepare(built, inputs)
                 output, caught = capture_warnings(lambda: variant.run(built, prepared))
-                fields["parity"] = _parity(output, reference, tolerance)
+                fields["parity"] = _parity(output, reference, tolerances[case.precision], built)
                 _, fields["metrics"]["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)
-                timer = isolation.timer(case.variant, point, lambda v=variant, b=built, p=prepared: v.run(b, p))
+                timer = isolation.timer(key, point, lambda v=variant, b=built, p=prepared: v.run(b, p))
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
@@ -100,7 +104,7 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
                 fields["reason"] = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
-            timers[case.variant] = _Tagged(case.variant, timer)
+            timers[key] = _Tagged(key, timer)
         while timers:
             try:
                 measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
@@ -118,4 +122,4 @@ def measure_point(cases: list[Case], outcomes: dict[str, BuildOutcome], inputs: 
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
             break
-    return [Record(case=case, environment=environment, **made[case.variant]) for case in cases]
+    return [Record(case=case, environment=environment, **made[key]) for key, case in slots]

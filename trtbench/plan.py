@@ -18,8 +18,8 @@ from trtbench.config import Config, ModelConfig, VariantEntry
 from trtbench.env import default_threads
 from trtbench.errors import UserInputError
 from trtbench.inputs import batch_shapes
-from trtbench.precision import unsupported_reason
-from trtbench.variants import build_order, get_variant
+from trtbench.precision import REFERENCE, is_quantized, precision_dtype, unsupported_reason
+from trtbench.variants import build_order, get_variant, variant_names
 
 
 @dataclass(frozen=True)
@@ -30,35 +30,72 @@ class ShapePoint:
     shapes: tuple[tuple[int, ...], ...]
 
 
+def slot_key(name: str, precision: str, base: str) -> str:
+    """How a group names one variant at one precision: the variant's name at the group's first
+    precision, ``name@precision`` at the others (``ort@int8``)."""
+    return name if precision == base else f"{name}@{precision}"
+
+
 @dataclass
 class BuildGroup:
-    """Cases one set of builds serves: one model at one precision and thread count, every point."""
+    """Cases one set of builds serves: one model at one thread count, every point, and the precisions
+    that share a compute dtype (fp32 and int8: a quantized build keeps fp32 inputs and parameters), so
+    that an int8 row is timed in the same interleaved rounds as eager fp32, its reference.
+
+    ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
+    for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""
 
     model: ModelConfig
-    precision: str
+    precisions: list[str]
     threads: int
     points: list[ShapePoint]
     variants: list[VariantEntry]  # requested, eager first
-    unavailable: dict[str, str] = field(default_factory=dict)  # variant -> why it cannot run here
+    unavailable: dict[str, str] = field(default_factory=dict)  # slot key -> why that variant cannot run here
     device: str = "cpu"
+    listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
+
+    def __post_init__(self) -> None:
+        if not self.listed:
+            self.listed = list(self.precisions)
+
+    @property
+    def precision(self) -> str:
+        """The group's first precision (its compute dtype's): the precision of its eager reference."""
+        return self.precisions[0]
 
     @property
     def key(self) -> tuple:
-        return (self.model.id, self.precision, self.threads, self.device)
+        return (self.model.id, tuple(self.precisions), self.threads, self.device)
+
+    def slot(self, name: str, precision: str) -> str:
+        return slot_key(name, precision, self.precision)
+
+    def entries_at(self, precision: str) -> list[VariantEntry]:
+        """The variants with a case at ``precision``: all requested ones where it is listed, else eager only."""
+        return list(self.variants) if precision in self.listed else [self.variants[0]]
+
+    def slots(self) -> list[tuple[VariantEntry, str]]:
+        """(variant, precision) of every case at a point, in table order."""
+        return [(entry, precision) for precision in self.precisions for entry in self.entries_at(precision)]
+
+    def build_names_at(self, precision: str) -> list[str]:
+        """Variants with a case at ``precision`` that can run here, plus what they build from, each after
+        its dependency."""
+        runnable = [e.name for e in self.entries_at(precision) if self.slot(e.name, precision) not in self.unavailable]
+        return build_order(runnable)
 
     @property
     def build_names(self) -> list[str]:
-        """Requested variants that can run here, plus what they build from, each after its dependency."""
-        runnable = [v.name for v in self.variants if v.name not in self.unavailable]
-        return build_order(runnable)
+        """:meth:`build_names_at` the group's first precision."""
+        return self.build_names_at(self.precision)
 
-    def case(self, entry: VariantEntry, point: ShapePoint) -> Case:
-        return Case(model=self.model.id, variant=entry.name, precision=self.precision, point=point.label,
-                    input_shapes=point.shapes, threads=self.threads, device=self.device,
+    def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
+        return Case(model=self.model.id, variant=entry.name, precision=precision or self.precision,
+                    point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
                     options=entry.options_text)
 
     def cases(self) -> list[Case]:
-        return [self.case(entry, point) for point in self.points for entry in self.variants]
+        return [self.case(entry, point, precision) for point in self.points for entry, precision in self.slots()]
 
 
 @dataclass
@@ -136,6 +173,8 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     reason = unsupported_reason(precision, device)
     if reason:
         return reason
+    if is_quantized(precision) and not get_variant(name).quantizes:
+        return f"{name} has no {precision.upper()} path (variants that quantize: {', '.join(quantizing_variants())})"
     step = name
     while step:  # the variant itself, then each variant it builds from
         variant = get_variant(step)
@@ -146,10 +185,32 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     return None
 
 
-def _unavailable(entries: list[VariantEntry], device: torch.device, precision: str) -> dict[str, str]:
-    """Why each requested variant cannot run here (only those that cannot)."""
-    reasons = {entry.name: why_unavailable(entry.name, device, precision) for entry in entries}
-    return {name: reason for name, reason in reasons.items() if reason}
+def quantizing_variants() -> list[str]:
+    """Variants with an INT8 path (``Variant.quantizes``)."""
+    return [name for name in variant_names() if get_variant(name).quantizes]
+
+
+def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
+    """Why each variant of the group cannot run here, by slot key (only those that cannot)."""
+    reasons = {group.slot(entry.name, precision): why_unavailable(entry.name, device, precision)
+               for entry, precision in group.slots()}
+    return {key: reason for key, reason in reasons.items() if reason}
+
+
+def precision_groups(precisions: list[str]) -> list[tuple[list[str], list[str]]]:
+    """The run's precisions as (group precisions, listed) per compute dtype, in the config's order: a
+    quantized precision joins the reference's group, which is added for it when not listed."""
+    groups: dict[torch.dtype, list[str]] = {}
+    for precision in precisions:
+        groups.setdefault(precision_dtype(precision), []).append(precision)
+    out = []
+    for listed in groups.values():
+        members = list(listed)
+        if any(is_quantized(p) for p in members) and REFERENCE not in members:
+            members.insert(0, REFERENCE)
+        members.sort(key=lambda p: p != REFERENCE)  # the reference first
+        out.append((members, listed))
+    return out
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -174,11 +235,12 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     points = shape_points(config)
     groups = []
     for model in config.models:
-        for precision in config.precisions:
+        for precisions, listed in precision_groups(config.precisions):
             for threads in config.thread_counts:
-                groups.append(BuildGroup(model=model, precision=precision, threads=threads or threads_default,
-                                         points=points, variants=entries, device=str(device),
-                                         unavailable=_unavailable(entries, device, precision)))
+                group = BuildGroup(model=model, precisions=precisions, listed=listed, threads=threads or threads_default,
+                                   points=points, variants=entries, device=str(device))
+                group.unavailable = _unavailable(group, device)
+                groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:
         index, count = shard

@@ -1,15 +1,28 @@
-"""Precisions a variant can be built and benchmarked at."""
+"""Precisions a variant can be built and benchmarked at.
+
+``fp32`` and ``fp16`` are floating dtypes of the parameters and float inputs. ``int8`` is a
+quantized build: the model and its inputs stay fp32, and a variant that has an INT8 path
+quantizes its own build with its backend's quantizer (:mod:`trtbench.quantize`), calibrated on
+the run's calibration data. Every reduced precision is compared with eager **fp32** (the
+reference), timed in the same interleaved rounds where they share a compute dtype.
+"""
 
 from __future__ import annotations
 
 import torch
 
-PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16}
+PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "int8": torch.float32}
+REFERENCE = "fp32"  # every speedup and accuracy figure is against eager at this precision
+QUANTIZED = ("int8",)  # precisions a variant reaches by quantizing its build (inputs and parameters stay fp32)
 
 
 def precision_dtype(name: str) -> torch.dtype:
     """The floating dtype that parameters and float inputs take at precision ``name``."""
     return PRECISIONS[name]
+
+
+def is_quantized(name: str) -> bool:
+    return name in QUANTIZED
 
 
 def unsupported_reason(precision: str, device: torch.device) -> str | None:

@@ -24,6 +24,7 @@ from trtbench.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.env import environment_id
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
+from trtbench.precision import is_quantized
 from trtbench.record import Record
 from trtbench.stats import Interval, paired_ratio
 from trtbench.status import Status
@@ -45,7 +46,7 @@ class ResultSet:
     def add(self, record: Record) -> None:
         """Add or replace the record of the same case in the same environment."""
         self._records[(record.case.key, record.environment)] = record
-        if record.case.variant == BASELINE_VARIANT:
+        if record.case.variant == BASELINE_VARIANT and not is_quantized(record.case.precision):
             self._eager.setdefault((record.case.baseline_key, record.environment), {})[record.case.key] = record
 
     def __iter__(self) -> Iterator[Record]:

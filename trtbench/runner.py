@@ -30,7 +30,7 @@ from trtbench.measure import measure_point
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
-from trtbench.precision import precision_dtype
+from trtbench.precision import is_quantized, precision_dtype
 from trtbench.progress import Progress
 from trtbench.publish import publish
 from trtbench.record import Record
@@ -92,12 +92,17 @@ class Runner:
         self.saved: dict[tuple, list[dict]] = {}  # (model, precision, variant) -> artifact entries
         self.profiles: dict | None = None
         self.resumed = 0
+        self.calibration = None  # trtbench.calibration.CalibrationData, loaded when a variant quantizes
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
     # ---- the run -----------------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
         models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
+        if any(self._quantizes(group, p) for group in self.plan.groups for p in group.precisions):
+            from trtbench.calibration import load_calibration  # bad calibration data is bad input: before any write
+
+            self.calibration = load_calibration(self.config.calibration, self.config.inputs, self.config.benchmark.seed)
         with OutputDir(self.out_dir):
             return self._run_locked(models)
 
@@ -152,12 +157,12 @@ class Runner:
         kept = 0
         for group in self.plan.groups:
             for point in group.points:
-                keys = [group.case(entry, point).key for entry in group.variants]
+                keys = [group.case(entry, point, precision).key for entry, precision in group.slots()]
                 found = [earlier.records.get(key) for key in keys]
                 if all(r is not None and r.environment == env_id for r in found):
                     self.records.update(zip(keys, found))
                     kept += len(keys)
-        planned_saves = {(g.model.id, g.precision, e.name) for g in self.plan.groups for e in g.variants}
+        planned_saves = {(g.model.id, p, e.name) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return kept
 
@@ -180,20 +185,20 @@ class Runner:
 
     def _points_todo(self, group: BuildGroup) -> list[ShapePoint]:
         return [p for p in group.points
-                if any(group.case(e, p).key not in self.records for e in group.variants)]
+                if any(group.case(e, p, precision).key not in self.records for e, precision in group.slots())]
 
-    def _saves_todo(self, group: BuildGroup) -> list[str]:
-        """Variants whose artifacts still need saving (the save step is journaled once done)."""
+    def _saves_todo(self, group: BuildGroup, precision: str) -> list[str]:
+        """Variants at ``precision`` whose artifacts still need saving (the save step is journaled once done)."""
         if not self.config.output.save_artifacts:
             return []
-        return [n for n in group.build_names if self._save_key(group, n) not in self.saved
-                and any(e.name == n for e in group.variants)]
+        return [n for n in group.build_names_at(precision) if self._save_key(group, n, precision) not in self.saved
+                and any(e.name == n for e in group.entries_at(precision))]
 
     def _group_done(self, group: BuildGroup) -> bool:
-        return not self._points_todo(group) and not self._saves_todo(group)
+        return not self._points_todo(group) and not any(self._saves_todo(group, p) for p in group.precisions)
 
-    def _save_key(self, group: BuildGroup, name: str) -> tuple:
-        return (group.model.id, group.precision, name)
+    def _save_key(self, group: BuildGroup, name: str, precision: str) -> tuple:
+        return (group.model.id, precision, name)
 
     def _inputs(self, points: list[ShapePoint], dtype: torch.dtype) -> dict[str, tuple]:
         bench = self.config.benchmark
@@ -211,27 +216,31 @@ class Runner:
             if self.config.channels_last:
                 cast = cast.to(memory_format=torch.channels_last)
             inputs = self._inputs(group.points, dtype)
-            example = make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
-                                  bench.seed, self.device, dtype)  # builds trace/export at the config's opt shape
-            ctx = BuildContext(device=self.device, precision=group.precision, dtype=dtype,
-                               example_inputs=to_memory_format(example, self.config.channels_last), shape_inputs=inputs,
-                               input_specs=self.config.inputs)
+            example = to_memory_format(make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
+                                                   bench.seed, self.device, dtype), self.config.channels_last)
+            # builds trace/export at the config's opt shape
             options = {entry.name: entry.options for entry in group.variants}
-            names = group.build_names if points else build_order(self._saves_todo(group))  # saves left only
-            tolerance = self.config.tolerances[group.precision]
+            tolerances = {p: self.config.tolerances[p] for p in group.precisions}
             workers = None  # spawned now, so that they import torch while this process builds
             if points and bench.isolation == "process":
-                workers = VariantWorkers(sum(e.name not in group.unavailable for e in group.variants),
+                workers = VariantWorkers(sum(group.slot(e.name, p) not in group.unavailable for e, p in group.slots()),
                                          bench.worker_timeout_s)
             try:
-                outcomes = self._build(group, names, cast, ctx, options)
-                isolation = self._isolation(group, outcomes, cast, ctx, workers) if points else None
+                outcomes: dict[str, BuildOutcome] = {}  # slot key -> its build
+                for precision in group.precisions:
+                    names = (group.build_names_at(precision) if points
+                             else build_order(self._saves_todo(group, precision)))  # saves left only
+                    ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
+                                       shape_inputs=inputs, input_specs=self.config.inputs,
+                                       int8=self._int8_setup(group, cast, precision))
+                    outcomes.update(self._build(group, precision, names, cast, ctx, options, outcomes))
+                isolation = self._isolation(group, outcomes, cast, example, inputs, workers) if points else None
                 for point in points:
-                    cases = [group.case(e, point) for e in group.variants]
-                    title = f"time {group.model.id} {group.precision} t{group.threads} {point.label}"
+                    slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
+                    title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
                     with self.progress.task(title, timed=True) as tick:
-                        records = measure_point(cases, outcomes, inputs[point.label], references.outputs[point.label],
-                                                tolerance, bench.timing, self.device, env_id, self.failures,
+                        records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label],
+                                                tolerances, bench.timing, self.device, env_id, self.failures,
                                                 isolation, tick)
                     point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
                     for record in records:
@@ -240,53 +249,84 @@ class Runner:
                 if workers is not None:
                     workers.close()
             if points and self.config.serving:
-                for record in serve_group(self.config, group, outcomes, cast, ctx.example_inputs, self.records,
+                for record in serve_group(self.config, group, outcomes, cast, example, self.records,
                                           self.device, self.out_dir, self.progress.log):
                     self._keep(record)
             self._add_run_info(group, outcomes, points)
-            for name in self._saves_todo(group):
-                self._save(group, outcomes[name], inputs, tolerance, weights_bytes(cast))
+            for precision in group.precisions:
+                for name in self._saves_todo(group, precision):
+                    self._save(group, precision, outcomes[group.slot(name, precision)], inputs,
+                               tolerances[group.precision], weights_bytes(cast))
             self._profile_if_configured(group, outcomes, dtype)
 
+    @staticmethod
+    def _quantizes(group: BuildGroup, precision: str) -> bool:
+        """Whether some variant of ``group`` is built at the quantized ``precision`` here."""
+        return is_quantized(precision) and any(group.slot(e.name, precision) not in group.unavailable
+                                               for e in group.entries_at(precision))
+
+    def _int8_setup(self, group: BuildGroup, model: torch.nn.Module, precision: str):
+        """What a quantizing build at ``precision`` needs (calibration data, budget); None at float precisions."""
+        if not self._quantizes(group, precision):
+            return None
+        from trtbench.quantize.setup import int8_setup
+
+        return int8_setup(self.config, self.calibration, model)
+
     def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], cast: torch.nn.Module,
-                   ctx: BuildContext, workers: VariantWorkers | None) -> Isolation:
+                   example: tuple, inputs: dict, workers: VariantWorkers | None) -> Isolation:
         """Where this group's variants are timed: ``workers`` (spawned for ``isolation: process``) get
         their variants here, or else this process times them."""
         bench = self.config.benchmark
-        built = [e.name for e in group.variants if outcomes[e.name].built is not None]
+        built = {group.slot(e.name, p): p for e, p in group.slots()
+                 if outcomes[group.slot(e.name, p)].built is not None}
         if workers is None:
-            return InProcess(self.device, {n: outcomes[n].variant.thread_settings(outcomes[n].built) for n in built})
-        self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {group.precision}")
+            return InProcess(self.device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
+        self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
         options = {entry.name: entry.options for entry in group.variants}
-        builds = {n: (outcomes[n].variant, outcomes[n].built) for n in built}
-        return workers.start(builds, cast, ctx.example_inputs, ctx.shape_inputs,
-                             model=group.model, options=options, precision=group.precision,
-                                    device=str(self.device), threads=group.threads,
-                                    cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,
-                                    input_specs=self.config.inputs)
+        builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
+        return workers.start(builds, cast, example, inputs, precisions=built,
+                             model=group.model, options=options,
+                             device=str(self.device), threads=group.threads,
+                             cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,
+                             input_specs=self.config.inputs)
 
     def _add_run_info(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], points: list[ShapePoint]) -> None:
         """Facts a variant knows only after every point ran (compiled's recompilations) join its build info."""
-        for entry in group.variants:
-            outcome = outcomes.get(entry.name)
+        for entry, precision in group.slots():
+            outcome = outcomes.get(group.slot(entry.name, precision))
             if outcome is None or outcome.built is None:
                 continue
             info = outcome.variant.run_info(outcome.built)
             if not info:
                 continue
             for point in points:
-                record = self.records.get(group.case(entry, point).key)
+                record = self.records.get(group.case(entry, point, precision).key)
                 if record is not None:
                     self._keep(record.with_build_info(info))
 
-    def _build(self, group: BuildGroup, names: list[str], model, ctx, options) -> dict[str, BuildOutcome]:
-        unavailable = dict(group.unavailable)
-        requested = {e.name for e in group.variants}
-        outcomes = build_variants(names, model, ctx, options, unavailable, self.failures,
-                                  on_build=lambda name: self.progress.log(
-                                      f"build {group.model.id} {name} {group.precision}"))
-        for name in requested - set(outcomes):  # unavailable ones (not in the build order)
-            outcomes[name] = BuildOutcome(get_variant(name), status=Status.SKIPPED, reason=unavailable.get(name, ""))
+    def _build(self, group: BuildGroup, precision: str, names: list[str], model, ctx,
+               options, earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
+        """Build ``names`` at ``precision``, by slot key. What they only build from (``exported``,
+        ``onnx``) is reused from the group's first precision where it built there: at a quantized
+        precision the model and inputs are the same, and only the timed variants quantize."""
+        slots = {e.name for e in group.entries_at(precision)}
+        reuse = {n: earlier[n] for n in names
+                 if precision != group.precision and n not in slots and n in earlier and earlier[n].built is not None}
+        ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
+        unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
+                       if group.slot(name, precision) in group.unavailable}
+        built = build_variants([n for n in names if n not in reuse], model, ctx, options, unavailable, self.failures,
+                               on_build=lambda name: self.progress.log(f"build {group.model.id} {name} {precision}"))
+        outcomes = {}
+        for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it
+            if name in unavailable:
+                outcomes[group.slot(name, precision)] = BuildOutcome(get_variant(name), status=Status.SKIPPED,
+                                                                     reason=unavailable[name])
+            elif name in built:
+                outcomes[group.slot(name, precision)] = built[name]
+        for name, outcome in built.items():  # build steps (onnx) stay available to the saves
+            outcomes.setdefault(group.slot(name, precision), outcome)
         return outcomes
 
     def _keep(self, record: Record) -> None:
@@ -296,19 +336,20 @@ class Runner:
 
     # ---- saving ------------------------------------------------------------------------------
 
-    def _save(self, group: BuildGroup, outcome: BuildOutcome, inputs: dict, tolerance, expected_bytes: int) -> None:
-        """The save stage for one variant (:func:`trtbench.publish.publish`); journal that it is done."""
+    def _save(self, group: BuildGroup, precision: str, outcome: BuildOutcome, inputs: dict, tolerance,
+              expected_bytes: int) -> None:
+        """The save stage for one variant at ``precision`` (:func:`trtbench.publish.publish`); journal that it is done."""
         entry = next(e for e in group.variants if e.name == outcome.variant.name)
-        keys = [group.case(entry, p).key for p in group.points]
+        keys = [group.case(entry, p, precision).key for p in group.points]
         several_models = len(self.config.models) > 1
-        stem = (f"{_slug(group.model.id)}_" if several_models else "") + f"{outcome.variant.name}_{group.precision}"
+        stem = (f"{_slug(group.model.id)}_" if several_models else "") + f"{outcome.variant.name}_{precision}"
         published = publish(outcome, [self.records[k] for k in keys if k in self.records], inputs, tolerance,
-                             store=self.store, failures=self.failures, precision=group.precision, device=self.device,
+                             store=self.store, failures=self.failures, precision=precision, device=self.device,
                              model_id=group.model.id, stem=stem, expected_bytes=expected_bytes,
                              cold_start=self.config.output.cold_start)
         for record in published.records:
             self._keep(record)
-        key = self._save_key(group, outcome.variant.name)
+        key = self._save_key(group, outcome.variant.name, precision)
         self.saved[key] = list(published.entries)
         self.journal.artifacts(key, self.saved[key])
 

@@ -79,6 +79,11 @@ class VariantRecipe:
 
     def _build(self, payload: dict, inputs: dict, device: torch.device) -> Built:
         from trtbench.models import build_model
+        from trtbench.precision import is_quantized
+
+        if is_quantized(self.precision):  # its calibration and accuracy fallback ran in the parent, once
+            raise RuntimeError(f"{self.variant} at {self.precision} saves no file for its timing worker to load, and "
+                               f"a quantized build is not redone in a worker; use benchmark.isolation: in_process")
 
         dtype = precision_dtype(self.precision)
         model = build_model(self.model).to(device, dtype)

@@ -9,6 +9,10 @@ def parity_text(parity: dict | None) -> str:
     """``ok``/``FAIL`` with the worst absolute error and top-1 agreement; ``-`` when unchecked."""
     if not parity:
         return "-"
+    if parity.get("kind") == "int8":  # judged over the evaluation samples (trtbench.accuracy)
+        top1 = parity.get("top1_agree")
+        figures = (f"top1 {top1:.1%}, " if top1 is not None else "") + f"SQNR {parity['sqnr_db']:.1f} dB"
+        return ("ok" if parity["ok"] else "FAIL") + f" ({figures})"
     if parity.get("max_abs_err") is None:
         return "FAIL (no eager fp32 reference)"
     top1 = parity.get("top1_agree")

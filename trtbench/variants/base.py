@@ -28,6 +28,7 @@ class BuildContext:
     input_specs: list  # InputConfig list
     options: Any = None
     built: dict = field(default_factory=dict)  # variant name -> Built, earlier builds at this precision
+    int8: Any = None  # at a quantized precision: trtbench.quantize.setup.Int8Setup (calibration data, budget)
 
 
 @dataclass
@@ -60,6 +61,9 @@ class Variant(ABC):
     ``Options`` is a dataclass: the YAML schema of the variant's options.
     ``timed`` is False for a build step that other variants start from (``onnx``): it is built
     when a dependent needs it, never timed, and cannot be listed in a config.
+    ``quantizes`` is True for a variant with an INT8 path: built at ``int8`` it quantizes its own
+    build (``BuildContext.int8`` holds the calibration data and the budget); every other variant is
+    skipped at int8 with that reason.
     ``exports_at_opt`` is True for a variant built by ``torch.export`` from the example inputs at the
     opt shape (so a dynamic dim cannot be 1 there: torch.export specialises size-1 dims).
     """
@@ -70,6 +74,7 @@ class Variant(ABC):
     depends_on: ClassVar[Optional[str]] = None
     timed: ClassVar[bool] = True
     exports_at_opt: ClassVar[bool] = False
+    quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes with its backend's quantizer
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         """Why this variant cannot run here (missing library, device); None when it can."""

@@ -15,11 +15,14 @@ the providers the session really uses and fails instead.
 from __future__ import annotations
 
 import importlib
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from trtbench.precision import is_quantized
 from trtbench.schema import join, require_choice
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
@@ -60,6 +63,20 @@ def _config_entry(options, key: str, default: str) -> str:
 def cuda_device_id(device: torch.device) -> str:
     """The CUDA device index of ``device`` ('cuda' is the current device) as a provider option."""
     return str(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@dataclass
+class QuantizedOnnx:
+    """An INT8 ONNX model written by the quantizer, in a temporary directory kept with the build."""
+
+    path: Path
+    workdir: tempfile.TemporaryDirectory
+    input_names: list[str]
+
+    def save(self, destination: Path) -> list[Path]:
+        """Copy the model to ``destination``; it needs no other file."""
+        shutil.copyfile(self.path, destination)
+        return []
 
 
 class OrtRunner:
@@ -139,6 +156,9 @@ class OrtVariant(Variant):
         session_options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
                                                            OPTIMIZATION_LEVELS[options.graph_optimization])
         providers = self.providers(ctx, onnx_model.input_names)
+        quantization = {}
+        if is_quantized(ctx.precision):
+            onnx_model, quantization = self._quantize(onnx_model, ctx, session_options, providers)
         session = ort.InferenceSession(str(onnx_model.path), session_options,
                                        providers=[(name, opts) for name, opts in providers])
         used = session.get_providers()
@@ -146,11 +166,35 @@ class OrtVariant(Variant):
             raise RuntimeError(f"onnxruntime could not start {self.provider} and fell back to {used[0]} "
                                f"(see its log above for why)")
         info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
-                "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info}
+                "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info,
+                **quantization}
         session_settings = {"intra_op_num_threads": torch.get_num_threads(),
                             "graph_optimization": options.graph_optimization}
         return Built(OrtRunner(session, ctx.device), info,
                      state={"onnx": onnx_model, "providers": providers, "session": session_settings})
+
+    def _quantize(self, onnx_model, ctx: BuildContext, session_options, providers) -> tuple["QuantizedOnnx", dict]:
+        """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers
+        that break it kept in fp32), and the build facts (accuracy, the layers kept in fp32)."""
+        from trtbench.quantize.fallback import quantize_within_budget
+        from trtbench.quantize.ort import onnx_layer_modules, quantizable_layers_onnx, quantize_onnx
+
+        ort = import_onnxruntime()
+        workdir = tempfile.TemporaryDirectory(prefix="trtbench-ort-int8-")
+        files: dict[int, Path] = {}
+
+        def quantize(settings) -> OrtRunner:
+            path = quantize_onnx(onnx_model.path, Path(workdir.name) / f"int8-{len(files)}.onnx",
+                                 onnx_model.input_names, ctx.int8.calibration, settings)
+            runner = OrtRunner(ort.InferenceSession(str(path), session_options,
+                                                    providers=[(name, opts) for name, opts in providers]), ctx.device)
+            files[id(runner)] = path
+            return runner
+
+        result = quantize_within_budget(quantize, quantizable_layers_onnx(onnx_model.path), ctx.int8)
+        quantized = QuantizedOnnx(files[id(result.model)], workdir, onnx_model.input_names)
+        return quantized, {"int8": result.info(onnx_layer_modules(onnx_model.path)),
+                           "accuracy": result.accuracy.to_dict()}
 
     def thread_settings(self, built: Built) -> dict:
         options = built.module.session.get_session_options()

@@ -1,0 +1,106 @@
+"""Quantize within the accuracy budget, keeping the layers that break it in fp32.
+
+Backend-agnostic: a backend gives ``quantize(settings)`` (its own quantizer, with its own exclusion of
+``settings.exclude``: ORT ``nodes_to_exclude``, NNCF ``ignored_scope``, a PT2E quantizer config of
+``None``) returning a callable model, and the names of its quantizable layers. Full INT8 is tried
+first. When it misses the budget, each layer's sensitivity is measured: the output SQNR with that layer
+alone kept in fp32. The layers whose exclusion helps most are then kept in fp32, one more at a time,
+until the budget is met or ``max_fp32_layers`` is reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from trtbench.accuracy import Accuracy
+from trtbench.quantize.common import QuantSettings
+from trtbench.quantize.setup import Int8Setup
+
+
+class AccuracyBudgetMissed(RuntimeError):
+    """No quantization within the fallback's cap keeps the accuracy budget (the message has the figures)."""
+
+
+@dataclass
+class Quantized:
+    """The quantized model that met the budget, how it was quantized, and what the fallback found."""
+
+    model: Any
+    settings: QuantSettings
+    accuracy: Accuracy
+    full_int8: Accuracy  # every layer quantized
+    sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone in fp32
+    attempts: int = 1  # quantizations run
+    cost: dict = field(default_factory=dict)  # the fp32 layers' cost in speed: median ms of full INT8 and of this
+    calibration: dict = field(default_factory=dict)  # where the calibration samples came from (CalibrationData.facts)
+
+    def info(self, layer_names: dict[str, str] | None = None) -> dict:
+        """Build facts: the accuracy, the layers kept in fp32 (with their module names where known)."""
+        names = layer_names or {}
+        return {"accuracy": self.accuracy.to_dict(), "full_int8_accuracy": self.full_int8.to_dict(),
+                "fp32_layers": list(self.settings.exclude),
+                "fp32_modules": [names.get(layer, layer) for layer in self.settings.exclude],
+                "sensitivity_sqnr_db": {names.get(k, k): round(v, 2) for k, v in self.sensitivity.items()},
+                "calibration_method": self.settings.method, "per_channel": self.settings.per_channel,
+                "quantizations": self.attempts, "fallback_cost": self.cost, "calibration": self.calibration}
+
+
+def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: list[str], setup: Int8Setup,
+                           on_step: Callable[[str], None] = lambda text: None) -> Quantized:
+    """The first quantization that keeps ``setup.budget``: full INT8, else with the most sensitive of
+    ``layers`` kept in fp32 (at most ``setup.max_fp32_layers``); raises :class:`AccuracyBudgetMissed`."""
+    settings = setup.settings
+    model = quantize(settings)
+    full = setup.evaluate(model)
+    if full.ok:
+        return Quantized(model, settings, full, full, calibration=setup.data.facts)
+    full_model = model
+    if setup.max_fp32_layers == 0 or not layers:
+        raise AccuracyBudgetMissed(f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); "
+                                   f"no fallback (calibration.max_fp32_layers is 0)" if layers else
+                                   f"INT8 misses the accuracy budget: {full.reason} ({full.text()})")
+    attempts = 1
+    trials: dict[str, tuple[Any, Accuracy]] = {}
+    for layer in layers:  # sensitivity: each layer alone kept in fp32
+        on_step(f"sensitivity: {layer} in fp32")
+        candidate = quantize(replace(settings, exclude=settings.exclude + (layer,)))
+        trials[layer] = (candidate, setup.evaluate(candidate))
+        attempts += 1
+    ranked = sorted(layers, key=lambda n: (trials[n][1].sqnr_db, trials[n][1].top1_agree or 0), reverse=True)
+    sensitivity = {n: trials[n][1].sqnr_db for n in ranked}
+    last = full
+    for count in range(1, min(setup.max_fp32_layers, len(ranked)) + 1):
+        kept = tuple(ranked[:count])
+        if count == 1:
+            model, accuracy = trials[kept[0]]
+        else:
+            on_step(f"fallback: {', '.join(kept)} in fp32")
+            model = quantize(replace(settings, exclude=settings.exclude + kept))
+            accuracy = setup.evaluate(model)
+            attempts += 1
+        last = accuracy
+        if accuracy.ok:
+            return Quantized(model, replace(settings, exclude=settings.exclude + kept), accuracy, full, sensitivity,
+                             attempts, fallback_cost(full_model, model, setup.data.evaluation[0]), setup.data.facts)
+    raise AccuracyBudgetMissed(
+        f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); with the {len(kept)} most sensitive "
+        f"layer(s) kept in fp32 ({', '.join(kept)}; calibration.max_fp32_layers) still {last.reason} ({last.text()})")
+
+
+def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
+    """What keeping layers in fp32 cost in speed: both models timed interleaved on one evaluation batch
+    (a quick estimate at build time; the run's rounds time the one that ships)."""
+    import statistics
+
+    import torch
+
+    from trtbench.timing import TimingPlan, measure_interleaved
+
+    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
+    with torch.inference_mode():
+        measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
+                                       torch.device("cpu"), plan)
+    full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
+    return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
+            "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

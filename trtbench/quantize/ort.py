@@ -1,0 +1,75 @@
+"""ONNX Runtime static INT8 quantization: ``onnxruntime.quantization``'s ``quant_pre_process`` (shape
+inference and graph cleanup), then ``quantize_static`` in QDQ format with per-channel weights, fed by a
+``CalibrationDataReader`` over the calibration batches. Layers kept in fp32 are ONNX node names, passed
+as ``nodes_to_exclude``.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from trtbench.quantize.common import CalibrationBatches, QuantSettings
+
+QUANTIZABLE_OPS = ("Conv", "MatMul", "Gemm")  # the nodes whose weights and inputs INT8 quantizes
+_METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile"}
+
+
+def _reader(input_names: Sequence[str], calibration: CalibrationBatches):
+    """A ``CalibrationDataReader`` over the calibration batches, as ``{input name: numpy array}``."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class BatchReader(CalibrationDataReader):
+        def __init__(self):
+            self._items = iter([{name: t.detach().cpu().contiguous().numpy() for name, t in zip(input_names, batch)}
+                                for batch in calibration])
+
+        def get_next(self):
+            return next(self._items, None)
+
+    return BatchReader()
+
+
+def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibration: CalibrationBatches,
+                  settings: QuantSettings) -> Path:
+    """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="trtbench-ort-int8-") as work:
+        prepared = Path(work) / "prepared.onnx"
+        quant_pre_process(str(fp32_onnx), str(prepared))
+        quantize_static(str(prepared), str(out), _reader(input_names, calibration),
+                        quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
+                        calibrate_method=getattr(CalibrationMethod, _METHODS[settings.method]),
+                        nodes_to_exclude=list(settings.exclude) or None,
+                        calibration_providers=["CPUExecutionProvider"])
+    return out
+
+
+def quantizable_layers_onnx(path: Path) -> list[str]:
+    """Names of the Conv/MatMul/Gemm nodes of the ONNX model at ``path``, in graph order (what
+    ``nodes_to_exclude`` takes; ``quant_pre_process`` keeps them)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return [node.name for node in model.graph.node if node.op_type in QUANTIZABLE_OPS]
+
+
+def onnx_layer_modules(path: Path) -> dict[str, str]:
+    """Node name -> the qualified name of the PyTorch module it came from (``conv1``, ``layer1.0.conv2``),
+    from the metadata ``torch.onnx.export(dynamo=True)`` writes; nodes without it are left out."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    modules = {}
+    for node in model.graph.node:
+        for prop in node.metadata_props:
+            if prop.key == "pkg.torch.onnx.name_scopes":
+                scopes = [s for s in ast.literal_eval(prop.value)[:-1] if s]  # the last one is the op itself
+                if scopes:
+                    modules[node.name] = ".".join(scopes)
+    return modules

@@ -1,0 +1,46 @@
+"""What a quantizing build gets in ``BuildContext.int8``: the calibration batches, the evaluation
+batches with eager fp32's outputs on them, the accuracy budget, the quantizer settings and the cap on
+layers the fallback may keep in fp32."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from trtbench.accuracy import Accuracy, compare, judge
+from trtbench.calibration import CalibrationData
+from trtbench.quantize.common import QuantSettings
+
+
+@dataclass
+class Int8Setup:
+    data: CalibrationData
+    budget: Any  # trtbench.config.Int8Budget
+    settings: QuantSettings
+    max_fp32_layers: int
+    references: list  # eager fp32's output on each evaluation batch
+
+    @property
+    def calibration(self):
+        return self.data.calibration
+
+    def evaluate(self, model: Callable[..., Any]) -> Accuracy:
+        """``model`` (a quantized build, called with torch tensors) on the evaluation batches, judged
+        against eager fp32 and the budget."""
+        with torch.inference_mode():
+            outputs = [model(*batch) for batch in self.data.evaluation]
+        return judge(compare(outputs, self.references, self.data.labels), self.budget)
+
+
+def int8_setup(config, data: CalibrationData, model: torch.nn.Module) -> Int8Setup:
+    """The setup for ``model`` (eager, fp32, on the run's device) from the run's config and the loaded
+    calibration ``data``."""
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    with torch.inference_mode():
+        references = [model(*(t.to(device) for t in batch)) for batch in data.evaluation]
+    cfg = config.calibration
+    return Int8Setup(data=data, budget=config.tolerances["int8"],
+                     settings=QuantSettings(method=cfg.method, per_channel=cfg.per_channel),
+                     max_fp32_layers=cfg.max_fp32_layers, references=references)

@@ -1,0 +1,95 @@
+"""The reduced-precision section of the report: per model, speed against accuracy for every quantized
+row (speedup over eager fp32 and over the same variant at fp32, both with the 95% CI of the rounds
+they were timed in together; top-1 agreement, top-5 overlap and SQNR against eager fp32), with the
+verdicts a deployment engineer needs beside them: "INT8 is not faster here" when the interval says so,
+"this CPU has no VNNI" when its flags say so, and calibration on random inputs named as such."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from trtbench.precision import REFERENCE, is_quantized
+from trtbench.record import Record
+from trtbench.resultset import ResultSet
+from trtbench.stats import Interval, paired_ratio
+from trtbench.report.tables import speedup_text
+
+NOT_FASTER = "INT8 is not faster here"
+NO_VNNI = "this CPU has no VNNI"
+
+
+def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
+    """The same variant, options and point at the reference precision (timed in the same rounds)."""
+    return results.get(dataclasses.replace(record.case, precision=REFERENCE), record.environment)
+
+
+def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
+    """The variant's fp32 median over its quantized one's, paired over their common rounds."""
+    fp32 = same_variant_fp32(results, record)
+    if fp32 is None or not (fp32.timed and record.timed):
+        return None
+    return paired_ratio(fp32.rounds, record.rounds)
+
+
+def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:
+    """Whether the measured interval fails to show a gain: over the variant's own fp32 where it was
+    timed, else over eager fp32 (a lower bound at or under 1)."""
+    interval = over_fp32 or speedup
+    return interval is not None and interval.low <= 1.0
+
+
+def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
+    features = environment.get("cpu_int8") or {}
+    return record.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False)
+
+
+def _figure(value: Optional[float], digits: int, suffix: str = "") -> str:
+    return "" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def _row(results: ResultSet, r: Record) -> tuple[list[str], list[str]]:
+    info = r.build.get("info", {}).get("int8", {})
+    accuracy = r.parity or {}
+    speedup = results.speedup(r)
+    over_fp32 = over_same_variant(results, r)
+    notes = []
+    if r.status != "ok":
+        notes.append(f"{r.status}: {r.reason}")
+    if r.timed and not_faster(speedup, over_fp32):
+        notes.append(NOT_FASTER)
+    if cpu_lacks_vnni(results.environments.get(r.environment, {}), r):
+        notes.append(NO_VNNI)
+    if (info.get("calibration") or {}).get("source") == "random":
+        notes.append("calibrated and judged on random inputs: not representative")
+    cost = info.get("fallback_cost") or {}
+    kept = ", ".join(info.get("fp32_modules") or [])
+    if kept and cost:
+        kept += f" ({cost['slowdown']:.2f}x the full INT8 latency)"
+    top1 = ""
+    if accuracy.get("top1") is not None:
+        top1 = f"{accuracy['top1']:.3f} / {accuracy['top1_reference']:.3f}"
+    cells = [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
+             _figure(accuracy.get("top1_agree"), 3), _figure(accuracy.get("top5_overlap"), 3),
+             _figure(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
+    return cells, notes
+
+
+def reduced_precision_markdown(results: ResultSet) -> str:
+    """The section (empty when no record is at a quantized precision)."""
+    quantized = [r for r in results if is_quantized(r.case.precision) and r.case.variant != "eager"]
+    if not quantized:
+        return ""
+    parts = ["## Speed vs accuracy (INT8)", "",
+             "Speedup over eager fp32 and over the same variant at fp32, each timed in the same interleaved rounds "
+             "(95% CI of the paired rounds). Accuracy against eager fp32 over the evaluation samples: top-1 agreement, "
+             "top-5 overlap, SQNR (dB, the lowest over outputs), and top-1 accuracy of the build / eager fp32 where "
+             "the samples have labels. Layers kept in fp32: the accuracy fallback's, with what they cost in speed.", ""]
+    for model in dict.fromkeys(r.case.model for r in quantized):
+        rows = [r for r in quantized if r.case.model == model]
+        parts += [f"### {model}", "",
+                  "| variant | point | vs eager fp32 | vs same variant fp32 | top-1 agree | top-5 overlap | SQNR dB | "
+                  "top-1 (int8 / fp32) | kept in fp32 | notes |", "|---|---|---|---|---|---|---|---|---|---|"]
+        parts += ["| " + " | ".join(c.replace("|", "/") for c in _row(results, r)[0]) + " |" for r in rows]
+        parts.append("")
+    return "\n".join(parts)
