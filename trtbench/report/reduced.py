@@ -13,7 +13,7 @@ from trtbench.precision import REFERENCE, is_quantized
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval, paired_ratio
-from trtbench.report.tables import speedup_text
+from trtbench.metrics.speedup import speedup_text
 
 NOT_FASTER = "INT8 is not faster here"
 NO_VNNI = "this CPU has no VNNI"
