@@ -26,7 +26,7 @@ from trtbench.env import collect_environment
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import InProcess, Isolation, VariantWorkers
 from trtbench.journal import Journal, JournalState
-from trtbench.measure import measure_point
+from trtbench.scenarios.latency import measure_point
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
@@ -360,7 +360,7 @@ class Runner:
         profile = self.config.profile
         if profile is None or not profile.enabled or self.profiles is not None or group.precision != profile.precision:
             return
-        from trtbench.profiling.runner import profile_group
+        from trtbench.scenarios.profile import profile_group
 
         artifacts = {name: [self.store.directory / e["file"] for e in entries]
                      for (model_id, precision, name), entries in self.saved.items()

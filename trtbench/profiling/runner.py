@@ -14,8 +14,6 @@ from typing import Callable
 import torch
 
 from trtbench.case import shapes_text
-from trtbench.build import capture_warnings
-from trtbench.precision import unsupported_reason
 from trtbench.profiling import NotSupported
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.layers import profile_layers
@@ -101,24 +99,3 @@ def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, 
         result["variants"][name] = entry
     return result
 
-
-def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inputs: dict[str, tuple], all_points: list,
-                  device: torch.device, out_dir: Path, artifacts: dict[str, list[Path]], progress) -> dict:
-    """Profile a build group's variants (``outcomes``: name -> BuildOutcome) at the ``points`` of
-    ``profile_cfg.shapes`` found among the group's ``all_points``; a point label the run does not have
-    (a batch sweep names its points b<N>) is said in the result's warnings, not dropped silently."""
-    reason = unsupported_reason(profile_cfg.precision, device)
-    if reason:
-        return {"status": Status.SKIPPED, "reason": reason, "precision": profile_cfg.precision, "device": str(device)}
-    labels = [p.label for p in points]
-    missing = [label for label in profile_cfg.shapes if label not in labels]
-    chosen = {name: (outcomes[name].variant, outcomes[name].built) for name in profile_cfg.variants
-              if name in outcomes and outcomes[name].built is not None}
-    with progress.task(f"profile {profile_cfg.precision}", total=len(chosen) * len(labels)) as tick:
-        profiles, caught = capture_warnings(lambda: run_profiles(
-            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, artifacts, tick))
-    if missing:
-        caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
-                  f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)
-    profiles["warnings"] = caught
-    return profiles

@@ -1,4 +1,4 @@
-"""The measure stage: every variant of a build group at one shape point.
+"""The latency scenario (the default): every variant of a build group at one shape point, one call at a time.
 
 Inputs are prepared by each variant outside the timed region; each variant's first call is
 checked against the eager fp32 reference; then every variant that ran is timed, interleaved
