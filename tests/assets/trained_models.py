@@ -54,12 +54,13 @@ def _trained_state() -> dict:
     train_x, train_y, _, _ = digits_data()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     model.train()
-    for _epoch in range(15):
-        for start in range(0, len(train_y), 64):
-            optimizer.zero_grad()
-            loss = nn.functional.cross_entropy(model(train_x[start:start + 64]), train_y[start:start + 64])
-            loss.backward()
-            optimizer.step()
+    with torch.enable_grad():  # also when first called under no_grad
+        for _epoch in range(15):
+            for start in range(0, len(train_y), 64):
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(train_x[start:start + 64]), train_y[start:start + 64])
+                loss.backward()
+                optimizer.step()
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
