@@ -138,6 +138,20 @@ def test_nncf_accuracy_control_reverts_the_planted_layers(data, calibration, ref
     assert qov.is_int8_openvino(model)
 
 
+@pytest.mark.parametrize("method", ["entropy", "percentile"])
+def test_every_calibration_method_quantizes_within_a_point(data, calibration, reference, method):
+    """minmax (the default) is covered above; NNCF maps these to HISTOGRAM / MEAN_QUANTILE, PT2E both
+    to HistogramObserver."""
+    settings = QuantSettings(method=method)
+    nncf_model = qov.quantize_openvino(to_openvino(digits_cnn(), data), calibration, settings)
+    pt2e_model = pt2e.quantize_pt2e(digits_cnn(), (data[2][:4],), calibration, settings)
+    with torch.no_grad():
+        outputs = {"nncf": run_openvino(nncf_model, data[2]), "pt2e": pt2e_model(data[2])}
+    fp32 = accuracy(reference["digits"], data[3])
+    assert {name: accuracy(out, data[3]) >= fp32 - 0.01 for name, out in outputs.items()} == {"nncf": True, "pt2e": True}
+    assert qov.is_int8_openvino(nncf_model) and pt2e.is_int8_pt2e(pt2e_model)
+
+
 # --- torchao PT2E (compiled, aoti) ----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -212,6 +226,11 @@ def test_aoti_packages_the_pt2e_graph(data, pt2e_digits, tmp_path):
     with torch.inference_mode():
         out, expected = loaded(data[2]), pt2e_digits(data[2])  # another batch size than the example's
     assert agreement(expected, out) >= TOP1_AGREE_MIN
+
+
+def test_pt2e_refuses_per_tensor_weights_that_inductor_would_not_run_in_int8(data, calibration):
+    with pytest.raises(QuantizationUnavailable, match="per-channel"):
+        pt2e.quantize_pt2e(digits_cnn(), (data[2][:4],), calibration, QuantSettings(per_channel=False))
 
 
 def test_a_torchao_that_does_not_import_is_unavailable_with_the_versions_tried(monkeypatch, data, calibration):

@@ -55,22 +55,22 @@ def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
 
 
 def _quantization_config(settings: QuantSettings, observer, xiq):
-    """The x86 default config, with the activation observer of ``settings.method`` and per-tensor
-    weights when ``settings.per_channel`` is off.
+    """The x86 default config, with the activation observer of ``settings.method``.
 
     ``minmax`` is ``MinMaxObserver``; ``entropy`` and ``percentile`` are the x86 default,
     ``HistogramObserver``, which searches the histogram for the range of least quantization error
-    (torchao has neither a KL-divergence nor a percentile observer)."""
-    config = xiq.get_default_x86_inductor_quantization_config()
-    activation = config.input_activation
-    if settings.method == "minmax":
-        activation = dataclasses.replace(activation, observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(
-            eps=2 ** -12))  # the eps the default config gives its observers
-    weight = config.weight
+    (torchao has neither a KL-divergence nor a percentile observer). Weights stay per-channel:
+    with per-tensor weights Inductor keeps fp32 convolutions (no ``onednn.qconv_pointwise`` in the
+    compiled code, measured with torch 2.14.1 and torchao 0.18), so that is refused, not run."""
     if not settings.per_channel:
-        weight = dataclasses.replace(weight, qscheme=torch.per_tensor_symmetric, ch_axis=None,
-                                     observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(eps=2 ** -12))
-    return dataclasses.replace(config, input_activation=activation, output_activation=activation, weight=weight)
+        raise QuantizationUnavailable("PT2E on x86 lowers int8 convolutions only with per-channel weights "
+                                      "(per-tensor ones stay fp32 kernels): use per_channel: true")
+    config = xiq.get_default_x86_inductor_quantization_config()
+    if settings.method != "minmax":
+        return config
+    minmax = observer.MinMaxObserver.with_args(eps=2 ** -12)  # the eps the default config gives its observers
+    activation = dataclasses.replace(config.input_activation, observer_or_fake_quant_ctr=minmax)
+    return dataclasses.replace(config, input_activation=activation, output_activation=activation)
 
 
 def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
