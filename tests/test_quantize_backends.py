@@ -5,6 +5,7 @@ breaking full INT8 until its layers are kept in fp32."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
@@ -148,8 +149,28 @@ def test_every_calibration_method_quantizes_within_a_point(data, calibration, re
     with torch.no_grad():
         outputs = {"nncf": run_openvino(nncf_model, data[2]), "pt2e": pt2e_model(data[2])}
     fp32 = accuracy(reference["digits"], data[3])
-    assert {name: accuracy(out, data[3]) >= fp32 - 0.01 for name, out in outputs.items()} == {"nncf": True, "pt2e": True}
+    assert {name: accuracy(out, data[3]) >= fp32 - 0.01 for name, out in outputs.items()} == {"nncf": True,
+                                                                                              "pt2e": True}
     assert qov.is_int8_openvino(nncf_model) and pt2e.is_int8_pt2e(pt2e_model)
+
+
+def weight_scale_sizes(ov_model) -> list[int]:
+    """Element counts of the scales that dequantize NNCF's int8 weights (Constant i8 -> Convert -> Multiply)."""
+    sizes = []
+    for op in ov_model.get_ordered_ops():
+        source = op.input(0).get_source_output().get_node() if op.get_type_name() == "Multiply" else None
+        if source is not None and source.get_type_name() == "Convert" and \
+                source.input(0).get_source_output().get_node().get_output_element_type(0).get_type_name() == "i8":
+            sizes.append(math.prod(op.input(1).get_source_output().get_node().get_output_shape(0)))
+    return sizes
+
+
+def test_nncf_weights_are_per_channel_unless_told_otherwise(data, calibration):
+    fp32 = to_openvino(digits_cnn(), data)
+    per_channel = weight_scale_sizes(qov.quantize_openvino(fp32, calibration, QuantSettings()))
+    per_tensor = weight_scale_sizes(qov.quantize_openvino(fp32, calibration, QuantSettings(per_channel=False)))
+    assert per_channel == [16, 32, 10]  # one scale per output channel of conv1, conv2, fc
+    assert per_tensor == [1, 1, 1]
 
 
 # --- torchao PT2E (compiled, aoti) ----------------------------------------------------------------
