@@ -57,12 +57,13 @@ def _trained_state() -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # steps this small spend more time syncing threads than computing: 1 thread is 5x faster
     try:
-        for _epoch in range(6):
-            for start in range(0, len(train_y), 64):
-                optimizer.zero_grad()
-                loss = nn.functional.cross_entropy(model(train_x[start:start + 64]), train_y[start:start + 64])
-                loss.backward()
-                optimizer.step()
+        with torch.enable_grad():  # also when first called under no_grad
+            for _epoch in range(6):
+                for start in range(0, len(train_y), 64):
+                    optimizer.zero_grad()
+                    loss = nn.functional.cross_entropy(model(train_x[start:start + 64]), train_y[start:start + 64])
+                    loss.backward()
+                    optimizer.step()
     finally:
         torch.set_num_threads(threads)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}

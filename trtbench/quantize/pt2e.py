@@ -7,7 +7,7 @@ inserts observers, the calibration batches run through it, and ``convert_pt2e`` 
 patterns into oneDNN int8 kernels (``onednn.qconv_pointwise``, ``onednn.qlinear_pointwise``) only
 when freezing is on: torchao registers them as freezing patterns
 (torchao/quantization/pt2e/inductor_passes/x86.py, ``register_freezing_graph_pattern``), which is
-why :func:`compile_pt2e` and :func:`aoti_package_pt2e` pass ``freezing=True``.
+why :class:`CompiledPT2E` and :func:`aoti_package_pt2e` turn freezing on.
 
 Exclusion (the fallback's layers kept in fp32) is the quantizer's own: a module-name config of
 ``None`` (``X86InductorQuantizer.set_module_name_qconfig(name, None)``).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -55,22 +55,22 @@ def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
 
 
 def _quantization_config(settings: QuantSettings, observer, xiq):
-    """The x86 default config, with the activation observer of ``settings.method`` and per-tensor
-    weights when ``settings.per_channel`` is off.
+    """The x86 default config, with the activation observer of ``settings.method``.
 
     ``minmax`` is ``MinMaxObserver``; ``entropy`` and ``percentile`` are the x86 default,
     ``HistogramObserver``, which searches the histogram for the range of least quantization error
-    (torchao has neither a KL-divergence nor a percentile observer)."""
-    config = xiq.get_default_x86_inductor_quantization_config()
-    activation = config.input_activation
-    if settings.method == "minmax":
-        activation = dataclasses.replace(activation, observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(
-            eps=2 ** -12))  # the eps the default config gives its observers
-    weight = config.weight
+    (torchao has neither a KL-divergence nor a percentile observer). Weights stay per-channel:
+    with per-tensor weights Inductor keeps fp32 convolutions (no ``onednn.qconv_pointwise`` in the
+    compiled code, measured with torch 2.14.1 and torchao 0.18), so that is refused, not run."""
     if not settings.per_channel:
-        weight = dataclasses.replace(weight, qscheme=torch.per_tensor_symmetric, ch_axis=None,
-                                     observer_or_fake_quant_ctr=observer.MinMaxObserver.with_args(eps=2 ** -12))
-    return dataclasses.replace(config, input_activation=activation, output_activation=activation, weight=weight)
+        raise QuantizationUnavailable("PT2E on x86 lowers int8 convolutions only with per-channel weights "
+                                      "(per-tensor ones stay fp32 kernels): use per_channel: true")
+    config = xiq.get_default_x86_inductor_quantization_config()
+    if settings.method != "minmax":
+        return config
+    minmax = observer.MinMaxObserver.with_args(eps=2 ** -12)  # the eps the default config gives its observers
+    activation = dataclasses.replace(config.input_activation, observer_or_fake_quant_ctr=minmax)
+    return dataclasses.replace(config, input_activation=activation, output_activation=activation)
 
 
 def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
@@ -135,17 +135,35 @@ def fp32_layers_pt2e(gm: torch.fx.GraphModule) -> list[str]:
     return kept
 
 
-def compile_pt2e(gm: torch.fx.GraphModule) -> Callable:
-    """``torch.compile`` of a quantized graph with freezing on, so inductor lowers it to int8 kernels."""
-    return torch.compile(gm, options=dict(INDUCTOR_OPTIONS))
+class CompiledPT2E:
+    """``torch.compile`` of a quantized graph, called with Inductor's freezing on so that it lowers
+    to int8 kernels; the first call (and each new shape) compiles.
+
+    Freezing is patched in around each call (``torch._inductor.config.patch``) rather than set for
+    the process, so other compiled variants in the process keep their settings; the patch costs
+    microseconds a call. Shapes are static (``dynamic=False``, one graph per shape): with torch
+    2.14.1 and torchao 0.18, a frozen int8 graph with a dynamic batch fails its own stride asserts
+    on the second shape ("expected size 16==16, stride 1==64"), and ``options={"freezing": True}``
+    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here."""
+
+    def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
+        self.compiled = torch.compile(gm, mode=mode, dynamic=False)
+
+    def __call__(self, *inputs):
+        with torch._inductor.config.patch(INDUCTOR_OPTIONS):
+            return self.compiled(*inputs)
 
 
 def aoti_package_pt2e(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], package_path: Path,
                       dynamic_shapes=None) -> Path:
     """An AOTInductor package (``.pt2``) of a quantized graph, compiled with freezing on; load it with
-    ``torch._inductor.aoti_load_package``."""
+    ``torch._inductor.aoti_load_package``. By default the batch dimension is dynamic.
+
+    Export and compile run with grad mode on, whatever the caller's: under ``torch.no_grad()`` with a
+    dynamic batch, the frozen package (torch 2.14.1, torchao 0.18) loads and runs but computes
+    garbage (top-1 agreement 0.12 with the quantized graph on the digits CNN, measured here)."""
     shapes = _batch_dynamic(tuple(example_inputs)) if dynamic_shapes is None else dynamic_shapes
-    with torch.no_grad():
+    with torch.inference_mode(False), torch.enable_grad():
         program = torch.export.export(gm, tuple(example_inputs), dynamic_shapes=shapes)
         return Path(torch._inductor.aoti_compile_and_package(program, package_path=str(package_path),
                                                              inductor_configs=dict(INDUCTOR_OPTIONS)))
