@@ -85,8 +85,8 @@ class VariantWorkers:
         rest of each :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
         payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
-        recipes = {name: VariantRecipe(variant=name, payload=str(payload), artifact=deployed_artifact(variant, built, folder),
-                                       **recipe_fields)
+        recipes = {name: VariantRecipe(variant=name, payload=str(payload),
+                                       artifact=deployed_artifact(variant, built, folder), **recipe_fields)
                    for name, (variant, built) in builds.items()}
         self.workers, self.errors = start_workers(recipes, self._spawned)
         return self

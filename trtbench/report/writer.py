@@ -72,8 +72,9 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
     sections = [sweep_markdown(results, sweep)] if sweep else []
     serving = serving_plot(results, out_dir / "plots" / "serving.png")
-    if serving is not None:
-        sections.append(serving_markdown(results, [serving.relative_to(out_dir)]))
+    serving_section = serving_markdown(results, [serving.relative_to(out_dir)] if serving is not None else [])
+    if serving_section:
+        sections.append(serving_section)
     if under_load:
         sections.append(serving_recommendation_markdown(under_load, results.environments))
     if recommendations:
