@@ -118,12 +118,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 return dataclasses.replace(result, status="failed", service_ms=service_ms, runs=tuple(runs),
                                            peaks=tuple(peaks), reason=f"{run.lost} query(ies) lost at {qps:.1f} QPS "
                                            f"offered: " + "; ".join(lost))
-            if run.within_bound:
-                lo = qps
-            else:
-                hi = qps
-                if run.summary.latency_ms.get("min", 0.0) > settings.p99_ms:
-                    break  # even the fastest query missed the bound: no load would meet it
+            lo, hi = (qps, hi) if run.within_bound else (lo, qps)
         if not offered:
             peaks.append(lo)
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
