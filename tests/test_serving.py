@@ -93,6 +93,13 @@ def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):
     assert sum(size * calls for size, calls in histogram.items()) == len(run.latencies_ms) >= 60
 
 
+def test_a_bound_below_the_service_time_gives_peak_zero_without_load_runs(tmp_path):
+    settings = ServingConfig(p99_ms=5, find_peak=True, min_duration_s=1.0, min_queries=10, repeats=2)
+    (result,) = run_serving(lambda threads: SleepsPerCall(0.02), settings, tmp_path, "toy", 1, 120.0)
+    assert result.status == "ok" and result.peaks == (0.0, 0.0) and not result.runs
+    assert result.service_ms >= 20 and "no load fits" in result.reason
+
+
 def test_summary_parser_reads_an_invalid_run():
     summary = parse_summary(SUMMARY_INVALID)
     assert not summary.valid and summary.performance_met and not summary.constraints["Early stopping satisfied"]

@@ -76,8 +76,9 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     if reduced:
         sections.append(reduced)
     serving = serving_plot(results, out_dir / "plots" / "serving.png")
-    if serving is not None:
-        sections.append(serving_markdown(results, [serving.relative_to(out_dir)]))
+    serving_section = serving_markdown(results, [serving.relative_to(out_dir)] if serving is not None else [])
+    if serving_section:
+        sections.append(serving_section)
     if under_load:
         sections.append(serving_recommendation_markdown(under_load, results.environments))
     if recommendations:

@@ -99,6 +99,10 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
            progress: Callable[[str], None]) -> ServingResult:
     folder = out_dir / result.log_dir
     service_ms, capacity = _capacity(pool, result.workers, settings)
+    if settings.find_peak and service_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
+        return dataclasses.replace(result, service_ms=service_ms, peaks=(0.0,) * settings.repeats,
+                                   reason=f"no load fits: one query alone takes {service_ms:.1f} ms, over the "
+                                          f"{settings.p99_ms:g} ms bound")
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
     for repeat in range(settings.repeats):
@@ -114,12 +118,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 return dataclasses.replace(result, status="failed", service_ms=service_ms, runs=tuple(runs),
                                            peaks=tuple(peaks), reason=f"{run.lost} query(ies) lost at {qps:.1f} QPS "
                                            f"offered: " + "; ".join(lost))
-            if run.within_bound:
-                lo = qps
-            else:
-                hi = qps
-                if run.summary.latency_ms.get("min", 0.0) > settings.p99_ms:
-                    break  # even the fastest query missed the bound: no load would meet it
+            lo, hi = (qps, hi) if run.within_bound else (lo, qps)
         if not offered:
             peaks.append(lo)
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))

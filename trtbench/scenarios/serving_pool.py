@@ -142,7 +142,8 @@ class ServerSession:
         """Complete ``batch`` as lost; the last worker to go completes everything still queued too."""
         worker.kill()
         with self.lock:
-            self.errors.append(str(err).splitlines()[0] + f" ({len(batch)} query(ies) lost)")
+            lines = str(err).strip().splitlines()  # what happened, and a failed call's exception
+            self.errors.append(" ".join(dict.fromkeys([lines[0], lines[-1]])) + f" ({len(batch)} query(ies) lost)")
             self.alive -= 1
             lost = [q.id for q in batch]
             if not self.alive:
