@@ -75,10 +75,15 @@ def digits_cnn() -> nn.Module:
     return model.eval()
 
 
-def sensitive_digits_cnn(channel: int = 3) -> nn.Module:
-    """:func:`digits_cnn` with one planted outlier channel; equal to it in fp32 (up to rounding)."""
+def sensitive_digits_cnn(channel: int | None = None) -> nn.Module:
+    """:func:`digits_cnn` with one planted outlier channel; equal to it in fp32 (up to rounding).
+
+    ``channel`` defaults to ``conv1``'s most active one on the training images: a channel that ReLU
+    leaves dead (training leaves some) would plant nothing."""
     model = digits_cnn()
     with torch.no_grad():
+        if channel is None:
+            channel = int(torch.relu(model.conv1(digits_data()[0])).mean((0, 2, 3)).argmax())
         model.conv1.weight[channel] *= _SCALE
         model.conv1.bias[channel] *= _SCALE
         model.conv2.weight[:, channel] /= _SCALE
