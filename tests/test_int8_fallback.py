@@ -51,7 +51,7 @@ def test_the_most_sensitive_layer_is_kept_in_fp32():
     result = quantize_within_budget(_quantize(model), ["0", "2", "4"], _setup(model, cap=2))
     assert not result.full_int8.ok and result.accuracy.ok
     assert result.settings.exclude[0] == "2"  # the planted outlier layer
-    assert max(result.sensitivity, key=result.sensitivity.get) == "2"
+    assert min(result.sensitivity, key=result.sensitivity.get) == "2"  # the worst SQNR quantized alone
     assert result.cost["full_int8_ms"] > 0
 
 

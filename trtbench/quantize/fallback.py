@@ -4,8 +4,10 @@ Backend-agnostic: a backend gives ``quantize(settings)`` (its own quantizer, wit
 ``settings.exclude``: ORT ``nodes_to_exclude``, NNCF ``ignored_scope``, a PT2E quantizer config of
 ``None``) returning a callable model, and the names of its quantizable layers. Full INT8 is tried
 first. When it misses the budget, each layer's sensitivity is measured: the output SQNR with that layer
-alone kept in fp32. The layers whose exclusion helps most are then kept in fp32, one more at a time,
-until the budget is met or ``max_fp32_layers`` is reached.
+alone quantized (every other one kept in fp32). Measuring a layer alone rather than leaving it alone out
+finds layers that break accuracy together: an outlier activation between two layers is quantized when
+either of them is, so keeping just one of them in fp32 changes nothing. The most sensitive layers are
+then kept in fp32, one more at a time, until the budget is met or ``max_fp32_layers`` is reached.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class Quantized:
     settings: QuantSettings
     accuracy: Accuracy
     full_int8: Accuracy  # every layer quantized
-    sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone in fp32
+    sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone quantized
     attempts: int = 1  # quantizations run
     cost: dict = field(default_factory=dict)  # the fp32 layers' cost in speed: median ms of full INT8 and of this
     calibration: dict = field(default_factory=dict)  # where the calibration samples came from (CalibrationData.facts)
@@ -61,24 +63,21 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
                                    f"no fallback (calibration.max_fp32_layers is 0)" if layers else
                                    f"INT8 misses the accuracy budget: {full.reason} ({full.text()})")
     attempts = 1
-    trials: dict[str, tuple[Any, Accuracy]] = {}
-    for layer in layers:  # sensitivity: each layer alone kept in fp32
-        on_step(f"sensitivity: {layer} in fp32")
-        candidate = quantize(replace(settings, exclude=settings.exclude + (layer,)))
-        trials[layer] = (candidate, setup.evaluate(candidate))
+    alone: dict[str, Accuracy] = {}
+    for layer in layers:  # sensitivity: each layer alone quantized
+        on_step(f"sensitivity: {layer} alone in INT8")
+        others = tuple(n for n in layers if n != layer)
+        alone[layer] = setup.evaluate(quantize(replace(settings, exclude=settings.exclude + others)))
         attempts += 1
-    ranked = sorted(layers, key=lambda n: (trials[n][1].sqnr_db, trials[n][1].top1_agree or 0), reverse=True)
-    sensitivity = {n: trials[n][1].sqnr_db for n in ranked}
+    ranked = sorted(layers, key=lambda n: (alone[n].sqnr_db, alone[n].top1_agree or 0))  # the most sensitive first
+    sensitivity = {n: alone[n].sqnr_db for n in ranked}
     last = full
     for count in range(1, min(setup.max_fp32_layers, len(ranked)) + 1):
         kept = tuple(ranked[:count])
-        if count == 1:
-            model, accuracy = trials[kept[0]]
-        else:
-            on_step(f"fallback: {', '.join(kept)} in fp32")
-            model = quantize(replace(settings, exclude=settings.exclude + kept))
-            accuracy = setup.evaluate(model)
-            attempts += 1
+        on_step(f"fallback: {', '.join(kept)} in fp32")
+        model = quantize(replace(settings, exclude=settings.exclude + kept))
+        accuracy = setup.evaluate(model)
+        attempts += 1
         last = accuracy
         if accuracy.ok:
             return Quantized(model, replace(settings, exclude=settings.exclude + kept), accuracy, full, sensitivity,

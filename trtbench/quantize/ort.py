@@ -32,13 +32,31 @@ def _reader(input_names: Sequence[str], calibration: CalibrationBatches):
     return BatchReader()
 
 
+def cpu_quant_types() -> dict:
+    """``quantize_static``'s types for this CPU, as its docstring's "Choosing parameters for CPU inference"
+    advises: x86 takes unsigned 8-bit activations and signed 8-bit weights, with ``reduce_range`` (7-bit
+    weights, against integer saturation) where the CPU has no VNNI; Arm takes signed 8-bit for both."""
+    import platform
+
+    from trtbench.env import cpu_int8_features
+
+    if platform.machine().lower() in ("aarch64", "arm64"):
+        return {"activation_type": "QInt8", "weight_type": "QInt8", "reduce_range": False}
+    return {"activation_type": "QUInt8", "weight_type": "QInt8", "reduce_range": not cpu_int8_features().get("vnni")}
+
+
 def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibration: CalibrationBatches,
-                  settings: QuantSettings) -> Path:
-    """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``."""
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, quantize_static
+                  settings: QuantSettings, calibration_cache: Path | None = None) -> Path:
+    """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``.
+
+    ``calibration_cache``: a JSON file of the activation ranges (``quantize_static``'s
+    ``calibration_cache_path``): written by the first call, read by later ones (the fallback's retries
+    quantize the same model on the same samples, with other layers excluded)."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     out = Path(out)
+    types = cpu_quant_types()
     with tempfile.TemporaryDirectory(prefix="trtbench-ort-int8-") as work:
         prepared = Path(work) / "prepared.onnx"
         quant_pre_process(str(fp32_onnx), str(prepared))
@@ -46,7 +64,10 @@ def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibr
                         quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
                         calibrate_method=getattr(CalibrationMethod, _METHODS[settings.method]),
                         nodes_to_exclude=list(settings.exclude) or None,
-                        calibration_providers=["CPUExecutionProvider"])
+                        activation_type=getattr(QuantType, types["activation_type"]),
+                        weight_type=getattr(QuantType, types["weight_type"]), reduce_range=types["reduce_range"],
+                        calibration_providers=["CPUExecutionProvider"],
+                        calibration_cache_path=str(calibration_cache) if calibration_cache else None)
     return out
 
 

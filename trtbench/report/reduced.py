@@ -48,14 +48,14 @@ def _figure(value: Optional[float], digits: int, suffix: str = "") -> str:
     return "" if value is None else f"{value:.{digits}f}{suffix}"
 
 
-def _row(results: ResultSet, r: Record) -> tuple[list[str], list[str]]:
+def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
     accuracy = r.parity or {}
     speedup = results.speedup(r)
     over_fp32 = over_same_variant(results, r)
     notes = []
     if r.status != "ok":
-        notes.append(f"{r.status}: {r.reason}")
+        notes.append(f"{r.status}: {r.reason}" if first_of_variant else f"{r.status} (as above)")
     if r.timed and not_faster(speedup, over_fp32):
         notes.append(NOT_FASTER)
     if cpu_lacks_vnni(results.environments.get(r.environment, {}), r):
@@ -72,7 +72,7 @@ def _row(results: ResultSet, r: Record) -> tuple[list[str], list[str]]:
     cells = [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
              _figure(accuracy.get("top1_agree"), 3), _figure(accuracy.get("top5_overlap"), 3),
              _figure(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
-    return cells, notes
+    return cells
 
 
 def reduced_precision_markdown(results: ResultSet) -> str:
@@ -90,6 +90,10 @@ def reduced_precision_markdown(results: ResultSet) -> str:
         parts += [f"### {model}", "",
                   "| variant | point | vs eager fp32 | vs same variant fp32 | top-1 agree | top-5 overlap | SQNR dB | "
                   "top-1 (int8 / fp32) | kept in fp32 | notes |", "|---|---|---|---|---|---|---|---|---|---|"]
-        parts += ["| " + " | ".join(c.replace("|", "/") for c in _row(results, r)[0]) + " |" for r in rows]
+        seen: set[str] = set()
+        for r in rows:
+            first = r.case.label not in seen
+            seen.add(r.case.label)
+            parts.append("| " + " | ".join(c.replace("|", "/") for c in _row(results, r, first)) + " |")
         parts.append("")
     return "\n".join(parts)

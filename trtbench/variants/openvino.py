@@ -10,11 +10,14 @@ model is saved as OpenVINO IR, an ``.xml`` graph plus a ``.bin`` of weights (kep
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from trtbench.precision import is_quantized
 from trtbench.schema import join, require_choice
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
@@ -60,9 +63,10 @@ class OpenVinoRunner:
 @register
 class OpenVino(Variant):
     name = "openvino"
-    description = "OpenVINO CPU plugin on the onnx export, threads matched; saves OpenVINO IR (.xml + .bin)"
+    description = "OpenVINO CPU plugin on the onnx export, threads matched (int8: NNCF); saves OpenVINO IR (.xml + .bin)"
     Options = OpenVinoOptions
     depends_on = "onnx"
+    quantizes = True  # INT8: NNCF's post-training quantization (trtbench.quantize.openvino)
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         if device.type != "cpu":
@@ -71,6 +75,8 @@ class OpenVino(Variant):
             import_openvino()
         except ImportError:
             return f"openvino is not installed ({INSTALL})"
+        if is_quantized(precision) and importlib.util.find_spec("nncf") is None:
+            return "nncf is not installed (pip install 'trtbench[int8]')"
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:
@@ -80,13 +86,34 @@ class OpenVino(Variant):
                   "INFERENCE_PRECISION_HINT": options.inference_precision}
         core = ov.Core()
         ov_model = core.read_model(str(ctx.built[self.depends_on].state.path))
+        quantization = {}
+        if is_quantized(ctx.precision):
+            ov_model, quantization = self._quantize(core, ov_model, config, ctx)
         compiled = core.compile_model(ov_model, "CPU", config)
         info = {"openvino": ov.get_version(),  # the plugin's settings as it applied them, read back
                 "inference_num_threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
                 "inference_precision": compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
                 "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")),
-                "onnx": ctx.built[self.depends_on].info}
+                "onnx": ctx.built[self.depends_on].info, **quantization}
         return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})
+
+    @staticmethod
+    def _quantize(core, ov_model, config: dict, ctx: BuildContext) -> tuple[Any, dict]:
+        """The model quantized to INT8 by NNCF within the accuracy budget (layers that break it kept in
+        fp32 through NNCF's ignored scope), and the build facts (accuracy, the layers kept in fp32)."""
+        from trtbench.quantize.fallback import quantize_within_budget
+        from trtbench.quantize.openvino import quantizable_layers_openvino, quantize_openvino
+
+        models: dict[int, Any] = {}
+
+        def quantize(settings) -> OpenVinoRunner:
+            quantized = quantize_openvino(ov_model, ctx.int8.calibration, settings)
+            runner = OpenVinoRunner(core.compile_model(quantized, "CPU", config))
+            models[id(runner)] = quantized
+            return runner
+
+        result = quantize_within_budget(quantize, quantizable_layers_openvino(ov_model), ctx.int8)
+        return models[id(result.model)], {"int8": result.info(), "accuracy": result.accuracy.to_dict()}
 
     def thread_settings(self, built: Built) -> dict:
         return {"runtime_threads": int(built.module.compiled.get_property("INFERENCE_NUM_THREADS")),

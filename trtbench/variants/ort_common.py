@@ -177,7 +177,7 @@ class OrtVariant(Variant):
         """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers
         that break it kept in fp32), and the build facts (accuracy, the layers kept in fp32)."""
         from trtbench.quantize.fallback import quantize_within_budget
-        from trtbench.quantize.ort import onnx_layer_modules, quantizable_layers_onnx, quantize_onnx
+        from trtbench.quantize.ort import cpu_quant_types, onnx_layer_modules, quantizable_layers_onnx, quantize_onnx
 
         ort = import_onnxruntime()
         workdir = tempfile.TemporaryDirectory(prefix="trtbench-ort-int8-")
@@ -185,7 +185,8 @@ class OrtVariant(Variant):
 
         def quantize(settings) -> OrtRunner:
             path = quantize_onnx(onnx_model.path, Path(workdir.name) / f"int8-{len(files)}.onnx",
-                                 onnx_model.input_names, ctx.int8.calibration, settings)
+                                 onnx_model.input_names, ctx.int8.calibration, settings,
+                                 calibration_cache=Path(workdir.name) / "ranges.json")
             runner = OrtRunner(ort.InferenceSession(str(path), session_options,
                                                     providers=[(name, opts) for name, opts in providers]), ctx.device)
             files[id(runner)] = path
@@ -193,7 +194,7 @@ class OrtVariant(Variant):
 
         result = quantize_within_budget(quantize, quantizable_layers_onnx(onnx_model.path), ctx.int8)
         quantized = QuantizedOnnx(files[id(result.model)], workdir, onnx_model.input_names)
-        return quantized, {"int8": result.info(onnx_layer_modules(onnx_model.path)),
+        return quantized, {"int8": {**result.info(onnx_layer_modules(onnx_model.path)), **cpu_quant_types()},
                            "accuracy": result.accuracy.to_dict()}
 
     def thread_settings(self, built: Built) -> dict:
