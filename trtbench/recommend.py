@@ -20,6 +20,7 @@ from trtbench.env import environment_name
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
+from trtbench.status import Status
 
 
 def eligible(record: Record) -> bool:
@@ -146,12 +147,12 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
     for record in results:
         for result in record.serving:
-            if result.peaks or result.status != "ok":
+            if result.peaks or result.status is not Status.OK:
                 key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
                 groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r, s in pairs if s.status == "ok" and s.peaks and r.parity is not None and r.parity.get("ok")]
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.parity is not None and r.parity.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

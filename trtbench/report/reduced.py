@@ -14,6 +14,7 @@ from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval, paired_ratio
 from trtbench.metrics.speedup import speedup_text
+from trtbench.status import Status
 
 NOT_FASTER = "INT8 is not faster here"
 NO_VNNI = "this CPU has no VNNI"
@@ -54,7 +55,7 @@ def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     speedup = results.speedup(r)
     over_fp32 = over_same_variant(results, r)
     notes = []
-    if r.status != "ok":
+    if r.status is not Status.OK:
         notes.append(f"{r.status}: {r.reason}" if first_of_variant else f"{r.status} (as above)")
     if r.timed and not_faster(speedup, over_fp32):
         notes.append(NOT_FASTER)

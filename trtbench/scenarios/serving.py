@@ -25,6 +25,7 @@ from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
 from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+from trtbench.status import Status
 from trtbench.worker import Recipe, WorkerError
 
 SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the search
@@ -115,7 +116,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                                     folder / f"r{repeat}-s{step}-{qps:.1f}qps", out_dir)
             runs.append(run)
             if lost:
-                return dataclasses.replace(result, status="failed", service_ms=service_ms, runs=tuple(runs),
+                return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
                                            peaks=tuple(peaks), reason=f"{run.lost} query(ies) lost at {qps:.1f} QPS "
                                            f"offered: " + "; ".join(lost))
             lo, hi = (qps, hi) if run.within_bound else (lo, qps)
@@ -146,7 +147,7 @@ def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, ou
             pool = ServingPool([recipe_for(threads)] * max(counts), start_timeout_s,
                                out_dir / planned[max(counts)].log_dir)
         except WorkerError as err:
-            results.update({w: dataclasses.replace(r, status="failed", reason=f"the workers did not start: {err}")
+            results.update({w: dataclasses.replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
                             for w, r in planned.items()})
             continue
         try:
@@ -155,12 +156,12 @@ def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, ou
                 try:
                     results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
                 except WorkerError as err:  # a worker that failed while its service time was measured
-                    results[workers] = dataclasses.replace(result, status="failed", reason=str(err))
-                if results[workers].status != "ok":
+                    results[workers] = dataclasses.replace(result, status=Status.FAILED, reason=str(err))
+                if results[workers].status is not Status.OK:
                     break  # its workers may be gone: the counts left are not served by this pool
         finally:
             pool.close()
         for workers, result in planned.items():
             results.setdefault(workers, dataclasses.replace(
-                result, status="failed", reason=f"not run: the pool failed at {workers} worker(s) before"))
+                result, status=Status.FAILED, reason=f"not run: the pool failed at {workers} worker(s) before"))
     return [results[workers] for workers in settings.workers]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.status import Status
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class ServingResult:
     bound_ms: float
     percentile: float  # the bound applies to this percentile (0.99: p99)
     batching: Optional[dict] = None  # {max_batch, window_ms}
-    status: str = "ok"  # ok | failed (a query lost, a worker that failed)
+    status: Status = Status.OK  # failed: a query lost, a worker that failed
     reason: str = ""
     service_ms: Optional[float] = None  # one query's call in a worker, alone (the search's capacity estimate)
     peaks: tuple[float, ...] = ()
@@ -115,7 +116,7 @@ class ServingResult:
     def from_dict(cls, data: dict) -> "ServingResult":
         return cls(scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
                    bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
-                   status=data.get("status", "ok"), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
+                   status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
                    peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))

@@ -23,6 +23,7 @@ from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
+from trtbench.status import Status
 from trtbench.variant_recipe import VariantRecipe, write_payload
 
 
@@ -53,7 +54,7 @@ def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: t
     for entry in group.variants:
         record = records.get(group.case(entry, point).key)
         outcome = outcomes.get(entry.name)
-        if record is not None and record.status == "ok" and not record.parity_failed and outcome is not None \
+        if record is not None and record.status is Status.OK and not record.parity_failed and outcome is not None \
                 and outcome.built is not None:
             entries[entry.name] = (entry, record, outcome)
     if not entries:
