@@ -1,8 +1,8 @@
 """A set of :class:`~trtbench.record.Record` keyed by (case, environment): load, save, merge.
 
-``results.json`` (``schema_version`` 2)::
+``results.json`` (``schema_version`` 3)::
 
-    {"schema_version": 2, "trtbench_version": ...,
+    {"schema_version": 3, "trtbench_version": ...,
      "environments": {"<id>": {...collect_environment()...}},
      "runs": [{"name", "config", "environment", "started_at", "finished_at", "status", "profiles"?}],
      "records": [Record.to_dict(), ...]}
@@ -29,8 +29,8 @@ from trtbench.record import Record
 from trtbench.stats import Interval, paired_ratio
 from trtbench.status import Status
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3  # 3: records may carry ``serving`` results; precisions include int8
+READABLE_VERSIONS = (1, 2, 3)
 
 
 @dataclass
@@ -100,7 +100,7 @@ class ResultSet:
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
-        """A run's results.json (the file or its output directory), schema version 1 or 2."""
+        """A run's results.json (the file or its output directory), schema version 1, 2 or 3."""
         path = Path(path)
         if path.is_dir():
             path = path / "results.json"
@@ -115,7 +115,7 @@ class ResultSet:
             raise UserInputError(str(path), f"unknown schema_version {version!r}",
                                  f"this trtbench reads versions {READABLE_VERSIONS}; upgrade trtbench")
         try:
-            return cls.from_dict(data) if version == 2 else cls.from_v1(data)
+            return cls.from_v1(data) if version == 1 else cls.from_dict(data)  # 2 is 3 without serving
         except (KeyError, TypeError, ValueError) as err:
             raise UserInputError(str(path), f"malformed results ({type(err).__name__}: {err})",
                                  "pass a results.json written by trtbench, unedited") from err
