@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from trtbench.errors import UserInputError
+from trtbench.precision import is_quantized
 from trtbench.schema import join, suggest
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
@@ -41,14 +42,25 @@ class AotiOptions:
 @register
 class Aoti(Variant):
     name = "aoti"
-    description = "AOTInductor package (.pt2) compiled from the exported program, dynamic dims kept"
+    description = ("AOTInductor package (.pt2) compiled from the exported program, dynamic dims kept "
+                   "(int8: PT2E via torchao, packaged with freezing)")
     Options = AotiOptions
     depends_on = "exported"
+    quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        if is_quantized(precision):
+            from trtbench.quantize.pt2e_build import pt2e_unavailable
+
+            return pt2e_unavailable(device)
+        return None
 
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package
 
         options = ctx.options or AotiOptions()
+        if is_quantized(ctx.precision):
+            return self._build_int8(model, ctx, options)
         program = ctx.built[self.depends_on].state
         workdir = tempfile.TemporaryDirectory(prefix="trtbench-aoti-")  # removed when the build is dropped
         package = aoti_compile_and_package(program, package_path=str(Path(workdir.name) / "model.pt2"),
@@ -56,6 +68,27 @@ class Aoti(Variant):
         info = {"inductor_configs": dict(options.inductor_configs), "package_bytes": Path(package).stat().st_size}
         state = {"package": package, "workdir": workdir, "outputs": ctx.built[self.depends_on].info["outputs"]}
         return Built(aoti_load_package(package), info, state=state)
+
+    def _build_int8(self, model, ctx: BuildContext, options: AotiOptions) -> Built:
+        """The PT2E-quantized graph packaged by AOTInductor with freezing (and the config's other
+        Inductor settings), dynamic dims kept."""
+        from torch._inductor import aoti_load_package
+
+        from trtbench.quantize.pt2e import INDUCTOR_OPTIONS, aoti_package_pt2e
+        from trtbench.quantize.pt2e_build import judged, quantize_model
+
+        if options.inductor_configs:
+            raise ValueError("aoti at int8 packages with Inductor's freezing (its int8 kernels need it) and no "
+                             "other settings: drop aoti's inductor_configs, or list aoti at fp32 only")
+
+        int8 = quantize_model(model, ctx)
+        workdir = tempfile.TemporaryDirectory(prefix="trtbench-aoti-int8-")  # removed when the build is dropped
+        package = aoti_package_pt2e(int8.graph, ctx.example_inputs, Path(workdir.name) / "model.pt2",
+                                    dynamic_shapes=int8.dynamic_shapes)
+        loaded = aoti_load_package(str(package))
+        info = {"inductor_configs": dict(INDUCTOR_OPTIONS), "package_bytes": Path(package).stat().st_size,
+                **judged(loaded, int8, ctx, "the AOTInductor int8 package")}
+        return Built(loaded, info, state={"package": package, "workdir": workdir, "outputs": int8.outputs})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import torch
 
 from trtbench.errors import UserInputError
+from trtbench.fsutil import save_through_memory
+from trtbench.precision import is_quantized
 from trtbench.schema import join, require_choice
-from trtbench.variants import Built, BuildContext, Variant, cuda_graphs, register
+from trtbench.variants import Artifact, Built, BuildContext, Variant, cuda_graphs, register
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -63,11 +66,22 @@ class CompileOptions:
 @register
 class Compiled(Variant):
     name = "compiled"
-    description = "torch.compile (first call compiles, at opt; recompilations counted); no deployable file: see aoti"
+    description = ("torch.compile (first call compiles, at opt; recompilations counted); no deployable file: see aoti "
+                   "(int8: PT2E via torchao, compiled with freezing; saves the quantized graph as .pt2)")
     Options = CompileOptions
+    quantizes = True  # INT8: torchao's PT2E x86 quantizer, then Inductor's int8 kernels (trtbench.quantize.pt2e)
+
+    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+        if is_quantized(precision):
+            from trtbench.quantize.pt2e_build import pt2e_unavailable
+
+            return pt2e_unavailable(device)
+        return None
 
     def build(self, model, ctx: BuildContext) -> Built:
         options = ctx.options or CompileOptions()
+        if is_quantized(ctx.precision):
+            return self._build_int8(model, ctx, options)
         if options.cuda_graphs:
             cuda_graphs.check_can_capture(ctx)
         compiled = torch.compile(model, backend=options.backend, mode=None if options.mode == "default" else options.mode,
@@ -91,6 +105,47 @@ class Compiled(Variant):
                 module = cuda_graphs.GraphReplay(compiled, ctx.example_inputs)
             info["cuda_graphs"] = True
         return Built(module, info, state={"graphs_after_first_call": after["graphs"]})
+
+    def _build_int8(self, model, ctx: BuildContext, options: CompileOptions) -> Built:
+        """The PT2E-quantized graph compiled by Inductor with freezing (its int8 kernels are freezing
+        patterns); static shapes, one graph per shape (see :class:`~trtbench.quantize.pt2e.CompiledPT2E`)."""
+        from trtbench.quantize.pt2e import CompiledPT2E
+        from trtbench.quantize.pt2e_build import judged, quantize_model
+
+        if options.backend != "inductor" or options.cuda_graphs or options.dynamic:
+            raise ValueError("compiled at int8 runs Inductor's int8 kernels with static shapes: leave backend, "
+                             "dynamic and cuda_graphs at their defaults")
+        int8 = quantize_model(model, ctx)
+        compiled = CompiledPT2E(int8.graph, mode=None if options.mode == "default" else options.mode)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            compiled(*ctx.example_inputs)
+        info = {"backend": "inductor", "mode": options.mode, "dynamic": False, "first_call_s": time.perf_counter() - start,
+                **judged(compiled, int8, ctx, "the compiled int8 graph")}
+        return Built(compiled, info, state={"graphs_after_first_call": dynamo_counts()["graphs"], "int8": int8,
+                                            "example": tuple(ctx.example_inputs)})
+
+    def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
+        """At int8 the quantized graph, as an exported program (``torch.export.load``, then compile it with
+        freezing on, as :meth:`load` does); at float precisions nothing: see ``aoti``."""
+        int8 = built.state.get("int8")
+        if int8 is None:
+            return []
+        from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE
+
+        path = directory / f"{stem}.pt2"
+        program = torch.export.export(int8.graph, built.state["example"], dynamic_shapes=int8.dynamic_shapes)
+        save_through_memory(path, lambda fh: torch.export.save(program, fh))
+        return [Artifact(path=path, loader="torch.export.load", imports=[DECOMPOSED_OPS_MODULE], outputs=int8.outputs)]
+
+    def load(self, artifact: Artifact, device: torch.device):
+        import importlib
+
+        from trtbench.quantize.pt2e import CompiledPT2E
+
+        for module in artifact.imports:
+            importlib.import_module(module)
+        return CompiledPT2E(torch.export.load(str(artifact.path)).module())
 
     def prepare(self, built: Built, inputs: tuple):
         return cuda_graphs.prepare(built, inputs)

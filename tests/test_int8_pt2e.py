@@ -1,0 +1,64 @@
+"""compiled and aoti at int8, end to end on the trained digits CNN: PT2E (torchao's x86 quantizer)
+within the budget, Inductor's int8 kernels, test-set top-1 within 1 point of fp32, and saved files
+that really are INT8 and load in a fresh process (the timing workers load them too)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("torchao")
+
+from conftest import run_dict  # noqa: E402
+from test_int8_ort import digits_config  # noqa: E402
+from trained_models import digits_cnn, digits_data, top1  # noqa: E402
+from trtbench.quantize.pt2e import is_int8_pt2e  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pt2e_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("pt2e")
+    config = digits_config(tmp_path)
+    config["variants"] = ["eager", "compiled", "aoti"]
+    config["precisions"] = ["int8"]  # eager fp32 is still timed as the baseline; no fp32 compile of either
+    config["benchmark"]["isolation"] = "process"  # the workers load what was saved: the quantized files
+    return tmp_path / "out", run_dict(config)
+
+
+@pytest.mark.parametrize("variant", ["compiled", "aoti"])
+def test_pt2e_int8_rows_are_timed_against_eager_fp32_within_the_budget(pt2e_run, variant):
+    _, outcome = pt2e_run
+    row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == (variant, "int8"))
+    assert row.status == "ok" and row.timed, row.reason
+    assert row.parity["kind"] == "int8" and row.parity["ok"], row.parity
+    assert outcome.results.baseline(row).case.precision == "fp32" and outcome.results.speedup(row) is not None
+    assert row.metrics["isolation"]["method"] == "process"
+    info = row.build["info"]
+    assert info["accuracy"]["ok"] and info["graph_accuracy"]["ok"] and info["int8"]["fp32_layers"] == []
+
+
+def _top1(call, x, y) -> float:
+    """Top-1 of ``call`` over ``x`` in batches of 32 (the config's dynamic batch goes up to 64)."""
+    with torch.inference_mode():
+        outputs = [call(x[i:i + 32]) for i in range(0, len(x), 32)]
+    logits = torch.cat([o[0] if isinstance(o, (list, tuple)) else o for o in outputs])
+    return float((logits.argmax(1) == y).float().mean())
+
+
+def test_the_saved_files_are_int8_and_keep_test_accuracy(pt2e_run):
+    out, _ = pt2e_run
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (the ops the saved graph calls)
+    from torch._inductor import aoti_load_package
+
+    program = torch.export.load(str(out / "artifacts" / "compiled_int8.pt2"))
+    assert is_int8_pt2e(program.module()), "the compiled variant's file is the quantized graph"
+    _, _, test_x, test_y = digits_data()
+    fp32 = top1(digits_cnn(), test_x, test_y)
+    assert abs(_top1(program.module(), test_x, test_y) - fp32) <= 0.01
+    assert abs(_top1(aoti_load_package(str(out / "artifacts" / "aoti_int8.pt2")), test_x, test_y) - fp32) <= 0.01
+
+
+def test_a_quantizer_that_returns_fp32_fails_the_int8_check():
+    """is_int8_pt2e is what the file test holds: a float export of the model is not int8."""
+    model = digits_cnn()
+    assert not is_int8_pt2e(torch.export.export(model, (torch.zeros(2, 1, 8, 8),)).module())

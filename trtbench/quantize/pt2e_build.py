@@ -1,0 +1,72 @@
+"""The ``compiled`` and ``aoti`` variants at ``int8``: the model quantized by PT2E (torchao's x86
+quantizer, :mod:`trtbench.quantize.pt2e`) within the accuracy budget, the layers that break it kept
+in fp32 (:func:`trtbench.quantize.fallback.quantize_within_budget`).
+
+The fallback judges each candidate as a converted graph (quantize/dequantize ops around fp32
+convolutions: the arithmetic of the int8 kernels). What ships, the ``torch.compile`` of that graph or
+its AOTInductor package, is then judged again on the same evaluation samples: its own accuracy is the
+row's, and a build whose kernels miss the budget fails with the figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+import torch
+
+from trtbench.quantize.fallback import AccuracyBudgetMissed, Quantized, quantize_within_budget
+from trtbench.variants import BuildContext
+
+# torch's own registration of the quantized_decomposed ops a converted graph calls; a fresh process
+# that loads the saved graph imports it first (the manifest's imports)
+DECOMPOSED_OPS_MODULE = "torch.ao.quantization.fx._decomposed"
+
+
+def pt2e_unavailable(device: torch.device) -> str | None:
+    """Why PT2E INT8 cannot build here (None when it can)."""
+    if device.type != "cpu":
+        return ("PT2E's X86InductorQuantizer targets x86 CPUs; on CUDA the trt variant quantizes with "
+                "ModelOpt")
+    if importlib.util.find_spec("torchao") is None:
+        return "torchao is not installed (pip install 'trtbench[int8]')"
+    return None
+
+
+@dataclass(frozen=True)
+class Pt2eInt8:
+    """A quantized graph that met the budget, how it was exported, and the fallback's findings."""
+
+    graph: torch.fx.GraphModule
+    quantized: Quantized
+    dynamic_shapes: object
+    outputs: list[str]
+
+
+def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
+    """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the
+    config's min/max give them."""
+    from trtbench.quantize.pt2e import quantizable_layers_pt2e, quantize_pt2e
+    from trtbench.variants.exported import dynamic_shapes, flat_outputs
+
+    exportable, names, flattened = flat_outputs(model, ctx.example_inputs)
+    shapes = dynamic_shapes(ctx.input_specs)
+    if flattened:  # FlatOutputs.forward(*inputs) takes them all as one argument
+        shapes = {"inputs": shapes}
+
+    def quantize(settings) -> torch.fx.GraphModule:
+        return quantize_pt2e(exportable, ctx.example_inputs, ctx.int8.calibration, settings, dynamic_shapes=shapes)
+
+    result = quantize_within_budget(quantize, quantizable_layers_pt2e(exportable), ctx.int8)
+    return Pt2eInt8(result.model, result, shapes, names)
+
+
+def judged(shipped, int8: Pt2eInt8, ctx: BuildContext, what: str) -> dict:
+    """Build facts of ``shipped`` (the compiled or packaged graph): its own accuracy on the evaluation
+    samples, which must keep the budget too; raises AccuracyBudgetMissed with the figures if not."""
+    accuracy = ctx.int8.evaluate(shipped)
+    if not accuracy.ok:
+        raise AccuracyBudgetMissed(f"{what} misses the accuracy budget that its quantized graph kept: "
+                                   f"{accuracy.reason} ({accuracy.text()})")
+    return {"int8": int8.quantized.info(), "accuracy": accuracy.to_dict(),
+            "graph_accuracy": int8.quantized.accuracy.to_dict()}
