@@ -234,7 +234,7 @@ def _tensors(cfg: CalibrationConfig, input_specs) -> CalibrationData:
     for spec in input_specs:
         if spec.name not in data:
             raise UserInputError("calibration.path", f"{path}: no array for input '{spec.name}' (it has "
-                                 f"{sorted(data) or 'none'})", f"save one array per input, keyed by its name")
+                                 f"{sorted(data) or 'none'})", "save one array per input, keyed by its name")
         array = data[spec.name]
         if tuple(array.shape[1:]) != tuple(spec.opt_shape[1:]):
             raise UserInputError("calibration.path", f"{path}: array '{spec.name}' is {tuple(array.shape)}, which does "
