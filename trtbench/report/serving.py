@@ -3,6 +3,7 @@ bound's latency percentile against the offered QPS, one line per variant and wor
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Optional
 
@@ -74,8 +75,9 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
 
 
 def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
-    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration,
-    each bound drawn as a dashed line; None when nothing was served."""
+    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration
+    through the median over repeats at each offered QPS (each run a dot), each bound drawn as a dashed
+    line; None when nothing was served."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
         return None
@@ -83,11 +85,16 @@ def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
     ax = fig.add_subplot()
     several_models = len({record.case.model for record, _ in pairs}) > 1
     for record, result in pairs:
-        points = sorted((run.offered_qps, run.summary.latency_ms.get(result.percentile_key)) for run in result.runs
-                        if run.summary.latency_ms.get(result.percentile_key) is not None)
+        at: dict[float, list[float]] = {}  # offered QPS -> the percentile of each run there (repeats)
+        for run in result.runs:
+            if run.summary.latency_ms.get(result.percentile_key) is not None:
+                at.setdefault(round(run.offered_qps, 3), []).append(run.summary.latency_ms[result.percentile_key])
         name = (f"{record.case.model} " if several_models else "") + f"{record.case.label} {record.case.precision} " \
-            f"{result.label}"
-        ax.plot([q for q, _ in points], [ms for _, ms in points], marker="o", markersize=3, label=name)
+            f"{result.label}" + ("" if result.peaks else " (fixed load)")
+        qps = sorted(at)
+        line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker="o", markersize=3, label=name)
+        ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4,
+                   color=line.get_color())
     for bound, key in sorted({(result.bound_ms, result.percentile_key) for _, result in pairs}):
         ax.axhline(bound, color="black", linestyle="--", linewidth=0.8)
         ax.annotate(f"bound: {key} <= {bound:g} ms", (0, bound), xycoords=("axes fraction", "data"),

@@ -44,14 +44,14 @@ class ServingPool:
             self.close()
             raise next(iter(errors.values()))
 
-    def time_call(self, label: str, calls: int, timeout_s: float) -> float:
-        """The median ms of ``calls`` calls at ``label`` on the first worker (the pool's service time)."""
+    def time_call(self, label: str, calls: int, timeout_s: float) -> list[float]:
+        """The ms of ``calls`` calls at ``label`` on the first worker, one at a time, sorted."""
         worker = self.workers[0]
         took = []
         for _ in range(calls):
             worker.send_call(label)
             took.append(worker.call_result(timeout_s))
-        return sorted(took)[len(took) // 2]
+        return sorted(took)
 
     def close(self) -> None:
         for worker in self.workers:
