@@ -57,3 +57,48 @@ def test_torchscript_file_as_model_source(tmp_path):
     loaded = build_model(ModelConfig(name=str(path), source="torchscript"))
     x = torch.randn(1, 3, 8, 8)
     assert torch.allclose(loaded(x), eager(x))
+
+
+TINY_BERT = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
+             "vocab_size": 100, "max_position_embeddings": 64}
+
+
+def test_timm_models_build_with_random_weights_and_nothing_downloaded(monkeypatch):
+    pytest.importorskip("timm")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a download would fail here
+    model = build_model(ModelConfig(name="resnet18", source="timm", kwargs={"num_classes": 5}))
+    assert not model.training and model(torch.randn(1, 3, 32, 32)).shape == (1, 5)
+    with pytest.raises(UserInputError) as info:
+        ModelConfig(name="resnet1", source="timm").validate("model")
+    assert info.value.where == "model.name" and "resnet18" in info.value.hint
+
+
+def test_transformers_models_build_from_their_config_class_offline(monkeypatch):
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = build_model(ModelConfig(name="bert", source="transformers", kwargs=TINY_BERT))
+    ids = torch.randint(0, 100, (2, 7))
+    out = model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    assert out.last_hidden_state.shape == (2, 7, 32)
+    with pytest.raises(UserInputError) as info:
+        ModelConfig(name="bertt", source="transformers").validate("model")
+    assert info.value.where == "model.name" and "bert" in info.value.hint
+
+
+@pytest.mark.parametrize("source", ["timm", "transformers"])
+def test_a_missing_model_library_exits_2_naming_the_extra(source, monkeypatch, tmp_path, capsys):
+    import sys
+
+    import yaml
+
+    from trtbench.cli import main
+
+    monkeypatch.setitem(sys.modules, source, None)  # import fails as if not installed
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "model": {"source": source, "name": "resnet18"},
+                                    "inputs": [{"name": "input", "min_shape": [1, 3, 8, 8], "opt_shape": [2, 3, 8, 8],
+                                                "max_shape": [2, 3, 8, 8]}],
+                                    "output": {"dir": str(tmp_path / "out")}}))
+    assert main(["run", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"pip install 'trtbench[{source}]'" in err and "model" in err and not (tmp_path / "out").exists()

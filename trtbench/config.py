@@ -31,7 +31,7 @@ from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.timing import TimingPlan
 from trtbench.variants import build_order, variant_class, variant_names
 
-SOURCES = ("torchvision", "builtin", "python", "torchscript")
+SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
 DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
 
 

@@ -1,4 +1,5 @@
-"""Model registry: torchvision classification models, built-in study models, Python factories, TorchScript files.
+"""Model registry: torchvision classification models, timm models and Hugging Face transformers (optional
+extras; random weights, nothing downloaded), built-in study models, Python factories, TorchScript files.
 
 Built-in models register themselves with :func:`register_builtin` from the modules of this
 package; adding one is adding a module here.
@@ -52,6 +53,30 @@ def list_models() -> dict[str, list[str]]:
     return {"torchvision": torchvision_model_names(), "builtin": builtin_model_names()}
 
 
+EXTRAS = {"timm": "timm", "transformers": "transformers"}  # source -> the extra that installs its library
+
+
+def _import_source_library(source: str, key: str):
+    """The library of an optional model source, or exit 2 naming the extra that installs it."""
+    try:
+        return importlib.import_module(source)
+    except ImportError as err:
+        raise UserInputError(key, f"model source '{source}' needs the {source} package, which is not installed "
+                             f"({err})", f"pip install 'trtbench[{EXTRAS[source]}]'") from err
+
+
+def _transformers_config(name: str, kwargs: dict, key: str):
+    """A transformers config of model type ``name`` (``bert``, ``gpt2``...) with ``kwargs`` set: built
+    from its config class, offline."""
+    transformers = _import_source_library("transformers", key)
+    try:
+        return transformers.AutoConfig.for_model(name, **kwargs)
+    except ValueError as err:
+        known = sorted(transformers.CONFIG_MAPPING.keys())
+        raise UserInputError(schema.join(key, "name"), f"unknown transformers model type '{name}'",
+                             schema.suggest(name, known) or "use a model type such as bert, gpt2, distilbert") from err
+
+
 def _import_factory(spec: str, key: str) -> Callable[..., nn.Module]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -72,6 +97,11 @@ def check_model_exists(model_cfg, path: str) -> None:
     key = schema.join(path, "name")
     if model_cfg.source == "torchvision":
         names = torchvision_model_names()
+    elif model_cfg.source == "timm":
+        names = _import_source_library("timm", schema.join(path, "source")).list_models()
+    elif model_cfg.source == "transformers":
+        _transformers_config(model_cfg.name, {}, path)
+        return
     elif model_cfg.source == "builtin":
         names = builtin_model_names()
     elif model_cfg.source == "python":
@@ -90,6 +120,12 @@ def _instantiate(model_cfg) -> nn.Module:
         import torchvision
 
         return torchvision.models.get_model(model_cfg.name, weights=None, **model_cfg.kwargs)
+    if model_cfg.source == "timm":  # random weights: pretrained=False downloads nothing
+        return _import_source_library("timm", "model.source").create_model(model_cfg.name, pretrained=False,
+                                                                            **model_cfg.kwargs)
+    if model_cfg.source == "transformers":  # from its config class, random weights, offline
+        config = _transformers_config(model_cfg.name, model_cfg.kwargs, "model")
+        return _import_source_library("transformers", "model.source").AutoModel.from_config(config)
     if model_cfg.source == "builtin":
         _load_builtin_modules()
         return BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)
