@@ -105,3 +105,19 @@ def test_cpu_int8_features_read_the_flags():
     assert cpu_int8_features("avx2 avx_vnni")["vnni"] is True
     features = cpu_int8_features("avx512_vnni amx_tile amx_int8")
     assert features["amx"] and features["flags"] == ["avx512_vnni", "amx_int8", "amx_tile"]
+
+
+def test_the_speed_accuracy_plot_draws_each_int8_row_against_its_sqnr(tmp_path):
+    from matplotlib.image import imread
+
+    from trtbench.report.reduced import speed_accuracy_plot
+
+    results = ResultSet(environments={"e": {"id": "e"}})
+    int8 = dataclasses.replace(_record("ort", "int8", 4.0), parity={"kind": "int8", "ok": True, "sqnr_db": 31.0})
+    for record in (_record("eager", "fp32", 10.0), _record("ort", "fp32", 5.0), int8):
+        results.add(record)
+    plot = speed_accuracy_plot(results, tmp_path / "plots" / "tradeoff.png")
+    assert plot is not None and imread(plot.path).shape[0] > 0
+    no_int8 = ResultSet(environments={"e": {"id": "e"}})
+    no_int8.add(_record("eager", "fp32", 10.0))
+    assert speed_accuracy_plot(no_int8, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()

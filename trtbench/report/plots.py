@@ -34,7 +34,7 @@ class Plot:
         return len(self.values)
 
 
-def _save(fig: Figure, path: Path) -> Plot:
+def save_figure(fig: Figure, path: Path) -> Plot:
     values = tuple(float(v) for ax in fig.axes for c in ax.containers if isinstance(c, BarContainer)
                    for v in c.datavalues)
     FigureCanvasAgg(fig)
@@ -77,7 +77,7 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def latency_plot(results: ResultSet, path: Path, title: str = "Latency") -> Plot | None:
@@ -139,4 +139,4 @@ def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slo
     ax.tick_params(axis="y", labelsize="small")
     ax.margins(x=0.12)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

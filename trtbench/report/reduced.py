@@ -7,6 +7,7 @@ verdicts a deployment engineer needs beside them: "INT8 is not faster here" when
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Optional
 
 from trtbench.precision import REFERENCE, is_quantized
@@ -76,12 +77,51 @@ def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     return cells
 
 
-def reduced_precision_markdown(results: ResultSet) -> str:
-    """The section (empty when no record is at a quantized precision)."""
-    quantized = [r for r in results if is_quantized(r.case.precision) and r.case.variant != "eager"]
+def _quantized(results: ResultSet) -> list[Record]:
+    return [r for r in results if is_quantized(r.case.precision) and r.case.variant != "eager"]
+
+
+def speed_accuracy_plot(results: ResultSet, path: Path):
+    """Per model, each timed quantized row as a point: speedup over eager fp32 (with its 95% CI as a bar)
+    against SQNR (dB) against eager fp32; the reference fp32 backends at their speedup on a line.
+    Returns the :class:`~trtbench.report.plots.Plot`, or None when no quantized row was timed and judged."""
+    from matplotlib.figure import Figure
+
+    from trtbench.report.plots import save_figure
+
+    points = [(r, results.speedup(r)) for r in _quantized(results) if r.timed and (r.parity or {}).get("sqnr_db")]
+    points = [(r, sp) for r, sp in points if sp is not None]
+    if not points:
+        return None
+    models = list(dict.fromkeys(r.case.model for r, _ in points))
+    fig = Figure(figsize=(6.4 * len(models), 4.8))
+    for index, model in enumerate(models):
+        ax = fig.add_subplot(1, len(models), index + 1)
+        for r, sp in (p for p in points if p[0].case.model == model):
+            sqnr = r.parity["sqnr_db"]
+            low, high = (sp.value - sp.low, sp.high - sp.value) if sp.low != float("-inf") else (0.0, 0.0)
+            ax.errorbar([sqnr], [sp.value], yerr=[[low], [high]], fmt="o", capsize=3,
+                        label=f"{r.case.label} int8 {r.case.point}")
+        for r in results:
+            fp32 = results.speedup(r)
+            if r.case.model == model and r.case.precision == REFERENCE and r.timed and fp32 and r.case.variant != "eager":
+                ax.axhline(fp32.value, linestyle=":", linewidth=1, color="grey")
+                ax.annotate(f"{r.case.label} fp32 {r.case.point}", (0.01, fp32.value), xycoords=("axes fraction", "data"),
+                            fontsize=7, color="grey")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel("SQNR against eager fp32 (dB, higher is closer)")
+        ax.set_ylabel("speedup over eager fp32 (95% CI)")
+        ax.set_title(f"Speed vs accuracy: {model}")
+        ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def reduced_precision_markdown(results: ResultSet, plots: list | None = None) -> str:
+    """The section (empty when no record is at a quantized precision); ``plots`` are its figures' paths."""
+    quantized = _quantized(results)
     if not quantized:
         return ""
-    parts = ["## Speed vs accuracy (INT8)", "",
+    parts = ["## Speed vs accuracy (INT8)", "", *[f"![speed vs accuracy]({plot})" for plot in plots or []], "",
              "Speedup over eager fp32 and over the same variant at fp32, each timed in the same interleaved rounds "
              "(95% CI of the paired rounds). Accuracy against eager fp32 over the evaluation samples: top-1 agreement, "
              "top-5 overlap, SQNR (dB, the lowest over outputs), and top-1 accuracy of the build / eager fp32 where "

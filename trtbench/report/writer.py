@@ -13,7 +13,7 @@ from trtbench.report.markdown import report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.profile import draw_layer_plots
-from trtbench.report.reduced import reduced_precision_markdown
+from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
 from trtbench.report.serving import serving_markdown, serving_plot
 from trtbench.report.tables import csv_text
 from trtbench.resultset import ResultSet
@@ -72,7 +72,8 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
     sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
     sections = [sweep_markdown(results, sweep)] if sweep else []
-    reduced = reduced_precision_markdown(results)
+    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png")
+    reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
     if reduced:
         sections.append(reduced)
     serving = serving_plot(results, out_dir / "plots" / "serving.png")
