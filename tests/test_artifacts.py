@@ -146,6 +146,7 @@ VERIFIED_IN_A_FRESH_PROCESS = {
     "scripted": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
     "exported": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
     "aoti": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
+    "compiled": "test_int8_pt2e.py::test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process",  # saves at int8
     "ort": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
     "openvino": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
     "trt": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",

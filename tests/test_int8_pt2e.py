@@ -4,6 +4,8 @@ that really are INT8 and load in a fresh process (the timing workers load them t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -62,3 +64,16 @@ def test_a_quantizer_that_returns_fp32_fails_the_int8_check():
     """is_int8_pt2e is what the file test holds: a float export of the model is not int8."""
     model = digits_cnn()
     assert not is_int8_pt2e(torch.export.export(model, (torch.zeros(2, 1, 8, 8),)).module())
+
+
+def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
+    """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
+    from trtbench.artifacts import verify
+
+    out, _ = pt2e_run
+    rows = {row["file"]: row for row in verify(out)}
+    assert {"compiled_int8.pt2", "aoti_int8.pt2"} <= set(rows)
+    assert all(row["ok"] for row in rows.values()), rows
+    manifest = json.loads((out / "artifacts" / "manifest.json").read_text())
+    compiled = next(a for a in manifest["artifacts"] if a["file"] == "compiled_int8.pt2")
+    assert compiled["imports"] == ["torch.ao.quantization.fx._decomposed"]
