@@ -13,5 +13,5 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/trtbench --config configs/resnet34.yaml
 
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q
+test: $(STAMP)  # two test processes, each test file on one of them (its module fixtures built once)
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
