@@ -7,16 +7,14 @@ import statistics
 from pathlib import Path
 from typing import Optional
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from trtbench.env import environment_name
-from trtbench.fsutil import atomic_write
 from trtbench.record import Record
+from trtbench.report.plots import save_figure
 from trtbench.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
 
-DPI = 100
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
            "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms",
            "batch sizes used", "status", "LoadGen logs")
@@ -106,6 +104,4 @@ def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    FigureCanvasAgg(fig)
-    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
-    return Path(path)
+    return save_figure(fig, path).path
