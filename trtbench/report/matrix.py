@@ -14,16 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from trtbench.case import shapes_text
 from trtbench.env import environment_name
-from trtbench.fsutil import atomic_write
 from trtbench.recommend import eligible
 from trtbench.record import Record
-from trtbench.report.plots import DPI
+from trtbench.report.plots import write_png
 from trtbench.resultset import ResultSet
 
 
@@ -96,8 +94,7 @@ def _save(fig: Figure, path: Path) -> Chart:
         for collection in ax.collections:
             if collection.get_gid():
                 series[collection.get_gid()] = tuple((float(x), float(y)) for x, y in collection.get_offsets())
-    FigureCanvasAgg(fig)
-    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    write_png(fig, path)
     return Chart(path=Path(path), series=series)
 
 

@@ -34,11 +34,16 @@ class Plot:
         return len(self.values)
 
 
+def write_png(fig: Figure, path: Path) -> None:
+    """Draw ``fig`` on an Agg canvas and write it to ``path`` atomically."""
+    FigureCanvasAgg(fig)
+    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+
+
 def save_figure(fig: Figure, path: Path) -> Plot:
     values = tuple(float(v) for ax in fig.axes for c in ax.containers if isinstance(c, BarContainer)
                    for v in c.datavalues)
-    FigureCanvasAgg(fig)
-    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
+    write_png(fig, path)
     return Plot(path=Path(path), values=values)
 
 

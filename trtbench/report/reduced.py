@@ -10,11 +10,12 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from trtbench.metrics.speedup import speedup_text
 from trtbench.precision import REFERENCE, is_quantized
 from trtbench.record import Record
+from trtbench.report.text import number_text
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval, paired_ratio
-from trtbench.metrics.speedup import speedup_text
 from trtbench.status import Status
 
 NOT_FASTER = "INT8 is not faster here"
@@ -46,10 +47,6 @@ def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
     return record.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False)
 
 
-def _figure(value: Optional[float], digits: int, suffix: str = "") -> str:
-    return "" if value is None else f"{value:.{digits}f}{suffix}"
-
-
 def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
     accuracy = r.parity or {}
@@ -72,8 +69,8 @@ def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     if accuracy.get("top1") is not None:
         top1 = f"{accuracy['top1']:.3f} / {accuracy['top1_reference']:.3f}"
     cells = [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
-             _figure(accuracy.get("top1_agree"), 3), _figure(accuracy.get("top5_overlap"), 3),
-             _figure(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
+             number_text(accuracy.get("top1_agree"), 3), number_text(accuracy.get("top5_overlap"), 3),
+             number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
     return cells
 
 

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from trtbench.env import environment_name
 from trtbench.record import Record
 from trtbench.report.plots import save_figure
+from trtbench.report.text import number_text
 from trtbench.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
 
@@ -23,10 +24,6 @@ COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime thread
 def served(results: ResultSet) -> list[tuple[Record, ServingResult]]:
     """Every (record, serving result), in record order."""
     return [(record, result) for record in results for result in record.serving]
-
-
-def _num(value: Optional[float], digits: int = 1) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
 
 
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:
@@ -48,8 +45,8 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     runtime = facts.get("runtime_threads", facts.get("intra_op_threads", ""))
     return [model, record.case.label, record.case.precision, f"{result.workers} x {result.threads}", str(runtime),
             result.batching_text, peak,
-            _num(lat.get("p50"), 2), _num(lat.get("p90"), 2), _num(lat.get("p99"), 2),
-            f"{result.percentile_key} <= {result.bound_ms:g} ms", verdict, _num(result.service_ms, 2), histogram,
+            number_text(lat.get("p50"), 2), number_text(lat.get("p90"), 2), number_text(lat.get("p99"), 2),
+            f"{result.percentile_key} <= {result.bound_ms:g} ms", verdict, number_text(result.service_ms, 2), histogram,
             status.replace("\n", " "), f"`{result.log_dir}/`"]
 
 

@@ -15,6 +15,7 @@ from trtbench.interference import interference_check
 from trtbench.metrics import Metric, registered
 from trtbench.record import Record
 from trtbench.report.rows import Row, rows
+from trtbench.report.text import number_text
 from trtbench.resultset import ResultSet
 from trtbench.status import Status
 
@@ -32,10 +33,6 @@ def _mib(nbytes: Optional[int]) -> str:
     return "" if nbytes is None else f"{nbytes / 2**20:.0f}"
 
 
-def _num(value: Optional[float], digits: int) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
-
-
 def deployment_table(results: ResultSet) -> str:
     """Per variant build: build time, compile on first call, cold start of the saved file, peak memory."""
     lines = ["| model | variant | precision | threads | build s | first call s | artifact load s | "
@@ -49,10 +46,10 @@ def deployment_table(results: ResultSet) -> str:
         first = records[0]
         cold = first.metrics.get("cold_start") or []
         run_peaks = [p for p in (x.metrics.get("peak_memory", {}).get("peak_bytes") for x in records) if p]
-        cells = [model, label, precision, str(threads), _num(first.build.get("build_s"), 2),
-                 _num(first.build.get("info", {}).get("first_call_s"), 2),
-                 ", ".join(_num(x.get("load_s"), 2) for x in cold if x.get("load_s") is not None),
-                 ", ".join(_num(x.get("first_call_ms"), 1) for x in cold if x.get("first_call_ms") is not None),
+        cells = [model, label, precision, str(threads), number_text(first.build.get("build_s"), 2),
+                 number_text(first.build.get("info", {}).get("first_call_s"), 2),
+                 ", ".join(number_text(x.get("load_s"), 2) for x in cold if x.get("load_s") is not None),
+                 ", ".join(number_text(x.get("first_call_ms"), 1) for x in cold if x.get("first_call_ms") is not None),
                  _mib(first.build.get("peak_memory", {}).get("peak_bytes")),
                  _mib(max(run_peaks)) if run_peaks else ""]
         lines.append("| " + " | ".join(cells) + " |")
@@ -77,8 +74,8 @@ def isolation_table(results: ResultSet) -> str:
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
-                 threads, spinning, f"{_num(facts.get('settle_ms_median'), 1)} ({_num(facts.get('settle_cpu_ms_median'), 1)})",
-                 _num(facts.get("cpu_between_blocks_ms_median"), 2), _num(facts.get("peak_rss_mb"), 0)]
+                 threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
+                 number_text(facts.get("cpu_between_blocks_ms_median"), 2), number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
 
