@@ -26,17 +26,15 @@ swallow it), and torch_tensorrt/dynamo/conversion/aten_ops_converters.py:974 the
 from __future__ import annotations
 
 import ast
-import hashlib
-import subprocess
 import sys
 import types
 import zipfile
-from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
+from pinned_wheel import CACHE_ROOT, open_pinned_wheel
 from test_trt_contract import function, named_parameters, wheel  # noqa: F401  (wheel: the torch-tensorrt fixture)
 from trtbench.quantize import modelopt_trt
 from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
@@ -44,25 +42,15 @@ from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
 MODELOPT_VERSION = "0.47.0"
 MODELOPT_WHEEL = f"nvidia_modelopt-{MODELOPT_VERSION}-py3-none-any.whl"
 MODELOPT_SHA256 = "db13e62d7efe4a1512e8b8c3f479e28d64022306f94a194f13234e7dca1d3120"
-MODELOPT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / f"nvidia-modelopt-{MODELOPT_VERSION}"
+MODELOPT_CACHE = CACHE_ROOT / f"nvidia-modelopt-{MODELOPT_VERSION}"
 MTQ = "modelopt/torch/quantization"
 DYNAMO_COMPILE = ("torch_tensorrt/dynamo/_compiler.py", "compile")
 
 
 @pytest.fixture(scope="module")
 def modelopt_wheel() -> zipfile.ZipFile:
-    path = MODELOPT_CACHE / MODELOPT_WHEEL
-    if not path.is_file():
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                               f"nvidia-modelopt=={MODELOPT_VERSION}", "--dest", str(MODELOPT_CACHE)],
-                              capture_output=True, text=True)
-        if not path.is_file():
-            pytest.fail(f"could not download {MODELOPT_WHEEL} (pip exited {done.returncode}); this test needs the "
-                        f"package registry (PyPI):\n{done.stdout[-1000:]}{done.stderr[-2000:]}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != MODELOPT_SHA256:
-        pytest.fail(f"{path} has sha256 {digest}, not the {MODELOPT_SHA256} this contract was checked against")
-    with zipfile.ZipFile(path) as archive:
+    with open_pinned_wheel(f"nvidia-modelopt=={MODELOPT_VERSION}", MODELOPT_WHEEL, MODELOPT_SHA256,
+                           MODELOPT_CACHE) as archive:
         yield archive
 
 

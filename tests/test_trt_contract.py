@@ -17,18 +17,15 @@ rule tables must equal them.
 from __future__ import annotations
 
 import ast
-import hashlib
 import inspect
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
+from pinned_wheel import CACHE_ROOT, open_pinned_wheel
 from test_trt_variants import CUDA0, Net, context, dynamic_spec, install_fake, static_spec
 from trtbench.variants import Built, get_variant
 from trtbench.variants.trt_common import DynamoOptions, TorchScriptOptions
@@ -36,7 +33,7 @@ from trtbench.variants.trt_common import DynamoOptions, TorchScriptOptions
 VERSION = "2.14.0"
 WHEEL = f"torch_tensorrt-{VERSION}-cp311-cp311-manylinux_2_28_x86_64.whl"  # the .py files are the same in every build
 SHA256 = "12756addfacb326d0ff99aa9f35c1534954d73afaea8492472d95b389101d707"
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / f"torch-tensorrt-{VERSION}"
+CACHE = CACHE_ROOT / f"torch-tensorrt-{VERSION}"
 
 # (file in the wheel, function or Class.method)
 COMPILE = ("torch_tensorrt/_compile.py", "compile")
@@ -58,19 +55,8 @@ DTYPE_FROM = ("torch_tensorrt/_enums.py", "dtype._from")
 
 @pytest.fixture(scope="module")
 def wheel() -> zipfile.ZipFile:
-    path = CACHE / WHEEL
-    if not path.is_file():
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                               "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
-                               f"torch-tensorrt=={VERSION}", "--dest", str(CACHE)], capture_output=True, text=True)
-        if not path.is_file():
-            pytest.fail(f"could not download {WHEEL} (pip exited {done.returncode}); this test needs the package "
-                        f"registry (PyPI):\n{done.stdout[-1000:]}{done.stderr[-2000:]}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != SHA256:
-        pytest.fail(f"{path} has sha256 {digest}, not the {SHA256} this contract was checked against; delete it "
-                    f"and run again")
-    with zipfile.ZipFile(path) as archive:
+    with open_pinned_wheel(f"torch-tensorrt=={VERSION}", WHEEL, SHA256, CACHE,
+                           ("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")) as archive:
         yield archive
 
 
