@@ -122,8 +122,10 @@ class Compiled(Variant):
             compiled(*ctx.example_inputs)
         info = {"backend": "inductor", "mode": options.mode, "dynamic": False, "first_call_s": time.perf_counter() - start,
                 **judged(compiled, int8, ctx, "the compiled int8 graph")}
+        # what save() writes, exported once here: the timing worker's handoff and the published file both save it
+        program = torch.export.export(int8.graph, tuple(ctx.example_inputs), dynamic_shapes=int8.dynamic_shapes)
         return Built(compiled, info, state={"graphs_after_first_call": dynamo_counts()["graphs"], "int8": int8,
-                                            "example": tuple(ctx.example_inputs)})
+                                            "program": program})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         """At int8 the quantized graph, as an exported program (``torch.export.load``, then compile it with
@@ -134,8 +136,7 @@ class Compiled(Variant):
         from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE
 
         path = directory / f"{stem}.pt2"
-        program = torch.export.export(int8.graph, built.state["example"], dynamic_shapes=int8.dynamic_shapes)
-        save_through_memory(path, lambda fh: torch.export.save(program, fh))
+        save_through_memory(path, lambda fh: torch.export.save(built.state["program"], fh))
         return [Artifact(path=path, loader="torch.export.load", imports=[DECOMPOSED_OPS_MODULE], outputs=int8.outputs)]
 
     def load(self, artifact: Artifact, device: torch.device):
