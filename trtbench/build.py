@@ -1,4 +1,5 @@
-"""The build stage: every variant of one build group, each after what it builds from.
+"""The build stage: every variant of one build group, each after what it builds from, a precision at
+a time (:func:`build_at`).
 
 A variant that cannot run here comes back ``skipped`` with the reason; one whose build raises
 comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it.
@@ -10,14 +11,18 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 
 from trtbench.outdir import FailureLog
+from trtbench.precision import is_quantized
 from trtbench.profiling.memory import track_peak
 from trtbench.status import Status
 from trtbench.variants import BuildContext, Built, Variant, get_variant
+
+if TYPE_CHECKING:  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
+    from trtbench.plan import BuildGroup
 
 
 @dataclass
@@ -67,6 +72,49 @@ def build_variants(names: list[str], model: torch.nn.Module, ctx: BuildContext, 
             outcomes[name] = _build_one(variant, model, ctx, failures)
             if outcomes[name].built is not None:
                 ctx.built[name] = outcomes[name].built
+    return outcomes
+
+
+def quantizes(group: BuildGroup, precision: str) -> bool:
+    """Whether some variant of ``group`` is built at the quantized ``precision`` here."""
+    return is_quantized(precision) and any(group.slot(e.name, precision) not in group.unavailable
+                                           for e in group.entries_at(precision))
+
+
+def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module, precision: str):
+    """What a quantizing build at ``precision`` needs (:class:`~trtbench.quantize.setup.Int8Setup`: the
+    run's ``calibration`` data, the budget); None where nothing of ``group`` quantizes there."""
+    if not quantizes(group, precision):
+        return None
+    from trtbench.quantize.setup import int8_setup
+
+    return int8_setup(config, calibration, model)
+
+
+def build_at(group: BuildGroup, precision: str, names: list[str], model: torch.nn.Module, ctx: BuildContext,
+             earlier: dict[str, BuildOutcome], failures: FailureLog,
+             log: Callable[[str], None]) -> dict[str, BuildOutcome]:
+    """Build ``names`` at ``precision`` (``ctx``'s), by slot key. What they only build from (``exported``,
+    ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key):
+    at a quantized precision the model and inputs are the same, and only the timed variants quantize."""
+    slots = {e.name for e in group.entries_at(precision)}
+    reuse = {n: earlier[n] for n in names
+             if precision != group.precision and n not in slots and n in earlier and earlier[n].built is not None}
+    ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
+    unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
+                   if group.slot(name, precision) in group.unavailable}
+    options = {entry.name: entry.options for entry in group.variants}
+    built = build_variants([n for n in names if n not in reuse], model, ctx, options, unavailable, failures,
+                           on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
+    outcomes = {}
+    for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it
+        if name in unavailable:
+            outcomes[group.slot(name, precision)] = BuildOutcome(get_variant(name), status=Status.SKIPPED,
+                                                                 reason=unavailable[name])
+        elif name in built:
+            outcomes[group.slot(name, precision)] = built[name]
+    for name, outcome in built.items():  # build steps (onnx) stay available to the saves
+        outcomes.setdefault(group.slot(name, precision), outcome)
     return outcomes
 
 

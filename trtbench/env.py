@@ -1,7 +1,9 @@
-"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA."""
+"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; and the torch settings a
+build group runs under (:func:`torch_settings`)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 import torch
@@ -261,3 +263,16 @@ def busy_machine_note(env: dict) -> str | None:
     return (f"the machine was busy when the run started ({busy:.0%} of {env.get('cpu_count')} CPUs in use by "
             f"other processes): they compete for the CPU and can inflate and scatter these timings; "
             f"rerun on an idle machine for numbers to report")
+
+
+@contextlib.contextmanager
+def torch_settings(threads: int, cudnn_benchmark: bool) -> Iterator[None]:
+    """Set torch's thread count and cuDNN autotuning for a block, then restore them."""
+    old_threads, old_cudnn = torch.get_num_threads(), torch.backends.cudnn.benchmark
+    torch.set_num_threads(threads)
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.backends.cudnn.benchmark = old_cudnn

@@ -50,3 +50,17 @@ def to_memory_format(inputs: tuple, channels_last: bool) -> tuple:
     if not channels_last:
         return inputs
     return tuple(t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t for t in inputs)
+
+
+def point_inputs(config, points, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
+    """The inputs at each of ``points`` (:class:`~trtbench.plan.ShapePoint`), by label, in the config's
+    memory format."""
+    return {p.label: to_memory_format(make_inputs(config.inputs, [list(s) for s in p.shapes], config.benchmark.seed,
+                                                  device, dtype), config.channels_last)
+            for p in points}
+
+
+def example_inputs(config, device: torch.device, dtype: torch.dtype) -> tuple:
+    """The inputs at the config's opt shapes: what builds trace and export at."""
+    return to_memory_format(make_inputs(config.inputs, [spec.opt_shape for spec in config.inputs],
+                                        config.benchmark.seed, device, dtype), config.channels_last)

@@ -112,3 +112,27 @@ class VariantWorkers:
         for worker in self._spawned:
             worker.close()
         self._folder.cleanup()
+
+
+def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
+    """With ``isolation: process``, a worker per variant of ``group`` that can run here, spawned now so
+    that they import torch while this process builds; None when this process times them."""
+    if config.benchmark.isolation != "process":
+        return None
+    count = sum(group.slot(e.name, p) not in group.unavailable for e, p in group.slots())
+    return VariantWorkers(count, config.benchmark.worker_timeout_s)
+
+
+def start_isolation(config, group, outcomes: dict, cast_model: torch.nn.Module, example: tuple, inputs: dict,
+                    workers: Optional[VariantWorkers], device: torch.device, log: Callable[[str], None]) -> Isolation:
+    """Where ``group``'s built variants (``outcomes``, by slot key) are timed: ``workers`` get their
+    variants here, or else this process times them."""
+    built = {group.slot(e.name, p): p for e, p in group.slots() if outcomes[group.slot(e.name, p)].built is not None}
+    if workers is None:
+        return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
+    log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
+    builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
+    return workers.start(builds, cast_model, example, inputs, precisions=built, model=group.model,
+                         options={entry.name: entry.options for entry in group.variants}, device=str(device),
+                         threads=group.threads, cudnn_benchmark=config.benchmark.cudnn_benchmark,
+                         channels_last=config.channels_last, input_specs=config.inputs)

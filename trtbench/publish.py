@@ -10,6 +10,7 @@ one is not saved, and its records say so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +36,13 @@ def _cold_start(entry: dict) -> dict:
     """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
     check = entry["fresh_process_check"]
     return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
+
+
+def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
+    """The file name stem of a variant's artifacts: ``<variant>_<precision>``, the model first when the
+    run has several."""
+    model = re.sub(r"[^A-Za-z0-9.-]+", "-", model_id).strip("-") + "_" if len(config.models) > 1 else ""
+    return f"{model}{variant}_{precision}"
 
 
 def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,

@@ -123,3 +123,19 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                                                          "variants": [n for n in measured if n != name]}
             break
     return [Record(case=case, environment=environment, **made[key]) for key, case in slots]
+
+
+def with_run_info(group, outcomes: dict[str, BuildOutcome], points: list, records: dict[str, Record]) -> list[Record]:
+    """The records of ``points`` (of ``records``, by case key) whose variant knows facts only after every
+    point ran (compiled's recompilations), with those facts joined to their build info."""
+    derived = []
+    for entry, precision in group.slots():
+        outcome = outcomes.get(group.slot(entry.name, precision))
+        info = outcome.variant.run_info(outcome.built) if outcome is not None and outcome.built is not None else None
+        if not info:
+            continue
+        for point in points:
+            record = records.get(group.case(entry, point, precision).key)
+            if record is not None:
+                derived.append(record.with_build_info(info))
+    return derived

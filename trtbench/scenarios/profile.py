@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from trtbench.build import capture_warnings
+from trtbench.inputs import point_inputs
 from trtbench.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import run_profiles
@@ -36,3 +37,16 @@ def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inpu
                   f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)
     profiles["warnings"] = caught
     return profiles
+
+
+def profiles_group(profile_cfg: ProfileConfig | None, group) -> bool:
+    """Whether the run's profile is taken on build ``group``: one at the profile's precision."""
+    return profile_cfg is not None and profile_cfg.enabled and group.precision == profile_cfg.precision
+
+
+def profile_stage(config, group, outcomes: dict, artifacts: dict[str, list[Path]], dtype: torch.dtype,
+                  device: torch.device, out_dir: Path, progress) -> dict:
+    """The run's profile on ``group`` (:func:`profiles_group`), at the points ``config.profile.shapes`` names."""
+    points = [p for p in group.points if p.label in config.profile.shapes]
+    return profile_group(config.profile, outcomes, points, point_inputs(config, points, device, dtype), group.points,
+                         device, out_dir, artifacts, progress)
