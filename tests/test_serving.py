@@ -190,6 +190,32 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
     assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
 
 
+def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path):
+    """A run killed after its latency points were journaled, before serving: the same command keeps those
+    records, as measured, and serves them (it used to keep them and never serve)."""
+    from trtbench.journal import JOURNAL_NAME
+
+    out = tmp_path / "run"
+    data = {**tiny_config, "variants": ["eager"], "output": {"dir": str(out), "save_artifacts": False,
+                                                             "cold_start": False}}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 1}
+    assert run_dict({**data, "scenarios": ["latency"]}).exit_code == 0
+    journal = out / JOURNAL_NAME
+    lines = journal.read_text().splitlines()
+    assert json.loads(lines[-1])["kind"] == "complete"
+    journal.write_text("\n".join(lines[:-1]) + "\n")  # what a kill after the latency points leaves
+    measured = {r.case.key: r.rounds for r in ResultSet.load(out)}
+
+    data["scenarios"] = ["latency", {"server": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
+                                                "min_queries": 10, "workers": [1], "repeats": 1}}]
+    outcome = run_dict(data)
+    assert outcome.exit_code == 0 and outcome.resumed == 1
+    (record,) = ResultSet.load(out)
+    assert record.rounds == measured[record.case.key], "kept as measured, not timed again"
+    (result,) = record.serving
+    assert result.status == "ok" and result.runs and result.runs[0].offered_qps == 50, result.reason
+
+
 def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     from trtbench.case import Case
     from trtbench.scenarios.loadgen_summary import LoadGenSummary

@@ -18,6 +18,7 @@ from trtbench.journal import Journal, JournalState
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
+from trtbench.scenarios.serving_stage import unserved
 from trtbench.status import RunStatus, Status
 
 
@@ -102,8 +103,13 @@ class RunState:
         return [n for n in group.build_names_at(precision) if save_key(group, n, precision) not in self.saved
                 and any(e.name == n for e in group.entries_at(precision))]
 
+    def serving_todo(self, group: BuildGroup) -> bool:
+        """Whether some record of ``group`` is still to be served (:func:`~trtbench.scenarios.serving_stage.unserved`)."""
+        return bool(unserved(self.plan.config, group, self.records))
+
     def group_done(self, group: BuildGroup) -> bool:
-        return not self.points_todo(group) and not any(self.saves_todo(group, p) for p in group.precisions)
+        return (not self.points_todo(group) and not self.serving_todo(group)
+                and not any(self.saves_todo(group, p) for p in group.precisions))
 
     def variant_records(self, group: BuildGroup, name: str, precision: str) -> list[Record]:
         """The records of variant ``name`` at ``precision``, one per point it has one at."""

@@ -112,6 +112,7 @@ class Runner:
         with torch_settings(group.threads, bench.cudnn_benchmark):
             dtype = precision_dtype(group.precision)
             points = self.state.points_todo(group)
+            build_all = bool(points) or self.state.serving_todo(group)  # else only saves are left
             ceiling = device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
             cast = copy.deepcopy(model).to(self.device, dtype)
             if self.config.channels_last:
@@ -123,8 +124,8 @@ class Runner:
             try:
                 outcomes: dict[str, BuildOutcome] = {}  # slot key -> its build
                 for precision in group.precisions:
-                    names = (group.build_names_at(precision) if points
-                             else build_order(self.state.saves_todo(group, precision)))  # saves left only
+                    names = (group.build_names_at(precision) if build_all
+                             else build_order(self.state.saves_todo(group, precision)))
                     ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
                                        shape_inputs=inputs, input_specs=self.config.inputs,
                                        int8=int8_setup_at(self.config, self.calibration, group,
@@ -146,7 +147,7 @@ class Runner:
             finally:
                 if workers is not None:
                     workers.close()
-            if points and self.config.serving:
+            if self.state.serving_todo(group):
                 for record in serve_group(self.config, group, outcomes, cast, example, self.state.records,
                                           self.device, self.out_dir, self.progress.log):
                     self.state.keep(record)

@@ -43,20 +43,26 @@ def serving_point(group, inputs: list):
     return next((p for p in group.points if p.shapes == opt), group.points[0])
 
 
+def unserved(config, group, records: dict[str, Record]) -> dict[str, Record]:
+    """The records (by variant name) of ``group``'s variants that the serving scenarios of ``config`` still
+    have to serve: at the served point, timed ok and accurate, and not served yet (a resumed run kept them)."""
+    if not config.serving:
+        return {}
+    point = serving_point(group, config.inputs)
+    found = {entry.name: records.get(group.case(entry, point).key) for entry in group.variants}
+    return {name: record for name, record in found.items()
+            if record is not None and record.status is Status.OK and not record.parity_failed and not record.serving}
+
+
 def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: tuple, records: dict[str, Record],
                 device: torch.device, out_dir: Path, log: Callable[[str], None]) -> list[Record]:
-    """Serve every variant of ``group`` built ok and accurate at its served point, under every serving
-    scenario of ``config``; the records there, with their results added (the others are left as they are)."""
-    point = serving_point(group, config.inputs)
+    """Serve every variant of ``group`` :func:`unserved` and built, under every serving scenario of
+    ``config``; the records there, with their results added (the others are left as they are)."""
     dtype = precision_dtype(group.precision)
     served: dict[str, list] = {}
-    entries = {}
-    for entry in group.variants:
-        record = records.get(group.case(entry, point).key)
-        outcome = outcomes.get(entry.name)
-        if record is not None and record.status is Status.OK and not record.parity_failed and outcome is not None \
-                and outcome.built is not None:
-            entries[entry.name] = (entry, record, outcome)
+    todo = unserved(config, group, records)
+    entries = {e.name: (e, todo[e.name], outcomes[e.name]) for e in group.variants
+               if e.name in todo and e.name in outcomes and outcomes[e.name].built is not None}
     if not entries:
         return []
     options = {entry.name: entry.options for entry in group.variants}
