@@ -126,7 +126,7 @@ def test_v2_save_and_load_round_trip(tmp_path):
     results = two_variant_set()
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION == 3 and len(doc["records"]) == 3
+    assert doc["schema_version"] == SCHEMA_VERSION == 4 and len(doc["records"]) == 3
     loaded = ResultSet.load(tmp_path)  # the directory or the file
     assert loaded.to_dict() == results.to_dict()
     assert [r.case for r in loaded] == [r.case for r in results]
@@ -137,14 +137,14 @@ def test_v2_save_and_load_round_trip(tmp_path):
     assert loaded.exit_code() == 1  # the failed scripted
 
 
-def test_a_v2_results_json_loads_as_v3_without_serving(tmp_path):
+def test_a_v2_results_json_loads_as_v4_without_serving(tmp_path):
     results = two_variant_set()
     doc = results.to_dict()
     doc["schema_version"] = 2
     assert not any("serving" in record for record in doc["records"])  # what version 3 added, where served
     (tmp_path / "results.json").write_text(json.dumps(doc))
     loaded = ResultSet.load(tmp_path)
-    assert loaded.to_dict() == results.to_dict() and all(r.serving == () for r in loaded)
+    assert loaded.to_dict() == results.to_dict() and all(loaded.serving_of(r) == () for r in loaded)
 
 
 V1_DOC = {
@@ -203,7 +203,7 @@ def test_merge_keeps_both_environments_and_notes_a_case_measured_twice():
 
 @pytest.mark.parametrize("text, problem", [
     ("{not json", "not valid JSON"),
-    (json.dumps({"schema_version": 4, "records": []}), "unknown schema_version 4"),
+    (json.dumps({"schema_version": 5, "records": []}), "unknown schema_version 5"),
     (json.dumps({"records": []}), "unknown schema_version None"),
     (json.dumps([1, 2]), "unknown schema_version None"),
     (json.dumps({"schema_version": 2, "environments": {}}), "malformed results"),

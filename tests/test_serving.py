@@ -175,7 +175,7 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
     outcome = run_dict(data)
     assert outcome.exit_code == 0
     loaded = ResultSet.load(tmp_path / "run")
-    served = {r.case.variant: r.serving for r in loaded}
+    served = {r.case.variant: loaded.serving_of(r) for r in loaded}
     assert set(served) == {"eager", "ort"}
     for variant, (result,) in served.items():
         assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
@@ -210,16 +210,18 @@ def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path)
                                                 "min_queries": 10, "workers": [1], "repeats": 1}}]
     outcome = run_dict(data)
     assert outcome.exit_code == 0 and outcome.resumed == 1
-    (record,) = ResultSet.load(out)
+    loaded = ResultSet.load(out)
+    (record,) = loaded
     assert record.rounds == measured[record.case.key], "kept as measured, not timed again"
-    (result,) = record.serving
+    (result,) = loaded.serving_of(record)
     assert result.status == "ok" and result.runs and result.runs[0].offered_qps == 50, result.reason
 
 
 def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     from trtbench.case import Case
     from trtbench.scenarios.loadgen_summary import LoadGenSummary
-    from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+    from trtbench.journal import Journal
+    from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
 
     summary = parse_summary(SUMMARY_INVALID)
     result = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
@@ -228,12 +230,19 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
                            log_dir="serving/x")
     case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3, 8, 8),), threads=2,
                 device="cpu")
-    record = Record(case=case, environment="env", rounds=[[1.0]], serving=(result,))
-    again = Record.from_dict(json.loads(json.dumps(record.to_dict())))
-    assert again == record and again.serving[0].peak_qps == 125.0 and again.serving[0].peak_spread == (120.0, 130.0)
-    assert isinstance(again.serving[0].runs[0].summary, LoadGenSummary)
-    merged, _ = ResultSet.merge([ResultSet.from_dict(ResultSet(_records={(case.key, "env"): record}).to_dict())])
-    assert merged.records[0].serving == (result,)
+    record = Record(case=case, environment="env", rounds=[[1.0]])
+    served = ServedCase(case.key, "env", (result,))
+    again = ServedCase.from_dict(json.loads(json.dumps(served.to_dict())))
+    assert again == served and again.results[0].peak_qps == 125.0 and again.results[0].peak_spread == (120.0, 130.0)
+    assert isinstance(again.results[0].runs[0].summary, LoadGenSummary)
+    journal = Journal(tmp_path)
+    journal.record(record)
+    journal.served(served)
+    assert journal.read().served == {case.key: served}
+    results = ResultSet(_records={(case.key, "env"): record})
+    results.add_served(served)
+    merged, _ = ResultSet.merge([ResultSet.from_dict(json.loads(json.dumps(results.to_dict())))])
+    assert merged.serving_of(merged.records[0]) == (result,)
 
 
 SUMMARY_INVALID = """================================================

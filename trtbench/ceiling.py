@@ -18,9 +18,13 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import torch
+
+from trtbench.precision import precision_dtype
 
 # fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
 CPU_VECTOR_UNITS = [
@@ -247,3 +251,45 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
         measured = measured_matmul_ceiling(device, dtype, threads=threads)
         ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
     return ceiling
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``float32`` for ``torch.float32``."""
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and
+    thread count: stored once in the results, shared by every record measured there
+    (:meth:`trtbench.resultset.ResultSet.ceiling_of`)."""
+
+    environment: str
+    device: str
+    dtype: str  # float32, float16, bfloat16: the compute dtype of its records' precisions
+    threads: int
+    values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
+
+    @property
+    def key(self) -> tuple:
+        return (self.environment, self.device, self.dtype, self.threads)
+
+    @staticmethod
+    def key_of(record) -> tuple:
+        """The key of the ceilings that apply to ``record`` (:class:`~trtbench.record.Record`)."""
+        case = record.case
+        return (record.environment, case.device, dtype_name(precision_dtype(case.precision)), case.threads)
+
+    def share(self, achieved_flops_per_s: Optional[float], which: str) -> Optional[float]:
+        """``achieved_flops_per_s`` as a share of the ``peak`` or ``measured`` ceiling (None when unknown)."""
+        ceiling = self.values.get(f"{which}_flops_per_s")
+        return achieved_flops_per_s / ceiling if achieved_flops_per_s and ceiling else None
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "device": self.device, "dtype": self.dtype, "threads": self.threads,
+                "values": self.values}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Ceiling":
+        return cls(environment=data["environment"], device=data["device"], dtype=data["dtype"],
+                   threads=int(data["threads"]), values=dict(data["values"]))

@@ -1,4 +1,5 @@
-"""Crash-safe progress of a run: one JSON line per completed case, appended as it completes.
+"""Crash-safe progress of a run: one JSON line per completed case (and per part joined to cases: a
+case's serving results, a device's ceilings), appended as it completes.
 
 A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it appended; the
 same command on the same output directory reads them back and measures only what is missing.
@@ -16,16 +17,22 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trtbench.ceiling import Ceiling
 from trtbench.record import Record
+from trtbench.resultset import record_parts
+from trtbench.scenarios.serving_result import ServedCase
 
 JOURNAL_NAME = "journal.jsonl"
 
 
 @dataclass
 class JournalState:
-    """What an earlier, unfinished run left: final records, saved artifacts, environments."""
+    """What an earlier, unfinished run left: final records and the parts joined to them, saved artifacts,
+    environments."""
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
+    served: dict[str, ServedCase] = field(default_factory=dict)  # case key -> its serving results
+    ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # (build key..., variant) -> manifest entries
     environments: dict[str, dict] = field(default_factory=dict)
     complete: bool = False  # the last run into this directory finished every case
@@ -52,6 +59,12 @@ class Journal:
     def record(self, record: Record) -> None:
         self._append({"kind": "record", "record": record.to_dict()})
 
+    def served(self, served: ServedCase) -> None:
+        self._append({"kind": "served", "served": served.to_dict()})
+
+    def ceiling(self, ceiling: Ceiling) -> None:
+        self._append({"kind": "ceiling", "ceiling": ceiling.to_dict()})
+
     def artifacts(self, key: tuple, entries: list[dict]) -> None:
         """The artifacts one variant build saved (possibly none): its save step is done."""
         self._append({"kind": "artifacts", "key": list(key), "entries": entries})
@@ -72,10 +85,20 @@ class Journal:
             try:
                 entry = json.loads(line)
                 kind = entry["kind"]
-                if kind == "record":
-                    record = Record.from_dict(entry["record"])
+                if kind == "record":  # a journal of an earlier trtbench may hold parts in its records
+                    record, ceiling, served = record_parts(entry["record"])
                     if record.status.final:
                         state.records[record.case.key] = record
+                    if ceiling is not None:
+                        state.ceilings.setdefault(ceiling.key, ceiling)
+                    if served is not None:
+                        state.served[served.case_key] = served
+                elif kind == "served":
+                    served = ServedCase.from_dict(entry["served"])
+                    state.served[served.case_key] = served
+                elif kind == "ceiling":
+                    ceiling = Ceiling.from_dict(entry["ceiling"])
+                    state.ceilings[ceiling.key] = ceiling
                 elif kind == "artifacts":
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
                 elif kind == "environment":

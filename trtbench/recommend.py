@@ -148,7 +148,7 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
     A candidate is a peak search that ran ok on a record that passed its accuracy check; ties go to fewer workers."""
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
     for record in results:
-        for result in record.serving:
+        for result in results.serving_of(record):
             if result.peaks or result.status is not Status.OK:
                 key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
                 groups.setdefault(key, []).append((record, result))

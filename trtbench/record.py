@@ -12,15 +12,16 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from trtbench.case import Case
-from trtbench.scenarios.serving_result import ServingResult
 from trtbench.stats import Stats, summarize
 from trtbench.status import Status
 
 
-
 @dataclass(frozen=True)
 class Record:
-    """One case measured in one environment: status, raw samples per round, parity, build facts."""
+    """One case measured in one environment: status, raw samples per round, parity, build facts.
+
+    What other stages found about the case (its serving results), or about what it ran on (the
+    device's ceilings), are parts of their own, joined to it by :class:`~trtbench.resultset.ResultSet`."""
 
     case: Case
     environment: str  # environment id (trtbench.env.environment_id)
@@ -33,13 +34,12 @@ class Record:
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
     warnings: list[str] = field(default_factory=list)
-    serving: tuple[ServingResult, ...] = ()  # per serving scenario and worker count (trtbench.scenarios.serving)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
 
     def with_metrics(self, **metrics) -> "Record":
-        """This record with more derived metrics (flops, ceiling, cold_start...)."""
+        """This record with more derived metrics (flops, cold_start...)."""
         return replace(self, metrics={**self.metrics, **metrics})
 
     def with_build_info(self, info: dict) -> "Record":
@@ -92,18 +92,11 @@ class Record:
         stats, flops = self.stats, self.metrics.get("flops")
         return flops / (stats.median / 1e3) if stats and flops and stats.median > 0 else None
 
-    def ceiling_share(self, which: str) -> Optional[float]:
-        """Achieved FLOP/s as a share of the ``peak`` or ``measured`` ceiling (None when unknown)."""
-        achieved = self.achieved_flops_per_s
-        ceiling = (self.metrics.get("ceiling") or {}).get(f"{which}_flops_per_s")
-        return achieved / ceiling if achieved and ceiling else None
-
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
                 "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
-                "build": self.build, "metrics": self.metrics, "warnings": self.warnings,
-                **({"serving": [s.to_dict() for s in self.serving]} if self.serving else {})}
+                "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
@@ -111,5 +104,4 @@ class Record:
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
                    device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
                    parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
-                   warnings=data.get("warnings") or [],
-                   serving=tuple(ServingResult.from_dict(s) for s in data.get("serving") or ()))
+                   warnings=data.get("warnings") or [])

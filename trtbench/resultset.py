@@ -1,16 +1,22 @@
-"""A set of :class:`~trtbench.record.Record` keyed by (case, environment): load, save, merge.
+"""A set of results: :class:`~trtbench.record.Record` keyed by (case, environment), and the parts joined
+to them: the device's FLOP/s ceilings, stored once per (environment, device, dtype, threads), and
+the serving results of a case, by case key. Load, save, merge.
 
-``results.json`` (``schema_version`` 3)::
+``results.json`` (``schema_version`` 4)::
 
-    {"schema_version": 3, "trtbench_version": ...,
+    {"schema_version": 4, "trtbench_version": ...,
      "environments": {"<id>": {...collect_environment()...}},
      "runs": [{"name", "config", "environment", "started_at", "finished_at", "status", "profiles"?}],
-     "records": [Record.to_dict(), ...]}
+     "records": [Record.to_dict(), ...],
+     "ceilings": [Ceiling.to_dict(), ...],
+     "serving": [ServedCase.to_dict(), ...]}
 
 A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
 threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
-speedups are derived from those samples on load. Version 1 files (one ``results`` row per
-variant x precision x shape) are read too.
+speedups are derived from those samples on load. Versions 1 to 3 are read too: version 1 has one
+``results`` row per variant x precision x shape; versions 2 and 3 keep the ceilings in each record's
+``metrics`` and version 3 a record's ``serving`` results in the record, lifted into their own
+places on reading.
 """
 
 from __future__ import annotations
@@ -21,16 +27,30 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from trtbench.case import BASELINE_VARIANT, Case, parse_shapes_text
+from trtbench.ceiling import Ceiling
 from trtbench.env import environment_id
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
 from trtbench.precision import is_quantized
 from trtbench.record import Record
+from trtbench.scenarios.serving_result import ServedCase, ServingResult
 from trtbench.stats import Interval, paired_ratio
 from trtbench.status import Status
 
-SCHEMA_VERSION = 3  # 3: records may carry ``serving`` results; precisions include int8
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4  # 3: records may carry ``serving`` results; precisions include int8. 4: ceilings, serving apart
+READABLE_VERSIONS = (1, 2, 3, 4)
+
+
+def record_parts(item: dict) -> tuple[Record, Optional[Ceiling], Optional[ServedCase]]:
+    """A record as written (``Record.to_dict()``), and the parts that schema 3 and earlier kept in it: its
+    device's ceilings (among its metrics) and its serving results."""
+    metrics = dict(item.get("metrics") or {})
+    ceiling_values = metrics.pop("ceiling", None)
+    record = Record.from_dict({**item, "metrics": metrics})
+    ceiling = Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)) if ceiling_values else None
+    served = (ServedCase(record.case.key, record.environment,
+                         tuple(ServingResult.from_dict(s) for s in item["serving"])) if item.get("serving") else None)
+    return record, ceiling, served
 
 
 @dataclass
@@ -42,12 +62,37 @@ class ResultSet:
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
     # (Case.baseline_key, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
+    _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
+    _served: dict[tuple[str, str], ServedCase] = field(default_factory=dict)  # (case key, environment) -> results
 
     def add(self, record: Record) -> None:
         """Add or replace the record of the same case in the same environment."""
         self._records[(record.case.key, record.environment)] = record
         if record.case.variant == BASELINE_VARIANT and not is_quantized(record.case.precision):
             self._eager.setdefault((record.case.baseline_key, record.environment), {})[record.case.key] = record
+
+    def add_ceiling(self, ceiling: Ceiling) -> None:
+        self._ceilings[ceiling.key] = ceiling
+
+    def add_served(self, served: ServedCase) -> None:
+        self._served[served.key] = served
+
+    def ceiling_of(self, record: Record) -> Optional[Ceiling]:
+        """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
+        return self._ceilings.get(Ceiling.key_of(record))
+
+    def serving_of(self, record: Record) -> tuple[ServingResult, ...]:
+        """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
+        served = self._served.get((record.case.key, record.environment))
+        return served.results if served else ()
+
+    @property
+    def ceilings(self) -> list[Ceiling]:
+        return list(self._ceilings.values())
+
+    @property
+    def served(self) -> list[ServedCase]:
+        return list(self._served.values())
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self._records.values())
@@ -93,14 +138,15 @@ class ResultSet:
 
         return {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
                 "environments": self.environments, "runs": self.runs,
-                "records": [r.to_dict() for r in self]}
+                "records": [r.to_dict() for r in self], "ceilings": [c.to_dict() for c in self.ceilings],
+                "serving": [s.to_dict() for s in self.served]}
 
     def save(self, path: Path) -> None:
         atomic_write_json(Path(path), self.to_dict())
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
-        """A run's results.json (the file or its output directory), schema version 1, 2 or 3."""
+        """A run's results.json (the file or its output directory), schema version 1 to 4."""
         path = Path(path)
         if path.is_dir():
             path = path / "results.json"
@@ -115,7 +161,7 @@ class ResultSet:
             raise UserInputError(str(path), f"unknown schema_version {version!r}",
                                  f"this trtbench reads versions {READABLE_VERSIONS}; upgrade trtbench")
         try:
-            return cls.from_v1(data) if version == 1 else cls.from_dict(data)  # 2 is 3 without serving
+            return cls.from_v1(data) if version == 1 else cls.from_dict(data)  # 2 and 3: parts lifted from records
         except (KeyError, TypeError, ValueError) as err:
             raise UserInputError(str(path), f"malformed results ({type(err).__name__}: {err})",
                                  "pass a results.json written by trtbench, unedited") from err
@@ -124,7 +170,16 @@ class ResultSet:
     def from_dict(cls, data: dict) -> "ResultSet":
         result = cls(environments=dict(data["environments"]), runs=list(data.get("runs", [])))
         for item in data["records"]:
-            result.add(Record.from_dict(item))
+            record, ceiling, served = record_parts(item)
+            result.add(record)
+            if ceiling is not None:
+                result._ceilings.setdefault(ceiling.key, ceiling)
+            if served is not None:
+                result.add_served(served)
+        for item in data.get("ceilings", []):
+            result.add_ceiling(Ceiling.from_dict(item))
+        for item in data.get("serving", []):
+            result.add_served(ServedCase.from_dict(item))
         return result
 
     @classmethod
@@ -158,14 +213,21 @@ class ResultSet:
 
     @classmethod
     def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
-        """One set with every record; a (case, environment) measured twice keeps the later one, noted."""
+        """One set with every record and part; a (case, environment) measured twice keeps the later one, noted,
+        with the later one's serving results (none where it was not served)."""
         merged, notes = cls(), []
         for i, other in enumerate(sets):
             merged.environments.update(other.environments)
             merged.runs.extend(other.runs)
+            for ceiling in other.ceilings:
+                merged.add_ceiling(ceiling)
             for record in other:
+                key = (record.case.key, record.environment)
                 if merged.get(record.case, record.environment) is not None:
                     notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
+                    merged._served.pop(key, None)
                 merged.add(record)
+                if key in other._served:
+                    merged.add_served(other._served[key])
         return merged, notes

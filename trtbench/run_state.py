@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from trtbench.ceiling import Ceiling
 from trtbench.journal import Journal, JournalState
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
+from trtbench.scenarios.serving_result import ServedCase
 from trtbench.scenarios.serving_stage import unserved
 from trtbench.status import RunStatus, Status
 
@@ -52,6 +54,8 @@ class RunState:
         self.save_artifacts = plan.config.output.save_artifacts
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}
+        self.served: dict[str, ServedCase] = {}  # case key -> its serving results
+        self.ceilings: dict[tuple, Ceiling] = {}  # Ceiling.key -> the device's ceilings
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
@@ -65,7 +69,10 @@ class RunState:
                 found = [earlier.records.get(key) for key in keys]
                 if all(r is not None and r.environment == env_id for r in found):
                     self.records.update(zip(keys, found))
+                    self.served.update({k: earlier.served[k] for k in keys
+                                        if k in earlier.served and earlier.served[k].environment == env_id})
                     self.resumed += len(keys)
+        self.ceilings.update({k: c for k, c in earlier.ceilings.items() if c.environment == env_id})
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return self.resumed
@@ -77,6 +84,14 @@ class RunState:
         self.records[record.case.key] = record
         if record.status.final:
             self.journal.record(record)
+
+    def keep_served(self, served: ServedCase) -> None:
+        self.served[served.case_key] = served
+        self.journal.served(served)
+
+    def keep_ceiling(self, ceiling: Ceiling) -> None:
+        self.ceilings[ceiling.key] = ceiling
+        self.journal.ceiling(ceiling)
 
     def keep_saved(self, key: tuple, entries) -> None:
         """A variant's save is done (possibly publishing nothing): journal its manifest entries."""
@@ -105,7 +120,7 @@ class RunState:
 
     def serving_todo(self, group: BuildGroup) -> bool:
         """Whether some record of ``group`` is still to be served (:func:`~trtbench.scenarios.serving_stage.unserved`)."""
-        return bool(unserved(self.plan.config, group, self.records))
+        return bool(unserved(self.plan.config, group, self.records, self.served))
 
     def group_done(self, group: BuildGroup) -> bool:
         return (not self.points_todo(group) and not self.serving_todo(group)
@@ -134,6 +149,10 @@ class RunState:
         for case in self.plan.cases:
             if case.key in self.records:
                 results.add(self.records[case.key])
+            if case.key in self.served:
+                results.add_served(self.served[case.key])
+        for ceiling in self.ceilings.values():
+            results.add_ceiling(ceiling)
         return results
 
     def saved_files(self, group: BuildGroup, directory: Path) -> dict[str, list[Path]]:

@@ -20,7 +20,7 @@ import torch
 
 from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_at, int8_setup_at, quantizes
-from trtbench.ceiling import device_ceilings
+from trtbench.ceiling import Ceiling, device_ceilings, dtype_name
 from trtbench.env import collect_environment, torch_settings
 from trtbench.inputs import example_inputs, point_inputs
 from trtbench.isolation import spawn_group_workers, start_isolation
@@ -113,7 +113,10 @@ class Runner:
             dtype = precision_dtype(group.precision)
             points = self.state.points_todo(group)
             build_all = bool(points) or self.state.serving_todo(group)  # else only saves are left
-            ceiling = device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
+            ceiling_key = (env_id, group.device, dtype_name(dtype), group.threads)
+            if points and ceiling_key not in self.state.ceilings:  # once per environment, device, dtype, threads
+                self.state.keep_ceiling(Ceiling(*ceiling_key, values=device_ceilings(
+                    self.device, dtype, group.threads, bench.measure_ceiling)))
             cast = copy.deepcopy(model).to(self.device, dtype)
             if self.config.channels_last:
                 cast = cast.to(memory_format=torch.channels_last)
@@ -143,14 +146,14 @@ class Runner:
                                                 isolation, tick)
                     point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
                     for record in records:
-                        self.state.keep(record.with_metrics(**point_flops, ceiling=ceiling))
+                        self.state.keep(record.with_metrics(**point_flops))
             finally:
                 if workers is not None:
                     workers.close()
             if self.state.serving_todo(group):
-                for record in serve_group(self.config, group, outcomes, cast, example, self.state.records,
-                                          self.device, self.out_dir, self.progress.log):
-                    self.state.keep(record)
+                for served in serve_group(self.config, group, outcomes, cast, example, self.state.records,
+                                          self.state.served, self.device, self.out_dir, self.progress.log):
+                    self.state.keep_served(served)
             for record in with_run_info(group, outcomes, points, self.state.records):
                 self.state.keep(record)
             for precision in group.precisions:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from trtbench.metrics.registry import Column, Metric, register
-from trtbench.record import Record
 from trtbench.report.rows import Row
 
 
@@ -14,12 +13,17 @@ def _share(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def flops_text(r: Record) -> str:
+def _ceiling_share(row: Row, achieved: Optional[float], which: str) -> Optional[float]:
+    return row.ceiling.share(achieved, which) if row.ceiling is not None else None
+
+
+def flops_text(row: Row) -> str:
     """``412 (62%, 88%)``: achieved GFLOP/s and its share of the hardware peak and of measured matmul."""
-    achieved = r.achieved_flops_per_s if r.timed else None
+    achieved = row.record.achieved_flops_per_s if row.record.timed else None
     if achieved is None:
         return ""
-    return f"{achieved / 1e9:.0f} ({_share(r.ceiling_share('peak'))}, {_share(r.ceiling_share('measured'))})"
+    return (f"{achieved / 1e9:.0f} ({_share(_ceiling_share(row, achieved, 'peak'))}, "
+            f"{_share(_ceiling_share(row, achieved, 'measured'))})")
 
 
 def _shown(rows: Sequence[Row]) -> bool:
@@ -27,11 +31,10 @@ def _shown(rows: Sequence[Row]) -> bool:
 
 
 def _values(row: Row) -> dict:
-    r = row.record
-    achieved = r.achieved_flops_per_s if r.timed else None
-    return {"gflops": achieved / 1e9 if achieved else None, "peak_share": r.ceiling_share("peak") if achieved else None,
-            "matmul_share": r.ceiling_share("measured") if achieved else None}
+    achieved = row.record.achieved_flops_per_s if row.record.timed else None
+    return {"gflops": achieved / 1e9 if achieved else None, "peak_share": _ceiling_share(row, achieved, "peak"),
+            "matmul_share": _ceiling_share(row, achieved, "measured")}
 
 
-FLOPS = register(Metric("flops", columns=(Column("GFLOP/s (% peak, % matmul)", lambda row: flops_text(row.record)),),
+FLOPS = register(Metric("flops", columns=(Column("GFLOP/s (% peak, % matmul)", flops_text),),
                         fields=("gflops", "peak_share", "matmul_share"), values=_values, shown=_shown))

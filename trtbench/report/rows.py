@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from trtbench.ceiling import Ceiling
 from trtbench.record import Record
 from trtbench.resultset import ResultSet
 from trtbench.stats import Interval
@@ -21,6 +22,7 @@ class Row:
     record: Record
     speedup: Optional[Interval]  # over eager at the same point, from the paired rounds
     fastest: bool
+    ceiling: Optional[Ceiling] = None  # the device's FLOP/s ceilings where the record ran
 
 
 def _point_key(r: Record) -> tuple:
@@ -39,5 +41,5 @@ def rows(results: ResultSet) -> list[Row]:
         passing = [r for r in timed if not r.parity_failed]
         best = passing[0] if passing else None
         for r in timed + [r for r in records if not r.timed]:
-            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1))
+            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r)))
     return out

@@ -23,7 +23,7 @@ COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime thread
 
 def served(results: ResultSet) -> list[tuple[Record, ServingResult]]:
     """Every (record, serving result), in record order."""
-    return [(record, result) for record in results for result in record.serving]
+    return [(record, result) for record in results for result in results.serving_of(record)]
 
 
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:

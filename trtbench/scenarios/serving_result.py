@@ -120,3 +120,26 @@ class ServingResult:
                    peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))
+
+
+@dataclass(frozen=True)
+class ServedCase:
+    """What the serving scenarios gave one case (one variant at the served point) in one environment: a
+    part of the results joined to the case's record by case key (:meth:`trtbench.resultset.ResultSet.serving_of`)."""
+
+    case_key: str
+    environment: str
+    results: tuple[ServingResult, ...]  # per serving scenario and worker count
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.case_key, self.environment)
+
+    def to_dict(self) -> dict:
+        return {"case_key": self.case_key, "environment": self.environment,
+                "results": [r.to_dict() for r in self.results]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServedCase":
+        return cls(case_key=data["case_key"], environment=data["environment"],
+                   results=tuple(ServingResult.from_dict(r) for r in data["results"]))

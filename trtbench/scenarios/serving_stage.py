@@ -4,12 +4,12 @@ variant that built and passed its accuracy check, at the config's opt shape, in 
 Its workers host the variant as the timing workers do (:class:`~trtbench.variant_recipe.VariantRecipe`:
 the deployed file, or a rebuild from the parent's exact weights), with the serving inputs prepared
 in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
-batch of 1 to ``max_batch`` samples. The results join the variant's record at that point.
+batch of 1 to ``max_batch`` samples. The results are a part of their own (:class:`ServedCase`), joined
+to the variant's record at that point by its case key.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -23,6 +23,7 @@ from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
+from trtbench.scenarios.serving_result import ServedCase
 from trtbench.status import Status
 from trtbench.variant_recipe import VariantRecipe, write_payload
 
@@ -43,24 +44,26 @@ def serving_point(group, inputs: list):
     return next((p for p in group.points if p.shapes == opt), group.points[0])
 
 
-def unserved(config, group, records: dict[str, Record]) -> dict[str, Record]:
+def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, Record]:
     """The records (by variant name) of ``group``'s variants that the serving scenarios of ``config`` still
-    have to serve: at the served point, timed ok and accurate, and not served yet (a resumed run kept them)."""
+    have to serve: at the served point, timed ok and accurate, and not in ``served`` (by case key) yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
     found = {entry.name: records.get(group.case(entry, point).key) for entry in group.variants}
     return {name: record for name, record in found.items()
-            if record is not None and record.status is Status.OK and not record.parity_failed and not record.serving}
+            if record is not None and record.status is Status.OK and not record.parity_failed
+            and record.case.key not in served}
 
 
 def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: tuple, records: dict[str, Record],
-                device: torch.device, out_dir: Path, log: Callable[[str], None]) -> list[Record]:
+                served_before: dict, device: torch.device, out_dir: Path,
+                log: Callable[[str], None]) -> list[ServedCase]:
     """Serve every variant of ``group`` :func:`unserved` and built, under every serving scenario of
-    ``config``; the records there, with their results added (the others are left as they are)."""
+    ``config``: the results of each, by case."""
     dtype = precision_dtype(group.precision)
     served: dict[str, list] = {}
-    todo = unserved(config, group, records)
+    todo = unserved(config, group, records, served_before)
     entries = {e.name: (e, todo[e.name], outcomes[e.name]) for e in group.variants
                if e.name in todo and e.name in outcomes and outcomes[e.name].built is not None}
     if not entries:
@@ -86,7 +89,8 @@ def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: t
                 log(f"serve {group.model.id} {record.case.label} {group.precision} under LoadGen")
                 served.setdefault(name, []).extend(run_serving(
                     recipe_for, settings, out_dir, _slug(stem), group.threads, config.benchmark.worker_timeout_s, log))
-    return [dataclasses.replace(record, serving=tuple(served[name])) for name, (_, record, _) in entries.items()]
+    return [ServedCase(record.case.key, record.environment, tuple(served[name]))
+            for name, (_, record, _) in entries.items()]
 
 
 def _slug(text: str) -> str:
