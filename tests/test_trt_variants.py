@@ -47,9 +47,7 @@ def dynamic_spec():
 
 
 def static_spec():
-    spec = InputConfig(name="image", shape=[2, 3, 8, 8])
-    spec.validate("inputs[0]")
-    return spec
+    return from_dict(InputConfig, {"name": "image", "shape": [2, 3, 8, 8]}, "inputs[0]")
 
 
 def context(spec, options, dtype=torch.float32, built=None, device=CUDA0):

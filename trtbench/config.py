@@ -1,7 +1,11 @@
-"""The run config: dataclasses that are both the YAML schema and the Python API.
+"""The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
+the user asked for; what a run does with it on this machine (points, build groups, the
+:class:`~trtbench.timing.TimingPlan`) is resolved from it by :mod:`trtbench.plan`.
 
 ``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
-counts, model and variant names, device syntax) and returns a :class:`Config`. Nothing is
+counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
+(``prepare``: a static shape into min/opt/max, variant names into typed entries); ``validate``
+only checks. Nothing is
 written to disk while loading, so a bad config leaves no output behind. Loading depends on
 nothing about the machine: whether CUDA or a backend is present is decided when a run is
 resolved (:mod:`trtbench.plan`), so a config (and its results) can be read anywhere.
@@ -72,18 +76,23 @@ class InputConfig:
     max_shape: Optional[list[int]] = None
     value_range: Optional[list[float]] = None
 
-    def validate(self, path: str) -> None:
-        schema.require_choice(self.dtype, tuple(INPUT_DTYPES), schema.join(path, "dtype"))
-        dynamic = [self.min_shape, self.opt_shape, self.max_shape]
-        if self.shape is not None:
-            if any(s is not None for s in dynamic):
+    @staticmethod
+    def prepare(fields: dict, path: str) -> dict:
+        """A static ``shape`` is the min, opt and max shape; else all three must be given."""
+        dynamic = {key: fields.get(key) for key in ("min_shape", "opt_shape", "max_shape")}
+        if fields.get("shape") is not None:
+            if any(s is not None for s in dynamic.values()):
                 raise UserInputError(path, "has both 'shape' and min/opt/max shapes",
                                      "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
-            self.min_shape = self.opt_shape = self.max_shape = list(self.shape)
-        elif any(s is None for s in dynamic):
-            missing = [n for n, s in zip(("min_shape", "opt_shape", "max_shape"), dynamic) if s is None]
+            return {**fields, **{key: list(fields["shape"]) for key in dynamic}}
+        missing = [key for key, s in dynamic.items() if s is None]
+        if missing:
             raise UserInputError(path, f"missing {', '.join(missing)}",
                                  "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
+        return fields
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.dtype, tuple(INPUT_DTYPES), schema.join(path, "dtype"))
         for label in SHAPE_LABELS:
             shape = self.shape_for(label)
             key = schema.join(path, "shape" if self.shape is not None else f"{label}_shape")
@@ -122,9 +131,18 @@ ISOLATION_METHODS = ("process", "in_process")  # see trtbench.isolation
 
 
 @dataclass
-class BenchmarkConfig(TimingPlan):
-    """How to time (the :class:`~trtbench.timing.TimingPlan` keys), which shapes, threads, seed."""
+class BenchmarkConfig:
+    """How to time (the keys of a :class:`~trtbench.timing.TimingPlan`, which a run's plan is given, with
+    its defaults), which shapes, threads, seed."""
 
+    mode: str = TimingPlan.mode
+    warmup: int = TimingPlan.warmup
+    warmup_s: float = TimingPlan.warmup_s
+    iterations: int = TimingPlan.iterations
+    target_rel_ci: float = TimingPlan.target_rel_ci
+    max_time_s: float = TimingPlan.max_time_s
+    min_iterations: int = TimingPlan.min_iterations
+    block_s: float = TimingPlan.block_s
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
@@ -147,10 +165,6 @@ class BenchmarkConfig(TimingPlan):
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):
             schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
-
-    @property
-    def timing(self) -> TimingPlan:
-        return TimingPlan(**{f.name: getattr(self, f.name) for f in dataclasses.fields(TimingPlan)})
 
 
 @dataclass
@@ -301,74 +315,50 @@ class Config:
     scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
-    def validate(self, path: str) -> None:
-        if (self.model is None) == (not self.models):
+    @staticmethod
+    def prepare(fields: dict, path: str) -> dict:
+        """The parsed sections as a run reads them, checked in the order they depend on each other:
+        ``model`` as the one entry of ``models``, a sweep's precisions as ``precisions``, the variants as
+        :class:`VariantEntry` items, the tolerances typed (defaults for the precisions not given), the
+        default output dir, the parsed scenarios."""
+        f = dict(fields)
+        if (f["model"] is None) == (not f["models"]):
             raise UserInputError("model", "give exactly one of 'model' (one model) and 'models' (a list)",
                                  "write model: {source: torchvision, name: resnet18} or models: [{...}, {...}]")
-        if self.model is not None:
-            self.models = [self.model]
-            self.model = None
-        ids = [m.id for m in self.models]
+        if f["model"] is not None:
+            f["models"], f["model"] = [f["model"]], None
+        ids = [m.id for m in f["models"]]
         if len(set(ids)) != len(ids):
             raise UserInputError("models", f"two models have the same id {ids}",
                                  "give each a distinct 'label' (e.g. label: resnet18-plain)")
-        if not self.inputs:
+        inputs, sweep = f["inputs"], f["sweep"]
+        if not inputs:
             raise UserInputError("inputs", "is empty", "list at least one input with a shape")
-        names = [i.name for i in self.inputs]
+        names = [i.name for i in inputs]
         if len(set(names)) != len(names):
             raise UserInputError("inputs", f"duplicate input names {names}", "give each input a unique name")
-        check_device(self.device, "device")
-        if self.sweep is not None and self.sweep.precisions:
-            self.precisions = list(self.sweep.precisions)
-        if not self.precisions:
+        check_device(f["device"], "device")
+        if sweep is not None and sweep.precisions:
+            f["precisions"] = list(sweep.precisions)
+        if not f["precisions"]:
             raise UserInputError("precisions", "is empty", "list at least one of: " + ", ".join(PRECISIONS))
-        for i, p in enumerate(self.precisions):
+        for i, p in enumerate(f["precisions"]):
             schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
-        if self.sweep is not None:
-            self._check_sweep_batches()
-        self.variants = parse_variant_entries(self.variants, "variants")
-        self._check_export_examples()
+        if sweep is not None:
+            check_sweep_batches(sweep, inputs)
+        f["variants"] = parse_variant_entries(f["variants"], "variants")
+        check_export_examples([v.name for v in f["variants"]], inputs)
         tolerances = default_tolerances()
-        for key, value in self.tolerances.items():
+        for key, value in f["tolerances"].items():
             schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
             tolerances[key] = schema.from_dict(TOLERANCE_TYPES[key], value, schema.join("tolerances", key))
-        self.tolerances = tolerances
-        if self.output.dir is None:
-            self.output.dir = str(Path("results") / self.name)
-        self.scenarios = parse_scenarios(self.scenarios, "scenarios", self.inputs)
-        if self.profile is not None:
-            self.profile.check_against(self.variant_names, self.precisions, "profile")
-
-    def _check_sweep_batches(self) -> None:
-        dynamic = [spec for spec in self.inputs if spec.min_shape[0] != spec.max_shape[0]]
-        if self.sweep.batch and not dynamic:
-            raise UserInputError("sweep.batch", "no input has a dynamic batch (leading) dim",
-                                 "give the inputs min_shape/max_shape with different leading dims")
-        for i, batch in enumerate(self.sweep.batch):
-            for spec in dynamic:
-                if not spec.min_shape[0] <= batch <= spec.max_shape[0]:
-                    raise UserInputError(f"sweep.batch[{i}]", f"{batch} is outside input '{spec.name}''s batch range "
-                                         f"[{spec.min_shape[0]}, {spec.max_shape[0]}]",
-                                         "choose batch sizes within [min_shape[0], max_shape[0]], or widen them: "
-                                         "one build serves every batch size in its range")
-
-    def _check_export_examples(self) -> None:
-        """A dynamic dim of size 1 at opt fails torch.export ("Constraints violated": it specialises a
-        size-1 example dim to the constant 1), which the variants built from an export run at opt."""
-        exporting = [name for name in self.variant_names
-                     if any(variant_class(step).exports_at_opt for step in build_order([name]))]
-        if not exporting:
-            return
-        for i, spec in enumerate(self.inputs):
-            for dim, (lo, opt, hi) in enumerate(zip(spec.min_shape, spec.opt_shape, spec.max_shape)):
-                if opt == 1 and lo != hi:
-                    raise UserInputError(
-                        f"inputs[{i}].opt_shape",
-                        f"dim {dim} is 1 while the dim is dynamic ({lo} to {hi}); torch.export, which "
-                        f"{', '.join(exporting)} build from at the opt shape, fails on it (it specialises a "
-                        f"size-1 example dim to the constant 1: 'Constraints violated')",
-                        f"set opt_shape[{dim}] to a size from 2 to {hi} (the min point still times {lo}), "
-                        f"or drop {', '.join(exporting)} from variants")
+        f["tolerances"] = tolerances
+        if f["output"].dir is None:
+            f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))
+        f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios", inputs)
+        if f["profile"] is not None:
+            f["profile"].check_against([v.name for v in f["variants"]], f["precisions"], "profile")
+        return f
 
     @property
     def variant_names(self) -> list[str]:
@@ -389,6 +379,40 @@ class Config:
     def to_dict(self) -> dict:
         """The resolved config as plain data (for results.json and the manifest)."""
         return dataclasses.asdict(self)
+
+
+def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:
+    """Every swept batch size lies within every dynamic batch dim's [min, max]."""
+    dynamic = [spec for spec in inputs if spec.min_shape[0] != spec.max_shape[0]]
+    if sweep.batch and not dynamic:
+        raise UserInputError("sweep.batch", "no input has a dynamic batch (leading) dim",
+                             "give the inputs min_shape/max_shape with different leading dims")
+    for i, batch in enumerate(sweep.batch):
+        for spec in dynamic:
+            if not spec.min_shape[0] <= batch <= spec.max_shape[0]:
+                raise UserInputError(f"sweep.batch[{i}]", f"{batch} is outside input '{spec.name}''s batch range "
+                                     f"[{spec.min_shape[0]}, {spec.max_shape[0]}]",
+                                     "choose batch sizes within [min_shape[0], max_shape[0]], or widen them: "
+                                     "one build serves every batch size in its range")
+
+
+def check_export_examples(variant_names: list[str], inputs: list[InputConfig]) -> None:
+    """A dynamic dim of size 1 at opt fails torch.export ("Constraints violated": it specialises a
+    size-1 example dim to the constant 1), which the variants built from an export run at opt."""
+    exporting = [name for name in variant_names
+                 if any(variant_class(step).exports_at_opt for step in build_order([name]))]
+    if not exporting:
+        return
+    for i, spec in enumerate(inputs):
+        for dim, (lo, opt, hi) in enumerate(zip(spec.min_shape, spec.opt_shape, spec.max_shape)):
+            if opt == 1 and lo != hi:
+                raise UserInputError(
+                    f"inputs[{i}].opt_shape",
+                    f"dim {dim} is 1 while the dim is dynamic ({lo} to {hi}); torch.export, which "
+                    f"{', '.join(exporting)} build from at the opt shape, fails on it (it specialises a "
+                    f"size-1 example dim to the constant 1: 'Constraints violated')",
+                    f"set opt_shape[{dim}] to a size from 2 to {hi} (the min point still times {lo}), "
+                    f"or drop {', '.join(exporting)} from variants")
 
 
 def check_device(device: str, path: str) -> None:

@@ -3,11 +3,13 @@
 Everything that depends on the machine is decided here, once, before a run: the device
 (``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
 :func:`trtbench.env.default_threads`), which variants can run (CUDA,
-importable backends) and why the others cannot. The config itself loads anywhere.
+importable backends) and why the others cannot, and the :class:`~trtbench.timing.TimingPlan` each
+point is timed by. The config itself loads anywhere.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -19,6 +21,7 @@ from trtbench.env import default_threads
 from trtbench.errors import UserInputError
 from trtbench.inputs import batch_shapes
 from trtbench.precision import REFERENCE, is_quantized, precision_dtype, unsupported_reason
+from trtbench.timing import TimingPlan
 from trtbench.variants import build_order, get_variant, variant_names
 
 
@@ -105,6 +108,7 @@ class RunPlan:
     config: Config
     device: torch.device
     groups: list[BuildGroup]
+    timing: TimingPlan  # how long each point is timed, from the config's benchmark keys
     shard: Optional[tuple[int, int]] = None  # (index, count)
     matrix_groups: int = 0  # build groups of the whole matrix, every shard's
     matrix_cases: int = 0
@@ -245,5 +249,10 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     if shard is not None:
         index, count = shard
         groups = [g for i, g in enumerate(groups) if i % count == index]
-    return RunPlan(config=config, device=device, groups=groups, shard=shard, matrix_groups=matrix_groups,
-                   matrix_cases=matrix_cases)
+    return RunPlan(config=config, device=device, groups=groups, timing=timing_plan(config.benchmark), shard=shard,
+                   matrix_groups=matrix_groups, matrix_cases=matrix_cases)
+
+
+def timing_plan(benchmark) -> TimingPlan:
+    """The :class:`TimingPlan` of a config's ``benchmark`` section (its keys of the same names)."""
+    return TimingPlan(**{f.name: getattr(benchmark, f.name) for f in dataclasses.fields(TimingPlan)})

@@ -142,7 +142,7 @@ class Runner:
                     title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
                     with self.progress.task(title, timed=True) as tick:
                         records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label],
-                                                tolerances, bench.timing, self.device, env_id, self.failures,
+                                                tolerances, self.plan.timing, self.device, env_id, self.failures,
                                                 isolation, tick)
                     point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
                     for record in records:

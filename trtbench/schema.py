@@ -92,8 +92,11 @@ def convert(value: Any, tp: Any, path: str) -> Any:
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, validating keys and types recursively.
 
-    After construction, a ``validate(path)`` method on the dataclass (if any) runs the
-    section's own cross-field checks.
+    Parsing converts, checking does not: a ``prepare(fields, path)`` method of the dataclass (if any)
+    turns the typed fields (defaults filled in) into the ones it is built with (a static shape into
+    min/opt/max, variant names into typed entries), raising on what it cannot convert; after
+    construction a ``validate(path)`` method (if any) runs the section's own cross-field checks,
+    changing nothing.
     """
     where = path or "config"
     if data is None:
@@ -110,8 +113,15 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     for name, field in fields.items():
         if name in data:
             kwargs[name] = convert(data[name], hints[name], join(path, name))
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+        elif field.default is not dataclasses.MISSING:
+            kwargs[name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            kwargs[name] = field.default_factory()
+        else:
             raise UserInputError(join(path, name), "required key is missing", f"add '{name}: ...' under '{where}'")
+    prepare = getattr(cls, "prepare", None)
+    if callable(prepare):
+        kwargs = prepare(kwargs, path)
     obj = cls(**kwargs)
     validate = getattr(obj, "validate", None)
     if callable(validate):
