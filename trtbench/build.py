@@ -81,6 +81,17 @@ def quantizes(group: BuildGroup, precision: str) -> bool:
                                            for e in group.entries_at(precision))
 
 
+def run_calibration(plan):
+    """The calibration data of ``plan``'s run (:func:`trtbench.calibration.load_calibration`) where some
+    variant quantizes, else None."""
+    if not any(quantizes(group, p) for group in plan.groups for p in group.precisions):
+        return None
+    from trtbench.calibration import load_calibration
+
+    config = plan.config
+    return load_calibration(config.calibration, config.inputs, config.benchmark.seed)
+
+
 def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module, precision: str):
     """What a quantizing build at ``precision`` needs (:class:`~trtbench.quantize.setup.Int8Setup`: the
     run's ``calibration`` data, the budget); None where nothing of ``group`` quantizes there."""

@@ -1,9 +1,10 @@
-"""What a run has done so far: the records and saves its stages returned, each appended to the
-journal as it is kept, and what an earlier, unfinished run into the same directory left.
+"""What a run has done so far: the records, the parts joined to them (serving results, the device's
+ceilings) and the saves its stages returned, each appended to the journal as it is kept, and what an
+earlier, unfinished run into the same directory left.
 
-The stages never change each other's values: a stage returns records (or a save's manifest
-entries), and :meth:`RunState.keep` / :meth:`RunState.keep_saved` file them by case key, a later
-derivation of a record replacing the earlier one. What is left to do of a build group (its
+The stages never change each other's values: a stage returns records (or parts, or a save's manifest
+entries), and :meth:`RunState.keep` (``keep_served``, ``keep_ceiling``, ``keep_saved``) files them by
+key, a later derivation of a record replacing the earlier one. What is left to do of a build group (its
 points, its saves) is read from here, so a resumed run does only that. :class:`RunOutcome` is what
 the whole run gives its caller.
 """
@@ -59,6 +60,18 @@ class RunState:
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
+    def begin(self, environment: dict, fresh: bool) -> JournalState:
+        """Start the journal of a run in ``environment``: what an earlier, unfinished run into the same
+        directory left is resumed (:meth:`resume`) unless ``fresh``; a finished one's is measured anew."""
+        if fresh:
+            self.journal.discard()
+        earlier = self.journal.read()
+        if earlier.complete:  # the last run finished: measure anew, in a new journal
+            self.journal.discard()
+        self.resume(earlier, environment["id"])
+        self.journal.environment(environment)
+        return earlier
+
     def resume(self, earlier: JournalState, env_id: str) -> int:
         """Keep the earlier run's final records of planned cases measured in this same environment,
         whole points only: the variants of a point are timed together (their speedups pair their
@@ -97,6 +110,11 @@ class RunState:
         """A variant's save is done (possibly publishing nothing): journal its manifest entries."""
         self.saved[key] = list(entries)
         self.journal.artifacts(key, self.saved[key])
+
+    def end(self) -> None:
+        """Close the journal: where nothing is left to resume, the next run of this command measures anew."""
+        if not self.unfinished:
+            self.journal.complete()
 
     def account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
         """A record for every planned case the run did not reach (not journaled: resumable)."""

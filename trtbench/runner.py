@@ -1,12 +1,13 @@
 """A run: resolve inputs -> per build group: build -> time each point -> serve -> save -> profile -> report.
 
 Each stage is a function of its own module that returns typed values: :func:`~trtbench.build.build_at`
-(:class:`~trtbench.build.BuildOutcome` per variant), :func:`~trtbench.scenarios.latency.measure_point`,
-:func:`~trtbench.scenarios.serving_stage.serve_group` and :func:`~trtbench.publish.publish` (frozen
-:class:`~trtbench.record.Record` values), :func:`~trtbench.scenarios.profile.profile_stage`. This module
-only sequences them. :class:`~trtbench.run_state.RunState` keeps what they return and journals it, so a
-run killed outright resumes where it stopped. One failing variant never stops the others; Ctrl-C
-stops the run and what was measured is written, the rest marked ``interrupted``.
+(a :class:`~trtbench.build.BuildOutcome` per variant), :func:`~trtbench.scenarios.latency.time_points`
+(frozen :class:`~trtbench.record.Record` values, point by point),
+:func:`~trtbench.scenarios.serving_stage.serve_group` (serving parts), :func:`~trtbench.publish.publish`
+(the files published and the records as they now stand), :func:`~trtbench.scenarios.profile.profile_stage`.
+This module only sequences them; :class:`~trtbench.run_state.RunState` keeps what they return and
+journals it, so a run killed outright resumes where it stopped. One failing variant never stops the
+others; Ctrl-C stops the run and what was measured is written, the rest marked ``interrupted``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import torch
 
 from trtbench.artifacts import ArtifactStore, weights_bytes
-from trtbench.build import BuildOutcome, build_at, int8_setup_at, quantizes
+from trtbench.build import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.ceiling import Ceiling, device_ceilings, dtype_name
 from trtbench.env import collect_environment, torch_settings
 from trtbench.inputs import example_inputs, point_inputs
@@ -34,7 +35,7 @@ from trtbench.publish import artifact_stem, publish
 from trtbench.references import References, eager_references
 from trtbench.report.writer import write_outputs
 from trtbench.run_state import RunOutcome, RunState, save_key
-from trtbench.scenarios.latency import measure_point, with_run_info
+from trtbench.scenarios.latency import time_points, with_run_info
 from trtbench.scenarios.profile import profile_stage, profiles_group
 from trtbench.scenarios.serving_stage import serve_group
 from trtbench.status import Status
@@ -49,34 +50,25 @@ class Runner:
         self.progress = progress or Progress(quiet=True)
         self.fresh = fresh
         self.out_dir = Path(self.config.output.dir)
-        self.journal = Journal(self.out_dir)
         self.failures = FailureLog(self.out_dir)
         self.store = ArtifactStore(self.out_dir / "artifacts")
-        self.state = RunState(plan, self.journal)
+        self.state = RunState(plan, Journal(self.out_dir))
         self.profiles: dict | None = None
         self.calibration = None  # trtbench.calibration.CalibrationData, loaded when a variant quantizes
 
     def run(self) -> RunOutcome:
         models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
-        if any(quantizes(group, p) for group in self.plan.groups for p in group.precisions):
-            from trtbench.calibration import load_calibration  # bad calibration data is bad input: before any write
-
-            self.calibration = load_calibration(self.config.calibration, self.config.inputs, self.config.benchmark.seed)
+        self.calibration = run_calibration(self.plan)  # bad calibration data is bad input: before any write
         with OutputDir(self.out_dir):
             return self._run_locked(models)
 
     def _run_locked(self, models: dict[str, torch.nn.Module]) -> RunOutcome:
         if self.fresh:
-            self.journal.discard()
             for name in ("results.json", "results.csv", "report.md", "failures.log"):
                 (self.out_dir / name).unlink(missing_ok=True)
-        earlier = self.journal.read()
-        if earlier.complete:  # the last run finished: measure anew, in a new journal
-            self.journal.discard()
         self.store.discard_previous_manifest()
         environment = collect_environment(self.device, self.config.benchmark.cudnn_benchmark)
-        self.state.resume(earlier, environment["id"])
-        self.journal.environment(environment)
+        earlier = self.state.begin(environment, self.fresh)
         started, interrupted = datetime.now(timezone.utc), False
         try:
             with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
@@ -93,8 +85,7 @@ class Runner:
         self.store.entries = self.state.saved_entries
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
         files = write_outputs(self.out_dir, self.config, results, interrupted, manifest, self.profiles)
-        if not self.state.unfinished:  # nothing left to resume: the next run of this command measures anew
-            self.journal.complete()
+        self.state.end()
         return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files)
 
     def _run_model(self, model: torch.nn.Module, groups: list[BuildGroup], env_id: str) -> None:
@@ -137,16 +128,9 @@ class Runner:
                                              self.progress.log))
                 isolation = (start_isolation(self.config, group, outcomes, cast, example, inputs, workers, self.device,
                                              self.progress.log) if points else None)
-                for point in points:
-                    slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
-                    title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
-                    with self.progress.task(title, timed=True) as tick:
-                        records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label],
-                                                tolerances, self.plan.timing, self.device, env_id, self.failures,
-                                                isolation, tick)
-                    point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
-                    for record in records:
-                        self.state.keep(record.with_metrics(**point_flops))
+                for record in time_points(group, points, outcomes, inputs, references, tolerances, self.plan.timing,
+                                          self.device, env_id, self.failures, isolation, self.progress):
+                    self.state.keep(record)
             finally:
                 if workers is not None:
                     workers.close()

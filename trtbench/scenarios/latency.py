@@ -9,7 +9,7 @@ with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -123,6 +123,22 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                                                          "variants": [n for n in measured if n != name]}
             break
     return [Record(case=case, environment=environment, **made[key]) for key, case in slots]
+
+
+def time_points(group, points: list, outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple], references,
+                tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
+                isolation: Isolation, progress) -> Iterator[Record]:
+    """:func:`measure_point` at each of ``points`` of build ``group``, one point after the other: its
+    records, with the model's FLOPs at the point (``references``: :class:`~trtbench.references.References`),
+    yielded as each point ends so that a caller keeps every finished point."""
+    for point in points:
+        slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
+        title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
+        with progress.task(title, timed=True) as tick:
+            records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label], tolerances,
+                                    plan, device, environment, failures, isolation, tick)
+        flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
+        yield from (record.with_metrics(**flops) for record in records)
 
 
 def with_run_info(group, outcomes: dict[str, BuildOutcome], points: list, records: dict[str, Record]) -> list[Record]:
