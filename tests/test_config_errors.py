@@ -233,3 +233,28 @@ def test_torch_export_really_fails_on_what_the_config_refuses(tiny_config):
     with pytest.raises(Exception, match="Constraints violated"):
         torch.export.export(model, (torch.randn(1, 3, 16, 16),), dynamic_shapes=dynamic_shapes([spec]))
     torch.export.export(model, (torch.randn(2, 3, 16, 16),), dynamic_shapes=dynamic_shapes([spec]))  # opt 2 exports
+
+
+def test_parsing_converts_the_config_and_validate_changes_nothing(tiny_config):
+    """The config is a validated model: parsing converts (a static shape, model into models, typed variants,
+    the profile's default precision); validate only checks; the plan, not the config, holds the TimingPlan."""
+    import dataclasses
+
+    from trtbench.config import BenchmarkConfig, VariantEntry, config_from_dict
+    from trtbench.plan import resolve, timing_plan
+    from trtbench.timing import TimingPlan
+
+    data = {**tiny_config, "inputs": [{"name": "input", "shape": [2, 3, 16, 16]}], "profile": {"variants": ["eager"]}}
+    config = config_from_dict(data)
+    spec = config.inputs[0]
+    assert spec.shape == spec.min_shape == spec.opt_shape == spec.max_shape == [2, 3, 16, 16]
+    assert config.model is None and [m.name for m in config.models] == ["toy_models:tiny_cnn"]
+    assert all(isinstance(v, VariantEntry) for v in config.variants) and config.profile.precision == "fp32"
+    before = config.to_dict()
+    for section, path in ((spec, "inputs[0]"), (config.benchmark, "benchmark"), (config.profile, "profile"),
+                          (config.models[0], "model")):
+        section.validate(path)
+    assert config.to_dict() == before
+    assert not issubclass(BenchmarkConfig, TimingPlan) and timing_plan(BenchmarkConfig()) == TimingPlan()
+    assert resolve(config).timing == dataclasses.replace(TimingPlan(), mode="fixed", warmup=1, warmup_s=0,
+                                                         iterations=5)

@@ -357,7 +357,7 @@ class Config:
             f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))
         f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios", inputs)
         if f["profile"] is not None:
-            f["profile"].check_against([v.name for v in f["variants"]], f["precisions"], "profile")
+            f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
         return f
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -89,14 +90,16 @@ class ProfileConfig:
             for i, item in enumerate(items):
                 schema.require_choice(item, choices, schema.join(where, i))
 
-    def check_against(self, variants: list[str], precisions: list[str], path: str) -> None:
-        """Reject variants and precisions the run does not build (eager is always built); default the precision."""
+    def for_run(self, variants: list[str], precisions: list[str], path: str) -> "ProfileConfig":
+        """This section checked against the run's ``variants`` and ``precisions`` (variants and precisions the
+        run does not build are rejected; eager is always built), with its precision defaulted to the run's first."""
         for i, name in enumerate(self.variants):
             if name != "eager" and name not in variants:
                 raise UserInputError(schema.join(path, f"variants[{i}]"), f"'{name}' is not among the run's variants {variants}",
                                      f"add '{name}' to the top-level 'variants' list or remove it here")
         if self.precision is None:
-            self.precision = precisions[0]
-        elif self.precision not in precisions:
+            return dataclasses.replace(self, precision=precisions[0])
+        if self.precision not in precisions:
             raise UserInputError(schema.join(path, "precision"), f"'{self.precision}' is not among the run's precisions {precisions}",
                                  f"use one of: {', '.join(precisions)}")
+        return self
