@@ -165,7 +165,7 @@ def test_serving_without_loadgen_exits_2_naming_the_extra(tiny_config, write_con
 
 
 def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path):
-    """latency + server on a tiny model with eager and ort: the records carry the results (through
+    """latency + server on a tiny model with eager and ort: each record has its serving results (through
     results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept."""
     data = {**tiny_config, "variants": ["eager", "ort"], "output": {"dir": str(tmp_path / "run"),
                                                                    "save_artifacts": False, "cold_start": False}}

@@ -1,4 +1,5 @@
-"""What a serving scenario produced for one variant at one worker count: frozen, journaled with its record."""
+"""What a serving scenario produced for one variant at one worker count, and a served case's results
+(:class:`ServedCase`): frozen, journaled beside its record and joined to it by case key."""
 
 from __future__ import annotations
 
