@@ -17,6 +17,8 @@ from typing import Any, Callable, Optional, Protocol
 
 import torch
 
+from trtbench.build import capture_warnings
+from trtbench.profiling.memory import track_peak
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
 from trtbench.variants import Artifact, Built, Variant
@@ -35,6 +37,11 @@ class Isolation(Protocol):
 
     method: str
 
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> tuple[Any, dict, list[str]]:
+        """One call of ``variant`` at ``label`` where it is timed: its output (for the accuracy check),
+        the peak memory during the call, and the warnings it raised."""
+        ...
+
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer: ...
 
     def facts(self, variant: str) -> dict: ...
@@ -47,6 +54,10 @@ class InProcess:
 
     def __init__(self, device: torch.device, thread_settings: dict[str, dict]):
         self.device, self.thread_settings = device, thread_settings
+
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> tuple[Any, dict, list[str]]:
+        (output, memory), caught = capture_warnings(lambda: track_peak(call, self.device))
+        return output, memory, caught
 
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
         return CallTimer(call, self.device)
@@ -93,10 +104,17 @@ class VariantWorkers:
         self.workers, self.errors = start_workers(recipes, self._spawned)
         return self
 
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> tuple[Any, dict, list[str]]:
+        """The worker's own call: accuracy is judged on what is timed (the deployed file, where one ships)."""
+        return self._worker(variant).check(label)
+
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
+        return WorkerTimer(self._worker(variant), label)
+
+    def _worker(self, variant: str) -> Worker:
         if variant in self.errors:
             raise self.errors[variant]
-        return WorkerTimer(self.workers[variant], label)
+        return self.workers[variant]
 
     def facts(self, variant: str) -> dict:
         worker = self.workers.get(variant)
