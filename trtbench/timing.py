@@ -169,11 +169,11 @@ def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[st
     if plan.mode == "fixed":
         done = all(len(results[n].samples) >= plan.iterations for n in active)
         return {n: "iterations" for n in active} if done else {}
+    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(plan, results[n])]
     if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
-        return {n: "max_time_s" for n in active}
+        return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if rounds < MIN_ROUNDS:
         return {}
-    precise = [n for n in active if _precise(plan, results[n])]
     if baseline is None or baseline not in active:
         if baseline is None:
             return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
