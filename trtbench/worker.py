@@ -32,8 +32,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
-from trtbench.build import capture_warnings
-from trtbench.profiling.memory import track_peak
+from trtbench.checked_call import CheckedCall, checked_call
 from trtbench.settle import wait_until_idle
 from trtbench.timing import Block, synchronize, time_calls
 
@@ -111,13 +110,13 @@ def serve(fd: int) -> None:
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
                 with torch.inference_mode():
-                    (output, memory), caught = capture_warnings(lambda: track_peak(calls[message[1]], device))
+                    checked = checked_call(calls[message[1]], device)
                 buffer = io.BytesIO()
-                torch.save(output, buffer)
+                torch.save(checked.output, buffer)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
-            conn.send(("checked", buffer.getvalue(), memory, caught))
+            conn.send(("checked", buffer.getvalue(), checked.peak_memory, checked.warnings, checked.call_s))
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
             conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
@@ -214,14 +213,14 @@ class Worker:
         _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
         return Block(host, dev, settle, between)
 
-    def check(self, label: str) -> tuple[Any, dict, list[str]]:
-        """One call at ``label`` in the worker: its output, the peak memory during it, and its warnings."""
+    def check(self, label: str) -> CheckedCall:
+        """The accuracy check's call at ``label``, made in the worker."""
         try:
             self.conn.send(("check", label))
         except (BrokenPipeError, OSError):
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
-        _, output, memory, caught = self._receive(f"check the output at {label}")
-        return torch.load(io.BytesIO(output), weights_only=False), memory, caught  # our own worker's bytes
+        _, output, memory, caught, call_s = self._receive(f"check the output at {label}")
+        return CheckedCall(torch.load(io.BytesIO(output), weights_only=False), memory, caught, call_s)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""

@@ -10,6 +10,7 @@ with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any, Callable
 
 import torch
@@ -22,7 +23,7 @@ from trtbench.parity import check_parity
 from trtbench.record import Record
 from trtbench.references import MissingReference
 from trtbench.status import Status
-from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, measure_interleaved
+from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
 
 class _VariantFailed(Exception):
@@ -83,6 +84,8 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
     made: dict[str, dict] = {}  # slot key -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
+    checked_s: dict[str, float] = {}  # slot key -> its check call's time: an untimed call at this point
+    started = time.perf_counter()
     with torch.inference_mode():
         for key, case in slots:
             outcome = outcomes[key]
@@ -94,9 +97,11 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             try:
                 prepared = variant.prepare(built, inputs)
                 call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
-                output, fields["metrics"]["peak_memory"], caught = isolation.check(key, point, call)
-                fields["parity"] = _parity(output, reference, tolerances[case.precision], built)
+                checked = isolation.check(key, point, call)
+                fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
+                fields["parity"] = _parity(checked.output, reference, tolerances[case.precision], built)
                 timer = isolation.timer(key, point, call)
+                checked_s[key] = checked.call_s
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
@@ -107,7 +112,8 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             timers[key] = _Tagged(key, timer)
         while timers:
             try:
-                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
+                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT,
+                                               warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
                                          reason=failures.reason(f"timing {failed.name} at {point}", failed.error))
