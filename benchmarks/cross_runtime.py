@@ -5,13 +5,15 @@ Run:  .venv/bin/python benchmarks/cross_runtime.py [--alternations 3] [--seconds
 
 The truth: each runtime alone in a fresh process of its own, timed by this file's own plain
 loop (not trtbench's timing code), on the files trtbench saved (``ort_fp32.onnx``, the OpenVINO
-IR); eager and torch.compile are rebuilt in their process. The processes alternate
-``--alternations`` times, and the truth is each runtime's median over its processes.
+IR); eager and torch.compile are rebuilt in their process. The truth's speedup is, per
+alternation, eager alone over the runtime alone (processes run one after the other), and its
+median over the alternations.
 
 trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
 eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default adaptive
-timing. For each set it prints every speedup next to the truth's, and eager's median next to
-eager alone. Targets: every speedup within 5% of the truth, eager's median within 5% of eager
+timing, repeated in every alternation before the alone processes, so that the machine's drift
+falls on both sides alike. For each set it prints trtbench's median speedup over its runs next
+to the truth's, with their ranges, and eager's median next to eager alone. Targets: every speedup within 5% of the truth, eager's median within 5% of eager
 alone. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
 ``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
 """
@@ -133,49 +135,61 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of: {', '.join(SETS)}")
     args = parser.parse_args()
     sets = {name: SETS[name] for name in args.sets.split(",")}
+    runs: dict[str, list[dict]] = {name: [] for name in sets}  # set -> one {variant: (median, rounds)} per alternation
+    truth_runs: dict[str, list[float]] = {}  # runtime -> its median alone, per alternation
     with tempfile.TemporaryDirectory(prefix="cross-runtime-") as tmp:
         tmp = Path(tmp)
-        runs = {}
-        for name, variants in sets.items():
-            runs[name] = run_trtbench(variants, tmp / name.replace("+", "_"), args.trtbench_src, args.isolation)
-            print(f"trtbench {name}: " + ", ".join(f"{v} {m:.2f} ms" for v, (m, _) in runs[name].items()), flush=True)
         files = {"eager": "", "compiled": ""}
-        for name in sets:
-            artifacts = tmp / name.replace("+", "_") / "artifacts"
-            for variant, suffix in (("ort", "onnx"), ("openvino", "xml")):
-                found = sorted(artifacts.glob(f"{variant}_fp32.{suffix}"))
-                if found and variant not in files:
-                    files[variant] = str(found[0])
-        kinds = sorted({v for variants in sets.values() for v in variants} & set(files))
-        truth_runs: dict[str, list[float]] = {kind: [] for kind in kinds}
-        for i in range(args.alternations):
+        for i in range(args.alternations):  # trtbench's runs and the alone processes alternate, so drift hits both
+            for name, variants in sets.items():
+                out = tmp / f"{name.replace('+', '_')}_{i}"
+                runs[name].append(run_trtbench(variants, out, args.trtbench_src, args.isolation))
+                print(f"alternation {i + 1}, trtbench {name}: "
+                      + ", ".join(f"{v} {m:.2f} ms" for v, (m, _) in runs[name][-1].items()), flush=True)
+                for variant, suffix in (("ort", "onnx"), ("openvino", "xml")):
+                    found = sorted((out / "artifacts").glob(f"{variant}_fp32.{suffix}"))
+                    if found and variant not in files:  # the first run's file (the folders stay till the end)
+                        files[variant] = str(found[0])
+            kinds = sorted({v for variants in sets.values() for v in variants} & set(files))
             for kind in kinds:
-                truth_runs[kind].append(alone(kind, files[kind], args.seconds))
-            print(f"alone, alternation {i + 1}: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms" for k in kinds),
+                truth_runs.setdefault(kind, []).append(alone(kind, files[kind], args.seconds))
+            print(f"alternation {i + 1}, alone: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms" for k in kinds),
                   flush=True)
-    truth = {kind: statistics.median(values) for kind, values in truth_runs.items()}
+    report(runs, truth_runs, args)
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
+
+
+def report(runs: dict[str, list[dict]], truth_runs: dict[str, list[float]], args) -> None:
+    """Per set and variant: trtbench's median speedup over its runs against the truth's median speedup
+    over the alternations (each alternation's eager-alone median over the runtime-alone median)."""
+    truth_eager = statistics.median(truth_runs["eager"])
     print()
-    print("| set | variant | trtbench median ms | alone median ms (range) | trtbench speedup | alone speedup | "
-          "speedup off by | within 5% |")
+    print("| set | variant | trtbench median ms (range) | alone median ms (range) | trtbench speedup (range) | "
+          "alone speedup (range) | speedup off by | within 5% |")
     print("|---|---|---|---|---|---|---|---|")
     worst = 0.0
-    for name, medians in runs.items():
-        base_median, base_rounds = medians["eager"]
-        for variant, (median, rounds) in medians.items():
-            low, high = min(truth_runs[variant]), max(truth_runs[variant])
+    for name, per_run in runs.items():
+        for variant in per_run[0]:
+            medians = [run[variant][0] for run in per_run if variant in run]
+            alone_ms = truth_runs[variant]
             if variant == "eager":
-                off = base_median / truth["eager"] - 1
-                print(f"| {name} | eager | {median:.2f} | {truth['eager']:.2f} ({low:.2f}-{high:.2f}) | | | "
+                off = statistics.median(medians) / truth_eager - 1
+                print(f"| {name} | eager | {_spread(medians, '.2f')} | {_spread(alone_ms, '.2f')} | | | "
                       f"median {off:+.1%} | {'yes' if abs(off) <= TARGET else 'NO'} |")
             else:
-                got = paired_speedup(base_rounds, rounds)
-                want = truth["eager"] / truth[variant]
-                off = got / want - 1
-                print(f"| {name} | {variant} | {median:.2f} | {truth[variant]:.2f} ({low:.2f}-{high:.2f}) | "
-                      f"{got:.3f}x | {want:.3f}x | {off:+.1%} | {'yes' if abs(off) <= TARGET else 'NO'} |")
+                got = [paired_speedup(run["eager"][1], run[variant][1]) for run in per_run
+                       if variant in run and "eager" in run]
+                want = [e / v for e, v in zip(truth_runs["eager"], alone_ms)]
+                off = statistics.median(got) / statistics.median(want) - 1
+                print(f"| {name} | {variant} | {_spread(medians, '.2f')} | {_spread(alone_ms, '.2f')} | "
+                      f"{_spread(got, '.3f')}x | {_spread(want, '.3f')}x | {off:+.1%} | "
+                      f"{'yes' if abs(off) <= TARGET else 'NO'} |")
             worst = max(worst, abs(off))
-    print(f"\nworst deviation {worst:.1%} (target {TARGET:.0%}); {args.alternations} alternations of the alone "
-          f"processes, {args.seconds:g} s timed each")
+    print(f"\nworst deviation {worst:.1%} (target {TARGET:.0%}); {args.alternations} alternations, each: one trtbench "
+          f"run per set, then each runtime alone ({args.seconds:g} s timed)")
 
 
 if __name__ == "__main__":

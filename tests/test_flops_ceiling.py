@@ -132,3 +132,17 @@ def test_measured_ceiling_is_the_best_of_every_size_and_repeat():
     assert result["flops_per_s"] == max(max(values) for values in samples.values()) > 0
     assert result["flops_per_s"] in samples[str(result["size"])]
     assert result["threads"] == 1 and torch.get_num_threads() == threads
+
+
+def test_measured_ceiling_stops_growing_the_matmul_once_a_size_gains_under_5_percent(monkeypatch):
+    import trtbench.ceiling as ceiling
+
+    def timed(flops_by_size):  # each size's calls take what gives these FLOP/s
+        return lambda n, device, dtype, repeats: [2 * n ** 3 / flops_by_size[n]] * repeats
+
+    monkeypatch.setattr(ceiling, "_time_matmuls", timed({8: 1e9, 16: 1.02e9, 32: 5e9}))
+    plateau = measured_matmul_ceiling(torch.device("cpu"), sizes=(8, 16, 32), repeats=2)
+    assert set(plateau["samples_flops_per_s"]) == {"8", "16"} and plateau["size"] == 16
+    monkeypatch.setattr(ceiling, "_time_matmuls", timed({8: 1e9, 16: 2e9, 32: 3e9}))
+    growing = measured_matmul_ceiling(torch.device("cpu"), sizes=(8, 16, 32), repeats=2)
+    assert set(growing["samples_flops_per_s"]) == {"8", "16", "32"} and growing["size"] == 32

@@ -6,6 +6,7 @@ not wall-clock time, so it holds on a busy machine.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 
@@ -118,6 +119,28 @@ def test_a_variant_whose_worker_dies_fails_alone(tiny_config, tmp_path, monkeypa
     assert "worker" in records[("eager", "opt")].reason and "exit code 7" in records[("eager", "opt")].reason
     assert records[("traced", "opt")].status == "ok" and records[("traced", "opt")].rounds
     assert outcome.exit_code == 1
+
+
+def test_accuracy_is_judged_where_the_variant_is_timed_and_its_file_is_not_rerun_here(tiny_config, tmp_path,
+                                                                                       monkeypatch):
+    # eager's forward adds 1 in any process but this one: judged in its worker, it fails its accuracy check;
+    # traced's saved file (the one its worker loaded and ran at every point) is published without a second
+    # reload in this process, and still passes the fresh-process check
+    monkeypatch.setenv("TOY_PARENT_PID", str(os.getpid()))
+    tiny_config["model"] = {"source": "python", "name": "toy_models:off_outside_parent"}
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(isolation="process")
+    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    outcome = run_dict(tiny_config)
+    records = by_point(outcome.results)
+    for point in ("min", "opt", "max"):
+        assert not records[("eager", point)].parity["ok"], records[("eager", point)].parity
+        assert records[("eager", point)].metrics["peak_memory"]["peak_bytes"] > 0
+        assert records[("traced", point)].parity["ok"] and records[("traced", point)].status == "ok"
+    manifest = json.loads((tmp_path / "out" / "artifacts" / "manifest.json").read_text())
+    (traced,) = [e for e in manifest["artifacts"] if e["variant"] == "traced"]
+    assert traced["reload_check"]["by"].startswith("its timing worker")
+    assert traced["reload_check"]["shapes"] == ["min", "opt", "max"] and traced["fresh_process_check"]
 
 
 def test_isolation_is_validated(tiny_config, write_config, subprocess_env):

@@ -13,7 +13,7 @@ import torch
 
 from trtbench.parity import check_parity
 from trtbench.stats import median_ci_halfwidth, paired_ratio, summarize
-from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, TimingPlan, measure_interleaved
+from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -246,3 +246,45 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
     tol = default_tolerances()["fp32"]
     assert not torch.equal(tf32_out, ref)
     assert check_parity(tf32_out, ref, tol.atol, tol.rtol).ok
+
+
+def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
+    from trtbench.timing import _finished
+
+    plan = TimingPlan(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
+    steady = Measurement(rounds=[[10.0]] * MIN_ROUNDS)
+    noisy = Measurement(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
+    over = time.perf_counter() - 2  # the cap has passed
+    assert _finished(plan, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, over, None) == {
+        "a": "target_rel_ci", "b": "max_time_s"}
+    assert _finished(plan, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, over, None) == {
+        "a": "max_time_s", "b": "max_time_s"}  # fewer rounds than a precise median needs
+
+
+@dataclass
+class CountingCost:
+    """Like :class:`FixedCost`, and it counts the calls it was asked for."""
+
+    ms: float
+    calls: int = 0
+
+    def block(self, calls: int) -> Block:
+        self.calls += calls
+        return Block([self.ms] * calls)
+
+
+def test_the_accuracy_checks_call_counts_toward_the_warm_up():
+    plan = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=4)
+    cold = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
+    measure_interleaved(cold, CPU, plan)
+    assert [t.calls for t in cold.values()] == [1 + 4, 1 + 4]  # one warm-up call each, then the timed ones
+    warm = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
+    measure_interleaved(warm, CPU, plan, warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=0.003))
+    assert [t.calls for t in warm.values()] == [4, 4]
+    partly = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # a check that did not cover every variant counts not
+    measure_interleaved(partly, CPU, plan, warmed=WarmedUp({"a": 0.001}, elapsed_s=0.003))
+    assert [t.calls for t in partly.values()] == [5, 5]
+    longer = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # warmup_s still asks for its time, checks included
+    measure_interleaved(longer, CPU, TimingPlan(mode="fixed", warmup=1, warmup_s=60, iterations=4),
+                        warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=60.0))
+    assert [t.calls for t in longer.values()] == [4, 4]

@@ -373,9 +373,9 @@ def saved_run(name: str, spec, out: Path) -> list[dict]:
     ctx = context(spec, None, built=parents, device=CPU)
     variant = get_variant(name)
     built = variant.build(model, ctx)
-    runs = {label: ((x,), built.module(x)) for label, x in (("opt", example), ("min", torch.randn(spec.min_shape)))}
+    inputs = {"opt": (example,), "min": (torch.randn(spec.min_shape),)}
     store = ArtifactStore(out / "artifacts")
-    entries = store.save(variant, built, "fp32", CPU, runs, "opt", Tolerance(atol=1e-5, rtol=1e-5), model="net")
+    entries = store.save(variant, built, "fp32", CPU, inputs, "opt", Tolerance(atol=1e-5, rtol=1e-5), model="net")
     store.write_manifest({"inputs": []}, {})
     return entries
 

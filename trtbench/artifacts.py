@@ -1,8 +1,8 @@
 """Deployable artifacts: saving them with a manifest, and verifying them in a fresh process.
 
 A saved file is published (moved out of its staging folder and listed in the manifest) only once
-it reloads in this process at every shape and loads and reproduces its reference output in a fresh
-process, the way a deployment would load it.
+it reloads at every shape (in this process, or in the variant's timing worker) and loads and
+reproduces its reference output in a fresh process, the way a deployment would load it.
 """
 
 from __future__ import annotations
@@ -41,20 +41,23 @@ class ArtifactStore:
         self.directory = Path(directory)
         self.entries: list[dict] = []
 
-    def save(self, variant, built, precision: str, device: torch.device, runs: dict[str, tuple],
+    def save(self, variant, built, precision: str, device: torch.device, inputs: dict[str, tuple],
              reference_shape: str, tolerance, stem: str | None = None, model: str | None = None,
-             expected_bytes: int = 0) -> list[dict]:
+             expected_bytes: int = 0, checked_by_worker: str | None = None) -> list[dict]:
         """Save ``built``, check each file in this process and in a fresh one, then publish it with its
         reference input/output.
 
-        ``runs`` maps shape labels to ``(inputs, output of the built variant)``. Every saved file is
-        reloaded in this process with the variant's own ``load`` and must reproduce those outputs at
+        ``inputs`` maps shape labels to the inputs of that point. Every saved file is reloaded in this
+        process with the variant's own ``load`` and must reproduce the built variant's outputs at
         every shape (a dynamic-shape artifact that lost its range fails here); otherwise ValueError
-        says where it differs. Then it must load and reproduce the reference output in a fresh process
-        (:func:`verify_artifact`); otherwise ArtifactLoadError says why. Files appear only once they
-        pass both; each entry's ``fresh_process_check`` holds that check's cold start. ``expected_bytes``
-        (the model's weights) must be free before anything is written; a disk that fills anyway
-        raises DiskFullError naming the folder, and nothing is left behind.
+        says where it differs. The exception is the file of suffix ``checked_by_worker``: the variant's
+        timing worker already loaded that file of this build, saved by the same ``save()``, and ran it
+        at every point, its outputs checked against the reference there. Then every file must load
+        and reproduce the reference output in a fresh process (:func:`verify_artifact`); otherwise
+        ArtifactLoadError says why. Files appear only once they pass both; each entry's
+        ``fresh_process_check`` holds that check's cold start. ``expected_bytes`` (the model's
+        weights) must be free before anything is written; a disk that fills anyway raises
+        DiskFullError naming the folder, and nothing is left behind.
         """
         if not variant.saves_files:
             return []
@@ -63,8 +66,8 @@ class ArtifactStore:
         require_space(self.directory, expected_bytes, f"saving {stem} (about the model's weights)")
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
-            return self._check_and_publish(variant, built, precision, device, runs, reference_shape, tolerance,
-                                           stem, model, staging)
+            return self._check_and_publish(variant, built, precision, device, _BuiltOutputs(variant, built, inputs),
+                                           reference_shape, tolerance, stem, model, staging, checked_by_worker)
         except (DiskFullError, OSError) as err:
             if isinstance(err, OSError) and err.errno != errno.ENOSPC:
                 raise
@@ -74,14 +77,16 @@ class ArtifactStore:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _check_and_publish(self, variant, built, precision, device, runs, reference_shape, tolerance, stem, model,
-                           staging: Path) -> list[dict]:
+    def _check_and_publish(self, variant, built, precision, device, outputs: "_BuiltOutputs", reference_shape,
+                           tolerance, stem, model, staging: Path, checked_by_worker: str | None) -> list[dict]:
         artifacts = variant.save(built, staging, stem)
         if not artifacts:
             return []
-        checks = {artifact.path.name: reload_check(variant, artifact, device, runs, tolerance)
+        checks = {artifact.path.name: ({"shapes": list(outputs.inputs), "by": WORKER_CHECK}
+                                       if artifact.path.suffix == checked_by_worker
+                                       else reload_check(variant, artifact, device, outputs.runs(), tolerance))
                   for artifact in artifacts}
-        reference_inputs, reference_output = runs[reference_shape]
+        reference_inputs, reference_output = outputs.run(reference_shape)
         reference = staging / f"{stem}.ref.pt"
         save_through_memory(reference, lambda fh: torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
                                                               "outputs": flatten_outputs(reference_output)}, fh))
@@ -154,8 +159,30 @@ def describe_file(path: Path) -> dict:
     return {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
 
 
+WORKER_CHECK = "its timing worker: the same save() of this build, loaded and run at every point"
+
+
+class _BuiltOutputs:
+    """The built variant's outputs at each point, each computed once and only when a check needs it."""
+
+    def __init__(self, variant, built, inputs: dict[str, tuple]):
+        self.variant, self.built, self.inputs = variant, built, inputs
+        self._outputs: dict[str, object] = {}
+
+    def run(self, label: str) -> tuple[tuple, object]:
+        """(inputs, output of the built variant) at ``label``."""
+        if label not in self._outputs:
+            with torch.inference_mode():
+                self._outputs[label] = self.variant.run(self.built, self.variant.prepare(self.built, self.inputs[label]))
+        return self.inputs[label], self._outputs[label]
+
+    def runs(self) -> dict[str, tuple]:
+        return {label: self.run(label) for label in self.inputs}
+
+
 def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple], tolerance) -> dict:
-    """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape."""
+    """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape
+    (``runs``: label -> (inputs, the built variant's output))."""
     module = variant.load(artifact, device)
     worst = 0.0
     with torch.inference_mode():

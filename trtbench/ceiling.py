@@ -90,6 +90,7 @@ GPU_PEAKS = [
 ]
 
 DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
+GROWTH_WORTH = 1.05  # a larger matmul size is tried only while the last one gained at least this factor
 
 
 def parse_cpuinfo(text: str) -> dict:
@@ -188,15 +189,21 @@ def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.flo
     if threads:
         torch.set_num_threads(threads)
     try:
-        samples = {n: [2 * n ** 3 / seconds for seconds in _time_matmuls(n, device, dtype, repeats)] for n in sizes}
+        samples: dict[int, list[float]] = {}
+        for n in sizes:  # larger matrices until one gains under 5% over the best so far (each costs 8x more)
+            best_so_far = max((max(v) for v in samples.values()), default=0.0)
+            samples[n] = [2 * n ** 3 / seconds for seconds in _time_matmuls(n, device, dtype, repeats)]
+            if best_so_far and max(samples[n]) < best_so_far * GROWTH_WORTH:
+                break
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(previous_threads)
     best_size = max(samples, key=lambda n: max(samples[n]))
     return {"flops_per_s": max(samples[best_size]), "size": best_size,
             "samples_flops_per_s": {str(n): values for n, values in samples.items()},
-            "method": f"best of {repeats} timed torch.mm calls at each n in {list(sizes)} "
-                      f"(n x n times n x n, 2n^3 FLOP), one warm-up call per size",
+            "method": f"best of {repeats} timed torch.mm calls at each n in {list(samples)} "
+                      f"(n x n times n x n, 2n^3 FLOP; of {list(sizes)}, stopping at the first size that gained "
+                      f"under {GROWTH_WORTH - 1:.0%}), one warm-up call per size",
             "dtype": str(dtype), "device": str(device), "threads": used_threads}
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import torch
 
+from trtbench.checked_call import CheckedCall, checked_call
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
 from trtbench.variants import Artifact, Built, Variant
@@ -35,6 +36,10 @@ class Isolation(Protocol):
 
     method: str
 
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
+        """The accuracy check's call of ``variant`` at ``label``, made where the variant is timed."""
+        ...
+
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer: ...
 
     def facts(self, variant: str) -> dict: ...
@@ -47,6 +52,9 @@ class InProcess:
 
     def __init__(self, device: torch.device, thread_settings: dict[str, dict]):
         self.device, self.thread_settings = device, thread_settings
+
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
+        return checked_call(call, self.device)
 
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
         return CallTimer(call, self.device)
@@ -90,13 +98,22 @@ class VariantWorkers:
         recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key], payload=str(payload),
                                       artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
                    for key, (variant, built) in builds.items()}
-        self.workers, self.errors = start_workers(recipes, self._spawned)
+        rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)  # a rebuild (torch.compile's
+        # compile) takes longest: started first, it overlaps the loads of the others
+        self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned)
         return self
 
+    def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
+        """The worker's own call: accuracy is judged on what is timed (the deployed file, where one ships)."""
+        return self._worker(variant).check(label)
+
     def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
+        return WorkerTimer(self._worker(variant), label)
+
+    def _worker(self, variant: str) -> Worker:
         if variant in self.errors:
             raise self.errors[variant]
-        return WorkerTimer(self.workers[variant], label)
+        return self.workers[variant]
 
     def facts(self, variant: str) -> dict:
         worker = self.workers.get(variant)

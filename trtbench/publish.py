@@ -20,6 +20,7 @@ from trtbench.build import BuildOutcome, capture_warnings
 from trtbench.outdir import FailureLog
 from trtbench.record import Record
 from trtbench.status import Status
+from trtbench.variant_recipe import HOSTED_FILE
 
 NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
 
@@ -45,6 +46,16 @@ def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
     return f"{model}{variant}_{precision}"
 
 
+def _checked_by_worker(records: list[Record]) -> str | None:
+    """The suffix of the saved file that the variant's timing worker loaded and ran at every one of its
+    points, its outputs within tolerance of the reference there (None: no worker did). A quantized
+    build is judged on evaluation samples instead, so its files are always reloaded here."""
+    hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
+    if len(hosted) != 1 or None in hosted or any(r.parity is None or not r.parity.get("ok") for r in records):
+        return None
+    return hosted.pop()
+
+
 def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,
             failures: FailureLog, precision: str, device: torch.device, model_id: str, stem: str,
             expected_bytes: int, cold_start: bool) -> Published:
@@ -59,12 +70,10 @@ def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tupl
     labels = [r.case.point for r in ok_rows]
     reference_label = "opt" if "opt" in labels else labels[0]
     try:
-        with torch.inference_mode():
-            runs = {label: (inputs[label], variant.run(built, variant.prepare(built, inputs[label])))
-                    for label in labels}
         entries, caught = capture_warnings(lambda: store.save(
-            variant, built, precision, device, runs, reference_label, tolerance,
-            stem=stem, model=model_id, expected_bytes=expected_bytes))
+            variant, built, precision, device, {label: inputs[label] for label in labels}, reference_label, tolerance,
+            stem=stem, model=model_id, expected_bytes=expected_bytes,
+            checked_by_worker=None if "accuracy" in built.info else _checked_by_worker(records)))
     except KeyboardInterrupt:
         raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept

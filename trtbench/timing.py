@@ -130,12 +130,23 @@ class CallTimer:
         return Block(host, dev, wait_until_idle() if self.settle else Settle(0.0, True))
 
 
-def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan) -> dict[str, float]:
-    """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s``;
-    returns each variant's latest call time (s) to size its blocks."""
-    last = {name: 0.0 for name in timers}
-    calls = 0
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class WarmedUp:
+    """Untimed calls every variant of a point already made there just before its rounds (the
+    accuracy check's, :mod:`trtbench.checked_call`): one each, ``call_s`` their times, over
+    ``elapsed_s``. They count toward the point's warm-up."""
+
+    call_s: dict[str, float]
+    elapsed_s: float
+
+
+def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan, warmed: Optional[WarmedUp] = None) -> dict[str, float]:
+    """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s`` (``warmed``
+    counting); returns each variant's latest call time (s) to size its blocks."""
+    counted = warmed is not None and set(timers) <= set(warmed.call_s)
+    last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
+    calls = 1 if counted else 0
+    started = time.perf_counter() - (warmed.elapsed_s if counted else 0.0)
     while calls < plan.warmup or (time.perf_counter() - started < plan.warmup_s and plan.warmup_s > 0):
         for name, timer in timers.items():
             last[name] = timer.block(1).host_ms[0] / 1e3
@@ -169,11 +180,11 @@ def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[st
     if plan.mode == "fixed":
         done = all(len(results[n].samples) >= plan.iterations for n in active)
         return {n: "iterations" for n in active} if done else {}
+    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(plan, results[n])]
     if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
-        return {n: "max_time_s" for n in active}
+        return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if rounds < MIN_ROUNDS:
         return {}
-    precise = [n for n in active if _precise(plan, results[n])]
     if baseline is None or baseline not in active:
         if baseline is None:
             return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
@@ -195,7 +206,7 @@ def _time_alone(timer: BlockTimer, calls: int, blocks: int) -> list[float]:
 
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device, plan: TimingPlan,
                         tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
-                        ) -> dict[str, Measurement]:
+                        warmed: Optional[WarmedUp] = None) -> dict[str, Measurement]:
     """Time every variant of one point in rotating rounds until ``plan`` says stop.
 
     ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
@@ -204,7 +215,8 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
     the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
     ``baseline`` and at least one other variant, variants leave the rounds once precise (see
     :func:`_finished`), and the baseline is then timed alone for a few blocks: its
-    :attr:`Measurement.alone` samples show whether the rounds disturbed it.
+    :attr:`Measurement.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
+    calls the variants made at this point just before (they count toward the warm-up).
     """
     timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
     names = list(timers)
@@ -212,7 +224,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
     gc.collect()
     gc.disable()
     try:
-        blocks = _block_sizes(_warm_up(timers, plan), plan)
+        blocks = _block_sizes(_warm_up(timers, plan, warmed), plan)
         synchronize(device)
         results = {name: Measurement(device_rounds=[] if device.type == "cuda" else None) for name in names}
         started = time.perf_counter()

@@ -27,6 +27,9 @@ from trtbench.precision import precision_dtype
 from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
 
 
+HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
+
+
 def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:
     """The weights and inputs a group's workers load (``path`` is removed by the caller)."""
     torch.save({"state_dict": model.state_dict(), "example": list(example),
@@ -74,6 +77,7 @@ class VariantRecipe:
         facts = {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
                  "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)"),
                  "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
+                 **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
                  **variant.thread_settings(built)}
         return calls, facts
 

@@ -19,6 +19,7 @@ its timeout is killed, and the error names what happened.
 from __future__ import annotations
 
 import gc
+import io
 import os
 import socket
 import subprocess
@@ -31,6 +32,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
+from trtbench.checked_call import CheckedCall, checked_call
 from trtbench.settle import wait_until_idle
 from trtbench.timing import Block, synchronize, time_calls
 
@@ -74,6 +76,7 @@ def serve(fd: int) -> None:
         conn.send(("error", traceback.format_exc()))
         return
     idle_since_cpu = time.process_time()
+    start_peak = None  # the RSS high-water mark of loading, before a check resets it to measure one call
     while True:
         try:
             message = conn.recv()
@@ -103,9 +106,20 @@ def serve(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
+        elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
+            start_peak = start_peak if start_peak is not None else _peak_rss_mb()
+            try:
+                with torch.inference_mode():
+                    checked = checked_call(calls[message[1]], device)
+                buffer = io.BytesIO()
+                torch.save(checked.output, buffer)
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            conn.send(("checked", buffer.getvalue(), checked.peak_memory, checked.warnings, checked.call_s))
         elif op == "facts":
-            peak = _peak_rss_mb()
-            conn.send(("facts", {"peak_rss_mb": round(peak, 1) if peak is not None else None}))
+            peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
+            conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
         else:  # "exit"
             return
 
@@ -198,6 +212,15 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
         _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
         return Block(host, dev, settle, between)
+
+    def check(self, label: str) -> CheckedCall:
+        """The accuracy check's call at ``label``, made in the worker."""
+        try:
+            self.conn.send(("check", label))
+        except (BrokenPipeError, OSError):
+            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+        _, output, memory, caught, call_s = self._receive(f"check the output at {label}")
+        return CheckedCall(torch.load(io.BytesIO(output), weights_only=False), memory, caught, call_s)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""

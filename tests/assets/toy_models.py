@@ -205,6 +205,23 @@ def exits_outside_parent() -> nn.Module:
     return ExitsOutsideParent()
 
 
+class OffOutsideParent(TinyCNN):
+    """Its Python forward, run for inference in any process but the test's own (``TOY_PARENT_PID``),
+    adds 1 to its output: a build that computes otherwise where it is timed. Traced (under no_grad,
+    not inference mode) it records the parent's branch, and its saved file computes as the parent."""
+
+    def forward(self, x):
+        import os
+
+        out = super().forward(x)
+        elsewhere = str(os.getpid()) != os.environ.get("TOY_PARENT_PID", str(os.getpid()))
+        return out + 1 if torch.is_inference_mode_enabled() and elsewhere else out
+
+
+def off_outside_parent() -> nn.Module:
+    return OffOutsideParent()
+
+
 @dataclass
 class Prediction:
     """A model output container, as libraries return them (a Hugging Face ModelOutput is one)."""

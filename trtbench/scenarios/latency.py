@@ -1,7 +1,8 @@
 """The latency scenario (the default): every variant of a build group at one shape point, one call at a time.
 
-Inputs are prepared by each variant outside the timed region; each variant's first call is
-checked against the eager fp32 reference; then every variant that ran is timed, interleaved
+Inputs are prepared by each variant outside the timed region; each variant's output is checked
+against the eager fp32 reference, from a call where it is timed (its worker, which hosts the
+deployed file where the variant ships one); then every variant that ran is timed, interleaved
 with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 :class:`~trtbench.record.Record` per requested variant, whatever happened to it.
 """
@@ -9,20 +10,20 @@ with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any, Callable, Iterator
 
 import torch
 
-from trtbench.build import BuildOutcome, capture_warnings
+from trtbench.build import BuildOutcome
 from trtbench.case import BASELINE_VARIANT, Case
 from trtbench.isolation import Isolation
 from trtbench.outdir import FailureLog
 from trtbench.parity import check_parity
-from trtbench.profiling.memory import track_peak
 from trtbench.record import Record
 from trtbench.references import MissingReference
 from trtbench.status import Status
-from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, measure_interleaved
+from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
 
 class _VariantFailed(Exception):
@@ -76,13 +77,15 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
     """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
     the same order; ``outcomes`` and ``tolerances`` are by slot key and by precision.
 
-    Accuracy and peak memory are checked here, on this process's builds; the timing runs where
-    ``isolation`` puts each variant (its own worker process by default). The slot key ``eager`` (eager at
+    Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
+    (its own worker process by default). The slot key ``eager`` (eager at
     the group's first precision) is the baseline of the rounds. Each record is made once, at the end.
     """
     made: dict[str, dict] = {}  # slot key -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
+    checked_s: dict[str, float] = {}  # slot key -> its check call's time: an untimed call at this point
+    started = time.perf_counter()
     with torch.inference_mode():
         for key, case in slots:
             outcome = outcomes[key]
@@ -93,10 +96,12 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             variant, built = outcome.variant, outcome.built
             try:
                 prepared = variant.prepare(built, inputs)
-                output, caught = capture_warnings(lambda: variant.run(built, prepared))
-                fields["parity"] = _parity(output, reference, tolerances[case.precision], built)
-                _, fields["metrics"]["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)
-                timer = isolation.timer(key, point, lambda v=variant, b=built, p=prepared: v.run(b, p))
+                call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
+                checked = isolation.check(key, point, call)
+                fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
+                fields["parity"] = _parity(checked.output, reference, tolerances[case.precision], built)
+                timer = isolation.timer(key, point, call)
+                checked_s[key] = checked.call_s
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # this variant at this point failed; the others go on
@@ -107,7 +112,8 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             timers[key] = _Tagged(key, timer)
         while timers:
             try:
-                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT)
+                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT,
+                                               warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
                                          reason=failures.reason(f"timing {failed.name} at {point}", failed.error))
