@@ -8,13 +8,15 @@ import json
 
 import pytest
 import torch
+from torch import nn
 
 pytest.importorskip("torchao")
 
 from conftest import run_dict  # noqa: E402
 from test_int8_ort import digits_config  # noqa: E402
 from trained_models import digits_cnn, digits_data, top1  # noqa: E402
-from trtbench.quantize.pt2e import is_int8_pt2e  # noqa: E402
+from trtbench.quantize.common import QuantSettings  # noqa: E402
+from trtbench.quantize.pt2e import fp32_layers_pt2e, is_int8_pt2e, quantize_pt2e  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +79,31 @@ def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
     manifest = json.loads((out / "artifacts" / "manifest.json").read_text())
     compiled = next(a for a in manifest["artifacts"] if a["file"] == "compiled_int8.pt2")
     assert compiled["imports"] == ["torch.ao.quantization.fx._decomposed"]
+
+
+def _mini_resnet() -> nn.Module:
+    """Two torchvision BasicBlocks (the second with a strided downsample) on 8/16 channels: ResNet's
+    in-place residual add (``out += identity``) and its one ``self.relu`` module called twice per block."""
+    from torchvision.models.resnet import BasicBlock
+
+    torch.manual_seed(0)
+    downsample = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                         BasicBlock(8, 8), BasicBlock(8, 16, stride=2, downsample=downsample),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10)).eval()
+
+
+def test_pt2e_quantizes_resnet_blocks_with_their_residual_adds():
+    """torchao's x86 quantizer fuses conv + add + relu: both inputs of each residual add are int8, the
+    conv's through the conv itself and the identity through its own quantize/dequantize pair."""
+    model = _mini_resnet()
+    calibration = [(torch.randn(2, 3, 16, 16),) for _ in range(2)]
+    graph = quantize_pt2e(model, (torch.randn(2, 3, 16, 16),), calibration, QuantSettings())
+    assert is_int8_pt2e(graph) and fp32_layers_pt2e(graph) == []
+    adds = [node for node in graph.graph.nodes if node.target == torch.ops.aten.add_.Tensor]
+    assert len(adds) == 2
+    for add in adds:
+        conv, identity = add.args
+        assert conv.target == torch.ops.aten.conv2d.default
+        assert conv.args[1].target == torch.ops.quantized_decomposed.dequantize_per_channel.default
+        assert identity.target == torch.ops.quantized_decomposed.dequantize_per_tensor.default

@@ -81,10 +81,18 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
     """``model`` (eval mode) quantized to INT8 by PT2E: a GraphModule of quantize/dequantize ops
-    around fp32 conv/linear, for :func:`compile_pt2e` or :func:`aoti_package_pt2e`.
+    around fp32 conv/linear, for :class:`CompiledPT2E` or :func:`aoti_package_pt2e`.
 
     ``dynamic_shapes`` goes to ``torch.export.export``; by default the batch dimension is dynamic.
-    Layers named in ``settings.exclude`` (module qualified names) stay fp32."""
+    Layers named in ``settings.exclude`` (module qualified names) stay fp32.
+
+    The capture is strict (Dynamo), as torchao's own tests capture for this quantizer
+    (test/quantization/pt2e/test_x86inductor_quantizer.py, ``_test_quantizer``): the quantizer finds
+    its fusion patterns (conv + add + relu) by each node's ``source_fn_stack``, which only a strict
+    export records, one entry per call. A non-strict export leaves torch's ``get_source_partitions``
+    to group nodes by the module that ran them, so a module called twice (the one ``self.relu`` of
+    torchvision's BasicBlock) becomes one partition with two outputs and the quantizer raises "Input
+    partition has more than one output node" (torch 2.14.1, torchao 0.18)."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
@@ -97,7 +105,8 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
         quantizer.set_module_name_qconfig(name, None)
     shapes = _batch_dynamic(example_inputs) if dynamic_shapes is None else dynamic_shapes
     with torch.no_grad():
-        captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes).module()
+        captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes,
+                                       strict=True).module()
         prepared = prepare_pt2e(captured, quantizer)
         for batch in calibration:
             prepared(*batch)
