@@ -153,13 +153,17 @@ class CompiledPT2E:
     microseconds a call. Shapes are static (``dynamic=False``, one graph per shape): with torch
     2.14.1 and torchao 0.18, a frozen int8 graph with a dynamic batch fails its own stride asserts
     on the second shape ("expected size 16==16, stride 1==64"), and ``options={"freezing": True}``
-    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here."""
+    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here.
+
+    ``settings`` (mode, dynamic, inductor_configs) is how it compiles, as the manifest records it for
+    a deployment (trtbench.verify_worker compiles a loaded program the same way)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
+        self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}
         self.compiled = torch.compile(gm, mode=mode, dynamic=False)
 
     def __call__(self, *inputs):
-        with torch._inductor.config.patch(INDUCTOR_OPTIONS):
+        with torch._inductor.config.patch(self.settings["inductor_configs"]):
             return self.compiled(*inputs)
 
 
