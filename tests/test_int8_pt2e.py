@@ -8,13 +8,15 @@ import json
 
 import pytest
 import torch
+from torch import nn
 
 pytest.importorskip("torchao")
 
 from conftest import run_dict  # noqa: E402
 from test_int8_ort import digits_config  # noqa: E402
 from trained_models import digits_cnn, digits_data, top1  # noqa: E402
-from trtbench.quantize.pt2e import is_int8_pt2e  # noqa: E402
+from trtbench.quantize.common import QuantSettings  # noqa: E402
+from trtbench.quantize.pt2e import fp32_layers_pt2e, is_int8_pt2e, quantize_pt2e  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,4 +78,62 @@ def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
     assert all(row["ok"] for row in rows.values()), rows
     manifest = json.loads((out / "artifacts" / "manifest.json").read_text())
     compiled = next(a for a in manifest["artifacts"] if a["file"] == "compiled_int8.pt2")
-    assert compiled["imports"] == ["torch.ao.quantization.fx._decomposed"]
+    assert compiled["imports"] == ["torch.ao.quantization.fx._decomposed",
+                                   "torchao.quantization.pt2e.quantizer.x86_inductor_quantizer"]
+    assert compiled["settings"] == {"compile": {"mode": None, "dynamic": False, "inductor_configs": {"freezing": True}}}
+
+
+def _mini_resnet() -> nn.Module:
+    """Two torchvision BasicBlocks (the second with a strided downsample) on 8/16 channels: ResNet's
+    in-place residual add (``out += identity``) and its one ``self.relu`` module called twice per block."""
+    from torchvision.models.resnet import BasicBlock
+
+    torch.manual_seed(0)
+    downsample = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                         BasicBlock(8, 8), BasicBlock(8, 16, stride=2, downsample=downsample),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10)).eval()
+
+
+@pytest.fixture(scope="module")
+def mini_resnet_int8() -> torch.fx.GraphModule:
+    calibration = [(torch.randn(2, 3, 16, 16),) for _ in range(2)]
+    return quantize_pt2e(_mini_resnet(), (torch.randn(2, 3, 16, 16),), calibration, QuantSettings())
+
+
+def test_pt2e_quantizes_resnet_blocks_with_their_residual_adds(mini_resnet_int8):
+    """torchao's x86 quantizer fuses conv + add + relu: both inputs of each residual add are int8, the
+    conv's through the conv itself and the identity through its own quantize/dequantize pair."""
+    graph = mini_resnet_int8
+    assert is_int8_pt2e(graph) and fp32_layers_pt2e(graph) == []
+    adds = [node for node in graph.graph.nodes if node.target == torch.ops.aten.add_.Tensor]
+    assert len(adds) == 2
+    for add in adds:
+        conv, identity = add.args
+        assert conv.target == torch.ops.aten.conv2d.default
+        assert conv.args[1].target == torch.ops.quantized_decomposed.dequantize_per_channel.default
+        assert identity.target == torch.ops.quantized_decomposed.dequantize_per_tensor.default
+
+
+def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(mini_resnet_int8, tmp_path):
+    """The compiled variant's file reproduces its int8 kernels in a fresh process only when compiled as its
+    manifest says; run as loaded, the graph rounds otherwise (2% of the output scale on this model)."""
+    from trtbench.artifacts import verify_artifact
+    from trtbench.quantize.pt2e import CompiledPT2E
+    from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
+    from trtbench.verify_worker import sha256_of
+
+    example = torch.randn(2, 3, 16, 16)
+    compiled = CompiledPT2E(mini_resnet_int8)
+    with torch.inference_mode():
+        output = compiled(example)
+    torch.export.save(torch.export.export(mini_resnet_int8, (example,)), str(tmp_path / "m.pt2"))
+    torch.save({"inputs": [example], "outputs": [output]}, tmp_path / "m.ref.pt")
+    entry = {"file": "m.pt2", "sha256": sha256_of(tmp_path / "m.pt2"), "loader": "torch.export.load",
+             "imports": [DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE], "device": "cpu",
+             "reference": {"file": "m.ref.pt"},
+             "tolerance": {"atol": 1e-5, "rtol": 5e-3}}  # the fp32 default the run saves int8 files with
+    as_compiled = verify_artifact(entry | {"settings": {"compile": compiled.settings}}, tmp_path)
+    as_loaded = verify_artifact(entry, tmp_path)
+    assert as_compiled["ok"], as_compiled
+    assert not as_loaded["ok"] and as_loaded["error"] == "output differs from the recorded output"

@@ -70,13 +70,27 @@ def openvino_model(torch, path, settings):
     return run
 
 
+def compiled(torch, module, settings):
+    """``torch.compile`` of a loaded program as its manifest says it was compiled (PT2E int8: static
+    shapes, called with Inductor's freezing on, which lowers its quantize/dequantize patterns to int8
+    kernels); the first call compiles."""
+    compiled_module = torch.compile(module, mode=settings["mode"], dynamic=settings["dynamic"])
+
+    def run(*inputs):
+        with torch._inductor.config.patch(settings["inductor_configs"]):
+            return compiled_module(*inputs)
+
+    return run
+
+
 def load(torch, job, device):
     """The artifact as a callable on torch tensors, or None for an unknown loader."""
     loader, path = job["loader"], job["path"]
     if loader == "torch.jit.load":
         return torch.jit.load(path, map_location=device)
     if loader == "torch.export.load":
-        return torch.export.load(path).module()
+        module = torch.export.load(path).module()
+        return module if "compile" not in job["settings"] else compiled(torch, module, job["settings"]["compile"])
     if loader == "aoti_load_package":
         from torch._inductor import aoti_load_package
 

@@ -81,10 +81,18 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
     """``model`` (eval mode) quantized to INT8 by PT2E: a GraphModule of quantize/dequantize ops
-    around fp32 conv/linear, for :func:`compile_pt2e` or :func:`aoti_package_pt2e`.
+    around fp32 conv/linear, for :class:`CompiledPT2E` or :func:`aoti_package_pt2e`.
 
     ``dynamic_shapes`` goes to ``torch.export.export``; by default the batch dimension is dynamic.
-    Layers named in ``settings.exclude`` (module qualified names) stay fp32."""
+    Layers named in ``settings.exclude`` (module qualified names) stay fp32.
+
+    The capture is strict (Dynamo), as torchao's own tests capture for this quantizer
+    (test/quantization/pt2e/test_x86inductor_quantizer.py, ``_test_quantizer``): the quantizer finds
+    its fusion patterns (conv + add + relu) by each node's ``source_fn_stack``, which only a strict
+    export records, one entry per call. A non-strict export leaves torch's ``get_source_partitions``
+    to group nodes by the module that ran them, so a module called twice (the one ``self.relu`` of
+    torchvision's BasicBlock) becomes one partition with two outputs and the quantizer raises "Input
+    partition has more than one output node" (torch 2.14.1, torchao 0.18)."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
@@ -97,7 +105,8 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
         quantizer.set_module_name_qconfig(name, None)
     shapes = _batch_dynamic(example_inputs) if dynamic_shapes is None else dynamic_shapes
     with torch.no_grad():
-        captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes).module()
+        captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes,
+                                       strict=True).module()
         prepared = prepare_pt2e(captured, quantizer)
         for batch in calibration:
             prepared(*batch)
@@ -144,13 +153,17 @@ class CompiledPT2E:
     microseconds a call. Shapes are static (``dynamic=False``, one graph per shape): with torch
     2.14.1 and torchao 0.18, a frozen int8 graph with a dynamic batch fails its own stride asserts
     on the second shape ("expected size 16==16, stride 1==64"), and ``options={"freezing": True}``
-    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here."""
+    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here.
+
+    ``settings`` (mode, dynamic, inductor_configs) is how it compiles, as the manifest records it for
+    a deployment (trtbench.verify_worker compiles a loaded program the same way)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
+        self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}
         self.compiled = torch.compile(gm, mode=mode, dynamic=False)
 
     def __call__(self, *inputs):
-        with torch._inductor.config.patch(INDUCTOR_OPTIONS):
+        with torch._inductor.config.patch(self.settings["inductor_configs"]):
             return self.compiled(*inputs)
 
 

@@ -21,6 +21,11 @@ from trtbench.variants import BuildContext
 # torch's own registration of the quantized_decomposed ops a converted graph calls; a fresh process
 # that loads the saved graph imports it first (the manifest's imports)
 DECOMPOSED_OPS_MODULE = "torch.ao.quantization.fx._decomposed"
+# torchao's Inductor passes for the graphs its x86 quantizer makes (the int8 weight prepack and the
+# conv/linear + post-op fusions), registered when this module is imported
+# (torchao/quantization/pt2e/quantizer/x86_inductor_quantizer.py, its last lines); a fresh process
+# that compiles the saved graph without them gets other kernels, which round otherwise
+INDUCTOR_PASSES_MODULE = "torchao.quantization.pt2e.quantizer.x86_inductor_quantizer"
 
 
 def pt2e_unavailable(device: torch.device) -> str | None:

@@ -128,16 +128,21 @@ class Compiled(Variant):
                                             "program": program})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
-        """At int8 the quantized graph, as an exported program (``torch.export.load``, then compile it with
-        freezing on, as :meth:`load` does); at float precisions nothing: see ``aoti``."""
+        """At int8 the quantized graph, as an exported program, with the ``torch.compile`` settings that
+        make it run Inductor's int8 kernels (``settings["compile"]``: ``torch.export.load``, then compile
+        it so, as :meth:`load` and the fresh-process check do; run as loaded, the graph computes the
+        quantize/dequantize arithmetic in fp32, which rounds otherwise); at float precisions nothing:
+        see ``aoti``."""
         int8 = built.state.get("int8")
         if int8 is None:
             return []
-        from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE
+        from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
 
         path = directory / f"{stem}.pt2"
         save_through_memory(path, lambda fh: torch.export.save(built.state["program"], fh))
-        return [Artifact(path=path, loader="torch.export.load", imports=[DECOMPOSED_OPS_MODULE], outputs=int8.outputs)]
+        return [Artifact(path=path, loader="torch.export.load", outputs=int8.outputs,
+                         imports=[DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE],
+                         settings={"compile": built.module.settings})]
 
     def load(self, artifact: Artifact, device: torch.device):
         import importlib
@@ -146,7 +151,7 @@ class Compiled(Variant):
 
         for module in artifact.imports:
             importlib.import_module(module)
-        return CompiledPT2E(torch.export.load(str(artifact.path)).module())
+        return CompiledPT2E(torch.export.load(str(artifact.path)).module(), mode=artifact.settings["compile"]["mode"])
 
     def prepare(self, built: Built, inputs: tuple):
         return cuda_graphs.prepare(built, inputs)
