@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import torch
 
+from trtbench.precision_copies import PrecisionCopy
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
 from trtbench.variants import Artifact, Built, Variant
@@ -79,15 +80,20 @@ class VariantWorkers:
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
 
-    def start(self, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
-              inputs: dict[str, tuple], precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
-        """Write the group's weights (``cast_model``'s, as the parent built from them), inputs and each
-        variant's deployable file once, then give each variant a worker. ``builds`` and ``precisions``
-        are by slot key (``ort``, ``ort@int8``); ``recipe_fields`` are the rest of each
-        :class:`VariantRecipe`."""
+    def start(self, builds: dict[str, tuple[Variant, Built]], copies: dict[str, PrecisionCopy],
+              precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
+        """Write the group's weights and inputs once per compute dtype (``copies``, by precision: the
+        model copies the parent built from) and each variant's deployable file, then give each variant a
+        worker. ``builds`` and ``precisions`` are by slot key (``ort``, ``ort@int8``, ``trt@fp16``);
+        ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
-        payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
-        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key], payload=str(payload),
+        payloads: dict[torch.dtype, Path] = {}
+        for at in copies.values():
+            if at.dtype not in payloads:
+                name = f"payload-{str(at.dtype).removeprefix('torch.')}.pt"
+                payloads[at.dtype] = write_payload(folder / name, at.model, at.example, at.inputs)
+        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key],
+                                      payload=str(payloads[copies[precisions[key]].dtype]),
                                       artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
                    for key, (variant, built) in builds.items()}
         self.workers, self.errors = start_workers(recipes, self._spawned)

@@ -10,7 +10,6 @@ stops the others; Ctrl-C stops the run and what was measured is written, the res
 from __future__ import annotations
 
 import contextlib
-import copy
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,14 +22,14 @@ from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_variants
 from trtbench.ceiling import device_ceilings
 from trtbench.env import collect_environment
-from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import InProcess, Isolation, VariantWorkers
 from trtbench.journal import Journal, JournalState
 from trtbench.scenarios.latency import measure_point
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan, ShapePoint
-from trtbench.precision import is_quantized, precision_dtype
+from trtbench.precision import float_precision, is_quantized, precision_dtype
+from trtbench.precision_copies import PrecisionCopy, point_inputs, precision_copies
 from trtbench.progress import Progress
 from trtbench.publish import publish
 from trtbench.record import Record
@@ -127,7 +126,8 @@ class Runner:
                     groups = [g for g in self.plan.groups if g.model.id == model_cfg.id]
                     if not groups or all(self._group_done(g) for g in groups):
                         continue
-                    references = eager_references(model, self._inputs(groups[0].points, torch.float32), self.device)
+                    references = eager_references(model, point_inputs(self.config, groups[0].points, self.device,
+                                                                     torch.float32), self.device)
                     for group in groups:
                         if not self._group_done(group):
                             self._run_group(group, model, references, env_id)
@@ -200,25 +200,13 @@ class Runner:
     def _save_key(self, group: BuildGroup, name: str, precision: str) -> tuple:
         return (group.model.id, precision, name)
 
-    def _inputs(self, points: list[ShapePoint], dtype: torch.dtype) -> dict[str, tuple]:
-        bench = self.config.benchmark
-        return {p.label: to_memory_format(make_inputs(self.config.inputs, [list(s) for s in p.shapes], bench.seed,
-                                                      self.device, dtype), self.config.channels_last)
-                for p in points}
-
     def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: References, env_id: str) -> None:
         bench = self.config.benchmark
         with torch_settings(group.threads, bench.cudnn_benchmark):
-            dtype = precision_dtype(group.precision)
             points = self._points_todo(group)
-            ceiling = device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
-            cast = copy.deepcopy(model).to(self.device, dtype)
-            if self.config.channels_last:
-                cast = cast.to(memory_format=torch.channels_last)
-            inputs = self._inputs(group.points, dtype)
-            example = to_memory_format(make_inputs(self.config.inputs, [spec.opt_shape for spec in self.config.inputs],
-                                                   bench.seed, self.device, dtype), self.config.channels_last)
-            # builds trace/export at the config's opt shape
+            copies = precision_copies(model, group.precisions, self.config, group.points, self.device)
+            ceilings = {dtype: device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
+                        for dtype in dict.fromkeys(c.dtype for c in copies.values())}
             options = {entry.name: entry.options for entry in group.variants}
             tolerances = {p: self.config.tolerances[p] for p in group.precisions}
             workers = None  # spawned now, so that they import torch while this process builds
@@ -230,34 +218,36 @@ class Runner:
                 for precision in group.precisions:
                     names = (group.build_names_at(precision) if points
                              else build_order(self._saves_todo(group, precision)))  # saves left only
-                    ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
-                                       shape_inputs=inputs, input_specs=self.config.inputs,
-                                       int8=self._int8_setup(group, cast, precision))
-                    outcomes.update(self._build(group, precision, names, cast, ctx, options, outcomes))
-                isolation = self._isolation(group, outcomes, cast, example, inputs, workers) if points else None
+                    at = copies[precision]
+                    ctx = BuildContext(device=self.device, precision=precision, dtype=at.dtype, example_inputs=at.example,
+                                       shape_inputs=at.inputs, input_specs=self.config.inputs,
+                                       int8=self._int8_setup(group, at.model, precision))
+                    outcomes.update(self._build(group, precision, names, at.model, ctx, options, outcomes))
+                isolation = self._isolation(group, outcomes, copies, workers) if points else None
                 for point in points:
                     slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
                     title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
                     with self.progress.task(title, timed=True) as tick:
-                        records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label],
+                        records = measure_point(slots, outcomes, {p: c.inputs[point.label] for p, c in copies.items()},
+                                                references.outputs[point.label],
                                                 tolerances, bench.timing, self.device, env_id, self.failures,
                                                 isolation, tick)
                     point_flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
                     for record in records:
-                        self._keep(record.with_metrics(**point_flops, ceiling=ceiling))
+                        self._keep(record.with_metrics(**point_flops, ceiling=ceilings[copies[record.case.precision].dtype]))
             finally:
                 if workers is not None:
                     workers.close()
             if points and self.config.serving:
-                for record in serve_group(self.config, group, outcomes, cast, example, self.records,
+                for record in serve_group(self.config, group, outcomes, copies, self.records,
                                           self.device, self.out_dir, self.progress.log):
                     self._keep(record)
             self._add_run_info(group, outcomes, points)
             for precision in group.precisions:
                 for name in self._saves_todo(group, precision):
-                    self._save(group, precision, outcomes[group.slot(name, precision)], inputs,
-                               tolerances[group.precision], weights_bytes(cast))
-            self._profile_if_configured(group, outcomes, dtype)
+                    self._save(group, precision, outcomes[group.slot(name, precision)], copies[precision].inputs,
+                               tolerances[float_precision(precision)], weights_bytes(copies[precision].model))
+            self._profile_if_configured(group, outcomes, copies)
 
     @staticmethod
     def _quantizes(group: BuildGroup, precision: str) -> bool:
@@ -273,8 +263,8 @@ class Runner:
 
         return int8_setup(self.config, self.calibration, model)
 
-    def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], cast: torch.nn.Module,
-                   example: tuple, inputs: dict, workers: VariantWorkers | None) -> Isolation:
+    def _isolation(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], copies: dict[str, PrecisionCopy],
+                   workers: VariantWorkers | None) -> Isolation:
         """Where this group's variants are timed: ``workers`` (spawned for ``isolation: process``) get
         their variants here, or else this process times them."""
         bench = self.config.benchmark
@@ -285,7 +275,7 @@ class Runner:
         self.progress.log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
         options = {entry.name: entry.options for entry in group.variants}
         builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
-        return workers.start(builds, cast, example, inputs, precisions=built,
+        return workers.start(builds, copies, precisions=built,
                              model=group.model, options=options,
                              device=str(self.device), threads=group.threads,
                              cudnn_benchmark=bench.cudnn_benchmark, channels_last=self.config.channels_last,
@@ -308,11 +298,13 @@ class Runner:
     def _build(self, group: BuildGroup, precision: str, names: list[str], model, ctx,
                options, earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
         """Build ``names`` at ``precision``, by slot key. What they only build from (``exported``,
-        ``onnx``) is reused from the group's first precision where it built there: at a quantized
-        precision the model and inputs are the same, and only the timed variants quantize."""
+        ``onnx``) is reused from the group's first precision where it built there and ``precision`` has
+        its dtype: at a quantized precision the model and inputs are the same, and only the timed
+        variants quantize (fp16 builds everything from its own half copy)."""
         slots = {e.name for e in group.entries_at(precision)}
-        reuse = {n: earlier[n] for n in names
-                 if precision != group.precision and n not in slots and n in earlier and earlier[n].built is not None}
+        same_dtype = precision_dtype(precision) == precision_dtype(group.precision)
+        reuse = {n: earlier[n] for n in names if precision != group.precision and same_dtype
+                 and n not in slots and n in earlier and earlier[n].built is not None}
         ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
         unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
                        if group.slot(name, precision) in group.unavailable}
@@ -355,18 +347,22 @@ class Runner:
 
     # ---- profiles and interruptions ----------------------------------------------------------
 
-    def _profile_if_configured(self, group: BuildGroup, outcomes: dict[str, BuildOutcome], dtype) -> None:
+    def _profile_if_configured(self, group: BuildGroup, outcomes: dict[str, BuildOutcome],
+                               copies: dict[str, PrecisionCopy]) -> None:
         """The profile stage, once per run, at the profile's precision (:func:`trtbench.profiling.runner.profile_group`)."""
         profile = self.config.profile
-        if profile is None or not profile.enabled or self.profiles is not None or group.precision != profile.precision:
+        if profile is None or not profile.enabled or self.profiles is not None or profile.precision not in copies:
             return
         from trtbench.scenarios.profile import profile_group
 
         artifacts = {name: [self.store.directory / e["file"] for e in entries]
                      for (model_id, precision, name), entries in self.saved.items()
-                     if model_id == group.model.id and precision == group.precision}
+                     if model_id == group.model.id and precision == profile.precision}
+        at_precision = {e.name: outcomes[group.slot(e.name, profile.precision)] for e in group.entries_at(profile.precision)
+                        if group.slot(e.name, profile.precision) in outcomes}
         points = [p for p in group.points if p.label in profile.shapes]
-        self.profiles = profile_group(profile, outcomes, points, self._inputs(points, dtype), group.points,
+        inputs = {p.label: copies[profile.precision].inputs[p.label] for p in points}
+        self.profiles = profile_group(profile, at_precision, points, inputs, group.points,
                                       self.device, self.out_dir, artifacts, self.progress)
 
     def _account_unfinished(self, env_id: str, status: Status, reason: str) -> None:

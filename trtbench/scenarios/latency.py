@@ -70,11 +70,13 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: tuple, reference: Any,
+def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple],
+                  reference: Any,
                   tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
                   isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
     """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
-    the same order; ``outcomes`` and ``tolerances`` are by slot key and by precision.
+    the same order; ``outcomes`` is by slot key, ``inputs`` (the point's, at each precision's dtype) and
+    ``tolerances`` by precision.
 
     Accuracy and peak memory are checked here, on this process's builds; the timing runs where
     ``isolation`` puts each variant (its own worker process by default). The slot key ``eager`` (eager at
@@ -92,7 +94,7 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                 continue
             variant, built = outcome.variant, outcome.built
             try:
-                prepared = variant.prepare(built, inputs)
+                prepared = variant.prepare(built, inputs[case.precision])
                 output, caught = capture_warnings(lambda: variant.run(built, prepared))
                 fields["parity"] = _parity(output, reference, tolerances[case.precision], built)
                 _, fields["metrics"]["peak_memory"] = track_peak(lambda: variant.run(built, prepared), device)

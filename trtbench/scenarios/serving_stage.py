@@ -18,7 +18,7 @@ import torch
 
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import deployed_artifact
-from trtbench.precision import precision_dtype
+from trtbench.precision import is_quantized
 from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
@@ -43,44 +43,50 @@ def serving_point(group, inputs: list):
     return next((p for p in group.points if p.shapes == opt), group.points[0])
 
 
-def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: tuple, records: dict[str, Record],
+def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, Record],
                 device: torch.device, out_dir: Path, log: Callable[[str], None]) -> list[Record]:
-    """Serve every variant of ``group`` built ok and accurate at its served point, under every serving
-    scenario of ``config``; the records there, with their results added (the others are left as they are)."""
+    """Serve every variant of ``group`` built ok and accurate at its served point, at each float
+    precision (``copies``: precision -> :class:`~trtbench.precision_copies.PrecisionCopy`), under every
+    serving scenario of ``config``; the records there, with their results added (the others are left
+    as they are)."""
     point = serving_point(group, config.inputs)
-    dtype = precision_dtype(group.precision)
     served: dict[str, list] = {}
-    entries = {}
-    for entry in group.variants:
-        record = records.get(group.case(entry, point).key)
-        outcome = outcomes.get(entry.name)
-        if record is not None and record.status is Status.OK and not record.parity_failed and outcome is not None \
-                and outcome.built is not None:
-            entries[entry.name] = (entry, record, outcome)
+    entries = {}  # slot key -> (precision, record, outcome)
+    for precision in (p for p in group.precisions if not is_quantized(p)):
+        for entry in group.entries_at(precision):
+            key = group.slot(entry.name, precision)
+            record = records.get(group.case(entry, point, precision).key)
+            outcome = outcomes.get(key)
+            if record is not None and record.status is Status.OK and not record.parity_failed \
+                    and outcome is not None and outcome.built is not None:
+                entries[key] = (precision, record, outcome)
     if not entries:
         return []
     options = {entry.name: entry.options for entry in group.variants}
     with tempfile.TemporaryDirectory(prefix="trtbench-serving-") as tmp:
         folder = Path(tmp)
-        artifacts = {name: deployed_artifact(outcome.variant, outcome.built, folder)
-                     for name, (_, _, outcome) in entries.items()}
+        artifacts = {key: deployed_artifact(outcome.variant, outcome.built, folder, key)
+                     for key, (_, _, outcome) in entries.items()}
         for index, settings in enumerate(config.serving):
-            payload = write_payload(folder / f"payload-{index}.pt", cast, example,
-                                    serving_inputs(config, settings, device, dtype))
-            for name, (entry, record, _) in entries.items():
-                def recipe_for(threads: int, name=name) -> VariantRecipe:
-                    return VariantRecipe(model=group.model, variant=name, options=options, precision=group.precision,
+            payloads = {}
+            for precision in dict.fromkeys(p for p, _, _ in entries.values()):
+                at = copies[precision]
+                payloads[precision] = write_payload(folder / f"payload-{index}-{precision}.pt", at.model, at.example,
+                                                    serving_inputs(config, settings, device, at.dtype))
+            for key, (precision, record, outcome) in entries.items():
+                def recipe_for(threads: int, key=key, name=outcome.variant.name, precision=precision) -> VariantRecipe:
+                    return VariantRecipe(model=group.model, variant=name, options=options, precision=precision,
                                          device=str(device), threads=threads,
                                          cudnn_benchmark=config.benchmark.cudnn_benchmark,
                                          channels_last=config.channels_last, input_specs=config.inputs,
-                                         payload=str(payload),
+                                         payload=str(payloads[precision]),
                                          # the file carries its build's threads (ORT's session): at others, rebuild
-                                         artifact=artifacts[name] if threads == group.threads else None)
-                stem = f"{group.model.id}_{record.case.label}_{group.precision}" + (f"_s{index}" if index else "")
-                log(f"serve {group.model.id} {record.case.label} {group.precision} under LoadGen")
-                served.setdefault(name, []).extend(run_serving(
+                                         artifact=artifacts[key] if threads == group.threads else None)
+                stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
+                log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
+                served.setdefault(key, []).extend(run_serving(
                     recipe_for, settings, out_dir, _slug(stem), group.threads, config.benchmark.worker_timeout_s, log))
-    return [dataclasses.replace(record, serving=tuple(served[name])) for name, (_, record, _) in entries.items()]
+    return [dataclasses.replace(record, serving=tuple(served[key])) for key, (_, record, _) in entries.items()]
 
 
 def _slug(text: str) -> str:
