@@ -1,6 +1,7 @@
 """The build stage: every variant of one build group, each after what it builds from.
 
-A variant that cannot run here comes back ``skipped`` with the reason; one whose build raises
+A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
+a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one whose build raises
 comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it.
 Warnings are captured, not printed, and reported with the variant.
 """
@@ -16,6 +17,7 @@ import torch
 
 from trtbench.outdir import FailureLog
 from trtbench.profiling.memory import track_peak
+from trtbench.quantize.common import QuantizationUnavailable
 from trtbench.status import Status
 from trtbench.variants import BuildContext, Built, Variant, get_variant
 
@@ -78,6 +80,8 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
                                                  ctx.device)
     except KeyboardInterrupt:
         raise
+    except QuantizationUnavailable as err:  # its INT8 path cannot run here (a library, CUDA, a setting it lacks)
+        return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
     except Exception as err:  # this variant's failure; the others go on
         return BuildOutcome(variant, status=Status.FAILED,
                             reason=failures.reason(f"build {variant.name} {ctx.precision}", err))
