@@ -205,8 +205,9 @@ class Runner:
         with torch_settings(group.threads, bench.cudnn_benchmark):
             points = self._points_todo(group)
             copies = precision_copies(model, group.precisions, self.config, group.points, self.device)
-            ceilings = {dtype: device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling) if points else {}
-                        for dtype in dict.fromkeys(c.dtype for c in copies.values())}
+            timed = dict.fromkeys(copies[p].dtype for e, p in group.slots() if group.slot(e.name, p) not in group.unavailable)
+            ceilings = {dtype: device_ceilings(self.device, dtype, group.threads, bench.measure_ceiling)
+                        if points and dtype in timed else {} for dtype in dict.fromkeys(c.dtype for c in copies.values())}
             options = {entry.name: entry.options for entry in group.variants}
             tolerances = {p: self.config.tolerances[p] for p in group.precisions}
             workers = None  # spawned now, so that they import torch while this process builds
