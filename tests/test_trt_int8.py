@@ -43,11 +43,12 @@ class Net(torch.nn.Module):
         return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
 
 
-def install_fakes(patch, sensitive: tuple[str, ...] = ()):
-    """FAKE torch_tensorrt and ModelOpt on a machine that says it has CUDA; (fake trt, ModelOpt recorder)."""
+def install_fakes(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
+    """FAKE torch_tensorrt (``fake_torch_tensorrt.make_fake(**trt_kwargs)``) and ModelOpt on a machine that
+    says it has CUDA; (fake trt, ModelOpt recorder)."""
     recorder = Recorder()
     modules = fake_modules(recorder)
-    trt = modules["torch_tensorrt"] = fake_trt.make_fake()
+    trt = modules["torch_tensorrt"] = fake_trt.make_fake(**trt_kwargs)
     mtq = modules["modelopt.torch.quantization"]
     record_quantize = mtq.quantize
 
@@ -70,9 +71,9 @@ def install_fakes(patch, sensitive: tuple[str, ...] = ()):
     return trt, recorder
 
 
-def build_trt_int8(patch, sensitive: tuple[str, ...] = ()):
+def build_trt_int8(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
     """``trt`` built at int8 from :class:`Net` through the fakes (tensors stay on the CPU): (built, fake trt, recorder)."""
-    trt, recorder = install_fakes(patch, sensitive)
+    trt, recorder = install_fakes(patch, sensitive, **trt_kwargs)
     spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
     spec.validate("inputs[0]")
     model = Net().eval()
@@ -120,6 +121,12 @@ def test_the_int8_build_quantizes_calibrates_compiles_for_the_range_and_judges_t
     assert info["compile_settings"]["min_block_size"] == 1
     with pytest.raises(ValueError, match="outside the range"):  # the engine's range guard
         built.module(torch.randn(8, 3, 8, 8))
+
+
+def test_a_weakly_typed_dynamo_frontend_is_told_int8_as_modelopts_example_does(monkeypatch):
+    _, trt, _ = build_trt_int8(monkeypatch, dynamo_params=fake_trt.DYNAMO_WITH_ENABLED_PRECISIONS)
+    (compile_call,) = fake_trt.calls_named(trt, "dynamo.compile")
+    assert compile_call["enabled_precisions"] == {torch.float32, torch.int8}
 
 
 def test_the_fallback_keeps_the_layer_that_breaks_the_budget_out_through_modelopts_config(monkeypatch):

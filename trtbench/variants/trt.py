@@ -73,8 +73,10 @@ class TensorRT(TensorRTVariant):
             return quantize_modelopt(inference_copy(model).eval(), ctx.int8.calibration, settings)
 
         result = quantize_within_budget(quantize, quantizable_layers_modelopt(model), ctx.int8)
-        compiled, kwargs = compile_modelopt_trt(result.model, ctx.example_inputs, ctx.device, ctx.input_specs,
-                                                compile_kwargs(trt, DYNAMO, options, ctx.dtype, ctx.device))
+        settings = compile_kwargs(trt, DYNAMO, options, ctx.dtype, ctx.device)
+        if "enabled_precisions" in settings:  # a weakly typed frontend (before 2.14), as ModelOpt's example sets it
+            settings["enabled_precisions"] = {ctx.dtype, torch.int8}
+        compiled, kwargs = compile_modelopt_trt(result.model, ctx.example_inputs, ctx.device, ctx.input_specs, settings)
         guarded = RangeGuard(compiled, ctx.input_specs)
         info = {**build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled)), "quantizer": "modelopt",
                 **judged(guarded, result, ctx.int8, "the TensorRT INT8 engine")}
