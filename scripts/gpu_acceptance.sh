@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The first run on a GPU machine: resnet34.yaml (bundled) at fp32 and fp16 with every TensorRT
-# variant, inside the trtbench image, then `trtbench verify`, then one verdict line per check
+# variant, and at int8 with trt (NVIDIA ModelOpt + Torch-TensorRT, calibrated on random inputs),
+# inside the trtbench image, then `trtbench verify`, then one verdict line per check
 # (scripts/gpu_acceptance_check.py): every TRT row ok; skipped rows may be skipped here (each with a
-# WARN line and its reason; eager and TRT rows must run); parity ok for the rows that ran; TRT fp16
-# faster than eager fp32 at opt; artifacts reload in a fresh process. Exit 0 when every check passes.
+# WARN line and its reason; eager and TRT rows must run); parity ok for the rows that ran (trt int8:
+# within the INT8 accuracy budget); TRT fp16 faster than eager fp32 at opt; artifacts reload in a
+# fresh process. Exit 0 when every check passes.
 #   scripts/gpu_acceptance.sh            # from the repository root; results in ./results/gpu_acceptance/
 # IMAGE picks the image (default trtbench:latest, from scripts/docker_build.sh).
 set -euo pipefail
@@ -28,7 +30,7 @@ import yaml
 from trtbench.config import bundled_config_dir
 
 config = yaml.safe_load((bundled_config_dir() / "resnet34.yaml").read_text())
-config.update(name="gpu_acceptance", precisions=["fp32", "fp16"])
+config.update(name="gpu_acceptance", precisions=["fp32", "fp16", "int8"])
 with open(sys.argv[1], "w") as fh:
     yaml.safe_dump(config, fh)
 PY

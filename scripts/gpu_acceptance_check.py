@@ -2,15 +2,16 @@
 
     python3 scripts/gpu_acceptance_check.py OUTPUT_DIR VERIFY_EXIT_CODE
 
-Checks: every TensorRT row ran ok; every skipped row may be skipped on this machine; every row that
-ran passed its accuracy check (parity); each TensorRT variant at fp16 is faster than eager at fp32
-at the opt shape (median latency); every TensorRT artifact was saved and `trtbench verify` reloaded
-them all in a fresh process. Exit 0 when all pass.
+Checks: every TensorRT row ran ok (each TensorRT variant at fp32 and fp16, and ``trt`` at int8: the
+one with an INT8 path, through NVIDIA ModelOpt); every skipped row may be skipped on this machine;
+every row that ran passed its accuracy check (parity; at int8 the INT8 budget); each TensorRT variant
+at fp16 is faster than eager at fp32 at the opt shape (median latency); every TensorRT artifact was
+saved and `trtbench verify` reloaded them all in a fresh process. Exit 0 when all pass.
 
 A skipped row passes when it has a reason and this machine agrees: trtbench's own judgement
 (:func:`trtbench.plan.why_unavailable`, the variant's ``unavailable_reason`` for the row's device
-and precision) still finds a reason it cannot run here. Eager and the TensorRT variants must run, so
-a skipped one fails whatever the reason. Each skipped variant is printed as a WARN line with its reason.
+and precision) still finds a reason it cannot run here. Eager at fp32 and fp16 and the TensorRT builds
+that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a WARN line with its reason.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from trtbench.resultset import ResultSet
 from trtbench.status import Status
 
 TRT = ("trt", "trt_traced", "trt_scripted")
-MUST_RUN = (BASELINE_VARIANT, *TRT)
 PRECISIONS = ("fp32", "fp16")
+INT8 = "int8"
+# (variant, precision) of every TensorRT build that must run and save: each variant at fp32 and fp16,
+# and trt at int8 (the variant with an INT8 path; the others are skipped there, saying so)
+REQUIRED = tuple((v, p) for v in TRT for p in PRECISIONS) + (("trt", INT8),)
+MUST_RUN = REQUIRED + tuple((BASELINE_VARIANT, p) for p in PRECISIONS)
 # Why the trtbench image (Dockerfile) cannot time these; docs/tensorrt.md has the details.
 NOT_IN_IMAGE = (
     "the trtbench image installs no onnxruntime-gpu: its TensorRT provider (onnxruntime-gpu 1.31.1 on PyPI) "
@@ -52,18 +57,19 @@ def describe(row: dict) -> str:
 def check_trt_rows(rows: list[dict]) -> tuple[bool, str]:
     shapes = sorted({r["shape"] for r in rows if r["variant"] == "eager"})
     found = {(r["variant"], r["precision"], r["shape"]): r for r in rows}
-    missing = [f"{v} {p} {s}" for v in TRT for p in PRECISIONS for s in shapes if (v, p, s) not in found]
-    bad = [describe(r) for r in rows if r["variant"] in TRT and r["status"] != Status.OK]
+    missing = [f"{v} {p} {s}" for v, p in REQUIRED for s in shapes if (v, p, s) not in found]
+    required = [r for r in rows if (r["variant"], r["precision"]) in REQUIRED]
+    bad = [describe(r) for r in required if r["status"] != Status.OK]
     if not shapes or missing or bad:
         return False, "; ".join((["no eager rows"] if not shapes else []) + [f"missing {m}" for m in missing] + bad)
-    return True, f"{sum(r['variant'] in TRT for r in rows)} rows"
+    return True, f"{len(required)} rows"
 
 
 def skip_problem(row: dict) -> str | None:
     """Why a skipped row fails acceptance; None when it may be skipped on this machine (trtbench, asked
     again here for the row's device and precision, finds a reason the variant cannot run)."""
-    if row["variant"] in MUST_RUN:
-        return f"{describe(row)}: {row['variant']} must run on a GPU machine"
+    if (row["variant"], row["precision"]) in MUST_RUN:
+        return f"{describe(row)}: {row['variant']} {row['precision']} must run on a GPU machine"
     if not row["reason"]:
         return f"{describe(row)} with no reason"
     if why_unavailable(row["variant"], torch.device(row["device"]), row["precision"]) is None:
@@ -112,7 +118,7 @@ def check_fp16_speed(rows: list[dict]) -> tuple[bool, str]:
 
 def check_artifacts(manifest: dict | None, verify_rc: int) -> tuple[bool, str]:
     saved = {(a["variant"], a["precision"]) for a in (manifest or {}).get("artifacts", [])}
-    missing = [f"{v} {p}" for v in TRT for p in PRECISIONS if (v, p) not in saved]
+    missing = [f"{v} {p}" for v, p in REQUIRED if (v, p) not in saved]
     problems = ([f"not saved: {', '.join(missing)}"] if missing else []) + \
                ([f"trtbench verify exited {verify_rc}"] if verify_rc else [])
     return not problems, "; ".join(problems) or f"{len(manifest['artifacts'])} files verified"

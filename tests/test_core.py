@@ -63,10 +63,11 @@ def test_case_round_trips_through_plain_data():
     assert CASE.batch == 2 and CASE.shapes == "2x3x224x224,2x7" and CASE.label == 'traced{"strict":false}'
 
 
-def test_the_baseline_key_is_the_case_without_its_variant():
+def test_the_baseline_key_is_the_case_without_its_variant_and_precision():
     eager = dataclasses.replace(CASE, variant="eager", options='{"cuda_graphs":true}')
     assert eager.baseline_key == CASE.baseline_key
-    for change in ({"point": "max"}, {"precision": "fp32"}, {"threads": 2}, {"device": "cpu"}, {"model": "n"},
+    assert dataclasses.replace(eager, precision="fp32").baseline_key == CASE.baseline_key  # fp16's eager fp32
+    for change in ({"point": "max"}, {"threads": 2}, {"device": "cpu"}, {"model": "n"},
                    {"input_shapes": ((4, 3, 224, 224), (4, 7))}):
         assert dataclasses.replace(CASE, **change).baseline_key != CASE.baseline_key, change
 

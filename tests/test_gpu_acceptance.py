@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from trtbench.config import config_from_dict
-from trtbench.plan import resolve
+from trtbench.plan import resolve, why_unavailable
 from trtbench.resultset import ResultSet
 from trtbench.runner import run_config
 
@@ -45,18 +46,24 @@ def write_run(out: Path, rows: list[dict], trt_saved=True) -> Path:
     (out / "artifacts").mkdir(parents=True)
     (out / "results.json").write_text(json.dumps({"schema_version": 1, "environment": {"device": "cuda:0"}, "config": {},
                                                         "results": rows}))
-    artifacts = [{"variant": v, "precision": p, "file": f"{v}_{p}.ts"} for v in check.TRT for p in check.PRECISIONS
-                 if trt_saved]
+    artifacts = [{"variant": v, "precision": p, "file": f"{v}_{p}.ts"} for v, p in check.REQUIRED if trt_saved]
     (out / "artifacts" / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
     return out
 
 
+def no_int8_path(variant: str) -> str:
+    return why_unavailable(variant, torch.device("cuda:0"), check.INT8)
+
+
 def all_rows(fp16_trt_ms=1.0):
-    """A CUDA run of the acceptance config: every row that can run in the image ran, the rest skipped."""
+    """A CUDA run of the acceptance config: every row that can run in the image ran (trt the only one at
+    int8), the rest skipped."""
     ran = [v1_row(v, p, s, fp16_trt_ms if (v.startswith("trt") and p == "fp16") else 4.0)
            for v in VARIANTS for p in check.PRECISIONS for s in SHAPES]
-    return ran + [skipped_row(v, p, s, reason) for v, reason in SKIPPED_IN_IMAGE.items()
-                  for p in check.PRECISIONS for s in SHAPES]
+    ran += [v1_row("trt", check.INT8, s, 0.5) for s in SHAPES]
+    no_int8 = [skipped_row(v, check.INT8, s, no_int8_path(v)) for v in VARIANTS if v != "trt" for s in SHAPES]
+    return ran + no_int8 + [skipped_row(v, p, s, reason) for v, reason in SKIPPED_IN_IMAGE.items()
+                            for p in (*check.PRECISIONS, check.INT8) for s in SHAPES]
 
 
 def replace_row(rows, variant, precision, shape, new_row):
@@ -67,14 +74,19 @@ def replace_row(rows, variant, precision, shape, new_row):
 def test_a_good_run_passes_every_check_and_warns_of_each_skipped_variant(tmp_path, capsys):
     assert check.main(str(write_run(tmp_path, all_rows())), "0") == 0
     lines = capsys.readouterr().out.splitlines()
-    warnings, verdicts = lines[:4], lines[4:]
+    warnings, verdicts = lines[:9], lines[9:]
     assert [line.split(":")[0] for line in verdicts] == [
         "PASS  every TRT row ok", "PASS  skipped rows may be skipped here", "PASS  parity ok",
         "PASS  TRT fp16 faster than eager fp32 at opt", "PASS  artifacts reload in a fresh process"]
-    assert "24 rows, each with a reason that holds here" in verdicts[1]
-    assert "36 rows" in verdicts[2]  # parity: only the rows that ran
+    assert verdicts[0].endswith("every TRT row ok: 21 rows")  # 3 variants x fp32, fp16 and trt int8, x 3 shapes
+    assert "51 rows, each with a reason that holds here" in verdicts[1]
+    assert "39 rows" in verdicts[2]  # parity: only the rows that ran
     assert "trt 4.00x, trt_traced 4.00x, trt_scripted 4.00x" in verdicts[3]
-    where = "(fp32/min fp32/opt fp32/max fp16/min fp16/opt fp16/max)"
+    assert [line.split(" (")[0] for line in warnings[:5]] == [
+        f"WARN  skipped {v}" for v in ("eager", "traced", "scripted", "trt_traced", "trt_scripted")]
+    assert all("(int8/min int8/opt int8/max): " in line and "has no INT8 path" in line for line in warnings[:5])
+    warnings = warnings[5:]
+    where = "(fp32/min fp32/opt fp32/max fp16/min fp16/opt fp16/max int8/min int8/opt int8/max)"
     assert warnings[0] == f"WARN  skipped ort {where}: {SKIPPED_IN_IMAGE['ort']}"
     assert warnings[1] == f"WARN  skipped openvino {where}: {SKIPPED_IN_IMAGE['openvino']}"
     for line, variant in zip(warnings[2:], ("ort_cuda", "ort_trt")):  # and why the image lacks onnxruntime-gpu
@@ -88,30 +100,34 @@ def test_each_check_fails_on_its_own_evidence(tmp_path, capsys):
     failed = v1_row("trt_scripted", "fp16", "max", None, status="failed",
                     reason="build failed: RuntimeError: Invalid device string: 'cuda:None'")
     rows = replace_row(rows, "trt_scripted", "fp16", "max", failed)
+    missed = v1_row("trt", "int8", "min", None, status="failed", reason="INT8 misses the accuracy budget: SQNR 12 dB")
+    rows = replace_row(rows, "trt", "int8", "min", missed)
     rows = replace_row(rows, "eager", "fp32", "min", v1_row("eager", "fp32", "min", 4.0, parity_ok=False))
     rows = replace_row(rows, "ort", "fp32", "min", skipped_row("ort", "fp32", "min", ""))
     assert check.main(str(write_run(tmp_path, rows, trt_saved=False)), "1") == 1
     lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("WARN")]
     assert all(line.startswith("FAIL") for line in lines), lines
     assert "trt_scripted fp16 max failed (build failed: RuntimeError: Invalid device string: 'cuda:None')" in lines[0]
+    assert "trt int8 min failed (INT8 misses the accuracy budget: SQNR 12 dB)" in lines[0]
     assert lines[1].endswith("skipped rows may be skipped here: ort fp32 min skipped with no reason")
     assert "eager fp32 min ok parity failed" in lines[2]
     assert "not saved: trt fp32" in lines[4] and "trtbench verify exited 1" in lines[4]
 
 
-@pytest.mark.parametrize("variant, reason, problem", [
-    ("trt", "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)",
-     "trt must run on a GPU machine"),
-    ("trt_scripted", "torch_tensorrt 2.14.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the "
-                     "dynamo frontend", "trt_scripted must run on a GPU machine"),
-    ("eager", "CUDA is not available on this machine", "eager must run on a GPU machine"),
-    ("openvino", "", "skipped with no reason"),
-    ("traced", "it felt slow", "yet traced can run on cuda:0 here"),  # traced runs anywhere: the reason is false
+@pytest.mark.parametrize("variant, precision, reason, problem", [
+    ("trt", "fp16", "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)",
+     "trt fp16 must run on a GPU machine"),
+    ("trt_scripted", "fp16", "torch_tensorrt 2.14.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses "
+                             "the dynamo frontend", "trt_scripted fp16 must run on a GPU machine"),
+    ("trt", "int8", "NVIDIA ModelOpt is not installed: pip install nvidia-modelopt", "trt int8 must run on a GPU machine"),
+    ("eager", "fp16", "CUDA is not available on this machine", "eager fp16 must run on a GPU machine"),
+    ("openvino", "fp16", "", "skipped with no reason"),
+    ("traced", "fp16", "it felt slow", "yet traced can run on cuda:0 here"),  # traced runs anywhere: the reason is false
 ])
-def test_a_skipped_row_fails_unless_it_may_be_skipped_here(tmp_path, capsys, variant, reason, problem):
+def test_a_skipped_row_fails_unless_it_may_be_skipped_here(tmp_path, capsys, variant, precision, reason, problem):
     """A skipped TensorRT or eager row fails whatever its reason (on this CUDA-less machine trtbench itself
     would skip trt too, so the rule cannot lean on that judgement); any other needs a reason that holds here."""
-    rows = replace_row(all_rows(), variant, "fp16", "opt", skipped_row(variant, "fp16", "opt", reason))
+    rows = replace_row(all_rows(), variant, precision, "opt", skipped_row(variant, precision, "opt", reason))
     assert check.main(str(write_run(tmp_path, rows)), "0") == 1
     (verdict,) = [line for line in capsys.readouterr().out.splitlines() if "skipped rows may be skipped here" in line]
     assert verdict.startswith("FAIL") and problem in verdict, verdict

@@ -16,9 +16,14 @@ Where each name lives (nvidia-modelopt 0.47.0):
 - modelopt_recipes/configs/ptq/presets/model/int8.yaml: ``algorithm: max``, weights
   ``int8_per_channel`` (configs/numerics/int8_per_channel.yaml: ``axis: 0``);
 - modelopt/torch/quantization/utils/core_utils.py:406 ``export_torch_mode``, in
-  modelopt/torch/quantization/utils/__init__.py's ``__all__``.
+  modelopt/torch/quantization/utils/__init__.py's ``__all__``;
+- modelopt/torch/quantization/nn/modules/quant_conv.py:43, 56, 85, 155, 168, 181 and quant_linear.py:38
+  register the modules whose weights are quantized (``WEIGHT_QUANTIZED``, the fallback's candidates);
+- modelopt/torch/quantization/tensor_quant.py:224 defines ``tensorrt::quantize_op`` (so a saved INT8
+  engine's loader imports ``modelopt.torch.quantization``).
 torch-tensorrt 2.14.0: torch_tensorrt/dynamo/_compiler.py:438 ``compile(exported_program, inputs,
-..., min_block_size, device, ...)``, no ``enabled_precisions`` parameter (its ``**kwargs`` would
+..., min_block_size, device, ...)`` (the trt variant's INT8 build passes its compile settings, each a named
+parameter, and ``inputs`` with the config's min..max), no ``enabled_precisions`` parameter (its ``**kwargs`` would
 swallow it), and torch_tensorrt/dynamo/conversion/aten_ops_converters.py:974 the converter of
 ``torch.ops.tensorrt.quantize_op`` that ``export_torch_mode`` makes the quantizers export as.
 """
@@ -36,6 +41,7 @@ import yaml
 
 from pinned_wheel import CACHE_ROOT, open_pinned_wheel
 from test_trt_contract import function, named_parameters, wheel  # noqa: F401  (wheel: the torch-tensorrt fixture)
+from trtbench.config import InputConfig
 from trtbench.quantize import modelopt_trt
 from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
 
@@ -132,6 +138,7 @@ def fake_modules(recorder: Recorder) -> dict[str, types.ModuleType]:
     trt = types.ModuleType("torch_tensorrt")
     trt.dynamo = types.SimpleNamespace(compile=lambda program, **kwargs: recorder.calls.append(
         ("dynamo.compile", (program,), kwargs)) or program.module())
+    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/test_trt_contract.py holds Input's keywords)
     modelopt = types.ModuleType("modelopt")
     modelopt.torch = types.ModuleType("modelopt.torch")
     modelopt.torch.quantization = mtq
@@ -149,6 +156,9 @@ class Net(torch.nn.Module):
         return self.fc(torch.flatten(torch.relu(self.conv(x)), 1))
 
 
+SPEC = InputConfig(name="input", min_shape=[1, 1, 8, 8], opt_shape=[2, 1, 8, 8], max_shape=[4, 1, 8, 8])
+
+
 @pytest.fixture(scope="module")
 def recorded() -> list[tuple[str, tuple, dict]]:
     """One INT8 and one FP8 quantize + compile through the fakes, the first keeping ``conv`` out;
@@ -161,7 +171,7 @@ def recorded() -> list[tuple[str, tuple, dict]]:
         patch.setattr(modelopt_trt, "_require_cuda", lambda device: None)
         for precision, exclude in (("int8", ("conv",)), ("fp8", ())):
             model = modelopt_trt.quantize_modelopt(Net().eval(), batches, QuantSettings(exclude=exclude), precision)
-            modelopt_trt.compile_modelopt_trt(model, batches[0], torch.device("cuda", 0))
+            modelopt_trt.compile_modelopt_trt(model, batches[0], torch.device("cuda", 0), [SPEC], {})
     return recorder.calls
 
 
@@ -216,6 +226,9 @@ def test_compile_keywords_are_named_parameters_of_dynamo_compile(wheel, recorded
     for _, args, kwargs in calls:
         assert set(kwargs) <= named, sorted(set(kwargs) - named)
         assert kwargs["min_block_size"] == 1 and isinstance(args[0], torch.export.ExportedProgram)
+        assert kwargs["inputs"] == [{"min_shape": (1, 1, 8, 8), "opt_shape": (2, 1, 8, 8), "max_shape": (4, 1, 8, 8),
+                                     "dtype": torch.float32}]  # the engine serves min..max
+        assert [str(d) for d in args[0].range_constraints.values()] == ["VR[1, 4]"]  # the batch dim exported dynamic
     # each export ran inside export_torch_mode, so the quantizers export as tensorrt.quantize_op
     assert [c[0] for c in recorded].count("export_torch_mode") == 2
 
@@ -231,9 +244,40 @@ def test_without_modelopt_or_cuda_the_trt_int8_path_is_unavailable(monkeypatch):
     with pytest.raises(QuantizationUnavailable, match="pip install nvidia-modelopt"):
         modelopt_trt.quantize_modelopt(Net().eval(), [], QuantSettings())
     with pytest.raises(QuantizationUnavailable, match="runs on CUDA"):
-        modelopt_trt.compile_modelopt_trt(Net().eval(), (torch.randn(1, 1, 8, 8),), torch.device("cpu"))
+        modelopt_trt.compile_modelopt_trt(Net().eval(), (torch.randn(2, 1, 8, 8),), torch.device("cpu"), [SPEC], {})
 
 
 def test_other_calibration_methods_are_refused_with_the_reason():
     with pytest.raises(QuantizationUnavailable, match="calibrates by max"):
         modelopt_trt.modelopt_config(fake_mtq(), "int8", QuantSettings(method="entropy"))
+
+
+def test_the_fallbacks_candidate_modules_are_the_ones_modelopt_quantizes_weights_of(modelopt_wheel):
+    """modelopt/torch/quantization/nn/modules/quant_conv.py:43-181 registers the convolutions and
+    quant_linear.py:38 ``nn.Linear``, each with a weight quantizer: WEIGHT_QUANTIZED names exactly those."""
+    sources = {file: modelopt_wheel.read(f"{MTQ}/nn/modules/{file}").decode() for file in ("quant_conv.py", "quant_linear.py")}
+    registered = {name for text in sources.values()
+                  for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Linear")
+                  if f'@QuantModuleRegistry.register({{nn.{name}: "nn.{name}"}})' in text}
+    assert registered == {cls.__name__ for cls in modelopt_trt.WEIGHT_QUANTIZED}
+
+
+def test_the_loaders_modelopt_import_defines_the_quantize_op(modelopt_wheel):
+    """A saved INT8 engine's loader imports MODELOPT_IMPORT: the package (its __init__ imports .nn, whose
+    quantizers use tensor_quant) defines ``tensorrt::quantize_op`` at tensor_quant.py:224."""
+    assert modelopt_trt.MODELOPT_IMPORT == "modelopt.torch.quantization"
+    assert 'torch.library.define(\n        "tensorrt::quantize_op"' in modelopt_wheel.read(f"{MTQ}/tensor_quant.py").decode()
+    assert "from .nn.modules.quant_module import QuantModuleRegistry" in modelopt_wheel.read(f"{MTQ}/__init__.py").decode()
+
+
+def test_the_trt_variants_int8_build_passes_only_named_parameters_of_dynamo_compile(wheel, monkeypatch):  # noqa: F811
+    """The trt variant's own call path (tests/test_trt_int8.py builds it through the fakes): its compile
+    keywords (the variant's settings, min_block_size 1) are named parameters of the real dynamo.compile
+    (torch_tensorrt/dynamo/_compiler.py:438), so **kwargs swallows none."""
+    from test_trt_int8 import build_trt_int8
+
+    _, trt, _ = build_trt_int8(monkeypatch)
+    named = named_parameters(wheel, DYNAMO_COMPILE)
+    (kwargs,) = [kw for call, kw in trt.calls if call == "dynamo.compile"]
+    assert {"inputs", *kwargs} <= named, sorted(set(kwargs) - named)
+    assert kwargs["min_block_size"] == 1

@@ -1,7 +1,8 @@
 """The build stage: every variant of one build group, each after what it builds from, a precision at
 a time (:func:`build_at`).
 
-A variant that cannot run here comes back ``skipped`` with the reason; one whose build raises
+A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
+a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one whose build raises
 comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it.
 Warnings are captured, not printed, and reported with the variant.
 """
@@ -16,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import torch
 
 from trtbench.outdir import FailureLog
-from trtbench.precision import is_quantized
+from trtbench.precision import is_quantized, precision_dtype
 from trtbench.profiling.memory import track_peak
+from trtbench.quantize.common import QuantizationUnavailable
 from trtbench.status import Status
 from trtbench.variants import BuildContext, Built, Variant, get_variant
 
@@ -106,11 +108,13 @@ def build_at(group: BuildGroup, precision: str, names: list[str], model: torch.n
              earlier: dict[str, BuildOutcome], failures: FailureLog,
              log: Callable[[str], None]) -> dict[str, BuildOutcome]:
     """Build ``names`` at ``precision`` (``ctx``'s), by slot key. What they only build from (``exported``,
-    ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key):
-    at a quantized precision the model and inputs are the same, and only the timed variants quantize."""
+    ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key)
+    and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
+    the timed variants quantize (fp16 builds everything from its own half copy)."""
     slots = {e.name for e in group.entries_at(precision)}
-    reuse = {n: earlier[n] for n in names
-             if precision != group.precision and n not in slots and n in earlier and earlier[n].built is not None}
+    same_dtype = precision_dtype(precision) == precision_dtype(group.precision)
+    reuse = {n: earlier[n] for n in names if precision != group.precision and same_dtype
+             and n not in slots and n in earlier and earlier[n].built is not None}
     ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
     unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
                    if group.slot(name, precision) in group.unavailable}
@@ -137,6 +141,8 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
                                                  ctx.device)
     except KeyboardInterrupt:
         raise
+    except QuantizationUnavailable as err:  # its INT8 path cannot run here (a library, CUDA, a setting it lacks)
+        return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
     except Exception as err:  # this variant's failure; the others go on
         return BuildOutcome(variant, status=Status.FAILED,
                             reason=failures.reason(f"build {variant.name} {ctx.precision}", err))

@@ -61,13 +61,11 @@ class Case:
 
     @property
     def baseline_key(self) -> tuple:
-        """What a case shares with the baseline its speedup is measured against (eager, with the
-        options its run listed): everything but the variant and the variant's options, and for a
-        quantized precision (int8) the precision too: its baseline is eager fp32, timed in its rounds."""
-        from trtbench.precision import REFERENCE, is_quantized
-
-        precision = REFERENCE if is_quantized(self.precision) else self.precision
-        return (self.model, precision, self.point, self.input_shapes, self.threads, self.device)
+        """What a case shares with the eager records its speedups are measured against (eager fp32, and
+        eager at the case's own precision where that is a reduced float one, with the options its run
+        listed): everything but the variant, its options and the precision. Every precision of a model
+        is timed in the rounds of eager fp32, its reference (:func:`trtbench.plan.group_precisions`)."""
+        return (self.model, self.point, self.input_shapes, self.threads, self.device)
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Protocol
 import torch
 
 from trtbench.checked_call import CheckedCall, checked_call
+from trtbench.precision_copies import PrecisionCopy
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
 from trtbench.variants import Artifact, Built, Variant
@@ -87,15 +88,20 @@ class VariantWorkers:
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
 
-    def start(self, builds: dict[str, tuple[Variant, Built]], cast_model: torch.nn.Module, example: tuple,
-              inputs: dict[str, tuple], precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
-        """Write the group's weights (``cast_model``'s, as the parent built from them), inputs and each
-        variant's deployable file once, then give each variant a worker. ``builds`` and ``precisions``
-        are by slot key (``ort``, ``ort@int8``); ``recipe_fields`` are the rest of each
-        :class:`VariantRecipe`."""
+    def start(self, builds: dict[str, tuple[Variant, Built]], copies: dict[str, PrecisionCopy],
+              precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
+        """Write the group's weights and inputs once per compute dtype (``copies``, by precision: the
+        model copies the parent built from) and each variant's deployable file, then give each variant a
+        worker. ``builds`` and ``precisions`` are by slot key (``ort``, ``ort@int8``, ``trt@fp16``);
+        ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
-        payload = write_payload(folder / "payload.pt", cast_model, example, inputs)
-        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key], payload=str(payload),
+        payloads: dict[torch.dtype, Path] = {}
+        for at in copies.values():
+            if at.dtype not in payloads:
+                name = f"payload-{str(at.dtype).removeprefix('torch.')}.pt"
+                payloads[at.dtype] = write_payload(folder / name, at.model, at.example, at.inputs)
+        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key],
+                                      payload=str(payloads[copies[precisions[key]].dtype]),
                                       artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
                    for key, (variant, built) in builds.items()}
         rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)  # a rebuild (torch.compile's
@@ -140,16 +146,16 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     return VariantWorkers(count, config.benchmark.worker_timeout_s)
 
 
-def start_isolation(config, group, outcomes: dict, cast_model: torch.nn.Module, example: tuple, inputs: dict,
+def start_isolation(config, group, outcomes: dict, copies: dict[str, PrecisionCopy],
                     workers: Optional[VariantWorkers], device: torch.device, log: Callable[[str], None]) -> Isolation:
-    """Where ``group``'s built variants (``outcomes``, by slot key) are timed: ``workers`` get their
-    variants here, or else this process times them."""
+    """Where ``group``'s built variants (``outcomes``, by slot key; built from ``copies``, by precision)
+    are timed: ``workers`` get their variants here, or else this process times them."""
     built = {group.slot(e.name, p): p for e, p in group.slots() if outcomes[group.slot(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
     log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
     builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
-    return workers.start(builds, cast_model, example, inputs, precisions=built, model=group.model,
+    return workers.start(builds, copies, precisions=built, model=group.model,
                          options={entry.name: entry.options for entry in group.variants}, device=str(device),
                          threads=group.threads, cudnn_benchmark=config.benchmark.cudnn_benchmark,
                          channels_last=config.channels_last, input_specs=config.inputs)

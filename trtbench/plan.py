@@ -20,7 +20,7 @@ from trtbench.config import Config, ModelConfig, VariantEntry
 from trtbench.env import default_threads
 from trtbench.errors import UserInputError
 from trtbench.inputs import batch_shapes
-from trtbench.precision import REFERENCE, is_quantized, precision_dtype, unsupported_reason
+from trtbench.precision import REFERENCE, is_quantized, unsupported_reason
 from trtbench.timing import TimingPlan
 from trtbench.variants import build_order, get_variant, variant_names
 
@@ -41,9 +41,10 @@ def slot_key(name: str, precision: str, base: str) -> str:
 
 @dataclass
 class BuildGroup:
-    """Cases one set of builds serves: one model at one thread count, every point, and the precisions
-    that share a compute dtype (fp32 and int8: a quantized build keeps fp32 inputs and parameters), so
-    that an int8 row is timed in the same interleaved rounds as eager fp32, its reference.
+    """Cases one set of builds serves: one model at one thread count, every point, and every precision,
+    so that a reduced-precision row (fp16, int8) is timed in the same interleaved rounds as eager fp32,
+    its reference. Each precision builds from a model copy and inputs at its own compute dtype
+    (:mod:`trtbench.precision_copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
 
     ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
     for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""
@@ -128,7 +129,7 @@ class RunPlan:
         if count > self.matrix_groups:
             idle = [f"{i}/{count}" for i in range(self.matrix_groups, count)]
             lines.append(f"warning: {count} shards, but the matrix has only {self.matrix_groups} build group(s) "
-                         f"(models x precisions x threads), and shards split by build group: shard(s) "
+                         f"(models x thread counts), and shards split by build group: shard(s) "
                          f"{', '.join(idle)} have nothing to run; use at most {self.matrix_groups} shard(s)")
         return lines
 
@@ -201,20 +202,11 @@ def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
     return {key: reason for key, reason in reasons.items() if reason}
 
 
-def precision_groups(precisions: list[str]) -> list[tuple[list[str], list[str]]]:
-    """The run's precisions as (group precisions, listed) per compute dtype, in the config's order: a
-    quantized precision joins the reference's group, which is added for it when not listed."""
-    groups: dict[torch.dtype, list[str]] = {}
-    for precision in precisions:
-        groups.setdefault(precision_dtype(precision), []).append(precision)
-    out = []
-    for listed in groups.values():
-        members = list(listed)
-        if any(is_quantized(p) for p in members) and REFERENCE not in members:
-            members.insert(0, REFERENCE)
-        members.sort(key=lambda p: p != REFERENCE)  # the reference first
-        out.append((members, listed))
-    return out
+def group_precisions(precisions: list[str]) -> list[str]:
+    """A build group's precisions: every reduced precision (fp16, int8) is compared with eager fp32 in
+    the same interleaved rounds, so all share one group, the reference first (timed as eager fp32
+    alone when not listed), then the others in the config's order."""
+    return [REFERENCE] + [p for p in precisions if p != REFERENCE]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -239,12 +231,12 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     points = shape_points(config)
     groups = []
     for model in config.models:
-        for precisions, listed in precision_groups(config.precisions):
-            for threads in config.thread_counts:
-                group = BuildGroup(model=model, precisions=precisions, listed=listed, threads=threads or threads_default,
-                                   points=points, variants=entries, device=str(device))
-                group.unavailable = _unavailable(group, device)
-                groups.append(group)
+        for threads in config.thread_counts:
+            group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
+                               listed=list(config.precisions), threads=threads or threads_default,
+                               points=points, variants=entries, device=str(device))
+            group.unavailable = _unavailable(group, device)
+            groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:
         index, count = shard

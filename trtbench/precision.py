@@ -4,7 +4,7 @@
 quantized build: the model and its inputs stay fp32, and a variant that has an INT8 path
 quantizes its own build with its backend's quantizer (:mod:`trtbench.quantize`), calibrated on
 the run's calibration data. Every reduced precision is compared with eager **fp32** (the
-reference), timed in the same interleaved rounds where they share a compute dtype.
+reference), timed in the same interleaved rounds; fp16 rows are also compared with eager fp16.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ def precision_dtype(name: str) -> torch.dtype:
 
 def is_quantized(name: str) -> bool:
     return name in QUANTIZED
+
+
+def float_precision(name: str) -> str:
+    """The float precision whose dtype and tolerances a build at ``name`` has: itself, or the
+    reference for a quantized precision (its inputs and parameters stay fp32)."""
+    return REFERENCE if is_quantized(name) else name
 
 
 def unsupported_reason(precision: str, device: torch.device) -> str | None:

@@ -31,7 +31,7 @@ from trtbench.ceiling import Ceiling
 from trtbench.env import environment_id
 from trtbench.errors import UserInputError
 from trtbench.fsutil import atomic_write_json
-from trtbench.precision import is_quantized
+from trtbench.precision import REFERENCE, is_quantized
 from trtbench.record import Record
 from trtbench.scenarios.serving_result import ServedCase, ServingResult
 from trtbench.stats import Interval, paired_ratio
@@ -60,7 +60,7 @@ class ResultSet:
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
-    # (Case.baseline_key, environment) -> {case key: eager record}, whatever eager's options
+    # (Case.baseline_key, precision, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
     _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
     _served: dict[tuple[str, str], ServedCase] = field(default_factory=dict)  # (case key, environment) -> results
@@ -68,8 +68,9 @@ class ResultSet:
     def add(self, record: Record) -> None:
         """Add or replace the record of the same case in the same environment."""
         self._records[(record.case.key, record.environment)] = record
-        if record.case.variant == BASELINE_VARIANT and not is_quantized(record.case.precision):
-            self._eager.setdefault((record.case.baseline_key, record.environment), {})[record.case.key] = record
+        if record.case.variant == BASELINE_VARIANT:
+            key = (record.case.baseline_key, record.case.precision, record.environment)
+            self._eager.setdefault(key, {})[record.case.key] = record
 
     def add_ceiling(self, ceiling: Ceiling) -> None:
         self._ceilings[ceiling.key] = ceiling
@@ -107,22 +108,43 @@ class ResultSet:
     def get(self, case: Case, environment: str) -> Optional[Record]:
         return self._records.get((case.key, environment))
 
-    def baseline(self, record: Record) -> Optional[Record]:
-        """The eager record at the same point, in the same environment, with the options its run listed
-        (``eager: {cuda_graphs: true}`` is the baseline of that run). An eager record is its own.
+    def _eager_at(self, record: Record, precision: str) -> Optional[Record]:
+        """The eager record at ``precision`` at the record's point, in its environment, with the options
+        its run listed (``eager: {cuda_graphs: true}`` is the baseline of that run).
 
         None when there is none, or when merged runs left several eager records there (eager with
         different options): which one a record was measured beside cannot be told, and its rounds
         pair only with that one's.
         """
-        if record.case.variant == BASELINE_VARIANT:
-            return record
-        candidates = list(self._eager.get((record.case.baseline_key, record.environment), {}).values())
+        candidates = list(self._eager.get((record.case.baseline_key, precision, record.environment), {}).values())
         return candidates[0] if len(candidates) == 1 else None
 
+    def baseline(self, record: Record) -> Optional[Record]:
+        """Eager fp32 at the same point: the baseline of every precision's rows (int8, fp16), timed in
+        their rounds. Eager fp32 is its own."""
+        if record.case.variant == BASELINE_VARIANT and record.case.precision == REFERENCE:
+            return record
+        return self._eager_at(record, REFERENCE)
+
+    def precision_baseline(self, record: Record) -> Optional[Record]:
+        """Eager at the record's own precision where that is a reduced float one (fp16), timed in the same
+        rounds: the second reference of a reduced-precision row. None at fp32 and at a quantized precision
+        (eager has no INT8 build: eager fp32 is the only reference there)."""
+        if record.case.precision == REFERENCE or is_quantized(record.case.precision):
+            return None
+        return self._eager_at(record, record.case.precision)
+
     def speedup(self, record: Record) -> Optional[Interval]:
-        """Eager's median over this record's, with a 95% CI from the paired rounds."""
-        base = self.baseline(record)
+        """Eager fp32's median over this record's, with a 95% CI from the paired rounds."""
+        return self._ratio(self.baseline(record), record)
+
+    def precision_speedup(self, record: Record) -> Optional[Interval]:
+        """Eager's median at the record's own precision over the record's (:meth:`precision_baseline`),
+        with a 95% CI from the paired rounds."""
+        return self._ratio(self.precision_baseline(record), record)
+
+    @staticmethod
+    def _ratio(base: Optional[Record], record: Record) -> Optional[Interval]:
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return paired_ratio(base.rounds, record.rounds)

@@ -173,10 +173,10 @@ class RunState:
             results.add_ceiling(ceiling)
         return results
 
-    def saved_files(self, group: BuildGroup, directory: Path) -> dict[str, list[Path]]:
-        """The files saved of ``group``'s variants at its first precision, by variant name."""
-        return {name: [directory / e["file"] for e in entries] for (model_id, precision, name), entries
-                in self.saved.items() if model_id == group.model.id and precision == group.precision}
+    def saved_files(self, group: BuildGroup, precision: str, directory: Path) -> dict[str, list[Path]]:
+        """The files saved of ``group``'s variants at ``precision``, by variant name."""
+        return {name: [directory / e["file"] for e in entries] for (model_id, at, name), entries
+                in self.saved.items() if model_id == group.model.id and at == precision}
 
     @property
     def saved_entries(self) -> list[dict]:

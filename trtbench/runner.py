@@ -13,7 +13,6 @@ others; Ctrl-C stops the run and what was measured is written, the rest marked `
 from __future__ import annotations
 
 import contextlib
-import copy
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,13 +22,14 @@ from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.ceiling import Ceiling, device_ceilings, dtype_name
 from trtbench.env import collect_environment, torch_settings
-from trtbench.inputs import example_inputs, point_inputs
+from trtbench.inputs import point_inputs
 from trtbench.isolation import spawn_group_workers, start_isolation
 from trtbench.journal import Journal
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan
-from trtbench.precision import precision_dtype
+from trtbench.precision import float_precision
+from trtbench.precision_copies import PrecisionCopy, precision_copies
 from trtbench.progress import Progress
 from trtbench.publish import artifact_stem, publish
 from trtbench.references import References, eager_references
@@ -101,18 +101,11 @@ class Runner:
     def _run_group(self, group: BuildGroup, model: torch.nn.Module, references: References, env_id: str) -> None:
         bench = self.config.benchmark
         with torch_settings(group.threads, bench.cudnn_benchmark):
-            dtype = precision_dtype(group.precision)
             points = self.state.points_todo(group)
             build_all = bool(points) or self.state.serving_todo(group)  # else only saves are left
-            ceiling_key = (env_id, group.device, dtype_name(dtype), group.threads)
-            if points and ceiling_key not in self.state.ceilings:  # once per environment, device, dtype, threads
-                self.state.keep_ceiling(Ceiling(*ceiling_key, values=device_ceilings(
-                    self.device, dtype, group.threads, bench.measure_ceiling)))
-            cast = copy.deepcopy(model).to(self.device, dtype)
-            if self.config.channels_last:
-                cast = cast.to(memory_format=torch.channels_last)
-            inputs = point_inputs(self.config, group.points, self.device, dtype)
-            example = example_inputs(self.config, self.device, dtype)  # builds trace/export at the opt shape
+            copies = precision_copies(model, group.precisions, self.config, group.points, self.device)
+            if points:
+                self._keep_ceilings(group, copies, env_id)
             tolerances = {p: self.config.tolerances[p] for p in group.precisions}
             workers = spawn_group_workers(self.config, group) if points else None  # import torch while we build
             try:
@@ -120,34 +113,45 @@ class Runner:
                 for precision in group.precisions:
                     names = (group.build_names_at(precision) if build_all
                              else build_order(self.state.saves_todo(group, precision)))
-                    ctx = BuildContext(device=self.device, precision=precision, dtype=dtype, example_inputs=example,
-                                       shape_inputs=inputs, input_specs=self.config.inputs,
-                                       int8=int8_setup_at(self.config, self.calibration, group,
-                                                          cast, precision))
-                    outcomes.update(build_at(group, precision, names, cast, ctx, outcomes, self.failures,
+                    at = copies[precision]
+                    ctx = BuildContext(device=self.device, precision=precision, dtype=at.dtype, example_inputs=at.example,
+                                       shape_inputs=at.inputs, input_specs=self.config.inputs,
+                                       int8=int8_setup_at(self.config, self.calibration, group, at.model, precision))
+                    outcomes.update(build_at(group, precision, names, at.model, ctx, outcomes, self.failures,
                                              self.progress.log))
-                isolation = (start_isolation(self.config, group, outcomes, cast, example, inputs, workers, self.device,
+                isolation = (start_isolation(self.config, group, outcomes, copies, workers, self.device,
                                              self.progress.log) if points else None)
-                for record in time_points(group, points, outcomes, inputs, references, tolerances, self.plan.timing,
+                for record in time_points(group, points, outcomes, copies, references, tolerances, self.plan.timing,
                                           self.device, env_id, self.failures, isolation, self.progress):
                     self.state.keep(record)
             finally:
                 if workers is not None:
                     workers.close()
             if self.state.serving_todo(group):
-                for served in serve_group(self.config, group, outcomes, cast, example, self.state.records,
+                for served in serve_group(self.config, group, outcomes, copies, self.state.records,
                                           self.state.served, self.device, self.out_dir, self.progress.log):
                     self.state.keep_served(served)
             for record in with_run_info(group, outcomes, points, self.state.records):
                 self.state.keep(record)
             for precision in group.precisions:
                 for name in self.state.saves_todo(group, precision):
-                    self._save(group, precision, outcomes[group.slot(name, precision)], inputs,
-                               tolerances[group.precision], weights_bytes(cast))
+                    self._save(group, precision, outcomes[group.slot(name, precision)], copies[precision].inputs,
+                               tolerances[float_precision(precision)], weights_bytes(copies[precision].model))
             if self.profiles is None and profiles_group(self.config.profile, group):
                 self.profiles = profile_stage(self.config, group, outcomes,
-                                              self.state.saved_files(group, self.store.directory), dtype,
+                                              self.state.saved_files(group, self.config.profile.precision,
+                                                                     self.store.directory), copies,
                                               self.device, self.out_dir, self.progress)
+
+    def _keep_ceilings(self, group: BuildGroup, copies: dict[str, PrecisionCopy], env_id: str) -> None:
+        """The device's FLOP/s ceilings at each dtype some variant of ``group`` is timed at, once per
+        environment, device, dtype and threads."""
+        timed = {copies[p].dtype for e, p in group.slots() if group.slot(e.name, p) not in group.unavailable}
+        for dtype in timed:
+            key = (env_id, group.device, dtype_name(dtype), group.threads)
+            if key not in self.state.ceilings:
+                self.state.keep_ceiling(Ceiling(*key, values=device_ceilings(
+                    self.device, dtype, group.threads, self.config.benchmark.measure_ceiling)))
 
     def _save(self, group: BuildGroup, precision: str, outcome: BuildOutcome, inputs: dict, tolerance,
               expected_bytes: int) -> None:

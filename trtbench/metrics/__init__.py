@@ -2,7 +2,7 @@
 (:mod:`trtbench.metrics.registry`); the tables iterate the registry. The built-in ones are imported
 here, in the order of their columns."""
 
-from trtbench.metrics import build_time, latency, throughput, speedup, flops, parity  # noqa: F401  (registration)
+from trtbench.metrics import build_time, latency, throughput, speedup, precision_speedup, flops, parity  # noqa: F401  (registration)
 from trtbench.metrics.registry import Column, Metric, register, registered, unregister
 
 __all__ = ["Column", "Metric", "register", "registered", "unregister"]

@@ -1,4 +1,5 @@
-"""Speedup over eager at the same point, with the 95% CI of the rounds both were timed in."""
+"""Speedup over eager fp32 at the same point (every precision's reference), with the 95% CI of the
+rounds both were timed in."""
 
 from __future__ import annotations
 

@@ -87,9 +87,20 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
         f"layer(s) kept in fp32 ({', '.join(kept)}; calibration.max_fp32_layers) still {last.reason} ({last.text()})")
 
 
+def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, what: str) -> dict:
+    """Build facts of ``shipped`` (what a backend compiled or packaged from ``quantized.model``): its own
+    accuracy on the evaluation samples, which must keep the budget too; raises AccuracyBudgetMissed
+    with the figures if not."""
+    accuracy = setup.evaluate(shipped)
+    if not accuracy.ok:
+        raise AccuracyBudgetMissed(f"{what} misses the accuracy budget that its quantized graph kept: "
+                                   f"{accuracy.reason} ({accuracy.text()})")
+    return {"int8": quantized.info(), "accuracy": accuracy.to_dict(), "graph_accuracy": quantized.accuracy.to_dict()}
+
+
 def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
-    """What keeping layers in fp32 cost in speed: both models timed interleaved on one evaluation batch
-    (a quick estimate at build time; the run's rounds time the one that ships)."""
+    """What keeping layers in fp32 cost in speed: both models timed interleaved on one evaluation batch,
+    on its device (a quick estimate at build time; the run's rounds time the one that ships)."""
     import statistics
 
     import torch
@@ -99,7 +110,7 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
     plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
     with torch.inference_mode():
         measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
-                                       torch.device("cpu"), plan)
+                                       batch[0].device if batch else torch.device("cpu"), plan)
     full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
     return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
             "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

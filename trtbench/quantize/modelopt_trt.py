@@ -7,9 +7,12 @@ mtq.INT8_DEFAULT_CFG or mtq.FP8_DEFAULT_CFG, forward_loop=...)`` inserts calibra
 ``torch_tensorrt.dynamo.compile(..., min_block_size=1)``, whose converter turns those ops into
 TensorRT Q/DQ layers.
 
-One departure from the example, from torch-tensorrt 2.14.0's own sources: its
-``dynamo.compile`` has no ``enabled_precisions`` parameter any more (networks are strongly typed;
-the Q/DQ layers set the precision) and would swallow it in ``**kwargs``, so it is not passed.
+Two departures from the example. From torch-tensorrt 2.14.0's own sources: its ``dynamo.compile``
+has no ``enabled_precisions`` parameter any more (networks are strongly typed; the Q/DQ layers set
+the precision) and would swallow it in ``**kwargs``, so it is not passed. And the engine serves the
+config's min..max like the fp32/fp16 ``trt`` build: the export keeps the config's dynamic dims and
+the compile gets ``torch_tensorrt.Input`` ranges (the converter of ``quantize_op`` is registered with
+``supports_dynamic_shapes=True``), with the variant's other compile settings.
 tests/test_modelopt_contract.py holds every name used here against the real wheels (file:line).
 
 Exclusion (the fallback's layers kept in floating point) is ModelOpt's own config: an entry
@@ -21,6 +24,7 @@ override earlier ones). Neither library installs without CUDA, so both are impor
 from __future__ import annotations
 
 import copy
+import importlib.util
 from typing import Sequence
 
 import torch
@@ -28,12 +32,17 @@ from torch import nn
 
 from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
 
+MODELOPT_IMPORT = "modelopt.torch.quantization"  # registers tensorrt::quantize_op (tensor_quant.py)
 CONFIGS = {"int8": "INT8_DEFAULT_CFG", "fp8": "FP8_DEFAULT_CFG"}  # precision -> ModelOpt's default config
+# Modules whose weights (and inputs) ModelOpt quantizes, registered in modelopt/torch/quantization/nn/modules/
+# quant_conv.py and quant_linear.py: the fallback's candidates to keep in floating point
+WEIGHT_QUANTIZED = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+                    nn.Linear)
 
 
 def _mtq():
     try:
-        import modelopt.torch.quantization as mtq
+        mtq = importlib.import_module(MODELOPT_IMPORT)
     except ImportError as err:
         raise QuantizationUnavailable(f"NVIDIA ModelOpt is not installed ({err}): pip install nvidia-modelopt "
                                       f"(the trt variant's INT8/FP8 quantizer; it needs CUDA)") from err
@@ -44,6 +53,19 @@ def _require_cuda(device: torch.device) -> None:
     if device.type != "cuda" or not torch.cuda.is_available():
         raise QuantizationUnavailable(f"ModelOpt + TensorRT quantization runs on CUDA; the device is {device}"
                                       + ("" if torch.cuda.is_available() else " and this machine has no CUDA"))
+
+
+def modelopt_unavailable() -> str | None:
+    """Why ModelOpt cannot quantize here, without importing it (None when it is installed)."""
+    if importlib.util.find_spec("modelopt") is None:
+        return ("NVIDIA ModelOpt is not installed: pip install nvidia-modelopt (the trt variant's INT8 quantizer; "
+                "it needs CUDA)")
+    return None
+
+
+def quantizable_layers_modelopt(model: nn.Module) -> list[str]:
+    """Qualified names of the modules whose weights ModelOpt quantizes (:data:`WEIGHT_QUANTIZED`), in order."""
+    return [name for name, module in model.named_modules() if name and isinstance(module, WEIGHT_QUANTIZED)]
 
 
 def modelopt_config(mtq, precision: str, settings: QuantSettings) -> dict:
@@ -83,9 +105,16 @@ def quantize_modelopt(model: nn.Module, calibration: CalibrationBatches, setting
         return mtq.quantize(model, config, forward_loop=forward_loop)
 
 
-def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Tensor], device: torch.device):
-    """A ModelOpt-quantized model compiled by Torch-TensorRT's dynamo frontend, static shapes of
-    ``example_inputs`` (as the example does), min_block_size 1 so no Q/DQ pair is left to PyTorch."""
+def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Tensor], device: torch.device,
+                         input_specs: Sequence, settings: dict):
+    """A ModelOpt-quantized model compiled by Torch-TensorRT's dynamo frontend for the config's
+    min..max shapes (exported with its dynamic dims from the opt-shape ``example_inputs``; ModelOpt's
+    quantize op converts with dynamic shapes), with the variant's compile ``settings``
+    (:func:`trtbench.variants.trt_common.compile_kwargs`) and min_block_size 1, so no Q/DQ pair is left
+    to PyTorch. Returns (the compiled module, the settings passed)."""
+    from trtbench.variants.exported import dynamic_shapes
+    from trtbench.variants.trt_common import trt_inputs
+
     _require_cuda(device)
     try:
         import torch_tensorrt
@@ -93,6 +122,10 @@ def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Te
         raise QuantizationUnavailable(f"Torch-TensorRT is not installed ({err})") from err
     from modelopt.torch.quantization.utils import export_torch_mode
 
+    kwargs = {**settings, "min_block_size": 1}
     with torch.no_grad(), export_torch_mode():
-        program = torch.export.export(quantized, tuple(example_inputs), strict=False)
-        return torch_tensorrt.dynamo.compile(program, inputs=list(example_inputs), min_block_size=1, device=device)
+        program = torch.export.export(quantized, tuple(example_inputs), dynamic_shapes=dynamic_shapes(input_specs),
+                                      strict=False)
+        compiled = torch_tensorrt.dynamo.compile(program, inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
+                                                 **kwargs)
+    return compiled, kwargs

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from trtbench.quantize.fallback import AccuracyBudgetMissed, Quantized, quantize_within_budget
+from trtbench.quantize.fallback import Quantized, quantize_within_budget
 from trtbench.variants import BuildContext
 
 # torch's own registration of the quantized_decomposed ops a converted graph calls; a fresh process
@@ -64,14 +64,3 @@ def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
 
     result = quantize_within_budget(quantize, quantizable_layers_pt2e(exportable), ctx.int8)
     return Pt2eInt8(result.model, result, shapes, names)
-
-
-def judged(shipped, int8: Pt2eInt8, ctx: BuildContext, what: str) -> dict:
-    """Build facts of ``shipped`` (the compiled or packaged graph): its own accuracy on the evaluation
-    samples, which must keep the budget too; raises AccuracyBudgetMissed with the figures if not."""
-    accuracy = ctx.int8.evaluate(shipped)
-    if not accuracy.ok:
-        raise AccuracyBudgetMissed(f"{what} misses the accuracy budget that its quantized graph kept: "
-                                   f"{accuracy.reason} ({accuracy.text()})")
-    return {"int8": int8.quantized.info(), "accuracy": accuracy.to_dict(),
-            "graph_accuracy": int8.quantized.accuracy.to_dict()}

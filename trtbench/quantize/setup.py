@@ -4,6 +4,7 @@ layers the fallback may keep in fp32."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -34,12 +35,18 @@ class Int8Setup:
         return judge(compare(outputs, self.references, self.data.labels), self.budget)
 
 
+def _on(batches, device: torch.device) -> list[tuple]:
+    return [tuple(t.to(device) for t in batch) for batch in batches]
+
+
 def int8_setup(config, data: CalibrationData, model: torch.nn.Module) -> Int8Setup:
     """The setup for ``model`` (eager, fp32, on the run's device) from the run's config and the loaded
-    calibration ``data``."""
+    calibration ``data``, its batches moved to that device (a CUDA quantizer calibrates there; on the
+    CPU they are the same tensors)."""
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    data = dataclasses.replace(data, calibration=_on(data.calibration, device), evaluation=_on(data.evaluation, device))
     with torch.inference_mode():
-        references = [model(*(t.to(device) for t in batch)) for batch in data.evaluation]
+        references = [model(*batch) for batch in data.evaluation]
     cfg = config.calibration
     return Int8Setup(data=data, budget=config.tolerances["int8"],
                      settings=QuantSettings(method=cfg.method, per_channel=cfg.per_channel),

@@ -20,9 +20,10 @@ class Row:
     """One record as the tables present it."""
 
     record: Record
-    speedup: Optional[Interval]  # over eager at the same point, from the paired rounds
+    speedup: Optional[Interval]  # over eager fp32 at the same point, from the paired rounds
     fastest: bool
     ceiling: Optional[Ceiling] = None  # the device's FLOP/s ceilings where the record ran
+    precision_speedup: Optional[Interval] = None  # over eager at the row's own reduced float precision (fp16)
 
 
 def _point_key(r: Record) -> tuple:
@@ -41,5 +42,6 @@ def rows(results: ResultSet) -> list[Row]:
         passing = [r for r in timed if not r.parity_failed]
         best = passing[0] if passing else None
         for r in timed + [r for r in records if not r.timed]:
-            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r)))
+            out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r),
+                           results.precision_speedup(r)))
     return out

@@ -140,8 +140,11 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    f"disturbed the next variant's block).")
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
-                   "speedup is eager's median over the variant's, its interval from the rounds both were "
-                   "timed in, interleaved.")
+                   "speedup is eager fp32's median over the variant's (at every precision), its interval from the rounds "
+                   "both were timed in, interleaved.")
+    if any(row.precision_speedup is not None for row in table_rows):
+        out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
+                   "variant's, timed in the same rounds as it and eager fp32.")
     return out
 
 

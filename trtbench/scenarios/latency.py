@@ -71,11 +71,13 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: tuple, reference: Any,
+def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple],
+                  reference: Any,
                   tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
                   isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
     """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
-    the same order; ``outcomes`` and ``tolerances`` are by slot key and by precision.
+    the same order; ``outcomes`` is by slot key, ``inputs`` (the point's, at each precision's dtype) and
+    ``tolerances`` by precision.
 
     Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
     (its own worker process by default). The slot key ``eager`` (eager at
@@ -95,7 +97,7 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                 continue
             variant, built = outcome.variant, outcome.built
             try:
-                prepared = variant.prepare(built, inputs)
+                prepared = variant.prepare(built, inputs[case.precision])
                 call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
                 checked = isolation.check(key, point, call)
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
@@ -131,18 +133,20 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
     return [Record(case=case, environment=environment, **made[key]) for key, case in slots]
 
 
-def time_points(group, points: list, outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple], references,
+def time_points(group, points: list, outcomes: dict[str, BuildOutcome], copies: dict, references,
                 tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
                 isolation: Isolation, progress) -> Iterator[Record]:
-    """:func:`measure_point` at each of ``points`` of build ``group``, one point after the other: its
-    records, with the model's FLOPs at the point (``references``: :class:`~trtbench.references.References`),
-    yielded as each point ends so that a caller keeps every finished point."""
+    """:func:`measure_point` at each of ``points`` of build ``group`` (its inputs from ``copies``: precision
+    -> :class:`~trtbench.precision_copies.PrecisionCopy`), one point after the other: its records, with
+    the model's FLOPs at the point (``references``: :class:`~trtbench.references.References`), yielded
+    as each point ends so that a caller keeps every finished point."""
     for point in points:
         slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
         title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
         with progress.task(title, timed=True) as tick:
-            records = measure_point(slots, outcomes, inputs[point.label], references.outputs[point.label], tolerances,
-                                    plan, device, environment, failures, isolation, tick)
+            records = measure_point(slots, outcomes, {p: c.inputs[point.label] for p, c in copies.items()},
+                                    references.outputs[point.label], tolerances, plan, device, environment, failures,
+                                    isolation, tick)
         flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
         yield from (record.with_metrics(**flops) for record in records)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import torch
 
 from trtbench.build import capture_warnings
-from trtbench.inputs import point_inputs
 from trtbench.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import run_profiles
@@ -40,13 +39,19 @@ def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inpu
 
 
 def profiles_group(profile_cfg: ProfileConfig | None, group) -> bool:
-    """Whether the run's profile is taken on build ``group``: one at the profile's precision."""
-    return profile_cfg is not None and profile_cfg.enabled and group.precision == profile_cfg.precision
+    """Whether the run's profile is taken on build ``group``: one with the profile's precision."""
+    return profile_cfg is not None and profile_cfg.enabled and profile_cfg.precision in group.precisions
 
 
-def profile_stage(config, group, outcomes: dict, artifacts: dict[str, list[Path]], dtype: torch.dtype,
+def profile_stage(config, group, outcomes: dict, artifacts: dict[str, list[Path]], copies: dict,
                   device: torch.device, out_dir: Path, progress) -> dict:
-    """The run's profile on ``group`` (:func:`profiles_group`), at the points ``config.profile.shapes`` names."""
+    """The run's profile on ``group`` (:func:`profiles_group`) at the profile's precision (its variants
+    there, of ``outcomes`` by slot key; its inputs from ``copies``, by precision), at the points
+    ``config.profile.shapes`` names."""
+    precision = config.profile.precision
+    at_precision = {e.name: outcomes[group.slot(e.name, precision)] for e in group.entries_at(precision)
+                    if group.slot(e.name, precision) in outcomes}
     points = [p for p in group.points if p.label in config.profile.shapes]
-    return profile_group(config.profile, outcomes, points, point_inputs(config, points, device, dtype), group.points,
-                         device, out_dir, artifacts, progress)
+    inputs = {p.label: copies[precision].inputs[p.label] for p in points}
+    return profile_group(config.profile, at_precision, points, inputs, group.points, device, out_dir, artifacts,
+                         progress)

@@ -18,7 +18,7 @@ import torch
 
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import deployed_artifact
-from trtbench.precision import precision_dtype
+from trtbench.precision import is_quantized
 from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
@@ -44,53 +44,61 @@ def serving_point(group, inputs: list):
     return next((p for p in group.points if p.shapes == opt), group.points[0])
 
 
-def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, Record]:
-    """The records (by variant name) of ``group``'s variants that the serving scenarios of ``config`` still
-    have to serve: at the served point, timed ok and accurate, and not in ``served`` (by case key) yet."""
+def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, tuple[str, Record]]:
+    """The records (by slot key, with their precision) of ``group``'s variants that the serving scenarios of
+    ``config`` still have to serve: at the served point, at a float precision, timed ok and accurate, and
+    not in ``served`` (by case key) yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
-    found = {entry.name: records.get(group.case(entry, point).key) for entry in group.variants}
-    return {name: record for name, record in found.items()
-            if record is not None and record.status is Status.OK and not record.parity_failed
-            and record.case.key not in served}
+    todo = {}
+    for precision in (p for p in group.precisions if not is_quantized(p)):
+        for entry in group.entries_at(precision):
+            record = records.get(group.case(entry, point, precision).key)
+            if record is not None and record.status is Status.OK and not record.parity_failed \
+                    and record.case.key not in served:
+                todo[group.slot(entry.name, precision)] = (precision, record)
+    return todo
 
 
-def serve_group(config, group, outcomes: dict, cast: torch.nn.Module, example: tuple, records: dict[str, Record],
+def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, Record],
                 served_before: dict, device: torch.device, out_dir: Path,
                 log: Callable[[str], None]) -> list[ServedCase]:
     """Serve every variant of ``group`` :func:`unserved` and built, under every serving scenario of
-    ``config``: the results of each, by case."""
-    dtype = precision_dtype(group.precision)
+    ``config``, at its precision (``copies``: precision -> :class:`~trtbench.precision_copies.PrecisionCopy`):
+    the results of each, by case."""
     served: dict[str, list] = {}
-    todo = unserved(config, group, records, served_before)
-    entries = {e.name: (e, todo[e.name], outcomes[e.name]) for e in group.variants
-               if e.name in todo and e.name in outcomes and outcomes[e.name].built is not None}
+    entries = {key: (precision, record, outcomes[key])  # slot key -> (precision, record, outcome)
+               for key, (precision, record) in unserved(config, group, records, served_before).items()
+               if key in outcomes and outcomes[key].built is not None}
     if not entries:
         return []
     options = {entry.name: entry.options for entry in group.variants}
     with tempfile.TemporaryDirectory(prefix="trtbench-serving-") as tmp:
         folder = Path(tmp)
-        artifacts = {name: deployed_artifact(outcome.variant, outcome.built, folder)
-                     for name, (_, _, outcome) in entries.items()}
+        artifacts = {key: deployed_artifact(outcome.variant, outcome.built, folder, key)
+                     for key, (_, _, outcome) in entries.items()}
         for index, settings in enumerate(config.serving):
-            payload = write_payload(folder / f"payload-{index}.pt", cast, example,
-                                    serving_inputs(config, settings, device, dtype))
-            for name, (entry, record, _) in entries.items():
-                def recipe_for(threads: int, name=name) -> VariantRecipe:
-                    return VariantRecipe(model=group.model, variant=name, options=options, precision=group.precision,
+            payloads = {}
+            for precision in dict.fromkeys(p for p, _, _ in entries.values()):
+                at = copies[precision]
+                payloads[precision] = write_payload(folder / f"payload-{index}-{precision}.pt", at.model, at.example,
+                                                    serving_inputs(config, settings, device, at.dtype))
+            for key, (precision, record, outcome) in entries.items():
+                def recipe_for(threads: int, key=key, name=outcome.variant.name, precision=precision) -> VariantRecipe:
+                    return VariantRecipe(model=group.model, variant=name, options=options, precision=precision,
                                          device=str(device), threads=threads,
                                          cudnn_benchmark=config.benchmark.cudnn_benchmark,
                                          channels_last=config.channels_last, input_specs=config.inputs,
-                                         payload=str(payload),
+                                         payload=str(payloads[precision]),
                                          # the file carries its build's threads (ORT's session): at others, rebuild
-                                         artifact=artifacts[name] if threads == group.threads else None)
-                stem = f"{group.model.id}_{record.case.label}_{group.precision}" + (f"_s{index}" if index else "")
-                log(f"serve {group.model.id} {record.case.label} {group.precision} under LoadGen")
-                served.setdefault(name, []).extend(run_serving(
+                                         artifact=artifacts[key] if threads == group.threads else None)
+                stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
+                log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
+                served.setdefault(key, []).extend(run_serving(
                     recipe_for, settings, out_dir, _slug(stem), group.threads, config.benchmark.worker_timeout_s, log))
-    return [ServedCase(record.case.key, record.environment, tuple(served[name]))
-            for name, (_, record, _) in entries.items()]
+    return [ServedCase(record.case.key, record.environment, tuple(served[key]))
+            for key, (_, record, _) in entries.items()]
 
 
 def _slug(text: str) -> str:

@@ -74,8 +74,9 @@ class Aoti(Variant):
         Inductor settings), dynamic dims kept."""
         from torch._inductor import aoti_load_package
 
+        from trtbench.quantize.fallback import judged
         from trtbench.quantize.pt2e import INDUCTOR_OPTIONS, aoti_package_pt2e
-        from trtbench.quantize.pt2e_build import judged, quantize_model
+        from trtbench.quantize.pt2e_build import quantize_model
 
         if options.inductor_configs:
             raise ValueError("aoti at int8 packages with Inductor's freezing (its int8 kernels need it) and no "
@@ -87,7 +88,7 @@ class Aoti(Variant):
                                     dynamic_shapes=int8.dynamic_shapes)
         loaded = aoti_load_package(str(package))
         info = {"inductor_configs": dict(INDUCTOR_OPTIONS), "package_bytes": Path(package).stat().st_size,
-                **judged(loaded, int8, ctx, "the AOTInductor int8 package")}
+                **judged(loaded, int8.quantized, ctx.int8, "the AOTInductor int8 package")}
         return Built(loaded, info, state={"package": package, "workdir": workdir, "outputs": int8.outputs})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:

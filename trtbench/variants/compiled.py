@@ -109,8 +109,9 @@ class Compiled(Variant):
     def _build_int8(self, model, ctx: BuildContext, options: CompileOptions) -> Built:
         """The PT2E-quantized graph compiled by Inductor with freezing (its int8 kernels are freezing
         patterns); static shapes, one graph per shape (see :class:`~trtbench.quantize.pt2e.CompiledPT2E`)."""
+        from trtbench.quantize.fallback import judged
         from trtbench.quantize.pt2e import CompiledPT2E
-        from trtbench.quantize.pt2e_build import judged, quantize_model
+        from trtbench.quantize.pt2e_build import quantize_model
 
         if options.backend != "inductor" or options.cuda_graphs or options.dynamic:
             raise ValueError("compiled at int8 runs Inductor's int8 kernels with static shapes: leave backend, "
@@ -121,7 +122,7 @@ class Compiled(Variant):
         with torch.inference_mode():
             compiled(*ctx.example_inputs)
         info = {"backend": "inductor", "mode": options.mode, "dynamic": False, "first_call_s": time.perf_counter() - start,
-                **judged(compiled, int8, ctx, "the compiled int8 graph")}
+                **judged(compiled, int8.quantized, ctx.int8, "the compiled int8 graph")}
         # what save() writes, exported once here: the timing worker's handoff and the published file both save it
         program = torch.export.export(int8.graph, tuple(ctx.example_inputs), dynamic_shapes=int8.dynamic_shapes)
         return Built(compiled, info, state={"graphs_after_first_call": dynamo_counts()["graphs"], "int8": int8,

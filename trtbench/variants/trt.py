@@ -7,6 +7,14 @@ with the opt-shape example tensors) and ExportedProgram (``output_format="export
 a re-export given the same ``dynamic_shapes`` as the build: without them ``save`` would name
 every dynamic dim of an unnamed ``Input`` "_0", and two inputs with different ranges would
 clash); both need ``import torch_tensorrt`` before loading.
+
+At ``int8`` NVIDIA ModelOpt quantizes the model (``mtq.quantize`` with its INT8 default, calibrated
+on the run's calibration samples) within the accuracy budget, the layers that break it kept in
+floating point by ModelOpt's own quantizer config; the quantized model is exported with its
+quantizers as ``tensorrt.quantize_op`` and compiled (min_block_size 1) into an engine with Q/DQ
+layers, which is judged again on the evaluation samples (:mod:`trtbench.quantize.modelopt_trt`).
+Its files also import ModelOpt before loading: a quantize op that TensorRT left to PyTorch runs
+through ModelOpt's registration of it.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from trtbench.precision import is_quantized
 from trtbench.variants import Artifact, Built, BuildContext, register
 from trtbench.variants.exported import dynamic_shapes
 from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, TensorRTVariant, build_info,
@@ -25,16 +34,25 @@ from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, Ten
 @register
 class TensorRT(TensorRTVariant):
     name = "trt"
-    description = "Torch-TensorRT dynamo frontend (torch.export at opt, engine for min..max), guarded input ranges"
+    description = ("Torch-TensorRT dynamo frontend (torch.export at opt, engine for min..max), guarded input ranges "
+                   "(int8: NVIDIA ModelOpt, then an engine with Q/DQ layers)")
     Options = DynamoOptions
     exports_at_opt = True
+    quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.quantize.modelopt_trt)
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
-        return unavailable_reason(device)
+        reason = unavailable_reason(device)
+        if reason is None and is_quantized(precision):
+            from trtbench.quantize.modelopt_trt import modelopt_unavailable
+
+            reason = modelopt_unavailable()
+        return reason
 
     def build(self, model, ctx: BuildContext) -> Built:
         trt = import_torch_tensorrt()
         options = ctx.options or DynamoOptions()
+        if is_quantized(ctx.precision):
+            return self._build_int8(trt, model, ctx, options)
         program = torch.export.export(inference_copy(model), ctx.example_inputs,
                                       dynamic_shapes=dynamic_shapes(ctx.input_specs))
         kwargs = compile_kwargs(trt, DYNAMO, options, ctx.dtype, ctx.device)
@@ -44,6 +62,28 @@ class TensorRT(TensorRTVariant):
         state = {"compiled": compiled, "input_specs": ctx.input_specs, "example_inputs": ctx.example_inputs}
         return Built(RangeGuard(compiled, ctx.input_specs), info, state=state)
 
+    @staticmethod
+    def _build_int8(trt, model, ctx: BuildContext, options: DynamoOptions) -> Built:
+        """ModelOpt INT8 within the accuracy budget, compiled into an engine for min..max and judged again."""
+        from trtbench.quantize.fallback import judged, quantize_within_budget
+        from trtbench.quantize.modelopt_trt import (MODELOPT_IMPORT, compile_modelopt_trt, quantizable_layers_modelopt,
+                                                    quantize_modelopt)
+
+        def quantize(settings):  # mtq.quantize works in place: each attempt on a fresh copy
+            return quantize_modelopt(inference_copy(model).eval(), ctx.int8.calibration, settings)
+
+        result = quantize_within_budget(quantize, quantizable_layers_modelopt(model), ctx.int8)
+        settings = compile_kwargs(trt, DYNAMO, options, ctx.dtype, ctx.device)
+        if "enabled_precisions" in settings:  # a weakly typed frontend (before 2.14), as ModelOpt's example sets it
+            settings["enabled_precisions"] = {ctx.dtype, torch.int8}
+        compiled, kwargs = compile_modelopt_trt(result.model, ctx.example_inputs, ctx.device, ctx.input_specs, settings)
+        guarded = RangeGuard(compiled, ctx.input_specs)
+        info = {**build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled)), "quantizer": "modelopt",
+                **judged(guarded, result, ctx.int8, "the TensorRT INT8 engine")}
+        state = {"compiled": compiled, "input_specs": ctx.input_specs, "example_inputs": ctx.example_inputs,
+                 "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
+        return Built(guarded, info, state=state)
+
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         trt = import_torch_tensorrt()
         compiled = built.state["compiled"]
@@ -52,5 +92,6 @@ class TensorRT(TensorRTVariant):
         trt.save(compiled, str(ts_path), output_format="torchscript", arg_inputs=examples)
         trt.save(compiled, str(ep_path), output_format="exported_program", arg_inputs=examples,
                  dynamic_shapes=dynamic_shapes(built.state["input_specs"]))
-        return [Artifact(path=ts_path, loader="torch.jit.load", imports=["torch_tensorrt"]),
-                Artifact(path=ep_path, loader="torch.export.load", imports=["torch_tensorrt"])]
+        imports = built.state.get("imports", ["torch_tensorrt"])
+        return [Artifact(path=ts_path, loader="torch.jit.load", imports=list(imports)),
+                Artifact(path=ep_path, loader="torch.export.load", imports=list(imports))]

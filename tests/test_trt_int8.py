@@ -1,0 +1,160 @@
+"""``trt`` at int8: NVIDIA ModelOpt quantizes within the accuracy budget (the fallback keeps layers in
+floating point through ModelOpt's own config), Torch-TensorRT compiles the quantized model for the
+config's min..max, the engine is judged again, and its files load with ModelOpt imported. Without CUDA
+(here) the row is skipped with the reason, never failed and never passed.
+
+The build runs through FAKES of both libraries (neither installs without CUDA): tests/fake_torch_tensorrt.py
+and tests/test_modelopt_contract.py's ModelOpt, whose quantize here also flips the sign of a chosen
+layer's weights unless the config disables that layer's quantizers (a quantization error made large, so
+the fallback has something to find). tests/test_modelopt_contract.py holds the calls against the wheels."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import sys
+
+import pytest
+import torch
+
+import fake_torch_tensorrt as fake_trt
+from test_cli import trtbench
+from test_modelopt_contract import Recorder, fake_modules
+from trtbench.calibration import CalibrationData
+from trtbench.config import InputConfig, Int8Budget, config_from_dict
+from trtbench.plan import resolve, why_unavailable
+from trtbench.quantize import modelopt_trt
+from trtbench.quantize.common import QuantSettings
+from trtbench.quantize.setup import Int8Setup
+from trtbench.variants import BuildContext, get_variant
+from trtbench.variants.trt_common import DynamoOptions
+
+CUDA0 = torch.device("cuda:0")
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+def install_fakes(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
+    """FAKE torch_tensorrt (``fake_torch_tensorrt.make_fake(**trt_kwargs)``) and ModelOpt on a machine that
+    says it has CUDA; (fake trt, ModelOpt recorder)."""
+    recorder = Recorder()
+    modules = fake_modules(recorder)
+    trt = modules["torch_tensorrt"] = fake_trt.make_fake(**trt_kwargs)
+    mtq = modules["modelopt.torch.quantization"]
+    record_quantize = mtq.quantize
+
+    def quantize(model, config, forward_loop=None):
+        record_quantize(model, config, forward_loop=forward_loop)
+        disabled = {e["quantizer_name"] for e in config["quant_cfg"] if e.get("enable") is False}
+        with torch.no_grad():
+            for name in sensitive:
+                if f"{name}.*" not in disabled:
+                    model.get_submodule(name).weight.neg_()
+        return model
+
+    mtq.quantize = quantize
+    for name, module in modules.items():
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)  # find_spec reads it
+        patch.setitem(sys.modules, name, module)
+    patch.setattr(torch.cuda, "is_available", lambda: True)
+    patch.setattr(torch.cuda, "current_device", lambda: 0)
+    patch.setattr(modelopt_trt, "_require_cuda", lambda device: None)  # the tensors stay on the CPU
+    return trt, recorder
+
+
+def build_trt_int8(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
+    """``trt`` built at int8 from :class:`Net` through the fakes (tensors stay on the CPU): (built, fake trt, recorder)."""
+    trt, recorder = install_fakes(patch, sensitive, **trt_kwargs)
+    spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
+    spec.validate("inputs[0]")
+    model = Net().eval()
+    batches = [(torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(i)),) for i in range(6)]
+    with torch.inference_mode():
+        references = [model(*b) for b in batches[2:]]
+    setup = Int8Setup(CalibrationData(batches[:2], batches[2:]), Int8Budget(top1_agree_min=0.99, sqnr_db_min=20),
+                      QuantSettings(), 2, references)
+    example = batches[0][0]
+    ctx = BuildContext(device=CUDA0, precision="int8", dtype=torch.float32, example_inputs=(example,),
+                       shape_inputs={"opt": (example,)}, input_specs=[spec], options=DynamoOptions(), int8=setup)
+    return get_variant("trt").build(model, ctx), trt, recorder
+
+
+def test_trt_has_an_int8_path_that_cannot_run_without_cuda(tiny_config):
+    tiny_config.update(precisions=["fp32", "int8"], variants=["eager", "trt", "trt_traced"])
+    (group,) = resolve(config_from_dict(tiny_config)).groups
+    assert group.unavailable["trt@int8"] == why_unavailable("trt", torch.device("cpu"), "int8")
+    assert "CUDA is not available" in group.unavailable["trt@int8"]
+    assert "has no INT8 path" in group.unavailable["trt_traced@int8"]
+
+
+def test_with_cuda_and_torch_tensorrt_but_no_modelopt_trt_int8_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch_tensorrt", fake_trt.make_fake())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setitem(sys.modules, "modelopt", None)  # find_spec: not installed
+    assert "NVIDIA ModelOpt is not installed" in why_unavailable("trt", CUDA0, "int8")
+    assert why_unavailable("trt", CUDA0, "fp32") is None  # fp32 and fp16 need no ModelOpt
+
+
+def test_with_cuda_torch_tensorrt_and_modelopt_trt_int8_can_run(monkeypatch):
+    install_fakes(monkeypatch)
+    assert why_unavailable("trt", CUDA0, "int8") is None
+
+
+def test_the_int8_build_quantizes_calibrates_compiles_for_the_range_and_judges_the_engine(monkeypatch):
+    built, trt, recorder = build_trt_int8(monkeypatch)
+    assert [c[0] for c in recorder.calls] == ["mtq.quantize", "export_torch_mode"]  # full INT8 met the budget
+    (compile_call,) = fake_trt.calls_named(trt, "dynamo.compile")
+    assert compile_call["min_block_size"] == 1
+    (spec,) = fake_trt.calls_named(trt, "Input")  # the engine's range: the config's min..max
+    assert (spec["min_shape"], spec["opt_shape"], spec["max_shape"]) == ((1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8))
+    info = built.info
+    assert info["quantizer"] == "modelopt" and info["accuracy"]["ok"] and info["int8"]["fp32_modules"] == []
+    assert info["compile_settings"]["min_block_size"] == 1
+    with pytest.raises(ValueError, match="outside the range"):  # the engine's range guard
+        built.module(torch.randn(8, 3, 8, 8))
+
+
+def test_a_weakly_typed_dynamo_frontend_is_told_int8_as_modelopts_example_does(monkeypatch):
+    _, trt, _ = build_trt_int8(monkeypatch, dynamo_params=fake_trt.DYNAMO_WITH_ENABLED_PRECISIONS)
+    (compile_call,) = fake_trt.calls_named(trt, "dynamo.compile")
+    assert compile_call["enabled_precisions"] == {torch.float32, torch.int8}
+
+
+def test_the_fallback_keeps_the_layer_that_breaks_the_budget_out_through_modelopts_config(monkeypatch):
+    built, _, recorder = build_trt_int8(monkeypatch, sensitive=("fc",))
+    info = built.info["int8"]
+    assert info["fp32_modules"] == ["fc"] and not info["full_int8_accuracy"]["ok"] and built.info["accuracy"]["ok"]
+    configs = [c[1][1] for c in recorder.calls if c[0] == "mtq.quantize"]
+    assert configs[-1]["quant_cfg"][-1] == {"quantizer_name": "fc.*", "enable": False}
+    assert set(info["sensitivity_sqnr_db"]) == {"conv", "fc"}
+
+
+def test_the_int8_engine_saves_as_the_trt_variant_does_and_loads_with_modelopt_imported(monkeypatch, tmp_path):
+    built, _, _ = build_trt_int8(monkeypatch)
+    artifacts = get_variant("trt").save(built, tmp_path, "trt_int8")
+    assert [a.path.name for a in artifacts] == ["trt_int8.ts", "trt_int8.pt2"]
+    assert all(a.imports == ["torch_tensorrt", "modelopt.torch.quantization"] and a.path.is_file() for a in artifacts)
+
+
+def test_a_cli_run_skips_trt_int8_with_the_reason(tiny_config, write_config, subprocess_env, tmp_path):
+    tiny_config.update(precisions=["fp32", "int8"], variants=["eager", "trt"])
+    tiny_config["benchmark"]["shapes"] = ["opt"]
+    tiny_config["output"].update(save_artifacts=False)
+    proc = trtbench("--config", str(write_config(tiny_config)), "--output", str(tmp_path / "out"), "--quiet",
+                    env=subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    records = {(r["case"]["variant"], r["case"]["precision"]): r
+               for r in json.loads((tmp_path / "out" / "results.json").read_text())["records"]}
+    trt_int8 = records[("trt", "int8")]
+    assert trt_int8["status"] == "skipped" and "CUDA is not available" in trt_int8["reason"]
+    assert not trt_int8["rounds"] and trt_int8["parity"] is None
+    assert records[("eager", "fp32")]["status"] == "ok"
