@@ -11,6 +11,7 @@ one is not saved, and its records say so.
 from __future__ import annotations
 
 import re
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,7 @@ import torch
 from trtbench.artifacts import ArtifactStore
 from trtbench.build import BuildOutcome, capture_warnings
 from trtbench.outdir import FailureLog
+from trtbench.precision import is_quantized
 from trtbench.record import Record
 from trtbench.status import Status
 from trtbench.variant_recipe import HOSTED_FILE
@@ -56,6 +58,18 @@ def _checked_by_worker(records: list[Record]) -> str | None:
     return hosted.pop()
 
 
+QUANTIZED_RELOAD_RTOL = 0.02  # of the output scale; see reload_tolerance
+
+
+def reload_tolerance(tolerance):
+    """How closely a quantized file must reproduce its build when reloaded (here and in a fresh process):
+    within ``QUANTIZED_RELOAD_RTOL`` of the output scale, one int8 step near the output. Compiling the
+    same PT2E int8 program again (torch 2.14.1, torchao 0.18) gave outputs up to 1.6% of the output
+    scale apart on a mini ResNet, between two compiles in one process as between processes, where the
+    fp32 bound is 0.5%; its accuracy is judged on evaluation samples (trtbench.accuracy), not by this."""
+    return dataclasses.replace(tolerance, rtol=max(tolerance.rtol, QUANTIZED_RELOAD_RTOL))
+
+
 def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,
             failures: FailureLog, precision: str, device: torch.device, model_id: str, stem: str,
             expected_bytes: int, cold_start: bool) -> Published:
@@ -69,6 +83,8 @@ def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tupl
     variant, built = outcome.variant, outcome.built
     labels = [r.case.point for r in ok_rows]
     reference_label = "opt" if "opt" in labels else labels[0]
+    if is_quantized(precision):
+        tolerance = reload_tolerance(tolerance)
     try:
         entries, caught = capture_warnings(lambda: store.save(
             variant, built, precision, device, {label: inputs[label] for label in labels}, reference_label, tolerance,
