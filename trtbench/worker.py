@@ -205,29 +205,27 @@ class Worker:
         self.facts = dict(self._receive("build")[1])
         return self.facts
 
-    def block(self, label: str, calls: int) -> Block:
+    def _send(self, message: tuple) -> None:
+        """Send a request to the running worker; one whose process is gone is a :class:`WorkerError`."""
         try:
-            self.conn.send(("block", label, calls))
+            self.conn.send(message)
         except (BrokenPipeError, OSError):
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+
+    def block(self, label: str, calls: int) -> Block:
+        self._send(("block", label, calls))
         _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
         return Block(host, dev, settle, between)
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""
-        try:
-            self.conn.send(("check", label))
-        except (BrokenPipeError, OSError):
-            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+        self._send(("check", label))
         _, output, memory, caught, call_s = self._receive(f"check the output at {label}")
         return CheckedCall(torch.load(io.BytesIO(output), weights_only=False), memory, caught, call_s)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
-        try:
-            self.conn.send(("call", label))
-        except (BrokenPipeError, OSError):
-            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+        self._send(("call", label))
 
     def call_result(self, timeout_s: float) -> float:
         """The ms the call asked for took in the worker; a worker silent for ``timeout_s`` is killed
@@ -239,7 +237,7 @@ class Worker:
 
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""
-        self.conn.send(("facts",))
+        self._send(("facts",))
         self.facts.update(self._receive("facts")[1])
         return self.facts
 
