@@ -10,8 +10,8 @@ one is not saved, and its records say so.
 
 from __future__ import annotations
 
-import re
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import torch
@@ -50,8 +50,9 @@ def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
 
 def _checked_by_worker(records: list[Record]) -> str | None:
     """The suffix of the saved file that the variant's timing worker loaded and ran at every one of its
-    points, its outputs within tolerance of the reference there (None: no worker did). A quantized
-    build is judged on evaluation samples instead, so its files are always reloaded here."""
+    points, its outputs within tolerance of the reference there (None: no worker did). Only for float
+    precisions: a quantized build is judged on evaluation samples instead, so its files are always
+    reloaded here."""
     hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
     if len(hosted) != 1 or None in hosted or any(r.parity is None or not r.parity.get("ok") for r in records):
         return None
@@ -83,13 +84,13 @@ def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tupl
     variant, built = outcome.variant, outcome.built
     labels = [r.case.point for r in ok_rows]
     reference_label = "opt" if "opt" in labels else labels[0]
-    if is_quantized(precision):
-        tolerance = reload_tolerance(tolerance)
+    quantized = is_quantized(precision)
+    tolerance = reload_tolerance(tolerance) if quantized else tolerance
     try:
         entries, caught = capture_warnings(lambda: store.save(
             variant, built, precision, device, {label: inputs[label] for label in labels}, reference_label, tolerance,
             stem=stem, model=model_id, expected_bytes=expected_bytes,
-            checked_by_worker=None if "accuracy" in built.info else _checked_by_worker(records)))
+            checked_by_worker=None if quantized else _checked_by_worker(records)))
     except KeyboardInterrupt:
         raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
