@@ -24,7 +24,7 @@ from typing import Optional
 
 import torch
 
-from trtbench.precision import precision_dtype
+from trtbench.precision import dtype_name, precision_dtype
 
 # fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
 CPU_VECTOR_UNITS = [
@@ -258,11 +258,6 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
         measured = measured_matmul_ceiling(device, dtype, threads=threads)
         ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
     return ceiling
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """``float32`` for ``torch.float32``."""
-    return str(dtype).removeprefix("torch.")
 
 
 @dataclass(frozen=True)

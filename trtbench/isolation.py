@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Protocol
 import torch
 
 from trtbench.checked_call import CheckedCall, checked_call
+from trtbench.precision import dtype_name
 from trtbench.precision_copies import PrecisionCopy
 from trtbench.timing import BlockTimer, CallTimer
 from trtbench.variant_recipe import VariantRecipe, write_payload
@@ -98,14 +99,14 @@ class VariantWorkers:
         payloads: dict[torch.dtype, Path] = {}
         for at in copies.values():
             if at.dtype not in payloads:
-                name = f"payload-{str(at.dtype).removeprefix('torch.')}.pt"
+                name = f"payload-{dtype_name(at.dtype)}.pt"
                 payloads[at.dtype] = write_payload(folder / name, at.model, at.example, at.inputs)
         recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key],
                                       payload=str(payloads[copies[precisions[key]].dtype]),
                                       artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
                    for key, (variant, built) in builds.items()}
-        rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)  # a rebuild (torch.compile's
-        # compile) takes longest: started first, it overlaps the loads of the others
+        # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
+        rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)
         self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned)
         return self
 

@@ -21,6 +21,11 @@ def precision_dtype(name: str) -> torch.dtype:
     return PRECISIONS[name]
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``float32`` for ``torch.float32``."""
+    return str(dtype).removeprefix("torch.")
+
+
 def is_quantized(name: str) -> bool:
     return name in QUANTIZED
 

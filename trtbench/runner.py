@@ -20,7 +20,7 @@ import torch
 
 from trtbench.artifacts import ArtifactStore, weights_bytes
 from trtbench.build import BuildOutcome, build_at, int8_setup_at, run_calibration
-from trtbench.ceiling import Ceiling, device_ceilings, dtype_name
+from trtbench.ceiling import Ceiling, device_ceilings
 from trtbench.env import collect_environment, torch_settings
 from trtbench.inputs import point_inputs
 from trtbench.isolation import spawn_group_workers, start_isolation
@@ -28,7 +28,7 @@ from trtbench.journal import Journal
 from trtbench.models import build_model
 from trtbench.outdir import FailureLog, OutputDir
 from trtbench.plan import BuildGroup, RunPlan
-from trtbench.precision import float_precision
+from trtbench.precision import dtype_name, float_precision
 from trtbench.precision_copies import PrecisionCopy, precision_copies
 from trtbench.progress import Progress
 from trtbench.publish import artifact_stem, publish
