@@ -61,6 +61,7 @@ def main() -> int:
     from trtbench.resultset import ResultSet
 
     root = args.out or Path(tempfile.mkdtemp(prefix="int8-speedup-"))
+    root.mkdir(parents=True, exist_ok=True)
     flags = cpu_flags()
     print(f"CPU flags: {', '.join(flags) or 'unknown'}; VNNI: {'yes' if {'avx512_vnni', 'avx_vnni'} & set(flags) else 'no'}")
     for model in args.models.split(","):
