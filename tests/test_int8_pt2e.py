@@ -13,7 +13,7 @@ from torch import nn
 pytest.importorskip("torchao")
 
 from conftest import run_dict  # noqa: E402
-from test_int8_ort import digits_config  # noqa: E402
+from test_int8_ort import BATCH, digits_config  # noqa: E402
 from trained_models import digits_cnn, digits_data, top1  # noqa: E402
 from trtbench.quantize.common import QuantSettings  # noqa: E402
 from trtbench.quantize.pt2e import fp32_layers_pt2e, is_int8_pt2e, quantize_pt2e  # noqa: E402
@@ -25,6 +25,7 @@ def pt2e_run(tmp_path_factory):
     config = digits_config(tmp_path)
     config["variants"] = ["eager", "compiled", "aoti"]
     config["precisions"] = ["int8"]  # eager fp32 is still timed as the baseline; no fp32 compile of either
+    config["inputs"][0].update(min_shape=[BATCH, 1, 8, 8], max_shape=[BATCH, 1, 8, 8])  # aoti int8: static shapes
     config["benchmark"]["isolation"] = "process"  # the workers load what was saved: the quantized files
     return tmp_path / "out", run_dict(config)
 
@@ -42,14 +43,28 @@ def test_pt2e_int8_rows_are_timed_against_eager_fp32_within_the_budget(pt2e_run,
 
 
 def _top1(call, x, y) -> float:
-    """Top-1 of ``call`` over ``x`` in batches of 32 (the config's dynamic batch goes up to 64)."""
+    """Top-1 of ``call`` over ``x`` in batches of the config's static batch."""
     with torch.inference_mode():
-        outputs = [call(x[i:i + 32]) for i in range(0, len(x), 32)]
+        outputs = [call(x[i:i + BATCH]) for i in range(0, len(x), BATCH)]
     logits = torch.cat([o[0] if isinstance(o, (list, tuple)) else o for o in outputs])
     return float((logits.argmax(1) == y).float().mean())
 
 
+def _package_calls(path) -> set[str]:
+    """The ATen and oneDNN kernels an AOTInductor package's generated C++ calls."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(path) as package:
+        source = "".join(package.read(name).decode(errors="replace") for name in package.namelist()
+                         if name.endswith(".cpp"))
+    return set(re.findall(r"aoti_torch_cpu_\w+", source))
+
+
 def test_the_saved_files_are_int8_and_keep_test_accuracy(pt2e_run):
+    """Both files keep test top-1 within a point of fp32, and both run int8 kernels: the compiled file is the
+    quantized graph, and the aoti package calls oneDNN's int8 conv and linear, with no fp32 convolution left
+    (a package compiled with grad on skips freezing and keeps aten.convolution between q/dq ops)."""
     out, _ = pt2e_run
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (the ops the saved graph calls)
     from torch._inductor import aoti_load_package
@@ -57,9 +72,32 @@ def test_the_saved_files_are_int8_and_keep_test_accuracy(pt2e_run):
     program = torch.export.load(str(out / "artifacts" / "compiled_int8.pt2"))
     assert is_int8_pt2e(program.module()), "the compiled variant's file is the quantized graph"
     _, _, test_x, test_y = digits_data()
+    whole = len(test_x) // BATCH * BATCH  # the aoti package takes the static batch only
+    test_x, test_y = test_x[:whole], test_y[:whole]
     fp32 = top1(digits_cnn(), test_x, test_y)
     assert abs(_top1(program.module(), test_x, test_y) - fp32) <= 0.01
-    assert abs(_top1(aoti_load_package(str(out / "artifacts" / "aoti_int8.pt2")), test_x, test_y) - fp32) <= 0.01
+    package = out / "artifacts" / "aoti_int8.pt2"
+    calls = _package_calls(package)
+    assert {"aoti_torch_cpu__qconv_pointwise_tensor", "aoti_torch_cpu__qlinear_pointwise_tensor"} <= calls, calls
+    assert "aoti_torch_cpu_convolution" not in calls, calls
+    assert abs(_top1(aoti_load_package(str(package)), test_x, test_y) - fp32) <= 0.01
+
+
+def test_aoti_int8_of_a_dynamic_batch_is_skipped_with_the_versions_and_the_fix(tiny_config):
+    """A dynamic dim: the frozen int8 package would compute wrong outputs (torch 2.14.1, torchao 0.18), so the
+    row is skipped before quantizing, saying why and what to change."""
+    from trtbench.config import config_from_dict
+    from trtbench.quantize.common import QuantizationUnavailable
+    from trtbench.variants import BuildContext, get_variant
+
+    specs = config_from_dict(tiny_config).inputs
+    assert specs[0].min_shape != specs[0].max_shape
+    ctx = BuildContext(device=torch.device("cpu"), precision="int8", dtype=torch.float32, example_inputs=(),
+                       shape_inputs={}, input_specs=specs)
+    with pytest.raises(QuantizationUnavailable) as raised:
+        get_variant("aoti").build(nn.Identity(), ctx)
+    assert f"torch {torch.__version__}" in raised.value.reason and "min_shape = opt_shape = max_shape" in \
+        raised.value.reason and specs[0].name in raised.value.reason
 
 
 def test_a_quantizer_that_returns_fp32_fails_the_int8_check():

@@ -43,7 +43,7 @@ class AotiOptions:
 class Aoti(Variant):
     name = "aoti"
     description = ("AOTInductor package (.pt2) compiled from the exported program, dynamic dims kept "
-                   "(int8: PT2E via torchao, packaged with freezing)")
+                   "(int8: PT2E via torchao, packaged with freezing; static shapes)")
     Options = AotiOptions
     depends_on = "exported"
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
@@ -70,22 +70,25 @@ class Aoti(Variant):
         return Built(aoti_load_package(package), info, state=state)
 
     def _build_int8(self, model, ctx: BuildContext, options: AotiOptions) -> Built:
-        """The PT2E-quantized graph packaged by AOTInductor with freezing (and the config's other
-        Inductor settings), dynamic dims kept."""
+        """The PT2E-quantized graph packaged by AOTInductor with freezing, for static input shapes only
+        (see :func:`~trtbench.quantize.pt2e.aoti_package_pt2e`)."""
         from torch._inductor import aoti_load_package
 
         from trtbench.quantize.fallback import judged
-        from trtbench.quantize.pt2e import INDUCTOR_OPTIONS, aoti_package_pt2e
+        from trtbench.quantize.common import QuantizationUnavailable
+        from trtbench.quantize.pt2e import INDUCTOR_OPTIONS, aoti_int8_unavailable, aoti_package_pt2e
         from trtbench.quantize.pt2e_build import quantize_model
 
         if options.inductor_configs:
             raise ValueError("aoti at int8 packages with Inductor's freezing (its int8 kernels need it) and no "
                              "other settings: drop aoti's inductor_configs, or list aoti at fp32 only")
+        reason = aoti_int8_unavailable(ctx.input_specs)
+        if reason:
+            raise QuantizationUnavailable(reason)
 
         int8 = quantize_model(model, ctx)
         workdir = tempfile.TemporaryDirectory(prefix="trtbench-aoti-int8-")  # removed when the build is dropped
-        package = aoti_package_pt2e(int8.graph, ctx.example_inputs, Path(workdir.name) / "model.pt2",
-                                    dynamic_shapes=int8.dynamic_shapes)
+        package = aoti_package_pt2e(int8.graph, ctx.example_inputs, Path(workdir.name) / "model.pt2")
         loaded = aoti_load_package(str(package))
         info = {"inductor_configs": dict(INDUCTOR_OPTIONS), "package_bytes": Path(package).stat().st_size,
                 **judged(loaded, int8.quantized, ctx.int8, "the AOTInductor int8 package")}
