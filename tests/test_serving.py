@@ -190,6 +190,31 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
     assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
 
 
+def test_int8_rows_are_served_from_their_quantized_file_at_the_servers_threads(tiny_config, tmp_path):
+    """An int8 row is served like a float one: its workers load the quantized .onnx the run saved (a quantized
+    build is never redone in a worker), set up for the server's threads (2 workers x 1 thread, in a run at 2
+    threads), and the report's serving table has its precision."""
+    data = {**tiny_config, "variants": ["eager", "ort"], "precisions": ["fp32", "int8"],
+            "calibration": {"source": "random", "samples": 8, "eval_samples": 4},
+            "tolerances": {"int8": {"top1_agree_min": 0.0, "sqnr_db_min": -1000.0}},  # random weights: not judged
+            "output": {"dir": str(tmp_path / "run"), "save_artifacts": False, "cold_start": False}}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 2}
+    data["scenarios"] = ["latency", {"server": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
+                                                "min_queries": 10, "workers": [2], "repeats": 1}}]
+    assert run_dict(data).exit_code == 0
+    loaded = ResultSet.load(tmp_path / "run")
+    served = {(r.case.variant, r.case.precision): loaded.serving_of(r) for r in loaded if loaded.serving_of(r)}
+    assert set(served) == {("eager", "fp32"), ("ort", "fp32"), ("ort", "int8")}, "eager int8 is skipped, not served"
+    for (variant, precision), (result,) in served.items():
+        assert result.status == "ok" and result.workers == 2 and result.threads == 1, result.reason
+        assert result.runs[0].offered_qps == 50
+    facts = served["ort", "int8"][0].worker_facts
+    assert facts["hosts"] == "the saved .onnx file" and facts["runtime_threads"] == 1, facts
+    assert served["eager", "fp32"][0].worker_facts["hosts"] == "a rebuild"
+    table = (tmp_path / "run" / "report.md").read_text().split("## Serving under load")[1].split("\n## ")[0]
+    assert "| python:toy_models:tiny_cnn | ort | int8 | 2 x 1 | " in table, table
+
+
 def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path):
     """A run killed after its latency points were journaled, before serving: the same command keeps those
     records, as measured, and serves them (it used to keep them and never serve)."""

@@ -1,8 +1,10 @@
 """The run's serving stage: after a build group's latency points, each serving scenario serves each
-variant that built and passed its accuracy check, at the config's opt shape, in worker processes.
+variant that built and passed its accuracy check, at the config's opt shape and at every precision
+of the run (INT8 rows serve their quantized file), in worker processes.
 
 Its workers host the variant as the timing workers do (:class:`~trtbench.variant_recipe.VariantRecipe`:
-the deployed file, or a rebuild from the parent's exact weights), with the serving inputs prepared
+the deployed file, set up for the serving workers' threads, or, for a variant that saves none, a
+rebuild from the parent's exact weights), with the serving inputs prepared
 in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
 batch of 1 to ``max_batch`` samples. The results are a part of their own (:class:`ServedCase`), joined
 to the variant's record at that point by its case key.
@@ -18,7 +20,6 @@ import torch
 
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import deployed_artifact
-from trtbench.precision import is_quantized
 from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
@@ -46,13 +47,13 @@ def serving_point(group, inputs: list):
 
 def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, tuple[str, Record]]:
     """The records (by slot key, with their precision) of ``group``'s variants that the serving scenarios of
-    ``config`` still have to serve: at the served point, at a float precision, timed ok and accurate, and
+    ``config`` still have to serve: at the served point, at any precision, timed ok and accurate, and
     not in ``served`` (by case key) yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
     todo = {}
-    for precision in (p for p in group.precisions if not is_quantized(p)):
+    for precision in group.precisions:
         for entry in group.entries_at(precision):
             record = records.get(group.case(entry, point, precision).key)
             if record is not None and record.status is Status.OK and not record.parity_failed \
@@ -85,14 +86,14 @@ def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, 
                 payloads[precision] = write_payload(folder / f"payload-{index}-{precision}.pt", at.model, at.example,
                                                     serving_inputs(config, settings, device, at.dtype))
             for key, (precision, record, outcome) in entries.items():
-                def recipe_for(threads: int, key=key, name=outcome.variant.name, precision=precision) -> VariantRecipe:
-                    return VariantRecipe(model=group.model, variant=name, options=options, precision=precision,
+                def recipe_for(threads: int, key=key, variant=outcome.variant, precision=precision) -> VariantRecipe:
+                    artifact = artifacts[key]
+                    return VariantRecipe(model=group.model, variant=variant.name, options=options, precision=precision,
                                          device=str(device), threads=threads,
                                          cudnn_benchmark=config.benchmark.cudnn_benchmark,
                                          channels_last=config.channels_last, input_specs=config.inputs,
                                          payload=str(payloads[precision]),
-                                         # the file carries its build's threads (ORT's session): at others, rebuild
-                                         artifact=artifacts[key] if threads == group.threads else None)
+                                         artifact=variant.at_threads(artifact, threads) if artifact else None)
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
                 served.setdefault(key, []).extend(run_serving(

@@ -115,6 +115,13 @@ class Variant(ABC):
         """Reload a saved artifact as a callable (only called for files this variant's save() wrote)."""
         raise NotImplementedError(f"variant {self.name} saves no artifacts")
 
+    def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
+        """``artifact`` set up so that :meth:`load` runs it on ``threads`` intra-op threads. The default
+        keeps it: torch-based loaders follow ``torch.set_num_threads``, which the loading process sets;
+        a runtime whose file carries its own thread setting (ONNX Runtime's session, OpenVINO's
+        config) overrides this."""
+        return artifact
+
     @classmethod
     def option_names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls.Options)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,10 @@ class OpenVino(Variant):
         ov.save_model(built.state["model"], str(xml), compress_to_fp16=False)
         return [Artifact(path=xml, loader="openvino", companions=[weights],
                          settings={"device": "CPU", "config": built.state["config"]})]
+
+    def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
+        return dataclasses.replace(artifact, settings={**artifact.settings, "config": {
+            **artifact.settings["config"], "INFERENCE_NUM_THREADS": threads}})
 
     def load(self, artifact: Artifact, device: torch.device):
         ov = import_openvino()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import shutil
 import tempfile
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -214,6 +215,13 @@ class OrtVariant(Variant):
         companions = built.state["onnx"].save(path)
         return [Artifact(path=path, loader="onnxruntime", companions=companions,
                          settings={"providers": built.state["providers"], "session": built.state["session"]})]
+
+    def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
+        session = artifact.settings.get("session")
+        if not session:
+            return artifact
+        return dataclasses.replace(artifact, settings={**artifact.settings,
+                                                       "session": {**session, "intra_op_num_threads": threads}})
 
     def load(self, artifact: Artifact, device: torch.device):
         """The saved model in a session set up as the build's was (threads, graph optimization)."""
