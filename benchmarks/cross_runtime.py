@@ -14,7 +14,11 @@ eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default
 timing, repeated in every alternation before the alone processes, so that the machine's drift
 falls on both sides alike. For each set it prints trtbench's median speedup over its runs next
 to the truth's, with their ranges, and eager's median next to eager alone. Targets: every speedup within 5% of the truth, eager's median within 5% of eager
-alone. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
+alone. A runtime whose speed differs from process to process shows it here on both sides: on the
+2-core Zen 3 VM (2026-11-24), torch.compile'd resnet18 at batch 1 ran either about 1.05x or about 1.35x
+eager's time per fresh process, alone as well (1 of 6 and 2 of 4 alone processes fast, eager steady), so
+a few alternations can put trtbench's runs and the alone processes in different modes; read compiled's
+row with its ranges. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
 ``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
 """
 
