@@ -17,8 +17,9 @@ to the truth's, with their ranges, and eager's median next to eager alone. Targe
 alone. A runtime whose speed differs from process to process shows it here on both sides: on the
 2-core Zen 3 VM (2026-11-24), torch.compile'd resnet18 at batch 1 ran either about 1.05x or about 1.35x
 eager's time per fresh process, alone as well (1 of 6 and 2 of 4 alone processes fast, eager steady), so
-a few alternations can put trtbench's runs and the alone processes in different modes; read compiled's
-row with its ranges. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
+trtbench's worker processes landed in the fast mode more often (11 of 16 against 1 of 8 alone, for a
+reason not found: not gc, the Inductor cache, call gaps or loading a state_dict); read compiled's row
+with its ranges. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
 ``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
 """
 
