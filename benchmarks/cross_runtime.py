@@ -17,9 +17,12 @@ to the truth's, with their ranges, and eager's median next to eager alone. Targe
 alone. A runtime whose speed differs from process to process shows it here on both sides: on the
 2-core Zen 3 VM (2026-11-24), torch.compile'd resnet18 at batch 1 ran either about 1.05x or about 1.35x
 eager's time per fresh process, alone as well (1 of 6 and 2 of 4 alone processes fast, eager steady), so
-trtbench's worker processes landed in the fast mode more often (11 of 16 against 1 of 8 alone, for a
-reason not found: not gc, the Inductor cache, call gaps or loading a state_dict); read compiled's row
-with its ranges. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
+trtbench's worker processes landed in the fast mode more often (11 of 16 against 1 of 8 alone). The
+slow mode is page faults: about 3700 minor faults per call, because glibc ``munmap``s Inductor's
+intermediate buffers (above its mmap threshold) after each call and the next call faults them in again;
+a process whose allocation history raised glibc's dynamic threshold has none (with
+``MALLOC_MMAP_THRESHOLD_=268435456`` every process ran 31-32 ms, 0 faults). Both sides print page faults
+per call, so each process's mode shows. ``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
 ``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
 """
 
@@ -46,7 +49,7 @@ SETS = {"eager+ort": ["eager", "ort"], "eager+openvino": ["eager", "openvino"],
 # One runtime alone: build or load it, prepare the input outside the timed loop, warm up, then
 # time single calls for a while. Plain perf_counter_ns, as a deployment would measure itself.
 ALONE = r'''
-import json, sys, time
+import json, resource, sys, time
 import numpy as np
 import torch
 kind, path, seconds, threads = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
@@ -82,19 +85,23 @@ start = time.perf_counter()
 while time.perf_counter() - start < 2.0:  # warm-up: compile, caches, thread pools
     call()
 samples = []
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 start = time.perf_counter()
 while time.perf_counter() - start < seconds or len(samples) < 20:
     t0 = time.perf_counter_ns()
     call()
     samples.append((time.perf_counter_ns() - t0) / 1e6)
-print(json.dumps({"median_ms": float(np.median(samples)), "calls": len(samples)}))
+faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / len(samples)
+print(json.dumps({"median_ms": float(np.median(samples)), "calls": len(samples), "faults_per_call": faults}))
 '''
 
 
-def alone(kind: str, path: str, seconds: float) -> float:
+def alone(kind: str, path: str, seconds: float) -> tuple[float, float]:
+    """(median ms, minor page faults per call) of ``kind`` alone in a fresh process."""
     out = subprocess.run([sys.executable, "-c", ALONE, kind, path, str(seconds), str(THREADS), json.dumps(SHAPE)],
                          check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    return measured["median_ms"], measured["faults_per_call"]
 
 
 def run_trtbench(variants: list[str], out: Path, src: str | None, isolation: str) -> dict:
@@ -119,7 +126,8 @@ def run_trtbench(variants: list[str], out: Path, src: str | None, isolation: str
     for record in data["records"]:
         samples = [s for r in record.get("rounds") or [] for s in r]
         if record["status"] == "ok" and samples:
-            medians[record["case"]["variant"]] = (statistics.median(samples), record.get("rounds"))
+            medians[record["case"]["variant"]] = (statistics.median(samples), record.get("rounds"),
+                                                  record["metrics"].get("isolation", {}).get("minor_faults_per_call_median"))
     return medians
 
 
@@ -150,16 +158,19 @@ def main() -> None:
                 out = tmp / f"{name.replace('+', '_')}_{i}"
                 runs[name].append(run_trtbench(variants, out, args.trtbench_src, args.isolation))
                 print(f"alternation {i + 1}, trtbench {name}: "
-                      + ", ".join(f"{v} {m:.2f} ms" for v, (m, _) in runs[name][-1].items()), flush=True)
+                      + ", ".join(f"{v} {m:.2f} ms ({f if f is None else round(f)} page faults/call)"
+                                  for v, (m, _, f) in runs[name][-1].items()), flush=True)
                 for variant, suffix in (("ort", "onnx"), ("openvino", "xml")):
                     found = sorted((out / "artifacts").glob(f"{variant}_fp32.{suffix}"))
                     if found and variant not in files:  # the first run's file (the folders stay till the end)
                         files[variant] = str(found[0])
             kinds = sorted({v for variants in sets.values() for v in variants} & set(files))
+            faults = {}
             for kind in kinds:
-                truth_runs.setdefault(kind, []).append(alone(kind, files[kind], args.seconds))
-            print(f"alternation {i + 1}, alone: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms" for k in kinds),
-                  flush=True)
+                median, faults[kind] = alone(kind, files[kind], args.seconds)
+                truth_runs.setdefault(kind, []).append(median)
+            print(f"alternation {i + 1}, alone: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms ({faults[k]:.0f} page "
+                                                               f"faults/call)" for k in kinds), flush=True)
     report(runs, truth_runs, args)
 
 

@@ -17,7 +17,7 @@ from conftest import by_point, run_dict
 from trtbench.interference import interference_check
 from trtbench.timing import TimingPlan, measure_interleaved
 from trtbench.worker import WorkerError, WorkerTimer, spawn_workers, start_workers
-from toy_runtimes import Crashes, FailsToBuild, Hangs, Sleeper, Spinner
+from toy_runtimes import Crashes, FailsToBuild, Hangs, Refaults, Sleeper, Spinner
 
 CPU = torch.device("cpu")
 FIXED = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=6)
@@ -51,6 +51,23 @@ def test_spinning_neighbour_is_settled_before_the_next_block(workers):
     assert statistics.median(result["neighbour"].settle_cpu_ms) < 2.0  # a sleeper never spins
     assert ready["spinner"].facts["runtime"] == "spinner" and ready["spinner"].facts["pid"] != os.getpid()
     assert ready["spinner"].facts["pid"] != ready["neighbour"].facts["pid"]
+
+
+def test_page_faults_per_call_are_counted_in_each_process(workers):
+    """A runtime that maps and touches fresh pages on every call shows thousands of page faults per call,
+    its sleeping neighbour none; counted in the worker (a count, so it holds on a busy machine) and, for a
+    variant timed here, in this process."""
+    import mmap
+
+    ready, errors = workers({"refaults": Refaults(megabytes=8), "neighbour": Sleeper(call_s=0.01)})
+    assert not errors
+    result = measure_interleaved({name: WorkerTimer(worker, "p") for name, worker in ready.items()}, CPU, FIXED)
+    pages = (8 << 20) // mmap.PAGESIZE
+    assert len(result["refaults"].faults_per_call) == 6
+    assert statistics.median(result["refaults"].faults_per_call) >= 0.9 * pages
+    assert statistics.median(result["neighbour"].faults_per_call) < 50
+    here = measure_interleaved({"refaults": Refaults(megabytes=8).materialize()[0]["p"]}, CPU, FIXED)
+    assert statistics.median(here["refaults"].faults_per_call) >= 0.9 * pages
 
 
 def test_a_worker_that_hangs_is_killed_and_named(workers):

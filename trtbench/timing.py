@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import math
+import resource
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, runtime_checkable
@@ -68,6 +69,7 @@ class Measurement:
     unsettled: int = 0  # blocks after which the threads were still busy at the settle cap
     cpu_between_ms: list[float] = field(default_factory=list)  # per block: CPU its process used since the last
     alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
+    faults_per_call: list[float] = field(default_factory=list)  # per block: minor page faults per timed call
 
     @property
     def samples(self) -> list[float]:
@@ -82,6 +84,7 @@ class Block:
     device_ms: Optional[list[float]] = None
     settle: Settle = Settle(0.0, True)
     cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
+    faults: Optional[int] = None  # minor page faults of the timer's process during the timed calls
 
 
 @runtime_checkable
@@ -95,6 +98,13 @@ def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work (a no-op on the CPU)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (``getrusage``): a runtime whose allocator hands its
+    buffers back to the OS after each call (glibc ``munmap``s blocks above its mmap threshold) faults
+    its pages in again on every call, which costs time a warmed-up allocator does not."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int) -> tuple[list[float], Optional[list[float]]]:
@@ -126,8 +136,10 @@ class CallTimer:
         self.fn, self.device, self.settle = fn, device, settle
 
     def block(self, calls: int) -> Block:
+        faults = minor_faults()
         host, dev = time_calls(self.fn, self.device, calls)
-        return Block(host, dev, wait_until_idle() if self.settle else Settle(0.0, True))
+        faults = minor_faults() - faults
+        return Block(host, dev, wait_until_idle() if self.settle else Settle(0.0, True), faults=faults)
 
 
 @dataclass(frozen=True)
@@ -248,6 +260,8 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
                 m.unsettled += not block.settle.idle
                 if block.cpu_between_ms is not None:
                     m.cpu_between_ms.append(block.cpu_between_ms)
+                if block.faults is not None:
+                    m.faults_per_call.append(block.faults / len(block.host_ms))
             rounds += 1
             tick()
             for name, reason in _finished(plan, results, active, rounds, started, baseline).items():

@@ -34,7 +34,7 @@ import torch
 
 from trtbench.checked_call import CheckedCall, checked_call
 from trtbench.settle import wait_until_idle
-from trtbench.timing import Block, synchronize, time_calls
+from trtbench.timing import Block, minor_faults, synchronize, time_calls
 
 
 class Recipe(Protocol):
@@ -87,14 +87,16 @@ def serve(fd: int) -> None:
             _, label, count = message
             between = (time.process_time() - idle_since_cpu) * 1e3
             try:
+                faults = minor_faults()
                 with torch.inference_mode():
                     host, dev = time_calls(calls[label], device, count)
+                faults = minor_faults() - faults
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
             settle = wait_until_idle()
             idle_since_cpu = time.process_time()
-            conn.send(("block", host, dev, settle, between))
+            conn.send(("block", host, dev, settle, between, faults))
         elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
             try:
                 with torch.inference_mode():
@@ -214,8 +216,8 @@ class Worker:
 
     def block(self, label: str, calls: int) -> Block:
         self._send(("block", label, calls))
-        _, host, dev, settle, between = self._receive(f"time {calls} call(s) at {label}")
-        return Block(host, dev, settle, between)
+        _, host, dev, settle, between, faults = self._receive(f"time {calls} call(s) at {label}")
+        return Block(host, dev, settle, between, faults)
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""

@@ -43,6 +43,25 @@ class Sleeper:
 
 
 @dataclass(frozen=True)
+class Refaults:
+    """A runtime whose allocator hands a ``megabytes`` buffer back to the OS after every call (as glibc
+    does with blocks above its mmap threshold): each call maps fresh pages and faults every one in."""
+
+    megabytes: int = 8
+    device: str = "cpu"
+
+    def materialize(self):
+        import mmap
+
+        def call():
+            buffer = mmap.mmap(-1, self.megabytes << 20)
+            buffer[::mmap.PAGESIZE] = b"x" * ((self.megabytes << 20) // mmap.PAGESIZE)  # touch every page
+            buffer.close()
+
+        return {"p": call}, {"runtime": "refaults"}
+
+
+@dataclass(frozen=True)
 class Hangs:
     """Its calls never return."""
 

@@ -81,7 +81,10 @@ def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool,
                   "deployment runs one runtime per process), asked for one block at a time while the others wait "
                   "blocked; `in_process` is this process. After each block the process waits until its threads "
                   "are idle (settle; its CPU is what spinning cost), so the next block starts on quiet cores. "
-                  "CPU between blocks: what a worker's process used while others were timed (about 0 when settled).",
+                  "CPU between blocks: what a worker's process used while others were timed (about 0 when settled). "
+                  "Page faults / call: minor page faults of its process per timed call; thousands mean its allocator "
+                  "hands buffers back to the OS after each call and faults them in again (glibc's mmap threshold: "
+                  "with a higher `MALLOC_MMAP_THRESHOLD_`, or jemalloc/tcmalloc, a deployment avoids that cost).",
                   "", isolation]
     warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:

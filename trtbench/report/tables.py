@@ -59,7 +59,8 @@ def deployment_table(results: ResultSet) -> str:
 def isolation_table(results: ResultSet) -> str:
     """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
     lines = ["| model | variant | precision | method | process | threads (intra/inter, runtime) | spinning | "
-             "settle ms (CPU ms) | CPU between blocks ms | peak RSS MiB |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "settle ms (CPU ms) | CPU between blocks ms | page faults / call | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = set()
     for r in results:
         facts = r.metrics.get("isolation")
@@ -75,7 +76,8 @@ def isolation_table(results: ResultSet) -> str:
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
                  threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
-                 number_text(facts.get("cpu_between_blocks_ms_median"), 2), number_text(facts.get("peak_rss_mb"), 0)]
+                 number_text(facts.get("cpu_between_blocks_ms_median"), 2),
+                 number_text(facts.get("minor_faults_per_call_median"), 0), number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
 

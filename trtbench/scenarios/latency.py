@@ -60,7 +60,8 @@ def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
     facts = {**isolation.facts(name), "blocks": len(m.settle_s), "unsettled_blocks": m.unsettled,
              "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
-             "settle_cpu_ms_median": _median(m.settle_cpu_ms)}
+             "settle_cpu_ms_median": _median(m.settle_cpu_ms),
+             "minor_faults_per_call_median": _median(m.faults_per_call)}
     if m.cpu_between_ms:
         facts["cpu_between_blocks_ms_median"] = _median(m.cpu_between_ms)
         facts["cpu_between_blocks_ms_max"] = round(max(m.cpu_between_ms), 3)
