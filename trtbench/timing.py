@@ -16,6 +16,7 @@ then timed alone for the interference check (:mod:`trtbench.interference`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import resource
@@ -107,10 +108,12 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def time_calls(fn: Callable[[], object], device: torch.device, calls: int) -> tuple[list[float], Optional[list[float]]]:
-    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``) and, on CUDA, CUDA-event ms."""
+def time_calls(fn: Callable[[], object], device: torch.device, calls: int) -> Block:
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms, and the
+    minor page faults of this process during them (:func:`minor_faults`); the block's settle is the caller's."""
     host, events = [], []
     cuda = device.type == "cuda"
+    faults = minor_faults()
     for _ in range(calls):
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -126,7 +129,8 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int) -> tu
             fn()
             t1 = time.perf_counter_ns()
         host.append((t1 - t0) / 1e6)
-    return host, ([s.elapsed_time(e) for s, e in events] if cuda else None)
+    faults = minor_faults() - faults
+    return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, faults=faults)
 
 
 class CallTimer:
@@ -136,10 +140,8 @@ class CallTimer:
         self.fn, self.device, self.settle = fn, device, settle
 
     def block(self, calls: int) -> Block:
-        faults = minor_faults()
-        host, dev = time_calls(self.fn, self.device, calls)
-        faults = minor_faults() - faults
-        return Block(host, dev, wait_until_idle() if self.settle else Settle(0.0, True), faults=faults)
+        timed = time_calls(self.fn, self.device, calls)
+        return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, True))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import torch
 
 from trtbench.checked_call import CheckedCall, checked_call
 from trtbench.settle import wait_until_idle
-from trtbench.timing import Block, minor_faults, synchronize, time_calls
+from trtbench.timing import Block, synchronize, time_calls
 
 
 class Recipe(Protocol):
@@ -87,16 +87,14 @@ def serve(fd: int) -> None:
             _, label, count = message
             between = (time.process_time() - idle_since_cpu) * 1e3
             try:
-                faults = minor_faults()
                 with torch.inference_mode():
-                    host, dev = time_calls(calls[label], device, count)
-                faults = minor_faults() - faults
+                    timed = time_calls(calls[label], device, count)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
             settle = wait_until_idle()
             idle_since_cpu = time.process_time()
-            conn.send(("block", host, dev, settle, between, faults))
+            conn.send(("block", timed.host_ms, timed.device_ms, settle, between, timed.faults))
         elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
             try:
                 with torch.inference_mode():
