@@ -20,6 +20,7 @@ import torch
 
 from trtbench.inputs import make_inputs, to_memory_format
 from trtbench.isolation import deployed_artifact
+from trtbench.precision import dtype_name
 from trtbench.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
@@ -80,11 +81,11 @@ def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, 
         artifacts = {key: deployed_artifact(outcome.variant, outcome.built, folder, key)
                      for key, (_, _, outcome) in entries.items()}
         for index, settings in enumerate(config.serving):
-            payloads = {}
-            for precision in dict.fromkeys(p for p, _, _ in entries.values()):
-                at = copies[precision]
-                payloads[precision] = write_payload(folder / f"payload-{index}-{precision}.pt", at.model, at.example,
-                                                    serving_inputs(config, settings, device, at.dtype))
+            payloads: dict[torch.dtype, Path] = {}  # one per compute dtype: int8 serves from fp32's copy
+            for at in (copies[p] for p, _, _ in entries.values()):
+                if at.dtype not in payloads:
+                    payloads[at.dtype] = write_payload(folder / f"payload-{index}-{dtype_name(at.dtype)}.pt", at.model,
+                                                       at.example, serving_inputs(config, settings, device, at.dtype))
             for key, (precision, record, outcome) in entries.items():
                 def recipe_for(threads: int, key=key, variant=outcome.variant, precision=precision) -> VariantRecipe:
                     artifact = artifacts[key]
@@ -92,7 +93,7 @@ def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, 
                                          device=str(device), threads=threads,
                                          cudnn_benchmark=config.benchmark.cudnn_benchmark,
                                          channels_last=config.channels_last, input_specs=config.inputs,
-                                         payload=str(payloads[precision]),
+                                         payload=str(payloads[copies[precision].dtype]),
                                          artifact=variant.at_threads(artifact, threads) if artifact else None)
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
