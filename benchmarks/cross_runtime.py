@@ -5,9 +5,13 @@ Run:  .venv/bin/python benchmarks/cross_runtime.py [--alternations 3] [--seconds
 
 The truth: each runtime alone in a fresh process of its own, timed by this file's own plain
 loop (not trtbench's timing code), on the files trtbench saved (``ort_fp32.onnx``, the OpenVINO
-IR); eager and torch.compile are rebuilt in their process. The truth's speedup is, per
-alternation, eager alone over the runtime alone (processes run one after the other), and its
-median over the alternations.
+IR; its CPU plugin pinned to f32 as trtbench's fp32 row is, since on CPUs with bf16 units OpenVINO
+computes in bf16 by default: 3.9 against 7.6 ms on a Zen 5); eager and torch.compile are rebuilt in
+their process. Eager alone runs before and after each other runtime alone (eager, ort, eager,
+openvino, eager, ...); the truth's speedup is, per alternation, the geometric mean of the two eager
+medians around the runtime over its median, so the VM's drift across the alone processes cancels
+(on a Zen 5 VM whose speed drifted 10% within minutes, eager-first-only truths ranged 1.75-2.0x), and
+its median over the alternations.
 
 trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
 eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default adaptive
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -79,7 +84,9 @@ elif kind == "ort":
         session.run(None, feed)
 elif kind == "openvino":
     import openvino as ov
-    compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    # f32 as trtbench's fp32 row: where the CPU computes bf16 natively (AVX512_BF16, AMX), OpenVINO's default is bf16
+    compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+                                                     "INFERENCE_PRECISION_HINT": "f32"})
     request = compiled.create_infer_request()
     feed = {0: x.numpy()}
     def call():
@@ -160,7 +167,8 @@ def main() -> None:
         os.environ.update(FIXED_MALLOC)  # inherited by every child process
     sets = {name: SETS[name] for name in args.sets.split(",")}
     runs: dict[str, list[dict]] = {name: [] for name in sets}  # set -> one {variant: (median, rounds)} per alternation
-    truth_runs: dict[str, list[float]] = {}  # runtime -> its median alone, per alternation
+    truth_runs: dict[str, list[float]] = {}  # runtime -> its medians alone (eager: before and after each other)
+    truth_ratios: dict[str, list[float]] = {}  # runtime -> eager alone around it over it alone, per alternation
     with tempfile.TemporaryDirectory(prefix="cross-runtime-") as tmp:
         tmp = Path(tmp)
         files = {"eager": "", "compiled": ""}
@@ -175,23 +183,33 @@ def main() -> None:
                     found = sorted((out / "artifacts").glob(f"{variant}_fp32.{suffix}"))
                     if found and variant not in files:  # the first run's file (the folders stay till the end)
                         files[variant] = str(found[0])
-            kinds = sorted({v for variants in sets.values() for v in variants} & set(files))
-            faults = {}
+            # eager alone before and after each other runtime alone (eager, ort, eager, openvino, eager, ...):
+            # each runtime's truth is over the geometric mean of the eager processes around it, so the VM's
+            # drift over the minute the alone processes take cancels, as trtbench's paired rounds cancel it
+            kinds = sorted({v for variants in sets.values() for v in variants} & set(files) - {"eager"})
+            eager_before, faults = alone("eager", "", args.seconds)
+            truth_runs.setdefault("eager", []).append(eager_before)
+            line = [f"eager {eager_before:.2f} ms ({faults:.0f})"]
             for kind in kinds:
-                median, faults[kind] = alone(kind, files[kind], args.seconds)
+                median, faults = alone(kind, files[kind], args.seconds)
+                eager_after, eager_faults = alone("eager", "", args.seconds)
                 truth_runs.setdefault(kind, []).append(median)
-            print(f"alternation {i + 1}, alone: " + ", ".join(f"{k} {truth_runs[k][-1]:.2f} ms ({faults[k]:.0f} page "
-                                                               f"faults/call)" for k in kinds), flush=True)
-    report(runs, truth_runs, args)
+                truth_runs["eager"].append(eager_after)
+                truth_ratios.setdefault(kind, []).append(math.sqrt(eager_before * eager_after) / median)
+                line += [f"{kind} {median:.2f} ms ({faults:.0f})", f"eager {eager_after:.2f} ms ({eager_faults:.0f})"]
+                eager_before = eager_after
+            print(f"alternation {i + 1}, alone (page faults/call): " + ", ".join(line), flush=True)
+    report(runs, truth_runs, truth_ratios, args)
 
 
 def _spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
 
 
-def report(runs: dict[str, list[dict]], truth_runs: dict[str, list[float]], args) -> None:
+def report(runs: dict[str, list[dict]], truth_runs: dict[str, list[float]], truth_ratios: dict[str, list[float]],
+           args) -> None:
     """Per set and variant: trtbench's median speedup over its runs against the truth's median speedup
-    over the alternations (each alternation's eager-alone median over the runtime-alone median)."""
+    over the alternations (the eager-alone medians around the runtime alone over its median)."""
     truth_eager = statistics.median(truth_runs["eager"])
     print()
     print("| set | variant | trtbench median ms (range) | alone median ms (range) | trtbench speedup (range) | "
@@ -209,7 +227,7 @@ def report(runs: dict[str, list[dict]], truth_runs: dict[str, list[float]], args
             else:
                 got = [paired_speedup(run["eager"][1], run[variant][1]) for run in per_run
                        if variant in run and "eager" in run]
-                want = [e / v for e, v in zip(truth_runs["eager"], alone_ms)]
+                want = truth_ratios[variant]
                 off = statistics.median(got) / statistics.median(want) - 1
                 print(f"| {name} | {variant} | {_spread(medians, '.2f')} | {_spread(alone_ms, '.2f')} | "
                       f"{_spread(got, '.3f')}x | {_spread(want, '.3f')}x | {off:+.1%} | "

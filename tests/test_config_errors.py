@@ -64,9 +64,10 @@ def test_shape_rank_mismatch(tiny_config, write_config, capsys):
     expect_error(write_config(tiny_config), capsys, "inputs[0]", "different ranks")
 
 
-def test_negative_warmup(tiny_config, write_config, capsys):
-    tiny_config["benchmark"]["warmup"] = -1
-    expect_error(write_config(tiny_config), capsys, "benchmark.warmup", "must not be negative")
+@pytest.mark.parametrize("key,fix", [("warmup", "no warm-up"), ("switch_in_below_s", "no switch-in call")])
+def test_negative_warmup_or_switch_in(tiny_config, write_config, capsys, key, fix):
+    tiny_config["benchmark"][key] = -1
+    expect_error(write_config(tiny_config), capsys, f"benchmark.{key}", "must not be negative", fix)
 
 
 @pytest.mark.parametrize("key,value", [("iterations", 0), ("min_iterations", 0), ("max_time_s", 0), ("threads", 0)])

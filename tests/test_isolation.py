@@ -6,6 +6,7 @@ not wall-clock time, so it holds on a busy machine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -17,7 +18,7 @@ from conftest import by_point, run_dict
 from trtbench.interference import interference_check
 from trtbench.timing import TimingPlan, measure_interleaved
 from trtbench.worker import WorkerError, WorkerTimer, spawn_workers, start_workers
-from toy_runtimes import Crashes, FailsToBuild, Hangs, Refaults, Sleeper, Spinner
+from toy_runtimes import ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, Refaults, Sleeper, Spinner
 
 CPU = torch.device("cpu")
 FIXED = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=6)
@@ -70,6 +71,27 @@ def test_page_faults_per_call_are_counted_in_each_process(workers):
     assert statistics.median(here["refaults"].faults_per_call) >= 0.9 * pages
 
 
+def test_the_first_call_after_a_switch_is_kept_out_of_the_samples(workers, tmp_path):
+    """A runtime whose first call after its neighbour ran is cold (sleeps 0.25 s; later calls are free, as
+    a cache refill after another runtime evicted it): with a switch-in call each block's timed calls are warm
+    and the cold one is kept apart, per block; without, every sample is cold. The cold time is a lower bound
+    (a sleep never ends early), and a free call is far below it on any machine."""
+    mark = str(tmp_path / "mark")
+    ready, errors = workers({"cold": ColdAfterOthers(mark, cold_s=0.25), "neighbour": Marks(mark)})
+    assert not errors
+    timers = {name: WorkerTimer(ready[name], "p") for name in ("cold", "neighbour")}  # the first round's order
+    # the warm-up's call (cold: the neighbour ran between) sizes the blocks: 0.25 s is "short" under 1 s
+    result = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=1.0))
+    cold = result["cold"]
+    assert len(cold.samples) == 6 and max(cold.samples) < 250
+    # rounds rotate (cold, neighbour / neighbour, cold / ...): the neighbour ran before cold's blocks in
+    # rounds 1, 2, 4 and 6; in rounds 3 and 5 cold's block directly follows its own
+    after_neighbour = [True, True, False, True, False, True]
+    assert [ms >= 250 for ms in cold.switch_in_ms] == after_neighbour
+    never = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0))["cold"]
+    assert [ms >= 250 for ms in never.samples] == after_neighbour and never.switch_in_ms == []
+
+
 def test_a_worker_that_hangs_is_killed_and_named(workers):
     ready, _ = workers({"stuck": Hangs()})
     worker = ready["stuck"]
@@ -92,7 +114,8 @@ def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     import time
 
     plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
-                      block_s=0.003)  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+                      block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+                      switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
     noisy = iter(range(10**9))  # (1 vs 4 ms merged into one mode on a loaded machine, where a 1 ms sleep takes 4)
     result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.030),
                                   "steady": lambda: time.sleep(0.001)}, CPU, plan, baseline="eager")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +55,12 @@ def test_fixed_plan_times_exactly_the_iterations_and_warms_up():
     calls = []
     plan = TimingPlan(mode="fixed", warmup=3, warmup_s=0, iterations=7)
     m = measure_one(lambda: calls.append(1), plan)
-    assert len(calls) == 10 and len(m.samples) == 7 and m.stopped_by == "iterations"
+    # 3 warm-up calls, 7 timed ones in 7 rounds, each round's block after its (untimed) switch-in call
+    assert len(calls) == 3 + 7 + 7 and len(m.samples) == 7 and m.stopped_by == "iterations"
+    assert len(m.switch_in_ms) == 7
+    calls.clear()
+    m = measure_one(lambda: calls.append(1), dataclasses.replace(plan, switch_in_below_s=0))
+    assert len(calls) == 10 and len(m.samples) == 7 and m.switch_in_ms == []
     assert m.device_rounds is None
 
 
@@ -87,7 +93,8 @@ def test_adaptive_plan_stops_when_median_is_precise():
 def test_rounds_rotate_the_order_of_the_variants():
     order = []
     fns = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
-    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=4)  # 4 rounds of 1 call each
+    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=4,  # 4 rounds of 1 call each
+                      switch_in_below_s=0)  # (no switch-in calls, so each call in the order is a timed one)
     result = measure_interleaved(fns, CPU, plan)
     assert order[:3] == ["a", "b", "c"]  # warmup 0 still calls each once to size its blocks
     assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
@@ -109,7 +116,7 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
     for name, m in result.items():
         assert len(m.samples) == 23 and m.stopped_by == "iterations"
         assert [len(r) for r in m.rounds] == [3] * 7 + [2]  # ceil(23 / 10) per round, the last one trimmed
-        assert calls[name] == 2 + 23
+        assert calls[name] == 2 + 23 + 8  # warm-up, timed, and each of the 8 blocks' switch-in call
     # each sample times its own callable: every slow one slept 0.5 ms (sleep never returns early), while a
     # preemption on a busy machine may stretch a fast one now and then, but not most of them
     assert min(result["slow"].samples) >= 0.5 > statistics.median(result["fast"].samples)
@@ -122,7 +129,7 @@ class FixedCost:
 
     ms: float
 
-    def block(self, calls: int) -> Block:
+    def block(self, calls: int, switch_in: bool = False) -> Block:
         return Block([self.ms] * calls)
 
 
@@ -267,9 +274,11 @@ class CountingCost:
 
     ms: float
     calls: int = 0
+    switch_ins: int = 0
 
-    def block(self, calls: int) -> Block:
+    def block(self, calls: int, switch_in: bool = False) -> Block:
         self.calls += calls
+        self.switch_ins += switch_in
         return Block([self.ms] * calls)
 
 
@@ -288,3 +297,16 @@ def test_the_accuracy_checks_call_counts_toward_the_warm_up():
     measure_interleaved(longer, CPU, TimingPlan(mode="fixed", warmup=1, warmup_s=60, iterations=4),
                         warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=60.0))
     assert [t.calls for t in longer.values()] == [4, 4]
+
+
+def test_short_calls_start_each_timed_block_with_a_switch_in_call():
+    """The first call after another variant ran pays a cache refill a runtime alone never pays, so a
+    variant whose call is shorter than ``switch_in_below_s`` asks each timed block for a switch-in call
+    first (the warm-up's blocks need none); longer calls, or ``switch_in_below_s: 0``, never do."""
+    plan = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1)
+    timers = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
+    measure_interleaved(timers, CPU, plan)
+    assert (timers["short"].switch_ins, timers["long"].switch_ins) == (4, 0)
+    never = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
+    measure_interleaved(never, CPU, dataclasses.replace(plan, switch_in_below_s=0))
+    assert (never["short"].switch_ins, never["long"].switch_ins) == (0, 0)

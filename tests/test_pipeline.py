@@ -172,7 +172,7 @@ def test_fp16_on_cpu_is_skipped_with_reason(tiny_config, tmp_path):
 
 def test_interrupt_keeps_results_and_marks_the_rest(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:interrupt_after"
-    tiny_config["model"]["kwargs"] = {"calls": 20}
+    tiny_config["model"]["kwargs"] = {"calls": 30}  # enough for the first point's calls (switch-ins too), not all
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     assert code == 130

@@ -143,6 +143,7 @@ class BenchmarkConfig:
     max_time_s: float = TimingPlan.max_time_s
     min_iterations: int = TimingPlan.min_iterations
     block_s: float = TimingPlan.block_s
+    switch_in_below_s: float = TimingPlan.switch_in_below_s
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
@@ -156,10 +157,10 @@ class BenchmarkConfig:
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        for name in ("warmup", "warmup_s"):
+        for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"), ("switch_in_below_s", "no switch-in call")):
             if getattr(self, name) < 0:
                 raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
-                                     "set it to 0 (no warm-up) or more")
+                                     f"set it to 0 ({zero}) or more")
         schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")

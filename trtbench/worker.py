@@ -18,6 +18,7 @@ its timeout is killed, and the error names what happened.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import io
 import os
@@ -84,17 +85,17 @@ def serve(fd: int) -> None:
             return
         op = message[0]
         if op == "block":
-            _, label, count = message
+            _, label, count, switch_in = message
             between = (time.process_time() - idle_since_cpu) * 1e3
             try:
                 with torch.inference_mode():
-                    timed = time_calls(calls[label], device, count)
+                    timed = time_calls(calls[label], device, count, switch_in)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
             settle = wait_until_idle()
             idle_since_cpu = time.process_time()
-            conn.send(("block", timed.host_ms, timed.device_ms, settle, between, timed.faults))
+            conn.send(("block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)))
         elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
             try:
                 with torch.inference_mode():
@@ -212,10 +213,9 @@ class Worker:
         except (BrokenPipeError, OSError):
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
 
-    def block(self, label: str, calls: int) -> Block:
-        self._send(("block", label, calls))
-        _, host, dev, settle, between, faults = self._receive(f"time {calls} call(s) at {label}")
-        return Block(host, dev, settle, between, faults)
+    def block(self, label: str, calls: int, switch_in: bool = False) -> Block:
+        self._send(("block", label, calls, switch_in))
+        return self._receive(f"time {calls} call(s) at {label}")[1]
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""
@@ -263,8 +263,8 @@ class WorkerTimer:
     def __init__(self, worker: Worker, label: str):
         self.worker, self.label = worker, label
 
-    def block(self, calls: int) -> Block:
-        return self.worker.block(self.label, calls)
+    def block(self, calls: int, switch_in: bool = False) -> Block:
+        return self.worker.block(self.label, calls, switch_in)
 
 
 def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None) -> list[Worker]:

@@ -62,6 +62,46 @@ class Refaults:
 
 
 @dataclass(frozen=True)
+class Marks:
+    """A neighbour that leaves a mark in the file ``mark`` on every call (a new one each time)."""
+
+    mark: str
+    device: str = "cpu"
+
+    def materialize(self):
+        count = iter(range(1 << 62))
+
+        def call():
+            with open(self.mark, "w") as fh:
+                fh.write(f"{os.getpid()}:{next(count)}")
+        return {"p": call}, {"runtime": "marks"}
+
+
+@dataclass(frozen=True)
+class ColdAfterOthers:
+    """Like a runtime whose caches another runtime evicted: a call is cold (sleeps ``cold_s``) when a
+    :class:`Marks` neighbour called since this one's last call (the file ``mark`` changed), else free."""
+
+    mark: str
+    cold_s: float = 0.25
+    device: str = "cpu"
+
+    def materialize(self):
+        seen = [None]
+
+        def call():
+            try:
+                with open(self.mark) as fh:
+                    now = fh.read()
+            except FileNotFoundError:
+                now = ""
+            if now != seen[0]:
+                time.sleep(self.cold_s)
+            seen[0] = now
+        return {"p": call}, {"runtime": "cold-after-others"}
+
+
+@dataclass(frozen=True)
 class Hangs:
     """Its calls never return."""
 

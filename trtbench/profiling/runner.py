@@ -59,7 +59,8 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
             operators["trace"] = str(trace) if trace else None
         entry["operators"] = operators
     if cfg.train.enabled:
-        plan = TimingPlan(mode="fixed", warmup=cfg.train.warmup, warmup_s=0, iterations=cfg.train.iterations)
+        plan = TimingPlan(mode="fixed", warmup=cfg.train.warmup, warmup_s=0, iterations=cfg.train.iterations,
+                          switch_in_below_s=0)  # one callable, nothing switches in: every step is warmup or timed
         entry["train"] = _section(lambda: profile_training(built.module, inputs, device, plan,
                                                            cfg.train.optimizer, cfg.train.lr))
     return entry

@@ -84,7 +84,11 @@ def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool,
                   "CPU between blocks: what a worker's process used while others were timed (about 0 when settled). "
                   "Page faults / call: minor page faults of its process per timed call; thousands mean its allocator "
                   "hands buffers back to the OS after each call and faults them in again (glibc's mmap threshold: "
-                  "with a higher `MALLOC_MMAP_THRESHOLD_`, or jemalloc/tcmalloc, a deployment avoids that cost).",
+                  "with a higher `MALLOC_MMAP_THRESHOLD_`, or jemalloc/tcmalloc, a deployment avoids that cost). "
+                  "Switch-in call: a variant whose calls are shorter than `switch_in_below_s` starts each block "
+                  "with one call kept out of its samples, since the first call after another variant ran refills "
+                  "the caches that one evicted, which a runtime deployed alone never pays; shown against the "
+                  "median (at the first point).",
                   "", isolation]
     warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:

@@ -56,11 +56,17 @@ def deployment_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if builds else ""
 
 
+def _switch_in_text(record: Record, facts: dict) -> str:
+    """The median switch-in call against the median timed call, e.g. ``+6%`` ("" where blocks had none)."""
+    switch_in, stats = facts.get("switch_in_ms_median"), record.stats
+    return f"{switch_in / stats.median - 1:+.0%}" if switch_in is not None and stats and stats.median > 0 else ""
+
+
 def isolation_table(results: ResultSet) -> str:
     """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
     lines = ["| model | variant | precision | method | process | threads (intra/inter, runtime) | spinning | "
-             "settle ms (CPU ms) | CPU between blocks ms | page faults / call | peak RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "settle ms (CPU ms) | CPU between blocks ms | page faults / call | switch-in call | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = set()
     for r in results:
         facts = r.metrics.get("isolation")
@@ -77,7 +83,8 @@ def isolation_table(results: ResultSet) -> str:
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
                  threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
-                 number_text(facts.get("minor_faults_per_call_median"), 0), number_text(facts.get("peak_rss_mb"), 0)]
+                 number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),
+                 number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
 

@@ -40,9 +40,9 @@ class _Tagged:
     def __init__(self, name: str, timer: BlockTimer):
         self.name, self.timer = name, timer
 
-    def block(self, calls: int) -> Block:
+    def block(self, calls: int, switch_in: bool = False) -> Block:
         try:
-            return self.timer.block(calls)
+            return self.timer.block(calls, switch_in)
         except Exception as err:
             raise _VariantFailed(self.name, err) from err
 
@@ -61,7 +61,8 @@ def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
              "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
              "settle_cpu_ms_median": _median(m.settle_cpu_ms),
-             "minor_faults_per_call_median": _median(m.faults_per_call)}
+             "minor_faults_per_call_median": _median(m.faults_per_call),
+             "switch_in_ms_median": _median(m.switch_in_ms)}
     if m.cpu_between_ms:
         facts["cpu_between_blocks_ms_median"] = _median(m.cpu_between_ms)
         facts["cpu_between_blocks_ms_max"] = round(max(m.cpu_between_ms), 3)
