@@ -139,11 +139,12 @@ def test_run_times_each_variant_in_its_own_process_and_states_it(tiny_config, tm
         facts = record.metrics["isolation"]
         assert facts["method"] == "process" and facts["intra_op_threads"] == record.case.threads
         assert facts["blocks"] >= 5 and facts["peak_rss_mb"] > 0
+        assert facts["switch_in_ms_median"] > 0  # a toy's call is far below switch_in_below_s
     check = interference_check(eager)
     assert check is not None and check.variants == ("traced",)
     assert outcome.results.speedup(traced) is not None
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Isolation" in report and "process" in report
+    assert "## Isolation" in report and "process" in report and "| switch-in call |" in report
 
 
 def test_a_variant_whose_worker_dies_fails_alone(tiny_config, tmp_path, monkeypatch):
