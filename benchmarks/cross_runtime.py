@@ -131,8 +131,10 @@ def run_trtbench(variants: list[str], out: Path, src: str | None, isolation: str
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+    # run in the temporary folder: `python -m` puts its working directory first on sys.path, where a checkout's
+    # own trtbench would shadow --trtbench-src
     subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--fresh", "--quiet"], check=True,
-                   capture_output=True, env=env)
+                   capture_output=True, env=env, cwd=out.parent)
     data = json.loads((out / "results.json").read_text())
     medians = {}
     for record in data["records"]:

@@ -222,3 +222,20 @@ def test_interference_flags_what_the_samples_can_resolve(alone, rounds, disturbe
     case = Case("m", "eager", "fp32", "opt", ((1, 3),), 2, "cpu")
     record = Record(case, "env", rounds=[rounds], metrics={"interference": {"alone_ms": alone, "variants": ["ort"]}})
     assert interference_check(record).disturbed is disturbed
+
+
+def test_the_notes_name_rows_that_fault_their_pages_in_on_every_call():
+    """A row whose process faulted thousands of pages per timed call (glibc handing its buffers back) is named
+    in the report's notes with its count; one with a few faults is not."""
+    from trtbench.case import Case
+    from trtbench.record import Record
+    from trtbench.report.tables import notes
+    from trtbench.resultset import ResultSet
+
+    results = ResultSet()
+    for variant, faults in (("eager", 64192.0), ("ort", 3.0)):
+        case = Case("m", variant, "fp32", "b8", ((8, 3),), 2, "cpu")
+        results.add(Record(case, "env", rounds=[[10.0, 10.1, 9.9]],
+                           metrics={"isolation": {"minor_faults_per_call_median": faults}}))
+    (line,) = [n for n in notes(results, []) if n.startswith("page faults on every call")]
+    assert "eager fp32 b8 (64192/call)" in line and "ort" not in line.split(":")[1]

@@ -20,6 +20,7 @@ from trtbench.resultset import ResultSet
 from trtbench.status import Status
 
 FASTEST_MARK = "*"
+REFAULTING = 1000  # minor page faults per timed call (4 MiB of fresh pages) that the notes name a row for
 IDENTITY_FIELDS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
                    "input_shapes", "batch", "status", "reason")
 
@@ -143,6 +144,13 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
         if check is not None and check.disturbed:
             out.append(f"interference at {r.case.model} {r.case.precision} {r.case.point}: {check.text()}; "
                        f"speedups there may not be what each runtime gives alone.")
+    refaulting = [f"{r.case.label} {r.case.precision} {r.case.point} ({faults:.0f}/call)" for r in timed
+                  if (faults := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_median") or 0) >= REFAULTING]
+    if refaulting:
+        out.append(f"page faults on every call for: {', '.join(refaulting)}: their process's allocator handed its "
+                   "buffers back to the OS after each call (glibc's mmap threshold had not risen), so their times, and "
+                   "speedups over them, include faulting those pages in again; a deployment with a raised "
+                   "MALLOC_MMAP_THRESHOLD_ (or jemalloc/tcmalloc) does not pay that.")
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "
