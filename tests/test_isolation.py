@@ -74,8 +74,9 @@ def test_page_faults_per_call_are_counted_in_each_process(workers):
 def test_the_first_call_after_a_switch_is_kept_out_of_the_samples(workers, tmp_path):
     """A runtime whose first call after its neighbour ran is cold (sleeps 0.25 s; later calls are free, as
     a cache refill after another runtime evicted it): with a switch-in call each block's timed calls are warm
-    and the cold one is kept apart, per block; without, every sample is cold. The cold time is a lower bound
-    (a sleep never ends early), and a free call is far below it on any machine."""
+    and the cold one is kept apart, per block; without, the sample of every block that follows the neighbour's
+    is cold. The cold time is a lower bound (a sleep never ends early), and a free call is far below it on any
+    machine."""
     mark = str(tmp_path / "mark")
     ready, errors = workers({"cold": ColdAfterOthers(mark, cold_s=0.25), "neighbour": Marks(mark)})
     assert not errors

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +55,7 @@ def test_fixed_plan_times_exactly_the_iterations_and_warms_up():
     calls = []
     plan = TimingPlan(mode="fixed", warmup=3, warmup_s=0, iterations=7)
     m = measure_one(lambda: calls.append(1), plan)
-    # 3 warm-up calls, 7 timed ones in 7 rounds, each round's block after its (untimed) switch-in call
+    # 3 warm-up calls, 7 timed ones in 7 rounds, each round's block after its switch-in call (kept apart)
     assert len(calls) == 3 + 7 + 7 and len(m.samples) == 7 and m.stopped_by == "iterations"
     assert len(m.switch_in_ms) == 7
     calls.clear()

@@ -157,7 +157,8 @@ class BenchmarkConfig:
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"), ("switch_in_below_s", "no switch-in call")):
+        for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
+                           ("switch_in_below_s", "no switch-in call")):
             if getattr(self, name) < 0:
                 raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
                                      f"set it to 0 ({zero}) or more")
