@@ -58,7 +58,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from trtbench.resultset import ResultSet
+    from trtbench.results.resultset import ResultSet
 
     root = args.out or Path(tempfile.mkdtemp(prefix="int8-speedup-"))
     root.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 TARGET = 0.03
 

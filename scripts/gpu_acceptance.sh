@@ -27,7 +27,7 @@ import sys
 
 import yaml
 
-from trtbench.config import bundled_config_dir
+from trtbench.config.config import bundled_config_dir
 
 config = yaml.safe_load((bundled_config_dir() / "resnet34.yaml").read_text())
 config.update(name="gpu_acceptance", precisions=["fp32", "fp16", "int8"])

@@ -9,7 +9,7 @@ at fp16 is faster than eager at fp32 at the opt shape (median latency); every Te
 saved and `trtbench verify` reloaded them all in a fresh process. Exit 0 when all pass.
 
 A skipped row passes when it has a reason and this machine agrees: trtbench's own judgement
-(:func:`trtbench.plan.why_unavailable`, the variant's ``unavailable_reason`` for the row's device
+(:func:`trtbench.config.plan.why_unavailable`, the variant's ``unavailable_reason`` for the row's device
 and precision) still finds a reason it cannot run here. Eager at fp32 and fp16 and the TensorRT builds
 that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a WARN line with its reason.
 """
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from trtbench.case import BASELINE_VARIANT
-from trtbench.plan import why_unavailable
-from trtbench.resultset import ResultSet
-from trtbench.status import Status
+from trtbench.core.case import BASELINE_VARIANT
+from trtbench.config.plan import why_unavailable
+from trtbench.results.resultset import ResultSet
+from trtbench.core.status import Status
 
 TRT = ("trt", "trt_traced", "trt_scripted")
 PRECISIONS = ("fp32", "fp16")
@@ -43,7 +43,7 @@ IMAGE_NOTES = {"ort_cuda": NOT_IN_IMAGE, "ort_trt": NOT_IN_IMAGE}
 
 
 def result_rows(results) -> list[dict]:
-    """One dict per record of a :class:`trtbench.resultset.ResultSet` (any schema version it reads)."""
+    """One dict per record of a :class:`trtbench.results.resultset.ResultSet` (any schema version it reads)."""
     return [{"variant": r.case.variant, "precision": r.case.precision, "shape": r.case.point, "device": r.case.device,
              "status": r.status, "reason": r.reason, "parity_ok": (r.parity or {}).get("ok"),
              "median_ms": r.stats.median if r.timed else None} for r in results]

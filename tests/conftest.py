@@ -33,9 +33,9 @@ TINY_CONFIG = {
 
 def run_dict(data: dict, fresh: bool = False, shard=None):
     """Load, resolve and run a config given as plain data (the API path the CLI takes); the RunOutcome."""
-    from trtbench.config import config_from_dict
-    from trtbench.plan import resolve
-    from trtbench.runner import run_config
+    from trtbench.config.config import config_from_dict
+    from trtbench.config.plan import resolve
+    from trtbench.pipeline.runner import run_config
 
     return run_config(resolve(config_from_dict(copy.deepcopy(data)), shard), fresh=fresh)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trtbench.artifacts import read_manifest, sha256_of, verify
-from trtbench.errors import UserInputError
+from trtbench.artifacts.store import read_manifest, sha256_of, verify
+from trtbench.core.errors import UserInputError
 from trtbench.variants import Variant, get_variant, variant_names
 
 
@@ -28,7 +28,7 @@ def saved_run(tmp_path_factory):
 
 
 def test_records_carry_the_cold_start_of_their_saved_artifact(saved_run):
-    from trtbench.resultset import ResultSet
+    from trtbench.results.resultset import ResultSet
 
     for record in ResultSet.load(saved_run):
         cold = record.metrics.get("cold_start")
@@ -108,7 +108,7 @@ def test_verify_without_manifest_is_a_user_error(tmp_path):
 
 
 def test_results_json_is_never_half_written(tmp_path, monkeypatch):
-    from trtbench import fsutil
+    from trtbench.core import fsutil
 
     target = tmp_path / "results.json"
     fsutil.atomic_write_json(target, {"complete": True})
@@ -277,7 +277,7 @@ def run_into(out, config, write_config, subprocess_env):
 
 
 def assert_no_space_failure(proc, out, needed_at_least: int):
-    from trtbench.resultset import ResultSet
+    from trtbench.results.resultset import ResultSet
 
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a fault: not 134 (abort), not 2 (bad input)
     message = re.search(rf"not enough space in {re.escape(str(out / 'artifacts'))}: saving traced_fp32"
@@ -314,7 +314,7 @@ def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monk
     import errno
 
     from conftest import run_dict
-    from trtbench import fsutil
+    from trtbench.core import fsutil
 
     real_open = open
 

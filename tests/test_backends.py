@@ -15,8 +15,8 @@ import sys
 import pytest
 import torch
 
-from trtbench.artifacts import read_manifest, sha256_of, verify_artifact
-from trtbench.config import config_from_dict
+from trtbench.artifacts.store import read_manifest, sha256_of, verify_artifact
+from trtbench.config.config import config_from_dict
 
 NEW_VARIANTS = ["compiled", "aoti", "ort", "openvino"]
 

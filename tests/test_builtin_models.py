@@ -7,8 +7,8 @@ import torch
 import torchvision
 from torch import nn
 
-from trtbench.config import ModelConfig
-from trtbench.errors import UserInputError
+from trtbench.config.config import ModelConfig
+from trtbench.core.errors import UserInputError
 from trtbench.models import build_model, builtin_model_names
 from trtbench.models.seed_resnet34 import RESNET34_ARGS
 from trtbench.models.study_resnets import STAGE_DEPTHS

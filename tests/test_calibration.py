@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from trtbench.accuracy import compare, judge
-from trtbench.calibration import load_calibration
+from trtbench.measure.accuracy import compare, judge
+from trtbench.quantize.calibration import load_calibration
 from trtbench.cli import main
-from trtbench.config import Int8Budget, config_from_dict
-from trtbench.errors import UserInputError
+from trtbench.config.config import Int8Budget, config_from_dict
+from trtbench.core.errors import UserInputError
 
 
 def int8_config(tiny_config, **calibration) -> dict:

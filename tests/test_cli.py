@@ -14,8 +14,8 @@ import pytest
 import torch
 import yaml
 
-from trtbench.config import bundled_config_dir, load_config
-from trtbench.env import default_threads
+from trtbench.config.config import bundled_config_dir, load_config
+from trtbench.core.env import default_threads
 
 
 def trtbench(*args, env, cwd=None):

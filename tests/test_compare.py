@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtbench.case import Case
+from trtbench.core.case import Case
 from trtbench.cli import main
-from trtbench.errors import UserInputError
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
-from trtbench.run_compare import compare_runs
+from trtbench.core.errors import UserInputError
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
+from trtbench.results.compare import compare_runs
 
 
 def case(variant: str, shapes=((2, 3, 16, 16),)) -> Case:

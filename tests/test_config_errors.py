@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from trtbench.cli import main
-from trtbench.config import require_readable_file
-from trtbench.errors import UserInputError
+from trtbench.config.config import require_readable_file
+from trtbench.core.errors import UserInputError
 
 
 def run_cli(args, capsys):
@@ -122,7 +122,7 @@ def test_unknown_precision(tiny_config, write_config, capsys):
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
 def test_cuda_requested_without_gpu_is_refused_by_run_but_the_config_loads(tiny_config, write_config, capsys, device):
     """Whether CUDA is present is decided when a run is resolved: the config itself loads anywhere."""
-    from trtbench.config import load_config
+    from trtbench.config.config import load_config
 
     tiny_config["device"] = device
     path = write_config(tiny_config)
@@ -214,7 +214,7 @@ def test_an_opt_size_of_1_on_a_dynamic_dim_is_refused_for_variants_built_by_torc
 
 
 def test_an_opt_size_of_1_is_fine_without_torch_export_and_on_a_static_dim(tiny_config):
-    from trtbench.config import config_from_dict
+    from trtbench.config.config import config_from_dict
 
     tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]
     config_from_dict(dict(tiny_config, variants=["eager", "traced", "scripted", "compiled", "trt_traced"]))
@@ -225,7 +225,7 @@ def test_an_opt_size_of_1_is_fine_without_torch_export_and_on_a_static_dim(tiny_
 def test_torch_export_really_fails_on_what_the_config_refuses(tiny_config):
     """The premise of the rule above, with this torch: a size-1 example of a dynamic dim cannot be exported."""
     from toy_models import tiny_cnn
-    from trtbench.config import InputConfig
+    from trtbench.config.config import InputConfig
     from trtbench.variants.exported import dynamic_shapes
 
     spec = InputConfig(**dict(tiny_config["inputs"][0], opt_shape=[1, 3, 16, 16]))
@@ -241,9 +241,9 @@ def test_parsing_converts_the_config_and_validate_changes_nothing(tiny_config):
     the profile's default precision); validate only checks; the plan, not the config, holds the TimingPlan."""
     import dataclasses
 
-    from trtbench.config import BenchmarkConfig, VariantEntry, config_from_dict
-    from trtbench.plan import resolve, timing_plan
-    from trtbench.timing import TimingPlan
+    from trtbench.config.config import BenchmarkConfig, VariantEntry, config_from_dict
+    from trtbench.config.plan import resolve, timing_plan
+    from trtbench.measure.timing import TimingPlan
 
     data = {**tiny_config, "inputs": [{"name": "input", "shape": [2, 3, 16, 16]}], "profile": {"variants": ["eager"]}}
     config = config_from_dict(data)

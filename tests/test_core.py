@@ -13,14 +13,14 @@ import sys
 import pytest
 import torch
 
-from trtbench.case import Case
+from trtbench.core.case import Case
 from trtbench.cli import main
-from trtbench.config import config_from_dict
-from trtbench.errors import UserInputError
-from trtbench.plan import BuildGroup, ShapePoint, resolve, shape_points
-from trtbench.record import Record
+from trtbench.config.config import config_from_dict
+from trtbench.core.errors import UserInputError
+from trtbench.config.plan import BuildGroup, ShapePoint, resolve, shape_points
+from trtbench.core.record import Record
 from trtbench.report.tables import csv_text
-from trtbench.resultset import SCHEMA_VERSION, ResultSet
+from trtbench.results.resultset import SCHEMA_VERSION, ResultSet
 from trtbench.variants import build_order
 
 CASE = Case(model="torchvision:resnet34", variant="traced", precision="fp16", point="opt",
@@ -38,7 +38,7 @@ def test_case_is_frozen_and_hashable_by_value():
 
 
 def test_case_key_is_stable_across_processes_and_tells_every_field_apart(subprocess_env):
-    code = ("import json, sys; from trtbench.case import Case; "
+    code = ("import json, sys; from trtbench.core.case import Case; "
             "print(Case.from_dict(json.loads(sys.argv[1])).key)")
     keys = set()
     for seed in ("1", "2"):  # str hashes differ between these processes; the key must not

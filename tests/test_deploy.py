@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from trtbench.config import config_from_dict
+from trtbench.config.config import config_from_dict
 
 DEPLOY = Path(__file__).parent.parent / "deploy"
 MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from trtbench.engine_compat import _module_version, check_engine_compat, engine_environment
+from trtbench.artifacts.engine_compat import _module_version, check_engine_compat, engine_environment
 
 H100 = {"torch": "2.14.0a0", "torch_tensorrt": "2.14.0a0", "tensorrt": "11.3.0.99", "cuda": "13.4",
         "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580.95.05"}

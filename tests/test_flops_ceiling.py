@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trtbench.ceiling import cpu_peak, gpu_peak, measured_matmul_ceiling, theoretical_peak
-from trtbench.flops import forward_flops
+from trtbench.measure.ceiling import cpu_peak, gpu_peak, measured_matmul_ceiling, theoretical_peak
+from trtbench.core.flops import forward_flops
 
 
 def test_forward_flops_counts_two_per_multiply_add():
@@ -135,7 +135,7 @@ def test_measured_ceiling_is_the_best_of_every_size_and_repeat():
 
 
 def test_measured_ceiling_stops_growing_the_matmul_once_a_size_gains_under_5_percent(monkeypatch):
-    import trtbench.ceiling as ceiling
+    import trtbench.measure.ceiling as ceiling
 
     def timed(flops_by_size):  # each size's calls take what gives these FLOP/s
         return lambda n, device, dtype, repeats: [2 * n ** 3 / flops_by_size[n]] * repeats

@@ -16,19 +16,19 @@ import pytest
 import torch
 
 from conftest import run_dict
-from trtbench.case import Case
-from trtbench.config import config_from_dict
-from trtbench.plan import resolve
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
+from trtbench.core.case import Case
+from trtbench.config.config import config_from_dict
+from trtbench.config.plan import resolve
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
 
 
 @pytest.fixture
 def fp16_on_cpu(monkeypatch):
     """Let fp16 run on the CPU (only the precision check: every variant builds and runs as on CUDA)."""
-    import trtbench.plan
+    import trtbench.config.plan
 
-    monkeypatch.setattr(trtbench.plan, "unsupported_reason", lambda precision, device: None)
+    monkeypatch.setattr(trtbench.config.plan, "unsupported_reason", lambda precision, device: None)
 
 
 def test_fp16_joins_the_fp32_group_with_eager_fp32_first(tiny_config):

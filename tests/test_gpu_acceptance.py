@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from trtbench.config import config_from_dict
-from trtbench.plan import resolve, why_unavailable
-from trtbench.resultset import ResultSet
-from trtbench.runner import run_config
+from trtbench.config.config import config_from_dict
+from trtbench.config.plan import resolve, why_unavailable
+from trtbench.results.resultset import ResultSet
+from trtbench.pipeline.runner import run_config
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_acceptance_check.py"
 spec = importlib.util.spec_from_file_location("gpu_acceptance_check", SCRIPT)

@@ -51,7 +51,7 @@ def package_modules() -> list[str]:
 
 def test_every_module_imports_on_its_own(subprocess_env):
     modules = package_modules()
-    assert len(modules) > 40 and "trtbench.runner" in modules and "trtbench.variants.eager" in modules
+    assert len(modules) > 40 and "trtbench.pipeline.runner" in modules and "trtbench.variants.eager" in modules
     proc = subprocess.run([sys.executable, "-c", ISOLATED_IMPORTS], input=json.dumps(modules), capture_output=True,
                           text=True, env=subprocess_env, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -60,7 +60,7 @@ def test_every_module_imports_on_its_own(subprocess_env):
 
 
 def test_an_entry_module_imports_in_a_truly_fresh_interpreter(subprocess_env):
-    for name in ("trtbench.cli", "trtbench.resultset"):
+    for name in ("trtbench.cli", "trtbench.results.resultset"):
         proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
                               env=subprocess_env, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -173,6 +173,6 @@ def test_the_import_graph_reads_module_level_imports_only(tmp_path):
 
 def test_trtbench_has_no_module_level_import_cycle():
     graph = import_graph()
-    assert len(graph) > 40 and "trtbench.plan" in graph["trtbench.runner"]
+    assert len(graph) > 40 and "trtbench.config.plan" in graph["trtbench.pipeline.runner"]
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from trtbench.calibration import CalibrationData
-from trtbench.config import Int8Budget
+from trtbench.quantize.calibration import CalibrationData
+from trtbench.config.config import Int8Budget
 from trtbench.quantize.common import QuantSettings
 from trtbench.quantize.fallback import AccuracyBudgetMissed, quantize_within_budget
 from trtbench.quantize.setup import Int8Setup

@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 
 from conftest import run_dict
-from trtbench.case import Case
-from trtbench.config import config_from_dict
-from trtbench.errors import UserInputError
-from trtbench.plan import resolve
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
+from trtbench.core.case import Case
+from trtbench.config.config import config_from_dict
+from trtbench.core.errors import UserInputError
+from trtbench.config.plan import resolve
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
 
 
 def test_int8_shares_the_fp32_group_and_variants_without_an_int8_path_are_skipped(tiny_config):
@@ -82,7 +82,7 @@ def test_int8_rows_are_timed_in_the_rounds_of_eager_fp32_and_skipped_ones_say_wh
     (2.5, True, set()),
 ])
 def test_the_int8_section_says_when_int8_is_not_faster_and_why(int8_ms, vnni, notes):
-    from trtbench.env import cpu_int8_features
+    from trtbench.core.env import cpu_int8_features
     from trtbench.report.reduced import NO_VNNI, NOT_FASTER, reduced_precision_markdown
 
     flags = "fpu avx2 avx512_vnni" if vnni else "fpu avx2"
@@ -99,7 +99,7 @@ def test_the_int8_section_says_when_int8_is_not_faster_and_why(int8_ms, vnni, no
 
 
 def test_cpu_int8_features_read_the_flags():
-    from trtbench.env import cpu_int8_features
+    from trtbench.core.env import cpu_int8_features
 
     assert cpu_int8_features("avx2 avx512f")["vnni"] is False
     assert cpu_int8_features("avx2 avx_vnni")["vnni"] is True

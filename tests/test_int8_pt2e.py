@@ -86,7 +86,7 @@ def test_the_saved_files_are_int8_and_keep_test_accuracy(pt2e_run):
 def test_aoti_int8_of_a_dynamic_batch_is_skipped_with_the_versions_and_the_fix(tiny_config):
     """A dynamic dim: the frozen int8 package would compute wrong outputs (torch 2.14.1, torchao 0.18), so the
     row is skipped before quantizing, saying why and what to change."""
-    from trtbench.config import config_from_dict
+    from trtbench.config.config import config_from_dict
     from trtbench.quantize.common import QuantizationUnavailable
     from trtbench.variants import BuildContext, get_variant
 
@@ -108,7 +108,7 @@ def test_a_quantizer_that_returns_fp32_fails_the_int8_check():
 
 def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
     """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
-    from trtbench.artifacts import verify
+    from trtbench.artifacts.store import verify
 
     out, _ = pt2e_run
     rows = {row["file"]: row for row in verify(out)}
@@ -157,12 +157,12 @@ def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(mini_resnet_in
     """The compiled variant's file is run in a fresh process compiled as its manifest says (the int8
     kernels), and reproduces the build there within the quantized reload tolerance; without
     ``settings.compile`` the loaded graph runs its quantize/dequantize ops as they are."""
-    from trtbench.artifacts import verify_artifact
-    from trtbench.config import Tolerance
-    from trtbench.publish import reload_tolerance
+    from trtbench.artifacts.store import verify_artifact
+    from trtbench.config.config import Tolerance
+    from trtbench.artifacts.publish import reload_tolerance
     from trtbench.quantize.pt2e import CompiledPT2E
-    from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
-    from trtbench.verify_worker import load, sha256_of
+    from trtbench.variants.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
+    from trtbench.artifacts.verify import load, sha256_of
 
     example = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
     program = torch.export.export(mini_resnet_int8, (example,))

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from conftest import by_point, run_dict
-from trtbench.interference import interference_check
-from trtbench.timing import TimingPlan, measure_interleaved
-from trtbench.worker import WorkerError, WorkerTimer, spawn_workers, start_workers
+from trtbench.measure.interference import interference_check
+from trtbench.measure.timing import TimingPlan, measure_interleaved
+from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, Refaults, Sleeper, Spinner
 
 CPU = torch.device("cpu")
@@ -199,7 +199,7 @@ def test_isolation_is_validated(tiny_config, write_config, subprocess_env):
 def test_runnable_threads_reads_each_threads_state(tmp_path):
     import threading
 
-    from trtbench.settle import runnable_threads
+    from trtbench.measure.settle import runnable_threads
 
     me = threading.get_native_id()
     states = {me: "R", 101: "S", 102: "R", 103: "D", 104: "R"}  # the caller's own thread does not count
@@ -217,8 +217,8 @@ def test_runnable_threads_reads_each_threads_state(tmp_path):
     ([8.0, 8.1, 8.2, 8.0, 8.1], [12.0] * 20, True),  # CIs far apart
 ])
 def test_interference_flags_what_the_samples_can_resolve(alone, rounds, disturbed):
-    from trtbench.case import Case
-    from trtbench.record import Record
+    from trtbench.core.case import Case
+    from trtbench.core.record import Record
 
     case = Case("m", "eager", "fp32", "opt", ((1, 3),), 2, "cpu")
     record = Record(case, "env", rounds=[rounds], metrics={"interference": {"alone_ms": alone, "variants": ["ort"]}})
@@ -228,10 +228,10 @@ def test_interference_flags_what_the_samples_can_resolve(alone, rounds, disturbe
 def test_the_notes_name_rows_that_fault_their_pages_in_on_every_call():
     """A row whose process faulted thousands of pages per timed call (glibc handing its buffers back) is named
     in the report's notes with its count; one with a few faults is not."""
-    from trtbench.case import Case
-    from trtbench.record import Record
+    from trtbench.core.case import Case
+    from trtbench.core.record import Record
     from trtbench.report.tables import notes
-    from trtbench.resultset import ResultSet
+    from trtbench.results.resultset import ResultSet
 
     results = ResultSet()
     for variant, faults in (("eager", 64192.0), ("ort", 3.0)):

@@ -8,15 +8,15 @@ import sys
 
 import pytest
 
-from trtbench.case import Case
-from trtbench.config import config_from_dict
-from trtbench.errors import UserInputError
-from trtbench.recommend import recommend
-from trtbench.record import Record
+from trtbench.core.case import Case
+from trtbench.config.config import config_from_dict
+from trtbench.core.errors import UserInputError
+from trtbench.results.recommend import recommend
+from trtbench.core.record import Record
 from trtbench.report.matrix import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
                                     throughput_vs_batch_plot, write_sweep_plots)
 from trtbench.report.writer import write_report
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 OK = {"ok": True, "max_abs_err": 0.0}
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from trtbench.parity import check_parity
-from trtbench.stats import median_ci_halfwidth, paired_ratio, summarize
-from trtbench.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.parity import check_parity
+from trtbench.core.stats import median_ci_halfwidth, paired_ratio, summarize
+from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -124,7 +124,7 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
 
 @dataclass(frozen=True)
 class FixedCost:
-    """A block timer (trtbench.timing.BlockTimer) whose every call takes ``ms``: it reports that time
+    """A block timer (trtbench.measure.timing.BlockTimer) whose every call takes ``ms``: it reports that time
     without running or sleeping, so what the timing loop decides from call times is exact."""
 
     ms: float
@@ -238,7 +238,7 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
     """On GPUs, cuDNN and TensorRT fp32 use TF32 by default: that must not read as a failed check."""
     import torchvision
 
-    from trtbench.config import default_tolerances
+    from trtbench.config.config import default_tolerances
 
     torch.manual_seed(0)
     model = torchvision.models.resnet18().eval()
@@ -256,7 +256,7 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
 
 
 def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
-    from trtbench.timing import _finished
+    from trtbench.measure.timing import _finished
 
     plan = TimingPlan(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
     steady = Measurement(rounds=[[10.0]] * MIN_ROUNDS)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trtbench.errors import UserInputError
-from trtbench.journal import Journal
-from trtbench.merge import merge_runs
+from trtbench.core.errors import UserInputError
+from trtbench.results.journal import Journal
+from trtbench.pipeline.merge import merge_runs
 from trtbench.report.matrix import pareto_plot
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 OTHER_ENV = "0th3rmach1ne"
 

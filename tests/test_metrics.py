@@ -7,7 +7,7 @@ import io
 import pytest
 
 from test_core import two_variant_set
-from trtbench.metrics import Column, Metric, register, registered, unregister
+from trtbench.report.columns import Column, Metric, register, registered, unregister
 from trtbench.report.tables import csv_columns, csv_text, markdown_table, text_table
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trtbench.config import ModelConfig
-from trtbench.errors import UserInputError
+from trtbench.config.config import ModelConfig
+from trtbench.core.errors import UserInputError
 from trtbench.models import build_model, list_models
 
 

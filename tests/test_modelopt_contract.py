@@ -1,4 +1,4 @@
-"""Contract of trtbench/quantize/modelopt_trt.py with the real nvidia-modelopt 0.47.0 and
+"""Contract of trtbench/variants/modelopt_trt.py with the real nvidia-modelopt 0.47.0 and
 torch-tensorrt 2.14.0 wheels: every name it uses, every keyword it passes and every config entry it
 writes exists in their sources, read from the wheels with ``ast`` (neither installs without CUDA).
 
@@ -41,8 +41,8 @@ import yaml
 
 from pinned_wheel import CACHE_ROOT, open_pinned_wheel
 from test_trt_contract import function, named_parameters, wheel  # noqa: F401  (wheel: the torch-tensorrt fixture)
-from trtbench.config import InputConfig
-from trtbench.quantize import modelopt_trt
+from trtbench.config.config import InputConfig
+from trtbench.variants import modelopt_trt
 from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
 
 MODELOPT_VERSION = "0.47.0"

@@ -12,8 +12,8 @@ import torch
 
 from conftest import by_point, run_dict
 from trtbench.cli import main
-from trtbench.env import default_threads
-from trtbench.resultset import SCHEMA_VERSION, ResultSet
+from trtbench.core.env import default_threads
+from trtbench.results.resultset import SCHEMA_VERSION, ResultSet
 
 RECORD_KEYS = {"case", "case_key", "environment", "status", "reason", "rounds", "device_rounds", "stopped_by",
                "parity", "build", "metrics", "warnings"}
@@ -229,7 +229,7 @@ def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_confi
 
 
 def test_busy_machine_is_called_out():
-    from trtbench.env import busy_machine_note
+    from trtbench.core.env import busy_machine_note
 
     assert busy_machine_note({"cpu_busy_at_start": 0.05, "cpu_count": 2}) is None
     assert busy_machine_note({"cpu_busy_at_start": None, "cpu_count": 2}) is None
@@ -242,7 +242,7 @@ def test_cpu_busy_fraction_sees_a_busy_core():
     import threading
     import time
 
-    from trtbench.env import cpu_busy_fraction
+    from trtbench.core.env import cpu_busy_fraction
 
     stop = time.perf_counter() + 1.0
 

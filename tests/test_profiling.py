@@ -10,8 +10,8 @@ import torch
 from matplotlib.image import imread
 from torch import nn
 
-from trtbench.config import config_from_dict
-from trtbench.errors import UserInputError
+from trtbench.config.config import config_from_dict
+from trtbench.core.errors import UserInputError
 from trtbench.profiling import NotSupported
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.layers import profile_layers
@@ -20,13 +20,13 @@ from trtbench.profiling.operators import profile_operators
 from trtbench.profiling.runner import run_profiles
 from trtbench.profiling.structure import layer_table
 from trtbench.profiling.training import profile_training
-from trtbench.case import Case
-from trtbench.record import Record
+from trtbench.core.case import Case
+from trtbench.core.record import Record
 from trtbench.report.plots import DPI, latency_plot, speedup_plot, top_layers_plot
 from trtbench.report.profile import draw_layer_plots, profile_markdown
-from trtbench.resultset import ResultSet
-from trtbench.schema import from_dict
-from trtbench.timing import TimingPlan
+from trtbench.results.resultset import ResultSet
+from trtbench.core.schema import from_dict
+from trtbench.measure.timing import TimingPlan
 from trtbench.variants import BuildContext, get_variant
 
 CPU = torch.device("cpu")
@@ -367,7 +367,7 @@ def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_pat
 
 
 def test_study_resnet_profile_config_is_the_studys_setup():
-    from trtbench.config import load_config
+    from trtbench.config.config import load_config
 
     config = load_config("study_resnet_profile")
     (spec,) = config.inputs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from trtbench.progress import Progress
+from trtbench.core.progress import Progress
 
 
 class TerminalStream(io.StringIO):

@@ -13,11 +13,11 @@ import pytest
 
 import trtbench
 from test_core import record
-from trtbench.case import Case
-from trtbench.ceiling import Ceiling
-from trtbench.journal import Journal
-from trtbench.record import Record
-from trtbench.resultset import SCHEMA_VERSION, ResultSet
+from trtbench.core.case import Case
+from trtbench.measure.ceiling import Ceiling
+from trtbench.results.journal import Journal
+from trtbench.core.record import Record
+from trtbench.results.resultset import SCHEMA_VERSION, ResultSet
 from trtbench.scenarios.loadgen_summary import LoadGenSummary
 from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from trtbench.journal import JOURNAL_NAME, Journal
-from trtbench.outdir import OutputDir
-from trtbench.resultset import ResultSet
+from trtbench.results.journal import JOURNAL_NAME, Journal
+from trtbench.core.outdir import OutputDir
+from trtbench.results.resultset import ResultSet
 
 
 def trtbench(*args, env, timeout=300):
@@ -103,8 +103,8 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
 
 
 def test_a_line_torn_by_a_crash_is_ignored_and_its_case_measured_again(tmp_path):
-    from trtbench.case import Case
-    from trtbench.record import Record
+    from trtbench.core.case import Case
+    from trtbench.core.record import Record
 
     journal = Journal(tmp_path)
     case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3),), threads=1,
@@ -136,7 +136,7 @@ def test_a_second_run_into_a_locked_directory_exits_2_naming_it(tiny_config, wri
 
 
 def test_the_lock_is_refused_in_process_too(tmp_path):
-    from trtbench.errors import UserInputError
+    from trtbench.core.errors import UserInputError
 
     with OutputDir(tmp_path / "d"):
         with pytest.raises(UserInputError) as info:

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import run_dict
 from trtbench.cli import main
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.loadgen_summary import parse_summary, read_summary
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
@@ -218,7 +218,7 @@ def test_int8_rows_are_served_from_their_quantized_file_at_the_servers_threads(t
 def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path):
     """A run killed after its latency points were journaled, before serving: the same command keeps those
     records, as measured, and serves them (it used to keep them and never serve)."""
-    from trtbench.journal import JOURNAL_NAME
+    from trtbench.results.journal import JOURNAL_NAME
 
     out = tmp_path / "run"
     data = {**tiny_config, "variants": ["eager"], "output": {"dir": str(out), "save_artifacts": False,
@@ -243,9 +243,9 @@ def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path)
 
 
 def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
-    from trtbench.case import Case
+    from trtbench.core.case import Case
     from trtbench.scenarios.loadgen_summary import LoadGenSummary
-    from trtbench.journal import Journal
+    from trtbench.results.journal import Journal
     from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
 
     summary = parse_summary(SUMMARY_INVALID)

@@ -1,4 +1,4 @@
-"""Statuses are one enum: no status word is written as a literal outside trtbench/status.py."""
+"""Statuses are one enum: no status word is written as a literal outside trtbench/core/status.py."""
 
 import ast
 import json
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trtbench.record import Record
-from trtbench.status import RunStatus, Status
+from trtbench.core.record import Record
+from trtbench.core.status import RunStatus, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = {s.value for s in Status} | {s.value for s in RunStatus}
@@ -45,7 +45,7 @@ def test_no_status_literals_outside_the_enum():
     sources = [p for p in sorted((ROOT / "trtbench").rglob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
                if p.name != "status.py"]
     found = [use for path in sources for use in _literal_uses(path)]
-    assert not found, "status words as literals (use trtbench.status.Status):\n" + "\n".join(found)
+    assert not found, "status words as literals (use trtbench.core.status.Status):\n" + "\n".join(found)
 
 
 def test_the_scan_finds_a_literal(tmp_path):
@@ -67,7 +67,7 @@ def test_status_is_its_word_in_json_and_text():
 
 
 def test_a_record_reads_its_status_back_as_the_enum():
-    from trtbench.case import Case
+    from trtbench.core.case import Case
 
     case = Case("m", "eager", "fp32", "opt", ((1, 3),), 1, "cpu")
     record = Record.from_dict(json.loads(json.dumps(Record(case, "env", Status.SKIPPED, "why").to_dict())))
@@ -80,10 +80,10 @@ def test_the_record_and_its_parts_are_frozen():
     """No stage changes another's output: a record, its case, a table row, a published result are frozen."""
     import dataclasses
 
-    from trtbench.case import Case
-    from trtbench.metrics import Column, Metric
-    from trtbench.publish import Published
-    from trtbench.references import MissingReference, References
+    from trtbench.core.case import Case
+    from trtbench.report.columns import Column, Metric
+    from trtbench.artifacts.publish import Published
+    from trtbench.measure.references import MissingReference, References
     from trtbench.report.rows import Row
 
     for cls in (Record, Case, Row, Metric, Column, Published, References, MissingReference):

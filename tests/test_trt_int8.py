@@ -20,10 +20,10 @@ import torch
 import fake_torch_tensorrt as fake_trt
 from test_cli import trtbench
 from test_modelopt_contract import Recorder, fake_modules
-from trtbench.calibration import CalibrationData
-from trtbench.config import InputConfig, Int8Budget, config_from_dict
-from trtbench.plan import resolve, why_unavailable
-from trtbench.quantize import modelopt_trt
+from trtbench.quantize.calibration import CalibrationData
+from trtbench.config.config import InputConfig, Int8Budget, config_from_dict
+from trtbench.config.plan import resolve, why_unavailable
+from trtbench.variants import modelopt_trt
 from trtbench.quantize.common import QuantSettings
 from trtbench.quantize.setup import Int8Setup
 from trtbench.variants import BuildContext, get_variant

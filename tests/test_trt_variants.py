@@ -17,10 +17,10 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from trtbench.artifacts import ArtifactStore, verify, verify_artifact
-from trtbench.config import InputConfig, Tolerance
-from trtbench.errors import UserInputError
-from trtbench.schema import from_dict
+from trtbench.artifacts.store import ArtifactStore, verify, verify_artifact
+from trtbench.config.config import InputConfig, Tolerance
+from trtbench.core.errors import UserInputError
+from trtbench.core.schema import from_dict
 from trtbench.variants import Built, BuildContext, get_variant
 from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
                                           has_ts_frontend, ts_segments)

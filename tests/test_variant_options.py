@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trtbench.artifacts import read_manifest, verify_artifact
-from trtbench.config import config_from_dict
-from trtbench.errors import UserInputError
+from trtbench.artifacts.store import read_manifest, verify_artifact
+from trtbench.config.config import config_from_dict
+from trtbench.core.errors import UserInputError
 
 
 def run(config, tmp_path, save=False):

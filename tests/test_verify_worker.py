@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from trtbench.artifacts import FreshProcesses, verify_artifact
-from trtbench.verify_worker import sha256_of
+from trtbench.artifacts.store import FreshProcesses, verify_artifact
+from trtbench.artifacts.verify import sha256_of
 
 
 def saved_entry(tmp_path, device: str, imports: list[str], model=None, example=None) -> dict:

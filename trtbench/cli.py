@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trtbench.errors import UserInputError
+from trtbench.core.errors import UserInputError
 
 COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge")
 
@@ -33,7 +33,7 @@ def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None
 
 
 def _print_recommendations(results, p99_budget_ms) -> None:
-    from trtbench.recommend import recommend, recommend_serving
+    from trtbench.results.recommend import recommend, recommend_serving
 
     if p99_budget_ms is not None:
         print(f"\nrecommendation (p99 <= {p99_budget_ms:g} ms):")
@@ -47,7 +47,7 @@ def _print_recommendations(results, p99_budget_ms) -> None:
 
 
 def cmd_merge(args) -> int:
-    from trtbench.merge import merge_runs
+    from trtbench.pipeline.merge import merge_runs
     from trtbench.report.tables import text_table
 
     outcome = merge_runs(args.dirs, args.output, args.p99_budget)
@@ -109,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from trtbench.resultset import ResultSet
-    from trtbench.run_compare import changes_table, compare_runs
+    from trtbench.results.resultset import ResultSet
+    from trtbench.results.compare import changes_table, compare_runs
 
     changes = compare_runs(ResultSet.load(args.baseline), ResultSet.load(args.new), args.threshold)
     print(changes_table(changes), end="")
@@ -121,12 +121,12 @@ def cmd_compare(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from trtbench.config import load_config
-    from trtbench.env import busy_machine_note
-    from trtbench.plan import parse_shard, resolve
-    from trtbench.progress import Progress
+    from trtbench.config.config import load_config
+    from trtbench.core.env import busy_machine_note
+    from trtbench.config.plan import parse_shard, resolve
+    from trtbench.core.progress import Progress
     from trtbench.report.tables import text_table
-    from trtbench.runner import run_config
+    from trtbench.pipeline.runner import run_config
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
                          profile=args.command == "profile")
@@ -153,7 +153,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from trtbench.config import load_config
+    from trtbench.config.config import load_config
     from trtbench.models import build_model
 
     config = load_config(args.config)
@@ -177,7 +177,7 @@ def cmd_models(args) -> int:
 
 def cmd_variants(args) -> int:
 
-    from trtbench.plan import resolve_device
+    from trtbench.config.plan import resolve_device
     from trtbench.variants import get_variant, variant_names
 
     device = resolve_device("auto")
@@ -196,7 +196,7 @@ def cmd_variants(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from trtbench.artifacts import verify
+    from trtbench.artifacts.store import verify
 
     rows = verify(args.output, force=args.force)
     for row in rows:

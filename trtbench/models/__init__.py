@@ -14,9 +14,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-from trtbench import schema
-from trtbench.errors import UserInputError
-from trtbench.fsutil import require_readable_file
+from trtbench.core import schema
+from trtbench.core.errors import UserInputError
+from trtbench.core.fsutil import require_readable_file
 
 BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
 

@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-from trtbench import schema
-from trtbench.errors import UserInputError
-from trtbench.inputs import SHAPE_LABELS
-from trtbench.precision import PRECISIONS
+from trtbench.core import schema
+from trtbench.core.errors import UserInputError
+from trtbench.core.inputs import SHAPE_LABELS
+from trtbench.core.precision import PRECISIONS
 from trtbench.variants import variant_names
 
 OPTIMIZERS = ("sgd", "adam", "none")

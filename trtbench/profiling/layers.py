@@ -16,9 +16,9 @@ import torch
 import torch.fx
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module
-from trtbench.stats import summarize
-from trtbench.status import Status
-from trtbench.timing import synchronize
+from trtbench.core.stats import summarize
+from trtbench.core.status import Status
+from trtbench.measure.timing import synchronize
 
 
 class NodeTimer(torch.fx.Interpreter):

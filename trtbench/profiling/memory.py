@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from trtbench.status import Status
+from trtbench.core.status import Status
 
 CUDA_METHOD = ("torch.cuda.max_memory_allocated after reset_peak_memory_stats (PyTorch's caching allocator; "
                "memory allocated outside it, e.g. by TensorRT engines or cuDNN/cuBLAS handles, is not counted)")

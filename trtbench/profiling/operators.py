@@ -9,8 +9,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from trtbench.fsutil import atomic_write
-from trtbench.status import Status
+from trtbench.core.fsutil import atomic_write
+from trtbench.core.status import Status
 
 
 def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,

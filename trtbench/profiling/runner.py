@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from trtbench.case import shapes_text
+from trtbench.core.case import shapes_text
 from trtbench.profiling import NotSupported
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.layers import profile_layers
@@ -21,8 +21,8 @@ from trtbench.profiling.memory import artifact_sizes, parameter_summary, peak_me
 from trtbench.profiling.operators import profile_operators
 from trtbench.profiling.structure import layer_table
 from trtbench.profiling.training import profile_training
-from trtbench.status import Status
-from trtbench.timing import TimingPlan
+from trtbench.core.status import Status
+from trtbench.measure.timing import TimingPlan
 from trtbench.variants import Built, Variant
 
 TRACE_DIR = "profiles"

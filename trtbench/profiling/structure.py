@@ -8,7 +8,7 @@ import torch
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module, node_parameters
-from trtbench.status import Status
+from trtbench.core.status import Status
 
 
 def _shapes(meta: Any) -> Any:

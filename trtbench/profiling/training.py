@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from torch.utils._pytree import tree_flatten
 
 from trtbench.profiling import NotSupported
-from trtbench.stats import summarize
-from trtbench.status import Status
-from trtbench.timing import TimingPlan, measure_interleaved
+from trtbench.core.stats import summarize
+from trtbench.core.status import Status
+from trtbench.measure.timing import TimingPlan, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
 

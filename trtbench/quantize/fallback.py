@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from trtbench.accuracy import Accuracy
+from trtbench.measure.accuracy import Accuracy
 from trtbench.quantize.common import QuantSettings
 from trtbench.quantize.setup import Int8Setup
 
@@ -105,7 +105,7 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
 
     import torch
 
-    from trtbench.timing import TimingPlan, measure_interleaved
+    from trtbench.measure.timing import TimingPlan, measure_interleaved
 
     plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
     with torch.inference_mode():

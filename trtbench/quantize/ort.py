@@ -38,7 +38,7 @@ def cpu_quant_types() -> dict:
     weights, against integer saturation) where the CPU has no VNNI; Arm takes signed 8-bit for both."""
     import platform
 
-    from trtbench.env import cpu_int8_features
+    from trtbench.core.env import cpu_int8_features
 
     if platform.machine().lower() in ("aarch64", "arm64"):
         return {"activation_type": "QInt8", "weight_type": "QInt8", "reduce_range": False}

@@ -156,7 +156,7 @@ class CompiledPT2E:
     fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here.
 
     ``settings`` (mode, dynamic, inductor_configs) is how it compiles, as the manifest records it for
-    a deployment (trtbench.verify_worker compiles a loaded program the same way)."""
+    a deployment (trtbench.artifacts.verify compiles a loaded program the same way)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
         self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}

@@ -10,15 +10,15 @@ from typing import Any, Callable
 
 import torch
 
-from trtbench.accuracy import Accuracy, compare, judge
-from trtbench.calibration import CalibrationData
+from trtbench.measure.accuracy import Accuracy, compare, judge
+from trtbench.quantize.calibration import CalibrationData
 from trtbench.quantize.common import QuantSettings
 
 
 @dataclass
 class Int8Setup:
     data: CalibrationData
-    budget: Any  # trtbench.config.Int8Budget
+    budget: Any  # trtbench.config.config.Int8Budget
     settings: QuantSettings
     max_fp32_layers: int
     references: list  # eager fp32's output on each evaluation batch

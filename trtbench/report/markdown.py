@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from trtbench.env import busy_machine_note, environment_name
+from trtbench.core.env import busy_machine_note, environment_name
 from trtbench.report.profile import profile_markdown
 from trtbench.report.tables import deployment_table, isolation_table, markdown_table
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 
 def environment_lines(env: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front.
 
 They are drawn when the measured records span more than one batch size. Only the points a
-recommendation may choose from are drawn (:func:`trtbench.recommend.eligible`: ok, timed, accuracy
+recommendation may choose from are drawn (:func:`trtbench.results.recommend.eligible`: ok, timed, accuracy
 check passed). There is one line per variant; the model, precision, threads, non-batch input dims
 and environment join its label when they vary, so a merge of several machines shows one series per
 machine. Each function returns a :class:`Chart` holding the values read back from the drawn axes.
@@ -17,12 +17,12 @@ from typing import Optional
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from trtbench.case import shapes_text
-from trtbench.env import environment_name
-from trtbench.recommend import eligible
-from trtbench.record import Record
+from trtbench.core.case import shapes_text
+from trtbench.core.env import environment_name
+from trtbench.results.recommend import eligible
+from trtbench.core.record import Record
 from trtbench.report.plots import write_png
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 
 @dataclass(frozen=True)

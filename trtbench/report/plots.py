@@ -14,9 +14,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
-from trtbench.fsutil import atomic_write
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
+from trtbench.core.fsutil import atomic_write
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
 
 DPI = 100
 BAR_GROUP_WIDTH = 0.8

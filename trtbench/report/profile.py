@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trtbench.report.plots import top_layers_plot
-from trtbench.status import Status
+from trtbench.core.status import Status
 
 
 def draw_layer_plots(profiles: dict, out_dir: Path) -> None:

@@ -10,13 +10,13 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from trtbench.metrics.speedup import speedup_text
-from trtbench.precision import REFERENCE, is_quantized
-from trtbench.record import Record
+from trtbench.report.columns.speedup import speedup_text
+from trtbench.core.precision import REFERENCE, is_quantized
+from trtbench.core.record import Record
 from trtbench.report.text import number_text
-from trtbench.resultset import ResultSet
-from trtbench.stats import Interval, paired_ratio
-from trtbench.status import Status
+from trtbench.results.resultset import ResultSet
+from trtbench.core.stats import Interval, paired_ratio
+from trtbench.core.status import Status
 
 NOT_FASTER = "INT8 is not faster here"
 NO_VNNI = "this CPU has no VNNI"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from trtbench.ceiling import Ceiling
-from trtbench.record import Record
-from trtbench.resultset import ResultSet
-from trtbench.stats import Interval
+from trtbench.measure.ceiling import Ceiling
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
+from trtbench.core.stats import Interval
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from typing import Optional
 
 from matplotlib.figure import Figure
 
-from trtbench.env import environment_name
-from trtbench.record import Record
+from trtbench.core.env import environment_name
+from trtbench.core.record import Record
 from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving_result import ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",

@@ -1,7 +1,7 @@
 """Speedup tables for reports: Markdown, CSV and the terminal summary, all read from a ResultSet.
 
 A row's identity (environment, model, variant, precision, threads, point, status) is this module's;
-every figure after it is a registered metric's column (:mod:`trtbench.metrics`), in registration order.
+every figure after it is a registered metric's column (:mod:`trtbench.report.columns`), in registration order.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import csv
 import io
 from typing import Optional
 
-from trtbench.env import environment_name
-from trtbench.interference import interference_check
-from trtbench.metrics import Metric, registered
-from trtbench.record import Record
+from trtbench.core.env import environment_name
+from trtbench.measure.interference import interference_check
+from trtbench.report.columns import Metric, registered
+from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
-from trtbench.resultset import ResultSet
-from trtbench.status import Status
+from trtbench.results.resultset import ResultSet
+from trtbench.core.status import Status
 
 FASTEST_MARK = "*"
 REFAULTING = 1000  # minor page faults per timed call (4 MiB of fresh pages) that the notes name a row for

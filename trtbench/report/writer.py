@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from trtbench.env import environment_name
-from trtbench.fsutil import atomic_write_json, atomic_write_text
-from trtbench.recommend import (recommend, recommend_serving, recommendation_markdown,
+from trtbench.core.env import environment_name
+from trtbench.core.fsutil import atomic_write_json, atomic_write_text
+from trtbench.results.recommend import (recommend, recommend_serving, recommendation_markdown,
                                 serving_recommendation_markdown)
 from trtbench.report.markdown import report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
@@ -16,7 +16,7 @@ from trtbench.report.profile import draw_layer_plots
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
 from trtbench.report.serving import serving_markdown, serving_plot
 from trtbench.report.tables import csv_text
-from trtbench.resultset import ResultSet
+from trtbench.results.resultset import ResultSet
 
 
 def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
@@ -54,8 +54,8 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
     """Write every output file under the report's ``intro`` lines; returns their paths by kind.
 
     With a p99 budget, results.json gets a top-level ``recommendations`` list
-    (:meth:`trtbench.recommend.Recommendation.to_dict`), recomputable from its records; with serving
-    results, a ``serving_recommendations`` list (:meth:`trtbench.recommend.ServingRecommendation.to_dict`).
+    (:meth:`trtbench.results.recommend.Recommendation.to_dict`), recomputable from its records; with serving
+    results, a ``serving_recommendations`` list (:meth:`trtbench.results.recommend.ServingRecommendation.to_dict`).
     """
     files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
     if profiles is not None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from trtbench import schema
-from trtbench.errors import UserInputError
+from trtbench.core import schema
+from trtbench.core.errors import UserInputError
 from trtbench.scenarios.serving_config import ServingConfig
 
 LATENCY = "latency"

@@ -3,8 +3,8 @@
 Inputs are prepared by each variant outside the timed region; each variant's output is checked
 against the eager fp32 reference, from a call where it is timed (its worker, which hosts the
 deployed file where the variant ships one); then every variant that ran is timed, interleaved
-with the others (:func:`trtbench.timing.measure_interleaved`). The result is one
-:class:`~trtbench.record.Record` per requested variant, whatever happened to it.
+with the others (:func:`trtbench.measure.timing.measure_interleaved`). The result is one
+:class:`~trtbench.core.record.Record` per requested variant, whatever happened to it.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from trtbench.build import BuildOutcome
-from trtbench.case import BASELINE_VARIANT, Case
-from trtbench.isolation import Isolation
-from trtbench.outdir import FailureLog
-from trtbench.parity import check_parity
-from trtbench.record import Record
-from trtbench.references import MissingReference
-from trtbench.status import Status
-from trtbench.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.build.stage import BuildOutcome
+from trtbench.core.case import BASELINE_VARIANT, Case
+from trtbench.workers.isolation import Isolation
+from trtbench.core.outdir import FailureLog
+from trtbench.measure.parity import check_parity
+from trtbench.core.record import Record
+from trtbench.measure.references import MissingReference
+from trtbench.core.status import Status
+from trtbench.measure.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
 
 class _VariantFailed(Exception):
@@ -139,8 +139,8 @@ def time_points(group, points: list, outcomes: dict[str, BuildOutcome], copies: 
                 tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
                 isolation: Isolation, progress) -> Iterator[Record]:
     """:func:`measure_point` at each of ``points`` of build ``group`` (its inputs from ``copies``: precision
-    -> :class:`~trtbench.precision_copies.PrecisionCopy`), one point after the other: its records, with
-    the model's FLOPs at the point (``references``: :class:`~trtbench.references.References`), yielded
+    -> :class:`~trtbench.build.copies.PrecisionCopy`), one point after the other: its records, with
+    the model's FLOPs at the point (``references``: :class:`~trtbench.measure.references.References`), yielded
     as each point ends so that a caller keeps every finished point."""
     for point in points:
         slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import torch
 
-from trtbench.build import capture_warnings
-from trtbench.precision import unsupported_reason
+from trtbench.build.stage import capture_warnings
+from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import run_profiles
-from trtbench.status import Status
+from trtbench.core.status import Status
 
 
 def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inputs: dict[str, tuple], all_points: list,

@@ -25,8 +25,8 @@ from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
 from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
-from trtbench.status import Status
-from trtbench.worker import Recipe, WorkerError
+from trtbench.core.status import Status
+from trtbench.workers.loop import Recipe, WorkerError
 
 SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the search
 KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")

@@ -6,8 +6,8 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Optional
 
-from trtbench import schema
-from trtbench.errors import UserInputError
+from trtbench.core import schema
+from trtbench.core.errors import UserInputError
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"

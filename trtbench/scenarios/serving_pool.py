@@ -1,6 +1,6 @@
 """The system under test of a serving scenario: worker processes hosting one variant, fed by dispatchers.
 
-A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.worker`), each hosting the
+A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.workers.loop`), each hosting the
 variant from its recipe at the intra-op threads the recipe sets (``torch.set_num_threads`` applies
 to a whole process, so workers are processes). Their calls are labelled ``x<k>``: ``k`` queries in
 one call, on inputs the worker prepared when it started (the query sample library: nothing is made
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from trtbench.worker import Recipe, Worker, WorkerError, spawn_workers, start_workers
+from trtbench.workers.loop import Recipe, Worker, WorkerError, spawn_workers, start_workers
 
 
 def call_label(queries: int) -> str:

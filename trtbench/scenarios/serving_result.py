@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
-from trtbench.status import Status
+from trtbench.core.status import Status
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class ServingResult:
 @dataclass(frozen=True)
 class ServedCase:
     """What the serving scenarios gave one case (one variant at the served point) in one environment: a
-    part of the results joined to the case's record by case key (:meth:`trtbench.resultset.ResultSet.serving_of`)."""
+    part of the results joined to the case's record by case key (:meth:`trtbench.results.resultset.ResultSet.serving_of`)."""
 
     case_key: str
     environment: str

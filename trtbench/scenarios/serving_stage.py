@@ -2,7 +2,7 @@
 variant that built and passed its accuracy check, at the config's opt shape and at every precision
 of the run (INT8 rows serve their quantized file), in worker processes.
 
-Its workers host the variant as the timing workers do (:class:`~trtbench.variant_recipe.VariantRecipe`:
+Its workers host the variant as the timing workers do (:class:`~trtbench.build.recipe.VariantRecipe`:
 the deployed file, set up for the serving workers' threads, or, for a variant that saves none, a
 rebuild from the parent's exact weights), with the serving inputs prepared
 in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
@@ -18,16 +18,16 @@ from typing import Callable
 
 import torch
 
-from trtbench.inputs import make_inputs, to_memory_format
-from trtbench.isolation import deployed_artifact
-from trtbench.precision import dtype_name
-from trtbench.record import Record
+from trtbench.core.inputs import make_inputs, to_memory_format
+from trtbench.workers.isolation import deployed_artifact
+from trtbench.core.precision import dtype_name
+from trtbench.core.record import Record
 from trtbench.scenarios.serving import run_serving
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
 from trtbench.scenarios.serving_result import ServedCase
-from trtbench.status import Status
-from trtbench.variant_recipe import VariantRecipe, write_payload
+from trtbench.core.status import Status
+from trtbench.build.recipe import VariantRecipe, write_payload
 
 
 def serving_inputs(config, settings: ServingConfig, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
@@ -67,7 +67,7 @@ def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, 
                 served_before: dict, device: torch.device, out_dir: Path,
                 log: Callable[[str], None]) -> list[ServedCase]:
     """Serve every variant of ``group`` :func:`unserved` and built, under every serving scenario of
-    ``config``, at its precision (``copies``: precision -> :class:`~trtbench.precision_copies.PrecisionCopy`):
+    ``config``, at its precision (``copies``: precision -> :class:`~trtbench.build.copies.PrecisionCopy`):
     the results of each, by case."""
     served: dict[str, list] = {}
     entries = {key: (precision, record, outcomes[key])  # slot key -> (precision, record, outcome)

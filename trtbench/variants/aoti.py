@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from trtbench.errors import UserInputError
-from trtbench.precision import is_quantized
-from trtbench.schema import join, suggest
+from trtbench.core.errors import UserInputError
+from trtbench.core.precision import is_quantized
+from trtbench.core.schema import join, suggest
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 
@@ -50,7 +50,7 @@ class Aoti(Variant):
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         if is_quantized(precision):
-            from trtbench.quantize.pt2e_build import pt2e_unavailable
+            from trtbench.variants.pt2e_build import pt2e_unavailable
 
             return pt2e_unavailable(device)
         return None
@@ -77,7 +77,7 @@ class Aoti(Variant):
         from trtbench.quantize.fallback import judged
         from trtbench.quantize.common import QuantizationUnavailable
         from trtbench.quantize.pt2e import INDUCTOR_OPTIONS, aoti_int8_unavailable, aoti_package_pt2e
-        from trtbench.quantize.pt2e_build import quantize_model
+        from trtbench.variants.pt2e_build import quantize_model
 
         if options.inductor_configs:
             raise ValueError("aoti at int8 packages with Inductor's freezing (its int8 kernels need it) and no "

@@ -19,10 +19,10 @@ from typing import Optional
 
 import torch
 
-from trtbench.errors import UserInputError
-from trtbench.fsutil import save_through_memory
-from trtbench.precision import is_quantized
-from trtbench.schema import join, require_choice
+from trtbench.core.errors import UserInputError
+from trtbench.core.fsutil import save_through_memory
+from trtbench.core.precision import is_quantized
+from trtbench.core.schema import join, require_choice
 from trtbench.variants import Artifact, Built, BuildContext, Variant, cuda_graphs, register
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -73,7 +73,7 @@ class Compiled(Variant):
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         if is_quantized(precision):
-            from trtbench.quantize.pt2e_build import pt2e_unavailable
+            from trtbench.variants.pt2e_build import pt2e_unavailable
 
             return pt2e_unavailable(device)
         return None
@@ -111,7 +111,7 @@ class Compiled(Variant):
         patterns); static shapes, one graph per shape (see :class:`~trtbench.quantize.pt2e.CompiledPT2E`)."""
         from trtbench.quantize.fallback import judged
         from trtbench.quantize.pt2e import CompiledPT2E
-        from trtbench.quantize.pt2e_build import quantize_model
+        from trtbench.variants.pt2e_build import quantize_model
 
         if options.backend != "inductor" or options.cuda_graphs or options.dynamic:
             raise ValueError("compiled at int8 runs Inductor's int8 kernels with static shapes: leave backend, "
@@ -120,7 +120,7 @@ class Compiled(Variant):
         # what save() writes, exported once here (the timing worker's handoff and the published file both save
         # it); the build compiles that same program, so what is judged and timed is the program a deployment
         # loads (compiles of one PT2E int8 program still differ by up to 1.6% of the output scale, measured:
-        # see trtbench.publish.reload_tolerance)
+        # see trtbench.artifacts.publish.reload_tolerance)
         program = torch.export.export(int8.graph, tuple(ctx.example_inputs), dynamic_shapes=int8.dynamic_shapes)
         compiled = CompiledPT2E(program.module(), mode=None if options.mode == "default" else options.mode)
         start = time.perf_counter()
@@ -140,7 +140,7 @@ class Compiled(Variant):
         int8 = built.state.get("int8")
         if int8 is None:
             return []
-        from trtbench.quantize.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
+        from trtbench.variants.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
 
         path = directory / f"{stem}.pt2"
         save_through_memory(path, lambda fh: torch.export.save(built.state["program"], fh))

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch.utils import _pytree as pytree
 
-from trtbench.fsutil import save_through_memory
+from trtbench.core.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that export as constants
@@ -44,7 +44,7 @@ def dynamic_shapes(input_specs) -> tuple:
 
 class FlatOutputs(torch.nn.Module):
     """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
-    which trtbench.parity compares them with eager's container)."""
+    which trtbench.measure.parity compares them with eager's container)."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()

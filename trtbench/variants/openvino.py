@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from trtbench.precision import is_quantized
-from trtbench.schema import join, require_choice
+from trtbench.core.precision import is_quantized
+from trtbench.core.schema import join, require_choice
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"

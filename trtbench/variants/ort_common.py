@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from trtbench.precision import is_quantized
-from trtbench.schema import join, require_choice
+from trtbench.core.precision import is_quantized
+from trtbench.core.schema import join, require_choice
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",

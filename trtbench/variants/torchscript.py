@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from trtbench.fsutil import save_through_memory
+from trtbench.core.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, Variant
 
 

@@ -12,7 +12,7 @@ At ``int8`` NVIDIA ModelOpt quantizes the model (``mtq.quantize`` with its INT8 
 on the run's calibration samples) within the accuracy budget, the layers that break it kept in
 floating point by ModelOpt's own quantizer config; the quantized model is exported with its
 quantizers as ``tensorrt.quantize_op`` and compiled (min_block_size 1) into an engine with Q/DQ
-layers, which is judged again on the evaluation samples (:mod:`trtbench.quantize.modelopt_trt`).
+layers, which is judged again on the evaluation samples (:mod:`trtbench.variants.modelopt_trt`).
 Its files also import ModelOpt before loading: a quantize op that TensorRT left to PyTorch runs
 through ModelOpt's registration of it.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from trtbench.precision import is_quantized
+from trtbench.core.precision import is_quantized
 from trtbench.variants import Artifact, Built, BuildContext, register
 from trtbench.variants.exported import dynamic_shapes
 from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, TensorRTVariant, build_info,
@@ -38,12 +38,12 @@ class TensorRT(TensorRTVariant):
                    "(int8: NVIDIA ModelOpt, then an engine with Q/DQ layers)")
     Options = DynamoOptions
     exports_at_opt = True
-    quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.quantize.modelopt_trt)
+    quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         reason = unavailable_reason(device)
         if reason is None and is_quantized(precision):
-            from trtbench.quantize.modelopt_trt import modelopt_unavailable
+            from trtbench.variants.modelopt_trt import modelopt_unavailable
 
             reason = modelopt_unavailable()
         return reason
@@ -66,7 +66,7 @@ class TensorRT(TensorRTVariant):
     def _build_int8(trt, model, ctx: BuildContext, options: DynamoOptions) -> Built:
         """ModelOpt INT8 within the accuracy budget, compiled into an engine for min..max and judged again."""
         from trtbench.quantize.fallback import judged, quantize_within_budget
-        from trtbench.quantize.modelopt_trt import (MODELOPT_IMPORT, compile_modelopt_trt, quantizable_layers_modelopt,
+        from trtbench.variants.modelopt_trt import (MODELOPT_IMPORT, compile_modelopt_trt, quantizable_layers_modelopt,
                                                     quantize_modelopt)
 
         def quantize(settings):  # mtq.quantize works in place: each attempt on a fresh copy

@@ -49,9 +49,9 @@ from typing import Any, Optional
 
 import torch
 
-from trtbench.errors import UserInputError
-from trtbench.fsutil import save_through_memory
-from trtbench.schema import join
+from trtbench.core.errors import UserInputError
+from trtbench.core.fsutil import save_through_memory
+from trtbench.core.schema import join
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 DYNAMO = "dynamo"

@@ -1,0 +1,101 @@
+"""The save stage: a variant's deployable files, published only once they are known to ship.
+
+A variant is saved once its every point ran, was accurate, and was timed. Its files are written
+with the variant's own ``save()``, reloaded with its ``load()`` at every benchmarked shape, and
+loaded again in a fresh process (:class:`~trtbench.artifacts.store.ArtifactStore`). The stage returns
+what it published and the variant's records as they now stand: a variant whose file cannot ship
+(it does not reload, or the disk is full) fails with the reason, its timings kept; an inaccurate
+one is not saved, and its records say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import torch
+
+from trtbench.artifacts.store import ArtifactStore
+from trtbench.build.stage import BuildOutcome, capture_warnings
+from trtbench.core.outdir import FailureLog
+from trtbench.core.precision import is_quantized
+from trtbench.core.record import Record
+from trtbench.core.status import Status
+from trtbench.build.recipe import HOSTED_FILE
+
+NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the save stage gave: the manifest entries of the files published, and the variant's records."""
+
+    entries: tuple[dict, ...]
+    records: tuple[Record, ...]
+
+
+def _cold_start(entry: dict) -> dict:
+    """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
+    check = entry["fresh_process_check"]
+    return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
+
+
+def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
+    """The file name stem of a variant's artifacts: ``<variant>_<precision>``, the model first when the
+    run has several."""
+    model = re.sub(r"[^A-Za-z0-9.-]+", "-", model_id).strip("-") + "_" if len(config.models) > 1 else ""
+    return f"{model}{variant}_{precision}"
+
+
+def _checked_by_worker(records: list[Record]) -> str | None:
+    """The suffix of the saved file that the variant's timing worker loaded and ran at every one of its
+    points, its outputs within tolerance of the reference there (None: no worker did). Only for float
+    precisions: a quantized build is judged on evaluation samples instead, so its files are always
+    reloaded here."""
+    hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
+    if len(hosted) != 1 or None in hosted or any(r.parity is None or not r.parity.get("ok") for r in records):
+        return None
+    return hosted.pop()
+
+
+QUANTIZED_RELOAD_RTOL = 0.02  # of the output scale; see reload_tolerance
+
+
+def reload_tolerance(tolerance):
+    """How closely a quantized file must reproduce its build when reloaded (here and in a fresh process):
+    within ``QUANTIZED_RELOAD_RTOL`` of the output scale, one int8 step near the output. Compiling the
+    same PT2E int8 program again (torch 2.14.1, torchao 0.18) gave outputs up to 1.6% of the output
+    scale apart on a mini ResNet, between two compiles in one process as between processes, where the
+    fp32 bound is 0.5%; its accuracy is judged on evaluation samples (trtbench.measure.accuracy), not by this."""
+    return dataclasses.replace(tolerance, rtol=max(tolerance.rtol, QUANTIZED_RELOAD_RTOL))
+
+
+def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,
+            failures: FailureLog, precision: str, device: torch.device, model_id: str, stem: str,
+            expected_bytes: int, cold_start: bool) -> Published:
+    """Save ``outcome``'s variant if its ``records`` (all its points) allow it; ``expected_bytes`` (the
+    model's weights) must be free in the artifacts folder before writing."""
+    ok_rows = [r for r in records if r.status is Status.OK]
+    if outcome.built is None or not ok_rows:
+        return Published((), tuple(records))
+    if any(r.parity_failed for r in records):  # an inaccurate build is not something to ship
+        return Published((), tuple(r.with_warnings([NOT_SAVED_INACCURATE]) for r in records))
+    variant, built = outcome.variant, outcome.built
+    labels = [r.case.point for r in ok_rows]
+    reference_label = "opt" if "opt" in labels else labels[0]
+    quantized = is_quantized(precision)
+    tolerance = reload_tolerance(tolerance) if quantized else tolerance
+    try:
+        entries, caught = capture_warnings(lambda: store.save(
+            variant, built, precision, device, {label: inputs[label] for label in labels}, reference_label, tolerance,
+            stem=stem, model=model_id, expected_bytes=expected_bytes,
+            checked_by_worker=None if quantized else _checked_by_worker(records)))
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
+        reason = failures.reason(f"save {variant.name} {precision}", err)
+        return Published((), tuple(r.failed(reason) for r in records))
+    cold = [_cold_start(entry) for entry in entries] if cold_start else []
+    kept = [r.with_warnings(caught) for r in records]
+    return Published(tuple(entries), tuple(r.with_metrics(cold_start=cold) if cold else r for r in kept))

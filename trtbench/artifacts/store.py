@@ -1,0 +1,307 @@
+"""Deployable artifacts: saving them with a manifest, and verifying them in a fresh process.
+
+A saved file is published (moved out of its staging folder and listed in the manifest) only once
+it reloads at every shape (in this process, or in the variant's timing worker) and loads and
+reproduces its reference output in a fresh process, the way a deployment would load it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from trtbench import __version__
+from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
+from trtbench.core.errors import DiskFullError, UserInputError
+from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
+from trtbench.measure.parity import check_parity, flatten_outputs
+from trtbench.artifacts.verify import sha256_of  # the worker's own copy, so both hash alike
+
+MANIFEST_VERSION = 1
+MANIFEST = "manifest.json"
+WORKER = Path(__file__).with_name("verify.py")
+
+
+class ArtifactStore:
+    """Saves each variant's files into ``<out>/artifacts`` and keeps the manifest entries."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.entries: list[dict] = []
+
+    def save(self, variant, built, precision: str, device: torch.device, inputs: dict[str, tuple],
+             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None,
+             expected_bytes: int = 0, checked_by_worker: str | None = None) -> list[dict]:
+        """Save ``built``, check each file in this process and in a fresh one, then publish it with its
+        reference input/output.
+
+        ``inputs`` maps shape labels to the inputs of that point. Every saved file is reloaded in this
+        process with the variant's own ``load`` and must reproduce the built variant's outputs at
+        every shape (a dynamic-shape artifact that lost its range fails here); otherwise ValueError
+        says where it differs. The exception is the file of suffix ``checked_by_worker``: the variant's
+        timing worker already loaded that file of this build, saved by the same ``save()``, and ran it
+        at every point, its outputs checked against the reference there. Then every file must load
+        and reproduce the reference output in a fresh process (:func:`verify_artifact`); otherwise
+        ArtifactLoadError says why. Files appear only once they pass both; each entry's
+        ``fresh_process_check`` holds that check's cold start. ``expected_bytes`` (the model's
+        weights) must be free before anything is written; a disk that fills anyway raises
+        DiskFullError naming the folder, and nothing is left behind.
+        """
+        if not variant.saves_files:
+            return []
+        stem = stem or f"{variant.name}_{precision}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        require_space(self.directory, expected_bytes, f"saving {stem} (about the model's weights)")
+        staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
+        try:
+            return self._check_and_publish(variant, built, precision, device, _BuiltOutputs(variant, built, inputs),
+                                           reference_shape, tolerance, stem, model, staging, checked_by_worker)
+        except (DiskFullError, OSError) as err:
+            if isinstance(err, OSError) and err.errno != errno.ENOSPC:
+                raise
+            needed = max(expected_bytes, _bytes_under(staging) + (err.needed if isinstance(err, DiskFullError) else 0))
+            shutil.rmtree(staging, ignore_errors=True)
+            raise DiskFullError(self.directory, needed, free_bytes(self.directory), f"saving {stem}") from err
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _check_and_publish(self, variant, built, precision, device, outputs: "_BuiltOutputs", reference_shape,
+                           tolerance, stem, model, staging: Path, checked_by_worker: str | None) -> list[dict]:
+        artifacts = variant.save(built, staging, stem)
+        if not artifacts:
+            return []
+        checks = {artifact.path.name: ({"shapes": list(outputs.inputs), "by": WORKER_CHECK}
+                                       if artifact.path.suffix == checked_by_worker
+                                       else reload_check(variant, artifact, device, outputs.runs(), tolerance))
+                  for artifact in artifacts}
+        reference_inputs, reference_output = outputs.run(reference_shape)
+        reference = staging / f"{stem}.ref.pt"
+        save_through_memory(reference, lambda fh: torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
+                                                              "outputs": flatten_outputs(reference_output)}, fh))
+        entries = []
+        for artifact in artifacts:
+            entry = {
+                "model": model, "variant": variant.name, "precision": precision, **describe_file(artifact.path),
+                "companions": [describe_file(companion) for companion in artifact.companions],
+                "loader": artifact.loader, "settings": artifact.settings, "imports": list(artifact.imports),
+                **({"outputs": list(artifact.outputs)} if artifact.outputs else {}),
+                "device": str(device),
+                "reference": {"file": reference.name, "sha256": sha256_of(reference), "shape": reference_shape,
+                              "input_shapes": [list(t.shape) for t in reference_inputs]},
+                "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
+                "reload_check": checks[artifact.path.name],
+            }
+            fresh = verify_artifact(entry, staging)
+            if not fresh["ok"]:
+                how = artifact.loader + "".join(f" after import {name}" for name in artifact.imports)
+                raise ArtifactLoadError(f"{artifact.path.name} fails to load and run in a fresh process ({how}): "
+                                        f"{fresh['error']}")
+            entry["fresh_process_check"] = {key: fresh[key] for key in ("max_abs_err", "load_s", "first_call_ms")}
+            if "torch_tensorrt" in artifact.imports:
+                entry["engine"] = engine_environment(device)
+            entries.append(entry)
+        os.replace(reference, self.directory / reference.name)
+        for artifact in artifacts:
+            for companion in artifact.companions:
+                os.replace(companion, self.directory / companion.name)
+            os.replace(artifact.path, self.directory / artifact.path.name)
+        self.entries.extend(entries)
+        return entries
+
+    def discard_previous_manifest(self) -> None:
+        """Remove a manifest left by an earlier run into the same directory (it would describe old files)."""
+        (self.directory / MANIFEST).unlink(missing_ok=True)
+
+    def write_manifest(self, config: dict, environment: dict) -> Path | None:
+        """Write ``manifest.json`` describing every saved artifact (None when nothing was saved)."""
+        if not self.entries:
+            return None
+        path = self.directory / MANIFEST
+        atomic_write_json(path, {
+            "manifest_version": MANIFEST_VERSION,
+            "trtbench_version": __version__,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "inputs": config["inputs"],
+            "environment": environment,
+            "config": config,
+            "artifacts": self.entries,
+        })
+        return path
+
+
+class ArtifactLoadError(Exception):
+    """A saved file that does not load, or does not reproduce its reference output, in a fresh process."""
+
+
+def weights_bytes(model: torch.nn.Module) -> int:
+    """The bytes of ``model``'s parameters and buffers: about what each saved copy of it takes on disk."""
+    return sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
+
+
+def _bytes_under(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+def describe_file(path: Path) -> dict:
+    """A saved file's manifest fields: its name, SHA-256 and size."""
+    return {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
+
+
+WORKER_CHECK = "its timing worker: the same save() of this build, loaded and run at every point"
+
+
+class _BuiltOutputs:
+    """The built variant's outputs at each point, each computed once and only when a check needs it."""
+
+    def __init__(self, variant, built, inputs: dict[str, tuple]):
+        self.variant, self.built, self.inputs = variant, built, inputs
+        self._outputs: dict[str, object] = {}
+
+    def run(self, label: str) -> tuple[tuple, object]:
+        """(inputs, output of the built variant) at ``label``."""
+        if label not in self._outputs:
+            with torch.inference_mode():
+                self._outputs[label] = self.variant.run(self.built, self.variant.prepare(self.built, self.inputs[label]))
+        return self.inputs[label], self._outputs[label]
+
+    def runs(self) -> dict[str, tuple]:
+        return {label: self.run(label) for label in self.inputs}
+
+
+def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple], tolerance) -> dict:
+    """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape
+    (``runs``: label -> (inputs, the built variant's output))."""
+    module = variant.load(artifact, device)
+    worst = 0.0
+    with torch.inference_mode():
+        for label, (inputs, expected) in runs.items():
+            parity = check_parity(module(*inputs), expected, tolerance.atol, tolerance.rtol)
+            if not parity.ok:
+                raise ValueError(f"reloaded {artifact.path.name} differs from the built variant at {label} "
+                                 f"(max abs err {parity.max_abs_err:.3g})")
+            worst = max(worst, parity.max_abs_err)
+    return {"shapes": list(runs), "max_abs_err": worst}
+
+
+def read_manifest(out_dir: Path) -> dict:
+    """Load ``<out>/artifacts/manifest.json`` (or a manifest path given directly)."""
+    out_dir = Path(out_dir)
+    path = out_dir if out_dir.is_file() else out_dir / "artifacts" / MANIFEST
+    if not path.is_file():
+        raise UserInputError(str(out_dir), f"no manifest at {path}",
+                             "pass the output directory of a run that saved artifacts (output.save_artifacts: true)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) | {"_dir": str(path.parent)}
+    except json.JSONDecodeError as err:
+        raise UserInputError(str(path), f"not valid JSON: {err}", "re-run the benchmark to rewrite it") from err
+
+
+def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
+    """Reload one artifact in a fresh process and rerun its reference input.
+
+    Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured:
+    ``load_s`` (the loader's import and load) and ``first_call_ms`` (its first forward pass).
+    """
+    directory = Path(directory).absolute()
+    job = {
+        "path": str(directory / entry["file"]), "sha256": entry["sha256"], "loader": entry["loader"],
+        "companions": [{"path": str(directory / c["file"]), "sha256": c["sha256"]} for c in entry.get("companions", [])],
+        "settings": entry.get("settings", {}), "imports": entry.get("imports", []), "device": entry["device"],
+        "reference": str(directory / entry["reference"]["file"]),
+        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"], "timeout_s": timeout_s,
+    }
+    for path in [job["path"], *(c["path"] for c in job["companions"])]:
+        if not Path(path).is_file():
+            return {"ok": False, "error": f"missing file {path}"}
+    return FreshProcesses.shared().run(job)
+
+
+class FreshProcesses:
+    """The verify worker, serving jobs: a process that has imported torch and nothing of trtbench and
+    runs each job in a fork of itself (see verify_worker.py). One serves this whole process; it is
+    started again when the environment it was started with has changed (a new ``PYTHONPATH``) or
+    when it died, and is ended at exit (or, should this process be killed, when its stdin closes).
+    """
+
+    _shared: "FreshProcesses | None" = None
+
+    def __init__(self):
+        self.environment = dict(os.environ)
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, start_new_session=True)
+        atexit.register(self.close)
+
+    @classmethod
+    def shared(cls) -> "FreshProcesses":
+        server = cls._shared
+        if server is None or server.proc.poll() is not None or server.environment != dict(os.environ):
+            if server is not None:
+                server.close()
+            cls._shared = server = cls()
+        return server
+
+    def run(self, job: dict) -> dict:
+        """The worker's result for ``job`` (its fork ends itself after ``job["timeout_s"]``)."""
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        except BaseException:  # Ctrl-C mid-job: the worker's state is unknown, end it
+            self.close()
+            raise
+        if line:
+            return json.loads(line)
+        self.log.seek(0)
+        tail = self.log.read().decode(errors="replace").strip()[-500:]
+        self.close()
+        return {"ok": False, "error": f"verify process exited {self.proc.returncode}: {tail}".rstrip(": ")}
+
+    def close(self) -> None:
+        """End the worker and the job it may be running (its process group)."""
+        atexit.unregister(self.close)
+        if self.proc.returncode is None:  # not reaped yet, so its process group id is still its own
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a fork that outlived it goes too
+            except ProcessLookupError:  # the group has already ended
+                pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.log):
+            try:
+                stream.close()
+            except OSError:  # a broken pipe has nothing left to flush
+                pass
+
+
+def verify(out_dir: Path, force: bool = False) -> list[dict]:
+    """Verify every artifact in the manifest; returns one row per artifact with ``ok`` and ``error``.
+
+    A TensorRT engine built for another TensorRT version or GPU architecture is not loaded
+    (it would fail or misbehave) unless ``force``; its row says why.
+    """
+    manifest = read_manifest(out_dir)
+    directory = Path(manifest["_dir"])
+    rows = []
+    current_engine_env = None
+    for entry in manifest["artifacts"]:
+        mismatch = None
+        if "engine" in entry and not force:
+            current_engine_env = current_engine_env or engine_environment(entry["device"])
+            mismatch = check_engine_compat(entry["engine"], current_engine_env)
+        outcome = {"ok": False, "error": mismatch} if mismatch else verify_artifact(entry, directory)
+        rows.append({"file": entry["file"], "variant": entry["variant"], "precision": entry["precision"], **outcome})
+    return rows

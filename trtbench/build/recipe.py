@@ -1,0 +1,107 @@
+"""How a timing worker gets its variant: the deployed file, loaded, or else the same build.
+
+A variant that ships a file (``.onnx``, OpenVINO IR, ``.pt2``, TorchScript) reaches its worker as
+that file: the parent saves its build with the variant's own ``save()``, and the worker loads it
+with the variant's own ``load()``, as a deployment would. A variant that saves nothing (eager,
+torch.compile) is rebuilt: the worker builds the model from its config, loads the parent's exact
+weights (a plain ``torch.save`` of tensors, loaded with ``weights_only=True``), and builds the
+variant with the same code the parent used (:func:`trtbench.build.stage.build_variants`). The inputs of
+every point come in the same file. The worker then runs each point once, so first-call work
+(torch.compile's compile, lazy initialisation) stays out of the timed blocks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from trtbench.build.stage import build_variants
+from trtbench.core.outdir import FailureLog
+from trtbench.core.precision import precision_dtype
+from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
+
+
+HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
+
+
+def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:
+    """The weights and inputs a group's workers load (``path`` is removed by the caller)."""
+    torch.save({"state_dict": model.state_dict(), "example": list(example),
+                "inputs": {label: list(values) for label, values in inputs.items()}}, path)
+    return path
+
+
+@dataclass(frozen=True)
+class VariantRecipe:
+    """Everything a fresh process needs to rebuild ``variant`` as the parent built it."""
+
+    model: Any  # trtbench.config.config.ModelConfig
+    variant: str
+    options: dict  # variant name -> its options, for the variant and what it builds from
+    precision: str
+    device: str
+    threads: int
+    cudnn_benchmark: bool
+    channels_last: bool
+    input_specs: list  # InputConfig
+    payload: str  # write_payload's file
+    artifact: Optional[Artifact] = None  # the parent's saved build, loaded instead of building
+
+    def materialize(self) -> tuple[dict[str, Any], dict]:
+        torch.set_num_threads(self.threads)
+        torch.backends.cudnn.benchmark = self.cudnn_benchmark
+        device = torch.device(self.device)
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        payload = torch.load(self.payload, map_location=device, weights_only=True)
+        inputs = {label: tuple(values) for label, values in payload["inputs"].items()}
+        variant = get_variant(self.variant)
+        if self.artifact is not None:
+            for module in self.artifact.imports:  # e.g. torch_tensorrt registers its runtime ops
+                importlib.import_module(module)
+            built = Built(variant.load(self.artifact, device), {"loaded": self.artifact.path.name})
+        else:
+            built = self._build(payload, inputs, device)
+        calls = {}
+        with torch.inference_mode():
+            for label, values in inputs.items():
+                prepared = variant.prepare(built, values)
+                variant.run(built, prepared)  # first-call work stays out of the timed blocks
+                calls[label] = (lambda p=prepared: variant.run(built, p))
+        facts = {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
+                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)"),
+                 "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
+                 **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
+                 **variant.thread_settings(built)}
+        return calls, facts
+
+    def _build(self, payload: dict, inputs: dict, device: torch.device) -> Built:
+        from trtbench.models import build_model
+        from trtbench.core.precision import is_quantized
+
+        if is_quantized(self.precision):  # its calibration and accuracy fallback ran in the parent, once
+            raise RuntimeError(f"{self.variant} at {self.precision} saves no file for its timing worker to load, and "
+                               f"a quantized build is not redone in a worker; use benchmark.isolation: in_process")
+
+        dtype = precision_dtype(self.precision)
+        model = build_model(self.model).to(device, dtype)
+        if self.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        model.load_state_dict(payload["state_dict"])
+        ctx = BuildContext(device=device, precision=self.precision, dtype=dtype,
+                           example_inputs=tuple(payload["example"]), shape_inputs=inputs,
+                           input_specs=self.input_specs)
+        with tempfile.TemporaryDirectory(prefix="trtbench-worker-") as logs:
+            outcomes = build_variants(build_order([self.variant]), model, ctx, self.options, {}, FailureLog(Path(logs)))
+            outcome = outcomes[self.variant]
+            if outcome.built is None:
+                log = (Path(logs) / "failures.log")
+                raise RuntimeError(f"{self.variant} did not build in its worker ({outcome.status}: {outcome.reason})\n"
+                                   + (log.read_text() if log.exists() else ""))
+        return outcome.built

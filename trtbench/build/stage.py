@@ -1,0 +1,150 @@
+"""The build stage: every variant of one build group, each after what it builds from, a precision at
+a time (:func:`build_at`).
+
+A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
+a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one whose build raises
+comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it.
+Warnings are captured, not printed, and reported with the variant.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+import torch
+
+from trtbench.core.outdir import FailureLog
+from trtbench.core.precision import is_quantized, precision_dtype
+from trtbench.profiling.memory import track_peak
+from trtbench.quantize.common import QuantizationUnavailable
+from trtbench.core.status import Status
+from trtbench.variants import BuildContext, Built, Variant, get_variant
+
+if TYPE_CHECKING:  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
+    from trtbench.config.plan import BuildGroup
+
+
+@dataclass
+class BuildOutcome:
+    """A variant's build: the built variant, or why there is none (status skipped/failed)."""
+
+    variant: Variant
+    built: Optional[Built] = None
+    status: Status = Status.OK
+    reason: str = ""
+    build_s: Optional[float] = None
+    peak_memory: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def facts(self) -> dict:
+        """What records report about the build."""
+        return {"build_s": self.build_s, "info": dict(self.built.info) if self.built else {},
+                "peak_memory": self.peak_memory}
+
+
+def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Call ``fn`` recording its warnings (e.g. torch.jit's FutureWarning) instead of printing them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn()
+    return value, sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+
+
+def build_variants(names: list[str], model: torch.nn.Module, ctx: BuildContext, options: dict[str, Any],
+                   unavailable: dict[str, str], failures: FailureLog,
+                   on_build: Callable[[str], None] = lambda name: None) -> dict[str, BuildOutcome]:
+    """Build ``names`` in order (dependencies first); ``on_build(name)`` runs before each build."""
+    outcomes: dict[str, BuildOutcome] = {}
+    for name in names:
+        variant = get_variant(name)
+        ctx.options = options.get(name) or variant.Options()
+        parent = outcomes.get(variant.depends_on) if variant.depends_on else None
+        if name in unavailable:
+            outcomes[name] = BuildOutcome(variant, status=Status.SKIPPED, reason=unavailable[name])
+        elif parent is not None and parent.built is None:
+            outcomes[name] = BuildOutcome(variant, status=parent.status,
+                                          reason=f"needs {parent.variant.name}, which did not build "
+                                                 f"({parent.status}: {parent.reason})")
+        else:
+            on_build(name)
+            outcomes[name] = _build_one(variant, model, ctx, failures)
+            if outcomes[name].built is not None:
+                ctx.built[name] = outcomes[name].built
+    return outcomes
+
+
+def quantizes(group: BuildGroup, precision: str) -> bool:
+    """Whether some variant of ``group`` is built at the quantized ``precision`` here."""
+    return is_quantized(precision) and any(group.slot(e.name, precision) not in group.unavailable
+                                           for e in group.entries_at(precision))
+
+
+def run_calibration(plan):
+    """The calibration data of ``plan``'s run (:func:`trtbench.quantize.calibration.load_calibration`) where some
+    variant quantizes, else None."""
+    if not any(quantizes(group, p) for group in plan.groups for p in group.precisions):
+        return None
+    from trtbench.quantize.calibration import load_calibration
+
+    config = plan.config
+    return load_calibration(config.calibration, config.inputs, config.benchmark.seed)
+
+
+def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module, precision: str):
+    """What a quantizing build at ``precision`` needs (:class:`~trtbench.quantize.setup.Int8Setup`: the
+    run's ``calibration`` data, the budget); None where nothing of ``group`` quantizes there."""
+    if not quantizes(group, precision):
+        return None
+    from trtbench.quantize.setup import int8_setup
+
+    return int8_setup(config, calibration, model)
+
+
+def build_at(group: BuildGroup, precision: str, names: list[str], model: torch.nn.Module, ctx: BuildContext,
+             earlier: dict[str, BuildOutcome], failures: FailureLog,
+             log: Callable[[str], None]) -> dict[str, BuildOutcome]:
+    """Build ``names`` at ``precision`` (``ctx``'s), by slot key. What they only build from (``exported``,
+    ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key)
+    and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
+    the timed variants quantize (fp16 builds everything from its own half copy)."""
+    slots = {e.name for e in group.entries_at(precision)}
+    same_dtype = precision_dtype(precision) == precision_dtype(group.precision)
+    reuse = {n: earlier[n] for n in names if precision != group.precision and same_dtype
+             and n not in slots and n in earlier and earlier[n].built is not None}
+    ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
+    unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
+                   if group.slot(name, precision) in group.unavailable}
+    options = {entry.name: entry.options for entry in group.variants}
+    built = build_variants([n for n in names if n not in reuse], model, ctx, options, unavailable, failures,
+                           on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
+    outcomes = {}
+    for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it
+        if name in unavailable:
+            outcomes[group.slot(name, precision)] = BuildOutcome(get_variant(name), status=Status.SKIPPED,
+                                                                 reason=unavailable[name])
+        elif name in built:
+            outcomes[group.slot(name, precision)] = built[name]
+    for name, outcome in built.items():  # build steps (onnx) stay available to the saves
+        outcomes.setdefault(group.slot(name, precision), outcome)
+    return outcomes
+
+
+def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, failures: FailureLog) -> BuildOutcome:
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            (built, caught), memory = track_peak(lambda: capture_warnings(lambda: variant.build(model, ctx)),
+                                                 ctx.device)
+    except KeyboardInterrupt:
+        raise
+    except QuantizationUnavailable as err:  # its INT8 path cannot run here (a library, CUDA, a setting it lacks)
+        return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
+    except Exception as err:  # this variant's failure; the others go on
+        return BuildOutcome(variant, status=Status.FAILED,
+                            reason=failures.reason(f"build {variant.name} {ctx.precision}", err))
+    return BuildOutcome(variant, built=built, build_s=time.perf_counter() - start, peak_memory=memory,
+                        warnings=caught)

@@ -1,0 +1,1 @@
+"""The YAML config: its dataclasses and validation, and the run plan resolved from it."""

@@ -1,0 +1,486 @@
+"""The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
+the user asked for; what a run does with it on this machine (points, build groups, the
+:class:`~trtbench.measure.timing.TimingPlan`) is resolved from it by :mod:`trtbench.config.plan`.
+
+``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
+counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
+(``prepare``: a static shape into min/opt/max, variant names into typed entries); ``validate``
+only checks. Nothing is
+written to disk while loading, so a bad config leaves no output behind. Loading depends on
+nothing about the machine: whether CUDA or a backend is present is decided when a run is
+resolved (:mod:`trtbench.config.plan`), so a config (and its results) can be read anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from trtbench.core import schema
+from trtbench.quantize.calibration import CalibrationConfig
+from trtbench.core.case import options_text
+from trtbench.core.errors import UserInputError
+from trtbench.core.fsutil import require_readable_file
+from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
+from trtbench.models import check_model_exists
+from trtbench.core.precision import PRECISIONS
+from trtbench.profiling.config import ProfileConfig
+from trtbench.scenarios.entries import LATENCY, parse_scenarios, serving_scenarios
+from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.measure.timing import TimingPlan
+from trtbench.variants import build_order, variant_class, variant_names
+
+SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
+DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+
+
+@dataclass
+class ModelConfig:
+    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``)."""
+
+    name: str
+    source: str = "torchvision"
+    kwargs: dict = field(default_factory=dict)
+    weights: Optional[str] = None
+    label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
+        if self.weights is not None:
+            require_readable_file(self.weights, schema.join(path, "weights"))
+        check_model_exists(self, path)
+
+    @property
+    def id(self) -> str:
+        """The model's id in cases: its label, else ``source:name`` with any constructor kwargs."""
+        if self.label:
+            return self.label
+        kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
+        return f"{self.source}:{self.name}" + (f"({kwargs})" if kwargs else "")
+
+
+@dataclass
+class InputConfig:
+    """One model input: a static ``shape`` or dynamic ``min_shape``/``opt_shape``/``max_shape``."""
+
+    name: str = "input"
+    dtype: str = "float32"
+    shape: Optional[list[int]] = None
+    min_shape: Optional[list[int]] = None
+    opt_shape: Optional[list[int]] = None
+    max_shape: Optional[list[int]] = None
+    value_range: Optional[list[float]] = None
+
+    @staticmethod
+    def prepare(fields: dict, path: str) -> dict:
+        """A static ``shape`` is the min, opt and max shape; else all three must be given."""
+        dynamic = {key: fields.get(key) for key in ("min_shape", "opt_shape", "max_shape")}
+        if fields.get("shape") is not None:
+            if any(s is not None for s in dynamic.values()):
+                raise UserInputError(path, "has both 'shape' and min/opt/max shapes",
+                                     "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
+            return {**fields, **{key: list(fields["shape"]) for key in dynamic}}
+        missing = [key for key, s in dynamic.items() if s is None]
+        if missing:
+            raise UserInputError(path, f"missing {', '.join(missing)}",
+                                 "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
+        return fields
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.dtype, tuple(INPUT_DTYPES), schema.join(path, "dtype"))
+        for label in SHAPE_LABELS:
+            shape = self.shape_for(label)
+            key = schema.join(path, "shape" if self.shape is not None else f"{label}_shape")
+            if not shape:
+                raise UserInputError(key, "is empty", "list one size per dimension, e.g. [1, 3, 224, 224]")
+            for dim, size in enumerate(shape):
+                if size <= 0:
+                    raise UserInputError(key, f"dim {dim} is {size}", "every dimension must be a positive integer")
+        ranks = {len(self.shape_for(label)) for label in SHAPE_LABELS}
+        if len(ranks) != 1:
+            raise UserInputError(path, "min_shape, opt_shape and max_shape have different ranks",
+                                 "give the same number of dimensions in all three")
+        for dim, (lo, opt, hi) in enumerate(zip(self.min_shape, self.opt_shape, self.max_shape)):
+            if not lo <= opt <= hi:
+                raise UserInputError(schema.join(path, "opt_shape"),
+                                     f"dim {dim} violates min <= opt <= max ({lo} <= {opt} <= {hi})",
+                                     f"choose sizes so that min_shape[{dim}] <= opt_shape[{dim}] <= max_shape[{dim}]")
+        if self.value_range is not None:
+            if len(self.value_range) != 2 or self.value_range[0] >= self.value_range[1]:
+                raise UserInputError(schema.join(path, "value_range"), f"got {self.value_range}",
+                                     "give [low, high] with low < high")
+        elif not self.dtype.startswith(("float", "bfloat")):
+            raise UserInputError(schema.join(path, "value_range"), f"is required for dtype {self.dtype}",
+                                 "give [low, high) for integer inputs, e.g. [0, 1000] for token ids")
+
+    @property
+    def is_dynamic(self) -> bool:
+        return not (self.min_shape == self.opt_shape == self.max_shape)
+
+    def shape_for(self, label: str) -> list[int]:
+        """The concrete shape at ``label`` (min, opt or max)."""
+        return {"min": self.min_shape, "opt": self.opt_shape, "max": self.max_shape}[label]
+
+
+ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
+
+
+@dataclass
+class BenchmarkConfig:
+    """How to time (the keys of a :class:`~trtbench.measure.timing.TimingPlan`, which a run's plan is given, with
+    its defaults), which shapes, threads, seed."""
+
+    mode: str = TimingPlan.mode
+    warmup: int = TimingPlan.warmup
+    warmup_s: float = TimingPlan.warmup_s
+    iterations: int = TimingPlan.iterations
+    target_rel_ci: float = TimingPlan.target_rel_ci
+    max_time_s: float = TimingPlan.max_time_s
+    min_iterations: int = TimingPlan.min_iterations
+    block_s: float = TimingPlan.block_s
+    switch_in_below_s: float = TimingPlan.switch_in_below_s
+    shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
+    threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
+    cudnn_benchmark: bool = True
+    seed: int = 0
+    measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
+    isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
+    worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
+        for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
+                     "worker_timeout_s"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
+                           ("switch_in_below_s", "no switch-in call")):
+            if getattr(self, name) < 0:
+                raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
+                                     f"set it to 0 ({zero}) or more")
+        schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
+        if not self.shapes:
+            raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
+        for i, label in enumerate(self.shapes):
+            schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
+
+
+@dataclass
+class SweepConfig:
+    """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions and thread counts."""
+
+    batch: list[int] = field(default_factory=list)
+    precisions: list[str] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
+
+    def validate(self, path: str) -> None:
+        for key in ("batch", "threads"):
+            values = getattr(self, key)
+            for i, value in enumerate(values):
+                schema.require_positive(value, schema.join(path, f"{key}[{i}]"))
+            if len(set(values)) != len(values):
+                raise UserInputError(schema.join(path, key), f"has duplicates: {values}", "list each value once")
+        for i, p in enumerate(self.precisions):
+            schema.require_choice(p, tuple(PRECISIONS), schema.join(path, f"precisions[{i}]"))
+
+
+@dataclass
+class BudgetConfig:
+    """A latency budget: recommend the highest-throughput point whose measured p99 stays within it."""
+
+    p99_ms: Optional[float] = None
+
+    def validate(self, path: str) -> None:
+        schema.require_positive(self.p99_ms, schema.join(path, "p99_ms"))
+
+
+@dataclass
+class Tolerance:
+    """Accuracy bounds against eager fp32: pass when ``max |out - ref| <= atol + rtol * max |ref|``."""
+
+    atol: float
+    rtol: float
+
+    def validate(self, path: str) -> None:
+        for name in ("atol", "rtol"):
+            if getattr(self, name) < 0:
+                raise UserInputError(schema.join(path, name), "must not be negative", "use 0 or a positive number")
+
+
+@dataclass
+class Int8Budget:
+    """The accuracy a quantized build must keep against eager fp32 over the evaluation samples: the
+    share of samples whose top-1 class agrees (classifier-shaped outputs) and the SQNR of every output."""
+
+    top1_agree_min: float = 0.99
+    sqnr_db_min: float = 20.0
+
+    def validate(self, path: str) -> None:
+        if not 0 <= self.top1_agree_min <= 1:
+            raise UserInputError(schema.join(path, "top1_agree_min"), f"{self.top1_agree_min} is not a share",
+                                 "use a number from 0 to 1, e.g. 0.99")
+
+
+TOLERANCE_TYPES = {"fp32": Tolerance, "fp16": Tolerance, "int8": Int8Budget}
+
+
+def default_tolerances() -> dict[str, Any]:
+    # fp32 allows TF32 math on GPUs (cuDNN convolutions, TensorRT by default): about 5e-4 of the
+    # output scale for a ResNet34, so 5e-3 leaves a margin and still fails any real error.
+    return {"fp32": Tolerance(atol=1e-5, rtol=5e-3), "fp16": Tolerance(atol=1e-3, rtol=5e-2), "int8": Int8Budget()}
+
+
+@dataclass
+class OutputConfig:
+    """Where results go and whether deployable artifacts are saved."""
+
+    dir: Optional[str] = None
+    save_artifacts: bool = True
+    cold_start: bool = True  # rows carry their file's load time and first call in a fresh process (every saved
+    # file is loaded there before it is published, whatever this says)
+
+
+@dataclass
+class VariantEntry:
+    """One requested variant and its options (the variant's own Options dataclass)."""
+
+    name: str
+    options: Any = None
+
+    @property
+    def options_text(self) -> str:
+        """The options that differ from the defaults, as canonical JSON ("" when none)."""
+        return options_text(self.options)
+
+
+def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
+    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
+    if not isinstance(entries, list) or not entries:
+        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
+                             "write e.g. variants: [eager, traced, scripted]")
+    parsed, seen = [], set()
+    for i, entry in enumerate(entries):
+        key = f"{path}[{i}]"
+        if isinstance(entry, VariantEntry):
+            parsed.append(entry)
+            seen.add(entry.name)
+            continue
+        if isinstance(entry, dict) and len(entry) == 1:
+            name, options = next(iter(entry.items()))
+        elif isinstance(entry, str):
+            name, options = entry, None
+        else:
+            raise UserInputError(key, f"expected a variant name or {{name: {{options}}}}, got {entry!r}",
+                                 "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
+        cls = variant_class(name)
+        if cls is None:
+            hint = schema.suggest(name, variant_names()) or f"known variants: {', '.join(variant_names())}"
+            raise UserInputError(key, f"unknown variant '{name}'", hint)
+        if not cls.timed:
+            dependents = [n for n in variant_names() if variant_class(n).depends_on == name]
+            first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
+            also = f"; {', '.join(others)} build from it too" if others else ""
+            raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
+                                 f"list {first} instead (it builds {name} first){also}")
+        if name in seen:
+            raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
+        seen.add(name)
+        parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
+    return parsed
+
+
+@dataclass
+class Config:
+    """A whole run. Build one with :func:`load_config` or :func:`config_from_dict`.
+
+    ``model`` names one model; ``models`` a list of them (compared in one report).
+    """
+
+    name: str
+    inputs: list[InputConfig]
+    model: Optional[ModelConfig] = None
+    models: list[ModelConfig] = field(default_factory=list)
+    device: str = "auto"
+    precisions: list[str] = field(default_factory=lambda: ["fp32"])
+    channels_last: bool = False
+    variants: list[Any] = field(default_factory=lambda: ["eager", "traced", "scripted"])
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    sweep: Optional[SweepConfig] = None
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    tolerances: dict = field(default_factory=dict)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    profile: Optional[ProfileConfig] = None
+    scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+
+    @staticmethod
+    def prepare(fields: dict, path: str) -> dict:
+        """The parsed sections as a run reads them, checked in the order they depend on each other:
+        ``model`` as the one entry of ``models``, a sweep's precisions as ``precisions``, the variants as
+        :class:`VariantEntry` items, the tolerances typed (defaults for the precisions not given), the
+        default output dir, the parsed scenarios."""
+        f = dict(fields)
+        if (f["model"] is None) == (not f["models"]):
+            raise UserInputError("model", "give exactly one of 'model' (one model) and 'models' (a list)",
+                                 "write model: {source: torchvision, name: resnet18} or models: [{...}, {...}]")
+        if f["model"] is not None:
+            f["models"], f["model"] = [f["model"]], None
+        ids = [m.id for m in f["models"]]
+        if len(set(ids)) != len(ids):
+            raise UserInputError("models", f"two models have the same id {ids}",
+                                 "give each a distinct 'label' (e.g. label: resnet18-plain)")
+        inputs, sweep = f["inputs"], f["sweep"]
+        if not inputs:
+            raise UserInputError("inputs", "is empty", "list at least one input with a shape")
+        names = [i.name for i in inputs]
+        if len(set(names)) != len(names):
+            raise UserInputError("inputs", f"duplicate input names {names}", "give each input a unique name")
+        check_device(f["device"], "device")
+        if sweep is not None and sweep.precisions:
+            f["precisions"] = list(sweep.precisions)
+        if not f["precisions"]:
+            raise UserInputError("precisions", "is empty", "list at least one of: " + ", ".join(PRECISIONS))
+        for i, p in enumerate(f["precisions"]):
+            schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
+        if sweep is not None:
+            check_sweep_batches(sweep, inputs)
+        f["variants"] = parse_variant_entries(f["variants"], "variants")
+        check_export_examples([v.name for v in f["variants"]], inputs)
+        tolerances = default_tolerances()
+        for key, value in f["tolerances"].items():
+            schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
+            tolerances[key] = schema.from_dict(TOLERANCE_TYPES[key], value, schema.join("tolerances", key))
+        f["tolerances"] = tolerances
+        if f["output"].dir is None:
+            f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))
+        f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios", inputs)
+        if f["profile"] is not None:
+            f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
+        return f
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+    @property
+    def serving(self) -> list[ServingConfig]:
+        """The serving scenarios, in the order listed."""
+        return serving_scenarios(self.scenarios)
+
+    @property
+    def thread_counts(self) -> list[Optional[int]]:
+        """The thread counts to run at (None: the default, the CPUs this process may use)."""
+        if self.sweep is not None and self.sweep.threads:
+            return list(self.sweep.threads)
+        return [self.benchmark.threads]
+
+    def to_dict(self) -> dict:
+        """The resolved config as plain data (for results.json and the manifest)."""
+        return dataclasses.asdict(self)
+
+
+def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:
+    """Every swept batch size lies within every dynamic batch dim's [min, max]."""
+    dynamic = [spec for spec in inputs if spec.min_shape[0] != spec.max_shape[0]]
+    if sweep.batch and not dynamic:
+        raise UserInputError("sweep.batch", "no input has a dynamic batch (leading) dim",
+                             "give the inputs min_shape/max_shape with different leading dims")
+    for i, batch in enumerate(sweep.batch):
+        for spec in dynamic:
+            if not spec.min_shape[0] <= batch <= spec.max_shape[0]:
+                raise UserInputError(f"sweep.batch[{i}]", f"{batch} is outside input '{spec.name}''s batch range "
+                                     f"[{spec.min_shape[0]}, {spec.max_shape[0]}]",
+                                     "choose batch sizes within [min_shape[0], max_shape[0]], or widen them: "
+                                     "one build serves every batch size in its range")
+
+
+def check_export_examples(variant_names: list[str], inputs: list[InputConfig]) -> None:
+    """A dynamic dim of size 1 at opt fails torch.export ("Constraints violated": it specialises a
+    size-1 example dim to the constant 1), which the variants built from an export run at opt."""
+    exporting = [name for name in variant_names
+                 if any(variant_class(step).exports_at_opt for step in build_order([name]))]
+    if not exporting:
+        return
+    for i, spec in enumerate(inputs):
+        for dim, (lo, opt, hi) in enumerate(zip(spec.min_shape, spec.opt_shape, spec.max_shape)):
+            if opt == 1 and lo != hi:
+                raise UserInputError(
+                    f"inputs[{i}].opt_shape",
+                    f"dim {dim} is 1 while the dim is dynamic ({lo} to {hi}); torch.export, which "
+                    f"{', '.join(exporting)} build from at the opt shape, fails on it (it specialises a "
+                    f"size-1 example dim to the constant 1: 'Constraints violated')",
+                    f"set opt_shape[{dim}] to a size from 2 to {hi} (the min point still times {lo}), "
+                    f"or drop {', '.join(exporting)} from variants")
+
+
+def check_device(device: str, path: str) -> None:
+    """Reject malformed devices (whether this machine has them is checked when a run is resolved)."""
+    if device in ("auto", "cpu", "cuda"):
+        return
+    if device.startswith("cuda:") and device.partition(":")[2].isdigit():
+        return
+    raise UserInputError(path, f"unknown device '{device}'", DEVICE_HINT)
+
+
+def bundled_config_dir() -> Path:
+    """The folder of configs that ship with trtbench (resolved for bare ``--config`` names)."""
+    return Path(str(resources.files("trtbench") / "configs"))
+
+
+def resolve_config_path(name: str) -> Path:
+    """A config path as given, or a bare name (``resnet34`` / ``resnet34.yaml``) from the bundled configs."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    if path.parent == Path("."):
+        for candidate in (name, f"{name}.yaml"):
+            bundled = bundled_config_dir() / candidate
+            if bundled.is_file():
+                return bundled
+    known = sorted(p.name for p in bundled_config_dir().glob("*.yaml"))
+    hint = schema.suggest(path.name, known) or f"bundled configs: {', '.join(known)}"
+    raise UserInputError("--config", f"file not found: {name}", hint)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; syntax errors name the file and line."""
+    require_readable_file(str(path), "--config")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err)
+        raise UserInputError(where, f"YAML syntax error: {problem}", "fix the YAML at that line (indentation, colons, brackets)") from err
+
+
+def config_from_dict(data: Any) -> Config:
+    """Validate plain data (as parsed from YAML) into a :class:`Config`."""
+    return schema.from_dict(Config, data)
+
+
+def load_config(path: str | Path, *, device: str | None = None, variants: list[str] | None = None,
+                output_dir: str | None = None, profile: bool = False) -> Config:
+    """Read a config file, apply command-line overrides, and validate it.
+
+    ``profile=True`` turns the ``profile:`` section on (with its defaults when the file has none).
+    """
+    resolved = resolve_config_path(str(path))
+    data = read_yaml(resolved)
+    if not isinstance(data, dict):
+        raise UserInputError(str(resolved), "the config must be a YAML mapping", "start with 'name: ...' and 'model: ...' keys")
+    if device is not None:
+        data["device"] = device
+    if variants is not None:
+        data["variants"] = variants
+    if output_dir is not None:
+        output = data.get("output")
+        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": output_dir}
+    if profile:
+        section = data.get("profile")
+        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
+    return config_from_dict(data)

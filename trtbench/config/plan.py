@@ -1,0 +1,250 @@
+"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run.
+
+Everything that depends on the machine is decided here, once, before a run: the device
+(``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
+:func:`trtbench.core.env.default_threads`), which variants can run (CUDA,
+importable backends) and why the others cannot, and the :class:`~trtbench.measure.timing.TimingPlan` each
+point is timed by. The config itself loads anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+from trtbench.core.case import Case
+from trtbench.config.config import Config, ModelConfig, VariantEntry
+from trtbench.core.env import default_threads
+from trtbench.core.errors import UserInputError
+from trtbench.core.inputs import batch_shapes
+from trtbench.core.precision import REFERENCE, is_quantized, unsupported_reason
+from trtbench.measure.timing import TimingPlan
+from trtbench.variants import build_order, get_variant, variant_names
+
+
+@dataclass(frozen=True)
+class ShapePoint:
+    """A labelled point of the input space: ``opt`` (min/max) or ``b8`` (a swept batch size)."""
+
+    label: str
+    shapes: tuple[tuple[int, ...], ...]
+
+
+def slot_key(name: str, precision: str, base: str) -> str:
+    """How a group names one variant at one precision: the variant's name at the group's first
+    precision, ``name@precision`` at the others (``ort@int8``)."""
+    return name if precision == base else f"{name}@{precision}"
+
+
+@dataclass
+class BuildGroup:
+    """Cases one set of builds serves: one model at one thread count, every point, and every precision,
+    so that a reduced-precision row (fp16, int8) is timed in the same interleaved rounds as eager fp32,
+    its reference. Each precision builds from a model copy and inputs at its own compute dtype
+    (:mod:`trtbench.build.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
+
+    ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
+    for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""
+
+    model: ModelConfig
+    precisions: list[str]
+    threads: int
+    points: list[ShapePoint]
+    variants: list[VariantEntry]  # requested, eager first
+    unavailable: dict[str, str] = field(default_factory=dict)  # slot key -> why that variant cannot run here
+    device: str = "cpu"
+    listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
+
+    def __post_init__(self) -> None:
+        if not self.listed:
+            self.listed = list(self.precisions)
+
+    @property
+    def precision(self) -> str:
+        """The group's first precision (its compute dtype's): the precision of its eager reference."""
+        return self.precisions[0]
+
+    @property
+    def key(self) -> tuple:
+        return (self.model.id, tuple(self.precisions), self.threads, self.device)
+
+    def slot(self, name: str, precision: str) -> str:
+        return slot_key(name, precision, self.precision)
+
+    def entries_at(self, precision: str) -> list[VariantEntry]:
+        """The variants with a case at ``precision``: all requested ones where it is listed, else eager only."""
+        return list(self.variants) if precision in self.listed else [self.variants[0]]
+
+    def slots(self) -> list[tuple[VariantEntry, str]]:
+        """(variant, precision) of every case at a point, in table order."""
+        return [(entry, precision) for precision in self.precisions for entry in self.entries_at(precision)]
+
+    def build_names_at(self, precision: str) -> list[str]:
+        """Variants with a case at ``precision`` that can run here, plus what they build from, each after
+        its dependency."""
+        runnable = [e.name for e in self.entries_at(precision) if self.slot(e.name, precision) not in self.unavailable]
+        return build_order(runnable)
+
+    @property
+    def build_names(self) -> list[str]:
+        """:meth:`build_names_at` the group's first precision."""
+        return self.build_names_at(self.precision)
+
+    def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
+        return Case(model=self.model.id, variant=entry.name, precision=precision or self.precision,
+                    point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
+                    options=entry.options_text)
+
+    def cases(self) -> list[Case]:
+        return [self.case(entry, point, precision) for point in self.points for entry, precision in self.slots()]
+
+
+@dataclass
+class RunPlan:
+    """What a run does on this machine."""
+
+    config: Config
+    device: torch.device
+    groups: list[BuildGroup]
+    timing: TimingPlan  # how long each point is timed, from the config's benchmark keys
+    shard: Optional[tuple[int, int]] = None  # (index, count)
+    matrix_groups: int = 0  # build groups of the whole matrix, every shard's
+    matrix_cases: int = 0
+
+    @property
+    def cases(self) -> list[Case]:
+        return [case for group in self.groups for case in group.cases()]
+
+    def shard_lines(self) -> list[str]:
+        """This shard's share of the matrix, and a warning when there are more shards than build groups
+        (the shards beyond them have nothing to run). Empty when the run is not sharded."""
+        if self.shard is None:
+            return []
+        index, count = self.shard
+        lines = [f"shard {index}/{count}: {len(self.groups)} of {self.matrix_groups} build groups, "
+                 f"{len(self.cases)} of {self.matrix_cases} cases"]
+        if count > self.matrix_groups:
+            idle = [f"{i}/{count}" for i in range(self.matrix_groups, count)]
+            lines.append(f"warning: {count} shards, but the matrix has only {self.matrix_groups} build group(s) "
+                         f"(models x thread counts), and shards split by build group: shard(s) "
+                         f"{', '.join(idle)} have nothing to run; use at most {self.matrix_groups} shard(s)")
+        return lines
+
+
+def resolve_device(device: str) -> torch.device:
+    """The configured device on this machine; a CUDA device it lacks is bad input (``device``)."""
+    if device == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise UserInputError("device", f"'{device}' requested but CUDA is not available on this machine",
+                             "use 'device: cpu' or 'device: auto' (or --device cpu), or run on a machine with an "
+                             "NVIDIA GPU (docker run --gpus all ...)")
+    index = int(device.partition(":")[2] or torch.cuda.current_device())
+    if index >= torch.cuda.device_count():
+        raise UserInputError("device", f"'{device}' requested but only {torch.cuda.device_count()} GPU(s) exist",
+                             f"use an index below {torch.cuda.device_count()}")
+    return torch.device("cuda", index)
+
+
+def shape_points(config: Config) -> list[ShapePoint]:
+    """The swept batch sizes, else the benchmark's shape labels (static inputs: one ``opt`` point).
+
+    Labels whose shapes repeat an earlier one are dropped.
+    """
+    specs = config.inputs
+    if config.sweep is not None and config.sweep.batch:
+        candidates = [(f"b{n}", batch_shapes(specs, n)) for n in config.sweep.batch]
+    elif not any(spec.is_dynamic for spec in specs):
+        candidates = [("opt", [spec.opt_shape for spec in specs])]
+    else:
+        candidates = [(label, [spec.shape_for(label) for spec in specs]) for label in config.benchmark.shapes]
+    points, seen = [], set()
+    for label, shapes in candidates:
+        frozen = tuple(tuple(s) for s in shapes)
+        if frozen not in seen:
+            seen.add(frozen)
+            points.append(ShapePoint(label, frozen))
+    return points
+
+
+def why_unavailable(name: str, device: torch.device, precision: str) -> str | None:
+    """Why variant ``name`` cannot run at ``precision`` on ``device`` on this machine: the precision,
+    the variant's own ``unavailable_reason``, or that of a variant it builds from. None when it can."""
+    reason = unsupported_reason(precision, device)
+    if reason:
+        return reason
+    if is_quantized(precision) and not get_variant(name).quantizes:
+        return f"{name} has no {precision.upper()} path (variants that quantize: {', '.join(quantizing_variants())})"
+    step = name
+    while step:  # the variant itself, then each variant it builds from
+        variant = get_variant(step)
+        reason = variant.unavailable_reason(device, precision)
+        if reason:
+            return reason if step == name else f"needs {step}, which cannot run here: {reason}"
+        step = variant.depends_on
+    return None
+
+
+def quantizing_variants() -> list[str]:
+    """Variants with an INT8 path (``Variant.quantizes``)."""
+    return [name for name in variant_names() if get_variant(name).quantizes]
+
+
+def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
+    """Why each variant of the group cannot run here, by slot key (only those that cannot)."""
+    reasons = {group.slot(entry.name, precision): why_unavailable(entry.name, device, precision)
+               for entry, precision in group.slots()}
+    return {key: reason for key, reason in reasons.items() if reason}
+
+
+def group_precisions(precisions: list[str]) -> list[str]:
+    """A build group's precisions: every reduced precision (fp16, int8) is compared with eager fp32 in
+    the same interleaved rounds, so all share one group, the reference first (timed as eager fp32
+    alone when not listed), then the others in the config's order."""
+    return [REFERENCE] + [p for p in precisions if p != REFERENCE]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N) from ``--shard``."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 0 <= int(index) < int(count):
+        raise UserInputError("--shard", f"expected I/N with 0 <= I < N, got '{text}'",
+                             "e.g. --shard 0/4 (the first of four shards); on Kubernetes use $JOB_COMPLETION_INDEX")
+    return int(index), int(count)
+
+
+def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
+    """The run's build groups on this machine; with ``shard=(i, n)`` only every n-th group from the i-th.
+
+    Shards split by build group, so the cases that share a build (and their eager baseline)
+    always land in the same shard, and any scheduler can run the shards independently.
+    """
+    device = resolve_device(config.device)
+    threads_default = default_threads()["threads"]
+    listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
+    entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
+    points = shape_points(config)
+    groups = []
+    for model in config.models:
+        for threads in config.thread_counts:
+            group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
+                               listed=list(config.precisions), threads=threads or threads_default,
+                               points=points, variants=entries, device=str(device))
+            group.unavailable = _unavailable(group, device)
+            groups.append(group)
+    matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
+    if shard is not None:
+        index, count = shard
+        groups = [g for i, g in enumerate(groups) if i % count == index]
+    return RunPlan(config=config, device=device, groups=groups, timing=timing_plan(config.benchmark), shard=shard,
+                   matrix_groups=matrix_groups, matrix_cases=matrix_cases)
+
+
+def timing_plan(benchmark) -> TimingPlan:
+    """The :class:`TimingPlan` of a config's ``benchmark`` section (its keys of the same names)."""
+    return TimingPlan(**{f.name: getattr(benchmark, f.name) for f in dataclasses.fields(TimingPlan)})

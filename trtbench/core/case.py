@@ -1,0 +1,96 @@
+"""What was measured: a frozen, hashable :class:`Case` (after ``torch.utils.benchmark``'s TaskSpec).
+
+A case names the model, the variant with its options, the precision, the shape point (its
+label and the concrete input shapes), the threads and the device. Two records with equal
+cases measured the same thing; with the environment id (:mod:`trtbench.core.env`) a case keys a
+record in a :class:`~trtbench.results.resultset.ResultSet`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+BASELINE_VARIANT = "eager"
+
+
+def shapes_text(shapes) -> str:
+    """``[[2, 3, 224, 224]]`` -> ``2x3x224x224`` (inputs joined by ``,``)."""
+    return ",".join("x".join(str(d) for d in shape) for shape in shapes)
+
+
+def parse_shapes_text(text: str) -> tuple[tuple[int, ...], ...]:
+    """The inverse of :func:`shapes_text`."""
+    return tuple(tuple(int(d) for d in part.split("x")) for part in text.split(",") if part)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured point: model x variant(options) x precision x input shapes x threads x device."""
+
+    model: str  # model id, e.g. "torchvision:resnet34" (ModelConfig.id)
+    variant: str
+    precision: str
+    point: str  # the shape point's label: min | opt | max, or b<N> for a swept batch size
+    input_shapes: tuple[tuple[int, ...], ...]
+    threads: int
+    device: str  # resolved: cpu, cuda:0
+    options: str = ""  # the variant's options as canonical JSON ("" for defaults)
+
+    @property
+    def batch(self) -> int:
+        """The leading dim of the first input (1 for a scalar input)."""
+        first = self.input_shapes[0] if self.input_shapes else ()
+        return first[0] if first else 1
+
+    @property
+    def shapes(self) -> str:
+        return shapes_text(self.input_shapes)
+
+    @property
+    def key(self) -> str:
+        """A stable id: the same case gets the same key in every process and on every machine."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def build_key(self) -> tuple:
+        """Cases with the same build key are served by one build (the batch is a point in its range)."""
+        return (self.model, self.precision, self.threads, self.device)
+
+    @property
+    def baseline_key(self) -> tuple:
+        """What a case shares with the eager records its speedups are measured against (eager fp32, and
+        eager at the case's own precision where that is a reduced float one, with the options its run
+        listed): everything but the variant, its options and the precision. Every precision of a model
+        is timed in the rounds of eager fp32, its reference (:func:`trtbench.config.plan.group_precisions`)."""
+        return (self.model, self.point, self.input_shapes, self.threads, self.device)
+
+    @property
+    def label(self) -> str:
+        """``variant`` or ``variant{options}`` for tables."""
+        return f"{self.variant}{self.options}" if self.options else self.variant
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["input_shapes"] = [list(s) for s in self.input_shapes]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Case":
+        data = dict(data)
+        data["input_shapes"] = tuple(tuple(int(d) for d in s) for s in data["input_shapes"])
+        return cls(**data)
+
+
+def options_text(options) -> str:
+    """A variant's options as canonical JSON of the fields that differ from the defaults."""
+    import dataclasses
+
+    if options is None or not dataclasses.is_dataclass(options):
+        return ""
+    defaults = type(options)()
+    changed = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+               if getattr(options, f.name) != getattr(defaults, f.name)}
+    return json.dumps(changed, sort_keys=True, separators=(",", ":"), default=str) if changed else ""

@@ -1,0 +1,107 @@
+"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples.
+
+A record is made once by the measure stage; a later stage (the save, the run's facts about a build)
+derives a new record with ``with_*`` rather than changing it. Statistics are never stored as the
+truth: :attr:`Record.stats` derives them from the raw samples each time, so merged or resumed
+records stay consistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from trtbench.core.case import Case
+from trtbench.core.stats import Stats, summarize
+from trtbench.core.status import Status
+
+
+@dataclass(frozen=True)
+class Record:
+    """One case measured in one environment: status, raw samples per round, parity, build facts.
+
+    What other stages found about the case (its serving results), or about what it ran on (the
+    device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
+
+    case: Case
+    environment: str  # environment id (trtbench.core.env.environment_id)
+    status: Status = Status.OK
+    reason: str = ""
+    rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
+    device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
+    stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
+    parity: Optional[dict] = None  # trtbench.measure.parity.ParityResult.to_dict()
+    build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
+    metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
+
+    def with_metrics(self, **metrics) -> "Record":
+        """This record with more derived metrics (flops, cold_start...)."""
+        return replace(self, metrics={**self.metrics, **metrics})
+
+    def with_build_info(self, info: dict) -> "Record":
+        """This record with facts its build gave only after every point ran (compiled's recompilations)."""
+        return replace(self, build={**self.build, "info": {**self.build.get("info", {}), **info}})
+
+    def with_warnings(self, warnings) -> "Record":
+        return replace(self, warnings=sorted(set(self.warnings) | set(warnings)))
+
+    def failed(self, reason: str) -> "Record":
+        """This record failed for ``reason``, its timings kept (a file that cannot ship, say)."""
+        return replace(self, status=Status.FAILED, reason=reason)
+
+    @property
+    def samples_ms(self) -> list[float]:
+        return [s for r in self.rounds for s in r]
+
+    @property
+    def device_samples_ms(self) -> Optional[list[float]]:
+        return None if self.device_rounds is None else [s for r in self.device_rounds for s in r]
+
+    @property
+    def stats(self) -> Optional[Stats]:
+        """Host-latency statistics from the raw samples (None without samples)."""
+        samples = self.samples_ms
+        return summarize(samples) if samples else None
+
+    @property
+    def device_stats(self) -> Optional[Stats]:
+        samples = self.device_samples_ms
+        return summarize(samples) if samples else None
+
+    @property
+    def timed(self) -> bool:
+        return self.status is Status.OK and bool(self.rounds)
+
+    @property
+    def parity_failed(self) -> bool:
+        return self.parity is not None and not self.parity.get("ok", False)
+
+    @property
+    def throughput(self) -> Optional[float]:
+        """Samples per second from the median host latency."""
+        stats = self.stats
+        return self.case.batch * 1000.0 / stats.median if stats and stats.median > 0 else None
+
+    @property
+    def achieved_flops_per_s(self) -> Optional[float]:
+        """The model's FLOPs at this point over the median latency (None without both)."""
+        stats, flops = self.stats, self.metrics.get("flops")
+        return flops / (stats.median / 1e3) if stats and flops and stats.median > 0 else None
+
+    def to_dict(self) -> dict:
+        return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
+                "status": self.status, "reason": self.reason, "rounds": self.rounds,
+                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
+                "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
+                   reason=data.get("reason", ""), rounds=data.get("rounds") or [],
+                   device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
+                   parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
+                   warnings=data.get("warnings") or [])

@@ -1,0 +1,142 @@
+"""Typed dataclasses from plain YAML data, with errors that name the key path and the fix.
+
+A config section is a dataclass; its fields and annotations are the schema. ``from_dict``
+rejects unknown keys (suggesting the closest known one), wrong types and missing required
+fields, and always says where (``benchmark.iterations``) and how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from typing import Any, TypeVar, Union
+
+from trtbench.core.errors import UserInputError
+
+T = TypeVar("T")
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping"}
+
+
+def suggest(name: str, choices) -> str:
+    """A 'did you mean' hint for ``name`` among ``choices`` (empty when nothing is close)."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def describe(tp: Any) -> str:
+    """Human wording for a type annotation."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        parts = [describe(a) for a in args if a is not type(None)]
+        text = " or ".join(parts)
+        return text + " (or null)" if type(None) in args else text
+    if origin is list:
+        return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return _TYPE_NAMES.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def join(path: str, key: Any) -> str:
+    """The key path of ``key`` inside ``path``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def convert(value: Any, tp: Any, path: str) -> Any:
+    """Check ``value`` against annotation ``tp`` and return it converted (dataclasses built)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return convert(value, arg, path)
+            except UserInputError as err:
+                errors.append(err)
+        if len(errors) == 1:
+            raise errors[0]
+        raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"set '{path}' to {describe(tp)}")
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, path)
+    if origin is list:
+        if not isinstance(value, list):
+            raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"write '{path}' as a YAML list, e.g. [1, 2]")
+        return [convert(item, args[0], join(path, i)) for i, item in enumerate(value)] if args else list(value)
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise UserInputError(path, f"expected a mapping, got {value!r}", f"write '{path}' as a YAML mapping of key: value")
+        return dict(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float) and isinstance(value, bool):
+        raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"set '{path}' to {describe(tp)}")
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"set '{path}' to {describe(tp)}")
+    return value
+
+
+def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``, validating keys and types recursively.
+
+    Parsing converts, checking does not: a ``prepare(fields, path)`` method of the dataclass (if any)
+    turns the typed fields (defaults filled in) into the ones it is built with (a static shape into
+    min/opt/max, variant names into typed entries), raising on what it cannot convert; after
+    construction a ``validate(path)`` method (if any) runs the section's own cross-field checks,
+    changing nothing.
+    """
+    where = path or "config"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserInputError(where, f"expected a mapping, got {data!r}", f"write '{where}' as a YAML mapping of key: value")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints = typing.get_type_hints(cls)
+    for key in data:
+        if key not in fields:
+            hint = suggest(key, fields) or f"known keys: {', '.join(fields)}"
+            raise UserInputError(join(path, key), "unknown key", hint)
+    kwargs = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = convert(data[name], hints[name], join(path, name))
+        elif field.default is not dataclasses.MISSING:
+            kwargs[name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            kwargs[name] = field.default_factory()
+        else:
+            raise UserInputError(join(path, name), "required key is missing", f"add '{name}: ...' under '{where}'")
+    prepare = getattr(cls, "prepare", None)
+    if callable(prepare):
+        kwargs = prepare(kwargs, path)
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        validate(path)
+    return obj
+
+
+def require_positive(value: float | int | None, path: str) -> None:
+    """Reject counts and durations that are zero or negative."""
+    if value is not None and value <= 0:
+        raise UserInputError(path, f"must be positive, got {value}", f"set '{path}' to a value greater than 0")
+
+
+def require_choice(value: str, choices, path: str) -> None:
+    """Reject a value outside ``choices`` with a close-match hint."""
+    if value not in choices:
+        hint = suggest(value, choices) or f"choose one of: {', '.join(map(str, choices))}"
+        raise UserInputError(path, f"unknown value '{value}'", hint)

@@ -1,0 +1,65 @@
+"""Did timing the variants together disturb them? The baseline in the rounds against the baseline alone.
+
+After a point's rounds, the baseline is timed for a few blocks with no other variant between
+them (:attr:`trtbench.measure.timing.Measurement.alone`). When their 95% CIs do not overlap, or its
+median there differs from its median in the rounds by more than 5% while the alone run is
+precise enough to tell (its own CI within 5%; a few slow calls on a noisy machine are not), the
+variants timed beside it disturbed it (or the machine changed), and the report names them. Derived from the raw samples
+each time, like every statistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.core.stats import summarize
+
+MAX_MEDIAN_DIFF = 0.05
+
+
+@dataclass(frozen=True)
+class InterferenceCheck:
+    """The baseline's median alone and in the rounds (ms, with 95% CI half-widths relative to each)."""
+
+    alone_ms: float
+    alone_ci_rel: float
+    rounds_ms: float
+    rounds_ci_rel: float
+    variants: tuple[str, ...]  # the variants timed in the rounds
+
+    @property
+    def difference(self) -> float:
+        """The rounds' median relative to the alone median, minus one."""
+        return self.rounds_ms / self.alone_ms - 1
+
+    @property
+    def cis_overlap(self) -> bool:
+        low_a, high_a = self.alone_ms * (1 - self.alone_ci_rel), self.alone_ms * (1 + self.alone_ci_rel)
+        low_r, high_r = self.rounds_ms * (1 - self.rounds_ci_rel), self.rounds_ms * (1 + self.rounds_ci_rel)
+        return low_a <= high_r and low_r <= high_a
+
+    @property
+    def resolves_max_diff(self) -> bool:
+        """Whether the alone median is precise enough (its CI within 5%) for a 5% difference to mean anything."""
+        return self.alone_ci_rel <= MAX_MEDIAN_DIFF
+
+    @property
+    def disturbed(self) -> bool:
+        """CIs that do not overlap, or a median more than 5% off where the alone run resolves 5%."""
+        return not self.cis_overlap or (self.resolves_max_diff and abs(self.difference) > MAX_MEDIAN_DIFF)
+
+    def text(self) -> str:
+        return (f"baseline {self.rounds_ms:.3f} ms in the rounds with {', '.join(self.variants)} vs "
+                f"{self.alone_ms:.3f} ms alone ({self.difference:+.1%}; 95% CIs "
+                f"{'overlap' if self.cis_overlap else 'do not overlap'})")
+
+
+def interference_check(record) -> Optional[InterferenceCheck]:
+    """The check of a baseline record measured with others (None where there was none)."""
+    data = record.metrics.get("interference")
+    if not data or not data.get("alone_ms") or not record.samples_ms:
+        return None
+    alone, rounds = summarize(data["alone_ms"]), summarize(record.samples_ms)
+    return InterferenceCheck(alone.median, alone.median_ci_rel, rounds.median, rounds.median_ci_rel,
+                             tuple(data.get("variants") or ()))

@@ -1,0 +1,308 @@
+"""Interleaved, synchronized timing of the variants of one shape point.
+
+The variants of a point are timed in rounds: each round runs a short block of calls of every
+variant, in an order that rotates from round to round. Drift of a shared machine (other load,
+clock changes, the first seconds of a process running slow) then hits every variant alike, and
+the paired rounds give each speedup a confidence interval (:func:`trtbench.core.stats.paired_ratio`).
+Every call is timed on its own with ``perf_counter_ns``, synchronized on CUDA, where CUDA events
+also time it on the device. The raw samples are the measurement; stats are derived elsewhere.
+
+A variant is timed through a :class:`BlockTimer`: in this process (:class:`CallTimer`) or in its
+own worker process (:class:`trtbench.workers.loop.WorkerTimer`); either way each block ends once the
+process's threads are idle (:mod:`trtbench.measure.settle`). A variant whose calls are short starts each
+block with a switch-in call, timed but kept apart from its samples: the first call after another
+variant ran refills the caches the other evicted (about 1 ms for a ResNet's weights: +5-7% on a
+15-25 ms call, measured on a Zen 5 VM), which a runtime deployed alone, calling back to back, never
+pays. With a baseline, a variant whose median is precise leaves the rounds while the baseline stays
+as their drift reference, and the baseline is then timed alone for the interference check
+(:mod:`trtbench.measure.interference`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Protocol, runtime_checkable
+
+import torch
+
+from trtbench.measure.settle import Settle, wait_until_idle
+from trtbench.core.stats import relative_median_ci
+
+MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
+CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
+FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
+ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
+AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts with a switch-in call
+
+
+@dataclass
+class TimingPlan:
+    """How long to time each shape point (``benchmark:`` keys of the config).
+
+    ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
+    ``target_rel_ci`` (and at least ``min_iterations`` calls), or until ``max_time_s`` has passed
+    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations`` calls per variant.
+    """
+
+    mode: str = "adaptive"  # adaptive | fixed
+    warmup: int = 5  # untimed calls per variant before the first round, at least...
+    warmup_s: float = 1.0  # ...and until the point has warmed up this long (all variants, interleaved)
+    iterations: int = 100  # fixed mode: timed calls per variant
+    target_rel_ci: float = 0.02  # adaptive: 95% CI half-width of the median, relative to it
+    max_time_s: float = 20.0  # adaptive: cap on one point's timed rounds (all variants together)
+    min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
+    block_s: float = 0.05  # one variant's share of a round: calls are grouped to last about this long
+    switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
+
+
+@dataclass
+class Measurement:
+    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in.
+
+    A variant that left the rounds early (its median's CI reached the target) has fewer rounds
+    than the baseline; its round ``i`` was still timed beside the baseline's round ``i``.
+    """
+
+    rounds: list[list[float]] = field(default_factory=list)
+    device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
+    stopped_by: str = "iterations"  # iterations | target_rel_ci | max_time_s
+    settle_s: list[float] = field(default_factory=list)  # per block: the wait until its threads went idle
+    settle_cpu_ms: list[float] = field(default_factory=list)  # per block: CPU its threads used meanwhile (spinning)
+    unsettled: int = 0  # blocks after which the threads were still busy at the settle cap
+    cpu_between_ms: list[float] = field(default_factory=list)  # per block: CPU its process used since the last
+    alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
+    faults_per_call: list[float] = field(default_factory=list)  # per block: minor page faults per timed call
+    switch_in_ms: list[float] = field(default_factory=list)  # per block: its switch-in call, kept out of the rounds
+
+    @property
+    def samples(self) -> list[float]:
+        return [s for r in self.rounds for s in r]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of calls of one variant, and what its process did around it."""
+
+    host_ms: list[float]
+    device_ms: Optional[list[float]] = None
+    settle: Settle = Settle(0.0, True)
+    cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
+    faults: Optional[int] = None  # minor page faults of the timer's process during the timed calls
+    switch_in_ms: Optional[float] = None  # the block's first call, made before the timed ones (host ms)
+
+
+@runtime_checkable
+class BlockTimer(Protocol):
+    """Times blocks of calls of one variant at one point: in this process or in its worker. With
+    ``switch_in``, one call precedes the ``calls`` timed ones, timed apart (:attr:`Block.switch_in_ms`)."""
+
+    def block(self, calls: int, switch_in: bool = False) -> Block: ...
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (``getrusage``): a runtime whose allocator hands its
+    buffers back to the OS after each call (glibc ``munmap``s blocks above its mmap threshold) faults
+    its pages in again on every call, which costs time a warmed-up allocator does not."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False) -> Block:
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms, and the
+    minor page faults of this process during them (:func:`minor_faults`); with ``switch_in``, after one
+    call timed on its own (synchronized). The block's settle is the caller's."""
+    host, events = [], []
+    cuda = device.type == "cuda"
+    switch_in_ms = None
+    if switch_in:
+        t0 = time.perf_counter_ns()
+        fn()
+        synchronize(device)
+        switch_in_ms = (time.perf_counter_ns() - t0) / 1e6
+    faults = minor_faults()
+    for _ in range(calls):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter_ns()
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize(device)
+            t1 = time.perf_counter_ns()
+            events.append((start, end))
+        else:
+            t0 = time.perf_counter_ns()
+            fn()
+            t1 = time.perf_counter_ns()
+        host.append((t1 - t0) / 1e6)
+    faults = minor_faults() - faults
+    return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, faults=faults,
+                 switch_in_ms=switch_in_ms)
+
+
+class CallTimer:
+    """Times a callable in this process; after each block, waits until the process's threads are idle."""
+
+    def __init__(self, fn: Callable[[], object], device: torch.device, settle: bool = True):
+        self.fn, self.device, self.settle = fn, device, settle
+
+    def block(self, calls: int, switch_in: bool = False) -> Block:
+        timed = time_calls(self.fn, self.device, calls, switch_in)
+        return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, True))
+
+
+@dataclass(frozen=True)
+class WarmedUp:
+    """Untimed calls every variant of a point already made there just before its rounds (the
+    accuracy check's, :mod:`trtbench.workers.checked_call`): one each, ``call_s`` their times, over
+    ``elapsed_s``. They count toward the point's warm-up."""
+
+    call_s: dict[str, float]
+    elapsed_s: float
+
+
+def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan, warmed: Optional[WarmedUp] = None) -> dict[str, float]:
+    """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s`` (``warmed``
+    counting); returns each variant's latest call time (s) to size its blocks."""
+    counted = warmed is not None and set(timers) <= set(warmed.call_s)
+    last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
+    calls = 1 if counted else 0
+    started = time.perf_counter() - (warmed.elapsed_s if counted else 0.0)
+    while calls < plan.warmup or (time.perf_counter() - started < plan.warmup_s and plan.warmup_s > 0):
+        for name, timer in timers.items():
+            last[name] = timer.block(1).host_ms[0] / 1e3
+        calls += 1
+    if not calls:  # warmup 0: one call each to size the blocks is still needed
+        for name, timer in timers.items():
+            last[name] = timer.block(1).host_ms[0] / 1e3
+    return last
+
+
+def _switch_ins(call_s: dict[str, float], plan: TimingPlan) -> dict[str, bool]:
+    """Which variants start each block with a switch-in call: those whose call is shorter than
+    ``switch_in_below_s``, for which the cache refill after a switch (about a millisecond) is a
+    share of a call that matters; at 0.1 s it is about 1%, half the default CI target."""
+    return {name: s < plan.switch_in_below_s for name, s in call_s.items()}
+
+
+def _block_sizes(call_s: dict[str, float], plan: TimingPlan, switch_ins: dict[str, bool]) -> dict[str, int]:
+    """Timed calls per block: fixed mode splits the iterations into rounds; adaptive fills ``block_s``,
+    with at least ``AFTER_SWITCH_IN`` calls after a switch-in call, which they then share."""
+    if plan.mode == "fixed":
+        per_round = math.ceil(plan.iterations / min(FIXED_ROUNDS, plan.iterations))
+        return {name: per_round for name in call_s}
+    return {name: max(AFTER_SWITCH_IN if switch_ins[name] else 1, int(plan.block_s / max(s, 1e-9)))
+            for name, s in call_s.items()}
+
+
+def _precise(plan: TimingPlan, m: Measurement) -> bool:
+    samples = m.samples
+    return len(samples) >= plan.min_iterations and relative_median_ci(samples) <= plan.target_rel_ci
+
+
+def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[str], rounds: int, started: float,
+              baseline: Optional[str]) -> dict[str, str]:
+    """The active variants that stop after this round, with why.
+
+    With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
+    baseline stays as long as any other variant is timed: it is the drift reference their paired
+    speedups need. Without one, all stop together.
+    """
+    if plan.mode == "fixed":
+        done = all(len(results[n].samples) >= plan.iterations for n in active)
+        return {n: "iterations" for n in active} if done else {}
+    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(plan, results[n])]
+    if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
+        return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
+    if rounds < MIN_ROUNDS:
+        return {}
+    if baseline is None or baseline not in active:
+        if baseline is None:
+            return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
+        return {n: "target_rel_ci" for n in precise}
+    others = [n for n in active if n != baseline]
+    leaving = {n: "target_rel_ci" for n in precise if n != baseline}
+    if len(leaving) == len(others) and baseline in precise:
+        leaving[baseline] = "target_rel_ci"
+    return leaving
+
+
+def _time_alone(timer: BlockTimer, calls: int, blocks: int, switch_in: bool) -> list[float]:
+    """The baseline timed with no other variant between its blocks (the interference check)."""
+    samples: list[float] = []
+    for _ in range(blocks):
+        samples += timer.block(calls, switch_in).host_ms
+    return samples
+
+
+def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device, plan: TimingPlan,
+                        tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
+                        warmed: Optional[WarmedUp] = None) -> dict[str, Measurement]:
+    """Time every variant of one point in rotating rounds until ``plan`` says stop.
+
+    ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
+    :class:`CallTimer`. ``tick`` is called once per round, outside the timed blocks. The garbage
+    collector is paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode
+    the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
+    ``baseline`` and at least one other variant, variants leave the rounds once precise (see
+    :func:`_finished`), and the baseline is then timed alone for a few blocks: its
+    :attr:`Measurement.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
+    calls the variants made at this point just before (they count toward the warm-up).
+    """
+    timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
+    names = list(timers)
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        call_s = _warm_up(timers, plan, warmed)
+        switch_ins = _switch_ins(call_s, plan)
+        blocks = _block_sizes(call_s, plan, switch_ins)
+        synchronize(device)
+        results = {name: Measurement(device_rounds=[] if device.type == "cuda" else None) for name in names}
+        started = time.perf_counter()
+        rounds = 0
+        active = list(names)
+        while active:
+            shift = rounds % len(active)
+            for name in active[shift:] + active[:shift]:
+                calls = blocks[name]
+                if plan.mode == "fixed":
+                    calls = min(calls, plan.iterations - len(results[name].samples))
+                if calls <= 0:
+                    continue
+                block = timers[name].block(calls, switch_ins[name])
+                m = results[name]
+                m.rounds.append(block.host_ms)
+                if block.device_ms is not None:
+                    m.device_rounds.append(block.device_ms)
+                m.settle_s.append(block.settle.wait_s)
+                m.settle_cpu_ms.append(block.settle.cpu_s * 1e3)
+                m.unsettled += not block.settle.idle
+                if block.cpu_between_ms is not None:
+                    m.cpu_between_ms.append(block.cpu_between_ms)
+                if block.faults is not None:
+                    m.faults_per_call.append(block.faults / len(block.host_ms))
+                if block.switch_in_ms is not None:
+                    m.switch_in_ms.append(block.switch_in_ms)
+            rounds += 1
+            tick()
+            for name, reason in _finished(plan, results, active, rounds, started, baseline).items():
+                results[name].stopped_by = reason
+                active.remove(name)
+        if baseline in results and len(names) > 1:
+            results[baseline].alone = _time_alone(timers[baseline], blocks[baseline], ALONE_BLOCKS, switch_ins[baseline])
+        return results
+    finally:
+        if gc_was_enabled:
+            gc.enable()

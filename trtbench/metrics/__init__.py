@@ -1,8 +1,0 @@
-"""Metrics: each is one module that declares its report columns and CSV fields and registers itself
-(:mod:`trtbench.metrics.registry`); the tables iterate the registry. The built-in ones are imported
-here, in the order of their columns."""
-
-from trtbench.metrics import build_time, latency, throughput, speedup, precision_speedup, flops, parity  # noqa: F401  (registration)
-from trtbench.metrics.registry import Column, Metric, register, registered, unregister
-
-__all__ = ["Column", "Metric", "register", "registered", "unregister"]

@@ -1,7 +1,0 @@
-"""Build time: seconds from the eager model to the built variant (CSV only; the deployment table
-shows it per build)."""
-
-from trtbench.metrics.registry import Metric, register
-
-BUILD_TIME = register(Metric("build_time", columns=(), fields=("build_s",),
-                             values=lambda row: {"build_s": row.record.build.get("build_s")}))

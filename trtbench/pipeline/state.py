@@ -1,0 +1,184 @@
+"""What a run has done so far: the records, the parts joined to them (serving results, the device's
+ceilings) and the saves its stages returned, each appended to the journal as it is kept, and what an
+earlier, unfinished run into the same directory left.
+
+The stages never change each other's values: a stage returns records (or parts, or a save's manifest
+entries), and :meth:`RunState.keep` (``keep_served``, ``keep_ceiling``, ``keep_saved``) files them by
+key, a later derivation of a record replacing the earlier one. What is left to do of a build group (its
+points, its saves) is read from here, so a resumed run does only that. :class:`RunOutcome` is what
+the whole run gives its caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from trtbench.measure.ceiling import Ceiling
+from trtbench.results.journal import Journal, JournalState
+from trtbench.config.plan import BuildGroup, RunPlan, ShapePoint
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios.serving_result import ServedCase
+from trtbench.scenarios.serving_stage import unserved
+from trtbench.core.status import RunStatus, Status
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced and the exit code the CLI returns."""
+
+    out_dir: Path
+    results: ResultSet
+    environment: dict
+    interrupted: bool = False
+    resumed: int = 0  # cases kept from an earlier, unfinished run
+    files: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return self.results.exit_code(self.interrupted)
+
+
+def save_key(group: BuildGroup, name: str, precision: str) -> tuple:
+    """How the journal and the manifest name one variant's save: (model, precision, variant)."""
+    return (group.model.id, precision, name)
+
+
+class RunState:
+    """The run's records by case key (in the order they came), and its saves by :func:`save_key`."""
+
+    def __init__(self, plan: RunPlan, journal: Journal):
+        self.plan = plan
+        self.journal = journal
+        self.save_artifacts = plan.config.output.save_artifacts
+        self.records: dict[str, Record] = {}
+        self.saved: dict[tuple, list[dict]] = {}
+        self.served: dict[str, ServedCase] = {}  # case key -> its serving results
+        self.ceilings: dict[tuple, Ceiling] = {}  # Ceiling.key -> the device's ceilings
+        self.resumed = 0  # cases kept from an earlier, unfinished run
+        self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
+
+    def begin(self, environment: dict, fresh: bool) -> JournalState:
+        """Start the journal of a run in ``environment``: what an earlier, unfinished run into the same
+        directory left is resumed (:meth:`resume`) unless ``fresh``; a finished one's is measured anew."""
+        if fresh:
+            self.journal.discard()
+        earlier = self.journal.read()
+        if earlier.complete:  # the last run finished: measure anew, in a new journal
+            self.journal.discard()
+        self.resume(earlier, environment["id"])
+        self.journal.environment(environment)
+        return earlier
+
+    def resume(self, earlier: JournalState, env_id: str) -> int:
+        """Keep the earlier run's final records of planned cases measured in this same environment,
+        whole points only: the variants of a point are timed together (their speedups pair their
+        rounds), so a point the kill cut between two journal lines is measured again, all of it."""
+        for group in self.plan.groups:
+            for point in group.points:
+                keys = [group.case(entry, point, precision).key for entry, precision in group.slots()]
+                found = [earlier.records.get(key) for key in keys]
+                if all(r is not None and r.environment == env_id for r in found):
+                    self.records.update(zip(keys, found))
+                    self.served.update({k: earlier.served[k] for k in keys
+                                        if k in earlier.served and earlier.served[k].environment == env_id})
+                    self.resumed += len(keys)
+        self.ceilings.update({k: c for k, c in earlier.ceilings.items() if c.environment == env_id})
+        planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
+        self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
+        return self.resumed
+
+    # ---- what stages return ------------------------------------------------------------------
+
+    def keep(self, record: Record) -> None:
+        """File ``record`` under its case; journal it once it is final."""
+        self.records[record.case.key] = record
+        if record.status.final:
+            self.journal.record(record)
+
+    def keep_served(self, served: ServedCase) -> None:
+        self.served[served.case_key] = served
+        self.journal.served(served)
+
+    def keep_ceiling(self, ceiling: Ceiling) -> None:
+        self.ceilings[ceiling.key] = ceiling
+        self.journal.ceiling(ceiling)
+
+    def keep_saved(self, key: tuple, entries) -> None:
+        """A variant's save is done (possibly publishing nothing): journal its manifest entries."""
+        self.saved[key] = list(entries)
+        self.journal.artifacts(key, self.saved[key])
+
+    def end(self) -> None:
+        """Close the journal: where nothing is left to resume, the next run of this command measures anew."""
+        if not self.unfinished:
+            self.journal.complete()
+
+    def account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
+        """A record for every planned case the run did not reach (not journaled: resumable)."""
+        self.unfinished = True
+        for case in self.plan.cases:
+            if case.key not in self.records:
+                self.records[case.key] = Record(case=case, environment=env_id, status=status, reason=reason)
+
+    # ---- what is left of a build group -------------------------------------------------------
+
+    def points_todo(self, group: BuildGroup) -> list[ShapePoint]:
+        return [p for p in group.points
+                if any(group.case(e, p, precision).key not in self.records for e, precision in group.slots())]
+
+    def saves_todo(self, group: BuildGroup, precision: str) -> list[str]:
+        """Variants at ``precision`` whose artifacts still need saving (the save step is journaled once done)."""
+        if not self.save_artifacts:
+            return []
+        return [n for n in group.build_names_at(precision) if save_key(group, n, precision) not in self.saved
+                and any(e.name == n for e in group.entries_at(precision))]
+
+    def serving_todo(self, group: BuildGroup) -> bool:
+        """Whether some record of ``group`` is still to be served (:func:`~trtbench.scenarios.serving_stage.unserved`)."""
+        return bool(unserved(self.plan.config, group, self.records, self.served))
+
+    def group_done(self, group: BuildGroup) -> bool:
+        return (not self.points_todo(group) and not self.serving_todo(group)
+                and not any(self.saves_todo(group, p) for p in group.precisions))
+
+    def variant_records(self, group: BuildGroup, name: str, precision: str) -> list[Record]:
+        """The records of variant ``name`` at ``precision``, one per point it has one at."""
+        entry = next(e for e in group.variants if e.name == name)
+        keys = [group.case(entry, p, precision).key for p in group.points]
+        return [self.records[k] for k in keys if k in self.records]
+
+    # ---- the run's results -------------------------------------------------------------------
+
+    def result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool,
+                   profiles: dict | None) -> ResultSet:
+        """Every planned case's record, in plan order whatever order they completed in, and this run's entry."""
+        config = self.plan.config
+        results = ResultSet(environments={**earlier.environments, environment["id"]: environment})
+        results.runs.append({"name": config.name, "config": config.to_dict(), "environment": environment["id"],
+                             "started_at": started.isoformat(timespec="seconds"),
+                             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             "status": RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETE,
+                             "shard": list(self.plan.shard) if self.plan.shard else None,
+                             "resumed_cases": self.resumed,
+                             **({"profiles": profiles} if profiles is not None else {})})
+        for case in self.plan.cases:
+            if case.key in self.records:
+                results.add(self.records[case.key])
+            if case.key in self.served:
+                results.add_served(self.served[case.key])
+        for ceiling in self.ceilings.values():
+            results.add_ceiling(ceiling)
+        return results
+
+    def saved_files(self, group: BuildGroup, precision: str, directory: Path) -> dict[str, list[Path]]:
+        """The files saved of ``group``'s variants at ``precision``, by variant name."""
+        return {name: [directory / e["file"] for e in entries] for (model_id, at, name), entries
+                in self.saved.items() if model_id == group.model.id and at == precision}
+
+    @property
+    def saved_entries(self) -> list[dict]:
+        """The manifest entries of every save, in the order the saves were kept."""
+        return [entry for entries in self.saved.values() for entry in entries]

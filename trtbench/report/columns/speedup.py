@@ -1,0 +1,26 @@
+"""Speedup over eager fp32 at the same point (every precision's reference), with the 95% CI of the
+rounds both were timed in."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.core.stats import Interval
+
+
+def speedup_text(interval: Optional[Interval]) -> str:
+    """``1.52x [1.49-1.55]``; the interval is the paired rounds' 95% CI."""
+    if interval is None:
+        return ""
+    if interval.low == float("-inf"):
+        return f"{interval.value:.2f}x"
+    return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
+
+
+SPEEDUP = register(Metric(
+    "speedup", columns=(Column("speedup [95% CI]", lambda row: speedup_text(row.speedup)),),
+    fields=("speedup", "speedup_low", "speedup_high"),
+    values=lambda row: {"speedup": row.speedup.value if row.speedup else None,
+                        "speedup_low": row.speedup.low if row.speedup else None,
+                        "speedup_high": row.speedup.high if row.speedup else None}))

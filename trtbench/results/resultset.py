@@ -1,0 +1,255 @@
+"""A set of results: :class:`~trtbench.core.record.Record` keyed by (case, environment), and the parts joined
+to them: the device's FLOP/s ceilings, stored once per (environment, device, dtype, threads), and
+the serving results of a case, by case key. Load, save, merge.
+
+``results.json`` (``schema_version`` 4)::
+
+    {"schema_version": 4, "trtbench_version": ...,
+     "environments": {"<id>": {...collect_environment()...}},
+     "runs": [{"name", "config", "environment", "started_at", "finished_at", "status", "profiles"?}],
+     "records": [Record.to_dict(), ...],
+     "ceilings": [Ceiling.to_dict(), ...],
+     "serving": [ServedCase.to_dict(), ...]}
+
+A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
+threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
+speedups are derived from those samples on load. Versions 1 to 3 are read too: version 1 has one
+``results`` row per variant x precision x shape; versions 2 and 3 keep the ceilings in each record's
+``metrics`` and version 3 a record's ``serving`` results in the record, lifted into their own
+places on reading.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
+from trtbench.measure.ceiling import Ceiling
+from trtbench.core.env import environment_id
+from trtbench.core.errors import UserInputError
+from trtbench.core.fsutil import atomic_write_json
+from trtbench.core.precision import REFERENCE, is_quantized
+from trtbench.core.record import Record
+from trtbench.scenarios.serving_result import ServedCase, ServingResult
+from trtbench.core.stats import Interval, paired_ratio
+from trtbench.core.status import Status
+
+SCHEMA_VERSION = 4  # 3: records may carry ``serving`` results; precisions include int8. 4: ceilings, serving apart
+READABLE_VERSIONS = (1, 2, 3, 4)
+
+
+def record_parts(item: dict) -> tuple[Record, Optional[Ceiling], Optional[ServedCase]]:
+    """A record as written (``Record.to_dict()``), and the parts that schema 3 and earlier kept in it: its
+    device's ceilings (among its metrics) and its serving results."""
+    metrics = dict(item.get("metrics") or {})
+    ceiling_values = metrics.pop("ceiling", None)
+    record = Record.from_dict({**item, "metrics": metrics})
+    ceiling = Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)) if ceiling_values else None
+    served = (ServedCase(record.case.key, record.environment,
+                         tuple(ServingResult.from_dict(s) for s in item["serving"])) if item.get("serving") else None)
+    return record, ceiling, served
+
+
+@dataclass
+class ResultSet:
+    """Records of one or more runs, and the environments they ran in."""
+
+    environments: dict[str, dict] = field(default_factory=dict)
+    runs: list[dict] = field(default_factory=list)
+    _records: dict[tuple[str, str], Record] = field(default_factory=dict)
+    # (Case.baseline_key, precision, environment) -> {case key: eager record}, whatever eager's options
+    _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
+    _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
+    _served: dict[tuple[str, str], ServedCase] = field(default_factory=dict)  # (case key, environment) -> results
+
+    def add(self, record: Record) -> None:
+        """Add or replace the record of the same case in the same environment."""
+        self._records[(record.case.key, record.environment)] = record
+        if record.case.variant == BASELINE_VARIANT:
+            key = (record.case.baseline_key, record.case.precision, record.environment)
+            self._eager.setdefault(key, {})[record.case.key] = record
+
+    def add_ceiling(self, ceiling: Ceiling) -> None:
+        self._ceilings[ceiling.key] = ceiling
+
+    def add_served(self, served: ServedCase) -> None:
+        self._served[served.key] = served
+
+    def ceiling_of(self, record: Record) -> Optional[Ceiling]:
+        """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
+        return self._ceilings.get(Ceiling.key_of(record))
+
+    def serving_of(self, record: Record) -> tuple[ServingResult, ...]:
+        """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
+        served = self._served.get((record.case.key, record.environment))
+        return served.results if served else ()
+
+    @property
+    def ceilings(self) -> list[Ceiling]:
+        return list(self._ceilings.values())
+
+    @property
+    def served(self) -> list[ServedCase]:
+        return list(self._served.values())
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records.values())
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def records(self) -> list[Record]:
+        return list(self._records.values())
+
+    def get(self, case: Case, environment: str) -> Optional[Record]:
+        return self._records.get((case.key, environment))
+
+    def _eager_at(self, record: Record, precision: str) -> Optional[Record]:
+        """The eager record at ``precision`` at the record's point, in its environment, with the options
+        its run listed (``eager: {cuda_graphs: true}`` is the baseline of that run).
+
+        None when there is none, or when merged runs left several eager records there (eager with
+        different options): which one a record was measured beside cannot be told, and its rounds
+        pair only with that one's.
+        """
+        candidates = list(self._eager.get((record.case.baseline_key, precision, record.environment), {}).values())
+        return candidates[0] if len(candidates) == 1 else None
+
+    def baseline(self, record: Record) -> Optional[Record]:
+        """Eager fp32 at the same point: the baseline of every precision's rows (int8, fp16), timed in
+        their rounds. Eager fp32 is its own."""
+        if record.case.variant == BASELINE_VARIANT and record.case.precision == REFERENCE:
+            return record
+        return self._eager_at(record, REFERENCE)
+
+    def precision_baseline(self, record: Record) -> Optional[Record]:
+        """Eager at the record's own precision where that is a reduced float one (fp16), timed in the same
+        rounds: the second reference of a reduced-precision row. None at fp32 and at a quantized precision
+        (eager has no INT8 build: eager fp32 is the only reference there)."""
+        if record.case.precision == REFERENCE or is_quantized(record.case.precision):
+            return None
+        return self._eager_at(record, record.case.precision)
+
+    def speedup(self, record: Record) -> Optional[Interval]:
+        """Eager fp32's median over this record's, with a 95% CI from the paired rounds."""
+        return self._ratio(self.baseline(record), record)
+
+    def precision_speedup(self, record: Record) -> Optional[Interval]:
+        """Eager's median at the record's own precision over the record's (:meth:`precision_baseline`),
+        with a 95% CI from the paired rounds."""
+        return self._ratio(self.precision_baseline(record), record)
+
+    @staticmethod
+    def _ratio(base: Optional[Record], record: Record) -> Optional[Interval]:
+        if base is None or base is record or not (base.timed and record.timed):
+            return None
+        return paired_ratio(base.rounds, record.rounds)
+
+    def exit_code(self, interrupted: bool = False) -> int:
+        """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
+        if interrupted:
+            return 130
+        return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
+
+    def to_dict(self) -> dict:
+        from trtbench import __version__
+
+        return {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
+                "environments": self.environments, "runs": self.runs,
+                "records": [r.to_dict() for r in self], "ceilings": [c.to_dict() for c in self.ceilings],
+                "serving": [s.to_dict() for s in self.served]}
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(Path(path), self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ResultSet":
+        """A run's results.json (the file or its output directory), schema version 1 to 4."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "results.json"
+        if not path.is_file():
+            raise UserInputError(str(path), "no results.json here", "pass a run's output directory or its results.json")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise UserInputError(str(path), f"not valid JSON: {err}", "pass a results.json written by trtbench") from err
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version not in READABLE_VERSIONS:
+            raise UserInputError(str(path), f"unknown schema_version {version!r}",
+                                 f"this trtbench reads versions {READABLE_VERSIONS}; upgrade trtbench")
+        try:
+            return cls.from_v1(data) if version == 1 else cls.from_dict(data)  # 2 and 3: parts lifted from records
+        except (KeyError, TypeError, ValueError) as err:
+            raise UserInputError(str(path), f"malformed results ({type(err).__name__}: {err})",
+                                 "pass a results.json written by trtbench, unedited") from err
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ResultSet":
+        result = cls(environments=dict(data["environments"]), runs=list(data.get("runs", [])))
+        for item in data["records"]:
+            record, ceiling, served = record_parts(item)
+            result.add(record)
+            if ceiling is not None:
+                result._ceilings.setdefault(ceiling.key, ceiling)
+            if served is not None:
+                result.add_served(served)
+        for item in data.get("ceilings", []):
+            result.add_ceiling(Ceiling.from_dict(item))
+        for item in data.get("serving", []):
+            result.add_served(ServedCase.from_dict(item))
+        return result
+
+    @classmethod
+    def from_v1(cls, data: dict) -> "ResultSet":
+        """Convert a version 1 document: one round per row, the model and threads from its config/environment."""
+        env = dict(data["environment"])
+        env_id = environment_id(env)
+        env["id"] = env_id
+        config = data.get("config", {})
+        model = config.get("model", {})
+        model_id = f"{model.get('source', 'torchvision')}:{model.get('name', config.get('name', '?'))}"
+        threads = int(env.get("threads") or 0)
+        result = cls(environments={env_id: env},
+                     runs=[{"name": config.get("name"), "config": config, "environment": env_id,
+                            "started_at": data.get("started_at"), "finished_at": data.get("finished_at"),
+                            "status": data.get("status"), "schema_version": 1,
+                            **({"profiles": data["profiles"]} if "profiles" in data else {})}])
+        for row in data["results"]:
+            case = Case(model=model_id, variant=row["variant"], precision=row["precision"], point=row["shape"],
+                        input_shapes=parse_shapes_text(row.get("input_shapes", "")), threads=threads,
+                        device=str(env.get("device", "cpu")))
+            samples = row.get("samples_ms")
+            device_samples = row.get("device_samples_ms")
+            result.add(Record(case=case, environment=env_id, status=row["status"], reason=row.get("reason", ""),
+                              rounds=[samples] if samples else [],
+                              device_rounds=[device_samples] if device_samples else None,
+                              stopped_by=row.get("stopped_by"), parity=row.get("parity"),
+                              build={"build_s": row.get("build_s"), "info": row.get("build_info", {})},
+                              warnings=row.get("warnings", [])))
+        return result
+
+    @classmethod
+    def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
+        """One set with every record and part; a (case, environment) measured twice keeps the later one, noted,
+        with the later one's serving results (none where it was not served)."""
+        merged, notes = cls(), []
+        for i, other in enumerate(sets):
+            merged.environments.update(other.environments)
+            merged.runs.extend(other.runs)
+            for ceiling in other.ceilings:
+                merged.add_ceiling(ceiling)
+            for record in other:
+                key = (record.case.key, record.environment)
+                if merged.get(record.case, record.environment) is not None:
+                    notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
+                                 f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
+                    merged._served.pop(key, None)
+                merged.add(record)
+                if key in other._served:
+                    merged.add_served(other._served[key])
+        return merged, notes

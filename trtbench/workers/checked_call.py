@@ -1,0 +1,37 @@
+"""The accuracy check's call: one untimed call of a variant at a point, where the variant is timed.
+
+It gives the output (judged against the eager reference), the memory high-water mark during the
+call, the warnings it raised, and how long it took. Being an untimed call at that point, it also
+counts as one of the point's warm-up calls (:class:`trtbench.measure.timing.WarmedUp`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from trtbench.build.stage import capture_warnings
+from trtbench.profiling.memory import track_peak
+from trtbench.measure.timing import synchronize
+
+
+@dataclass(frozen=True)
+class CheckedCall:
+    output: Any
+    peak_memory: dict  # trtbench.profiling.memory.track_peak's
+    warnings: list[str]
+    call_s: float
+
+
+def checked_call(call: Callable[[], Any], device: torch.device) -> CheckedCall:
+    def timed():
+        started = time.perf_counter()
+        output = call()
+        synchronize(device)
+        return output, time.perf_counter() - started
+
+    ((output, call_s), memory), caught = capture_warnings(lambda: track_peak(timed, device))
+    return CheckedCall(output, memory, caught, call_s)

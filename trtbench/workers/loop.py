@@ -1,0 +1,328 @@
+"""A timing worker: one process that hosts one variant and times blocks of its calls on request.
+
+No runtime is deployed sharing a process with other runtimes' thread pools, so each variant is
+timed in a process of its own: a fresh interpreter (``python -c``, as ``spawn`` would, since CUDA
+and thread pools do not survive ``fork``; unlike multiprocessing's spawn it never re-runs the
+caller's ``__main__``), talking over a socket pair wrapped in a multiprocessing ``Connection``. The
+parent keeps the interleaving: it asks one worker at a time for a block, and every other worker
+waits, blocked on its pipe. Nobody busy-waits: the parent blocks in ``poll``/``recv`` with a
+timeout, the workers in ``recv``. After its block a worker waits until its own threads are idle
+(:func:`trtbench.measure.settle.wait_until_idle`) before it answers, so the next block starts on quiet
+cores, and it reports the CPU its process used while others were timed (about zero when settled).
+
+A worker is given a *recipe*: a picklable object whose ``materialize()`` returns, in the worker,
+``{point label: zero-argument callable}`` plus facts about its threads (see
+:class:`trtbench.build.recipe.VariantRecipe`). A worker that crashes or does not answer within
+its timeout is killed, and the error names what happened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+import torch
+
+from trtbench.workers.checked_call import CheckedCall, checked_call
+from trtbench.measure.settle import wait_until_idle
+from trtbench.measure.timing import Block, synchronize, time_calls
+
+
+class Recipe(Protocol):
+    """What a worker hosts: ``materialize()`` -> (calls per point label, facts), on ``device``."""
+
+    device: str
+
+    def materialize(self) -> tuple[dict[str, Any], dict]: ...
+
+
+class WorkerError(RuntimeError):
+    """A worker failed: its code raised, its process died, or it did not answer in time."""
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's RSS high-water mark (VmHWM: ru_maxrss would carry the parent's across exec)."""
+    try:
+        for line in open("/proc/self/status", encoding="ascii"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def serve(fd: int) -> None:
+    """The worker's main loop, in the child process, on the socket ``fd`` its parent passed."""
+    conn = Connection(fd)
+    try:
+        recipe = conn.recv()
+        if conn.recv() != ("build",):  # the parent paces the builds
+            return
+        calls, facts = recipe.materialize()
+        device = torch.device(recipe.device)
+        gc.collect()
+        gc.disable()  # as timeit does while timing; this process only times
+        conn.send(("ready", {"pid": os.getpid(), **facts}))
+    except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
+        conn.send(("error", traceback.format_exc()))
+        return
+    idle_since_cpu = time.process_time()
+    start_peak = None  # the RSS high-water mark of loading, before a check resets it to measure one call
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        op = message[0]
+        if op == "block":
+            _, label, count, switch_in = message
+            between = (time.process_time() - idle_since_cpu) * 1e3
+            try:
+                with torch.inference_mode():
+                    timed = time_calls(calls[label], device, count, switch_in)
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            settle = wait_until_idle()
+            idle_since_cpu = time.process_time()
+            conn.send(("block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)))
+        elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
+            try:
+                with torch.inference_mode():
+                    started = time.perf_counter_ns()
+                    calls[message[1]]()
+                    synchronize(device)
+                    took_ms = (time.perf_counter_ns() - started) / 1e6
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            conn.send(("called", took_ms))
+        elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
+            start_peak = start_peak if start_peak is not None else _peak_rss_mb()
+            try:
+                with torch.inference_mode():
+                    checked = checked_call(calls[message[1]], device)
+                buffer = io.BytesIO()
+                torch.save(checked.output, buffer)
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            conn.send(("checked", buffer.getvalue(), checked.peak_memory, checked.warnings, checked.call_s))
+        elif op == "facts":
+            peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
+            conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
+        else:  # "exit"
+            return
+
+
+class Worker:
+    """The parent's handle on one worker process (see the module docstring)."""
+
+    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None):
+        """Start the process, which imports torch and waits for its recipe (:meth:`assign`): started
+        early, it imports while this process still builds. ``log``: a file for its stdout and stderr
+        (None: this process's)."""
+        self.name, self.timeout_s, self.log = name, timeout_s, log
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)  # the child imports what this process can: trtbench, the model's module
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        output = open(log, "wb") if log is not None else None
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from trtbench.workers.loop import serve; serve({theirs.fileno()})"],
+                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=output,
+                stderr=subprocess.STDOUT if output else None)
+        finally:
+            if output is not None:
+                output.close()
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.facts: dict = {}
+
+    def assign(self, name: str, recipe: Recipe) -> None:
+        """Give the worker what it hosts (it builds on :meth:`start_build`)."""
+        self.name = name
+        try:
+            self.conn.send(recipe)
+        except (BrokenPipeError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{name}'s worker died while starting ({self._exit_text()})" + self._log_tail()) from None
+
+    def _receive(self, what: str) -> tuple:
+        if not self.conn.poll(self.timeout_s):  # blocks in poll(2): no busy wait
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to '{what}' within {self.timeout_s:g} s "
+                              f"(benchmark.worker_timeout_s) and was killed")
+        try:
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})"
+                              + self._log_tail()) from None
+        if reply[0] == "error":
+            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
+        return reply
+
+    def _reap(self, timeout_s: float) -> None:
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _log_tail(self, lines: int = 20) -> str:
+        """The end of the worker's output (a crashing runtime's last words), or nothing."""
+        try:
+            text = self.log.read_text(errors="replace").strip() if self.log else ""
+        except OSError:
+            return ""
+        return ("; its last output:\n" + "\n".join(text.splitlines()[-lines:])) if text else ""
+
+    def _exit_text(self) -> str:
+        code = self.process.returncode
+        if code is None:
+            return "still running"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def start_build(self) -> None:
+        try:
+            self.conn.send(("build",))
+        except (BrokenPipeError, OSError):
+            self._reap(5)
+            raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
+                              + self._log_tail()) from None
+
+    def finish_build(self) -> dict:
+        """Wait for the build's answer; the worker's facts (pid, threads)."""
+        self.facts = dict(self._receive("build")[1])
+        return self.facts
+
+    def _send(self, message: tuple) -> None:
+        """Send a request to the running worker; one whose process is gone is a :class:`WorkerError`."""
+        try:
+            self.conn.send(message)
+        except (BrokenPipeError, OSError):
+            raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
+
+    def block(self, label: str, calls: int, switch_in: bool = False) -> Block:
+        self._send(("block", label, calls, switch_in))
+        return self._receive(f"time {calls} call(s) at {label}")[1]
+
+    def check(self, label: str) -> CheckedCall:
+        """The accuracy check's call at ``label``, made in the worker."""
+        self._send(("check", label))
+        _, output, memory, caught, call_s = self._receive(f"check the output at {label}")
+        return CheckedCall(torch.load(io.BytesIO(output), weights_only=False), memory, caught, call_s)  # our worker's
+
+    def send_call(self, label: str) -> None:
+        """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
+        self._send(("call", label))
+
+    def call_result(self, timeout_s: float) -> float:
+        """The ms the call asked for took in the worker; a worker silent for ``timeout_s`` is killed
+        (:class:`WorkerError`): a stuck call never returns."""
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
+        return self._receive("call")[1]
+
+    def refresh_facts(self) -> dict:
+        """The worker's facts with its peak RSS so far."""
+        self._send(("facts",))
+        self.facts.update(self._receive("facts")[1])
+        return self.facts
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self._reap(5)
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        try:
+            self.conn.send(("exit",))
+        except (BrokenPipeError, OSError):
+            pass
+        self._reap(10)
+        self.kill()
+        self.conn.close()
+
+
+class WorkerTimer:
+    """A :class:`~trtbench.measure.timing.BlockTimer` for one point of one worker."""
+
+    def __init__(self, worker: Worker, label: str):
+        self.worker, self.label = worker, label
+
+    def block(self, calls: int, switch_in: bool = False) -> Block:
+        return self.worker.block(self.label, calls, switch_in)
+
+
+def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None) -> list[Worker]:
+    """``count`` worker processes, importing while the caller goes on (output in ``log_dir``/worker-<i>.log)."""
+    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None) for i in range(count)]
+
+
+def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],
+                  parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+    """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed)
+    and build; at most ``parallel`` build at once (memory: each holds a model).
+
+    Returns the workers that are ready and, for the others, why not (their processes are gone).
+    """
+    workers: dict[str, Worker] = {}
+    building: dict[Connection, tuple[str, float]] = {}
+    ready: dict[str, Worker] = {}
+    errors: dict[str, WorkerError] = {}
+    timeout_s = spawned[0].timeout_s if spawned else 0.0
+    try:
+        for worker in spawned[len(recipes):]:
+            worker.close()
+        for (name, recipe), worker in zip(recipes.items(), spawned):
+            workers[name] = worker
+            try:
+                worker.assign(name, recipe)
+            except WorkerError as err:
+                errors[name] = err
+        waiting = [name for name in workers if name not in errors]
+        while waiting or building:
+            while waiting and len(building) < parallel:
+                name = waiting.pop(0)
+                try:
+                    workers[name].start_build()
+                except WorkerError as err:
+                    errors[name] = err
+                    continue
+                building[workers[name].conn] = (name, time.monotonic())
+            if not building:
+                break
+            deadline = min(started + timeout_s for _, started in building.values())
+            answered = wait(list(building), timeout=max(0.0, deadline - time.monotonic()))
+            overdue = [c for c, (_, started) in building.items() if time.monotonic() - started >= timeout_s]
+            for conn in set(answered) | set(overdue):
+                name, _ = building.pop(conn)
+                if conn not in answered:
+                    workers[name].kill()
+                    errors[name] = WorkerError(f"{name}'s worker did not finish building within {timeout_s:g} s "
+                                               f"(benchmark.worker_timeout_s) and was killed")
+                    continue
+                try:
+                    workers[name].finish_build()
+                    ready[name] = workers[name]
+                except WorkerError as err:
+                    errors[name] = err
+                    workers[name].close()
+    except BaseException:
+        for worker in spawned:
+            worker.close()
+        raise
+    return ready, errors
