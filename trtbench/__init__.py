@@ -1,3 +1,3 @@
 """trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config."""
 
-__version__ = "0.1.0"
+from trtbench.core.version import __version__  # noqa: F401

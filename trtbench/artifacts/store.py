@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from trtbench import __version__
+from trtbench.core.version import __version__
 from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory

@@ -156,7 +156,7 @@ class ResultSet:
         return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
 
     def to_dict(self) -> dict:
-        from trtbench import __version__
+        from trtbench.core.version import __version__
 
         return {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
                 "environments": self.environments, "runs": self.runs,
