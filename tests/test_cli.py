@@ -98,7 +98,7 @@ def test_profile_command_turns_profiling_on(tiny_config, write_config, subproces
                     env=subprocess_env)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "p" / "results.json").read_text())
-    assert doc["runs"][0]["profiles"]["precision"] == "fp32"
+    assert doc["profiles"][0]["data"]["precision"] == "fp32"
     report = (tmp_path / "p" / "report.md").read_text()
     assert "**Layers**" in report and "**Operators**" in report and "**Peak memory**" in report
 

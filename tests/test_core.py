@@ -13,6 +13,7 @@ import sys
 import pytest
 import torch
 
+from trtbench.scenarios.serving_report import serving_of
 from trtbench.core.case import Case
 from trtbench.cli import main
 from trtbench.config.config import config_from_dict
@@ -145,7 +146,7 @@ def test_a_v2_results_json_loads_as_v4_without_serving(tmp_path):
     assert not any("serving" in record for record in doc["records"])  # what version 3 added, where served
     (tmp_path / "results.json").write_text(json.dumps(doc))
     loaded = ResultSet.load(tmp_path)
-    assert loaded.to_dict() == results.to_dict() and all(loaded.serving_of(r) == () for r in loaded)
+    assert loaded.to_dict() == results.to_dict() and all(serving_of(loaded, r) == () for r in loaded)
 
 
 V1_DOC = {

@@ -192,7 +192,7 @@ def killed_shard(src: Path, dst: Path, cases: int) -> Path:
     (env,) = results.environments.values()
     journal.environment(env)
     for record in list(results)[:cases]:
-        journal.record(record)
+        journal.part(record)
     return dst
 
 

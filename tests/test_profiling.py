@@ -304,7 +304,7 @@ def test_pipeline_writes_profiles_and_plots(tiny_config, tmp_path):
     outcome = run_dict(tiny_config)
     out = tmp_path / "out"
     doc = json.loads((out / "results.json").read_text())
-    profiles = doc["runs"][0]["profiles"]
+    profiles = doc["profiles"][0]["data"]
     assert outcome.exit_code == 0 and profiles["status"] == "ok" and profiles["precision"] == "fp32"
     eager, traced = profiles["variants"]["eager"], profiles["variants"]["traced"]
     assert eager["shapes"]["opt"]["shape"] == "2x3x16x16"
@@ -332,7 +332,7 @@ def test_a_run_profiles_the_training_step(tiny_config, tmp_path):
                                     "operators": {"enabled": False}, "memory": False, "structure": False,
                                     "train": {"enabled": True, "iterations": 2}}})
     run_dict(tiny_config)
-    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["runs"][0]["profiles"]
+    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["profiles"][0]["data"]
     eager, traced = (profiles["variants"][name]["shapes"]["opt"]["train"] for name in ("eager", "traced"))
     assert eager["status"] == "ok", eager
     assert traced["status"] == "ok" and "note" in traced, traced
@@ -347,7 +347,7 @@ def test_profile_shapes_a_batch_sweep_does_not_have_are_said_not_dropped(tiny_co
                         "profile": {"variants": ["eager"], "shapes": ["opt"], "layers": {"runs": 1},
                                     "operators": {"enabled": False}, "train": {"enabled": False}}})
     run_dict(tiny_config)
-    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["runs"][0]["profiles"]
+    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["profiles"][0]["data"]
     assert profiles["variants"]["eager"]["shapes"] == {}
     assert "profile.shapes opt: not profiled, this run has no such point (its points are b1, b2" in profiles["warnings"][0]
 
@@ -358,7 +358,7 @@ def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_pat
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     tiny_config.update({"precisions": ["fp16"], "variants": ["eager"], "profile": {}})
     run_dict(tiny_config)
-    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["runs"][0]["profiles"]
+    profiles = json.loads((tmp_path / "out" / "results.json").read_text())["profiles"][0]["data"]
     assert profiles["status"] == "skipped" and "CUDA" in profiles["reason"]
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Profile (fp16, cpu)" in report and "_skipped: fp16" in report

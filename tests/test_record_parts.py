@@ -13,6 +13,7 @@ import pytest
 
 import trtbench
 from test_core import record
+from trtbench.scenarios.serving_report import serving_of
 from trtbench.core.case import Case
 from trtbench.measure.ceiling import Ceiling
 from trtbench.results.journal import Journal
@@ -36,7 +37,7 @@ def test_every_part_of_the_results_is_a_frozen_dataclass(part):
 
 
 def test_the_core_record_imports_no_scenario():
-    tree = ast.parse((Path(trtbench.__file__).parent / "record.py").read_text())
+    tree = ast.parse((Path(trtbench.__file__).parent / "core" / "record.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert not any(name.startswith("trtbench.scenarios") for name in imported), imported
@@ -57,8 +58,8 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     eager, traced = flops_record("eager", 10.0), flops_record("traced", 5.0)
     for r in (eager, traced):
         results.add(r)
-    results.add_ceiling(Ceiling("env-a", "cpu", "float32", 2, CEILING))
-    results.add_served(served_case(traced))
+    results.add(Ceiling("env-a", "cpu", "float32", 2, CEILING))
+    results.add(served_case(traced))
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["schema_version"] == SCHEMA_VERSION == 4
@@ -70,7 +71,7 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     # 1e9 FLOPs in a 5 ms median: 2e11 FLOP/s, all of the peak, twice the measured matmul
     assert loaded.ceiling_of(by_variant["traced"]).share(by_variant["traced"].achieved_flops_per_s, "peak") == \
         pytest.approx(1.0)
-    assert loaded.serving_of(by_variant["traced"])[0].peak_qps == 125.0 and loaded.serving_of(by_variant["eager"]) == ()
+    assert serving_of(loaded, by_variant["traced"])[0].peak_qps == 125.0 and serving_of(loaded, by_variant["eager"]) == ()
     # another dtype or thread count has no ceiling measured
     fp16 = dataclasses.replace(traced, case=dataclasses.replace(traced.case, precision="fp16"))
     assert loaded.ceiling_of(fp16) is None
@@ -88,7 +89,7 @@ def test_an_old_file_has_its_per_record_ceilings_and_serving_lifted_into_place(t
     loaded = ResultSet.load(tmp_path)
     assert [r.metrics for r in loaded] == [{"flops": 1e9}, {"flops": 1e9}]
     assert loaded.ceilings == [Ceiling("env-a", "cpu", "float32", 2, CEILING)]
-    assert loaded.serving_of(loaded.get(traced.case, "env-a")) == (served.results if version == 3 else ())
+    assert serving_of(loaded, loaded.get(traced.case, "env-a")) == (served.results if version == 3 else ())
     again = ResultSet.from_dict(json.loads(json.dumps(loaded.to_dict())))
     assert again.to_dict() == loaded.to_dict()
 
@@ -97,27 +98,27 @@ def test_a_merge_keeps_every_ceiling_and_the_serving_of_the_record_it_keeps():
     first, second = ResultSet(), ResultSet()
     traced = flops_record("traced", 5.0)
     first.add(traced)
-    first.add_served(served_case(traced, peak=100.0))
-    first.add_ceiling(Ceiling("env-a", "cpu", "float32", 2, CEILING))
+    first.add(served_case(traced, peak=100.0))
+    first.add(Ceiling("env-a", "cpu", "float32", 2, CEILING))
     other_env = flops_record("traced", 5.0, env="env-b")
     second.add(other_env)
-    second.add_ceiling(Ceiling("env-b", "cpu", "float32", 2, {**CEILING, "peak_flops_per_s": 1e11}))
+    second.add(Ceiling("env-b", "cpu", "float32", 2, {**CEILING, "peak_flops_per_s": 1e11}))
     second.add(traced)  # measured again, not served this time
     merged, notes = ResultSet.merge([first, second])
     assert len(notes) == 1 and len(merged.ceilings) == 2
     assert merged.ceiling_of(other_env).values["peak_flops_per_s"] == 1e11
-    assert merged.serving_of(traced) == ()  # the later record's, not the replaced one's
+    assert serving_of(merged, traced) == ()  # the later record's, not the replaced one's
     merged, _ = ResultSet.merge([second, first])
-    assert merged.serving_of(traced)[0].peak_qps == 100.0
+    assert serving_of(merged, traced)[0].peak_qps == 100.0
 
 
 def test_the_journal_carries_the_parts(tmp_path):
     journal = Journal(tmp_path)
     traced = flops_record("traced", 5.0)
     ceiling = Ceiling("env-a", "cpu", "float32", 2, CEILING)
-    journal.record(traced)
-    journal.ceiling(ceiling)
-    journal.served(served_case(traced))
+    journal.part(traced)
+    journal.part(ceiling)
+    journal.part(served_case(traced))
     state = journal.read()
-    assert state.records == {traced.case.key: traced} and state.ceilings == {ceiling.key: ceiling}
-    assert state.served == {traced.case.key: served_case(traced)}
+    assert state.records == {traced.case.key: traced} and state.parts_of("ceiling") == {ceiling.key: ceiling}
+    assert state.parts_of("served") == {traced.key: served_case(traced)}

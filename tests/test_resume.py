@@ -109,8 +109,8 @@ def test_a_line_torn_by_a_crash_is_ignored_and_its_case_measured_again(tmp_path)
     journal = Journal(tmp_path)
     case = Case(model="m", variant="eager", precision="fp32", point="opt", input_shapes=((1, 3),), threads=1,
                 device="cpu")
-    journal.record(Record(case=case, environment="e", rounds=[[1.0, 2.0]]))
-    journal.record(Record(case=Case(**{**case.to_dict(), "input_shapes": ((2, 3),), "point": "max"}),
+    journal.part(Record(case=case, environment="e", rounds=[[1.0, 2.0]]))
+    journal.part(Record(case=Case(**{**case.to_dict(), "input_shapes": ((2, 3),), "point": "max"}),
                           environment="e", status="interrupted"))
     torn = json.dumps({"kind": "record", "record": Record(case=case, environment="e").to_dict()})
     with open(journal.path, "a") as fh:

@@ -15,6 +15,7 @@ import statistics
 import pytest
 
 from conftest import run_dict
+from trtbench.scenarios.serving_report import serving_of
 from trtbench.cli import main
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
@@ -144,7 +145,7 @@ SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
     (["latency", {"server": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].server.batching.max_batch",
      "batch range [1, 4]"),
     (["latency", {"sever": SERVER}], "scenarios[1]", "did you mean 'server'"),
-    ([{"server": SERVER}], "scenarios", "does not list 'latency'"),
+    ([{"server": SERVER}], "scenarios[0]", "needs the 'latency' scenario before it"),
     ("latency", "scenarios", "non-empty list"),
 ])
 def test_bad_scenarios_exit_2_naming_the_key(tiny_config, write_config, capsys, scenarios, key, fragment):
@@ -175,7 +176,7 @@ def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path
     outcome = run_dict(data)
     assert outcome.exit_code == 0
     loaded = ResultSet.load(tmp_path / "run")
-    served = {r.case.variant: loaded.serving_of(r) for r in loaded}
+    served = {r.case.variant: serving_of(loaded, r) for r in loaded}
     assert set(served) == {"eager", "ort"}
     for variant, (result,) in served.items():
         assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
@@ -203,7 +204,7 @@ def test_int8_rows_are_served_from_their_quantized_file_at_the_servers_threads(t
                                                 "min_queries": 10, "workers": [2], "repeats": 1}}]
     assert run_dict(data).exit_code == 0
     loaded = ResultSet.load(tmp_path / "run")
-    served = {(r.case.variant, r.case.precision): loaded.serving_of(r) for r in loaded if loaded.serving_of(r)}
+    served = {(r.case.variant, r.case.precision): serving_of(loaded, r) for r in loaded if serving_of(loaded, r)}
     assert set(served) == {("eager", "fp32"), ("ort", "fp32"), ("ort", "int8")}, "eager int8 is skipped, not served"
     for (variant, precision), (result,) in served.items():
         assert result.status == "ok" and result.workers == 2 and result.threads == 1, result.reason
@@ -238,7 +239,7 @@ def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path)
     loaded = ResultSet.load(out)
     (record,) = loaded
     assert record.rounds == measured[record.case.key], "kept as measured, not timed again"
-    (result,) = loaded.serving_of(record)
+    (result,) = serving_of(loaded, record)
     assert result.status == "ok" and result.runs and result.runs[0].offered_qps == 50, result.reason
 
 
@@ -261,13 +262,13 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     assert again == served and again.results[0].peak_qps == 125.0 and again.results[0].peak_spread == (120.0, 130.0)
     assert isinstance(again.results[0].runs[0].summary, LoadGenSummary)
     journal = Journal(tmp_path)
-    journal.record(record)
-    journal.served(served)
-    assert journal.read().served == {case.key: served}
+    journal.part(record)
+    journal.part(served)
+    assert journal.read().parts_of("served") == {served.key: served}
     results = ResultSet(_records={(case.key, "env"): record})
-    results.add_served(served)
+    results.add(served)
     merged, _ = ResultSet.merge([ResultSet.from_dict(json.loads(json.dumps(results.to_dict())))])
-    assert merged.serving_of(merged.records[0]) == (result,)
+    assert serving_of(merged, merged.records[0]) == (result,)
 
 
 SUMMARY_INVALID = """================================================

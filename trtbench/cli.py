@@ -33,17 +33,11 @@ def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None
 
 
 def _print_recommendations(results, p99_budget_ms) -> None:
-    from trtbench.results.recommend import recommend, recommend_serving
+    """Each scenario's recommendation (the p99-budget one, the one under load...)."""
+    from trtbench.pipeline.sections import summary_lines
 
-    if p99_budget_ms is not None:
-        print(f"\nrecommendation (p99 <= {p99_budget_ms:g} ms):")
-        for rec in recommend(results, p99_budget_ms):
-            print(f"  {rec.text(results.environments)}")
-    under_load = recommend_serving(results)
-    if under_load:
-        print("\nrecommendation under load (serving):")
-        for rec in under_load:
-            print(f"  {rec.text(results.environments)}")
+    for line in summary_lines(results, p99_budget_ms):
+        print(("\n" if not line.startswith(" ") else "") + line)
 
 
 def cmd_merge(args) -> int:

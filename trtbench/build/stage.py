@@ -23,7 +23,8 @@ from trtbench.quantize.common import QuantizationUnavailable
 from trtbench.core.status import Status
 from trtbench.variants import BuildContext, Built, Variant, get_variant
 
-if TYPE_CHECKING:  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
     from trtbench.config.plan import BuildGroup
 
 
@@ -104,13 +105,13 @@ def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module
     return int8_setup(config, calibration, model)
 
 
-def build_at(group: BuildGroup, precision: str, names: list[str], model: torch.nn.Module, ctx: BuildContext,
-             earlier: dict[str, BuildOutcome], failures: FailureLog,
-             log: Callable[[str], None]) -> dict[str, BuildOutcome]:
-    """Build ``names`` at ``precision`` (``ctx``'s), by slot key. What they only build from (``exported``,
+def build_at(run: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, ctx: BuildContext,
+             earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
+    """Build ``names`` at ``ctx.precision``, by slot key, failures logged in ``run``'s failure log. What they only build from (``exported``,
     ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
     the timed variants quantize (fp16 builds everything from its own half copy)."""
+    precision, failures, log = ctx.precision, run.failures, run.log
     slots = {e.name for e in group.entries_at(precision)}
     same_dtype = precision_dtype(precision) == precision_dtype(group.precision)
     reuse = {n: earlier[n] for n in names if precision != group.precision and same_dtype

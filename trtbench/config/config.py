@@ -14,6 +14,7 @@ resolved (:mod:`trtbench.config.plan`), so a config (and its results) can be rea
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,7 +31,9 @@ from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
 from trtbench.models import check_model_exists
 from trtbench.core.precision import PRECISIONS
 from trtbench.profiling.config import ProfileConfig
-from trtbench.scenarios.entries import LATENCY, parse_scenarios, serving_scenarios
+from trtbench.scenarios import Scenario
+from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
+from trtbench.scenarios.profile import Profile
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.measure.timing import TimingPlan
 from trtbench.variants import build_order, variant_class, variant_names
@@ -301,7 +304,7 @@ class Config:
     """
 
     name: str
-    inputs: list[InputConfig]
+    inputs: list[InputConfig] = field(default_factory=list)  # needed where a scenario needs it (all built in do)
     model: Optional[ModelConfig] = None
     models: list[ModelConfig] = field(default_factory=list)
     device: str = "auto"
@@ -314,7 +317,7 @@ class Config:
     tolerances: dict = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
     profile: Optional[ProfileConfig] = None
-    scenarios: Any = field(default_factory=lambda: [LATENCY])  # see trtbench.scenarios.entries
+    scenarios: Any = field(default_factory=lambda: list(DEFAULT_SCENARIOS))  # trtbench.scenarios.entries
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     @staticmethod
@@ -334,7 +337,8 @@ class Config:
             raise UserInputError("models", f"two models have the same id {ids}",
                                  "give each a distinct 'label' (e.g. label: resnet18-plain)")
         inputs, sweep = f["inputs"], f["sweep"]
-        if not inputs:
+        f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios")
+        if not inputs and any("inputs" in s.needs for s in f["scenarios"]):
             raise UserInputError("inputs", "is empty", "list at least one input with a shape")
         names = [i.name for i in inputs]
         if len(set(names)) != len(names):
@@ -357,9 +361,11 @@ class Config:
         f["tolerances"] = tolerances
         if f["output"].dir is None:
             f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))
-        f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios", inputs)
         if f["profile"] is not None:
             f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
+            if f["profile"].enabled:
+                f["scenarios"].append(Profile(f["profile"]))
+        check_scenarios(f["scenarios"], SimpleNamespace(**f), "scenarios")
         return f
 
     @property
@@ -368,8 +374,8 @@ class Config:
 
     @property
     def serving(self) -> list[ServingConfig]:
-        """The serving scenarios, in the order listed."""
-        return serving_scenarios(self.scenarios)
+        """The settings of the server scenarios, in the order listed."""
+        return [s.settings for s in self.scenarios if s.name == "server"]
 
     @property
     def thread_counts(self) -> list[Optional[int]]:
@@ -380,7 +386,8 @@ class Config:
 
     def to_dict(self) -> dict:
         """The resolved config as plain data (for results.json and the manifest)."""
-        return dataclasses.asdict(self)
+        scenarios = [s.entry() for s in self.scenarios if s.listed]
+        return {**dataclasses.asdict(dataclasses.replace(self, scenarios=[])), "scenarios": scenarios}
 
 
 def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:

@@ -9,19 +9,24 @@ records stay consistent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import ClassVar, Optional
 
 from trtbench.core.case import Case
+from trtbench.core.part import register_part
 from trtbench.core.stats import Stats, summarize
 from trtbench.core.status import Status
 
 
+@register_part
 @dataclass(frozen=True)
 class Record:
     """One case measured in one environment: status, raw samples per round, parity, build facts.
 
     What other stages found about the case (its serving results), or about what it ran on (the
     device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
+
+    KIND: ClassVar[str] = "record"
+    SECTION: ClassVar[str] = "records"
 
     case: Case
     environment: str  # environment id (trtbench.core.env.environment_id)
@@ -52,6 +57,15 @@ class Record:
     def failed(self, reason: str) -> "Record":
         """This record failed for ``reason``, its timings kept (a file that cannot ship, say)."""
         return replace(self, status=Status.FAILED, reason=reason)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.case.key, self.environment)
+
+    @property
+    def fails_run(self) -> bool:
+        """A failed case, or one that failed its accuracy check, makes the run exit 1."""
+        return self.status is Status.FAILED or self.parity_failed
 
     @property
     def samples_ms(self) -> list[float]:

@@ -20,10 +20,11 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import torch
 
+from trtbench.core.part import register_part
 from trtbench.core.precision import dtype_name, precision_dtype
 
 # fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
@@ -260,11 +261,16 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
     return ceiling
 
 
+@register_part
 @dataclass(frozen=True)
 class Ceiling:
     """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and
     thread count: stored once in the results, shared by every record measured there
     (:meth:`trtbench.results.resultset.ResultSet.ceiling_of`)."""
+
+    KIND: ClassVar[str] = "ceiling"
+    SECTION: ClassVar[str] = "ceilings"
+    fails_run: ClassVar[bool] = False  # a ceiling that could not be measured says so in its values
 
     environment: str
     device: str

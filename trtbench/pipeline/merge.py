@@ -29,7 +29,8 @@ from trtbench.core.errors import UserInputError
 from trtbench.results.journal import JOURNAL_NAME, Journal
 from trtbench.core.outdir import OutputDir
 from trtbench.core.record import Record
-from trtbench.report.writer import write_report
+from trtbench.pipeline.sections import report_sections
+from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import RunStatus
 
@@ -200,5 +201,6 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
     merged, notes = ResultSet.merge(sets)
     notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
     with OutputDir(out_dir, key="--output"):
-        files = write_report(out_dir, merged, merge_intro(out_dir, dirs, sets, notes), budget)
+        head = ReportHead(merge_intro(out_dir, dirs, sets, notes))
+        files = write_report(out_dir, merged, head, report_sections(merged, out_dir, budget))
     return MergeOutcome(out_dir, merged, notes, budget, files)

@@ -1,12 +1,12 @@
-"""What a run has done so far: the records, the parts joined to them (serving results, the device's
-ceilings) and the saves its stages returned, each appended to the journal as it is kept, and what an
+"""What a run has done so far: the records, the other parts its scenarios returned (a device's ceilings,
+serving results, a profile...) and the saves, each appended to the journal as it is kept, and what an
 earlier, unfinished run into the same directory left.
 
-The stages never change each other's values: a stage returns records (or parts, or a save's manifest
-entries), and :meth:`RunState.keep` (``keep_served``, ``keep_ceiling``, ``keep_saved``) files them by
-key, a later derivation of a record replacing the earlier one. What is left to do of a build group (its
-points, its saves) is read from here, so a resumed run does only that. :class:`RunOutcome` is what
-the whole run gives its caller.
+The stages never change each other's values: a scenario yields parts and the save stage returns
+manifest entries, and :meth:`RunState.keep` (``keep_saved``) files them by key, a later derivation of
+a record replacing the earlier one. What each scenario still owes a build group is read from here
+(:meth:`~trtbench.scenarios.base.Scenario.owes`), so a resumed run does only that.
+:class:`RunOutcome` is what the whole run gives its caller.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trtbench.measure.ceiling import Ceiling
 from trtbench.results.journal import Journal, JournalState
 from trtbench.config.plan import BuildGroup, RunPlan, ShapePoint
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios.serving_result import ServedCase
-from trtbench.scenarios.serving_stage import unserved
+from trtbench.core.part import Part
 from trtbench.core.status import RunStatus, Status
 
 
@@ -55,8 +53,7 @@ class RunState:
         self.save_artifacts = plan.config.output.save_artifacts
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}
-        self.served: dict[str, ServedCase] = {}  # case key -> its serving results
-        self.ceilings: dict[tuple, Ceiling] = {}  # Ceiling.key -> the device's ceilings
+        self._parts: dict[str, dict[tuple, Part]] = {}  # kind -> key -> part (records apart)
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
@@ -82,29 +79,36 @@ class RunState:
                 found = [earlier.records.get(key) for key in keys]
                 if all(r is not None and r.environment == env_id for r in found):
                     self.records.update(zip(keys, found))
-                    self.served.update({k: earlier.served[k] for k in keys
-                                        if k in earlier.served and earlier.served[k].environment == env_id})
                     self.resumed += len(keys)
-        self.ceilings.update({k: c for k, c in earlier.ceilings.items() if c.environment == env_id})
+        kept = {r.key for r in self.records.values()}
+        for kind, parts in earlier.parts.items():  # a part joined to a record is kept with it; others by env
+            self._parts[kind] = {key: part for key, part in parts.items() if part.environment == env_id
+                                 and (key in kept or not _joined(key, earlier))}
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return self.resumed
 
     # ---- what stages return ------------------------------------------------------------------
 
-    def keep(self, record: Record) -> None:
-        """File ``record`` under its case; journal it once it is final."""
-        self.records[record.case.key] = record
-        if record.status.final:
-            self.journal.record(record)
+    def keep(self, part: Part) -> None:
+        """File ``part`` by its key and journal it (a record once it is final)."""
+        if isinstance(part, Record):
+            self.records[part.case.key] = part
+            if not part.status.final:
+                return
+        else:
+            self._parts.setdefault(part.KIND, {})[part.key] = part
+        self.journal.part(part)
 
-    def keep_served(self, served: ServedCase) -> None:
-        self.served[served.case_key] = served
-        self.journal.served(served)
+    @property
+    def config(self):
+        return self.plan.config
 
-    def keep_ceiling(self, ceiling: Ceiling) -> None:
-        self.ceilings[ceiling.key] = ceiling
-        self.journal.ceiling(ceiling)
+    def parts(self, kind: str) -> list[Part]:
+        return list(self._parts.get(kind, {}).values())
+
+    def part(self, kind: str, key: tuple) -> Part | None:
+        return self._parts.get(kind, {}).get(key)
 
     def keep_saved(self, key: tuple, entries) -> None:
         """A variant's save is done (possibly publishing nothing): journal its manifest entries."""
@@ -125,10 +129,6 @@ class RunState:
 
     # ---- what is left of a build group -------------------------------------------------------
 
-    def points_todo(self, group: BuildGroup) -> list[ShapePoint]:
-        return [p for p in group.points
-                if any(group.case(e, p, precision).key not in self.records for e, precision in group.slots())]
-
     def saves_todo(self, group: BuildGroup, precision: str) -> list[str]:
         """Variants at ``precision`` whose artifacts still need saving (the save step is journaled once done)."""
         if not self.save_artifacts:
@@ -136,12 +136,8 @@ class RunState:
         return [n for n in group.build_names_at(precision) if save_key(group, n, precision) not in self.saved
                 and any(e.name == n for e in group.entries_at(precision))]
 
-    def serving_todo(self, group: BuildGroup) -> bool:
-        """Whether some record of ``group`` is still to be served (:func:`~trtbench.scenarios.serving_stage.unserved`)."""
-        return bool(unserved(self.plan.config, group, self.records, self.served))
-
     def group_done(self, group: BuildGroup) -> bool:
-        return (not self.points_todo(group) and not self.serving_todo(group)
+        return (not any(s.owes(group, self) for s in self.plan.config.scenarios)
                 and not any(self.saves_todo(group, p) for p in group.precisions))
 
     def variant_records(self, group: BuildGroup, name: str, precision: str) -> list[Record]:
@@ -152,8 +148,7 @@ class RunState:
 
     # ---- the run's results -------------------------------------------------------------------
 
-    def result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool,
-                   profiles: dict | None) -> ResultSet:
+    def result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool) -> ResultSet:
         """Every planned case's record, in plan order whatever order they completed in, and this run's entry."""
         config = self.plan.config
         results = ResultSet(environments={**earlier.environments, environment["id"]: environment})
@@ -162,15 +157,13 @@ class RunState:
                              "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                              "status": RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETE,
                              "shard": list(self.plan.shard) if self.plan.shard else None,
-                             "resumed_cases": self.resumed,
-                             **({"profiles": profiles} if profiles is not None else {})})
+                             "resumed_cases": self.resumed})
         for case in self.plan.cases:
             if case.key in self.records:
                 results.add(self.records[case.key])
-            if case.key in self.served:
-                results.add_served(self.served[case.key])
-        for ceiling in self.ceilings.values():
-            results.add_ceiling(ceiling)
+        for parts in self._parts.values():
+            for part in parts.values():
+                results.add(part)
         return results
 
     def saved_files(self, group: BuildGroup, precision: str, directory: Path) -> dict[str, list[Path]]:
@@ -182,3 +175,8 @@ class RunState:
     def saved_entries(self) -> list[dict]:
         """The manifest entries of every save, in the order the saves were kept."""
         return [entry for entries in self.saved.values() for entry in entries]
+
+
+def _joined(key: tuple, earlier: JournalState) -> bool:
+    """Whether a part's key is a record's (case key, environment): it joins that record."""
+    return len(key) == 2 and key[0] in earlier.records

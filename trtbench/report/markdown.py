@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from trtbench.core.env import busy_machine_note, environment_name
-from trtbench.report.profile import profile_markdown
-from trtbench.report.tables import deployment_table, isolation_table, markdown_table
 from trtbench.results.resultset import ResultSet
 
 
@@ -49,53 +46,21 @@ def run_intro(config) -> list[str]:
             f"rounds; parity compares with eager fp32.", ""]
 
 
-def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool, manifest,
-                    plots: Sequence[Path] = (), profiles: dict | None = None, sections: Sequence[str] = ()) -> str:
-    """The whole report as Markdown after the ``intro`` lines (:func:`run_intro`, or a merge's);
-    ``plots`` are paths relative to the report's folder; ``sections`` (the sweep and the recommendation
-    sections) follow the speedup table."""
-    parts = list(intro)
+def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> str:
+    """The whole report as Markdown: ``head``'s intro lines (:func:`run_intro`, or a merge's), the
+    environments, then the scenarios' ``sections``, then the artifacts."""
+    parts = list(head.intro)
     for env in results.environments.values():
         parts += environment_lines(env)
         busy = busy_machine_note(env)
         if busy:
             parts += [f"  - **Note**: {busy}."]
     parts.append("")
-    if interrupted:
+    if head.interrupted:
         parts += ["**Interrupted**: the run was stopped; the results below are partial. Run the same command "
                   "again to resume.", ""]
-    parts += ["## Speedup", "", markdown_table(results)]
-    parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
     parts += list(sections)
-    deployment = deployment_table(results)
-    if deployment:
-        parts += ["## Build, cold start and memory", "",
-                  "Build time in this process; first call: the compile that torch.compile defers to it; artifact "
-                  "load and cold first call: the saved file loaded in a fresh process (the verify worker); peak "
-                  "memory: host RSS high-water mark (device memory on CUDA) while building and during one call.",
-                  "", deployment]
-    isolation = isolation_table(results)
-    if isolation:
-        parts += ["## Isolation", "",
-                  "Where each variant was timed: `process` is a worker process of its own per variant (as a "
-                  "deployment runs one runtime per process), asked for one block at a time while the others wait "
-                  "blocked; `in_process` is this process. After each block the process waits until its threads "
-                  "are idle (settle; its CPU is what spinning cost), so the next block starts on quiet cores. "
-                  "CPU between blocks: what a worker's process used while others were timed (about 0 when settled). "
-                  "Page faults / call: minor page faults of its process per timed call; thousands mean its allocator "
-                  "hands buffers back to the OS after each call and faults them in again (glibc's mmap threshold: "
-                  "with a higher `MALLOC_MMAP_THRESHOLD_`, or jemalloc/tcmalloc, a deployment avoids that cost). "
-                  "Switch-in call: a variant whose calls are shorter than `switch_in_below_s` starts each block "
-                  "with one call kept out of its samples, since the first call after another variant ran refills "
-                  "the caches that one evicted, which a runtime deployed alone never pays; shown against the "
-                  "median (at the first point).",
-                  "", isolation]
-    warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
-    if warned:
-        parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
-    if manifest:
-        parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{manifest.name}`; "
+    if head.manifest:
+        parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{head.manifest.name}`; "
                   "check them with `trtbench verify <this directory>`.", ""]
-    if profiles is not None:
-        parts.append(profile_markdown(profiles))
     return "\n".join(parts)

@@ -1,5 +1,5 @@
 """Crash-safe progress of a run: one JSON line per completed case (and per part joined to cases: a
-case's serving results, a device's ceilings), appended as it completes.
+case's serving results, a device's ceilings, any scenario's part), appended as it completes.
 
 A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it appended; the
 same command on the same output directory reads them back and measures only what is missing.
@@ -17,29 +17,37 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trtbench.measure.ceiling import Ceiling
+from trtbench.core.part import Part, part_type
 from trtbench.core.record import Record
 from trtbench.results.resultset import record_parts
-from trtbench.scenarios.serving_result import ServedCase
 
 JOURNAL_NAME = "journal.jsonl"
 
 
 @dataclass
 class JournalState:
-    """What an earlier, unfinished run left: final records and the parts joined to them, saved artifacts,
-    environments."""
+    """What an earlier, unfinished run left: final records and the parts joined to them (by kind, then key),
+    saved artifacts, environments."""
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
-    served: dict[str, ServedCase] = field(default_factory=dict)  # case key -> its serving results
-    ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
+    parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # (build key..., variant) -> manifest entries
     environments: dict[str, dict] = field(default_factory=dict)
     complete: bool = False  # the last run into this directory finished every case
 
+    def keep(self, part: Part) -> None:
+        if isinstance(part, Record):
+            if part.status.final:
+                self.records[part.case.key] = part
+        else:
+            self.parts.setdefault(part.KIND, {})[part.key] = part
+
+    def parts_of(self, kind: str) -> dict[tuple, Part]:
+        return self.parts.get(kind, {})
+
 
 class Journal:
-    """Appends records and artifact entries to ``<out>/journal.jsonl``."""
+    """Appends parts (records, and every other scenario's) and artifact entries to ``<out>/journal.jsonl``."""
 
     def __init__(self, out_dir: Path):
         self.path = Path(out_dir) / JOURNAL_NAME
@@ -56,14 +64,9 @@ class Journal:
     def environment(self, env: dict) -> None:
         self._append({"kind": "environment", "environment": env})
 
-    def record(self, record: Record) -> None:
-        self._append({"kind": "record", "record": record.to_dict()})
-
-    def served(self, served: ServedCase) -> None:
-        self._append({"kind": "served", "served": served.to_dict()})
-
-    def ceiling(self, ceiling: Ceiling) -> None:
-        self._append({"kind": "ceiling", "ceiling": ceiling.to_dict()})
+    def part(self, part: Part) -> None:
+        """One line ``{"kind": KIND, KIND: part.to_dict()}``: a record, a ceiling, a served case..."""
+        self._append({"kind": part.KIND, part.KIND: part.to_dict()})
 
     def artifacts(self, key: tuple, entries: list[dict]) -> None:
         """The artifacts one variant build saved (possibly none): its save step is done."""
@@ -77,7 +80,8 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
     def read(self) -> JournalState:
-        """Everything earlier runs completed; interrupted cases and torn lines are left out."""
+        """Everything earlier runs completed; interrupted cases, torn lines and lines of a kind no
+        registered part type reads are left out."""
         state = JournalState()
         if not self.path.is_file():
             return state
@@ -85,26 +89,17 @@ class Journal:
             try:
                 entry = json.loads(line)
                 kind = entry["kind"]
-                if kind == "record":  # a journal of an earlier trtbench may hold parts in its records
-                    record, ceiling, served = record_parts(entry["record"])
-                    if record.status.final:
-                        state.records[record.case.key] = record
-                    if ceiling is not None:
-                        state.ceilings.setdefault(ceiling.key, ceiling)
-                    if served is not None:
-                        state.served[served.case_key] = served
-                elif kind == "served":
-                    served = ServedCase.from_dict(entry["served"])
-                    state.served[served.case_key] = served
-                elif kind == "ceiling":
-                    ceiling = Ceiling.from_dict(entry["ceiling"])
-                    state.ceilings[ceiling.key] = ceiling
+                if kind == Record.KIND:  # a journal of an earlier trtbench may hold parts in its records
+                    for part in record_parts(entry[kind]):
+                        state.keep(part)
                 elif kind == "artifacts":
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
                 elif kind == "environment":
                     state.environments[entry["environment"]["id"]] = entry["environment"]
                 elif kind == "complete":
                     state = JournalState(complete=True)  # what came before is finished, not resumable
+                elif part_type(kind) is not None:
+                    state.keep(part_type(kind).from_dict(entry[kind]))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 continue  # a line torn by a crash: that case is measured again
         return state

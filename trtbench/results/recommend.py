@@ -6,9 +6,8 @@ runs recomputes it from the merged records. Only measured points count: records 
 have timing samples and passed their accuracy check against eager fp32. Nothing is interpolated
 between batch sizes. When no point fits, the one with the lowest p99 is named as the closest.
 
-Where a run served its variants under load (the ``server`` scenario), :func:`recommend_serving` answers
-the same question from those results: the variant, workers and batching with the highest peak QPS
-that stayed within the serving bound, queueing included.
+Under load, the server scenario answers the same question from its own results
+(:mod:`trtbench.scenarios.serving_report`).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Optional
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios.serving_result import ServingResult
 from trtbench.core.status import Status
 
 
@@ -99,72 +97,5 @@ def recommendation_markdown(recommendations: list[Recommendation], environments:
              "accuracy floor: `tolerances`, i.e. atol/rtol against eager fp32 at fp32 and fp16, and at int8 the "
              "top-1 agreement and SQNR floors of `tolerances.int8`), and nothing is interpolated between measured "
              "batch sizes.", ""]
-    lines += [f"- {r.text(environments)}" for r in recommendations]
-    return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class ServingRecommendation:
-    """Under load, for one model in one environment and one latency bound: the variant, worker count,
-    threads and batching whose peak QPS within the bound is the highest (serving results only)."""
-
-    environment: str
-    model: str
-    bound_ms: float
-    percentile_key: str  # p99
-    candidates: int  # peak searches that ran ok on accurate records
-    choice: Optional[tuple[Record, ServingResult]] = None
-
-    def text(self, environments: dict) -> str:
-        where = f"{environment_name(environments.get(self.environment, {'id': self.environment}))}, {self.model}"
-        bound = f"{self.percentile_key} <= {self.bound_ms:g} ms"
-        if self.choice is None:
-            return f"{where}: under load, NOTHING stayed within {bound} among {self.candidates} served configuration(s)"
-        record, result = self.choice
-        low, high = result.peak_spread
-        run = result.peak_run
-        return (f"{where}: under load, {record.case.label} {record.case.precision} with {result.workers} worker(s) x "
-                f"{result.threads} thread(s), batching {result.batching_text}: "
-                f"{result.peak_qps:.1f} QPS [{low:.1f}-{high:.1f}] within {bound} "
-                f"({result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
-                f"there; "
-                f"the most of {self.candidates} served configuration(s))")
-
-    def to_dict(self) -> dict:
-        choice = None
-        if self.choice is not None:
-            record, result = self.choice
-            choice = {"case_key": record.case.key, "variant": record.case.variant, "options": record.case.options,
-                      "precision": record.case.precision, "workers": result.workers, "threads": result.threads,
-                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks)}
-        return {"environment": self.environment, "model": self.model, "bound_ms": self.bound_ms,
-                "percentile": self.percentile_key, "candidates": self.candidates, "fits": choice is not None,
-                "choice": choice}
-
-
-def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
-    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches, first-seen order.
-
-    A candidate is a peak search that ran ok on a record that passed its accuracy check; ties go to fewer workers."""
-    groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
-    for record in results:
-        for result in results.serving_of(record):
-            if result.peaks or result.status is not Status.OK:
-                key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
-                groups.setdefault(key, []).append((record, result))
-    out = []
-    for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.parity is not None and r.parity.get("ok")]
-        fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
-        choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
-        out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))
-    return out
-
-
-def serving_recommendation_markdown(recommendations: list[ServingRecommendation], environments: dict) -> str:
-    lines = ["## Recommendation under load", "",
-             "From the serving scenario: the variant, worker count, threads and batching with the highest peak QPS "
-             "whose latency percentile stayed within the bound under LoadGen's Poisson load; only variants that "
-             "passed their accuracy check count.", ""]
     lines += [f"- {r.text(environments)}" for r in recommendations]
     return "\n".join(lines) + "\n"

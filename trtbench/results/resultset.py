@@ -27,73 +27,75 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
-from trtbench.measure.ceiling import Ceiling
 from trtbench.core.env import environment_id
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import atomic_write_json
+from trtbench.core.part import Part, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
-from trtbench.scenarios.serving_result import ServedCase, ServingResult
 from trtbench.core.stats import Interval, paired_ratio
 from trtbench.core.status import Status
+from trtbench.measure.ceiling import Ceiling
 
 SCHEMA_VERSION = 4  # 3: records may carry ``serving`` results; precisions include int8. 4: ceilings, serving apart
 READABLE_VERSIONS = (1, 2, 3, 4)
+SERVED_KIND = "served"  # schema 3 kept a case's serving results in its record, as this kind's part
 
 
-def record_parts(item: dict) -> tuple[Record, Optional[Ceiling], Optional[ServedCase]]:
+def record_parts(item: dict) -> list[Part]:
     """A record as written (``Record.to_dict()``), and the parts that schema 3 and earlier kept in it: its
     device's ceilings (among its metrics) and its serving results."""
     metrics = dict(item.get("metrics") or {})
     ceiling_values = metrics.pop("ceiling", None)
     record = Record.from_dict({**item, "metrics": metrics})
-    ceiling = Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)) if ceiling_values else None
-    served = (ServedCase(record.case.key, record.environment,
-                         tuple(ServingResult.from_dict(s) for s in item["serving"])) if item.get("serving") else None)
-    return record, ceiling, served
+    parts: list[Part] = [record]
+    if ceiling_values:
+        parts.append(Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)))
+    served = part_type(SERVED_KIND)
+    if item.get("serving") and served is not None:
+        parts.append(served.from_dict({"case_key": record.case.key, "environment": record.environment,
+                                       "results": item["serving"]}))
+    return parts
 
 
 @dataclass
 class ResultSet:
-    """Records of one or more runs, and the environments they ran in."""
+    """Records of one or more runs, the parts joined to them (by kind, then key), and the environments
+    they ran in."""
 
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
     # (Case.baseline_key, precision, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
-    _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
-    _served: dict[tuple[str, str], ServedCase] = field(default_factory=dict)  # (case key, environment) -> results
+    _parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
+    _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
 
-    def add(self, record: Record) -> None:
-        """Add or replace the record of the same case in the same environment."""
+    def add(self, part: Part) -> None:
+        """Add or replace a part (a record, a ceiling, a served case...) of the same key."""
+        if not isinstance(part, Record):
+            self._parts.setdefault(part.KIND, {})[part.key] = part
+            return
+        record = part
         self._records[(record.case.key, record.environment)] = record
         if record.case.variant == BASELINE_VARIANT:
             key = (record.case.baseline_key, record.case.precision, record.environment)
             self._eager.setdefault(key, {})[record.case.key] = record
 
-    def add_ceiling(self, ceiling: Ceiling) -> None:
-        self._ceilings[ceiling.key] = ceiling
+    def parts(self, kind: str) -> list[Part]:
+        """Every part of ``kind`` (not records: iterate the set for those)."""
+        return list(self._parts.get(kind, {}).values())
 
-    def add_served(self, served: ServedCase) -> None:
-        self._served[served.key] = served
+    def part(self, kind: str, key: tuple) -> Optional[Part]:
+        return self._parts.get(kind, {}).get(key)
 
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
-        return self._ceilings.get(Ceiling.key_of(record))
-
-    def serving_of(self, record: Record) -> tuple[ServingResult, ...]:
-        """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
-        served = self._served.get((record.case.key, record.environment))
-        return served.results if served else ()
+        return self.part(Ceiling.KIND, Ceiling.key_of(record))
 
     @property
     def ceilings(self) -> list[Ceiling]:
-        return list(self._ceilings.values())
-
-    @property
-    def served(self) -> list[ServedCase]:
-        return list(self._served.values())
+        return self.parts(Ceiling.KIND)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self._records.values())
@@ -150,18 +152,22 @@ class ResultSet:
         return paired_ratio(base.rounds, record.rounds)
 
     def exit_code(self, interrupted: bool = False) -> int:
-        """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
+        """130 if interrupted; 1 if any part fails the run (a case that failed or failed its accuracy check, a
+        failed serving result...); else 0."""
         if interrupted:
             return 130
-        return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
+        parts = [p for kind in self._parts.values() for p in kind.values()]
+        return 1 if any(part.fails_run for part in [*self, *parts]) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__
 
-        return {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
-                "environments": self.environments, "runs": self.runs,
-                "records": [r.to_dict() for r in self], "ceilings": [c.to_dict() for c in self.ceilings],
-                "serving": [s.to_dict() for s in self.served]}
+        data = {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
+                "environments": self.environments, "runs": self.runs, "records": [r.to_dict() for r in self]}
+        for kind in part_types():
+            if kind is not Record:
+                data[kind.SECTION] = [p.to_dict() for p in self.parts(kind.KIND)]
+        return {**self._unread, **data}
 
     def save(self, path: Path) -> None:
         atomic_write_json(Path(path), self.to_dict())
@@ -192,16 +198,16 @@ class ResultSet:
     def from_dict(cls, data: dict) -> "ResultSet":
         result = cls(environments=dict(data["environments"]), runs=list(data.get("runs", [])))
         for item in data["records"]:
-            record, ceiling, served = record_parts(item)
-            result.add(record)
-            if ceiling is not None:
-                result._ceilings.setdefault(ceiling.key, ceiling)
-            if served is not None:
-                result.add_served(served)
-        for item in data.get("ceilings", []):
-            result.add_ceiling(Ceiling.from_dict(item))
-        for item in data.get("serving", []):
-            result.add_served(ServedCase.from_dict(item))
+            for part in record_parts(item):
+                if result.part(part.KIND, part.key) is None or isinstance(part, Record):
+                    result.add(part)
+        sections = {kind.SECTION: kind for kind in part_types() if kind is not Record}
+        for section, items in data.items():
+            if section in sections:
+                for item in items:
+                    result.add(sections[section].from_dict(item))
+            elif isinstance(items, list) and section not in ("records", "runs", "recommendations"):
+                result._unread[section] = items  # a part of a scenario not registered in this process
         return result
 
     @classmethod
@@ -241,15 +247,16 @@ class ResultSet:
         for i, other in enumerate(sets):
             merged.environments.update(other.environments)
             merged.runs.extend(other.runs)
-            for ceiling in other.ceilings:
-                merged.add_ceiling(ceiling)
             for record in other:
-                key = (record.case.key, record.environment)
                 if merged.get(record.case, record.environment) is not None:
                     notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
-                    merged._served.pop(key, None)
+                    for parts in merged._parts.values():  # a part joined to the earlier record goes with it
+                        parts.pop(record.key, None)
                 merged.add(record)
-                if key in other._served:
-                    merged.add_served(other._served[key])
+            for parts in other._parts.values():
+                for part in parts.values():
+                    merged.add(part)
+            for section, items in other._unread.items():
+                merged._unread[section] = merged._unread.get(section, []) + items
         return merged, notes

@@ -1,55 +1,64 @@
-"""The config's ``scenarios:`` list: how each built variant is exercised.
+"""The config's ``scenarios:`` list, read through the scenario registry.
 
-``latency`` (the interleaved timing, and the default) is named by itself; a serving scenario is a
-single-key mapping from its LoadGen scenario to its settings, e.g.
-``scenarios: [latency, {server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}]``.
+An entry is a registered scenario's name (``latency``), or a single-key mapping from its name to its
+settings (``{server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}``). Each scenario parses its own
+settings (:meth:`~trtbench.scenarios.base.Scenario.parse`) and says which scenarios must come before it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.scenarios.base import Scenario, registered, scenario_class
 
-LATENCY = "latency"
-SERVING = {"server": ServingConfig}  # LoadGen scenario -> its settings
-EXAMPLE = "write e.g. scenarios: [latency, {server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}]"
-
-ScenarioEntry = Union[str, ServingConfig]
+DEFAULT = ["latency"]
 
 
-def parse_scenarios(entries: Any, path: str, inputs: list) -> list[ScenarioEntry]:
-    """Validate the list: ``latency`` first, once; serving entries checked against the ``inputs``."""
+def _example() -> str:
+    return "write e.g. scenarios: [latency, {server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}]"
+
+
+def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
+    """The scenarios listed at ``path``, each once, each after the ones it requires."""
     if not isinstance(entries, list) or not entries:
-        raise UserInputError(path, f"expected a non-empty list, got {entries!r}", EXAMPLE)
-    parsed: list[ScenarioEntry] = []
+        raise UserInputError(path, f"expected a non-empty list, got {entries!r}", _example())
+    parsed: list[Scenario] = []
     for i, entry in enumerate(entries):
         key = schema.join(path, i)
-        if isinstance(entry, ServingConfig):
+        if isinstance(entry, Scenario):
             parsed.append(entry)
-        elif entry == LATENCY:
-            if LATENCY in parsed:
-                raise UserInputError(key, "'latency' is listed twice", "list it once")
-            parsed.append(LATENCY)
-        elif isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in SERVING:
-            name, settings = next(iter(entry.items()))
-            serving = schema.from_dict(SERVING[name], settings, schema.join(key, name))
-            serving.check_against_inputs(inputs, schema.join(key, name))
-            parsed.append(serving)
+            continue
+        if isinstance(entry, dict) and len(entry) == 1:
+            name, value = next(iter(entry.items()))
         else:
-            name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
-            known = [LATENCY, *SERVING]
+            name, value = entry, None
+        cls = scenario_class(name) if isinstance(name, str) else None
+        if cls is None:
+            known = [c.name for c in registered() if c.name != "profile"]
             hint = ((schema.suggest(name, known) if isinstance(name, str) else "")
                     or f"known scenarios: {', '.join(known)}")
-            raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {EXAMPLE}")
-    if LATENCY not in parsed:
-        raise UserInputError(path, "does not list 'latency'",
-                             "keep 'latency' in the list: serving runs the builds that the latency scenario times "
-                             "and checks for accuracy")
+            raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {_example()}")
+        if any(s.name == name for s in parsed) and not cls.repeatable:
+            raise UserInputError(key, f"'{name}' is listed twice", "list it once")
+        scenario = cls.parse(value, schema.join(key, name) if value is not None else key)
+        for needed in cls.requires:
+            if not any(s.name == needed for s in parsed):
+                raise UserInputError(key, f"'{name}' needs the '{needed}' scenario before it",
+                                     f"list '{needed}' before '{name}': {name} runs on what {needed} "
+                                     f"measures (its builds, timed and checked for accuracy)")
+        parsed.append(scenario)
     return parsed
 
 
-def serving_scenarios(entries: list[ScenarioEntry]) -> list[ServingConfig]:
-    return [entry for entry in entries if isinstance(entry, ServingConfig)]
+def check_scenarios(scenarios: list[Scenario], config: Any, path: str) -> None:
+    """Each scenario's entry against the rest of the config, and the sections they need present."""
+    for i, scenario in enumerate(scenarios):
+        key = schema.join(path, i)
+        for section in scenario.needs:
+            if not getattr(config, section, None):
+                raise UserInputError(section, f"is missing, and the '{scenario.name}' scenario ({key}) needs it",
+                                     f"add a {section}: section (see the bundled configs), or drop "
+                                     f"'{scenario.name}' from scenarios")
+        scenario.check(config, schema.join(key, scenario.name))

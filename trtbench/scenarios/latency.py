@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import torch
 
-from trtbench.build.stage import BuildOutcome
+from trtbench.core.precision import dtype_name
+from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.report.latency import latency_section
+from trtbench.results.recommend import recommend
+from trtbench.scenarios.base import BuiltGroup, Scenario, Section, register
+from trtbench.workers.isolation import VariantWorkers, spawn_group_workers, start_isolation
 from trtbench.core.case import BASELINE_VARIANT, Case
 from trtbench.workers.isolation import Isolation
-from trtbench.core.outdir import FailureLog
 from trtbench.measure.parity import check_parity
 from trtbench.core.record import Record
 from trtbench.measure.references import MissingReference
 from trtbench.core.status import Status
-from trtbench.measure.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.timing import Block, BlockTimer, Measurement, WarmedUp, measure_interleaved
+
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext
 
 
 class _VariantFailed(Exception):
@@ -73,18 +81,20 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple],
-                  reference: Any,
-                  tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
-                  isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
-    the same order; ``outcomes`` is by slot key, ``inputs`` (the point's, at each precision's dtype) and
-    ``tolerances`` by precision.
+def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolation,
+                  tick: Callable[[], None] = lambda: None) -> list[Record]:
+    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order.
 
     Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
-    (its own worker process by default). The slot key ``eager`` (eager at
-    the group's first precision) is the baseline of the rounds. Each record is made once, at the end.
+    (its own worker process by default), against eager fp32's outputs there. The slot key ``eager``
+    (eager at the group's first precision) is the baseline of the rounds. Each record is made once, at
+    the end.
     """
+    group, outcomes = built.group, built.outcomes
+    slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
+    inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
+    reference, tolerances = built.references.outputs[point.label], built.tolerances
+    failures, point = ctx.failures, point.label
     made: dict[str, dict] = {}  # slot key -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
@@ -116,7 +126,7 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             timers[key] = _Tagged(key, timer)
         while timers:
             try:
-                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT,
+                measured = measure_interleaved(timers, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
                                                warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
@@ -132,30 +142,13 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
             break
-    return [Record(case=case, environment=environment, **made[key]) for key, case in slots]
+    return [Record(case=case, environment=ctx.env_id, **made[key]) for key, case in slots]
 
 
-def time_points(group, points: list, outcomes: dict[str, BuildOutcome], copies: dict, references,
-                tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
-                isolation: Isolation, progress) -> Iterator[Record]:
-    """:func:`measure_point` at each of ``points`` of build ``group`` (its inputs from ``copies``: precision
-    -> :class:`~trtbench.build.copies.PrecisionCopy`), one point after the other: its records, with
-    the model's FLOPs at the point (``references``: :class:`~trtbench.measure.references.References`), yielded
-    as each point ends so that a caller keeps every finished point."""
-    for point in points:
-        slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
-        title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
-        with progress.task(title, timed=True) as tick:
-            records = measure_point(slots, outcomes, {p: c.inputs[point.label] for p, c in copies.items()},
-                                    references.outputs[point.label], tolerances, plan, device, environment, failures,
-                                    isolation, tick)
-        flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
-        yield from (record.with_metrics(**flops) for record in records)
-
-
-def with_run_info(group, outcomes: dict[str, BuildOutcome], points: list, records: dict[str, Record]) -> list[Record]:
-    """The records of ``points`` (of ``records``, by case key) whose variant knows facts only after every
-    point ran (compiled's recompilations), with those facts joined to their build info."""
+def with_run_info(built: BuiltGroup, points: list) -> list[Record]:
+    """The records of ``points`` whose variant knows facts only after every point ran (compiled's
+    recompilations), with those facts joined to their build info."""
+    group, outcomes, records = built.group, built.outcomes, built.done.records
     derived = []
     for entry, precision in group.slots():
         outcome = outcomes.get(group.slot(entry.name, precision))
@@ -167,3 +160,66 @@ def with_run_info(group, outcomes: dict[str, BuildOutcome], points: list, record
             if record is not None:
                 derived.append(record.with_build_info(info))
     return derived
+
+
+def points_todo(group, done) -> list:
+    """The points of ``group`` some of whose cases have no record yet."""
+    return [p for p in group.points
+            if any(group.case(e, p, precision).key not in done.records for e, precision in group.slots())]
+
+
+def ceilings_todo(ctx: RunContext, built: BuiltGroup) -> Iterator[Ceiling]:
+    """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per
+    environment, device, dtype and threads."""
+    group = built.group
+    timed = {built.copies[p].dtype for e, p in group.slots() if group.slot(e.name, p) not in group.unavailable}
+    for dtype in timed:
+        key = (ctx.env_id, group.device, dtype_name(dtype), group.threads)
+        if built.done.part(Ceiling.KIND, key) is None:
+            yield Ceiling(*key, values=device_ceilings(ctx.device, dtype, group.threads,
+                                                       ctx.config.benchmark.measure_ceiling))
+
+
+@register
+class Latency(Scenario):
+    """Every variant at every point, checked against eager fp32 and timed interleaved (the default)."""
+
+    name = "latency"
+    parts = (Record, Ceiling)
+    example = "scenarios: [latency]"
+
+    def owes(self, group, done) -> bool:
+        return bool(points_todo(group, done))
+
+    def prepare(self, ctx: RunContext, group) -> Optional[VariantWorkers]:
+        """The group's timing workers, spawned before it builds so that they import torch meanwhile."""
+        return spawn_group_workers(ctx.config, group)
+
+    def run(self, ctx: RunContext, built: BuiltGroup, prepared: Optional[VariantWorkers]) -> Iterator:
+        points = points_todo(built.group, built.done)
+        if not points:
+            return
+        yield from ceilings_todo(ctx, built)
+        isolation = start_isolation(ctx, built.group, built.outcomes, built.copies, prepared)
+        group = built.group
+        for point in points:
+            title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
+            with ctx.progress.task(title, timed=True) as tick:
+                records = measure_point(ctx, built, point, isolation, tick)
+            flops = {"flops": built.references.flops[point.label]} if point.label in built.references.flops else {}
+            yield from (record.with_metrics(**flops) for record in records)
+        yield from with_run_info(built, points)
+
+    @classmethod
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+        if not len(results):
+            return None
+        markdown, json = latency_section(results, out_dir, budget_ms)
+        return Section(markdown, json)
+
+    @classmethod
+    def summary(cls, results, budget_ms: Optional[float]) -> list[str]:
+        if budget_ms is None:
+            return []
+        return [f"recommendation (p99 <= {budget_ms:g} ms):",
+                *[f"  {rec.text(results.environments)}" for rec in recommend(results, budget_ms)]]

@@ -5,22 +5,40 @@ a training step), once per run at the profile's precision; the sections themselv
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import Any, ClassVar, Iterator, Optional
 
 from trtbench.build.stage import capture_warnings
 from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import run_profiles
+from trtbench.core.errors import UserInputError
+from trtbench.core.part import register_part
 from trtbench.core.status import Status
+from trtbench.report.profile import draw_layer_plots, profile_markdown
+from trtbench.scenarios.base import Scenario, Section, register
 
 
-def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inputs: dict[str, tuple], all_points: list,
-                  device: torch.device, out_dir: Path, artifacts: dict[str, list[Path]], progress) -> dict:
-    """Profile a build group's variants (``outcomes``: name -> BuildOutcome) at the ``points`` of
-    ``profile_cfg.shapes`` found among the group's ``all_points``; a point label the run does not have
-    (a batch sweep names its points b<N>) is said in the result's warnings, not dropped silently."""
+@dataclass(frozen=True)
+class ProfileRequest:
+    """What to profile: the profile's settings, a build group's variants at its precision (``outcomes``:
+    name -> BuildOutcome), the ``points`` of ``settings.shapes`` found among the group's ``all_points``,
+    and their ``inputs`` by point label."""
+
+    settings: ProfileConfig
+    outcomes: dict
+    points: list
+    inputs: dict
+    all_points: list
+
+
+def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]) -> dict:
+    """Profile ``request``'s variants at its points; a point label the run does not have (a batch sweep
+    names its points b<N>) is said in the result's warnings, not dropped silently."""
+    profile_cfg, outcomes, points = request.settings, request.outcomes, request.points
+    inputs, all_points = request.inputs, request.all_points
+    device, out_dir, progress = ctx.device, ctx.out_dir, ctx.progress
     reason = unsupported_reason(profile_cfg.precision, device)
     if reason:
         return {"status": Status.SKIPPED, "reason": reason, "precision": profile_cfg.precision, "device": str(device)}
@@ -38,20 +56,75 @@ def profile_group(profile_cfg: ProfileConfig, outcomes: dict, points: list, inpu
     return profiles
 
 
-def profiles_group(profile_cfg: ProfileConfig | None, group) -> bool:
-    """Whether the run's profile is taken on build ``group``: one with the profile's precision."""
-    return profile_cfg is not None and profile_cfg.enabled and profile_cfg.precision in group.precisions
+@register_part
+@dataclass(frozen=True)
+class ProfilePart:
+    """The run's profile (:func:`profile_group`'s data) of one model at the profile's precision."""
+
+    KIND: ClassVar[str] = "profile"
+    SECTION: ClassVar[str] = "profiles"
+    fails_run: ClassVar[bool] = False  # a profile that failed says so in its data; the rows are what fail a run
+
+    environment: str
+    model: str
+    precision: str
+    data: dict
+
+    @property
+    def key(self) -> tuple:
+        return (self.environment, self.model, self.precision)
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "model": self.model, "precision": self.precision,
+                "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ProfilePart":
+        return cls(data["environment"], data["model"], data["precision"], data["data"])
 
 
-def profile_stage(config, group, outcomes: dict, artifacts: dict[str, list[Path]], copies: dict,
-                  device: torch.device, out_dir: Path, progress) -> dict:
-    """The run's profile on ``group`` (:func:`profiles_group`) at the profile's precision (its variants
-    there, of ``outcomes`` by slot key; its inputs from ``copies``, by precision), at the points
-    ``config.profile.shapes`` names."""
-    precision = config.profile.precision
-    at_precision = {e.name: outcomes[group.slot(e.name, precision)] for e in group.entries_at(precision)
-                    if group.slot(e.name, precision) in outcomes}
-    points = [p for p in group.points if p.label in config.profile.shapes]
-    inputs = {p.label: copies[precision].inputs[p.label] for p in points}
-    return profile_group(config.profile, at_precision, points, inputs, group.points, device, out_dir, artifacts,
-                         progress)
+@register
+class Profile(Scenario):
+    """Where one variant's time and memory go, once per run, on the first build group at the profile's
+    precision; its settings are the config's ``profile:`` section (on when that section is)."""
+
+    name = "profile"
+    parts = (ProfilePart,)
+    after_save = True  # it reports the saved files' sizes
+    listed = False  # the config's profile: section turns it on
+    example = "profile: {variants: [eager], shapes: [opt]}"
+
+    @classmethod
+    def parse(cls, value: Any, key: str) -> "Profile":
+        raise UserInputError(key, "'profile' is configured by the top-level profile: section",
+                             "remove it from scenarios and write e.g. profile: {variants: [eager], shapes: [opt]}")
+
+    def owes(self, group, done) -> bool:
+        return self.settings.precision in group.precisions and not done.parts(ProfilePart.KIND)
+
+    def run(self, ctx, built, prepared) -> Iterator[ProfilePart]:
+        group, precision = built.group, self.settings.precision
+        saved = built.done.saved_files(group, precision, ctx.out_dir / "artifacts")
+        yield ProfilePart(ctx.env_id, group.model.id, precision,
+                          profile_stage(ctx, built, self.settings, saved))
+
+    @classmethod
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+        profiles = [p.data for p in results.parts(ProfilePart.KIND)]
+        profiles += [run["profiles"] for run in results.runs if run.get("profiles")]  # results of schema 4
+        if not profiles:
+            return None
+        for data in profiles:
+            draw_layer_plots(data, out_dir)
+        return Section("\n".join(profile_markdown(data) for data in profiles))
+
+
+def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:
+    """The run's profile on the built group at the profile's precision (its variants there, its inputs from
+    the group's copy at that precision), at the points ``settings.shapes`` names."""
+    group, precision = built.group, settings.precision
+    at_precision = {e.name: built.outcomes[group.slot(e.name, precision)] for e in group.entries_at(precision)
+                    if group.slot(e.name, precision) in built.outcomes}
+    points = [p for p in group.points if p.label in settings.shapes]
+    inputs = {p.label: built.copies[precision].inputs[p.label] for p in points}
+    return profile_group(ProfileRequest(settings, at_precision, points, inputs, group.points), ctx, artifacts)

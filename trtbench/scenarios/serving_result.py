@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
+from trtbench.core.part import register_part
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
 from trtbench.core.status import Status
 
@@ -123,14 +124,23 @@ class ServingResult:
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))
 
 
+@register_part
 @dataclass(frozen=True)
 class ServedCase:
     """What the serving scenarios gave one case (one variant at the served point) in one environment: a
     part of the results joined to the case's record by case key (:meth:`trtbench.results.resultset.ResultSet.serving_of`)."""
 
+    KIND: ClassVar[str] = "served"
+    SECTION: ClassVar[str] = "serving"
+
     case_key: str
     environment: str
     results: tuple[ServingResult, ...]  # per serving scenario and worker count
+
+    @property
+    def fails_run(self) -> bool:
+        """A failed serving result (a worker that died, a query lost) makes the run exit 1."""
+        return any(r.status is Status.FAILED for r in self.results)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Optional
 
 import torch
 
@@ -28,6 +28,9 @@ from trtbench.scenarios.serving_pool import call_label
 from trtbench.scenarios.serving_result import ServedCase
 from trtbench.core.status import Status
 from trtbench.build.recipe import VariantRecipe, write_payload
+
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext
 
 
 def serving_inputs(config, settings: ServingConfig, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
@@ -46,33 +49,34 @@ def serving_point(group, inputs: list):
     return next((p for p in group.points if p.shapes == opt), group.points[0])
 
 
-def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, tuple[str, Record]]:
-    """The records (by slot key, with their precision) of ``group``'s variants that the serving scenarios of
-    ``config`` still have to serve: at the served point, at any precision, timed ok and accurate, and
-    not in ``served`` (by case key) yet."""
+def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
+    """The cases (by slot key, with their precision and record) of ``group``'s variants at the served point
+    that the serving scenarios of ``config`` still have to serve, at any precision: those with no record
+    yet (the latency scenario has not timed them), and those timed ok and accurate and not served yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
     todo = {}
     for precision in group.precisions:
         for entry in group.entries_at(precision):
-            record = records.get(group.case(entry, point, precision).key)
-            if record is not None and record.status is Status.OK and not record.parity_failed \
-                    and record.case.key not in served:
+            case = group.case(entry, point, precision)
+            record = done.records.get(case.key)
+            if record is None or (record.status is Status.OK and not record.parity_failed
+                                  and done.part(ServedCase.KIND, record.key) is None):
                 todo[group.slot(entry.name, precision)] = (precision, record)
     return todo
 
 
-def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, Record],
-                served_before: dict, device: torch.device, out_dir: Path,
-                log: Callable[[str], None]) -> list[ServedCase]:
-    """Serve every variant of ``group`` :func:`unserved` and built, under every serving scenario of
-    ``config``, at its precision (``copies``: precision -> :class:`~trtbench.build.copies.PrecisionCopy`):
-    the results of each, by case."""
+def serve_group(ctx: RunContext, built) -> list[ServedCase]:
+    """Serve every variant of the built group (:class:`~trtbench.scenarios.base.BuiltGroup`) timed ok,
+    accurate and not served yet, under every serving scenario of the config, at its precision (from its
+    copy at that precision's dtype): the results of each, by case."""
+    config, group, outcomes, copies = ctx.config, built.group, built.outcomes, built.copies
+    device, out_dir, log = ctx.device, ctx.out_dir, ctx.log
     served: dict[str, list] = {}
     entries = {key: (precision, record, outcomes[key])  # slot key -> (precision, record, outcome)
-               for key, (precision, record) in unserved(config, group, records, served_before).items()
-               if key in outcomes and outcomes[key].built is not None}
+               for key, (precision, record) in unserved(config, group, built.done).items()
+               if record is not None and key in outcomes and outcomes[key].built is not None}
     if not entries:
         return []
     options = {entry.name: entry.options for entry in group.variants}

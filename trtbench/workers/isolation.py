@@ -13,9 +13,13 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 import torch
+
+
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext
 
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.core.precision import dtype_name
@@ -147,10 +151,11 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     return VariantWorkers(count, config.benchmark.worker_timeout_s)
 
 
-def start_isolation(config, group, outcomes: dict, copies: dict[str, PrecisionCopy],
-                    workers: Optional[VariantWorkers], device: torch.device, log: Callable[[str], None]) -> Isolation:
+def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],
+                    workers: Optional[VariantWorkers]) -> Isolation:
     """Where ``group``'s built variants (``outcomes``, by slot key; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
+    config, device, log = ctx.config, ctx.device, ctx.log
     built = {group.slot(e.name, p): p for e, p in group.slots() if outcomes[group.slot(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})

@@ -1,10 +1,14 @@
-"""The serving section of a report: a table of each variant's peak QPS under its bound, and a plot of the
-bound's latency percentile against the offered QPS, one line per variant and worker count."""
+"""The serving section of a report: a table of each variant's peak QPS under its bound, a plot of the
+bound's latency percentile against the offered QPS, one line per variant and worker count, and the
+recommendation under load: per environment, model and bound, the variant, workers and batching with
+the highest peak QPS that stayed within the bound, queueing included (a pure function of the results,
+so a merge recomputes it)."""
 
 from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional
 
 from matplotlib.figure import Figure
@@ -14,7 +18,8 @@ from trtbench.core.record import Record
 from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios.serving_result import ServingResult
+from trtbench.core.status import Status
+from trtbench.scenarios.serving_result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
            "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms",
@@ -23,7 +28,13 @@ COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime thread
 
 def served(results: ResultSet) -> list[tuple[Record, ServingResult]]:
     """Every (record, serving result), in record order."""
-    return [(record, result) for record in results for result in results.serving_of(record)]
+    return [(record, result) for record in results for result in serving_of(results, record)]
+
+
+def serving_of(results: ResultSet, record: Record) -> tuple[ServingResult, ...]:
+    """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
+    part = results.part(ServedCase.KIND, record.key)
+    return part.results if part is not None else ()
 
 
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:
@@ -102,3 +113,70 @@ def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
     ax.legend(fontsize="small")
     fig.tight_layout()
     return save_figure(fig, path).path
+
+
+@dataclass(frozen=True)
+class ServingRecommendation:
+    """Under load, for one model in one environment and one latency bound: the variant, worker count,
+    threads and batching whose peak QPS within the bound is the highest (serving results only)."""
+
+    environment: str
+    model: str
+    bound_ms: float
+    percentile_key: str  # p99
+    candidates: int  # peak searches that ran ok on accurate records
+    choice: Optional[tuple[Record, ServingResult]] = None
+
+    def text(self, environments: dict) -> str:
+        where = f"{environment_name(environments.get(self.environment, {'id': self.environment}))}, {self.model}"
+        bound = f"{self.percentile_key} <= {self.bound_ms:g} ms"
+        if self.choice is None:
+            return f"{where}: under load, NOTHING stayed within {bound} among {self.candidates} served configuration(s)"
+        record, result = self.choice
+        low, high = result.peak_spread
+        run = result.peak_run
+        return (f"{where}: under load, {record.case.label} {record.case.precision} with {result.workers} worker(s) x "
+                f"{result.threads} thread(s), batching {result.batching_text}: "
+                f"{result.peak_qps:.1f} QPS [{low:.1f}-{high:.1f}] within {bound} "
+                f"({result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
+                f"there; "
+                f"the most of {self.candidates} served configuration(s))")
+
+    def to_dict(self) -> dict:
+        choice = None
+        if self.choice is not None:
+            record, result = self.choice
+            choice = {"case_key": record.case.key, "variant": record.case.variant, "options": record.case.options,
+                      "precision": record.case.precision, "workers": result.workers, "threads": result.threads,
+                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks)}
+        return {"environment": self.environment, "model": self.model, "bound_ms": self.bound_ms,
+                "percentile": self.percentile_key, "candidates": self.candidates, "fits": choice is not None,
+                "choice": choice}
+
+
+def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
+    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches, first-seen order.
+
+    A candidate is a peak search that ran ok on a record that passed its accuracy check; ties go to fewer workers."""
+    groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
+    for record in results:
+        for result in serving_of(results, record):
+            if result.peaks or result.status is not Status.OK:
+                key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
+                groups.setdefault(key, []).append((record, result))
+    out = []
+    for (environment, model, bound, key), pairs in groups.items():
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.parity is not None and r.parity.get("ok")]
+        fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
+        choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
+        out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))
+    return out
+
+
+def serving_recommendation_markdown(recommendations: list[ServingRecommendation], environments: dict) -> str:
+    lines = ["## Recommendation under load", "",
+             "From the serving scenario: the variant, worker count, threads and batching with the highest peak QPS "
+             "whose latency percentile stayed within the bound under LoadGen's Poisson load; only variants that "
+             "passed their accuracy check count.", ""]
+    lines += [f"- {r.text(environments)}" for r in recommendations]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,203 @@
+"""Scenarios are a plug-in: a toy scenario registered in this file, and nowhere else, runs from a config,
+is journaled, resumes after a kill, merges across shards, shows in the report, and a failed part of it
+makes the run exit 1. The runner names no scenario."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Optional
+
+import pytest
+
+from conftest import run_dict
+from trtbench.pipeline.merge import merge_runs
+from trtbench.results.journal import JOURNAL_NAME
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios import Scenario, Section, register, registered, unregister
+
+TESTS = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class TallyPart:
+    """One variant of a build group, called once at its first point: the output's shape, and who made it."""
+
+    KIND: ClassVar[str] = "tally"
+    SECTION: ClassVar[str] = "tallies"
+
+    environment: str
+    model: str
+    threads: int
+    slot: str
+    output_shape: tuple
+    pid: int
+    failed: bool = False
+
+    @property
+    def key(self) -> tuple:
+        return (self.environment, self.model, self.threads, self.slot)
+
+    @property
+    def fails_run(self) -> bool:
+        return self.failed
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "model": self.model, "threads": self.threads, "slot": self.slot,
+                "output_shape": list(self.output_shape), "pid": self.pid, "failed": self.failed}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TallyPart":
+        return cls(data["environment"], data["model"], data["threads"], data["slot"], tuple(data["output_shape"]),
+                   data["pid"], data.get("failed", False))
+
+
+class Tally(Scenario):
+    """Calls each built variant once; ``{tally: {pause_s: 0.5, fail: traced}}`` sleeps between variants and
+    marks one variant's part failed."""
+
+    name = "tally"
+    parts = (TallyPart,)
+
+    @classmethod
+    def parse(cls, value, key):
+        return cls(dict(value or {}))
+
+    def owes(self, group, done) -> bool:
+        return bool(self._todo(group, done))
+
+    @staticmethod
+    def _todo(group, done) -> list[str]:
+        have = {(p.model, p.threads, p.slot) for p in done.parts(TallyPart.KIND)}  # this environment's only
+        return [group.slot(e.name, p) for e, p in group.slots()
+                if (group.model.id, group.threads, group.slot(e.name, p)) not in have]
+
+    def run(self, ctx, built, prepared):
+        group, point = built.group, built.group.points[0]
+        for slot in self._todo(group, built.done):
+            outcome = built.outcomes[slot]
+            precision = next(p for e, p in group.slots() if group.slot(e.name, p) == slot)
+            inputs = outcome.variant.prepare(outcome.built, built.copies[precision].inputs[point.label])
+            output = outcome.variant.run(outcome.built, inputs)
+            yield TallyPart(ctx.env_id, group.model.id, group.threads, slot, tuple(output.shape), os.getpid(),
+                            failed=self.settings.get("fail") == slot)
+            time.sleep(self.settings.get("pause_s", 0))
+
+    @classmethod
+    def report(cls, results, out_dir, budget_ms) -> Optional[Section]:
+        parts = sorted(results.parts(TallyPart.KIND), key=lambda p: p.key)
+        if not parts:
+            return None
+        rows = [f"| {p.model} | t{p.threads} | {p.slot} | {'x'.join(map(str, p.output_shape))} |" for p in parts]
+        return Section("\n".join(["## Tally", "", "| model | threads | variant | output |", "|---|---|---|---|",
+                                  *rows, ""]), {"tally_count": len(parts)})
+
+
+def register_tally() -> None:
+    register(Tally)
+
+
+@pytest.fixture
+def tally():
+    register_tally()
+    yield
+    unregister("tally")
+
+
+def tally_config(tiny_config, out: Path, **settings) -> dict:
+    data = {**tiny_config, "scenarios": [{"tally": settings}], "output": {"dir": str(out), "save_artifacts": False}}
+    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"]}
+    return data
+
+
+def test_a_toy_scenario_runs_is_journaled_and_shows_in_the_report(tally, tiny_config, tmp_path):
+    outcome = run_dict(tally_config(tiny_config, tmp_path / "out"))
+    assert outcome.exit_code == 0
+    parts = outcome.results.parts("tally")
+    assert sorted(p.slot for p in parts) == ["eager", "scripted", "traced"]
+    assert all(p.output_shape == (2, 10) for p in parts), parts
+    assert len(outcome.results) == 0, "no latency scenario listed: no latency rows"
+    kinds = [json.loads(line)["kind"] for line in (tmp_path / "out" / JOURNAL_NAME).read_text().splitlines()]
+    assert kinds.count("tally") == 3
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(doc["tallies"]) == 3 and doc["tally_count"] == 3
+    assert doc["runs"][0]["config"]["scenarios"] == [{"tally": {}}]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Tally" in report and "| eager | 2x10 |" in report
+    assert "## Speedup" not in report
+    assert ResultSet.load(tmp_path / "out").parts("tally") == parts
+
+
+def test_a_failed_toy_part_makes_the_run_exit_1(tally, tiny_config, tmp_path):
+    assert run_dict(tally_config(tiny_config, tmp_path / "out", fail="traced")).exit_code == 1
+
+
+def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, tmp_path, subprocess_env):
+    out = tmp_path / "out"
+    config = tmp_path / "tally.json"
+    config.write_text(json.dumps(tally_config(tiny_config, out, pause_s=3)))
+    env = {**subprocess_env, "PYTHONPATH": os.pathsep.join([str(TESTS), subprocess_env["PYTHONPATH"]])}
+    script = ("import sys, json, yaml, test_scenario_plugin as t; t.register_tally(); "
+              "from trtbench.cli import main; sys.exit(main(sys.argv[1:]))")
+    yaml_config = tmp_path / "tally.yaml"
+    import yaml
+
+    yaml_config.write_text(yaml.safe_dump(json.loads(config.read_text())))
+    proc = subprocess.Popen([sys.executable, "-c", script, "--config", str(yaml_config), "--quiet"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while not ((out / JOURNAL_NAME).exists() and '"kind":"tally"' in (out / JOURNAL_NAME).read_text()):
+            assert proc.poll() is None, f"the run ended before its first part: {proc.stderr.read().decode()}"
+            assert time.monotonic() < deadline, "no part in the journal after 240 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # during the 3 s pause after the first part
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    first = [json.loads(line)["tally"] for line in (out / JOURNAL_NAME).read_text().splitlines()
+             if json.loads(line)["kind"] == "tally"]
+    assert len(first) == 1 and not (out / "results.json").exists()
+
+    outcome = run_dict(tally_config(tiny_config, out))  # the same run, resumed in this process
+    parts = {p.slot: p for p in outcome.results.parts("tally")}
+    assert sorted(parts) == ["eager", "scripted", "traced"]
+    assert parts[first[0]["slot"]].pid == first[0]["pid"] != os.getpid(), "the journaled part is kept, not redone"
+    assert sum(p.pid == os.getpid() for p in parts.values()) == 2
+
+
+def test_toy_parts_merge_across_shards(tally, tiny_config, tmp_path):
+    data = tally_config(tiny_config, tmp_path / "unused")
+    data["sweep"] = {"threads": [1, 2]}  # two build groups: one per shard
+    for i in range(2):
+        run_dict({**data, "output": {"dir": str(tmp_path / f"s{i}"), "save_artifacts": False}}, shard=(i, 2))
+    merged = merge_runs([str(tmp_path / "s0"), str(tmp_path / "s1")], tmp_path / "merged")
+    assert sorted((p.threads, p.slot) for p in merged.results.parts("tally")) == [
+        (t, s) for t in (1, 2) for s in ("eager", "scripted", "traced")]
+    assert json.loads((tmp_path / "merged" / "results.json").read_text())["tally_count"] == 6
+    assert "## Tally" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_the_runner_names_no_scenario():
+    import trtbench.pipeline.runner as runner
+
+    tree = ast.parse(Path(runner.__file__).read_text())
+    names = {c.name for c in registered()} | {c.__name__ for c in registered()}
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | \
+        {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)} | \
+        {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not names & used, f"the runner names scenarios {names & used}"
+    assert not any(m and m.startswith("trtbench.scenarios.") for m in imported), imported
+    assert {"latency", "server", "profile"} <= {c.name for c in registered()}

@@ -1,0 +1,60 @@
+"""Result parts: the frozen values a scenario returns (a latency record, a device's ceilings, a served
+case's LoadGen results, a profile), each saving and loading itself.
+
+The journal, the result set and merge handle parts through this protocol only, so a new scenario's
+part needs no edit there. Each part type names its ``KIND`` (the journal line's kind) and its
+``SECTION`` (its list in results.json), and registers itself here when its module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Part(Protocol):
+    """A frozen piece of results, identified within its kind by :attr:`key`."""
+
+    KIND: ClassVar[str]  # the journal line's "kind"
+    SECTION: ClassVar[str]  # results.json's list of this kind
+
+    environment: str  # the environment id it was measured in
+
+    @property
+    def key(self) -> tuple:
+        """Its identity within its kind: a later part with the same key replaces it (resume, merge)."""
+
+    @property
+    def fails_run(self) -> bool:
+        """Whether it makes the run exit 1 (a failed row, a failed serving result)."""
+
+    def to_dict(self) -> dict: ...
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Part": ...
+
+
+_PART_TYPES: dict[str, type] = {}
+
+
+def register_part(cls: type) -> type:
+    """Class decorator: the journal and results.json read parts of ``cls.KIND`` with ``cls.from_dict``."""
+    for name in ("KIND", "SECTION", "to_dict", "from_dict", "key", "fails_run"):
+        if not hasattr(cls, name):
+            raise TypeError(f"{cls.__name__} is not a result part: it has no {name}")
+    _PART_TYPES[cls.KIND] = cls
+    return cls
+
+
+def unregister_part(kind: str) -> None:
+    _PART_TYPES.pop(kind, None)
+
+
+def part_type(kind: str) -> type | None:
+    """The registered part type of journal ``kind`` (None when none is registered)."""
+    return _PART_TYPES.get(kind)
+
+
+def part_types() -> list[type]:
+    """Every registered part type, in the order registered."""
+    return list(_PART_TYPES.values())

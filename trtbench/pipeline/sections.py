@@ -1,0 +1,20 @@
+"""The report's sections and the command line's summary, asked of every registered scenario in turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios import Section, registered
+
+
+def report_sections(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> list[Section]:
+    """Each registered scenario's section of the report on ``results`` (those with something to say)."""
+    sections = [scenario.report(results, out_dir, budget_ms) for scenario in registered()]
+    return [section for section in sections if section is not None]
+
+
+def summary_lines(results: ResultSet, budget_ms: Optional[float]) -> list[str]:
+    """What each registered scenario recommends, for the command line."""
+    return [line for scenario in registered() for line in scenario.summary(results, budget_ms)]

@@ -1,0 +1,84 @@
+"""The latency scenario's report section: the speedup table and plots, the sweep, the reduced-precision
+rows, the recommendation under a p99 budget, build/cold-start/memory, isolation and warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from trtbench.core.env import environment_name
+from trtbench.report.matrix import sweep_markdown, write_sweep_plots
+from trtbench.report.plots import latency_plot, speedup_plot
+from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
+from trtbench.report.tables import deployment_table, isolation_table, markdown_table
+from trtbench.results.recommend import recommend, recommendation_markdown
+from trtbench.results.resultset import ResultSet
+
+DEPLOYMENT_TEXT = (
+    "Build time in this process; first call: the compile that torch.compile defers to it; artifact "
+    "load and cold first call: the saved file loaded in a fresh process (the verify worker); peak "
+    "memory: host RSS high-water mark (device memory on CUDA) while building and during one call.")
+ISOLATION_TEXT = (
+    "Where each variant was timed: `process` is a worker process of its own per variant (as a "
+    "deployment runs one runtime per process), asked for one block at a time while the others wait "
+    "blocked; `in_process` is this process. After each block the process waits until its threads "
+    "are idle (settle; its CPU is what spinning cost), so the next block starts on quiet cores. "
+    "CPU between blocks: what a worker's process used while others were timed (about 0 when settled). "
+    "Page faults / call: minor page faults of its process per timed call; thousands mean its allocator "
+    "hands buffers back to the OS after each call and faults them in again (glibc's mmap threshold: "
+    "with a higher `MALLOC_MMAP_THRESHOLD_`, or jemalloc/tcmalloc, a deployment avoids that cost). "
+    "Switch-in call: a variant whose calls are shorter than `switch_in_below_s` starts each block "
+    "with one call kept out of its samples, since the first call after another variant ran refills "
+    "the caches that one evicted, which a runtime deployed alone never pays; shown against the "
+    "median (at the first point).")
+
+
+def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
+    """One set per environment (a bar chart has no axis for the machine, so each gets its own)."""
+    sets: dict[str, ResultSet] = {}
+    for record in results:
+        env = record.environment
+        part = sets.setdefault(env, ResultSet(environments={env: results.environments.get(env, {"id": env})}))
+        part.add(record)
+    return sets
+
+
+def write_plots(out_dir: Path, results: ResultSet) -> list[Path]:
+    """Latency and speedup figures under ``<out>/plots`` (none when no record has timings); with several
+    environments (a merge), one pair per environment, ``latency-<environment id>.png``."""
+    sets = _by_environment(results)
+    plots = []
+    for env, part in sets.items():
+        suffix, where = (f"-{env}", f": {environment_name(part.environments[env])}") if len(sets) > 1 else ("", "")
+        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}"),
+                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}")]
+    return [plot.path for plot in plots if plot is not None]
+
+
+def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> tuple[str, dict]:
+    """The section's Markdown, and what it adds to results.json: with a p99 budget, a ``recommendations``
+    list (:meth:`trtbench.results.recommend.Recommendation.to_dict`), recomputable from the records."""
+    parts = ["## Speedup", "", markdown_table(results)]
+    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
+    parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
+    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, budget_ms)]
+    if sweep:
+        parts.append(sweep_markdown(results, sweep))
+    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png")
+    reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
+    if reduced:
+        parts.append(reduced)
+    recommendations = recommend(results, budget_ms) if budget_ms is not None else []
+    if recommendations:
+        parts.append(recommendation_markdown(recommendations, results.environments))
+    deployment = deployment_table(results)
+    if deployment:
+        parts += ["## Build, cold start and memory", "", DEPLOYMENT_TEXT, "", deployment]
+    isolation = isolation_table(results)
+    if isolation:
+        parts += ["## Isolation", "", ISOLATION_TEXT, "", isolation]
+    warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
+    if warned:
+        parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
+    json = {"recommendations": [r.to_dict() for r in recommendations]} if recommendations else {}
+    return "\n".join(parts), json

@@ -1,0 +1,145 @@
+"""What a scenario is: the :class:`Scenario` protocol, and the registry the config and the runner read.
+
+A scenario is one way of exercising a build group's variants (the interleaved latency timing, serving
+under LoadGen, a profile, ...). It says:
+
+- its config entry (:attr:`Scenario.name`, parsed by :meth:`Scenario.parse`) and the config sections
+  it needs (:attr:`Scenario.needs`), so a config is valid without what none of its scenarios need;
+- what it still owes for a build group (:meth:`Scenario.owes`), so a resumed run does only that;
+- what it runs, given the run's context and the group's built variants (:meth:`Scenario.run`),
+  yielding frozen result parts (:mod:`trtbench.core.part`) that save and load themselves; the
+  journal, the result set and merge handle them by kind, and a part whose ``fails_run`` is true
+  makes the run exit 1;
+- its section of the report, with its recommendation (:meth:`Scenario.report`), from a result
+  set alone, so a merge of several runs reports it too.
+
+A new scenario is its module(s) plus one registration line: ``@register`` on the class, and its
+import in :mod:`trtbench.scenarios`. A test may register one of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
+
+from trtbench.core.errors import UserInputError
+from trtbench.core.part import Part, register_part, unregister_part
+
+if TYPE_CHECKING:
+    from trtbench.config.plan import BuildGroup
+    from trtbench.core.context import RunContext
+    from trtbench.measure.references import References
+    from trtbench.results.resultset import ResultSet
+
+
+@dataclass(frozen=True)
+class Section:
+    """A scenario's part of the report: Markdown, and entries it adds to results.json (its recommendations)."""
+
+    markdown: str
+    json: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuiltGroup:
+    """One build group once built: what every scenario runs on.
+
+    ``outcomes``: slot key -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
+    :class:`~trtbench.build.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
+    eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
+    ``done``: what the run has so far (records by case key, parts by kind, saved files)."""
+
+    group: BuildGroup
+    outcomes: dict
+    copies: dict
+    references: References
+    tolerances: dict
+    done: Any  # trtbench.pipeline.state.RunState: records, parts(kind), saved_files(group, precision)
+
+
+class Scenario:
+    """Base of every scenario; see the module docstring. One instance per config entry."""
+
+    name: ClassVar[str]  # its entry in the config's scenarios: list
+    needs: ClassVar[tuple[str, ...]] = ("inputs",)  # config sections it reads
+    requires: ClassVar[tuple[str, ...]] = ()  # scenarios that must be listed before it
+    parts: ClassVar[tuple[type, ...]] = ()  # the part types it returns
+    after_save: ClassVar[bool] = False  # runs once the group's artifacts are saved (it reads them)
+    repeatable: ClassVar[bool] = False  # may be listed more than once (with other settings)
+    example: ClassVar[str] = ""  # how its entry is written, for error messages
+
+    def __init__(self, settings: Any = None):
+        self.settings = settings
+
+    @classmethod
+    def parse(cls, value: Any, key: str) -> "Scenario":
+        """The scenario for its config entry: ``value`` is None for a bare name, else its settings."""
+        if value is not None:
+            raise UserInputError(key, f"'{cls.name}' takes no settings", f"list it by name: - {cls.name}")
+        return cls()
+
+    listed: ClassVar[bool] = True  # written in the config's scenarios: list (profile has a section of its own)
+
+    def entry(self) -> Any:
+        """Its config entry as plain data, as results.json keeps the config: its name, or a mapping from its
+        name to its settings."""
+        if self.settings is None:
+            return self.name
+        settings = self.settings
+        return {self.name: dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else settings}
+
+    def check(self, config: Any, key: str) -> None:
+        """Check the entry against the rest of the config (its ``key``); raise UserInputError naming it."""
+
+    def owes(self, group: BuildGroup, done: Any) -> bool:
+        """Whether it still has something to run for ``group``, given what the run has ``done``."""
+        raise NotImplementedError
+
+    def prepare(self, ctx: RunContext, group: BuildGroup) -> Any:
+        """Start what it needs before the group builds (worker processes, say), or None; called only where it
+        :meth:`owes` the group something. :meth:`run` gets it back, and the runner calls its ``close()``
+        when the group ends."""
+        return None
+
+    def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
+        """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest."""
+        raise NotImplementedError
+
+    @classmethod
+    def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+        """Its section of the report from ``results`` alone (a run's or a merge's); None when it has nothing."""
+        return None
+
+    @classmethod
+    def summary(cls, results: ResultSet, budget_ms: Optional[float]) -> list[str]:
+        """Its recommendation from ``results``, as lines for the command line (none by default)."""
+        return []
+
+
+_SCENARIOS: dict[str, type[Scenario]] = {}
+
+
+def register(cls: type[Scenario]) -> type[Scenario]:
+    """Class decorator: make ``cls`` a scenario the config can list, its parts readable by the journal."""
+    _SCENARIOS[cls.name] = cls
+    for part in cls.parts:
+        register_part(part)
+    return cls
+
+
+def unregister(name: str) -> None:
+    cls = _SCENARIOS.pop(name, None)
+    for part in getattr(cls, "parts", ()):
+        if all(part not in other.parts for other in _SCENARIOS.values()):
+            unregister_part(part.KIND)
+
+
+def scenario_class(name: str) -> Optional[type[Scenario]]:
+    return _SCENARIOS.get(name)
+
+
+def registered() -> list[type[Scenario]]:
+    """Every registered scenario class, in registration order (the report's order)."""
+    return list(_SCENARIOS.values())
