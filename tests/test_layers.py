@@ -22,7 +22,7 @@ import trtbench
 
 PACKAGE_DIR = Path(trtbench.__file__).parent
 
-# Bottom first. The top-level modules (__init__, __main__, cli) are the top.
+# Bottom first. The top-level modules (__init__, __main__, cli, api) are the top.
 LAYERS = ["core", "models", "measure", "quantize", "variants", "profiling", "build", "workers", "artifacts",
           "results", "report", "scenarios", "config", "pipeline", "<top>"]
 
@@ -32,7 +32,7 @@ def layer_of(module: str, package: str = "trtbench") -> str:
     parts = module.split(".")
     if parts[0] != package:
         raise ValueError(module)
-    if len(parts) == 1 or parts[1] in ("__init__", "__main__", "cli"):
+    if len(parts) == 1 or parts[1] in ("__init__", "__main__", "cli", "api"):
         return "<top>"
     return parts[1]
 

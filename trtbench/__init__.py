@@ -1,3 +1,25 @@
-"""trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config."""
+"""trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config.
+
+The Python API (:mod:`trtbench.api`): ``load_config``, ``run``, ``load_results`` and ``compare``.
+They are resolved on first use (PEP 562), so ``import trtbench`` stays cheap: worker processes import
+trtbench's submodules, and nothing heavy is loaded for them here.
+"""
 
 from trtbench.core.version import __version__  # noqa: F401
+
+__all__ = ["load_config", "run", "load_results", "compare"]
+_API = (*__all__, "Comparison")
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from trtbench import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trtbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})

@@ -1,0 +1,141 @@
+"""trtbench's Python API: what a notebook or a CI script calls, also importable as ``trtbench.<name>``.
+
+- :func:`load_config`: a YAML file (or a bundled config's name) or a dict -> a validated config;
+- :func:`run`: run a config -> the run's outcome (its result set, files and exit code);
+- :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
+- :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints.
+
+Each is a thin wrapper over the entry points the command line calls (:mod:`trtbench.cli`), with the
+same checks and the same :class:`~trtbench.core.errors.UserInputError` on bad input. Everything heavy
+(torch, the variants) is imported when a function is called, not when this module is.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from trtbench.core.errors import UserInputError
+
+if TYPE_CHECKING:
+    from trtbench.config.config import Config
+    from trtbench.pipeline.state import RunOutcome
+    from trtbench.results.compare import Change
+    from trtbench.results.resultset import ResultSet
+
+__all__ = ["load_config", "run", "load_results", "compare", "Comparison"]
+
+ConfigSource = Union[str, Path, Mapping]
+
+
+def load_config(source: ConfigSource, *, device: Optional[str] = None, variants: Optional[list[str]] = None,
+                output_dir: Optional[str] = None, profile: bool = False) -> "Config":
+    """A validated config from a YAML file path, a bundled config's name (``"resnet34"``), or a dict.
+
+    The keyword arguments are the command line's overrides (``--device``, ``--variants``, ``--output``,
+    ``trtbench profile``). A dict is the YAML's content as plain data; it is copied, never changed.
+    Bad input raises :class:`~trtbench.core.errors.UserInputError`, naming the key and the fix, as
+    ``trtbench validate`` reports it. Nothing is written.
+    """
+    from trtbench.config.config import config_from_dict
+    from trtbench.config.config import load_config as load_file
+
+    if isinstance(source, (str, Path)):
+        return load_file(source, device=device, variants=variants, output_dir=output_dir, profile=profile)
+    if not isinstance(source, Mapping):
+        raise UserInputError("config", f"expected a dict or a path to a YAML file, got {type(source).__name__}",
+                             "pass the config's content as a dict (name: ..., model: ..., inputs: ...) or its file")
+    data = copy.deepcopy(dict(source))
+    if device is not None:
+        data["device"] = device
+    if variants is not None:
+        data["variants"] = list(variants)
+    if output_dir is not None:
+        output = data.get("output")
+        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
+    if profile:
+        section = data.get("profile")
+        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
+    return config_from_dict(data)
+
+
+def run(config: Union["Config", ConfigSource], *, fresh: bool = False,
+        shard: Union[str, tuple[int, int], None] = None, p99_budget_ms: Optional[float] = None,
+        quiet: bool = False) -> "RunOutcome":
+    """Run a config as ``trtbench run`` does; returns the run's outcome.
+
+    ``config`` is a loaded config, or anything :func:`load_config` takes. The outcome has ``results``
+    (the :class:`~trtbench.results.resultset.ResultSet`), ``out_dir``, ``files`` (``json``, ``csv``,
+    ``markdown``, ...), ``interrupted``, ``resumed`` and ``exit_code`` (the CLI's: 0, 1 or 130). As on
+    the command line, a run into a folder an unfinished run left resumes it unless ``fresh``; ``shard``
+    is ``"I/N"`` or ``(I, N)``; ``p99_budget_ms`` overrides the config's ``budget.p99_ms`` (the config
+    passed in is not changed); ``quiet`` silences the progress lines.
+    """
+    from trtbench.config.config import Config
+    from trtbench.config.plan import parse_shard, resolve
+    from trtbench.core.progress import Progress
+    from trtbench.pipeline.runner import run_config
+
+    if not isinstance(config, Config):
+        config = load_config(config)
+    if p99_budget_ms is not None:
+        config = dataclasses.replace(config, budget=dataclasses.replace(config.budget, p99_ms=p99_budget_ms))
+    if isinstance(shard, str):
+        shard = parse_shard(shard)
+    return run_config(resolve(config, shard), Progress(quiet=quiet), fresh=fresh)
+
+
+def load_results(path: Union[str, Path]) -> "ResultSet":
+    """The result set of a run: its output folder or its ``results.json`` (schema versions 1 to 4)."""
+    from trtbench.results.resultset import ResultSet
+
+    return ResultSet.load(path)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two result sets compared case by case: what ``trtbench compare`` prints is ``str(comparison)``."""
+
+    changes: tuple["Change", ...]
+    threshold: float
+
+    def of(self, *verdicts: str) -> list["Change"]:
+        """The changes with one of ``verdicts`` (faster, slower, no change, within noise)."""
+        return [c for c in self.changes if c.verdict in verdicts]
+
+    @property
+    def faster(self) -> list["Change"]:
+        return self.of("faster")
+
+    @property
+    def slower(self) -> list["Change"]:
+        return self.of("slower")
+
+    def table(self) -> str:
+        """The Markdown table: one row per case of the new set."""
+        from trtbench.results.compare import changes_table
+
+        return changes_table(list(self.changes))
+
+    def summary(self) -> str:
+        return (f"{len(self.faster)} faster, {len(self.slower)} slower, "
+                f"{len(self.of('no change', 'within noise'))} unchanged or within noise")
+
+    def __str__(self) -> str:
+        return f"{self.table()}\n{self.summary()}\n"
+
+
+def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str, Path], *,
+            threshold: float = 0.05) -> Comparison:
+    """Compare ``new`` with ``baseline`` as ``trtbench compare`` does: per matching case, the ratio of
+    medians with a bootstrap 95% CI, called faster or slower only when the whole interval lies beyond
+    ``threshold``. Either side is a result set or what :func:`load_results` takes."""
+    from trtbench.results.compare import compare_runs
+    from trtbench.results.resultset import ResultSet
+
+    sides = [side if isinstance(side, ResultSet) else load_results(side) for side in (baseline, new)]
+    return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold)
