@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
-from trtbench.artifacts.store import ArtifactStore, weights_bytes
+from trtbench.artifacts.store import ArtifactStore
 from trtbench.build.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.core.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
 from trtbench.core.inputs import point_inputs
 from trtbench.workers.isolation import spawn_group_workers, start_isolation
@@ -28,10 +29,10 @@ from trtbench.results.journal import Journal
 from trtbench.models import build_model
 from trtbench.core.outdir import FailureLog, OutputDir
 from trtbench.config.plan import BuildGroup, RunPlan
-from trtbench.core.precision import dtype_name, float_precision
+from trtbench.core.precision import dtype_name
 from trtbench.build.copies import PrecisionCopy, precision_copies
 from trtbench.core.progress import Progress
-from trtbench.artifacts.publish import artifact_stem, publish
+from trtbench.artifacts.publish import publish
 from trtbench.measure.references import References, eager_references
 from trtbench.report.writer import write_outputs
 from trtbench.pipeline.state import RunOutcome, RunState, save_key
@@ -68,6 +69,7 @@ class Runner:
                 (self.out_dir / name).unlink(missing_ok=True)
         self.store.discard_previous_manifest()
         environment = collect_environment(self.device, self.config.benchmark.cudnn_benchmark)
+        self.ctx = RunContext(self.plan, environment, self.failures, self.progress)
         earlier = self.state.begin(environment, self.fresh)
         started, interrupted = datetime.now(timezone.utc), False
         try:
@@ -135,8 +137,7 @@ class Runner:
                 self.state.keep(record)
             for precision in group.precisions:
                 for name in self.state.saves_todo(group, precision):
-                    self._save(group, precision, outcomes[group.slot(name, precision)], copies[precision].inputs,
-                               tolerances[float_precision(precision)], weights_bytes(copies[precision].model))
+                    self._save(group, precision, outcomes[group.slot(name, precision)], copies[precision])
             if self.profiles is None and profiles_group(self.config.profile, group):
                 self.profiles = profile_stage(self.config, group, outcomes,
                                               self.state.saved_files(group, self.config.profile.precision,
@@ -153,14 +154,10 @@ class Runner:
                 self.state.keep_ceiling(Ceiling(*key, values=device_ceilings(
                     self.device, dtype, group.threads, self.config.benchmark.measure_ceiling)))
 
-    def _save(self, group: BuildGroup, precision: str, outcome: BuildOutcome, inputs: dict, tolerance,
-              expected_bytes: int) -> None:
+    def _save(self, group: BuildGroup, precision: str, outcome: BuildOutcome, at: PrecisionCopy) -> None:
         """The save stage for one variant at ``precision``; the state journals that it is done."""
         name = outcome.variant.name
-        published = publish(outcome, self.state.variant_records(group, name, precision), inputs, tolerance,
-                            store=self.store, failures=self.failures, precision=precision, device=self.device,
-                            model_id=group.model.id, stem=artifact_stem(self.config, group.model.id, name, precision),
-                            expected_bytes=expected_bytes, cold_start=self.config.output.cold_start)
+        published = publish(self.ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)
         for record in published.records:
             self.state.keep(record)
         self.state.keep_saved(save_key(group, name, precision), published.entries)
