@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from trtbench.core.env import busy_machine_note, environment_name
@@ -49,8 +50,19 @@ def run_intro(config) -> list[str]:
             f"rounds; parity compares with eager fp32.", ""]
 
 
-def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool, manifest,
-                    plots: Sequence[Path] = (), profiles: dict | None = None, sections: Sequence[str] = ()) -> str:
+@dataclass(frozen=True)
+class FinishedRun:
+    """How the run a report describes ended, and what it left beside its records: whether it was stopped
+    before its end, the manifest of the artifacts it saved, and its profiles (the ``profiles`` of
+    :func:`trtbench.profiling.runner.run_profiles`). A merge's report has none of them: the defaults."""
+
+    interrupted: bool = False
+    manifest: Path | None = None
+    profiles: dict | None = None
+
+
+def report_markdown(intro: Sequence[str], results: ResultSet, run: FinishedRun, plots: Sequence[Path] = (),
+                    sections: Sequence[str] = ()) -> str:
     """The whole report as Markdown after the ``intro`` lines (:func:`run_intro`, or a merge's);
     ``plots`` are paths relative to the report's folder; ``sections`` (the sweep and the recommendation
     sections) follow the speedup table."""
@@ -61,7 +73,7 @@ def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool,
         if busy:
             parts += [f"  - **Note**: {busy}."]
     parts.append("")
-    if interrupted:
+    if run.interrupted:
         parts += ["**Interrupted**: the run was stopped; the results below are partial. Run the same command "
                   "again to resume.", ""]
     parts += ["## Speedup", "", markdown_table(results)]
@@ -93,9 +105,9 @@ def report_markdown(intro: Sequence[str], results: ResultSet, interrupted: bool,
     warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
-    if manifest:
-        parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{manifest.name}`; "
+    if run.manifest:
+        parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{run.manifest.name}`; "
                   "check them with `trtbench verify <this directory>`.", ""]
-    if profiles is not None:
-        parts.append(profile_markdown(profiles))
+    if run.profiles is not None:
+        parts.append(profile_markdown(run.profiles))
     return "\n".join(parts)

@@ -9,7 +9,7 @@ from trtbench.core.env import environment_name
 from trtbench.core.fsutil import atomic_write_json, atomic_write_text
 from trtbench.results.recommend import (recommend, recommend_serving, recommendation_markdown,
                                 serving_recommendation_markdown)
-from trtbench.report.markdown import report_markdown, run_intro
+from trtbench.report.markdown import FinishedRun, report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.profile import draw_layer_plots
@@ -44,22 +44,22 @@ def write_plots(out_dir: Path, results: ResultSet) -> list[Path]:
 def write_outputs(out_dir: Path, config, results: ResultSet, interrupted: bool, manifest: Path | None,
                   profiles: dict | None = None) -> dict[str, Path]:
     """Write a run's output files, its report headed from its config; returns their paths by kind."""
-    return write_report(out_dir, results, run_intro(config), config.budget.p99_ms, interrupted=interrupted,
-                        manifest=manifest, profiles=profiles)
+    return write_report(out_dir, results, run_intro(config), config.budget.p99_ms,
+                        run=FinishedRun(interrupted, manifest, profiles))
 
 
 def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget_ms: Optional[float] = None, *,
-                 interrupted: bool = False, manifest: Path | None = None,
-                 profiles: dict | None = None) -> dict[str, Path]:
-    """Write every output file under the report's ``intro`` lines; returns their paths by kind.
+                 run: FinishedRun = FinishedRun()) -> dict[str, Path]:
+    """Write every output file under the report's ``intro`` lines, with what the ``run`` left beside its
+    records (a merge: nothing); returns their paths by kind.
 
     With a p99 budget, results.json gets a top-level ``recommendations`` list
     (:meth:`trtbench.results.recommend.Recommendation.to_dict`), recomputable from its records; with serving
     results, a ``serving_recommendations`` list (:meth:`trtbench.results.recommend.ServingRecommendation.to_dict`).
     """
     files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
-    if profiles is not None:
-        draw_layer_plots(profiles, out_dir)
+    if run.profiles is not None:
+        draw_layer_plots(run.profiles, out_dir)
     recommendations = recommend(results, p99_budget_ms) if p99_budget_ms is not None else []
     under_load = recommend_serving(results)
     data = results.to_dict()
@@ -84,8 +84,7 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
         sections.append(serving_recommendation_markdown(under_load, results.environments))
     if recommendations:
         sections.append(recommendation_markdown(recommendations, results.environments))
-    atomic_write_text(files["markdown"], report_markdown(intro, results, interrupted, manifest, plots, profiles,
-                                                         sections))
-    if manifest:
-        files["manifest"] = manifest
+    atomic_write_text(files["markdown"], report_markdown(intro, results, run, plots, sections))
+    if run.manifest:
+        files["manifest"] = run.manifest
     return files
