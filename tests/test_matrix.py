@@ -15,7 +15,8 @@ from trtbench.results.recommend import recommend
 from trtbench.core.record import Record
 from trtbench.report.matrix import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
                                     throughput_vs_batch_plot, write_sweep_plots)
-from trtbench.report.writer import write_report
+from trtbench.pipeline.sections import report_sections
+from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 
 OK = {"ok": True, "max_abs_err": 0.0}
@@ -136,7 +137,7 @@ def test_no_sweep_plots_for_one_batch_size(tmp_path):
 
 def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     results = sweep()
-    files = write_report(tmp_path, results, ["# test", ""], p99_budget_ms=5.0)
+    files = write_report(tmp_path, results, ReportHead(["# test", ""]), report_sections(results, tmp_path, 5.0))
     report = files["markdown"].read_text()
     assert "## Sweep" in report and "## Recommendation: p99 <= 5 ms" in report
     for name in ("latency_vs_batch", "throughput_vs_batch", "pareto"):
@@ -145,7 +146,8 @@ def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     stored = json.loads(files["json"].read_text())["recommendations"]
     recomputed = [r.to_dict() for r in recommend(ResultSet.load(files["json"]), 5.0)]
     assert stored == recomputed and stored[0]["choice"]["variant"] == "traced"
-    plain = write_report(tmp_path / "plain", results, ["# test", ""])
+    plain = write_report(tmp_path / "plain", results, ReportHead(["# test", ""]),
+                         report_sections(results, tmp_path / "plain", None))
     assert "recommendations" not in json.loads(plain["json"].read_text())
     assert "## Recommendation" not in plain["markdown"].read_text()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -17,7 +18,7 @@ from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.layers import profile_layers
 from trtbench.profiling.memory import HWM_METHOD, artifact_sizes, parameter_summary, peak_memory
 from trtbench.profiling.operators import profile_operators
-from trtbench.profiling.runner import run_profiles
+from trtbench.profiling.runner import ProfiledVariant, run_profiles
 from trtbench.profiling.structure import layer_table
 from trtbench.profiling.training import profile_training
 from trtbench.core.case import Case
@@ -165,22 +166,23 @@ def test_training_refuses_modules_without_trainable_parameters(model, inputs):
         profile_training(model, inputs, CPU, fixed(iterations=1))
 
 
-def build(name: str, model: nn.Module, inputs: tuple):
+def build(name: str, model: nn.Module, inputs: tuple) -> ProfiledVariant:
     variant = get_variant(name)
     ctx = BuildContext(device=CPU, precision="fp32", dtype=torch.float32, example_inputs=inputs,
                        shape_inputs={"opt": inputs}, input_specs=[])
-    return variant, variant.build(model, ctx)
+    return ProfiledVariant(name, variant, variant.build(model, ctx))
 
 
 def test_run_profiles_end_to_end(model, inputs, tmp_path):
     cfg = from_dict(ProfileConfig, {"precision": "fp32", "variants": ["eager", "scripted", "traced"],
                                     "layers": {"runs": 3, "top_k": 4}, "operators": {"runs": 1, "top_k": 5},
                                     "train": {"enabled": True, "iterations": 2}}, "profile")
-    variants = {name: build(name, model, inputs) for name in ("eager", "scripted")}  # traced: "failed to build"
+    eager, scripted = (build(name, model, inputs) for name in ("eager", "scripted"))  # traced: "failed to build"
     artifact = tmp_path / "artifacts" / "scripted.ts"
     artifact.parent.mkdir()
-    torch.jit.save(variants["scripted"][1].module, str(artifact))
-    profiles = run_profiles(cfg, variants, {"opt": inputs}, CPU, tmp_path, artifacts={"scripted": [artifact]})
+    torch.jit.save(scripted.built.module, str(artifact))
+    scripted = dataclasses.replace(scripted, files=(artifact,))
+    profiles = run_profiles(cfg, [eager, scripted], {"opt": inputs}, CPU, tmp_path)
     profiles = json.loads(json.dumps(profiles))  # JSON-serialisable
     draw_layer_plots(profiles, tmp_path)  # the report step draws the slowest-layers figures
 
@@ -213,7 +215,7 @@ def test_run_profiles_end_to_end(model, inputs, tmp_path):
 def test_run_profiles_needs_inputs_for_every_shape(model, inputs, tmp_path):
     cfg = from_dict(ProfileConfig, {"precision": "fp32", "shapes": ["min", "opt"]}, "profile")
     with pytest.raises(ValueError, match="min"):
-        run_profiles(cfg, {"eager": build("eager", model, inputs)}, {"opt": inputs}, CPU, tmp_path)
+        run_profiles(cfg, [build("eager", model, inputs)], {"opt": inputs}, CPU, tmp_path)
 
 
 BASE = {"name": "t", "model": {"name": "resnet18"}, "inputs": [{"shape": [1, 3, 32, 32]}], "variants": ["eager", "traced"]}

@@ -130,7 +130,8 @@ def test_nncf_accuracy_control_reverts_the_planted_layers(data, calibration, ref
         right = sum((torch.from_numpy(compiled(x.numpy())[0]).argmax(1) == y).sum().item() for x, y in items)
         return right / sum(len(y) for _, y in items)
 
-    model, kept = qov.quantize_openvino_with_accuracy_control(fp32, calibration, validation, top1, max_drop=0.01)
+    control = qov.AccuracyControl(validation, top1, max_drop=0.01)
+    model, kept = qov.quantize_openvino_with_accuracy_control(fp32, calibration, control)
     out = run_openvino(model, test_x)
     print(f"\nNNCF accuracy control on the sensitive model: kept in fp32 {kept}; top-1 {accuracy(out, test_y):.4f} "
           f"(fp32 {accuracy(reference['sensitive'], test_y):.4f}), SQNR {sqnr_db(reference['sensitive'], out):.1f} dB")

@@ -20,7 +20,7 @@ from trtbench.cli import main
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.loadgen_summary import parse_summary, read_summary
-from trtbench.scenarios.serving import run_serving
+from trtbench.scenarios.serving import ServingWorkers, run_serving
 from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
 from toy_runtimes import SleepsPerCall
 
@@ -69,7 +69,8 @@ def test_md_c_simulation_matches_the_known_figures():
 def test_peak_qps_follows_the_md_c_queue_for_one_and_two_workers(tmp_path):
     settings = ServingConfig(p99_ms=BOUND_MS, find_peak=True, min_duration_s=DURATION_S, min_queries=10, workers=[1, 2],
                              threads=1, repeats=3, search_steps=4)
-    one, two = run_serving(lambda threads: SleepsPerCall(CALL_S), settings, tmp_path, "toy", 2, 120.0)
+    hosts = ServingWorkers(lambda threads: SleepsPerCall(CALL_S), default_threads=2, start_timeout_s=120.0)
+    one, two = run_serving(hosts, settings, tmp_path, "toy")
     for result in (one, two):
         assert result.status == "ok", result.reason
         assert len(result.peaks) == 3 and result.peak_spread[0] <= result.peak_qps <= result.peak_spread[1]
@@ -87,7 +88,8 @@ def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):
     # a lax bound at the 90th percentile: LoadGen's early stopping needs ~45 queries, all in time
     settings = ServingConfig(p99_ms=300, percentile=0.9, target_qps=120, min_duration_s=1.0, min_queries=60,
                              repeats=1, validity="loadgen", batching=BatchingConfig(max_batch=4, window_ms=20))
-    (result,) = run_serving(lambda threads: SleepsPerCall(0.02, max_batch=4), settings, tmp_path, "toy", 1, 120.0)
+    hosts = ServingWorkers(lambda threads: SleepsPerCall(0.02, max_batch=4), default_threads=1, start_timeout_s=120.0)
+    (result,) = run_serving(hosts, settings, tmp_path, "toy")
     assert result.status == "ok", result.reason
     (run,) = result.runs
     text = (tmp_path / run.log_dir / "mlperf_log_summary.txt").read_text()
@@ -107,7 +109,8 @@ def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):
 
 def test_a_bound_below_the_service_time_gives_peak_zero_without_load_runs(tmp_path):
     settings = ServingConfig(p99_ms=5, find_peak=True, min_duration_s=1.0, min_queries=10, repeats=2)
-    (result,) = run_serving(lambda threads: SleepsPerCall(0.02), settings, tmp_path, "toy", 1, 120.0)
+    hosts = ServingWorkers(lambda threads: SleepsPerCall(0.02), default_threads=1, start_timeout_s=120.0)
+    (result,) = run_serving(hosts, settings, tmp_path, "toy")
     assert result.status == "ok" and result.peaks == (0.0, 0.0) and not result.runs
     assert result.service_ms >= 20 and "no load fits" in result.reason
 
@@ -124,7 +127,8 @@ def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path
     settings = ServingConfig(p99_ms=BOUND_MS, target_qps=40, min_duration_s=1.0, min_queries=10, repeats=2,
                              query_timeout_s=1.0)
     # the service time takes 5 calls; the 8th hangs
-    (result,) = run_serving(lambda threads: SleepsPerCall(0.002, hang_from=8), settings, tmp_path, "toy", 1, 120.0)
+    hosts = ServingWorkers(lambda threads: SleepsPerCall(0.002, hang_from=8), default_threads=1, start_timeout_s=120.0)
+    (result,) = run_serving(hosts, settings, tmp_path, "toy")
     assert result.status == "failed" and "lost" in result.reason and "within 1 s" in result.reason
     (run,) = result.runs  # the run ended, and no repeat followed
     assert run.lost >= 1 and not run.within_bound

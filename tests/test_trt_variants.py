@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from trtbench.artifacts.store import ArtifactStore, verify, verify_artifact
+from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, verify, verify_artifact
 from trtbench.config.config import InputConfig, Tolerance
 from trtbench.core.errors import UserInputError
 from trtbench.core.schema import from_dict
@@ -375,7 +375,8 @@ def saved_run(name: str, spec, out: Path) -> list[dict]:
     built = variant.build(model, ctx)
     inputs = {"opt": (example,), "min": (torch.randn(spec.min_shape),)}
     store = ArtifactStore(out / "artifacts")
-    entries = store.save(variant, built, "fp32", CPU, inputs, "opt", Tolerance(atol=1e-5, rtol=1e-5), model="net")
+    entries = store.save(ArtifactSource(variant, built, "fp32", CPU, model="net"),
+                         PublishCheck(inputs, "opt", Tolerance(atol=1e-5, rtol=1e-5)))
     store.write_manifest({"inputs": []}, {})
     return entries
 

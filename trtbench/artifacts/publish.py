@@ -14,12 +14,11 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-import torch
-
-from trtbench.artifacts.store import ArtifactStore
+from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, weights_bytes
+from trtbench.build.copies import PrecisionCopy
 from trtbench.build.stage import BuildOutcome, capture_warnings
-from trtbench.core.outdir import FailureLog
-from trtbench.core.precision import is_quantized
+from trtbench.core.context import RunContext
+from trtbench.core.precision import float_precision, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.build.recipe import HOSTED_FILE
@@ -71,31 +70,35 @@ def reload_tolerance(tolerance):
     return dataclasses.replace(tolerance, rtol=max(tolerance.rtol, QUANTIZED_RELOAD_RTOL))
 
 
-def publish(outcome: BuildOutcome, records: list[Record], inputs: dict[str, tuple], tolerance, *, store: ArtifactStore,
-            failures: FailureLog, precision: str, device: torch.device, model_id: str, stem: str,
-            expected_bytes: int, cold_start: bool) -> Published:
-    """Save ``outcome``'s variant if its ``records`` (all its points) allow it; ``expected_bytes`` (the
-    model's weights) must be free in the artifacts folder before writing."""
+def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, records: list[Record],
+            at: PrecisionCopy) -> Published:
+    """Save ``outcome``'s variant into ``store`` if its ``records`` allow it: all its points, of one model
+    and precision, which name the save. Its files are checked on ``at``'s inputs (the copy of the model
+    it was built from), within the run's tolerance at that precision, and the model's weights must be
+    free in the artifacts folder before writing."""
     ok_rows = [r for r in records if r.status is Status.OK]
     if outcome.built is None or not ok_rows:
         return Published((), tuple(records))
     if any(r.parity_failed for r in records):  # an inaccurate build is not something to ship
         return Published((), tuple(r.with_warnings([NOT_SAVED_INACCURATE]) for r in records))
     variant, built = outcome.variant, outcome.built
+    model_id, precision = ok_rows[0].case.model, ok_rows[0].case.precision
     labels = [r.case.point for r in ok_rows]
     reference_label = "opt" if "opt" in labels else labels[0]
     quantized = is_quantized(precision)
-    tolerance = reload_tolerance(tolerance) if quantized else tolerance
+    tolerance = ctx.config.tolerances[float_precision(precision)]
+    check = PublishCheck({label: at.inputs[label] for label in labels}, reference_label,
+                         reload_tolerance(tolerance) if quantized else tolerance,
+                         checked_by_worker=None if quantized else _checked_by_worker(records))
     try:
         entries, caught = capture_warnings(lambda: store.save(
-            variant, built, precision, device, {label: inputs[label] for label in labels}, reference_label, tolerance,
-            stem=stem, model=model_id, expected_bytes=expected_bytes,
-            checked_by_worker=None if quantized else _checked_by_worker(records)))
+            ArtifactSource(variant, built, precision, ctx.device, model=model_id), check,
+            stem=artifact_stem(ctx.config, model_id, variant.name, precision), expected_bytes=weights_bytes(at.model)))
     except KeyboardInterrupt:
         raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
-        reason = failures.reason(f"save {variant.name} {precision}", err)
+        reason = ctx.failures.reason(f"save {variant.name} {precision}", err)
         return Published((), tuple(r.failed(reason) for r in records))
-    cold = [_cold_start(entry) for entry in entries] if cold_start else []
+    cold = [_cold_start(entry) for entry in entries] if ctx.config.output.cold_start else []
     kept = [r.with_warnings(caught) for r in records]
     return Published(tuple(entries), tuple(r.with_metrics(cold_start=cold) if cold else r for r in kept))

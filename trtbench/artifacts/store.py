@@ -17,8 +17,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -28,10 +30,40 @@ from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.measure.parity import check_parity, flatten_outputs
 from trtbench.artifacts.verify import sha256_of  # the worker's own copy, so both hash alike
+from trtbench.variants import Built, Variant
+
+if TYPE_CHECKING:  # a type only: the config's tolerances are built above this layer
+    from trtbench.config.config import Tolerance
 
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
 WORKER = Path(__file__).with_name("verify.py")
+
+
+@dataclass(frozen=True)
+class ArtifactSource:
+    """What a variant's files are saved from, as their manifest entries name it: ``built``, the build of
+    ``variant`` at ``precision`` on ``device``, of the model whose id is ``model``."""
+
+    variant: Variant
+    built: Built
+    precision: str
+    device: torch.device
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishCheck:
+    """What each saved file is checked with before it is published: ``inputs`` maps shape labels to the
+    inputs of that point, where the reloaded file must reproduce the built variant's outputs within
+    ``tolerance``; the reference input/output kept beside the file (and rerun in a fresh process) is the
+    one at ``reference_shape``. The file of suffix ``checked_by_worker`` is not reloaded in this process:
+    the variant's timing worker already loaded that file of this build and ran it at every point."""
+
+    inputs: dict[str, tuple]
+    reference_shape: str
+    tolerance: Tolerance
+    checked_by_worker: str | None = None
 
 
 class ArtifactStore:
@@ -41,33 +73,31 @@ class ArtifactStore:
         self.directory = Path(directory)
         self.entries: list[dict] = []
 
-    def save(self, variant, built, precision: str, device: torch.device, inputs: dict[str, tuple],
-             reference_shape: str, tolerance, stem: str | None = None, model: str | None = None,
-             expected_bytes: int = 0, checked_by_worker: str | None = None) -> list[dict]:
-        """Save ``built``, check each file in this process and in a fresh one, then publish it with its
-        reference input/output.
+    def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
+             expected_bytes: int = 0) -> list[dict]:
+        """Save ``source``'s build, check each file in this process and in a fresh one, then publish it with
+        its reference input/output.
 
-        ``inputs`` maps shape labels to the inputs of that point. Every saved file is reloaded in this
-        process with the variant's own ``load`` and must reproduce the built variant's outputs at
-        every shape (a dynamic-shape artifact that lost its range fails here); otherwise ValueError
-        says where it differs. The exception is the file of suffix ``checked_by_worker``: the variant's
-        timing worker already loaded that file of this build, saved by the same ``save()``, and ran it
-        at every point, its outputs checked against the reference there. Then every file must load
-        and reproduce the reference output in a fresh process (:func:`verify_artifact`); otherwise
-        ArtifactLoadError says why. Files appear only once they pass both; each entry's
-        ``fresh_process_check`` holds that check's cold start. ``expected_bytes`` (the model's
-        weights) must be free before anything is written; a disk that fills anyway raises
-        DiskFullError naming the folder, and nothing is left behind.
+        Every saved file is reloaded in this process with the variant's own ``load`` and must reproduce
+        the built variant's outputs at every shape of ``check.inputs`` (a dynamic-shape artifact that
+        lost its range fails here); otherwise ValueError says where it differs. The exception is the
+        file of suffix ``check.checked_by_worker``: the variant's timing worker already loaded that file
+        of this build, saved by the same ``save()``, and ran it at every point, its outputs checked
+        against the reference there. Then every file must load and reproduce the reference output in a
+        fresh process (:func:`verify_artifact`); otherwise ArtifactLoadError says why. Files appear only
+        once they pass both; each entry's ``fresh_process_check`` holds that check's cold start.
+        ``expected_bytes`` (the model's weights) must be free before anything is written; a disk that
+        fills anyway raises DiskFullError naming the folder, and nothing is left behind.
         """
-        if not variant.saves_files:
+        if not source.variant.saves_files:
             return []
-        stem = stem or f"{variant.name}_{precision}"
+        stem = stem or f"{source.variant.name}_{source.precision}"
         self.directory.mkdir(parents=True, exist_ok=True)
         require_space(self.directory, expected_bytes, f"saving {stem} (about the model's weights)")
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
-            return self._check_and_publish(variant, built, precision, device, _BuiltOutputs(variant, built, inputs),
-                                           reference_shape, tolerance, stem, model, staging, checked_by_worker)
+            outputs = _BuiltOutputs(source.variant, source.built, check.inputs)
+            return self._check_and_publish(source, check, outputs, stem, staging)
         except (DiskFullError, OSError) as err:
             if isinstance(err, OSError) and err.errno != errno.ENOSPC:
                 raise
@@ -77,28 +107,30 @@ class ArtifactStore:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _check_and_publish(self, variant, built, precision, device, outputs: "_BuiltOutputs", reference_shape,
-                           tolerance, stem, model, staging: Path, checked_by_worker: str | None) -> list[dict]:
-        artifacts = variant.save(built, staging, stem)
+    def _check_and_publish(self, source: ArtifactSource, check: PublishCheck, outputs: "_BuiltOutputs", stem: str,
+                           staging: Path) -> list[dict]:
+        variant, device, tolerance = source.variant, source.device, check.tolerance
+        artifacts = variant.save(source.built, staging, stem)
         if not artifacts:
             return []
         checks = {artifact.path.name: ({"shapes": list(outputs.inputs), "by": WORKER_CHECK}
-                                       if artifact.path.suffix == checked_by_worker
+                                       if artifact.path.suffix == check.checked_by_worker
                                        else reload_check(variant, artifact, device, outputs.runs(), tolerance))
                   for artifact in artifacts}
-        reference_inputs, reference_output = outputs.run(reference_shape)
+        reference_inputs, reference_output = outputs.run(check.reference_shape)
         reference = staging / f"{stem}.ref.pt"
         save_through_memory(reference, lambda fh: torch.save({"inputs": [t.detach().cpu() for t in reference_inputs],
                                                               "outputs": flatten_outputs(reference_output)}, fh))
         entries = []
         for artifact in artifacts:
             entry = {
-                "model": model, "variant": variant.name, "precision": precision, **describe_file(artifact.path),
+                "model": source.model, "variant": variant.name, "precision": source.precision,
+                **describe_file(artifact.path),
                 "companions": [describe_file(companion) for companion in artifact.companions],
                 "loader": artifact.loader, "settings": artifact.settings, "imports": list(artifact.imports),
                 **({"outputs": list(artifact.outputs)} if artifact.outputs else {}),
                 "device": str(device),
-                "reference": {"file": reference.name, "sha256": sha256_of(reference), "shape": reference_shape,
+                "reference": {"file": reference.name, "sha256": sha256_of(reference), "shape": check.reference_shape,
                               "input_shapes": [list(t.shape) for t in reference_inputs]},
                 "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
                 "reload_check": checks[artifact.path.name],

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import torch
 
-from trtbench.build.stage import build_variants
+from trtbench.build.stage import BuildList, build_variants
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import precision_dtype
 from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
@@ -98,7 +98,8 @@ class VariantRecipe:
                            example_inputs=tuple(payload["example"]), shape_inputs=inputs,
                            input_specs=self.input_specs)
         with tempfile.TemporaryDirectory(prefix="trtbench-worker-") as logs:
-            outcomes = build_variants(build_order([self.variant]), model, ctx, self.options, {}, FailureLog(Path(logs)))
+            outcomes = build_variants(BuildList(build_order([self.variant]), self.options), model, ctx,
+                                      FailureLog(Path(logs)))
             outcome = outcomes[self.variant]
             if outcome.built is None:
                 log = (Path(logs) / "failures.log")

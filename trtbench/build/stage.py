@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 import torch
 
@@ -55,17 +55,27 @@ def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
     return value, sorted({f"{w.category.__name__}: {w.message}" for w in caught})
 
 
-def build_variants(names: list[str], model: torch.nn.Module, ctx: BuildContext, options: dict[str, Any],
-                   unavailable: dict[str, str], failures: FailureLog,
+@dataclass(frozen=True)
+class BuildList:
+    """The variants to build, by name, in order (dependencies first); each one's options, by name (one
+    absent builds with its defaults); and the ones that cannot build here, by name, with the reason
+    (they come back skipped, and what builds from them with them)."""
+
+    names: Sequence[str]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+
+def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, failures: FailureLog,
                    on_build: Callable[[str], None] = lambda name: None) -> dict[str, BuildOutcome]:
-    """Build ``names`` in order (dependencies first); ``on_build(name)`` runs before each build."""
+    """Build ``todo``'s variants in order; ``on_build(name)`` runs before each build."""
     outcomes: dict[str, BuildOutcome] = {}
-    for name in names:
+    for name in todo.names:
         variant = get_variant(name)
-        ctx.options = options.get(name) or variant.Options()
+        ctx.options = todo.options.get(name) or variant.Options()
         parent = outcomes.get(variant.depends_on) if variant.depends_on else None
-        if name in unavailable:
-            outcomes[name] = BuildOutcome(variant, status=Status.SKIPPED, reason=unavailable[name])
+        if name in todo.unavailable:
+            outcomes[name] = BuildOutcome(variant, status=Status.SKIPPED, reason=todo.unavailable[name])
         elif parent is not None and parent.built is None:
             outcomes[name] = BuildOutcome(variant, status=parent.status,
                                           reason=f"needs {parent.variant.name}, which did not build "
@@ -120,7 +130,7 @@ def build_at(run: RunContext, group: BuildGroup, names: list[str], model: torch.
     unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
                    if group.slot(name, precision) in group.unavailable}
     options = {entry.name: entry.options for entry in group.variants}
-    built = build_variants([n for n in names if n not in reuse], model, ctx, options, unavailable, failures,
+    built = build_variants(BuildList([n for n in names if n not in reuse], options, unavailable), model, ctx, failures,
                            on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
     outcomes = {}
     for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it

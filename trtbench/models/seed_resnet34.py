@@ -48,6 +48,9 @@ def _stage(in_channels: int, out_channels: int, num_blocks: int) -> dict:
     return {"blocks": blocks}
 
 
+STAGES = ("conv2_x", "conv3_x", "conv4_x", "conv5_x")
+"""The study's four ``convN_x`` stages, in order."""
+
 RESNET34_ARGS: dict = {
     "conv_1": {"in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3},
     "maxpool_1": {"kernel_size": 3, "stride": 2, "padding": 1},
@@ -95,19 +98,21 @@ class SeedStage(nn.Module):
 
 
 class SeedResNet34(nn.Module):
-    """The study's ResNet34; every argument is a dict of layer kwargs as in :data:`RESNET34_ARGS`."""
+    """The study's ResNet34; every argument is a dict of layer kwargs as in :data:`RESNET34_ARGS`, and
+    ``stages`` holds the arguments of its four stages by name (``conv2_x`` to ``conv5_x``: :data:`STAGES`)."""
 
-    def __init__(self, conv_1: dict, maxpool_1: dict, conv2_x: dict, conv3_x: dict, conv4_x: dict,
-                 conv5_x: dict, avgpool: dict, final_layer: dict):
+    def __init__(self, conv_1: dict, maxpool_1: dict, stages: dict[str, dict], avgpool: dict, final_layer: dict):
         super().__init__()
+        if set(stages) != set(STAGES):
+            raise TypeError(f"SeedResNet34: stages must be {list(STAGES)}, got {sorted(stages)}")
         self.activation = nn.ReLU()
         self.Conv_1 = nn.Conv2d(**conv_1)
         self.BN_1 = nn.BatchNorm2d(conv_1["out_channels"])
         self.MaxPool_1 = nn.MaxPool2d(**maxpool_1)
-        self.Conv2_x = SeedStage(**conv2_x)
-        self.Conv3_x = SeedStage(**conv3_x)
-        self.Conv4_x = SeedStage(**conv4_x)
-        self.Conv5_x = SeedStage(**conv5_x)
+        self.Conv2_x = SeedStage(**stages["conv2_x"])
+        self.Conv3_x = SeedStage(**stages["conv3_x"])
+        self.Conv4_x = SeedStage(**stages["conv4_x"])
+        self.Conv5_x = SeedStage(**stages["conv5_x"])
         self.AvgPool = nn.AvgPool2d(**avgpool)
         self.Final_layer = nn.Linear(**final_layer)
 
@@ -129,4 +134,5 @@ def seed_resnet34(num_classes: int = 1000, **overrides) -> SeedResNet34:
     args = copy.deepcopy(RESNET34_ARGS)
     args.update(copy.deepcopy(overrides))
     args["final_layer"]["out_features"] = num_classes
-    return SeedResNet34(**args)
+    stages = {name: args.pop(name) for name in STAGES}
+    return SeedResNet34(stages=stages, **args)

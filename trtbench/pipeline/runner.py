@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from trtbench.artifacts.publish import artifact_stem, publish
-from trtbench.artifacts.store import ArtifactStore, weights_bytes
+from trtbench.artifacts.publish import publish
+from trtbench.artifacts.store import ArtifactStore
 from trtbench.build.copies import precision_copies
 from trtbench.build.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
@@ -27,7 +27,6 @@ from trtbench.core.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
 from trtbench.core.inputs import point_inputs
 from trtbench.core.outdir import FailureLog, OutputDir
-from trtbench.core.precision import float_precision
 from trtbench.core.progress import Progress
 from trtbench.core.status import Status
 from trtbench.measure.references import References, eager_references
@@ -147,11 +146,7 @@ class Runner:
         """The save stage for one variant at ``precision`` (built from copy ``at``); the state journals that
         it is done."""
         name = outcome.variant.name
-        tolerance = self.config.tolerances[float_precision(precision)]
-        published = publish(outcome, self.state.variant_records(group, name, precision), at.inputs, tolerance,
-                            store=self.store, failures=self.failures, precision=precision, device=ctx.device,
-                            model_id=group.model.id, stem=artifact_stem(self.config, group.model.id, name, precision),
-                            expected_bytes=weights_bytes(at.model), cold_start=self.config.output.cold_start)
+        published = publish(ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)
         for record in published.records:
             self.state.keep(record)
         self.state.keep_saved(save_key(group, name, precision), published.entries)

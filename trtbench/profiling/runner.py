@@ -8,8 +8,9 @@ writes Chrome traces under ``<out_dir>/profiles`` (paths in the data are relativ
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
@@ -28,6 +29,17 @@ from trtbench.variants import Built, Variant
 TRACE_DIR = "profiles"
 
 
+@dataclass(frozen=True)
+class ProfiledVariant:
+    """A variant to profile: its name, the variant and its build, and the files it saved (their sizes are
+    reported with its memory)."""
+
+    name: str
+    variant: Variant
+    built: Built
+    files: tuple[Path, ...] = ()
+
+
 def _section(run: Callable[[], dict]) -> dict:
     """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results survive."""
     try:
@@ -38,11 +50,12 @@ def _section(run: Callable[[], dict]) -> dict:
         return {"status": Status.FAILED, "error": f"{type(err).__name__}: {err}"}
 
 
-def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built, label: str, inputs: tuple,
-                   device: torch.device, out_dir: Path) -> dict:
+def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, inputs: tuple, device: torch.device,
+                   out_dir: Path) -> dict:
+    variant, built = profiled.variant, profiled.built
     entry: dict = {"shape": shapes_text([list(t.shape) for t in inputs])}
     prepared = variant.prepare(built, inputs)
-    stem = f"{name}_{label}"
+    stem = f"{profiled.name}_{label}"
     if cfg.structure:
         entry["structure"] = _section(lambda: layer_table(built.module, inputs))
     if cfg.memory:
@@ -66,17 +79,16 @@ def _profile_shape(cfg: ProfileConfig, name: str, variant: Variant, built: Built
     return entry
 
 
-def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, Built]],
-                 inputs_by_shape: dict[str, tuple], device: torch.device, out_dir: Path,
-                 artifacts: dict[str, list[Path]] | None = None, tick: Callable[[], None] = lambda: None) -> dict:
+def run_profiles(profile_cfg: ProfileConfig, variants: Iterable[ProfiledVariant], inputs_by_shape: dict[str, tuple],
+                 device: torch.device, out_dir: Path, tick: Callable[[], None] = lambda: None) -> dict:
     """Profile each configured variant at each configured shape; JSON-serialisable results.
 
-    ``variants`` maps names to the built variants of ``profile_cfg.precision`` (a configured
-    variant missing here, e.g. one that failed to build, is reported as skipped);
-    ``inputs_by_shape`` maps every label in ``profile_cfg.shapes`` to the inputs at that
-    shape, on ``device``; ``artifacts`` maps variant names to the files they saved. ``tick``
-    is called after each variant x shape (progress bars).
+    ``variants`` are the built variants of ``profile_cfg.precision`` (a configured variant missing
+    here, e.g. one that failed to build, is reported as skipped); ``inputs_by_shape`` maps every
+    label in ``profile_cfg.shapes`` to the inputs at that shape, on ``device``. ``tick`` is called
+    after each variant x shape (progress bars).
     """
+    variants = {profiled.name: profiled for profiled in variants}
     missing = [label for label in profile_cfg.shapes if label not in inputs_by_shape]
     if missing:
         raise ValueError(f"no inputs given for profile shapes {missing}")
@@ -87,15 +99,15 @@ def run_profiles(profile_cfg: ProfileConfig, variants: dict[str, tuple[Variant, 
         if name not in variants:
             result["variants"][name] = {"status": Status.SKIPPED, "reason": "the variant was not built (see its build status)"}
             continue
-        variant, built = variants[name]
+        profiled = variants[name]
         entry: dict = {"status": Status.OK}
         if profile_cfg.memory:
-            entry["parameters"] = _section(lambda: parameter_summary(built.module))
-            entry["artifacts"] = artifact_sizes((artifacts or {}).get(name, []), root=out_dir)
+            entry["parameters"] = _section(lambda: parameter_summary(profiled.built.module))
+            entry["artifacts"] = artifact_sizes(list(profiled.files), root=out_dir)
         entry["shapes"] = {}
         for label in profile_cfg.shapes:
-            entry["shapes"][label] = _profile_shape(profile_cfg, name, variant, built, label, inputs_by_shape[label],
-                                                    device, out_dir)
+            entry["shapes"][label] = _profile_shape(profile_cfg, profiled, label, inputs_by_shape[label], device,
+                                                    out_dir)
             tick()
         result["variants"][name] = entry
     return result

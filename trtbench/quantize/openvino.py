@@ -15,6 +15,7 @@ operations) is local to ``QuantizationAccuracyRestorer._apply`` and only logged 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
@@ -78,28 +79,37 @@ def quantize_openvino(ov_model, calibration: CalibrationBatches, settings: Quant
                          advanced_parameters=_advanced_parameters(nncf, settings))
 
 
-def quantize_openvino_with_accuracy_control(
-        ov_model, calibration: CalibrationBatches, validation: Sequence[Any],
-        validate_fn: Callable[[Any, list], float], max_drop: float, settings: QuantSettings = QuantSettings(),
-        max_reverted: int | None = None) -> tuple[Any, list[str]]:
-    """``nncf.quantize_with_accuracy_control``: quantize, then revert the operations that cost the most
-    accuracy to fp32 until the metric drops by at most ``max_drop`` (absolute) from the fp32 model's.
+@dataclass(frozen=True)
+class AccuracyControl:
+    """What NNCF's accuracy control judges a quantized model by: ``validate_fn(compiled_model, items)``
+    gives the metric (higher is better) of an ``openvino.CompiledModel`` on a list of ``validation``
+    items (NNCF also calls it on single items to rank the layers), which may drop by at most
+    ``max_drop`` (absolute) from the fp32 model's; ``max_reverted`` caps the number of revert steps
+    (NNCF's ``max_num_iterations``)."""
 
-    ``validate_fn(compiled_model, items)`` gives the metric (higher is better) of an
-    ``openvino.CompiledModel`` on a list of ``validation`` items (NNCF also calls it on single items
-    to rank the layers). ``max_reverted`` caps the number of revert steps (NNCF's
-    ``max_num_iterations``). Returns the model and the names of its quantizable operations left in
-    fp32 beyond ``settings.exclude``."""
+    validation: Sequence[Any]
+    validate_fn: Callable[[Any, list], float]
+    max_drop: float
+    max_reverted: int | None = None
+
+
+def quantize_openvino_with_accuracy_control(ov_model, calibration: CalibrationBatches, control: AccuracyControl,
+                                            settings: QuantSettings = QuantSettings()) -> tuple[Any, list[str]]:
+    """``nncf.quantize_with_accuracy_control``: quantize, then revert the operations that cost the most
+    accuracy to fp32 until ``control``'s metric drops by at most its ``max_drop`` from the fp32 model's.
+
+    Returns the model and the names of its quantizable operations left in fp32 beyond
+    ``settings.exclude``."""
     nncf = _nncf()
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
     restorer = AdvancedAccuracyRestorerParameters(num_ranking_workers=1)  # 2 shared cores: no worker pool
-    if max_reverted is not None:
-        restorer.max_num_iterations = max_reverted
+    if control.max_reverted is not None:
+        restorer.max_num_iterations = control.max_reverted
     model = nncf.quantize_with_accuracy_control(
-        ov_model, _dataset(nncf, calibration), nncf.Dataset(validation),
-        lambda compiled, items: (float(validate_fn(compiled, list(items))), None),  # (metric, per-item values)
-        max_drop=max_drop, drop_type=nncf.DropType.ABSOLUTE, subset_size=len(calibration),
+        ov_model, _dataset(nncf, calibration), nncf.Dataset(control.validation),
+        lambda compiled, items: (float(control.validate_fn(compiled, list(items))), None),  # (metric, per-item values)
+        max_drop=control.max_drop, drop_type=nncf.DropType.ABSOLUTE, subset_size=len(calibration),
         ignored_scope=_ignored_scope(nncf, ov_model, settings),
         advanced_quantization_parameters=_advanced_parameters(nncf, settings),
         advanced_accuracy_restorer_parameters=restorer)

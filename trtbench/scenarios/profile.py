@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Iterator, Optional
 from trtbench.build.stage import capture_warnings
 from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
-from trtbench.profiling.runner import run_profiles
+from trtbench.profiling.runner import ProfiledVariant, run_profiles
 from trtbench.core.errors import UserInputError
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
@@ -44,11 +44,11 @@ def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]
         return {"status": Status.SKIPPED, "reason": reason, "precision": profile_cfg.precision, "device": str(device)}
     labels = [p.label for p in points]
     missing = [label for label in profile_cfg.shapes if label not in labels]
-    chosen = {name: (outcomes[name].variant, outcomes[name].built) for name in profile_cfg.variants
-              if name in outcomes and outcomes[name].built is not None}
+    chosen = [ProfiledVariant(name, outcomes[name].variant, outcomes[name].built, tuple(artifacts.get(name, ())))
+              for name in profile_cfg.variants if name in outcomes and outcomes[name].built is not None]
     with progress.task(f"profile {profile_cfg.precision}", total=len(chosen) * len(labels)) as tick:
         profiles, caught = capture_warnings(lambda: run_profiles(
-            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, artifacts, tick))
+            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, tick))
     if missing:
         caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
                   f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)

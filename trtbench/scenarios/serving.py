@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -32,16 +33,36 @@ SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the sear
 KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 
 
-def _test_settings(lg, settings: ServingConfig, qps: float, repeat: int):
+@dataclass(frozen=True)
+class OfferedLoad:
+    """The load one LoadGen run offers: Poisson arrivals at ``qps``, from the schedule of ``repeat`` (the
+    peak search, or run at the target, it belongs to; each repeat has its own schedule seed)."""
+
+    qps: float
+    repeat: int
+
+
+@dataclass(frozen=True)
+class ServingWorkers:
+    """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
+    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets no
+    threads per worker; a worker must be up within ``start_timeout_s``."""
+
+    recipe_for: Callable[[int], Recipe]
+    default_threads: int
+    start_timeout_s: float
+
+
+def _test_settings(lg, settings: ServingConfig, load: OfferedLoad):
     test = lg.TestSettings()
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
-    test.server_target_qps = qps
+    test.server_target_qps = load.qps
     test.server_target_latency_ns = int(settings.p99_ms * 1e6)
     test.server_target_latency_percentile = settings.percentile
     test.min_duration_ms = int(settings.min_duration_s * 1e3)
     test.min_query_count = settings.min_queries
-    test.schedule_rng_seed = settings.seed + repeat
+    test.schedule_rng_seed = settings.seed + load.repeat
     return test
 
 
@@ -55,9 +76,10 @@ def _log_settings(lg, folder: Path):
     return logs
 
 
-def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, qps: float, repeat: int,
-                folder: Path, out_dir: Path) -> tuple[LoadGenRun, list[str]]:
-    """One LoadGen Server run at ``qps`` over the pool's first ``workers`` workers; its logs in ``folder``.
+def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: OfferedLoad, folder: Path,
+                out_dir: Path) -> tuple[LoadGenRun, list[str]]:
+    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers; its logs in ``folder``
+    (under ``out_dir``, which the run's ``log_dir`` is relative to).
 
     Returns the run and why queries were lost (empty when none was)."""
     lg = importlib.import_module("mlperf_loadgen")
@@ -70,7 +92,7 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, qps: f
     sut = lg.ConstructSUT(session.issue, session.flush)
     qsl = lg.ConstructQSL(1, 1, lambda indices: None, lambda indices: None)  # the samples live in the workers
     try:
-        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, settings, qps, repeat), _log_settings(lg, folder))
+        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, settings, load), _log_settings(lg, folder))
     finally:
         session.close()
         lg.DestroyQSL(qsl)
@@ -80,7 +102,7 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, qps: f
             path.unlink()
     summary = read_summary(folder)
     met = summary.valid if settings.validity == "loadgen" else summary.performance_met and summary.minimums_met
-    run = LoadGenRun(offered_qps=qps, repeat=repeat, summary=summary, within_bound=met and not session.lost,
+    run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
                      latencies_ms=tuple(session.latencies_ms), batches=dict(session.batches), lost=session.lost,
                      log_dir=folder.relative_to(out_dir).as_posix())
     return run, session.errors
@@ -114,7 +136,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
         for step in range(1 if offered else settings.search_steps):
             qps = offered[0] if offered else (lo + hi) / 2
             progress(f"serve {result.log_dir} {result.label}: repeat {repeat + 1}, {qps:.1f} QPS offered")
-            run, lost = loadgen_run(pool, result.workers, settings, qps, repeat,
+            run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
                                     folder / f"r{repeat}-s{step}-{qps:.1f}qps", out_dir)
             runs.append(run)
             if lost:
@@ -127,14 +149,14 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
 
 
-def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, out_dir: Path, name: str,
-                default_threads: int, start_timeout_s: float,
+def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
-    """Serve the variant that ``recipe_for(threads)`` hosts, once per worker count of ``settings``; logs
-    under ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool
-    (a run uses its first workers). A pool that fails to start, or a count that loses a query, gives
-    failed results (with the runs made) and the other counts still run."""
-    threads_of = {workers: settings.threads or max(1, default_threads // workers) for workers in settings.workers}
+    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``; logs under
+    ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool (a run
+    uses its first workers). A pool that fails to start, or a count that loses a query, gives failed
+    results (with the runs made) and the other counts still run."""
+    threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
+                  for workers in settings.workers}
     results: dict[int, ServingResult] = {}
     for threads in dict.fromkeys(threads_of.values()):
         counts = [workers for workers in settings.workers if threads_of[workers] == threads]
@@ -146,7 +168,7 @@ def run_serving(recipe_for: Callable[[int], Recipe], settings: ServingConfig, ou
         for result in planned.values():
             (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
         try:
-            pool = ServingPool([recipe_for(threads)] * max(counts), start_timeout_s,
+            pool = ServingPool([hosts.recipe_for(threads)] * max(counts), hosts.start_timeout_s,
                                out_dir / planned[max(counts)].log_dir)
         except WorkerError as err:
             results.update({w: dataclasses.replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")

@@ -22,7 +22,7 @@ from trtbench.core.inputs import make_inputs, to_memory_format
 from trtbench.workers.isolation import deployed_artifact
 from trtbench.core.precision import dtype_name
 from trtbench.core.record import Record
-from trtbench.scenarios.serving import run_serving
+from trtbench.scenarios.serving import ServingWorkers, run_serving
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
 from trtbench.scenarios.serving_result import ServedCase
@@ -102,7 +102,8 @@ def serve_group(ctx: RunContext, built) -> list[ServedCase]:
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
                 served.setdefault(key, []).extend(run_serving(
-                    recipe_for, settings, out_dir, _slug(stem), group.threads, config.benchmark.worker_timeout_s, log))
+                    ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s), settings, out_dir,
+                    _slug(stem), log))
     return [ServedCase(record.case.key, record.environment, tuple(served[key]))
             for key, (_, record, _) in entries.items()]
 

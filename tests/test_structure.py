@@ -1,0 +1,96 @@
+"""The package's functions stay small enough to call without a keyword map: none takes more than six
+parameters.
+
+A function's parameters are its positional-only, ordinary and keyword-only ones, a first ``self`` or
+``cls`` not counted; ``*args`` and ``**kwargs`` count one each (a call may pass anything through them,
+so they are no way around the limit). Every ``def``, ``async def`` and ``lambda`` under the package
+is read with :mod:`ast`; a dataclass's generated ``__init__`` is not in the source, so not counted.
+Values that travel together belong in a small frozen dataclass named for what they are, and a run's
+config, device, environment, output folder, failure log, progress and timing in its
+:class:`~trtbench.core.context.RunContext`. A self-test proves the check finds an over-long
+function, method, async function and lambda in a snippet.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import trtbench
+
+PACKAGE_DIR = Path(trtbench.__file__).parent
+MAX_PARAMETERS = 6
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> int:
+    """The parameters of ``node``: positional-only, ordinary and keyword-only, ``*args`` and ``**kwargs``
+    one each, a first ``self`` or ``cls`` not counted."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    return len(positional) + len(args.kwonlyargs) + (args.vararg is not None) + (args.kwarg is not None)
+
+
+def over_long(source: str, where: str, limit: int = MAX_PARAMETERS) -> list[str]:
+    """``where:line name (N)`` for every function in ``source`` that takes more than ``limit`` parameters."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, FUNCTIONS):
+            count = parameter_count(node)
+            if count > limit:
+                found.append((node.lineno, f"{where}:{node.lineno} {getattr(node, 'name', '<lambda>')} ({count})"))
+    return [line for _, line in sorted(found)]
+
+
+def test_no_function_takes_more_than_six_parameters():
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        found += over_long(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE_DIR.parent).as_posix())
+    assert not found, (f"functions that take more than {MAX_PARAMETERS} parameters (group the ones that travel "
+                       f"together, or take the RunContext):\n" + "\n".join(found))
+
+
+SNIPPET = '''
+def six(a, b, c, d, e, f):
+    pass
+
+def seven(a, b, c, d, e, f, g):
+    pass
+
+def keyword_only(a, b, c, *, d, e, f, g):
+    pass
+
+def variadic(a, b, c, d, e, *args, **kwargs):
+    pass
+
+class Thing:
+    def method(self, a, b, c, d, e, f):
+        pass
+
+    @classmethod
+    def build(cls, a, b, c, d, e, f, g):
+        pass
+
+    def positional_only(self, a, b, c, d, /, e, f, g):
+        pass
+
+async def fetch(a, b, c, d, e, f, g):
+    pass
+
+spread = lambda a, b, c, d, e, f, g: None
+'''
+
+
+def test_the_check_finds_every_kind_of_over_long_function():
+    assert over_long(SNIPPET, "snippet.py") == [
+        "snippet.py:5 seven (7)",
+        "snippet.py:8 keyword_only (7)",
+        "snippet.py:11 variadic (7)",
+        "snippet.py:19 build (7)",
+        "snippet.py:22 positional_only (7)",
+        "snippet.py:25 fetch (7)",
+        "snippet.py:28 <lambda> (7)",
+    ]
