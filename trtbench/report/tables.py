@@ -133,6 +133,11 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
             if note not in seen:
                 seen.add(note)
                 out.append(note)
+    for r in results:
+        for served in results.serving_of(r):
+            if served.status is not Status.OK:
+                out.append(f"{r.case.model} {r.case.label} {r.case.precision} served {served.label}: {served.status}: "
+                           f"{served.reason}")
     timed = [r for r in results if r.timed]
     if any(r.stats.noisy for r in timed):
         out.append("noisy rows (IQR/median above 10%) have wide intervals; compare them with care.")

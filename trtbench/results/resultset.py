@@ -150,10 +150,12 @@ class ResultSet:
         return paired_ratio(base.rounds, record.rounds)
 
     def exit_code(self, interrupted: bool = False) -> int:
-        """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
+        """130 if interrupted, 1 if any case failed or failed its accuracy check or any serving result failed,
+        else 0."""
         if interrupted:
             return 130
-        return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
+        served_failed = any(result.status is Status.FAILED for served in self.served for result in served.results)
+        return 1 if served_failed or any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__
