@@ -9,6 +9,7 @@ from trtbench.core.env import environment_name
 from trtbench.core.fsutil import atomic_write_json, atomic_write_text
 from trtbench.results.recommend import (recommend, recommend_serving, recommendation_markdown,
                                 serving_recommendation_markdown)
+from trtbench.report.colors import VariantColors, variant_colors
 from trtbench.report.markdown import report_markdown, run_intro
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
@@ -29,15 +30,18 @@ def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
     return sets
 
 
-def write_plots(out_dir: Path, results: ResultSet) -> list[Path]:
+def write_plots(out_dir: Path, results: ResultSet, colors: VariantColors | None = None) -> list[Path]:
     """Latency and speedup figures under ``<out>/plots`` (none when no record has timings); with several
-    environments (a merge), one pair per environment, ``latency-<environment id>.png``."""
+    environments (a merge), one pair per environment, ``latency-<environment id>.png``. ``colors``: the
+    run's (by default, from ``results``), the same for every environment."""
+    colors = colors or variant_colors(results)
     sets = _by_environment(results)
     plots = []
     for env, part in sets.items():
         suffix, where = (f"-{env}", f": {environment_name(part.environments[env])}") if len(sets) > 1 else ("", "")
-        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}"),
-                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}")]
+        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}", colors=colors),
+                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}",
+                               colors=colors)]
     return [plot.path for plot in plots if plot is not None]
 
 
@@ -69,14 +73,16 @@ def write_report(out_dir: Path, results: ResultSet, intro: list[str], p99_budget
         data["serving_recommendations"] = [r.to_dict() for r in under_load]
     atomic_write_json(files["json"], data)
     atomic_write_text(files["csv"], csv_text(results))
-    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
-    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms)]
+    colors = variant_colors(results)  # one colour per variant in every plot
+    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results, colors)]
+    sweep = [chart.path.relative_to(out_dir)
+             for chart in write_sweep_plots(out_dir / "plots", results, p99_budget_ms, colors)]
     sections = [sweep_markdown(results, sweep)] if sweep else []
-    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png")
+    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png", colors)
     reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
     if reduced:
         sections.append(reduced)
-    serving = serving_plot(results, out_dir / "plots" / "serving.png")
+    serving = serving_plot(results, out_dir / "plots" / "serving.png", colors)
     serving_section = serving_markdown(results, [serving.relative_to(out_dir)] if serving is not None else [])
     if serving_section:
         sections.append(serving_section)
