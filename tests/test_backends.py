@@ -131,3 +131,49 @@ def test_compiled_counts_the_recompilations_the_benchmarked_shapes_cause(tiny_co
             for inputs in shapes.values():
                 torch.testing.assert_close(variant.run(built, variant.prepare(built, inputs)), model(*inputs))
     assert variant.run_info(built) == {"recompilations": 2}
+
+
+def test_a_dynamic_batch_served_at_opt_1_exports_from_2_and_runs_at_1_and_8(tmp_path):
+    """min 1, opt 1, max 8 (serving at batch 1 with room for dynamic batching): the variants built by
+    torch.export build, the ONNX graph keeps its batch dim symbolic, and every row times batch 1 at opt."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    from conftest import TINY_CONFIG, by_point, run_dict
+
+    out = tmp_path / "out"
+    inputs = [{"name": "input", "dtype": "float32", "min_shape": [1, 3, 16, 16], "opt_shape": [1, 3, 16, 16],
+               "max_shape": [8, 3, 16, 16]}]
+    config = dict(TINY_CONFIG, inputs=inputs, variants=["eager", "exported", "ort", "openvino"],
+                  benchmark={**TINY_CONFIG["benchmark"], "shapes": ["opt", "max"]},
+                  output={"dir": str(out), "cold_start": False})
+    outcome = run_dict(config)
+    assert outcome.exit_code == 0
+    rows = by_point(outcome.results)
+    for variant in ("exported", "ort", "openvino"):
+        for point, batch in (("opt", 1), ("max", 8)):
+            row = rows[(variant, point)]
+            assert row.status == "ok" and row.parity["ok"], (variant, point, row.reason)
+            assert row.case.input_shapes == ((batch, 3, 16, 16),)
+    (dim, *_), = [value.type.tensor_type.shape.dim for value in onnx.load(out / "artifacts" / "ort_fp32.onnx").graph.input]
+    assert dim.dim_param and not dim.HasField("dim_value")  # the batch stayed symbolic
+    session = ort.InferenceSession(str(out / "artifacts" / "ort_fp32.onnx"), providers=["CPUExecutionProvider"])
+    for batch in (1, 8):
+        (logits,) = session.run(None, {"x": np.zeros((batch, 3, 16, 16), np.float32)})
+        assert logits.shape == (batch, 10)
+
+
+def test_the_export_example_grows_only_a_dynamic_dim_that_is_1():
+    from trtbench.config.config import InputConfig
+    from trtbench.variants.exported import export_examples
+
+    specs = [InputConfig(name="a", min_shape=[1, 3, 1, 4], opt_shape=[1, 3, 1, 4], max_shape=[8, 3, 1, 4]),
+             InputConfig(name="b", min_shape=[1, 2], opt_shape=[4, 2], max_shape=[8, 2]),
+             InputConfig(name="c", min_shape=[1, 5], opt_shape=[1, 5], max_shape=[1, 5])]
+    a = torch.randn(1, 3, 1, 4).contiguous(memory_format=torch.channels_last)
+    b, c = torch.randn(4, 2), torch.randn(1, 5)
+    grown_a, grown_b, grown_c = export_examples(specs, (a, b, c))
+    assert grown_a.shape == (2, 3, 1, 4) and grown_a.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(grown_a[1], a[0])
+    assert grown_b is b and grown_c is c  # opt not 1, or a static dim: as given

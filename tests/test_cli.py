@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ import yaml
 
 from trtbench.config.config import bundled_config_dir, load_config
 from trtbench.core.env import default_threads
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def trtbench(*args, env, cwd=None):
@@ -115,26 +120,73 @@ def test_variants_lists_options_and_why_trt_cannot_run_here(subprocess_env):
         assert "skipped: CUDA is not available" in proc.stdout
 
 
-def test_an_unwritable_output_folder_is_bad_input(subprocess_env):
+def run_cli_in_a_fork(args: list[str], cwd: Path, out: Path, uid: int | None = None) -> tuple[int, str, str, list]:
+    """``trtbench.cli.main(args)`` in a forked child, in ``cwd``, as ``uid`` when given (then root drops to it):
+    (exit code, stdout, stderr, files under the checkout or the Python environment that the child imported
+    after the drop).
+
+    The child has imported trtbench, and loaded its registries of built-in models and variants, before it
+    drops: a fresh process as another uid cannot read a checkout (nor a ``.venv`` in it) that lives under
+    a folder other users cannot read, as a clone under ``mktemp -d`` (mode 0700) does. Its output goes to
+    files under ``out``, opened before the drop.
+    """
+    from trtbench import cli
+    from trtbench.models import builtin_model_names
+    from trtbench.pipeline import runner  # noqa: F401  (what cmd_run imports)
+    from trtbench.variants import variant_names
+
+    stdout, stderr, imported = out / "stdout", out / "stderr", out / "imported"
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code, streams = 70, []
+        try:
+            sys.stdout, sys.stderr, report = streams = [open(path, "w") for path in (stdout, stderr, imported)]
+            os.chdir(cwd)
+            builtin_model_names(), variant_names()  # both import their modules from the checkout
+            before = set(sys.modules)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            code = cli.main(args)
+            roots = (str(REPO), sys.prefix)
+            late = [getattr(sys.modules[name], "__file__", None) or "" for name in set(sys.modules) - before]
+            report.write("\n".join(sorted(f for f in late if f.startswith(roots))))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in streams:
+                stream.flush()
+            os._exit(code)
+    deadline = time.monotonic() + 600
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"trtbench {' '.join(args)} did not end in 600 s")
+        time.sleep(0.05)
+    return (os.waitstatus_to_exitcode(done[1]), stdout.read_text(), stderr.read_text(),
+            [line for line in imported.read_text().splitlines() if line])
+
+
+def test_an_unwritable_output_folder_is_bad_input(tmp_path):
     """A results folder this user cannot write: exit 2 naming it and the fix, nothing run, no traceback.
 
-    As root (who may write anywhere) the run drops to uid 65534 with setpriv, the way a container
-    user meets a host folder owned by someone else.
+    As root (who may write anywhere) the run drops to uid 65534, the way a container user meets a host
+    folder owned by someone else: in a forked child that has imported trtbench, with the config copied
+    out of the checkout, so the test passes wherever the checkout lives.
     """
-    root = Path(tempfile.mkdtemp(prefix="trtbench-locked-"))  # not under pytest's 0700 tmp: uid 65534 reads it
+    root = Path(tempfile.mkdtemp(prefix="trtbench-locked-"))  # not under pytest's 0700 tmp: uid 65534 enters it
     try:
+        shutil.copyfile(bundled_config_dir() / "smoke.yaml", root / "smoke.yaml")
         root.chmod(0o555)
-        command = [sys.executable, "-m", "trtbench", "run", "--config", "smoke.yaml", "--output", str(root / "out")]
-        if os.geteuid() == 0:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root without setpriv, so no user here lacks write access")
-            command = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", *command]
-        proc = subprocess.run(command, capture_output=True, text=True, env=subprocess_env, cwd=root, timeout=600)
+        code, stdout, stderr, late = run_cli_in_a_fork(["run", "--config", "smoke.yaml", "--output", "out"], root,
+                                                       tmp_path, uid=65534 if os.geteuid() == 0 else None)
     finally:
         root.chmod(0o755)
         shutil.rmtree(root)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr and "build " not in proc.stdout
-    assert f"trtbench: error: {root / 'out'}: this user (uid " in proc.stderr
-    assert "--user" in proc.stderr and "chown" in proc.stderr
+    assert code == 2, stdout + stderr
+    assert late == [], "the child read these from the checkout or its environment after dropping to uid 65534"
+    assert "Traceback" not in stderr and "build " not in stdout
+    assert f"trtbench: error: {root / 'out'}: this user (uid " in stderr
+    assert "--user" in stderr and "chown" in stderr

@@ -201,29 +201,18 @@ def test_validate_builds_the_model_to_check_kwargs(tiny_config, write_config, ca
     assert code == 2 and "model.kwargs" in err
 
 
-@pytest.mark.parametrize("variants, named", [(["eager", "exported"], "exported"), (["eager", "trt"], "trt"),
-                                             (["eager", "traced", "ort"], "ort")])  # ort builds from exported
-def test_an_opt_size_of_1_on_a_dynamic_dim_is_refused_for_variants_built_by_torch_export(
-        tiny_config, write_config, capsys, variants, named):
-    tiny_config["variants"] = variants
-    tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]  # min 1, max 4
-    err = expect_error(write_config(tiny_config), capsys, "inputs[0].opt_shape", "dim 0 is 1 while the dim is dynamic",
-                       f"torch.export, which {named} build from", "set opt_shape[0] to a size from 2 to 4",
-                       f"or drop {named} from variants")
-    assert "traced" not in err  # only the variants that export are named
-
-
-def test_an_opt_size_of_1_is_fine_without_torch_export_and_on_a_static_dim(tiny_config):
+def test_an_opt_size_of_1_on_a_dynamic_dim_is_accepted_for_every_variant(tiny_config):
+    """Serving at batch 1 with room for dynamic batching: the builds by torch.export export from 2 there."""
     from trtbench.config.config import config_from_dict
 
-    tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]
-    config_from_dict(dict(tiny_config, variants=["eager", "traced", "scripted", "compiled", "trt_traced"]))
-    tiny_config["inputs"][0].update(min_shape=[1, 3, 16, 16], max_shape=[1, 3, 16, 16])  # batch 1, static
-    config_from_dict(dict(tiny_config, variants=["eager", "exported", "trt"]))
+    tiny_config["inputs"][0]["opt_shape"] = [1, 3, 16, 16]  # min 1, max 4
+    config = config_from_dict(dict(tiny_config, variants=["eager", "traced", "exported", "aoti", "ort", "openvino",
+                                                          "trt", "compiled"]))
+    assert config.inputs[0].opt_shape == [1, 3, 16, 16]
 
 
-def test_torch_export_really_fails_on_what_the_config_refuses(tiny_config):
-    """The premise of the rule above, with this torch: a size-1 example of a dynamic dim cannot be exported."""
+def test_torch_export_really_fails_on_a_size_1_example_of_a_dynamic_dim(tiny_config):
+    """Why the builds by torch.export grow such an example (variants.exported.export_examples), with this torch."""
     from toy_models import tiny_cnn
     from trtbench.config.config import InputConfig
     from trtbench.variants.exported import dynamic_shapes

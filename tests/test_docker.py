@@ -121,14 +121,16 @@ def test_a_known_uid_is_left_alone(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not glob.glob("/usr/lib/*/libnss_wrapper.so"),
                     reason="needs root, setpriv and nss_wrapper (apt-get install libnss-wrapper) to become an "
                            "unknown uid")
-def test_an_unknown_uid_can_look_itself_up_through_the_entrypoint(tmp_path):
-    """What the image does for `docker run --user 43210:43210`, without Docker."""
-    tmp_path.chmod(0o755)
+def test_an_unknown_uid_can_look_itself_up_through_the_entrypoint():
+    """What the image does for `docker run --user 43210:43210`, without Docker.
+
+    bash reads the entrypoint from its stdin, opened by this process: uid 43210 cannot read a checkout
+    that lives under a folder other users cannot read (a clone under ``mktemp -d``, mode 0700).
+    """
     lookup = "import pwd, os; print(pwd.getpwuid(os.getuid()).pw_name)"
-    command = ["setpriv", "--reuid", "43210", "--regid", "43210", "--clear-groups", "bash", str(ENTRYPOINT),
-               "-c", lookup]
+    command = ["setpriv", "--reuid", "43210", "--regid", "43210", "--clear-groups", "bash", "-s", "--", "-c", lookup]
     env = {"PATH": "/usr/bin:/bin", "TRTBENCH_BIN": "/usr/bin/python3", "HOME": "/"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/")
+    done = subprocess.run(command, input=ENTRYPOINT.read_text(), capture_output=True, text=True, env=env, cwd="/")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "trtbench-43210\n"
 

@@ -93,6 +93,111 @@ def test_hyperthreads_add_no_peak_and_the_best_clock_source_wins():
     assert with_lscpu["flops_per_s"] == pytest.approx(3.5e9 * 32) and with_lscpu["cores"] == 1
 
 
+# lscpu in a KVM guest on the Zen 3 EPYC of the report: no "CPU max MHz" line (the host hides its clocks)
+LSCPU_KVM_ZEN3 = """Architecture:                            x86_64
+CPU(s):                                  2
+Vendor ID:                               AuthenticAMD
+Model name:                              AMD EPYC 7B13
+CPU family:                              25
+Model:                                   1
+Thread(s) per core:                      1
+Core(s) per socket:                      2
+BogoMIPS:                                4900.00
+Hypervisor vendor:                       KVM
+"""
+ZEN3_VM = cpuinfo(AVX2, 2, mhz="2450.000", model="AMD EPYC 7B13", vendor="AuthenticAMD", family=25, model_number=1)
+
+
+def clock_measured_at(ghz):
+    """A stand-in for measure_cpu_clock that records the add latency it was asked to assume."""
+    def measure(latency_cycles):
+        measure.asked.append(latency_cycles)
+        return ghz
+    measure.asked = []
+    return measure
+
+
+def test_a_vm_that_hides_its_maximum_clock_has_it_measured_not_its_base_clock_used():
+    """The report's case: 2 Zen 3 cores in a VM stated 157 GFLOP/s (2.45 GHz, the nominal clock) while a matmul
+    measured 189; the cores run at 3.5 GHz."""
+    assert cpu_peak(2, ZEN3_VM, LSCPU_KVM_ZEN3)["flops_per_s"] == pytest.approx(2 * 2.45e9 * 32)  # not measured
+    measure = clock_measured_at(3.5)
+    peak = cpu_peak(2, ZEN3_VM, LSCPU_KVM_ZEN3, measure_clock=measure)
+    assert measure.asked == [3]  # Zen 3 adds fp64 in 3 cycles
+    assert peak["flops_per_s"] == pytest.approx(2 * 3.5e9 * 32) and peak["flops_per_s"] > 189e9
+    assert peak["clock_source"].startswith("measured clock") and "3 cycles" in peak["clock_source"]
+    assert any("measured clock" in line and "3 cycles" in line for line in peak["assumptions"])
+
+
+@pytest.mark.parametrize("lscpu_text, max_freq_khz, source", [
+    (LSCPU_KVM_ZEN3 + "CPU max MHz:                             3529.0000\n", "", "lscpu 'CPU max MHz'"),
+    (LSCPU_KVM_ZEN3, "3529000\n", "cpufreq cpuinfo_max_freq")])
+def test_a_stated_maximum_clock_is_used_without_measuring(lscpu_text, max_freq_khz, source):
+    measure = clock_measured_at(9.9)
+    peak = cpu_peak(2, ZEN3_VM, lscpu_text, max_freq_khz, measure_clock=measure)
+    assert measure.asked == [] and peak["clock_source"] == source and peak["clock_ghz"] == pytest.approx(3.529)
+
+
+@pytest.mark.parametrize("measured, note", [(2.0, "read lower (2.00 GHz)"), (None, "gave no reading"),
+                                            (12.0, "12.00 GHz, not plausible")])
+def test_a_measured_clock_below_the_nominal_one_or_implausible_is_not_used(measured, note):
+    peak = cpu_peak(2, ZEN3_VM, LSCPU_KVM_ZEN3, measure_clock=clock_measured_at(measured))
+    assert peak["clock_ghz"] == pytest.approx(2.45)
+    assert peak["clock_source"].startswith("/proc/cpuinfo 'cpu MHz'") and note in peak["clock_source"]
+
+
+@pytest.mark.parametrize("text, cycles", [
+    (cpuinfo(AVX512, 1, model="AMD EPYC 9755 128-Core Processor", vendor="AuthenticAMD", family=26,
+             model_number=2), 2),
+    (cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", vendor="GenuineIntel", family=6,
+             model_number=85), 4),
+    (cpuinfo(AVX2, 1, model="Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz", vendor="GenuineIntel", family=6,
+             model_number=79), 3),
+    (cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Platinum 8480+", vendor="GenuineIntel", family=6,
+             model_number=143), None),  # Sapphire Rapids: not in the latency table, so not measured
+])
+def test_the_clock_is_measured_with_the_add_latency_of_the_microarchitecture(text, cycles):
+    measure = clock_measured_at(4.0)
+    peak = cpu_peak(1, text, measure_clock=measure)
+    assert measure.asked == ([cycles] if cycles else [])
+    assert peak["clock_source"].startswith("measured clock") is bool(cycles)
+
+
+def test_a_peak_below_the_measured_matmul_is_raised_to_it_and_says_so():
+    from trtbench.measure.ceiling import peak_not_below_measured
+
+    stated = {"peak_flops_per_s": 157e9, "peak_clock_ghz": 2.45, "measured_flops_per_s": 189e9,
+              "peak_clock_source": "/proc/cpuinfo 'cpu MHz' (the current or, in a VM, nominal clock)"}
+    raised = peak_not_below_measured(stated)
+    assert raised["peak_flops_per_s"] == 189e9 and raised["peak_stated_flops_per_s"] == 157e9
+    assert "below the measured matmul" in raised["peak_note"] and "2.45 GHz (/proc/cpuinfo" in raised["peak_note"]
+    assert peak_not_below_measured({**stated, "peak_flops_per_s": 224e9}) == {**stated, "peak_flops_per_s": 224e9}
+    assert peak_not_below_measured({"peak_flops_per_s": 1e11}) == {"peak_flops_per_s": 1e11}  # nothing measured
+
+
+def test_the_report_says_what_the_peak_is_and_where_its_clock_came_from():
+    from test_core import record
+    from trtbench.measure.ceiling import Ceiling, peak_not_below_measured
+    from trtbench.report.tables import markdown_table
+    from trtbench.results.resultset import ResultSet
+
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    for variant, median in (("eager", 10.0), ("traced", 5.0)):
+        results.add(record(variant, median, "env-a", metrics={"flops": 1e9}))
+    values = {"peak_flops_per_s": 224e9, "peak_method": "cores x clock x fp32 FLOP per cycle per core",
+              "peak_clock_ghz": 3.5, "peak_clock_source": "measured clock (a chain of dependent fp64 adds)",
+              "measured_flops_per_s": 189e9}
+    results.add(Ceiling("env-a", "cpu", "float32", 2, values))
+    table = markdown_table(results)
+    assert "% peak on cpu (float32, 2 threads) is of 224 GFLOP/s" in table
+    assert "clock 3.50 GHz from measured clock (a chain of dependent fp64 adds)" in table
+    stated = dict(values, peak_flops_per_s=157e9, peak_clock_ghz=2.45, peak_clock_source="model name (base clock)")
+    results.add(Ceiling("env-a", "cpu", "float32", 2, peak_not_below_measured(stated)))
+    table = markdown_table(results)
+    assert "is of 189 GFLOP/s" in table and "the peak stated at 2.45 GHz (model name (base clock)), 157 GFLOP/s, " \
+        "is below the measured matmul, 189 GFLOP/s" in table
+
+
 def test_unknown_vector_unit_gives_no_peak_and_says_why():
     peak = cpu_peak(2, cpuinfo("", cores=2).replace("sse sse2 ", ""))
     assert peak["flops_per_s"] is None and "vector unit" in peak["reason"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import random
+import signal
 import statistics
 
 import pytest
@@ -133,6 +135,54 @@ def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path
     (run,) = result.runs  # the run ended, and no repeat followed
     assert run.lost >= 1 and not run.within_bound
     assert len(run.latencies_ms) == 2  # the queries answered before the hang
+
+
+def test_a_worker_killed_during_the_peak_search_stops_it_and_keeps_the_peak_found_before(tmp_path):
+    """2 workers; one is SIGKILLed after the search's first step passed (a bound no step misses): the result
+    fails naming the dead worker, the search stops there, and the load that passed is kept as its peak."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    steps = []
+
+    def progress(text):
+        steps.append(text)
+        if len(steps) == 2:  # the first step is done: kill one worker, between LoadGen runs
+            os.kill(int(min(path.name for path in pids.iterdir())), signal.SIGKILL)
+
+    settings = ServingConfig(p99_ms=5000, find_peak=True, min_duration_s=0.5, min_queries=10, workers=[2],
+                             threads=1, repeats=2, search_steps=4)
+    hosts = ServingWorkers(lambda threads: SleepsPerCall(CALL_S, pid_dir=str(pids)), default_threads=2,
+                           start_timeout_s=120.0)
+    (result,) = run_serving(hosts, settings, tmp_path / "out", "toy", progress)
+    assert len(list(pids.iterdir())) == 2
+    assert result.status == "failed"
+    assert "server worker " in result.reason and "died during 'call' (killed by signal 9)" in result.reason
+    assert len(steps) == 2 and len(result.runs) == 2, "the search stopped at the fault"
+    passed, faulted = result.runs
+    assert passed.within_bound and faulted.lost >= 1 and not faulted.within_bound
+    assert result.peaks == (passed.offered_qps,) and result.peak_run == passed
+    assert "the peak search stopped early, at step 2 of 4 of search 1 of 2" in result.reason
+    assert f"{passed.offered_qps:.1f} QPS (a lower bound" in result.reason
+
+
+def test_a_failed_serving_result_fails_the_run_and_is_named_in_the_notes():
+    from test_core import record
+    from trtbench.core.status import Status
+    from trtbench.report.tables import text_table
+    from trtbench.scenarios.serving_result import ServedCase, ServingResult
+
+    eager = record("eager", 10.0)
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    results.add(eager)
+    ok = ServingResult(scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(50.0,))
+    results.add(ServedCase(eager.case.key, "env-a", (ok,)))
+    assert results.exit_code() == 0
+    failed = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99, peaks=(98.5,),
+                           status=Status.FAILED, reason="1 query(ies) lost at 147.7 QPS offered: server worker 0's "
+                                                        "worker died during 'call' (killed by signal 9)")
+    results.add(ServedCase(eager.case.key, "env-a", (ok, failed)))
+    assert results.exit_code() == 1 and results.exit_code(interrupted=True) == 130
+    assert "m eager fp32 served w2 x t1: failed: 1 query(ies) lost at 147.7 QPS" in text_table(results)
 
 
 SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}

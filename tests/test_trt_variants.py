@@ -162,6 +162,18 @@ def test_trt_exports_at_opt_and_compiles_with_config_ranges(fake):
     json.dumps(built.info)
 
 
+def test_trt_at_an_opt_of_1_exports_from_2_and_keeps_opt_1_in_the_engine_profile(fake):
+    spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[1, 3, 8, 8], max_shape=[8, 3, 8, 8])
+    spec.validate("inputs[0]")
+    get_variant("trt").build(Net().eval(), context(spec, DynamoOptions()))
+    (inp,) = fake_trt.calls_named(fake, "Input")
+    assert (inp["min_shape"], inp["opt_shape"], inp["max_shape"]) == ((1, 3, 8, 8), (1, 3, 8, 8), (8, 3, 8, 8))
+    (call,) = fake_trt.calls_named(fake, "compile")
+    x = next(n for n in call["module"].graph.nodes if n.op == "placeholder" and n.name == "x").meta["val"]
+    assert isinstance(x.shape[0], torch.SymInt)  # the batch stayed dynamic, over the config's whole range
+    assert call["module"].range_constraints[x.shape[0].node.expr].lower == 1
+
+
 def test_fp16_on_the_2_14_dynamo_frontend_is_carried_by_dtypes_only(fake):
     get_variant("trt").build(Net().eval().half(), context(dynamic_spec(), DynamoOptions(), torch.float16))
     (inp,) = fake_trt.calls_named(fake, "Input")

@@ -135,15 +135,19 @@ class FailsToBuild:
 @dataclass(frozen=True)
 class SleepsPerCall:
     """A server's toy model: every call (of 1 to ``max_batch`` queries, labelled ``x<k>``) sleeps
-    ``call_s``; from its ``hang_from``-th call on (counting from 1, in its process), calls never return."""
+    ``call_s``; from its ``hang_from``-th call on (counting from 1, in its process), calls never return.
+    With ``pid_dir``, each worker process that hosts it leaves an empty file named by its pid there."""
 
     call_s: float = 0.0102
     max_batch: int = 1
     hang_from: int | None = None
     device: str = "cpu"
+    pid_dir: str | None = None
 
     def materialize(self):
         made = [0]
+        if self.pid_dir:
+            open(os.path.join(self.pid_dir, str(os.getpid())), "w").close()
 
         def call():
             made[0] += 1

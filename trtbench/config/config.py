@@ -36,7 +36,7 @@ from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scena
 from trtbench.scenarios.profile import Profile
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.measure.timing import TimingPlan
-from trtbench.variants import build_order, variant_class, variant_names
+from trtbench.variants import variant_class, variant_names
 
 SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
 DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
@@ -353,7 +353,6 @@ class Config:
         if sweep is not None:
             check_sweep_batches(sweep, inputs)
         f["variants"] = parse_variant_entries(f["variants"], "variants")
-        check_export_examples([v.name for v in f["variants"]], inputs)
         tolerances = default_tolerances()
         for key, value in f["tolerances"].items():
             schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
@@ -403,25 +402,6 @@ def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:
                                      f"[{spec.min_shape[0]}, {spec.max_shape[0]}]",
                                      "choose batch sizes within [min_shape[0], max_shape[0]], or widen them: "
                                      "one build serves every batch size in its range")
-
-
-def check_export_examples(variant_names: list[str], inputs: list[InputConfig]) -> None:
-    """A dynamic dim of size 1 at opt fails torch.export ("Constraints violated": it specialises a
-    size-1 example dim to the constant 1), which the variants built from an export run at opt."""
-    exporting = [name for name in variant_names
-                 if any(variant_class(step).exports_at_opt for step in build_order([name]))]
-    if not exporting:
-        return
-    for i, spec in enumerate(inputs):
-        for dim, (lo, opt, hi) in enumerate(zip(spec.min_shape, spec.opt_shape, spec.max_shape)):
-            if opt == 1 and lo != hi:
-                raise UserInputError(
-                    f"inputs[{i}].opt_shape",
-                    f"dim {dim} is 1 while the dim is dynamic ({lo} to {hi}); torch.export, which "
-                    f"{', '.join(exporting)} build from at the opt shape, fails on it (it specialises a "
-                    f"size-1 example dim to the constant 1: 'Constraints violated')",
-                    f"set opt_shape[{dim}] to a size from 2 to {hi} (the min point still times {lo}), "
-                    f"or drop {', '.join(exporting)} from variants")
 
 
 def check_device(device: str, path: str) -> None:

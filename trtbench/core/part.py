@@ -30,6 +30,8 @@ class Part(Protocol):
 
     def to_dict(self) -> dict: ...
 
+    # optional: ``failure_note`` (str), what failed in one line, for the report's notes when ``fails_run``
+
     @classmethod
     def from_dict(cls, data: dict) -> "Part": ...
 

@@ -4,7 +4,10 @@ Two ceilings, as each answers a different question:
 
 * :func:`theoretical_peak`: cores x clock x FLOP per cycle of the vector (CPU) or tensor
   (GPU) units, from the hardware's description. No program reaches it; it says how much of
-  the silicon a run uses.
+  the silicon a run uses. A CPU's clock is its maximum where lscpu or cpufreq name it; VMs
+  often hide that, and then it is measured (:func:`measure_cpu_clock`), as the base clock
+  they do show is below what the cores run at. :func:`device_ceilings` keeps the peak from
+  reading below the measured matmul, and says so where it would have.
 * :func:`measured_matmul_ceiling`: the best FLOP/s PyTorch's own dense matmul reaches here,
   at the run's dtype and threads: the best over several sizes and repeats, because one
   timing of one size on a shared machine can read half of the true figure.
@@ -20,7 +23,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 import torch
 
@@ -90,6 +93,25 @@ GPU_PEAKS = [
     (r"\bV100\b", "V100 SXM2", {"fp32": 15.7, "tf32": None, "fp16": 125.0}),
 ]
 
+# Latency in cycles of a scalar fp64 add, by microarchitecture (recognised as CPU_CORRECTIONS are), for
+# measure_cpu_clock: (name, applies to, cycles, source). Where none applies, the clock is not measured.
+_HASWELL_BROADWELL = {0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56}
+_SKYLAKE_TO_ICE_LAKE = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7}
+FP64_ADD_LATENCY = [
+    ("AMD Zen 5 (family 1Ah)", lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x1A, 2,
+     "AMD's Software Optimization Guide for the Zen 5 microarchitecture: FADD latency 2, down from Zen 4's 3"),
+    ("AMD Zen to Zen 4 (families 17h and 19h, Hygon 18h)",
+     lambda c: (c["vendor"] == "AuthenticAMD" and c["family"] in (0x17, 0x19))
+     or (c["vendor"] == "HygonGenuine" and c["family"] == 0x18), 3,
+     "AMD Software Optimization Guides for family 17h (pub. 55723) and for Zen 3 and Zen 4: FADD latency 3"),
+    ("Intel Haswell/Broadwell", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
+     and c["model"] in _HASWELL_BROADWELL, 3, "Agner Fog, instruction tables: ADDSD latency 3"),
+    ("Intel Skylake to Ice Lake", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
+     and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
+]
+CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
+PLAUSIBLE_GHZ = (0.5, 7.0)  # a measured clock outside this is taken as a chain that was not latency-bound
+
 DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
 GROWTH_WORTH = 1.05  # a larger matmul size is tried only while the last one gained at least this factor
 
@@ -106,14 +128,9 @@ def parse_cpuinfo(text: str) -> dict:
             "physical_cores": len(cores) or len(processors)}
 
 
-def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str) -> tuple[float | None, str]:
-    """The CPU clock in GHz and where it came from: lscpu's max MHz, the kernel's max frequency,
-    the GHz in the model name (the base clock), or /proc/cpuinfo's 'cpu MHz' (current or nominal)."""
-    match = re.search(r"^CPU max MHz:\s*([\d.]+)", lscpu_text, re.M)
-    if match and float(match.group(1)) > 0:
-        return float(match.group(1)) / 1e3, "lscpu 'CPU max MHz'"
-    if max_freq_khz.strip():
-        return int(max_freq_khz) / 1e6, "cpufreq cpuinfo_max_freq"
+def nominal_clock(cpuinfo: dict) -> tuple[float | None, str]:
+    """The clock /proc/cpuinfo states: the GHz in the model name (the base clock), or 'cpu MHz' (the current
+    or, in a VM, nominal clock)."""
     match = re.search(r"@\s*([\d.]+)\s*GHz", cpuinfo["model_name"])
     if match:
         return float(match.group(1)), "model name (base clock)"
@@ -122,11 +139,70 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str) -> tuple[float 
     return None, "no clock found in lscpu, cpufreq or /proc/cpuinfo"
 
 
-def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "") -> dict:
+def add_latency(cpuinfo: dict) -> tuple | None:
+    """The :data:`FP64_ADD_LATENCY` entry of this CPU, None when its microarchitecture is not in the table."""
+    return next((entry for entry in FP64_ADD_LATENCY if entry[1](cpuinfo)), None)
+
+
+def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
+              measure_clock: Callable[[int], float | None] | None = None) -> tuple[float | None, str]:
+    """The CPU clock in GHz and where it came from: lscpu's max MHz, the kernel's max frequency, else the
+    higher of the clock measured by ``measure_clock(add latency in cycles)`` (:func:`measure_cpu_clock`;
+    only for a microarchitecture in :data:`FP64_ADD_LATENCY`) and the one /proc/cpuinfo states
+    (:func:`nominal_clock`: a base clock, below what the cores reach)."""
+    match = re.search(r"^CPU max MHz:\s*([\d.]+)", lscpu_text, re.M)
+    if match and float(match.group(1)) > 0:
+        return float(match.group(1)) / 1e3, "lscpu 'CPU max MHz'"
+    if max_freq_khz.strip():
+        return int(max_freq_khz) / 1e6, "cpufreq cpuinfo_max_freq"
+    nominal, nominal_source = nominal_clock(cpuinfo)
+    latency = add_latency(cpuinfo)
+    if measure_clock is None or latency is None:
+        return nominal, nominal_source
+    microarchitecture, _, cycles, _ = latency
+    measured = measure_clock(cycles)
+    how = f"a chain of dependent fp64 adds at {cycles} cycles each ({microarchitecture})"
+    if measured is None or not PLAUSIBLE_GHZ[0] <= measured <= PLAUSIBLE_GHZ[1]:
+        reading = "no reading" if measured is None else f"{measured:.2f} GHz, not plausible"
+        return nominal, f"{nominal_source}; the measured clock gave {reading}"
+    if nominal is not None and measured <= nominal:
+        return nominal, f"{nominal_source}; the measured clock, {how}, read lower ({measured:.2f} GHz)"
+    return measured, f"measured clock ({how}; lscpu and cpufreq name no maximum)"
+
+
+def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.05) -> float | None:
+    """The clock, in GHz, that one core of this CPU runs at, measured: ``latency_cycles`` over the time of one
+    dependent fp64 add.
+
+    ATen's CPU ``cumsum`` adds each element to a running sum it keeps in a register (and may not reassociate:
+    no fast-math), so over a float64 vector it is a chain of dependent adds, one add latency each; its loads
+    and stores are independent of the chain and hide behind it. The time per add is the slope between two
+    lengths (the call's fixed overhead drops out), the best of ``calls`` timings of each, after ``warmup_s``
+    of the same work so that the core has left its idle clock. A core that was preempted reads slower, never
+    faster. None when the slope is not positive. Assumes the add latency of :data:`FP64_ADD_LATENCY`."""
+    vectors = [(torch.ones(n, dtype=torch.float64), torch.empty(n, dtype=torch.float64)) for n in CLOCK_CHAIN]
+    deadline = time.perf_counter() + warmup_s
+    while time.perf_counter() < deadline:
+        torch.cumsum(vectors[0][0], 0, out=vectors[0][1])
+    best = []
+    for x, out in vectors:
+        seconds = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            torch.cumsum(x, 0, out=out)
+            seconds.append(time.perf_counter() - start)
+        best.append(min(seconds))
+    per_add = (best[1] - best[0]) / (CLOCK_CHAIN[1] - CLOCK_CHAIN[0])
+    return latency_cycles / per_add / 1e9 if per_add > 0 else None
+
+
+def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "",
+             measure_clock: Callable[[int], float | None] | None = None) -> dict:
     """fp32 peak of ``threads`` cores: cores x clock x FLOP per cycle of the widest vector unit, corrected for
-    the microarchitectures whose flags overstate it (:data:`CPU_CORRECTIONS`)."""
+    the microarchitectures whose flags overstate it (:data:`CPU_CORRECTIONS`). The clock: :func:`cpu_clock`
+    (``measure_clock`` measures it where lscpu and cpufreq name no maximum; None: not measured)."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
-    clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz)
+    clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
     unit = next((u for u in CPU_VECTOR_UNITS if u[0] <= cpuinfo["flags"]), None)
     cores = min(threads, cpuinfo["physical_cores"])
     result = {"method": "cores x clock x fp32 FLOP per cycle per core", "cores": cores, "threads": threads,
@@ -141,6 +217,11 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
         result.update(microarchitecture=microarchitecture, assumptions=[
             *CPU_ASSUMPTIONS, f"{per_cycle} fp32 FLOP per cycle per core for {microarchitecture} ({how}), not the "
                               f"{unit[2]} its {name} flags suggest; source: {source}"])
+    if clock_source.startswith("measured clock"):
+        latency_of, _, cycles, latency_source = add_latency(cpuinfo)
+        result["assumptions"].append(
+            f"the measured clock is the one a core reaches running scalar code (all cores under vector load may run "
+            f"slower), from an fp64 add latency of {cycles} cycles for {latency_of} (source: {latency_source})")
     return {**result, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
 
@@ -174,7 +255,7 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
                 "reason": f"CPU peaks are computed for float32 only, not {dtype}"}
     return cpu_peak(threads or torch.get_num_threads(), _read("/proc/cpuinfo"), _lscpu(),
-                    _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"))
+                    _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock)
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
@@ -255,10 +336,26 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
     peak = theoretical_peak(device, dtype, threads)
     ceiling = {"peak_flops_per_s": peak.get("flops_per_s"), "peak_method": peak.get("method"),
                "peak_assumptions": peak.get("assumptions") or peak.get("reason")}
+    if peak.get("clock_source"):
+        ceiling.update(peak_clock_ghz=peak.get("clock_ghz"), peak_clock_source=peak["clock_source"])
     if measure:
         measured = measured_matmul_ceiling(device, dtype, threads=threads)
         ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
-    return ceiling
+    return peak_not_below_measured(ceiling)
+
+
+def peak_not_below_measured(ceiling: dict) -> dict:
+    """``ceiling`` with its peak raised to the measured matmul where it read below it (the clock it used is
+    below what the cores ran at), and ``peak_note`` saying so; as it is otherwise."""
+    peak, measured = ceiling.get("peak_flops_per_s"), ceiling.get("measured_flops_per_s")
+    if not peak or not measured or measured <= peak:
+        return ceiling
+    source = ceiling.get("peak_clock_source")
+    clock = f" at {ceiling['peak_clock_ghz']:.2f} GHz ({source})" if source and ceiling.get("peak_clock_ghz") else ""
+    return {**ceiling, "peak_flops_per_s": measured, "peak_stated_flops_per_s": peak,
+            "peak_note": f"the peak stated{clock}, {peak / 1e9:.0f} GFLOP/s, is below the measured matmul, "
+                         f"{measured / 1e9:.0f} GFLOP/s, so the cores ran faster than that clock; the peak is taken "
+                         f"as the measured matmul"}
 
 
 @register_part

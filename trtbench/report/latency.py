@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from trtbench.core.env import environment_name
+from trtbench.report.colors import VariantColors, variant_colors
 from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
@@ -43,15 +44,18 @@ def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
     return sets
 
 
-def write_plots(out_dir: Path, results: ResultSet) -> list[Path]:
+def write_plots(out_dir: Path, results: ResultSet, colors: VariantColors) -> list[Path]:
     """Latency and speedup figures under ``<out>/plots`` (none when no record has timings); with several
-    environments (a merge), one pair per environment, ``latency-<environment id>.png``."""
+    environments (a merge), one pair per environment, ``latency-<environment id>.png``, each variant in
+    its colour of ``colors`` (the same in every plot)."""
     sets = _by_environment(results)
     plots = []
     for env, part in sets.items():
         suffix, where = (f"-{env}", f": {environment_name(part.environments[env])}") if len(sets) > 1 else ("", "")
-        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}"),
-                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}")]
+        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}",
+                               colors=colors),
+                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}",
+                               colors=colors)]
     return [plot.path for plot in plots if plot is not None]
 
 
@@ -59,12 +63,13 @@ def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float
     """The section's Markdown, and what it adds to results.json: with a p99 budget, a ``recommendations``
     list (:meth:`trtbench.results.recommend.Recommendation.to_dict`), recomputable from the records."""
     parts = ["## Speedup", "", markdown_table(results)]
-    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results)]
+    colors = variant_colors(results)  # a pure function of the results: every section's plots agree
+    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results, colors)]
     parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
-    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, budget_ms)]
+    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, budget_ms, colors)]
     if sweep:
         parts.append(sweep_markdown(results, sweep))
-    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png")
+    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png", colors)
     reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
     if reduced:
         parts.append(reduced)

@@ -4,7 +4,9 @@ They are drawn when the measured records span more than one batch size. Only the
 recommendation may choose from are drawn (:func:`trtbench.results.recommend.eligible`: ok, timed, accuracy
 check passed). There is one line per variant; the model, precision, threads, non-batch input dims
 and environment join its label when they vary, so a merge of several machines shows one series per
-machine. Each function returns a :class:`Chart` holding the values read back from the drawn axes.
+machine. A series has its variant's colour (:mod:`trtbench.report.colors`: the same in every plot of
+the run), and series of one variant differ by marker. Each function returns a :class:`Chart` holding
+the values read back from the drawn axes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from trtbench.core.case import shapes_text
 from trtbench.core.env import environment_name
 from trtbench.results.recommend import eligible
 from trtbench.core.record import Record
+from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
 from trtbench.report.plots import write_png
 from trtbench.results.resultset import ResultSet
 
@@ -63,6 +66,12 @@ def _series(results: ResultSet) -> dict[str, list[Record]]:
     for r in records:
         series.setdefault(label(r), []).append(r)
     return {name: sorted(rs, key=lambda r: r.case.batch) for name, rs in series.items()}
+
+
+def _styles(series: dict[str, list[Record]], colors: VariantColors | None, results: ResultSet) -> dict:
+    """Per series: its variant's colour and its marker."""
+    styles = (colors or variant_colors(results)).styles({name: rs[0].case.label for name, rs in series.items()})
+    return {name: (color, marker(rank)) for name, (color, rank) in styles.items()}
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -120,52 +129,62 @@ def _batch_axes(series: dict[str, list[Record]], ylabel: str, title: str):
     return fig, ax
 
 
-def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None) -> Chart | None:
-    """Median (solid) and p99 (dashed) latency against batch size, one colour per series; the budget line."""
+def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None,
+                          colors: VariantColors | None = None) -> Chart | None:
+    """Median (solid) and p99 (dashed) latency against batch size, in each series' variant colour; the budget
+    line. ``colors``: the run's (by default, from ``results``)."""
     if not is_sweep(results):
         return None
     series = _series(results)
+    styles = _styles(series, colors, results)
     fig, ax = _batch_axes(series, "latency (ms, log scale): median solid, p99 dashed", "Latency vs batch size")
     ax.set_yscale("log")
     _plain_log(ax.yaxis)
     for name, records in series.items():
         xs = [r.case.batch for r in records]
-        (line,) = ax.plot(xs, [r.stats.median for r in records], marker="o", label=name, gid=f"median|{name}")
-        ax.plot(xs, [r.stats.p99 for r in records], linestyle="--", marker=".", color=line.get_color(),
-                gid=f"p99|{name}")
+        color, shape = styles[name]
+        ax.plot(xs, [r.stats.median for r in records], marker=shape, color=color, label=name, gid=f"median|{name}")
+        ax.plot(xs, [r.stats.p99 for r in records], linestyle="--", marker=".", color=color, gid=f"p99|{name}")
     if p99_budget_ms is not None:
         ax.axhline(p99_budget_ms, color="red", linewidth=1, linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms",
                    gid="budget")
-    ax.legend(fontsize="small")
+    legend_beside(ax, fontsize="small")
     fig.tight_layout()
     return _save(fig, path)
 
 
-def throughput_vs_batch_plot(results: ResultSet, path: Path) -> Chart | None:
-    """Throughput (samples/s at the median latency) against batch size, one line per series."""
+def throughput_vs_batch_plot(results: ResultSet, path: Path, colors: VariantColors | None = None) -> Chart | None:
+    """Throughput (samples/s at the median latency) against batch size, one line per series, in its variant's
+    colour (``colors``: the run's; by default, from ``results``)."""
     if not is_sweep(results):
         return None
     series = _series(results)
+    styles = _styles(series, colors, results)
     fig, ax = _batch_axes(series, "throughput (samples/s)", "Throughput vs batch size")
     for name, records in series.items():
-        ax.plot([r.case.batch for r in records], [r.throughput for r in records], marker="o", label=name,
-                gid=f"throughput|{name}")
-    ax.legend(fontsize="small")
+        color, shape = styles[name]
+        ax.plot([r.case.batch for r in records], [r.throughput for r in records], marker=shape, color=color,
+                label=name, gid=f"throughput|{name}")
+    legend_beside(ax, fontsize="small")
     fig.tight_layout()
     return _save(fig, path)
 
 
-def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None) -> Chart | None:
-    """Throughput against p99 latency for every measured point (labelled with its batch size), the
-    Pareto front of each environment and model drawn through its points, and the budget line."""
+def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None,
+                colors: VariantColors | None = None) -> Chart | None:
+    """Throughput against p99 latency for every measured point (labelled with its batch size), in its variant's
+    colour (``colors``: the run's; by default, from ``results``), the Pareto front of each environment and model
+    drawn through its points, and the budget line."""
     series = _series(results)
     if not series:
         return None
+    styles = _styles(series, colors, results)
     fig = Figure(figsize=(8.0, 5.2))
     ax = fig.add_subplot()
     for name, records in series.items():
+        color, shape = styles[name]
         ax.scatter([r.stats.p99 for r in records], [r.throughput for r in records], label=name, gid=f"points|{name}",
-                   s=24, zorder=3)
+                   s=24, zorder=3, color=color, marker=shape)
         for r in records:
             ax.annotate(f"b{r.case.batch}", (r.stats.p99, r.throughput), fontsize="x-small",
                         textcoords="offset points", xytext=(3, 3))
@@ -185,18 +204,19 @@ def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] =
     ax.set_ylabel("throughput (samples/s)")
     ax.set_title("Latency-throughput: ringed points are on the Pareto front")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_beside(ax, fontsize="small")
     fig.tight_layout()
     return _save(fig, path)
 
 
-def write_sweep_plots(plot_dir: Path, results: ResultSet, p99_budget_ms: Optional[float] = None) -> list[Chart]:
+def write_sweep_plots(plot_dir: Path, results: ResultSet, p99_budget_ms: Optional[float] = None,
+                      colors: VariantColors | None = None) -> list[Chart]:
     """The three sweep figures under ``plot_dir`` (none unless the records span several batch sizes)."""
     if not is_sweep(results):
         return []
-    return [latency_vs_batch_plot(results, plot_dir / "latency_vs_batch.png", p99_budget_ms),
-            throughput_vs_batch_plot(results, plot_dir / "throughput_vs_batch.png"),
-            pareto_plot(results, plot_dir / "pareto.png", p99_budget_ms)]
+    return [latency_vs_batch_plot(results, plot_dir / "latency_vs_batch.png", p99_budget_ms, colors),
+            throughput_vs_batch_plot(results, plot_dir / "throughput_vs_batch.png", colors),
+            pareto_plot(results, plot_dir / "pareto.png", p99_budget_ms, colors)]
 
 
 def sweep_markdown(results: ResultSet, plots: Sequence[Path]) -> str:

@@ -2,7 +2,9 @@
 
 Figures are drawn on matplotlib's Agg canvas without pyplot (no display, no global state)
 and written atomically. Each function returns a :class:`Plot` with the file and the bar
-values actually drawn, or None when there is nothing to plot.
+values actually drawn, or None when there is nothing to plot. A variant has the colour the
+run's :class:`~trtbench.report.colors.VariantColors` gives it, in every plot; legends sit
+beside the axes, clear of the bars and their labels.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from matplotlib.figure import Figure
 
 from trtbench.core.fsutil import atomic_write
 from trtbench.core.record import Record
+from trtbench.report.colors import VariantColors, hatch, legend_beside, variant_colors
 from trtbench.results.resultset import ResultSet
 
 DPI = 100
 BAR_GROUP_WIDTH = 0.8
+LABEL_HEADROOM = 0.12  # of the y range, above the tallest bar and its whisker: room for the bar's label
 
 
 @dataclass(frozen=True)
@@ -55,13 +59,14 @@ def _series_label(record: Record, varying: set[str]) -> str:
     return " ".join(parts)
 
 
-def _grouped(results: ResultSet, value) -> tuple[list[str], list[str], dict]:
-    """Points (x groups), series and {(series, point): value} for timed records with a value."""
+def _grouped(results: ResultSet, value) -> tuple[list[str], dict[str, str], dict]:
+    """Points (x groups), series (name -> its variant label) and {(series, point): value} for timed records
+    with a value."""
     ok = [r for r in results if r.timed and value(r) is not None]
     varying = {key for key, get in (("model", lambda c: c.model), ("precision", lambda c: c.precision),
                                     ("threads", lambda c: c.threads)) if len({get(r.case) for r in ok}) > 1}
     shapes = list(dict.fromkeys(f"{r.case.point}\n{r.case.shapes}" for r in ok))
-    series = list(dict.fromkeys(_series_label(r, varying) for r in ok))
+    series = {_series_label(r, varying): r.case.label for r in ok}
     cells = {(_series_label(r, varying), f"{r.case.point}\n{r.case.shapes}"): value(r) for r in ok}
     return shapes, series, cells
 
@@ -79,17 +84,21 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
     ax.set_xlabel("input shape")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize="small")
+    legend_beside(ax, fontsize="small")
     ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=LABEL_HEADROOM)
     fig.tight_layout()
     return save_figure(fig, path)
 
 
-def latency_plot(results: ResultSet, path: Path, title: str = "Latency") -> Plot | None:
-    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin)."""
+def latency_plot(results: ResultSet, path: Path, title: str = "Latency",
+                 colors: VariantColors | None = None) -> Plot | None:
+    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin); ``colors``: the
+    run's (by default, from ``results``)."""
     shapes, series, cells = _grouped(results, lambda r: r.stats)
     if not cells:
         return None
+    styles = (colors or variant_colors(results)).styles(series)
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
         xs, med, p90, p99 = [], [], [], []
@@ -100,7 +109,7 @@ def latency_plot(results: ResultSet, path: Path, title: str = "Latency") -> Plot
                 med.append(stats.median)
                 p90.append(stats.p90)
                 p99.append(stats.p99)
-        bars = ax.bar(xs, med, width, label=name)
+        bars = ax.bar(xs, med, width, label=name, color=styles[name][0], hatch=hatch(styles[name][1]))
         color = bars.patches[0].get_facecolor()
         ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p99, med)]], fmt="none",
                     ecolor="black", elinewidth=0.8, capsize=3)
@@ -109,16 +118,20 @@ def latency_plot(results: ResultSet, path: Path, title: str = "Latency") -> Plot
     return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, path)
 
 
-def speedup_plot(results: ResultSet, path: Path, title: str = "Speedup vs eager") -> Plot | None:
-    """Speedup bars per point and variant with their 95% CI, and a line at 1x."""
+def speedup_plot(results: ResultSet, path: Path, title: str = "Speedup vs eager",
+                 colors: VariantColors | None = None) -> Plot | None:
+    """Speedup bars per point and variant with their 95% CI, and a line at 1x; ``colors``: the run's (by
+    default, from ``results``: eager, which has no bar here, keeps its colour)."""
     shapes, series, cells = _grouped(results, results.speedup)
     if not cells:
         return None
+    styles = (colors or variant_colors(results)).styles(series)
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
         got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
         values = [iv.value for _, iv in got]
-        bars = ax.bar([x for x, _ in got], values, width, label=name)
+        bars = ax.bar([x for x, _ in got], values, width, label=name, color=styles[name][0],
+                      hatch=hatch(styles[name][1]))
         finite = [(x, iv) for x, iv in got if iv.low != float("-inf")]
         if finite:
             ax.errorbar([x for x, _ in finite], [iv.value for _, iv in finite],

@@ -78,12 +78,15 @@ def _quantized(results: ResultSet) -> list[Record]:
     return [r for r in results if is_quantized(r.case.precision) and r.case.variant != "eager"]
 
 
-def speed_accuracy_plot(results: ResultSet, path: Path):
+def speed_accuracy_plot(results: ResultSet, path: Path, colors=None):
     """Per model, each timed quantized row as a point: speedup over eager fp32 (with its 95% CI as a bar)
-    against SQNR (dB) against eager fp32; the reference fp32 backends at their speedup on a line.
+    against SQNR (dB) against eager fp32, in its variant's colour (``colors``, a
+    :class:`~trtbench.report.colors.VariantColors`: the run's; by default, from ``results``), a variant's
+    points told apart by marker; the reference fp32 backends at their speedup on a line.
     Returns the :class:`~trtbench.report.plots.Plot`, or None when no quantized row was timed and judged."""
     from matplotlib.figure import Figure
 
+    from trtbench.report.colors import legend_beside, marker, variant_colors
     from trtbench.report.plots import save_figure
 
     points = [(r, results.speedup(r)) for r in _quantized(results) if r.timed and (r.parity or {}).get("sqnr_db")]
@@ -91,14 +94,18 @@ def speed_accuracy_plot(results: ResultSet, path: Path):
     if not points:
         return None
     models = list(dict.fromkeys(r.case.model for r, _ in points))
-    fig = Figure(figsize=(6.4 * len(models), 4.8))
+    colors = colors or variant_colors(results)
+    fig = Figure(figsize=(8.4 * len(models), 4.8))
     for index, model in enumerate(models):
         ax = fig.add_subplot(1, len(models), index + 1)
-        for r, sp in (p for p in points if p[0].case.model == model):
+        shown = [(r, sp) for r, sp in points if r.case.model == model]
+        styles = colors.styles({f"{r.case.label} int8 {r.case.point}": r.case.label for r, _ in shown})
+        for r, sp in shown:
             sqnr = r.parity["sqnr_db"]
             low, high = (sp.value - sp.low, sp.high - sp.value) if sp.low != float("-inf") else (0.0, 0.0)
-            ax.errorbar([sqnr], [sp.value], yerr=[[low], [high]], fmt="o", capsize=3,
-                        label=f"{r.case.label} int8 {r.case.point}")
+            name = f"{r.case.label} int8 {r.case.point}"
+            color, rank = styles[name]
+            ax.errorbar([sqnr], [sp.value], yerr=[[low], [high]], fmt=marker(rank), color=color, capsize=3, label=name)
         for r in results:
             fp32 = results.speedup(r)
             if r.case.model == model and r.case.precision == REFERENCE and r.timed and fp32 and r.case.variant != "eager":
@@ -109,7 +116,8 @@ def speed_accuracy_plot(results: ResultSet, path: Path):
         ax.set_xlabel("SQNR against eager fp32 (dB, higher is closer)")
         ax.set_ylabel("speedup over eager fp32 (95% CI)")
         ax.set_title(f"Speed vs accuracy: {model}")
-        ax.legend(fontsize=7)
+        legend_beside(ax, fontsize=7)
+    fig.tight_layout()
     return save_figure(fig, path)
 
 

@@ -13,6 +13,7 @@ from typing import Optional
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.report.columns import Metric, registered
+from trtbench.report.columns.flops import peak_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
@@ -132,6 +133,11 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
             if note not in seen:
                 seen.add(note)
                 out.append(note)
+    for part in results.joined_parts():  # a failed part of another scenario (a serving result...) fails the run
+        if part.fails_run:
+            record = results.record_of(part.key)
+            where = f"{record.case.model} {record.case.label} {record.case.precision} " if record else ""
+            out.append(where + getattr(part, "failure_note", f"{part.KIND}: failed"))
     timed = [r for r in results if r.timed]
     if any(r.stats.noisy for r in timed):
         out.append("noisy rows (IQR/median above 10%) have wide intervals; compare them with care.")
@@ -162,6 +168,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if any(row.precision_speedup is not None for row in table_rows):
         out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
                    "variant's, timed in the same rounds as it and eager fp32.")
+    out += peak_notes(table_rows)
     return out
 
 

@@ -89,6 +89,14 @@ class ResultSet:
     def part(self, kind: str, key: tuple) -> Optional[Part]:
         return self._parts.get(kind, {}).get(key)
 
+    def joined_parts(self) -> list[Part]:
+        """Every part that is not a record, of every kind."""
+        return [part for parts in self._parts.values() for part in parts.values()]
+
+    def record_of(self, key: tuple) -> Optional[Record]:
+        """The record whose key (case key, environment) is ``key``: the one a part of that key joins."""
+        return self._records.get(key) if len(key) == 2 else None
+
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
         return self.part(Ceiling.KIND, Ceiling.key_of(record))
@@ -156,8 +164,7 @@ class ResultSet:
         failed serving result...); else 0."""
         if interrupted:
             return 130
-        parts = [p for kind in self._parts.values() for p in kind.values()]
-        return 1 if any(part.fails_run for part in [*self, *parts]) else 0
+        return 1 if any(part.fails_run for part in [*self, *self.joined_parts()]) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__

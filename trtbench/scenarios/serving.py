@@ -140,13 +140,28 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                                     folder / f"r{repeat}-s{step}-{qps:.1f}qps", out_dir)
             runs.append(run)
             if lost:
+                reason = f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                if not offered:
+                    peaks, stopped = _stopped_search(peaks, lo, repeat, step, settings)
+                    reason += f"; {stopped}"
                 return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
-                                           peaks=tuple(peaks), reason=f"{run.lost} query(ies) lost at {qps:.1f} QPS "
-                                           f"offered: " + "; ".join(lost))
+                                           peaks=tuple(peaks), reason=reason)
             lo, hi = (qps, hi) if run.within_bound else (lo, qps)
         if not offered:
             peaks.append(lo)
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+
+
+def _stopped_search(peaks: list[float], lo: float, repeat: int, step: int,
+                    settings: ServingConfig) -> tuple[list[float], str]:
+    """The peaks to keep when a fault stops the search at ``step`` of ``repeat`` (the repeats done, and this
+    repeat's highest load within the bound so far, ``lo``, when one was), and a sentence saying so."""
+    where = (f"the peak search stopped early, at step {step + 1} of {settings.search_steps} of search "
+             f"{repeat + 1} of {settings.repeats}, as a lost query fails the result")
+    if lo > 0:
+        return [*peaks, lo], (f"{where}; its peak is the highest load within the bound before the fault, "
+                              f"{lo:.1f} QPS (a lower bound: the search did not finish)")
+    return peaks, f"{where}; no load was within the bound before the fault"
 
 
 def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,

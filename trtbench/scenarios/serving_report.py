@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
+from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
 from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
@@ -80,27 +81,34 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
+def _series_name(record: Record, result: ServingResult, several_models: bool) -> str:
+    return (f"{record.case.model} " if several_models else "") + f"{record.case.label} {record.case.precision} " \
+        f"{result.label}" + ("" if result.peaks else " (fixed load)")
+
+
+def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = None) -> Optional[Path]:
     """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration
-    through the median over repeats at each offered QPS (each run a dot), each bound drawn as a dashed
-    line; None when nothing was served."""
+    through the median over repeats at each offered QPS (each run a dot), in its variant's colour (``colors``:
+    the run's; by default, from ``results``), a variant's lines told apart by marker; each bound drawn as a
+    dashed line; None when nothing was served."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
         return None
-    fig = Figure(figsize=(8.0, 4.8))
+    fig = Figure(figsize=(10.0, 4.8))
     ax = fig.add_subplot()
     several_models = len({record.case.model for record, _ in pairs}) > 1
+    styles = (colors or variant_colors(results)).styles(
+        {_series_name(record, result, several_models): record.case.label for record, result in pairs})
     for record, result in pairs:
         at: dict[float, list[float]] = {}  # offered QPS -> the percentile of each run there (repeats)
         for run in result.runs:
             if run.summary.latency_ms.get(result.percentile_key) is not None:
                 at.setdefault(round(run.offered_qps, 3), []).append(run.summary.latency_ms[result.percentile_key])
-        name = (f"{record.case.model} " if several_models else "") + f"{record.case.label} {record.case.precision} " \
-            f"{result.label}" + ("" if result.peaks else " (fixed load)")
+        name = _series_name(record, result, several_models)
+        color, rank = styles[name]
         qps = sorted(at)
-        line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker="o", markersize=3, label=name)
-        ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4,
-                   color=line.get_color())
+        ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3, color=color, label=name)
+        ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4, color=color)
     for bound, key in sorted({(result.bound_ms, result.percentile_key) for _, result in pairs}):
         ax.axhline(bound, color="black", linestyle="--", linewidth=0.8)
         ax.annotate(f"bound: {key} <= {bound:g} ms", (0, bound), xycoords=("axes fraction", "data"),
@@ -110,7 +118,7 @@ def serving_plot(results: ResultSet, path: Path) -> Optional[Path]:
     ax.set_ylabel("latency at the bound's percentile (ms)")
     ax.set_title("Serving: latency percentile vs offered load")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_beside(ax, fontsize="small")
     fig.tight_layout()
     return save_figure(fig, path).path
 

@@ -128,7 +128,7 @@ class ServingResult:
 @dataclass(frozen=True)
 class ServedCase:
     """What the serving scenarios gave one case (one variant at the served point) in one environment: a
-    part of the results joined to the case's record by case key (:meth:`trtbench.results.resultset.ResultSet.serving_of`)."""
+    part of the results joined to the case's record by case key (:func:`trtbench.scenarios.serving_report.serving_of`)."""
 
     KIND: ClassVar[str] = "served"
     SECTION: ClassVar[str] = "serving"
@@ -141,6 +141,11 @@ class ServedCase:
     def fails_run(self) -> bool:
         """A failed serving result (a worker that died, a query lost) makes the run exit 1."""
         return any(r.status is Status.FAILED for r in self.results)
+
+    @property
+    def failure_note(self) -> str:
+        """What failed, for the report's notes: each failed serving result and why."""
+        return "; ".join(f"served {r.label}: {r.status}: {r.reason}" for r in self.results if r.status is Status.FAILED)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -64,8 +64,6 @@ class Variant(ABC):
     ``quantizes`` is True for a variant with an INT8 path: built at ``int8`` it quantizes its own
     build (``BuildContext.int8`` holds the calibration data and the budget); every other variant is
     skipped at int8 with that reason.
-    ``exports_at_opt`` is True for a variant built by ``torch.export`` from the example inputs at the
-    opt shape (so a dynamic dim cannot be 1 there: torch.export specialises size-1 dims).
     """
 
     name: ClassVar[str]
@@ -73,7 +71,6 @@ class Variant(ABC):
     Options: ClassVar[type] = NoOptions
     depends_on: ClassVar[Optional[str]] = None
     timed: ClassVar[bool] = True
-    exports_at_opt: ClassVar[bool] = False
     quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes with its backend's quantizer
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:

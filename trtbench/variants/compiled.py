@@ -121,7 +121,10 @@ class Compiled(Variant):
         # it); the build compiles that same program, so what is judged and timed is the program a deployment
         # loads (compiles of one PT2E int8 program still differ by up to 1.6% of the output scale, measured:
         # see trtbench.artifacts.publish.reload_tolerance)
-        program = torch.export.export(int8.graph, tuple(ctx.example_inputs), dynamic_shapes=int8.dynamic_shapes)
+        from trtbench.variants.exported import export_examples
+
+        program = torch.export.export(int8.graph, export_examples(ctx.input_specs, ctx.example_inputs),
+                                      dynamic_shapes=int8.dynamic_shapes)
         compiled = CompiledPT2E(program.module(), mode=None if options.mode == "default" else options.mode)
         start = time.perf_counter()
         with torch.inference_mode():

@@ -42,6 +42,26 @@ def dynamic_shapes(input_specs) -> tuple:
     return tuple(specs)
 
 
+def export_examples(input_specs, example_inputs: tuple) -> tuple:
+    """``example_inputs`` (at the opt shape) with every dynamic dim that is 1 there grown to 2 (or its
+    max, when that is less): what torch.export traces at.
+
+    torch.export specialises a size-1 example dim to the constant 1 ("Constraints violated"), so a
+    dynamic batch served at opt 1 exports from a batch of 2; the program keeps the dim's full range
+    from :func:`dynamic_shapes`, min 1 included. The grown tensor repeats the example along that dim,
+    in its memory format. Only the export's example changes: the opt shape of every optimisation
+    profile and the shapes timed stay the config's.
+    """
+    grown = []
+    for spec, example in zip(input_specs, example_inputs):
+        if isinstance(example, torch.Tensor):
+            for dim, (lo, hi) in enumerate(zip(spec.min_shape, spec.max_shape)):
+                if lo != hi and dim < example.dim() and example.shape[dim] == 1:
+                    example = torch.cat([example] * min(2, hi), dim=dim)
+        grown.append(example)
+    return tuple(grown) + tuple(example_inputs[len(grown):])
+
+
 class FlatOutputs(torch.nn.Module):
     """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
     which trtbench.measure.parity compares them with eager's container)."""
@@ -120,17 +140,18 @@ class ExportOptions:
 @register
 class Exported(Variant):
     name = "exported"
-    description = "torch.export.export with dynamic dims from min/max (example at opt), run via .module()"
+    description = ("torch.export.export with dynamic dims from min/max (example at opt, a dynamic 1 there "
+                   "grown to 2), run via .module()")
     Options = ExportOptions
-    exports_at_opt = True
 
     def build(self, model, ctx: BuildContext) -> Built:
         strict = (ctx.options or ExportOptions()).strict
-        exportable, names, flattened = flat_outputs(model, ctx.example_inputs)
+        examples = export_examples(ctx.input_specs, ctx.example_inputs)
+        exportable, names, flattened = flat_outputs(model, examples)
         shapes = dynamic_shapes(ctx.input_specs)
         if flattened:  # FlatOutputs.forward(*inputs) takes them all as one argument
             shapes = {"inputs": shapes}
-        program = torch.export.export(exportable, ctx.example_inputs, dynamic_shapes=shapes, strict=strict)
+        program = torch.export.export(exportable, examples, dynamic_shapes=shapes, strict=strict)
         info = {"strict": strict, "outputs": names, **({"outputs_flattened_from": flattened} if flattened else {})}
         return Built(program.module(), info, state=program)
 

@@ -112,7 +112,7 @@ def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Te
     quantize op converts with dynamic shapes), with the variant's compile ``settings``
     (:func:`trtbench.variants.trt_common.compile_kwargs`) and min_block_size 1, so no Q/DQ pair is left
     to PyTorch. Returns (the compiled module, the settings passed)."""
-    from trtbench.variants.exported import dynamic_shapes
+    from trtbench.variants.exported import dynamic_shapes, export_examples
     from trtbench.variants.trt_common import trt_inputs
 
     _require_cuda(device)
@@ -124,8 +124,8 @@ def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Te
 
     kwargs = {**settings, "min_block_size": 1}
     with torch.no_grad(), export_torch_mode():
-        program = torch.export.export(quantized, tuple(example_inputs), dynamic_shapes=dynamic_shapes(input_specs),
-                                      strict=False)
+        program = torch.export.export(quantized, export_examples(input_specs, tuple(example_inputs)),
+                                      dynamic_shapes=dynamic_shapes(input_specs), strict=False)
         compiled = torch_tensorrt.dynamo.compile(program, inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
                                                  **kwargs)
     return compiled, kwargs

@@ -52,15 +52,16 @@ def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
     """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the
     config's min/max give them."""
     from trtbench.quantize.pt2e import quantizable_layers_pt2e, quantize_pt2e
-    from trtbench.variants.exported import dynamic_shapes, flat_outputs
+    from trtbench.variants.exported import dynamic_shapes, export_examples, flat_outputs
 
-    exportable, names, flattened = flat_outputs(model, ctx.example_inputs)
+    examples = export_examples(ctx.input_specs, ctx.example_inputs)
+    exportable, names, flattened = flat_outputs(model, examples)
     shapes = dynamic_shapes(ctx.input_specs)
     if flattened:  # FlatOutputs.forward(*inputs) takes them all as one argument
         shapes = {"inputs": shapes}
 
     def quantize(settings) -> torch.fx.GraphModule:
-        return quantize_pt2e(exportable, ctx.example_inputs, ctx.int8.calibration, settings, dynamic_shapes=shapes)
+        return quantize_pt2e(exportable, examples, ctx.int8.calibration, settings, dynamic_shapes=shapes)
 
     result = quantize_within_budget(quantize, quantizable_layers_pt2e(exportable), ctx.int8)
     return Pt2eInt8(result.model, result, shapes, names)

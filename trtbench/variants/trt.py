@@ -1,9 +1,10 @@
 """Torch-TensorRT, dynamo frontend: ``torch.export`` of the eager model, compiled with ``ir="dynamo"``.
 
-The export uses the example inputs at the opt shape (a batch of 1 would be specialised
-away) and the config's dynamic dims; the engine is built for the config's min/opt/max.
+The export uses the example inputs at the opt shape (a dynamic dim that is 1 there grown to 2,
+which torch.export would otherwise specialise away: :func:`~trtbench.variants.exported.export_examples`)
+and the config's dynamic dims; the engine is built for the config's min/opt/max.
 Saved twice: TorchScript (``torch_tensorrt.save(..., output_format="torchscript")``, a trace
-with the opt-shape example tensors) and ExportedProgram (``output_format="exported_program"``,
+with the export's example tensors) and ExportedProgram (``output_format="exported_program"``,
 a re-export given the same ``dynamic_shapes`` as the build: without them ``save`` would name
 every dynamic dim of an unnamed ``Input`` "_0", and two inputs with different ranges would
 clash); both need ``import torch_tensorrt`` before loading.
@@ -25,7 +26,7 @@ import torch
 
 from trtbench.core.precision import is_quantized
 from trtbench.variants import Artifact, Built, BuildContext, register
-from trtbench.variants.exported import dynamic_shapes
+from trtbench.variants.exported import dynamic_shapes, export_examples
 from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, TensorRTVariant, build_info,
                                           compile_kwargs, fx_segments, import_torch_tensorrt, inference_copy,
                                           trt_inputs, unavailable_reason)
@@ -37,7 +38,6 @@ class TensorRT(TensorRTVariant):
     description = ("Torch-TensorRT dynamo frontend (torch.export at opt, engine for min..max), guarded input ranges "
                    "(int8: NVIDIA ModelOpt, then an engine with Q/DQ layers)")
     Options = DynamoOptions
-    exports_at_opt = True
     quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
@@ -53,13 +53,13 @@ class TensorRT(TensorRTVariant):
         options = ctx.options or DynamoOptions()
         if is_quantized(ctx.precision):
             return self._build_int8(trt, model, ctx, options)
-        program = torch.export.export(inference_copy(model), ctx.example_inputs,
-                                      dynamic_shapes=dynamic_shapes(ctx.input_specs))
+        examples = export_examples(ctx.input_specs, ctx.example_inputs)  # opt stays the config's in the profile
+        program = torch.export.export(inference_copy(model), examples, dynamic_shapes=dynamic_shapes(ctx.input_specs))
         kwargs = compile_kwargs(trt, DYNAMO, options, ctx.dtype, ctx.device)
         specs = trt_inputs(trt, ctx.input_specs, ctx.example_inputs)
         compiled = trt.compile(program, ir="dynamo", inputs=specs, **kwargs)
         info = build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled))
-        state = {"compiled": compiled, "input_specs": ctx.input_specs, "example_inputs": ctx.example_inputs}
+        state = {"compiled": compiled, "input_specs": ctx.input_specs, "example_inputs": examples}  # save re-exports
         return Built(RangeGuard(compiled, ctx.input_specs), info, state=state)
 
     @staticmethod
@@ -80,8 +80,8 @@ class TensorRT(TensorRTVariant):
         guarded = RangeGuard(compiled, ctx.input_specs)
         info = {**build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled)), "quantizer": "modelopt",
                 **judged(guarded, result, ctx.int8, "the TensorRT INT8 engine")}
-        state = {"compiled": compiled, "input_specs": ctx.input_specs, "example_inputs": ctx.example_inputs,
-                 "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
+        state = {"compiled": compiled, "input_specs": ctx.input_specs,
+                 "example_inputs": export_examples(ctx.input_specs, ctx.example_inputs), "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
         return Built(guarded, info, state=state)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:

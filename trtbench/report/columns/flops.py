@@ -30,6 +30,24 @@ def _shown(rows: Sequence[Row]) -> bool:
     return any(row.record.timed and row.record.achieved_flops_per_s for row in rows)
 
 
+def peak_notes(rows: Sequence[Row]) -> list[str]:
+    """What "% peak" is a share of, once per ceiling the shown rows use: the peak, how it was found (for a CPU,
+    where its clock came from), and where it read below the measured matmul, that."""
+    if not _shown(rows):
+        return []
+    ceilings = {row.ceiling.key: row.ceiling for row in rows
+                if row.ceiling is not None and row.record.timed and row.ceiling.values.get("peak_flops_per_s")}
+    notes = []
+    for ceiling in ceilings.values():
+        values = ceiling.values
+        clock = (f"; clock {values['peak_clock_ghz']:.2f} GHz from {values['peak_clock_source']}"
+                 if values.get("peak_clock_ghz") and values.get("peak_clock_source") else "")
+        notes.append(f"% peak on {ceiling.device} ({ceiling.dtype}, {ceiling.threads} threads) is of "
+                     f"{values['peak_flops_per_s'] / 1e9:.0f} GFLOP/s ({values.get('peak_method')}{clock})"
+                     + (f": {values['peak_note']}." if values.get("peak_note") else "."))
+    return notes
+
+
 def _values(row: Row) -> dict:
     achieved = row.record.achieved_flops_per_s if row.record.timed else None
     return {"gflops": achieved / 1e9 if achieved else None, "peak_share": _ceiling_share(row, achieved, "peak"),

@@ -1,0 +1,145 @@
+"""Every plot of a run's report draws a variant in one colour, and no legend covers a label."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.colors import to_rgba
+from matplotlib.container import BarContainer, ErrorbarContainer
+
+from test_serving import SUMMARY_INVALID
+from trtbench.core.case import Case
+from trtbench.core.record import Record
+from trtbench.pipeline.sections import report_sections
+from trtbench.report.writer import ReportHead, write_report
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios.loadgen_summary import parse_summary
+from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
+
+VARIANTS = ("eager", "traced", "ort")
+MEDIANS = {"eager": 10.0, "traced": 7.5, "ort": 6.6}  # ms at batch 1; ort at 1.52x eager
+
+
+def record(variant: str, batch: int, precision: str = "fp32") -> Record:
+    case = Case(model="m", variant=variant, precision=precision, point=f"b{batch}", input_shapes=((batch, 3, 8, 8),),
+                threads=2, device="cpu")
+    median = MEDIANS[variant] * batch ** 0.8 * (0.7 if precision == "int8" else 1.0)
+    parity = {"ok": True, "max_abs_err": 0.0, **({"sqnr_db": 30.0 + batch} if precision == "int8" else {})}
+    return Record(case=case, environment="env", rounds=[[median * f for f in (0.98, 1.0, 1.03)]] * 4, parity=parity)
+
+
+def served(r: Record) -> ServedCase:
+    summary = parse_summary(SUMMARY_INVALID)
+    runs = tuple(LoadGenRun(qps, 0, summary, True, (10.0,), {1: 1}, 0, f"serving/x/r0-s{i}")
+                 for i, qps in enumerate((40.0, 60.0)))
+    result = ServingResult(scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(60.0,),
+                           runs=runs, log_dir="serving/x")
+    return ServedCase(r.case.key, r.environment, (result,))
+
+
+def a_run() -> ResultSet:
+    """Three variants at batch 1, 2 and 4 (a sweep), ort at int8 too, eager and ort served."""
+    results = ResultSet(environments={"env": {"id": "env"}})
+    for batch in (1, 2, 4):
+        for variant in VARIANTS:
+            results.add(record(variant, batch))
+        results.add(record("ort", batch, "int8"))
+    for r in results:
+        if r.case.variant in ("eager", "ort") and r.case.batch == 1:
+            results.add(served(r))
+    return results
+
+
+@pytest.fixture
+def drawn(monkeypatch, tmp_path) -> dict:
+    """The report's figures by file name, as written."""
+    import trtbench.report.matrix as matrix
+    import trtbench.report.plots as plots
+
+    figures = {}
+    write_png = plots.write_png
+
+    def keep(fig, path):
+        write_png(fig, path)  # draws it on its canvas, as the report does
+        figures[path.name] = fig
+
+    monkeypatch.setattr(plots, "write_png", keep)
+    monkeypatch.setattr(matrix, "write_png", keep)
+    results = a_run()
+    write_report(tmp_path, results, ReportHead(["# a run"]), report_sections(results, tmp_path, 50.0))
+    return figures
+
+
+def handle_color(handle):
+    if isinstance(handle, BarContainer):
+        return to_rgba(handle.patches[0].get_facecolor())
+    if isinstance(handle, ErrorbarContainer):
+        return to_rgba(handle.lines[0].get_color())
+    if hasattr(handle, "get_offsets"):  # a scatter's PathCollection
+        return to_rgba(handle.get_facecolor()[0])
+    return to_rgba(handle.get_color())
+
+
+def test_each_variant_has_one_colour_in_every_plot_of_the_report(drawn):
+    assert {"latency.png", "speedup.png", "latency_vs_batch.png", "throughput_vs_batch.png", "pareto.png",
+            "int8_speed_accuracy.png", "serving.png"} <= set(drawn)
+    colours: dict[str, set] = {}
+    seen_in: dict[str, set] = {}
+    for name, fig in drawn.items():
+        for ax in fig.axes:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                variant = label.split()[0]
+                if variant in VARIANTS:
+                    colours.setdefault(variant, set()).add(handle_color(handle))
+                    seen_in.setdefault(variant, set()).add(name)
+    assert set(colours) == set(VARIANTS)
+    assert "speedup.png" not in seen_in["eager"] and "speedup.png" in seen_in["ort"]  # eager is the baseline
+    for variant, found in colours.items():
+        assert len(found) == 1, f"{variant} is drawn in {len(found)} colours across {sorted(seen_in[variant])}"
+    assert len({next(iter(found)) for found in colours.values()}) == len(VARIANTS)
+
+
+def test_series_of_one_variant_differ_by_hatch_or_marker(drawn):
+    """ort fp32 and ort int8 share ort's colour; their bars differ by hatch, their lines by marker."""
+    (ax,) = drawn["latency.png"].axes
+    hatches = {label: handle.patches[0].get_hatch() for handle, label in zip(*ax.get_legend_handles_labels())}
+    assert hatches["ort fp32"] != hatches["ort int8"]
+    (ax,) = drawn["latency_vs_batch.png"].axes
+    markers = {line.get_label(): line.get_marker() for line in ax.get_lines() if line.get_label().startswith("ort")}
+    assert markers["ort fp32"] != markers["ort int8"]
+
+
+def speedups(by_variant: dict[str, float]) -> ResultSet:
+    """eager and each variant at ``by_variant``'s speedup, at two points."""
+    results = ResultSet(environments={"env": {"id": "env"}})
+    for point, batch in (("min", 1), ("opt", 2)):
+        for variant, speedup in {"eager": 1.0, **by_variant}.items():
+            case = Case(model="m", variant=variant, precision="fp32", point=point, input_shapes=((batch, 3, 8, 8),),
+                        threads=2, device="cpu")
+            results.add(Record(case=case, environment="env", rounds=[[10.0 / speedup * f for f in (0.98, 1.0, 1.03)]] * 4))
+    return results
+
+
+def test_no_legend_covers_a_label(drawn, monkeypatch, tmp_path):
+    """The speedup plot's bar labels ("1.52x") and every other text drawn in the axes stay clear of the legend:
+    in the report's plots, and in a speedup plot whose legend, placed in the axes, covered the "1.35x" label."""
+    import trtbench.report.plots as plots
+
+    figures = dict(drawn)
+    write_png = plots.write_png
+    monkeypatch.setattr(plots, "write_png", lambda fig, path: (write_png(fig, path), figures.update(crowded=fig)))
+    plots.speedup_plot(speedups({"traced": 1.35, "ort": 1.52}), tmp_path / "crowded.png")
+    assert {"1.35x", "1.52x"} <= {text.get_text() for text in figures["crowded"].axes[0].texts}
+    covered, inside = [], []
+    for name, fig in figures.items():
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            box = legend.get_window_extent(renderer)
+            covered += [(name, text.get_text()) for text in ax.texts if box.overlaps(text.get_window_extent(renderer))]
+            if box.x0 < ax.get_window_extent(renderer).x1:
+                inside.append(name)
+    assert covered == [], "labels under a legend"
+    assert inside == [], "legends drawn over the axes (beside them, they cover no bar, line or label)"
+

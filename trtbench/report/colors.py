@@ -1,0 +1,69 @@
+"""One colour per variant across every plot of a run.
+
+Each plot draws a series per variant (with the precision, threads or model beside it where they vary).
+Left to matplotlib's colour cycle, a series takes the colour of its place in that plot, so a variant
+missing from one plot (eager, the baseline, has no speedup bar) shifts every colour after it:
+``ort`` was blue in the speedup plot and orange in the latency plot. :func:`variant_colors` builds
+one mapping from variant label to colour from the run's records, and every plot of the report asks
+it. Series that share a variant (``ort fp32`` and ``ort int8``) share its colour and differ by hatch
+(bars) or marker (points and lines): :meth:`VariantColors.styles`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from matplotlib import colormaps
+from matplotlib.colors import to_hex
+
+from trtbench.core.record import Record
+
+BASELINE = "eager"  # first, so that it keeps the first colour whatever else the run lists
+# tab10, then tab20b's five hues, dark and light: 20 distinct colours before one repeats
+PALETTE = tuple(to_hex(c) for c in (*colormaps["tab10"].colors, *colormaps["tab20b"].colors[::4],
+                                    *colormaps["tab20b"].colors[2::4]))
+OTHER = "#000000"  # a label the mapping was not built with
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+@dataclass(frozen=True)
+class VariantColors:
+    """Variant label (:attr:`~trtbench.core.case.Case.label`) -> colour, for every plot of one run."""
+
+    colors: Mapping[str, str]
+
+    def of(self, label: str) -> str:
+        return self.colors.get(label, OTHER)
+
+    def styles(self, series: Mapping[str, str]) -> dict[str, tuple[str, int]]:
+        """Per series (name -> its variant label, in drawing order): its variant's colour, and its rank among
+        the series of that variant (0 for the first), which picks its hatch or marker."""
+        ranks: Counter[str] = Counter()
+        out = {}
+        for name, label in series.items():
+            out[name] = (self.of(label), ranks[label])
+            ranks[label] += 1
+        return out
+
+
+def variant_colors(records: Iterable[Record]) -> VariantColors:
+    """The colours of a run's variants: eager first, then the others in the order of the records."""
+    labels = sorted(dict.fromkeys(r.case.label for r in records), key=lambda label: label != BASELINE)
+    return VariantColors({label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)})
+
+
+def hatch(rank: int) -> str:
+    return HATCHES[rank % len(HATCHES)]
+
+
+def marker(rank: int) -> str:
+    return MARKERS[rank % len(MARKERS)]
+
+
+def legend_beside(ax, **kwargs):
+    """The axes' legend to the right of them, where it covers no bar, line or label (``fig.tight_layout``
+    makes room for it)."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
