@@ -6,7 +6,11 @@ import contextlib
 import copy
 import gc
 import os
+import signal
+import subprocess
 import sys
+import time
+from typing import Callable
 from pathlib import Path
 
 import pytest
@@ -38,6 +42,26 @@ def run_dict(data: dict, fresh: bool = False, shard=None):
     from trtbench.pipeline.runner import run_config
 
     return run_config(resolve(config_from_dict(copy.deepcopy(data)), shard), fresh=fresh)
+
+
+def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: str, timeout_s: float = 240) -> None:
+    """Start ``command``, and SIGKILL it as soon as ``ready()`` (polled); fails if it ends first or ``what``
+    is not ready within ``timeout_s``."""
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not ready():
+            assert proc.poll() is None, f"the run ended before {what}: {proc.stderr.read().decode()}"
+            assert time.monotonic() < deadline, f"no {what} after {timeout_s:g} s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
 
 
 def by_point(results) -> dict:

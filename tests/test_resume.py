@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from conftest import kill_when
 from trtbench.results.journal import JOURNAL_NAME, Journal
 from trtbench.core.outdir import OutputDir
 from trtbench.results.resultset import ResultSet
@@ -47,21 +46,8 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
 
     out = tmp_path / "resumed"
     command = [sys.executable, "-m", "trtbench", "--config", str(slow_config), "--output", str(out), "--quiet"]
-    proc = subprocess.Popen(command, env=subprocess_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
-    try:
-        while not ((out / JOURNAL_NAME).exists() and journal_records(out)):
-            assert proc.poll() is None, f"the run ended before writing a record: {proc.stderr.read().decode()}"
-            assert time.monotonic() < deadline, "no record in the journal after 240 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_when(command, subprocess_env, lambda: (out / JOURNAL_NAME).exists() and bool(journal_records(out)),
+              "a record in the journal")
     before = journal_records(out)
     assert 0 < len(before) < 9, f"the kill must land mid-run ({len(before)} records)"
     assert not (out / "results.json").exists(), "results are written at the end, atomically"

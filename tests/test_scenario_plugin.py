@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -17,7 +15,7 @@ from typing import ClassVar, Optional
 
 import pytest
 
-from conftest import run_dict
+from conftest import kill_when, run_dict
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.journal import JOURNAL_NAME
 from trtbench.results.resultset import ResultSet
@@ -139,32 +137,17 @@ def test_a_failed_toy_part_makes_the_run_exit_1(tally, tiny_config, tmp_path):
     assert run_dict(tally_config(tiny_config, tmp_path / "out", fail="traced")).exit_code == 1
 
 
-def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, tmp_path, subprocess_env):
+def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, write_config, tmp_path,
+                                                             subprocess_env):
     out = tmp_path / "out"
-    config = tmp_path / "tally.json"
-    config.write_text(json.dumps(tally_config(tiny_config, out, pause_s=3)))
     env = {**subprocess_env, "PYTHONPATH": os.pathsep.join([str(TESTS), subprocess_env["PYTHONPATH"]])}
-    script = ("import sys, json, yaml, test_scenario_plugin as t; t.register_tally(); "
+    script = ("import sys, test_scenario_plugin as t; t.register_tally(); "
               "from trtbench.cli import main; sys.exit(main(sys.argv[1:]))")
-    yaml_config = tmp_path / "tally.yaml"
-    import yaml
-
-    yaml_config.write_text(yaml.safe_dump(json.loads(config.read_text())))
-    proc = subprocess.Popen([sys.executable, "-c", script, "--config", str(yaml_config), "--quiet"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
-    try:
-        while not ((out / JOURNAL_NAME).exists() and '"kind":"tally"' in (out / JOURNAL_NAME).read_text()):
-            assert proc.poll() is None, f"the run ended before its first part: {proc.stderr.read().decode()}"
-            assert time.monotonic() < deadline, "no part in the journal after 240 s"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)  # during the 3 s pause after the first part
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+    yaml_config = write_config(tally_config(tiny_config, out, pause_s=3), "tally.yaml")
+    journal = out / JOURNAL_NAME
+    kill_when([sys.executable, "-c", script, "--config", str(yaml_config), "--quiet"], env,
+              lambda: journal.exists() and '"kind":"tally"' in journal.read_text(),
+              "a part in the journal")  # it lands in the 3 s pause after the first part
     first = [json.loads(line)["tally"] for line in (out / JOURNAL_NAME).read_text().splitlines()
              if json.loads(line)["kind"] == "tally"]
     assert len(first) == 1 and not (out / "results.json").exists()
