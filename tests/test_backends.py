@@ -1,4 +1,4 @@
-"""The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, parity
+"""The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, accuracy
 against eager, save, and reload in a fresh process through ``trtbench verify``.
 
 One run builds them all (torch.compile and AOTInductor take seconds even for a tiny model)
@@ -41,7 +41,7 @@ def test_every_new_variant_builds_runs_and_matches_eager_at_every_shape(backends
     assert {r.case.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
     for r in outcome.results:
         assert r.status == "ok", (r.case.variant, r.reason)
-        assert r.parity["ok"] and r.parity["max_abs_err"] <= 1e-4, (r.case.variant, r.parity)
+        assert r.accuracy["ok"] and r.accuracy["max_abs_err"] <= 1e-4, (r.case.variant, r.accuracy)
     assert {r.case.point for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
 
 

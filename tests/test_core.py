@@ -84,8 +84,8 @@ def record(variant: str, median: float, env: str = "env-a", point: str = "opt", 
 def two_variant_set(env: str = "env-a", scale: float = 1.0) -> ResultSet:
     results = ResultSet(environments={env: {"id": env, "cpu": f"cpu of {env}"}},
                         runs=[{"name": "t", "environment": env}])
-    results.add(record("eager", 10.0 * scale, env, parity={"ok": True, "max_abs_err": 0.0}))
-    results.add(record("traced", 4.0 * scale, env, parity={"ok": True, "max_abs_err": 1e-6},
+    results.add(record("eager", 10.0 * scale, env, accuracy={"ok": True, "max_abs_err": 0.0}))
+    results.add(record("traced", 4.0 * scale, env, accuracy={"ok": True, "max_abs_err": 1e-6},
                        build={"build_s": 0.5, "info": {"strict": True}}, metrics={"flops": 123},
                        warnings=["FutureWarning: x"], stopped_by="target_rel_ci"))
     results.add(Record(case=record("scripted", 1.0).case, environment=env, status="failed",
@@ -252,7 +252,7 @@ def test_a_batch_sweep_runs_and_reports_each_batch(tiny_config, tmp_path):
     assert outcome.exit_code == 0
     assert {(r.case.variant, r.case.point, r.case.input_shapes) for r in outcome.results} == {
         (v, f"b{b}", ((b, 3, 16, 16),)) for v in ("eager", "traced") for b in (1, 3)}
-    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results)
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results)
 
 
 @pytest.mark.parametrize("sweep, where", [({"batch": [2, 8]}, "sweep.batch[1]"), ({"batch": [0]}, "sweep.batch[0]"),

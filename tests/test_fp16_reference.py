@@ -95,9 +95,9 @@ def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32(tiny_config, tmp_path, 
     eager32, eager16, fp16 = rows[("eager", "fp32")], rows[("eager", "fp16")], rows[(other, "fp16")]
     assert len({len(r.rounds) for r in rows.values()}) == 1 and len(fp16.rounds) >= 3  # the same rounds, paired
     for record in rows.values():
-        assert record.parity["ok"]
+        assert record.accuracy["ok"]
         if record.case.precision == "fp16":  # checked against eager fp32 with fp16's tolerances
-            assert (record.parity["atol"], record.parity["rtol"]) == (1e-3, 5e-2) and record.parity["max_abs_err"] > 0
+            assert (record.accuracy["atol"], record.accuracy["rtol"]) == (1e-3, 5e-2) and record.accuracy["max_abs_err"] > 0
         method = record.metrics["isolation"]["method"]
         assert method == isolation
     if process:  # each slot in a worker of its own, the fp16 ones on the half payload

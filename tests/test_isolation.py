@@ -176,9 +176,9 @@ def test_accuracy_is_judged_where_the_variant_is_timed_and_its_file_is_not_rerun
     outcome = run_dict(tiny_config)
     records = by_point(outcome.results)
     for point in ("min", "opt", "max"):
-        assert not records[("eager", point)].parity["ok"], records[("eager", point)].parity
+        assert not records[("eager", point)].accuracy["ok"], records[("eager", point)].accuracy
         assert records[("eager", point)].metrics["peak_memory"]["peak_bytes"] > 0
-        assert records[("traced", point)].parity["ok"] and records[("traced", point)].status == "ok"
+        assert records[("traced", point)].accuracy["ok"] and records[("traced", point)].status == "ok"
     manifest = json.loads((tmp_path / "out" / "artifacts" / "manifest.json").read_text())
     (traced,) = [e for e in manifest["artifacts"] if e["variant"] == "traced"]
     assert traced["reload_check"]["by"].startswith("its timing worker")

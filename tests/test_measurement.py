@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from trtbench.measure.parity import check_parity
+from trtbench.measure.accuracy import elementwise_accuracy
 from trtbench.core.stats import median_ci_halfwidth, paired_ratio, summarize
 from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
 
@@ -202,7 +202,7 @@ def test_drift_that_hits_both_series_alike_leaves_the_paired_ci_tight():
 def test_compare_passes_within_tolerance_and_reports_errors():
     ref = torch.tensor([[1.0, 5.0, 2.0], [3.0, 0.0, 1.0]])
     out = ref + 1e-4
-    p = check_parity(out, ref, atol=1e-3, rtol=0)
+    p = elementwise_accuracy(out, ref, atol=1e-3, rtol=0)
     assert p.ok and p.max_abs_err == pytest.approx(1e-4, rel=1e-2) and p.top1_agree == 1.0
     assert p.max_rel_err == pytest.approx(1e-4 / 5.0, rel=1e-2)
 
@@ -211,22 +211,22 @@ def test_compare_fails_and_counts_top1_disagreement():
     ref = torch.tensor([[1.0, 5.0, 2.0], [3.0, 0.0, 1.0]])
     out = ref.clone()
     out[1, 1] = 9.0
-    p = check_parity(out, ref, atol=1e-3, rtol=1e-3)
+    p = elementwise_accuracy(out, ref, atol=1e-3, rtol=1e-3)
     assert not p.ok and p.max_abs_err == 9.0 and p.top1_agree == 0.5
 
 
 def test_compare_handles_nested_outputs_and_nan():
     ref = {"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}
-    assert check_parity({"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}, ref, 0, 0).ok
+    assert elementwise_accuracy({"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}, ref, 0, 0).ok
     bad = {"logits": torch.full((2, 4), float("nan")), "aux": (torch.zeros(3),)}
-    assert not check_parity(bad, ref, 1e-3, 1e-3).ok
+    assert not elementwise_accuracy(bad, ref, 1e-3, 1e-3).ok
 
 
 def test_bound_is_relative_to_the_output_scale():
     ref = torch.tensor([[200.0, 0.001, -150.0]])
     out = torch.tensor([[200.05, 0.03, -150.02]])  # the near-zero logit moved 30x, by 1.5e-4 of the scale
-    assert check_parity(out, ref, atol=1e-5, rtol=5e-3).ok
-    assert not check_parity(ref * 1.01, ref, atol=1e-5, rtol=5e-3).ok  # a 1% error of the largest logit fails
+    assert elementwise_accuracy(out, ref, atol=1e-5, rtol=5e-3).ok
+    assert not elementwise_accuracy(ref * 1.01, ref, atol=1e-5, rtol=5e-3).ok  # a 1% error of the largest logit fails
 
 
 def _round_to_tf32(t: torch.Tensor) -> torch.Tensor:
@@ -252,7 +252,7 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
         tf32_out = model(x)
     tol = default_tolerances()["fp32"]
     assert not torch.equal(tf32_out, ref)
-    assert check_parity(tf32_out, ref, tol.atol, tol.rtol).ok
+    assert elementwise_accuracy(tf32_out, ref, tol.atol, tol.rtol).ok
 
 
 def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():

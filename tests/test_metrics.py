@@ -42,7 +42,7 @@ def test_without_it_the_tables_do_not_have_it():
 
 def test_the_built_in_metrics_are_registered_in_column_order():
     assert [m.name for m in registered()][:7] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
-                                                  "flops", "parity"]
+                                                  "flops", "accuracy"]
     assert markdown_table(two_variant_set()).splitlines()[0] == (
         "| variant | point | status | median ms (95% CI) | p99 ms | samples/s | speedup [95% CI] | "
         "GFLOP/s (% peak, % matmul) | parity |")

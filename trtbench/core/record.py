@@ -18,7 +18,7 @@ from trtbench.core.status import Status
 
 @dataclass(frozen=True)
 class Record:
-    """One case measured in one environment: status, raw samples per round, parity, build facts.
+    """One case measured in one environment: status, raw samples per round, accuracy, build facts.
 
     What other stages found about the case (its serving results), or about what it ran on (the
     device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
@@ -30,7 +30,7 @@ class Record:
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
-    parity: Optional[dict] = None  # trtbench.measure.parity.ParityResult.to_dict()
+    accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
     warnings: list[str] = field(default_factory=list)
@@ -77,8 +77,8 @@ class Record:
         return self.status is Status.OK and bool(self.rounds)
 
     @property
-    def parity_failed(self) -> bool:
-        return self.parity is not None and not self.parity.get("ok", False)
+    def accuracy_failed(self) -> bool:
+        return self.accuracy is not None and not self.accuracy.get("ok", False)
 
     @property
     def throughput(self) -> Optional[float]:
@@ -95,7 +95,7 @@ class Record:
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
-                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
+                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.accuracy,
                 "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
 
     @classmethod
@@ -103,5 +103,5 @@ class Record:
         return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
                    device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
-                   parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
+                   accuracy=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
                    warnings=data.get("warnings") or [])

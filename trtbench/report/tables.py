@@ -116,7 +116,7 @@ def _cells(row: Row, columns: list[str], metrics: list[Metric], environments: di
         "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
         "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})",
-        "status": f"{r.status}, CHECK FAILED" if r.parity_failed else str(r.status),
+        "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
         **{column.header: column.cell(row) for metric in metrics for column in metric.columns},
     }
     return [values[col] for col in columns]

@@ -25,8 +25,8 @@ from trtbench.core.status import Status
 
 def eligible(record: Record) -> bool:
     """Measured (ok, with samples and a throughput) and checked against eager fp32 with a pass."""
-    return (record.timed and record.throughput is not None and record.parity is not None
-            and bool(record.parity.get("ok")))
+    return (record.timed and record.throughput is not None and record.accuracy is not None
+            and bool(record.accuracy.get("ok")))
 
 
 def _point(record: Record) -> dict:
@@ -154,7 +154,7 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
                 groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.parity is not None and r.parity.get("ok")]
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

@@ -153,7 +153,7 @@ class ResultSet:
         """130 if interrupted, 1 if any case failed or failed its accuracy check, else 0."""
         if interrupted:
             return 130
-        return 1 if any(r.status is Status.FAILED or r.parity_failed for r in self) else 0
+        return 1 if any(r.status is Status.FAILED or r.accuracy_failed for r in self) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__
@@ -228,7 +228,7 @@ class ResultSet:
             result.add(Record(case=case, environment=env_id, status=row["status"], reason=row.get("reason", ""),
                               rounds=[samples] if samples else [],
                               device_rounds=[device_samples] if device_samples else None,
-                              stopped_by=row.get("stopped_by"), parity=row.get("parity"),
+                              stopped_by=row.get("stopped_by"), accuracy=row.get("parity"),
                               build={"build_s": row.get("build_s"), "info": row.get("build_info", {})},
                               warnings=row.get("warnings", [])))
         return result

@@ -19,7 +19,7 @@ from trtbench.build.stage import BuildOutcome
 from trtbench.core.case import BASELINE_VARIANT, Case
 from trtbench.workers.isolation import Isolation
 from trtbench.core.outdir import FailureLog
-from trtbench.measure.parity import check_parity
+from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.core.record import Record
 from trtbench.measure.references import MissingReference
 from trtbench.core.status import Status
@@ -47,13 +47,13 @@ class _Tagged:
             raise _VariantFailed(self.name, err) from err
 
 
-def _parity(output: Any, reference: Any, tolerance, built) -> dict:
+def _accuracy(output: Any, reference: Any, tolerance, built) -> dict:
     if "accuracy" in built.info:  # a quantized build: judged on the evaluation samples when it was built
         return built.info["accuracy"]
     if isinstance(reference, MissingReference):
-        return {"ok": False, "reason": reference.reason, "max_abs_err": None, "max_rel_err": None,
-                "top1_agree": None, "atol": tolerance.atol, "rtol": tolerance.rtol}
-    return check_parity(output, reference, tolerance.atol, tolerance.rtol).to_dict()
+        return ElementwiseAccuracy(max_abs_err=None, max_rel_err=None, top1_agree=None, ok=False, atol=tolerance.atol,
+                                   rtol=tolerance.rtol, reason=reference.reason).to_dict()
+    return elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol).to_dict()
 
 
 def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
@@ -103,7 +103,7 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
                 call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
                 checked = isolation.check(key, point, call)
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
-                fields["parity"] = _parity(checked.output, reference, tolerances[case.precision], built)
+                fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
                 timer = isolation.timer(key, point, call)
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:

@@ -57,7 +57,7 @@ def unserved(config, group, records: dict[str, Record], served: dict) -> dict[st
     for precision in group.precisions:
         for entry in group.entries_at(precision):
             record = records.get(group.case(entry, point, precision).key)
-            if record is not None and record.status is Status.OK and not record.parity_failed \
+            if record is not None and record.status is Status.OK and not record.accuracy_failed \
                     and record.case.key not in served:
                 todo[group.slot(entry.name, precision)] = (precision, record)
     return todo

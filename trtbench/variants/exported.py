@@ -44,7 +44,7 @@ def dynamic_shapes(input_specs) -> tuple:
 
 class FlatOutputs(torch.nn.Module):
     """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
-    which trtbench.measure.parity compares them with eager's container)."""
+    which trtbench.measure.accuracy compares them with eager's container)."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
