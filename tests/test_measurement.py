@@ -14,7 +14,7 @@ import torch
 
 from trtbench.measure.accuracy import elementwise_accuracy
 from trtbench.core.stats import median_ci_halfwidth, paired_ratio, summarize
-from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, RawTiming, TimingPlan, WarmedUp, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -47,7 +47,7 @@ CPU = torch.device("cpu")
 
 
 def measure_one(fn, plan):
-    """One callable through the interleaved timer; its Measurement."""
+    """One callable through the interleaved timer; its RawTiming."""
     return measure_interleaved({"only": fn}, CPU, plan)["only"]
 
 
@@ -259,8 +259,8 @@ def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
     from trtbench.measure.timing import _finished
 
     plan = TimingPlan(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
-    steady = Measurement(rounds=[[10.0]] * MIN_ROUNDS)
-    noisy = Measurement(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
+    steady = RawTiming(rounds=[[10.0]] * MIN_ROUNDS)
+    noisy = RawTiming(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
     over = time.perf_counter() - 2  # the cap has passed
     assert _finished(plan, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, over, None) == {
         "a": "target_rel_ci", "b": "max_time_s"}

@@ -61,8 +61,10 @@ class TimingPlan:
 
 
 @dataclass
-class Measurement:
-    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in.
+class RawTiming:
+    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in,
+    and what its process did around each block. The measurement proper, with its statistics, is the
+    :class:`~trtbench.core.record.Record` made from it.
 
     A variant that left the rounds early (its median's CI reached the target) has fewer rounds
     than the baseline; its round ``i`` was still timed beside the baseline's round ``i``.
@@ -205,12 +207,12 @@ def _block_sizes(call_s: dict[str, float], plan: TimingPlan, switch_ins: dict[st
             for name, s in call_s.items()}
 
 
-def _precise(plan: TimingPlan, m: Measurement) -> bool:
+def _precise(plan: TimingPlan, m: RawTiming) -> bool:
     samples = m.samples
     return len(samples) >= plan.min_iterations and relative_median_ci(samples) <= plan.target_rel_ci
 
 
-def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[str], rounds: int, started: float,
+def _finished(plan: TimingPlan, results: dict[str, RawTiming], active: list[str], rounds: int, started: float,
               baseline: Optional[str]) -> dict[str, str]:
     """The active variants that stop after this round, with why.
 
@@ -247,7 +249,7 @@ def _time_alone(timer: BlockTimer, calls: int, blocks: int, switch_in: bool) -> 
 
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device, plan: TimingPlan,
                         tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
-                        warmed: Optional[WarmedUp] = None) -> dict[str, Measurement]:
+                        warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
     """Time every variant of one point in rotating rounds until ``plan`` says stop.
 
     ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
@@ -256,7 +258,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
     the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
     ``baseline`` and at least one other variant, variants leave the rounds once precise (see
     :func:`_finished`), and the baseline is then timed alone for a few blocks: its
-    :attr:`Measurement.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
+    :attr:`RawTiming.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
     calls the variants made at this point just before (they count toward the warm-up).
     """
     timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
@@ -269,7 +271,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
         switch_ins = _switch_ins(call_s, plan)
         blocks = _block_sizes(call_s, plan, switch_ins)
         synchronize(device)
-        results = {name: Measurement(device_rounds=[] if device.type == "cuda" else None) for name in names}
+        results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         started = time.perf_counter()
         rounds = 0
         active = list(names)

@@ -23,7 +23,7 @@ from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.core.record import Record
 from trtbench.measure.references import MissingReference
 from trtbench.core.status import Status
-from trtbench.measure.timing import Block, BlockTimer, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.timing import Block, BlockTimer, RawTiming, TimingPlan, WarmedUp, measure_interleaved
 
 
 class _VariantFailed(Exception):
@@ -56,7 +56,7 @@ def _accuracy(output: Any, reference: Any, tolerance, built) -> dict:
     return elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol).to_dict()
 
 
-def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
+def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
     facts = {**isolation.facts(name), "blocks": len(m.settle_s), "unsettled_blocks": m.unsettled,
              "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
