@@ -32,14 +32,14 @@ class Record:
     stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
     accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
-    metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
+    metrics: dict = field(default_factory=dict)  # measured values besides the timings: flops, memory, cold start...
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
 
     def with_metrics(self, **metrics) -> "Record":
-        """This record with more derived metrics (flops, cold_start...)."""
+        """This record with more measured values (flops, cold_start...)."""
         return replace(self, metrics={**self.metrics, **metrics})
 
     def with_build_info(self, info: dict) -> "Record":

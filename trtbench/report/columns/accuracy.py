@@ -4,7 +4,7 @@ the verdict, in the ``parity`` column and CSV fields."""
 from __future__ import annotations
 
 from trtbench.measure.accuracy import INT8
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 
 
 def accuracy_text(accuracy: dict | None) -> str:
@@ -22,7 +22,7 @@ def accuracy_text(accuracy: dict | None) -> str:
     return ("ok" if accuracy["ok"] else "FAIL") + f" (abs {accuracy['max_abs_err']:.1e}{top1_text})"
 
 
-ACCURACY = register(Metric(
+ACCURACY = register(ColumnSet(
     "accuracy", columns=(Column("parity", lambda row: accuracy_text(row.record.accuracy)),),
     fields=("max_abs_err", "max_rel_err", "top1_agree", "parity_ok"),
     values=lambda row: {"max_abs_err": (row.record.accuracy or {}).get("max_abs_err"),
