@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from trtbench.measure.accuracy import elementwise_accuracy
-from trtbench.core.stats import median_ci_halfwidth, paired_ratio, summarize
+from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, paired_ratio, summarize
 from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, RawTiming, TimingPlan, WarmedUp, measure_interleaved
 
 
@@ -197,6 +197,17 @@ def test_drift_that_hits_both_series_alike_leaves_the_paired_ci_tight():
     # the same samples, unpaired (each round matched with a random other round), give a far wider interval
     shuffled = [this[i] for i in rng.permutation(30)]
     assert paired_ratio(base, shuffled).rel_halfwidth > 5 * interval.rel_halfwidth
+
+
+def test_one_bootstrap_serves_paired_rounds_and_two_runs_samples():
+    """core.stats.bootstrap_median_ratio is the bootstrap of both a speedup's paired CI and compare's."""
+    rng = np.random.default_rng(3)
+    base, this = 10 + rng.standard_normal(100), 5 + 0.5 * rng.standard_normal(80)
+    low, high = bootstrap_median_ratio(base, this, paired=False)
+    assert low < float(np.median(base) / np.median(this)) < high and 1.8 < low < high < 2.2
+    assert bootstrap_median_ratio(base, this, paired=False) == (low, high)  # seeded
+    with pytest.raises(ValueError, match="paired series differ in length"):
+        bootstrap_median_ratio(base, this, paired=True)
 
 
 def test_compare_passes_within_tolerance_and_reports_errors():

@@ -18,7 +18,7 @@ import numpy as np
 
 from trtbench.core.case import Case
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import BOOTSTRAP_SAMPLES
+from trtbench.core.stats import bootstrap_median_ratio
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,6 @@ class Change:
     ci_low: Optional[float]  # the speedup's 95% CI
     ci_high: Optional[float]
     verdict: str  # faster | slower | no change | within noise | not comparable: <why>
-
-
-def speedup_ci(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """Bootstrap 95% interval of median(base) / median(new), resampling each run's samples."""
-    rng = np.random.default_rng(seed)
-    base_medians = np.median(rng.choice(base, size=(BOOTSTRAP_SAMPLES, base.size)), axis=1)
-    new_medians = np.median(rng.choice(new, size=(BOOTSTRAP_SAMPLES, new.size)), axis=1)
-    low, high = np.percentile(base_medians / new_medians, [2.5, 97.5])
-    return float(low), float(high)
 
 
 def _verdict(low: float, high: float, threshold: float) -> str:
@@ -74,7 +65,7 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
             continue
         base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(record.samples_ms)
         base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
-        low, high = speedup_ci(base_samples, new_samples)
+        low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's samples resampled
         changes.append(Change(record.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold)))
     return changes
 
