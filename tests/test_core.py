@@ -63,13 +63,13 @@ def test_case_round_trips_through_plain_data():
     assert CASE.batch == 2 and CASE.shapes == "2x3x224x224,2x7" and CASE.label == 'traced{"strict":false}'
 
 
-def test_the_baseline_key_is_the_case_without_its_variant_and_precision():
+def test_the_baseline_id_is_the_case_without_its_variant_and_precision():
     eager = dataclasses.replace(CASE, variant="eager", options='{"cuda_graphs":true}')
-    assert eager.baseline_key == CASE.baseline_key
-    assert dataclasses.replace(eager, precision="fp32").baseline_key == CASE.baseline_key  # fp16's eager fp32
+    assert eager.baseline_id == CASE.baseline_id
+    assert dataclasses.replace(eager, precision="fp32").baseline_id == CASE.baseline_id  # fp16's eager fp32
     for change in ({"point": "max"}, {"threads": 2}, {"device": "cpu"}, {"model": "n"},
                    {"input_shapes": ((4, 3, 224, 224), (4, 7))}):
-        assert dataclasses.replace(CASE, **change).baseline_key != CASE.baseline_key, change
+        assert dataclasses.replace(CASE, **change).baseline_id != CASE.baseline_id, change
 
 
 # ---- ResultSet -----------------------------------------------------------------------------------
@@ -337,7 +337,7 @@ def test_shards_partition_the_cases(tiny_config, count):
     assert sum(len(s) for s in shards) == len(everything)  # no case in two shards
     assert set().union(*map(set, shards)) == set(everything)
     for shard in shards:  # a build group (and its eager baseline) never straddles shards
-        assert all(any(e.variant == "eager" and e.baseline_key == c.baseline_key for e in shard) for c in shard)
+        assert all(any(e.variant == "eager" and e.baseline_id == c.baseline_id for e in shard) for c in shard)
     assert shards == [resolve(config, (i, count)).cases for i in range(count)], "deterministic"
 
 

@@ -34,8 +34,8 @@ def fp16_on_cpu(monkeypatch):
 def test_fp16_joins_the_fp32_group_with_eager_fp32_first(tiny_config):
     tiny_config.update(precisions=["fp16", "fp32", "int8"], variants=["eager", "traced", "ort"])
     (group,) = resolve(config_from_dict(tiny_config)).groups
-    assert group.precisions == ["fp32", "fp16", "int8"] and group.precision == "fp32"
-    assert group.slot("eager", "fp32") == "eager" and group.slot("traced", "fp16") == "traced@fp16"
+    assert group.precisions == ["fp32", "fp16", "int8"] and group.reference_precision == "fp32"
+    assert group.slot_id("eager", "fp32") == "eager" and group.slot_id("traced", "fp16") == "traced@fp16"
     assert "CUDA" in group.unavailable["traced@fp16"]  # no GPU here: skipped with the reason, not dropped
     assert "ort@int8" not in group.unavailable
 

@@ -119,5 +119,5 @@ def test_the_journal_carries_the_parts(tmp_path):
     journal.ceiling(ceiling)
     journal.served(served_case(traced))
     state = journal.read()
-    assert state.records == {traced.case.key: traced} and state.ceilings == {ceiling.key: ceiling}
+    assert state.records == {traced.case.key: traced} and state.ceilings == {ceiling.scope: ceiling}
     assert state.served == {traced.case.key: served_case(traced)}

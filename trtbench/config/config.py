@@ -1,6 +1,6 @@
 """The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
 the user asked for; what a run does with it on this machine (points, build groups, the
-:class:`~trtbench.measure.timing.TimingPlan`) is resolved from it by :mod:`trtbench.config.plan`.
+:class:`~trtbench.measure.timing.TimingSettings`) is resolved from it by :mod:`trtbench.config.plan`.
 
 ``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
 counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
@@ -32,7 +32,7 @@ from trtbench.core.precision import PRECISIONS
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import LATENCY, parse_scenarios, serving_scenarios
 from trtbench.scenarios.serving_config import ServingConfig
-from trtbench.measure.timing import TimingPlan
+from trtbench.measure.timing import TimingSettings
 from trtbench.variants import build_order, variant_class, variant_names
 
 SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
@@ -132,18 +132,18 @@ ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
 
 @dataclass
 class BenchmarkConfig:
-    """How to time (the keys of a :class:`~trtbench.measure.timing.TimingPlan`, which a run's plan is given, with
+    """How to time (the keys of a :class:`~trtbench.measure.timing.TimingSettings`, which a run's plan is given, with
     its defaults), which shapes, threads, seed."""
 
-    mode: str = TimingPlan.mode
-    warmup: int = TimingPlan.warmup
-    warmup_s: float = TimingPlan.warmup_s
-    iterations: int = TimingPlan.iterations
-    target_rel_ci: float = TimingPlan.target_rel_ci
-    max_time_s: float = TimingPlan.max_time_s
-    min_iterations: int = TimingPlan.min_iterations
-    block_s: float = TimingPlan.block_s
-    switch_in_below_s: float = TimingPlan.switch_in_below_s
+    mode: str = TimingSettings.mode
+    warmup: int = TimingSettings.warmup
+    warmup_s: float = TimingSettings.warmup_s
+    iterations: int = TimingSettings.iterations
+    target_rel_ci: float = TimingSettings.target_rel_ci
+    max_time_s: float = TimingSettings.max_time_s
+    min_iterations: int = TimingSettings.min_iterations
+    block_s: float = TimingSettings.block_s
+    switch_in_below_s: float = TimingSettings.switch_in_below_s
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True

@@ -109,7 +109,7 @@ class Runner:
             tolerances = {p: self.config.tolerances[p] for p in group.precisions}
             workers = spawn_group_workers(self.config, group) if points else None  # import torch while we build
             try:
-                outcomes: dict[str, BuildOutcome] = {}  # slot key -> its build
+                outcomes: dict[str, BuildOutcome] = {}  # slot id -> its build
                 for precision in group.precisions:
                     names = (group.build_names_at(precision) if build_all
                              else build_order(self.state.saves_todo(group, precision)))
@@ -135,7 +135,7 @@ class Runner:
                 self.state.keep(record)
             for precision in group.precisions:
                 for name in self.state.saves_todo(group, precision):
-                    self._save(group, precision, outcomes[group.slot(name, precision)], copies[precision].inputs,
+                    self._save(group, precision, outcomes[group.slot_id(name, precision)], copies[precision].inputs,
                                tolerances[float_precision(precision)], weights_bytes(copies[precision].model))
             if self.profiles is None and profiles_group(self.config.profile, group):
                 self.profiles = profile_stage(self.config, group, outcomes,
@@ -146,7 +146,7 @@ class Runner:
     def _keep_ceilings(self, group: BuildGroup, copies: dict[str, PrecisionCopy], env_id: str) -> None:
         """The device's FLOP/s ceilings at each dtype some variant of ``group`` is timed at, once per
         environment, device, dtype and threads."""
-        timed = {copies[p].dtype for e, p in group.slots() if group.slot(e.name, p) not in group.unavailable}
+        timed = {copies[p].dtype for e, p in group.slots() if group.slot_id(e.name, p) not in group.unavailable}
         for dtype in timed:
             key = (env_id, group.device, dtype_name(dtype), group.threads)
             if key not in self.state.ceilings:

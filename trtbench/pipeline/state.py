@@ -56,7 +56,7 @@ class RunState:
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}
         self.served: dict[str, ServedCase] = {}  # case key -> its serving results
-        self.ceilings: dict[tuple, Ceiling] = {}  # Ceiling.key -> the device's ceilings
+        self.ceilings: dict[tuple, Ceiling] = {}  # Ceiling.scope -> the device's ceilings
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
@@ -103,7 +103,7 @@ class RunState:
         self.journal.served(served)
 
     def keep_ceiling(self, ceiling: Ceiling) -> None:
-        self.ceilings[ceiling.key] = ceiling
+        self.ceilings[ceiling.scope] = ceiling
         self.journal.ceiling(ceiling)
 
     def keep_saved(self, key: tuple, entries) -> None:

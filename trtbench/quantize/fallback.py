@@ -105,12 +105,12 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
 
     import torch
 
-    from trtbench.measure.timing import TimingPlan, measure_interleaved
+    from trtbench.measure.timing import TimingSettings, measure_interleaved
 
-    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
+    timing = TimingSettings(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
     with torch.inference_mode():
         measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
-                                       batch[0].device if batch else torch.device("cpu"), plan)
+                                       batch[0].device if batch else torch.device("cpu"), timing)
     full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
     return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
             "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

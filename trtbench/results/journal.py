@@ -32,7 +32,7 @@ class JournalState:
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
     served: dict[str, ServedCase] = field(default_factory=dict)  # case key -> its serving results
-    ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
+    ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.scope -> the device's ceilings
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # (build key..., variant) -> manifest entries
     environments: dict[str, dict] = field(default_factory=dict)
     complete: bool = False  # the last run into this directory finished every case
@@ -90,7 +90,7 @@ class Journal:
                     if record.status.final:
                         state.records[record.case.key] = record
                     if ceiling is not None:
-                        state.ceilings.setdefault(ceiling.key, ceiling)
+                        state.ceilings.setdefault(ceiling.scope, ceiling)
                     if served is not None:
                         state.served[served.case_key] = served
                 elif kind == "served":
@@ -98,7 +98,7 @@ class Journal:
                     state.served[served.case_key] = served
                 elif kind == "ceiling":
                     ceiling = Ceiling.from_dict(entry["ceiling"])
-                    state.ceilings[ceiling.key] = ceiling
+                    state.ceilings[ceiling.scope] = ceiling
                 elif kind == "artifacts":
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
                 elif kind == "environment":

@@ -47,7 +47,7 @@ def record_parts(item: dict) -> tuple[Record, Optional[Ceiling], Optional[Served
     metrics = dict(item.get("metrics") or {})
     ceiling_values = metrics.pop("ceiling", None)
     record = Record.from_dict({**item, "metrics": metrics})
-    ceiling = Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)) if ceiling_values else None
+    ceiling = Ceiling(*Ceiling.scope_of(record), values=dict(ceiling_values)) if ceiling_values else None
     served = (ServedCase(record.case.key, record.environment,
                          tuple(ServingResult.from_dict(s) for s in item["serving"])) if item.get("serving") else None)
     return record, ceiling, served
@@ -60,27 +60,27 @@ class ResultSet:
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
-    # (Case.baseline_key, precision, environment) -> {case key: eager record}, whatever eager's options
+    # (Case.baseline_id, precision, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
-    _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.key -> the device's ceilings
+    _ceilings: dict[tuple, Ceiling] = field(default_factory=dict)  # Ceiling.scope -> the device's ceilings
     _served: dict[tuple[str, str], ServedCase] = field(default_factory=dict)  # (case key, environment) -> results
 
     def add(self, record: Record) -> None:
         """Add or replace the record of the same case in the same environment."""
         self._records[(record.case.key, record.environment)] = record
         if record.case.variant == BASELINE_VARIANT:
-            key = (record.case.baseline_key, record.case.precision, record.environment)
+            key = (record.case.baseline_id, record.case.precision, record.environment)
             self._eager.setdefault(key, {})[record.case.key] = record
 
     def add_ceiling(self, ceiling: Ceiling) -> None:
-        self._ceilings[ceiling.key] = ceiling
+        self._ceilings[ceiling.scope] = ceiling
 
     def add_served(self, served: ServedCase) -> None:
         self._served[served.key] = served
 
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
-        return self._ceilings.get(Ceiling.key_of(record))
+        return self._ceilings.get(Ceiling.scope_of(record))
 
     def serving_of(self, record: Record) -> tuple[ServingResult, ...]:
         """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
@@ -116,7 +116,7 @@ class ResultSet:
         different options): which one a record was measured beside cannot be told, and its rounds
         pair only with that one's.
         """
-        candidates = list(self._eager.get((record.case.baseline_key, precision, record.environment), {}).values())
+        candidates = list(self._eager.get((record.case.baseline_id, precision, record.environment), {}).values())
         return candidates[0] if len(candidates) == 1 else None
 
     def baseline(self, record: Record) -> Optional[Record]:
@@ -195,7 +195,7 @@ class ResultSet:
             record, ceiling, served = record_parts(item)
             result.add(record)
             if ceiling is not None:
-                result._ceilings.setdefault(ceiling.key, ceiling)
+                result._ceilings.setdefault(ceiling.scope, ceiling)
             if served is not None:
                 result.add_served(served)
         for item in data.get("ceilings", []):

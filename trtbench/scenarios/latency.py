@@ -23,7 +23,7 @@ from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.core.record import Record
 from trtbench.measure.references import MissingReference
 from trtbench.core.status import Status
-from trtbench.measure.timing import Block, BlockTimer, RawTiming, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.timing import Block, BlockTimer, RawTiming, TimingSettings, WarmedUp, measure_interleaved
 
 
 class _VariantFailed(Exception):
@@ -75,20 +75,20 @@ def _median(values: list[float]) -> float | None:
 
 def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcome], inputs: dict[str, tuple],
                   reference: Any,
-                  tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
+                  tolerances: dict, timing: TimingSettings, device: torch.device, environment: str, failures: FailureLog,
                   isolation: Isolation, tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """Records for ``slots`` ((slot key, case): one per variant and precision, all at the same point), in
-    the same order; ``outcomes`` is by slot key, ``inputs`` (the point's, at each precision's dtype) and
+    """Records for ``slots`` ((slot id, case): one per variant and precision, all at the same point), in
+    the same order; ``outcomes`` is by slot id, ``inputs`` (the point's, at each precision's dtype) and
     ``tolerances`` by precision.
 
     Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
-    (its own worker process by default). The slot key ``eager`` (eager at
+    (its own worker process by default). The slot id ``eager`` (eager at
     the group's first precision) is the baseline of the rounds. Each record is made once, at the end.
     """
-    made: dict[str, dict] = {}  # slot key -> the Record fields found so far
+    made: dict[str, dict] = {}  # slot id -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
-    checked_s: dict[str, float] = {}  # slot key -> its check call's time: an untimed call at this point
+    checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
     started = time.perf_counter()
     with torch.inference_mode():
         for key, case in slots:
@@ -116,7 +116,7 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
             timers[key] = _Tagged(key, timer)
         while timers:
             try:
-                measured = measure_interleaved(timers, device, plan, tick, baseline=BASELINE_VARIANT,
+                measured = measure_interleaved(timers, device, timing, tick, baseline=BASELINE_VARIANT,
                                                warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
@@ -136,18 +136,18 @@ def measure_point(slots: list[tuple[str, Case]], outcomes: dict[str, BuildOutcom
 
 
 def time_points(group, points: list, outcomes: dict[str, BuildOutcome], copies: dict, references,
-                tolerances: dict, plan: TimingPlan, device: torch.device, environment: str, failures: FailureLog,
+                tolerances: dict, timing: TimingSettings, device: torch.device, environment: str, failures: FailureLog,
                 isolation: Isolation, progress) -> Iterator[Record]:
     """:func:`measure_point` at each of ``points`` of build ``group`` (its inputs from ``copies``: precision
     -> :class:`~trtbench.build.copies.PrecisionCopy`), one point after the other: its records, with
     the model's FLOPs at the point (``references``: :class:`~trtbench.measure.references.References`), yielded
     as each point ends so that a caller keeps every finished point."""
     for point in points:
-        slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
+        slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
         title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
         with progress.task(title, timed=True) as tick:
             records = measure_point(slots, outcomes, {p: c.inputs[point.label] for p, c in copies.items()},
-                                    references.outputs[point.label], tolerances, plan, device, environment, failures,
+                                    references.outputs[point.label], tolerances, timing, device, environment, failures,
                                     isolation, tick)
         flops = {"flops": references.flops[point.label]} if point.label in references.flops else {}
         yield from (record.with_metrics(**flops) for record in records)
@@ -158,7 +158,7 @@ def with_run_info(group, outcomes: dict[str, BuildOutcome], points: list, record
     point ran (compiled's recompilations), with those facts joined to their build info."""
     derived = []
     for entry, precision in group.slots():
-        outcome = outcomes.get(group.slot(entry.name, precision))
+        outcome = outcomes.get(group.slot_id(entry.name, precision))
         info = outcome.variant.run_info(outcome.built) if outcome is not None and outcome.built is not None else None
         if not info:
             continue

@@ -46,11 +46,11 @@ def profiles_group(profile_cfg: ProfileConfig | None, group) -> bool:
 def profile_stage(config, group, outcomes: dict, artifacts: dict[str, list[Path]], copies: dict,
                   device: torch.device, out_dir: Path, progress) -> dict:
     """The run's profile on ``group`` (:func:`profiles_group`) at the profile's precision (its variants
-    there, of ``outcomes`` by slot key; its inputs from ``copies``, by precision), at the points
+    there, of ``outcomes`` by slot id; its inputs from ``copies``, by precision), at the points
     ``config.profile.shapes`` names."""
     precision = config.profile.precision
-    at_precision = {e.name: outcomes[group.slot(e.name, precision)] for e in group.entries_at(precision)
-                    if group.slot(e.name, precision) in outcomes}
+    at_precision = {e.name: outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
+                    if group.slot_id(e.name, precision) in outcomes}
     points = [p for p in group.points if p.label in config.profile.shapes]
     inputs = {p.label: copies[precision].inputs[p.label] for p in points}
     return profile_group(config.profile, at_precision, points, inputs, group.points, device, out_dir, artifacts,

@@ -47,7 +47,7 @@ def serving_point(group, inputs: list):
 
 
 def unserved(config, group, records: dict[str, Record], served: dict) -> dict[str, tuple[str, Record]]:
-    """The records (by slot key, with their precision) of ``group``'s variants that the serving scenarios of
+    """The records (by slot id, with their precision) of ``group``'s variants that the serving scenarios of
     ``config`` still have to serve: at the served point, at any precision, timed ok and accurate, and
     not in ``served`` (by case key) yet."""
     if not config.serving:
@@ -59,7 +59,7 @@ def unserved(config, group, records: dict[str, Record], served: dict) -> dict[st
             record = records.get(group.case(entry, point, precision).key)
             if record is not None and record.status is Status.OK and not record.accuracy_failed \
                     and record.case.key not in served:
-                todo[group.slot(entry.name, precision)] = (precision, record)
+                todo[group.slot_id(entry.name, precision)] = (precision, record)
     return todo
 
 
@@ -70,7 +70,7 @@ def serve_group(config, group, outcomes: dict, copies: dict, records: dict[str, 
     ``config``, at its precision (``copies``: precision -> :class:`~trtbench.build.copies.PrecisionCopy`):
     the results of each, by case."""
     served: dict[str, list] = {}
-    entries = {key: (precision, record, outcomes[key])  # slot key -> (precision, record, outcome)
+    entries = {key: (precision, record, outcomes[key])  # slot id -> (precision, record, outcome)
                for key, (precision, record) in unserved(config, group, records, served_before).items()
                if key in outcomes and outcomes[key].built is not None}
     if not entries:

@@ -93,7 +93,7 @@ class VariantWorkers:
               precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
         """Write the group's weights and inputs once per compute dtype (``copies``, by precision: the
         model copies the parent built from) and each variant's deployable file, then give each variant a
-        worker. ``builds`` and ``precisions`` are by slot key (``ort``, ``ort@int8``, ``trt@fp16``);
+        worker. ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``);
         ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
         folder = Path(self._folder.name)
         payloads: dict[torch.dtype, Path] = {}
@@ -143,15 +143,16 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     that they import torch while this process builds; None when this process times them."""
     if config.benchmark.isolation != "process":
         return None
-    count = sum(group.slot(e.name, p) not in group.unavailable for e, p in group.slots())
+    count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
     return VariantWorkers(count, config.benchmark.worker_timeout_s)
 
 
 def start_isolation(config, group, outcomes: dict, copies: dict[str, PrecisionCopy],
                     workers: Optional[VariantWorkers], device: torch.device, log: Callable[[str], None]) -> Isolation:
-    """Where ``group``'s built variants (``outcomes``, by slot key; built from ``copies``, by precision)
+    """Where ``group``'s built variants (``outcomes``, by slot id; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
-    built = {group.slot(e.name, p): p for e, p in group.slots() if outcomes[group.slot(e.name, p)].built is not None}
+    built = {group.slot_id(e.name, p): p for e, p in group.slots()
+             if outcomes[group.slot_id(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
     log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
