@@ -118,7 +118,7 @@ def build_at(group: BuildGroup, precision: str, names: list[str], model: torch.n
     ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
     unavailable = {name: group.unavailable[group.slot_id(name, precision)] for name in slots
                    if group.slot_id(name, precision) in group.unavailable}
-    options = {entry.name: entry.options for entry in group.variants}
+    options = group.variant_options()
     built = build_variants([n for n in names if n not in reuse], model, ctx, options, unavailable, failures,
                            on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
     outcomes = {}

@@ -1,6 +1,6 @@
 """The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
-the user asked for; what a run does with it on this machine (points, build groups, the
-:class:`~trtbench.measure.timing.TimingSettings`) is resolved from it by :mod:`trtbench.config.plan`.
+the user asked for; what a run does with it on this machine (points, build groups) is resolved from
+it by :mod:`trtbench.config.plan`.
 
 ``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
 counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
@@ -130,20 +130,16 @@ class InputConfig:
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
 
 
+TIMING_KEYS = tuple(f.name for f in dataclasses.fields(TimingSettings))  # benchmark keys the timing settings take
+
+
 @dataclass
 class BenchmarkConfig:
-    """How to time (the keys of a :class:`~trtbench.measure.timing.TimingSettings`, which a run's plan is given, with
-    its defaults), which shapes, threads, seed."""
+    """How to time, which shapes, threads, seed. The keys of how long each point is timed (``mode``,
+    ``warmup``, ``iterations``, ...) sit in this section and make up ``timing``, the
+    :class:`~trtbench.measure.timing.TimingSettings` a run times with."""
 
-    mode: str = TimingSettings.mode
-    warmup: int = TimingSettings.warmup
-    warmup_s: float = TimingSettings.warmup_s
-    iterations: int = TimingSettings.iterations
-    target_rel_ci: float = TimingSettings.target_rel_ci
-    max_time_s: float = TimingSettings.max_time_s
-    min_iterations: int = TimingSettings.min_iterations
-    block_s: float = TimingSettings.block_s
-    switch_in_below_s: float = TimingSettings.switch_in_below_s
+    timing: TimingSettings = schema.inline(TimingSettings)  # keys: TIMING_KEYS
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
@@ -152,21 +148,30 @@ class BenchmarkConfig:
     isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
 
+    def _key(self, name: str) -> Any:
+        """The value of the section's key ``name``: its timing settings' or its own."""
+        return getattr(self.timing if name in TIMING_KEYS else self, name)
+
     def validate(self, path: str) -> None:
         schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+            schema.require_positive(self._key(name), schema.join(path, name))
         for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
                            ("switch_in_below_s", "no switch-in call")):
-            if getattr(self, name) < 0:
-                raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
+            if self._key(name) < 0:
+                raise UserInputError(schema.join(path, name), f"must not be negative, got {self._key(name)}",
                                      f"set it to 0 ({zero}) or more")
-        schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
+        schema.require_choice(self.timing.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):
             schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
+
+    def to_dict(self) -> dict:
+        """The section as plain data, keyed as the YAML is: the timing settings' keys among its own."""
+        data = dataclasses.asdict(self)
+        return {**data.pop("timing"), **data}
 
 
 @dataclass
@@ -379,8 +384,10 @@ class Config:
         return [self.benchmark.threads]
 
     def to_dict(self) -> dict:
-        """The resolved config as plain data (for results.json and the manifest)."""
-        return dataclasses.asdict(self)
+        """The resolved config as plain data (for results.json and the manifest), keyed as the YAML is."""
+        data = dataclasses.asdict(self)
+        data["benchmark"] = self.benchmark.to_dict()
+        return data
 
 
 def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:

@@ -3,15 +3,14 @@
 Everything that depends on the machine is decided here, once, before a run: the device
 (``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
 :func:`trtbench.core.env.default_threads`), which variants can run (CUDA,
-importable backends) and why the others cannot, and the :class:`~trtbench.measure.timing.TimingSettings` each
-point is timed by. The config itself loads anywhere.
+importable backends) and why the others cannot. How long each point is timed (the
+:class:`~trtbench.measure.timing.TimingSettings`) is the config's. The config itself loads anywhere.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 
@@ -77,6 +76,10 @@ class BuildGroup:
         """The :func:`slot_id` of variant ``name`` at ``precision`` in this group."""
         return slot_id(name, precision, self.reference_precision)
 
+    def variant_options(self) -> dict[str, Any]:
+        """Each requested variant's options by its name, as builds take them."""
+        return {entry.name: entry.options for entry in self.variants}
+
     def entries_at(self, precision: str) -> list[VariantEntry]:
         """The variants with a case at ``precision``: all requested ones where it is listed, else eager only."""
         return list(self.variants) if precision in self.listed else [self.variants[0]]
@@ -112,7 +115,7 @@ class RunPlan:
     config: Config
     device: torch.device
     groups: list[BuildGroup]
-    timing: TimingSettings  # how long each point is timed, from the config's benchmark keys
+    timing: TimingSettings  # how long each point is timed: the config's benchmark.timing
     shard: Optional[tuple[int, int]] = None  # (index, count)
     matrix_groups: int = 0  # build groups of the whole matrix, every shard's
     matrix_cases: int = 0
@@ -244,10 +247,5 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     if shard is not None:
         index, count = shard
         groups = [g for i, g in enumerate(groups) if i % count == index]
-    return RunPlan(config=config, device=device, groups=groups, timing=timing_settings(config.benchmark), shard=shard,
+    return RunPlan(config=config, device=device, groups=groups, timing=config.benchmark.timing, shard=shard,
                    matrix_groups=matrix_groups, matrix_cases=matrix_cases)
-
-
-def timing_settings(benchmark) -> TimingSettings:
-    """The :class:`TimingSettings` of a config's ``benchmark`` section (its keys of the same names)."""
-    return TimingSettings(**{f.name: getattr(benchmark, f.name) for f in dataclasses.fields(TimingSettings)})
