@@ -4,7 +4,7 @@
 
 Checks: every TensorRT row ran ok (each TensorRT variant at fp32 and fp16, and ``trt`` at int8: the
 one with an INT8 path, through NVIDIA ModelOpt); every skipped row may be skipped on this machine;
-every row that ran passed its accuracy check (parity; at int8 the INT8 budget); each TensorRT variant
+every row that ran passed its accuracy check (element-wise; at int8 the INT8 budget); each TensorRT variant
 at fp16 is faster than eager at fp32 at the opt shape (median latency); every TensorRT artifact was
 saved and `trtbench verify` reloaded them all in a fresh process. Exit 0 when all pass.
 
@@ -45,7 +45,7 @@ IMAGE_NOTES = {"ort_cuda": NOT_IN_IMAGE, "ort_trt": NOT_IN_IMAGE}
 def result_rows(results) -> list[dict]:
     """One dict per record of a :class:`trtbench.results.resultset.ResultSet` (any schema version it reads)."""
     return [{"variant": r.case.variant, "precision": r.case.precision, "shape": r.case.point, "device": r.case.device,
-             "status": r.status, "reason": r.reason, "parity_ok": (r.parity or {}).get("ok"),
+             "status": r.status, "reason": r.reason, "parity_ok": (r.accuracy or {}).get("ok"),
              "median_ms": r.stats.median if r.timed else None} for r in results]
 
 
@@ -97,8 +97,8 @@ def skipped_warnings(rows: list[dict]) -> list[str]:
     return lines
 
 
-def check_parity(rows: list[dict]) -> tuple[bool, str]:
-    ran = [r for r in rows if r["status"] != Status.SKIPPED]  # a skipped row has no parity (check_skipped judges it)
+def check_accuracy(rows: list[dict]) -> tuple[bool, str]:
+    ran = [r for r in rows if r["status"] != Status.SKIPPED]  # a skipped row has no accuracy (check_skipped judges it)
     bad = [describe(r) + ("" if r["status"] != Status.OK else " parity failed") for r in ran if r["parity_ok"] is not True]
     return (not bad and bool(ran)), "; ".join(bad) if bad else f"{len(ran)} rows"
 
@@ -131,7 +131,7 @@ def main(out_dir: str, verify_rc: str) -> int:
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
     verdicts = [("every TRT row ok", check_trt_rows(rows)),
                 ("skipped rows may be skipped here", check_skipped(rows)),
-                ("parity ok", check_parity(rows)),
+                ("parity ok", check_accuracy(rows)),
                 ("TRT fp16 faster than eager fp32 at opt", check_fp16_speed(rows)),
                 ("artifacts reload in a fresh process", check_artifacts(manifest, int(verify_rc)))]
     for line in skipped_warnings(rows):

@@ -187,7 +187,7 @@ def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_to
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "tuple [(3, 10), (3, 10)]"
     exported = [r for r in outcome.results if r.case.variant == "exported"]
-    assert all(r.status == "ok" and r.parity["ok"] for r in exported)  # compared with eager's Prediction
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in exported)  # compared with eager's Prediction
     assert exported[0].build["info"]["outputs"] == ["logits", "probs"]
     assert exported[0].build["info"]["outputs_flattened_from"] == "toy_models.Prediction"
     (entry,) = read_manifest(tmp_path / "out")["artifacts"]

@@ -1,4 +1,4 @@
-"""The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, parity
+"""The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, accuracy
 against eager, save, and reload in a fresh process through ``trtbench verify``.
 
 One run builds them all (torch.compile and AOTInductor take seconds even for a tiny model)
@@ -41,7 +41,7 @@ def test_every_new_variant_builds_runs_and_matches_eager_at_every_shape(backends
     assert {r.case.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
     for r in outcome.results:
         assert r.status == "ok", (r.case.variant, r.reason)
-        assert r.parity["ok"] and r.parity["max_abs_err"] <= 1e-4, (r.case.variant, r.parity)
+        assert r.accuracy["ok"] and r.accuracy["max_abs_err"] <= 1e-4, (r.case.variant, r.accuracy)
     assert {r.case.point for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
 
 
@@ -154,7 +154,7 @@ def test_a_dynamic_batch_served_at_opt_1_exports_from_2_and_runs_at_1_and_8(tmp_
     for variant in ("exported", "ort", "openvino"):
         for point, batch in (("opt", 1), ("max", 8)):
             row = rows[(variant, point)]
-            assert row.status == "ok" and row.parity["ok"], (variant, point, row.reason)
+            assert row.status == "ok" and row.accuracy["ok"], (variant, point, row.reason)
             assert row.case.input_shapes == ((batch, 3, 16, 16),)
     (dim, *_), = [value.type.tensor_type.shape.dim for value in onnx.load(out / "artifacts" / "ort_fp32.onnx").graph.input]
     assert dim.dim_param and not dim.HasField("dim_value")  # the batch stayed symbolic

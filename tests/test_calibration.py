@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from trtbench.measure.accuracy import compare, judge
+from trtbench.measure.accuracy import int8_accuracy, judge_int8
 from trtbench.quantize.calibration import load_calibration
 from trtbench.cli import main
 from trtbench.config.config import Int8Budget, config_from_dict
@@ -118,12 +118,12 @@ def test_random_calibration_is_seeded_and_labelled_not_representative(tiny_confi
 def test_accuracy_figures():
     torch.manual_seed(0)
     ref = [torch.randn(n, 10) + 5 * torch.nn.functional.one_hot(torch.randint(0, 10, (n,)), 10) for n in (50, 30)]
-    same = compare(ref, ref, labels=torch.cat(ref).argmax(1))
+    same = int8_accuracy(ref, ref, labels=torch.cat(ref).argmax(1))
     assert same.top1_agree == 1 and same.top5_overlap == 1 and math.isinf(same.sqnr_db) and same.top1 == 1
     noisy = [r + 0.01 * torch.randn_like(r) for r in ref]
-    close = compare(noisy, ref)
+    close = int8_accuracy(noisy, ref)
     assert 40 < close.sqnr_db < 50 and close.cosine_min > 0.999  # noise power 1e-4 of a signal of about 3.5
-    assert judge(close, Int8Budget()).ok
-    wrong = compare([torch.randn_like(r) for r in ref], ref)
-    verdict = judge(wrong, Int8Budget())
+    assert judge_int8(close, Int8Budget()).ok
+    wrong = int8_accuracy([torch.randn_like(r) for r in ref], ref)
+    verdict = judge_int8(wrong, Int8Budget())
     assert not verdict.ok and "top-1 agreement" in verdict.reason and "SQNR" in verdict.reason

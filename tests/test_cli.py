@@ -91,7 +91,7 @@ def test_resnet34_config_is_the_reference_setup():
     assert (spec.min_shape, spec.opt_shape, spec.max_shape) == ([1, 3, 224, 224], [2, 3, 224, 224], [16, 3, 224, 224])
     assert config.variant_names == ["eager", "traced", "scripted", "exported", "compiled", "aoti", "ort", "openvino",
                                     "trt", "trt_traced", "trt_scripted", "ort_cuda", "ort_trt"]
-    assert config.benchmark.mode == "adaptive" and config.benchmark.shapes == ["min", "opt", "max"]
+    assert config.benchmark.timing.mode == "adaptive" and config.benchmark.shapes == ["min", "opt", "max"]
 
 
 def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):

@@ -34,9 +34,11 @@ def test_clear_slowdown_and_speedup_are_called():
     base = run_set({"traced": samples(10.0, seed=1), "scripted": samples(10.0, seed=2)})
     new = run_set({"traced": samples(12.0, seed=3), "scripted": samples(8.0, seed=4)}, environment="env-b")
     verdicts = {c.case.variant: c for c in compare_runs(base, new)}
-    assert verdicts["traced"].verdict == "slower" and verdicts["traced"].ratio == pytest.approx(1.2, rel=0.02)
-    assert verdicts["scripted"].verdict == "faster"
-    assert verdicts["traced"].ci_low < verdicts["traced"].ratio < verdicts["traced"].ci_high
+    # a speedup is the baseline's time over the new one's: 10 ms -> 12 ms is 0.83x, 10 ms -> 8 ms 1.25x
+    assert verdicts["traced"].verdict == "slower" and verdicts["traced"].speedup == pytest.approx(1 / 1.2, rel=0.02)
+    assert verdicts["scripted"].verdict == "faster" and verdicts["scripted"].speedup == pytest.approx(1.25, rel=0.02)
+    assert verdicts["traced"].ci_low < verdicts["traced"].speedup < verdicts["traced"].ci_high
+    assert verdicts["scripted"].ci_low > 1
 
 
 def test_same_distribution_is_not_a_change():
@@ -72,7 +74,7 @@ def test_compare_cli_on_two_real_runs(tiny_config, write_config, tmp_path, capsy
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json")]) == 0
     out = capsys.readouterr().out
-    assert out.count("| fp32 |") == 6 and "new/base" in out
+    assert out.count("| fp32 |") == 6 and "speedup (base/new)" in out
 
 
 def test_missing_results_is_a_user_error(tmp_path):

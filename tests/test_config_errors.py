@@ -227,12 +227,13 @@ def test_torch_export_really_fails_on_a_size_1_example_of_a_dynamic_dim(tiny_con
 
 def test_parsing_converts_the_config_and_validate_changes_nothing(tiny_config):
     """The config is a validated model: parsing converts (a static shape, model into models, typed variants,
-    the profile's default precision); validate only checks; the plan, not the config, holds the TimingPlan."""
+    the profile's default precision); validate only checks; the benchmark section holds the TimingSettings,
+    read from its own keys and written back as them."""
     import dataclasses
 
     from trtbench.config.config import BenchmarkConfig, VariantEntry, config_from_dict
-    from trtbench.config.plan import resolve, timing_plan
-    from trtbench.measure.timing import TimingPlan
+    from trtbench.config.plan import resolve
+    from trtbench.measure.timing import TimingSettings
 
     data = {**tiny_config, "inputs": [{"name": "input", "shape": [2, 3, 16, 16]}], "profile": {"variants": ["eager"]}}
     config = config_from_dict(data)
@@ -245,6 +246,10 @@ def test_parsing_converts_the_config_and_validate_changes_nothing(tiny_config):
                           (config.models[0], "model")):
         section.validate(path)
     assert config.to_dict() == before
-    assert not issubclass(BenchmarkConfig, TimingPlan) and timing_plan(BenchmarkConfig()) == TimingPlan()
-    assert resolve(config).timing == dataclasses.replace(TimingPlan(), mode="fixed", warmup=1, warmup_s=0,
+    assert not issubclass(BenchmarkConfig, TimingSettings) and BenchmarkConfig().timing == TimingSettings()
+    assert resolve(config).timing == dataclasses.replace(TimingSettings(), mode="fixed", warmup=1, warmup_s=0,
                                                          iterations=5)
+    assert before["benchmark"]["mode"] == "fixed" and "timing" not in before["benchmark"]
+    with pytest.raises(UserInputError) as info:
+        config_from_dict({**data, "benchmark": {"timing": {"mode": "fixed"}}})
+    assert info.value.where == "benchmark.timing" and info.value.problem == "unknown key"

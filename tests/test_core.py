@@ -64,13 +64,13 @@ def test_case_round_trips_through_plain_data():
     assert CASE.batch == 2 and CASE.shapes == "2x3x224x224,2x7" and CASE.label == 'traced{"strict":false}'
 
 
-def test_the_baseline_key_is_the_case_without_its_variant_and_precision():
+def test_the_baseline_id_is_the_case_without_its_variant_and_precision():
     eager = dataclasses.replace(CASE, variant="eager", options='{"cuda_graphs":true}')
-    assert eager.baseline_key == CASE.baseline_key
-    assert dataclasses.replace(eager, precision="fp32").baseline_key == CASE.baseline_key  # fp16's eager fp32
+    assert eager.baseline_id == CASE.baseline_id
+    assert dataclasses.replace(eager, precision="fp32").baseline_id == CASE.baseline_id  # fp16's eager fp32
     for change in ({"point": "max"}, {"threads": 2}, {"device": "cpu"}, {"model": "n"},
                    {"input_shapes": ((4, 3, 224, 224), (4, 7))}):
-        assert dataclasses.replace(CASE, **change).baseline_key != CASE.baseline_key, change
+        assert dataclasses.replace(CASE, **change).baseline_id != CASE.baseline_id, change
 
 
 # ---- ResultSet -----------------------------------------------------------------------------------
@@ -85,8 +85,8 @@ def record(variant: str, median: float, env: str = "env-a", point: str = "opt", 
 def two_variant_set(env: str = "env-a", scale: float = 1.0) -> ResultSet:
     results = ResultSet(environments={env: {"id": env, "cpu": f"cpu of {env}"}},
                         runs=[{"name": "t", "environment": env}])
-    results.add(record("eager", 10.0 * scale, env, parity={"ok": True, "max_abs_err": 0.0}))
-    results.add(record("traced", 4.0 * scale, env, parity={"ok": True, "max_abs_err": 1e-6},
+    results.add(record("eager", 10.0 * scale, env, accuracy={"ok": True, "max_abs_err": 0.0}))
+    results.add(record("traced", 4.0 * scale, env, accuracy={"ok": True, "max_abs_err": 1e-6},
                        build={"build_s": 0.5, "info": {"strict": True}}, metrics={"flops": 123},
                        warnings=["FutureWarning: x"], stopped_by="target_rel_ci"))
     results.add(Record(case=record("scripted", 1.0).case, environment=env, status="failed",
@@ -253,7 +253,7 @@ def test_a_batch_sweep_runs_and_reports_each_batch(tiny_config, tmp_path):
     assert outcome.exit_code == 0
     assert {(r.case.variant, r.case.point, r.case.input_shapes) for r in outcome.results} == {
         (v, f"b{b}", ((b, 3, 16, 16),)) for v in ("eager", "traced") for b in (1, 3)}
-    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results)
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results)
 
 
 @pytest.mark.parametrize("sweep, where", [({"batch": [2, 8]}, "sweep.batch[1]"), ({"batch": [0]}, "sweep.batch[0]"),
@@ -338,7 +338,7 @@ def test_shards_partition_the_cases(tiny_config, count):
     assert sum(len(s) for s in shards) == len(everything)  # no case in two shards
     assert set().union(*map(set, shards)) == set(everything)
     for shard in shards:  # a build group (and its eager baseline) never straddles shards
-        assert all(any(e.variant == "eager" and e.baseline_key == c.baseline_key for e in shard) for c in shard)
+        assert all(any(e.variant == "eager" and e.baseline_id == c.baseline_id for e in shard) for c in shard)
     assert shards == [resolve(config, (i, count)).cases for i in range(count)], "deterministic"
 
 

@@ -34,8 +34,8 @@ def fp16_on_cpu(monkeypatch):
 def test_fp16_joins_the_fp32_group_with_eager_fp32_first(tiny_config):
     tiny_config.update(precisions=["fp16", "fp32", "int8"], variants=["eager", "traced", "ort"])
     (group,) = resolve(config_from_dict(tiny_config)).groups
-    assert group.precisions == ["fp32", "fp16", "int8"] and group.precision == "fp32"
-    assert group.slot("eager", "fp32") == "eager" and group.slot("traced", "fp16") == "traced@fp16"
+    assert group.precisions == ["fp32", "fp16", "int8"] and group.reference_precision == "fp32"
+    assert group.slot_id("eager", "fp32") == "eager" and group.slot_id("traced", "fp16") == "traced@fp16"
     assert "CUDA" in group.unavailable["traced@fp16"]  # no GPU here: skipped with the reason, not dropped
     assert "ort@int8" not in group.unavailable
 
@@ -95,9 +95,9 @@ def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32(tiny_config, tmp_path, 
     eager32, eager16, fp16 = rows[("eager", "fp32")], rows[("eager", "fp16")], rows[(other, "fp16")]
     assert len({len(r.rounds) for r in rows.values()}) == 1 and len(fp16.rounds) >= 3  # the same rounds, paired
     for record in rows.values():
-        assert record.parity["ok"]
+        assert record.accuracy["ok"]
         if record.case.precision == "fp16":  # checked against eager fp32 with fp16's tolerances
-            assert (record.parity["atol"], record.parity["rtol"]) == (1e-3, 5e-2) and record.parity["max_abs_err"] > 0
+            assert (record.accuracy["atol"], record.accuracy["rtol"]) == (1e-3, 5e-2) and record.accuracy["max_abs_err"] > 0
         method = record.metrics["isolation"]["method"]
         assert method == isolation
     if process:  # each slot in a worker of its own, the fp16 ones on the half payload

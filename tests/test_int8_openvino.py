@@ -24,7 +24,7 @@ def test_openvino_int8_keeps_test_accuracy_and_is_really_int8(tmp_path):
     outcome = run_dict(config)
     row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == ("openvino", "int8"))
     assert row.status == "ok" and row.timed, row.reason
-    assert row.parity["kind"] == "int8" and row.parity["ok"]
+    assert row.accuracy["kind"] == "int8" and row.accuracy["ok"]
     assert outcome.results.baseline(row).case.precision == "fp32"
 
     model = ov.Core().read_model(str(tmp_path / "out" / "artifacts" / "openvino_int8.xml"))

@@ -60,7 +60,7 @@ def test_ort_int8_keeps_test_accuracy_and_is_really_int8(ort_run):
     rows = {(r.case.variant, r.case.precision): r for r in outcome.results}
     int8 = rows[("ort", "int8")]
     assert int8.status == "ok" and int8.timed, int8.reason
-    accuracy = int8.parity
+    accuracy = int8.accuracy
     assert accuracy["ok"] and accuracy["top1_agree"] >= 0.99 and accuracy["sqnr_db"] >= 20
     assert accuracy["top1"] is not None and abs(accuracy["top1"] - accuracy["top1_reference"]) <= 0.01
     assert outcome.results.baseline(int8) is rows[("eager", "fp32")]  # timed in the same rounds
@@ -101,7 +101,7 @@ def test_the_fallback_keeps_the_planted_layers_in_fp32(tmp_path):
     row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == ("ort", "int8"))
     assert row.status == "ok", row.reason
     facts = row.build["info"]["int8"]
-    assert facts["full_int8_accuracy"]["ok"] is False and row.parity["ok"]  # full INT8 missed, the fallback met it
+    assert facts["full_int8_accuracy"]["ok"] is False and row.accuracy["ok"]  # full INT8 missed, the fallback met it
     assert set(facts["fp32_modules"]) == set(SENSITIVE_LAYERS), facts  # exactly the planted layers
     assert facts["fallback_cost"]["full_int8_ms"] > 0 and facts["fallback_cost"]["with_fp32_layers_ms"] > 0
     report = (tmp_path / "out" / "report.md").read_text()

@@ -87,7 +87,7 @@ def test_the_int8_section_says_when_int8_is_not_faster_and_why(int8_ms, vnni, no
 
     flags = "fpu avx2 avx512_vnni" if vnni else "fpu avx2"
     results = ResultSet(environments={"e": {"id": "e", "cpu_int8": cpu_int8_features(flags)}})
-    int8 = dataclasses.replace(_record("ort", "int8", int8_ms), parity={
+    int8 = dataclasses.replace(_record("ort", "int8", int8_ms), accuracy={
         "kind": "int8", "ok": True, "top1_agree": 0.995, "top5_overlap": 0.99, "sqnr_db": 31.0,
         "top1": 0.96, "top1_reference": 0.965})
     for record in (_record("eager", "fp32", 10.0), _record("ort", "fp32", 5.0), int8):
@@ -113,7 +113,7 @@ def test_the_speed_accuracy_plot_draws_each_int8_row_against_its_sqnr(tmp_path):
     from trtbench.report.reduced import speed_accuracy_plot
 
     results = ResultSet(environments={"e": {"id": "e"}})
-    int8 = dataclasses.replace(_record("ort", "int8", 4.0), parity={"kind": "int8", "ok": True, "sqnr_db": 31.0})
+    int8 = dataclasses.replace(_record("ort", "int8", 4.0), accuracy={"kind": "int8", "ok": True, "sqnr_db": 31.0})
     for record in (_record("eager", "fp32", 10.0), _record("ort", "fp32", 5.0), int8):
         results.add(record)
     plot = speed_accuracy_plot(results, tmp_path / "plots" / "tradeoff.png")

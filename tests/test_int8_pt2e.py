@@ -35,7 +35,7 @@ def test_pt2e_int8_rows_are_timed_against_eager_fp32_within_the_budget(pt2e_run,
     _, outcome = pt2e_run
     row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == (variant, "int8"))
     assert row.status == "ok" and row.timed, row.reason
-    assert row.parity["kind"] == "int8" and row.parity["ok"], row.parity
+    assert row.accuracy["kind"] == "int8" and row.accuracy["ok"], row.accuracy
     assert outcome.results.baseline(row).case.precision == "fp32" and outcome.results.speedup(row) is not None
     assert row.metrics["isolation"]["method"] == "process"
     info = row.build["info"]

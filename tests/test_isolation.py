@@ -16,12 +16,12 @@ import torch
 
 from conftest import by_point, run_dict
 from trtbench.measure.interference import interference_check
-from trtbench.measure.timing import TimingPlan, measure_interleaved
+from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, Refaults, Sleeper, Spinner
 
 CPU = torch.device("cpu")
-FIXED = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=6)
+FIXED = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
 
 
 @pytest.fixture
@@ -114,12 +114,12 @@ def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive(wo
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     import time
 
-    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
-                      block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
-                      switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
+    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
+                            block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+                            switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
     noisy = iter(range(10**9))  # (1 vs 4 ms merged into one mode on a loaded machine, where a 1 ms sleep takes 4)
     result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.030),
-                                  "steady": lambda: time.sleep(0.001)}, CPU, plan, baseline="eager")
+                                  "steady": lambda: time.sleep(0.001)}, CPU, timing, baseline="eager")
     steady, eager = result["steady"], result["eager"]
     assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
     assert len(steady.rounds) < len(eager.rounds)  # the baseline went on as the drift reference
@@ -176,9 +176,9 @@ def test_accuracy_is_judged_where_the_variant_is_timed_and_its_file_is_not_rerun
     outcome = run_dict(tiny_config)
     records = by_point(outcome.results)
     for point in ("min", "opt", "max"):
-        assert not records[("eager", point)].parity["ok"], records[("eager", point)].parity
+        assert not records[("eager", point)].accuracy["ok"], records[("eager", point)].accuracy
         assert records[("eager", point)].metrics["peak_memory"]["peak_bytes"] > 0
-        assert records[("traced", point)].parity["ok"] and records[("traced", point)].status == "ok"
+        assert records[("traced", point)].accuracy["ok"] and records[("traced", point)].status == "ok"
     manifest = json.loads((tmp_path / "out" / "artifacts" / "manifest.json").read_text())
     (traced,) = [e for e in manifest["artifacts"] if e["variant"] == "traced"]
     assert traced["reload_check"]["by"].startswith("its timing worker")

@@ -16,8 +16,6 @@ import sys
 import typing
 from pathlib import Path
 
-import pytest
-
 import trtbench
 
 PACKAGE_DIR = Path(trtbench.__file__).parent

@@ -22,12 +22,12 @@ from trtbench.results.resultset import ResultSet
 OK = {"ok": True, "max_abs_err": 0.0}
 
 
-def record(variant, batch, median, p99, env="A", model="m", status="ok", parity=OK, threads=1) -> Record:
+def record(variant, batch, median, p99, env="A", model="m", status="ok", accuracy=OK, threads=1) -> Record:
     """A record whose 100 samples have exactly this median and p99 (98 at the median, 2 at the p99)."""
     case = Case(model=model, variant=variant, precision="fp32", point=f"b{batch}", input_shapes=((batch, 3, 8, 8),),
                 threads=threads, device="cpu")
     samples = [median] * 98 + [p99] * 2
-    return Record(case=case, environment=env, status=status, rounds=[samples[:50], samples[50:]], parity=parity)
+    return Record(case=case, environment=env, status=status, rounds=[samples[:50], samples[50:]], accuracy=accuracy)
 
 
 def result_set(*records: Record) -> ResultSet:
@@ -46,8 +46,8 @@ def sweep() -> ResultSet:
     return result_set(
         record("eager", 1, 1.0, 1.5), record("eager", 2, 1.6, 2.5), record("eager", 4, 3.0, 4.0),
         record("traced", 1, 0.8, 1.2), record("traced", 2, 1.2, 2.0), record("traced", 4, 2.0, 6.0),
-        record("scripted", 4, 1.0, 1.1, parity={"ok": False, "max_abs_err": 1.0}),  # fastest but inaccurate
-        record("exported", 4, 1.0, 1.1, parity=None),  # never checked
+        record("scripted", 4, 1.0, 1.1, accuracy={"ok": False, "max_abs_err": 1.0}),  # fastest but inaccurate
+        record("exported", 4, 1.0, 1.1, accuracy=None),  # never checked
         record("compiled", 4, 1.0, 1.1, status="failed"),
     )
 

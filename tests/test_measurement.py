@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from trtbench.measure.parity import check_parity
-from trtbench.core.stats import median_ci_halfwidth, paired_ratio, summarize
-from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, Measurement, TimingPlan, WarmedUp, measure_interleaved
+from trtbench.measure.accuracy import elementwise_accuracy
+from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, paired_ratio, summarize
+from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, RawTiming, TimingSettings, WarmedUp, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -46,35 +46,35 @@ def test_median_ci_shrinks_with_more_samples():
 CPU = torch.device("cpu")
 
 
-def measure_one(fn, plan):
-    """One callable through the interleaved timer; its Measurement."""
-    return measure_interleaved({"only": fn}, CPU, plan)["only"]
+def measure_one(fn, timing):
+    """One callable through the interleaved timer; its RawTiming."""
+    return measure_interleaved({"only": fn}, CPU, timing)["only"]
 
 
 def test_fixed_plan_times_exactly_the_iterations_and_warms_up():
     calls = []
-    plan = TimingPlan(mode="fixed", warmup=3, warmup_s=0, iterations=7)
-    m = measure_one(lambda: calls.append(1), plan)
+    timing = TimingSettings(mode="fixed", warmup=3, warmup_s=0, iterations=7)
+    m = measure_one(lambda: calls.append(1), timing)
     # 3 warm-up calls, 7 timed ones in 7 rounds, each round's block after its switch-in call (kept apart)
     assert len(calls) == 3 + 7 + 7 and len(m.samples) == 7 and m.stopped_by == "iterations"
     assert len(m.switch_in_ms) == 7
     calls.clear()
-    m = measure_one(lambda: calls.append(1), dataclasses.replace(plan, switch_in_below_s=0))
+    m = measure_one(lambda: calls.append(1), dataclasses.replace(timing, switch_in_below_s=0))
     assert len(calls) == 10 and len(m.samples) == 7 and m.switch_in_ms == []
     assert m.device_rounds is None
 
 
 def test_host_timing_measures_real_time():
-    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=5)
-    m = measure_one(lambda: time.sleep(0.005), plan)
+    timing = TimingSettings(mode="fixed", warmup=0, warmup_s=0, iterations=5)
+    m = measure_one(lambda: time.sleep(0.005), timing)
     assert len(m.samples) == 5 and all(4.5 <= t < 100 for t in m.samples)
 
 
 def test_adaptive_plan_stops_at_max_time():
-    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.2,
-                      min_iterations=5, block_s=0.01)
+    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.2,
+                            min_iterations=5, block_s=0.01)
     started = time.perf_counter()
-    m = measure_one(lambda: time.sleep(0.001), plan)
+    m = measure_one(lambda: time.sleep(0.001), timing)
     assert m.stopped_by == "max_time_s" and time.perf_counter() - started >= 0.2
     # it stops after the first round that ends past the cap (or at the fewest rounds a paired CI needs):
     # every earlier round was timed within the cap, so their samples (wall time inside it) add up to less,
@@ -83,9 +83,9 @@ def test_adaptive_plan_stops_at_max_time():
 
 
 def test_adaptive_plan_stops_when_median_is_precise():
-    plan = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=10,
-                      block_s=0.01)
-    m = measure_one(lambda: time.sleep(0.002), plan)
+    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=10,
+                            block_s=0.01)
+    m = measure_one(lambda: time.sleep(0.002), timing)
     assert m.stopped_by == "target_rel_ci" and len(m.samples) < 200
     assert len(m.rounds) >= MIN_ROUNDS and len(m.samples) >= 10
 
@@ -93,9 +93,9 @@ def test_adaptive_plan_stops_when_median_is_precise():
 def test_rounds_rotate_the_order_of_the_variants():
     order = []
     fns = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
-    plan = TimingPlan(mode="fixed", warmup=0, warmup_s=0, iterations=4,  # 4 rounds of 1 call each
-                      switch_in_below_s=0)  # (no switch-in calls, so each call in the order is a timed one)
-    result = measure_interleaved(fns, CPU, plan)
+    timing = TimingSettings(mode="fixed", warmup=0, warmup_s=0, iterations=4,  # 4 rounds of 1 call each
+                            switch_in_below_s=0)  # (no switch-in calls, so each call in the order is a timed one)
+    result = measure_interleaved(fns, CPU, timing)
     assert order[:3] == ["a", "b", "c"]  # warmup 0 still calls each once to size its blocks
     assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
     assert all(len(m.rounds) == 4 and all(len(r) == 1 for r in m.rounds) for m in result.values())
@@ -111,8 +111,8 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
         calls["slow"] += 1
         time.sleep(0.0005)
 
-    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0, iterations=23)
-    result = measure_interleaved({"fast": fast, "slow": slow}, CPU, plan)
+    timing = TimingSettings(mode="fixed", warmup=2, warmup_s=0, iterations=23)
+    result = measure_interleaved({"fast": fast, "slow": slow}, CPU, timing)
     for name, m in result.items():
         assert len(m.samples) == 23 and m.stopped_by == "iterations"
         assert [len(r) for r in m.rounds] == [3] * 7 + [2]  # ceil(23 / 10) per round, the last one trimmed
@@ -135,9 +135,9 @@ class FixedCost:
 
 def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     ticks = []
-    plan = TimingPlan(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
-                      block_s=0.004)
-    result = measure_interleaved({"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.002)}, CPU, plan,
+    timing = TimingSettings(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
+                            block_s=0.004)
+    result = measure_interleaved({"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.002)}, CPU, timing,
                                  tick=lambda: ticks.append(1))
     for m in result.values():
         assert m.stopped_by == "target_rel_ci"
@@ -147,12 +147,12 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     # blocks are sized to about block_s per variant from its last warm-up call, so the faster callable gets
     # more calls per round: shown with timers whose calls take a fixed time (one warm-up call that a busy
     # machine stretches would size the real ones alike)
-    sized = measure_interleaved({"a": FixedCost(1.0), "b": FixedCost(2.0)}, CPU, plan)
+    sized = measure_interleaved({"a": FixedCost(1.0), "b": FixedCost(2.0)}, CPU, timing)
     assert [len(sized[name].rounds[0]) for name in ("a", "b")] == [4, 2]  # 4 ms of 1 ms calls, of 2 ms calls
     assert all(m.stopped_by == "target_rel_ci" and len(m.rounds) == MIN_ROUNDS for m in sized.values())
 
-    capped = TimingPlan(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
-                        min_iterations=1, block_s=0.04)
+    capped = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
+                            min_iterations=1, block_s=0.04)
     m = measure_interleaved({"a": lambda: time.sleep(0.002), "b": lambda: time.sleep(0.002)}, CPU, capped)["a"]
     assert m.stopped_by == "max_time_s"
     assert len(m.rounds) >= CAPPED_MIN_ROUNDS  # the cap never leaves fewer rounds than a paired CI needs
@@ -199,10 +199,21 @@ def test_drift_that_hits_both_series_alike_leaves_the_paired_ci_tight():
     assert paired_ratio(base, shuffled).rel_halfwidth > 5 * interval.rel_halfwidth
 
 
+def test_one_bootstrap_serves_paired_rounds_and_two_runs_samples():
+    """core.stats.bootstrap_median_ratio is the bootstrap of both a speedup's paired CI and compare's."""
+    rng = np.random.default_rng(3)
+    base, this = 10 + rng.standard_normal(100), 5 + 0.5 * rng.standard_normal(80)
+    low, high = bootstrap_median_ratio(base, this, paired=False)
+    assert low < float(np.median(base) / np.median(this)) < high and 1.8 < low < high < 2.2
+    assert bootstrap_median_ratio(base, this, paired=False) == (low, high)  # seeded
+    with pytest.raises(ValueError, match="paired series differ in length"):
+        bootstrap_median_ratio(base, this, paired=True)
+
+
 def test_compare_passes_within_tolerance_and_reports_errors():
     ref = torch.tensor([[1.0, 5.0, 2.0], [3.0, 0.0, 1.0]])
     out = ref + 1e-4
-    p = check_parity(out, ref, atol=1e-3, rtol=0)
+    p = elementwise_accuracy(out, ref, atol=1e-3, rtol=0)
     assert p.ok and p.max_abs_err == pytest.approx(1e-4, rel=1e-2) and p.top1_agree == 1.0
     assert p.max_rel_err == pytest.approx(1e-4 / 5.0, rel=1e-2)
 
@@ -211,22 +222,22 @@ def test_compare_fails_and_counts_top1_disagreement():
     ref = torch.tensor([[1.0, 5.0, 2.0], [3.0, 0.0, 1.0]])
     out = ref.clone()
     out[1, 1] = 9.0
-    p = check_parity(out, ref, atol=1e-3, rtol=1e-3)
+    p = elementwise_accuracy(out, ref, atol=1e-3, rtol=1e-3)
     assert not p.ok and p.max_abs_err == 9.0 and p.top1_agree == 0.5
 
 
 def test_compare_handles_nested_outputs_and_nan():
     ref = {"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}
-    assert check_parity({"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}, ref, 0, 0).ok
+    assert elementwise_accuracy({"logits": torch.ones(2, 4), "aux": (torch.zeros(3),)}, ref, 0, 0).ok
     bad = {"logits": torch.full((2, 4), float("nan")), "aux": (torch.zeros(3),)}
-    assert not check_parity(bad, ref, 1e-3, 1e-3).ok
+    assert not elementwise_accuracy(bad, ref, 1e-3, 1e-3).ok
 
 
 def test_bound_is_relative_to_the_output_scale():
     ref = torch.tensor([[200.0, 0.001, -150.0]])
     out = torch.tensor([[200.05, 0.03, -150.02]])  # the near-zero logit moved 30x, by 1.5e-4 of the scale
-    assert check_parity(out, ref, atol=1e-5, rtol=5e-3).ok
-    assert not check_parity(ref * 1.01, ref, atol=1e-5, rtol=5e-3).ok  # a 1% error of the largest logit fails
+    assert elementwise_accuracy(out, ref, atol=1e-5, rtol=5e-3).ok
+    assert not elementwise_accuracy(ref * 1.01, ref, atol=1e-5, rtol=5e-3).ok  # a 1% error of the largest logit fails
 
 
 def _round_to_tf32(t: torch.Tensor) -> torch.Tensor:
@@ -252,19 +263,19 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
         tf32_out = model(x)
     tol = default_tolerances()["fp32"]
     assert not torch.equal(tf32_out, ref)
-    assert check_parity(tf32_out, ref, tol.atol, tol.rtol).ok
+    assert elementwise_accuracy(tf32_out, ref, tol.atol, tol.rtol).ok
 
 
 def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
     from trtbench.measure.timing import _finished
 
-    plan = TimingPlan(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
-    steady = Measurement(rounds=[[10.0]] * MIN_ROUNDS)
-    noisy = Measurement(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
+    timing = TimingSettings(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
+    steady = RawTiming(rounds=[[10.0]] * MIN_ROUNDS)
+    noisy = RawTiming(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
     over = time.perf_counter() - 2  # the cap has passed
-    assert _finished(plan, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, over, None) == {
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, over, None) == {
         "a": "target_rel_ci", "b": "max_time_s"}
-    assert _finished(plan, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, over, None) == {
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, over, None) == {
         "a": "max_time_s", "b": "max_time_s"}  # fewer rounds than a precise median needs
 
 
@@ -283,18 +294,18 @@ class CountingCost:
 
 
 def test_the_accuracy_checks_call_counts_toward_the_warm_up():
-    plan = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=4)
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4)
     cold = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
-    measure_interleaved(cold, CPU, plan)
+    measure_interleaved(cold, CPU, timing)
     assert [t.calls for t in cold.values()] == [1 + 4, 1 + 4]  # one warm-up call each, then the timed ones
     warm = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
-    measure_interleaved(warm, CPU, plan, warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=0.003))
+    measure_interleaved(warm, CPU, timing, warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=0.003))
     assert [t.calls for t in warm.values()] == [4, 4]
     partly = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # a check that did not cover every variant counts not
-    measure_interleaved(partly, CPU, plan, warmed=WarmedUp({"a": 0.001}, elapsed_s=0.003))
+    measure_interleaved(partly, CPU, timing, warmed=WarmedUp({"a": 0.001}, elapsed_s=0.003))
     assert [t.calls for t in partly.values()] == [5, 5]
     longer = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # warmup_s still asks for its time, checks included
-    measure_interleaved(longer, CPU, TimingPlan(mode="fixed", warmup=1, warmup_s=60, iterations=4),
+    measure_interleaved(longer, CPU, TimingSettings(mode="fixed", warmup=1, warmup_s=60, iterations=4),
                         warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=60.0))
     assert [t.calls for t in longer.values()] == [4, 4]
 
@@ -303,10 +314,10 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
     """The first call after another variant ran pays a cache refill a runtime alone never pays, so a
     variant whose call is shorter than ``switch_in_below_s`` asks each timed block for a switch-in call
     first (the warm-up's blocks need none); longer calls, or ``switch_in_below_s: 0``, never do."""
-    plan = TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1)
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1)
     timers = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
-    measure_interleaved(timers, CPU, plan)
+    measure_interleaved(timers, CPU, timing)
     assert (timers["short"].switch_ins, timers["long"].switch_ins) == (4, 0)
     never = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
-    measure_interleaved(never, CPU, dataclasses.replace(plan, switch_in_below_s=0))
+    measure_interleaved(never, CPU, dataclasses.replace(timing, switch_in_below_s=0))
     assert (never["short"].switch_ins, never["long"].switch_ins) == (0, 0)

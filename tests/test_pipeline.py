@@ -46,7 +46,7 @@ def test_results_json_has_every_variant_at_every_shape(finished_run):
         assert r["status"] == "ok", r["reason"]
         assert r["stopped_by"] == "iterations"
         assert sum(len(round_) for round_ in r["rounds"]) == 5  # fixed mode: exactly `iterations` raw samples
-        assert r["parity"]["ok"] and r["parity"]["top1_agree"] == 1.0
+        assert r["parity"]["ok"] and r["parity"]["top1_agree"] == 1.0 and r["parity"]["kind"] == "elementwise"
     for record in outcome.results:  # stats are derived from the raw samples
         s = record.stats
         assert s.iterations == 5 and s.min <= s.median <= s.p90 <= s.p99 <= s.max
@@ -145,7 +145,7 @@ def test_a_failed_build_names_failures_log_which_holds_the_traceback(tiny_config
     assert error.startswith("RuntimeError") and error.split(": ", 1)[1] in section
 
 
-def test_parity_failure_is_visible_and_fails_the_run(tiny_config, write_config, capsys):
+def test_an_accuracy_failure_is_visible_and_fails_the_run(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:scripted_off_by_one"
     tiny_config["variants"] = ["eager", "scripted"]
     tiny_config["output"]["save_artifacts"] = False
@@ -155,7 +155,7 @@ def test_parity_failure_is_visible_and_fails_the_run(tiny_config, write_config, 
     assert code == 1
     results = ResultSet.load(path.parent / "out")
     assert all(r.status == "ok" for r in results)
-    assert {r.case.variant for r in results if r.parity_failed} == {"scripted"}
+    assert {r.case.variant for r in results if r.accuracy_failed} == {"scripted"}
     assert out.count("CHECK FAILED") == 3
     assert "FAIL (abs" in (path.parent / "out" / "report.md").read_text()
 
@@ -212,7 +212,7 @@ def test_channels_last_runs_and_matches_eager(tiny_config, tmp_path):
     tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 0
-    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results), [r.reason for r in outcome.results]
 
 
 def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_config, tmp_path):
@@ -279,7 +279,7 @@ def test_variant_that_fails_its_check_is_not_saved(tiny_config, tmp_path):
     outcome = run_dict(tiny_config)
     scripted = [r for r in outcome.results if r.case.variant == "scripted"]
     assert len(scripted) == 3
-    assert all(r.parity_failed and "artifact not saved" in " ".join(r.warnings) for r in scripted)
+    assert all(r.accuracy_failed and "artifact not saved" in " ".join(r.warnings) for r in scripted)
     assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()
     assert (tmp_path / "out" / "artifacts" / "traced_fp32.ts").exists()  # the accurate variant still ships
     assert outcome.exit_code == 1
@@ -296,7 +296,7 @@ def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path
     tiny_config["variants"] = ["eager", "traced", "exported"]
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     outcome = run_dict(tiny_config)
-    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results), [r.reason for r in outcome.results]
 
 
 def test_unscriptable_parent_fails_its_dependent_when_the_dependent_could_run(tiny_config, tmp_path, monkeypatch):
@@ -322,9 +322,9 @@ def test_a_shape_without_eager_reference_fails_its_checks(tiny_config, tmp_path)
     status = by_point(outcome.results)
     assert status[("eager", "max")].status == "failed"
     scripted_max = status[("scripted", "max")]
-    assert scripted_max.status == "ok" and scripted_max.parity_failed
-    assert "no eager fp32 reference" in scripted_max.parity["reason"]
-    assert status[("scripted", "opt")].parity["ok"]
+    assert scripted_max.status == "ok" and scripted_max.accuracy_failed
+    assert "no eager fp32 reference" in scripted_max.accuracy["reason"]
+    assert status[("scripted", "opt")].accuracy["ok"]
     assert outcome.exit_code == 1
 
 

@@ -27,14 +27,14 @@ from trtbench.report.plots import DPI, latency_plot, speedup_plot, top_layers_pl
 from trtbench.report.profile import draw_layer_plots, profile_markdown
 from trtbench.results.resultset import ResultSet
 from trtbench.core.schema import from_dict
-from trtbench.measure.timing import TimingPlan
+from trtbench.measure.timing import TimingSettings
 from trtbench.variants import BuildContext, get_variant
 
 CPU = torch.device("cpu")
 
 
-def fixed(iterations: int) -> TimingPlan:
-    return TimingPlan(mode="fixed", warmup=1, warmup_s=0, iterations=iterations)
+def fixed(iterations: int) -> TimingSettings:
+    return TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=iterations)
 
 
 class TinyCNN(nn.Module):

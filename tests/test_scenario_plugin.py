@@ -74,14 +74,14 @@ class Tally(Scenario):
     @staticmethod
     def _todo(group, done) -> list[str]:
         have = {(p.model, p.threads, p.slot) for p in done.parts(TallyPart.KIND)}  # this environment's only
-        return [group.slot(e.name, p) for e, p in group.slots()
-                if (group.model.id, group.threads, group.slot(e.name, p)) not in have]
+        return [group.slot_id(e.name, p) for e, p in group.slots()
+                if (group.model.id, group.threads, group.slot_id(e.name, p)) not in have]
 
     def run(self, ctx, built, prepared):
         group, point = built.group, built.group.points[0]
         for slot in self._todo(group, built.done):
             outcome = built.outcomes[slot]
-            precision = next(p for e, p in group.slots() if group.slot(e.name, p) == slot)
+            precision = next(p for e, p in group.slots() if group.slot_id(e.name, p) == slot)
             inputs = outcome.variant.prepare(outcome.built, built.copies[precision].inputs[point.label])
             output = outcome.variant.run(outcome.built, inputs)
             yield TallyPart(ctx.env_id, group.model.id, group.threads, slot, tuple(output.shape), os.getpid(),

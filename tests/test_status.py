@@ -81,12 +81,12 @@ def test_the_record_and_its_parts_are_frozen():
     import dataclasses
 
     from trtbench.core.case import Case
-    from trtbench.report.columns import Column, Metric
+    from trtbench.report.columns import Column, ColumnSet
     from trtbench.artifacts.publish import Published
     from trtbench.measure.references import MissingReference, References
     from trtbench.report.rows import Row
 
-    for cls in (Record, Case, Row, Metric, Column, Published, References, MissingReference):
+    for cls in (Record, Case, Row, ColumnSet, Column, Published, References, MissingReference):
         assert cls.__dataclass_params__.frozen, cls
     case = Case("m", "eager", "fp32", "opt", ((1, 3),), 1, "cpu")
     record = Record(case, "env", rounds=[[1.0]])

@@ -119,7 +119,7 @@ def test_dict_outputs_trace_export_save_and_reload_in_a_fresh_process(tiny_confi
     tiny_config["model"]["name"] = "toy_models:dict_output"
     tiny_config["variants"] = ["eager", {"traced": {"strict": False}}, {"exported": {"strict": True}}]
     outcome = run(tiny_config, tmp_path, save=True)
-    assert all(r.status == "ok" and r.parity["ok"] for r in outcome.results), [r.reason for r in outcome.results]
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results), [r.reason for r in outcome.results]
     info = {r.case.variant: r.build["info"] for r in outcome.results}
     assert info["traced"]["strict"] is False and info["exported"]["strict"] is True
     manifest = read_manifest(tmp_path / "out")
@@ -135,4 +135,4 @@ def test_a_hugging_face_bert_traces_with_strict_false(tiny_config, tmp_path):
     tiny_config["variants"] = ["eager", {"traced": {"strict": False}}]
     outcome = run(tiny_config, tmp_path)
     traced = [r for r in outcome.results if r.case.variant == "traced"]
-    assert all(r.status == "ok" and r.parity["ok"] for r in traced), [r.reason for r in traced]
+    assert all(r.status == "ok" and r.accuracy["ok"] for r in traced), [r.reason for r in traced]

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("output", help="output directory of a run (or its artifacts/manifest.json)")
     verify.add_argument("--force", action="store_true",
                         help="load TensorRT engines even if built for another TensorRT version or GPU architecture")
-    compare = sub.add_parser("compare", help="compare two runs' timings, noise-aware (bootstrap CI of the ratio)")
+    compare = sub.add_parser("compare", help="compare two runs' timings, noise-aware: NEW's speedup over BASELINE "
+                                             "(BASELINE's median / NEW's) with its bootstrap CI")
     compare.add_argument("baseline", help="output directory (or results.json) of the baseline run")
     compare.add_argument("new", help="output directory (or results.json) of the run to compare")
     compare.add_argument("--threshold", type=float, default=0.05,

@@ -53,7 +53,7 @@ def _checked_by_worker(records: list[Record]) -> str | None:
     precisions: a quantized build is judged on evaluation samples instead, so its files are always
     reloaded here."""
     hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
-    if len(hosted) != 1 or None in hosted or any(r.parity is None or not r.parity.get("ok") for r in records):
+    if len(hosted) != 1 or None in hosted or any(r.accuracy is None or not r.accuracy.get("ok") for r in records):
         return None
     return hosted.pop()
 
@@ -79,7 +79,7 @@ def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, record
     ok_rows = [r for r in records if r.status is Status.OK]
     if outcome.built is None or not ok_rows:
         return Published((), tuple(records))
-    if any(r.parity_failed for r in records):  # an inaccurate build is not something to ship
+    if any(r.accuracy_failed for r in records):  # an inaccurate build is not something to ship
         return Published((), tuple(r.with_warnings([NOT_SAVED_INACCURATE]) for r in records))
     variant, built = outcome.variant, outcome.built
     model_id, precision = ok_rows[0].case.model, ok_rows[0].case.precision

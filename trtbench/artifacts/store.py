@@ -28,7 +28,7 @@ from trtbench.core.version import __version__
 from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
-from trtbench.measure.parity import check_parity, flatten_outputs
+from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
 from trtbench.artifacts.verify import sha256_of  # the worker's own copy, so both hash alike
 from trtbench.variants import Built, Variant
 
@@ -219,11 +219,11 @@ def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple]
     worst = 0.0
     with torch.inference_mode():
         for label, (inputs, expected) in runs.items():
-            parity = check_parity(module(*inputs), expected, tolerance.atol, tolerance.rtol)
-            if not parity.ok:
+            accuracy = elementwise_accuracy(module(*inputs), expected, tolerance.atol, tolerance.rtol)
+            if not accuracy.ok:
                 raise ValueError(f"reloaded {artifact.path.name} differs from the built variant at {label} "
-                                 f"(max abs err {parity.max_abs_err:.3g})")
-            worst = max(worst, parity.max_abs_err)
+                                 f"(max abs err {accuracy.max_abs_err:.3g})")
+            worst = max(worst, accuracy.max_abs_err)
     return {"shapes": list(runs), "max_abs_err": worst}
 
 

@@ -12,19 +12,25 @@ every point come in the same file. The worker then runs each point once, so firs
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import torch
 
+from trtbench.build.copies import PrecisionCopy
 from trtbench.build.stage import BuildList, build_variants
+from trtbench.core.env import torch_thread_facts
 from trtbench.core.outdir import FailureLog
-from trtbench.core.precision import precision_dtype
+from trtbench.core.precision import dtype_name, precision_dtype
 from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
+
+if TYPE_CHECKING:  # the config's and the plan's types; a worker imports this module, not theirs
+    from trtbench.config.config import Config
+    from trtbench.config.plan import BuildGroup
 
 
 HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
@@ -35,6 +41,20 @@ def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: di
     torch.save({"state_dict": model.state_dict(), "example": list(example),
                 "inputs": {label: list(values) for label, values in inputs.items()}}, path)
     return path
+
+
+def write_payloads(folder: Path, copies: dict[str, PrecisionCopy], precisions: Iterable[str],
+                   inputs: Callable[[PrecisionCopy], dict[str, tuple]], stem: str = "payload") -> dict[str, Path]:
+    """The payload each of ``precisions`` loads, by precision: one file per compute dtype in ``folder``
+    (``<stem>-<dtype>.pt``), of that dtype's model copy (``copies``, by precision), its example and
+    ``inputs(copy)``. Precisions of one dtype share its file: int8 loads fp32's."""
+    by_dtype: dict[torch.dtype, Path] = {}
+    for precision in precisions:
+        at = copies[precision]
+        if at.dtype not in by_dtype:
+            by_dtype[at.dtype] = write_payload(folder / f"{stem}-{dtype_name(at.dtype)}.pt", at.model, at.example,
+                                               inputs(at))
+    return {precision: by_dtype[copies[precision].dtype] for precision in precisions}
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,22 @@ class VariantRecipe:
     input_specs: list  # InputConfig
     payload: str  # write_payload's file
     artifact: Optional[Artifact] = None  # the parent's saved build, loaded instead of building
+
+    @classmethod
+    def for_group(cls, config: Config, group: BuildGroup, variant: str, precision: str, payload: Path,
+                  device: torch.device) -> "VariantRecipe":
+        """The recipe of ``variant`` at ``precision`` of build ``group`` (its model, its variants' options,
+        its threads) under the run's ``config`` (cuDNN autotuning, memory format, inputs), loading
+        ``payload`` (:func:`write_payloads`), rebuilt in the worker. The timing workers and the serving
+        workers get their recipes here; :meth:`hosting` makes one load a saved file instead."""
+        return cls(model=group.model, variant=variant, options=group.variant_options(), precision=precision,
+                   device=str(device), threads=group.threads, cudnn_benchmark=config.benchmark.cudnn_benchmark,
+                   channels_last=config.channels_last, input_specs=config.inputs, payload=str(payload))
+
+    def hosting(self, artifact: Optional[Artifact], threads: Optional[int] = None) -> "VariantRecipe":
+        """This recipe loading ``artifact`` (the parent's saved build; None: rebuilt), at ``threads`` where
+        given (a serving worker's)."""
+        return dataclasses.replace(self, artifact=artifact, threads=self.threads if threads is None else threads)
 
     def materialize(self) -> tuple[dict[str, Any], dict]:
         torch.set_num_threads(self.threads)
@@ -74,8 +110,7 @@ class VariantRecipe:
                 prepared = variant.prepare(built, values)
                 variant.run(built, prepared)  # first-call work stays out of the timed blocks
                 calls[label] = (lambda p=prepared: variant.run(built, p))
-        facts = {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
-                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)"),
+        facts = {**torch_thread_facts(),
                  "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
                  **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
                  **variant.thread_settings(built)}

@@ -90,7 +90,7 @@ def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, f
 
 def quantizes(group: BuildGroup, precision: str) -> bool:
     """Whether some variant of ``group`` is built at the quantized ``precision`` here."""
-    return is_quantized(precision) and any(group.slot(e.name, precision) not in group.unavailable
+    return is_quantized(precision) and any(group.slot_id(e.name, precision) not in group.unavailable
                                            for e in group.entries_at(precision))
 
 
@@ -117,30 +117,31 @@ def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module
 
 def build_at(run: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, ctx: BuildContext,
              earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
-    """Build ``names`` at ``ctx.precision``, by slot key, failures logged in ``run``'s failure log. What they only build from (``exported``,
-    ``onnx``) is reused from the group's first precision where it built there (``earlier``, by slot key)
+    """Build ``names`` at ``ctx.precision``, by slot id, failures logged in ``run``'s failure log. What they
+    only build from (``exported``, ``onnx``) is reused from the group's reference precision where it built
+    there (``earlier``, by slot id)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
     the timed variants quantize (fp16 builds everything from its own half copy)."""
     precision, failures, log = ctx.precision, run.failures, run.log
     slots = {e.name for e in group.entries_at(precision)}
-    same_dtype = precision_dtype(precision) == precision_dtype(group.precision)
-    reuse = {n: earlier[n] for n in names if precision != group.precision and same_dtype
+    same_dtype = precision_dtype(precision) == precision_dtype(group.reference_precision)
+    reuse = {n: earlier[n] for n in names if precision != group.reference_precision and same_dtype
              and n not in slots and n in earlier and earlier[n].built is not None}
     ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
-    unavailable = {name: group.unavailable[group.slot(name, precision)] for name in slots
-                   if group.slot(name, precision) in group.unavailable}
-    options = {entry.name: entry.options for entry in group.variants}
-    built = build_variants(BuildList([n for n in names if n not in reuse], options, unavailable), model, ctx, failures,
+    unavailable = {name: group.unavailable[group.slot_id(name, precision)] for name in slots
+                   if group.slot_id(name, precision) in group.unavailable}
+    built = build_variants(BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable), model,
+                           ctx, failures,
                            on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
     outcomes = {}
     for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it
         if name in unavailable:
-            outcomes[group.slot(name, precision)] = BuildOutcome(get_variant(name), status=Status.SKIPPED,
-                                                                 reason=unavailable[name])
+            outcomes[group.slot_id(name, precision)] = BuildOutcome(get_variant(name), status=Status.SKIPPED,
+                                                                    reason=unavailable[name])
         elif name in built:
-            outcomes[group.slot(name, precision)] = built[name]
+            outcomes[group.slot_id(name, precision)] = built[name]
     for name, outcome in built.items():  # build steps (onnx) stay available to the saves
-        outcomes.setdefault(group.slot(name, precision), outcome)
+        outcomes.setdefault(group.slot_id(name, precision), outcome)
     return outcomes
 
 

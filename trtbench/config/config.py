@@ -1,6 +1,6 @@
 """The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
-the user asked for; what a run does with it on this machine (points, build groups, the
-:class:`~trtbench.measure.timing.TimingPlan`) is resolved from it by :mod:`trtbench.config.plan`.
+the user asked for; what a run does with it on this machine (points, build groups) is resolved from
+it by :mod:`trtbench.config.plan`.
 
 ``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
 counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
@@ -31,11 +31,10 @@ from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
 from trtbench.models import check_model_exists
 from trtbench.core.precision import PRECISIONS
 from trtbench.profiling.config import ProfileConfig
-from trtbench.scenarios import Scenario
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile import Profile
 from trtbench.scenarios.serving_config import ServingConfig
-from trtbench.measure.timing import TimingPlan
+from trtbench.measure.timing import TimingSettings
 from trtbench.variants import variant_class, variant_names
 
 SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
@@ -133,20 +132,16 @@ class InputConfig:
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
 
 
+TIMING_KEYS = tuple(f.name for f in dataclasses.fields(TimingSettings))  # benchmark keys the timing settings take
+
+
 @dataclass
 class BenchmarkConfig:
-    """How to time (the keys of a :class:`~trtbench.measure.timing.TimingPlan`, which a run's plan is given, with
-    its defaults), which shapes, threads, seed."""
+    """How to time, which shapes, threads, seed. The keys of how long each point is timed (``mode``,
+    ``warmup``, ``iterations``, ...) sit in this section and make up ``timing``, the
+    :class:`~trtbench.measure.timing.TimingSettings` a run times with."""
 
-    mode: str = TimingPlan.mode
-    warmup: int = TimingPlan.warmup
-    warmup_s: float = TimingPlan.warmup_s
-    iterations: int = TimingPlan.iterations
-    target_rel_ci: float = TimingPlan.target_rel_ci
-    max_time_s: float = TimingPlan.max_time_s
-    min_iterations: int = TimingPlan.min_iterations
-    block_s: float = TimingPlan.block_s
-    switch_in_below_s: float = TimingPlan.switch_in_below_s
+    timing: TimingSettings = schema.inline(TimingSettings)  # keys: TIMING_KEYS
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
@@ -155,21 +150,30 @@ class BenchmarkConfig:
     isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
 
+    def _key(self, name: str) -> Any:
+        """The value of the section's key ``name``: its timing settings' or its own."""
+        return getattr(self.timing if name in TIMING_KEYS else self, name)
+
     def validate(self, path: str) -> None:
         schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+            schema.require_positive(self._key(name), schema.join(path, name))
         for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
                            ("switch_in_below_s", "no switch-in call")):
-            if getattr(self, name) < 0:
-                raise UserInputError(schema.join(path, name), f"must not be negative, got {getattr(self, name)}",
+            if self._key(name) < 0:
+                raise UserInputError(schema.join(path, name), f"must not be negative, got {self._key(name)}",
                                      f"set it to 0 ({zero}) or more")
-        schema.require_choice(self.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
+        schema.require_choice(self.timing.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):
             schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
+
+    def to_dict(self) -> dict:
+        """The section as plain data, keyed as the YAML is: the timing settings' keys among its own."""
+        data = dataclasses.asdict(self)
+        return {**data.pop("timing"), **data}
 
 
 @dataclass
@@ -384,9 +388,11 @@ class Config:
         return [self.benchmark.threads]
 
     def to_dict(self) -> dict:
-        """The resolved config as plain data (for results.json and the manifest)."""
-        scenarios = [s.entry() for s in self.scenarios if s.listed]
-        return {**dataclasses.asdict(dataclasses.replace(self, scenarios=[])), "scenarios": scenarios}
+        """The resolved config as plain data (for results.json and the manifest), keyed as the YAML is."""
+        data = dataclasses.asdict(dataclasses.replace(self, scenarios=[]))
+        data["benchmark"] = self.benchmark.to_dict()
+        data["scenarios"] = [s.entry() for s in self.scenarios if s.listed]
+        return data
 
 
 def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:

@@ -3,15 +3,14 @@
 Everything that depends on the machine is decided here, once, before a run: the device
 (``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
 :func:`trtbench.core.env.default_threads`), which variants can run (CUDA,
-importable backends) and why the others cannot, and the :class:`~trtbench.measure.timing.TimingPlan` each
-point is timed by. The config itself loads anywhere.
+importable backends) and why the others cannot. How long each point is timed (the
+:class:`~trtbench.measure.timing.TimingSettings`) is the config's. The config itself loads anywhere.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 
@@ -21,7 +20,7 @@ from trtbench.core.env import default_threads
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import batch_shapes
 from trtbench.core.precision import REFERENCE, is_quantized, unsupported_reason
-from trtbench.measure.timing import TimingPlan
+from trtbench.measure.timing import TimingSettings
 from trtbench.variants import build_order, get_variant, variant_names
 
 
@@ -33,10 +32,11 @@ class ShapePoint:
     shapes: tuple[tuple[int, ...], ...]
 
 
-def slot_key(name: str, precision: str, base: str) -> str:
-    """How a group names one variant at one precision: the variant's name at the group's first
-    precision, ``name@precision`` at the others (``ort@int8``)."""
-    return name if precision == base else f"{name}@{precision}"
+def slot_id(name: str, precision: str, reference_precision: str) -> str:
+    """Identifies one variant at one precision within a build group (the group's builds, timers and
+    workers are keyed by it): the variant's name at the group's reference precision, ``name@precision``
+    at the others (``ort@int8``)."""
+    return name if precision == reference_precision else f"{name}@{precision}"
 
 
 @dataclass
@@ -54,7 +54,7 @@ class BuildGroup:
     threads: int
     points: list[ShapePoint]
     variants: list[VariantEntry]  # requested, eager first
-    unavailable: dict[str, str] = field(default_factory=dict)  # slot key -> why that variant cannot run here
+    unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
     listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
 
@@ -63,16 +63,22 @@ class BuildGroup:
             self.listed = list(self.precisions)
 
     @property
-    def precision(self) -> str:
-        """The group's first precision (its compute dtype's): the precision of its eager reference."""
+    def reference_precision(self) -> str:
+        """The group's first precision, that of its eager reference (fp32: :func:`group_precisions`)."""
         return self.precisions[0]
 
     @property
-    def key(self) -> tuple:
+    def build_id(self) -> tuple:
+        """Identifies the group, the set of builds its cases share: model id, precisions, threads, device."""
         return (self.model.id, tuple(self.precisions), self.threads, self.device)
 
-    def slot(self, name: str, precision: str) -> str:
-        return slot_key(name, precision, self.precision)
+    def slot_id(self, name: str, precision: str) -> str:
+        """The :func:`slot_id` of variant ``name`` at ``precision`` in this group."""
+        return slot_id(name, precision, self.reference_precision)
+
+    def variant_options(self) -> dict[str, Any]:
+        """Each requested variant's options by its name, as builds take them."""
+        return {entry.name: entry.options for entry in self.variants}
 
     def entries_at(self, precision: str) -> list[VariantEntry]:
         """The variants with a case at ``precision``: all requested ones where it is listed, else eager only."""
@@ -85,16 +91,16 @@ class BuildGroup:
     def build_names_at(self, precision: str) -> list[str]:
         """Variants with a case at ``precision`` that can run here, plus what they build from, each after
         its dependency."""
-        runnable = [e.name for e in self.entries_at(precision) if self.slot(e.name, precision) not in self.unavailable]
+        runnable = [e.name for e in self.entries_at(precision) if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
 
     @property
     def build_names(self) -> list[str]:
-        """:meth:`build_names_at` the group's first precision."""
-        return self.build_names_at(self.precision)
+        """:meth:`build_names_at` the group's reference precision."""
+        return self.build_names_at(self.reference_precision)
 
     def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
-        return Case(model=self.model.id, variant=entry.name, precision=precision or self.precision,
+        return Case(model=self.model.id, variant=entry.name, precision=precision or self.reference_precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
                     options=entry.options_text)
 
@@ -109,7 +115,7 @@ class RunPlan:
     config: Config
     device: torch.device
     groups: list[BuildGroup]
-    timing: TimingPlan  # how long each point is timed, from the config's benchmark keys
+    timing: TimingSettings  # how long each point is timed: the config's benchmark.timing
     shard: Optional[tuple[int, int]] = None  # (index, count)
     matrix_groups: int = 0  # build groups of the whole matrix, every shard's
     matrix_cases: int = 0
@@ -196,8 +202,8 @@ def quantizing_variants() -> list[str]:
 
 
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
-    """Why each variant of the group cannot run here, by slot key (only those that cannot)."""
-    reasons = {group.slot(entry.name, precision): why_unavailable(entry.name, device, precision)
+    """Why each variant of the group cannot run here, by slot id (only those that cannot)."""
+    reasons = {group.slot_id(entry.name, precision): why_unavailable(entry.name, device, precision)
                for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
 
@@ -241,10 +247,5 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     if shard is not None:
         index, count = shard
         groups = [g for i, g in enumerate(groups) if i % count == index]
-    return RunPlan(config=config, device=device, groups=groups, timing=timing_plan(config.benchmark), shard=shard,
+    return RunPlan(config=config, device=device, groups=groups, timing=config.benchmark.timing, shard=shard,
                    matrix_groups=matrix_groups, matrix_cases=matrix_cases)
-
-
-def timing_plan(benchmark) -> TimingPlan:
-    """The :class:`TimingPlan` of a config's ``benchmark`` section (its keys of the same names)."""
-    return TimingPlan(**{f.name: getattr(benchmark, f.name) for f in dataclasses.fields(TimingPlan)})

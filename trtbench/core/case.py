@@ -50,21 +50,17 @@ class Case:
 
     @property
     def key(self) -> str:
-        """A stable id: the same case gets the same key in every process and on every machine."""
+        """The case's id, stable: the same case gets the same key in every process and on every machine."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
-    def build_key(self) -> tuple:
-        """Cases with the same build key are served by one build (the batch is a point in its range)."""
-        return (self.model, self.precision, self.threads, self.device)
-
-    @property
-    def baseline_key(self) -> tuple:
-        """What a case shares with the eager records its speedups are measured against (eager fp32, and
-        eager at the case's own precision where that is a reduced float one, with the options its run
-        listed): everything but the variant, its options and the precision. Every precision of a model
-        is timed in the rounds of eager fp32, its reference (:func:`trtbench.config.plan.group_precisions`)."""
+    def baseline_id(self) -> tuple:
+        """Identifies, with a precision and an environment, the eager records a case's speedups are
+        measured against (eager fp32, and eager at the case's own precision where that is a reduced float
+        one, with the options its run listed): everything but the variant, its options and the precision.
+        Every precision of a model is timed in the rounds of eager fp32, its reference
+        (:func:`trtbench.config.plan.group_precisions`)."""
         return (self.model, self.point, self.input_shapes, self.threads, self.device)
 
     @property

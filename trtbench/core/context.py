@@ -14,12 +14,12 @@ if TYPE_CHECKING:  # types only: the context is built at the top (trtbench.pipel
     from trtbench.config.plan import RunPlan
     from trtbench.core.outdir import FailureLog
     from trtbench.core.progress import Progress
-    from trtbench.measure.timing import TimingPlan
+    from trtbench.measure.timing import TimingSettings
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """One run's config, device, environment, output folder, failure log, progress and timing plan."""
+    """One run's config, device, environment, output folder, failure log, progress and timing settings."""
 
     plan: RunPlan
     environment: dict  # trtbench.core.env.collect_environment(); its "id" names the records' environment
@@ -35,7 +35,7 @@ class RunContext:
         return self.plan.device
 
     @property
-    def timing(self) -> TimingPlan:
+    def timing(self) -> TimingSettings:
         return self.plan.timing
 
     @property

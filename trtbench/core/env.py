@@ -1,5 +1,6 @@
-"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; and the torch settings a
-build group runs under (:func:`torch_settings`)."""
+"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; the torch settings a
+build group runs under (:func:`torch_settings`), and the thread facts of the process that times it
+(:func:`torch_thread_facts`)."""
 
 from __future__ import annotations
 
@@ -276,3 +277,9 @@ def torch_settings(threads: int, cudnn_benchmark: bool) -> Iterator[None]:
     finally:
         torch.set_num_threads(old_threads)
         torch.backends.cudnn.benchmark = old_cudnn
+
+
+def torch_thread_facts() -> dict:
+    """This process's torch threads and OpenMP wait policy, as a record states where it was timed."""
+    return {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)")}

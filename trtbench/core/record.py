@@ -20,7 +20,7 @@ from trtbench.core.status import Status
 @register_part
 @dataclass(frozen=True)
 class Record:
-    """One case measured in one environment: status, raw samples per round, parity, build facts.
+    """One case measured in one environment: status, raw samples per round, accuracy, build facts.
 
     What other stages found about the case (its serving results), or about what it ran on (the
     device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
@@ -35,16 +35,16 @@ class Record:
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
-    parity: Optional[dict] = None  # trtbench.measure.parity.ParityResult.to_dict()
+    accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
-    metrics: dict = field(default_factory=dict)  # flops, memory, cold start... (derived elsewhere, not timings)
+    metrics: dict = field(default_factory=dict)  # measured values besides the timings: flops, memory, cold start...
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
 
     def with_metrics(self, **metrics) -> "Record":
-        """This record with more derived metrics (flops, cold_start...)."""
+        """This record with more measured values (flops, cold_start...)."""
         return replace(self, metrics={**self.metrics, **metrics})
 
     def with_build_info(self, info: dict) -> "Record":
@@ -65,7 +65,7 @@ class Record:
     @property
     def fails_run(self) -> bool:
         """A failed case, or one that failed its accuracy check, makes the run exit 1."""
-        return self.status is Status.FAILED or self.parity_failed
+        return self.status is Status.FAILED or self.accuracy_failed
 
     @property
     def samples_ms(self) -> list[float]:
@@ -91,8 +91,8 @@ class Record:
         return self.status is Status.OK and bool(self.rounds)
 
     @property
-    def parity_failed(self) -> bool:
-        return self.parity is not None and not self.parity.get("ok", False)
+    def accuracy_failed(self) -> bool:
+        return self.accuracy is not None and not self.accuracy.get("ok", False)
 
     @property
     def throughput(self) -> Optional[float]:
@@ -109,7 +109,7 @@ class Record:
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
-                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.parity,
+                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.accuracy,
                 "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
 
     @classmethod
@@ -117,5 +117,5 @@ class Record:
         return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
                    device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
-                   parity=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
+                   accuracy=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
                    warnings=data.get("warnings") or [])

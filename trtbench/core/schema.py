@@ -2,7 +2,9 @@
 
 A config section is a dataclass; its fields and annotations are the schema. ``from_dict``
 rejects unknown keys (suggesting the closest known one), wrong types and missing required
-fields, and always says where (``benchmark.iterations``) and how to fix it.
+fields, and always says where (``benchmark.iterations``) and how to fix it. A field made with
+:func:`inline` holds a dataclass whose keys are written in the section itself, not under a key of
+their own (``benchmark.iterations`` goes to ``BenchmarkConfig.timing``).
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ import dataclasses
 import difflib
 import types
 import typing
-from typing import Any, TypeVar, Union
+from typing import Any, Callable, TypeVar, Union
 
 from trtbench.core.errors import UserInputError
 
 T = TypeVar("T")
+INLINE = "trtbench.schema.inline"  # field metadata: the field's dataclass takes its keys from the section
+
+
+def inline(factory: Callable[[], Any]) -> Any:
+    """A field holding a dataclass whose keys sit in the enclosing section (default: ``factory()``)."""
+    return dataclasses.field(default_factory=factory, metadata={INLINE: True})
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping"}
 
@@ -105,13 +113,21 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise UserInputError(where, f"expected a mapping, got {data!r}", f"write '{where}' as a YAML mapping of key: value")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
+    owner: dict[str, str | None] = {}  # key -> the inline field that takes it (None: the field of that name)
+    for name, field in fields.items():
+        if field.metadata.get(INLINE):
+            owner.update((f.name, name) for f in dataclasses.fields(hints[name]) if f.init)
+        else:
+            owner[name] = None
     for key in data:
-        if key not in fields:
-            hint = suggest(key, fields) or f"known keys: {', '.join(fields)}"
+        if key not in owner:
+            hint = suggest(key, owner) or f"known keys: {', '.join(owner)}"
             raise UserInputError(join(path, key), "unknown key", hint)
     kwargs = {}
     for name, field in fields.items():
-        if name in data:
+        if field.metadata.get(INLINE):
+            kwargs[name] = from_dict(hints[name], {k: v for k, v in data.items() if owner[k] == name}, path)
+        elif name in data:
             kwargs[name] = convert(data[name], hints[name], join(path, name))
         elif field.default is not dataclasses.MISSING:
             kwargs[name] = field.default

@@ -1,30 +1,66 @@
-"""Accuracy of a reduced-precision build against eager fp32, over evaluation samples.
+"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds.
 
-Element-wise parity (:mod:`trtbench.measure.parity`) is the wrong judge for INT8: quantization moves every
-value a little by design. What matters is whether the task's answer holds, so this module reports,
-over the evaluation samples: top-1 agreement and top-5 overlap with eager fp32 for classifier-shaped
-outputs (``[N, C]``), the cosine similarity and the SQNR (signal-to-quantization-noise ratio, dB) of
-every output, and, when the samples have labels, the top-1 accuracy of both. A build passes when it
-keeps the budget (``tolerances.int8``: ``top1_agree_min``, ``sqnr_db_min``).
+- ``elementwise`` (:class:`ElementwiseAccuracy`, :func:`elementwise_accuracy`): one call's outputs
+  against eager fp32's at the same point, within a scale-relative bound (``tolerances.fp32`` and
+  ``tolerances.fp16``: ``atol``, ``rtol``). It judges fp32 and fp16 builds.
+- ``int8`` (:class:`Int8Accuracy`, :func:`int8_accuracy` then :func:`judge_int8`): a quantized build
+  over the evaluation samples. Element-wise closeness is the wrong judge for INT8: quantization moves
+  every value a little by design. What matters is whether the task's answer holds, so this reports,
+  over the evaluation samples: top-1 agreement and top-5 overlap with eager fp32 for classifier-shaped
+  outputs (``[N, C]``), the cosine similarity and the SQNR (signal-to-quantization-noise ratio, dB) of
+  every output, and, when the samples have labels, the top-1 accuracy of both. A build passes when it
+  keeps the budget (``tolerances.int8``: ``top1_agree_min``, ``sqnr_db_min``).
+
+A record keeps its judgement as ``Accuracy.to_dict()`` (:attr:`trtbench.core.record.Record.accuracy`,
+stored under the key ``parity`` in results.json and the journal); a judgement written without a
+``kind`` is an element-wise one.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 import torch
+from torch.utils._pytree import tree_flatten
 
-from trtbench.measure.parity import flatten_outputs
-
+ELEMENTWISE = "elementwise"  # one call's outputs against eager fp32's at the same point (fp32, fp16)
+INT8 = "int8"  # a quantized build's outputs against eager fp32's over the evaluation samples
 TOP_K = 5
 
 
-@dataclass(frozen=True)
 class Accuracy:
+    """A judgement of a build's outputs against eager fp32's: its ``kind``, the verdict ``ok`` and, when
+    it fails, the ``reason``. Each kind is a subclass with its own figures."""
+
+    kind: ClassVar[str]
+    ok: bool
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class ElementwiseAccuracy(Accuracy):
+    """How far a variant's output is from the reference, and whether that is within tolerance."""
+
+    kind: ClassVar[str] = ELEMENTWISE
+    max_abs_err: Optional[float]  # None: nothing was compared (no eager fp32 reference)
+    max_rel_err: Optional[float]  # max |out - ref| / max |ref|
+    top1_agree: Optional[float]  # fraction of rows whose argmax matches ([N, C] classifier outputs only)
+    ok: bool
+    atol: float
+    rtol: float
+    reason: str = ""  # why nothing was compared
+
+
+@dataclass(frozen=True)
+class Int8Accuracy(Accuracy):
     """How close a build's outputs are to eager fp32's over the evaluation samples, and the verdict."""
 
+    kind: ClassVar[str] = INT8
     samples: int
     top1_agree: Optional[float]  # share of samples whose argmax matches (classifier outputs only)
     top5_overlap: Optional[float]  # mean share of the reference's top-5 classes also in the build's top 5
@@ -37,9 +73,6 @@ class Accuracy:
     sqnr_db_min: Optional[float] = None
     reason: str = ""  # why it misses the budget
 
-    def to_dict(self) -> dict:
-        return {"kind": "int8", **asdict(self)}
-
     def text(self) -> str:
         """``top-1 agreement 0.995, SQNR 31.2 dB`` (and accuracies where labelled)."""
         parts = []
@@ -49,6 +82,44 @@ class Accuracy:
         if self.top1 is not None:
             parts.append(f"top-1 {self.top1:.3f} vs fp32 {self.top1_reference:.3f}")
         return ", ".join(parts)
+
+
+def flatten_outputs(output: Any) -> list[torch.Tensor]:
+    """All tensors of a (possibly nested) model output, detached, as float32 on the CPU."""
+    leaves, _ = tree_flatten(output)
+    return [leaf.detach().float().cpu() for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) -> ElementwiseAccuracy:
+    """Compare every output tensor with the reference, relative to the reference's scale.
+
+    A tensor passes when ``max |out - ref| <= atol + rtol * max |ref|`` and its non-finite
+    values (NaN, inf) sit where the reference has them. The bound is scale-relative, not
+    element-wise: an element-wise rtol fails on every near-zero logit, which TF32 or fp16
+    rounding moves by a tiny amount of the output's scale.
+    """
+    outs, refs = flatten_outputs(output), flatten_outputs(reference)
+    if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
+        shapes = ([tuple(o.shape) for o in outs], [tuple(r.shape) for r in refs])
+        raise ValueError(f"output structure differs from eager: {shapes[0]} vs {shapes[1]}")
+    max_abs, max_ref, ok = 0.0, 0.0, True
+    for out, ref in zip(outs, refs):
+        if out.numel() == 0:
+            continue
+        finite_ref = torch.isfinite(ref)
+        if not torch.equal(torch.isfinite(out), finite_ref):
+            ok = False
+        both = finite_ref & torch.isfinite(out)
+        diff = (out - ref).abs()[both]
+        tensor_err = float(diff.max()) if diff.numel() else (0.0 if ok else float("inf"))
+        tensor_scale = float(ref.abs()[finite_ref].max()) if finite_ref.any() else 0.0
+        ok = ok and tensor_err <= atol + rtol * tensor_scale
+        max_abs, max_ref = max(max_abs, tensor_err), max(max_ref, tensor_scale)
+    top1 = None
+    if outs and outs[0].dim() == 2 and outs[0].shape[-1] > 1:  # classifier logits [N, C]
+        top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean())
+    return ElementwiseAccuracy(max_abs_err=max_abs, max_rel_err=max_abs / max_ref if max_ref > 0 else max_abs,
+                               top1_agree=top1, ok=ok, atol=atol, rtol=rtol)
 
 
 def _sqnr_db(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -68,9 +139,10 @@ def _classifier(t: torch.Tensor) -> bool:
     return t.dim() == 2 and t.shape[-1] > 1
 
 
-def compare(outputs: Sequence[Any], references: Sequence[Any], labels: Optional[torch.Tensor] = None) -> Accuracy:
+def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
+                  labels: Optional[torch.Tensor] = None) -> Int8Accuracy:
     """Compare a build's outputs with eager fp32's, batch by batch (each a model output pytree);
-    ``labels``: the class of every evaluation sample, in order, when known. No verdict yet (:func:`judge`)."""
+    ``labels``: the class of every evaluation sample, in order, when known. No verdict yet (:func:`judge_int8`)."""
     outs = [flatten_outputs(o) for o in outputs]
     refs = [flatten_outputs(r) for r in references]
     if not outs or len(outs) != len(refs) or any(len(o) != len(r) for o, r in zip(outs, refs)):
@@ -92,13 +164,13 @@ def compare(outputs: Sequence[Any], references: Sequence[Any], labels: Optional[
             if len(labels) == len(first_ref):
                 top1_ref = float((first_ref.argmax(-1) == labels).float().mean())
                 top1 = float((first_out.argmax(-1) == labels).float().mean())
-    return Accuracy(samples=len(first_ref), top1_agree=top1_agree, top5_overlap=top5,
-                    cosine_min=min(_cosine(o, r) for o, r in zip(joined_out, joined_ref)),
-                    sqnr_db=min(_sqnr_db(o, r) for o, r in zip(joined_out, joined_ref)),
-                    top1_reference=top1_ref, top1=top1)
+    return Int8Accuracy(samples=len(first_ref), top1_agree=top1_agree, top5_overlap=top5,
+                        cosine_min=min(_cosine(o, r) for o, r in zip(joined_out, joined_ref)),
+                        sqnr_db=min(_sqnr_db(o, r) for o, r in zip(joined_out, joined_ref)),
+                        top1_reference=top1_ref, top1=top1)
 
 
-def judge(accuracy: Accuracy, budget) -> Accuracy:
+def judge_int8(accuracy: Int8Accuracy, budget) -> Int8Accuracy:
     """``accuracy`` with its verdict against ``budget`` (``top1_agree_min``, ``sqnr_db_min``)."""
     misses = []
     if accuracy.top1_agree is not None and accuracy.top1_agree < budget.top1_agree_min:

@@ -376,12 +376,18 @@ class Ceiling:
     values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
 
     @property
-    def key(self) -> tuple:
+    def scope(self) -> tuple:
+        """Identifies where these ceilings hold: (environment, device, compute dtype, threads); one per scope."""
         return (self.environment, self.device, self.dtype, self.threads)
 
+    @property
+    def key(self) -> tuple:
+        """Its identity as a result part: its scope."""
+        return self.scope
+
     @staticmethod
-    def key_of(record) -> tuple:
-        """The key of the ceilings that apply to ``record`` (:class:`~trtbench.core.record.Record`)."""
+    def scope_of(record) -> tuple:
+        """The scope of the ceilings that apply to ``record`` (:class:`~trtbench.core.record.Record`)."""
         case = record.case
         return (record.environment, case.device, dtype_name(precision_dtype(case.precision)), case.threads)
 

@@ -1,7 +1,7 @@
 """Did timing the variants together disturb them? The baseline in the rounds against the baseline alone.
 
 After a point's rounds, the baseline is timed for a few blocks with no other variant between
-them (:attr:`trtbench.measure.timing.Measurement.alone`). When their 95% CIs do not overlap, or its
+them (:attr:`trtbench.measure.timing.RawTiming.alone`). When their 95% CIs do not overlap, or its
 median there differs from its median in the rounds by more than 5% while the alone run is
 precise enough to tell (its own CI within 5%; a few slow calls on a noisy machine are not), the
 variants timed beside it disturbed it (or the machine changed), and the report names them. Derived from the raw samples

@@ -41,7 +41,7 @@ AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts wit
 
 
 @dataclass
-class TimingPlan:
+class TimingSettings:
     """How long to time each shape point (``benchmark:`` keys of the config).
 
     ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
@@ -61,8 +61,10 @@ class TimingPlan:
 
 
 @dataclass
-class Measurement:
-    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in.
+class RawTiming:
+    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in,
+    and what its process did around each block. The measurement proper, with its statistics, is the
+    :class:`~trtbench.core.record.Record` made from it.
 
     A variant that left the rounds early (its median's CI reached the target) has fewer rounds
     than the baseline; its round ``i`` was still timed beside the baseline's round ``i``.
@@ -171,14 +173,15 @@ class WarmedUp:
     elapsed_s: float
 
 
-def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan, warmed: Optional[WarmedUp] = None) -> dict[str, float]:
+def _warm_up(timers: dict[str, BlockTimer], timing: TimingSettings,
+             warmed: Optional[WarmedUp] = None) -> dict[str, float]:
     """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s`` (``warmed``
     counting); returns each variant's latest call time (s) to size its blocks."""
     counted = warmed is not None and set(timers) <= set(warmed.call_s)
     last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
     calls = 1 if counted else 0
     started = time.perf_counter() - (warmed.elapsed_s if counted else 0.0)
-    while calls < plan.warmup or (time.perf_counter() - started < plan.warmup_s and plan.warmup_s > 0):
+    while calls < timing.warmup or (time.perf_counter() - started < timing.warmup_s and timing.warmup_s > 0):
         for name, timer in timers.items():
             last[name] = timer.block(1).host_ms[0] / 1e3
         calls += 1
@@ -188,29 +191,29 @@ def _warm_up(timers: dict[str, BlockTimer], plan: TimingPlan, warmed: Optional[W
     return last
 
 
-def _switch_ins(call_s: dict[str, float], plan: TimingPlan) -> dict[str, bool]:
+def _switch_ins(call_s: dict[str, float], timing: TimingSettings) -> dict[str, bool]:
     """Which variants start each block with a switch-in call: those whose call is shorter than
     ``switch_in_below_s``, for which the cache refill after a switch (about a millisecond) is a
     share of a call that matters; at 0.1 s it is about 1%, half the default CI target."""
-    return {name: s < plan.switch_in_below_s for name, s in call_s.items()}
+    return {name: s < timing.switch_in_below_s for name, s in call_s.items()}
 
 
-def _block_sizes(call_s: dict[str, float], plan: TimingPlan, switch_ins: dict[str, bool]) -> dict[str, int]:
+def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: dict[str, bool]) -> dict[str, int]:
     """Timed calls per block: fixed mode splits the iterations into rounds; adaptive fills ``block_s``,
     with at least ``AFTER_SWITCH_IN`` calls after a switch-in call, which they then share."""
-    if plan.mode == "fixed":
-        per_round = math.ceil(plan.iterations / min(FIXED_ROUNDS, plan.iterations))
+    if timing.mode == "fixed":
+        per_round = math.ceil(timing.iterations / min(FIXED_ROUNDS, timing.iterations))
         return {name: per_round for name in call_s}
-    return {name: max(AFTER_SWITCH_IN if switch_ins[name] else 1, int(plan.block_s / max(s, 1e-9)))
+    return {name: max(AFTER_SWITCH_IN if switch_ins[name] else 1, int(timing.block_s / max(s, 1e-9)))
             for name, s in call_s.items()}
 
 
-def _precise(plan: TimingPlan, m: Measurement) -> bool:
+def _precise(timing: TimingSettings, m: RawTiming) -> bool:
     samples = m.samples
-    return len(samples) >= plan.min_iterations and relative_median_ci(samples) <= plan.target_rel_ci
+    return len(samples) >= timing.min_iterations and relative_median_ci(samples) <= timing.target_rel_ci
 
 
-def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[str], rounds: int, started: float,
+def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], rounds: int, started: float,
               baseline: Optional[str]) -> dict[str, str]:
     """The active variants that stop after this round, with why.
 
@@ -218,11 +221,11 @@ def _finished(plan: TimingPlan, results: dict[str, Measurement], active: list[st
     baseline stays as long as any other variant is timed: it is the drift reference their paired
     speedups need. Without one, all stop together.
     """
-    if plan.mode == "fixed":
-        done = all(len(results[n].samples) >= plan.iterations for n in active)
+    if timing.mode == "fixed":
+        done = all(len(results[n].samples) >= timing.iterations for n in active)
         return {n: "iterations" for n in active} if done else {}
-    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(plan, results[n])]
-    if time.perf_counter() - started >= plan.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
+    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(timing, results[n])]
+    if time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if rounds < MIN_ROUNDS:
         return {}
@@ -245,10 +248,10 @@ def _time_alone(timer: BlockTimer, calls: int, blocks: int, switch_in: bool) -> 
     return samples
 
 
-def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device, plan: TimingPlan,
-                        tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
-                        warmed: Optional[WarmedUp] = None) -> dict[str, Measurement]:
-    """Time every variant of one point in rotating rounds until ``plan`` says stop.
+def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device,
+                        timing: TimingSettings, tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
+                        warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
+    """Time every variant of one point in rotating rounds until ``timing`` says stop.
 
     ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
     :class:`CallTimer`. ``tick`` is called once per round, outside the timed blocks. The garbage
@@ -256,7 +259,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
     the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
     ``baseline`` and at least one other variant, variants leave the rounds once precise (see
     :func:`_finished`), and the baseline is then timed alone for a few blocks: its
-    :attr:`Measurement.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
+    :attr:`RawTiming.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
     calls the variants made at this point just before (they count toward the warm-up).
     """
     timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
@@ -265,11 +268,11 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
     gc.collect()
     gc.disable()
     try:
-        call_s = _warm_up(timers, plan, warmed)
-        switch_ins = _switch_ins(call_s, plan)
-        blocks = _block_sizes(call_s, plan, switch_ins)
+        call_s = _warm_up(timers, timing, warmed)
+        switch_ins = _switch_ins(call_s, timing)
+        blocks = _block_sizes(call_s, timing, switch_ins)
         synchronize(device)
-        results = {name: Measurement(device_rounds=[] if device.type == "cuda" else None) for name in names}
+        results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         started = time.perf_counter()
         rounds = 0
         active = list(names)
@@ -277,8 +280,8 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
             shift = rounds % len(active)
             for name in active[shift:] + active[:shift]:
                 calls = blocks[name]
-                if plan.mode == "fixed":
-                    calls = min(calls, plan.iterations - len(results[name].samples))
+                if timing.mode == "fixed":
+                    calls = min(calls, timing.iterations - len(results[name].samples))
                 if calls <= 0:
                     continue
                 block = timers[name].block(calls, switch_ins[name])
@@ -297,7 +300,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
                     m.switch_in_ms.append(block.switch_in_ms)
             rounds += 1
             tick()
-            for name, reason in _finished(plan, results, active, rounds, started, baseline).items():
+            for name, reason in _finished(timing, results, active, rounds, started, baseline).items():
                 results[name].stopped_by = reason
                 active.remove(name)
         if baseline in results and len(names) > 1:

@@ -118,7 +118,7 @@ class Runner:
                         handle.close()
             for precision in group.precisions:
                 for name in self.state.saves_todo(group, precision):
-                    self._save(ctx, group, precision, outcomes[group.slot(name, precision)], copies[precision])
+                    self._save(ctx, group, precision, outcomes[group.slot_id(name, precision)], copies[precision])
             for scenario in [s for s in owing if s.after_save]:
                 self._run_scenario(ctx, scenario, built, None)
 

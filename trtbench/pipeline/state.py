@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from trtbench.results.journal import Journal, JournalState
-from trtbench.config.plan import BuildGroup, RunPlan, ShapePoint
+from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.core.part import Part

@@ -23,7 +23,7 @@ from trtbench.profiling.operators import profile_operators
 from trtbench.profiling.structure import layer_table
 from trtbench.profiling.training import profile_training
 from trtbench.core.status import Status
-from trtbench.measure.timing import TimingPlan
+from trtbench.measure.timing import TimingSettings
 from trtbench.variants import Built, Variant
 
 TRACE_DIR = "profiles"
@@ -72,9 +72,9 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
             operators["trace"] = str(trace) if trace else None
         entry["operators"] = operators
     if cfg.train.enabled:
-        plan = TimingPlan(mode="fixed", warmup=cfg.train.warmup, warmup_s=0, iterations=cfg.train.iterations,
-                          switch_in_below_s=0)  # one callable, nothing switches in: every step is warmup or timed
-        entry["train"] = _section(lambda: profile_training(built.module, inputs, device, plan,
+        timing = TimingSettings(mode="fixed", warmup=cfg.train.warmup, warmup_s=0, iterations=cfg.train.iterations,
+                                switch_in_below_s=0)  # one callable, nothing switches in: every step is warmup or timed
+        entry["train"] = _section(lambda: profile_training(built.module, inputs, device, timing,
                                                            cfg.train.optimizer, cfg.train.lr))
     return entry
 

@@ -13,7 +13,7 @@ from torch.utils._pytree import tree_flatten
 from trtbench.profiling import NotSupported
 from trtbench.core.stats import summarize
 from trtbench.core.status import Status
-from trtbench.measure.timing import TimingPlan, measure_interleaved
+from trtbench.measure.timing import TimingSettings, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
 
@@ -43,7 +43,7 @@ def _trainable_copy(module: torch.nn.Module, device: torch.device) -> torch.nn.M
     return copy.deepcopy(module)
 
 
-def profile_training(module: Any, inputs: tuple, device: torch.device, plan: TimingPlan,
+def profile_training(module: Any, inputs: tuple, device: torch.device, timing: TimingSettings,
                      optimizer: str = "sgd", lr: float = 0.01) -> dict:
     """Time the training forward pass and the whole step (zero_grad, forward, loss, backward, step).
 
@@ -71,7 +71,7 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, plan: Tim
 
     with torch.enable_grad():
         loss_kind = _loss(model(*inputs), targets)[1]
-        timed = measure_interleaved({"forward": forward, "step": step}, device, plan)
+        timed = measure_interleaved({"forward": forward, "step": step}, device, timing)
     fwd, full = timed["forward"], timed["step"]
     fwd_stats, step_stats = summarize(fwd.samples), summarize(full.samples)
     result = {

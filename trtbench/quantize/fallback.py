@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from trtbench.measure.accuracy import Accuracy
+from trtbench.measure.accuracy import Int8Accuracy
 from trtbench.quantize.common import QuantSettings
 from trtbench.quantize.setup import Int8Setup
 
@@ -30,8 +30,8 @@ class Quantized:
 
     model: Any
     settings: QuantSettings
-    accuracy: Accuracy
-    full_int8: Accuracy  # every layer quantized
+    accuracy: Int8Accuracy
+    full_int8: Int8Accuracy  # every layer quantized
     sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone quantized
     attempts: int = 1  # quantizations run
     cost: dict = field(default_factory=dict)  # the fp32 layers' cost in speed: median ms of full INT8 and of this
@@ -63,7 +63,7 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
                                    f"no fallback (calibration.max_fp32_layers is 0)" if layers else
                                    f"INT8 misses the accuracy budget: {full.reason} ({full.text()})")
     attempts = 1
-    alone: dict[str, Accuracy] = {}
+    alone: dict[str, Int8Accuracy] = {}
     for layer in layers:  # sensitivity: each layer alone quantized
         on_step(f"sensitivity: {layer} alone in INT8")
         others = tuple(n for n in layers if n != layer)
@@ -105,12 +105,12 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
 
     import torch
 
-    from trtbench.measure.timing import TimingPlan, measure_interleaved
+    from trtbench.measure.timing import TimingSettings, measure_interleaved
 
-    plan = TimingPlan(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
+    timing = TimingSettings(mode="fixed", warmup=2, warmup_s=0.0, iterations=30)
     with torch.inference_mode():
         measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
-                                       batch[0].device if batch else torch.device("cpu"), plan)
+                                       batch[0].device if batch else torch.device("cpu"), timing)
     full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
     return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
             "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import torch
 
-from trtbench.measure.accuracy import Accuracy, compare, judge
+from trtbench.measure.accuracy import Int8Accuracy, int8_accuracy, judge_int8
 from trtbench.quantize.calibration import CalibrationData
 from trtbench.quantize.common import QuantSettings
 
@@ -27,12 +27,12 @@ class Int8Setup:
     def calibration(self):
         return self.data.calibration
 
-    def evaluate(self, model: Callable[..., Any]) -> Accuracy:
+    def evaluate(self, model: Callable[..., Any]) -> Int8Accuracy:
         """``model`` (a quantized build, called with torch tensors) on the evaluation batches, judged
         against eager fp32 and the budget."""
         with torch.inference_mode():
             outputs = [model(*batch) for batch in self.data.evaluation]
-        return judge(compare(outputs, self.references, self.data.labels), self.budget)
+        return judge_int8(int8_accuracy(outputs, self.references, self.data.labels), self.budget)
 
 
 def _on(batches, device: torch.device) -> list[tuple]:

@@ -24,12 +24,13 @@ def environment_lines(env: dict) -> list[str]:
 
 def timing_text(bench) -> str:
     """How each point was timed, in words."""
-    if bench.mode == "fixed":
-        how = f"{bench.iterations} calls per variant"
+    timing = bench.timing
+    if timing.mode == "fixed":
+        how = f"{timing.iterations} calls per variant"
     else:
-        how = (f"adaptive: rounds until every variant's median has a 95% CI within {bench.target_rel_ci:.1%} "
-               f"(at least {bench.min_iterations} calls), at most {bench.max_time_s:g} s per point")
-    return (f"Per point, the variants were warmed up ({bench.warmup} calls each, at least {bench.warmup_s:g} s in "
+        how = (f"adaptive: rounds until every variant's median has a 95% CI within {timing.target_rel_ci:.1%} "
+               f"(at least {timing.min_iterations} calls), at most {timing.max_time_s:g} s per point")
+    return (f"Per point, the variants were warmed up ({timing.warmup} calls each, at least {timing.warmup_s:g} s in "
             f"all) and then timed interleaved, in rounds of short blocks in rotating order; {how}. Each call is "
             f"timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
             f"{'each in a worker process of its own' if bench.isolation == 'process' else 'in this process'}; "

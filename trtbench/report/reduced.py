@@ -49,7 +49,7 @@ def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
 
 def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
-    accuracy = r.parity or {}
+    accuracy = r.accuracy or {}
     speedup = results.speedup(r)
     over_fp32 = over_same_variant(results, r)
     notes = []
@@ -89,7 +89,7 @@ def speed_accuracy_plot(results: ResultSet, path: Path, colors=None):
     from trtbench.report.colors import legend_beside, marker, variant_colors
     from trtbench.report.plots import save_figure
 
-    points = [(r, results.speedup(r)) for r in _quantized(results) if r.timed and (r.parity or {}).get("sqnr_db")]
+    points = [(r, results.speedup(r)) for r in _quantized(results) if r.timed and (r.accuracy or {}).get("sqnr_db")]
     points = [(r, sp) for r, sp in points if sp is not None]
     if not points:
         return None
@@ -101,7 +101,7 @@ def speed_accuracy_plot(results: ResultSet, path: Path, colors=None):
         shown = [(r, sp) for r, sp in points if r.case.model == model]
         styles = colors.styles({f"{r.case.label} int8 {r.case.point}": r.case.label for r, _ in shown})
         for r, sp in shown:
-            sqnr = r.parity["sqnr_db"]
+            sqnr = r.accuracy["sqnr_db"]
             low, high = (sp.value - sp.low, sp.high - sp.value) if sp.low != float("-inf") else (0.0, 0.0)
             name = f"{r.case.label} int8 {r.case.point}"
             color, rank = styles[name]

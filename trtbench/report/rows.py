@@ -39,7 +39,7 @@ def rows(results: ResultSet) -> list[Row]:
     out = []
     for records in groups.values():
         timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
-        passing = [r for r in timed if not r.parity_failed]
+        passing = [r for r in timed if not r.accuracy_failed]
         best = passing[0] if passing else None
         for r in timed + [r for r in records if not r.timed]:
             out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r),

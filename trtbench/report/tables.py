@@ -1,7 +1,7 @@
 """Speedup tables for reports: Markdown, CSV and the terminal summary, all read from a ResultSet.
 
 A row's identity (environment, model, variant, precision, threads, point, status) is this module's;
-every figure after it is a registered metric's column (:mod:`trtbench.report.columns`), in registration order.
+every figure after it is a registered column set's column (:mod:`trtbench.report.columns`), in registration order.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Optional
 
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
-from trtbench.report.columns import Metric, registered
+from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
@@ -27,8 +27,8 @@ IDENTITY_FIELDS = ("environment", "model", "variant", "options", "precision", "t
 
 
 def csv_columns() -> tuple[str, ...]:
-    """The CSV header: the row's identity, every registered metric's fields, and the fastest mark."""
-    return IDENTITY_FIELDS + tuple(f for metric in registered() for f in metric.fields) + ("fastest",)
+    """The CSV header: the row's identity, every registered column set's fields, and the fastest mark."""
+    return IDENTITY_FIELDS + tuple(f for column_set in registered() for f in column_set.fields) + ("fastest",)
 
 
 def _mib(nbytes: Optional[int]) -> str:
@@ -91,12 +91,12 @@ def isolation_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if seen else ""
 
 
-def _shown_metrics(table_rows: list[Row]) -> list[Metric]:
-    return [metric for metric in registered() if metric.columns and metric.shown(table_rows)]
+def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
+    return [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
 
 
-def _columns(results: ResultSet, metrics: list[Metric]) -> list[str]:
-    """Identity columns (model/precision/threads/environment only when they vary), then the metrics'."""
+def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
+    """Identity columns (model/precision/threads/environment only when they vary), then the column sets'."""
     records = results.records
     cols = []
     if len({r.environment for r in records}) > 1:
@@ -108,17 +108,17 @@ def _columns(results: ResultSet, metrics: list[Metric]) -> list[str]:
         cols.append("precision")
     if len({r.case.threads for r in records}) > 1:
         cols.append("threads")
-    return cols + ["point", "status"] + [column.header for metric in metrics for column in metric.columns]
+    return cols + ["point", "status"] + [column.header for column_set in column_sets for column in column_set.columns]
 
 
-def _cells(row: Row, columns: list[str], metrics: list[Metric], environments: dict) -> list[str]:
+def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], environments: dict) -> list[str]:
     r, c = row.record, row.record.case
     values = {
         "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
         "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})",
-        "status": f"{r.status}, CHECK FAILED" if r.parity_failed else str(r.status),
-        **{column.header: column.cell(row) for metric in metrics for column in metric.columns},
+        "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
+        **{column.header: column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
     return [values[col] for col in columns]
 
@@ -175,9 +175,9 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
 def _table(results: ResultSet) -> tuple[list[str], list[list[str]], list[str]]:
     """(columns, cells per row, notes) of the speedup table."""
     table_rows = rows(results)
-    metrics = _shown_metrics(table_rows)
-    columns = _columns(results, metrics)
-    return columns, [_cells(row, columns, metrics, results.environments) for row in table_rows], notes(results, table_rows)
+    column_sets = _shown_column_sets(table_rows)
+    columns = _columns(results, column_sets)
+    return columns, [_cells(row, columns, column_sets, results.environments) for row in table_rows], notes(results, table_rows)
 
 
 def markdown_table(results: ResultSet) -> str:
@@ -199,7 +199,7 @@ def text_table(results: ResultSet) -> str:
 
 
 def csv_text(results: ResultSet) -> str:
-    """One CSV row per record: its identity and every registered metric's fields (raw samples stay in
+    """One CSV row per record: its identity and every registered column set's fields (raw samples stay in
     results.json)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_columns())
@@ -210,6 +210,6 @@ def csv_text(results: ResultSet) -> str:
             "environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
             "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
             "input_shapes": c.shapes, "batch": c.batch, "status": r.status, "reason": r.reason,
-            **{k: v for metric in registered() for k, v in metric.values(row).items()}, "fastest": row.fastest,
+            **{k: v for column_set in registered() for k, v in column_set.values(row).items()}, "fastest": row.fastest,
         })
     return buffer.getvalue()

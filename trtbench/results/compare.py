@@ -1,13 +1,16 @@
 """Noise-aware comparison of two runs' results.json (same config, e.g. before/after a change).
 
 Each matching case (model, variant, options, precision, point, threads, device) is compared on its raw per-iteration samples:
-the ratio of medians with a seeded bootstrap 95% confidence interval. A change is reported only
-when the whole interval lies beyond ``threshold`` (default 5%); otherwise it is within noise.
-The interval reflects noise within each run, not drift between runs (other load, clock changes).
+the new run's speedup over the baseline, the baseline's median over the new run's (the direction of
+every speedup in trtbench: above 1 is faster), with a seeded bootstrap 95% confidence interval. A
+change is reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at
+least 5% shorter or longer); otherwise it is within noise. The interval reflects noise within each
+run, not drift between runs (other load, clock changes). Comparisons are printed, never saved.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -15,7 +18,7 @@ import numpy as np
 
 from trtbench.core.case import Case
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import BOOTSTRAP_SAMPLES
+from trtbench.core.stats import bootstrap_median_ratio
 
 
 @dataclass(frozen=True)
@@ -25,27 +28,23 @@ class Change:
     case: Case
     base_ms: Optional[float]
     new_ms: Optional[float]
-    ratio: Optional[float]  # new median / base median
-    ci_low: Optional[float]
+    speedup: Optional[float]  # base median / new median: above 1, the new run is faster
+    ci_low: Optional[float]  # the speedup's 95% CI
     ci_high: Optional[float]
     verdict: str  # faster | slower | no change | within noise | not comparable: <why>
 
 
-def ratio_ci(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """Bootstrap 95% interval of median(new) / median(base), resampling each run's samples."""
-    rng = np.random.default_rng(seed)
-    base_medians = np.median(rng.choice(base, size=(BOOTSTRAP_SAMPLES, base.size)), axis=1)
-    new_medians = np.median(rng.choice(new, size=(BOOTSTRAP_SAMPLES, new.size)), axis=1)
-    low, high = np.percentile(new_medians / base_medians, [2.5, 97.5])
-    return float(low), float(high)
-
-
 def _verdict(low: float, high: float, threshold: float) -> str:
-    if high < 1 - threshold:
+    """The verdict on a speedup's interval: ``faster`` when all of it means a time at least ``threshold``
+    shorter (speedup above 1 / (1 - threshold)), ``slower`` when all of it means one at least ``threshold``
+    longer (below 1 / (1 + threshold)), ``no change`` when it lies between those, else ``within noise``."""
+    faster = 1 / (1 - threshold) if threshold < 1 else math.inf
+    slower = 1 / (1 + threshold)
+    if low > faster:
         return "faster"
-    if low > 1 + threshold:
+    if high < slower:
         return "slower"
-    if low >= 1 - threshold and high <= 1 + threshold:
+    if low >= slower and high <= faster:
         return "no change"
     return "within noise"
 
@@ -66,21 +65,21 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
             continue
         base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(record.samples_ms)
         base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
-        low, high = ratio_ci(base_samples, new_samples)
-        changes.append(Change(record.case, base_ms, new_ms, new_ms / base_ms, low, high, _verdict(low, high, threshold)))
+        low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's samples resampled
+        changes.append(Change(record.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold)))
     return changes
 
 
 def changes_table(changes: list[Change]) -> str:
-    """The comparison as a Markdown table."""
-    lines = ["| model | variant | precision | threads | point | base ms | new ms | new/base | 95% CI | verdict |",
+    """The comparison as a Markdown table: the new run's speedup over the baseline (base ms / new ms)."""
+    lines = ["| model | variant | precision | threads | point | base ms | new ms | speedup (base/new) | 95% CI | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for c in changes:
         k = c.case
         head = f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) |"
-        if c.ratio is None:
+        if c.speedup is None:
             lines.append(f"{head}  |  |  |  | {c.verdict} |")
         else:
             lines.append(f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | "
-                         f"{c.ratio:.3f} | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |")
+                         f"{c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |")
     return "\n".join(lines) + "\n"

@@ -18,13 +18,12 @@ from typing import Optional
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.core.status import Status
 
 
 def eligible(record: Record) -> bool:
     """Measured (ok, with samples and a throughput) and checked against eager fp32 with a pass."""
-    return (record.timed and record.throughput is not None and record.parity is not None
-            and bool(record.parity.get("ok")))
+    return (record.timed and record.throughput is not None and record.accuracy is not None
+            and bool(record.accuracy.get("ok")))
 
 
 def _point(record: Record) -> dict:

@@ -34,7 +34,6 @@ from trtbench.core.part import Part, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.stats import Interval, paired_ratio
-from trtbench.core.status import Status
 from trtbench.measure.ceiling import Ceiling
 
 SCHEMA_VERSION = 4  # 3: records may carry ``serving`` results; precisions include int8. 4: ceilings, serving apart
@@ -50,7 +49,7 @@ def record_parts(item: dict) -> list[Part]:
     record = Record.from_dict({**item, "metrics": metrics})
     parts: list[Part] = [record]
     if ceiling_values:
-        parts.append(Ceiling(*Ceiling.key_of(record), values=dict(ceiling_values)))
+        parts.append(Ceiling(*Ceiling.scope_of(record), values=dict(ceiling_values)))
     served = part_type(SERVED_KIND)
     if item.get("serving") and served is not None:
         parts.append(served.from_dict({"case_key": record.case.key, "environment": record.environment,
@@ -66,7 +65,7 @@ class ResultSet:
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
-    # (Case.baseline_key, precision, environment) -> {case key: eager record}, whatever eager's options
+    # (Case.baseline_id, precision, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
     _parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
     _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
@@ -79,7 +78,7 @@ class ResultSet:
         record = part
         self._records[(record.case.key, record.environment)] = record
         if record.case.variant == BASELINE_VARIANT:
-            key = (record.case.baseline_key, record.case.precision, record.environment)
+            key = (record.case.baseline_id, record.case.precision, record.environment)
             self._eager.setdefault(key, {})[record.case.key] = record
 
     def parts(self, kind: str) -> list[Part]:
@@ -99,7 +98,7 @@ class ResultSet:
 
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
-        return self.part(Ceiling.KIND, Ceiling.key_of(record))
+        return self.part(Ceiling.KIND, Ceiling.scope_of(record))
 
     @property
     def ceilings(self) -> list[Ceiling]:
@@ -126,7 +125,7 @@ class ResultSet:
         different options): which one a record was measured beside cannot be told, and its rounds
         pair only with that one's.
         """
-        candidates = list(self._eager.get((record.case.baseline_key, precision, record.environment), {}).values())
+        candidates = list(self._eager.get((record.case.baseline_id, precision, record.environment), {}).values())
         return candidates[0] if len(candidates) == 1 else None
 
     def baseline(self, record: Record) -> Optional[Record]:
@@ -241,7 +240,7 @@ class ResultSet:
             result.add(Record(case=case, environment=env_id, status=row["status"], reason=row.get("reason", ""),
                               rounds=[samples] if samples else [],
                               device_rounds=[device_samples] if device_samples else None,
-                              stopped_by=row.get("stopped_by"), parity=row.get("parity"),
+                              stopped_by=row.get("stopped_by"), accuracy=row.get("parity"),
                               build={"build_s": row.get("build_s"), "info": row.get("build_info", {})},
                               warnings=row.get("warnings", [])))
         return result

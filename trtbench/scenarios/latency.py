@@ -16,19 +16,18 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import torch
 
+from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.precision import dtype_name
+from trtbench.core.record import Record
+from trtbench.core.status import Status
+from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.measure.references import MissingReference
+from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.report.latency import latency_section
 from trtbench.results.recommend import recommend
 from trtbench.scenarios.base import BuiltGroup, Scenario, Section, register
-from trtbench.workers.isolation import VariantWorkers, spawn_group_workers, start_isolation
-from trtbench.core.case import BASELINE_VARIANT, Case
-from trtbench.workers.isolation import Isolation
-from trtbench.measure.parity import check_parity
-from trtbench.core.record import Record
-from trtbench.measure.references import MissingReference
-from trtbench.core.status import Status
-from trtbench.measure.timing import Block, BlockTimer, Measurement, WarmedUp, measure_interleaved
+from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -55,16 +54,16 @@ class _Tagged:
             raise _VariantFailed(self.name, err) from err
 
 
-def _parity(output: Any, reference: Any, tolerance, built) -> dict:
+def _accuracy(output: Any, reference: Any, tolerance, built) -> dict:
     if "accuracy" in built.info:  # a quantized build: judged on the evaluation samples when it was built
         return built.info["accuracy"]
     if isinstance(reference, MissingReference):
-        return {"ok": False, "reason": reference.reason, "max_abs_err": None, "max_rel_err": None,
-                "top1_agree": None, "atol": tolerance.atol, "rtol": tolerance.rtol}
-    return check_parity(output, reference, tolerance.atol, tolerance.rtol).to_dict()
+        return ElementwiseAccuracy(max_abs_err=None, max_rel_err=None, top1_agree=None, ok=False, atol=tolerance.atol,
+                                   rtol=tolerance.rtol, reason=reference.reason).to_dict()
+    return elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol).to_dict()
 
 
-def _isolation_metrics(isolation: Isolation, name: str, m: Measurement) -> dict:
+def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
     facts = {**isolation.facts(name), "blocks": len(m.settle_s), "unsettled_blocks": m.unsettled,
              "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
@@ -91,14 +90,14 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
     the end.
     """
     group, outcomes = built.group, built.outcomes
-    slots = [(group.slot(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
+    slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
     reference, tolerances = built.references.outputs[point.label], built.tolerances
     failures, point = ctx.failures, point.label
     made: dict[str, dict] = {}  # slot key -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
-    checked_s: dict[str, float] = {}  # slot key -> its check call's time: an untimed call at this point
+    checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
     started = time.perf_counter()
     with torch.inference_mode():
         for key, case in slots:
@@ -113,7 +112,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
                 checked = isolation.check(key, point, call)
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
-                fields["parity"] = _parity(checked.output, reference, tolerances[case.precision], built)
+                fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
                 timer = isolation.timer(key, point, call)
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:
@@ -151,7 +150,7 @@ def with_run_info(built: BuiltGroup, points: list) -> list[Record]:
     group, outcomes, records = built.group, built.outcomes, built.done.records
     derived = []
     for entry, precision in group.slots():
-        outcome = outcomes.get(group.slot(entry.name, precision))
+        outcome = outcomes.get(group.slot_id(entry.name, precision))
         info = outcome.variant.run_info(outcome.built) if outcome is not None and outcome.built is not None else None
         if not info:
             continue
@@ -172,7 +171,7 @@ def ceilings_todo(ctx: RunContext, built: BuiltGroup) -> Iterator[Ceiling]:
     """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per
     environment, device, dtype and threads."""
     group = built.group
-    timed = {built.copies[p].dtype for e, p in group.slots() if group.slot(e.name, p) not in group.unavailable}
+    timed = {built.copies[p].dtype for e, p in group.slots() if group.slot_id(e.name, p) not in group.unavailable}
     for dtype in timed:
         key = (ctx.env_id, group.device, dtype_name(dtype), group.threads)
         if built.done.part(Ceiling.KIND, key) is None:

@@ -123,8 +123,8 @@ def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list
     """The run's profile on the built group at the profile's precision (its variants there, its inputs from
     the group's copy at that precision), at the points ``settings.shapes`` names."""
     group, precision = built.group, settings.precision
-    at_precision = {e.name: built.outcomes[group.slot(e.name, precision)] for e in group.entries_at(precision)
-                    if group.slot(e.name, precision) in built.outcomes}
+    at_precision = {e.name: built.outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
+                    if group.slot_id(e.name, precision) in built.outcomes}
     points = [p for p in group.points if p.label in settings.shapes]
     inputs = {p.label: built.copies[precision].inputs[p.label] for p in points}
     return profile_group(ProfileRequest(settings, at_precision, points, inputs, group.points), ctx, artifacts)

@@ -174,7 +174,7 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
                 groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.parity is not None and r.parity.get("ok")]
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

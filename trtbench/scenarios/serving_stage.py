@@ -20,14 +20,13 @@ import torch
 
 from trtbench.core.inputs import make_inputs, to_memory_format
 from trtbench.workers.isolation import deployed_artifact
-from trtbench.core.precision import dtype_name
 from trtbench.core.record import Record
 from trtbench.scenarios.serving import ServingWorkers, run_serving
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
 from trtbench.scenarios.serving_result import ServedCase
 from trtbench.core.status import Status
-from trtbench.build.recipe import VariantRecipe, write_payload
+from trtbench.build.recipe import VariantRecipe, write_payloads
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -61,9 +60,9 @@ def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
         for entry in group.entries_at(precision):
             case = group.case(entry, point, precision)
             record = done.records.get(case.key)
-            if record is None or (record.status is Status.OK and not record.parity_failed
+            if record is None or (record.status is Status.OK and not record.accuracy_failed
                                   and done.part(ServedCase.KIND, record.key) is None):
-                todo[group.slot(entry.name, precision)] = (precision, record)
+                todo[group.slot_id(entry.name, precision)] = (precision, record)
     return todo
 
 
@@ -79,26 +78,18 @@ def serve_group(ctx: RunContext, built) -> list[ServedCase]:
                if record is not None and key in outcomes and outcomes[key].built is not None}
     if not entries:
         return []
-    options = {entry.name: entry.options for entry in group.variants}
     with tempfile.TemporaryDirectory(prefix="trtbench-serving-") as tmp:
         folder = Path(tmp)
         artifacts = {key: deployed_artifact(outcome.variant, outcome.built, folder, key)
                      for key, (_, _, outcome) in entries.items()}
         for index, settings in enumerate(config.serving):
-            payloads: dict[torch.dtype, Path] = {}  # one per compute dtype: int8 serves from fp32's copy
-            for at in (copies[p] for p, _, _ in entries.values()):
-                if at.dtype not in payloads:
-                    payloads[at.dtype] = write_payload(folder / f"payload-{index}-{dtype_name(at.dtype)}.pt", at.model,
-                                                       at.example, serving_inputs(config, settings, device, at.dtype))
+            payloads = write_payloads(folder, copies, dict.fromkeys(p for p, _, _ in entries.values()),
+                                      lambda at: serving_inputs(config, settings, device, at.dtype), f"payload-{index}")
             for key, (precision, record, outcome) in entries.items():
                 def recipe_for(threads: int, key=key, variant=outcome.variant, precision=precision) -> VariantRecipe:
                     artifact = artifacts[key]
-                    return VariantRecipe(model=group.model, variant=variant.name, options=options, precision=precision,
-                                         device=str(device), threads=threads,
-                                         cudnn_benchmark=config.benchmark.cudnn_benchmark,
-                                         channels_last=config.channels_last, input_specs=config.inputs,
-                                         payload=str(payloads[copies[precision].dtype]),
-                                         artifact=variant.at_threads(artifact, threads) if artifact else None)
+                    recipe = VariantRecipe.for_group(config, group, variant.name, precision, payloads[precision], device)
+                    return recipe.hosting(variant.at_threads(artifact, threads) if artifact else None, threads)
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
                 served.setdefault(key, []).extend(run_serving(

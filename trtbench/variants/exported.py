@@ -64,7 +64,7 @@ def export_examples(input_specs, example_inputs: tuple) -> tuple:
 
 class FlatOutputs(torch.nn.Module):
     """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
-    which trtbench.measure.parity compares them with eager's container)."""
+    which trtbench.measure.accuracy compares them with eager's container)."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()

@@ -22,19 +22,14 @@ if TYPE_CHECKING:
     from trtbench.core.context import RunContext
 
 from trtbench.workers.checked_call import CheckedCall, checked_call
-from trtbench.core.precision import dtype_name
+from trtbench.core.env import torch_thread_facts
 from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
-from trtbench.build.recipe import VariantRecipe, write_payload
+from trtbench.build.recipe import VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, spawn_workers, start_workers
 
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
-
-
-def torch_thread_facts() -> dict:
-    return {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (runtime default)")}
 
 
 class Isolation(Protocol):
@@ -93,21 +88,16 @@ class VariantWorkers:
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
 
-    def start(self, builds: dict[str, tuple[Variant, Built]], copies: dict[str, PrecisionCopy],
-              precisions: dict[str, str], **recipe_fields) -> "VariantWorkers":
-        """Write the group's weights and inputs once per compute dtype (``copies``, by precision: the
+    def start(self, config, group, builds: dict[str, tuple[Variant, Built]], precisions: dict[str, str],
+              copies: dict[str, PrecisionCopy], device: torch.device) -> "VariantWorkers":
+        """Write ``group``'s weights and inputs once per compute dtype (``copies``, by precision: the
         model copies the parent built from) and each variant's deployable file, then give each variant a
-        worker. ``builds`` and ``precisions`` are by slot key (``ort``, ``ort@int8``, ``trt@fp16``);
-        ``recipe_fields`` are the rest of each :class:`VariantRecipe`."""
+        worker. ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``)."""
         folder = Path(self._folder.name)
-        payloads: dict[torch.dtype, Path] = {}
-        for at in copies.values():
-            if at.dtype not in payloads:
-                name = f"payload-{dtype_name(at.dtype)}.pt"
-                payloads[at.dtype] = write_payload(folder / name, at.model, at.example, at.inputs)
-        recipes = {key: VariantRecipe(variant=variant.name, precision=precisions[key],
-                                      payload=str(payloads[copies[precisions[key]].dtype]),
-                                      artifact=deployed_artifact(variant, built, folder, key), **recipe_fields)
+        payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
+        recipes = {key: VariantRecipe.for_group(config, group, variant.name, precisions[key],
+                                                payloads[precisions[key]], device
+                                                ).hosting(deployed_artifact(variant, built, folder, key))
                    for key, (variant, built) in builds.items()}
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)
@@ -147,7 +137,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     that they import torch while this process builds; None when this process times them."""
     if config.benchmark.isolation != "process":
         return None
-    count = sum(group.slot(e.name, p) not in group.unavailable for e, p in group.slots())
+    count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
     return VariantWorkers(count, config.benchmark.worker_timeout_s)
 
 
@@ -156,12 +146,9 @@ def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, Pr
     """Where ``group``'s built variants (``outcomes``, by slot key; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
     config, device, log = ctx.config, ctx.device, ctx.log
-    built = {group.slot(e.name, p): p for e, p in group.slots() if outcomes[group.slot(e.name, p)].built is not None}
+    built = {group.slot_id(e.name, p): p for e, p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
     log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
     builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
-    return workers.start(builds, copies, precisions=built, model=group.model,
-                         options={entry.name: entry.options for entry in group.variants}, device=str(device),
-                         threads=group.threads, cudnn_benchmark=config.benchmark.cudnn_benchmark,
-                         channels_last=config.channels_last, input_specs=config.inputs)
+    return workers.start(config, group, builds, precisions=built, copies=copies, device=device)

@@ -61,8 +61,9 @@ def _peak_rss_mb() -> float | None:
     return None
 
 
-def serve(fd: int) -> None:
-    """The worker's main loop, in the child process, on the socket ``fd`` its parent passed."""
+def worker_main(fd: int) -> None:
+    """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed:
+    build the recipe, then answer block, call, check and facts requests until told to exit."""
     conn = Connection(fd)
     try:
         recipe = conn.recv()
@@ -139,7 +140,7 @@ class Worker:
         output = open(log, "wb") if log is not None else None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from trtbench.workers.loop import serve; serve({theirs.fileno()})"],
+                [sys.executable, "-c", f"from trtbench.workers.loop import worker_main; worker_main({theirs.fileno()})"],
                 pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=output,
                 stderr=subprocess.STDOUT if output else None)
         finally:

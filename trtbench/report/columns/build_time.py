@@ -1,7 +1,7 @@
 """Build time: seconds from the eager model to the built variant (CSV only; the deployment table
 shows it per build)."""
 
-from trtbench.report.columns.registry import Metric, register
+from trtbench.report.columns.registry import ColumnSet, register
 
-BUILD_TIME = register(Metric("build_time", columns=(), fields=("build_s",),
-                             values=lambda row: {"build_s": row.record.build.get("build_s")}))
+BUILD_TIME = register(ColumnSet("build_time", columns=(), fields=("build_s",),
+                                values=lambda row: {"build_s": row.record.build.get("build_s")}))

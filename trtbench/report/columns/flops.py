@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
 
 
@@ -54,5 +54,5 @@ def _values(row: Row) -> dict:
             "matmul_share": _ceiling_share(row, achieved, "measured")}
 
 
-FLOPS = register(Metric("flops", columns=(Column("GFLOP/s (% peak, % matmul)", flops_text),),
-                        fields=("gflops", "peak_share", "matmul_share"), values=_values, shown=_shown))
+FLOPS = register(ColumnSet("flops", columns=(Column("GFLOP/s (% peak, % matmul)", flops_text),),
+                           fields=("gflops", "peak_share", "matmul_share"), values=_values, shown=_shown))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
 from trtbench.report.text import ms_text
 
@@ -27,7 +27,7 @@ def _values(row: Row) -> dict:
             "rounds": len(r.rounds) or None, "stopped_by": r.stopped_by, "noisy": lat.get("noisy")}
 
 
-LATENCY = register(Metric(
+LATENCY = register(ColumnSet(
     "latency", columns=(Column("median ms (95% CI)", _median_cell), Column("p99 ms", _p99_cell)),
     fields=(*(f"{k}_ms" for k in _SUMMARY), "median_ci_rel", "device_median_ms", "iterations", "rounds",
             "stopped_by", "noisy"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.columns.speedup import speedup_text
 from trtbench.report.rows import Row
 
@@ -22,6 +22,6 @@ def _values(row: Row) -> dict:
             "precision_speedup_high": interval.high if interval else None}
 
 
-PRECISION_SPEEDUP = register(Metric(
+PRECISION_SPEEDUP = register(ColumnSet(
     "precision_speedup", columns=(Column("vs eager same precision [95% CI]", lambda row: speedup_text(row.precision_speedup)),),
     fields=("precision_speedup", "precision_speedup_low", "precision_speedup_high"), values=_values, shown=_shown))

@@ -1,5 +1,8 @@
-"""The metric registry: a metric declares its report columns and its CSV fields, and the tables
-iterate :func:`registered`, so adding a metric is one module that calls :func:`register`."""
+"""The column registry: a :class:`ColumnSet` declares some report columns and their CSV fields, and the
+tables iterate :func:`registered`, so adding columns is one module that calls :func:`register`.
+
+A column set reads a table row (its :class:`~trtbench.core.record.Record`, speedups, ceiling); the
+record's own ``metrics`` are measured values (FLOPs, peak memory, cold start) that columns may show."""
 
 from __future__ import annotations
 
@@ -22,9 +25,9 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Metric:
-    """A named metric: its table columns (shown when ``shown(rows)``), and its CSV fields with a
-    row's values for them."""
+class ColumnSet:
+    """A named set of report columns: its table columns (shown when ``shown(rows)``), and its CSV fields
+    with a row's values for them."""
 
     name: str
     columns: tuple[Column, ...]
@@ -33,26 +36,27 @@ class Metric:
     shown: Callable[[Sequence[Row]], bool] = _always
 
 
-_REGISTRY: dict[str, Metric] = {}
+_REGISTRY: dict[str, ColumnSet] = {}
 
 
-def register(metric: Metric) -> Metric:
-    """Add ``metric`` after those registered before it (its columns follow theirs)."""
-    if metric.name in _REGISTRY:
-        raise ValueError(f"a metric named {metric.name!r} is registered already")
-    taken = {f for m in _REGISTRY.values() for f in m.fields}
-    clash = taken.intersection(metric.fields)
+def register(column_set: ColumnSet) -> ColumnSet:
+    """Add ``column_set`` after those registered before it (its columns follow theirs)."""
+    if column_set.name in _REGISTRY:
+        raise ValueError(f"a column set named {column_set.name!r} is registered already")
+    taken = {f for c in _REGISTRY.values() for f in c.fields}
+    clash = taken.intersection(column_set.fields)
     if clash:
-        raise ValueError(f"metric {metric.name!r}: CSV field(s) {', '.join(sorted(clash))} belong to another metric")
-    _REGISTRY[metric.name] = metric
-    return metric
+        raise ValueError(f"column set {column_set.name!r}: CSV field(s) {', '.join(sorted(clash))} belong to "
+                         f"another column set")
+    _REGISTRY[column_set.name] = column_set
+    return column_set
 
 
 def unregister(name: str) -> None:
-    """Remove a metric (a plug-in that is unloaded, or a test's toy metric)."""
+    """Remove a column set (a plug-in that is unloaded, or a test's toy columns)."""
     _REGISTRY.pop(name, None)
 
 
-def registered() -> tuple[Metric, ...]:
-    """The metrics in registration order: the order of their columns."""
+def registered() -> tuple[ColumnSet, ...]:
+    """The column sets in registration order: the order of their columns."""
     return tuple(_REGISTRY.values())

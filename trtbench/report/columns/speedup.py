@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.core.stats import Interval
 
 
@@ -18,7 +18,7 @@ def speedup_text(interval: Optional[Interval]) -> str:
     return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
 
 
-SPEEDUP = register(Metric(
+SPEEDUP = register(ColumnSet(
     "speedup", columns=(Column("speedup [95% CI]", lambda row: speedup_text(row.speedup)),),
     fields=("speedup", "speedup_low", "speedup_high"),
     values=lambda row: {"speedup": row.speedup.value if row.speedup else None,

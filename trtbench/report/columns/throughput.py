@@ -1,6 +1,6 @@
 """Throughput: samples per second at the median latency."""
 
-from trtbench.report.columns.registry import Column, Metric, register
+from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
 
 
@@ -8,6 +8,6 @@ def _throughput(row: Row):
     return row.record.throughput if row.record.timed else None
 
 
-THROUGHPUT = register(Metric(
+THROUGHPUT = register(ColumnSet(
     "throughput", columns=(Column("samples/s", lambda row: "" if not _throughput(row) else f"{_throughput(row):.1f}"),),
     fields=("throughput",), values=lambda row: {"throughput": _throughput(row)}))

@@ -1,4 +1,4 @@
-"""Metrics declare their own columns: a toy metric, one definition in this file, appears in the
+"""Column sets declare their own columns: a toy column set, one definition in this file, appears in the
 Markdown table, the terminal table and the CSV without touching the tables."""
 
 import csv
@@ -7,24 +7,24 @@ import io
 import pytest
 
 from test_core import two_variant_set
-from trtbench.report.columns import Column, Metric, register, registered, unregister
+from trtbench.report.columns import Column, ColumnSet, register, registered, unregister
 from trtbench.report.tables import csv_columns, csv_text, markdown_table, text_table
 
 
 @pytest.fixture
 def calls_per_round():
-    """A toy metric: the calls each record made per round (its iterations over its rounds)."""
+    """A toy column set: the calls each record made per round (its iterations over its rounds)."""
     def per_round(row):
         r = row.record
         return len(r.samples_ms) / len(r.rounds) if r.timed else None
 
-    metric = register(Metric("calls_per_round", columns=(Column("calls/round", lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
-                             fields=("calls_per_round",), values=lambda row: {"calls_per_round": per_round(row)}))
-    yield metric
-    unregister(metric.name)
+    column_set = register(ColumnSet("calls_per_round", columns=(Column("calls/round", lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
+                                    fields=("calls_per_round",), values=lambda row: {"calls_per_round": per_round(row)}))
+    yield column_set
+    unregister(column_set.name)
 
 
-def test_a_metric_in_one_file_is_a_column_everywhere(calls_per_round):
+def test_a_column_set_in_one_file_is_a_column_everywhere(calls_per_round):
     results = two_variant_set()
     header = markdown_table(results).splitlines()[0]
     assert header.endswith("| calls/round |")
@@ -40,16 +40,16 @@ def test_without_it_the_tables_do_not_have_it():
     assert "calls/round" not in markdown_table(results) and "calls_per_round" not in csv_text(results)
 
 
-def test_the_built_in_metrics_are_registered_in_column_order():
-    assert [m.name for m in registered()][:7] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
-                                                  "flops", "parity"]
+def test_the_built_in_column_sets_are_registered_in_column_order():
+    assert [c.name for c in registered()][:7] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
+                                                  "flops", "accuracy"]
     assert markdown_table(two_variant_set()).splitlines()[0] == (
         "| variant | point | status | median ms (95% CI) | p99 ms | samples/s | speedup [95% CI] | "
         "GFLOP/s (% peak, % matmul) | parity |")
 
 
-def test_a_metric_cannot_take_another_metrics_name_or_field(calls_per_round):
+def test_a_column_set_cannot_take_another_ones_name_or_field(calls_per_round):
     with pytest.raises(ValueError, match="registered already"):
         register(calls_per_round)
     with pytest.raises(ValueError, match="speedup_low"):
-        register(Metric("other", columns=(), fields=("speedup_low",), values=lambda row: {}))
+        register(ColumnSet("other", columns=(), fields=("speedup_low",), values=lambda row: {}))
