@@ -62,7 +62,7 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     results.add(served_case(traced))
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION == 4
+    assert doc["schema_version"] == SCHEMA_VERSION == 5
     assert len(doc["ceilings"]) == 1 and not any("ceiling" in r["metrics"] for r in doc["records"])
     assert [s["case_key"] for s in doc["serving"]] == [traced.case.key]
     loaded = ResultSet.load(tmp_path)
@@ -122,3 +122,15 @@ def test_the_journal_carries_the_parts(tmp_path):
     state = journal.read()
     assert state.records == {traced.case.key: traced} and state.parts_of("ceiling") == {ceiling.key: ceiling}
     assert state.parts_of("served") == {traced.key: served_case(traced)}
+
+
+def test_report_entries_are_not_read_back_as_parts_and_unknown_parts_are_kept():
+    """results.json's report entries (recommendations) are recomputed, never read back as parts; the list of
+    a part kind this process has not registered is kept as it was, and written again."""
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    doc = {**results.to_dict(), "serving_recommendations": [{"stale": True}], "tallies": [{"slot": "eager"}]}
+    doc["part_lists"] = [*doc["part_lists"], "tallies"]
+    loaded = ResultSet.from_dict(doc)
+    again = loaded.to_dict()
+    assert "serving_recommendations" not in again and again["tallies"] == [{"slot": "eager"}]
+    assert "tallies" in again["part_lists"] and "serving" in again["part_lists"]

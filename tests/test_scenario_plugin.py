@@ -19,7 +19,7 @@ from conftest import kill_when, run_dict
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.journal import JOURNAL_NAME
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios import Scenario, Section, register, registered, unregister
+from trtbench.scenarios import Scenario, ReportSection, register, registered, unregister
 
 TESTS = Path(__file__).parent
 
@@ -29,7 +29,8 @@ class TallyPart:
     """One variant of a build group, called once at its first point: the output's shape, and who made it."""
 
     KIND: ClassVar[str] = "tally"
-    SECTION: ClassVar[str] = "tallies"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "tallies"
 
     environment: str
     model: str
@@ -79,6 +80,8 @@ class Tally(Scenario):
 
     def run(self, ctx, built, prepared):
         group, point = built.group, built.group.points[0]
+        if self.settings.get("raise"):
+            raise RuntimeError("the toy scenario broke outside any one variant")
         for slot in self._todo(group, built.done):
             outcome = built.outcomes[slot]
             precision = next(p for e, p in group.slots() if group.slot_id(e.name, p) == slot)
@@ -89,12 +92,12 @@ class Tally(Scenario):
             time.sleep(self.settings.get("pause_s", 0))
 
     @classmethod
-    def report(cls, results, out_dir, budget_ms) -> Optional[Section]:
+    def report(cls, results, out_dir, budget_ms) -> Optional[ReportSection]:
         parts = sorted(results.parts(TallyPart.KIND), key=lambda p: p.key)
         if not parts:
             return None
         rows = [f"| {p.model} | t{p.threads} | {p.slot} | {'x'.join(map(str, p.output_shape))} |" for p in parts]
-        return Section("\n".join(["## Tally", "", "| model | threads | variant | output |", "|---|---|---|---|",
+        return ReportSection("\n".join(["## Tally", "", "| model | threads | variant | output |", "|---|---|---|---|",
                                   *rows, ""]), {"tally_count": len(parts)})
 
 
@@ -133,8 +136,21 @@ def test_a_toy_scenario_runs_is_journaled_and_shows_in_the_report(tally, tiny_co
     assert ResultSet.load(tmp_path / "out").parts("tally") == parts
 
 
-def test_a_failed_toy_part_makes_the_run_exit_1(tally, tiny_config, tmp_path):
+def test_a_failed_toy_part_makes_the_run_exit_1_and_the_report_says_so(tally, tiny_config, tmp_path):
     assert run_dict(tally_config(tiny_config, tmp_path / "out", fail="traced")).exit_code == 1
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Failures" in report and "- tally: failed" in report
+
+
+def test_a_scenario_that_raises_stops_the_run_with_exit_1_and_invents_no_rows(tally, tiny_config, tmp_path):
+    outcome = run_dict(tally_config(tiny_config, tmp_path / "out", **{"raise": True}))
+    assert outcome.exit_code == 1 and len(outcome.results) == 0, "no latency listed: no latency rows accounted"
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["runs"][0]["status"] == "failed"
+    assert "the toy scenario broke" in (tmp_path / "out" / "failures.log").read_text()
+    assert "**Stopped by an error**" in (tmp_path / "out" / "report.md").read_text()
+    assert not any(json.loads(line)["kind"] == "complete"
+                   for line in (tmp_path / "out" / JOURNAL_NAME).read_text().splitlines()), "left resumable"
 
 
 def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, write_config, tmp_path,
@@ -169,6 +185,13 @@ def test_toy_parts_merge_across_shards(tally, tiny_config, tmp_path):
         (t, s) for t in (1, 2) for s in ("eager", "scripted", "traced")]
     assert json.loads((tmp_path / "merged" / "results.json").read_text())["tally_count"] == 6
     assert "## Tally" in (tmp_path / "merged" / "report.md").read_text()
+    assert merged.notes == [] and merged.exit_code == 0
+    again = {**data, "scenarios": [{"tally": {"fail": "traced"}}]}  # shard 0 once more, traced's part now failed
+    run_dict({**again, "output": {"dir": str(tmp_path / "again"), "save_artifacts": False}}, shard=(0, 2))
+    twice = merge_runs([str(tmp_path / "s0"), str(tmp_path / "again")], tmp_path / "twice")
+    noted = [note for note in twice.notes if note.startswith("tally ")]
+    assert len(noted) == 1 and "traced: in more than one input; kept input 2's" in noted[0], twice.notes
+    assert twice.exit_code == 1
 
 
 def test_the_runner_names_no_scenario():

@@ -90,7 +90,8 @@ def run(config: Union["Config", ConfigSource], *, fresh: bool = False,
 
 
 def load_results(path: Union[str, Path]) -> "ResultSet":
-    """The result set of a run: its output folder or its ``results.json`` (schema versions 1 to 4)."""
+    """The result set of a run: its output folder or its ``results.json`` (schema versions 1 to 5)."""
+    import trtbench.scenarios  # noqa: F401  (registers every scenario's part kinds, which results.json holds)
     from trtbench.results.resultset import ResultSet
 
     return ResultSet.load(path)

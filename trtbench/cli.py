@@ -32,21 +32,25 @@ def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None
                               f"most throughput whose measured p99 latency is at most MS ms (default: {default_from})")
 
 
-def _print_recommendations(results, p99_budget_ms) -> None:
-    """Each scenario's recommendation (the p99-budget one, the one under load...)."""
+def _print_results(results, p99_budget_ms) -> None:
+    """The latency rows (where there are any), what else failed, and each scenario's recommendation (the
+    p99-budget one, the one under load...)."""
     from trtbench.pipeline.sections import summary_lines
+    from trtbench.report.tables import failed_part_notes, text_table
 
+    if len(results):
+        print(text_table(results), end="")
+    for note in failed_part_notes(results):
+        print(f"failed: {note}")
     for line in summary_lines(results, p99_budget_ms):
         print(("\n" if not line.startswith(" ") else "") + line)
 
 
 def cmd_merge(args) -> int:
     from trtbench.pipeline.merge import merge_runs
-    from trtbench.report.tables import text_table
 
     outcome = merge_runs(args.dirs, args.output, args.p99_budget)
-    print(text_table(outcome.results), end="")
-    _print_recommendations(outcome.results, outcome.p99_budget_ms)
+    _print_results(outcome.results, outcome.p99_budget_ms)
     print(f"\nmerged {len(args.dirs)} run(s), {len(outcome.results)} record(s) in "
           f"{len(outcome.results.environments)} environment(s): {outcome.files['json']}  "
           f"report: {outcome.files['markdown']}")
@@ -120,7 +124,6 @@ def cmd_run(args) -> int:
     from trtbench.core.env import busy_machine_note
     from trtbench.config.plan import parse_shard, resolve
     from trtbench.core.progress import Progress
-    from trtbench.report.tables import text_table
     from trtbench.pipeline.runner import run_config
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
@@ -136,14 +139,16 @@ def cmd_run(args) -> int:
         print(f"resumed: kept {outcome.resumed} case(s) measured by an earlier run into {outcome.out_dir} "
               f"(--fresh starts over)", file=sys.stderr)
     print()
-    print(text_table(outcome.results), end="")
-    _print_recommendations(outcome.results, config.budget.p99_ms)
+    _print_results(outcome.results, config.budget.p99_ms)
     print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
     busy = busy_machine_note(outcome.environment)
     if busy:
         print(f"note: {busy}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted: partial results were written", file=sys.stderr)
+    elif outcome.results.runs and outcome.results.runs[-1].get("status") == "failed":
+        print(f"error: the run stopped on an error (traceback: {outcome.out_dir / 'failures.log'}); what it "
+              f"measured was written, and the same command resumes it", file=sys.stderr)
     return outcome.exit_code
 
 

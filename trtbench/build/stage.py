@@ -115,23 +115,23 @@ def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module
     return int8_setup(config, calibration, model)
 
 
-def build_at(run: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, ctx: BuildContext,
+def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, build: BuildContext,
              earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
-    """Build ``names`` at ``ctx.precision``, by slot id, failures logged in ``run``'s failure log. What they
+    """Build ``names`` at ``build.precision``, by slot id, failures logged in the run's failure log. What they
     only build from (``exported``, ``onnx``) is reused from the group's reference precision where it built
     there (``earlier``, by slot id)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
     the timed variants quantize (fp16 builds everything from its own half copy)."""
-    precision, failures, log = ctx.precision, run.failures, run.log
+    precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
     same_dtype = precision_dtype(precision) == precision_dtype(group.reference_precision)
     reuse = {n: earlier[n] for n in names if precision != group.reference_precision and same_dtype
              and n not in slots and n in earlier and earlier[n].built is not None}
-    ctx.built.update({n: outcome.built for n, outcome in reuse.items()})
+    build.built.update({n: outcome.built for n, outcome in reuse.items()})
     unavailable = {name: group.unavailable[group.slot_id(name, precision)] for name in slots
                    if group.slot_id(name, precision) in group.unavailable}
     built = build_variants(BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable), model,
-                           ctx, failures,
+                           build, failures,
                            on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
     outcomes = {}
     for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it

@@ -67,11 +67,6 @@ class BuildGroup:
         """The group's first precision, that of its eager reference (fp32: :func:`group_precisions`)."""
         return self.precisions[0]
 
-    @property
-    def build_id(self) -> tuple:
-        """Identifies the group, the set of builds its cases share: model id, precisions, threads, device."""
-        return (self.model.id, tuple(self.precisions), self.threads, self.device)
-
     def slot_id(self, name: str, precision: str) -> str:
         """The :func:`slot_id` of variant ``name`` at ``precision`` in this group."""
         return slot_id(name, precision, self.reference_precision)

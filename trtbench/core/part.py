@@ -3,7 +3,7 @@ case's LoadGen results, a profile), each saving and loading itself.
 
 The journal, the result set and merge handle parts through this protocol only, so a new scenario's
 part needs no edit there. Each part type names its ``KIND`` (the journal line's kind) and its
-``SECTION`` (its list in results.json), and registers itself here when its module is imported.
+``RESULTS_KEY`` (its list in results.json), and registers itself here when its module is imported.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ class Part(Protocol):
     """A frozen piece of results, identified within its kind by :attr:`key`."""
 
     KIND: ClassVar[str]  # the journal line's "kind"
-    SECTION: ClassVar[str]  # results.json's list of this kind
+    JOINS_RECORD: ClassVar[bool]  # its key is a record's (case key, environment): it goes with that record
+    RESULTS_KEY: ClassVar[str]  # results.json's list of this kind
 
     environment: str  # the environment id it was measured in
 
@@ -41,7 +42,7 @@ _PART_TYPES: dict[str, type] = {}
 
 def register_part(cls: type) -> type:
     """Class decorator: the journal and results.json read parts of ``cls.KIND`` with ``cls.from_dict``."""
-    for name in ("KIND", "SECTION", "to_dict", "from_dict", "key", "fails_run"):
+    for name in ("KIND", "RESULTS_KEY", "JOINS_RECORD", "to_dict", "from_dict", "key", "fails_run"):
         if not hasattr(cls, name):
             raise TypeError(f"{cls.__name__} is not a result part: it has no {name}")
     _PART_TYPES[cls.KIND] = cls

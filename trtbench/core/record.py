@@ -26,7 +26,8 @@ class Record:
     device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
 
     KIND: ClassVar[str] = "record"
-    SECTION: ClassVar[str] = "records"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "records"
 
     case: Case
     environment: str  # environment id (trtbench.core.env.environment_id)

@@ -34,3 +34,4 @@ class RunStatus(_Word):
 
     COMPLETE = "complete"
     INTERRUPTED = "interrupted"
+    FAILED = "failed"  # an error outside any one variant stopped it (the reason: failures.log)

@@ -366,7 +366,8 @@ class Ceiling:
     (:meth:`trtbench.results.resultset.ResultSet.ceiling_of`)."""
 
     KIND: ClassVar[str] = "ceiling"
-    SECTION: ClassVar[str] = "ceilings"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "ceilings"
     fails_run: ClassVar[bool] = False  # a ceiling that could not be measured says so in its values
 
     environment: str

@@ -1,6 +1,6 @@
 """``trtbench merge DIR... --output DIR``: several runs (shards, machines) in one report.
 
-Each input's ``results.json`` is loaded (schema 1 to 4) and the records and their parts merged
+Each input's ``results.json`` is loaded (schema 1 to 5) and the records and their parts merged
 (:meth:`~trtbench.results.resultset.ResultSet.merge`); the output gets results.json, results.csv, plots and
 report.md as a run's does, with tables keyed by environment. Nothing is dropped silently; each of
 these becomes a note in the report and on stderr, and the exit code 1:

@@ -28,7 +28,7 @@ from trtbench.core.env import collect_environment, torch_settings
 from trtbench.core.inputs import point_inputs
 from trtbench.core.outdir import FailureLog, OutputDir
 from trtbench.core.progress import Progress
-from trtbench.core.status import Status
+from trtbench.core.status import RunStatus, Status
 from trtbench.measure.references import References, eager_references
 from trtbench.models import build_model
 from trtbench.pipeline.sections import report_sections
@@ -67,22 +67,25 @@ class Runner:
         environment = collect_environment(self.plan.device, self.config.benchmark.cudnn_benchmark)
         ctx = RunContext(self.plan, environment, self.failures, self.progress)
         earlier = self.state.begin(environment, self.fresh)
-        started, interrupted = datetime.now(timezone.utc), False
+        started, ended = datetime.now(timezone.utc), RunStatus.COMPLETE
         try:
             with torch.cuda.device(ctx.device) if ctx.device.type == "cuda" else contextlib.nullcontext():
                 for model_cfg in self.config.models:
                     groups = [g for g in self.plan.groups if g.model.id == model_cfg.id]
                     self._run_model(ctx, models[model_cfg.id], groups)
         except KeyboardInterrupt:
-            interrupted = True
+            ended = RunStatus.INTERRUPTED
             self.state.account_unfinished(ctx.env_id, Status.INTERRUPTED, "not run: stopped by Ctrl-C")
-        except Exception as err:  # outside any one variant (out of memory copying the model...): keep what ran
+        except Exception as err:  # outside any one variant (out of memory copying the model, a scenario's own
+            ended = RunStatus.FAILED  # error...): keep what ran; the run exits 1 and the report says why
             reason = self.failures.reason("the run", err)
             self.state.account_unfinished(ctx.env_id, Status.FAILED, f"not run: the run stopped ({reason})")
-        results = self.state.result_set(earlier, environment, started, interrupted)
+            ctx.log(f"error: the run stopped: {reason}")
+        interrupted = ended is RunStatus.INTERRUPTED
+        results = self.state.result_set(earlier, environment, started, ended)
         self.store.entries = self.state.saved_entries
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
-        head = ReportHead(run_intro(self.config), interrupted, manifest)
+        head = ReportHead(run_intro(self.config), ended, manifest)
         files = write_report(self.out_dir, results, head, report_sections(results, self.out_dir, self.config.budget.p99_ms))
         self.state.end()
         return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files)
@@ -105,8 +108,8 @@ class Runner:
             copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device)
             prepared: dict[int, object] = {}
             try:
-                for scenario in owing:  # before the build: workers import torch while this process builds
-                    prepared[id(scenario)] = scenario.prepare(ctx, group)
+                for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
+                    prepared[id(scenario)] = scenario.prepare(ctx, group)  # while this process builds
                 outcomes = self._build(ctx, group, copies, build_all=bool(owing))
                 built = BuiltGroup(group, outcomes, copies, references,
                                    {p: self.config.tolerances[p] for p in group.precisions}, self.state)
@@ -129,7 +132,7 @@ class Runner:
                 self.state.keep(part)
 
     def _build(self, ctx: RunContext, group: BuildGroup, copies: dict, build_all: bool) -> dict[str, BuildOutcome]:
-        """Every variant of ``group`` at each precision (by slot key); only what is left to save where no
+        """Every variant of ``group`` at each precision (by slot id); only what is left to save where no
         scenario owes the group anything."""
         outcomes: dict[str, BuildOutcome] = {}
         for precision in group.precisions:

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Optional
 
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios import Section, registered
+from trtbench.scenarios import ReportSection, registered
 
 
-def report_sections(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> list[Section]:
+def report_sections(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> list[ReportSection]:
     """Each registered scenario's section of the report on ``results`` (those with something to say)."""
     sections = [scenario.report(results, out_dir, budget_ms) for scenario in registered()]
     return [section for section in sections if section is not None]

@@ -81,9 +81,9 @@ class RunState:
                     self.records.update(zip(keys, found))
                     self.resumed += len(keys)
         kept = {r.key for r in self.records.values()}
-        for kind, parts in earlier.parts.items():  # a part joined to a record is kept with it; others by env
+        for kind, parts in earlier.parts.items():  # a part that joins a record is kept with it; others by env
             self._parts[kind] = {key: part for key, part in parts.items() if part.environment == env_id
-                                 and (key in kept or not _joined(key, earlier))}
+                                 and (key in kept or not part.JOINS_RECORD)}
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
         return self.resumed
@@ -121,8 +121,11 @@ class RunState:
             self.journal.complete()
 
     def account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
-        """A record for every planned case the run did not reach (not journaled: resumable)."""
+        """A record for every planned case the run did not reach (not journaled: resumable), where a listed
+        scenario makes records (a run of other scenarios has no latency cases to account for)."""
         self.unfinished = True
+        if not any(Record in scenario.parts for scenario in self.plan.config.scenarios):
+            return
         for case in self.plan.cases:
             if case.key not in self.records:
                 self.records[case.key] = Record(case=case, environment=env_id, status=status, reason=reason)
@@ -148,14 +151,14 @@ class RunState:
 
     # ---- the run's results -------------------------------------------------------------------
 
-    def result_set(self, earlier: JournalState, environment: dict, started: datetime, interrupted: bool) -> ResultSet:
+    def result_set(self, earlier: JournalState, environment: dict, started: datetime, ended: RunStatus) -> ResultSet:
         """Every planned case's record, in plan order whatever order they completed in, and this run's entry."""
         config = self.plan.config
         results = ResultSet(environments={**earlier.environments, environment["id"]: environment})
         results.runs.append({"name": config.name, "config": config.to_dict(), "environment": environment["id"],
                              "started_at": started.isoformat(timespec="seconds"),
                              "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                             "status": RunStatus.INTERRUPTED if interrupted else RunStatus.COMPLETE,
+                             "status": ended,
                              "shard": list(self.plan.shard) if self.plan.shard else None,
                              "resumed_cases": self.resumed})
         for case in self.plan.cases:
@@ -176,7 +179,3 @@ class RunState:
         """The manifest entries of every save, in the order the saves were kept."""
         return [entry for entries in self.saved.values() for entry in entries]
 
-
-def _joined(key: tuple, earlier: JournalState) -> bool:
-    """Whether a part's key is a record's (case key, environment): it joins that record."""
-    return len(key) == 2 and key[0] in earlier.records

@@ -1,10 +1,13 @@
-"""The human-readable ``report.md``: environments, speedup table, plots, notes, artifacts and profiles."""
+"""The human-readable ``report.md``: its head (the run's intro, environments, how it ended), the failures
+besides the rows, each scenario's section (given by the caller), and the artifacts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from trtbench.core.env import busy_machine_note, environment_name
+from trtbench.core.status import RunStatus
+from trtbench.report.tables import failed_part_notes
 from trtbench.results.resultset import ResultSet
 
 
@@ -57,9 +60,16 @@ def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> s
         if busy:
             parts += [f"  - **Note**: {busy}."]
     parts.append("")
-    if head.interrupted:
+    if head.ended == RunStatus.INTERRUPTED:
         parts += ["**Interrupted**: the run was stopped; the results below are partial. Run the same command "
                   "again to resume.", ""]
+    elif head.ended == RunStatus.FAILED:
+        parts += ["**Stopped by an error** outside any one variant (its traceback: failures.log); the results "
+                  "below are partial. Run the same command again to resume once it is fixed.", ""]
+    failed = failed_part_notes(results)
+    if failed:
+        parts += ["## Failures", "", "What failed besides the rows above, and why (each makes the run exit 1):", "",
+                  *[f"- {note}" for note in failed], ""]
     parts += list(sections)
     if head.manifest:
         parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{head.manifest.name}`; "

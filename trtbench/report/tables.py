@@ -123,6 +123,18 @@ def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], environme
     return [values[col] for col in columns]
 
 
+def failed_part_notes(results: ResultSet) -> list[str]:
+    """One line per part other than a record that fails the run (a serving result...), naming the case it
+    joins where it joins one: whichever scenario made it, its failure is said."""
+    out = []
+    for part in results.joined_parts():
+        if part.fails_run:
+            record = results.record_of(part.key) if getattr(part, "JOINS_RECORD", False) else None
+            where = f"{record.case.model} {record.case.label} {record.case.precision} " if record else ""
+            out.append(where + getattr(part, "failure_note", f"{part.KIND}: failed"))
+    return out
+
+
 def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     """Reasons for rows that are not ok (deduplicated), and what limited the timing; ``table_rows`` is
     :func:`rows` of ``results``, already computed by the caller."""
@@ -133,11 +145,6 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
             if note not in seen:
                 seen.add(note)
                 out.append(note)
-    for part in results.joined_parts():  # a failed part of another scenario (a serving result...) fails the run
-        if part.fails_run:
-            record = results.record_of(part.key)
-            where = f"{record.case.model} {record.case.label} {record.case.precision} " if record else ""
-            out.append(where + getattr(part, "failure_note", f"{part.KIND}: failed"))
     timed = [r for r in results if r.timed]
     if any(r.stats.noisy for r in timed):
         out.append("noisy rows (IQR/median above 10%) have wide intervals; compare them with care.")

@@ -18,16 +18,16 @@ from trtbench.results.resultset import ResultSet
 
 @dataclass(frozen=True)
 class ReportHead:
-    """What heads a report: its intro lines (a run's, from its config, or a merge's), whether the run was
-    interrupted, and its artifact manifest."""
+    """What heads a report: its intro lines (a run's, from its config, or a merge's), how the run ended,
+    and its artifact manifest."""
 
     intro: Sequence[str]
-    interrupted: bool = False
+    ended: str = "complete"  # trtbench.core.status.RunStatus: complete, interrupted, failed
     manifest: Optional[Path] = None
 
 
 def write_report(out_dir: Path, results: ResultSet, head: ReportHead, sections: Sequence) -> dict[str, Path]:
-    """Write every output file; ``sections`` are the scenarios' (:class:`trtbench.scenarios.base.Section`:
+    """Write every output file; ``sections`` are the scenarios' (:class:`trtbench.scenarios.base.ReportSection`:
     Markdown, and entries for results.json), in order. Returns the files' paths by kind."""
     files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
     data = results.to_dict()

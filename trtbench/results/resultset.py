@@ -1,19 +1,22 @@
-"""A set of results: :class:`~trtbench.core.record.Record` keyed by (case, environment), and the parts joined
-to them: the device's FLOP/s ceilings, stored once per (environment, device, dtype, threads), and
-the serving results of a case, by case key. Load, save, merge.
+"""A set of results: :class:`~trtbench.core.record.Record` keyed by (case, environment), and every other
+result part (:mod:`trtbench.core.part`) by kind and key: the device's FLOP/s ceilings, stored once per
+(environment, device, dtype, threads), a case's serving results (joined to its record by its key), a
+profile... Load, save, merge.
 
-``results.json`` (``schema_version`` 4)::
+``results.json`` (``schema_version`` 5)::
 
-    {"schema_version": 4, "trtbench_version": ...,
+    {"schema_version": 5, "trtbench_version": ...,
      "environments": {"<id>": {...collect_environment()...}},
-     "runs": [{"name", "config", "environment", "started_at", "finished_at", "status", "profiles"?}],
+     "runs": [{"name", "config", "environment", "started_at", "finished_at", "status"}],
      "records": [Record.to_dict(), ...],
-     "ceilings": [Ceiling.to_dict(), ...],
-     "serving": [ServedCase.to_dict(), ...]}
+     "<a part kind's RESULTS_KEY>": [part.to_dict(), ...],   # ceilings, serving, profiles, ...
+     "part_lists": [those keys],                              # read back as parts, registered or not
+     ...}                                                     # and the report's entries (recommendations)
 
 A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
 threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
-speedups are derived from those samples on load. Versions 1 to 3 are read too: version 1 has one
+speedups are derived from those samples on load. Versions 1 to 4 are read too (version 4 kept a run's
+profile in its ``runs`` entry, read there by the profile scenario's report); version 1 has one
 ``results`` row per variant x precision x shape; versions 2 and 3 keep the ceilings in each record's
 ``metrics`` and version 3 a record's ``serving`` results in the record, lifted into their own
 places on reading.
@@ -33,11 +36,13 @@ from trtbench.core.fsutil import atomic_write_json
 from trtbench.core.part import Part, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
+from trtbench.core.status import RunStatus
 from trtbench.core.stats import Interval, paired_ratio
 from trtbench.measure.ceiling import Ceiling
 
-SCHEMA_VERSION = 4  # 3: records may carry ``serving`` results; precisions include int8. 4: ceilings, serving apart
-READABLE_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5  # 3: records may carry serving results; int8. 4: ceilings, serving apart. 5: every part by kind
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
+NOT_PARTS = ("schema_version", "trtbench_version", "environments", "runs", "records", "part_lists")
 SERVED_KIND = "served"  # schema 3 kept a case's serving results in its record, as this kind's part
 
 
@@ -93,8 +98,9 @@ class ResultSet:
         return [part for parts in self._parts.values() for part in parts.values()]
 
     def record_of(self, key: tuple) -> Optional[Record]:
-        """The record whose key (case key, environment) is ``key``: the one a part of that key joins."""
-        return self._records.get(key) if len(key) == 2 else None
+        """The record whose key (case key, environment) is ``key``: the one a part of a kind that
+        ``JOINS_RECORD`` (a served case) joins."""
+        return self._records.get(key)
 
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
@@ -159,11 +165,12 @@ class ResultSet:
         return paired_ratio(base.rounds, record.rounds)
 
     def exit_code(self, interrupted: bool = False) -> int:
-        """130 if interrupted; 1 if any part fails the run (a case that failed or failed its accuracy check, a
-        failed serving result...); else 0."""
+        """130 if interrupted; 1 if a run stopped on an error, or any part fails the run (a case that failed
+        or failed its accuracy check, a failed serving result...); else 0."""
         if interrupted:
             return 130
-        return 1 if any(part.fails_run for part in [*self, *self.joined_parts()]) else 0
+        stopped = any(run.get("status") == RunStatus.FAILED for run in self.runs)  # by an error outside a variant
+        return 1 if stopped or any(part.fails_run for part in [*self, *self.joined_parts()]) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__
@@ -172,8 +179,10 @@ class ResultSet:
                 "environments": self.environments, "runs": self.runs, "records": [r.to_dict() for r in self]}
         for kind in part_types():
             if kind is not Record:
-                data[kind.SECTION] = [p.to_dict() for p in self.parts(kind.KIND)]
-        return {**self._unread, **data}
+                data[kind.RESULTS_KEY] = [p.to_dict() for p in self.parts(kind.KIND)]
+        data = {**self._unread, **data}
+        data["part_lists"] = [key for key in data if key not in NOT_PARTS]  # what from_dict reads back as parts
+        return data
 
     def save(self, path: Path) -> None:
         atomic_write_json(Path(path), self.to_dict())
@@ -207,13 +216,13 @@ class ResultSet:
             for part in record_parts(item):
                 if result.part(part.KIND, part.key) is None or isinstance(part, Record):
                     result.add(part)
-        sections = {kind.SECTION: kind for kind in part_types() if kind is not Record}
-        for section, items in data.items():
-            if section in sections:
+        kinds = {kind.RESULTS_KEY: kind for kind in part_types() if kind is not Record}
+        for key, items in data.items():
+            if key in kinds:
                 for item in items:
-                    result.add(sections[section].from_dict(item))
-            elif isinstance(items, list) and section not in ("records", "runs", "recommendations"):
-                result._unread[section] = items  # a part of a scenario not registered in this process
+                    result.add(kinds[key].from_dict(item))
+            elif key in data.get("part_lists", ()):  # parts of a scenario not registered in this process: kept
+                result._unread[key] = items  # (a report's entries, recommendations say, are recomputed instead)
         return result
 
     @classmethod
@@ -257,11 +266,18 @@ class ResultSet:
                 if merged.get(record.case, record.environment) is not None:
                     notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
-                    for parts in merged._parts.values():  # a part joined to the earlier record goes with it
-                        parts.pop(record.key, None)
+                    for parts in merged._parts.values():  # a part that joins the earlier record goes with it
+                        if record.key in parts and parts[record.key].JOINS_RECORD:
+                            del parts[record.key]
                 merged.add(record)
             for parts in other._parts.values():
                 for part in parts.values():
+                    earlier = merged.part(part.KIND, part.key)
+                    # a device's ceilings measured by several inputs on one machine are one fact; any other part
+                    # measured twice is said
+                    if not part.JOINS_RECORD and earlier is not None and earlier != part and not isinstance(part, Ceiling):
+                        notes.append(f"{part.KIND} {', '.join(map(str, part.key))}: in more than one input; "
+                                     f"kept input {i + 1}'s")
                     merged.add(part)
             for section, items in other._unread.items():
                 merged._unread[section] = merged._unread.get(section, []) + items

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Section:
+class ReportSection:
     """A scenario's part of the report: Markdown, and entries it adds to results.json (its recommendations)."""
 
     markdown: str
@@ -46,7 +46,7 @@ class Section:
 class BuiltGroup:
     """One build group once built: what every scenario runs on.
 
-    ``outcomes``: slot key -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
+    ``outcomes``: slot id -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
     :class:`~trtbench.build.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
     eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
     ``done``: what the run has so far (records by case key, parts by kind, saved files)."""
@@ -68,7 +68,7 @@ class Scenario:
     parts: ClassVar[tuple[type, ...]] = ()  # the part types it returns
     after_save: ClassVar[bool] = False  # runs once the group's artifacts are saved (it reads them)
     repeatable: ClassVar[bool] = False  # may be listed more than once (with other settings)
-    example: ClassVar[str] = ""  # how its entry is written, for error messages
+    example: ClassVar[str] = ""  # its entry as written in the scenarios: list, for error messages
 
     def __init__(self, settings: Any = None):
         self.settings = settings
@@ -99,8 +99,9 @@ class Scenario:
 
     def prepare(self, ctx: RunContext, group: BuildGroup) -> Any:
         """Start what it needs before the group builds (worker processes, say), or None; called only where it
-        :meth:`owes` the group something. :meth:`run` gets it back, and the runner calls its ``close()``
-        when the group ends."""
+        :meth:`owes` the group something, and not for an ``after_save`` scenario (its ``run`` gets None).
+        :meth:`run` gets it back, and the runner calls its ``close()`` once the scenarios before the save
+        have run."""
         return None
 
     def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
@@ -108,7 +109,7 @@ class Scenario:
         raise NotImplementedError
 
     @classmethod
-    def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+    def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
         """Its section of the report from ``results`` alone (a run's or a merge's); None when it has nothing."""
         return None
 

@@ -17,7 +17,8 @@ DEFAULT = ["latency"]
 
 
 def _example() -> str:
-    return "write e.g. scenarios: [latency, {server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}]"
+    """How the list is written, from each listed scenario's own example entry."""
+    return f"write e.g. scenarios: [{', '.join(c.example for c in registered() if c.listed and c.example)}]"
 
 
 def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
@@ -36,7 +37,7 @@ def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
             name, value = entry, None
         cls = scenario_class(name) if isinstance(name, str) else None
         if cls is None:
-            known = [c.name for c in registered() if c.name != "profile"]
+            known = [c.name for c in registered() if c.listed]
             hint = ((schema.suggest(name, known) if isinstance(name, str) else "")
                     or f"known scenarios: {', '.join(known)}")
             raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {_example()}")

@@ -26,7 +26,7 @@ from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.report.latency import latency_section
 from trtbench.results.recommend import recommend
-from trtbench.scenarios.base import BuiltGroup, Scenario, Section, register
+from trtbench.scenarios.base import BuiltGroup, Scenario, ReportSection, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
     """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order.
 
     Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
-    (its own worker process by default), against eager fp32's outputs there. The slot key ``eager``
+    (its own worker process by default), against eager fp32's outputs there. The slot id ``eager``
     (eager at the group's first precision) is the baseline of the rounds. Each record is made once, at
     the end.
     """
@@ -94,7 +94,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
     reference, tolerances = built.references.outputs[point.label], built.tolerances
     failures, point = ctx.failures, point.label
-    made: dict[str, dict] = {}  # slot key -> the Record fields found so far
+    made: dict[str, dict] = {}  # slot id -> the Record fields found so far
     timers: dict[str, _Tagged] = {}
     point = slots[0][1].point
     checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
@@ -185,7 +185,7 @@ class Latency(Scenario):
 
     name = "latency"
     parts = (Record, Ceiling)
-    example = "scenarios: [latency]"
+    example = "latency"
 
     def owes(self, group, done) -> bool:
         return bool(points_todo(group, done))
@@ -210,11 +210,11 @@ class Latency(Scenario):
         yield from with_run_info(built, points)
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
         if not len(results):
             return None
         markdown, json = latency_section(results, out_dir, budget_ms)
-        return Section(markdown, json)
+        return ReportSection(markdown, json)
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

@@ -14,10 +14,9 @@ from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import ProfiledVariant, run_profiles
 from trtbench.core.errors import UserInputError
-from trtbench.core.part import register_part
 from trtbench.core.status import Status
 from trtbench.report.profile import draw_layer_plots, profile_markdown
-from trtbench.scenarios.base import Scenario, Section, register
+from trtbench.scenarios.base import Scenario, ReportSection, register
 
 
 @dataclass(frozen=True)
@@ -56,13 +55,13 @@ def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]
     return profiles
 
 
-@register_part
 @dataclass(frozen=True)
 class ProfilePart:
     """The run's profile (:func:`profile_group`'s data) of one model at the profile's precision."""
 
     KIND: ClassVar[str] = "profile"
-    SECTION: ClassVar[str] = "profiles"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "profiles"
     fails_run: ClassVar[bool] = False  # a profile that failed says so in its data; the rows are what fail a run
 
     environment: str
@@ -109,14 +108,14 @@ class Profile(Scenario):
                           profile_stage(ctx, built, self.settings, saved))
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
         profiles = [p.data for p in results.parts(ProfilePart.KIND)]
         profiles += [run["profiles"] for run in results.runs if run.get("profiles")]  # results of schema 4
         if not profiles:
             return None
         for data in profiles:
             draw_layer_plots(data, out_dir)
-        return Section("\n".join(profile_markdown(data) for data in profiles))
+        return ReportSection("\n".join(profile_markdown(data) for data in profiles))
 
 
 def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from trtbench.core import schema
-from trtbench.scenarios.base import Scenario, Section, register
+from trtbench.scenarios.base import Scenario, ReportSection, register
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_report import (recommend_serving, serving_markdown, serving_plot,
                                                serving_recommendation_markdown)
@@ -44,7 +44,7 @@ class Server(Scenario):
         yield from serve_group(ctx, built)
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[Section]:
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
         plot = serving_plot(results, out_dir / "plots" / "serving.png")
         markdown = serving_markdown(results, [plot.relative_to(out_dir)] if plot is not None else [])
         under_load = recommend_serving(results)
@@ -54,7 +54,7 @@ class Server(Scenario):
         if under_load:
             parts.append(serving_recommendation_markdown(under_load, results.environments))
         json = {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}
-        return Section("\n".join(parts), json)
+        return ReportSection("\n".join(parts), json)
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

@@ -131,7 +131,8 @@ class ServedCase:
     part of the results joined to the case's record by case key (:func:`trtbench.scenarios.serving_report.serving_of`)."""
 
     KIND: ClassVar[str] = "served"
-    SECTION: ClassVar[str] = "serving"
+    JOINS_RECORD: ClassVar[bool] = True  # one case's serving results, keyed as its record
+    RESULTS_KEY: ClassVar[str] = "serving"
 
     case_key: str
     environment: str

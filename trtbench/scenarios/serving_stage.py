@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import torch
 
@@ -49,7 +49,7 @@ def serving_point(group, inputs: list):
 
 
 def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
-    """The cases (by slot key, with their precision and record) of ``group``'s variants at the served point
+    """The cases (by slot id, with their precision and record) of ``group``'s variants at the served point
     that the serving scenarios of ``config`` still have to serve, at any precision: those with no record
     yet (the latency scenario has not timed them), and those timed ok and accurate and not served yet."""
     if not config.serving:
@@ -66,37 +66,35 @@ def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
     return todo
 
 
-def serve_group(ctx: RunContext, built) -> list[ServedCase]:
+def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
     """Serve every variant of the built group (:class:`~trtbench.scenarios.base.BuiltGroup`) timed ok,
-    accurate and not served yet, under every serving scenario of the config, at its precision (from its
-    copy at that precision's dtype): the results of each, by case."""
+    accurate and not served yet, under every server entry of the config, at its precision (from its copy
+    at that precision's dtype): each variant's results, yielded as soon as it has been served under all of
+    them, so a kill loses only the variant being served."""
     config, group, outcomes, copies = ctx.config, built.group, built.outcomes, built.copies
     device, out_dir, log = ctx.device, ctx.out_dir, ctx.log
-    served: dict[str, list] = {}
-    entries = {key: (precision, record, outcomes[key])  # slot key -> (precision, record, outcome)
+    entries = {key: (precision, record, outcomes[key])  # slot id -> (precision, record, outcome)
                for key, (precision, record) in unserved(config, group, built.done).items()
                if record is not None and key in outcomes and outcomes[key].built is not None}
     if not entries:
-        return []
+        return
     with tempfile.TemporaryDirectory(prefix="trtbench-serving-") as tmp:
         folder = Path(tmp)
-        artifacts = {key: deployed_artifact(outcome.variant, outcome.built, folder, key)
-                     for key, (_, _, outcome) in entries.items()}
-        for index, settings in enumerate(config.serving):
-            payloads = write_payloads(folder, copies, dict.fromkeys(p for p, _, _ in entries.values()),
-                                      lambda at: serving_inputs(config, settings, device, at.dtype), f"payload-{index}")
-            for key, (precision, record, outcome) in entries.items():
-                def recipe_for(threads: int, key=key, variant=outcome.variant, precision=precision) -> VariantRecipe:
-                    artifact = artifacts[key]
-                    recipe = VariantRecipe.for_group(config, group, variant.name, precision, payloads[precision], device)
+        precisions = dict.fromkeys(p for p, _, _ in entries.values())
+        payloads = [write_payloads(folder, copies, precisions, lambda at, s=settings: serving_inputs(
+                        config, s, device, at.dtype), f"payload-{index}")
+                    for index, settings in enumerate(config.serving)]
+        for key, (precision, record, outcome) in entries.items():
+            artifact, variant, results = deployed_artifact(outcome.variant, outcome.built, folder, key), outcome.variant, []
+            for index, settings in enumerate(config.serving):
+                def recipe_for(threads: int, payload=payloads[index][precision]) -> VariantRecipe:
+                    recipe = VariantRecipe.for_group(config, group, variant.name, precision, payload, device)
                     return recipe.hosting(variant.at_threads(artifact, threads) if artifact else None, threads)
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
-                served.setdefault(key, []).extend(run_serving(
-                    ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s), settings, out_dir,
-                    _slug(stem), log))
-    return [ServedCase(record.case.key, record.environment, tuple(served[key]))
-            for key, (_, record, _) in entries.items()]
+                results += run_serving(ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s),
+                                       settings, out_dir, _slug(stem), log)
+            yield ServedCase(record.case.key, record.environment, tuple(results))
 
 
 def _slug(text: str) -> str:

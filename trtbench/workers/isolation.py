@@ -143,7 +143,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],
                     workers: Optional[VariantWorkers]) -> Isolation:
-    """Where ``group``'s built variants (``outcomes``, by slot key; built from ``copies``, by precision)
+    """Where ``group``'s built variants (``outcomes``, by slot id; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
     config, device, log = ctx.config, ctx.device, ctx.log
     built = {group.slot_id(e.name, p): p for e, p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
