@@ -124,6 +124,7 @@ def cmd_run(args) -> int:
     from trtbench.core.env import busy_machine_note
     from trtbench.config.plan import parse_shard, resolve
     from trtbench.core.progress import Progress
+    from trtbench.core.status import RunStatus
     from trtbench.pipeline.runner import run_config
 
     config = load_config(args.config, device=args.device, variants=args.variants, output_dir=args.output,
@@ -146,7 +147,7 @@ def cmd_run(args) -> int:
         print(f"note: {busy}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted: partial results were written", file=sys.stderr)
-    elif outcome.results.runs and outcome.results.runs[-1].get("status") == "failed":
+    elif outcome.results.runs and outcome.results.runs[-1].get("status") == RunStatus.FAILED:
         print(f"error: the run stopped on an error (traceback: {outcome.out_dir / 'failures.log'}); what it "
               f"measured was written, and the same command resumes it", file=sys.stderr)
     return outcome.exit_code

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trtbench.core.env import busy_machine_note, environment_name
+from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
 from trtbench.report.tables import failed_part_notes
 from trtbench.results.resultset import ResultSet
@@ -42,12 +43,15 @@ def timing_text(bench) -> str:
 
 
 def run_intro(config) -> list[str]:
-    """A run report's title and how it measured, from its config."""
+    """A run report's title and how it measured, from its config: how its rows were timed where a listed
+    scenario makes rows (records)."""
     models = ", ".join(f"`{m.id}`" for m in config.models)
+    timed = any(Record in scenario.parts for scenario in config.scenarios)
+    how = (f" {timing_text(config.benchmark)} Speedup is eager's median over the variant's at the same point, "
+           f"with a 95% CI from the paired rounds; parity compares with eager fp32." if timed else "")
+    names = ", ".join(scenario.name for scenario in config.scenarios)
     return [f"# trtbench: {config.name}", "",
-            f"Model(s) {models}; precisions {', '.join(config.precisions)}. {timing_text(config.benchmark)} "
-            f"Speedup is eager's median over the variant's at the same point, with a 95% CI from the paired "
-            f"rounds; parity compares with eager fp32.", ""]
+            f"Model(s) {models}; precisions {', '.join(config.precisions)}; scenarios {names}.{how}", ""]
 
 
 def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> str:
