@@ -376,3 +376,27 @@ def test_study_resnet_profile_config_is_the_studys_setup():
     assert (spec.min_shape, spec.max_shape) == ([1, 3, 500, 334], [1, 3, 1024, 2048])
     assert config.benchmark.shapes == config.profile.shapes == ["min", "max"]
     assert config.profile.layers.enabled and config.profile.memory and config.profile.structure
+
+
+def test_a_report_of_two_profiles_names_each_and_keeps_each_plot(tiny_config, tmp_path):
+    """Two profiled models (a merge of two runs, say) each get their own heading and their own plot files."""
+    import copy
+
+    from conftest import run_dict
+    from trtbench.pipeline.sections import report_sections
+    from trtbench.results.resultset import ResultSet
+    from trtbench.scenarios.profile import ProfilePart
+
+    tiny_config["variants"] = ["eager"]
+    tiny_config["benchmark"].update(iterations=3, shapes=["opt"])
+    tiny_config["profile"] = {"variants": ["eager"], "shapes": ["opt"], "layers": {"runs": 2},
+                              "operators": {"runs": 1}}
+    tiny_config["output"] = {"dir": str(tmp_path / "run"), "save_artifacts": False}
+    (part,) = run_dict(tiny_config).results.parts(ProfilePart.KIND)
+    results = ResultSet(environments={"e": {"id": "e"}})
+    results.add(ProfilePart("e", "model-a", "fp32", copy.deepcopy(part.data)))
+    results.add(ProfilePart("e", "model-b", "fp32", copy.deepcopy(part.data)))
+    (section,) = [s for s in report_sections(results, tmp_path / "report", None) if "## Profile" in s.markdown]
+    assert "## Profile (model-a, " in section.markdown and "## Profile (model-b, " in section.markdown
+    assert sorted(p.name for p in (tmp_path / "report" / "plots").iterdir()) == [
+        "layers_0_eager_opt.png", "layers_1_eager_opt.png"]

@@ -179,3 +179,15 @@ def test_a_point_cut_between_journal_lines_is_measured_again_whole(tiny_config, 
     for record in again.results:
         same = record.rounds == before[record.case.key].rounds
         assert same == (record.case.point != "opt"), record.case
+
+
+def test_a_save_journaled_in_another_environment_is_not_kept(tmp_path):
+    """A resumed run keeps a save only where the run that made it had this run's environment: the records
+    of another environment are measured again, so their files are published (and checked) again too."""
+    journal = Journal(tmp_path)
+    journal.environment({"id": "env-a"})
+    journal.artifacts(("m", "fp32", "traced"), [{"file": "traced_fp32.ts"}])
+    journal.environment({"id": "env-b"})
+    journal.artifacts(("m", "fp32", "scripted"), [{"file": "scripted_fp32.ts"}])
+    state = journal.read()
+    assert state.saved_in == {("m", "fp32", "traced"): "env-a", ("m", "fp32", "scripted"): "env-b"}

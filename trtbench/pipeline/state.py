@@ -85,7 +85,8 @@ class RunState:
             self._parts[kind] = {key: part for key, part in parts.items() if part.environment == env_id
                                  and (key in kept or not part.JOINS_RECORD)}
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
-        self.saved.update({tuple(k): v for k, v in earlier.artifacts.items() if tuple(k) in planned_saves})
+        self.saved.update({k: v for k, v in earlier.artifacts.items()  # saved here, in this environment: a save
+                           if k in planned_saves and earlier.saved_in.get(k) == env_id})  # elsewhere is redone
         return self.resumed
 
     # ---- what stages return ------------------------------------------------------------------

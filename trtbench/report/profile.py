@@ -9,8 +9,9 @@ from trtbench.report.plots import top_layers_plot
 from trtbench.core.status import Status
 
 
-def draw_layer_plots(profiles: dict, out_dir: Path) -> None:
-    """Draw each per-layer profile's slowest layers under ``<out>/plots`` and note the file in its entry."""
+def draw_layer_plots(profiles: dict, out_dir: Path, prefix: str = "") -> None:
+    """Draw each per-layer profile's slowest layers under ``<out>/plots`` (files named ``layers_<prefix>...``:
+    a report of several profiles gives each its own) and note the file in its entry."""
     if profiles.get("status") != Status.OK:
         return
     top_k = profiles["settings"]["layers"]["top_k"]
@@ -18,7 +19,7 @@ def draw_layer_plots(profiles: dict, out_dir: Path) -> None:
         for label, shape in entry.get("shapes", {}).items():
             layers = shape.get("layers")
             if layers and layers["status"] == Status.OK:
-                plot = top_layers_plot(layers["nodes"], out_dir / "plots" / f"layers_{name}_{label}.png", top_k,
+                plot = top_layers_plot(layers["nodes"], out_dir / "plots" / f"layers_{prefix}{name}_{label}.png", top_k,
                                        title=f"Slowest layers: {name} at {label} ({shape['shape']})")
                 layers["plot"] = str(plot.path.relative_to(out_dir)) if plot else None
 
@@ -103,9 +104,10 @@ def _memory_md(entry: dict) -> list[str]:
     return [" ".join(out), ""] if out else []
 
 
-def profile_markdown(profiles: dict) -> str:
-    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason)."""
-    lines = [f"## Profile ({profiles['precision']}, {profiles['device']})", ""]
+def profile_markdown(profiles: dict, where: str = "") -> str:
+    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason);
+    ``where`` names its model and machine when a report has several."""
+    lines = [f"## Profile ({where + ', ' if where else ''}{profiles['precision']}, {profiles['device']})", ""]
     if profiles["status"] != Status.OK:
         return "\n".join(lines + [_not_ok(profiles), ""])
     settings = profiles["settings"]

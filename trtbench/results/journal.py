@@ -31,7 +31,8 @@ class JournalState:
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
     parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
-    artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # (build key..., variant) -> manifest entries
+    artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # save key -> manifest entries
+    saved_in: dict[tuple, str] = field(default_factory=dict)  # save key -> the environment of the run that saved
     environments: dict[str, dict] = field(default_factory=dict)
     complete: bool = False  # the last run into this directory finished every case
 
@@ -82,7 +83,7 @@ class Journal:
     def read(self) -> JournalState:
         """Everything earlier runs completed; interrupted cases, torn lines and lines of a kind no
         registered part type reads are left out."""
-        state = JournalState()
+        state, environment = JournalState(), ""
         if not self.path.is_file():
             return state
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -92,10 +93,12 @@ class Journal:
                 if kind == Record.KIND:  # a journal of an earlier trtbench may hold parts in its records
                     for part in record_parts(entry[kind]):
                         state.keep(part)
-                elif kind == "artifacts":
+                elif kind == "artifacts":  # saved by the run whose environment line came last before it
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
+                    state.saved_in[tuple(entry["key"])] = environment
                 elif kind == "environment":
-                    state.environments[entry["environment"]["id"]] = entry["environment"]
+                    environment = entry["environment"]["id"]
+                    state.environments[environment] = entry["environment"]
                 elif kind == "complete":
                     state = JournalState(complete=True)  # what came before is finished, not resumable
                 elif part_type(kind) is not None:

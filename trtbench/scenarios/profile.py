@@ -13,6 +13,7 @@ from trtbench.build.stage import capture_warnings
 from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import ProfiledVariant, run_profiles
+from trtbench.core.env import environment_name
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
 from trtbench.report.profile import draw_layer_plots, profile_markdown
@@ -109,13 +110,16 @@ class Profile(Scenario):
 
     @classmethod
     def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        profiles = [p.data for p in results.parts(ProfilePart.KIND)]
-        profiles += [run["profiles"] for run in results.runs if run.get("profiles")]  # results of schema 4
+        parts = results.parts(ProfilePart.KIND)
+        profiles = [(f"{p.model}, {environment_name(results.environments.get(p.environment, {'id': p.environment}))}",
+                     p.data) for p in parts]
+        profiles += [("", run["profiles"]) for run in results.runs if run.get("profiles")]  # results of schema 4
         if not profiles:
             return None
-        for data in profiles:
-            draw_layer_plots(data, out_dir)
-        return ReportSection("\n".join(profile_markdown(data) for data in profiles))
+        for i, (_, data) in enumerate(profiles):  # several (a merge): each its own plot files
+            draw_layer_plots(data, out_dir, f"{i}_" if len(profiles) > 1 else "")
+        return ReportSection("\n".join(profile_markdown(data, where if len(profiles) > 1 else "")
+                                        for where, data in profiles))
 
 
 def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:
