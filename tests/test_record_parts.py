@@ -45,7 +45,7 @@ def test_the_core_record_imports_no_scenario():
 
 
 def served_case(r: Record, peak: float = 125.0) -> ServedCase:
-    result = ServingResult(scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(peak,))
+    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(peak,))
     return ServedCase(r.case.key, r.environment, (result,))
 
 

@@ -31,7 +31,7 @@ def served(r: Record) -> ServedCase:
     summary = parse_summary(SUMMARY_INVALID)
     runs = tuple(LoadGenRun(qps, 0, summary, True, (10.0,), {1: 1}, 0, f"serving/x/r0-s{i}")
                  for i, qps in enumerate((40.0, 60.0)))
-    result = ServingResult(scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(60.0,),
+    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(60.0,),
                            runs=runs, log_dir="serving/x")
     return ServedCase(r.case.key, r.environment, (result,))
 

@@ -179,10 +179,10 @@ def test_a_failed_serving_result_fails_the_run_and_is_named_in_the_notes():
     eager = record("eager", 10.0)
     results = ResultSet(environments={"env-a": {"id": "env-a"}})
     results.add(eager)
-    ok = ServingResult(scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(50.0,))
+    ok = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(50.0,))
     results.add(ServedCase(eager.case.key, "env-a", (ok,)))
     assert results.exit_code() == 0
-    failed = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99, peaks=(98.5,),
+    failed = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99, peaks=(98.5,),
                            status=Status.FAILED, reason="1 query(ies) lost at 147.7 QPS offered: server worker 0's "
                                                         "worker died during 'call' (killed by signal 9)")
     results.add(ServedCase(eager.case.key, "env-a", (ok, failed)))
@@ -310,7 +310,7 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
 
     summary = parse_summary(SUMMARY_INVALID)
-    result = ServingResult(scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
+    result = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
                            batching={"max_batch": 4, "window_ms": 2.0}, service_ms=10.3, peaks=(120.0, 130.0, 125.0),
                            runs=(LoadGenRun(125.0, 1, summary, True, (10.5, 12.25), {1: 1, 2: 2}, 0, "serving/x/r1"),),
                            log_dir="serving/x")

@@ -175,7 +175,7 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
     results: dict[int, ServingResult] = {}
     for threads in dict.fromkeys(threads_of.values()):
         counts = [workers for workers in settings.workers if threads_of[workers] == threads]
-        planned = {workers: ServingResult(scenario="server", workers=workers, threads=threads,
+        planned = {workers: ServingResult(loadgen_scenario="server", workers=workers, threads=threads,
                                           bound_ms=settings.p99_ms, percentile=settings.percentile,
                                           batching=dataclasses.asdict(settings.batching) if settings.batching else None,
                                           log_dir=f"serving/{name}_w{workers}")

@@ -48,7 +48,7 @@ class ServingResult:
     for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty.
     """
 
-    scenario: str  # the LoadGen scenario: server
+    loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
     workers: int
     threads: int
     bound_ms: float
@@ -108,7 +108,7 @@ class ServingResult:
         return f"w{self.workers} x t{self.threads}" + (f" batching {self.batching_text}" if self.batching else "")
 
     def to_dict(self) -> dict:
-        return {"scenario": self.scenario, "workers": self.workers, "threads": self.threads,
+        return {"scenario": self.loadgen_scenario, "workers": self.workers, "threads": self.threads,
                 "bound_ms": self.bound_ms, "percentile": self.percentile, "batching": self.batching,
                 "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
                 "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
@@ -116,7 +116,7 @@ class ServingResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ServingResult":
-        return cls(scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
+        return cls(loadgen_scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
                    bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
                    status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
                    peaks=tuple(data.get("peaks") or ()),
