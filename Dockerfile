@@ -16,10 +16,14 @@ COPY docker/record_base_versions.sh /usr/local/bin/trtbench-record-base-versions
 RUN trtbench-record-base-versions /opt/trtbench/base-versions.txt
 
 # nss_wrapper lets the entrypoint give any uid (docker run --user "$(id -u):$(id -g)") a passwd
-# entry, which `import torch_tensorrt` needs. Unpinned: the version is the base distribution's.
+# entry, which `import torch_tensorrt` needs. jemalloc and TCMalloc are what benchmark.allocator
+# preloads into the worker processes (TCMalloc's package is libtcmalloc-minimal4t64 on Ubuntu 24.04
+# and later, libtcmalloc-minimal4 before). Unpinned: the versions are the base distribution's.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libnss-wrapper \
+    && apt-get install -y --no-install-recommends libnss-wrapper libjemalloc2 \
+    && (apt-get install -y --no-install-recommends libtcmalloc-minimal4t64 \
+        || apt-get install -y --no-install-recommends libtcmalloc-minimal4) \
     && rm -rf /var/lib/apt/lists/*
 
 # trtbench itself without dependencies (its torch pin must not replace the image's torch),

@@ -153,3 +153,33 @@ class SleepsPerCall:
             made[0] += 1
             time.sleep(3600 if self.hang_from is not None and made[0] >= self.hang_from else self.call_s)
         return {f"x{k}": call for k in range(1, self.max_batch + 1)}, {"runtime": "sleeps per call"}
+
+
+@dataclass(frozen=True)
+class MallocsPerCall:
+    """A runtime that mallocs a ``megabytes`` buffer through the C library, touches every page and frees it,
+    on every call: whether its pages fault in again each call is up to the process's allocator (glibc
+    maps a block above its mmap threshold afresh and unmaps it on free; a fixed high threshold, jemalloc
+    or TCMalloc keep it). Its facts say which allocator library the process loaded."""
+
+    megabytes: int = 48
+    device: str = "cpu"
+
+    def materialize(self):
+        import ctypes
+        import mmap
+
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        size = self.megabytes << 20
+
+        def call():
+            buffer = libc.malloc(size)
+            libc.memset(buffer, 1, size)  # touch every page
+            libc.free(buffer)
+
+        with open("/proc/self/maps") as maps:
+            loaded = sorted({name for line in maps for name in ("jemalloc", "tcmalloc") if name in line})
+        return {"p": call}, {"runtime": "mallocs", "page": mmap.PAGESIZE, "preloaded": loaded}

@@ -26,6 +26,7 @@ import torch
 
 from trtbench.core.version import __version__
 from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
+from trtbench.core.allocator import worker_env
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
@@ -69,8 +70,9 @@ class PublishCheck:
 class ArtifactStore:
     """Saves each variant's files into ``<out>/artifacts`` and keeps the manifest entries."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, allocator: str = "default"):
         self.directory = Path(directory)
+        self.allocator = allocator  # trtbench.core.allocator: the state each fresh-process check starts in
         self.entries: list[dict] = []
 
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
@@ -134,6 +136,7 @@ class ArtifactStore:
                               "input_shapes": [list(t.shape) for t in reference_inputs]},
                 "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
                 "reload_check": checks[artifact.path.name],
+                "allocator": self.allocator,
             }
             fresh = verify_artifact(entry, staging)
             if not fresh["ok"]:
@@ -257,7 +260,7 @@ def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dic
     for path in [job["path"], *(c["path"] for c in job["companions"])]:
         if not Path(path).is_file():
             return {"ok": False, "error": f"missing file {path}"}
-    return FreshProcesses.shared().run(job)
+    return FreshProcesses.shared(entry.get("allocator", "default")).run(job)
 
 
 class FreshProcesses:
@@ -269,20 +272,21 @@ class FreshProcesses:
 
     _shared: "FreshProcesses | None" = None
 
-    def __init__(self):
-        self.environment = dict(os.environ)
+    def __init__(self, allocator: str = "default"):
+        self.environment = worker_env(allocator)
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True, start_new_session=True)
+                                     stderr=self.log, text=True, start_new_session=True, env=self.environment)
         atexit.register(self.close)
 
     @classmethod
-    def shared(cls) -> "FreshProcesses":
+    def shared(cls, allocator: str = "default") -> "FreshProcesses":
+        """The server whose forks start in ``allocator``'s state (:mod:`trtbench.core.allocator`)."""
         server = cls._shared
-        if server is None or server.proc.poll() is not None or server.environment != dict(os.environ):
+        if server is None or server.proc.poll() is not None or server.environment != worker_env(allocator):
             if server is not None:
                 server.close()
-            cls._shared = server = cls()
+            cls._shared = server = cls(allocator)
         return server
 
     def run(self, job: dict) -> dict:

@@ -25,6 +25,7 @@ import yaml
 from trtbench.core import schema
 from trtbench.quantize.calibration import CalibrationConfig
 from trtbench.core.case import options_text
+from trtbench.core.allocator import ALLOCATORS
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
 from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
@@ -148,6 +149,7 @@ class BenchmarkConfig:
     seed: int = 0
     measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
     isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
+    allocator: str = "default"  # the state every worker starts in: default | tuned | jemalloc | tcmalloc
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
 
     def _key(self, name: str) -> Any:
@@ -156,6 +158,12 @@ class BenchmarkConfig:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
+        schema.require_choice(self.allocator, ALLOCATORS, schema.join(path, "allocator"))
+        if self.allocator != "default" and self.isolation != "process":
+            raise UserInputError(schema.join(path, "allocator"),
+                                 f"'{self.allocator}' sets the allocator a worker process starts with, and "
+                                 f"isolation '{self.isolation}' times in this process, whose allocator is set",
+                                 "use isolation: process (the default), or allocator: default")
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
             schema.require_positive(self._key(name), schema.join(path, name))

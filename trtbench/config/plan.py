@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import torch
 
+from trtbench.core.allocator import unavailable_reason as allocator_unavailable
 from trtbench.core.case import Case
 from trtbench.config.config import Config, ModelConfig, VariantEntry
 from trtbench.core.env import default_threads
@@ -196,9 +197,11 @@ def quantizing_variants() -> list[str]:
     return [name for name in variant_names() if get_variant(name).quantizes]
 
 
-def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
-    """Why each variant of the group cannot run here, by slot id (only those that cannot)."""
-    reasons = {group.slot_id(entry.name, precision): why_unavailable(entry.name, device, precision)
+def _unavailable(group: BuildGroup, device: torch.device, allocator: str) -> dict[str, str]:
+    """Why each variant of the group cannot run here, by slot id (only those that cannot): none can where the
+    allocator its workers start with is not installed (the reason gives the install line)."""
+    missing = allocator_unavailable(allocator)
+    reasons = {group.slot_id(entry.name, precision): missing or why_unavailable(entry.name, device, precision)
                for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
 
@@ -236,7 +239,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
             group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
                                listed=list(config.precisions), threads=threads or threads_default,
                                points=points, variants=entries, device=str(device))
-            group.unavailable = _unavailable(group, device)
+            group.unavailable = _unavailable(group, device, config.benchmark.allocator)
             groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:

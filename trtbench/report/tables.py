@@ -66,9 +66,9 @@ def _switch_in_text(record: Record, facts: dict) -> str:
 
 def isolation_table(results: ResultSet) -> str:
     """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
-    lines = ["| model | variant | precision | method | process | threads (intra/inter, runtime) | spinning | "
+    lines = ["| model | variant | precision | method | process | allocator | threads (intra/inter, runtime) | spinning | "
              "settle ms (CPU ms) | CPU between blocks ms | page faults / call | switch-in call | peak RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = set()
     for r in results:
         facts = r.metrics.get("isolation")
@@ -83,6 +83,7 @@ def isolation_table(results: ResultSet) -> str:
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
+                 facts.get("allocator", "as this process's" if facts.get("method") == "in_process" else "unstated"),
                  threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
                  number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),

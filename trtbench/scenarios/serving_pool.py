@@ -36,9 +36,10 @@ def call_label(queries: int) -> str:
 class ServingPool:
     """``len(recipes)`` worker processes, each hosting one recipe, started and built together."""
 
-    def __init__(self, recipes: list[Recipe], timeout_s: float, log_dir: Optional[Path] = None):
+    def __init__(self, recipes: list[Recipe], timeout_s: float, log_dir: Optional[Path] = None,
+                 allocator: str = "default"):
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
-        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir))
+        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir, allocator))
         self.workers: list[Worker] = list(ready.values())
         if errors:
             self.close()

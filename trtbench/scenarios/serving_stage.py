@@ -92,8 +92,9 @@ def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
                     return recipe.hosting(variant.at_threads(artifact, threads) if artifact else None, threads)
                 stem = f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
-                results += run_serving(ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s),
-                                       settings, out_dir, _slug(stem), log)
+                hosts = ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s,
+                                       config.benchmark.allocator)
+                results += run_serving(hosts, settings, out_dir, _slug(stem), log)
             yield ServedCase(record.case.key, record.environment, tuple(results))
 
 

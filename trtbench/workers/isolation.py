@@ -82,9 +82,10 @@ class VariantWorkers:
 
     method = "process"
 
-    def __init__(self, count: int, timeout_s: float):
+    def __init__(self, count: int, timeout_s: float, allocator: str = "default"):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
-        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name))
+        self.allocator = allocator  # the state every worker starts in (trtbench.core.allocator)
+        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name), allocator)
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
 
@@ -124,7 +125,7 @@ class VariantWorkers:
                 facts = worker.refresh_facts()
             except WorkerError:  # a worker that died after its last block: its last known facts
                 facts = worker.facts
-        return {"method": self.method, "settle": SETTLED, **facts}
+        return {"method": self.method, "settle": SETTLED, "allocator": self.allocator, **facts}
 
     def close(self) -> None:
         for worker in self._spawned:
@@ -138,7 +139,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
-    return VariantWorkers(count, config.benchmark.worker_timeout_s)
+    return VariantWorkers(count, config.benchmark.worker_timeout_s, config.benchmark.allocator)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],

@@ -33,6 +33,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
+from trtbench.core.allocator import worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.measure.settle import wait_until_idle
 from trtbench.measure.timing import Block, synchronize, time_calls
@@ -129,13 +130,13 @@ def worker_main(fd: int) -> None:
 class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
-    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None):
+    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None, allocator: str = "default"):
         """Start the process, which imports torch and waits for its recipe (:meth:`assign`): started
         early, it imports while this process still builds. ``log``: a file for its stdout and stderr
-        (None: this process's)."""
+        (None: this process's). It starts in ``allocator``'s state (:mod:`trtbench.core.allocator`)."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)  # the child imports what this process can: trtbench, the model's module
+        env = worker_env(allocator)  # the child imports what this process can: trtbench, the model's module
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         output = open(log, "wb") if log is not None else None
         try:
@@ -268,9 +269,12 @@ class WorkerTimer:
         return self.worker.block(self.label, calls, switch_in)
 
 
-def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None) -> list[Worker]:
-    """``count`` worker processes, importing while the caller goes on (output in ``log_dir``/worker-<i>.log)."""
-    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None) for i in range(count)]
+def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None,
+                  allocator: str = "default") -> list[Worker]:
+    """``count`` worker processes in ``allocator``'s state, importing while the caller goes on (output in
+    ``log_dir``/worker-<i>.log)."""
+    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None, allocator)
+            for i in range(count)]
 
 
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],
