@@ -207,3 +207,24 @@ def test_the_runner_names_no_scenario():
     assert not names & used, f"the runner names scenarios {names & used}"
     assert not any(m and m.startswith("trtbench.scenarios.") for m in imported), imported
     assert {"latency", "server", "profile"} <= {c.name for c in registered()}
+
+
+def test_a_config_without_inputs_or_latency_is_valid_where_its_scenarios_need_neither(tiny_config):
+    """Each scenario declares the config sections it reads: without ``inputs:`` a config of a scenario that
+    reads none loads, and one that lists latency (which times the model on inputs) is refused naming it."""
+    from trtbench.config.config import config_from_dict
+    from trtbench.core.errors import UserInputError
+
+    class Counts(Tally):
+        name = "counts"
+        needs = ()
+
+    register(Counts)
+    try:
+        data = {key: value for key, value in tiny_config.items() if key != "inputs"}
+        config = config_from_dict({**data, "scenarios": ["counts"]})
+        assert config.inputs == [] and [s.name for s in config.scenarios] == ["counts"]
+        with pytest.raises(UserInputError, match="inputs: is empty"):
+            config_from_dict({**data, "scenarios": ["counts", "latency"]})
+    finally:
+        unregister("counts")
