@@ -120,8 +120,8 @@ def test_the_journal_carries_the_parts(tmp_path):
     journal.part(ceiling)
     journal.part(served_case(traced))
     state = journal.read()
-    assert state.records == {traced.case.key: traced} and state.parts_of("ceiling") == {ceiling.key: ceiling}
-    assert state.parts_of("served") == {traced.key: served_case(traced)}
+    assert state.records == {traced.case.key: traced} and state.parts.of("ceiling") == [ceiling]
+    assert state.parts.get("served", traced.key) == served_case(traced) and len(state.parts.of("served")) == 1
 
 
 def test_report_entries_are_not_read_back_as_parts_and_unknown_parts_are_kept():

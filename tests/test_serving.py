@@ -324,7 +324,7 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     journal = Journal(tmp_path)
     journal.part(record)
     journal.part(served)
-    assert journal.read().parts_of("served") == {served.key: served}
+    assert journal.read().parts.of("served") == [served]
     results = ResultSet(_records={(case.key, "env"): record})
     results.add(served)
     merged, _ = ResultSet.merge([ResultSet.from_dict(json.loads(json.dumps(results.to_dict())))])

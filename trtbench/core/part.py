@@ -8,7 +8,7 @@ part needs no edit there. Each part type names its ``KIND`` (the journal line's 
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Iterator, Optional, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -35,6 +35,33 @@ class Part(Protocol):
 
     @classmethod
     def from_dict(cls, data: dict) -> "Part": ...
+
+
+class PartsByKind:
+    """Parts other than records, by kind and then key: a later part with the same key replaces the earlier.
+    What a journal left, what a run has kept and what a result set holds each keep theirs in one."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, dict[tuple, Part]] = {}
+
+    def add(self, part: Part) -> None:
+        self._by_kind.setdefault(part.KIND, {})[part.key] = part
+
+    def of(self, kind: str) -> list[Part]:
+        """Every part of ``kind``, in the order first added."""
+        return list(self._by_kind.get(kind, {}).values())
+
+    def get(self, kind: str, key: tuple) -> Optional[Part]:
+        return self._by_kind.get(kind, {}).get(key)
+
+    def drop_joined(self, key: tuple) -> None:
+        """Remove every part that joins the record of ``key`` (it goes with a record that is replaced)."""
+        for parts in self._by_kind.values():
+            if key in parts and parts[key].JOINS_RECORD:
+                del parts[key]
+
+    def __iter__(self) -> Iterator[Part]:
+        return (part for parts in self._by_kind.values() for part in parts.values())
 
 
 _PART_TYPES: dict[str, type] = {}

@@ -106,15 +106,15 @@ class Runner:
         owing = [s for s in self.config.scenarios if s.owes(group, self.state)]
         with torch_settings(group.threads, self.config.benchmark.cudnn_benchmark):
             copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device)
-            prepared: dict[int, object] = {}
+            prepared: dict[Scenario, object] = {}  # what each started before the build
             try:
                 for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
-                    prepared[id(scenario)] = scenario.prepare(ctx, group)  # while this process builds
+                    prepared[scenario] = scenario.prepare(ctx, group)  # while this process builds
                 outcomes = self._build(ctx, group, copies, build_all=bool(owing))
                 built = BuiltGroup(group, outcomes, copies, references,
                                    {p: self.config.tolerances[p] for p in group.precisions}, self.state)
                 for scenario in [s for s in owing if not s.after_save]:
-                    self._run_scenario(ctx, scenario, built, prepared.get(id(scenario)))
+                    self._run_scenario(ctx, scenario, built, prepared.get(scenario))
             finally:
                 for handle in prepared.values():
                     if handle is not None:

@@ -19,7 +19,7 @@ from trtbench.results.journal import Journal, JournalState
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.core.part import Part
+from trtbench.core.part import Part, PartsByKind
 from trtbench.core.status import RunStatus, Status
 
 
@@ -53,7 +53,7 @@ class RunState:
         self.save_artifacts = plan.config.output.save_artifacts
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}
-        self._parts: dict[str, dict[tuple, Part]] = {}  # kind -> key -> part (records apart)
+        self.kept = PartsByKind()  # every part but the records
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
 
@@ -81,9 +81,9 @@ class RunState:
                     self.records.update(zip(keys, found))
                     self.resumed += len(keys)
         kept = {r.key for r in self.records.values()}
-        for kind, parts in earlier.parts.items():  # a part that joins a record is kept with it; others by env
-            self._parts[kind] = {key: part for key, part in parts.items() if part.environment == env_id
-                                 and (key in kept or not part.JOINS_RECORD)}
+        for part in earlier.parts:  # a part that joins a record is kept with it; others by environment
+            if part.environment == env_id and (part.key in kept or not part.JOINS_RECORD):
+                self.kept.add(part)
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({k: v for k, v in earlier.artifacts.items()  # saved here, in this environment: a save
                            if k in planned_saves and earlier.saved_in.get(k) == env_id})  # elsewhere is redone
@@ -98,7 +98,7 @@ class RunState:
             if not part.status.final:
                 return
         else:
-            self._parts.setdefault(part.KIND, {})[part.key] = part
+            self.kept.add(part)
         self.journal.part(part)
 
     @property
@@ -106,10 +106,10 @@ class RunState:
         return self.plan.config
 
     def parts(self, kind: str) -> list[Part]:
-        return list(self._parts.get(kind, {}).values())
+        return self.kept.of(kind)
 
     def part(self, kind: str, key: tuple) -> Part | None:
-        return self._parts.get(kind, {}).get(key)
+        return self.kept.get(kind, key)
 
     def keep_saved(self, key: tuple, entries) -> None:
         """A variant's save is done (possibly publishing nothing): journal its manifest entries."""
@@ -165,9 +165,8 @@ class RunState:
         for case in self.plan.cases:
             if case.key in self.records:
                 results.add(self.records[case.key])
-        for parts in self._parts.values():
-            for part in parts.values():
-                results.add(part)
+        for part in self.kept:
+            results.add(part)
         return results
 
     def saved_files(self, group: BuildGroup, precision: str, directory: Path) -> dict[str, list[Path]]:

@@ -128,9 +128,9 @@ def failed_part_notes(results: ResultSet) -> list[str]:
     """One line per part other than a record that fails the run (a serving result...), naming the case it
     joins where it joins one: whichever scenario made it, its failure is said."""
     out = []
-    for part in results.joined_parts():
+    for part in results.other_parts():
         if part.fails_run:
-            record = results.record_of(part.key) if getattr(part, "JOINS_RECORD", False) else None
+            record = results.record_of(part.key) if part.JOINS_RECORD else None
             where = f"{record.case.model} {record.case.label} {record.case.precision} " if record else ""
             out.append(where + getattr(part, "failure_note", f"{part.KIND}: failed"))
     return out

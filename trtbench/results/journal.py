@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trtbench.core.part import Part, part_type
+from trtbench.core.part import Part, PartsByKind, part_type
 from trtbench.core.record import Record
 from trtbench.results.resultset import record_parts
 
@@ -30,21 +30,17 @@ class JournalState:
     saved artifacts, environments."""
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
-    parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
+    parts: PartsByKind = field(default_factory=PartsByKind)  # every other part
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # save key -> manifest entries
     saved_in: dict[tuple, str] = field(default_factory=dict)  # save key -> the environment of the run that saved
     environments: dict[str, dict] = field(default_factory=dict)
     complete: bool = False  # the last run into this directory finished every case
 
     def keep(self, part: Part) -> None:
-        if isinstance(part, Record):
-            if part.status.final:
-                self.records[part.case.key] = part
-        else:
-            self.parts.setdefault(part.KIND, {})[part.key] = part
-
-    def parts_of(self, kind: str) -> dict[tuple, Part]:
-        return self.parts.get(kind, {})
+        if not isinstance(part, Record):
+            self.parts.add(part)
+        elif part.status.final:
+            self.records[part.case.key] = part
 
 
 class Journal:

@@ -33,7 +33,7 @@ from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.core.env import environment_id
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import atomic_write_json
-from trtbench.core.part import Part, part_type, part_types
+from trtbench.core.part import Part, PartsByKind, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
@@ -72,13 +72,13 @@ class ResultSet:
     _records: dict[tuple[str, str], Record] = field(default_factory=dict)
     # (Case.baseline_id, precision, environment) -> {case key: eager record}, whatever eager's options
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
-    _parts: dict[str, dict[tuple, Part]] = field(default_factory=dict)  # kind -> key -> part (not records)
+    _parts: PartsByKind = field(default_factory=PartsByKind)  # every part but the records
     _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
 
     def add(self, part: Part) -> None:
         """Add or replace a part (a record, a ceiling, a served case...) of the same key."""
         if not isinstance(part, Record):
-            self._parts.setdefault(part.KIND, {})[part.key] = part
+            self._parts.add(part)
             return
         record = part
         self._records[(record.case.key, record.environment)] = record
@@ -88,14 +88,14 @@ class ResultSet:
 
     def parts(self, kind: str) -> list[Part]:
         """Every part of ``kind`` (not records: iterate the set for those)."""
-        return list(self._parts.get(kind, {}).values())
+        return self._parts.of(kind)
 
     def part(self, kind: str, key: tuple) -> Optional[Part]:
-        return self._parts.get(kind, {}).get(key)
+        return self._parts.get(kind, key)
 
-    def joined_parts(self) -> list[Part]:
+    def other_parts(self) -> list[Part]:
         """Every part that is not a record, of every kind."""
-        return [part for parts in self._parts.values() for part in parts.values()]
+        return list(self._parts)
 
     def record_of(self, key: tuple) -> Optional[Record]:
         """The record whose key (case key, environment) is ``key``: the one a part of a kind that
@@ -170,7 +170,7 @@ class ResultSet:
         if interrupted:
             return 130
         stopped = any(run.get("status") == RunStatus.FAILED for run in self.runs)  # by an error outside a variant
-        return 1 if stopped or any(part.fails_run for part in [*self, *self.joined_parts()]) else 0
+        return 1 if stopped or any(part.fails_run for part in [*self, *self._parts]) else 0
 
     def to_dict(self) -> dict:
         from trtbench.core.version import __version__
@@ -266,19 +266,16 @@ class ResultSet:
                 if merged.get(record.case, record.environment) is not None:
                     notes.append(f"{record.case.model} {record.case.label} {record.case.precision} "
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
-                    for parts in merged._parts.values():  # a part that joins the earlier record goes with it
-                        if record.key in parts and parts[record.key].JOINS_RECORD:
-                            del parts[record.key]
+                    merged._parts.drop_joined(record.key)  # a part that joins the earlier record goes with it
                 merged.add(record)
-            for parts in other._parts.values():
-                for part in parts.values():
-                    earlier = merged.part(part.KIND, part.key)
-                    # a device's ceilings measured by several inputs on one machine are one fact; any other part
-                    # measured twice is said
-                    if not part.JOINS_RECORD and earlier is not None and earlier != part and not isinstance(part, Ceiling):
-                        notes.append(f"{part.KIND} {', '.join(map(str, part.key))}: in more than one input; "
-                                     f"kept input {i + 1}'s")
-                    merged.add(part)
+            for part in other._parts:
+                earlier = merged.part(part.KIND, part.key)
+                # a device's ceilings measured by several inputs on one machine are one fact; any other part
+                # measured twice is said
+                if not part.JOINS_RECORD and earlier is not None and earlier != part and not isinstance(part, Ceiling):
+                    notes.append(f"{part.KIND} {', '.join(map(str, part.key))}: in more than one input; "
+                                 f"kept input {i + 1}'s")
+                merged.add(part)
             for section, items in other._unread.items():
                 merged._unread[section] = merged._unread.get(section, []) + items
         return merged, notes

@@ -20,6 +20,7 @@ import in :mod:`trtbench.scenarios`. A test may register one of its own.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
@@ -59,7 +60,7 @@ class BuiltGroup:
     done: Any  # trtbench.pipeline.state.RunState: records, parts(kind), saved_files(group, precision)
 
 
-class Scenario:
+class Scenario(ABC):
     """Base of every scenario; see the module docstring. One instance per config entry."""
 
     name: ClassVar[str]  # its entry in the config's scenarios: list
@@ -93,9 +94,9 @@ class Scenario:
     def check(self, config: Any, key: str) -> None:
         """Check the entry against the rest of the config (its ``key``); raise UserInputError naming it."""
 
+    @abstractmethod
     def owes(self, group: BuildGroup, done: Any) -> bool:
         """Whether it still has something to run for ``group``, given what the run has ``done``."""
-        raise NotImplementedError
 
     def prepare(self, ctx: RunContext, group: BuildGroup) -> Any:
         """Start what it needs before the group builds (worker processes, say), or None; called only where it
@@ -104,9 +105,9 @@ class Scenario:
         have run."""
         return None
 
+    @abstractmethod
     def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
         """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest."""
-        raise NotImplementedError
 
     @classmethod
     def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
