@@ -87,3 +87,78 @@ def test_a_preloaded_allocator_runs_in_the_worker_where_installed(name, tmp_path
     faults, facts = faults_per_call(name, tmp_path)
     assert facts["preloaded"] == [name], facts  # what it does with a freed 48 MB block is its own policy
     assert faults >= 0
+
+
+DEPLOYED = r'''
+import json, sys
+import onnxruntime as ort
+import torch  # as the worker has it
+from trtbench.core.allocator import mmap_threshold
+options = ort.SessionOptions()
+options.intra_op_num_threads = 1
+session = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
+feed = {session.get_inputs()[0].name: torch.randn(1, 8).numpy()}
+for _ in range(3):
+    session.run(None, feed)
+print(json.dumps({"mmap_threshold": mmap_threshold()}))
+'''
+
+
+def test_a_default_worker_starts_its_timed_calls_in_the_state_of_a_fresh_process_loading_the_same_file(
+        tiny_config, tmp_path, subprocess_env):
+    """glibc's state is its thresholds (core/allocator.py): freeing a 24 MiB block raises the mmap threshold to
+    24 MiB (and the trim threshold to twice that), and then per-call buffers below them stay on the heap instead
+    of faulting in again on every call. The toy's ONNX file is tiny, but the payload a worker gets carries its
+    24 MiB of unused weights: a worker that loaded and freed them before its timed calls (a plain torch.load)
+    would time in another state than a fresh process that loads the same file. Whether a given call trims also
+    depends on the heap's layout, which varies from process to process in a deployment too; the thresholds are
+    what the worker's start-up alone could move."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import run_dict
+
+    tiny_config["model"] = {"source": "python", "name": "toy_models:unused_weights"}
+    tiny_config["inputs"] = [{"name": "x", "dtype": "float32", "min_shape": [1, 8], "opt_shape": [1, 8],
+                              "max_shape": [1, 8]}]
+    tiny_config["variants"] = ["eager", "ort"]
+    tiny_config["benchmark"].update(isolation="process", shapes=["opt"], threads=1)
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": True, "cold_start": False}
+    outcome = run_dict(tiny_config)
+    (ort,) = [r for r in outcome.results if r.case.variant == "ort"]
+    worker = ort.metrics["isolation"]
+    assert worker["hosts"] == "the saved .onnx file", worker
+    (entry,) = [e for e in json.loads((tmp_path / "out" / "artifacts" / "manifest.json").read_text())["artifacts"]
+                if e["variant"] == "ort"]
+    assert (tmp_path / "out" / "artifacts" / entry["file"]).stat().st_size < 1 << 20, "the file keeps the unused weights"
+    out = subprocess.run([sys.executable, "-c", DEPLOYED, str(tmp_path / "out" / "artifacts" / entry["file"])],
+                         capture_output=True, text=True, env=subprocess_env, check=True)
+    fresh = json.loads(out.stdout.strip().splitlines()[-1])
+    raised = 16 << 20  # freeing the weights would raise it to 24 MiB (the probe reads 16 MiB: its sizes double)
+    assert fresh["mmap_threshold"] < raised, fresh
+    assert worker["mmap_threshold_bytes"] < raised, (worker, fresh)
+
+
+def test_the_threshold_is_read_without_moving_it(subprocess_env):
+    """Reading glibc's mmap threshold probes blocks up to 32 MiB and unmaps those it mapped without free(), so
+    the reading does not raise what it reads; freeing a mapped 8 MiB block does raise it."""
+    import subprocess
+    import sys
+
+    script = ("import ctypes; from trtbench.core.allocator import mmap_threshold\n"
+              "libc = ctypes.CDLL('libc.so.6'); libc.malloc.restype = ctypes.c_void_p\n"
+              "libc.free.argtypes = [ctypes.c_void_p]\n"
+              "first, second = mmap_threshold(), mmap_threshold()\n"
+              "libc.free(libc.malloc(8 << 20))\n"
+              "print(first, second, mmap_threshold())")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env,
+                         check=True)
+    first, second, after = map(int, out.stdout.split())
+    assert first == second < 8 << 20 and after == 8 << 20, out.stdout  # raised to 8 MiB and a page
+    jemalloc = library_path("jemalloc")
+    if jemalloc is not None:  # another malloc first: no glibc state to read
+        out = subprocess.run([sys.executable, "-c", script.replace("libc.free(", "(").replace(
+            "print(first, second, mmap_threshold())", "print(first)")], capture_output=True, text=True,
+            env={**subprocess_env, "LD_PRELOAD": str(jemalloc)}, check=True)
+        assert out.stdout.split() == ["None"], out.stdout

@@ -303,3 +303,21 @@ class HiddenTable(TinyCNN):
 
 def hidden_table(mib: int = 2) -> nn.Module:
     return HiddenTable(mib)
+
+
+class UnusedWeights(nn.Module):
+    """A [N, 8] -> [N, 4] linear layer beside ``weight_mib`` MiB of weights its forward never reads: what is
+    saved for deployment (an ONNX file keeps only what the graph reads) is tiny, while the weights a
+    worker's payload carries are not."""
+
+    def __init__(self, weight_mib: int = 24):
+        super().__init__()
+        self.linear = nn.Linear(8, 4)
+        self.unused = nn.Parameter(torch.linspace(0, 1, weight_mib << 18), requires_grad=False)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def unused_weights(weight_mib: int = 24) -> nn.Module:
+    return UnusedWeights(weight_mib)

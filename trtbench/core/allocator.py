@@ -13,10 +13,19 @@ does not. So every worker process (timing, serving, verify) starts in the state
   the threshold come from the heap and stay there;
 - ``jemalloc``, ``tcmalloc``: the library preloaded (``LD_PRELOAD``); where it is not installed the
   rows are skipped with the install line.
+
+glibc's state is not only its settings: its mmap threshold starts at 128 KiB and rises to the size of
+the largest mmapped block freed so far (up to 32 MiB), and its trim threshold to twice that. A process
+whose start-up freed a large block (say, weights it loaded and copied) keeps per-call buffers that a
+fresh deployment hands back to the OS, and so runs without the page faults the deployment pays on
+every call. :func:`mmap_threshold` reads that state without changing it, so a timed process can state
+what its start-up left (the workers load their payload file-backed, ``torch.load(mmap=True)``, so
+that only what the variant's own load, build and first calls do moves it, as in a deployment).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 from typing import Iterable, Optional
@@ -66,3 +75,62 @@ def process_env(allocator: str, env: dict, dirs: Optional[Iterable[str]] = None)
 def worker_env(allocator: str) -> dict:
     """This process's environment for a worker that starts with ``allocator``."""
     return process_env(allocator, dict(os.environ))
+
+
+# mmap_threshold's probe sizes: 128 KiB (glibc's initial threshold) doubling to 32 MiB (its dynamic maximum on 64-bit)
+PROBE_SIZES = tuple((128 << 10) << i for i in range(9))
+_IS_MMAPPED = 0x2  # glibc's chunk flag in the size word before a block (malloc/malloc.c: IS_MMAPPED)
+
+
+def _glibc():
+    """This process's C library, where its ``malloc`` is glibc's own (None where another allocator is
+    preloaded, or the C library is not glibc)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.gnu_get_libc_version  # noqa: B018 - only glibc has it
+    except (OSError, AttributeError):
+        return None
+    mine = ctypes.cast(ctypes.CDLL(None).malloc, ctypes.c_void_p).value
+    if mine != ctypes.cast(libc.malloc, ctypes.c_void_p).value:  # LD_PRELOAD put another malloc first
+        return None
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return libc
+
+
+def _heap_serves(libc, size: int) -> bool:
+    """Whether glibc serves a ``size``-byte block from its heap (below its mmap threshold). A block it
+    mmapped is unmapped here, not ``free``d: glibc's ``free`` would raise the threshold to its size."""
+    block = libc.malloc(size)
+    if not block:
+        raise MemoryError(size)
+    word = ctypes.c_size_t.from_address(block - ctypes.sizeof(ctypes.c_size_t)).value
+    if word & _IS_MMAPPED:  # the chunk starts two words before the block, less its alignment offset (prev_size)
+        offset = ctypes.c_size_t.from_address(block - 2 * ctypes.sizeof(ctypes.c_size_t)).value
+        libc.munmap(block - 2 * ctypes.sizeof(ctypes.c_size_t) - offset, offset + (word & ~0x7))
+        return False
+    libc.free(block)
+    return True
+
+
+def mmap_threshold() -> Optional[int]:
+    """The largest of :data:`PROBE_SIZES` that glibc serves from its heap now (0: none, as in a fresh
+    process; the threshold lies between it and the next size), read without moving the threshold. None
+    where ``malloc`` is not glibc's (jemalloc or TCMalloc preloaded)."""
+    libc = _glibc()
+    if libc is None:
+        return None
+    return max((size for size in PROBE_SIZES if _heap_serves(libc, size)), default=0)
+
+
+def threshold_text(threshold: Optional[int]) -> str:
+    """:func:`mmap_threshold`'s reading as a table cell."""
+    if threshold is None:
+        return "not glibc"
+    if threshold == 0:
+        return "< 128 KiB (fresh)"
+    if threshold >= PROBE_SIZES[-1]:
+        return ">= 32 MiB"
+    return f">= {threshold >> 20} MiB" if threshold >= 1 << 20 else f">= {threshold >> 10} KiB"

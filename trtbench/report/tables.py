@@ -10,6 +10,7 @@ import csv
 import io
 from typing import Optional
 
+from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.report.columns import ColumnSet, registered
@@ -64,6 +65,16 @@ def _switch_in_text(record: Record, facts: dict) -> str:
     return f"{switch_in / stats.median - 1:+.0%}" if switch_in is not None and stats and stats.median > 0 else ""
 
 
+def _allocator_text(facts: dict) -> str:
+    """The allocator a record's process ran with, and glibc's mmap threshold when its timed calls began."""
+    if facts.get("method") == "in_process":
+        return "as this process's"
+    text = facts.get("allocator", "unstated")
+    if "mmap_threshold_bytes" in facts:
+        text += f" (mmap threshold {threshold_text(facts['mmap_threshold_bytes'])})"
+    return text
+
+
 def isolation_table(results: ResultSet) -> str:
     """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
     lines = ["| model | variant | precision | method | process | allocator | threads (intra/inter, runtime) | spinning | "
@@ -83,7 +94,7 @@ def isolation_table(results: ResultSet) -> str:
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
-                 facts.get("allocator", "as this process's" if facts.get("method") == "in_process" else "unstated"),
+                 _allocator_text(facts),
                  threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
                  number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import io
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from multiprocessing.connection import Connection, wait
@@ -114,12 +114,13 @@ def worker_main(fd: int) -> None:
             try:
                 with torch.inference_mode():
                     checked = checked_call(calls[message[1]], device)
-                buffer = io.BytesIO()
-                torch.save(checked.output, buffer)
+                # written from the tensors' own memory: serializing to bytes here would allocate and free blocks
+                # of the output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
+                torch.save(checked.output, message[2])
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
-            conn.send(("checked", buffer.getvalue(), checked.peak_memory, checked.warnings, checked.call_s))
+            conn.send(("checked", checked.peak_memory, checked.warnings, checked.call_s))
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
             conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
@@ -221,9 +222,11 @@ class Worker:
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""
-        self._send(("check", label))
-        _, output, memory, caught, call_s = self._receive(f"check the output at {label}")
-        return CheckedCall(torch.load(io.BytesIO(output), weights_only=False), memory, caught, call_s)  # our worker's
+        with tempfile.TemporaryDirectory(prefix="trtbench-check-") as folder:
+            written = os.path.join(folder, "output.pt")
+            self._send(("check", label, written))
+            _, memory, caught, call_s = self._receive(f"check the output at {label}")
+            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
