@@ -162,3 +162,47 @@ def test_the_threshold_is_read_without_moving_it(subprocess_env):
             "print(first, second, mmap_threshold())", "print(first)")], capture_output=True, text=True,
             env={**subprocess_env, "LD_PRELOAD": str(jemalloc)}, check=True)
         assert out.stdout.split() == ["None"], out.stdout
+
+
+def test_sweep_allocator_times_each_state_against_eager_in_it_and_eager_under_default(tiny_config, tmp_path):
+    """sweep.allocator: [tuned] gives the variants under tuned, paired with eager under tuned, and eager under
+    default beside them (what the knob buys); cases under default keep the keys they had before the axis."""
+    from conftest import run_dict
+    from trtbench.config.config import config_from_dict
+    from trtbench.config.plan import resolve
+    from trtbench.core.case import Case
+
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(isolation="process", shapes=["opt"])
+    tiny_config["sweep"] = {"allocator": ["tuned"]}
+    tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False, "cold_start": False}
+    groups = resolve(config_from_dict(tiny_config)).groups
+    assert [(g.allocator, [e.name for e in g.variants]) for g in groups] == [("default", ["eager"]),
+                                                                           ("tuned", ["eager", "traced"])]
+    outcome = run_dict(tiny_config)
+    records = {(r.case.variant, r.case.allocator): r for r in outcome.results}
+    assert set(records) == {("eager", "default"), ("eager", "tuned"), ("traced", "tuned")}
+    assert all(r.timed for r in records.values()), [r.reason for r in records.values()]
+    assert records[("traced", "tuned")].metrics["isolation"]["allocator"] == "tuned"
+    assert outcome.results.baseline(records[("traced", "tuned")]) is records[("eager", "tuned")]
+    default_case = records[("eager", "default")].case
+    assert "allocator" not in default_case.to_dict() and Case.from_dict(default_case.to_dict()) == default_case
+    assert records[("eager", "tuned")].case.key != default_case.key
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Deployment knobs: allocator" in report and "| eager | tuned |" in report, report
+    assert "| traced | tuned |" in report
+
+
+@pytest.mark.parametrize("sweep, benchmark, fragment", [
+    ({"allocator": ["tcmaloc"]}, {}, "sweep.allocator[0]"),
+    ({"allocator": ["tuned", "tuned"]}, {}, "sweep.allocator: has duplicates"),
+    ({"allocator": ["default", "tuned"]}, {"isolation": "in_process"}, "sweep.allocator"),
+])
+def test_bad_allocator_sweeps_name_the_key(tiny_config, write_config, capsys, sweep, benchmark, fragment):
+    from trtbench.cli import main
+
+    tiny_config["sweep"] = sweep
+    tiny_config["benchmark"] = {**tiny_config["benchmark"], **benchmark}
+    assert main(["validate", str(write_config(tiny_config))]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err, err

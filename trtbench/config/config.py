@@ -186,11 +186,13 @@ class BenchmarkConfig:
 
 @dataclass
 class SweepConfig:
-    """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions and thread counts."""
+    """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions, thread counts and
+    allocator states (each timed against eager in the same state; see :attr:`Config.allocators`)."""
 
     batch: list[int] = field(default_factory=list)
     precisions: list[str] = field(default_factory=list)
     threads: list[int] = field(default_factory=list)
+    allocator: list[str] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
         for key in ("batch", "threads"):
@@ -201,6 +203,10 @@ class SweepConfig:
                 raise UserInputError(schema.join(path, key), f"has duplicates: {values}", "list each value once")
         for i, p in enumerate(self.precisions):
             schema.require_choice(p, tuple(PRECISIONS), schema.join(path, f"precisions[{i}]"))
+        for i, state in enumerate(self.allocator):
+            schema.require_choice(state, ALLOCATORS, schema.join(path, f"allocator[{i}]"))
+        if len(set(self.allocator)) != len(self.allocator):
+            raise UserInputError(schema.join(path, "allocator"), f"has duplicates: {self.allocator}", "list each value once")
 
 
 @dataclass
@@ -364,6 +370,10 @@ class Config:
             schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
         if sweep is not None:
             check_sweep_batches(sweep, inputs)
+            if any(state != "default" for state in sweep.allocator) and f["benchmark"].isolation != "process":
+                raise UserInputError("sweep.allocator", f"{sweep.allocator} sets the allocator each worker process "
+                                     f"starts with, and isolation '{f['benchmark'].isolation}' times in this "
+                                     "process, whose allocator is set", "use benchmark.isolation: process (the default)")
         f["variants"] = parse_variant_entries(f["variants"], "variants")
         tolerances = default_tolerances()
         for key, value in f["tolerances"].items():
@@ -387,6 +397,16 @@ class Config:
     def serving(self) -> list[ServingConfig]:
         """The settings of the server scenarios, in the order listed."""
         return [s.settings for s in self.scenarios if s.name == "server"]
+
+    @property
+    def allocators(self) -> list[str]:
+        """The allocator states to time in (:mod:`trtbench.core.allocator`): ``sweep.allocator``, else
+        ``benchmark.allocator``. A sweep without ``default`` also times eager under ``default``
+        (:func:`trtbench.config.plan.resolve`), so the table shows what the knob buys as well as what
+        each variant buys under it."""
+        if self.sweep is not None and self.sweep.allocator:
+            return list(self.sweep.allocator)
+        return [self.benchmark.allocator]
 
     @property
     def thread_counts(self) -> list[Optional[int]]:

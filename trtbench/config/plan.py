@@ -58,6 +58,7 @@ class BuildGroup:
     unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
     listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
+    allocator: str = "default"  # the state its worker processes start in (trtbench.core.allocator)
 
     def __post_init__(self) -> None:
         if not self.listed:
@@ -98,7 +99,7 @@ class BuildGroup:
     def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
         return Case(model=self.model.id, variant=entry.name, precision=precision or self.reference_precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
-                    options=entry.options_text)
+                    options=entry.options_text, allocator=self.allocator)
 
     def cases(self) -> list[Case]:
         return [self.case(entry, point, precision) for point in self.points for entry, precision in self.slots()]
@@ -234,13 +235,18 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
     points = shape_points(config)
     groups = []
+    allocators = config.allocators
+    if config.sweep is not None and config.sweep.allocator and "default" not in allocators:
+        allocators = ["default"] + allocators  # eager alone there: what the knob buys (Config.allocators)
     for model in config.models:
         for threads in config.thread_counts:
-            group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
-                               listed=list(config.precisions), threads=threads or threads_default,
-                               points=points, variants=entries, device=str(device))
-            group.unavailable = _unavailable(group, device, config.benchmark.allocator)
-            groups.append(group)
+            for allocator in allocators:
+                group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
+                                   listed=list(config.precisions), threads=threads or threads_default, points=points,
+                                   variants=entries if allocator in config.allocators else entries[:1],
+                                   device=str(device), allocator=allocator)
+                group.unavailable = _unavailable(group, device, allocator)
+                groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:
         index, count = shard

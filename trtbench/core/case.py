@@ -37,6 +37,7 @@ class Case:
     threads: int
     device: str  # resolved: cpu, cuda:0
     options: str = ""  # the variant's options as canonical JSON ("" for defaults)
+    allocator: str = "default"  # the allocator state its process started in (trtbench.core.allocator)
 
     @property
     def batch(self) -> int:
@@ -58,10 +59,11 @@ class Case:
     def baseline_id(self) -> tuple:
         """Identifies, with a precision and an environment, the eager records a case's speedups are
         measured against (eager fp32, and eager at the case's own precision where that is a reduced float
-        one, with the options its run listed): everything but the variant, its options and the precision.
+        one, with the options its run listed): everything but the variant, its options and the precision;
+        so eager under the same allocator state.
         Every precision of a model is timed in the rounds of eager fp32, its reference
         (:func:`trtbench.config.plan.group_precisions`)."""
-        return (self.model, self.point, self.input_shapes, self.threads, self.device)
+        return (self.model, self.point, self.input_shapes, self.threads, self.device, self.allocator)
 
     @property
     def label(self) -> str:
@@ -71,6 +73,8 @@ class Case:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["input_shapes"] = [list(s) for s in self.input_shapes]
+        if self.allocator == "default":  # so that cases from before the allocator axis keep their keys
+            del data["allocator"]
         return data
 
     @classmethod

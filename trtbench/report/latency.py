@@ -12,6 +12,7 @@ from trtbench.report.matrix import sweep_markdown, write_sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
 from trtbench.report.tables import deployment_table, isolation_table, markdown_table
+from trtbench.report.knobs import knob_markdown
 from trtbench.results.recommend import recommend, recommendation_markdown
 from trtbench.results.resultset import ResultSet
 
@@ -77,6 +78,9 @@ def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float
     reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
     if reduced:
         parts.append(reduced)
+    knobs = knob_markdown(results)
+    if knobs:
+        parts.append(knobs)
     recommendations = recommend(results, budget_ms) if budget_ms is not None else []
     if recommendations:
         parts.append(recommendation_markdown(recommendations, results.environments))

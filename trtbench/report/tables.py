@@ -84,7 +84,7 @@ def isolation_table(results: ResultSet) -> str:
     for r in results:
         facts = r.metrics.get("isolation")
         c = r.case
-        key = (r.environment, c.model, c.label, c.precision, c.threads)
+        key = (r.environment, c.model, c.label, c.precision, c.threads, c.allocator)
         if not facts or key in seen:
             continue
         seen.add(key)
@@ -108,7 +108,8 @@ def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
 
 
 def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
-    """Identity columns (model/precision/threads/environment only when they vary), then the column sets'."""
+    """Identity columns (model/precision/threads/allocator/environment only when they vary), then the column
+    sets'."""
     records = results.records
     cols = []
     if len({r.environment for r in records}) > 1:
@@ -120,6 +121,8 @@ def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
         cols.append("precision")
     if len({r.case.threads for r in records}) > 1:
         cols.append("threads")
+    if len({r.case.allocator for r in records}) > 1:
+        cols.append("allocator")
     return cols + ["point", "status"] + [column.header for column_set in column_sets for column in column_set.columns]
 
 
@@ -128,7 +131,7 @@ def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], environme
     values = {
         "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": c.precision, "threads": str(c.threads), "point": f"{c.point} ({c.shapes})",
+        "precision": c.precision, "threads": str(c.threads), "allocator": c.allocator, "point": f"{c.point} ({c.shapes})",
         "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
         **{column.header: column.cell(row) for column_set in column_sets for column in column_set.columns},
     }

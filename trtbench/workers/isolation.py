@@ -139,7 +139,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
-    return VariantWorkers(count, config.benchmark.worker_timeout_s, config.benchmark.allocator)
+    return VariantWorkers(count, config.benchmark.worker_timeout_s, group.allocator)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],
