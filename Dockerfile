@@ -27,12 +27,13 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # trtbench itself without dependencies (its torch pin must not replace the image's torch),
-# then only the light dependencies; pip applies the image's PIP_CONSTRAINT
+# then only the light dependencies (intel-openmp: Intel's OpenMP runtime for benchmark.openmp: intel);
+# pip applies the image's PIP_CONSTRAINT
 # (/etc/pip/constraint.txt), so names already in the image keep their versions.
 COPY . /tmp/trtbench-src
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir --no-deps --no-build-isolation /tmp/trtbench-src \
-    && pip install --no-cache-dir alive-progress==3.3.0 pyyaml matplotlib numpy \
+    && pip install --no-cache-dir alive-progress==3.3.0 pyyaml matplotlib numpy intel-openmp \
     && rm -rf /tmp/trtbench-src
 
 COPY docker/entrypoint.sh /usr/local/bin/trtbench-entrypoint

@@ -49,7 +49,8 @@ def test_case_key_is_stable_across_processes_and_tells_every_field_apart(subproc
         keys.add(proc.stdout.strip())
     assert keys == {CASE.key} and len(CASE.key) == 16
     changed = {"model": "torchvision:resnet18", "variant": "scripted", "precision": "fp32", "point": "max",
-               "input_shapes": ((16, 3, 224, 224), (16, 7)), "threads": 1, "device": "cpu", "options": "", "allocator": "tcmalloc"}
+               "input_shapes": ((16, 3, 224, 224), (16, 7)), "threads": 1, "device": "cpu", "options": "",
+               "knobs": "allocator=tcmalloc"}
     assert set(changed) == {f.name for f in dataclasses.fields(Case)}
     other_keys = {dataclasses.replace(CASE, **{name: value}).key for name, value in changed.items()}
     assert len(other_keys) == len(changed) and CASE.key not in other_keys
@@ -448,9 +449,9 @@ def test_a_failed_build_fails_every_variant_down_the_chain(tiny_config, tmp_path
     assert all(r.status == "ok" for r in outcome.results if r.case.variant == "eager")
 
 
-def test_a_case_under_the_default_allocator_keeps_the_key_it_had_before_the_axis():
-    """Results written before sweep.allocator existed resume and merge: the state is in the key only where it
-    is not the default."""
-    before = {key: value for key, value in CASE.to_dict().items() if key != "allocator"}
+def test_a_case_under_the_default_knobs_keeps_the_key_it_had_before_the_axis():
+    """Results written before the deployment knobs existed resume and merge: the knobs are in the key only where
+    one is set away from its default."""
+    before = {key: value for key, value in CASE.to_dict().items() if key != "knobs"}
     assert CASE.to_dict() == before and Case.from_dict(before) == CASE
-    assert CASE.key == "c46747bd1a7038fb"  # as computed before the allocator field existed
+    assert CASE.key == "c46747bd1a7038fb"  # as computed before the knobs field existed

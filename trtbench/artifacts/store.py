@@ -26,7 +26,7 @@ import torch
 
 from trtbench.core.version import __version__
 from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
-from trtbench.core.allocator import worker_env
+from trtbench.core.knobs import Knobs, worker_env
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
@@ -70,9 +70,9 @@ class PublishCheck:
 class ArtifactStore:
     """Saves each variant's files into ``<out>/artifacts`` and keeps the manifest entries."""
 
-    def __init__(self, directory: Path, allocator: str = "default"):
+    def __init__(self, directory: Path, knobs: Knobs = Knobs()):
         self.directory = Path(directory)
-        self.allocator = allocator  # trtbench.core.allocator: the state each fresh-process check starts in
+        self.knobs = knobs  # trtbench.core.knobs: the deployment knobs each fresh-process check starts with
         self.entries: list[dict] = []
 
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
@@ -136,7 +136,7 @@ class ArtifactStore:
                               "input_shapes": [list(t.shape) for t in reference_inputs]},
                 "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
                 "reload_check": checks[artifact.path.name],
-                "allocator": self.allocator,
+                "knobs": self.knobs.to_dict(),
             }
             fresh = verify_artifact(entry, staging)
             if not fresh["ok"]:
@@ -260,7 +260,8 @@ def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dic
     for path in [job["path"], *(c["path"] for c in job["companions"])]:
         if not Path(path).is_file():
             return {"ok": False, "error": f"missing file {path}"}
-    return FreshProcesses.shared(entry.get("allocator", "default")).run(job)
+    knobs = entry.get("knobs") or {"allocator": entry.get("allocator", "default")}  # manifests before the knobs
+    return FreshProcesses.shared(Knobs(**knobs)).run(job)
 
 
 class FreshProcesses:
@@ -272,21 +273,21 @@ class FreshProcesses:
 
     _shared: "FreshProcesses | None" = None
 
-    def __init__(self, allocator: str = "default"):
-        self.environment = worker_env(allocator)
+    def __init__(self, knobs: Knobs = Knobs()):
+        self.environment = worker_env(knobs)
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True, start_new_session=True, env=self.environment)
         atexit.register(self.close)
 
     @classmethod
-    def shared(cls, allocator: str = "default") -> "FreshProcesses":
-        """The server whose forks start in ``allocator``'s state (:mod:`trtbench.core.allocator`)."""
+    def shared(cls, knobs: Knobs = Knobs()) -> "FreshProcesses":
+        """The server whose forks start with ``knobs`` (:mod:`trtbench.core.knobs`)."""
         server = cls._shared
-        if server is None or server.proc.poll() is not None or server.environment != worker_env(allocator):
+        if server is None or server.proc.poll() is not None or server.environment != worker_env(knobs):
             if server is not None:
                 server.close()
-            cls._shared = server = cls(allocator)
+            cls._shared = server = cls(knobs)
         return server
 
     def run(self, job: dict) -> dict:

@@ -218,6 +218,9 @@ def run_forked(job):
 
 
 def main():
+    cpus = os.environ.get("TRTBENCH_BOUND_CPUS")  # trtbench.core.knobs' binding, before torch loads OpenMP
+    if cpus:
+        os.sched_setaffinity(0, [int(cpu) for cpu in cpus.split(",")])
     import torch  # noqa: F401  (imported once here, so that every fork starts with it, as a deployment does)
 
     for line in iter(sys.stdin.readline, ""):

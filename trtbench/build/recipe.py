@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # the config's and the plan's types; a worker imports this mo
     from trtbench.config.plan import BuildGroup
 
 
-HOSTED_FILE = "hosted_file"
-ALLOCATOR_STATE = "mmap_threshold_bytes"  # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
+HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
+ALLOCATOR_STATE = "mmap_threshold_bytes"  # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
 
 
 def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:

@@ -14,6 +14,7 @@ resolved (:mod:`trtbench.config.plan`), so a config (and its results) can be rea
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from types import SimpleNamespace
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,7 +26,7 @@ import yaml
 from trtbench.core import schema
 from trtbench.quantize.calibration import CalibrationConfig
 from trtbench.core.case import options_text
-from trtbench.core.allocator import ALLOCATORS
+from trtbench.core.knobs import CHOICES as KNOB_CHOICES, Knobs
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
 from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
@@ -150,6 +151,8 @@ class BenchmarkConfig:
     measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
     isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
     allocator: str = "default"  # the state every worker starts in: default | tuned | jemalloc | tcmalloc
+    openmp: str = "default"  # the OpenMP runtime every worker starts with: default (PyTorch's libgomp) | intel
+    binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
 
     def _key(self, name: str) -> Any:
@@ -158,12 +161,14 @@ class BenchmarkConfig:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.isolation, ISOLATION_METHODS, schema.join(path, "isolation"))
-        schema.require_choice(self.allocator, ALLOCATORS, schema.join(path, "allocator"))
-        if self.allocator != "default" and self.isolation != "process":
-            raise UserInputError(schema.join(path, "allocator"),
-                                 f"'{self.allocator}' sets the allocator a worker process starts with, and "
-                                 f"isolation '{self.isolation}' times in this process, whose allocator is set",
-                                 "use isolation: process (the default), or allocator: default")
+        for knob, choices in KNOB_CHOICES.items():
+            value = getattr(self, knob)
+            schema.require_choice(value, choices, schema.join(path, knob))
+            if value != getattr(Knobs(), knob) and self.isolation != "process":
+                raise UserInputError(schema.join(path, knob),
+                                     f"'{value}' sets the {knob} a worker process starts with, and isolation "
+                                     f"'{self.isolation}' times in this process, whose {knob} is set",
+                                     f"use isolation: process (the default), or {knob}: {getattr(Knobs(), knob)}")
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
                      "worker_timeout_s"):
             schema.require_positive(self._key(name), schema.join(path, name))
@@ -187,12 +192,14 @@ class BenchmarkConfig:
 @dataclass
 class SweepConfig:
     """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions, thread counts and
-    allocator states (each timed against eager in the same state; see :attr:`Config.allocators`)."""
+    deployment knobs (each setting timed against eager under the same; see :attr:`Config.knob_settings`)."""
 
     batch: list[int] = field(default_factory=list)
     precisions: list[str] = field(default_factory=list)
     threads: list[int] = field(default_factory=list)
     allocator: list[str] = field(default_factory=list)
+    openmp: list[str] = field(default_factory=list)
+    binding: list[str] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
         for key in ("batch", "threads"):
@@ -203,10 +210,12 @@ class SweepConfig:
                 raise UserInputError(schema.join(path, key), f"has duplicates: {values}", "list each value once")
         for i, p in enumerate(self.precisions):
             schema.require_choice(p, tuple(PRECISIONS), schema.join(path, f"precisions[{i}]"))
-        for i, state in enumerate(self.allocator):
-            schema.require_choice(state, ALLOCATORS, schema.join(path, f"allocator[{i}]"))
-        if len(set(self.allocator)) != len(self.allocator):
-            raise UserInputError(schema.join(path, "allocator"), f"has duplicates: {self.allocator}", "list each value once")
+        for knob, choices in KNOB_CHOICES.items():
+            values = getattr(self, knob)
+            for i, value in enumerate(values):
+                schema.require_choice(value, choices, schema.join(path, f"{knob}[{i}]"))
+            if len(set(values)) != len(values):
+                raise UserInputError(schema.join(path, knob), f"has duplicates: {values}", "list each value once")
 
 
 @dataclass
@@ -370,10 +379,12 @@ class Config:
             schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
         if sweep is not None:
             check_sweep_batches(sweep, inputs)
-            if any(state != "default" for state in sweep.allocator) and f["benchmark"].isolation != "process":
-                raise UserInputError("sweep.allocator", f"{sweep.allocator} sets the allocator each worker process "
-                                     f"starts with, and isolation '{f['benchmark'].isolation}' times in this "
-                                     "process, whose allocator is set", "use benchmark.isolation: process (the default)")
+            for knob in KNOB_CHOICES:
+                values = getattr(sweep, knob)
+                if any(v != getattr(Knobs(), knob) for v in values) and f["benchmark"].isolation != "process":
+                    raise UserInputError(f"sweep.{knob}", f"{values} sets the {knob} each worker process starts with, "
+                                         f"and isolation '{f['benchmark'].isolation}' times in this process, whose "
+                                         f"{knob} is set", "use benchmark.isolation: process (the default)")
         f["variants"] = parse_variant_entries(f["variants"], "variants")
         tolerances = default_tolerances()
         for key, value in f["tolerances"].items():
@@ -399,14 +410,14 @@ class Config:
         return [s.settings for s in self.scenarios if s.name == "server"]
 
     @property
-    def allocators(self) -> list[str]:
-        """The allocator states to time in (:mod:`trtbench.core.allocator`): ``sweep.allocator``, else
-        ``benchmark.allocator``. A sweep without ``default`` also times eager under ``default``
-        (:func:`trtbench.config.plan.resolve`), so the table shows what the knob buys as well as what
-        each variant buys under it."""
-        if self.sweep is not None and self.sweep.allocator:
-            return list(self.sweep.allocator)
-        return [self.benchmark.allocator]
+    def knob_settings(self) -> list[Knobs]:
+        """The deployment knobs to time under (:mod:`trtbench.core.knobs`): every combination of the swept
+        knobs (``sweep.allocator``, ``sweep.openmp``, ``sweep.binding``), each other knob as ``benchmark``
+        sets it. A sweep that leaves out the defaults also times eager under them
+        (:func:`trtbench.config.plan.resolve`), so the table shows what a knob buys as well as what each
+        variant buys under it."""
+        axes = [getattr(self.sweep, knob, None) or [getattr(self.benchmark, knob)] for knob in KNOB_CHOICES]
+        return [Knobs(**dict(zip(KNOB_CHOICES, values))) for values in itertools.product(*axes)]
 
     @property
     def thread_counts(self) -> list[Optional[int]]:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import torch
 
-from trtbench.core.allocator import unavailable_reason as allocator_unavailable
+from trtbench.core.knobs import CHOICES as KNOB_CHOICES, Knobs
 from trtbench.core.case import Case
 from trtbench.config.config import Config, ModelConfig, VariantEntry
 from trtbench.core.env import default_threads
@@ -58,7 +58,7 @@ class BuildGroup:
     unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
     listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
-    allocator: str = "default"  # the state its worker processes start in (trtbench.core.allocator)
+    knobs: Knobs = Knobs()  # the deployment knobs its worker processes start with (trtbench.core.knobs)
 
     def __post_init__(self) -> None:
         if not self.listed:
@@ -99,7 +99,7 @@ class BuildGroup:
     def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
         return Case(model=self.model.id, variant=entry.name, precision=precision or self.reference_precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
-                    options=entry.options_text, allocator=self.allocator)
+                    options=entry.options_text, knobs=self.knobs.text)
 
     def cases(self) -> list[Case]:
         return [self.case(entry, point, precision) for point in self.points for entry, precision in self.slots()]
@@ -198,10 +198,11 @@ def quantizing_variants() -> list[str]:
     return [name for name in variant_names() if get_variant(name).quantizes]
 
 
-def _unavailable(group: BuildGroup, device: torch.device, allocator: str) -> dict[str, str]:
-    """Why each variant of the group cannot run here, by slot id (only those that cannot): none can where the
-    allocator its workers start with is not installed (the reason gives the install line)."""
-    missing = allocator_unavailable(allocator)
+def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
+    """Why each variant of the group cannot run here, by slot id (only those that cannot): none can where a
+    knob its workers start with cannot be set here (a library not installed: the reason gives the install
+    line)."""
+    missing = group.knobs.unavailable(group.threads)
     reasons = {group.slot_id(entry.name, precision): missing or why_unavailable(entry.name, device, precision)
                for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
@@ -235,17 +236,18 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
     points = shape_points(config)
     groups = []
-    allocators = config.allocators
-    if config.sweep is not None and config.sweep.allocator and "default" not in allocators:
-        allocators = ["default"] + allocators  # eager alone there: what the knob buys (Config.allocators)
+    settings = config.knob_settings
+    swept = config.sweep is not None and any(getattr(config.sweep, knob) for knob in KNOB_CHOICES)
+    if swept and Knobs() not in settings:
+        settings = [Knobs()] + settings  # eager alone there: what the knobs buy (Config.knob_settings)
     for model in config.models:
         for threads in config.thread_counts:
-            for allocator in allocators:
+            for knobs in settings:
                 group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
                                    listed=list(config.precisions), threads=threads or threads_default, points=points,
-                                   variants=entries if allocator in config.allocators else entries[:1],
-                                   device=str(device), allocator=allocator)
-                group.unavailable = _unavailable(group, device, allocator)
+                                   variants=entries if knobs in config.knob_settings else entries[:1],
+                                   device=str(device), knobs=knobs)
+                group.unavailable = _unavailable(group, device)
                 groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)
     if shard is not None:

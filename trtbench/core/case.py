@@ -37,7 +37,7 @@ class Case:
     threads: int
     device: str  # resolved: cpu, cuda:0
     options: str = ""  # the variant's options as canonical JSON ("" for defaults)
-    allocator: str = "default"  # the allocator state its process started in (trtbench.core.allocator)
+    knobs: str = ""  # the deployment knobs its process started with, as Knobs.text ("" for the defaults)
 
     @property
     def batch(self) -> int:
@@ -60,10 +60,10 @@ class Case:
         """Identifies, with a precision and an environment, the eager records a case's speedups are
         measured against (eager fp32, and eager at the case's own precision where that is a reduced float
         one, with the options its run listed): everything but the variant, its options and the precision;
-        so eager under the same allocator state.
+        so eager under the same deployment knobs.
         Every precision of a model is timed in the rounds of eager fp32, its reference
         (:func:`trtbench.config.plan.group_precisions`)."""
-        return (self.model, self.point, self.input_shapes, self.threads, self.device, self.allocator)
+        return (self.model, self.point, self.input_shapes, self.threads, self.device, self.knobs)
 
     @property
     def label(self) -> str:
@@ -73,8 +73,8 @@ class Case:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["input_shapes"] = [list(s) for s in self.input_shapes]
-        if self.allocator == "default":  # so that cases from before the allocator axis keep their keys
-            del data["allocator"]
+        if not self.knobs:  # so that cases from before the knobs axis keep their keys
+            del data["knobs"]
         return data
 
     @classmethod

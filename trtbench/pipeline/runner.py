@@ -49,7 +49,7 @@ class Runner:
         self.fresh = fresh
         self.out_dir = Path(self.config.output.dir)
         self.failures = FailureLog(self.out_dir)
-        self.store = ArtifactStore(self.out_dir / "artifacts", self.config.benchmark.allocator)
+        self.store = ArtifactStore(self.out_dir / "artifacts", self.config.knob_settings[0])
         self.state = RunState(plan, Journal(self.out_dir))
         self.calibration = None  # trtbench.quantize.calibration.CalibrationData, loaded when a variant quantizes
 

@@ -1,11 +1,11 @@
-"""The deployment-knob section of the report: each variant under each allocator state (``sweep.allocator``),
-with what it buys over eager in that state and what the state buys the variant, and the knob recommended
-where it changes the answer.
+"""The deployment-knob section of the report: each variant under each setting of the knobs (``sweep.allocator``,
+``sweep.openmp``, ``sweep.binding``), with what it buys over eager under that setting and what the setting
+buys the variant, and the setting recommended where it changes the answer.
 
-Within a state, speedups are paired (eager and the variant were timed in the same interleaved rounds).
-Across states they are not: each state is a build group of its own, timed after the other, so the
-comparison of a variant with itself under ``default`` resamples each side's rounds on its own
-(:func:`trtbench.core.stats.bootstrap_median_ratio` unpaired), and a knob is recommended only where that
+Within a setting, speedups are paired (eager and the variant were timed in the same interleaved rounds).
+Across settings they are not: each setting is a build group of its own, timed after the other, so the
+comparison of a variant with itself under the defaults resamples each side's rounds on its own
+(:func:`trtbench.core.stats.bootstrap_median_ratio` unpaired), and a setting is recommended only where that
 interval excludes 1.
 """
 
@@ -21,11 +21,11 @@ from trtbench.report.columns.speedup import speedup_text
 from trtbench.report.text import ms_text
 from trtbench.results.resultset import ResultSet
 
-TEXT = ("Each variant under each allocator state its worker started in (`sweep.allocator`; "
-        "`benchmark.allocator` documents the states). Over eager: paired, against eager under the same state, "
-        "timed in the same rounds. Over itself under default: the variant's default-state median over this "
-        "state's, 95% CI from each state's rounds resampled on their own (the states were timed one after the "
-        "other, so the machine's drift between them is not cancelled).")
+TEXT = ("Each variant under each setting of the deployment knobs its worker started with (`sweep.allocator`, "
+        "`sweep.openmp`, `sweep.binding`; docs/measuring.md). Over eager: paired, against eager under the same "
+        "knobs, timed in the same rounds. Over itself under the defaults: the variant's median under the defaults "
+        "over its median under these knobs, 95% CI from each setting's rounds resampled on their own (the settings "
+        "were timed one after the other, so the machine's drift between them is not cancelled).")
 
 
 def _state_speedup(base: Record, this: Record) -> Optional[Interval]:
@@ -46,13 +46,13 @@ def _point_key(record: Record) -> tuple:
 
 
 def knob_markdown(results: ResultSet) -> str:
-    """The section; empty unless the records were timed under more than one allocator state."""
+    """The section; empty unless the records were timed under more than one setting of the knobs."""
     records = [r for r in results if r.timed]
-    if len({r.case.allocator for r in records}) < 2:
+    if len({r.case.knobs for r in records}) < 2:
         return ""
-    lines = ["## Deployment knobs: allocator", "", TEXT, "",
-             "| model | precision | threads | point | variant | allocator | median ms | over eager (same state) | "
-             "over itself under default |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["## Deployment knobs", "", TEXT, "",
+             "| model | precision | threads | point | variant | knobs | median ms | over eager (same knobs) | "
+             "over itself under the defaults |", "|---|---|---|---|---|---|---|---|---|"]
     advice: list[str] = []
     points: dict[tuple, list[Record]] = {}
     for record in records:
@@ -60,12 +60,12 @@ def knob_markdown(results: ResultSet) -> str:
     for (_, model, precision, threads, point, _), at_point in points.items():
         by_label: dict[str, dict[str, Record]] = {}
         for record in at_point:
-            by_label.setdefault(record.case.label, {})[record.case.allocator] = record
+            by_label.setdefault(record.case.label, {})[record.case.knobs] = record
         for label, states in by_label.items():
-            default = states.get("default")
+            default = states.get("")
             for state, record in states.items():
-                over_default = _state_speedup(default, record) if default is not None and state != "default" else None
-                lines.append(f"| {model} | {precision} | {threads} | {point} | {label} | {state} | "
+                over_default = _state_speedup(default, record) if default is not None and state else None
+                lines.append(f"| {model} | {precision} | {threads} | {point} | {label} | {state or 'defaults'} | "
                              f"{ms_text(record.stats.median)} | {speedup_text(results.speedup(record))} | "
                              f"{speedup_text(over_default)} |")
             advice += _advice(results, label, point, states)
@@ -74,32 +74,33 @@ def knob_markdown(results: ResultSet) -> str:
 
 
 def _fastest_changes(model: str, point: str, at_point: list[Record]) -> list[str]:
-    """A line where the fastest variant that passed its check differs from one allocator state to another."""
+    """A line where the fastest variant that passed its check differs from one setting of the knobs to another."""
     fastest: dict[str, Record] = {}
     for record in at_point:
         if record.accuracy is not None and record.accuracy.get("ok"):
-            best = fastest.get(record.case.allocator)
+            best = fastest.get(record.case.knobs)
             if best is None or record.stats.median < best.stats.median:
-                fastest[record.case.allocator] = record
+                fastest[record.case.knobs] = record
     if len({r.case.label for r in fastest.values()}) < 2:
         return []
-    return [f"- {model} at {point}: the fastest variant depends on the allocator: "
-            + "; ".join(f"{r.case.label} under {state} ({ms_text(r.stats.median)} ms)" for state, r in fastest.items())
+    return [f"- {model} at {point}: the fastest variant depends on the knobs: "
+            + "; ".join(f"{r.case.label} under {state or 'the defaults'} ({ms_text(r.stats.median)} ms)"
+                        for state, r in fastest.items())
             + "."]
 
 
 def _advice(results: ResultSet, label: str, point: str, states: dict[str, Record]) -> list[str]:
-    """A line recommending the state that makes ``label`` faster than under default beyond the noise."""
-    default = states.get("default")
+    """A line recommending the setting that makes ``label`` faster than under the defaults beyond the noise."""
+    default = states.get("")
     if default is None:
         return []
-    gains = {state: gain for state, record in states.items() if state != "default"
+    gains = {state: gain for state, record in states.items() if state
              and (gain := _state_speedup(default, record)) is not None and gain.low > 1}
     if not gains:
         return []
     best = max(gains, key=lambda state: gains[state].value)
-    over_eager = [f"{speedup_text(results.speedup(states[s]))} eager under {s}"
-                  for s in ("default", best) if results.speedup(states[s]) is not None]
-    return [f"- **{label} at {point}: set allocator {best}**: {gains[best].value:.2f}x its speed under default "
+    over_eager = [f"{speedup_text(results.speedup(states[s]))} eager under {s or 'the defaults'}"
+                  for s in ("", best) if results.speedup(states[s]) is not None]
+    return [f"- **{label} at {point}: set {best}**: {gains[best].value:.2f}x its speed under the defaults "
             f"({gains[best].low:.2f}-{gains[best].high:.2f})" + (f"; {' and '.join(over_eager)}" if over_eager else "")
             + "."]

@@ -1,6 +1,6 @@
 """The rows of the speedup table: each record with its speedup and whether it is the fastest at its point.
 
-Rows are grouped by point (environment, model, precision, threads, allocator, shapes) and ranked by median
+Rows are grouped by point (environment, model, precision, threads, knobs, shapes) and ranked by median
 latency within it; the fastest variant that passed its accuracy check is marked.
 """
 
@@ -28,7 +28,7 @@ class Row:
 
 def _point_key(r: Record) -> tuple:
     c = r.case
-    return (r.environment, c.model, c.precision, c.threads, c.allocator, c.input_shapes)
+    return (r.environment, c.model, c.precision, c.threads, c.knobs, c.input_shapes)
 
 
 def rows(results: ResultSet) -> list[Row]:

@@ -65,26 +65,31 @@ def _switch_in_text(record: Record, facts: dict) -> str:
     return f"{switch_in / stats.median - 1:+.0%}" if switch_in is not None and stats and stats.median > 0 else ""
 
 
-def _allocator_text(facts: dict) -> str:
-    """The allocator a record's process ran with, and glibc's mmap threshold when its timed calls began."""
+def _knobs_text(facts: dict) -> str:
+    """The deployment knobs a record's process started with (its allocator, with glibc's mmap threshold when
+    its timed calls began; its OpenMP runtime; the cores it was bound to)."""
     if facts.get("method") == "in_process":
         return "as this process's"
-    text = facts.get("allocator", "unstated")
+    text = f"allocator {facts.get('allocator', 'unstated')}"
     if "mmap_threshold_bytes" in facts:
         text += f" (mmap threshold {threshold_text(facts['mmap_threshold_bytes'])})"
+    if facts.get("openmp", "default") != "default":
+        text += f", OpenMP {facts['openmp']}"
+    if facts.get("bound_cpus"):
+        text += f", bound to CPUs {','.join(map(str, facts['bound_cpus']))}"
     return text
 
 
 def isolation_table(results: ResultSet) -> str:
     """Per variant build: where it was timed, its threads and spinning, and what settling cost."""
-    lines = ["| model | variant | precision | method | process | allocator | threads (intra/inter, runtime) | spinning | "
+    lines = ["| model | variant | precision | method | process | knobs | threads (intra/inter, runtime) | spinning | "
              "settle ms (CPU ms) | CPU between blocks ms | page faults / call | switch-in call | peak RSS MiB |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = set()
     for r in results:
         facts = r.metrics.get("isolation")
         c = r.case
-        key = (r.environment, c.model, c.label, c.precision, c.threads, c.allocator)
+        key = (r.environment, c.model, c.label, c.precision, c.threads, c.knobs)
         if not facts or key in seen:
             continue
         seen.add(key)
@@ -94,7 +99,7 @@ def isolation_table(results: ResultSet) -> str:
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
-                 _allocator_text(facts),
+                 _knobs_text(facts),
                  threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
                  number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),
@@ -108,7 +113,7 @@ def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
 
 
 def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
-    """Identity columns (model/precision/threads/allocator/environment only when they vary), then the column
+    """Identity columns (model/precision/threads/knobs/environment only when they vary), then the column
     sets'."""
     records = results.records
     cols = []
@@ -121,8 +126,8 @@ def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
         cols.append("precision")
     if len({r.case.threads for r in records}) > 1:
         cols.append("threads")
-    if len({r.case.allocator for r in records}) > 1:
-        cols.append("allocator")
+    if len({r.case.knobs for r in records}) > 1:
+        cols.append("knobs")
     return cols + ["point", "status"] + [column.header for column_set in column_sets for column in column_set.columns]
 
 
@@ -131,7 +136,7 @@ def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], environme
     values = {
         "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": c.precision, "threads": str(c.threads), "allocator": c.allocator, "point": f"{c.point} ({c.shapes})",
+        "precision": c.precision, "threads": str(c.threads), "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
         "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
         **{column.header: column.cell(row) for column_set in column_sets for column in column_set.columns},
     }

@@ -29,13 +29,13 @@ def eligible(record: Record) -> bool:
 def _point(record: Record) -> dict:
     c, stats = record.case, record.stats
     return {"case_key": c.key, "variant": c.variant, "options": c.options, "precision": c.precision,
-            "point": c.point, "batch": c.batch, "threads": c.threads, "device": c.device, "allocator": c.allocator,
+            "point": c.point, "batch": c.batch, "threads": c.threads, "device": c.device, "knobs": c.knobs,
             "median_ms": stats.median, "p99_ms": stats.p99, "throughput": record.throughput}
 
 
 def _describe(record: Record) -> str:
     c, stats = record.case, record.stats
-    knob = f", allocator {c.allocator}" if c.allocator != "default" else ""
+    knob = f", {c.knobs}" if c.knobs else ""
     return (f"{c.label} {c.precision}, batch {c.batch}, {c.threads} thread(s){knob}: {record.throughput:.1f} samples/s, "
             f"p99 {stats.p99:.3f} ms, median {stats.median:.3f} ms")
 

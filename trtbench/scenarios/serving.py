@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from trtbench.core.knobs import Knobs
 from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
@@ -46,13 +47,13 @@ class OfferedLoad:
 class ServingWorkers:
     """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
     that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets no
-    threads per worker; a worker must be up within ``start_timeout_s``, started in ``allocator``'s state
-    (:mod:`trtbench.core.allocator`)."""
+    threads per worker; a worker must be up within ``start_timeout_s``, started with ``knobs``
+    (:mod:`trtbench.core.knobs`)."""
 
     recipe_for: Callable[[int], Recipe]
     default_threads: int
     start_timeout_s: float
-    allocator: str = "default"
+    knobs: Knobs = Knobs()
 
 
 def _test_settings(lg, settings: ServingConfig, load: OfferedLoad):
@@ -186,8 +187,8 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
             (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
         try:
             pool = ServingPool([hosts.recipe_for(threads)] * max(counts), hosts.start_timeout_s,
-                               out_dir / planned[max(counts)].log_dir, hosts.allocator)
-        except WorkerError as err:
+                               out_dir / planned[max(counts)].log_dir, hosts.knobs, threads)
+        except (WorkerError, ValueError) as err:  # ValueError: its knobs cannot be set here (binding: too few cores)
             results.update({w: dataclasses.replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
                             for w, r in planned.items()})
             continue

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from trtbench.core.knobs import Knobs
 from trtbench.workers.loop import Recipe, Worker, WorkerError, spawn_workers, start_workers
 
 
@@ -37,9 +38,11 @@ class ServingPool:
     """``len(recipes)`` worker processes, each hosting one recipe, started and built together."""
 
     def __init__(self, recipes: list[Recipe], timeout_s: float, log_dir: Optional[Path] = None,
-                 allocator: str = "default"):
+                 knobs: Knobs = Knobs(), threads: int = 1):
+        """Workers started with ``knobs`` (:mod:`trtbench.core.knobs`), ``threads`` each, running at once (a
+        binding gives each cores of its own)."""
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
-        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir, allocator))
+        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
         self.workers: list[Worker] = list(ready.values())
         if errors:
             self.close()

@@ -91,9 +91,9 @@ def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
                     recipe = VariantRecipe.for_group(config, group, variant.name, precision, payload, device)
                     return recipe.hosting(variant.at_threads(artifact, threads) if artifact else None, threads)
                 stem = (f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
-                        + (f"_{group.allocator}" if group.allocator != "default" else ""))
+                        + (f"_{group.knobs.text.replace('=', '-').replace(',', '_')}" if group.knobs.text else ""))
                 log(f"serve {group.model.id} {record.case.label} {precision} under LoadGen")
-                hosts = ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s, group.allocator)
+                hosts = ServingWorkers(recipe_for, group.threads, config.benchmark.worker_timeout_s, group.knobs)
                 results += run_serving(hosts, settings, out_dir, _slug(stem), log)
             yield ServedCase(record.case.key, record.environment, tuple(results))
 

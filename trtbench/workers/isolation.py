@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.core.env import torch_thread_facts
+from trtbench.core.knobs import Knobs
 from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
 from trtbench.build.recipe import VariantRecipe, write_payloads
@@ -82,10 +83,10 @@ class VariantWorkers:
 
     method = "process"
 
-    def __init__(self, count: int, timeout_s: float, allocator: str = "default"):
+    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
-        self.allocator = allocator  # the state every worker starts in (trtbench.core.allocator)
-        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name), allocator)
+        self.knobs = knobs  # the deployment knobs every worker starts with (trtbench.core.knobs)
+        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name), knobs, threads)
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
 
@@ -125,7 +126,7 @@ class VariantWorkers:
                 facts = worker.refresh_facts()
             except WorkerError:  # a worker that died after its last block: its last known facts
                 facts = worker.facts
-        return {"method": self.method, "settle": SETTLED, "allocator": self.allocator, **facts}
+        return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(), **facts}
 
     def close(self) -> None:
         for worker in self._spawned:
@@ -139,7 +140,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
-    return VariantWorkers(count, config.benchmark.worker_timeout_s, group.allocator)
+    return VariantWorkers(count, config.benchmark.worker_timeout_s, group.knobs, group.threads)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],

@@ -33,7 +33,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
-from trtbench.core.allocator import worker_env
+from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.measure.settle import wait_until_idle
 from trtbench.measure.timing import Block, synchronize, time_calls
@@ -74,7 +74,8 @@ def worker_main(fd: int) -> None:
         device = torch.device(recipe.device)
         gc.collect()
         gc.disable()  # as timeit does while timing; this process only times
-        conn.send(("ready", {"pid": os.getpid(), **facts}))
+        bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
+        conn.send(("ready", {"pid": os.getpid(), **bound, **facts}))
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
         conn.send(("error", traceback.format_exc()))
         return
@@ -131,18 +132,20 @@ def worker_main(fd: int) -> None:
 class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
-    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None, allocator: str = "default"):
+    def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None, env: Optional[dict] = None):
         """Start the process, which imports torch and waits for its recipe (:meth:`assign`): started
         early, it imports while this process still builds. ``log``: a file for its stdout and stderr
-        (None: this process's). It starts in ``allocator``'s state (:mod:`trtbench.core.allocator`)."""
+        (None: this process's). ``env``: its environment, with the deployment knobs it starts with
+        (:func:`trtbench.core.knobs.worker_env`; None: this one's, with the knobs' defaults)."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
-        env = worker_env(allocator)  # the child imports what this process can: trtbench, the model's module
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env = dict(env if env is not None else worker_env(Knobs()))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # it imports trtbench and the model's module
         output = open(log, "wb") if log is not None else None
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from trtbench.workers.loop import worker_main; worker_main({theirs.fileno()})"],
+            self.process = subprocess.Popen(  # bound to its cores (if any) before torch loads its OpenMP runtime
+                [sys.executable, "-c", "from trtbench.core.knobs import apply_binding; apply_binding(); "
+                 f"from trtbench.workers.loop import worker_main; worker_main({theirs.fileno()})"],
                 pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=output,
                 stderr=subprocess.STDOUT if output else None)
         finally:
@@ -272,12 +275,13 @@ class WorkerTimer:
         return self.worker.block(self.label, calls, switch_in)
 
 
-def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None,
-                  allocator: str = "default") -> list[Worker]:
-    """``count`` worker processes in ``allocator``'s state, importing while the caller goes on (output in
-    ``log_dir``/worker-<i>.log)."""
-    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None, allocator)
-            for i in range(count)]
+def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None, knobs: Knobs = Knobs(),
+                  threads: int = 1, at_once: bool = False) -> list[Worker]:
+    """``count`` worker processes started with ``knobs`` for ``threads`` threads each, importing while the
+    caller goes on (output in ``log_dir``/worker-<i>.log). ``at_once``: they run at the same time (a
+    server's pool), so each is bound to cores of its own where ``knobs`` bind; else one runs at a time."""
+    return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None,
+                   worker_env(knobs, threads, i if at_once else 0)) for i in range(count)]
 
 
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],

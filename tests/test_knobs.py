@@ -1,4 +1,5 @@
-"""benchmark.allocator: every worker process starts in a stated allocator state, and its rows say which."""
+"""The deployment knobs (benchmark.allocator, openmp, binding): every worker process starts with a stated
+setting, its rows say which, and sweep: makes them an axis."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from toy_runtimes import MallocsPerCall
 from trtbench.core import allocator
 from trtbench.core.allocator import TUNED, library_path, process_env, unavailable_reason
+from trtbench.core.knobs import Knobs
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerTimer, spawn_workers, start_workers
 
@@ -60,7 +62,7 @@ def test_a_missing_allocator_skips_the_group_with_its_install_line(tiny_config, 
 def faults_per_call(state: str, tmp_path) -> tuple[float, dict]:
     """The toy's median page faults per call, and its facts, in a worker started in ``state``."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    (worker,) = spawn_workers(1, 120.0, tmp_path, state)
+    (worker,) = spawn_workers(1, 120.0, tmp_path, Knobs(allocator=state))
     try:
         ready, errors = start_workers({"mallocs": MallocsPerCall(megabytes=48)}, [worker])
         assert not errors, errors
@@ -177,20 +179,21 @@ def test_sweep_allocator_times_each_state_against_eager_in_it_and_eager_under_de
     tiny_config["sweep"] = {"allocator": ["tuned"]}
     tiny_config["output"] = {"dir": str(tmp_path / "out"), "save_artifacts": False, "cold_start": False}
     groups = resolve(config_from_dict(tiny_config)).groups
-    assert [(g.allocator, [e.name for e in g.variants]) for g in groups] == [("default", ["eager"]),
-                                                                           ("tuned", ["eager", "traced"])]
+    assert [(g.knobs.text, [e.name for e in g.variants]) for g in groups] == [("", ["eager"]),
+                                                                            ("allocator=tuned", ["eager", "traced"])]
     outcome = run_dict(tiny_config)
-    records = {(r.case.variant, r.case.allocator): r for r in outcome.results}
-    assert set(records) == {("eager", "default"), ("eager", "tuned"), ("traced", "tuned")}
+    tuned = "allocator=tuned"
+    records = {(r.case.variant, r.case.knobs): r for r in outcome.results}
+    assert set(records) == {("eager", ""), ("eager", tuned), ("traced", tuned)}
     assert all(r.timed for r in records.values()), [r.reason for r in records.values()]
-    assert records[("traced", "tuned")].metrics["isolation"]["allocator"] == "tuned"
-    assert outcome.results.baseline(records[("traced", "tuned")]) is records[("eager", "tuned")]
-    default_case = records[("eager", "default")].case
-    assert "allocator" not in default_case.to_dict() and Case.from_dict(default_case.to_dict()) == default_case
-    assert records[("eager", "tuned")].case.key != default_case.key
+    assert records[("traced", tuned)].metrics["isolation"]["allocator"] == "tuned"
+    assert outcome.results.baseline(records[("traced", tuned)]) is records[("eager", tuned)]
+    default_case = records[("eager", "")].case
+    assert "knobs" not in default_case.to_dict() and Case.from_dict(default_case.to_dict()) == default_case
+    assert records[("eager", tuned)].case.key != default_case.key
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Deployment knobs: allocator" in report and "| eager | tuned |" in report, report
-    assert "| traced | tuned |" in report
+    assert "## Deployment knobs" in report and f"| eager | {tuned} |" in report, report
+    assert f"| traced | {tuned} |" in report and "| eager | defaults |" in report
 
 
 @pytest.mark.parametrize("sweep, benchmark, fragment", [
@@ -206,3 +209,57 @@ def test_bad_allocator_sweeps_name_the_key(tiny_config, write_config, capsys, sw
     assert main(["validate", str(write_config(tiny_config))]) == 2
     err = capsys.readouterr().err
     assert fragment in err, err
+
+
+def test_binding_gives_each_process_that_runs_at_once_cores_of_its_own(monkeypatch):
+    from trtbench.core import knobs as knobs_module
+
+    monkeypatch.setattr(knobs_module.os, "sched_getaffinity", lambda pid: {4, 5, 6, 7})
+    bound = Knobs(binding="cores")
+    env = bound.env({"OMP_PLACES": "threads", "KMP_AFFINITY": "x"}, threads=2, slot=1)
+    assert env[knobs_module.BOUND_CPUS] == "6,7" and env["OMP_PROC_BIND"] == "close" and env["OMP_PLACES"] == "cores"
+    assert "KMP_AFFINITY" not in env, "another setting's binding variable is removed"
+    assert knobs_module.BOUND_CPUS not in Knobs().env(env), "unbound: no binding variable is left"
+    reason = bound.unavailable(threads=2, processes=3)
+    assert "need 6 cores" in reason and "may use 4" in reason and "binding: none" in reason
+    with pytest.raises(ValueError, match="need 6 cores"):
+        bound.env({}, threads=2, slot=2)
+
+
+def test_intel_openmp_is_preloaded_beside_the_allocator_or_its_install_line_given(monkeypatch, tmp_path):
+    from trtbench.core import knobs as knobs_module
+
+    monkeypatch.setattr(knobs_module.sys, "prefix", str(tmp_path))
+    monkeypatch.setattr(knobs_module.allocator_state, "LIBRARY_DIRS", (str(tmp_path / "system"),))
+    intel = Knobs(openmp="intel", allocator="tuned")
+    assert "pip install intel-openmp" in intel.unavailable()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libiomp5.so").write_bytes(b"")
+    assert intel.unavailable() is None
+    env = intel.env({"LD_PRELOAD": "/elsewhere/libjemalloc.so.2"})
+    assert env["LD_PRELOAD"] == str(tmp_path / "lib" / "libiomp5.so") and env["MALLOC_MMAP_THRESHOLD_"]
+    assert intel.text == "allocator=tuned,openmp=intel" and Knobs.from_text(intel.text) == intel
+    assert Knobs().text == "" and Knobs.from_text("") == Knobs()
+
+
+def test_a_bound_worker_runs_on_its_cores_and_says_so(tmp_path):
+    import os
+
+    first = sorted(os.sched_getaffinity(0))[0]
+    (worker,) = spawn_workers(1, 120.0, tmp_path, Knobs(binding="cores"), threads=1)
+    try:
+        ready, errors = start_workers({"mallocs": MallocsPerCall(megabytes=1)}, [worker])
+        assert not errors, errors
+        assert ready["mallocs"].facts["bound_cpus"] == [first]
+    finally:
+        worker.close()
+
+
+@pytest.mark.parametrize("sweep, key", [({"openmp": ["gnu"]}, "sweep.openmp[0]"),
+                                        ({"binding": ["none", "cores"]}, "sweep.binding")])
+def test_bad_knob_sweeps_name_the_key(tiny_config, write_config, capsys, sweep, key):
+    from trtbench.cli import main
+
+    tiny_config["sweep"] = sweep  # tiny_config times in_process: a binding there is refused
+    assert main(["validate", str(write_config(tiny_config))]) == 2
+    assert key in capsys.readouterr().err

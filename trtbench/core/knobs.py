@@ -1,0 +1,122 @@
+"""The CPU deployment knobs a timed process starts with: its allocator, its OpenMP runtime, its core binding.
+
+PyTorch's CPU launcher (``python -m torch.backends.xeon.run_cpu``), Intel's ``ipexrun`` and TorchServe's
+CPU launcher set these on purpose, and each changes what a variant costs, so every worker process
+(timing, serving, the fresh-process verify) starts with the :class:`Knobs` of its build group, and its
+rows say which:
+
+- ``allocator`` (:mod:`trtbench.core.allocator`): ``default`` (glibc as a fresh deployment starts),
+  ``tuned``, ``jemalloc``, ``tcmalloc``;
+- ``openmp``: ``default``, the OpenMP runtime PyTorch's wheel links (GNU libgomp), or ``intel``, Intel's
+  libiomp5 preloaded in its place (``pip install intel-openmp``), as ``run_cpu --enable-iomp`` does;
+- ``binding``: ``none`` (the OS places threads), or ``cores``: the process bound to cores of its own
+  (``sched_setaffinity``, which binds every runtime's threads: OpenMP's, ONNX Runtime's, OpenVINO's
+  TBB) and each OpenMP thread to one of them (``OMP_PROC_BIND=close``, ``OMP_PLACES`` the cores;
+  ``KMP_AFFINITY=granularity=fine,compact,1,0`` with Intel's runtime), as ``run_cpu`` binds with
+  ``numactl``/``taskset``. The n-th process of a pool that runs at once (a server's workers) gets the
+  n-th set of cores.
+
+A knob's unavailable setting (a library not installed, more cores asked than the process may use) gives
+the reason with the fix, and the group's rows are skipped with it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Optional
+
+from trtbench.core import allocator as allocator_state
+
+OPENMP = ("default", "intel")
+BINDING = ("none", "cores")
+CHOICES = {"allocator": allocator_state.ALLOCATORS, "openmp": OPENMP, "binding": BINDING}
+INTEL_OPENMP = ("libiomp5.so", "pip install intel-openmp, or the extra trtbench[openmp]")
+BOUND_CPUS = "TRTBENCH_BOUND_CPUS"  # the cores a worker binds itself to when it starts (apply_binding)
+BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", BOUND_CPUS)
+
+
+def _intel_openmp() -> Optional[Path]:
+    """libiomp5.so where pip's intel-openmp puts it (this environment's lib), or in a system directory."""
+    name = INTEL_OPENMP[0]
+    dirs = (Path(sys.prefix) / "lib", *map(Path, allocator_state.LIBRARY_DIRS))
+    return next((d / name for d in dirs if (d / name).is_file()), None)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """One setting of every knob (the defaults: what a process gets when nobody sets one)."""
+
+    allocator: str = "default"
+    openmp: str = "default"
+    binding: str = "none"
+
+    @property
+    def text(self) -> str:
+        """The knobs set away from their defaults, canonical (``allocator=tcmalloc,binding=cores``; "" for
+        none): a case's key carries it, so cases under the defaults keep the keys they had before."""
+        default = Knobs()
+        return ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                        if getattr(self, f.name) != getattr(default, f.name))
+
+    @property
+    def label(self) -> str:
+        """:attr:`text`, or ``defaults``, for tables."""
+        return self.text or "defaults"
+
+    @classmethod
+    def from_text(cls, text: str) -> "Knobs":
+        return cls(**dict(item.split("=", 1) for item in text.split(",") if item))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def unavailable(self, threads: int = 1, processes: int = 1) -> Optional[str]:
+        """Why a process cannot start with these knobs here, with the fix (None: it can); ``processes``
+        that run at once, each on ``threads`` cores, for the binding."""
+        reason = allocator_state.unavailable_reason(self.allocator)
+        if reason is None and self.openmp == "intel" and _intel_openmp() is None:
+            reason = f"openmp intel: {INTEL_OPENMP[0]} is not installed here ({INTEL_OPENMP[1]})"
+        if reason is None and self.binding == "cores" and threads * processes > len(os.sched_getaffinity(0)):
+            reason = (f"binding cores: {processes} process(es) of {threads} thread(s) need {threads * processes} "
+                      f"cores, and this process may use {len(os.sched_getaffinity(0))}; lower the threads or "
+                      f"workers, or use binding: none")
+        return reason
+
+    def env(self, base: dict, threads: int = 1, slot: int = 0) -> dict:
+        """``base`` for a process that starts with these knobs: every knob of another setting removed, then
+        these set; ``slot``: which of the processes that run at once this is (its cores, for the binding).
+        Raises ValueError where a setting is unavailable (:meth:`unavailable`)."""
+        out = allocator_state.process_env(self.allocator, {k: v for k, v in base.items() if k not in BINDING_VARS})
+        if self.openmp == "intel":
+            library = _intel_openmp()
+            if library is None:
+                raise ValueError(self.unavailable())
+            out["LD_PRELOAD"] = " ".join(p for p in (out.get("LD_PRELOAD"), str(library)) if p)
+        if self.binding == "cores":
+            allowed = sorted(os.sched_getaffinity(0))
+            cores = allowed[slot * threads:(slot + 1) * threads]
+            if len(cores) < threads:
+                raise ValueError(self.unavailable(threads, slot + 1))
+            out[BOUND_CPUS] = ",".join(map(str, cores))
+            out["OMP_PROC_BIND"], out["OMP_PLACES"] = "close", "cores"
+            if self.openmp == "intel":
+                out["KMP_AFFINITY"] = "granularity=fine,compact,1,0"
+        return out
+
+
+def apply_binding() -> Optional[list[int]]:
+    """In a worker as it starts: bind this process to the cores its :meth:`Knobs.env` named (None: unbound)."""
+    cpus = os.environ.get(BOUND_CPUS)
+    if not cpus:
+        return None
+    bound = [int(cpu) for cpu in cpus.split(",")]
+    os.sched_setaffinity(0, bound)
+    return bound
+
+
+def worker_env(knobs: Knobs, threads: int = 1, slot: int = 0) -> dict:
+    """This process's environment for a worker that starts with ``knobs``."""
+    return knobs.env(dict(os.environ), threads, slot)
