@@ -44,16 +44,23 @@ DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
 
 @dataclass
 class ModelConfig:
-    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``)."""
+    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
+    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
+    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
 
-    name: str
+    name: str = ""
     source: str = "torchvision"
     kwargs: dict = field(default_factory=dict)
     weights: Optional[str] = None
     label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
+    task: Optional[str] = None  # transformers only: causal-lm (default: the bare model, AutoModel)
+    path: Optional[str] = None  # transformers only: a local model folder (config.json, weights, tokenizer)
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
+        if not self.name and self.path is None:
+            raise UserInputError(schema.join(path, "name"), "required key is missing",
+                                 f"add 'name: ...' under '{path or 'model'}'")
         if self.weights is not None:
             require_readable_file(self.weights, schema.join(path, "weights"))
         check_model_exists(self, path)
@@ -64,7 +71,7 @@ class ModelConfig:
         if self.label:
             return self.label
         kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
-        return f"{self.source}:{self.name}" + (f"({kwargs})" if kwargs else "")
+        return f"{self.source}:{self.path or self.name}" + (f"({kwargs})" if kwargs else "")
 
 
 @dataclass
