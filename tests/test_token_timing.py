@@ -50,3 +50,17 @@ def test_the_harness_stamps_each_step_and_refuses_a_session_that_miscounts():
     assert request.start <= request.stamps[0] <= request.stamps[-1]
     with pytest.raises(RuntimeError, match="stamped 6 step"):
         timed_request(_Session(2), np.zeros((1, 5), dtype=np.int64), 3)
+
+
+def test_logit_agreement_counts_top1_only_where_eager_is_decided():
+    from trtbench.measure.logit_accuracy import logit_agreement, matching_prefix
+
+    reference = np.array([[[0.0, 1.0, 0.5], [0.3, 0.3001, 0.0], [2.0, 0.0, 0.0]]])
+    logits = np.array([[[0.0, 1.0, 0.6], [0.3001, 0.3, 0.0], [0.0, 2.0, 0.0]]])
+    got = logit_agreement(logits, reference, margin=0.01)
+    assert got["positions"] == 3 and got["top1_positions"] == 2  # the near tie (0.3 vs 0.3001) left out
+    assert got["top1_agree"] == 0.5  # position 0 agrees, position 2 does not
+    assert got["max_abs_err"] == pytest.approx(2.0) and got["cosine_min"] == pytest.approx(0.0)
+    assert logit_agreement(reference, reference, 0.01)["cosine_min"] == pytest.approx(1.0)
+    assert matching_prefix(np.array([[1, 2, 3, 4]]), np.array([[1, 2, 9, 4]])) == 2
+    assert matching_prefix(np.array([[1, 2]]), np.array([[1, 2]])) == 2

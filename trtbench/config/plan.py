@@ -22,6 +22,8 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import batch_shapes
 from trtbench.core.precision import REFERENCE, is_quantized, unsupported_reason
 from trtbench.measure.timing import TimingSettings
+from trtbench.decoders import get_decoder
+from trtbench.models import transformers_model_type
 from trtbench.variants import build_order, get_variant, variant_names
 
 
@@ -58,6 +60,7 @@ class BuildGroup:
     unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
     listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
+    decodes: bool = False  # its variants are decoders, which its scenario builds (trtbench.decoders)
 
     def __post_init__(self) -> None:
         if not self.listed:
@@ -86,7 +89,9 @@ class BuildGroup:
 
     def build_names_at(self, precision: str) -> list[str]:
         """Variants with a case at ``precision`` that can run here, plus what they build from, each after
-        its dependency."""
+        its dependency; none where the group's variants are decoders (its scenario builds those)."""
+        if self.decodes:
+            return []
         runnable = [e.name for e in self.entries_at(precision) if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
 
@@ -197,12 +202,19 @@ def quantizing_variants() -> list[str]:
     return [name for name in variant_names() if get_variant(name).quantizes]
 
 
+def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
+    """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model`` (its library, precision, or
+    the model's architecture); None when it can."""
+    return get_decoder(name).unavailable(precision, device.type, transformers_model_type(model))
+
+
 def _unavailable(group: BuildGroup, device: torch.device, allocator: str) -> dict[str, str]:
-    """Why each variant of the group cannot run here, by slot id (only those that cannot): none can where the
-    allocator its workers start with is not installed (the reason gives the install line)."""
+    """Why each variant (or decoder) of the group cannot run here, by slot id (only those that cannot): none can
+    where the allocator its workers start with is not installed (the reason gives the install line)."""
     missing = allocator_unavailable(allocator)
-    reasons = {group.slot_id(entry.name, precision): missing or why_unavailable(entry.name, device, precision)
-               for entry, precision in group.slots()}
+    reasons = {group.slot_id(entry.name, precision): missing or (
+        why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes
+        else why_unavailable(entry.name, device, precision)) for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
 
 
@@ -232,13 +244,14 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     threads_default = default_threads()["threads"]
     listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
-    points = shape_points(config)
+    decodes = any(s.decodes for s in config.scenarios)
+    points = [] if decodes else shape_points(config)  # a decoding scenario has points of its own
     groups = []
     for model in config.models:
         for threads in config.thread_counts:
             group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
                                listed=list(config.precisions), threads=threads or threads_default,
-                               points=points, variants=entries, device=str(device))
+                               points=points, variants=entries, device=str(device), decodes=decodes)
             group.unavailable = _unavailable(group, device, config.benchmark.allocator)
             groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)

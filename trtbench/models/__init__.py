@@ -126,6 +126,16 @@ def transformers_model_type(model_cfg) -> str:
     return json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text()).get("model_type", "")
 
 
+def transformers_max_positions(model_cfg) -> int | None:
+    """The most positions (prompt plus new tokens) a transformers model takes: its config's
+    ``max_position_embeddings`` (None where it states none)."""
+    if model_cfg.path is not None:
+        config = json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text())
+    else:
+        config = _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict()
+    return config.get("max_position_embeddings") or config.get("n_positions")
+
+
 def check_model_exists(model_cfg, path: str) -> None:
     """Raise a :class:`UserInputError` naming ``path.name`` when the model cannot be found."""
     key = schema.join(path, "name")

@@ -35,6 +35,9 @@ def write_offline_tokenizer(folder: Path, vocab_size: int) -> None:
 def write_model_folder(model: nn.Module, folder: Path, local: str | None = None) -> Path:
     """``model`` (a transformers causal LM) saved to ``folder`` with a tokenizer: that of ``local`` (the
     model's own folder) where it has one, else :func:`write_offline_tokenizer`'s. Returns ``folder``."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     copied = [name for name in TOKENIZER_FILES if local is not None and (Path(local).expanduser() / name).is_file()]

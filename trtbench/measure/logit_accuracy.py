@@ -1,0 +1,36 @@
+"""A decoder's accuracy against eager fp32 that works with random weights: its teacher-forced logits compared
+position by position, and the length of its greedy output that matches eager's.
+
+Random weights give near-tied logits, so top-1 agreement counts only the positions where eager's top two
+logits differ by more than a margin, and says how many positions that left.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) -> dict:
+    """``logits`` against ``reference`` (both seq x vocab, or 1 x seq x vocab): the max abs error, the lowest
+    and the median cosine over positions, and top-1 agreement over the positions whose reference top-two
+    margin exceeds ``margin`` (``top1_positions`` of ``positions``; None where none is left)."""
+    got = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
+    ref = np.asarray(reference, dtype=np.float64).reshape(-1, np.shape(reference)[-1])
+    if got.shape != ref.shape:
+        raise ValueError(f"logits of shape {got.shape} against a reference of shape {ref.shape}")
+    norms = np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1)
+    cosine = np.where(norms > 0, np.sum(got * ref, axis=1) / np.where(norms > 0, norms, 1), 1.0)
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    decided = (top2[:, 1] - top2[:, 0]) > margin
+    agree = np.argmax(got, axis=1) == np.argmax(ref, axis=1)
+    return {"max_abs_err": float(np.max(np.abs(got - ref))), "cosine_min": float(cosine.min()),
+            "cosine_median": float(np.median(cosine)), "positions": int(ref.shape[0]),
+            "top1_positions": int(decided.sum()), "top1_margin": margin,
+            "top1_agree": float(agree[decided].mean()) if decided.any() else None}
+
+
+def matching_prefix(tokens: np.ndarray, reference: np.ndarray) -> int:
+    """How many leading tokens of ``tokens`` equal ``reference``'s (the first sequence of each)."""
+    got, ref = np.asarray(tokens).reshape(-1), np.asarray(reference).reshape(-1)
+    differ = np.nonzero(got[: len(ref)] != ref[: len(got)])[0]
+    return int(differ[0]) if differ.size else int(min(len(got), len(ref)))
