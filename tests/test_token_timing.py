@@ -64,3 +64,14 @@ def test_logit_agreement_counts_top1_only_where_eager_is_decided():
     assert logit_agreement(reference, reference, 0.01)["cosine_min"] == pytest.approx(1.0)
     assert matching_prefix(np.array([[1, 2, 3, 4]]), np.array([[1, 2, 9, 4]])) == 2
     assert matching_prefix(np.array([[1, 2]]), np.array([[1, 2]])) == 2
+    assert matching_prefix(np.array([[1, 2, 3], [4, 5, 6]]), np.array([[1, 2, 3], [4, 0, 6]])) == 1  # the shortest
+
+
+def test_a_logit_miss_names_the_figures_and_no_decided_position_is_no_miss():
+    from trtbench.config.config import LogitTolerance
+    from trtbench.measure.logit_accuracy import logit_misses
+
+    found = {"cosine_min": 0.95, "top1_agree": 0.5, "top1_positions": 10, "positions": 64}
+    misses = logit_misses(found, LogitTolerance(cosine_min=0.99, top1_agree_min=0.9))
+    assert misses == ["cosine 0.950000 < 0.99", "top-1 agreement 0.500 < 0.9 over 10 of 64 positions"]
+    assert logit_misses({**found, "top1_agree": None}, LogitTolerance(0.9, 0.9)) == []

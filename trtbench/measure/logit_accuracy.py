@@ -29,8 +29,22 @@ def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) ->
             "top1_agree": float(agree[decided].mean()) if decided.any() else None}
 
 
+def logit_misses(found: dict, tolerance) -> list[str]:
+    """How :func:`logit_agreement`'s ``found`` misses ``tolerance`` (its ``cosine_min`` and ``top1_agree_min``),
+    each with the figures; empty when it keeps both. Top-1 agreement over no decided position is no miss."""
+    misses = []
+    if found["cosine_min"] < tolerance.cosine_min:
+        misses.append(f"cosine {found['cosine_min']:.6f} < {tolerance.cosine_min}")
+    if found["top1_agree"] is not None and found["top1_agree"] < tolerance.top1_agree_min:
+        misses.append(f"top-1 agreement {found['top1_agree']:.3f} < {tolerance.top1_agree_min} over "
+                      f"{found['top1_positions']} of {found['positions']} positions")
+    return misses
+
+
 def matching_prefix(tokens: np.ndarray, reference: np.ndarray) -> int:
-    """How many leading tokens of ``tokens`` equal ``reference``'s (the first sequence of each)."""
-    got, ref = np.asarray(tokens).reshape(-1), np.asarray(reference).reshape(-1)
-    differ = np.nonzero(got[: len(ref)] != ref[: len(got)])[0]
-    return int(differ[0]) if differ.size else int(min(len(got), len(ref)))
+    """How many leading tokens of ``tokens`` equal ``reference``'s (both batch x tokens, or one sequence): the
+    shortest such prefix over the batch's sequences."""
+    got, ref = np.atleast_2d(tokens), np.atleast_2d(reference)
+    length = min(got.shape[1], ref.shape[1])
+    differ = got[:, :length] != ref[:, :length]
+    return int(min(np.argmax(row) if row.any() else length for row in differ))

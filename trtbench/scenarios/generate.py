@@ -28,7 +28,7 @@ from trtbench.core import schema
 from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
-from trtbench.measure.logit_accuracy import logit_agreement, matching_prefix
+from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
@@ -218,11 +218,7 @@ def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances
             continue
         tolerance = tolerances[precision]
         figures[slot] = found = logit_agreement(logits[slot], reference, tolerance.top1_margin)
-        misses = [f"cosine {found['cosine_min']:.6f} < {tolerance.cosine_min}"] if found["cosine_min"] < \
-            tolerance.cosine_min else []
-        if found["top1_agree"] is not None and found["top1_agree"] < tolerance.top1_agree_min:
-            misses.append(f"top-1 agreement {found['top1_agree']:.3f} < {tolerance.top1_agree_min} over "
-                          f"{found['top1_positions']} of {found['positions']} positions")
+        misses = logit_misses(found, tolerance)
         found.update(ok=not misses, cosine_floor=tolerance.cosine_min, top1_floor=tolerance.top1_agree_min)
         if misses:
             rows[slot] = _Row(Status.FAILED, f"accuracy against eager fp32 (tolerances.{precision}): "
