@@ -69,7 +69,7 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     assert len(merged.results.parts("generate")) == 4 and "## Generate" in (tmp_path / "merged" / "report.md").read_text()
 
 
-def test_compiled_matches_eager_and_states_its_compile(tmp_path):
+def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tmp_path):
     from trtbench.config.config import ModelConfig
     from trtbench.decoders import get_decoder
     from trtbench.measure.token_timing import timed_request
@@ -80,7 +80,7 @@ def test_compiled_matches_eager_and_states_its_compile(tmp_path):
                                                         kwargs=TINY_LLAMA)), tmp_path / "hf")
     prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
     sessions = {name: get_decoder(name).load(get_decoder(name).build(folder, "fp32", tmp_path / name, 1), "cpu", 1)
-                for name in ("eager", "compiled")}
+                for name in ("eager", "compiled", "exported")}
     tokens = {name: timed_request(s, prompt, 4).tokens for name, s in sessions.items()}
     compiled = sessions["compiled"]
     graphs = compiled.facts["compiled_graphs"]
@@ -88,9 +88,15 @@ def test_compiled_matches_eager_and_states_its_compile(tmp_path):
     again = timed_request(compiled, prompt, 4)
     assert compiled.facts["compiled_graphs"] == graphs, "a second request of the same shape compiles nothing"
     assert np.array_equal(tokens["compiled"], tokens["eager"]) and np.array_equal(again.tokens, tokens["eager"])
+    exported = sessions["exported"]
+    assert np.array_equal(tokens["exported"], tokens["eager"]) and exported.facts["programs"] == 1
+    assert len(list((tmp_path / "exported").glob("*.pt2"))) == 1, "the program timed is the saved .pt2"
+    batch = np.repeat(prompt, 2, axis=0)
+    assert np.array_equal(timed_request(exported, batch, 4).tokens, timed_request(sessions["eager"], batch, 4).tokens)
     logits = {name: s.logits(prompt) for name, s in sessions.items()}
     assert logits["eager"].shape == (1, 8, 512) and logits["eager"].dtype == np.float32
     assert np.abs(logits["compiled"] - logits["eager"]).max() < 1e-4
+    assert np.abs(logits["exported"] - logits["eager"]).max() < 1e-4
 
 
 @pytest.mark.parametrize("changes, key, says", [
