@@ -192,7 +192,7 @@ class Generate(Scenario):
 
     @classmethod
     def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        section = generate_section(results.parts(GenerateRecord.KIND), results.environments)
+        section = generate_section(results.parts(GenerateRecord.KIND), results.environments, out_dir)
         return ReportSection(*section) if section is not None else None
 
     @classmethod

@@ -1,12 +1,18 @@
 """The generate scenario's report section: the metric definitions, a table per build group of every decoder's
-TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32 and accuracy, and the recommendation per point (the
-accurate decoder and precision with the lowest TPOT, and with the lowest TTFT)."""
+TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32 and accuracy, the recommendation per point (the
+accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
+step's latency against its KV position, and decode tokens/s against batch."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
+from matplotlib.figure import Figure
+
 from trtbench.core.env import environment_name
+from trtbench.report.colors import legend_beside, marker
+from trtbench.report.plots import save_figure
 from trtbench.core.status import Status
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
 
@@ -71,8 +77,58 @@ def recommendations(parts: list) -> list[dict]:
     return found
 
 
-def generate_section(parts: list, environments: dict) -> Optional[tuple[str, dict]]:
-    """The section's Markdown and its results.json entries, from the generate parts alone (None: there are none)."""
+def _timed(parts: list) -> list:
+    return [p for p in parts if p.status is Status.OK and p.data.get("metrics")]
+
+
+def steps_plot(parts: list, path: Path) -> Optional[Path]:
+    """The median latency of each decode step against the KV cache's length at that step, a line per row; None
+    when no row was timed."""
+    timed = _timed(parts)
+    if not timed:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, part in enumerate(timed):
+        steps, prompt = part.data["metrics"]["step_ms"], part.data["prompt_tokens"]
+        ax.plot([prompt + i + 1 for i in range(len(steps))], steps, marker=marker(rank), markersize=3,
+                label=f"{part.decoder} {part.precision} {part.point}")
+    ax.set_xlabel("KV cache length at the step (positions)")
+    ax.set_ylabel("decode step latency, median (ms)")
+    ax.set_title("Generate: decode step latency vs KV position")
+    ax.grid(alpha=0.3)
+    legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+def batch_plot(parts: list, path: Path) -> Optional[Path]:
+    """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
+    without a line of two batch sizes."""
+    lines: dict[str, dict[int, float]] = {}
+    for part in _timed(parts):
+        name = f"{part.decoder} {part.precision} p{part.data['prompt_tokens']}-n{part.data['new_tokens']}"
+        lines.setdefault(name, {})[part.data["batch"]] = part.data["metrics"]["decode_tokens_per_s"]["median"]
+    lines = {name: at for name, at in lines.items() if len(at) > 1}
+    if not lines:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, (name, at) in enumerate(lines.items()):
+        batches = sorted(at)
+        ax.plot(batches, [at[b] for b in batches], marker=marker(rank), label=name)
+    ax.set_xlabel("batch (sequences per request)")
+    ax.set_ylabel("decode tokens/s, median")
+    ax.set_title("Generate: decode tokens/s vs batch")
+    ax.grid(alpha=0.3)
+    legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional[tuple[str, dict]]:
+    """The section's Markdown and its results.json entries, from the generate parts alone, its plots written
+    under ``out_dir`` (None: there are no parts)."""
     if not parts:
         return None
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
@@ -94,6 +150,9 @@ def generate_section(parts: list, environments: dict) -> Optional[tuple[str, dic
         notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]
     if notes:
         lines += ["Not timed:", "", *notes, ""]
+    plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
+                               batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]
+    lines += [f"![{plot.stem}]({plot.relative_to(out_dir).as_posix()})" for plot in plots] + ([""] if plots else [])
     recommended = recommendations(parts)
     if recommended:
         lines += ["### What to ship", ""]
