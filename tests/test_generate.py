@@ -135,3 +135,29 @@ def test_the_bundled_example_is_the_issues_shape():
     assert config.models[0].task == "causal-lm" and config.inputs == []
     assert config.scenarios[0].settings.batch == [1, 4] and config.precisions == ["fp32", "int4"]
     assert Path(config.output.dir) == Path("results/tinyllama")
+
+
+def test_a_resumed_run_owes_only_the_points_missing_a_slot():
+    """Each point's rows are yielded together, once its rounds end (their speedups pair those rounds), so a point
+    is owed until every slot of it is journaled."""
+    from types import SimpleNamespace
+
+    from trtbench.config.plan import resolve
+    from trtbench.core.status import Status
+    from trtbench.scenarios.generate_result import GenerateRecord
+
+    config = config_from_dict(generate_config())
+    (group,), (scenario,) = resolve(config).groups, config.scenarios
+
+    def part(point, slot):
+        return GenerateRecord("env", group.model.id, group.threads, point, slot, "eager", "fp32", Status.OK)
+
+    def done(*parts):
+        return SimpleNamespace(parts=lambda kind: list(parts) if kind == GenerateRecord.KIND else [])
+
+    assert [p.label for p in scenario.points_todo(group, done())] == ["p12-n4-b1", "p12-n4-b2"]
+    half = done(part("p12-n4-b1", "eager"), part("p12-n4-b1", "eager@int4"), part("p12-n4-b2", "eager"))
+    assert [p.label for p in scenario.points_todo(group, half)] == ["p12-n4-b2"]
+    assert not scenario.owes(group, done(*[part(p, s) for p in ("p12-n4-b1", "p12-n4-b2")
+                                           for s in ("eager", "eager@int4")]))
+    assert GenerateRecord.from_dict(part("p12-n4-b1", "eager").to_dict()) == part("p12-n4-b1", "eager")

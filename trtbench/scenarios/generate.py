@@ -145,14 +145,15 @@ class Generate(Scenario):
                                      f"keep prompt_tokens + new_tokens at most {limit}, or raise "
                                      f"max_position_embeddings in {where}.kwargs")
 
-    def _todo(self, group, done) -> list[GeneratePoint]:
+    def points_todo(self, group, done) -> list[GeneratePoint]:
+        """The points some slot of ``group`` has no part at in ``done``."""
         have = {(p.model, p.threads, p.point, p.slot) for p in done.parts(GenerateRecord.KIND)}
         slots = [group.slot_id(e.name, p) for e, p in group.slots()]
         return [point for point in self.settings.points
                 if any((group.model.id, group.threads, point.label, slot) not in have for slot in slots)]
 
     def owes(self, group, done) -> bool:
-        return bool(self._todo(group, done))
+        return bool(self.points_todo(group, done))
 
     def prepare(self, ctx, group) -> GenerateWorkers:
         count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
@@ -160,7 +161,7 @@ class Generate(Scenario):
         return GenerateWorkers(count, bench.worker_timeout_s, bench.allocator)
 
     def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator[GenerateRecord]:
-        group, points = built.group, self._todo(built.group, built.done)
+        group, points = built.group, self.points_todo(built.group, built.done)
         folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
         config = built.model.config
