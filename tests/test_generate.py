@@ -55,13 +55,14 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         accuracy = eager["data"]["accuracy"]
         assert accuracy["cosine_min"] == pytest.approx(1.0) and accuracy["greedy_prefix"] == 4 and accuracy["ok"]
         assert eager["data"]["facts"]["per_token_times"] == "streamed"
+        assert eager["data"]["facts"]["cold_start"]["first_token_ms"] > 0
         skipped = rows[point, "eager@int4"]
         assert skipped["status"] == "skipped" and "no int4 path" in skipped["reason"]
     assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
     report = (out / "report.md").read_text()
     assert "## Generate" in report and "**TPOT**: time per output token: (E2E - TTFT) / (new_tokens - 1)" in report
     assert "| p12-n4-b2 | eager | fp32 | ok |" in report and "### What to ship" in report
-    assert "![generate_steps](plots/generate_steps.png)" in report and (out / "plots" / "generate_batch.png").is_file()
+    assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report and (out / "plots" / "generate_batch.png").is_file()
     assert "tiny-llama p12-n4-b1: eager fp32" in proc.stdout
 
     from trtbench.pipeline.merge import merge_runs
@@ -88,6 +89,7 @@ def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tm
     assert compiled.facts["compile_s"] > 0 and graphs >= 2  # the prefill and a decode step
     again = timed_request(compiled, prompt, 4)
     assert compiled.facts["compiled_graphs"] == graphs, "a second request of the same shape compiles nothing"
+    assert compiled.facts["recompiles"] == 0
     assert np.array_equal(tokens["compiled"], tokens["eager"]) and np.array_equal(again.tokens, tokens["eager"])
     exported = sessions["exported"]
     assert np.array_equal(tokens["exported"], tokens["eager"]) and exported.facts["programs"] == 1

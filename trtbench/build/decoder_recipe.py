@@ -5,7 +5,8 @@ The worker's calls (:meth:`DecoderRecipe.materialize`), each made by the parent 
 request (one untimed call, its output sent back with the call's peak memory): a label of ``requests`` is one
 generation request through the one harness (:func:`trtbench.measure.token_timing.timed_request`), returning its
 timestamps, its tokens and the session's facts at that moment; ``logits`` is the teacher-forced logits of
-``teacher``.
+``teacher``. The worker is a fresh process, so its load time and its first request's time to first token are the
+artifact's cold start (``cold_start`` in its facts).
 """
 
 from __future__ import annotations
@@ -53,9 +54,12 @@ class DecoderRecipe:
         calls = {label: (lambda p=prompt, n=new_tokens: request(p, n))
                  for label, (prompt, new_tokens) in self.requests.items()}
         calls[LOGITS] = lambda: session.logits(self.teacher)
-        for call in calls.values():  # first-call work (compiling, lazy initialisation) stays out of the timing,
-            call()  # so that the session's facts at ready hold it, and what changes later changed while timed
-        facts = {"build_s": round(built - started, 3), "load_s": round(loaded - built, 3),
+        # first-call work (compiling, lazy initialisation) stays out of the timing, so that the session's facts at
+        # ready hold it, and what changes later changed while timed; the first request is the cold one
+        warm = {label: call() for label, call in calls.items()}
+        first = warm[next(iter(self.requests))]
+        cold = {"load_s": round(loaded - built, 3), "first_token_ms": round((first["stamps"][0] - first["start"]) * 1e3, 3)}
+        facts = {"build_s": round(built - started, 3), "load_s": cold["load_s"], "cold_start": cold,
                  "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": Path(artifact).name,
                  **session.facts}
         return calls, facts

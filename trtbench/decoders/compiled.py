@@ -1,8 +1,8 @@
 """``compiled``: a static KV cache (transformers' ``StaticCache``, sized prompt + new tokens) with the model's
 forward under ``torch.compile``, called explicitly for the prefill and for each decode step (transformers
 compiles a static cache by itself only on CUDA). The first request of each shape compiles (its time is
-``compile_s``); ``compiled_graphs`` counts the graphs Dynamo made, so a graph made after the warm-up is a
-recompile while timed."""
+``compile_s``); ``compiled_graphs`` counts the graphs Dynamo made, and ``recompiles`` the requests that compiled
+at a shape an earlier request had already compiled."""
 
 from __future__ import annotations
 
@@ -31,7 +31,17 @@ class CompiledSession:
         self.model = model
         self.forward = torch.compile(model.forward, dynamic=False)
         self.caches: dict[tuple[int, int], object] = {}
-        self.facts = {**facts, "cache": "static (StaticCache)", "compile_s": 0.0, "compiled_graphs": _graphs()}
+        self.shapes: set[tuple] = set()  # (what, batch, prompt length, length) of the calls made so far
+        self.facts = {**facts, "cache": "static (StaticCache)", "compile_s": 0.0, "compiled_graphs": _graphs(),
+                      "recompiles": 0}
+
+    def _account(self, shape: tuple, graphs: int, started: float) -> None:
+        """After a call of ``shape`` that began with ``graphs`` graphs at ``started``: where it compiled, its time
+        is compile time (with one call's work), and a recompile where that shape had run before."""
+        if _graphs() > graphs:
+            self.facts.update(compile_s=round(self.facts["compile_s"] + time.perf_counter() - started, 3),
+                              compiled_graphs=_graphs(), recompiles=self.facts["recompiles"] + (shape in self.shapes))
+        self.shapes.add(shape)
 
     def _cache(self, batch: int, length: int):
         """A static cache for ``batch`` sequences of ``length`` positions, initialized by one eager call (so the
@@ -63,18 +73,17 @@ class CompiledSession:
                                 cache_position=torch.tensor([position], device=device)).logits[:, -1]
 
         tokens = greedy_loop(prefill, decode, prompt, new_tokens, stamp)
-        if _graphs() > graphs:  # this request compiled: its time is compile time (with one request's work)
-            self.facts["compile_s"] = round(self.facts["compile_s"] + time.perf_counter() - started, 3)
-            self.facts["compiled_graphs"] = _graphs()
+        self._account(("generate", batch, prompt_len, prompt_len + new_tokens), graphs, started)
         return tokens
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced through the compiled forward: the prefill of the whole sequence into a static cache."""
         cache, device = self._cache(1, ids.shape[1]), self.model.device
+        graphs, started = _graphs(), time.perf_counter()
         with torch.inference_mode():
             out = self.forward(input_ids=torch.from_numpy(ids).to(device), cache=cache,
                                cache_position=torch.arange(ids.shape[1], device=device))
-        self.facts["compiled_graphs"] = _graphs()
+        self._account(("logits", 1, ids.shape[1], ids.shape[1]), graphs, started)
         return out.logits.float().cpu().numpy()
 
     def close(self) -> None:

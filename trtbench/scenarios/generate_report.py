@@ -44,9 +44,15 @@ def _accuracy(accuracy: Optional[dict]) -> str:
             f"positions, max abs {accuracy['max_abs_err']:.2g}{prefix}")
 
 
+def _variant(part) -> str:
+    """The decoder's name, flagged where its per-token times are not streamed (taken from its runtime's metrics)."""
+    how = part.data.get("facts", {}).get("per_token_times", "streamed")
+    return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
+
+
 def _row(part) -> str:
     data = part.data
-    cells = [part.point, part.decoder, part.precision, str(part.status)]
+    cells = [part.point, _variant(part), part.precision, str(part.status)]
     metrics = data.get("metrics")
     if metrics:
         speedups = data.get("speedups", {})
@@ -58,6 +64,26 @@ def _row(part) -> str:
     else:
         cells += [""] * 9 + [_accuracy(data.get("accuracy")), ""]
     return "| " + " | ".join(cells) + " |"
+
+
+def cold_starts(parts: list) -> list[str]:
+    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), once
+    per build group and slot, as Markdown lines."""
+    seen, rows = set(), []
+    for part in _timed(parts):
+        facts = part.data.get("facts", {})
+        key = (part.environment, part.model, part.threads, part.slot)
+        if key in seen or "cold_start" not in facts:
+            continue
+        seen.add(key)
+        cold = facts["cold_start"]
+        rows.append(f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
+                    f"| {cold['load_s']} | {cold['first_token_ms']} |")
+    if not rows:
+        return []
+    return ["Cold start in a fresh process (the worker builds the artifact, loads it and makes its first request):", "",
+            "| model | threads | variant | precision | build s | load s | first token ms |", "|---|---|---|---|---|---|---|",
+            *rows, ""]
 
 
 def recommendations(parts: list) -> list[dict]:
@@ -150,6 +176,7 @@ def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional
         notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]
     if notes:
         lines += ["Not timed:", "", *notes, ""]
+    lines += cold_starts(parts)
     plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
                                batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]
     lines += [f"![{plot.stem}]({plot.relative_to(out_dir).as_posix()})" for plot in plots] + ([""] if plots else [])
