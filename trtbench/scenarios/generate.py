@@ -97,10 +97,10 @@ def _folder_name(model_id: str) -> str:
 
 
 def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
-    """Each point's prompt: token ids drawn uniformly from the vocabulary past the special tokens."""
-    rng = np.random.default_rng(seed)
-    return {p.label: rng.integers(min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64)
-            for p in points}
+    """Each point's prompt: token ids drawn uniformly from the vocabulary past the special tokens, seeded by the
+    run's seed and the point, so that a resumed run prompts a point as the first did."""
+    return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
+        min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
 
 
 @dataclass
