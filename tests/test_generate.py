@@ -19,7 +19,7 @@ from trtbench.core.errors import UserInputError  # noqa: E402
 
 TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 64}
-GENERATE = {"name": "tinygen", "device": "cpu", "variants": ["eager"], "precisions": ["fp32", "int4"],
+GENERATE = {"name": "tinygen", "device": "cpu", "variants": ["eager", "exported"], "precisions": ["fp32", "int4"],
             "model": {"source": "transformers", "name": "llama", "task": "causal-lm", "kwargs": TINY_LLAMA,
                       "label": "tiny-llama"},
             "benchmark": {"threads": 1},
@@ -41,7 +41,8 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     rows = {(r["point"], r["slot"]): r for r in doc["generate"]}
-    assert set(rows) == {(p, s) for p in ("p12-n4-b1", "p12-n4-b2") for s in ("eager", "eager@int4")}
+    assert set(rows) == {(p, s) for p in ("p12-n4-b1", "p12-n4-b2")
+                         for s in ("eager", "exported", "eager@int4", "exported@int4")}
     for point, batch in (("p12-n4-b1", 1), ("p12-n4-b2", 2)):
         eager = rows[point, "eager"]
         assert eager["status"] == "ok" and eager["data"]["batch"] == batch
@@ -58,6 +59,10 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert eager["data"]["facts"]["cold_start"]["first_token_ms"] > 0
         skipped = rows[point, "eager@int4"]
         assert skipped["status"] == "skipped" and "no int4 path" in skipped["reason"]
+        exported = rows[point, "exported"]["data"]  # timed in the same rounds: paired speedups over eager fp32
+        assert exported["rounds"] == eager["data"]["rounds"] and exported["speedups"]["tpot_ms"]["low"] is not None
+        assert exported["accuracy"]["ok"] and exported["accuracy"]["greedy_prefix"] == 4
+        assert exported["facts"]["programs"] == 3  # a program per point and one for the teacher-forced sequence
     assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
     report = (out / "report.md").read_text()
     assert "## Generate" in report and "**TPOT**: time per output token: (E2E - TTFT) / (new_tokens - 1)" in report
@@ -68,7 +73,28 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     from trtbench.pipeline.merge import merge_runs
 
     merged = merge_runs([str(out)], tmp_path / "merged")  # a merge reads the parts and reports them too
-    assert len(merged.results.parts("generate")) == 4 and "## Generate" in (tmp_path / "merged" / "report.md").read_text()
+    assert len(merged.results.parts("generate")) == 8 and "## Generate" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp_path):
+    from conftest import run_dict
+    from trtbench.decoders import get_decoder
+
+    reason = get_decoder("eager").unavailable("bf16", "cpu", "llama")
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "out"
+    data = generate_config(variants=["eager"], precisions=["bf16"], output={"dir": str(out)},
+                           tolerances={"bf16": {"cosine_min": 0.9999999}},
+                           scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [2], "min_requests": 1,
+                                                    "max_requests": 1}}])
+    assert run_dict(data).exit_code == 1
+    rows = {r["slot"]: r for r in json.loads((out / "results.json").read_text())["generate"]}
+    assert rows["eager"]["status"] == "ok", "eager fp32, the reference, times"
+    missed = rows["eager@bf16"]
+    assert missed["status"] == "failed" and "tolerances.bf16" in missed["reason"] and "cosine" in missed["reason"]
+    assert missed["data"]["accuracy"]["ok"] is False and "metrics" not in missed["data"], "not timed"
+    assert "eager@bf16: accuracy against eager fp32" in (out / "report.md").read_text()
 
 
 def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tmp_path):
