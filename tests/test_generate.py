@@ -57,6 +57,7 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert accuracy["cosine_min"] == pytest.approx(1.0) and accuracy["greedy_prefix"] == 4 and accuracy["ok"]
         assert eager["data"]["facts"]["per_token_times"] == "streamed"
         assert eager["data"]["facts"]["cold_start"]["first_token_ms"] > 0
+        assert eager["data"]["kv_cache_bytes"] == 2 * 2 * 2 * 16 * batch * (12 + 4) * 4  # K and V, layers, heads, dim
         skipped = rows[point, "eager@int4"]
         assert skipped["status"] == "skipped" and "no int4 path" in skipped["reason"]
         exported = rows[point, "exported"]["data"]  # timed in the same rounds: paired speedups over eager fp32

@@ -34,8 +34,8 @@ from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.base import ReportSection, Scenario, register
 from trtbench.scenarios.generate_report import generate_section, generate_summary
-from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
-                                                requests_of, speedups_of)
+from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, kv_cache_bytes,
+                                                metrics_of, requests_of, speedups_of)
 from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
 
 ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
@@ -188,6 +188,7 @@ class Generate(Scenario):
             for slot, (name, precision) in slots.items():
                 yield _record(ctx, group, point, (slot, name, precision), point_rows[slot],
                               {"accuracy": accuracy.get(slot), "stopped_by": stopped_by,
+                               "kv_cache_bytes": kv_cache_bytes(config, point, precision),
                                "baseline": point_rows.get(BASELINE_VARIANT),
                                "worker": workers[slot].facts if slot in workers else {}})
 
@@ -263,9 +264,10 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
 
 def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
     """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
-    why the rounds stopped, eager fp32's row (the baseline) and the worker's facts."""
+    why the rounds stopped, its KV cache's bytes, eager fp32's row (the baseline) and the worker's facts."""
     slot, name, precision = who
-    data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch}
+    data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch,
+                  "kv_cache_bytes": context["kv_cache_bytes"]}
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:

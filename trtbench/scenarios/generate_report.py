@@ -17,7 +17,7 @@ from trtbench.core.status import Status
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
 
 HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
-          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | requests |")
+          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | peak RSS / KV cache MB | requests |")
 
 
 def _median(metric: dict) -> str:
@@ -60,9 +60,11 @@ def _row(part) -> str:
                   f"{metrics['decode_tokens_per_s']['median']:.4g}", f"{metrics['prefill_tokens_per_s']['median']:.4g}",
                   f"{metrics['itl_ms']['p50']:.3g} / {metrics['itl_ms']['p99']:.3g}",
                   *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
-                  _accuracy(data.get("accuracy")), f"{data['rounds']} ({data['stopped_by']})"]
+                  _accuracy(data.get("accuracy")),
+                  f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
+                  f"{data['rounds']} ({data['stopped_by']})"]
     else:
-        cells += [""] * 9 + [_accuracy(data.get("accuracy")), ""]
+        cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", ""]
     return "| " + " | ".join(cells) + " |"
 
 
