@@ -68,13 +68,15 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     report = (out / "report.md").read_text()
     assert "## Generate" in report and "**TPOT**: time per output token: (E2E - TTFT) / (new_tokens - 1)" in report
     assert "| p12-n4-b2 | eager | fp32 | ok |" in report and "### What to ship" in report
-    assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report and (out / "plots" / "generate_batch.png").is_file()
+    assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report
+    assert (out / "plots" / "generate_batch.png").is_file()
     assert "tiny-llama p12-n4-b1: eager fp32" in proc.stdout
 
     from trtbench.pipeline.merge import merge_runs
 
     merged = merge_runs([str(out)], tmp_path / "merged")  # a merge reads the parts and reports them too
-    assert len(merged.results.parts("generate")) == 8 and "## Generate" in (tmp_path / "merged" / "report.md").read_text()
+    assert len(merged.results.parts("generate")) == 8
+    assert "## Generate" in (tmp_path / "merged" / "report.md").read_text()
 
 
 def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp_path):
