@@ -102,3 +102,49 @@ def test_a_missing_model_library_exits_2_naming_the_extra(source, monkeypatch, t
     assert main(["run", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"pip install 'trtbench[{source}]'" in err and "model" in err and not (tmp_path / "out").exists()
+
+
+TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 256}
+
+
+def test_a_causal_lm_is_built_offline_written_as_a_folder_with_a_tokenizer_and_loaded_back(tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from trtbench.models.hf_folder import write_model_folder
+
+    model = build_model(ModelConfig(name="llama", source="transformers", task="causal-lm", kwargs=TINY_LLAMA))
+    folder = write_model_folder(model, tmp_path / "hf")
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in folder.iterdir()}
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    assert tokenizer("t5 t7").input_ids == [5, 7] and len(tokenizer) == 512
+    loaded = build_model(ModelConfig(source="transformers", task="causal-lm", path=str(folder)))
+    ids = torch.randint(0, 512, (1, 8))
+    with torch.inference_mode():
+        assert torch.equal(loaded(input_ids=ids).logits, model(input_ids=ids).logits)
+
+
+@pytest.mark.parametrize("fields, key, says", [
+    ({"name": "vit", "task": "causal-lm"}, "model.task", "no language-model head"),
+    ({"name": "llama", "task": "seq2seq"}, "model.task", "unknown value"),
+    ({"path": "/nonexistent"}, "model.path", "no config.json"),
+    ({}, "model.name", "required key is missing"),
+])
+def test_bad_causal_lm_models_name_the_key(fields, key, says):
+    pytest.importorskip("transformers")
+    from trtbench.config.config import config_from_dict
+
+    with pytest.raises(UserInputError) as info:
+        config_from_dict({"name": "x", "model": {"source": "transformers", **fields}, "scenarios": ["latency"],
+                          "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, 8], "value_range": [0, 9]}]})
+    assert info.value.where == key and says in info.value.problem, info.value
+
+
+def test_task_is_for_transformers_only():
+    from trtbench.config.config import config_from_dict
+
+    with pytest.raises(UserInputError) as info:
+        config_from_dict({"name": "x", "model": {"name": "resnet18", "task": "causal-lm"},
+                          "inputs": [{"shape": [1, 3, 8, 8]}]})
+    assert info.value.where == "model.task"

@@ -89,8 +89,9 @@ def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, f
 
 
 def quantizes(group: BuildGroup, precision: str) -> bool:
-    """Whether some variant of ``group`` is built at the quantized ``precision`` here."""
-    return is_quantized(precision) and any(group.slot_id(e.name, precision) not in group.unavailable
+    """Whether some variant of ``group`` is built at the quantized ``precision`` here (a decoder quantizes in
+    its own builder)."""
+    return is_quantized(precision) and not group.decodes and any(group.slot_id(e.name, precision) not in group.unavailable
                                            for e in group.entries_at(precision))
 
 

@@ -31,7 +31,8 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
 from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
 from trtbench.models import check_model_exists
-from trtbench.core.precision import PRECISIONS
+from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
+from trtbench.decoders import decoder_names
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile import Profile
@@ -45,16 +46,23 @@ DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
 
 @dataclass
 class ModelConfig:
-    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``)."""
+    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
+    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
+    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
 
-    name: str
+    name: str = ""
     source: str = "torchvision"
     kwargs: dict = field(default_factory=dict)
     weights: Optional[str] = None
     label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
+    task: Optional[str] = None  # transformers only: causal-lm (default: the bare model, AutoModel)
+    path: Optional[str] = None  # transformers only: a local model folder (config.json, weights, tokenizer)
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
+        if not self.name and self.path is None:
+            raise UserInputError(schema.join(path, "name"), "required key is missing",
+                                 f"add 'name: ...' under '{path or 'model'}'")
         if self.weights is not None:
             require_readable_file(self.weights, schema.join(path, "weights"))
         check_model_exists(self, path)
@@ -65,7 +73,7 @@ class ModelConfig:
         if self.label:
             return self.label
         kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
-        return f"{self.source}:{self.name}" + (f"({kwargs})" if kwargs else "")
+        return f"{self.source}:{self.path or self.name}" + (f"({kwargs})" if kwargs else "")
 
 
 @dataclass
@@ -258,6 +266,32 @@ class Int8Budget:
 TOLERANCE_TYPES = {"fp32": Tolerance, "fp16": Tolerance, "int8": Int8Budget}
 
 
+@dataclass
+class LogitTolerance:
+    """What a decoder's teacher-forced logits must keep against eager fp32's over one token sequence: the
+    lowest cosine of any position's logits, and the share of positions whose top-1 token agrees, counted
+    only where eager's top two logits differ by more than ``top1_margin`` (random weights give near ties)."""
+
+    cosine_min: float = 0.9999
+    top1_agree_min: float = 1.0
+    top1_margin: float = 1e-4
+
+    def validate(self, path: str) -> None:
+        for name in ("cosine_min", "top1_agree_min"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise UserInputError(schema.join(path, name), f"{getattr(self, name)} is not within [0, 1]",
+                                     "use a number from 0 to 1, e.g. 0.99")
+        if self.top1_margin < 0:
+            raise UserInputError(schema.join(path, "top1_margin"), "must not be negative", "use 0 or more, e.g. 1e-3")
+
+
+def default_logit_tolerances() -> dict[str, LogitTolerance]:
+    """A decoder's logit tolerances at each precision (``tolerances:`` of a generate config): fp32 must match
+    to rounding; bf16 and weight-only int8/int4 keep the logits' direction and most confident tokens."""
+    return {"fp32": LogitTolerance(), "bf16": LogitTolerance(0.99, 0.9, 1e-2),
+            "int8": LogitTolerance(0.98, 0.8, 1e-2), "int4": LogitTolerance(0.9, 0.6, 5e-2)}
+
+
 def default_tolerances() -> dict[str, Any]:
     # fp32 allows TF32 math on GPUs (cuDNN convolutions, TensorRT by default): about 5e-4 of the
     # output scale for a ResNet34, so 5e-3 leaves a margin and still fails any real error.
@@ -323,6 +357,27 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
     return parsed
 
 
+def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
+    """The ``variants`` list of a config whose scenarios time decoders: registered decoder names, each once."""
+    if not isinstance(entries, list) or not entries:
+        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
+                             "write e.g. variants: [eager, compiled, ort_genai]")
+    parsed: list[VariantEntry] = []
+    for i, entry in enumerate(entries):
+        key = f"{path}[{i}]"
+        name = entry.name if isinstance(entry, VariantEntry) else entry
+        if not isinstance(name, str):
+            raise UserInputError(key, f"expected a decoder name, got {entry!r}",
+                                 "decoders take no options: write e.g. 'compiled'")
+        if name not in decoder_names():
+            hint = schema.suggest(name, decoder_names()) or f"known decoders: {', '.join(decoder_names())}"
+            raise UserInputError(key, f"unknown decoder '{name}' (the generate scenario's variants are decoders)", hint)
+        if any(v.name == name for v in parsed):
+            raise UserInputError(key, f"decoder '{name}' is listed twice", "list each decoder once")
+        parsed.append(VariantEntry(name=name))
+    return parsed
+
+
 @dataclass
 class Config:
     """A whole run. Build one with :func:`load_config` or :func:`config_from_dict`.
@@ -365,6 +420,13 @@ class Config:
                                  "give each a distinct 'label' (e.g. label: resnet18-plain)")
         inputs, sweep = f["inputs"], f["sweep"]
         f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios")
+        decoding = [s.name for s in f["scenarios"] if s.decodes]
+        if decoding and len(decoding) != len(f["scenarios"]):
+            others = [s.name for s in f["scenarios"] if not s.decodes]
+            raise UserInputError("scenarios", f"'{decoding[0]}' times decoders (its variants: are decoders, built from "
+                                 f"a causal LM's folder) and cannot share a config with {', '.join(others)}",
+                                 f"put {decoding[0]} in a config of its own")
+        choices = DECODER_PRECISIONS if decoding else tuple(PRECISIONS)
         if not inputs and any("inputs" in s.needs for s in f["scenarios"]):
             raise UserInputError("inputs", "is empty", "list at least one input with a shape")
         names = [i.name for i in inputs]
@@ -374,9 +436,9 @@ class Config:
         if sweep is not None and sweep.precisions:
             f["precisions"] = list(sweep.precisions)
         if not f["precisions"]:
-            raise UserInputError("precisions", "is empty", "list at least one of: " + ", ".join(PRECISIONS))
+            raise UserInputError("precisions", "is empty", "list at least one of: " + ", ".join(choices))
         for i, p in enumerate(f["precisions"]):
-            schema.require_choice(p, tuple(PRECISIONS), f"precisions[{i}]")
+            schema.require_choice(p, choices, f"precisions[{i}]")
         if sweep is not None:
             check_sweep_batches(sweep, inputs)
             for knob in KNOB_CHOICES:
@@ -385,11 +447,12 @@ class Config:
                     raise UserInputError(f"sweep.{knob}", f"{values} sets the {knob} each worker process starts with, "
                                          f"and isolation '{f['benchmark'].isolation}' times in this process, whose "
                                          f"{knob} is set", "use benchmark.isolation: process (the default)")
-        f["variants"] = parse_variant_entries(f["variants"], "variants")
-        tolerances = default_tolerances()
+        f["variants"] = (parse_decoder_entries if decoding else parse_variant_entries)(f["variants"], "variants")
+        tolerances = default_logit_tolerances() if decoding else default_tolerances()
         for key, value in f["tolerances"].items():
-            schema.require_choice(key, tuple(PRECISIONS), schema.join("tolerances", key))
-            tolerances[key] = schema.from_dict(TOLERANCE_TYPES[key], value, schema.join("tolerances", key))
+            schema.require_choice(key, choices, schema.join("tolerances", key))
+            kind = LogitTolerance if decoding else TOLERANCE_TYPES[key]
+            tolerances[key] = schema.from_dict(kind, value, schema.join("tolerances", key))
         f["tolerances"] = tolerances
         if f["output"].dir is None:
             f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))

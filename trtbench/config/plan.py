@@ -22,6 +22,8 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import batch_shapes
 from trtbench.core.precision import REFERENCE, is_quantized, unsupported_reason
 from trtbench.measure.timing import TimingSettings
+from trtbench.decoders import get_decoder
+from trtbench.models import transformers_model_type
 from trtbench.variants import build_order, get_variant, variant_names
 
 
@@ -59,6 +61,7 @@ class BuildGroup:
     device: str = "cpu"
     listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
     knobs: Knobs = Knobs()  # the deployment knobs its worker processes start with (trtbench.core.knobs)
+    decodes: bool = False  # its variants are decoders, which its scenario builds (trtbench.decoders)
 
     def __post_init__(self) -> None:
         if not self.listed:
@@ -87,7 +90,9 @@ class BuildGroup:
 
     def build_names_at(self, precision: str) -> list[str]:
         """Variants with a case at ``precision`` that can run here, plus what they build from, each after
-        its dependency."""
+        its dependency; none where the group's variants are decoders (its scenario builds those)."""
+        if self.decodes:
+            return []
         runnable = [e.name for e in self.entries_at(precision) if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
 
@@ -198,13 +203,20 @@ def quantizing_variants() -> list[str]:
     return [name for name in variant_names() if get_variant(name).quantizes]
 
 
+def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
+    """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model`` (its library, precision, or
+    the model's architecture); None when it can."""
+    return get_decoder(name).unavailable(precision, device.type, transformers_model_type(model))
+
+
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
-    """Why each variant of the group cannot run here, by slot id (only those that cannot): none can where a
-    knob its workers start with cannot be set here (a library not installed: the reason gives the install
-    line)."""
+    """Why each variant (or decoder) of the group cannot run here, by slot id (only those that cannot): none can
+    where a knob its workers start with cannot be set here (a library not installed: the reason gives the
+    install line)."""
     missing = group.knobs.unavailable(group.threads)
-    reasons = {group.slot_id(entry.name, precision): missing or why_unavailable(entry.name, device, precision)
-               for entry, precision in group.slots()}
+    reasons = {group.slot_id(entry.name, precision): missing or (
+        why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes
+        else why_unavailable(entry.name, device, precision)) for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
 
 
@@ -234,7 +246,8 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     threads_default = default_threads()["threads"]
     listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))
     entries = [listed_eager] + [v for v in config.variants if v.name != "eager"]
-    points = shape_points(config)
+    decodes = any(s.decodes for s in config.scenarios)
+    points = [] if decodes else shape_points(config)  # a decoding scenario has points of its own
     groups = []
     settings = config.knob_settings
     swept = config.sweep is not None and any(getattr(config.sweep, knob) for knob in KNOB_CHOICES)
@@ -246,7 +259,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
                 group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
                                    listed=list(config.precisions), threads=threads or threads_default, points=points,
                                    variants=entries if knobs in config.knob_settings else entries[:1],
-                                   device=str(device), knobs=knobs)
+                                   device=str(device), knobs=knobs, decodes=decodes)
                 group.unavailable = _unavailable(group, device)
                 groups.append(group)
     matrix_groups, matrix_cases = len(groups), sum(len(g.cases()) for g in groups)

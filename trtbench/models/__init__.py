@@ -8,7 +8,9 @@ package; adding one is adding a module here.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -92,15 +94,61 @@ def _import_factory(spec: str, key: str) -> Callable[..., nn.Module]:
     return factory
 
 
+TASKS = ("causal-lm",)  # model.task: the head a transformers model is built with (default: none, AutoModel)
+
+
+def _check_transformers_model(model_cfg, path: str) -> None:
+    """A transformers model's type exists, its local folder holds a config, and a ``task`` is one its type has."""
+    if model_cfg.path is not None:
+        folder = Path(model_cfg.path).expanduser()
+        if not (folder / "config.json").is_file():
+            raise UserInputError(schema.join(path, "path"), f"{folder} holds no config.json",
+                                 "point path: at a Hugging Face model folder (config.json, weights, optional "
+                                 "tokenizer), e.g. one written by save_pretrained")
+    else:
+        _transformers_config(model_cfg.name, {}, path)
+    if model_cfg.task is None:
+        return
+    schema.require_choice(model_cfg.task, TASKS, schema.join(path, "task"))
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    model_type = transformers_model_type(model_cfg)
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise UserInputError(schema.join(path, "task"), f"'{model_type}' has no language-model head, so it cannot be "
+                             f"built for task {model_cfg.task}",
+                             "use a decoder model type such as llama, gpt2, qwen2 or mistral, or drop task:")
+
+
+def transformers_model_type(model_cfg) -> str:
+    """The transformers model type (``llama``) of a transformers model: its name, or its folder's config."""
+    if model_cfg.path is None:
+        return model_cfg.name
+    return json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text()).get("model_type", "")
+
+
+def transformers_max_positions(model_cfg) -> int | None:
+    """The most positions (prompt plus new tokens) a transformers model takes: its config's
+    ``max_position_embeddings`` (None where it states none)."""
+    if model_cfg.path is not None:
+        config = json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text())
+    else:
+        config = _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict()
+    return config.get("max_position_embeddings") or config.get("n_positions")
+
+
 def check_model_exists(model_cfg, path: str) -> None:
     """Raise a :class:`UserInputError` naming ``path.name`` when the model cannot be found."""
     key = schema.join(path, "name")
+    if (model_cfg.task is not None or model_cfg.path is not None) and model_cfg.source != "transformers":
+        which = "task" if model_cfg.task is not None else "path"
+        raise UserInputError(schema.join(path, which), f"is for source: transformers, not {model_cfg.source}",
+                             f"use source: transformers, or drop {which}:")
     if model_cfg.source == "torchvision":
         names = torchvision_model_names()
     elif model_cfg.source == "timm":
         names = _import_source_library("timm", schema.join(path, "source")).list_models()
     elif model_cfg.source == "transformers":
-        _transformers_config(model_cfg.name, {}, path)
+        _check_transformers_model(model_cfg, path)
         return
     elif model_cfg.source == "builtin":
         names = builtin_model_names()
@@ -123,9 +171,12 @@ def _instantiate(model_cfg) -> nn.Module:
     if model_cfg.source == "timm":  # random weights: pretrained=False downloads nothing
         return _import_source_library("timm", "model.source").create_model(model_cfg.name, pretrained=False,
                                                                             **model_cfg.kwargs)
-    if model_cfg.source == "transformers":  # from its config class, random weights, offline
-        config = _transformers_config(model_cfg.name, model_cfg.kwargs, "model")
-        return _import_source_library("transformers", "model.source").AutoModel.from_config(config)
+    if model_cfg.source == "transformers":  # from its config class, random weights, offline; or its local folder
+        transformers = _import_source_library("transformers", "model.source")
+        auto = transformers.AutoModelForCausalLM if model_cfg.task == "causal-lm" else transformers.AutoModel
+        if model_cfg.path is not None:
+            return auto.from_pretrained(Path(model_cfg.path).expanduser(), local_files_only=True, **model_cfg.kwargs)
+        return auto.from_config(_transformers_config(model_cfg.name, model_cfg.kwargs, "model"))
     if model_cfg.source == "builtin":
         _load_builtin_modules()
         return BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)

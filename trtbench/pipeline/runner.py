@@ -94,8 +94,8 @@ class Runner:
         """The model's build groups not done yet, judged against eager fp32's outputs at each point."""
         if all(self.state.group_done(g) for g in groups):
             return
-        references = eager_references(model, point_inputs(self.config, groups[0].points, ctx.device, torch.float32),
-                                      ctx.device)
+        references = (eager_references(model, point_inputs(self.config, groups[0].points, ctx.device, torch.float32),
+                                       ctx.device) if self._builds_variants else None)
         for group in groups:
             if not self.state.group_done(group):
                 self._run_group(ctx, group, model, references)
@@ -104,15 +104,16 @@ class Runner:
         """Build the group, run each scenario that owes it something (in the config's order; those that read
         the saved files after the save), and save what is left to save."""
         owing = [s for s in self.config.scenarios if s.owes(group, self.state)]
+        builds = self._builds_variants
         with torch_settings(group.threads, self.config.benchmark.cudnn_benchmark):
-            copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device)
+            copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device) if builds else {}
             prepared: dict[Scenario, object] = {}  # what each started before the build
             try:
                 for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
                     prepared[scenario] = scenario.prepare(ctx, group)  # while this process builds
-                outcomes = self._build(ctx, group, copies, build_all=bool(owing))
+                outcomes = self._build(ctx, group, copies, build_all=bool(owing)) if builds else {}
                 built = BuiltGroup(group, outcomes, copies, references,
-                                   {p: self.config.tolerances[p] for p in group.precisions}, self.state)
+                                   {p: self.config.tolerances[p] for p in group.precisions}, self.state, model)
                 for scenario in [s for s in owing if not s.after_save]:
                     self._run_scenario(ctx, scenario, built, prepared.get(scenario))
             finally:
@@ -124,6 +125,12 @@ class Runner:
                     self._save(ctx, group, precision, outcomes[group.slot_id(name, precision)], copies[precision])
             for scenario in [s for s in owing if s.after_save]:
                 self._run_scenario(ctx, scenario, built, None)
+
+    @property
+    def _builds_variants(self) -> bool:
+        """Whether this runner builds the variants (from example inputs): where some listed scenario reads
+        ``inputs:``; the others bring their own build path."""
+        return any("inputs" in s.needs for s in self.config.scenarios)
 
     def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: BuiltGroup, prepared) -> None:
         """Keep (and journal) each part ``scenario`` yields as it comes, where it still owes the group."""

@@ -8,9 +8,11 @@ here by importing it (a new scenario: its module(s), and one line below).
   latency percentile stays within a bound.
 - ``profile``: where one variant's time and memory go (:mod:`.profile`), when the config has a
   ``profile:`` section.
+- ``generate``: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder
+  (:mod:`.generate`, over :mod:`trtbench.decoders`).
 """
 
-from trtbench.scenarios import latency, server, profile  # noqa: F401  (registration, in report order)
+from trtbench.scenarios import latency, server, profile, generate  # noqa: F401  (registration, in report order)
 from trtbench.scenarios.base import BuiltGroup, Scenario, ReportSection, register, registered, scenario_class, unregister
 
 __all__ = ["BuiltGroup", "Scenario", "ReportSection", "register", "registered", "scenario_class", "unregister"]

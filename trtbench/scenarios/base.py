@@ -50,7 +50,9 @@ class BuiltGroup:
     ``outcomes``: slot id -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
     :class:`~trtbench.build.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
     eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
-    ``done``: what the run has so far (records by case key, parts by kind, saved files)."""
+    ``done``: what the run has so far (records by case key, parts by kind, saved files); ``model``: the group's
+    model as built (eager, fp32, on the CPU). Where no listed scenario reads ``inputs:`` the runner builds no
+    variant: ``outcomes`` and ``copies`` are empty and ``references`` is None."""
 
     group: BuildGroup
     outcomes: dict
@@ -58,6 +60,7 @@ class BuiltGroup:
     references: References
     tolerances: dict
     done: Any  # trtbench.pipeline.state.RunState: records, parts(kind), saved_files(group, precision)
+    model: Any = None
 
 
 class Scenario(ABC):
@@ -70,6 +73,8 @@ class Scenario(ABC):
     after_save: ClassVar[bool] = False  # runs once the group's artifacts are saved (it reads them)
     repeatable: ClassVar[bool] = False  # may be listed more than once (with other settings)
     example: ClassVar[str] = ""  # its entry as written in the scenarios: list, for error messages
+    decodes: ClassVar[bool] = False  # its variants: entries name decoders (trtbench.decoders), which it builds
+    # itself from the model's folder, at the precisions decoders have (DECODER_PRECISIONS)
 
     def __init__(self, settings: Any = None):
         self.settings = settings

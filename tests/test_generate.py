@@ -1,0 +1,194 @@
+"""The generate scenario on a 2-layer, hidden-size-64 Llama with random weights: a run through the CLI, the
+compiled decoder against eager, and the bad inputs that exit 2 naming their key."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+
+from trtbench.config.config import config_from_dict  # noqa: E402
+from trtbench.core.errors import UserInputError  # noqa: E402
+
+TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 64}
+GENERATE = {"name": "tinygen", "device": "cpu", "variants": ["eager", "exported"], "precisions": ["fp32", "int4"],
+            "model": {"source": "transformers", "name": "llama", "task": "causal-lm", "kwargs": TINY_LLAMA,
+                      "label": "tiny-llama"},
+            "benchmark": {"threads": 1},
+            "scenarios": [{"generate": {"prompt_tokens": [12], "new_tokens": [4], "batch": [1, 2],
+                                        "min_requests": 3, "max_requests": 4}}]}
+
+
+def generate_config(**changes) -> dict:
+    data = copy.deepcopy(GENERATE)
+    data.update(changes)
+    return data
+
+
+def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, subprocess_env, tmp_path):
+    out = tmp_path / "out"
+    path = write_config(generate_config(output={"dir": str(out)}))
+    proc = subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--quiet"], env=subprocess_env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    rows = {(r["point"], r["slot"]): r for r in doc["generate"]}
+    assert set(rows) == {(p, s) for p in ("p12-n4-b1", "p12-n4-b2")
+                         for s in ("eager", "exported", "eager@int4", "exported@int4")}
+    for point, batch in (("p12-n4-b1", 1), ("p12-n4-b2", 2)):
+        eager = rows[point, "eager"]
+        assert eager["status"] == "ok" and eager["data"]["batch"] == batch
+        metrics, requests = eager["data"]["metrics"], eager["data"]["requests"]
+        assert 3 <= eager["data"]["rounds"] == len(requests["e2e_ms"]) <= 4
+        assert metrics["ttft_ms"]["median"] < metrics["e2e_ms"]["median"]
+        assert metrics["itl_ms"]["count"] == 3 * eager["data"]["rounds"] and len(metrics["step_ms"]) == 3
+        tpot = metrics["tpot_ms"]["median"]
+        assert metrics["decode_tokens_per_s"]["median"] == pytest.approx(batch * 1e3 / tpot, rel=0.5)
+        assert eager["data"]["speedups"]["e2e_ms"]["value"] == pytest.approx(1.0)
+        accuracy = eager["data"]["accuracy"]
+        assert accuracy["cosine_min"] == pytest.approx(1.0) and accuracy["greedy_prefix"] == 4 and accuracy["ok"]
+        assert eager["data"]["facts"]["per_token_times"] == "streamed"
+        assert eager["data"]["facts"]["cold_start"]["first_token_ms"] > 0
+        assert eager["data"]["kv_cache_bytes"] == 2 * 2 * 2 * 16 * batch * (12 + 4) * 4  # K and V, layers, heads, dim
+        skipped = rows[point, "eager@int4"]
+        assert skipped["status"] == "skipped" and "no int4 path" in skipped["reason"]
+        exported = rows[point, "exported"]["data"]  # timed in the same rounds: paired speedups over eager fp32
+        assert exported["rounds"] == eager["data"]["rounds"] and exported["speedups"]["tpot_ms"]["low"] is not None
+        assert exported["accuracy"]["ok"] and exported["accuracy"]["greedy_prefix"] == 4
+        assert exported["facts"]["programs"] == 3  # a program per point and one for the teacher-forced sequence
+    assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
+    report = (out / "report.md").read_text()
+    assert "## Generate" in report and "**TPOT**: time per output token: (E2E - TTFT) / (new_tokens - 1)" in report
+    assert "| p12-n4-b2 | eager | fp32 | ok |" in report and "### What to ship" in report
+    assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report
+    assert (out / "plots" / "generate_batch.png").is_file()
+    assert "tiny-llama p12-n4-b1: eager fp32" in proc.stdout
+
+    from trtbench.pipeline.merge import merge_runs
+
+    merged = merge_runs([str(out)], tmp_path / "merged")  # a merge reads the parts and reports them too
+    assert len(merged.results.parts("generate")) == 8
+    assert "## Generate" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp_path):
+    from conftest import run_dict
+    from trtbench.decoders import get_decoder
+
+    reason = get_decoder("eager").unavailable("bf16", "cpu", "llama")
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "out"
+    data = generate_config(variants=["eager"], precisions=["bf16"], output={"dir": str(out)},
+                           tolerances={"bf16": {"cosine_min": 0.9999999}},
+                           scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [2], "min_requests": 1,
+                                                    "max_requests": 1}}])
+    assert run_dict(data).exit_code == 1
+    rows = {r["slot"]: r for r in json.loads((out / "results.json").read_text())["generate"]}
+    assert rows["eager"]["status"] == "ok", "eager fp32, the reference, times"
+    missed = rows["eager@bf16"]
+    assert missed["status"] == "failed" and "tolerances.bf16" in missed["reason"] and "cosine" in missed["reason"]
+    assert missed["data"]["accuracy"]["ok"] is False and "metrics" not in missed["data"], "not timed"
+    assert "eager@bf16: accuracy against eager fp32" in (out / "report.md").read_text()
+
+
+def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tmp_path):
+    from trtbench.config.config import ModelConfig
+    from trtbench.decoders import get_decoder
+    from trtbench.measure.token_timing import timed_request
+    from trtbench.models import build_model
+    from trtbench.models.hf_folder import write_model_folder
+
+    folder = write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
+                                                        kwargs=TINY_LLAMA)), tmp_path / "hf")
+    prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
+    sessions = {name: get_decoder(name).load(get_decoder(name).build(folder, "fp32", tmp_path / name, 1), "cpu", 1)
+                for name in ("eager", "compiled", "exported")}
+    tokens = {name: timed_request(s, prompt, 4).tokens for name, s in sessions.items()}
+    compiled = sessions["compiled"]
+    graphs = compiled.facts["compiled_graphs"]
+    assert compiled.facts["compile_s"] > 0 and graphs >= 2  # the prefill and a decode step
+    again = timed_request(compiled, prompt, 4)
+    assert compiled.facts["compiled_graphs"] == graphs, "a second request of the same shape compiles nothing"
+    assert compiled.facts["recompiles"] == 0
+    assert np.array_equal(tokens["compiled"], tokens["eager"]) and np.array_equal(again.tokens, tokens["eager"])
+    exported = sessions["exported"]
+    assert np.array_equal(tokens["exported"], tokens["eager"]) and exported.facts["programs"] == 1
+    assert len(list((tmp_path / "exported").glob("*.pt2"))) == 1, "the program timed is the saved .pt2"
+    batch = np.repeat(prompt, 2, axis=0)
+    assert np.array_equal(timed_request(exported, batch, 4).tokens, timed_request(sessions["eager"], batch, 4).tokens)
+    logits = {name: s.logits(prompt) for name, s in sessions.items()}
+    assert logits["eager"].shape == (1, 8, 512) and logits["eager"].dtype == np.float32
+    assert np.abs(logits["compiled"] - logits["eager"]).max() < 1e-4
+    assert np.abs(logits["exported"] - logits["eager"]).max() < 1e-4
+
+
+@pytest.mark.parametrize("changes, key, says", [
+    ({"scenarios": [{"generate": {"new_tokens": [1]}}]}, "scenarios[0].generate.new_tokens[0]", "at least two"),
+    ({"scenarios": [{"generate": {"prompt_tokens": [60], "new_tokens": [8]}}]}, "scenarios[0].generate.prompt_tokens",
+     "above model's 64 positions"),
+    ({"model": {"source": "transformers", "name": "vit", "task": "causal-lm"}}, "model.task",
+     "no language-model head"),
+    ({"model": {"source": "torchvision", "name": "resnet18"}}, "scenarios[0].generate",
+     "generate runs a causal language model"),
+    ({"model": {"source": "transformers", "name": "llama", "kwargs": TINY_LLAMA}}, "scenarios[0].generate",
+     "is not one"),
+    ({"variants": ["eager", "trt"]}, "variants[1]", "unknown decoder 'trt'"),
+    ({"precisions": ["fp16"]}, "precisions[0]", "unknown value 'fp16'"),
+    ({"tolerances": {"int4": {"cosine_min": 2}}}, "tolerances.int4.cosine_min", "not within [0, 1]"),
+    ({"scenarios": ["latency", {"generate": {}}]}, "scenarios", "cannot share a config with latency"),
+])
+def test_bad_generate_input_names_the_key(changes, key, says):
+    with pytest.raises(UserInputError) as info:
+        config_from_dict(generate_config(**changes))
+    assert info.value.where == key and says in info.value.problem, info.value.format()
+
+
+def test_bad_generate_input_exits_2_through_the_cli(write_config, subprocess_env):
+    path = write_config(generate_config(scenarios=[{"generate": {"new_tokens": [1]}}]))
+    proc = subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path)], env=subprocess_env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "scenarios[0].generate.new_tokens[0]" in proc.stderr, proc.stderr
+
+
+def test_the_bundled_example_is_the_issues_shape():
+    from trtbench.config.config import load_config
+
+    config = load_config("tinyllama")
+    assert config.models[0].task == "causal-lm" and config.inputs == []
+    assert config.scenarios[0].settings.batch == [1, 4] and config.precisions == ["fp32", "int4"]
+    assert Path(config.output.dir) == Path("results/tinyllama")
+
+
+def test_a_resumed_run_owes_only_the_points_missing_a_slot():
+    """Each point's rows are yielded together, once its rounds end (their speedups pair those rounds), so a point
+    is owed until every slot of it is journaled."""
+    from types import SimpleNamespace
+
+    from trtbench.config.plan import resolve
+    from trtbench.core.status import Status
+    from trtbench.scenarios.generate_result import GenerateRecord
+
+    config = config_from_dict(generate_config(variants=["eager"]))
+    (group,), (scenario,) = resolve(config).groups, config.scenarios
+
+    def part(point, slot):
+        return GenerateRecord("env", group.model.id, group.threads, point, slot, "eager", "fp32", Status.OK)
+
+    def done(*parts):
+        return SimpleNamespace(parts=lambda kind: list(parts) if kind == GenerateRecord.KIND else [])
+
+    assert [p.label for p in scenario.points_todo(group, done())] == ["p12-n4-b1", "p12-n4-b2"]
+    half = done(part("p12-n4-b1", "eager"), part("p12-n4-b1", "eager@int4"), part("p12-n4-b2", "eager"))
+    assert [p.label for p in scenario.points_todo(group, half)] == ["p12-n4-b2"]
+    assert not scenario.owes(group, done(*[part(p, s) for p in ("p12-n4-b1", "p12-n4-b2")
+                                           for s in ("eager", "eager@int4")]))
+    assert GenerateRecord.from_dict(part("p12-n4-b1", "eager").to_dict()) == part("p12-n4-b1", "eager")

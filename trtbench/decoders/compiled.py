@@ -1,0 +1,106 @@
+"""``compiled``: a static KV cache (transformers' ``StaticCache``, sized prompt + new tokens) with the model's
+forward under ``torch.compile``, called explicitly for the prefill and for each decode step (transformers
+compiles a static cache by itself only on CUDA). The first request of each shape compiles (its time is
+``compile_s``); ``compiled_graphs`` counts the graphs Dynamo made, and ``recompiles`` the requests that compiled
+at a shape an earlier request had already compiled."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from trtbench.decoders.base import Decoder, register_decoder
+from trtbench.decoders.torch_model import (DTYPES, greedy_loop, load_model, teacher_forced_logits, torch_unavailable,
+                                           write_artifact)
+
+
+def _graphs() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+class CompiledSession:
+    """The compiled forward with one static cache per (batch, length), reset between requests."""
+
+    def __init__(self, model: torch.nn.Module, facts: dict):
+        self.model = model
+        self.forward = torch.compile(model.forward, dynamic=False)
+        self.caches: dict[tuple[int, int], object] = {}
+        self.shapes: set[tuple] = set()  # (what, batch, prompt length, length) of the calls made so far
+        self.facts = {**facts, "cache": "static (StaticCache)", "compile_s": 0.0, "compiled_graphs": _graphs(),
+                      "recompiles": 0}
+
+    def _account(self, shape: tuple, graphs: int, started: float) -> None:
+        """After a call of ``shape`` that began with ``graphs`` graphs at ``started``: where it compiled, its time
+        is compile time (with one call's work), and a recompile where that shape had run before."""
+        if _graphs() > graphs:
+            self.facts.update(compile_s=round(self.facts["compile_s"] + time.perf_counter() - started, 3),
+                              compiled_graphs=_graphs(), recompiles=self.facts["recompiles"] + (shape in self.shapes))
+        self.shapes.add(shape)
+
+    def _cache(self, batch: int, length: int):
+        """A static cache for ``batch`` sequences of ``length`` positions, initialized by one eager call (so the
+        compiled graphs never see it uninitialized, which would compile the prefill twice) and reset."""
+        from transformers import StaticCache
+
+        if (batch, length) not in self.caches:
+            cache = StaticCache(config=self.model.config, max_cache_len=length)
+            with torch.inference_mode():
+                self.model(input_ids=torch.zeros((batch, 1), dtype=torch.int64, device=self.model.device),
+                           cache=cache, cache_position=torch.arange(1, device=self.model.device))
+            self.caches[batch, length] = cache
+        cache = self.caches[batch, length]
+        with torch.inference_mode():  # its tensors are inference tensors
+            cache.reset()
+        return cache
+
+    def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+        batch, prompt_len = prompt.shape
+        cache, device = self._cache(batch, prompt_len + new_tokens), self.model.device
+        graphs, started = _graphs(), time.perf_counter()
+
+        def prefill(ids: torch.Tensor) -> torch.Tensor:
+            return self.forward(input_ids=ids.to(device), cache=cache, logits_to_keep=1,
+                                cache_position=torch.arange(prompt_len, device=device)).logits[:, -1]
+
+        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
+            return self.forward(input_ids=token, cache=cache,
+                                cache_position=torch.tensor([position], device=device)).logits[:, -1]
+
+        tokens = greedy_loop(prefill, decode, prompt, new_tokens, stamp)
+        self._account(("generate", batch, prompt_len, prompt_len + new_tokens), graphs, started)
+        return tokens
+
+    def logits(self, ids: np.ndarray) -> np.ndarray:
+        """Teacher-forced through the compiled forward: the prefill of the whole sequence into a static cache."""
+        cache, device = self._cache(1, ids.shape[1]), self.model.device
+        graphs, started = _graphs(), time.perf_counter()
+        with torch.inference_mode():
+            out = self.forward(input_ids=torch.from_numpy(ids).to(device), cache=cache,
+                               cache_position=torch.arange(ids.shape[1], device=device))
+        self._account(("logits", 1, ids.shape[1], ids.shape[1]), graphs, started)
+        return out.logits.float().cpu().numpy()
+
+    def close(self) -> None:
+        self.model = self.forward = None
+        self.caches.clear()
+
+
+@register_decoder
+class Compiled(Decoder):
+    name = "compiled"
+    precisions = tuple(DTYPES)
+
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        return torch_unavailable(self.name, precision, device)
+
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+        return write_artifact(source, precision, out_dir)
+
+    def load(self, artifact: Path, device: str, threads: int) -> CompiledSession:
+        return CompiledSession(*load_model(artifact, device, threads))

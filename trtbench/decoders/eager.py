@@ -1,0 +1,53 @@
+"""``eager``: the transformers model as it is, a dynamic KV cache (``DynamicCache``) grown one step at a time,
+greedy; each step is one forward call, so each is stamped as its tokens exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from trtbench.decoders.base import Decoder, register_decoder
+from trtbench.decoders.torch_model import (DTYPES, greedy_loop, load_model, teacher_forced_logits, torch_unavailable,
+                                           write_artifact)
+
+
+class EagerSession:
+    """The model in eager mode with a fresh dynamic cache per request."""
+
+    def __init__(self, model: torch.nn.Module, facts: dict):
+        self.model, self.facts = model, {**facts, "cache": "dynamic (DynamicCache)"}
+
+    def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        device = next(self.model.parameters()).device
+
+        def step(ids: torch.Tensor) -> torch.Tensor:
+            return self.model(input_ids=ids.to(device), cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+
+        return greedy_loop(step, lambda token, position: step(token), prompt, new_tokens, stamp)
+
+    def logits(self, ids: np.ndarray) -> np.ndarray:
+        return teacher_forced_logits(self.model, ids)
+
+    def close(self) -> None:
+        self.model = None
+
+
+@register_decoder
+class Eager(Decoder):
+    name = "eager"
+    precisions = tuple(DTYPES)
+
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        return torch_unavailable(self.name, precision, device)
+
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+        return write_artifact(source, precision, out_dir)
+
+    def load(self, artifact: Path, device: str, threads: int) -> EagerSession:
+        return EagerSession(*load_model(artifact, device, threads))

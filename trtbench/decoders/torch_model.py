@@ -1,0 +1,79 @@
+"""What the PyTorch decoders share: their artifact (the model's Hugging Face folder at a dtype), loading it,
+teacher-forced logits, and the greedy loop that stamps each step.
+
+A PyTorch decoder deploys the model as transformers saves it, so its artifact is a small file naming the
+folder and the dtype (``decoder.json``) rather than a copy of the weights.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from trtbench.core.env import torch_thread_facts
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
+ARTIFACT = "decoder.json"
+
+
+def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
+    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``: a precision it has no path to
+    (weight-only int8/int4 are the runtimes'), or bf16 on a CPU without native bf16."""
+    if precision not in DTYPES:
+        return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
+               f"openvino_genai)"
+    if precision == "bf16" and device == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return "bf16: this CPU has no native bf16 (AVX512-BF16 or AMX)"
+    return None
+
+
+def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
+    """The artifact of a PyTorch decoder: ``out_dir/decoder.json`` naming the folder and the precision."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ARTIFACT
+    path.write_text(json.dumps({"folder": str(Path(source).resolve()), "precision": precision}))
+    return path
+
+
+def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
+    """The causal LM an artifact of :func:`write_artifact` names, in eval mode on ``device`` at its dtype, with
+    ``threads`` intra-op threads; and the facts a record states (threads, torch, dtype)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    spec = json.loads(Path(artifact).read_text())
+    torch.set_num_threads(threads)
+    model = AutoModelForCausalLM.from_pretrained(spec["folder"], dtype=DTYPES[spec["precision"]],
+                                                 local_files_only=True).to(device).eval()
+    return model, {**torch_thread_facts(), "torch": torch.__version__, "dtype": spec["precision"],
+                   "per_token_times": "streamed"}
+
+
+def teacher_forced_logits(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
+    """Logits at every position of ``ids`` (int64, 1 x seq), float32 (1 x seq x vocab), without a cache."""
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        return model(input_ids=torch.from_numpy(ids).to(device), use_cache=False).logits.float().cpu().numpy()
+
+
+def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
+                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+    """Greedy generation of exactly ``new_tokens`` per sequence, EOS ignored: ``prefill(ids)`` and
+    ``decode(tokens, position)`` return the last position's logits (batch x vocab); ``stamp()`` as each
+    step's tokens exist (they are on the host: the argmax is read, so the step has finished)."""
+    prompt_len = prompt.shape[1]
+    generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
+    with torch.inference_mode():
+        token = prefill(torch.from_numpy(prompt)).argmax(-1, keepdim=True)
+        generated[:, 0] = token[:, 0].cpu().numpy()
+        stamp()
+        for step in range(1, new_tokens):
+            token = decode(token, prompt_len + step - 1).argmax(-1, keepdim=True)
+            generated[:, step] = token[:, 0].cpu().numpy()
+            stamp()
+    return generated

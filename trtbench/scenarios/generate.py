@@ -1,0 +1,283 @@
+"""The generate scenario: a causal language model's time to first token, time per output token, tokens/s and
+E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
+
+The group's model is written once as a Hugging Face folder (:mod:`trtbench.models.hf_folder`), the common
+source every decoder builds from. Each decoder at each precision runs in a worker process of its own
+(:mod:`trtbench.workers.loop`, with a :class:`~trtbench.build.decoder_recipe.DecoderRecipe`): it builds its
+artifact there with its own library, loads it and warms up. Its teacher-forced logits are then compared with
+eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
+rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
+``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
+timestamps of the one harness (:mod:`trtbench.measure.token_timing`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+from trtbench.core.knobs import Knobs
+from trtbench.build.decoder_recipe import LOGITS, DecoderRecipe
+from trtbench.core import schema
+from trtbench.core.case import BASELINE_VARIANT
+from trtbench.core.errors import UserInputError
+from trtbench.core.status import Status
+from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
+from trtbench.measure.token_timing import TimedRequest, request_metrics
+from trtbench.models import transformers_max_positions
+from trtbench.models.hf_folder import write_model_folder
+from trtbench.scenarios.base import ReportSection, Scenario, register
+from trtbench.scenarios.generate_report import generate_section, generate_summary
+from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, kv_cache_bytes,
+                                                metrics_of, requests_of, speedups_of)
+from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
+
+ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """The points (every prompt_tokens x new_tokens x batch) and when a point's rounds stop."""
+
+    prompt_tokens: list[int] = field(default_factory=lambda: [128])
+    new_tokens: list[int] = field(default_factory=lambda: [64])
+    batch: list[int] = field(default_factory=lambda: [1])
+    min_requests: int = 3  # rounds before the E2E interval may stop a point
+    max_requests: int = 30  # rounds at most
+    max_time_s: float = 120.0  # a point's rounds stop after this (once min_requests are made)
+    target_rel_ci: float = 0.05  # stop once each decoder's E2E median is known to this (95% half-width / median)
+
+    def validate(self, path: str) -> None:
+        for name in ("prompt_tokens", "new_tokens", "batch"):
+            values = getattr(self, name)
+            if not values:
+                raise UserInputError(schema.join(path, name), "is empty", f"list at least one, e.g. {name}: [4]")
+            for i, value in enumerate(values):
+                schema.require_positive(value, schema.join(path, f"{name}[{i}]"))
+        for i, value in enumerate(self.new_tokens):
+            if value < 2:
+                raise UserInputError(schema.join(path, f"new_tokens[{i}]"), f"is {value}: TPOT and decode tokens/s "
+                                     f"need at least two new tokens", "use new_tokens of 2 or more")
+        for name in ("min_requests", "max_requests", "max_time_s", "target_rel_ci"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        if self.min_requests > self.max_requests:
+            raise UserInputError(schema.join(path, "min_requests"), f"{self.min_requests} is above max_requests "
+                                 f"{self.max_requests}", "make min_requests at most max_requests")
+
+    @property
+    def points(self) -> list[GeneratePoint]:
+        return [GeneratePoint(p, n, b) for p in self.prompt_tokens for n in self.new_tokens for b in self.batch]
+
+
+class GenerateWorkers:
+    """A worker process per decoder slot of a build group, spawned before the group builds and closed together."""
+
+    def __init__(self, count: int, timeout_s: float, knobs: Knobs, threads: int):
+        self._logs = tempfile.TemporaryDirectory(prefix="trtbench-decoders-")
+        self._spawned = spawn_workers(count, timeout_s, Path(self._logs.name), knobs, threads)
+
+    def start(self, recipes: dict[str, DecoderRecipe]) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+        return start_workers(recipes, self._spawned)
+
+    def close(self) -> None:
+        for worker in self._spawned:
+            worker.close()
+        self._logs.cleanup()
+
+
+def _folder_name(model_id: str) -> str:
+    """A folder name for a model id: its readable part and a short hash of the whole."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:40] + "-" + hashlib.sha1(model_id.encode()).hexdigest()[:8]
+
+
+def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
+    """Each point's prompt: token ids drawn uniformly from the vocabulary past the special tokens, seeded by the
+    run's seed and the point, so that a resumed run prompts a point as the first did."""
+    return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
+        min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
+
+
+@dataclass
+class _Row:
+    """What one slot has at a point so far."""
+
+    status: Status = Status.OK
+    reason: str = ""
+    requests: list = field(default_factory=list)  # RequestMetrics, one per round
+    tokens: Any = None  # the first request's tokens
+    peak_bytes: int = 0
+    facts: dict = field(default_factory=dict)  # the session's facts at the last request
+
+
+@register
+class Generate(Scenario):
+    """Decoders of a causal LM, request by request, interleaved in rounds (see the module docstring)."""
+
+    name = "generate"
+    needs = ()
+    decodes = True
+    repeatable = True
+    parts = (GenerateRecord,)
+    example = "{generate: {prompt_tokens: [128], new_tokens: [64], batch: [1, 4]}}"
+
+    @classmethod
+    def parse(cls, value: Any, key: str) -> "Generate":
+        return cls(schema.from_dict(GenerateSettings, value or {}, key))
+
+    def check(self, config: Any, key: str) -> None:
+        for i, model in enumerate(config.models):
+            where = "model" if len(config.models) == 1 else f"models[{i}]"
+            if model.source != "transformers" or model.task != "causal-lm":
+                raise UserInputError(key, f"generate runs a causal language model, and {where} ({model.id}) is not one",
+                                     f"give {where} source: transformers and task: causal-lm (e.g. name: llama), or "
+                                     f"drop generate from scenarios")
+            limit = transformers_max_positions(model)
+            longest = max(self.settings.prompt_tokens) + max(self.settings.new_tokens)
+            if limit is not None and longest > limit:
+                raise UserInputError(schema.join(key, "prompt_tokens"), f"prompt_tokens + new_tokens reach {longest}, "
+                                     f"above {where}'s {limit} positions (max_position_embeddings)",
+                                     f"keep prompt_tokens + new_tokens at most {limit}, or raise "
+                                     f"max_position_embeddings in {where}.kwargs")
+
+    def points_todo(self, group, done) -> list[GeneratePoint]:
+        """The points some slot of ``group`` has no part at in ``done``."""
+        have = {(p.model, p.threads, p.point, p.slot) for p in done.parts(GenerateRecord.KIND)}
+        slots = [group.slot_id(e.name, p) for e, p in group.slots()]
+        return [point for point in self.settings.points
+                if any((group.model.id, group.threads, point.label, slot) not in have for slot in slots)]
+
+    def owes(self, group, done) -> bool:
+        return bool(self.points_todo(group, done))
+
+    def prepare(self, ctx, group) -> GenerateWorkers:
+        count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
+        return GenerateWorkers(count, ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
+
+    def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator[GenerateRecord]:
+        group, points = built.group, self.points_todo(built.group, built.done)
+        folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
+        source = write_model_folder(built.model, folder / "source", group.model.path)
+        config = built.model.config
+        prompts = _prompts(points, config.vocab_size, ctx.config.benchmark.seed)
+        teacher_len = min(ACCURACY_TOKENS, transformers_max_positions(group.model) or ACCURACY_TOKENS)
+        teacher = np.random.default_rng(ctx.config.benchmark.seed + 1).integers(
+            min(3, config.vocab_size - 1), config.vocab_size, size=(1, teacher_len), dtype=np.int64)
+        slots = {group.slot_id(e.name, p): (e.name, p) for e, p in group.slots()}
+        recipes = {slot: DecoderRecipe(name, precision, str(source), str(folder / slot.replace("@", "-")),
+                                       str(ctx.device), group.threads,
+                                       {p.label: (prompts[p.label], p.new_tokens) for p in points}, teacher)
+                   for slot, (name, precision) in slots.items() if slot not in group.unavailable}
+        ctx.log(f"start {len(recipes)} decoder worker(s) for {group.model.id}")
+        workers, errors = prepared.start(recipes)
+        rows = {slot: _Row(Status.SKIPPED, group.unavailable[slot]) if slot in group.unavailable else _Row()
+                for slot in slots}
+        rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
+        accuracy = _accuracy(ctx, workers, rows, built.tolerances, slots)
+        for point in points:
+            title = f"generate {group.model.id} t{group.threads} {point.label}"
+            point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
+            with ctx.progress.task(title, timed=True) as tick:
+                stopped_by = _rounds(ctx, workers, (point, self.settings), point_rows, tick)
+            for slot, (name, precision) in slots.items():
+                yield _record(ctx, group, point, (slot, name, precision), point_rows[slot],
+                              {"accuracy": accuracy.get(slot), "stopped_by": stopped_by,
+                               "kv_cache_bytes": kv_cache_bytes(config, point, precision),
+                               "baseline": point_rows.get(BASELINE_VARIANT),
+                               "worker": workers[slot].facts if slot in workers else {}})
+
+    @classmethod
+    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
+        section = generate_section(results.parts(GenerateRecord.KIND), results.environments, out_dir)
+        return ReportSection(*section) if section is not None else None
+
+    @classmethod
+    def summary(cls, results, budget_ms: Optional[float]) -> list[str]:
+        return generate_summary(results.parts(GenerateRecord.KIND))
+
+
+def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances: dict, slots: dict) -> dict:
+    """Each ready slot's teacher-forced logits against eager fp32's (a slot that misses its precision's
+    tolerance, or whose worker fails, is failed in ``rows``); the figures by slot."""
+    logits, figures = {}, {}
+    for slot, worker in workers.items():
+        try:
+            logits[slot] = worker.check(LOGITS).output
+        except WorkerError as err:
+            rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"logits of {slot}", err))
+    reference = logits.get(BASELINE_VARIANT)
+    for slot in logits:
+        precision = slots[slot][1]
+        if reference is None:
+            rows[slot] = _Row(Status.FAILED, "no eager fp32 reference: eager fp32 did not run "
+                                             f"({rows.get(BASELINE_VARIANT, _Row()).reason or 'not listed'})")
+            continue
+        tolerance = tolerances[precision]
+        figures[slot] = found = logit_agreement(logits[slot], reference, tolerance.top1_margin)
+        misses = logit_misses(found, tolerance) if slot != BASELINE_VARIANT else []  # the reference itself
+        found.update(ok=not misses, cosine_floor=tolerance.cosine_min, top1_floor=tolerance.top1_agree_min)
+        if misses:
+            rows[slot] = _Row(Status.FAILED, f"accuracy against eager fp32 (tolerances.{precision}): "
+                                             f"{'; '.join(misses)}; max abs error {found['max_abs_err']:.3g}")
+    return figures
+
+
+def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSettings], rows: dict[str, _Row],
+            tick) -> str:
+    """Rounds of one request per running slot at the point of ``at`` until each E2E median is known as well as its
+    settings ask; why they stopped."""
+    point, settings = at
+    started = time.perf_counter()
+    while True:
+        running = [slot for slot, worker in workers.items() if rows[slot].status is Status.OK]
+        for slot in running:
+            try:
+                checked = workers[slot].check(point.label)
+            except WorkerError as err:
+                rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"generate {slot} at {point.label}", err))
+                continue
+            out, row = checked.output, rows[slot]
+            row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
+                                                             point.prompt_tokens)))
+            row.tokens = out["tokens"] if row.tokens is None else row.tokens
+            row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
+            row.facts = out["facts"]
+        tick()
+        done = [rows[slot].requests for slot in running if rows[slot].status is Status.OK]
+        made = min((len(r) for r in done), default=0)
+        if not done:
+            return "no decoder left running"
+        if made >= settings.max_requests:
+            return "max_requests"
+        if made >= settings.min_requests:
+            if time.perf_counter() - started >= settings.max_time_s:
+                return "max_time_s"
+            if all(e2e_converged(r, settings.target_rel_ci) for r in done):
+                return "target_rel_ci"
+
+
+def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
+    """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
+    why the rounds stopped, its KV cache's bytes, eager fp32's row (the baseline) and the worker's facts."""
+    slot, name, precision = who
+    data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch,
+                  "kv_cache_bytes": context["kv_cache_bytes"]}
+    if context["accuracy"] is not None:
+        data["accuracy"] = dict(context["accuracy"])
+    if row.status is Status.OK and row.requests:
+        baseline = context["baseline"]
+        ready = context["worker"]
+        data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
+                    stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
+                    changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
+        if baseline is not None and baseline.status is Status.OK and baseline.requests:
+            data["speedups"] = speedups_of(row.requests, baseline.requests)
+            data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
+    return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, slot, name, precision, row.status,
+                          row.reason, data)

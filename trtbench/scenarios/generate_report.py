@@ -1,0 +1,206 @@
+"""The generate scenario's report section: the metric definitions, a table per build group of every decoder's
+TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32 and accuracy, the recommendation per point (the
+accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
+step's latency against its KV position, and decode tokens/s against batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from matplotlib.figure import Figure
+
+from trtbench.core.env import environment_name
+from trtbench.report.colors import legend_beside, marker
+from trtbench.report.plots import save_figure
+from trtbench.core.status import Status
+from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
+
+HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
+          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | peak RSS / KV cache MB | requests |")
+
+
+def _median(metric: dict) -> str:
+    """A median with its 95% interval's half-width."""
+    rel = metric.get("median_ci_rel")
+    spread = f" ±{metric['median'] * rel:.3g}" if rel is not None and rel != float("inf") else ""
+    return f"{metric['median']:.4g}{spread}"
+
+
+def _speedup(speedup: Optional[dict]) -> str:
+    if not speedup:
+        return ""
+    if speedup.get("low") is None:
+        return f"{speedup['value']:.2f}x"
+    return f"{speedup['value']:.2f}x [{speedup['low']:.2f}, {speedup['high']:.2f}]"
+
+
+def _accuracy(accuracy: Optional[dict]) -> str:
+    if not accuracy:
+        return ""
+    top1 = ("top-1 n/a" if accuracy.get("top1_agree") is None else f"top-1 {accuracy['top1_agree']:.3f}")
+    prefix = f", greedy prefix {accuracy['greedy_prefix']}" if "greedy_prefix" in accuracy else ""
+    return (f"cos {accuracy['cosine_min']:.6f}, {top1} over {accuracy['top1_positions']}/{accuracy['positions']} "
+            f"positions, max abs {accuracy['max_abs_err']:.2g}{prefix}")
+
+
+def _variant(part) -> str:
+    """The decoder's name, flagged where its per-token times are not streamed (taken from its runtime's metrics)."""
+    how = part.data.get("facts", {}).get("per_token_times", "streamed")
+    return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
+
+
+def _row(part) -> str:
+    data = part.data
+    cells = [part.point, _variant(part), part.precision, str(part.status)]
+    metrics = data.get("metrics")
+    if metrics:
+        speedups = data.get("speedups", {})
+        cells += [_median(metrics["ttft_ms"]), _median(metrics["tpot_ms"]), _median(metrics["e2e_ms"]),
+                  f"{metrics['decode_tokens_per_s']['median']:.4g}", f"{metrics['prefill_tokens_per_s']['median']:.4g}",
+                  f"{metrics['itl_ms']['p50']:.3g} / {metrics['itl_ms']['p99']:.3g}",
+                  *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
+                  _accuracy(data.get("accuracy")),
+                  f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
+                  f"{data['rounds']} ({data['stopped_by']})"]
+    else:
+        cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", ""]
+    return "| " + " | ".join(cells) + " |"
+
+
+def cold_starts(parts: list) -> list[str]:
+    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), once
+    per build group and slot, as Markdown lines."""
+    seen, rows = set(), []
+    for part in _timed(parts):
+        facts = part.data.get("facts", {})
+        key = (part.environment, part.model, part.threads, part.slot)
+        if key in seen or "cold_start" not in facts:
+            continue
+        seen.add(key)
+        cold = facts["cold_start"]
+        rows.append(f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
+                    f"| {cold['load_s']} | {cold['first_token_ms']} |")
+    if not rows:
+        return []
+    return ["Cold start in a fresh process (the worker builds the artifact, loads it and makes its first request; "
+            "compiled's and exported's first request compiles or exports its program: their facts' compile_s and "
+            "export_s):", "",
+            "| model | threads | variant | precision | build s | load s | first token ms |", "|---|---|---|---|---|---|---|",
+            *rows, ""]
+
+
+def recommendations(parts: list) -> list[dict]:
+    """Per build group and point: the ok (so accurate) row with the lowest median TPOT, and with the lowest TTFT."""
+    found = []
+    groups: dict[tuple, list] = {}
+    for part in parts:
+        if part.status is Status.OK and part.data.get("metrics"):
+            groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
+    for (environment, model, threads, point), rows in groups.items():
+        entry = {"environment": environment, "model": model, "threads": threads, "point": point}
+        for name, metric in (("lowest_tpot", "tpot_ms"), ("lowest_ttft", "ttft_ms")):
+            best = min(rows, key=lambda p: p.data["metrics"][metric]["median"])
+            entry[name] = {"variant": best.decoder, "precision": best.precision,
+                           metric: round(best.data["metrics"][metric]["median"], 3)}
+        found.append(entry)
+    return found
+
+
+def _timed(parts: list) -> list:
+    return [p for p in parts if p.status is Status.OK and p.data.get("metrics")]
+
+
+def steps_plot(parts: list, path: Path) -> Optional[Path]:
+    """The median latency of each decode step against the KV cache's length at that step, a line per row; None
+    when no row was timed."""
+    timed = _timed(parts)
+    if not timed:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, part in enumerate(timed):
+        steps, prompt = part.data["metrics"]["step_ms"], part.data["prompt_tokens"]
+        ax.plot([prompt + i + 1 for i in range(len(steps))], steps, marker=marker(rank), markersize=3,
+                label=f"{part.decoder} {part.precision} {part.point}")
+    ax.set_xlabel("KV cache length at the step (positions)")
+    ax.set_ylabel("decode step latency, median (ms)")
+    ax.set_title("Generate: decode step latency vs KV position")
+    ax.grid(alpha=0.3)
+    legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+def batch_plot(parts: list, path: Path) -> Optional[Path]:
+    """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
+    without a line of two batch sizes."""
+    lines: dict[str, dict[int, float]] = {}
+    for part in _timed(parts):
+        name = f"{part.decoder} {part.precision} p{part.data['prompt_tokens']}-n{part.data['new_tokens']}"
+        lines.setdefault(name, {})[part.data["batch"]] = part.data["metrics"]["decode_tokens_per_s"]["median"]
+    lines = {name: at for name, at in lines.items() if len(at) > 1}
+    if not lines:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, (name, at) in enumerate(lines.items()):
+        batches = sorted(at)
+        ax.plot(batches, [at[b] for b in batches], marker=marker(rank), label=name)
+    ax.set_xlabel("batch (sequences per request)")
+    ax.set_ylabel("decode tokens/s, median")
+    ax.set_title("Generate: decode tokens/s vs batch")
+    ax.grid(alpha=0.3)
+    legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional[tuple[str, dict]]:
+    """The section's Markdown and its results.json entries, from the generate parts alone, its plots written
+    under ``out_dir`` (None: there are no parts)."""
+    if not parts:
+        return None
+    lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
+             "harness for every variant:", ""]
+    lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
+    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are eager fp32's median over the row's, with a paired 95% "
+              "interval (request i of both made in round i); accuracy: teacher-forced logits against eager fp32's at "
+              "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
+              "prefix that matches eager's.", ""]
+    groups: dict[tuple, list] = {}
+    for part in parts:
+        groups.setdefault((part.environment, part.model, part.threads), []).append(part)
+    notes = []
+    for (environment, model, threads), rows in groups.items():
+        where = environment_name(environments.get(environment, {"id": environment}))
+        lines += [f"### {model}, {threads} thread(s), {where}", "", HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
+        lines += [_row(part) for part in rows]
+        lines.append("")
+        notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]
+    if notes:
+        lines += ["Not timed:", "", *notes, ""]
+    lines += cold_starts(parts)
+    plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
+                               batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]
+    lines += [f"![{plot.stem}]({plot.relative_to(out_dir).as_posix()})" for plot in plots] + ([""] if plots else [])
+    recommended = recommendations(parts)
+    if recommended:
+        lines += ["### What to ship", ""]
+        lines += [f"- {r['model']} t{r['threads']} {r['point']}: lowest TPOT {r['lowest_tpot']['variant']} "
+                  f"{r['lowest_tpot']['precision']} ({r['lowest_tpot']['tpot_ms']} ms); lowest TTFT "
+                  f"{r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} ({r['lowest_ttft']['ttft_ms']} ms)"
+                  for r in recommended]
+        lines.append("")
+    return "\n".join(lines), {"generate_recommendations": recommended}
+
+
+def generate_summary(parts: list) -> list[str]:
+    """The recommendation per point, for the command line."""
+    recommended = recommendations(parts)
+    if not recommended:
+        return []
+    return ["generate (accurate, lowest TPOT / lowest TTFT):",
+            *[f"  {r['model']} {r['point']}: {r['lowest_tpot']['variant']} {r['lowest_tpot']['precision']} "
+              f"{r['lowest_tpot']['tpot_ms']} ms/token; {r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} "
+              f"{r['lowest_ttft']['ttft_ms']} ms to first token" for r in recommended]]
