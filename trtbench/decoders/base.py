@@ -1,0 +1,75 @@
+"""The interface every decoder (a deployment path of a causal language model) implements, and their registry.
+
+A :class:`Decoder` builds a deployable artifact from a Hugging Face model folder (``config.json``, the
+weights and tokenizer files that trtbench writes) at one precision, and loads it into a
+:class:`DecoderSession` that generates greedily. The generate scenario's one harness times every
+decoder the same way: the session calls ``stamp()`` the moment each step's tokens exist, and every
+metric (time to first token, time per output token, inter-token gaps, tokens/s) derives from those
+timestamps. Each decoder is one module of :mod:`trtbench.decoders`, decorated with
+:func:`register_decoder`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Callable, ClassVar, Optional, Protocol
+
+import numpy as np
+
+
+class DecoderSession(Protocol):
+    """A loaded decoder, ready to generate."""
+
+    facts: dict  # threads, runtime version, anything the record should state;
+    # e.g. {"per_token_times": "streamed" | "from runtime metrics"}
+
+    def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+        """prompt: int64 (batch, prompt_len) token ids. Greedy, EOS ignored, exactly ``new_tokens`` tokens per
+        sequence. Calls ``stamp()`` once per generated step (for the whole batch) the moment that step's
+        tokens exist, the first call at the first token. Returns int64 (batch, new_tokens)."""
+
+    def logits(self, ids: np.ndarray) -> np.ndarray:
+        """Teacher-forced: ``ids`` int64 (1, seq) -> float32 (1, seq, vocab), the logits at every position."""
+
+    def close(self) -> None: ...
+
+
+class Decoder(ABC):
+    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it."""
+
+    name: ClassVar[str]
+    extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)
+    precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
+
+    @abstractmethod
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        """Why it cannot run here (a missing library, with the install line; a precision it lacks; an
+        architecture its builder cannot build), else None."""
+
+    @abstractmethod
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+        """Build from the Hugging Face model folder ``source``; return the artifact (a file or folder) under
+        ``out_dir``."""
+
+    @abstractmethod
+    def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
+        """The artifact :meth:`build` returned, loaded to run on ``device`` with ``threads`` threads."""
+
+
+_DECODERS: dict[str, type[Decoder]] = {}
+
+
+def register_decoder(cls: type[Decoder]) -> type[Decoder]:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    _DECODERS[cls.name] = cls
+    return cls
+
+
+def registered_decoder(name: str) -> Optional[type[Decoder]]:
+    """The class registered as ``name`` (None where none is), among the modules imported so far."""
+    return _DECODERS.get(name)
+
+
+def registered_names() -> list[str]:
+    return list(_DECODERS)
