@@ -30,6 +30,7 @@ import importlib.util
 import json
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -119,7 +120,11 @@ def stateful_ir(source: Path):
                torch.arange(TRACE_PAST, TRACE_PAST + TRACE_NEW).expand(TRACE_BATCH, TRACE_NEW),
                *[torch.zeros(past_shape) for _ in range(2 * layers)])
     shapes = [ov.PartialShape([-1, -1])] * 3 + [ov.PartialShape([-1, kv_heads, -1, head_dim])] * (2 * layers)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # The trace fixes the branches transformers takes on shapes (a cache that is not empty, a full attention
+        # mask, a multi-token query's attention path): each holds for every length, since the pipeline passes the
+        # whole mask and the general attention path also serves one-token queries.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
         model = ov.convert_model(_explicit_cache_module()(hf), example_input=example, input=shapes)
     past = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     present = [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
@@ -151,8 +156,8 @@ def _explicit_cache_module():
                 layer.keys, layer.values, layer.device, layer.is_initialized = key, value, key.device, True
                 cache.layers.append(layer)
             out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             past_key_values=cache, use_cache=True)
-            grown = [tensor for layer in out.past_key_values.layers for tensor in (layer.keys, layer.values)]
+                             cache=cache, use_cache=True)
+            grown = [tensor for layer in out.cache.layers for tensor in (layer.keys, layer.values)]
             return (out.logits, *grown)
 
     return ExplicitCache
