@@ -215,12 +215,14 @@ class OpenVinoGenAISession:
         self.ov = import_module("openvino")
         self.genai = import_module("openvino_genai")
         self.artifact, self.properties = artifact, properties
-        self.pipeline = self.genai.LLMPipeline(str(artifact), "CPU", **properties)
+        self.pipeline = self.genai.LLMPipeline(str(artifact), "CPU", scheduler_config=_scheduler_config(self.genai),
+                                               **properties)
         self.request = None
         self._step_times: Optional[np.ndarray] = None
         self.facts = {"threads": properties["INFERENCE_NUM_THREADS"], "runtime": f"openvino-genai {self.genai.__version__}",
                       "inference_precision": properties["INFERENCE_PRECISION_HINT"],
-                      "kv_cache_precision": properties["KV_CACHE_PRECISION"], "per_token_times": "streamed"}
+                      "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA",
+                      "prefix_caching": False, "per_token_times": "streamed"}
 
     def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
         batch = prompt.shape[0]
@@ -261,6 +263,16 @@ class OpenVinoGenAISession:
 
     def close(self) -> None:
         self.pipeline = self.request = None
+
+
+def _scheduler_config(genai):
+    """The pipeline's default (its PagedAttention backend's latency-oriented scheduler: no limit on the tokens of a
+    step) without prefix caching, which it turns on by default: requests that repeat a prompt would reuse its cached
+    KV blocks and skip the prefill."""
+    config = genai.SchedulerConfig()
+    config.max_num_batched_tokens = np.iinfo(np.int64).max
+    config.enable_prefix_caching = False
+    return config
 
 
 def _stamping_streamer(genai, stamp: Callable[[], None]):

@@ -105,8 +105,8 @@ class OrtGenAISession:
         config = og.Config(str(artifact))
         config.overlay(json.dumps({"model": {"decoder": {"session_options": session_options(threads)}}}))
         self.model = og.Model(config)
-        self.facts = {"threads": threads, "runtime": f"onnxruntime-genai {og.__version__}",
-                      "per_token_times": "streamed"}
+        self.facts = {"threads": threads, "intra_op_threads": threads, "inter_op_threads": 1,
+                      "runtime": f"onnxruntime-genai {og.__version__}", "per_token_times": "streamed"}
 
     def _generator(self, batch: int, length: int, min_length: int):
         params = self.og.GeneratorParams(self.model)
