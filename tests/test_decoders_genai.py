@@ -133,7 +133,8 @@ def test_what_each_cannot_build_is_a_skip_reason():
     pytest.importorskip("onnxruntime_genai")
     pytest.importorskip("openvino_genai")
     ort, ov = get_decoder("ort_genai"), get_decoder("openvino_genai")
-    assert "gpt2" in ort.unavailable("fp32", "cpu", "gpt2")
+    assert "gpt2" in ort.unavailable("fp32", "cpu", "gpt2") and ov.unavailable("fp32", "cpu", "gpt2") is None
+    assert "gemma3_text" in ov.unavailable("fp32", "cpu", "gemma3_text")
     assert "bf16" in ort.unavailable("bf16", "cpu", "llama")
     assert "fp16" in ort.unavailable("fp16", "cpu", "llama") and "fp16" in ov.unavailable("fp16", "cpu", "llama")
     assert "cuda" in ort.unavailable("fp32", "cuda", "llama") and "cuda" in ov.unavailable("fp32", "cuda", "llama")

@@ -47,6 +47,9 @@ INT4_GROUP_SIZE = 32
 # compute on CPUs with bf16 units and a u8 cache; pinned so that each precision is the one its row names).
 RUNTIME_PRECISION = {"fp32": ("f32", "f32"), "bf16": ("bf16", "bf16"), "int8": ("f32", "f32"),
                      "int4": ("f32", "f32")}
+# model_type of the causal LMs this export was checked on (fp32 logits and greedy tokens at batch 1 and 2 equal to
+# transformers'): each keeps one key and one value tensor per layer in a DynamicCache, which the trace relies on.
+MODEL_TYPES = ("gemma", "gpt2", "llama", "mistral", "phi3", "qwen2", "qwen3")
 TRACE_BATCH, TRACE_PAST, TRACE_NEW = 2, 3, 4  # example shapes for tracing (all dimensions stay dynamic)
 
 
@@ -75,6 +78,9 @@ class OpenVinoGenAI(Decoder):
             return f"openvino_genai runs on the CPU here and this run uses '{device}'"
         if precision not in self.precisions:
             return f"openvino_genai builds {', '.join(self.precisions)} on the CPU, not {precision}"
+        if model_type not in MODEL_TYPES:
+            return (f"openvino_genai's export (ov.convert_model with the KV cache made stateful) is checked on "
+                    f"{', '.join(MODEL_TYPES)}, not on model type '{model_type}'")
         if precision in ("int8", "int4") and importlib.util.find_spec("nncf") is None:
             return f"nncf is not installed (it compresses the weights to {precision}): {INSTALL}"
         if precision == "bf16":
@@ -112,7 +118,8 @@ def stateful_ir(source: Path):
     hf = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, attn_implementation="sdpa")
     hf.eval()
     config = hf.config
-    layers, kv_heads = config.num_hidden_layers, config.num_key_value_heads
+    layers = config.num_hidden_layers
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     past_shape = (TRACE_BATCH, kv_heads, TRACE_PAST, head_dim)
     example = (torch.ones(TRACE_BATCH, TRACE_NEW, dtype=torch.long),
