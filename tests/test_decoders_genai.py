@@ -145,3 +145,14 @@ def test_ort_genai_refuses_a_folder_without_a_tokenizer(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="no tokenizer"):
         get_decoder("ort_genai").build(tmp_path, "fp32", tmp_path / "out", threads=1)
+
+
+def test_openvino_genai_step_times_must_fall_within_the_call():
+    from types import SimpleNamespace
+
+    from trtbench.decoders.openvino_genai import _token_times
+
+    raw = SimpleNamespace(m_new_token_times=[10_001.0, 10_002.5])  # milliseconds
+    np.testing.assert_allclose(_token_times(raw, 10.0, 10.01), [10.001, 10.0025])
+    with pytest.raises(RuntimeError, match="perf_counter"):
+        _token_times(raw, 11.0, 12.0)
