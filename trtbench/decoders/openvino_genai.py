@@ -13,6 +13,12 @@ the CPU plugin's bf16 inference precision, where the CPU has bf16 units. Weights
 (``save_model`` would store fp16 by default). The folder's tokenizer, when it has one, is converted with
 openvino_tokenizers next to the model; the pipeline is fed token ids, so it does not need one.
 
+Load: ``LLMPipeline(folder, "CPU", ...)`` with its default PagedAttention backend and latency-oriented scheduler, but
+prefix caching off (the pipeline turns it on by default, and a repeated prompt would then skip its prefill), the
+thread count, and the compute and KV-cache precisions of the row (f32 for fp32/int8/int4, bf16 for bf16: the
+plugin's defaults would be bf16 compute on a CPU with bf16 units and a u8 cache). CPU pinning stays at the
+plugin's default.
+
 Generate: ``GenerationConfig(max_new_tokens=min_new_tokens=new, ignore_eos=True, do_sample=False)`` (the runtime
 masks EOS until ``min_new_tokens``, as transformers does). At batch 1 a token streamer calls ``stamp()`` per token;
 OpenVINO GenAI streams only at batch 1, so at a larger batch ``stamp`` is not called, ``facts["per_token_times"]``
@@ -226,7 +232,8 @@ class OpenVinoGenAISession:
                                                **properties)
         self.request = None
         self._step_times: Optional[np.ndarray] = None
-        self.facts = {"threads": properties["INFERENCE_NUM_THREADS"], "runtime": f"openvino-genai {self.genai.__version__}",
+        self.facts = {"threads": properties["INFERENCE_NUM_THREADS"],
+                      "runtime": f"openvino-genai {self.genai.__version__}",
                       "inference_precision": properties["INFERENCE_PRECISION_HINT"],
                       "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA",
                       "prefix_caching": False, "per_token_times": "streamed"}
