@@ -1,0 +1,158 @@
+"""The ONNX Runtime GenAI and OpenVINO GenAI decoders on a tiny random Llama (2 layers, hidden 64, vocab 1000) saved
+with a small word-level tokenizer: each builds, loads, generates exactly the asked tokens with one stamp per step
+(OpenVINO GenAI at batch 2: the runtime's step times instead), matches transformers' greedy tokens and teacher-forced
+logits at fp32, and builds and runs at int4; without its library each names the install line."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from trtbench.decoders import get_decoder
+
+VOCAB, PROMPT, NEW = 1000, 12, 6
+LIBRARIES = {"ort_genai": "onnxruntime_genai", "openvino_genai": "openvino_genai"}
+
+
+def save_tiny_llama(folder) -> None:
+    """A random 2-layer Llama and a word-level tokenizer (``t3``..``t999`` plus <unk>, <s>, </s>), saved offline."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+                                      max_position_embeddings=256, bos_token_id=1, eos_token_id=2)
+    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    words = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"t{i}": i for i in range(3, VOCAB)}}
+    tokenizer = Tokenizer(models.WordLevel(words, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
+                                         eos_token="</s>").save_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """(folder, prompt (2, PROMPT), transformers' greedy tokens (2, NEW), its logits of prompt[:1])."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path_factory.mktemp("tiny_llama")
+    save_tiny_llama(folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
+    prompt = np.random.default_rng(0).integers(3, VOCAB, (2, PROMPT)).astype(np.int64)
+    ids = torch.from_numpy(prompt)
+    with torch.no_grad():
+        greedy = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW, min_new_tokens=NEW,
+                                do_sample=False)[:, PROMPT:].numpy()
+        logits = model(ids[:1]).logits.numpy()
+    return folder, prompt, greedy, logits
+
+
+@pytest.fixture(scope="module", params=sorted(LIBRARIES))
+def fp32(request, tiny, tmp_path_factory):
+    """(decoder name, loaded fp32 session)."""
+    name = request.param
+    pytest.importorskip(LIBRARIES[name])
+    decoder = get_decoder(name)
+    assert decoder.unavailable("fp32", "cpu", "llama") is None
+    artifact = decoder.build(tiny[0], "fp32", tmp_path_factory.mktemp(name), threads=2)
+    session = decoder.load(artifact, "cpu", threads=2)
+    yield name, session
+    session.close()
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def generate(session, prompt: np.ndarray) -> tuple[np.ndarray, list[float], float]:
+    """(tokens, stamp times, start time) of one generate call."""
+    stamps: list[float] = []
+    start = time.perf_counter()
+    tokens = session.generate(prompt, NEW, lambda: stamps.append(time.perf_counter()))
+    return tokens, stamps, start
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_generates_exactly_the_tokens_asked_one_stamp_a_step(fp32, tiny, batch):
+    name, session = fp32
+    tokens, stamps, start = generate(session, tiny[1][:batch])
+    assert tokens.dtype == np.int64 and tokens.shape == (batch, NEW)
+    np.testing.assert_array_equal(tokens, tiny[2][:batch])  # greedy, EOS masked until NEW tokens, as transformers
+    if name == "openvino_genai" and batch > 1:  # it streams only at batch 1: step times from its raw metrics
+        assert stamps == [] and session.facts["per_token_times"] == "from runtime metrics"
+        times = session.step_times()
+        assert times.shape == (NEW,) and start < times[0] and np.all(np.diff(times) > 0)
+        assert times[-1] <= time.perf_counter()
+    else:
+        assert len(stamps) == NEW and session.facts["per_token_times"] == "streamed"
+        assert getattr(session, "step_times", lambda: None)() is None
+    assert session.facts["threads"] == 2
+
+
+def test_teacher_forced_logits_match_transformers_at_fp32(fp32, tiny):
+    _, session = fp32
+    logits = session.logits(tiny[1][:1])
+    assert logits.dtype == np.float32 and logits.shape == (1, PROMPT, VOCAB)
+    np.testing.assert_allclose(logits, tiny[3], atol=1e-3)
+    assert cosine(logits, tiny[3]).min() > 0.99
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_int4_builds_and_runs(name, tiny, tmp_path):
+    pytest.importorskip(LIBRARIES[name])
+    decoder = get_decoder(name)
+    assert decoder.unavailable("int4", "cpu", "llama") is None
+    session = decoder.load(decoder.build(tiny[0], "int4", tmp_path, threads=2), "cpu", threads=2)
+    try:
+        tokens, stamps, _ = generate(session, tiny[1][:1])
+        assert tokens.shape == (1, NEW) and len(stamps) == NEW
+        assert cosine(session.logits(tiny[1][:1]), tiny[3]).min() > 0.9  # 4-bit groups of 32 on random weights
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("name, module", [("ort_genai", "trtbench.decoders.ort_genai"),
+                                          ("openvino_genai", "trtbench.decoders.openvino_genai")])
+def test_a_missing_library_is_a_skip_reason_with_the_install_line(name, module, monkeypatch):
+    import importlib
+
+    def missing(*args):
+        raise ImportError("No module named 'x'")
+
+    target = importlib.import_module(module)
+    monkeypatch.setattr(target, "import_og" if name == "ort_genai" else "import_module", missing)
+    reason = get_decoder(name).unavailable("fp32", "cpu", "llama")
+    assert "not installed" in reason and "pip install 'trtbench[genai]'" in reason
+
+
+def test_what_each_cannot_build_is_a_skip_reason():
+    pytest.importorskip("onnxruntime_genai")
+    pytest.importorskip("openvino_genai")
+    ort, ov = get_decoder("ort_genai"), get_decoder("openvino_genai")
+    assert "gpt2" in ort.unavailable("fp32", "cpu", "gpt2") and ov.unavailable("fp32", "cpu", "gpt2") is None
+    assert "gemma3_text" in ov.unavailable("fp32", "cpu", "gemma3_text")
+    assert "bf16" in ort.unavailable("bf16", "cpu", "llama")
+    assert "fp16" in ort.unavailable("fp16", "cpu", "llama") and "fp16" in ov.unavailable("fp16", "cpu", "llama")
+    assert "cuda" in ort.unavailable("fp32", "cuda", "llama") and "cuda" in ov.unavailable("fp32", "cuda", "llama")
+
+
+def test_ort_genai_refuses_a_folder_without_a_tokenizer(tmp_path):
+    pytest.importorskip("onnxruntime_genai")
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="no tokenizer"):
+        get_decoder("ort_genai").build(tmp_path, "fp32", tmp_path / "out", threads=1)
+
+
+def test_openvino_genai_step_times_must_fall_within_the_call():
+    from types import SimpleNamespace
+
+    from trtbench.decoders.openvino_genai import _token_times
+
+    raw = SimpleNamespace(m_new_token_times=[10_001.0, 10_002.5])  # milliseconds
+    np.testing.assert_allclose(_token_times(raw, 10.0, 10.01), [10.001, 10.0025])
+    with pytest.raises(RuntimeError, match="perf_counter"):
+        _token_times(raw, 11.0, 12.0)
