@@ -19,7 +19,10 @@ import numpy as np
 
 
 class DecoderSession(Protocol):
-    """A loaded decoder, ready to generate."""
+    """A loaded decoder, ready to generate. A session that cannot call ``stamp`` as each step ends at some batch
+    (OpenVINO GenAI streams only at batch 1) may define ``step_times()``: after a ``generate``, each step's moment
+    on ``time.perf_counter``'s clock from the runtime's own records (None where it stamped), and say so in
+    ``facts["per_token_times"]``; the harness (:func:`trtbench.measure.token_timing.timed_request`) takes them."""
 
     facts: dict  # threads, runtime version, anything the record should state;
     # e.g. {"per_token_times": "streamed" | "from runtime metrics"}

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from trtbench.decoders.base import Decoder, register_decoder
-from trtbench.decoders.torch_model import (DTYPES, greedy_loop, load_model, teacher_forced_logits, torch_unavailable,
-                                           write_artifact)
+from trtbench.decoders.torch_model import (DTYPES, eos_ids, greedy_loop, load_model, teacher_forced_logits,
+                                           torch_unavailable, write_artifact)
 
 
 def _graphs() -> int:
@@ -72,7 +72,7 @@ class CompiledSession:
             return self.forward(input_ids=token, cache=cache,
                                 cache_position=torch.tensor([position], device=device)).logits[:, -1]
 
-        tokens = greedy_loop(prefill, decode, prompt, new_tokens, stamp)
+        tokens = greedy_loop(prefill, decode, prompt, new_tokens, stamp, eos_ids(self.model))
         self._account(("generate", batch, prompt_len, prompt_len + new_tokens), graphs, started)
         return tokens
 

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from trtbench.decoders.base import Decoder, register_decoder
-from trtbench.decoders.torch_model import (DTYPES, greedy_loop, load_model, teacher_forced_logits, torch_unavailable,
-                                           write_artifact)
+from trtbench.decoders.torch_model import (DTYPES, eos_ids, greedy_loop, load_model, teacher_forced_logits,
+                                           torch_unavailable, write_artifact)
 
 
 class EagerSession:
@@ -29,7 +29,7 @@ class EagerSession:
         def step(ids: torch.Tensor) -> torch.Tensor:
             return self.model(input_ids=ids.to(device), cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
 
-        return greedy_loop(step, lambda token, position: step(token), prompt, new_tokens, stamp)
+        return greedy_loop(step, lambda token, position: step(token), prompt, new_tokens, stamp, eos_ids(self.model))
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         return teacher_forced_logits(self.model, ids)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from trtbench.decoders.base import Decoder, register_decoder
-from trtbench.decoders.torch_model import DTYPES, greedy_loop, load_model, torch_unavailable, write_artifact
+from trtbench.decoders.torch_model import DTYPES, eos_ids, greedy_loop, load_model, torch_unavailable, write_artifact
 
 
 class ExportedSession:
@@ -56,7 +56,7 @@ class ExportedSession:
         def decode(token: torch.Tensor, position: int) -> torch.Tensor:
             return program(input_ids=token, cache_position=torch.tensor([position], device=device))[:, -1]
 
-        return greedy_loop(prefill, decode, prompt, new_tokens, stamp)
+        return greedy_loop(prefill, decode, prompt, new_tokens, stamp, eos_ids(self.model))
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced: the whole sequence as the prefill of a program of its length."""

@@ -61,19 +61,37 @@ def teacher_forced_logits(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray
         return model(input_ids=torch.from_numpy(ids).to(device), use_cache=False).logits.float().cpu().numpy()
 
 
+def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
+    """The model's end-of-sequence token ids (its generation config's, else its config's; none where unset)."""
+    for config in (getattr(model, "generation_config", None), model.config):
+        eos = getattr(config, "eos_token_id", None)
+        if eos is not None:
+            return tuple(eos) if isinstance(eos, (list, tuple)) else (int(eos),)
+    return ()
+
+
 def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
-                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
-    """Greedy generation of exactly ``new_tokens`` per sequence, EOS ignored: ``prefill(ids)`` and
-    ``decode(tokens, position)`` return the last position's logits (batch x vocab); ``stamp()`` as each
-    step's tokens exist (they are on the host: the argmax is read, so the step has finished)."""
+                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None], eos: tuple[int, ...] = ()) -> np.ndarray:
+    """Greedy generation of exactly ``new_tokens`` per sequence: ``prefill(ids)`` and ``decode(tokens, position)``
+    return the last position's logits (batch x vocab); ``stamp()`` as each step's tokens exist (they are on the
+    host: the argmax is read, so the step has finished). The ``eos`` ids are never picked, as ONNX Runtime GenAI
+    and OpenVINO GenAI block them until the minimum length (transformers' ``min_new_tokens``), so every
+    decoder's greedy tokens are the same sequence."""
     prompt_len = prompt.shape[1]
     generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
+
+    def pick(logits: torch.Tensor) -> torch.Tensor:
+        if eos:
+            logits = logits.clone()
+            logits[:, list(eos)] = float("-inf")
+        return logits.argmax(-1, keepdim=True)
+
     with torch.inference_mode():
-        token = prefill(torch.from_numpy(prompt)).argmax(-1, keepdim=True)
+        token = pick(prefill(torch.from_numpy(prompt)))
         generated[:, 0] = token[:, 0].cpu().numpy()
         stamp()
         for step in range(1, new_tokens):
-            token = decode(token, prompt_len + step - 1).argmax(-1, keepdim=True)
+            token = pick(decode(token, prompt_len + step - 1))
             generated[:, step] = token[:, 0].cpu().numpy()
             stamp()
     return generated
