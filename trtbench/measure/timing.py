@@ -56,7 +56,11 @@ class TimingSettings:
     target_rel_ci: float = 0.02  # adaptive: 95% CI half-width of the median, relative to it
     max_time_s: float = 20.0  # adaptive: cap on one point's timed rounds (all variants together)
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
-    block_s: float = 0.05  # one variant's share of a round: calls are grouped to last about this long
+    # one variant's share of a round: calls are grouped to last about this long. After a switch from another
+    # variant a call runs slow for a few tens of ms (caches, TLB, sleeping threads): torch.compile'd resnet18 at
+    # 20 ms per call took 19.8, 19.3, 19.2, 18.9 ms in the calls after its switch-in call, 18.9 ms alone, so
+    # 0.05 s blocks (two calls) read it 4% slow (Xeon VM, 2026-11-25; benchmarks/NOTES.md)
+    block_s: float = 0.25
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
 
 
