@@ -181,9 +181,17 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                   if (faults := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_median") or 0) >= REFAULTING]
     if refaulting:
         out.append(f"page faults on every call for: {', '.join(refaulting)}: their process's allocator handed its "
-                   "buffers back to the OS after each call (glibc's mmap threshold had not risen), so their times, and "
-                   "speedups over them, include faulting those pages in again; a deployment with a raised "
-                   "MALLOC_MMAP_THRESHOLD_ (or jemalloc/tcmalloc) does not pay that.")
+                   "buffers back to the OS after each call, so their times, and speedups over them, include faulting "
+                   "those pages in again; a deployment with benchmark.allocator tuned (or jemalloc/tcmalloc) does not "
+                   "pay that.")
+    switching = [f"{r.case.label} {r.case.precision} {r.case.point} ({low:.0f}-{high:.0f}/call)" for r in timed
+                 if (spread := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_range"))
+                 and (low := spread[0]) < REFAULTING / 10 and (high := spread[1]) >= REFAULTING]
+    if switching:
+        out.append(f"allocator state changed during timing for: {', '.join(switching)}: some blocks faulted their "
+                   "pages in on every call and others did not, so the median mixes two speeds; under glibc's default "
+                   "state a process lands in either (a fresh deployment too, by its heap's layout), and "
+                   "benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "

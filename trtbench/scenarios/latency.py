@@ -69,6 +69,8 @@ def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
              "settle_cpu_ms_median": _median(m.settle_cpu_ms),
              "minor_faults_per_call_median": _median(m.faults_per_call),
+             "minor_faults_per_call_range": [round(min(m.faults_per_call), 1), round(max(m.faults_per_call), 1)]
+             if m.faults_per_call else None,
              "switch_in_ms_median": _median(m.switch_in_ms)}
     if m.cpu_between_ms:
         facts["cpu_between_blocks_ms_median"] = _median(m.cpu_between_ms)
