@@ -236,7 +236,8 @@ def test_a_memory_budget_for_one_decoder_beside_eager_times_the_groups_one_after
         assert min(m["group_started_at"] for m in after) >= max(m["timed_until"] for m in before), "one at a time"
         assert not {m["worker_pid"] for m in before} & {m["worker_pid"] for m in after}
     for m in memory.values():
-        assert m["worker_peak_rss_mb"] > 50 and m["run_peak_rss_mb"] > m["worker_peak_rss_mb"] and m["estimate_mb"] > 500
+        assert m["worker_peak_rss_mb"] > 50 and m["estimate_mb"] > 500
+        assert m["run_peak_rss_mb"] > m["worker_peak_rss_mb"]
     killed = rows["p8-n3-b2", "exported"]
     assert killed["status"] == "failed" and "killed by SIGKILL" in killed["reason"] and "OOM killer" in killed["reason"]
     assert rows["p8-n3-b1", "exported"]["status"] == "ok", "what it measured before it died is kept"

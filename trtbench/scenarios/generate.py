@@ -8,7 +8,9 @@ artifact there with its own library, loads it and warms up. Its teacher-forced l
 eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
 rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
 ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`).
+timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Where the workers would not fit the memory
+budget together, they run in memory groups, one after the other, each with eager fp32 as the reference of its
+speedups (:mod:`trtbench.scenarios.generate_memory`).
 """
 
 from __future__ import annotations
@@ -238,7 +240,8 @@ class _MemoryPlan:
         """A row's memory figures: its group, the budget, its estimate, its worker's peak and the group's."""
         return {"group": index, "groups": len(self.groups), "members": self.groups[index],
                 "budget_mb": round(self.budget / MIB), "estimate_mb": round(self.estimates[slot] / MIB),
-                "worker_peak_rss_mb": measured["worker_peak_rss_mb"].get(slot), "worker_pid": measured["pids"].get(slot),
+                "worker_peak_rss_mb": measured["worker_peak_rss_mb"].get(slot),
+                "worker_pid": measured["pids"].get(slot),
                 **{k: v for k, v in measured.items() if k not in ("worker_peak_rss_mb", "pids")}}
 
 

@@ -70,7 +70,8 @@ def _row(part) -> str:
 
 def memory_lines(parts: list) -> list[str]:
     """The decoder workers' memory groups, as Markdown: each group's workers with their estimated and peak resident
-    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the budget."""
+    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the
+    budget."""
     groups: dict[tuple, dict] = {}
     for part in parts:
         memory = part.data.get("memory")
@@ -83,10 +84,12 @@ def memory_lines(parts: list) -> list[str]:
         return []
     lines = ["### Memory", "", "Each memory group's decoder workers run together, eager fp32 among them as the "
              "reference of the group's speedups; a group's workers close before the next starts.", "",
-             "| model | threads | group | workers: estimate / peak RSS MB | run peak MB | budget MB |", "|---|---|---|---|---|---|"]
+             "| model | threads | group | workers: estimate / peak RSS MB | run peak MB | budget MB |",
+             "|---|---|---|---|---|---|"]
     for (model, threads, index), group in sorted(groups.items()):
         memory = group["memory"]
-        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}" for slot, m in group["slots"].items())
+        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}"
+                            for slot, m in group["slots"].items())
         lines.append(f"| {model} | t{threads} | {index + 1} of {memory['groups']} | {workers} | "
                      f"{memory['run_peak_rss_mb']:.0f} | {memory['budget_mb']} |")
     return lines + [""]
