@@ -145,6 +145,8 @@ def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tm
     ({"precisions": ["fp16"]}, "precisions[0]", "unknown value 'fp16'"),
     ({"tolerances": {"int4": {"cosine_min": 2}}}, "tolerances.int4.cosine_min", "not within [0, 1]"),
     ({"scenarios": ["latency", {"generate": {}}]}, "scenarios", "cannot share a config with latency"),
+    ({"scenarios": [{"generate": {"memory_budget_mb": 0}}]}, "scenarios[0].generate.memory_budget_mb",
+     "must be positive"),
 ])
 def test_bad_generate_input_names_the_key(changes, key, says):
     with pytest.raises(UserInputError) as info:
