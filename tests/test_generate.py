@@ -145,6 +145,8 @@ def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tm
     ({"precisions": ["fp16"]}, "precisions[0]", "unknown value 'fp16'"),
     ({"tolerances": {"int4": {"cosine_min": 2}}}, "tolerances.int4.cosine_min", "not within [0, 1]"),
     ({"scenarios": ["latency", {"generate": {}}]}, "scenarios", "cannot share a config with latency"),
+    ({"scenarios": [{"generate": {"memory_budget_mb": 0}}]}, "scenarios[0].generate.memory_budget_mb",
+     "must be positive"),
 ])
 def test_bad_generate_input_names_the_key(changes, key, says):
     with pytest.raises(UserInputError) as info:
@@ -192,3 +194,67 @@ def test_a_resumed_run_owes_only_the_points_missing_a_slot():
     assert not scenario.owes(group, done(*[part(p, s) for p in ("p12-n4-b1", "p12-n4-b2")
                                            for s in ("eager", "eager@int4")]))
     assert GenerateRecord.from_dict(part("p12-n4-b1", "eager").to_dict()) == part("p12-n4-b1", "eager")
+
+
+def test_a_memory_budget_for_one_decoder_beside_eager_times_the_groups_one_after_another(tmp_path, monkeypatch):
+    """A budget of two workers at a time (eager fp32 and one decoder, about 1000 MiB each): exported, eager@bf16
+    and exported@bf16 are timed in groups of their own, each with eager fp32, one after the other; the peaks are
+    reported; exported's worker, SIGKILLed at its second point, fails that point's row naming the signal, and the
+    rest is kept."""
+    import os
+    import signal
+
+    from conftest import run_dict
+    from trtbench.decoders import get_decoder
+    from trtbench.workers.loop import Worker
+
+    reason = get_decoder("eager").unavailable("bf16", "cpu", "llama")
+    if reason:
+        pytest.skip(reason)
+    check = Worker.check
+
+    def killing_check(self, label):
+        if self.name == "exported" and label == "p8-n3-b2":
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        return check(self, label)
+
+    monkeypatch.setattr(Worker, "check", killing_check)
+    out = tmp_path / "out"
+    data = generate_config(variants=["eager", "exported"], precisions=["fp32", "bf16"], output={"dir": str(out)},
+                           scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [3], "batch": [1, 2],
+                                                    "min_requests": 2, "max_requests": 2, "memory_budget_mb": 2100}}])
+    assert run_dict(data).exit_code == 1, "a killed worker fails its rows"
+    doc = json.loads((out / "results.json").read_text())
+    rows = {(r["point"], r["slot"]): r for r in doc["generate"]}
+    assert len(rows) == 8
+    memory = {key: row["data"]["memory"] for key, row in rows.items() if "memory" in row["data"]}
+    assert {key[1]: m["members"] for key, m in memory.items()} == {
+        "eager": ["eager", "exported"], "exported": ["eager", "exported"], "eager@bf16": ["eager", "eager@bf16"],
+        "exported@bf16": ["eager", "exported@bf16"]}
+    assert all(m["groups"] == 3 and m["budget_mb"] == 2100 for m in memory.values())
+    by_group = [[m for m in memory.values() if m["group"] == g] for g in range(3)]
+    for before, after in zip(by_group, by_group[1:]):
+        assert min(m["group_started_at"] for m in after) >= max(m["timed_until"] for m in before), "one at a time"
+        assert not {m["worker_pid"] for m in before} & {m["worker_pid"] for m in after}
+    for m in memory.values():
+        assert m["worker_peak_rss_mb"] > 50 and m["estimate_mb"] > 500
+        assert m["run_peak_rss_mb"] > m["worker_peak_rss_mb"]
+    killed = rows["p8-n3-b2", "exported"]
+    assert killed["status"] == "failed" and "killed by SIGKILL" in killed["reason"] and "OOM killer" in killed["reason"]
+    assert rows["p8-n3-b1", "exported"]["status"] == "ok", "what it measured before it died is kept"
+    for point in ("p8-n3-b1", "p8-n3-b2"):
+        for slot in ("eager", "eager@bf16", "exported@bf16"):
+            assert rows[point, slot]["status"] == "ok"
+        assert rows[point, "exported@bf16"]["data"]["speedups"]["e2e_ms"]["value"] > 0, "paired with its group's eager"
+    report = (out / "report.md").read_text()
+    assert "### Memory" in report and "| tiny-llama | t1 | 3 of 3 | exported@bf16 1001 / " in report
+
+
+def test_a_decoder_that_does_not_fit_beside_eager_is_skipped_with_the_fix():
+    from trtbench.scenarios.generate_memory import MIB, plan_groups
+
+    groups, too_big = plan_groups({"eager": 600 * MIB, "exported": 700 * MIB, "compiled": 500 * MIB}, 1200 * MIB,
+                                  "eager")
+    assert groups == [["eager", "compiled"]]
+    assert "raise memory_budget_mb under the generate entry" in too_big["exported"]

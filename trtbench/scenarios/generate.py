@@ -8,13 +8,16 @@ artifact there with its own library, loads it and warms up. Its teacher-forced l
 eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
 rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
 ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`).
+timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Where the workers would not fit the memory
+budget together, they run in memory groups, one after the other, each with eager fp32 as the reference of its
+speedups (:mod:`trtbench.scenarios.generate_memory`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -34,6 +37,8 @@ from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.base import ReportSection, Scenario, register
+from trtbench.scenarios.generate_memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
+                                                worker_bytes)
 from trtbench.scenarios.generate_report import generate_section, generate_summary
 from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, kv_cache_bytes,
                                                 metrics_of, requests_of, speedups_of)
@@ -53,6 +58,7 @@ class GenerateSettings:
     max_requests: int = 30  # rounds at most
     max_time_s: float = 120.0  # a point's rounds stop after this (once min_requests are made)
     target_rel_ci: float = 0.05  # stop once each decoder's E2E median is known to this (95% half-width / median)
+    memory_budget_mb: Optional[float] = None  # the workers' memory together; default: 80% of MemAvailable
 
     def validate(self, path: str) -> None:
         for name in ("prompt_tokens", "new_tokens", "batch"):
@@ -65,7 +71,7 @@ class GenerateSettings:
             if value < 2:
                 raise UserInputError(schema.join(path, f"new_tokens[{i}]"), f"is {value}: TPOT and decode tokens/s "
                                      f"need at least two new tokens", "use new_tokens of 2 or more")
-        for name in ("min_requests", "max_requests", "max_time_s", "target_rel_ci"):
+        for name in ("min_requests", "max_requests", "max_time_s", "target_rel_ci", "memory_budget_mb"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
         if self.min_requests > self.max_requests:
             raise UserInputError(schema.join(path, "min_requests"), f"{self.min_requests} is above max_requests "
@@ -77,7 +83,8 @@ class GenerateSettings:
 
 
 class GenerateWorkers:
-    """A worker process per decoder slot of a build group, spawned before the group builds and closed together."""
+    """A worker process per decoder slot of a memory group (:mod:`trtbench.scenarios.generate_memory`), spawned
+    when the group starts and closed together before the next group starts."""
 
     def __init__(self, count: int, timeout_s: float, knobs: Knobs, threads: int):
         self._logs = tempfile.TemporaryDirectory(prefix="trtbench-decoders-")
@@ -156,11 +163,7 @@ class Generate(Scenario):
     def owes(self, group, done) -> bool:
         return bool(self.points_todo(group, done))
 
-    def prepare(self, ctx, group) -> GenerateWorkers:
-        count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
-        return GenerateWorkers(count, ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
-
-    def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator[GenerateRecord]:
+    def run(self, ctx, built, prepared) -> Iterator[GenerateRecord]:
         group, points = built.group, self.points_todo(built.group, built.done)
         folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
@@ -174,23 +177,27 @@ class Generate(Scenario):
                                        str(ctx.device), group.threads,
                                        {p.label: (prompts[p.label], p.new_tokens) for p in points}, teacher)
                    for slot, (name, precision) in slots.items() if slot not in group.unavailable}
-        ctx.log(f"start {len(recipes)} decoder worker(s) for {group.model.id}")
-        workers, errors = prepared.start(recipes)
-        rows = {slot: _Row(Status.SKIPPED, group.unavailable[slot]) if slot in group.unavailable else _Row()
-                for slot in slots}
-        rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
-        accuracy = _accuracy(ctx, workers, rows, built.tolerances, slots)
+        plan = _MemoryPlan.of(self.settings, built.model, points, recipes)
+        untimed = {slot: _Row(Status.SKIPPED, group.unavailable.get(slot) or plan.too_big[slot])
+                   for slot in slots if slot in group.unavailable or slot in plan.too_big}
+        for index, members in enumerate(plan.groups):
+            ctx.log(f"start {len(members)} decoder worker(s) for {group.model.id} (memory group {index + 1} of "
+                    f"{len(plan.groups)}: {', '.join(members)})")
+            timing = GenerateWorkers(len(members), ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
+            try:
+                for point, rows, shared in _time_group(ctx, (timing, {s: recipes[s] for s in members}),
+                                                       (points, self.settings), built.tolerances, slots):
+                    for slot in plan.recorded(index):
+                        yield _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
+                                      {**shared, "accuracy": shared["accuracy"].get(slot),
+                                       "kv_cache_bytes": kv_cache_bytes(config, point, slots[slot][1]),
+                                       "memory": plan.memory(index, slot, shared["memory"])})
+            finally:
+                timing.close()
         for point in points:
-            title = f"generate {group.model.id} t{group.threads} {point.label}"
-            point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
-            with ctx.progress.task(title, timed=True) as tick:
-                stopped_by = _rounds(ctx, workers, (point, self.settings), point_rows, tick)
-            for slot, (name, precision) in slots.items():
-                yield _record(ctx, group, point, (slot, name, precision), point_rows[slot],
-                              {"accuracy": accuracy.get(slot), "stopped_by": stopped_by,
-                               "kv_cache_bytes": kv_cache_bytes(config, point, precision),
-                               "baseline": point_rows.get(BASELINE_VARIANT),
-                               "worker": workers[slot].facts if slot in workers else {}})
+            for slot, row in untimed.items():
+                yield _record(ctx, group, point, (slot, *slots[slot]), row,
+                              {"accuracy": None, "kv_cache_bytes": kv_cache_bytes(config, point, slots[slot][1])})
 
     @classmethod
     def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
@@ -202,6 +209,86 @@ class Generate(Scenario):
         return generate_summary(results.parts(GenerateRecord.KIND))
 
 
+@dataclass(frozen=True)
+class _MemoryPlan:
+    """The decoder workers' memory groups (:mod:`trtbench.scenarios.generate_memory`): each slot's estimate, the
+    budget, the groups in the order they run and the slots that fit in none, with why."""
+
+    estimates: dict[str, int]
+    budget: int
+    groups: list[list[str]]
+    too_big: dict[str, str]
+
+    @classmethod
+    def of(cls, settings: GenerateSettings, model, points: list[GeneratePoint], recipes: dict[str, DecoderRecipe]
+           ) -> "_MemoryPlan":
+        budget = (int(settings.memory_budget_mb * MIB) if settings.memory_budget_mb is not None
+                  else default_budget_bytes())
+        parameters = sum(p.numel() for p in model.parameters())
+        largest = max(points, key=lambda p: p.batch * (p.prompt_tokens + p.new_tokens))
+        estimates = {slot: worker_bytes(parameters, r.precision, kv_cache_bytes(model.config, largest, r.precision))
+                     for slot, r in recipes.items()}
+        return cls(estimates, budget, *plan_groups(estimates, budget, BASELINE_VARIANT))
+
+    def recorded(self, index: int) -> list[str]:
+        """The slots whose rows group ``index`` gives: eager fp32's only in the first group (the later ones time it
+        again as their own reference)."""
+        members = self.groups[index]
+        return members if index == 0 else [slot for slot in members if slot != BASELINE_VARIANT]
+
+    def memory(self, index: int, slot: str, measured: dict) -> dict:
+        """A row's memory figures: its group, the budget, its estimate, its worker's peak and the group's."""
+        return {"group": index, "groups": len(self.groups), "members": self.groups[index],
+                "budget_mb": round(self.budget / MIB), "estimate_mb": round(self.estimates[slot] / MIB),
+                "worker_peak_rss_mb": measured["worker_peak_rss_mb"].get(slot),
+                "worker_pid": measured["pids"].get(slot),
+                **{k: v for k, v in measured.items() if k not in ("worker_peak_rss_mb", "pids")}}
+
+
+def _killed(worker: Worker, err: WorkerError) -> WorkerError:
+    """``err``, saying what a SIGKILL may mean where that is how the worker died."""
+    if worker.process.poll() == -signal.SIGKILL:
+        return WorkerError(f"{err}: killed by SIGKILL (the kernel's OOM killer sends it when memory runs out; "
+                           f"lower memory_budget_mb under the generate entry to run fewer workers at once)")
+    return err
+
+
+def _peaks(workers: dict[str, Worker], started: float) -> dict:
+    """The group's memory so far: each worker's peak RSS (VmHWM; a dead worker's last known) and pid, this process's
+    RSS now, and the run's peak while the group runs (this process plus its workers' peaks: an upper bound)."""
+    peaks, pids = {}, {}
+    for slot, worker in workers.items():
+        try:
+            facts = worker.refresh_facts()
+        except WorkerError:
+            facts = worker.facts
+        peaks[slot], pids[slot] = facts.get("peak_rss_mb"), facts.get("pid")
+    parent = own_rss_bytes() / MIB
+    return {"worker_peak_rss_mb": peaks, "pids": pids, "parent_rss_mb": round(parent, 1),
+            "run_peak_rss_mb": round(parent + sum(p or 0 for p in peaks.values()), 1),
+            "group_started_at": started, "timed_until": time.time()}
+
+
+def _time_group(ctx, timing: tuple[GenerateWorkers, dict[str, DecoderRecipe]],
+                plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict, slots: dict) -> Iterator[tuple]:
+    """Start one memory group's workers (``timing``: the spawned workers and their recipes), check their logits and
+    time them at each point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by
+    slot, why the rounds stopped, eager fp32's row, the workers' facts, the memory figures)."""
+    started = time.time()
+    workers, errors = timing[0].start(timing[1])
+    rows = {slot: _Row() for slot in timing[1]}
+    rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
+    accuracy = _accuracy(ctx, workers, rows, tolerances, slots)
+    points, settings = plan
+    for point in points:
+        point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
+        with ctx.progress.task(f"generate {point.label} {'+'.join(timing[1])}", timed=True) as tick:
+            stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
+        yield point, point_rows, {"accuracy": accuracy, "stopped_by": stopped_by,
+                                  "baseline": point_rows.get(BASELINE_VARIANT), "memory": _peaks(workers, started),
+                                  "worker": {slot: worker.facts for slot, worker in workers.items()}}
+
+
 def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances: dict, slots: dict) -> dict:
     """Each ready slot's teacher-forced logits against eager fp32's (a slot that misses its precision's
     tolerance, or whose worker fails, is failed in ``rows``); the figures by slot."""
@@ -210,7 +297,7 @@ def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances
         try:
             logits[slot] = worker.check(LOGITS).output
         except WorkerError as err:
-            rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"logits of {slot}", err))
+            rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"logits of {slot}", _killed(worker, err)))
     reference = logits.get(BASELINE_VARIANT)
     for slot in logits:
         precision = slots[slot][1]
@@ -240,7 +327,8 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
             try:
                 checked = workers[slot].check(point.label)
             except WorkerError as err:
-                rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"generate {slot} at {point.label}", err))
+                rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"generate {slot} at {point.label}",
+                                                                     _killed(workers[slot], err)))
                 continue
             out, row = checked.output, rows[slot]
             row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
@@ -264,7 +352,8 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
 
 def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
     """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
-    why the rounds stopped, its KV cache's bytes, eager fp32's row (the baseline) and the worker's facts."""
+    its KV cache's bytes and, where it was timed, why the rounds stopped, eager fp32's row (the baseline), the
+    worker's facts and the memory group's figures."""
     slot, name, precision = who
     data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch,
                   "kv_cache_bytes": context["kv_cache_bytes"]}
@@ -272,12 +361,14 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
         baseline = context["baseline"]
-        ready = context["worker"]
+        ready = context["worker"].get(slot, {})
         data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
             data["speedups"] = speedups_of(row.requests, baseline.requests)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
+    if "memory" in context:
+        data["memory"] = context["memory"]
     return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, slot, name, precision, row.status,
                           row.reason, data)

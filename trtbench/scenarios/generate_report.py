@@ -68,6 +68,33 @@ def _row(part) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def memory_lines(parts: list) -> list[str]:
+    """The decoder workers' memory groups, as Markdown: each group's workers with their estimated and peak resident
+    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the
+    budget."""
+    groups: dict[tuple, dict] = {}
+    for part in parts:
+        memory = part.data.get("memory")
+        if memory:
+            group = groups.setdefault((part.model, part.threads, memory["group"]), {"memory": memory, "slots": {}})
+            group["slots"][part.slot] = memory  # the last point's figures: the peaks so far
+            if memory["run_peak_rss_mb"] >= group["memory"]["run_peak_rss_mb"]:
+                group["memory"] = memory
+    if not groups:
+        return []
+    lines = ["### Memory", "", "Each memory group's decoder workers run together, eager fp32 among them as the "
+             "reference of the group's speedups; a group's workers close before the next starts.", "",
+             "| model | threads | group | workers: estimate / peak RSS MB | run peak MB | budget MB |",
+             "|---|---|---|---|---|---|"]
+    for (model, threads, index), group in sorted(groups.items()):
+        memory = group["memory"]
+        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}"
+                            for slot, m in group["slots"].items())
+        lines.append(f"| {model} | t{threads} | {index + 1} of {memory['groups']} | {workers} | "
+                     f"{memory['run_peak_rss_mb']:.0f} | {memory['budget_mb']} |")
+    return lines + [""]
+
+
 def cold_starts(parts: list) -> list[str]:
     """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), once
     per build group and slot, as Markdown lines."""
@@ -181,6 +208,7 @@ def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional
     if notes:
         lines += ["Not timed:", "", *notes, ""]
     lines += cold_starts(parts)
+    lines += memory_lines(parts)
     plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
                                batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]
     lines += [f"![{plot.stem}]({plot.relative_to(out_dir).as_posix()})" for plot in plots] + ([""] if plots else [])
