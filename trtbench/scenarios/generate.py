@@ -29,14 +29,16 @@ from trtbench.core import schema
 from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
+from trtbench.measure.bandwidth import MemoryCeiling, memory_ceilings
+from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_counts
 from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.base import ReportSection, Scenario, register
 from trtbench.scenarios.generate_report import generate_section, generate_summary
-from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, kv_cache_bytes,
-                                                metrics_of, requests_of, speedups_of)
+from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
+                                                requests_of, speedups_of)
 from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
 
 ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
@@ -124,7 +126,7 @@ class Generate(Scenario):
     needs = ()
     decodes = True
     repeatable = True
-    parts = (GenerateRecord,)
+    parts = (GenerateRecord, MemoryCeiling)
     example = "{generate: {prompt_tokens: [128], new_tokens: [64], batch: [1, 4]}}"
 
     @classmethod
@@ -162,9 +164,13 @@ class Generate(Scenario):
 
     def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator[GenerateRecord]:
         group, points = built.group, self.points_todo(built.group, built.done)
+        scope = (ctx.env_id, group.device, group.threads)
+        if built.done.part(MemoryCeiling.KIND, scope) is None:
+            yield MemoryCeiling(*scope, values=memory_ceilings(ctx.device, group.threads,
+                                                               ctx.config.benchmark.measure_ceiling))
         folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
-        config = built.model.config
+        config, counts = built.model.config, weight_counts(built.model)
         prompts = _prompts(points, config.vocab_size, ctx.config.benchmark.seed)
         teacher_len = min(ACCURACY_TOKENS, transformers_max_positions(group.model) or ACCURACY_TOKENS)
         teacher = np.random.default_rng(ctx.config.benchmark.seed + 1).integers(
@@ -188,13 +194,18 @@ class Generate(Scenario):
             for slot, (name, precision) in slots.items():
                 yield _record(ctx, group, point, (slot, name, precision), point_rows[slot],
                               {"accuracy": accuracy.get(slot), "stopped_by": stopped_by,
-                               "kv_cache_bytes": kv_cache_bytes(config, point, precision),
+                               "kv_cache_bytes": kv_cache_bytes(config, point.batch,
+                                                                point.prompt_tokens + point.new_tokens, precision),
+                               "decode_bytes": decode_step_bytes(counts, config, (point.prompt_tokens,
+                                                                                  point.new_tokens, point.batch),
+                                                                 precision),
                                "baseline": point_rows.get(BASELINE_VARIANT),
                                "worker": workers[slot].facts if slot in workers else {}})
 
     @classmethod
     def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        section = generate_section(results.parts(GenerateRecord.KIND), results.environments, out_dir)
+        section = generate_section(results.parts(GenerateRecord.KIND), results.parts(MemoryCeiling.KIND),
+                                   results.environments, out_dir)
         return ReportSection(*section) if section is not None else None
 
     @classmethod
@@ -264,10 +275,12 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
 
 def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
     """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
-    why the rounds stopped, its KV cache's bytes, eager fp32's row (the baseline) and the worker's facts."""
+    why the rounds stopped, its KV cache's bytes at the last token, the bytes a decode step reads, eager fp32's row
+    (the baseline) and the worker's facts."""
     slot, name, precision = who
-    data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch,
-                  "kv_cache_bytes": context["kv_cache_bytes"]}
+    data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
+                  "batch": point.batch,
+                  "kv_cache_bytes": context["kv_cache_bytes"], "decode_bytes": dict(context["decode_bytes"])}
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
@@ -276,6 +289,8 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
         data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
+        tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
+        data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
             data["speedups"] = speedups_of(row.requests, baseline.requests)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
