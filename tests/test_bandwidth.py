@@ -12,6 +12,7 @@ from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, wei
 from trtbench.scenarios.generate_report import generate_section
 from trtbench.scenarios.generate_result import GenerateRecord
 
+
 # hidden 64, 2 layers, 4 heads of 16, 2 KV heads, intermediate 128, vocab 512
 TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 64}
@@ -19,11 +20,13 @@ TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "nu
 MATMUL = 2 * (64 * 64 * 2 + 64 * 32 * 2 + 3 * 64 * 128) + 64 * 512
 NORMS = 2 * 2 * 64 + 64  # two RMSNorms per layer and the final one
 
+
 def test_the_triad_measures_a_stated_positive_bandwidth():
     triad = measured_triad("cpu", threads=1, array_bytes=1 << 20, repeats=2)
     assert triad["bytes_per_s"] > 0 and len(triad["samples_bytes_per_s"]) == 2
     assert triad["bytes_per_s"] == max(triad["samples_bytes_per_s"]) and triad["threads"] == 1
     assert triad["array_bytes"] == 1 << 20 and "3 x 8 bytes per element" in triad["method"]
+
 
 def test_the_last_level_cache_counts_each_shared_instance_once(tmp_path):
     for cpu in range(4):  # an L2 per core, one L3 per pair of cores
@@ -37,6 +40,7 @@ def test_the_last_level_cache_counts_each_shared_instance_once(tmp_path):
     assert cpu_last_level_cache(tmp_path) == (32 << 20, "sysfs: 2 L3 cache(s) of 16 MiB")
     assert cpu_last_level_cache(tmp_path / "none")[1].startswith("assumed")
 
+
 def test_the_datasheet_is_known_for_listed_gpus_only():
     assert datasheet_bandwidth("cuda:0", "NVIDIA H100 80GB HBM3")["bytes_per_s"] == pytest.approx(3.35e12)
     assert datasheet_bandwidth("cuda:0", "NVIDIA H100 PCIe")["bytes_per_s"] == pytest.approx(2.0e12)
@@ -48,6 +52,7 @@ def test_the_datasheet_is_known_for_listed_gpus_only():
     assert cpu["bytes_per_s"] is None and "unknown for a CPU" in cpu["reason"]
     assert memory_ceilings("cpu", 1, measure=False) == {"datasheet_bytes_per_s": None,
                                                          "datasheet_source": cpu["reason"]}
+
 
 def test_a_decode_steps_bytes_are_its_weights_as_deployed_and_its_kv_cache():
     transformers = pytest.importorskip("transformers")
@@ -66,6 +71,7 @@ def test_a_decode_steps_bytes_are_its_weights_as_deployed_and_its_kv_cache():
     tied = weight_counts(transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY, tie_word_embeddings=True)))
     assert tied == {"matmul": MATMUL, "other": NORMS, "embedding": 0}  # the LM head is the embedding
 
+
 def _record(achieved: float) -> GenerateRecord:
     steps = {"median": 10.0, "median_ci_rel": 0.01}
     metrics = {name: steps for name in ("ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s", "prefill_tokens_per_s")}
@@ -75,6 +81,7 @@ def _record(achieved: float) -> GenerateRecord:
             "decode_bytes": {"bytes": achieved * 0.01, "achieved_bytes_per_s": achieved}, "metrics": metrics,
             "rounds": 3, "stopped_by": "max_requests", "peak_rss_bytes": 300 << 20}
     return GenerateRecord("env", "tiny", 2, "p12-n3-b1", "eager", "eager", "fp32", Status.OK, "", data)
+
 
 def test_the_report_shows_the_bandwidth_column_against_the_ceilings(tmp_path):
     ceiling = MemoryCeiling("env", "cpu", 2, {"datasheet_bytes_per_s": None, "datasheet_source": "unknown for a CPU",
