@@ -11,7 +11,7 @@ sequence, and little else, so those bytes over the step's time are the memory ba
   its int8 one scale and zero point per channel, and it keeps the LM head at 8 bits), the other parameters at
   fp32;
 * the KV cache: keys and values of every layer, ``2 x layers x kv_heads x head_dim x positions x batch`` elements
-  of 2 bytes at bf16, else 4 (weight-only int8/int4 keep an fp32 cache), at a step's KV position. Decode step
+  of 2 bytes at bf16 (and fp16), else 4 (weight-only int8/int4 keep an fp32 cache), at a step's KV position. Decode step
   ``i`` (``i`` from 1 to ``new - 1``, making token ``i + 1`` of ``new``) attends over ``prompt + i`` positions, its
   own included, so the mean over a request's steps is ``prompt + new / 2`` positions.
 """
@@ -49,7 +49,8 @@ def kv_cache_bytes(config, batch: int, positions: float, precision: str) -> floa
     """Bytes of the KV cache of ``batch`` sequences at ``positions`` each, for a transformers ``config``."""
     heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return 2 * config.num_hidden_layers * heads * head_dim * positions * batch * (2 if precision == "bf16" else 4)
+    element = FLOAT_BYTES.get(precision, FLOAT_BYTES["fp32"])  # weight-only int8/int4 keep an fp32 cache
+    return 2 * config.num_hidden_layers * heads * head_dim * positions * batch * element
 
 
 def decode_step_bytes(counts: dict, config, shape: tuple[int, int, int], precision: str) -> dict:

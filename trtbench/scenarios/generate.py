@@ -8,7 +8,9 @@ artifact there with its own library, loads it and warms up. Its teacher-forced l
 eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
 rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
 ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`).
+timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row states the bytes a decode step reads
+(:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings
+(:mod:`trtbench.measure.bandwidth`) are measured once, while the ready workers wait.
 """
 
 from __future__ import annotations
@@ -162,12 +164,8 @@ class Generate(Scenario):
         count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
         return GenerateWorkers(count, ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
 
-    def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator[GenerateRecord]:
+    def run(self, ctx, built, prepared: GenerateWorkers) -> Iterator:
         group, points = built.group, self.points_todo(built.group, built.done)
-        scope = (ctx.env_id, group.device, group.threads)
-        if built.done.part(MemoryCeiling.KIND, scope) is None:
-            yield MemoryCeiling(*scope, values=memory_ceilings(ctx.device, group.threads,
-                                                               ctx.config.benchmark.measure_ceiling))
         folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
         config, counts = built.model.config, weight_counts(built.model)
@@ -186,6 +184,10 @@ class Generate(Scenario):
                 for slot in slots}
         rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
         accuracy = _accuracy(ctx, workers, rows, built.tolerances, slots)
+        scope = (ctx.env_id, group.device, group.threads)
+        if built.done.part(MemoryCeiling.KIND, scope) is None:  # measured while the workers wait, ready
+            yield MemoryCeiling(*scope, values=memory_ceilings(ctx.device, group.threads,
+                                                               ctx.config.benchmark.measure_ceiling))
         for point in points:
             title = f"generate {group.model.id} t{group.threads} {point.label}"
             point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
@@ -279,8 +281,8 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
     (the baseline) and the worker's facts."""
     slot, name, precision = who
     data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
-                  "batch": point.batch,
-                  "kv_cache_bytes": context["kv_cache_bytes"], "decode_bytes": dict(context["decode_bytes"])}
+                  "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],
+                  "decode_bytes": dict(context["decode_bytes"])}
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
