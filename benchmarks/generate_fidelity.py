@@ -1,7 +1,7 @@
 """Are trtbench's generate figures (TTFT, TPOT) what each runtime measures of itself on the same saved model?
 
 Run:  .venv/bin/python benchmarks/generate_fidelity.py [--alternations 3] [--requests 10] [--prompt-tokens 128]
-          [--new-tokens 64] [--threads 2] [--decoders eager,ort_genai,openvino_genai]
+          [--new-tokens 64] [--threads 2] [--decoders eager,ort_genai,openvino_genai] [--evict]
 
 trtbench: one generate run per alternation on a config this file writes (a Llama of hidden size 512, 6 layers,
 8 heads, 4 KV heads, vocabulary 8000, random weights; the prompt and new tokens given, batch 1, fp32, the
@@ -21,6 +21,10 @@ saved (``OUT/decoders/<model>/<slot>/``), timed by its own tool, one warm-up req
 * eager: a plain loop over the model in the saved Hugging Face folder, fp32, with a ``DynamicCache``, greedy, the
   last position's logits only (``logits_to_keep=1``, as transformers' own generate), timed with perf_counter;
   TPOT = (E2E - TTFT) / (new_tokens - 1).
+
+``--evict`` sweeps a buffer of 4x the last-level cache before each alone request, as trtbench's rounds leave the
+cache to the other decoders between one decoder's requests (the model here, 80 MB in fp32, fits in a large L3, so
+back-to-back requests alone start with their weights cached and trtbench's do not).
 
 Each alone process's figure is its median over its requests; trtbench's and the alone figures each have one
 value per alternation, and the table gives each side's median over the alternations (with the range), how far
@@ -44,6 +48,7 @@ from pathlib import Path
 import yaml
 
 from trtbench.core.allocator import process_env
+from trtbench.measure.bandwidth import cpu_last_level_cache
 
 TARGET = 0.05
 MODEL = {"source": "transformers", "name": "llama", "task": "causal-lm", "label": "fidelity-llama",
@@ -54,12 +59,14 @@ SEED = 0
 ARTIFACTS = {"eager": "source", "ort_genai": "ort_genai/ort_genai-fp32",
              "openvino_genai": "openvino_genai/openvino_genai-fp32"}
 
-# One runtime alone, timed by its own tool. argv: kind, artifact, requests, threads, prompt tokens, new tokens.
+# One runtime alone, timed by its own tool. argv: kind, artifact, requests, threads, prompt tokens, new tokens,
+# vocabulary, seed, bytes swept before each request (0: none).
 ALONE = r'''
 import json, statistics, sys, time
 import numpy as np
 kind, path, requests, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-prompt_tokens, new_tokens, vocab, seed = (int(a) for a in sys.argv[5:9])
+prompt_tokens, new_tokens, vocab, seed, evict_bytes = (int(a) for a in sys.argv[5:10])
+sweep = np.zeros(evict_bytes, dtype=np.uint8)
 # the prompt trtbench's generate scenario draws for the point (scenarios/generate.py, _prompts)
 prompt = np.random.default_rng([seed, prompt_tokens, new_tokens, 1]).integers(
     min(3, vocab - 1), vocab, size=(1, prompt_tokens), dtype=np.int64)
@@ -117,8 +124,12 @@ elif kind == "eager":
         return (first - start) * 1e3, (end - first) * 1e3 / (new_tokens - 1)
 else:
     raise SystemExit(f"unknown kind {kind}")
-request()  # warm-up
-timed = [request() for _ in range(requests)]
+def evicted():
+    if evict_bytes:
+        np.add(sweep, 1, out=sweep)  # reads and writes every byte: the cache holds the sweep, not the model
+    return request()
+evicted()  # warm-up
+timed = [evicted() for _ in range(requests)]
 print(json.dumps({"ttft_ms": statistics.median(t for t, _ in timed), "tpot_ms": statistics.median(p for _, p in timed),
                   "requests": requests}))
 '''
@@ -156,7 +167,8 @@ def artifact(out: Path, decoder: str) -> Path:
 def alone(decoder: str, path: Path, args) -> tuple[float, float]:
     """(TTFT ms, TPOT ms) of ``decoder`` alone in a fresh process, timed by its own tool."""
     command = [sys.executable, "-c", ALONE, decoder, str(path), str(args.requests), str(args.threads),
-               str(args.prompt_tokens), str(args.new_tokens), str(MODEL["kwargs"]["vocab_size"]), str(SEED)]
+               str(args.prompt_tokens), str(args.new_tokens), str(MODEL["kwargs"]["vocab_size"]), str(SEED),
+               str(4 * cpu_last_level_cache()[0] if args.evict else 0)]
     done = subprocess.run(command, capture_output=True, text=True, env=process_env("default", dict(os.environ)))
     if done.returncode != 0:
         raise SystemExit(f"{decoder} alone failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -184,7 +196,8 @@ def report(trtbench: dict[str, list], own: dict[str, list], args) -> None:
             print(f"| {decoder} | {tools[decoder]} | {metric} | {_spread(mine)} | {_spread(theirs)} | {off:+.1%} | "
                   f"{'yes' if abs(off) <= TARGET else 'NO'} |")
     print(f"\n{args.alternations} alternations, each a trtbench run then each runtime alone ({args.requests} requests "
-          f"after one warm-up); p{args.prompt_tokens} n{args.new_tokens} b1, {args.threads} threads, fp32")
+          f"after one warm-up{', the cache swept before each' if args.evict else ''}); p{args.prompt_tokens} "
+          f"n{args.new_tokens} b1, {args.threads} threads, fp32")
 
 
 def main() -> None:
@@ -194,6 +207,7 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--evict", action="store_true", help="sweep 4x the last-level cache before each alone request")
     parser.add_argument("--decoders", default=",".join(ARTIFACTS), help=f"comma-separated, of: {', '.join(ARTIFACTS)}")
     args = parser.parse_args()
     args.decoders = args.decoders.split(",")
