@@ -26,7 +26,8 @@ BANDWIDTH_NOTE = (
     "row's precision (matmul weights and norms, not the input embedding; weight-only int8/int4 approximately: 1 or "
     "0.5 byte per matmul weight plus a 4-byte scale per block of 32) and the KV cache at the mean decode position "
     "(prompt + new/2). % triad is of the bandwidth trtbench measured (STREAM's triad), % datasheet of the device's "
-    "datasheet figure (unknown for a CPU). Peak RSS: the worker's peak resident memory; KV cache: at the last token.")
+    "datasheet figure (unknown for a CPU); weights and a cache that fit in the last-level cache, which the triad's "
+    "arrays do not, can read above both. Peak RSS: the worker's peak resident memory; KV cache: at the last token.")
 
 
 def _median(metric: dict) -> str:
