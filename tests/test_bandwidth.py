@@ -94,3 +94,15 @@ def test_the_report_shows_the_bandwidth_column_against_the_ceilings(tmp_path):
     assert MemoryCeiling.from_dict(ceiling.to_dict()) == ceiling
     markdown, _ = generate_section([_record(5e9)], [], {}, tmp_path)  # no ceiling measured: the figure alone
     assert "| 5 (-, -) |" in markdown
+
+
+def test_a_memory_ceiling_measured_by_two_inputs_merges_as_one_fact():
+    from trtbench.results.resultset import ResultSet
+
+    sets = []
+    for measured in (20e9, 21e9):
+        results = ResultSet()
+        results.add(MemoryCeiling("env", "cpu", 2, {"datasheet_bytes_per_s": None, "measured_bytes_per_s": measured}))
+        sets.append(results)
+    merged, notes = ResultSet.merge(sets)
+    assert notes == [] and [c.values["measured_bytes_per_s"] for c in merged.parts(MemoryCeiling.KIND)] == [21e9]
