@@ -22,7 +22,7 @@ TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 
 GENERATE = {"name": "tinygen", "device": "cpu", "variants": ["eager", "exported"], "precisions": ["fp32", "int4"],
             "model": {"source": "transformers", "name": "llama", "task": "causal-lm", "kwargs": TINY_LLAMA,
                       "label": "tiny-llama"},
-            "benchmark": {"threads": 1},
+            "benchmark": {"threads": 1, "measure_ceiling": False},  # the triad: tests/test_bandwidth.py
             "scenarios": [{"generate": {"prompt_tokens": [12], "new_tokens": [4], "batch": [1, 2],
                                         "min_requests": 3, "max_requests": 4}}]}
 
@@ -58,6 +58,7 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert eager["data"]["facts"]["per_token_times"] == "streamed"
         assert eager["data"]["facts"]["cold_start"]["first_token_ms"] > 0
         assert eager["data"]["kv_cache_bytes"] == 2 * 2 * 2 * 16 * batch * (12 + 4) * 4  # K and V, layers, heads, dim
+        assert eager["data"]["decode_bytes"]["achieved_bytes_per_s"] > 0
         skipped = rows[point, "eager@int4"]
         assert skipped["status"] == "skipped" and "no int4 path" in skipped["reason"]
         exported = rows[point, "exported"]["data"]  # timed in the same rounds: paired speedups over eager fp32
@@ -65,9 +66,11 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert exported["accuracy"]["ok"] and exported["accuracy"]["greedy_prefix"] == 4
         assert exported["facts"]["programs"] == 3  # a program per point and one for the teacher-forced sequence
     assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
+    assert [c["values"]["datasheet_bytes_per_s"] for c in doc["memory_ceilings"]] == [None]  # a CPU's: unknown
     report = (out / "report.md").read_text()
     assert "## Generate" in report and "**TPOT**: time per output token: (E2E - TTFT) / (new_tokens - 1)" in report
     assert "| p12-n4-b2 | eager | fp32 | ok |" in report and "### What to ship" in report
+    assert "decode GB/s (% triad, % datasheet)" in report and "triad not measured" in report
     assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report
     assert (out / "plots" / "generate_batch.png").is_file()
     assert "tiny-llama p12-n4-b1: eager fp32" in proc.stdout

@@ -156,7 +156,7 @@ class BenchmarkConfig:
     threads: Optional[int] = None  # intra-op threads; default: the CPUs this process may use (env.default_threads)
     cudnn_benchmark: bool = True
     seed: int = 0
-    measure_ceiling: bool = True  # time dense matmuls (a few seconds) for the measured FLOP/s ceiling
+    measure_ceiling: bool = True  # time dense matmuls (latency) and a memory triad (generate): a few seconds each
     isolation: str = "process"  # process: each variant timed in a worker process of its own | in_process
     allocator: str = "default"  # the state every worker starts in: default | tuned | jemalloc | tcmalloc
     openmp: str = "default"  # the OpenMP runtime every worker starts with: default (PyTorch's libgomp) | intel

@@ -38,6 +38,7 @@ from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
 from trtbench.core.stats import Interval, paired_ratio
+from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
 SCHEMA_VERSION = 5  # 3: records may carry serving results; int8. 4: ceilings, serving apart. 5: every part by kind
@@ -272,7 +273,8 @@ class ResultSet:
                 earlier = merged.part(part.KIND, part.key)
                 # a device's ceilings measured by several inputs on one machine are one fact; any other part
                 # measured twice is said
-                if not part.JOINS_RECORD and earlier is not None and earlier != part and not isinstance(part, Ceiling):
+                if (not part.JOINS_RECORD and earlier is not None and earlier != part
+                        and not isinstance(part, (Ceiling, MemoryCeiling))):
                     notes.append(f"{part.KIND} {', '.join(map(str, part.key))}: in more than one input; "
                                  f"kept input {i + 1}'s")
                 merged.add(part)

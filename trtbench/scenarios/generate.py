@@ -8,9 +8,11 @@ artifact there with its own library, loads it and warms up. Its teacher-forced l
 eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
 rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
 ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Where the workers would not fit the memory
-budget together, they run in memory groups, one after the other, each with eager fp32 as the reference of its
-speedups (:mod:`trtbench.scenarios.generate_memory`).
+timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row states the bytes a decode step reads
+(:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings (:mod:`trtbench.measure.bandwidth`)
+are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
+they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
+(:mod:`trtbench.scenarios.generate_memory`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from trtbench.core import schema
 from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
+from trtbench.measure.bandwidth import MemoryCeiling, memory_ceilings
+from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_counts
 from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
@@ -40,8 +44,8 @@ from trtbench.scenarios.base import ReportSection, Scenario, register
 from trtbench.scenarios.generate_memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
                                                 worker_bytes)
 from trtbench.scenarios.generate_report import generate_section, generate_summary
-from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, kv_cache_bytes,
-                                                metrics_of, requests_of, speedups_of)
+from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
+                                                requests_of, speedups_of)
 from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
 
 ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
@@ -131,7 +135,7 @@ class Generate(Scenario):
     needs = ()
     decodes = True
     repeatable = True
-    parts = (GenerateRecord,)
+    parts = (GenerateRecord, MemoryCeiling)
     example = "{generate: {prompt_tokens: [128], new_tokens: [64], batch: [1, 4]}}"
 
     @classmethod
@@ -163,11 +167,11 @@ class Generate(Scenario):
     def owes(self, group, done) -> bool:
         return bool(self.points_todo(group, done))
 
-    def run(self, ctx, built, prepared) -> Iterator[GenerateRecord]:
+    def run(self, ctx, built, prepared) -> Iterator:
         group, points = built.group, self.points_todo(built.group, built.done)
         folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
-        config = built.model.config
+        config, counts = built.model.config, weight_counts(built.model)
         prompts = _prompts(points, config.vocab_size, ctx.config.benchmark.seed)
         teacher_len = min(ACCURACY_TOKENS, transformers_max_positions(group.model) or ACCURACY_TOKENS)
         teacher = np.random.default_rng(ctx.config.benchmark.seed + 1).integers(
@@ -180,6 +184,17 @@ class Generate(Scenario):
         plan = _MemoryPlan.of(self.settings, built.model, points, recipes)
         untimed = {slot: _Row(Status.SKIPPED, group.unavailable.get(slot) or plan.too_big[slot])
                    for slot in slots if slot in group.unavailable or slot in plan.too_big}
+        scope = (ctx.env_id, group.device, group.threads)
+        if built.done.part(MemoryCeiling.KIND, scope) is None:  # measured before the workers start, on quiet cores
+            yield MemoryCeiling(*scope, values=memory_ceilings(ctx.device, group.threads,
+                                                               ctx.config.benchmark.measure_ceiling))
+
+        def sizes(point, precision) -> dict:
+            return {"kv_cache_bytes": kv_cache_bytes(config, point.batch, point.prompt_tokens + point.new_tokens,
+                                                     precision),
+                    "decode_bytes": decode_step_bytes(counts, config, (point.prompt_tokens, point.new_tokens,
+                                                                       point.batch), precision)}
+
         for index, members in enumerate(plan.groups):
             ctx.log(f"start {len(members)} decoder worker(s) for {group.model.id} (memory group {index + 1} of "
                     f"{len(plan.groups)}: {', '.join(members)})")
@@ -190,18 +205,19 @@ class Generate(Scenario):
                     for slot in plan.recorded(index):
                         yield _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
                                       {**shared, "accuracy": shared["accuracy"].get(slot),
-                                       "kv_cache_bytes": kv_cache_bytes(config, point, slots[slot][1]),
+                                       **sizes(point, slots[slot][1]),
                                        "memory": plan.memory(index, slot, shared["memory"])})
             finally:
                 timing.close()
         for point in points:
             for slot, row in untimed.items():
                 yield _record(ctx, group, point, (slot, *slots[slot]), row,
-                              {"accuracy": None, "kv_cache_bytes": kv_cache_bytes(config, point, slots[slot][1])})
+                              {"accuracy": None, **sizes(point, slots[slot][1])})
 
     @classmethod
     def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        section = generate_section(results.parts(GenerateRecord.KIND), results.environments, out_dir)
+        section = generate_section(results.parts(GenerateRecord.KIND), results.parts(MemoryCeiling.KIND),
+                                   results.environments, out_dir)
         return ReportSection(*section) if section is not None else None
 
     @classmethod
@@ -226,7 +242,8 @@ class _MemoryPlan:
                   else default_budget_bytes())
         parameters = sum(p.numel() for p in model.parameters())
         largest = max(points, key=lambda p: p.batch * (p.prompt_tokens + p.new_tokens))
-        estimates = {slot: worker_bytes(parameters, r.precision, kv_cache_bytes(model.config, largest, r.precision))
+        estimates = {slot: worker_bytes(parameters, r.precision, kv_cache_bytes(
+            model.config, largest.batch, largest.prompt_tokens + largest.new_tokens, r.precision))
                      for slot, r in recipes.items()}
         return cls(estimates, budget, *plan_groups(estimates, budget, BASELINE_VARIANT))
 
@@ -352,11 +369,12 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
 
 def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
     """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
-    its KV cache's bytes and, where it was timed, why the rounds stopped, eager fp32's row (the baseline), the
-    worker's facts and the memory group's figures."""
+    its KV cache's bytes at the last token, the bytes a decode step reads and, where it was timed, why the rounds
+    stopped, eager fp32's row (the baseline), the worker's facts and the memory group's figures."""
     slot, name, precision = who
-    data: dict = {"prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens, "batch": point.batch,
-                  "kv_cache_bytes": context["kv_cache_bytes"]}
+    data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
+                  "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],
+                  "decode_bytes": dict(context["decode_bytes"])}
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
@@ -365,6 +383,8 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
         data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
+        tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
+        data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
             data["speedups"] = speedups_of(row.requests, baseline.requests)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)

@@ -1,5 +1,6 @@
 """The generate scenario's report section: the metric definitions, a table per build group of every decoder's
-TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32 and accuracy, the recommendation per point (the
+TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32, accuracy and the memory bandwidth a decode step achieved
+against the device's ceilings, the recommendation per point (the
 accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
 step's latency against its KV position, and decode tokens/s against batch."""
 
@@ -14,10 +15,19 @@ from trtbench.core.env import environment_name
 from trtbench.report.colors import legend_beside, marker
 from trtbench.report.plots import save_figure
 from trtbench.core.status import Status
+from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
 
 HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
-          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | peak RSS / KV cache MB | requests |")
+          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | decode GB/s (% triad, % datasheet) "
+          "| peak RSS / KV cache MB | requests |")
+BANDWIDTH_NOTE = (
+    "Decode GB/s: the bytes a decode step reads over the median TPOT. The bytes are the weights as deployed at the "
+    "row's precision (matmul weights and norms, not the input embedding; weight-only int8/int4 approximately: 1 or "
+    "0.5 byte per matmul weight plus a 4-byte scale per block of 32) and the KV cache at the mean decode position "
+    "(prompt + new/2). % triad is of the bandwidth trtbench measured (STREAM's triad), % datasheet of the device's "
+    "datasheet figure (unknown for a CPU); weights and a cache that fit in the last-level cache, which the triad's "
+    "arrays do not, can read above both. Peak RSS: the worker's peak resident memory; KV cache: at the last token.")
 
 
 def _median(metric: dict) -> str:
@@ -50,7 +60,20 @@ def _variant(part) -> str:
     return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
 
 
-def _row(part) -> str:
+def _share(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def bandwidth_text(part, ceiling: Optional[MemoryCeiling]) -> str:
+    """``12.3 (45%, -)``: the decode step's achieved GB/s and its share of the measured triad and the datasheet."""
+    achieved = part.data.get("decode_bytes", {}).get("achieved_bytes_per_s")
+    if not achieved:
+        return ""
+    shares = [ceiling.share(achieved, which) if ceiling is not None else None for which in ("measured", "datasheet")]
+    return f"{achieved / 1e9:.3g} ({_share(shares[0])}, {_share(shares[1])})"
+
+
+def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
     data = part.data
     cells = [part.point, _variant(part), part.precision, str(part.status)]
     metrics = data.get("metrics")
@@ -60,11 +83,11 @@ def _row(part) -> str:
                   f"{metrics['decode_tokens_per_s']['median']:.4g}", f"{metrics['prefill_tokens_per_s']['median']:.4g}",
                   f"{metrics['itl_ms']['p50']:.3g} / {metrics['itl_ms']['p99']:.3g}",
                   *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
-                  _accuracy(data.get("accuracy")),
+                  _accuracy(data.get("accuracy")), bandwidth_text(part, ceiling),
                   f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
                   f"{data['rounds']} ({data['stopped_by']})"]
     else:
-        cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", ""]
+        cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", "", ""]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -183,9 +206,24 @@ def batch_plot(parts: list, path: Path) -> Optional[Path]:
     return save_figure(fig, path).path
 
 
-def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional[tuple[str, dict]]:
-    """The section's Markdown and its results.json entries, from the generate parts alone, its plots written
-    under ``out_dir`` (None: there are no parts)."""
+def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
+    """What the bandwidth column's shares are of, once per memory ceiling."""
+    notes = []
+    for ceiling in ceilings:
+        values = ceiling.values
+        measured = (f"triad {values['measured_bytes_per_s'] / 1e9:.3g} GB/s ({values['measured_method']}; "
+                    f"arrays sized at {values['measured_sized_by']})" if values.get("measured_bytes_per_s")
+                    else "triad not measured (benchmark.measure_ceiling: false)")
+        sheet = (f"datasheet {values['datasheet_bytes_per_s'] / 1e9:.4g} GB/s ({values['datasheet_source']})"
+                 if values.get("datasheet_bytes_per_s") else f"datasheet {values['datasheet_source']}")
+        notes.append(f"- {ceiling.device}, {ceiling.threads} thread(s): {measured}; {sheet}.")
+    return notes
+
+
+def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict,
+                     out_dir: Path) -> Optional[tuple[str, dict]]:
+    """The section's Markdown and its results.json entries, from the generate parts and the memory ceilings alone,
+    its plots written under ``out_dir`` (None: there are no parts)."""
     if not parts:
         return None
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
@@ -198,13 +236,15 @@ def generate_section(parts: list, environments: dict, out_dir: Path) -> Optional
     groups: dict[tuple, list] = {}
     for part in parts:
         groups.setdefault((part.environment, part.model, part.threads), []).append(part)
+    by_scope = {ceiling.key: ceiling for ceiling in ceilings}
     notes = []
     for (environment, model, threads), rows in groups.items():
         where = environment_name(environments.get(environment, {"id": environment}))
         lines += [f"### {model}, {threads} thread(s), {where}", "", HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
-        lines += [_row(part) for part in rows]
+        lines += [_row(part, by_scope.get((part.environment, part.data.get("device"), part.threads))) for part in rows]
         lines.append("")
         notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]
+    lines += [BANDWIDTH_NOTE, "", *ceiling_notes(ceilings), ""]
     if notes:
         lines += ["Not timed:", "", *notes, ""]
     lines += cold_starts(parts)

@@ -74,16 +74,6 @@ class GenerateRecord:
                    data["precision"], Status(data["status"]), data.get("reason", ""), data.get("data", {}))
 
 
-def kv_cache_bytes(config, point: GeneratePoint, precision: str) -> int:
-    """The KV cache's bytes at a request's last token (keys and values of every layer over prompt + new tokens of
-    each sequence) for a transformers ``config``: 2-byte elements at bf16, else 4 (weight-only int8/int4 keep
-    their activations, so their cache, in fp32)."""
-    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    positions = point.batch * (point.prompt_tokens + point.new_tokens)
-    return 2 * config.num_hidden_layers * heads * head_dim * positions * (2 if precision == "bf16" else 4)
-
-
 def e2e_converged(requests: list[RequestMetrics], target_rel_ci: float) -> bool:
     """Whether the median E2E of ``requests`` is known to within ``target_rel_ci`` (its 95% interval's
     half-width over the median)."""

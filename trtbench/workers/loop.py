@@ -121,6 +121,7 @@ def worker_main(fd: int) -> None:
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
+            wait_until_idle()  # a generate request is a check: the next worker's request starts on quiet cores
             conn.send(("checked", checked.peak_memory, checked.warnings, checked.call_s))
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]

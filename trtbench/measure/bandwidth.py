@@ -1,0 +1,204 @@
+"""How fast the device's memory could be read: a measured STREAM-like triad ceiling and its datasheet figure.
+
+Two figures, as :mod:`trtbench.measure.ceiling` gives two for FLOP/s:
+
+* :func:`measured_triad`: STREAM's triad, ``a = b + s * c`` over float64 arrays several times the last-level
+  cache (:data:`CACHE_MULTIPLE`, sized from sysfs on a CPU and from the device's L2 on a GPU, capped by the free
+  memory), run by PyTorch's ``torch.add(b, c, alpha=s, out=a)`` (no temporary; on the CPU it runs on the run's
+  threads) and synchronized on a GPU; the best of ``repeats`` timed calls after one untimed call. Bytes are
+  counted as STREAM counts them: 3 arrays x 8 bytes per element (two read, one written; the write-allocate read
+  of ``a`` that a CPU also makes is not counted, so a CPU's bus moves up to 4/3 of it).
+* :func:`datasheet_bandwidth`: the memory bandwidth NVIDIA's datasheet states for a known GPU; None for a CPU,
+  whose bandwidth depends on the memory fitted and the channels populated, which trtbench cannot read.
+
+:class:`MemoryCeiling` keeps both for one environment, device and thread count, as a result part.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Optional
+
+import torch
+
+from trtbench.core.part import register_part
+
+CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
+ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
+MEMORY_SHARE = 0.5  # the three arrays take at most this share of the free memory
+ELEMENT_BYTES = 8  # float64, as STREAM
+TRIAD_SCALAR = 3.0
+
+# NVIDIA datasheet memory bandwidth in TB/s, by device name; most specific first.
+GPU_BANDWIDTH = [
+    (r"\bH200\b", "H200 (SXM and NVL)", 4.8),
+    (r"\bH100\b.*\bNVL\b", "H100 NVL", 3.9),
+    (r"\bH100\b.*\bPCIE\b", "H100 PCIe", 2.0),
+    (r"\bH100\b", "H100 SXM", 3.35),
+    (r"\bA100\b.*80GB.*\bPCIE\b", "A100 80GB PCIe", 1.935),
+    (r"\bA100\b.*80GB", "A100 80GB SXM", 2.039),
+    (r"\bA100\b", "A100 40GB", 1.555),
+    (r"\bL40S\b", "L40S", 0.864),
+    (r"\bL4\b", "L4", 0.3),
+    (r"\bA10\b", "A10", 0.6),
+    (r"\bT4\b", "T4", 0.32),
+    (r"\bV100\b", "V100", 0.9),
+]
+
+
+def datasheet_bandwidth(device: str, gpu_name: str = "") -> dict:
+    """The datasheet memory bandwidth of ``device`` (a GPU named ``gpu_name`` in :data:`GPU_BANDWIDTH`), with
+    ``reason`` where it is not known."""
+    if not device.startswith("cuda"):
+        return {"bytes_per_s": None, "reason": "unknown for a CPU: it depends on the memory fitted and the channels "
+                                                "populated, which trtbench does not read"}
+    entry = next(((label, tbs) for pattern, label, tbs in GPU_BANDWIDTH if re.search(pattern, gpu_name.upper())),
+                 None)
+    if entry is None:
+        return {"bytes_per_s": None, "reason": f"'{gpu_name}' is not in the table "
+                                               f"({', '.join(label for _, label, _ in GPU_BANDWIDTH)})"}
+    return {"bytes_per_s": entry[1] * 1e12, "table_entry": entry[0], "method": "NVIDIA datasheet memory bandwidth"}
+
+
+def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[int, str]:
+    """Bytes of the CPU's last-level caches together (each distinct instance of the highest level sysfs lists,
+    by its ``shared_cpu_list``), and where that came from."""
+    found: dict[tuple[int, str], int] = {}
+    for index in root.glob("cpu[0-9]*/cache/index[0-9]*"):
+        try:
+            level = int((index / "level").read_text())
+            size = _size_bytes((index / "size").read_text())
+            shared = (index / "shared_cpu_list").read_text().strip()
+            kind = (index / "type").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if kind != "Instruction":
+            found[(level, shared)] = size
+    if not found:
+        return ASSUMED_CACHE_BYTES, f"assumed {ASSUMED_CACHE_BYTES >> 20} MiB: sysfs lists no cache"
+    top = max(level for level, _ in found)
+    instances = [size for (level, _), size in found.items() if level == top]
+    return sum(instances), f"sysfs: {len(instances)} L{top} cache(s) of {instances[0] >> 20} MiB"
+
+
+def _size_bytes(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text)
+    if match is None:
+        raise ValueError(f"not a cache size: {text!r}")
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+
+
+def _free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    match = re.search(r"^MemAvailable:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
+    return int(match.group(1)) << 10 if match else 1 << 32
+
+
+def triad_array_bytes(device: torch.device) -> tuple[int, str]:
+    """Bytes of each triad array on ``device``: :data:`CACHE_MULTIPLE` times its last-level cache, capped so that
+    the three take at most :data:`MEMORY_SHARE` of the free memory; how it was sized."""
+    if device.type == "cuda":
+        cache = torch.cuda.get_device_properties(device).L2_cache_size
+        source = f"the device's {cache >> 20} MiB L2"
+    else:
+        cache, source = cpu_last_level_cache()
+    wanted, cap = CACHE_MULTIPLE * cache, int(_free_bytes(device) * MEMORY_SHARE / 3)
+    if wanted <= cap:
+        return wanted, f"{CACHE_MULTIPLE}x the last-level cache ({source})"
+    return cap, f"capped by free memory ({MEMORY_SHARE:.0%} over 3 arrays), below {CACHE_MULTIPLE}x ({source})"
+
+
+def measured_triad(device: torch.device, threads: Optional[int] = None, array_bytes: Optional[int] = None,
+                   repeats: int = 5) -> dict:
+    """The best bytes/s of STREAM's triad on ``device`` (see the module docstring); ``array_bytes`` sizes each
+    array (default :func:`triad_array_bytes`), ``threads`` sets torch's CPU threads for the measurement only."""
+    device = torch.device(device)
+    sized = (array_bytes, "given") if array_bytes else triad_array_bytes(device)
+    n = max(1, sized[0] // ELEMENT_BYTES)
+    previous_threads = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        a, b, c = (torch.full((n,), value, dtype=torch.float64, device=device) for value in (0.0, 1.0, 2.0))
+        seconds = [_time_triad(a, b, c) for _ in range(repeats + 1)][1:]
+        used_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(previous_threads)
+    moved = 3 * ELEMENT_BYTES * n
+    return {"bytes_per_s": moved / min(seconds), "array_bytes": n * ELEMENT_BYTES, "sized_by": sized[1],
+            "samples_bytes_per_s": [moved / s for s in seconds], "threads": used_threads, "device": str(device),
+            "method": f"STREAM triad a = b + {TRIAD_SCALAR:g} * c (torch.add(b, c, alpha, out=a)) on float64 arrays "
+                      f"of {n * ELEMENT_BYTES / 2**20:.0f} MiB, best of {repeats} timed calls after one untimed; "
+                      f"3 x 8 bytes per element (write-allocate not counted)"}
+
+
+def _time_triad(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> float:
+    if a.device.type == "cuda":
+        torch.cuda.synchronize(a.device)
+    start = time.perf_counter()
+    torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
+    if a.device.type == "cuda":
+        torch.cuda.synchronize(a.device)
+    return time.perf_counter() - start
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
+    """The memory-bandwidth ceilings of ``device`` at ``threads``: the datasheet figure and, when ``measure``
+    (``benchmark.measure_ceiling``), the measured triad."""
+    device = torch.device(device)
+    gpu_name = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    sheet = datasheet_bandwidth(str(device), gpu_name)
+    values = {"datasheet_bytes_per_s": sheet["bytes_per_s"],
+              "datasheet_source": sheet.get("table_entry") or sheet["reason"]}
+    if measure:
+        triad = measured_triad(device, threads)
+        values.update(measured_bytes_per_s=triad["bytes_per_s"], measured_method=triad["method"],
+                      measured_sized_by=triad["sized_by"])
+    return values
+
+
+@register_part
+@dataclass(frozen=True)
+class MemoryCeiling:
+    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count:
+    stored once in the results, shared by every generate row measured there."""
+
+    KIND: ClassVar[str] = "memory_ceiling"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "memory_ceilings"
+    fails_run: ClassVar[bool] = False  # a ceiling that could not be measured says so in its values
+
+    environment: str
+    device: str
+    threads: int
+    values: dict  # memory_ceilings(): datasheet_bytes_per_s, datasheet_source, measured_bytes_per_s where measured
+
+    @property
+    def key(self) -> tuple:
+        """Where these ceilings hold: (environment, device, threads)."""
+        return (self.environment, self.device, self.threads)
+
+    def share(self, achieved_bytes_per_s: Optional[float], which: str) -> Optional[float]:
+        """``achieved_bytes_per_s`` as a share of the ``measured`` or ``datasheet`` ceiling (None when unknown)."""
+        ceiling = self.values.get(f"{which}_bytes_per_s")
+        return achieved_bytes_per_s / ceiling if achieved_bytes_per_s and ceiling else None
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "device": self.device, "threads": self.threads,
+                "values": self.values}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MemoryCeiling":
+        return cls(environment=data["environment"], device=data["device"], threads=int(data["threads"]),
+                   values=dict(data["values"]))
