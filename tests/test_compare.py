@@ -84,3 +84,41 @@ def test_missing_results_is_a_user_error(tmp_path):
     with pytest.raises(UserInputError) as info:
         ResultSet.load(tmp_path)
     assert "not valid JSON" in info.value.problem
+
+
+def generate_set(scale: dict, environment: str = "env-a") -> ResultSet:
+    """A result set with one generate row per decoder, its per-request times ``scale`` times a fixed series."""
+    from trtbench.core.status import Status
+    from trtbench.scenarios.generate_result import GenerateRecord
+
+    results = ResultSet(environments={environment: {"id": environment}})
+    for i, (decoder, factor) in enumerate(scale.items()):
+        times = {name: list(factor * samples(base, n=30, spread=0.02, seed=i)) for name, base in
+                 (("ttft_ms", 20.0), ("tpot_ms", 5.0), ("e2e_ms", 35.0))}
+        results.add(GenerateRecord(environment, "tiny-llama", 1, "p12-n4-b1", decoder, decoder, "fp32", Status.OK,
+                                   data={"requests": times}))
+    return results
+
+
+def test_generate_rows_are_compared_per_time_on_their_requests(tmp_path, capsys):
+    base = generate_set({"eager": 1.0, "exported": 1.0, "compiled": 1.0})
+    new = generate_set({"eager": 1.0, "exported": 1.3, "compiled": 0.7, "ort_genai": 1.0}, environment="env-b")
+    from trtbench.results.compare import compare_generate
+
+    verdicts = {(c.decoder, c.metric): c for c in compare_generate(base, new)}
+    assert all(verdicts["exported", m].verdict == "slower" for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
+    assert verdicts["compiled", "tpot_ms"].verdict == "faster"
+    assert verdicts["compiled", "tpot_ms"].speedup == pytest.approx(1 / 0.7, rel=0.01)
+    assert verdicts["eager", "e2e_ms"].verdict == "no change"
+    assert verdicts["ort_genai", "all"].verdict == "not comparable: not in the baseline"
+    base.save(tmp_path / "a.json")
+    new.save(tmp_path / "b.json")
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out  # the CLI and the API print the same generate table
+    assert "| tiny-llama | p12-n4-b1 | compiled | fp32 | tpot_ms |" in out and "| time |" in out
+    assert "3 faster, 3 slower" in out
+    import trtbench
+
+    comparison = trtbench.compare(tmp_path / "a.json", tmp_path / "b.json")
+    assert len(comparison.generate) == 10 and str(comparison).strip() == out.strip()
+    assert len(trtbench.load_results(tmp_path / "b.json").parts("generate")) == 4

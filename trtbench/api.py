@@ -5,6 +5,10 @@
 - :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
 - :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints.
 
+A result set's generate rows (:class:`~trtbench.scenarios.generate_result.GenerateRecord`: a decoder at a
+precision at a point, with its per-request series, metrics, speedups and accuracy in ``data``) are
+``results.parts("generate")``, as for every other part kind; iterating a result set gives the latency records.
+
 Each is a thin wrapper over the entry points the command line calls (:mod:`trtbench.cli`), with the
 same checks and the same :class:`~trtbench.core.errors.UserInputError` on bad input. Everything heavy
 (torch, the variants) is imported when a function is called, not when this module is.
@@ -24,7 +28,7 @@ from trtbench.core.errors import UserInputError
 if TYPE_CHECKING:
     from trtbench.config.config import Config
     from trtbench.pipeline.state import RunOutcome
-    from trtbench.results.compare import Change
+    from trtbench.results.compare import Change, GenerateChange
     from trtbench.results.resultset import ResultSet
 
 __all__ = ["load_config", "run", "load_results", "compare", "Comparison"]
@@ -99,14 +103,16 @@ def load_results(path: Union[str, Path]) -> "ResultSet":
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two result sets compared case by case: what ``trtbench compare`` prints is ``str(comparison)``."""
+    """Two result sets compared case by case: what ``trtbench compare`` prints is ``str(comparison)``.
+    ``changes`` are the latency cases, ``generate`` the generate rows' times (TTFT, TPOT, E2E)."""
 
     changes: tuple["Change", ...]
     threshold: float
+    generate: tuple["GenerateChange", ...] = ()
 
-    def of(self, *verdicts: str) -> list["Change"]:
-        """The changes with one of ``verdicts`` (faster, slower, no change, within noise)."""
-        return [c for c in self.changes if c.verdict in verdicts]
+    def of(self, *verdicts: str) -> list[Union["Change", "GenerateChange"]]:
+        """The changes, latency and generate, with one of ``verdicts`` (faster, slower, no change, within noise)."""
+        return [c for c in self.changes + self.generate if c.verdict in verdicts]
 
     @property
     def faster(self) -> list["Change"]:
@@ -117,10 +123,14 @@ class Comparison:
         return self.of("slower")
 
     def table(self) -> str:
-        """The Markdown table: one row per case of the new set."""
-        from trtbench.results.compare import changes_table
+        """The Markdown tables: one row per case of the new set, then (when it has any) one per time of each of
+        its generate rows."""
+        from trtbench.results.compare import changes_table, generate_changes_table
 
-        return changes_table(list(self.changes))
+        tables = [changes_table(list(self.changes))] if self.changes or not self.generate else []
+        if self.generate:
+            tables.append(generate_changes_table(list(self.generate)))
+        return "\n".join(tables)
 
     def summary(self) -> str:
         return (f"{len(self.faster)} faster, {len(self.slower)} slower, "
@@ -135,8 +145,9 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
     """Compare ``new`` with ``baseline`` as ``trtbench compare`` does: per matching case, the ratio of
     medians with a bootstrap 95% CI, called faster or slower only when the whole interval lies beyond
     ``threshold``. Either side is a result set or what :func:`load_results` takes."""
-    from trtbench.results.compare import compare_runs
+    from trtbench.results.compare import compare_generate, compare_runs
     from trtbench.results.resultset import ResultSet
 
     sides = [side if isinstance(side, ResultSet) else load_results(side) for side in (baseline, new)]
-    return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold)
+    return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold,
+                      tuple(compare_generate(sides[0], sides[1], threshold)))

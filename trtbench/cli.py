@@ -108,14 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
-    from trtbench.results.resultset import ResultSet
-    from trtbench.results.compare import changes_table, compare_runs
+    from trtbench.api import compare
 
-    changes = compare_runs(ResultSet.load(args.baseline), ResultSet.load(args.new), args.threshold)
-    print(changes_table(changes), end="")
-    slower = sum(c.verdict == "slower" for c in changes)
-    print(f"\n{sum(c.verdict == 'faster' for c in changes)} faster, {slower} slower, "
-          f"{sum(c.verdict in ('no change', 'within noise') for c in changes)} unchanged or within noise")
+    comparison = compare(args.baseline, args.new, threshold=args.threshold)
+    print(f"{comparison.table()}\n{comparison.summary()}")
     return 0
 
 

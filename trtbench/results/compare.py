@@ -1,5 +1,8 @@
 """Noise-aware comparison of two runs' results.json (same config, e.g. before/after a change).
 
+The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
+(prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
+
 Each matching case (model, variant, options, precision, point, threads, device) is compared on its raw per-iteration samples:
 the new run's speedup over the baseline, the baseline's median over the new run's (the direction of
 every speedup in trtbench: above 1 is faster), with a seeded bootstrap 95% confidence interval. A
@@ -68,6 +71,72 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
         low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's samples resampled
         changes.append(Change(record.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold)))
     return changes
+
+
+@dataclass(frozen=True)
+class GenerateChange:
+    """One time (``metric``: ttft_ms, tpot_ms or e2e_ms) of a generate row of the new run against the same row of
+    the baseline; the figures as in :class:`Change`."""
+
+    model: str
+    point: str
+    decoder: str
+    precision: str
+    metric: str
+    speedup: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    verdict: str
+    base_ms: Optional[float] = None
+    new_ms: Optional[float] = None
+
+
+GENERATE_TIMES = ("ttft_ms", "tpot_ms", "e2e_ms")
+
+
+def _generate_key(row) -> tuple:
+    return (row.model, row.threads, row.point, row.decoder, row.precision)
+
+
+def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[GenerateChange]:
+    """Compare every generate row of ``new`` with the baseline's row of the same model, threads, point, decoder
+    and precision: per time, the ratio of the medians of the per-request series the rows keep, with an unpaired
+    bootstrap 95% interval (each run's requests resampled on their own)."""
+    by_key = {_generate_key(row): row for row in base.parts("generate")}
+    changes = []
+    for row in new.parts("generate"):
+        old = by_key.get(_generate_key(row))
+        head = (row.model, row.point, row.decoder, row.precision)
+        why = None
+        if old is None:
+            why = "not in the baseline"
+        elif not (old.data.get("requests") and row.data.get("requests")):
+            why = "no timed requests in one of the runs"
+        if why:
+            changes.append(GenerateChange(*head, "all", None, None, None, f"not comparable: {why}"))
+            continue
+        for metric in GENERATE_TIMES:
+            base_samples = np.asarray(old.data["requests"][metric], dtype=np.float64)
+            new_samples = np.asarray(row.data["requests"][metric], dtype=np.float64)
+            base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
+            low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)
+            changes.append(GenerateChange(*head, metric, base_ms / new_ms, low, high, _verdict(low, high, threshold),
+                                          base_ms, new_ms))
+    return changes
+
+
+def generate_changes_table(changes: list[GenerateChange]) -> str:
+    """The generate comparison as a Markdown table: one row per time of each generate row of the new run."""
+    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in changes:
+        head = f"| {c.model} | {c.point} | {c.decoder} | {c.precision} | {c.metric} |"
+        if c.speedup is None:
+            lines.append(f"{head}  |  |  |  | {c.verdict} |")
+        else:
+            lines.append(f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | "
+                         f"{c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |")
+    return "\n".join(lines) + "\n"
 
 
 def changes_table(changes: list[Change]) -> str:
