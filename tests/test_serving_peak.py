@@ -23,9 +23,9 @@ from test_core import two_variant_set
 from trtbench.core.errors import UserInputError
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios.server import Server
-from trtbench.scenarios.serving_report import serving_markdown
 from trtbench.scenarios.loadgen_summary import LoadGenSummary
+from trtbench.scenarios.server import Server
+from trtbench.scenarios.serving_report import recommend_serving, serving_markdown
 from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
 from trtbench.scenarios.serving_rule import (LEGACY_RULE, binomial_cdf, late_count, least_queries, passes,
                                              resolving_queries, rule_name)
@@ -117,7 +117,7 @@ def test_the_binomial_tail_and_the_fewest_queries_that_can_pass():
         least = least_queries(percentile, confidence)
         assert passes(0, least, percentile, confidence) and not passes(0, least - 1, percentile, confidence)
         assert not passes(1, least, percentile, confidence)
-    # LoadGen's MinPassingQueriesFinder(t=1): the fewest in time, with one late, at p99 and 0.99
+    # LoadGen's MinPassingQueriesFinder(t=1) at p99 and 0.99: 661 in time with one late, 662 queries in all
     assert passes(1, 662, 0.99, 0.99) and not passes(1, 661, 0.99, 0.99)
     assert QUERIES == 7227 and resolving_queries(0.99, 0.99) == 23813
 
@@ -189,6 +189,8 @@ def test_the_rule_is_recorded_reported_and_read_as_the_old_one_when_absent():
     assert old.peak_rule == LEGACY_RULE == "measured-percentile"
     table = serving_markdown(results, [])
     assert "| peak rule |" in table and f"| {rule} |" in table
+    (recommendation,) = recommend_serving(results)
+    assert recommendation.to_dict()["choice"]["peak_rule"] == rule
 
 
 def test_a_merge_of_peaks_found_by_different_rules_exits_2_naming_both(tmp_path, capsys):

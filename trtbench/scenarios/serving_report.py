@@ -166,7 +166,8 @@ class ServingRecommendation:
             record, result = self.choice
             choice = {"case_key": record.case.key, "variant": record.case.variant, "options": record.case.options,
                       "precision": record.case.precision, "workers": result.workers, "threads": result.threads,
-                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks)}
+                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks),
+                      "peak_rule": result.peak_rule}
         return {"environment": self.environment, "model": self.model, "bound_ms": self.bound_ms,
                 "percentile": self.percentile_key, "candidates": self.candidates, "fits": choice is not None,
                 "choice": choice}
