@@ -99,6 +99,17 @@ def pytest_pyfunc_call(pyfuncitem):
 
 
 @pytest.fixture(autouse=True)
+def torch_threads_kept():
+    """Each test starts with this process's torch thread count: a decoder loaded here (its ``load`` sets the
+    threads it deploys with, as in its worker) must not change what later tests in this process read."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
 def frozen_heap():
     """Move what earlier modules left alive out of the garbage collector's way (``gc.freeze``).
 
