@@ -13,8 +13,9 @@ these becomes a note in the report and on stderr, and the exit code 1:
 - inputs without a results.json: a run that was killed, cancelled or is still running (named with the
   cases its journal holds), or one that never started. The others are merged all the same.
 
-Bad input (exit 2, nothing written): a results.json that cannot be read, or no input that holds a run
-at all (neither a results.json nor a journal).
+Bad input (exit 2, nothing written): a results.json that cannot be read, no input that holds a run
+at all (neither a results.json nor a journal), or inputs whose results a scenario says do not compare
+(:meth:`~trtbench.scenarios.base.Scenario.check_merge`: serving peaks found by different rules).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from trtbench.results.journal import JOURNAL_NAME, Journal
 from trtbench.core.outdir import OutputDir
 from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections
+from trtbench.scenarios import registered
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import RunStatus
@@ -197,6 +199,8 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
     if (out_dir / JOURNAL_NAME).exists():
         raise UserInputError("--output", f"'{out_dir}' holds a run ({JOURNAL_NAME})",
                              "write the merge to a new directory; a run's own results stay as they are")
+    for scenario in registered():
+        scenario.check_merge(sets, [f"input {i + 1} ({d})" for i, d in enumerate(dirs)])
     budget = budget_of(sets, p99_budget_ms)
     merged, notes = ResultSet.merge(sets)
     notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)

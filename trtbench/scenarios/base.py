@@ -11,7 +11,8 @@ under LoadGen, a profile, ...). It says:
   journal, the result set and merge handle them by kind, and a part whose ``fails_run`` is true
   makes the run exit 1;
 - its section of the report, with its recommendation (:meth:`Scenario.report`), from a result
-  set alone, so a merge of several runs reports it too.
+  set alone, so a merge of several runs reports it too; and which result sets it refuses to merge
+  (:meth:`Scenario.check_merge`), such as results that do not compare.
 
 A new scenario is its module(s) plus one registration line: ``@register`` on the class, and its
 import in :mod:`trtbench.scenarios`. A test may register one of its own.
@@ -118,6 +119,11 @@ class Scenario(ABC):
     def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
         """Its section of the report from ``results`` alone (a run's or a merge's); None when it has nothing."""
         return None
+
+    @classmethod
+    def check_merge(cls, sets: list[ResultSet], names: list[str]) -> None:
+        """Raise UserInputError, naming the input (``names[i]`` for ``sets[i]``), when its results in ``sets``
+        do not compare, so a merge must not put them in one report; by default they do."""
 
     @classmethod
     def summary(cls, results: ResultSet, budget_ms: Optional[float]) -> list[str]:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from trtbench.core import schema
+from trtbench.core.errors import UserInputError
 from trtbench.scenarios.base import Scenario, ReportSection, register
 from trtbench.scenarios.serving_config import ServingConfig
-from trtbench.scenarios.serving_report import (recommend_serving, serving_markdown, serving_plot,
+from trtbench.scenarios.serving_report import (peak_rules, recommend_serving, serving_markdown, serving_plot,
                                                serving_recommendation_markdown)
 from trtbench.scenarios.serving_result import ServedCase
 from trtbench.scenarios.serving_stage import serve_group, unserved
@@ -55,6 +56,19 @@ class Server(Scenario):
             parts.append(serving_recommendation_markdown(under_load, results.environments))
         json = {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}
         return ReportSection("\n".join(parts), json)
+
+    @classmethod
+    def check_merge(cls, sets, names: list[str]) -> None:
+        """Peaks found by different rules do not compare (:mod:`.serving_rule`): refused, naming two inputs and
+        their rules (or the one input whose peaks mix them)."""
+        rules = [(name, rule) for results, name in zip(sets, names) for rule in sorted(peak_rules(results))]
+        for (first, rule), (name, other) in zip(rules, rules[1:]):
+            if other != rule:
+                others = "some of its own" if first == name else f"those of {first}"
+                raise UserInputError(name, f"its serving peaks were found by the rule '{other}' and {others} by "
+                                     f"'{rule}': peaks found by different rules do not compare",
+                                     "serve the inputs again with the same trtbench and the same server settings "
+                                     "(validity, confidence), then merge them")
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

@@ -5,13 +5,14 @@ seeded schedule, its minimum duration and query count, its validity rules and it
 (``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
 The SUT is a :class:`~.serving_pool.ServingPool` of worker processes.
 
-The peak QPS is searched by bisection over ``server_target_qps``, one PerformanceOnly LoadGen run per
-step, between 0 and the pool's capacity (workers / fastest service time; with batching, the best of one query
-and a full batch per call), which no queue can exceed. LoadGen's own FindPeakPerformance mode runs in
+The peak QPS is searched by bisection over ``server_target_qps`` (:mod:`.serving_search`), one
+PerformanceOnly LoadGen run per step, between 0 and the pool's capacity (workers / fastest service time;
+with batching, the best of one query and a full batch per call), which no queue can exceed, until the
+peak is bracketed within the scenario's ``resolution``. LoadGen's own FindPeakPerformance mode runs in
 this version too, but it keeps the log of its last run only: the latency percentiles at each offered
 QPS (the plot's curve), and which steps passed, would be lost. A step passes when it is valid by the
-scenario's rule (:class:`~.serving_config.ServingConfig`); the search is repeated ``repeats`` times, each
-with its own LoadGen schedule seed, and the spread of the peaks is reported.
+scenario's rule (:mod:`.serving_rule`: the late share's upper confidence bound); the search is repeated
+``repeats`` times, each with its own LoadGen schedule seed, and the spread of the peaks is reported.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
 from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
+from trtbench.scenarios.serving_rule import late_count, passes
+from trtbench.scenarios.serving_search import Bracket
 from trtbench.core.status import Status
 from trtbench.workers.loop import Recipe, WorkerError
 
@@ -64,7 +67,7 @@ def _test_settings(lg, settings: ServingConfig, load: OfferedLoad):
     test.server_target_latency_ns = int(settings.p99_ms * 1e6)
     test.server_target_latency_percentile = settings.percentile
     test.min_duration_ms = int(settings.min_duration_s * 1e3)
-    test.min_query_count = settings.min_queries
+    test.min_query_count = settings.queries
     test.schedule_rng_seed = settings.seed + load.repeat
     return test
 
@@ -104,9 +107,11 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
         if path.name not in KEPT_LOGS:
             path.unlink()
     summary = read_summary(folder)
-    met = summary.valid if settings.validity == "loadgen" else summary.performance_met and summary.minimums_met
+    latencies = session.latencies_ms
+    judged = passes(late_count(latencies, settings.p99_ms), len(latencies), settings.percentile, settings.confidence)
+    met = summary.valid if settings.validity == "loadgen" else summary.minimums_met and summary.performance_met and judged
     run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
-                     latencies_ms=tuple(session.latencies_ms), batches=dict(session.batches), lost=session.lost,
+                     latencies_ms=tuple(latencies), batches=dict(session.batches), lost=session.lost,
                      log_dir=folder.relative_to(out_dir).as_posix())
     return run, session.errors
 
@@ -134,33 +139,34 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
     for repeat in range(settings.repeats):
-        lo, hi = 0.0, capacity
-        offered = [settings.target_qps] if settings.target_qps else None
-        for step in range(1 if offered else settings.search_steps):
-            qps = offered[0] if offered else (lo + hi) / 2
+        bracket, steps = Bracket(0.0, capacity), 1 if settings.target_qps else settings.search_steps
+        while not bracket.done(settings.resolution, steps):
+            qps = settings.target_qps or bracket.qps
             progress(f"serve {result.log_dir} {result.label}: repeat {repeat + 1}, {qps:.1f} QPS offered")
             run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
-                                    folder / f"r{repeat}-s{step}-{qps:.1f}qps", out_dir)
+                                    folder / f"r{repeat}-s{bracket.steps}-{qps:.1f}qps", out_dir)
             runs.append(run)
             if lost:
                 reason = f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
-                if not offered:
-                    peaks, stopped = _stopped_search(peaks, lo, repeat, step, settings)
+                if not settings.target_qps:
+                    peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
                     reason += f"; {stopped}"
                 return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
                                            peaks=tuple(peaks), reason=reason)
-            lo, hi = (qps, hi) if run.within_bound else (lo, qps)
-        if not offered:
-            peaks.append(lo)
+            bracket = bracket.after(run.within_bound)
+        if not settings.target_qps:
+            peaks.append(bracket.lo)
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
 
 
-def _stopped_search(peaks: list[float], lo: float, repeat: int, step: int,
+def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
                     settings: ServingConfig) -> tuple[list[float], str]:
-    """The peaks to keep when a fault stops the search at ``step`` of ``repeat`` (the repeats done, and this
-    repeat's highest load within the bound so far, ``lo``, when one was), and a sentence saying so."""
-    where = (f"the peak search stopped early, at step {step + 1} of {settings.search_steps} of search "
-             f"{repeat + 1} of {settings.repeats}, as a lost query fails the result")
+    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat`` (the
+    repeats done, and this repeat's highest load within the bound so far, ``bracket.lo``, when one was),
+    and a sentence saying so."""
+    lo = bracket.lo
+    where = (f"the peak search stopped early, at step {bracket.steps + 1} (of at most {settings.search_steps}) "
+             f"of search {repeat + 1} of {settings.repeats}, as a lost query fails the result")
     if lo > 0:
         return [*peaks, lo], (f"{where}; its peak is the highest load within the bound before the fault, "
                               f"{lo:.1f} QPS (a lower bound: the search did not finish)")
@@ -180,6 +186,7 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
         counts = [workers for workers in settings.workers if threads_of[workers] == threads]
         planned = {workers: ServingResult(loadgen_scenario="server", workers=workers, threads=threads,
                                           bound_ms=settings.p99_ms, percentile=settings.percentile,
+                                          peak_rule=settings.peak_rule,
                                           batching=dataclasses.asdict(settings.batching) if settings.batching else None,
                                           log_dir=f"serving/{name}_w{workers}")
                    for workers in counts}

@@ -8,6 +8,7 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
+from trtbench.scenarios.serving_rule import least_queries, resolving_queries, rule_name
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"
@@ -32,9 +33,16 @@ class ServingConfig:
     """LoadGen's Server scenario: Poisson arrivals at ``target_qps``, or the peak QPS found by a search
     (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``.
 
-    ``validity``: ``bound`` judges a run by its measured percentile (with min duration and queries met);
-    ``loadgen`` takes LoadGen's own verdict, which also needs its early-stopping test to pass (about 460
-    queries at the 99th percentile before a single late one is allowed). Both are reported either way.
+    ``validity``: ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
+    queries over ``p99_ms`` (:mod:`.serving_rule`), with LoadGen's min duration and queries met and its
+    measured percentile within the bound;
+    ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
+    latencies). Both are reported either way.
+
+    ``min_queries`` defaults, for a peak search, to the queries that resolve the peak
+    (:func:`~.serving_rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed ``target_qps``, to the
+    fewest with which a run can pass (:func:`~.serving_rule.least_queries`: 230); a search with fewer
+    than those fewest is refused, as none of its steps could pass.
     """
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
@@ -42,12 +50,14 @@ class ServingConfig:
     target_qps: Optional[float] = None
     find_peak: bool = False
     min_duration_s: float = 10.0
-    min_queries: int = 100
+    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see above
+    confidence: float = 0.9  # of the late share's upper bound (LoadGen's early stopping: 0.99)
     workers: list[int] = field(default_factory=lambda: [1])
     threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
     batching: Optional[BatchingConfig] = None
     repeats: int = 3  # peak searches (or runs at target_qps); the spread is reported
-    search_steps: int = 5  # LoadGen runs per peak search (bisection below the pool's capacity)
+    resolution: float = 0.02  # a search stops once the peak is bracketed within this share of itself
+    search_steps: int = 10  # at most this many LoadGen runs per peak search (bisection below the pool's capacity)
     query_timeout_s: float = 30.0  # a query unanswered this long is reported lost and its worker killed
     validity: str = "bound"
     seed: int = 0  # LoadGen's schedule seed (each repeat adds its index)
@@ -65,6 +75,20 @@ class ServingConfig:
         if not 0 < self.percentile < 1:
             raise UserInputError(schema.join(path, "percentile"), f"must be between 0 and 1, got {self.percentile}",
                                  "write e.g. percentile: 0.99 (the bound applies to the 99th percentile)")
+        if not 0 < self.confidence < 1:
+            raise UserInputError(schema.join(path, "confidence"), f"must be between 0 and 1, got {self.confidence}",
+                                 "write e.g. confidence: 0.9 (LoadGen's early stopping uses 0.99)")
+        if not 0 < self.resolution < 1:
+            raise UserInputError(schema.join(path, "resolution"), f"must be between 0 and 1, got {self.resolution}",
+                                 "write e.g. resolution: 0.02 (the search brackets the peak within 2% of it)")
+        least = least_queries(self.percentile, self.confidence)
+        if self.find_peak and self.validity == "bound" and self.min_queries is not None and self.min_queries < least:
+            raise UserInputError(schema.join(path, "min_queries"),
+                                 f"{self.min_queries} queries are too few for any step of the peak search to pass: "
+                                 f"with none late, the late share's upper bound at confidence {self.confidence:g} "
+                                 f"reaches {1 - self.percentile:g} from {least} queries",
+                                 f"give min_queries: {least} or more, or leave it out (default: "
+                                 f"{resolving_queries(self.percentile, self.confidence)}, which resolves the peak)")
         if not self.workers:
             raise UserInputError(schema.join(path, "workers"), "is empty", "list worker counts, e.g. workers: [1, 2]")
         for i, count in enumerate(self.workers):
@@ -74,6 +98,19 @@ class ServingConfig:
                                  "list each count once")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
         require_loadgen(path)
+
+    @property
+    def queries(self) -> int:
+        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring)."""
+        if self.min_queries is not None:
+            return self.min_queries
+        rule = resolving_queries if self.find_peak else least_queries
+        return rule(self.percentile, self.confidence)
+
+    @property
+    def peak_rule(self) -> str:
+        """The name of the rule that judges its runs, as results record it."""
+        return rule_name(self.validity, self.confidence)
 
     def check_against_inputs(self, inputs: list, path: str) -> None:
         """Batched calls must fit the build's dynamic batch range: one query is one sample (leading dim 1)."""

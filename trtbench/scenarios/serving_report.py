@@ -23,7 +23,7 @@ from trtbench.core.status import Status
 from trtbench.scenarios.serving_result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
-           "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "LoadGen verdict", "service ms",
+           "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "peak rule", "LoadGen verdict", "service ms",
            "batch sizes used", "status", "LoadGen logs")
 
 
@@ -36,6 +36,11 @@ def serving_of(results: ResultSet, record: Record) -> tuple[ServingResult, ...]:
     """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
     part = results.part(ServedCase.KIND, record.key)
     return part.results if part is not None else ()
+
+
+def peak_rules(results: ResultSet) -> set[str]:
+    """The rules that found the peaks in ``results`` (:attr:`ServingResult.peak_rule` of each search)."""
+    return {result.peak_rule for part in results.parts(ServedCase.KIND) for result in part.results if result.peaks}
 
 
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:
@@ -58,7 +63,8 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     return [model, record.case.label, record.case.precision, f"{result.workers} x {result.threads}", str(runtime),
             result.batching_text, peak,
             number_text(lat.get("p50"), 2), number_text(lat.get("p90"), 2), number_text(lat.get("p99"), 2),
-            f"{result.percentile_key} <= {result.bound_ms:g} ms", verdict, number_text(result.service_ms, 2), histogram,
+            f"{result.percentile_key} <= {result.bound_ms:g} ms", result.peak_rule, verdict,
+            number_text(result.service_ms, 2), histogram,
             status.replace("\n", " "), f"`{result.log_dir}/`"]
 
 
@@ -71,9 +77,13 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
     lines = ["## Serving under load (MLPerf LoadGen, Server scenario)", "",
              "Poisson arrivals from LoadGen at each offered QPS; each variant hosted by worker processes (workers x "
              "intra-op threads each), one synchronized call per query (or per gathered batch). Peak QPS: the median "
-             "over the repeated searches of the highest offered QPS whose run stayed within the bound "
-             "[lowest-highest]; the latencies are LoadGen's, at that peak. Verdict: LoadGen's own (it also needs its "
-             "early-stopping test, i.e. enough queries to show the percentile). Service: one query alone in a worker.",
+             "over the repeated searches of the highest offered QPS whose run passed [lowest-highest]; the latencies "
+             "are LoadGen's, at that peak. Peak rule: how a run passed: `late-share-bound/1 at C`, when the upper "
+             "bound at confidence C on its share of queries over the bound is within the share the percentile "
+             "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
+             "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
+             "own (it also needs its early-stopping test, i.e. enough queries to show the percentile). Service: one "
+             "query alone in a worker.",
              "", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(record, result, results.environments, several))
               + " |" for record, result in pairs]
@@ -156,7 +166,8 @@ class ServingRecommendation:
             record, result = self.choice
             choice = {"case_key": record.case.key, "variant": record.case.variant, "options": record.case.options,
                       "precision": record.case.precision, "workers": result.workers, "threads": result.threads,
-                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks)}
+                      "batching": result.batching, "peak_qps": result.peak_qps, "peaks": list(result.peaks),
+                      "peak_rule": result.peak_rule}
         return {"environment": self.environment, "model": self.model, "bound_ms": self.bound_ms,
                 "percentile": self.percentile_key, "candidates": self.candidates, "fits": choice is not None,
                 "choice": choice}

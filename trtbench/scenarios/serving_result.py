@@ -9,6 +9,7 @@ from typing import ClassVar, Optional
 
 from trtbench.core.part import register_part
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.scenarios.serving_rule import LEGACY_RULE
 from trtbench.core.status import Status
 
 
@@ -45,7 +46,9 @@ class ServingResult:
     """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
 
     ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
-    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty.
+    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty. ``peak_rule``: the name of
+    the rule that judged its runs (:func:`~.serving_rule.rule_name`); results written before it was
+    recorded read as :data:`~.serving_rule.LEGACY_RULE`, the measured percentile within the bound.
     """
 
     loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
@@ -53,6 +56,7 @@ class ServingResult:
     threads: int
     bound_ms: float
     percentile: float  # the bound applies to this percentile (0.99: p99)
+    peak_rule: str = LEGACY_RULE  # the rule a run passed by
     batching: Optional[dict] = None  # {max_batch, window_ms}
     status: Status = Status.OK  # failed: a query lost, a worker that failed
     reason: str = ""
@@ -109,7 +113,8 @@ class ServingResult:
 
     def to_dict(self) -> dict:
         return {"scenario": self.loadgen_scenario, "workers": self.workers, "threads": self.threads,
-                "bound_ms": self.bound_ms, "percentile": self.percentile, "batching": self.batching,
+                "bound_ms": self.bound_ms, "percentile": self.percentile, "peak_rule": self.peak_rule,
+                "batching": self.batching,
                 "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
                 "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
                 "log_dir": self.log_dir, "worker_facts": self.worker_facts}
@@ -117,7 +122,8 @@ class ServingResult:
     @classmethod
     def from_dict(cls, data: dict) -> "ServingResult":
         return cls(loadgen_scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
-                   bound_ms=data["bound_ms"], percentile=data["percentile"], batching=data.get("batching"),
+                   bound_ms=data["bound_ms"], percentile=data["percentile"],
+                   peak_rule=data.get("peak_rule", LEGACY_RULE), batching=data.get("batching"),
                    status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
                    peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),

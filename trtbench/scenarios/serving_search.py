@@ -1,0 +1,38 @@
+"""The peak search's bracket: bisection over the offered QPS for the highest load whose run passes.
+
+It starts at [0, capacity] (no queue completes more than the pool's capacity). Each step offers the
+middle of the bracket: a run that passes raises its low end, one that fails lowers its high end. The
+search stops once the bracket is within ``resolution`` of its low end (the highest load that passed:
+the peak), or after ``max_steps`` runs. From [0, capacity], a peak at a share ``s`` of the capacity is
+resolved to 2% in ``log2(1 / (0.02 s))`` steps: 7 at a third to four fifths of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """The highest load that passed (``lo``, 0 while none has), the lowest that failed (``hi``, the capacity
+    until one has), and the steps run."""
+
+    lo: float
+    hi: float
+    steps: int = 0
+
+    @property
+    def qps(self) -> float:
+        """The load the next step offers."""
+        return (self.lo + self.hi) / 2
+
+    def after(self, passed: bool) -> "Bracket":
+        """The bracket once a run at :attr:`qps` has passed, or failed."""
+        qps = self.qps
+        return dataclasses.replace(self, lo=qps if passed else self.lo, hi=self.hi if passed else qps,
+                                   steps=self.steps + 1)
+
+    def done(self, resolution: float, max_steps: int) -> bool:
+        """Whether the peak (``lo``) is resolved to ``resolution`` of itself, or the steps are spent."""
+        return self.steps >= max_steps or (self.lo > 0 and self.hi - self.lo <= resolution * self.lo)
