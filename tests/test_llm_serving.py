@@ -77,7 +77,7 @@ def test_a_query_is_late_on_either_bound():
 
 def test_one_run_reports_first_tokens_and_token_counts_to_loadgen(tmp_path):
     load = TokenLoad(ttft_ms=40.0, tpot_ms=5.0, min_duration_s=0.5, min_queries=20)
-    run = token_run(stand_in, load, 40.0, tmp_path)
+    run = token_run([stand_in], load, 40.0, tmp_path)
     assert len(run.queries) >= 20 and all(len(q.tokens_ms) == TOKENS for q in run.queries)
     assert run.summary.ttft_ms["p50"] >= PREFILL_S * 1e3 and run.summary.tpot_ms["p50"] >= TOKEN_S * 1e3 * 0.9
     assert run.summary.completed_tokens_per_s > 0 and (tmp_path / "mlperf_log_detail.txt").exists()
@@ -92,8 +92,7 @@ def test_the_peak_agrees_with_the_queue_simulation_of_the_same_rule(tmp_path, wo
     (a single short search is noisy: its spread over seeds is wider than 5% of the peak)."""
     simulated = sorted(simulated_peak(workers, seed) for seed in range(200))
     low, high = simulated[10] * 0.95, simulated[189] * 1.05
-    peak, runs = token_peak(stand_in, TokenLoad(**{**LOAD.__dict__, "workers": workers}), workers / SERVICE_S,
-                            tmp_path, max_steps=STEPS)
+    peak, runs = token_peak([stand_in] * workers, LOAD, workers / SERVICE_S, tmp_path, max_steps=STEPS)
     assert low <= peak <= high, (peak, statistics.median(simulated), low, high)
     assert runs and all((tmp_path / f"step-{i + 1}" / "mlperf_log_summary.txt").exists() for i in range(len(runs)))
 
@@ -141,3 +140,38 @@ Mean Time per Output Token (ns)               : 3417565
 50.00 percentile time to output token (ns)   : 3374143
 99.00 percentile time to output token (ns)   : 4282213
 """
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from test_generate import TINY_LLAMA
+    from trtbench.config.config import ModelConfig
+    from trtbench.models import build_model
+    from trtbench.models.hf_folder import write_model_folder
+
+    return write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
+                                                      kwargs=TINY_LLAMA)), tmp_path_factory.mktemp("hf"))
+
+
+def eager_recipe(folder, out_dir):
+    import numpy as np
+    from trtbench.build.decoder_recipe import DecoderRecipe
+
+    prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
+    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1, {"q": (prompt, 4)}, prompt)
+
+
+def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_search(tiny_llama, tmp_path):
+    from trtbench.scenarios.token_pool import TokenPool
+
+    load = TokenLoad(ttft_ms=2000.0, tpot_ms=200.0, min_duration_s=0.3, min_queries=8)
+    with TokenPool(eager_recipe(tiny_llama, tmp_path / "build"), 1, 120.0, tmp_path / "logs") as pool:
+        servers = pool.servers("q", 30.0)
+        run = token_run(servers, load, 5.0, tmp_path / "run")
+        assert not run.error and len(run.queries) >= 8 and all(len(q.tokens_ms) == 4 for q in run.queries)
+        assert run.summary.ttft_ms["p99"] > 0 and run.summary.tpot_ms["p99"] > 0 and run.passed is False  # < 230
+        assert run.percentiles_ms()["ttft"]["p99"] < 2000 and run.goodput == 1.0
+        pool.workers[0].kill()
+        peak, runs = token_peak(servers, load, 10.0, tmp_path / "search")
+        assert peak == 0.0 and len(runs) == 1 and "gone" in runs[0].error

@@ -35,11 +35,10 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``), the servers and the run's minimums."""
+    """One step's settings: both bounds (ms, at ``percentile``) and the run's minimums."""
 
     ttft_ms: float
     tpot_ms: float
-    workers: int = 1
     min_duration_s: float = 1.0
     min_queries: int = 230
     percentile: float = 0.99
@@ -75,7 +74,8 @@ def nearest_rank(values: Sequence[float], pct: float) -> float:
 
 @dataclass(frozen=True)
 class TokenRun:
-    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps and whether it passed."""
+    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps and whether it passed; ``error``:
+    why a server failed (its queries were completed empty so that LoadGen ends, and the run does not pass)."""
 
     qps: float
     summary: LoadGenSummary
@@ -83,6 +83,7 @@ class TokenRun:
     late: int
     passed: bool
     duration_s: float
+    error: str = ""
 
     @property
     def goodput(self) -> float:
@@ -128,13 +129,14 @@ def _log_settings(lg, folder: Path):
 
 
 class _Servers:
-    """``workers`` threads, each serving one query at a time from a queue of LoadGen's issued queries."""
+    """A thread per server, each serving one query at a time from a queue of LoadGen's issued queries."""
 
-    def __init__(self, lg, serve: Serve, workers: int):
-        self.lg, self.serve, self.pending = lg, serve, queue.Queue()
+    def __init__(self, lg, servers: Sequence[Serve]):
+        self.lg, self.pending = lg, queue.Queue()
         self.stamps: list[QueryStamps] = []
+        self.errors: list[str] = []
         self.reply = array.array("B", [0])  # LoadGen needs a response buffer; the tokens stay in the server
-        self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(workers)]
+        self.threads = [threading.Thread(target=self._loop, args=(serve,), daemon=True) for serve in servers]
         for thread in self.threads:
             thread.start()
 
@@ -143,11 +145,16 @@ class _Servers:
         for sample in samples:
             self.pending.put((sample.id, issued))
 
-    def _loop(self) -> None:
+    def _loop(self, serve: Serve) -> None:
         lg, (pointer, size) = self.lg, self.reply.buffer_info()
         while (item := self.pending.get()) is not None:
             query_id, issued = item
-            tokens = self.serve(lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]))
+            try:
+                tokens = serve(lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]))
+            except Exception as err:  # noqa: BLE001 - a dead server fails the run; LoadGen still needs the query
+                self.errors.append(str(err))
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, pointer, size, 2)])
+                continue
             lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, pointer, size, len(tokens))])
             self.stamps.append(QueryStamps(tuple((stamp - issued) * 1e3 for stamp in tokens)))
 
@@ -158,36 +165,40 @@ class _Servers:
             thread.join()
 
 
-def token_run(serve: Serve, load: TokenLoad, qps: float, folder: Path, confidence: float = 0.9,
-              seed: int = 0) -> TokenRun:
-    """One LoadGen run offering ``qps``, its logs in ``folder``, judged by the late share's bound."""
+def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Path, confidence: float = 0.9,
+               seed: int = 0) -> TokenRun:
+    """One LoadGen run offering ``qps`` to ``servers`` (each serving one query at a time), its logs in
+    ``folder``, judged by the late share's bound."""
     import mlperf_loadgen as lg
 
     folder.mkdir(parents=True, exist_ok=True)
-    servers = _Servers(lg, serve, load.workers)
-    sut = lg.ConstructSUT(servers.issue, lambda: None)
+    pool = _Servers(lg, servers)
+    sut = lg.ConstructSUT(pool.issue, lambda: None)
     qsl = lg.ConstructQSL(1, 1, lambda indices: None, lambda indices: None)  # the prompts live in the servers
     start = time.perf_counter()
     try:
         lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps, seed), _log_settings(lg, folder))
     finally:
-        servers.stop()
+        pool.stop()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
     duration = time.perf_counter() - start
-    summary, queries = read_summary(folder), tuple(servers.stamps)
+    summary, queries, error = read_summary(folder), tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
     late = sum(1 for q in queries if q.late(load))
-    passed = summary.minimums_met and passes(late, len(queries), load.percentile, confidence)
-    return TokenRun(qps, summary, queries, late, passed, duration)
+    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, confidence)
+    return TokenRun(qps, summary, queries, late, passed, duration, error)
 
 
-def token_peak(serve: Serve, load: TokenLoad, capacity: float, folder: Path,
+def token_peak(servers: Sequence[Serve], load: TokenLoad, capacity: float, folder: Path,
                resolution: float = 0.02, max_steps: int = 7) -> tuple[float, list[TokenRun]]:
     """The highest offered QPS that passes, bisected from [0, ``capacity``], and the runs (logs under
-    ``folder/step-N``)."""
+    ``folder/step-N``). A run whose server failed stops the search: the peak is the highest that passed
+    before it, and the last run's ``error`` says why."""
     bracket, runs = Bracket(0.0, capacity), []
     while not bracket.done(resolution, max_steps):
-        run = token_run(serve, load, bracket.qps, folder / f"step-{bracket.steps + 1}", seed=bracket.steps)
+        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", seed=bracket.steps)
         runs.append(run)
+        if run.error:
+            break
         bracket = bracket.after(run.passed)
     return bracket.lo, runs
