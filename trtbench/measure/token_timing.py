@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -49,12 +49,20 @@ class RequestMetrics:
     prefill_tokens_per_s: float
 
 
-def timed_request(session, prompt: np.ndarray, new_tokens: int) -> TimedRequest:
-    """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step.
+def timed_request(session, prompt: np.ndarray, new_tokens: int,
+                  first_token: Optional[Callable[[], None]] = None) -> TimedRequest:
+    """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step;
+    ``first_token()``, where given, is called as soon as the first step is stamped (a server reports it).
     A session whose stamps or tokens do not match ``new_tokens`` is an error, not a measurement."""
     stamps: list[float] = []
+
+    def stamp() -> None:
+        stamps.append(time.perf_counter())
+        if first_token is not None and len(stamps) == 1:
+            first_token()
+
     start = time.perf_counter()
-    tokens = session.generate(prompt, new_tokens, lambda: stamps.append(time.perf_counter()))
+    tokens = session.generate(prompt, new_tokens, stamp)
     recorded = getattr(session, "step_times", None)  # a runtime that cannot stream at this batch (OpenVINO GenAI)
     times = recorded() if recorded is not None else None  # gives each step's moment on perf_counter's clock
     if times is not None:

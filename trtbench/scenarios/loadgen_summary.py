@@ -1,4 +1,6 @@
-"""LoadGen's ``mlperf_log_summary.txt``, parsed: the verdict, its constraints, rates and latency percentiles."""
+"""LoadGen's ``mlperf_log_summary.txt``, parsed: the verdict, its constraints, rates and latency percentiles,
+and with token latencies (``TestSettings.use_token_latencies``) the first-token (TTFT) and time-per-output-token
+(TPOT) percentiles and the completed tokens per second."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ from pathlib import Path
 from typing import Optional
 
 _LINE = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>\S.*?)\s*$")
-_PERCENTILE = re.compile(r"^(?P<pct>\d+(?:\.\d+)?) percentile latency \(ns\)$")
-_NAMED = {"Min latency (ns)": "min", "Max latency (ns)": "max", "Mean latency (ns)": "mean"}
+_PERCENTILE = re.compile(r"^(?P<pct>\d+(?:\.\d+)?) percentile (?P<metric>latency|first token latency|"
+                         r"time to output token) \(ns\)$")
+_NAMED = re.compile(r"^(?P<stat>Min|Max|Mean) (?P<metric>latency|First Token latency|Time per Output Token) \(ns\)$")
+_METRIC = {"latency": "latency", "first token latency": "ttft", "time to output token": "tpot",
+           "time per output token": "tpot"}
 
 
 def percentile_key(pct: float) -> str:
@@ -26,6 +31,9 @@ class LoadGenSummary:
     completed_qps: Optional[float]
     latency_ms: dict[str, float] = field(default_factory=dict)  # min, mean, max, p50, p90, p95, p97, p99, p99.9
     constraints: dict[str, bool] = field(default_factory=dict)  # "Performance constraints satisfied": True, ...
+    ttft_ms: dict[str, float] = field(default_factory=dict)  # with token latencies: as latency_ms, first token
+    tpot_ms: dict[str, float] = field(default_factory=dict)  # with token latencies: as latency_ms, per output token
+    completed_tokens_per_s: Optional[float] = None
 
     @property
     def performance_met(self) -> bool:
@@ -39,13 +47,17 @@ class LoadGenSummary:
 
     def to_dict(self) -> dict:
         return {"valid": self.valid, "scheduled_qps": self.scheduled_qps, "completed_qps": self.completed_qps,
-                "latency_ms": dict(self.latency_ms), "constraints": dict(self.constraints)}
+                "latency_ms": dict(self.latency_ms), "constraints": dict(self.constraints),
+                "ttft_ms": dict(self.ttft_ms), "tpot_ms": dict(self.tpot_ms),
+                "completed_tokens_per_s": self.completed_tokens_per_s}
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoadGenSummary":
         return cls(valid=data["valid"], scheduled_qps=data.get("scheduled_qps"),
                    completed_qps=data.get("completed_qps"), latency_ms=dict(data.get("latency_ms") or {}),
-                   constraints=dict(data.get("constraints") or {}))
+                   constraints=dict(data.get("constraints") or {}), ttft_ms=dict(data.get("ttft_ms") or {}),
+                   tpot_ms=dict(data.get("tpot_ms") or {}),
+                   completed_tokens_per_s=data.get("completed_tokens_per_s"))
 
 
 def parse_summary(text: str) -> LoadGenSummary:
@@ -55,12 +67,13 @@ def parse_summary(text: str) -> LoadGenSummary:
         match = _LINE.match(line)
         if match and match["key"] not in values:
             values[match["key"]] = match["value"]
-    latency = {}
+    metrics: dict[str, dict[str, float]] = {"latency": {}, "ttft": {}, "tpot": {}}
     for key, value in values.items():
-        percentile = _PERCENTILE.match(key)
-        name = percentile_key(float(percentile["pct"])) if percentile else _NAMED.get(key)
-        if name is not None:
-            latency[name] = float(value) / 1e6
+        percentile, named = _PERCENTILE.match(key), _NAMED.match(key)
+        if percentile:
+            metrics[_METRIC[percentile["metric"]]][percentile_key(float(percentile["pct"]))] = float(value) / 1e6
+        elif named:
+            metrics[_METRIC[named["metric"].lower()]][named["stat"].lower()] = float(value) / 1e6
     constraints = {key: value.lower() == "yes" for key, value in values.items()
                    if key.endswith("satisfied") and value.lower() in ("yes", "no")}
 
@@ -70,7 +83,8 @@ def parse_summary(text: str) -> LoadGenSummary:
     return LoadGenSummary(valid=values.get("Result is") == "VALID",
                           scheduled_qps=rate("Scheduled samples per second"),
                           completed_qps=rate("Completed samples per second"),
-                          latency_ms=latency, constraints=constraints)
+                          latency_ms=metrics["latency"], constraints=constraints, ttft_ms=metrics["ttft"],
+                          tpot_ms=metrics["tpot"], completed_tokens_per_s=rate("Completed tokens per second"))
 
 
 def read_summary(log_dir: Path) -> LoadGenSummary:

@@ -110,6 +110,14 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
+        elif op == "stream":  # one generation request for an LLM server's query (trtbench.scenarios.token_pool):
+            try:  # "first" the moment its first token exists, then its token stamps (perf_counter: one clock)
+                with torch.inference_mode():
+                    streamed = calls[message[1]](lambda: conn.send(("first",)))
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
+                continue
+            conn.send(("streamed", tuple(streamed["stamps"])))
         elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
@@ -243,6 +251,19 @@ class Worker:
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
         return self._receive("call")[1]
+
+    def send_stream(self, label: str) -> None:
+        """Ask for one generation request at ``label`` (a decoder's worker); :meth:`stream_reply` waits for its
+        first token, then for its end."""
+        self._send(("stream", label))
+
+    def stream_reply(self, timeout_s: float) -> tuple:
+        """The next answer to a stream: ``("first",)`` or ``("streamed", token stamps)``; a worker silent for
+        ``timeout_s`` is killed (:class:`WorkerError`)."""
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to a request within {timeout_s:g} s and was killed")
+        return self._receive("stream")
 
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""
