@@ -4,9 +4,8 @@ decoder (:mod:`.base` holds the interface); adding one is adding a module."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 
+from trtbench.core.plugins import import_plugins
 from trtbench.decoders.base import Decoder, DecoderSession, register_decoder, registered_decoder, registered_names
 
 __all__ = ["Decoder", "DecoderSession", "register_decoder", "get_decoder", "decoder_names"]
@@ -17,9 +16,7 @@ _loaded = False
 def _load_all() -> None:
     global _loaded
     if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            if info.name != "base":
-                importlib.import_module(f"{__name__}.{info.name}")
+        import_plugins(__name__, __path__)
         _loaded = True
 
 

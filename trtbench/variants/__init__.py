@@ -3,8 +3,7 @@ adding a variant is adding a module."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from trtbench.core.plugins import import_plugins
 from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, Variant
 
 _REGISTRY: dict[str, type[Variant]] = {}
@@ -23,9 +22,7 @@ def register(cls: type[Variant]) -> type[Variant]:
 def _load_all() -> None:
     global _loaded
     if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            if info.name != "base":
-                importlib.import_module(f"{__name__}.{info.name}")
+        import_plugins(__name__, __path__)
         _loaded = True
 
 
