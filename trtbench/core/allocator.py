@@ -26,7 +26,6 @@ that only what the variant's own load, build and first calls do moves it, as in 
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -41,11 +40,16 @@ LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr
                 "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib")
 
 
+def find_library(name: str, dirs: Optional[Iterable[str]] = None) -> Optional[Path]:
+    """The library file ``name`` in the first of ``dirs`` (default :data:`LIBRARY_DIRS`) that has it; None
+    when none does."""
+    return next((Path(d) / name for d in (dirs or LIBRARY_DIRS) if (Path(d) / name).is_file()), None)
+
+
 def library_path(allocator: str, dirs: Optional[Iterable[str]] = None) -> Optional[Path]:
     """The preloaded ``allocator``'s library file in ``dirs`` (default :data:`LIBRARY_DIRS`; None when it is
     not installed)."""
-    name, _ = PRELOADED[allocator]
-    return next((Path(d) / name for d in (dirs or LIBRARY_DIRS) if (Path(d) / name).is_file()), None)
+    return find_library(PRELOADED[allocator][0], dirs)
 
 
 def unavailable_reason(allocator: str, dirs: Optional[Iterable[str]] = None) -> Optional[str]:
@@ -70,11 +74,6 @@ def process_env(allocator: str, env: dict, dirs: Optional[Iterable[str]] = None)
     elif allocator != "default":
         raise ValueError(f"unknown allocator {allocator!r}: one of {', '.join(ALLOCATORS)}")
     return out
-
-
-def worker_env(allocator: str) -> dict:
-    """This process's environment for a worker that starts with ``allocator``."""
-    return process_env(allocator, dict(os.environ))
 
 
 # mmap_threshold's probe sizes: 128 KiB (glibc's initial threshold) doubling to 32 MiB (its dynamic maximum on 64-bit)

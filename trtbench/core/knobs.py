@@ -40,9 +40,7 @@ BINDING_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", BOUND_CPUS)
 
 def _intel_openmp() -> Optional[Path]:
     """libiomp5.so where pip's intel-openmp puts it (this environment's lib), or in a system directory."""
-    name = INTEL_OPENMP[0]
-    dirs = (Path(sys.prefix) / "lib", *map(Path, allocator_state.LIBRARY_DIRS))
-    return next((d / name for d in dirs if (d / name).is_file()), None)
+    return allocator_state.find_library(INTEL_OPENMP[0], (str(Path(sys.prefix) / "lib"), *allocator_state.LIBRARY_DIRS))
 
 
 @dataclass(frozen=True)
