@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
 
-from trtbench.decoders.base import Decoder, register_decoder
-from trtbench.decoders.torch_model import (DTYPES, eos_ids, greedy_loop, load_model, teacher_forced_logits,
-                                           torch_unavailable, write_artifact)
+from trtbench.decoders.base import register_decoder
+from trtbench.decoders.torch_model import TorchDecoder, eos_ids, greedy_loop, load_model
 
 
 def _graphs() -> int:
@@ -92,15 +91,8 @@ class CompiledSession:
 
 
 @register_decoder
-class Compiled(Decoder):
+class Compiled(TorchDecoder):
     name = "compiled"
-    precisions = tuple(DTYPES)
-
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
-        return torch_unavailable(self.name, precision, device)
-
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
-        return write_artifact(source, precision, out_dir)
 
     def load(self, artifact: Path, device: str, threads: int) -> CompiledSession:
         return CompiledSession(*load_model(artifact, device, threads))

@@ -4,14 +4,13 @@ greedy; each step is one forward call, so each is stamped as its tokens exist.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
 
-from trtbench.decoders.base import Decoder, register_decoder
-from trtbench.decoders.torch_model import (DTYPES, eos_ids, greedy_loop, load_model, teacher_forced_logits,
-                                           torch_unavailable, write_artifact)
+from trtbench.decoders.base import register_decoder
+from trtbench.decoders.torch_model import TorchDecoder, eos_ids, greedy_loop, load_model, teacher_forced_logits
 
 
 class EagerSession:
@@ -39,15 +38,8 @@ class EagerSession:
 
 
 @register_decoder
-class Eager(Decoder):
+class Eager(TorchDecoder):
     name = "eager"
-    precisions = tuple(DTYPES)
-
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
-        return torch_unavailable(self.name, precision, device)
-
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
-        return write_artifact(source, precision, out_dir)
 
     def load(self, artifact: Path, device: str, threads: int) -> EagerSession:
         return EagerSession(*load_model(artifact, device, threads))

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from trtbench.core.env import torch_thread_facts
+from trtbench.decoders.base import Decoder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
 ARTIFACT = "decoder.json"
@@ -71,7 +72,8 @@ def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
 
 
 def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
-                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None], eos: tuple[int, ...] = ()) -> np.ndarray:
+                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None],
+                eos: tuple[int, ...] = ()) -> np.ndarray:
     """Greedy generation of exactly ``new_tokens`` per sequence: ``prefill(ids)`` and ``decode(tokens, position)``
     return the last position's logits (batch x vocab); ``stamp()`` as each step's tokens exist (they are on the
     host: the argmax is read, so the step has finished). The ``eos`` ids are never picked, as ONNX Runtime GenAI
@@ -95,3 +97,16 @@ def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callabl
             generated[:, step] = token[:, 0].cpu().numpy()
             stamp()
     return generated
+
+
+class TorchDecoder(Decoder):
+    """What the PyTorch decoders share as decoders: their precisions, why one cannot run, and their artifact
+    (:func:`write_artifact`); each subclass names itself and loads its own session."""
+
+    precisions = tuple(DTYPES)
+
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        return torch_unavailable(self.name, precision, device)
+
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+        return write_artifact(source, precision, out_dir)
