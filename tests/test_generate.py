@@ -83,24 +83,24 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
 
 
 def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp_path):
+    """ONNX Runtime GenAI's int4 weights against a cosine floor no int4 model meets: its rows fail with the figures
+    and are not timed, while eager fp32 (the reference) and the int4-less eager (skipped) are unaffected."""
     from conftest import run_dict
-    from trtbench.decoders import get_decoder
 
-    reason = get_decoder("eager").unavailable("bf16", "cpu", "llama")
-    if reason:
-        pytest.skip(reason)
+    pytest.importorskip("onnxruntime_genai")
     out = tmp_path / "out"
-    data = generate_config(variants=["eager"], precisions=["bf16"], output={"dir": str(out)},
-                           tolerances={"bf16": {"cosine_min": 0.9999999}},
+    data = generate_config(variants=["eager", "ort_genai"], precisions=["fp32", "int4"], output={"dir": str(out)},
+                           tolerances={"int4": {"cosine_min": 0.9999999}},
                            scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [2], "min_requests": 1,
                                                     "max_requests": 1}}])
     assert run_dict(data).exit_code == 1
     rows = {r["slot"]: r for r in json.loads((out / "results.json").read_text())["generate"]}
-    assert rows["eager"]["status"] == "ok", "eager fp32, the reference, times"
-    missed = rows["eager@bf16"]
-    assert missed["status"] == "failed" and "tolerances.bf16" in missed["reason"] and "cosine" in missed["reason"]
+    assert rows["eager"]["status"] == "ok" and rows["ort_genai"]["status"] == "ok", "fp32 within its tolerances"
+    assert rows["eager@int4"]["status"] == "skipped"
+    missed = rows["ort_genai@int4"]
+    assert missed["status"] == "failed" and "tolerances.int4" in missed["reason"] and "cosine" in missed["reason"]
     assert missed["data"]["accuracy"]["ok"] is False and "metrics" not in missed["data"], "not timed"
-    assert "eager@bf16: accuracy against eager fp32" in (out / "report.md").read_text()
+    assert "ort_genai@int4: accuracy against eager fp32" in (out / "report.md").read_text()
 
 
 def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tmp_path):
@@ -200,20 +200,16 @@ def test_a_resumed_run_owes_only_the_points_missing_a_slot():
 
 
 def test_a_memory_budget_for_one_decoder_beside_eager_times_the_groups_one_after_another(tmp_path, monkeypatch):
-    """A budget of two workers at a time (eager fp32 and one decoder, about 1000 MiB each): exported, eager@bf16
-    and exported@bf16 are timed in groups of their own, each with eager fp32, one after the other; the peaks are
-    reported; exported's worker, SIGKILLed at its second point, fails that point's row naming the signal, and the
-    rest is kept."""
+    """A budget of two workers at a time (eager fp32 and one decoder, about 1000 MiB each): exported and ort_genai
+    are timed in groups of their own, each with eager fp32, one after the other; the peaks are reported; exported's
+    worker, SIGKILLed at its second point, fails that point's row naming the signal, and the rest is kept."""
     import os
     import signal
 
     from conftest import run_dict
-    from trtbench.decoders import get_decoder
     from trtbench.workers.loop import Worker
 
-    reason = get_decoder("eager").unavailable("bf16", "cpu", "llama")
-    if reason:
-        pytest.skip(reason)
+    pytest.importorskip("onnxruntime_genai")
     check = Worker.check
 
     def killing_check(self, label):
@@ -224,19 +220,18 @@ def test_a_memory_budget_for_one_decoder_beside_eager_times_the_groups_one_after
 
     monkeypatch.setattr(Worker, "check", killing_check)
     out = tmp_path / "out"
-    data = generate_config(variants=["eager", "exported"], precisions=["fp32", "bf16"], output={"dir": str(out)},
+    data = generate_config(variants=["eager", "exported", "ort_genai"], precisions=["fp32"], output={"dir": str(out)},
                            scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [3], "batch": [1, 2],
                                                     "min_requests": 2, "max_requests": 2, "memory_budget_mb": 2100}}])
     assert run_dict(data).exit_code == 1, "a killed worker fails its rows"
     doc = json.loads((out / "results.json").read_text())
     rows = {(r["point"], r["slot"]): r for r in doc["generate"]}
-    assert len(rows) == 8
+    assert len(rows) == 6
     memory = {key: row["data"]["memory"] for key, row in rows.items() if "memory" in row["data"]}
     assert {key[1]: m["members"] for key, m in memory.items()} == {
-        "eager": ["eager", "exported"], "exported": ["eager", "exported"], "eager@bf16": ["eager", "eager@bf16"],
-        "exported@bf16": ["eager", "exported@bf16"]}
-    assert all(m["groups"] == 3 and m["budget_mb"] == 2100 for m in memory.values())
-    by_group = [[m for m in memory.values() if m["group"] == g] for g in range(3)]
+        "eager": ["eager", "exported"], "exported": ["eager", "exported"], "ort_genai": ["eager", "ort_genai"]}
+    assert all(m["groups"] == 2 and m["budget_mb"] == 2100 for m in memory.values())
+    by_group = [[m for m in memory.values() if m["group"] == g] for g in range(2)]
     for before, after in zip(by_group, by_group[1:]):
         assert min(m["group_started_at"] for m in after) >= max(m["timed_until"] for m in before), "one at a time"
         assert not {m["worker_pid"] for m in before} & {m["worker_pid"] for m in after}
@@ -247,11 +242,11 @@ def test_a_memory_budget_for_one_decoder_beside_eager_times_the_groups_one_after
     assert killed["status"] == "failed" and "killed by SIGKILL" in killed["reason"] and "OOM killer" in killed["reason"]
     assert rows["p8-n3-b1", "exported"]["status"] == "ok", "what it measured before it died is kept"
     for point in ("p8-n3-b1", "p8-n3-b2"):
-        for slot in ("eager", "eager@bf16", "exported@bf16"):
+        for slot in ("eager", "ort_genai"):
             assert rows[point, slot]["status"] == "ok"
-        assert rows[point, "exported@bf16"]["data"]["speedups"]["e2e_ms"]["value"] > 0, "paired with its group's eager"
+        assert rows[point, "ort_genai"]["data"]["speedups"]["e2e_ms"]["value"] > 0, "paired with its group's eager"
     report = (out / "report.md").read_text()
-    assert "### Memory" in report and "| tiny-llama | t1 | 3 of 3 | exported@bf16 1001 / " in report
+    assert "### Memory" in report and "| tiny-llama | t1 | 2 of 2 | ort_genai " in report
 
 
 def test_a_decoder_that_does_not_fit_beside_eager_is_skipped_with_the_fix():
