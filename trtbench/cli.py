@@ -64,8 +64,9 @@ def cmd_merge(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trtbench",
-        description="Build eager, TorchScript and Torch-TensorRT variants of a model, check them against eager, "
-                    "benchmark them and save deployable artifacts.",
+        description="Build a model's deployment variants (TorchScript, torch.export, torch.compile, AOTInductor, "
+                    "ONNX Runtime, OpenVINO, Torch-TensorRT; decoder LLMs too), check them against eager fp32, time "
+                    "them interleaved, serve them under load and save deployable artifacts.",
         epilog="Without a subcommand, 'trtbench --config FILE' is 'trtbench run --config FILE'.")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a benchmark config (the default command)")
