@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from trtbench.core.errors import UserInputError
@@ -214,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
+    # torchao (imported by transformers where it is installed) registers its enums with torch's pytree, which
+    # torch 2.14 answers with a deprecation warning per enum: nothing a user of trtbench can act on
+    logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
                 "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,
                 "merge": cmd_merge}
