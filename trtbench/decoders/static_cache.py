@@ -110,7 +110,7 @@ def insert_cache_updates(gm: GraphModule, attention: list[Node], caches: list[tu
     updated = []
     with gm.graph.inserting_before(attention[0]):
         positions = _call(gm, torch.ops.aten.select.int, position_ids, 0, 0)
-        cache_positions = _call(gm, torch.ops.aten.arange.default, length, dtype=torch.int64, device=device)
+        cache_positions = _call(gm, torch.ops.aten.arange.start_step, 0, length, 1, dtype=torch.int64, device=device)
         mask = _call(gm, torch.ops.aten.le.Tensor, _call(gm, torch.ops.aten.unsqueeze.default, cache_positions, 0),
                      _call(gm, torch.ops.aten.unsqueeze.default, positions, 1))
     for node, (key_cache, value_cache) in zip(attention, caches):
