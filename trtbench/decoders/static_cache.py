@@ -150,6 +150,8 @@ def insert_static_cache(gm: GraphModule, length: int) -> GraphModule:
                          "attn_implementation='sdpa'")
     caches = add_cache_inputs(gm, attention, length)
     add_cache_outputs(gm, insert_cache_updates(gm, attention, caches, length))
+    for node in gm.graph.find_nodes(op="call_function", target=torch.ops.aten._assert_tensor_metadata.default):
+        gm.graph.erase_node(node)  # as torch_tensorrt's remove_assert_nodes pass does; they keep the old mask alive
     gm.graph.eliminate_dead_code()  # the model's own attention mask, now unused
     gm.graph.lint()
     gm.recompile()
