@@ -74,8 +74,9 @@ def build_program(trt, model: torch.nn.Module, shape: tuple[int, int], settings:
     """The engine for ``shape`` (batch, cache length) compiled from ``model`` and saved to ``path``."""
     batch, length = shape
     program = export_with_static_cache(model, batch, length)
-    compiled = trt.dynamo.compile(program, inputs=engine_inputs(trt, program, batch, length), **settings)
     device = next(model.parameters()).device
+    compiled = trt.dynamo.compile(program, inputs=engine_inputs(trt, program, batch, length), **settings)
+    model.to(device)  # offload_module_to_cpu moves the program's weights, which it shares with the model, off the GPU
     examples = [torch.zeros((batch, 2), dtype=torch.int64, device=device),
                 torch.arange(2, device=device).unsqueeze(0), *cache_inputs(program)]
     seq = torch.export.Dim("seq_len", min=1, max=length)
