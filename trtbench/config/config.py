@@ -287,8 +287,8 @@ class LogitTolerance:
 
 def default_logit_tolerances() -> dict[str, LogitTolerance]:
     """A decoder's logit tolerances at each precision (``tolerances:`` of a generate config): fp32 must match
-    to rounding; bf16 and weight-only int8/int4 keep the logits' direction and most confident tokens."""
-    return {"fp32": LogitTolerance(), "bf16": LogitTolerance(0.99, 0.9, 1e-2),
+    to rounding; fp16, bf16 and weight-only int8/int4 keep the logits' direction and most confident tokens."""
+    return {"fp32": LogitTolerance(), "fp16": LogitTolerance(0.99, 0.9, 1e-2), "bf16": LogitTolerance(0.99, 0.9, 1e-2),
             "int8": LogitTolerance(0.98, 0.8, 1e-2), "int4": LogitTolerance(0.9, 0.6, 5e-2)}
 
 

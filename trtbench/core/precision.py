@@ -13,8 +13,8 @@ import torch
 
 PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "int8": torch.float32}
 REFERENCE = "fp32"  # every speedup and accuracy figure is against eager at this precision
-DECODER_PRECISIONS = ("fp32", "bf16", "int8", "int4")  # those of a decoder (trtbench.decoders): floats, and the
-# runtimes' weight-only int8/int4
+DECODER_PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")  # those of a decoder (trtbench.decoders): floats
+# (fp16: trt on a GPU), and the runtimes' weight-only int8/int4
 QUANTIZED = ("int8",)  # precisions a variant reaches by quantizing its build (inputs and parameters stay fp32)
 
 

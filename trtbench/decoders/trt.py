@@ -1,0 +1,192 @@
+"""``trt``: Torch-TensorRT on a CUDA GPU with a static KV cache, as Torch-TensorRT's ``tools/llm`` runs a causal LM
+(``run_llm.py`` ``get_model`` and ``compile_torchtrt``, ``utils.py`` ``export_llm`` and
+``generate_with_static_cache``, pytorch/TensorRT at d7f2062810).
+
+Build, for each (batch, cache length) the artifact must serve: the model loaded as ``get_model`` loads it (SDPA
+attention, no cache of its own, cast to the precision), exported with the sequence length dynamic and its KV cache
+made explicit inputs and outputs (:mod:`trtbench.decoders.static_cache`, the port of ``tools/llm``'s static cache),
+compiled by ``torch_tensorrt.dynamo.compile`` with ``compile_torchtrt``'s settings (:func:`compile_settings`), and
+saved by ``torch_tensorrt.save`` as an ExportedProgram, ``trt-<precision>-b<batch>-l<length>.pt2``. The artifact is
+``trt-<precision>.json``, which lists those files. Load: ``import torch_tensorrt`` (it registers the engine op),
+then ``torch.export.load`` of each file, so the programs timed are the saved ones.
+
+Generate, as ``generate_with_static_cache``: the prefill of the prompt at positions ``0..P-1``, then one call per
+token at its position, each call given the caches the previous one returned; greedy through
+:func:`~trtbench.decoders.torch_model.greedy_loop`, which stamps each step. A request starts from the caches the
+last one left: attention reads only positions up to the query's own, all written earlier in the same request, so
+nothing needs zeroing. Teacher-forced logits: the prefill of the whole sequence.
+
+Where it runs: a CUDA device with ``torch_tensorrt`` importable (else ``skipped``, with the reason), at fp32,
+fp16 (``use_fp32_acc``, as ``tools/llm`` sets for FP16) or bf16.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from trtbench.core.env import torch_thread_facts
+from trtbench.decoders.base import Decoder, register_decoder
+from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
+from trtbench.decoders.torch_model import eos_ids, greedy_loop
+from trtbench.variants.trt_common import describe_settings, import_torch_tensorrt, trt_device, version_of
+
+INSTALL = "pip install torch-tensorrt==2.14.0 (a CUDA build of torch 2.14 and TensorRT 11.1 come with it)"
+NAME = "trt"
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def compile_settings(trt, precision: str, device: str) -> dict:
+    """``run_llm.py`` ``compile_torchtrt``'s keywords to ``torch_tensorrt.dynamo.compile``, as 2.14.0 names them:
+    ``use_fp32_acc`` at fp16, ``disable_tf32``, ``offload_module_to_cpu``, ``min_block_size`` 1 (its default), the
+    device (a ``torch_tensorrt.Device`` with the index resolved, as the vision ``trt`` variant passes it). Left out:
+    ``use_python_runtime`` (deprecated in 2.14: ignored, with a warning) and ``debug`` (not a parameter in 2.14;
+    ``**kwargs`` would swallow it)."""
+    return {"device": trt_device(trt, torch.device(device)), "use_fp32_acc": precision == "fp16",
+            "disable_tf32": True, "offload_module_to_cpu": True, "min_block_size": 1}
+
+
+def engine_inputs(trt, program: torch.export.ExportedProgram, batch: int, length: int) -> list:
+    """One ``torch_tensorrt.Input`` per input of ``program``: the token ids and positions from 1 to ``length``
+    tokens (the engine tuned for 1, the decode step that every token after the first takes), the caches static."""
+    steps = [trt.Input(min_shape=(rows, 1), opt_shape=(rows, 1), max_shape=(rows, length), dtype=torch.int64)
+             for rows in (batch, 1)]  # input_ids (batch, seq), position_ids (1, seq)
+    return steps + [trt.Input(shape=tuple(c.shape), dtype=c.dtype) for c in cache_inputs(program)]
+
+
+def load_causal_lm(source: Path, precision: str, device: str) -> torch.nn.Module:
+    """The folder's causal LM as ``run_llm.py`` ``get_model`` loads it: SDPA attention, ``use_cache`` off, in eval
+    mode at the precision's dtype on ``device``."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    return AutoModelForCausalLM.from_pretrained(source, dtype=DTYPES[precision], attn_implementation="sdpa",
+                                                use_cache=False, local_files_only=True).to(device).eval()
+
+
+def build_program(trt, model: torch.nn.Module, shape: tuple[int, int], settings: dict, path: Path) -> None:
+    """The engine for ``shape`` (batch, cache length) compiled from ``model`` and saved to ``path``."""
+    batch, length = shape
+    program = export_with_static_cache(model, batch, length)
+    device = next(model.parameters()).device
+    compiled = trt.dynamo.compile(program, inputs=engine_inputs(trt, program, batch, length), **settings)
+    model.to(device)  # offload_module_to_cpu moves the program's weights, which it shares with the model, off the GPU
+    examples = [torch.zeros((batch, 2), dtype=torch.int64, device=device),
+                torch.arange(2, device=device).unsqueeze(0), *cache_inputs(program)]
+    seq = torch.export.Dim("seq_len", min=1, max=length)
+    trt.save(compiled, str(path), output_format="exported_program", arg_inputs=examples,
+             dynamic_shapes=({1: seq}, {1: seq}, *[None] * (len(examples) - 2)))
+
+
+def build_artifact(trt, model: torch.nn.Module, precision: str, out_dir: Path,
+                   shapes: tuple[tuple[int, int], ...]) -> Path:
+    """An engine per (batch, cache length) of ``shapes`` built from ``model`` (at ``precision``, on its device) by
+    ``trt`` for the current CUDA device, saved under ``out_dir``, and the artifact that lists them."""
+    settings = compile_settings(trt, precision, "cuda")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    programs, started = [], time.perf_counter()
+    for batch, length in sorted(set(shapes)):
+        path = out_dir / f"{NAME}-{precision}-b{batch}-l{length}.pt2"
+        build_program(trt, model, (batch, length), settings, path)
+        programs.append({"batch": batch, "length": length, "file": path.name})
+    artifact = out_dir / f"{NAME}-{precision}.json"
+    artifact.write_text(json.dumps({
+        "precision": precision, "programs": programs, "eos": list(eos_ids(model)), "torch_tensorrt": version_of(trt),
+        "compile_settings": describe_settings(settings), "compile_s": round(time.perf_counter() - started, 3)}))
+    return artifact
+
+
+class TensorRTSession:
+    """The saved engines by (batch, cache length), and the caches each last returned."""
+
+    def __init__(self, programs: dict, spec: dict, device: str, facts: dict):
+        self.device = torch.device(device)
+        self.caches = {shape: cache_inputs(program) for shape, program in programs.items()}
+        self.modules = {shape: program.module() for shape, program in programs.items()}
+        self.eos = tuple(spec["eos"])
+        self.facts = facts
+
+    def _module(self, batch: int, length: int):
+        if (batch, length) not in self.modules:
+            raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, not ({batch}, {length}): "
+                             f"its engines have a static cache, built for the shapes the run's points need")
+        return self.modules[batch, length]
+
+    def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """A call of the engine for (batch, length) on token ids and their positions, which keeps the caches it
+        returns for the next call; its logits."""
+        module = self._module(batch, length)
+
+        def step(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+            logits, *caches = module(ids.to(self.device), positions.to(self.device), *self.caches[batch, length])
+            self.caches[batch, length] = caches
+            return logits
+
+        return step
+
+    def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+        batch, prompt_len = prompt.shape
+        step = self._steps(batch, prompt_len + new_tokens)
+
+        def prefill(ids: torch.Tensor) -> torch.Tensor:
+            return step(ids, torch.arange(prompt_len).unsqueeze(0))[:, -1]
+
+        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
+            return step(token, torch.tensor([[position]]))[:, -1]
+
+        return greedy_loop(prefill, decode, prompt, new_tokens, stamp, self.eos)
+
+    def logits(self, ids: np.ndarray) -> np.ndarray:
+        """Teacher-forced: the prefill of the whole sequence in the engine of its length."""
+        step = self._steps(1, ids.shape[1])
+        with torch.inference_mode():
+            return step(torch.from_numpy(ids), torch.arange(ids.shape[1]).unsqueeze(0)).float().cpu().numpy()
+
+    def close(self) -> None:
+        self.modules.clear()
+        self.caches.clear()
+
+
+@register_decoder
+class TensorRT(Decoder):
+    name = NAME
+    precisions = tuple(DTYPES)
+
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        if precision not in DTYPES:
+            return (f"trt has no {precision} path (it builds {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, "
+                    f"openvino_genai)")
+        if device != "cuda":
+            return f"trt needs a CUDA GPU; device is {device}"
+        if not torch.cuda.is_available():
+            return "trt needs a CUDA GPU; torch.cuda.is_available() is False on this machine"
+        try:
+            import_torch_tensorrt()
+        except ImportError as err:
+            return f"torch_tensorrt is not installed ({err}): {INSTALL}"
+        except Exception as err:  # a broken install raises OSError, RuntimeError, AttributeError...
+            return f"torch_tensorrt cannot be loaded ({type(err).__name__}: {err})"
+        return None
+
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
+        trt = import_torch_tensorrt()
+        return build_artifact(trt, load_causal_lm(source, precision, "cuda"), precision, out_dir, shapes)
+
+    def load(self, artifact: Path, device: str, threads: int) -> TensorRTSession:
+        import_torch_tensorrt()  # registers the engine op the saved programs call
+        torch.set_num_threads(threads)
+        spec = json.loads(Path(artifact).read_text())
+        programs = {(p["batch"], p["length"]): torch.export.load(str(Path(artifact).parent / p["file"]))
+                    for p in spec["programs"]}
+        facts = {**torch_thread_facts(), "torch": torch.__version__, "dtype": spec["precision"],
+                 "torch_tensorrt": spec["torch_tensorrt"], "compile_s": spec["compile_s"],
+                 "compile_settings": spec["compile_settings"], "programs": len(programs),
+                 "cache": "static (the engine's inputs and outputs)", "per_token_times": "streamed"}
+        return TensorRTSession(programs, spec, device, facts)
