@@ -21,17 +21,21 @@ PREFILL_S, TOKEN_S, TOKENS = 0.006, 0.0005, 9  # a query is served in 10 ms
 SERVICE_S = PREFILL_S + (TOKENS - 1) * TOKEN_S
 LOAD = TokenLoad(ttft_ms=40.0, tpot_ms=5.0, min_duration_s=1.0, min_queries=230)
 STEPS = 6
+SAMPLES = ((16, TOKENS),)  # the query sample library: every query at the same lengths
 
 
-def stand_in(first_token):
-    """A decoder stand-in: a fixed prefill, then a fixed time per token, on deadlines (no drift from sleeps)."""
+def stand_in(lengths, reached):
+    """A decoder stand-in serving one sequence: a fixed prefill, then a fixed time per token, on deadlines (no drift
+    from sleeps)."""
+    (_, new_tokens), = lengths
     start, stamps = time.perf_counter(), []
-    for token in range(TOKENS):
+    for token in range(new_tokens):
         deadline = start + PREFILL_S + token * TOKEN_S
         time.sleep(max(0.0, deadline - time.perf_counter()))
         stamps.append(time.perf_counter())
         if token == 0:
-            first_token()
+            reached(1)
+    reached(new_tokens)
     return stamps
 
 
@@ -77,7 +81,7 @@ def test_a_query_is_late_on_either_bound():
 
 def test_one_run_reports_first_tokens_and_token_counts_to_loadgen(tmp_path):
     load = TokenLoad(ttft_ms=40.0, tpot_ms=5.0, min_duration_s=0.5, min_queries=20)
-    run = token_run([stand_in], load, 40.0, tmp_path)
+    run = token_run([stand_in], load, 40.0, tmp_path, SAMPLES)
     assert len(run.queries) >= 20 and all(len(q.tokens_ms) == TOKENS for q in run.queries)
     assert run.summary.ttft_ms["p50"] >= PREFILL_S * 1e3 and run.summary.tpot_ms["p50"] >= TOKEN_S * 1e3 * 0.9
     assert run.summary.completed_tokens_per_s > 0 and (tmp_path / "mlperf_log_detail.txt").exists()
@@ -92,7 +96,7 @@ def test_the_peak_agrees_with_the_queue_simulation_of_the_same_rule(tmp_path, wo
     (a single short search is noisy: its spread over seeds is wider than 5% of the peak)."""
     simulated = sorted(simulated_peak(workers, seed) for seed in range(200))
     low, high = simulated[10] * 0.95, simulated[189] * 1.05
-    peak, runs = token_peak([stand_in] * workers, LOAD, workers / SERVICE_S, tmp_path, max_steps=STEPS)
+    peak, runs = token_peak([stand_in] * workers, LOAD, workers / SERVICE_S, tmp_path, SAMPLES, max_steps=STEPS)
     assert low <= peak <= high, (peak, statistics.median(simulated), low, high)
     assert runs and all((tmp_path / f"step-{i + 1}" / "mlperf_log_summary.txt").exists() for i in range(len(runs)))
 
@@ -157,9 +161,12 @@ def tiny_llama(tmp_path_factory):
 def eager_recipe(folder, out_dir):
     import numpy as np
     from trtbench.build.decoder_recipe import DecoderRecipe
+    from trtbench.scenarios.token_lengths import QueryLengths
+    from trtbench.scenarios.token_pool import serving_requests
 
-    prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
-    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1, {"q": (prompt, 4)}, prompt)
+    teacher = np.random.default_rng(0).integers(3, 512, size=(1, 8))
+    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1,
+                         serving_requests(QueryLengths.fixed(8, 4), 1, 512), teacher)
 
 
 def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_search(tiny_llama, tmp_path):
@@ -167,11 +174,11 @@ def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_searc
 
     load = TokenLoad(ttft_ms=2000.0, tpot_ms=200.0, min_duration_s=0.3, min_queries=8)
     with TokenPool(eager_recipe(tiny_llama, tmp_path / "build"), 1, 120.0, tmp_path / "logs") as pool:
-        servers = pool.servers("q", 30.0)
-        run = token_run(servers, load, 5.0, tmp_path / "run")
+        servers = pool.servers(30.0)
+        run = token_run(servers, load, 5.0, tmp_path / "run", ((8, 4),))
         assert not run.error and len(run.queries) >= 8 and all(len(q.tokens_ms) == 4 for q in run.queries)
         assert run.summary.ttft_ms["p99"] > 0 and run.summary.tpot_ms["p99"] > 0 and run.passed is False  # < 230
         assert run.percentiles_ms()["ttft"]["p99"] < 2000 and run.goodput == 1.0
         pool.workers[0].kill()
-        peak, runs = token_peak(servers, load, 10.0, tmp_path / "search")
+        peak, runs = token_peak(servers, load, 10.0, tmp_path / "search", ((8, 4),))
         assert peak == 0.0 and len(runs) == 1 and "gone" in runs[0].error
