@@ -45,13 +45,35 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``) and the run's minimums."""
+    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the confidence of the pass
+    rule's bound (:mod:`.serving_rule`) and LoadGen's schedule seed (the arrivals)."""
 
     ttft_ms: float
     tpot_ms: float
     min_duration_s: float = 1.0
     min_queries: int = 230
     percentile: float = 0.99
+    confidence: float = 0.9
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TokenServing:
+    """What the servers serve and how: the query sample library, each sample a (prompt_tokens, new_tokens) pair
+    (:meth:`.token_lengths.QueryLengths.draw`), and static batching (None: one query at a time)."""
+
+    samples: tuple[tuple[int, int], ...]
+    batching: Optional[BatchingConfig] = None
+
+
+@dataclass(frozen=True)
+class PeakSearch:
+    """The peak search's bisection: from [0, ``capacity``] (QPS) until the peak is bracketed within ``resolution``
+    of itself, or after ``max_steps`` runs (:mod:`.serving_search`)."""
+
+    capacity: float
+    resolution: float = 0.02
+    max_steps: int = 7
 
 
 @dataclass(frozen=True)
@@ -122,7 +144,7 @@ class TokenRun:
                 for name, values in series.items() if values}
 
 
-def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
+def _test_settings(lg, load: TokenLoad, qps: float):
     test = lg.TestSettings()
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
@@ -133,7 +155,7 @@ def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
     test.server_target_latency_percentile = load.percentile
     test.min_duration_ms = int(load.min_duration_s * 1e3)
     test.min_query_count = load.min_queries
-    test.schedule_rng_seed = seed
+    test.schedule_rng_seed = load.seed
     return test
 
 
@@ -155,9 +177,8 @@ class _Servers:
     """A dispatcher thread per server, each taking LoadGen's issued queries from one queue: one at a time, or a
     batch gathered within the window."""
 
-    def __init__(self, lg, servers: Sequence[Serve], samples: Sequence[tuple[int, int]],
-                 batching: Optional[BatchingConfig]):
-        self.lg, self.samples, self.batching, self.pending = lg, samples, batching, queue.Queue()
+    def __init__(self, lg, servers: Sequence[Serve], serving: TokenServing):
+        self.lg, self.samples, self.batching, self.pending = lg, serving.samples, serving.batching, queue.Queue()
         self.lock = threading.Lock()
         self.stamps: list[QueryStamps] = []
         self.batches: Counter[int] = Counter()
@@ -219,23 +240,19 @@ class _Servers:
             thread.join()
 
 
-def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Path,
-              samples: Sequence[tuple[int, int]], batching: Optional[BatchingConfig] = None,
-              confidence: float = 0.9, seed: int = 0) -> TokenRun:
-    """One LoadGen run offering ``qps`` to ``servers``, its logs in ``folder``, judged by the late share's bound at
-    ``confidence``. ``samples``: the query sample library, each a (prompt_tokens, new_tokens) pair
-    (:meth:`.token_lengths.QueryLengths.draw`); ``batching``: each server serves a static batch gathered within
-    the window (None: one query at a time); ``seed``: LoadGen's schedule seed (the arrivals)."""
+def token_run(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing, qps: float, folder: Path) -> TokenRun:
+    """One LoadGen run offering ``qps`` to ``servers`` serving ``serving``'s samples (one query at a time, or in
+    static batches), its logs in ``folder``, judged by the late share's bound."""
     import mlperf_loadgen as lg
 
     folder.mkdir(parents=True, exist_ok=True)
-    pool = _Servers(lg, servers, samples, batching)
+    pool = _Servers(lg, servers, serving)
     sut = lg.ConstructSUT(pool.issue, lambda: None)
-    # the prompts live in the servers: a sample is only its lengths
-    qsl = lg.ConstructQSL(len(samples), len(samples), lambda indices: None, lambda indices: None)
+    count = len(serving.samples)  # the prompts live in the servers: a sample is only its lengths
+    qsl = lg.ConstructQSL(count, count, lambda indices: None, lambda indices: None)
     start = time.perf_counter()
     try:
-        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps, seed), _log_settings(lg, folder))
+        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps), _log_settings(lg, folder))
     finally:
         pool.stop()
         lg.DestroyQSL(qsl)
@@ -243,23 +260,19 @@ def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Pat
     duration = time.perf_counter() - start
     summary, queries, error = read_summary(folder), tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
     late = sum(1 for q in queries if q.late(load))
-    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, confidence)
+    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, load.confidence)
     return TokenRun(qps, summary, queries, late, passed, duration, error, dict(sorted(pool.batches.items())))
 
 
-def token_peak(servers: Sequence[Serve], load: TokenLoad, capacity: float, folder: Path,
-               samples: Sequence[tuple[int, int]], batching: Optional[BatchingConfig] = None,
-               confidence: float = 0.9, resolution: float = 0.02, max_steps: int = 7,
-               seed: int = 0) -> tuple[float, list[TokenRun]]:
-    """The highest offered QPS that passes, bisected from [0, ``capacity``], and the runs (logs under
-    ``folder/step-N``); ``samples``, ``batching`` and ``confidence`` as :func:`token_run` takes them. Every step
-    offers the same schedule (LoadGen's ``seed``) scaled to its QPS, so that the steps differ in the load alone.
-    A run whose server failed stops the search: the peak is the highest that passed before it, and the last
-    run's ``error`` says why."""
-    bracket, runs = Bracket(0.0, capacity), []
-    while not bracket.done(resolution, max_steps):
-        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", samples, batching,
-                        confidence, seed)
+def token_peak(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing, search: PeakSearch,
+               folder: Path) -> tuple[float, list[TokenRun]]:
+    """The highest offered QPS that passes, bisected by ``search``, and the runs (:func:`token_run`; logs under
+    ``folder/step-N``). Every step offers the same schedule (``load.seed``) scaled to its QPS, so that the steps
+    differ in the load alone. A run whose server failed stops the search: the peak is the highest that passed
+    before it, and the last run's ``error`` says why."""
+    bracket, runs = Bracket(0.0, search.capacity), []
+    while not bracket.done(search.resolution, search.max_steps):
+        run = token_run(servers, load, serving, bracket.qps, folder / f"step-{bracket.steps + 1}")
         runs.append(run)
         if run.error:
             break
