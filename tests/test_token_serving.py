@@ -8,9 +8,13 @@ waited longest, idle or gathering, as the queue's getters are served), and serve
 per-token time that grows with the batch. A query is late on either bound. The real and the simulated search
 offer the same arrivals (common random numbers): every step of :func:`token_peak` runs LoadGen's one schedule,
 scaled to its QPS, and the simulation replays the arrivals the real first step recorded, scaled to each step's
-QPS. So the two searches differ only in the servers: the real ones' overheads and jitter against the model's
-exact times. The percentile is p90 so that a step needs few queries (the bisection and the rule are the same at
-any percentile; tests/test_serving_peak.py proves them at p99 on many seeds).
+QPS. So the two searches differ only in the servers. The simulated servers take the stand-in's times plus the
+engine's own cost per request (the dispatcher, the worker's messages: about 0.5 ms here), measured in the same
+session at saturation (:func:`engine_s`), since a peak moves by more than its share of the service time (1 ms
+of 36 moves it 3-5%). The percentile is p50 and a step 70 queries: a tail percentile on a busy 2-core machine
+judges its hiccups, not the servers (the bisection and the rule are the same at any percentile;
+tests/test_serving_peak.py proves them at p99 on many seeds). The bounds put each peak where a 1 ms error in the
+engine's cost moves it by less than 5%.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ TIMES = SleeperTimes(prefill_s=0.018, per_token_s=0.006, batch_growth=0.5)  # st
 PROMPT, TOKENS = 8, 4  # a request at batch 1: 18 + 3 x 6 = 36 ms
 MIXED = QueryLengths(prompt_tokens=(4, PROMPT), new_tokens=(2, TOKENS), samples=16, seed=3)
 BATCHING = BatchingConfig(max_batch=4, window_ms=10.0)
-QUERIES, PERCENTILE, CONFIDENCE, STEPS, RESOLUTION = 80, 0.5, 0.9, 5, 0.02
+QUERIES, PERCENTILE, CONFIDENCE, STEPS, RESOLUTION = 70, 0.5, 0.9, 6, 0.02
 
 
 def load(ttft_ms: float, tpot_ms: float) -> TokenLoad:
@@ -52,8 +56,10 @@ def capacity(workers: int, batching: BatchingConfig | None) -> float:
     return workers * batch / TIMES.request_s(batch, TOKENS)
 
 
-def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig | None, bounds: TokenLoad) -> int:
-    """Late queries of the simulated servers (see the module docstring) offered ``arrivals`` (s, ascending)."""
+def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig | None, bounds: TokenLoad,
+                   engine_s: float) -> int:
+    """Late queries of the simulated servers (see the module docstring) offered ``arrivals`` (s, ascending), each
+    request ``engine_s`` longer than the stand-in's times, before its prefill (the engine's own cost)."""
     max_batch, window = (batching.max_batch, batching.window_ms / 1e3) if batching else (1, 0.0)
     queued, waiting, gathering = deque(), deque(range(workers)), {}  # waiting: dispatchers in get(), longest first
     events: list[tuple[float, int, int]] = []  # (time, 0: a request ends / 1: a window ends, dispatcher)
@@ -62,9 +68,9 @@ def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig
     def serve(server: int, batch: list[float], now: float) -> None:
         nonlocal late
         step_ms = TIMES.step_s(len(batch)) * 1e3
-        late += sum((now + TIMES.prefill_s - arrived) * 1e3 > bounds.ttft_ms or step_ms > bounds.tpot_ms
+        late += sum((now + engine_s + TIMES.prefill_s - arrived) * 1e3 > bounds.ttft_ms or step_ms > bounds.tpot_ms
                     for arrived in batch)
-        heapq.heappush(events, (now + TIMES.request_s(len(batch), TOKENS), 0, server))
+        heapq.heappush(events, (now + engine_s + TIMES.request_s(len(batch), TOKENS), 0, server))
 
     def join(server: int, batch: list[float], now: float) -> None:
         """``batch`` gathered so far by ``server``: served when full or past its window, else it waits for more."""
@@ -104,12 +110,13 @@ def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig
     return late
 
 
-def simulated_peak(schedule: np.ndarray, workers: int, batching: BatchingConfig | None, bounds: TokenLoad) -> float:
+def simulated_peak(schedule: np.ndarray, workers: int, batching: BatchingConfig | None, bounds: TokenLoad,
+                   engine_s: float) -> float:
     """The search's peak over the simulated servers: the same bisection and pass rule, each step offered
     ``schedule`` (arrivals at 1 QPS) scaled to its QPS."""
     bracket = Bracket(0.0, capacity(workers, batching))
     while not bracket.done(RESOLUTION, STEPS):
-        late = simulated_late(list(schedule / bracket.qps), workers, batching, bounds)
+        late = simulated_late(list(schedule / bracket.qps), workers, batching, bounds, engine_s)
         bracket = bracket.after(passes(late, len(schedule), PERCENTILE, CONFIDENCE))
     return bracket.lo
 
@@ -124,17 +131,32 @@ def pool(tmp_path_factory):
         yield served
 
 
+@pytest.fixture(scope="module")
+def engine_s(pool, tmp_path_factory) -> dict[int, float]:
+    """Workers -> the engine's own cost per request (the dispatchers' queue, the worker's messages) as this machine
+    runs it now: the workers offered three times what they can serve work back to back, and each one's request
+    ends this much later than the stand-in's times alone would (the median span of ``workers`` consecutive ends)."""
+    costs = {}
+    for workers in (1, 2):
+        run = token_run(pool.servers(30.0)[:workers], load(1e6, 1e6), TokenServing(((PROMPT, TOKENS),)),
+                        3 * capacity(workers, None), tmp_path_factory.mktemp("saturated"))
+        ends = np.sort([q.issued_s + q.tokens_ms[-1] / 1e3 for q in run.queries])
+        costs[workers] = max(0.0, float(np.median(ends[workers:] - ends[:-workers])) - TIMES.request_s(1, TOKENS))
+    return costs
+
+
 CASES = {  # workers, batching, (TTFT, TPOT bounds in ms): which bound binds
     "1 worker, TTFT binds": (1, None, (60.0, 15.0)),
     "2 workers, TTFT binds": (2, None, (36.0, 15.0)),
-    "1 worker batching, TPOT binds": (1, BATCHING, (500.0, 13.5)),  # a step at batch 4 (15 ms) is late
-    "2 workers batching, TTFT binds": (2, BATCHING, (40.0, 45.0)),
+    "1 worker batching, TTFT binds": (1, BATCHING, (60.0, 20.0)),
+    "2 workers batching, TPOT binds": (2, BatchingConfig(max_batch=2, window_ms=10.0), (500.0, 8.0)),  # at batch 2
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_stand_ins_peak_is_the_simulated_servers_peak_within_5_percent(pool, tmp_path, case):
+def test_the_stand_ins_peak_is_the_simulated_servers_peak_within_5_percent(pool, engine_s, tmp_path, case):
     workers, batching, bounds = CASES[case]
+    engine_s = engine_s[workers]
     bounds = load(*bounds)
     peak, runs = token_peak(pool.servers(30.0)[:workers], bounds, TokenServing(((PROMPT, TOKENS),), batching),
                             PeakSearch(capacity(workers, batching), RESOLUTION, STEPS), tmp_path)
@@ -142,13 +164,13 @@ def test_the_stand_ins_peak_is_the_simulated_servers_peak_within_5_percent(pool,
     first = runs[0]
     issued = np.sort([q.issued_s for q in first.queries])
     schedule = (issued - issued[0]) * first.qps  # LoadGen's schedule at 1 QPS, as the first step offered it
-    simulated = simulated_peak(schedule, workers, batching, bounds)
+    simulated = simulated_peak(schedule, workers, batching, bounds, engine_s)
     steps = [(round(run.qps, 1), run.late, run.passed, simulated_late(list(schedule / run.qps), workers, batching,
-                                                                        bounds)) for run in runs]
-    assert peak == pytest.approx(simulated, rel=0.05), (case, peak, simulated, steps)
+                                                                        bounds, engine_s)) for run in runs]
+    assert peak == pytest.approx(simulated, rel=0.05), (case, peak, simulated, engine_s, steps)
     if batching is not None:
         assert max(max(run.batches) for run in runs) > 1, "the servers gathered batches"
-    if bounds.tpot_ms < TIMES.step_s(BATCHING.max_batch) * 1e3:
+    if batching is not None and bounds.tpot_ms < TIMES.step_s(batching.max_batch) * 1e3:
         late = [q for run in runs for q in run.queries if q.late(bounds)]
         assert late and all(q.ttft_ms <= bounds.ttft_ms for q in late), "the TPOT bound binds, not the TTFT"
 
