@@ -52,9 +52,10 @@ class LengthDistribution:
         lognormal = self.distribution == "lognormal"
         for name in ("median", "sigma"):
             if (getattr(self, name) is None) == lognormal:
-                raise UserInputError(schema.join(path, name), "is required by the lognormal distribution" if lognormal
-                                     else f"applies only to the lognormal distribution, not to {self.distribution}",
-                                     f"add {name}: ..." if lognormal else f"remove {name}, or use distribution: lognormal")
+                problem = ("is required by the lognormal distribution" if lognormal
+                           else f"applies only to the lognormal distribution, not to {self.distribution}")
+                fix = f"add {name}: ..." if lognormal else f"remove {name}, or use distribution: lognormal"
+                raise UserInputError(schema.join(path, name), problem, fix)
         if len(self.values()) > MOST_DISTINCT:
             raise UserInputError(schema.join(path, "step"), f"{self.low} to {self.high} in steps of {self.step} give "
                                  f"{len(self.values())} distinct lengths, more than {MOST_DISTINCT} (each is a request "
@@ -103,8 +104,8 @@ class QueryLengths:
             length, where = getattr(self, name), schema.join(path, name)
             lowest = length.low if isinstance(length, LengthDistribution) else min(length)
             if lowest < least:
-                raise UserInputError(where, f"reaches {lowest}, below {least}" + (
-                    " (LoadGen's time per output token needs two tokens of each query)" if name == "new_tokens" else ""),
+                why = " (LoadGen's time per output token needs two tokens a query)" if name == "new_tokens" else ""
+                raise UserInputError(where, f"reaches {lowest}, below {least}{why}",
                                      f"keep every {name} at {least} or more")
             if isinstance(length, tuple) and len(set(length)) > MOST_DISTINCT:
                 raise UserInputError(where, f"lists {len(set(length))} distinct lengths, more than {MOST_DISTINCT} "
