@@ -253,7 +253,7 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
         return self._receive("call")[1]
 
-    def send_stream(self, label: str, marks: frozenset[int] = frozenset({1})) -> None:
+    def send_stream(self, label: str, marks: frozenset[int]) -> None:
         """Ask for one generation request at ``label`` (a decoder's worker); :meth:`stream_reply` waits for the
         moments its step counts in ``marks`` exist (its first token: 1), then for its end."""
         self._send(("stream", label, marks))
