@@ -138,8 +138,8 @@ def engine_s(pool, tmp_path_factory) -> dict[int, float]:
     ends this much later than the stand-in's times alone would (the median span of ``workers`` consecutive ends)."""
     costs = {}
     for workers in (1, 2):
-        run = token_run(pool.servers(30.0)[:workers], load(1e6, 1e6), TokenServing(((PROMPT, TOKENS),)),
-                        3 * capacity(workers, None), tmp_path_factory.mktemp("saturated"))
+        run = token_run(pool.servers(30.0)[:workers], dataclasses.replace(load(1e6, 1e6), min_queries=30),
+                        TokenServing(((PROMPT, TOKENS),)), 3 * capacity(workers, None), tmp_path_factory.mktemp("busy"))
         ends = np.sort([q.issued_s + q.tokens_ms[-1] / 1e3 for q in run.queries])
         costs[workers] = max(0.0, float(np.median(ends[workers:] - ends[:-workers])) - TIMES.request_s(1, TOKENS))
     return costs
