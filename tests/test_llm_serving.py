@@ -1,60 +1,35 @@
 """LLM serving under LoadGen's token latencies (issue 26): the summary's TTFT/TPOT percentiles, a query's
-stamps and lateness on either bound, and the peak search over a stand-in that sleeps a fixed prefill and a
-fixed time per token, held against a discrete-event M/D/c simulation of the same rule and bisection."""
+stamps and lateness on either bound, one run over an in-process stand-in, and the eager decoder's workers as
+servers. The peak search against a queue simulation, over a stand-in decoder in worker processes:
+tests/test_token_serving.py."""
 
 from __future__ import annotations
 
-import heapq
-import math
-import random
-import statistics
 import time
 
 import pytest
 
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, parse_summary
-from trtbench.scenarios.serving_rule import passes
-from trtbench.scenarios.serving_search import Bracket
-from trtbench.scenarios.token_loadgen import QueryStamps, TokenLoad, nearest_rank, token_peak, token_run
+from trtbench.scenarios.token_loadgen import (PeakSearch, QueryStamps, TokenLoad, TokenServing, nearest_rank,
+                                              token_peak, token_run)
 
 PREFILL_S, TOKEN_S, TOKENS = 0.006, 0.0005, 9  # a query is served in 10 ms
-SERVICE_S = PREFILL_S + (TOKENS - 1) * TOKEN_S
-LOAD = TokenLoad(ttft_ms=40.0, tpot_ms=5.0, min_duration_s=1.0, min_queries=230)
-STEPS = 6
+SERVING = TokenServing(((16, TOKENS),))  # every query at the same lengths, one at a time
 
 
-def stand_in(first_token):
-    """A decoder stand-in: a fixed prefill, then a fixed time per token, on deadlines (no drift from sleeps)."""
+def stand_in(lengths, reached):
+    """A decoder stand-in serving one sequence: a fixed prefill, then a fixed time per token, on deadlines (no drift
+    from sleeps)."""
+    (_, new_tokens), = lengths
     start, stamps = time.perf_counter(), []
-    for token in range(TOKENS):
+    for token in range(new_tokens):
         deadline = start + PREFILL_S + token * TOKEN_S
         time.sleep(max(0.0, deadline - time.perf_counter()))
         stamps.append(time.perf_counter())
         if token == 0:
-            first_token()
+            reached(1)
+    reached(new_tokens)
     return stamps
-
-
-def simulated_late(qps: float, workers: int, queries: int, rng: random.Random) -> int:
-    """Late queries of one M/D/c run: Poisson arrivals at ``qps``, a query late when its wait plus the prefill
-    is over the TTFT bound (its TPOT is the fixed per-token time, within its bound)."""
-    free, now, late = [0.0] * workers, 0.0, 0
-    for _ in range(queries):
-        now += rng.expovariate(qps)
-        start = max(now, heapq.heappop(free))
-        heapq.heappush(free, start + SERVICE_S)
-        late += (start - now + PREFILL_S) * 1e3 > LOAD.ttft_ms
-    return late
-
-
-def simulated_peak(workers: int, seed: int) -> float:
-    """The search's peak on the simulated queue: the same bisection and the same pass rule, as many queries a
-    step as LoadGen issues (its minimum count, or the minimum duration's worth)."""
-    rng, bracket = random.Random(seed), Bracket(0.0, workers / SERVICE_S)
-    while not bracket.done(0.02, STEPS):
-        queries = max(LOAD.min_queries, math.ceil(bracket.qps * LOAD.min_duration_s))
-        bracket = bracket.after(passes(simulated_late(bracket.qps, workers, queries, rng), queries, 0.99, 0.9))
-    return bracket.lo
 
 
 def test_the_summary_parser_reads_token_latencies():
@@ -77,24 +52,13 @@ def test_a_query_is_late_on_either_bound():
 
 def test_one_run_reports_first_tokens_and_token_counts_to_loadgen(tmp_path):
     load = TokenLoad(ttft_ms=40.0, tpot_ms=5.0, min_duration_s=0.5, min_queries=20)
-    run = token_run([stand_in], load, 40.0, tmp_path)
+    run = token_run([stand_in], load, SERVING, 40.0, tmp_path)
     assert len(run.queries) >= 20 and all(len(q.tokens_ms) == TOKENS for q in run.queries)
     assert run.summary.ttft_ms["p50"] >= PREFILL_S * 1e3 and run.summary.tpot_ms["p50"] >= TOKEN_S * 1e3 * 0.9
     assert run.summary.completed_tokens_per_s > 0 and (tmp_path / "mlperf_log_detail.txt").exists()
     own = run.percentiles_ms()
     assert own["ttft"]["p50"] >= PREFILL_S * 1e3 and own["itl"]["p50"] == pytest.approx(TOKEN_S * 1e3, abs=1.0)
     assert 0 <= run.goodput <= 1 and run.output_tokens_per_s == pytest.approx(run.request_per_s * TOKENS)
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_the_peak_agrees_with_the_queue_simulation_of_the_same_rule(tmp_path, workers):
-    """The real search's peak within the simulated searches' 5th-95th percentile range, widened by 5%
-    (a single short search is noisy: its spread over seeds is wider than 5% of the peak)."""
-    simulated = sorted(simulated_peak(workers, seed) for seed in range(200))
-    low, high = simulated[10] * 0.95, simulated[189] * 1.05
-    peak, runs = token_peak([stand_in] * workers, LOAD, workers / SERVICE_S, tmp_path, max_steps=STEPS)
-    assert low <= peak <= high, (peak, statistics.median(simulated), low, high)
-    assert runs and all((tmp_path / f"step-{i + 1}" / "mlperf_log_summary.txt").exists() for i in range(len(runs)))
 
 
 SUMMARY_TOKENS = """================================================
@@ -157,9 +121,12 @@ def tiny_llama(tmp_path_factory):
 def eager_recipe(folder, out_dir):
     import numpy as np
     from trtbench.build.decoder_recipe import DecoderRecipe
+    from trtbench.scenarios.token_lengths import QueryLengths
+    from trtbench.scenarios.token_pool import serving_requests
 
-    prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
-    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1, {"q": (prompt, 4)}, prompt)
+    teacher = np.random.default_rng(0).integers(3, 512, size=(1, 8))
+    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1,
+                         serving_requests(QueryLengths.fixed(8, 4), 1, 512), teacher)
 
 
 def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_search(tiny_llama, tmp_path):
@@ -167,11 +134,11 @@ def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_searc
 
     load = TokenLoad(ttft_ms=2000.0, tpot_ms=200.0, min_duration_s=0.3, min_queries=8)
     with TokenPool(eager_recipe(tiny_llama, tmp_path / "build"), 1, 120.0, tmp_path / "logs") as pool:
-        servers = pool.servers("q", 30.0)
-        run = token_run(servers, load, 5.0, tmp_path / "run")
+        servers = pool.servers(30.0)
+        run = token_run(servers, load, TokenServing(((8, 4),)), 5.0, tmp_path / "run")
         assert not run.error and len(run.queries) >= 8 and all(len(q.tokens_ms) == 4 for q in run.queries)
         assert run.summary.ttft_ms["p99"] > 0 and run.summary.tpot_ms["p99"] > 0 and run.passed is False  # < 230
         assert run.percentiles_ms()["ttft"]["p99"] < 2000 and run.goodput == 1.0
         pool.workers[0].kill()
-        peak, runs = token_peak(servers, load, 10.0, tmp_path / "search")
+        peak, runs = token_peak(servers, load, TokenServing(((8, 4),)), PeakSearch(10.0), tmp_path / "search")
         assert peak == 0.0 and len(runs) == 1 and "gone" in runs[0].error

@@ -47,11 +47,11 @@ class DecoderRecipe:
         session = decoder.load(artifact, self.device, self.threads)
         loaded = time.perf_counter()
 
-        def request(prompt: np.ndarray, new_tokens: int, first_token) -> dict:
-            timed = timed_request(session, prompt, new_tokens, first_token)
+        def request(prompt: np.ndarray, new_tokens: int, on_step) -> dict:
+            timed = timed_request(session, prompt, new_tokens, on_step)
             return {"start": timed.start, "stamps": timed.stamps, "tokens": timed.tokens, "facts": dict(session.facts)}
 
-        calls = {label: (lambda first_token=None, p=prompt, n=new_tokens: request(p, n, first_token))
+        calls = {label: (lambda on_step=None, p=prompt, n=new_tokens: request(p, n, on_step))
                  for label, (prompt, new_tokens) in self.requests.items()}
         calls[LOGITS] = lambda: session.logits(self.teacher)
         # first-call work (compiling, lazy initialisation) stays out of the timing, so that the session's facts at

@@ -50,16 +50,17 @@ class RequestMetrics:
 
 
 def timed_request(session, prompt: np.ndarray, new_tokens: int,
-                  first_token: Optional[Callable[[], None]] = None) -> TimedRequest:
+                  on_step: Optional[Callable[[int], None]] = None) -> TimedRequest:
     """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step;
-    ``first_token()``, where given, is called as soon as the first step is stamped (a server reports it).
+    ``on_step(steps)``, where given, is called as soon as each step is stamped, with the steps stamped so far (a
+    server reports a batch's first token at 1, and each sequence's completion at its own length).
     A session whose stamps or tokens do not match ``new_tokens`` is an error, not a measurement."""
     stamps: list[float] = []
 
     def stamp() -> None:
         stamps.append(time.perf_counter())
-        if first_token is not None and len(stamps) == 1:
-            first_token()
+        if on_step is not None:
+            on_step(len(stamps))
 
     start = time.perf_counter()
     tokens = session.generate(prompt, new_tokens, stamp)

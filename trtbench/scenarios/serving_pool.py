@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from trtbench.core.knobs import Knobs
+from trtbench.scenarios.batch_window import gather
 from trtbench.workers.loop import Recipe, Worker, WorkerError, spawn_workers, start_workers
 
 
@@ -107,29 +108,14 @@ class ServerSession:
 
     # ---- the dispatchers -----------------------------------------------------------------------
 
-    def _gather(self, first: _Query) -> tuple[list[_Query], bool]:
-        """``first`` and the queries that join it within the window, up to ``max_batch``; and whether
-        the session is closing (a sentinel was taken)."""
-        batch = [first]
-        deadline = first.arrived_ns / 1e9 + self.window_s
-        while len(batch) < self.max_batch:
-            remaining = deadline - time.perf_counter_ns() / 1e9
-            try:
-                item = self.queue.get(timeout=remaining) if remaining > 0 else self.queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                return batch, True
-            batch.append(item)
-        return batch, False
-
     def _dispatch(self, worker: Worker) -> None:
         closing = False
         while not closing:
             first = self.queue.get()
             if first is None:
                 return
-            batch, closing = self._gather(first) if self.max_batch > 1 else ([first], False)
+            batch, closing = (gather(self.queue, first, first.arrived_ns / 1e9 + self.window_s, self.max_batch)
+                              if self.max_batch > 1 else ([first], False))
             try:
                 worker.send_call(call_label(len(batch)))
                 worker.call_result(self.timeout_s)

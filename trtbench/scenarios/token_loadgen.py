@@ -1,11 +1,17 @@
-"""LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time.
+"""LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time,
+or a static batch of queries gathered within a window.
 
 LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
-(nanoseconds). A query's server reports its first token as soon as it exists (``FirstTokenComplete``) and
-completes the query with its token count (``QuerySampleResponse(id, ptr, size, n_tokens)``, at least 2), so
-LoadGen's summary gives the TTFT and TPOT percentiles. The run keeps its own stamps too, one per token from
-the query's issue: TTFT (issue to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the gaps between
-consecutive tokens).
+(nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair
+(:mod:`.token_lengths`); a query asks for its sample's lengths. A query is one sequence: QPS, TTFT and TPOT count
+sequences, also when a server batches them. With ``batching`` (:class:`~.serving_config.BatchingConfig`), a
+server's dispatcher gathers up to ``max_batch`` queued queries within ``window_ms`` of the first one's arrival
+(:mod:`.batch_window`) and serves them as one request, padded to the longest prompt and generating the most new
+tokens its members ask for. The first token of every member is reported (``FirstTokenComplete``) the moment the
+batch's first step exists, and each member is completed with its own token count
+(``QuerySampleResponse(id, ptr, size, n_tokens)``, at least 2) the moment its own last step exists, so LoadGen's
+summary gives the TTFT and TPOT percentiles. The run keeps its own stamps too, one per token from the query's
+issue: TTFT (issue to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the gaps between consecutive tokens).
 
 A step passes by :mod:`.serving_rule`'s one-sided bound on the share of late queries, where a query is late
 when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is the share that is not.
@@ -19,36 +25,66 @@ import math
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
+from trtbench.scenarios.batch_window import gather
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key, read_summary
+from trtbench.scenarios.serving_config import BatchingConfig
 from trtbench.scenarios.serving_rule import passes
 from trtbench.scenarios.serving_search import Bracket
 
-# serve(first_token) -> the query's token stamps (time.perf_counter(), one per token, at least 2); it calls
-# first_token() as soon as its first token exists
-Serve = Callable[[Callable[[], None]], Sequence[float]]
+# serve(lengths, reached) -> the request's step stamps (time.perf_counter(), one per step, as many as the most new
+# tokens in ``lengths``); lengths: each sequence's (prompt_tokens, new_tokens), one request of len(lengths)
+# sequences; it calls reached(k) as soon as its k-th step exists, for k = 1 and each sequence's new_tokens
+Serve = Callable[[Sequence[tuple[int, int]], Callable[[int], None]], Sequence[float]]
 PERCENTILES = (50.0, 90.0, 99.0)
 
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``) and the run's minimums."""
+    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the confidence of the pass
+    rule's bound (:mod:`.serving_rule`) and LoadGen's schedule seed (the arrivals)."""
 
     ttft_ms: float
     tpot_ms: float
     min_duration_s: float = 1.0
     min_queries: int = 230
     percentile: float = 0.99
+    confidence: float = 0.9
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TokenServing:
+    """What the servers serve and how: the query sample library, each sample a (prompt_tokens, new_tokens) pair
+    (:meth:`.token_lengths.QueryLengths.draw`), and static batching (None: one query at a time)."""
+
+    samples: tuple[tuple[int, int], ...]
+    batching: Optional[BatchingConfig] = None
+
+
+@dataclass(frozen=True)
+class PeakSearch:
+    """The peak search's bisection: from [0, ``capacity``] (QPS) until the peak is bracketed within ``resolution``
+    of itself, or after ``max_steps`` runs (:mod:`.serving_search`)."""
+
+    capacity: float
+    resolution: float = 0.02
+    max_steps: int = 7
 
 
 @dataclass(frozen=True)
 class QueryStamps:
-    """One query's token stamps, in ms from its issue."""
+    """One query's token stamps, in ms from its issue; when it was issued (``time.perf_counter``), the sample it
+    asked for (an index into the run's samples) and the batch it was served in."""
 
     tokens_ms: tuple[float, ...]
+    issued_s: float = 0.0
+    sample: int = 0
+    batch: int = 1
 
     @property
     def ttft_ms(self) -> float:
@@ -74,8 +110,9 @@ def nearest_rank(values: Sequence[float], pct: float) -> float:
 
 @dataclass(frozen=True)
 class TokenRun:
-    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps and whether it passed; ``error``:
-    why a server failed (its queries were completed empty so that LoadGen ends, and the run does not pass)."""
+    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps, whether it passed and the requests
+    its servers ran per batch size; ``error``: why a server failed (its queries were completed empty so that
+    LoadGen ends, and the run does not pass)."""
 
     qps: float
     summary: LoadGenSummary
@@ -84,6 +121,7 @@ class TokenRun:
     passed: bool
     duration_s: float
     error: str = ""
+    batches: dict[int, int] = field(default_factory=dict)
 
     @property
     def goodput(self) -> float:
@@ -106,7 +144,7 @@ class TokenRun:
                 for name, values in series.items() if values}
 
 
-def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
+def _test_settings(lg, load: TokenLoad, qps: float):
     test = lg.TestSettings()
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
@@ -117,7 +155,7 @@ def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
     test.server_target_latency_percentile = load.percentile
     test.min_duration_ms = int(load.min_duration_s * 1e3)
     test.min_query_count = load.min_queries
-    test.schedule_rng_seed = seed
+    test.schedule_rng_seed = load.seed
     return test
 
 
@@ -128,12 +166,22 @@ def _log_settings(lg, folder: Path):
     return logs
 
 
-class _Servers:
-    """A thread per server, each serving one query at a time from a queue of LoadGen's issued queries."""
+@dataclass(frozen=True)
+class _Query:
+    id: int
+    sample: int  # LoadGen's sample index
+    issued_s: float  # time.perf_counter()
 
-    def __init__(self, lg, servers: Sequence[Serve]):
-        self.lg, self.pending = lg, queue.Queue()
+
+class _Servers:
+    """A dispatcher thread per server, each taking LoadGen's issued queries from one queue: one at a time, or a
+    batch gathered within the window."""
+
+    def __init__(self, lg, servers: Sequence[Serve], serving: TokenServing):
+        self.lg, self.samples, self.batching, self.pending = lg, serving.samples, serving.batching, queue.Queue()
+        self.lock = threading.Lock()
         self.stamps: list[QueryStamps] = []
+        self.batches: Counter[int] = Counter()
         self.errors: list[str] = []
         self.reply = array.array("B", [0])  # LoadGen needs a response buffer; the tokens stay in the server
         self.threads = [threading.Thread(target=self._loop, args=(serve,), daemon=True) for serve in servers]
@@ -143,20 +191,47 @@ class _Servers:
     def issue(self, samples) -> None:
         issued = time.perf_counter()
         for sample in samples:
-            self.pending.put((sample.id, issued))
+            self.pending.put(_Query(sample.id, sample.index, issued))
 
     def _loop(self, serve: Serve) -> None:
+        closing = False
+        while not closing and (first := self.pending.get()) is not None:
+            batching = self.batching
+            batch, closing = (gather(self.pending, first, first.issued_s + batching.window_ms / 1e3,
+                                     batching.max_batch) if batching is not None else ([first], False))
+            self._serve(serve, batch)
+
+    def _serve(self, serve: Serve, batch: list[_Query]) -> None:
+        """One request of ``batch``'s queries: each member's first token reported at the first step, each completed
+        at its own last step (or at the end, by a server that could not say when its steps existed)."""
         lg, (pointer, size) = self.lg, self.reply.buffer_info()
-        while (item := self.pending.get()) is not None:
-            query_id, issued = item
-            try:
-                tokens = serve(lambda: lg.FirstTokenComplete([lg.QuerySampleResponse(query_id, 0, 0)]))
-            except Exception as err:  # noqa: BLE001 - a dead server fails the run; LoadGen still needs the query
+        lengths = [self.samples[q.sample] for q in batch]
+        reported: set[int] = set()
+
+        def reached(step: int) -> None:
+            if step == 1:
+                lg.FirstTokenComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
+            finished = [lg.QuerySampleResponse(q.id, pointer, size, step)
+                        for q, (_, new_tokens) in zip(batch, lengths) if new_tokens == step]
+            if finished:
+                lg.QuerySamplesComplete(finished)
+            reported.add(step)
+
+        try:
+            tokens = serve(lengths, reached)
+        except Exception as err:  # noqa: BLE001 - a dead server fails the run; LoadGen still needs the queries
+            with self.lock:
                 self.errors.append(str(err))
-                lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, pointer, size, 2)])
-                continue
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, pointer, size, len(tokens))])
-            self.stamps.append(QueryStamps(tuple((stamp - issued) * 1e3 for stamp in tokens)))
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, pointer, size, 2)
+                                     for q, (_, new_tokens) in zip(batch, lengths) if new_tokens not in reported])
+            return
+        for step in sorted({1, *(new_tokens for _, new_tokens in lengths)} - reported):
+            reached(step)
+        with self.lock:
+            self.batches[len(batch)] += 1
+            self.stamps += [QueryStamps(tuple((stamp - q.issued_s) * 1e3 for stamp in tokens[:new_tokens]),
+                                        q.issued_s, q.sample, len(batch))
+                            for q, (_, new_tokens) in zip(batch, lengths)]
 
     def stop(self) -> None:
         for _ in self.threads:
@@ -165,19 +240,19 @@ class _Servers:
             thread.join()
 
 
-def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Path, confidence: float = 0.9,
-               seed: int = 0) -> TokenRun:
-    """One LoadGen run offering ``qps`` to ``servers`` (each serving one query at a time), its logs in
-    ``folder``, judged by the late share's bound."""
+def token_run(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing, qps: float, folder: Path) -> TokenRun:
+    """One LoadGen run offering ``qps`` to ``servers`` serving ``serving``'s samples (one query at a time, or in
+    static batches), its logs in ``folder``, judged by the late share's bound."""
     import mlperf_loadgen as lg
 
     folder.mkdir(parents=True, exist_ok=True)
-    pool = _Servers(lg, servers)
+    pool = _Servers(lg, servers, serving)
     sut = lg.ConstructSUT(pool.issue, lambda: None)
-    qsl = lg.ConstructQSL(1, 1, lambda indices: None, lambda indices: None)  # the prompts live in the servers
+    count = len(serving.samples)  # the prompts live in the servers: a sample is only its lengths
+    qsl = lg.ConstructQSL(count, count, lambda indices: None, lambda indices: None)
     start = time.perf_counter()
     try:
-        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps, seed), _log_settings(lg, folder))
+        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps), _log_settings(lg, folder))
     finally:
         pool.stop()
         lg.DestroyQSL(qsl)
@@ -185,18 +260,19 @@ def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Pat
     duration = time.perf_counter() - start
     summary, queries, error = read_summary(folder), tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
     late = sum(1 for q in queries if q.late(load))
-    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, confidence)
-    return TokenRun(qps, summary, queries, late, passed, duration, error)
+    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, load.confidence)
+    return TokenRun(qps, summary, queries, late, passed, duration, error, dict(sorted(pool.batches.items())))
 
 
-def token_peak(servers: Sequence[Serve], load: TokenLoad, capacity: float, folder: Path,
-               resolution: float = 0.02, max_steps: int = 7) -> tuple[float, list[TokenRun]]:
-    """The highest offered QPS that passes, bisected from [0, ``capacity``], and the runs (logs under
-    ``folder/step-N``). A run whose server failed stops the search: the peak is the highest that passed
+def token_peak(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing, search: PeakSearch,
+               folder: Path) -> tuple[float, list[TokenRun]]:
+    """The highest offered QPS that passes, bisected by ``search``, and the runs (:func:`token_run`; logs under
+    ``folder/step-N``). Every step offers the same schedule (``load.seed``) scaled to its QPS, so that the steps
+    differ in the load alone. A run whose server failed stops the search: the peak is the highest that passed
     before it, and the last run's ``error`` says why."""
-    bracket, runs = Bracket(0.0, capacity), []
-    while not bracket.done(resolution, max_steps):
-        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", seed=bracket.steps)
+    bracket, runs = Bracket(0.0, search.capacity), []
+    while not bracket.done(search.resolution, search.max_steps):
+        run = token_run(servers, load, serving, bracket.qps, folder / f"step-{bracket.steps + 1}")
         runs.append(run)
         if run.error:
             break

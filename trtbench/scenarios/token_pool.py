@@ -1,31 +1,53 @@
 """An LLM server's pool: one worker process per server, each hosting a generate decoder
-(:class:`~trtbench.build.decoder_recipe.DecoderRecipe`) and serving one request at a time. A request streams back
-(:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its first token exists, so that the
-parent reports it to LoadGen then, and its token stamps at the end (``time.perf_counter``: one clock for every
-process of the machine).
+(:class:`~trtbench.build.decoder_recipe.DecoderRecipe`) and serving one request at a time: one query, or a static
+batch of them. A request streams back (:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its
+first step exists, and one the moment each member's last step exists, so that the parent reports them to LoadGen
+then, and its step stamps at the end (``time.perf_counter``: one clock for every process of the machine).
+
+The worker's recipe carries a request for every batch size and every pair of lengths a request can take
+(:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
+its members ask for (:func:`request_label`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
+
+import numpy as np
 
 from trtbench.build.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
+from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.token_loadgen import Serve
 from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
 
 
-def worker_server(worker: Worker, label: str, timeout_s: float) -> Serve:
-    """A server of :mod:`.token_loadgen` that sends each query to ``worker`` as the request at ``label``."""
+def request_label(batch: int, prompt_tokens: int, new_tokens: int) -> str:
+    """The worker request of ``batch`` sequences padded to ``prompt_tokens``, generating ``new_tokens``."""
+    return f"serve b{batch} p{prompt_tokens} n{new_tokens}"
 
-    def serve(first_token):
-        worker.send_stream(label)
-        reply = worker.stream_reply(timeout_s)
-        if reply[0] == "first":
-            first_token()
-            reply = worker.stream_reply(timeout_s)
+
+def serving_requests(lengths: QueryLengths, max_batch: int, vocab: int, seed: int = 0) -> dict[str, tuple]:
+    """The requests of a server's recipe (``DecoderRecipe.requests``): one per batch size up to ``max_batch`` and
+    per pair of the lengths' distinct prompt and new-token counts, its prompt token ids drawn with ``seed``
+    from the vocabulary past the special tokens (the same rows, cut to each length)."""
+    prompts, news = lengths.values("prompt_tokens"), lengths.values("new_tokens")
+    ids = np.random.default_rng(seed).integers(min(3, vocab - 1), vocab, size=(max_batch, max(prompts)), dtype=np.int64)
+    return {request_label(batch, prompt, new): (ids[:batch, :prompt], new)
+            for batch in range(1, max_batch + 1) for prompt in prompts for new in news}
+
+
+def worker_server(worker: Worker, timeout_s: float) -> Serve:
+    """A server of :mod:`.token_loadgen` that sends each request to ``worker``: the request of its batch size at
+    its longest prompt and most new tokens."""
+
+    def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
+        marks = frozenset({1, *(new for _, new in lengths)})
+        worker.send_stream(request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
+        while (reply := worker.stream_reply(timeout_s))[0] == "step":
+            reached(reply[1])
         return reply[1]
 
     return serve
@@ -48,8 +70,9 @@ class TokenPool:
             self.close()
             raise WorkerError("; ".join(str(err) for err in errors.values()))
 
-    def servers(self, label: str, timeout_s: float) -> list[Serve]:
-        return [worker_server(worker, label, timeout_s) for worker in self.workers]
+    def servers(self, timeout_s: float) -> list[Serve]:
+        """One server per worker, each request answered within ``timeout_s`` or the worker killed."""
+        return [worker_server(worker, timeout_s) for worker in self.workers]
 
     def close(self) -> None:
         for worker in self.workers:

@@ -110,10 +110,11 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
-        elif op == "stream":  # one generation request for an LLM server's query (trtbench.scenarios.token_pool):
-            try:  # "first" the moment its first token exists, then its token stamps (perf_counter: one clock)
+        elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.token_pool):
+            _, label, marks = message  # ("step", k) the moment its k-th step exists, for each k in marks, then
+            try:  # its token stamps (perf_counter: one clock for every process)
                 with torch.inference_mode():
-                    streamed = calls[message[1]](lambda: conn.send(("first",)))
+                    streamed = calls[label](lambda steps: conn.send(("step", steps)) if steps in marks else None)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
@@ -252,14 +253,14 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
         return self._receive("call")[1]
 
-    def send_stream(self, label: str) -> None:
-        """Ask for one generation request at ``label`` (a decoder's worker); :meth:`stream_reply` waits for its
-        first token, then for its end."""
-        self._send(("stream", label))
+    def send_stream(self, label: str, marks: frozenset[int]) -> None:
+        """Ask for one generation request at ``label`` (a decoder's worker); :meth:`stream_reply` waits for the
+        moments its step counts in ``marks`` exist (its first token: 1), then for its end."""
+        self._send(("stream", label, marks))
 
     def stream_reply(self, timeout_s: float) -> tuple:
-        """The next answer to a stream: ``("first",)`` or ``("streamed", token stamps)``; a worker silent for
-        ``timeout_s`` is killed (:class:`WorkerError`)."""
+        """The next answer to a stream: ``("step", k)`` (its k-th step exists, k one of the marks) or
+        ``("streamed", token stamps)``; a worker silent for ``timeout_s`` is killed (:class:`WorkerError`)."""
         if not self.conn.poll(timeout_s):
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to a request within {timeout_s:g} s and was killed")
