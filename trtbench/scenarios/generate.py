@@ -103,12 +103,12 @@ class GenerateWorkers:
         self._logs.cleanup()
 
 
-def _folder_name(model_id: str) -> str:
+def decoder_folder(model_id: str) -> str:
     """A folder name for a model id: its readable part and a short hash of the whole."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:40] + "-" + hashlib.sha1(model_id.encode()).hexdigest()[:8]
 
 
-def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
+def point_prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
     """Each point's prompt: token ids drawn uniformly from the vocabulary past the special tokens, seeded by the
     run's seed and the point, so that a resumed run prompts a point as the first did."""
     return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
@@ -169,10 +169,10 @@ class Generate(Scenario):
 
     def run(self, ctx, built, prepared) -> Iterator:
         group, points = built.group, self.points_todo(built.group, built.done)
-        folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
+        folder = ctx.out_dir / "decoders" / decoder_folder(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
         config, counts = built.model.config, weight_counts(built.model)
-        prompts = _prompts(points, config.vocab_size, ctx.config.benchmark.seed)
+        prompts = point_prompts(points, config.vocab_size, ctx.config.benchmark.seed)
         teacher_len = min(ACCURACY_TOKENS, transformers_max_positions(group.model) or ACCURACY_TOKENS)
         teacher = np.random.default_rng(ctx.config.benchmark.seed + 1).integers(
             min(3, config.vocab_size - 1), config.vocab_size, size=(1, teacher_len), dtype=np.int64)

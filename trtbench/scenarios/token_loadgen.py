@@ -190,13 +190,15 @@ def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Pat
 
 
 def token_peak(servers: Sequence[Serve], load: TokenLoad, capacity: float, folder: Path,
-               resolution: float = 0.02, max_steps: int = 7) -> tuple[float, list[TokenRun]]:
-    """The highest offered QPS that passes, bisected from [0, ``capacity``], and the runs (logs under
-    ``folder/step-N``). A run whose server failed stops the search: the peak is the highest that passed
-    before it, and the last run's ``error`` says why."""
+               resolution: float = 0.02, max_steps: int = 7, confidence: float = 0.9,
+               seed: int = 0) -> tuple[float, list[TokenRun]]:
+    """The highest offered QPS that passes (at ``confidence``), bisected from [0, ``capacity``], and the runs (logs
+    under ``folder/step-N``; step N's schedule seed ``seed + N - 1``). A run whose server failed stops the search:
+    the peak is the highest that passed before it, and the last run's ``error`` says why."""
     bracket, runs = Bracket(0.0, capacity), []
     while not bracket.done(resolution, max_steps):
-        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", seed=bracket.steps)
+        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", confidence,
+                        seed + bracket.steps)
         runs.append(run)
         if run.error:
             break
