@@ -74,8 +74,8 @@ class TokenServingResult:
     """A decoder served at one point by ``workers`` processes x ``threads`` threads under server entry ``entry`` (its
     index among the config's server entries): both bounds at ``percentile``, the rule its steps passed by, its
     ``steps`` and, per repeat of a search, its peak (the highest offered QPS that passed; 0 when none did; none at a
-    fixed qps). ``capacity_qps``: the search's upper end, ``workers`` over the fastest E2E generate measured for the
-    decoder at the point (``service``: that request's TTFT, TPOT and E2E, ms)."""
+    fixed qps). ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests made alone on the pool's first
+    worker before its first LoadGen run; ``capacity_qps``: the search's upper end, ``workers`` over that E2E."""
 
     entry: int
     workers: int
@@ -86,7 +86,7 @@ class TokenServingResult:
     peak_rule: str
     status: Status = Status.OK  # failed: a worker that died or did not start, a request past its timeout
     reason: str = ""
-    service: dict = field(default_factory=dict)
+    service: dict = field(default_factory=dict)  # ttft_ms, tpot_ms, e2e_ms
     capacity_qps: Optional[float] = None
     peaks: tuple[float, ...] = ()
     steps: tuple[TokenStep, ...] = ()

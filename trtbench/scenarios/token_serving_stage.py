@@ -5,9 +5,9 @@ counts, under LoadGen's token latencies (:mod:`.token_loadgen`).
 Each (point, server entry, worker count) gets a pool of its own (:class:`~.token_pool.TokenPool`): ``workers``
 processes, each hosting the slot's :class:`~trtbench.build.decoder_recipe.DecoderRecipe` built from generate's model
 folder at the group's threads shared among them, serving one query (one sequence of the point's prompt and new
-tokens) at a time. A search's upper end is the pool's capacity, ``workers`` over the fastest E2E generate measured for
-the slot at the point (one request alone, at the group's threads: no worker of the pool is faster). A request whose
-TTFT or TPOT alone is over its bound fits no load: the peak is 0 and no load is run. LoadGen's logs are kept under
+tokens) at a time. Before its first LoadGen run, a few requests are made alone on its first worker: a search's upper
+end is the pool's capacity, ``workers`` over their fastest E2E (no queue completes more), and where their fastest
+TTFT or TPOT is over its bound no load fits: the peak is 0 and no load is run. LoadGen's logs are kept under
 ``<out>/serving/<model>_<slot>_<point>_w<workers>[_s<entry>]/r<repeat>/`` with the workers' logs. A worker that dies
 fails that result with the reason and stops its search, keeping the peak found before; the other results go on, each
 on a fresh pool. The results are a part of their own per slot and point (:class:`ServedDecoder`), keyed as the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -36,6 +37,8 @@ from trtbench.workers.loop import WorkerError
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
+
+SERVICE_REQUESTS = 3  # requests made alone on a pool before its first LoadGen run: the service time, the capacity
 
 
 def token_servers(config) -> list[TokenServingConfig]:
@@ -100,80 +103,95 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
                     name = f"{decoder_folder(group.model.id)}_{slot.replace('@', '-')}_{point.label}_w{workers}" + (
                         f"_s{index}" if index else "")
                     planned = TokenServingResult(index, workers, threads, settings.ttft_ms, settings.tpot_ms,
-                                                 settings.percentile, settings.peak_rule, log_dir=f"serving/{name}",
-                                                 service=_fastest(row))
+                                                 settings.percentile, settings.peak_rule, log_dir=f"serving/{name}")
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
                     results.append(_served(ctx, (recipe, group.knobs), point.label, settings, planned))
             yield ServedDecoder(ctx.env_id, group.model.id, group.threads, point.label, slot, row.decoder,
                                 row.precision, tuple(results))
 
 
-def _fastest(row: GenerateRecord) -> dict:
-    """The fastest TTFT, TPOT and E2E (ms) of the row's requests, each alone."""
-    return {name: min(values) for name, values in row.data["requests"].items() if values}
-
-
 def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], label: str, settings: TokenServingConfig,
             result: TokenServingResult) -> TokenServingResult:
     """``result`` once served by workers hosting ``hosts`` (the recipe, and the knobs they start with): its steps and
     peaks, or why it failed (its steps and the peak found before kept)."""
-    alone = result.service
-    if settings.find_peak and (alone["ttft_ms"] > settings.ttft_ms or alone["tpot_ms"] > settings.tpot_ms):
-        return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
-                                   reason=f"no load fits: alone, a request's TTFT is at least {alone['ttft_ms']:.1f} ms "
-                                          f"and its TPOT {alone['tpot_ms']:.2f} ms, for the bounds "
-                                          f"{result.bounds_text}")
-    capacity = result.workers * 1e3 / alone["e2e_ms"]
-    result = dataclasses.replace(result, capacity_qps=capacity)
     steps: list[TokenStep] = []
     peaks: list[float] = []
     try:
-        for repeat, peak, made in _engine_runs(ctx, hosts, label, settings, result, capacity):
-            steps += made
-            failed = next((step for step in made if step.error), None)
-            if failed is not None:
-                kept = [*peaks, peak] if peak else peaks
-                return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(kept),
-                                           reason=_stopped(failed, len(made), repeat, settings, peak))
-            if peak is not None:
-                peaks.append(peak)
-    except WorkerError as err:  # the pool did not start
-        return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(peaks),
-                                   reason=f"the workers did not start: {_brief(str(err))}")
+        with _TokenEngine(ctx, hosts, label, settings, result) as engine:
+            alone = engine.alone(SERVICE_REQUESTS)
+            result = dataclasses.replace(result, service=alone, capacity_qps=result.workers * 1e3 / alone["e2e_ms"])
+            if settings.find_peak and (alone["ttft_ms"] > settings.ttft_ms or alone["tpot_ms"] > settings.tpot_ms):
+                return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
+                                           reason=f"no load fits: alone, a request's TTFT is at least "
+                                                  f"{alone['ttft_ms']:.1f} ms and its TPOT {alone['tpot_ms']:.2f} ms, "
+                                                  f"for the bounds {result.bounds_text}")
+            for repeat in range(settings.repeats):
+                peak, made = engine.repeat(repeat, result.capacity_qps)
+                steps += made
+                failed = next((step for step in made if step.error), None)
+                if failed is not None:
+                    kept = [*peaks, peak] if peak else peaks
+                    return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(kept),
+                                               reason=_stopped(failed, len(made), repeat, settings, peak))
+                if peak is not None:
+                    peaks.append(peak)
+    except WorkerError as err:  # the pool did not start, or a request alone failed
+        return dataclasses.replace(result, status=Status.FAILED, reason=f"before any LoadGen run: {_brief(str(err))}")
     return dataclasses.replace(result, steps=tuple(steps), peaks=tuple(peaks))
 
 
-def _engine_runs(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], label: str, settings: TokenServingConfig,
-                 result: TokenServingResult, capacity: float) -> Iterator[tuple[int, Optional[float], list[TokenStep]]]:
-    """The one call into the token-serving engine (:mod:`.token_pool`, :mod:`.token_loadgen`): a pool of
-    ``result.workers`` workers hosting ``hosts`` (started with its knobs), each query the request at ``label``; per repeat, its index, the
-    search's peak (None at a fixed qps) and its steps, logs under ``<out>/<result.log_dir>/r<repeat>``. It stops after
-    a repeat whose last step lost a worker (its ``error``). Raises WorkerError when the pool does not start."""
-    folder = ctx.out_dir / result.log_dir
-    load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries, settings.percentile)
-    recipe, knobs = hosts
-    with TokenPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, folder, knobs) as pool:
-        servers = pool.servers(label, settings.query_timeout_s)
-        for repeat in range(settings.repeats):
-            seed, where = settings.seed + repeat, folder / f"r{repeat}"
-            if settings.find_peak:
-                peak, runs = token_peak(servers, load, capacity, where, settings.resolution, settings.search_steps,
-                                        settings.confidence, seed)
-                logs = [where / f"step-{i + 1}" for i in range(len(runs))]
-            else:
-                peak, runs, logs = None, [token_run(servers, load, settings.qps, where, settings.confidence, seed)], [where]
-            steps = [TokenStep(run.qps, repeat, run.summary, run.passed, run.late,
-                               tuple(q.ttft_ms for q in run.queries), tuple(q.tpot_ms for q in run.queries),
-                               run.percentiles_ms().get("itl", {}), run.request_per_s, run.output_tokens_per_s,
-                               _brief(run.error), log.relative_to(ctx.out_dir).as_posix())
-                     for run, log in zip(runs, logs)]
-            for log in logs:  # the (empty) accuracy log and the trace go; the summary and detail stay
-                for path in log.iterdir():
-                    if path.is_file() and path.name not in KEPT_LOGS:
-                        path.unlink()
-            yield repeat, peak, steps
-            if runs[-1].error:
-                return
+class _TokenEngine:
+    """The one place that calls the token-serving engine (:mod:`.token_pool`, :mod:`.token_loadgen`): a pool of
+    ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), each query the request at
+    ``label``; what a request alone takes, and each repeat's LoadGen runs as :class:`TokenStep` s, logs under
+    ``<out>/<result.log_dir>/r<repeat>``. Raises WorkerError when the pool does not start."""
+
+    def __init__(self, ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], label: str, settings: TokenServingConfig,
+                 result: TokenServingResult):
+        recipe, knobs = hosts
+        self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
+        self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
+                              settings.percentile)
+        self.pool = TokenPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
+        self.servers = self.pool.servers(label, settings.query_timeout_s)
+
+    def alone(self, requests: int) -> dict:
+        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` requests made one at a time on the first worker."""
+        made = []
+        for _ in range(requests):
+            start = time.perf_counter()
+            stamps = self.servers[0](lambda: None)
+            made.append(((stamps[0] - start) * 1e3, (stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1),
+                         (stamps[-1] - start) * 1e3))
+        return {name: round(min(m[i] for m in made), 4) for i, name in enumerate(("ttft_ms", "tpot_ms", "e2e_ms"))}
+
+    def repeat(self, repeat: int, capacity: float) -> tuple[Optional[float], list[TokenStep]]:
+        """Search ``repeat`` (its own schedule seed), bisecting from [0, ``capacity``], or its run at the fixed qps:
+        the peak (None at a fixed qps) and the steps. A step whose worker failed ends it (its ``error``)."""
+        settings, where = self.settings, self.folder / f"r{repeat}"
+        seed = settings.seed + repeat
+        if settings.find_peak:
+            peak, runs = token_peak(self.servers, self.load, capacity, where, settings.resolution,
+                                    settings.search_steps, settings.confidence, seed)
+            logs = [where / f"step-{i + 1}" for i in range(len(runs))]
+        else:
+            peak, runs, logs = None, [token_run(self.servers, self.load, settings.qps, where, settings.confidence,
+                                                seed)], [where]
+        for log in logs:  # the (empty) accuracy log and the trace go; the summary and detail stay
+            for path in log.iterdir():
+                if path.is_file() and path.name not in KEPT_LOGS:
+                    path.unlink()
+        return peak, [TokenStep(run.qps, repeat, run.summary, run.passed, run.late,
+                                tuple(q.ttft_ms for q in run.queries), tuple(q.tpot_ms for q in run.queries),
+                                run.percentiles_ms().get("itl", {}), run.request_per_s, run.output_tokens_per_s,
+                                _brief(run.error), log.relative_to(self.out_dir).as_posix())
+                      for run, log in zip(runs, logs)]
+
+    def __enter__(self) -> "_TokenEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.close()
 
 
 def _brief(error: str) -> str:
