@@ -6,6 +6,7 @@ SIGKILLed during a search fails that result (exit 1) with the peak found before,
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -90,7 +91,8 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
     assert set(parts) == set(POINTS)
     generate = {row.point: row for row in ResultSet.load(out).parts("generate")}
     for point, part in parts.items():
-        assert part.key == generate[point].key and (part.slot, part.decoder, part.precision) == ("eager", "eager", "fp32")
+        assert part.key == generate[point].key
+        assert (part.slot, part.decoder, part.precision) == ("eager", "eager", "fp32")
         (result,) = part.results
         assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
         assert result.peak_rule == "late-share-bound/1 at 0.9" and result.bounds_text == \
@@ -118,14 +120,31 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
         "with 1 worker(s) x 1 thread(s)" in section
 
 
+def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_another_rule(served):
+    from trtbench.scenarios.server import Server
+
+    out, _ = served
+    results, other = ResultSet.load(out), ResultSet.load(out)
+    lines = Server.summary(results, None)
+    assert lines[0] == "recommendation under load (LLM serving):" and "tiny-llama p8-n4-b1: under load, eager fp32" \
+        in lines[1], lines
+    part = other.parts("served_decoder")[0]
+    other.add(dataclasses.replace(part, results=tuple(dataclasses.replace(r, peak_rule="late-share-bound/1 at 0.99")
+                                                      for r in part.results)))
+    Server.check_merge([results, ResultSet.load(out)], ["a", "b"])
+    with pytest.raises(UserInputError) as info:
+        Server.check_merge([results, other], ["a", "b"])
+    assert info.value.where == "b" and "'late-share-bound/1 at 0.99'" in info.value.problem, info.value.format()
+
+
 def resumable_copy(out, to, drop_points) -> None:
     """A copy of run ``out`` at ``to`` as a kill would leave it before ``drop_points`` were served."""
     shutil.copytree(out, to)
     journal = to / JOURNAL_NAME
-    kept = [line for line in journal.read_text().splitlines()
-            if json.loads(line)["kind"] != "complete" and not (json.loads(line)["kind"] == "served_decoder" and
-                                                                json.loads(line)["served_decoder"]["point"] in drop_points)]
-    journal.write_text("\n".join(kept) + "\n")
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    kept = [entry for entry in entries if entry["kind"] != "complete" and not (
+        entry["kind"] == "served_decoder" and entry["served_decoder"]["point"] in drop_points)]
+    journal.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
     for point in drop_points:
         shutil.rmtree(to / "serving" / f"tiny-llama-585c6a68_eager_{point}_w1")
 

@@ -54,7 +54,8 @@ class ServingKind:
 
 
 KINDS = (
-    ServingKind("latency", ServingConfig, ("inputs",), False, "{server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
+    ServingKind("latency", ServingConfig, ("inputs",), False,
+                "{server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
                 lambda settings, config, key: settings.check_against_inputs(config.inputs, key),
                 lambda config, group, done: bool(unserved(config, group, done)), serve_group),
     ServingKind("generate", TokenServingConfig, (), True,
@@ -93,10 +94,10 @@ class Server(Scenario):
                                  "decoders)", "list 'latency' before 'server' to serve the variants it times and "
                                  "checks for accuracy, or 'generate' to serve its decoders under token latencies")
         value, where = self.written
-        fields = {f.name for f in dataclasses.fields(kind.settings)}
-        for name in value or {}:
-            other = next((k for k in KINDS if k is not kind and name in {f.name for f in dataclasses.fields(k.settings)}),
-                         None)
+        keys = {k.beside: {f.name for f in dataclasses.fields(k.settings)} for k in KINDS}
+        fields = keys[kind.beside]
+        for name in value if isinstance(value, dict) else {}:
+            other = next((k for k in KINDS if k is not kind and name in keys[k.beside]), None)
             if name not in fields and other is not None:
                 raise UserInputError(schema.join(where, name), f"is a setting of a server beside '{other.beside}', and "
                                      f"this server is beside '{kind.beside}'",

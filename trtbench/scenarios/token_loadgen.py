@@ -15,6 +15,7 @@ when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is
 from __future__ import annotations
 
 import array
+import dataclasses
 import math
 import queue
 import threading
@@ -35,13 +36,16 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``) and the run's minimums."""
+    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the ``confidence`` of the pass
+    rule's bound and LoadGen's schedule ``seed`` (a search's step N runs at ``seed + N - 1``)."""
 
     ttft_ms: float
     tpot_ms: float
     min_duration_s: float = 1.0
     min_queries: int = 230
     percentile: float = 0.99
+    confidence: float = 0.9
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class TokenRun:
                 for name, values in series.items() if values}
 
 
-def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
+def _test_settings(lg, load: TokenLoad, qps: float):
     test = lg.TestSettings()
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
@@ -117,7 +121,7 @@ def _test_settings(lg, load: TokenLoad, qps: float, seed: int):
     test.server_target_latency_percentile = load.percentile
     test.min_duration_ms = int(load.min_duration_s * 1e3)
     test.min_query_count = load.min_queries
-    test.schedule_rng_seed = seed
+    test.schedule_rng_seed = load.seed
     return test
 
 
@@ -165,8 +169,7 @@ class _Servers:
             thread.join()
 
 
-def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Path, confidence: float = 0.9,
-               seed: int = 0) -> TokenRun:
+def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Path) -> TokenRun:
     """One LoadGen run offering ``qps`` to ``servers`` (each serving one query at a time), its logs in
     ``folder``, judged by the late share's bound."""
     import mlperf_loadgen as lg
@@ -177,7 +180,7 @@ def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Pat
     qsl = lg.ConstructQSL(1, 1, lambda indices: None, lambda indices: None)  # the prompts live in the servers
     start = time.perf_counter()
     try:
-        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps, seed), _log_settings(lg, folder))
+        lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, load, qps), _log_settings(lg, folder))
     finally:
         pool.stop()
         lg.DestroyQSL(qsl)
@@ -185,20 +188,19 @@ def token_run(servers: Sequence[Serve], load: TokenLoad, qps: float, folder: Pat
     duration = time.perf_counter() - start
     summary, queries, error = read_summary(folder), tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
     late = sum(1 for q in queries if q.late(load))
-    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, confidence)
+    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, load.confidence)
     return TokenRun(qps, summary, queries, late, passed, duration, error)
 
 
 def token_peak(servers: Sequence[Serve], load: TokenLoad, capacity: float, folder: Path,
-               resolution: float = 0.02, max_steps: int = 7, confidence: float = 0.9,
-               seed: int = 0) -> tuple[float, list[TokenRun]]:
-    """The highest offered QPS that passes (at ``confidence``), bisected from [0, ``capacity``], and the runs (logs
-    under ``folder/step-N``; step N's schedule seed ``seed + N - 1``). A run whose server failed stops the search:
-    the peak is the highest that passed before it, and the last run's ``error`` says why."""
+               resolution: float = 0.02, max_steps: int = 7) -> tuple[float, list[TokenRun]]:
+    """The highest offered QPS that passes, bisected from [0, ``capacity``], and the runs (logs under
+    ``folder/step-N``). A run whose server failed stops the search: the peak is the highest that passed
+    before it, and the last run's ``error`` says why."""
     bracket, runs = Bracket(0.0, capacity), []
     while not bracket.done(resolution, max_steps):
-        run = token_run(servers, load, bracket.qps, folder / f"step-{bracket.steps + 1}", confidence,
-                        seed + bracket.steps)
+        run = token_run(servers, dataclasses.replace(load, seed=load.seed + bracket.steps), bracket.qps,
+                        folder / f"step-{bracket.steps + 1}")
         runs.append(run)
         if run.error:
             break

@@ -97,11 +97,10 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
             for index, settings in enumerate(token_servers(config)):
                 for workers in settings.workers:
                     threads = max(1, group.threads // workers)
-                    recipe = DecoderRecipe(row.decoder, row.precision, str(source), str(Path(tmp) / f"{slot}-{index}-"
-                                           f"w{workers}".replace("@", "-")), str(ctx.device), threads,
-                                           {point.label: (prompt, point.new_tokens)}, prompt)
                     name = f"{decoder_folder(group.model.id)}_{slot.replace('@', '-')}_{point.label}_w{workers}" + (
                         f"_s{index}" if index else "")
+                    recipe = DecoderRecipe(row.decoder, row.precision, str(source), str(Path(tmp) / name),
+                                           str(ctx.device), threads, {point.label: (prompt, point.new_tokens)}, prompt)
                     planned = TokenServingResult(index, workers, threads, settings.ttft_ms, settings.tpot_ms,
                                                  settings.percentile, settings.peak_rule, log_dir=f"serving/{name}")
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
@@ -151,7 +150,7 @@ class _TokenEngine:
         recipe, knobs = hosts
         self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
         self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
-                              settings.percentile)
+                              settings.percentile, settings.confidence)
         self.pool = TokenPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
         self.servers = self.pool.servers(label, settings.query_timeout_s)
 
@@ -169,14 +168,12 @@ class _TokenEngine:
         """Search ``repeat`` (its own schedule seed), bisecting from [0, ``capacity``], or its run at the fixed qps:
         the peak (None at a fixed qps) and the steps. A step whose worker failed ends it (its ``error``)."""
         settings, where = self.settings, self.folder / f"r{repeat}"
-        seed = settings.seed + repeat
+        load = dataclasses.replace(self.load, seed=settings.seed + repeat)
         if settings.find_peak:
-            peak, runs = token_peak(self.servers, self.load, capacity, where, settings.resolution,
-                                    settings.search_steps, settings.confidence, seed)
+            peak, runs = token_peak(self.servers, load, capacity, where, settings.resolution, settings.search_steps)
             logs = [where / f"step-{i + 1}" for i in range(len(runs))]
         else:
-            peak, runs, logs = None, [token_run(self.servers, self.load, settings.qps, where, settings.confidence,
-                                                seed)], [where]
+            peak, runs, logs = None, [token_run(self.servers, load, settings.qps, where)], [where]
         for log in logs:  # the (empty) accuracy log and the trace go; the summary and detail stay
             for path in log.iterdir():
                 if path.is_file() and path.name not in KEPT_LOGS:
