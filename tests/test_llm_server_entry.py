@@ -42,7 +42,7 @@ def llm_config(out, server=None, generate=None) -> dict:
 
 @pytest.mark.parametrize("scenarios, key, says", [
     ([GENERATE, {"server": {**SERVER, "p99_ms": 40}}], "scenarios[1].server.p99_ms",
-     "is a setting of a server beside 'latency', and this server is beside 'generate'"),
+     "unknown key for a server beside 'generate': it is a setting of a server beside 'latency'"),
     ([GENERATE, {"server": {"tpot_ms": 200, "find_peak": True}}], "scenarios[1].server.ttft_ms",
      "required key is missing beside generate"),
     ([GENERATE, {"server": {**SERVER, "tpot_ms": 0}}], "scenarios[1].server.tpot_ms", "must be positive"),
@@ -68,7 +68,8 @@ def test_token_bounds_beside_latency_exit_2_naming_the_key_and_the_fix(write_con
                                                                                 "find_peak": True}}]}
     assert main(["--config", str(write_config(data))]) == 2
     err = capsys.readouterr().err
-    assert "scenarios[1].server.ttft_ms: is a setting of a server beside 'generate'" in err, err
+    assert "scenarios[1].server.ttft_ms: unknown key for a server beside 'latency': it is a setting of a server " \
+        "beside 'generate'" in err, err
     assert "fix: a server beside latency takes " in err and "p99_ms" in err, err
 
 

@@ -99,8 +99,8 @@ class Server(Scenario):
         for name in value if isinstance(value, dict) else {}:
             other = next((k for k in KINDS if k is not kind and name in keys[k.beside]), None)
             if name not in fields and other is not None:
-                raise UserInputError(schema.join(where, name), f"is a setting of a server beside '{other.beside}', and "
-                                     f"this server is beside '{kind.beside}'",
+                raise UserInputError(schema.join(where, name), f"unknown key for a server beside '{kind.beside}': "
+                                     f"it is a setting of a server beside '{other.beside}'",
                                      f"a server beside {kind.beside} takes {', '.join(sorted(fields))}; write e.g. "
                                      f"{kind.example}")
         return Server(schema.from_dict(kind.settings, value, where), kind)
