@@ -17,6 +17,7 @@ generate row.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -143,7 +144,7 @@ class _TokenEngine:
     """The one place that calls the token-serving engine (:mod:`.token_pool`, :mod:`.token_loadgen`): a pool of
     ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), each query the request at
     ``label``; what a request alone takes, and each repeat's LoadGen runs as :class:`TokenStep` s, logs under
-    ``<out>/<result.log_dir>/r<repeat>``. Raises WorkerError when the pool does not start."""
+    ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
 
     def __init__(self, ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], label: str, settings: TokenServingConfig,
                  result: TokenServingResult):
@@ -151,6 +152,7 @@ class _TokenEngine:
         self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
         self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
                               settings.percentile, settings.confidence)
+        shutil.rmtree(self.folder, ignore_errors=True)  # logs of an earlier, unfinished serving of the same result
         self.pool = TokenPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
         self.servers = self.pool.servers(label, settings.query_timeout_s)
 
