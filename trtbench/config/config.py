@@ -469,8 +469,8 @@ class Config:
 
     @property
     def serving(self) -> list[ServingConfig]:
-        """The settings of the server scenarios, in the order listed."""
-        return [s.settings for s in self.scenarios if s.name == "server"]
+        """The settings of the server scenarios that serve the latency scenario's variants, in the order listed."""
+        return [s.settings for s in self.scenarios if isinstance(s.settings, ServingConfig)]
 
     @property
     def knob_settings(self) -> list[Knobs]:

@@ -89,6 +89,18 @@ class Scenario(ABC):
 
     listed: ClassVar[bool] = True  # written in the config's scenarios: list (profile has a section of its own)
 
+    def placed(self, before: list["Scenario"], key: str) -> "Scenario":
+        """This entry once the scenarios listed before it (``before``) are known, ``key`` its place in the list:
+        itself, where each scenario it :attr:`requires` is among them (UserInputError naming ``key`` otherwise). A
+        scenario that serves what an earlier one made (server: the latency scenario's variants, or generate's
+        decoders) returns its settled form."""
+        for needed in self.requires:
+            if not any(s.name == needed for s in before):
+                raise UserInputError(key, f"'{self.name}' needs the '{needed}' scenario before it",
+                                     f"list '{needed}' before '{self.name}': {self.name} runs on what {needed} "
+                                     f"measures (its builds, timed and checked for accuracy)")
+        return self
+
     def entry(self) -> Any:
         """Its config entry as plain data, as results.json keeps the config: its name, or a mapping from its
         name to its settings."""

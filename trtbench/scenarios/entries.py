@@ -22,7 +22,8 @@ def _example() -> str:
 
 
 def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
-    """The scenarios listed at ``path``, each once, each after the ones it requires."""
+    """The scenarios listed at ``path``, each once, each after the ones it requires (its
+    :meth:`~trtbench.scenarios.base.Scenario.placed` form)."""
     if not isinstance(entries, list) or not entries:
         raise UserInputError(path, f"expected a non-empty list, got {entries!r}", _example())
     parsed: list[Scenario] = []
@@ -43,13 +44,7 @@ def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
             raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {_example()}")
         if any(s.name == name for s in parsed) and not cls.repeatable:
             raise UserInputError(key, f"'{name}' is listed twice", "list it once")
-        scenario = cls.parse(value, schema.join(key, name) if value is not None else key)
-        for needed in cls.requires:
-            if not any(s.name == needed for s in parsed):
-                raise UserInputError(key, f"'{name}' needs the '{needed}' scenario before it",
-                                     f"list '{needed}' before '{name}': {name} runs on what {needed} "
-                                     f"measures (its builds, timed and checked for accuracy)")
-        parsed.append(scenario)
+        parsed.append(cls.parse(value, schema.join(key, name) if value is not None else key).placed(parsed, key))
     return parsed
 
 

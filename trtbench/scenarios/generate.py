@@ -103,7 +103,7 @@ class GenerateWorkers:
         self._logs.cleanup()
 
 
-def _folder_name(model_id: str) -> str:
+def decoder_folder(model_id: str) -> str:
     """A folder name for a model id: its readable part and a short hash of the whole."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:40] + "-" + hashlib.sha1(model_id.encode()).hexdigest()[:8]
 
@@ -169,7 +169,7 @@ class Generate(Scenario):
 
     def run(self, ctx, built, prepared) -> Iterator:
         group, points = built.group, self.points_todo(built.group, built.done)
-        folder = ctx.out_dir / "decoders" / _folder_name(group.model.id)
+        folder = ctx.out_dir / "decoders" / decoder_folder(group.model.id)
         source = write_model_folder(built.model, folder / "source", group.model.path)
         config, counts = built.model.config, weight_counts(built.model)
         prompts = _prompts(points, config.vocab_size, ctx.config.benchmark.seed)

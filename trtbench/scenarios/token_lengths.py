@@ -15,6 +15,7 @@ a length has at most :data:`MOST_DISTINCT` values. In a config (the ``lengths:``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -122,6 +123,18 @@ class QueryLengths:
         """The most tokens a sequence can hold: the longest prompt plus the most new tokens."""
         return max(self.values("prompt_tokens")) + max(self.values("new_tokens"))
 
+    def to_dict(self) -> dict:
+        """The spec as plain data, as results record it (a length: its list of values, or its distribution)."""
+        return dataclasses.asdict(self)
+
+    @property
+    def text(self) -> str:
+        """``p 32 n 16``, ``p [32, 64] n lognormal(median 32, sigma 0.6; 8..128 by 8), 64 samples seed 0``."""
+        if self.samples == 1 or all(len(self.values(name)) == 1 for name in LEAST):
+            return f"p {self.values('prompt_tokens')[0]} n {self.values('new_tokens')[0]}"
+        return " ".join(f"{name[0]} {_text(getattr(self, name))}" for name in LEAST) + (
+            f", {self.samples} samples seed {self.seed}")
+
     def draw(self) -> tuple[tuple[int, int], ...]:
         """The query sample library: ``samples`` (prompt_tokens, new_tokens) pairs, the same for the same seed."""
         rng = np.random.default_rng(self.seed)
@@ -144,3 +157,10 @@ def _draw(length: Length, rng: np.random.Generator, count: int) -> list[int]:
     if isinstance(length, LengthDistribution):
         return length.draw(rng, count)
     return [int(v) for v in rng.choice(np.asarray(length), size=count)]
+
+
+def _text(length: Length) -> str:
+    if isinstance(length, LengthDistribution):
+        shape = f"median {length.median:g}, sigma {length.sigma:g}; " if length.distribution == "lognormal" else ""
+        return f"{length.distribution}({shape}{length.low}..{length.high} by {length.step})"
+    return f"[{', '.join(str(v) for v in length)}]" if len(length) > 1 else str(length[0])
