@@ -65,8 +65,9 @@ def build_in_child(build: DecoderBuild) -> BuiltDecoder:
         result = Path(scratch) / "result.json"
         spec = {**asdict(build), "parent": os.getpid(), "result": str(result)}
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", __name__, json.dumps(spec)], capture_output=True, text=True,
-                              check=False)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this process's trtbench
+        done = subprocess.run([sys.executable, "-m", __name__, json.dumps(spec)], env=env, capture_output=True,
+                              text=True, check=False)
         took = time.perf_counter() - started
         if done.returncode != 0 or not result.is_file():
             code = done.returncode
