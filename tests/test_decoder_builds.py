@@ -2,7 +2,7 @@
 program per (batch, cache length) in a build process of their own, and their artifacts run in a fresh process from
 their own files alone (the Hugging Face folder deleted, transformers never imported), matching eager fp32's greedy
 tokens and teacher-forced logits within the fp32 tolerances; a shape that was not built, and a build that fails,
-are clear errors. AOTInductor compiles are slow on 2 cores, so aoti builds one shape: its request's cache length is
+are clear errors; a build process dies with its worker. AOTInductor compiles are slow on 2 cores, so aoti builds one shape: its request's cache length is
 the teacher's length."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -125,6 +126,36 @@ def test_a_failed_build_ends_its_process_with_the_traceback_in_the_error(tmp_pat
                                                 r"ValueError: exported builds a program per \(batch, cache length\) "
                                                 r"and was given none"):
         build_in_child(DecoderBuild("exported", "fp32", str(tmp_path / "hf"), str(tmp_path / "out"), 1, ()))
+
+
+# A stand-in worker: starts a process that asks to die with it, as a build process does, and reports its pid.
+WORKER = r"""
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import os, sys, time; from trtbench.build.decoder_build import "
+                          "_die_with; _die_with(int(sys.argv[1])); print('ready', flush=True); time.sleep(120)",
+                          str(__import__("os").getpid())], stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_build_process_dies_with_its_worker():
+    worker = subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, text=True)
+    build = int(worker.stdout.readline())
+    worker.kill()
+    worker.wait()
+
+    def dead() -> bool:  # gone, or a zombie that nobody reaps
+        try:
+            return open(f"/proc/{build}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+
+    deadline = time.monotonic() + 30
+    while not dead() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dead(), "the build process outlived its worker"
 
 
 def test_a_recipe_asks_for_each_request_shape_and_the_teachers():
