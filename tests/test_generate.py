@@ -69,6 +69,7 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert exported["facts"]["programs"] == 3  # a program per point and one for the teacher-forced sequence
         facts = exported["facts"]  # built in a process of its own, which the worker outlived
         assert facts["build_pid"] != exported["memory"]["worker_pid"] and facts["build_peak_rss_mb"] > 100
+        assert eager["data"]["facts"]["build_pid"] == eager["data"]["memory"]["worker_pid"], "loads nothing to build"
         assert 0 < facts["rss_after_load_mb"] <= exported["memory"]["worker_peak_rss_mb"]
     assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
     assert [c["values"]["datasheet_bytes_per_s"] for c in doc["memory_ceilings"]] == [None]  # a CPU's: unknown

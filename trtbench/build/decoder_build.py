@@ -1,6 +1,8 @@
 """A decoder's build in a process of its own, so that the worker that loads and times the artifact holds only what
 its decoder deploys: the Hugging Face model a build loads, the exporter's and compiler's state and whatever the
-build's libraries keep end with the build's process.
+build's libraries keep end with the build's process. A decoder whose build loads nothing (``builds_apart`` False:
+eager's and compiled's write a file naming the model folder) builds in the worker, which saves starting an
+interpreter (:func:`build_decoder` chooses).
 
 The worker runs ``python -m trtbench.build.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
 worker's pid and the file to write the result to). The child builds with the decoder's own
@@ -52,11 +54,23 @@ class DecoderBuild:
 
 @dataclass(frozen=True)
 class BuiltDecoder:
-    """A finished build: the artifact, and ``facts``: ``build_s`` (the child's wall time, interpreter start
-    included), ``build_peak_rss_mb`` and ``build_pid``."""
+    """A finished build: the artifact, and ``facts``: ``build_s`` (in a child, its wall time, interpreter start
+    included), ``build_pid`` and, for a build in a child, ``build_peak_rss_mb``."""
 
     artifact: Path
     facts: dict
+
+
+def build_decoder(build: DecoderBuild) -> BuiltDecoder:
+    """``build`` in a process of its own (:func:`build_in_child`), or here where its decoder's build loads nothing."""
+    from trtbench.decoders import get_decoder
+
+    decoder = get_decoder(build.decoder)
+    if decoder.builds_apart:
+        return build_in_child(build)
+    started = time.perf_counter()
+    artifact = decoder.build(Path(build.source), build.precision, Path(build.out_dir), build.threads, build.shapes)
+    return BuiltDecoder(artifact, {"build_s": round(time.perf_counter() - started, 3), "build_pid": os.getpid()})
 
 
 def build_in_child(build: DecoderBuild) -> BuiltDecoder:

@@ -1,8 +1,9 @@
 """How a worker gets its decoder: it has the decoder's artifact built from the model's Hugging Face folder with the
-decoder's own library, in a process of its own (:mod:`trtbench.build.decoder_build`) for every (batch, cache
-length) its requests and its teacher-forced sequence need, loads it as a deployment would, so that it holds only
-what the decoder deploys, and warms up on each request it will be timed on. Its facts state the build's own peak
-resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``, VmRSS).
+decoder's own library, in a process of its own where the build loads anything (:mod:`trtbench.build.decoder_build`),
+for every (batch, cache length) its requests and its teacher-forced sequence need, loads it as a deployment would,
+so that it holds only what the decoder deploys, and warms up on each request it will be timed on. Its facts state
+the build's own peak resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``,
+VmRSS).
 
 The worker's calls (:meth:`DecoderRecipe.materialize`), each made by the parent through the worker's ``check``
 request (one untimed call, its output sent back with the call's peak memory): a label of ``requests`` is one
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from trtbench.build.decoder_build import MIB, DecoderBuild, build_in_child
+from trtbench.build.decoder_build import MIB, DecoderBuild, build_decoder
 from trtbench.decoders import get_decoder
 from trtbench.measure.token_timing import timed_request
 from trtbench.profiling.memory import proc_status_bytes
@@ -50,8 +51,8 @@ class DecoderRecipe:
 
     def materialize(self) -> tuple[dict, dict]:
         torch.set_num_threads(self.threads)
-        built = build_in_child(DecoderBuild(self.decoder, self.precision, self.source, self.out_dir, self.threads,
-                                            self.shapes()))
+        built = build_decoder(DecoderBuild(self.decoder, self.precision, self.source, self.out_dir, self.threads,
+                                           self.shapes()))
         started = time.perf_counter()
         session = get_decoder(self.decoder).load(built.artifact, self.device, self.threads)
         loaded = time.perf_counter()

@@ -45,6 +45,8 @@ class Decoder(ABC):
     name: ClassVar[str]
     extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)
     precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
+    builds_apart: ClassVar[bool] = True  # its build runs in a process of its own (False: the build loads nothing,
+    # as one that writes a file naming the model folder, so it runs in the worker)
 
     @abstractmethod
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
@@ -58,7 +60,7 @@ class Decoder(ABC):
         or folder) under ``out_dir``, holding everything :meth:`load` needs. ``shapes``: the (batch, cache length)
         pairs the artifact must serve (cache length = prompt + new tokens of a request, and the teacher-forced
         sequence's length at batch 1); a decoder whose programs are static in them builds one per pair, the others
-        ignore them. The generate scenario runs it in a process of its own
+        ignore them. The generate scenario runs it in a process of its own where ``builds_apart``
         (:mod:`trtbench.build.decoder_build`), so that what the build loads never stays in the worker."""
 
     @abstractmethod

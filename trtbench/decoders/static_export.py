@@ -105,6 +105,7 @@ class StaticExportDecoder(TorchDecoder):
     itself, how a program is saved (``save_program``; its time is the ``save_fact`` of the facts) and loaded."""
 
     save_fact: ClassVar[str]  # the fact that sums the programs' save times, e.g. "compile_s"
+    builds_apart = True  # the build loads the model, exports and compiles
 
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
         if device != "cpu":

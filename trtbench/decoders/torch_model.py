@@ -115,6 +115,7 @@ class TorchDecoder(Decoder):
     (:func:`write_artifact`); each subclass names itself and loads its own session."""
 
     precisions = tuple(DTYPES)
+    builds_apart = False  # the build writes decoder.json
 
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
         return torch_unavailable(self.name, precision, device)
