@@ -133,9 +133,9 @@ def cold_starts(parts: list) -> list[str]:
                     f"| {cold['load_s']} | {cold['first_token_ms']} |")
     if not rows:
         return []
-    return ["Cold start in a fresh process (the worker builds the artifact, loads it and makes its first request; "
-            "compiled's and exported's first request compiles or exports its program: their facts' compile_s and "
-            "export_s):", "",
+    return ["Cold start in a fresh process (a build process builds the artifact, the worker loads it and makes its "
+            "first request; compiled's first request compiles its graphs: its facts' compile_s; exported and aoti "
+            "export and compile at build time):", "",
             "| model | threads | variant | precision | build s | load s | first token ms |", "|---|---|---|---|---|---|---|",
             *rows, ""]
 
