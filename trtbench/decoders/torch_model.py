@@ -2,7 +2,8 @@
 teacher-forced logits, and the greedy loop that stamps each step.
 
 A PyTorch decoder deploys the model as transformers saves it, so its artifact is a small file naming the
-folder and the dtype (``decoder.json``) rather than a copy of the weights.
+folder and the dtype (``decoder.json``) rather than a copy of the weights; published, the folder is brought in
+beside it as ``model/`` and named relatively (:meth:`TorchDecoder.self_contained`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from trtbench.decoders.base import Decoder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
 ARTIFACT = "decoder.json"
+BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
@@ -41,15 +43,17 @@ def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
 
 
 def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
-    """The causal LM an artifact of :func:`write_artifact` names, in eval mode on ``device`` at its dtype, with
-    ``threads`` intra-op threads; and the facts a record states (threads, torch, dtype)."""
+    """The causal LM an artifact of :func:`write_artifact` names (a relative folder: beside it), in eval mode on
+    ``device`` at its dtype, with ``threads`` intra-op threads; and the facts a record states (threads, torch,
+    dtype)."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
     spec = json.loads(Path(artifact).read_text())
     torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(spec["folder"], dtype=DTYPES[spec["precision"]],
+    folder = Path(artifact).parent / spec["folder"]  # absolute as built; relative once published
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[spec["precision"]],
                                                  local_files_only=True).to(device).eval()
     return model, {**torch_thread_facts(), "torch": torch.__version__, "dtype": spec["precision"],
                    "per_token_times": "streamed"}
@@ -110,3 +114,14 @@ class TorchDecoder(Decoder):
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
         return write_artifact(source, precision, out_dir)
+
+    def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
+        """Where the artifact is :func:`write_artifact`'s ``decoder.json``, the model folder it names brought in
+        beside it as ``model/``."""
+        if artifact.name != ARTIFACT:
+            return
+        spec = json.loads(artifact.read_text())
+        folder = artifact.parent / spec["folder"]
+        if folder != artifact.parent / BUNDLED_MODEL:
+            bring(folder, artifact.parent / BUNDLED_MODEL)
+            artifact.write_text(json.dumps({**spec, "folder": BUNDLED_MODEL}))
