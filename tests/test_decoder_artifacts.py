@@ -73,18 +73,19 @@ def test_verify_reloads_them_in_a_fresh_process_after_the_output_folder_moves(ge
 
 def test_a_changed_weights_file_or_an_accuracy_miss_fails_verify_naming_it(generate_run, tmp_path):
     copy = tmp_path / "copy"
-    shutil.copytree(generate_run / "artifacts", copy / "artifacts")
-    weights = next((copy / "artifacts" / "ort_genai_fp32").rglob("model.onnx.data"))
+    shutil.copytree(generate_run / "artifacts", copy / "artifacts")  # copies: the run's own files stay as saved
+    weights = copy / "artifacts" / "eager_fp32" / "model" / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 0xFF
     weights.write_bytes(bytes(data))
     manifest_path = copy / "artifacts" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
-    eager = next(a for a in manifest["artifacts"] if a["variant"] == "eager")
-    eager["tolerance"]["cosine_min"] = 1.5  # a floor no cosine reaches: the manifest's figures are the ones held
+    ort = next(a for a in manifest["artifacts"] if a["variant"] == "ort_genai")
+    ort["tolerance"]["cosine_min"] = 1.5  # a floor no cosine reaches: verify holds the manifest's tolerance
     manifest_path.write_text(json.dumps(manifest))
     rows = {row["file"]: row for row in verify(copy)}
-    assert not rows["ort_genai_fp32"]["ok"] and "sha256 mismatch" in rows["ort_genai_fp32"]["error"]
-    assert str(weights) in rows["ort_genai_fp32"]["error"]
-    assert not rows["eager_fp32"]["ok"] and "eager_fp32: its teacher-forced logits miss" in rows["eager_fp32"]["error"]
-    assert "cosine" in rows["eager_fp32"]["error"]
+    assert not rows["eager_fp32"]["ok"] and "sha256 mismatch" in rows["eager_fp32"]["error"]
+    assert str(weights) in rows["eager_fp32"]["error"] and "load_s" not in rows["eager_fp32"], "not loaded"
+    missed = rows["ort_genai_fp32"]
+    assert not missed["ok"] and "ort_genai_fp32: its teacher-forced logits miss the saved eager fp32" in missed["error"]
+    assert "cosine" in missed["error"] and "< 1.5" in missed["error"] and missed["first_token_ms"] > 0

@@ -40,6 +40,6 @@ def check_decoder(job: dict) -> dict:
     finally:
         session.close()
     misses = logit_misses(found, tolerance)
-    error = (f"{Path(job['path']).parent.name}: its teacher-forced logits miss the saved eager fp32 reference "
+    error = (f"{job['name']}: its teacher-forced logits miss the saved eager fp32 reference "
              f"({'; '.join(misses)}; max abs error {found['max_abs_err']:.3g})") if misses else ""
     return {"ok": not misses, "max_abs_err": found["max_abs_err"], "logits": found, "error": error, **cold}

@@ -287,7 +287,8 @@ def decoder_job(entry: dict, directory: Path) -> dict:
     trtbench this process runs), and its teacher-forced logits held against the saved eager fp32 ones."""
     reference = entry["reference"]
     files = [*entry["files"], reference]
-    return {"kind": DECODER_KIND, "decoder": entry["variant"], "path": str(directory / entry["artifact"]),
+    return {"kind": DECODER_KIND, "name": entry["file"], "decoder": entry["variant"],
+            "path": str(directory / entry["artifact"]),
             "files": [{"path": str(directory / f["file"]), "sha256": f["sha256"]} for f in files],
             "device": entry["device"], "threads": entry["threads"], "reference": str(directory / reference["file"]),
             "tolerance": entry["tolerance"], "import_path": str(Path(__file__).resolve().parents[2])}

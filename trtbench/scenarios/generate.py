@@ -301,7 +301,8 @@ def _time_group(ctx, timing: tuple[GenerateWorkers, dict[str, DecoderRecipe]],
                 plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict, slots: dict) -> Iterator[tuple]:
     """Start one memory group's workers (``timing``: the spawned workers and their recipes), check their logits and
     time them at each point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by
-    slot, why the rounds stopped, eager fp32's row, the workers' facts, the memory figures)."""
+    slot, eager fp32's teacher-forced logits, why the rounds stopped, eager fp32's row, the workers' facts, the
+    memory figures)."""
     started = time.time()
     workers, errors = timing[0].start(timing[1])
     rows = {slot: _Row() for slot in timing[1]}
