@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -61,14 +59,19 @@ def test_accurate_decoders_publish_self_contained_artifacts_with_every_files_sha
     assert "| saved artifact load s | saved first token ms |" in (generate_run / "report.md").read_text()
 
 
-def test_verify_reloads_them_in_a_fresh_process_after_the_output_folder_moves(generate_run, tmp_path, subprocess_env):
+def test_verify_reloads_them_in_a_fresh_process_after_the_output_folder_moves(generate_run, tmp_path, capsys):
+    """Through the command's entry point; each artifact loads in a fork of the verify worker, a process that has
+    imported torch alone. Nothing is left where the run wrote: no path the artifacts named still resolves."""
+    from trtbench.cli import main
+
     moved = tmp_path / "moved"
-    shutil.copytree(generate_run, moved)
-    shutil.rmtree(moved / "decoders")  # the build folders and the model's source folder: not needed to verify
-    proc = subprocess.run([sys.executable, "-m", "trtbench", "verify", str(moved)], capture_output=True, text=True,
-                          env=subprocess_env, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 verified, 0 failed" in proc.stdout and "first token" in proc.stdout, proc.stdout
+    shutil.move(generate_run, moved)
+    try:
+        assert main(["verify", str(moved)]) == 0, capsys.readouterr().out
+    finally:
+        shutil.move(moved, generate_run)
+    out = capsys.readouterr().out
+    assert "2 verified, 0 failed" in out and "eager_fp32" in out and "first token" in out, out
 
 
 def test_a_changed_weights_file_or_an_accuracy_miss_fails_verify_naming_it(generate_run, tmp_path):
