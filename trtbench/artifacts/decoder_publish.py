@@ -73,32 +73,11 @@ class DecoderPublisher:
         self.directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
-            folder = staging / stem
-            folder.mkdir()
-            for path in build.out_dir.iterdir():
-                shutil.move(path, folder / path.name)
-            artifact = folder / build.artifact.relative_to(build.out_dir)
-            brought: dict[Path, Path] = {}  # what was brought in: outside -> its path in the folder
-
-            def bring(outside: Path, inside: Path) -> None:
-                self._bring(outside, inside)
-                brought[outside.resolve()] = inside.relative_to(folder)
-
-            get_decoder(build.decoder).self_contained(artifact, bring)
+            artifact, brought = self._gather(build, staging / stem)
             saved = staging / f"{stem}.ref.npz"
             np.savez(saved, teacher=reference.teacher, logits=reference.logits.astype(np.float32),
                      prompt=reference.prompt, new_tokens=np.int64(reference.new_tokens))
-            entry = {"kind": DECODER_KIND, "model": build.model, "variant": build.decoder, "precision": build.precision,
-                     "file": stem, "artifact": artifact.relative_to(staging).as_posix(),
-                     "files": [describe_file(path, staging) for path in sorted(folder.rglob("*")) if path.is_file()],
-                     "device": build.device, "threads": build.threads,
-                     "reference": {"file": saved.name, "sha256": sha256_of(saved),
-                                   "teacher_tokens": int(reference.teacher.shape[1]),
-                                   "request": {"batch": int(reference.prompt.shape[0]),
-                                               "prompt_tokens": int(reference.prompt.shape[1]),
-                                               "new_tokens": reference.new_tokens}},
-                     "tolerance": dict(reference.tolerance), "accuracy": dict(reference.accuracy),
-                     "knobs": self.knobs.to_dict()}
+            entry = self._entry(build, reference, staging / stem, artifact, saved)
             fresh = verify_artifact(entry, staging)
             if not fresh["ok"]:
                 raise ArtifactLoadError(f"{stem} fails to load and keep its tolerance in a fresh process "
@@ -106,12 +85,45 @@ class DecoderPublisher:
             entry["fresh_process_check"] = {key: fresh[key] for key in FRESH_FIGURES}
             published = self.directory / stem
             shutil.rmtree(published, ignore_errors=True)  # an earlier run's: replaced, never written in place
-            os.replace(folder, published)
+            os.replace(staging / stem, published)
             os.replace(saved, self.directory / saved.name)
             self._brought.update({outside: published / inside for outside, inside in brought.items()})
             return entry
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _gather(self, build: DecoderBuild, folder: Path) -> tuple[Path, dict[Path, Path]]:
+        """Into the new ``folder``: the build folder's files moved, and what the artifact names outside it brought in
+        (:meth:`Decoder.self_contained`); the artifact's path there, and what was brought in (outside -> its path
+        relative to ``folder``)."""
+        folder.mkdir()
+        for path in build.out_dir.iterdir():
+            shutil.move(path, folder / path.name)
+        artifact = folder / build.artifact.relative_to(build.out_dir)
+        brought: dict[Path, Path] = {}
+
+        def bring(outside: Path, inside: Path) -> None:
+            self._bring(outside, inside)
+            brought[outside.resolve()] = inside.relative_to(folder)
+
+        get_decoder(build.decoder).self_contained(artifact, bring)
+        return artifact, brought
+
+    def _entry(self, build: DecoderBuild, reference: DecoderReference, folder: Path, artifact: Path,
+               saved: Path) -> dict:
+        """The manifest entry of ``artifact`` in ``folder``, staged beside its reference file ``saved``."""
+        staging = folder.parent
+        return {"kind": DECODER_KIND, "model": build.model, "variant": build.decoder, "precision": build.precision,
+                "file": folder.name, "artifact": artifact.relative_to(staging).as_posix(),
+                "files": [describe_file(path, staging) for path in sorted(folder.rglob("*")) if path.is_file()],
+                "device": build.device, "threads": build.threads,
+                "reference": {"file": saved.name, "sha256": sha256_of(saved),
+                              "teacher_tokens": int(reference.teacher.shape[1]),
+                              "request": {"batch": int(reference.prompt.shape[0]),
+                                          "prompt_tokens": int(reference.prompt.shape[1]),
+                                          "new_tokens": reference.new_tokens}},
+                "tolerance": dict(reference.tolerance), "accuracy": dict(reference.accuracy),
+                "knobs": self.knobs.to_dict()}
 
     def _bring(self, outside: Path, inside: Path) -> None:
         """Folder ``outside`` copied to ``inside``: hard links to its published copy where this publisher has one
