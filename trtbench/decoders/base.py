@@ -67,6 +67,11 @@ class Decoder(ABC):
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
         """The artifact :meth:`build` returned, loaded to run on ``device`` with ``threads`` threads."""
 
+    def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
+        """Make ``artifact``, a copy of what :meth:`build` returned with everything its build folder held, load
+        wherever its folder moves: each file or folder it names outside that folder is brought in with
+        ``bring(outside, inside)`` and named by its path relative to the artifact. By default it names none."""
+
 
 _DECODERS: dict[str, type[Decoder]] = {}
 

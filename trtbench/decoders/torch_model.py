@@ -3,8 +3,9 @@ teacher-forced logits, and the greedy loop that stamps each step.
 
 ``eager`` and ``compiled`` deploy the model as transformers saves it (``compiled`` compiles at its first call,
 as torch.compile does in a deployment), so their artifact is a small file naming the folder and the dtype
-(``decoder.json``) rather than a copy of the weights. ``exported`` and ``aoti`` deploy programs built from the
-model (:mod:`trtbench.decoders.static_export`).
+(``decoder.json``) rather than a copy of the weights; published, the folder is brought in beside it as ``model/``
+and named relatively (:meth:`TorchDecoder.self_contained`). ``exported`` and ``aoti`` deploy programs built from
+the model (:mod:`trtbench.decoders.static_export`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from trtbench.decoders.base import Decoder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
 ARTIFACT = "decoder.json"
+BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
@@ -60,10 +62,11 @@ def load_folder(folder: Path, precision: str, device: str, threads: int) -> torc
 
 
 def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
-    """The causal LM an artifact of :func:`write_artifact` names (see :func:`load_folder`), and the facts a record
-    states (:func:`torch_facts`)."""
+    """The causal LM an artifact of :func:`write_artifact` names (its folder absolute as built, relative to the
+    artifact once published; see :func:`load_folder`), and the facts a record states (:func:`torch_facts`)."""
     spec = json.loads(Path(artifact).read_text())
-    return load_folder(spec["folder"], spec["precision"], device, threads), torch_facts(spec["precision"])
+    folder = Path(artifact).parent / spec["folder"]
+    return load_folder(folder, spec["precision"], device, threads), torch_facts(spec["precision"])
 
 
 def teacher_forced_logits(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
@@ -123,3 +126,14 @@ class TorchDecoder(Decoder):
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...]) -> Path:
         return write_artifact(source, precision, out_dir)
+
+    def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
+        """Where the artifact is :func:`write_artifact`'s ``decoder.json``, the model folder it names brought in
+        beside it as ``model/``."""
+        if artifact.name != ARTIFACT:
+            return
+        spec = json.loads(artifact.read_text())
+        folder = artifact.parent / spec["folder"]
+        if folder != artifact.parent / BUNDLED_MODEL:
+            bring(folder, artifact.parent / BUNDLED_MODEL)
+            artifact.write_text(json.dumps({**spec, "folder": BUNDLED_MODEL}))
