@@ -1,10 +1,12 @@
 """The generate scenario on a 2-layer, hidden-size-64 Llama with random weights: a run through the CLI, the
-compiled decoder against eager, and the bad inputs that exit 2 naming their key."""
+compiled decoder against eager, and the bad inputs that exit 2 naming their key (exported's and aoti's builds:
+tests/test_decoder_builds.py)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +67,10 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
         assert exported["rounds"] == eager["data"]["rounds"] and exported["speedups"]["tpot_ms"]["low"] is not None
         assert exported["accuracy"]["ok"] and exported["accuracy"]["greedy_prefix"] == 4
         assert exported["facts"]["programs"] == 3  # a program per point and one for the teacher-forced sequence
+        facts = exported["facts"]  # built in a process of its own, which the worker outlived
+        assert facts["build_pid"] != exported["memory"]["worker_pid"] and facts["build_peak_rss_mb"] > 100
+        assert eager["data"]["facts"]["build_pid"] == eager["data"]["memory"]["worker_pid"], "loads nothing to build"
+        assert 0 < facts["rss_after_load_mb"] <= exported["memory"]["worker_peak_rss_mb"]
     assert {r["point"] for r in doc["generate_recommendations"]} == {"p12-n4-b1", "p12-n4-b2"}
     assert [c["values"]["datasheet_bytes_per_s"] for c in doc["memory_ceilings"]] == [None]  # a CPU's: unknown
     report = (out / "report.md").read_text()
@@ -73,7 +79,8 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     assert "decode GB/s (% triad, % datasheet)" in report and "triad not measured" in report
     assert "![generate_steps](plots/generate_steps.png)" in report and "| first token ms |" in report
     assert (out / "plots" / "generate_batch.png").is_file()
-    assert "tiny-llama p12-n4-b1: eager fp32" in proc.stdout
+    # the summary's lowest TPOT / TTFT at each point: either decoder, as their timings fall (both are accurate)
+    assert re.search(r"tiny-llama p12-n4-b1: (eager|exported) fp32 [\d.]+ ms/token; (eager|exported) fp32", proc.stdout)
 
     from trtbench.pipeline.merge import merge_runs
 
@@ -103,7 +110,7 @@ def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp
     assert "ort_genai@int4: accuracy against eager fp32" in (out / "report.md").read_text()
 
 
-def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tmp_path):
+def test_compiled_matches_eager_and_states_its_compile(tmp_path):
     from trtbench.config.config import ModelConfig
     from trtbench.decoders import get_decoder
     from trtbench.measure.token_timing import timed_request
@@ -113,8 +120,9 @@ def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tm
     folder = write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
                                                         kwargs=TINY_LLAMA)), tmp_path / "hf")
     prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
-    sessions = {name: get_decoder(name).load(get_decoder(name).build(folder, "fp32", tmp_path / name, 1), "cpu", 1)
-                for name in ("eager", "compiled", "exported")}
+    sessions = {name: get_decoder(name).load(get_decoder(name).build(folder, "fp32", tmp_path / name, 1, ((1, 12),)),
+                                             "cpu", 1)
+                for name in ("eager", "compiled")}
     tokens = {name: timed_request(s, prompt, 4).tokens for name, s in sessions.items()}
     compiled = sessions["compiled"]
     graphs = compiled.facts["compiled_graphs"]
@@ -123,15 +131,9 @@ def test_compiled_and_exported_match_eager_and_state_their_compile_and_export(tm
     assert compiled.facts["compiled_graphs"] == graphs, "a second request of the same shape compiles nothing"
     assert compiled.facts["recompiles"] == 0
     assert np.array_equal(tokens["compiled"], tokens["eager"]) and np.array_equal(again.tokens, tokens["eager"])
-    exported = sessions["exported"]
-    assert np.array_equal(tokens["exported"], tokens["eager"]) and exported.facts["programs"] == 1
-    assert len(list((tmp_path / "exported").glob("*.pt2"))) == 1, "the program timed is the saved .pt2"
-    batch = np.repeat(prompt, 2, axis=0)
-    assert np.array_equal(timed_request(exported, batch, 4).tokens, timed_request(sessions["eager"], batch, 4).tokens)
     logits = {name: s.logits(prompt) for name, s in sessions.items()}
     assert logits["eager"].shape == (1, 8, 512) and logits["eager"].dtype == np.float32
     assert np.abs(logits["compiled"] - logits["eager"]).max() < 1e-4
-    assert np.abs(logits["exported"] - logits["eager"]).max() < 1e-4
 
 
 @pytest.mark.parametrize("changes, key, says", [

@@ -201,8 +201,10 @@ def cmd_verify(args) -> int:
     for row in rows:
         verdict = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
-        if "load_s" in row:
+        if "first_call_ms" in row:
             detail += f"  load {row['load_s']:.2f} s, first call {row['first_call_ms']:.1f} ms"
+        if "first_token_ms" in row:  # a decoder's artifact: its first request's first token
+            detail += f"  load {row['load_s']:.2f} s, first token {row['first_token_ms']:.1f} ms"
         print(f"{verdict:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
     failed = sum(not row["ok"] for row in rows)
     print(f"{len(rows) - failed} verified, {failed} failed")

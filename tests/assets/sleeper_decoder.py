@@ -76,11 +76,13 @@ class SleeperSession:
 class SleeperDecoder(Decoder):
     name = "sleeper"
     precisions = ("fp32",)
+    builds_apart = False  # its build copies one file; a build process of its own would not know this decoder
 
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
         return None if precision in self.precisions and device == "cpu" else "the stand-in runs fp32 on the CPU"
 
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int, shapes=()) -> Path:
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / TIMES, out_dir / TIMES)
         return out_dir

@@ -67,6 +67,17 @@ class PublishCheck:
     checked_by_worker: str | None = None
 
 
+@dataclass(frozen=True)
+class Saved:
+    """What a scenario that builds and saves its own artifacts (the generate scenario's decoders) yields beside its
+    result parts: the manifest entries of variant ``variant``'s save at ``precision`` (none: nothing was published),
+    which the run journals and lists in the manifest as it does the save stage's."""
+
+    variant: str
+    precision: str
+    entries: tuple[dict, ...]
+
+
 class ArtifactStore:
     """Saves each variant's files into ``<out>/artifacts`` and keeps the manifest entries."""
 
@@ -189,9 +200,10 @@ def _bytes_under(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
-def describe_file(path: Path) -> dict:
-    """A saved file's manifest fields: its name, SHA-256 and size."""
-    return {"file": path.name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
+def describe_file(path: Path, root: Path | None = None) -> dict:
+    """A saved file's manifest fields: its name (its path under ``root``, where given), SHA-256 and size."""
+    name = path.relative_to(root).as_posix() if root is not None else path.name
+    return {"file": name, "sha256": sha256_of(path), "bytes": path.stat().st_size}
 
 
 WORKER_CHECK = "its timing worker: the same save() of this build, loaded and run at every point"
@@ -244,24 +256,42 @@ def read_manifest(out_dir: Path) -> dict:
 
 
 def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
-    """Reload one artifact in a fresh process and rerun its reference input.
+    """Reload one artifact in a fresh process and rerun its reference: a variant's file on its reference input,
+    or a decoder's artifact (an entry of kind ``decoder``: :func:`decoder_job`) on its teacher-forced sequence.
 
-    Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured:
-    ``load_s`` (the loader's import and load) and ``first_call_ms`` (its first forward pass).
+    Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured: ``load_s`` (the
+    loader's import and load) and ``first_call_ms`` (its first forward pass) or, for a decoder,
+    ``first_token_ms`` (its first request's first token).
     """
     directory = Path(directory).absolute()
-    job = {
-        "path": str(directory / entry["file"]), "sha256": entry["sha256"], "loader": entry["loader"],
-        "companions": [{"path": str(directory / c["file"]), "sha256": c["sha256"]} for c in entry.get("companions", [])],
+    job = decoder_job(entry, directory) if entry.get("kind") == DECODER_KIND else {
+        "path": str(directory / entry["file"]), "loader": entry["loader"],
+        "files": [{"path": str(directory / f["file"]), "sha256": f["sha256"]}
+                  for f in [entry, *entry.get("companions", [])]],
         "settings": entry.get("settings", {}), "imports": entry.get("imports", []), "device": entry["device"],
         "reference": str(directory / entry["reference"]["file"]),
-        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"], "timeout_s": timeout_s,
-    }
-    for path in [job["path"], *(c["path"] for c in job["companions"])]:
-        if not Path(path).is_file():
-            return {"ok": False, "error": f"missing file {path}"}
+        "atol": entry["tolerance"]["atol"], "rtol": entry["tolerance"]["rtol"]}
+    for file in job["files"]:
+        if not Path(file["path"]).is_file():
+            return {"ok": False, "error": f"missing file {file['path']}"}
     knobs = entry.get("knobs") or {"allocator": entry.get("allocator", "default")}  # manifests before the knobs
-    return FreshProcesses.shared(Knobs(**knobs)).run(job)
+    return FreshProcesses.shared(Knobs(**knobs)).run({**job, "timeout_s": timeout_s})
+
+
+DECODER_KIND = "decoder"  # a manifest entry's kind for a decoder's artifact (trtbench.artifacts.decoder_publish)
+
+
+def decoder_job(entry: dict, directory: Path) -> dict:
+    """The verify worker's job for a decoder's artifact (trtbench.artifacts.decoder_check): every file of its
+    folder and its reference checked by SHA-256, the artifact loaded with the decoder's own ``load`` (from the
+    trtbench this process runs), and its teacher-forced logits held against the saved eager fp32 ones."""
+    reference = entry["reference"]
+    files = [*entry["files"], reference]
+    return {"kind": DECODER_KIND, "name": entry["file"], "decoder": entry["variant"],
+            "path": str(directory / entry["artifact"]),
+            "files": [{"path": str(directory / f["file"]), "sha256": f["sha256"]} for f in files],
+            "device": entry["device"], "threads": entry["threads"], "reference": str(directory / reference["file"]),
+            "tolerance": entry["tolerance"], "import_path": str(Path(__file__).resolve().parents[2])}
 
 
 class FreshProcesses:
@@ -325,7 +355,8 @@ class FreshProcesses:
 
 
 def verify(out_dir: Path, force: bool = False) -> list[dict]:
-    """Verify every artifact in the manifest; returns one row per artifact with ``ok`` and ``error``.
+    """Verify every artifact in the manifest (the variants' files and the decoders' artifacts); returns one row
+    per artifact with ``ok`` and ``error``.
 
     A TensorRT engine built for another TensorRT version or GPU architecture is not loaded
     (it would fail or misbehave) unless ``force``; its row says why.

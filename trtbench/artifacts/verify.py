@@ -4,7 +4,9 @@ Started by trtbench as ``python verify_worker.py`` and fed one JSON job per line
 imports torch and nothing of trtbench, then runs each job in a fork of itself: every artifact
 loads in a process that no earlier job, and no model code, has touched, which proves it loads
 with its runtime alone: torch (``torch.jit.load``, ``torch.export.load``, ``aoti_load_package``),
-onnxruntime or openvino, plus the imports the manifest names. Forking saves Python's and torch's
+onnxruntime or openvino, plus the imports the manifest names. A decoder's artifact (a job of kind
+``decoder``) is deployed through its decoder's own ``load``, so its fork imports trtbench's decoders
+(:mod:`trtbench.artifacts.decoder_check`) and nothing else of it. Forking saves Python's and torch's
 start-up (seconds) per artifact. It prints one JSON object per job: {"ok": bool, "max_abs_err":
 float, "error": str, "load_s": float, "first_call_ms": float, "warnings": [...]}. ``load_s`` runs
 from importing the runtime (torch itself is already imported) to a callable model;
@@ -105,12 +107,17 @@ def load(torch, job, device):
 def verify(job):
     import torch
 
-    for file in [{"path": job["path"], "sha256": job["sha256"]}, *job.get("companions", [])]:
+    for file in job["files"]:
         if sha256_of(file["path"]) != file["sha256"]:
             return {"ok": False, "error": f"sha256 mismatch: {file['path']} changed since it was saved"}
     device = torch.device(job["device"])
     if device.type == "cuda" and not torch.cuda.is_available():  # before imports that need CUDA to load
         return {"ok": False, "error": "this artifact was saved for CUDA and this machine has no CUDA device"}
+    if job.get("kind") == "decoder":  # loaded by the decoder's own load(), which is trtbench's
+        sys.path.insert(0, job["import_path"])
+        from trtbench.artifacts.decoder_check import check_decoder
+
+        return check_decoder(job)
     start = time.perf_counter()
     for name in job.get("imports", []):
         try:

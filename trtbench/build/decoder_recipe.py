@@ -1,5 +1,9 @@
-"""How a worker gets its decoder: it builds the decoder's artifact from the model's Hugging Face folder with the
-decoder's own library, loads it as a deployment would, and warms up on each request it will be timed on.
+"""How a worker gets its decoder: it has the decoder's artifact built from the model's Hugging Face folder with the
+decoder's own library, in a process of its own where the build loads anything (:mod:`trtbench.build.decoder_build`),
+for every (batch, cache length) its requests and its teacher-forced sequence need, loads it as a deployment would,
+so that it holds only what the decoder deploys, and warms up on each request it will be timed on. Its facts state
+the build's own peak resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``,
+VmRSS).
 
 The worker's calls (:meth:`DecoderRecipe.materialize`), each made by the parent through the worker's ``check``
 request (one untimed call, its output sent back with the call's peak memory): a label of ``requests`` is one
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from trtbench.build.decoder_build import MIB, DecoderBuild, build_decoder
 from trtbench.decoders import get_decoder
 from trtbench.measure.token_timing import timed_request
+from trtbench.profiling.memory import proc_status_bytes
 
 LOGITS = "logits"  # the call label of the teacher-forced logits
 
@@ -38,14 +43,20 @@ class DecoderRecipe:
     requests: dict
     teacher: np.ndarray  # int64 (1, seq): the sequence whose logits are compared with eager fp32's
 
+    def shapes(self) -> tuple[tuple[int, int], ...]:
+        """The (batch, cache length) pairs the artifact must serve: each request's batch and prompt + new tokens,
+        and (1, the teacher's length)."""
+        needed = {(prompt.shape[0], prompt.shape[1] + new_tokens) for prompt, new_tokens in self.requests.values()}
+        return tuple(sorted(needed | {(1, self.teacher.shape[1])}))
+
     def materialize(self) -> tuple[dict, dict]:
         torch.set_num_threads(self.threads)
-        decoder = get_decoder(self.decoder)
+        built = build_decoder(DecoderBuild(self.decoder, self.precision, self.source, self.out_dir, self.threads,
+                                           self.shapes()))
         started = time.perf_counter()
-        artifact = decoder.build(Path(self.source), self.precision, Path(self.out_dir), self.threads)
-        built = time.perf_counter()
-        session = decoder.load(artifact, self.device, self.threads)
+        session = get_decoder(self.decoder).load(built.artifact, self.device, self.threads)
         loaded = time.perf_counter()
+        after_load_mb = round(proc_status_bytes("VmRSS") / MIB, 1)
 
         def request(prompt: np.ndarray, new_tokens: int, on_step) -> dict:
             timed = timed_request(session, prompt, new_tokens, on_step)
@@ -58,8 +69,9 @@ class DecoderRecipe:
         # ready hold it, and what changes later changed while timed; the first request is the cold one
         warm = {label: call() for label, call in calls.items()}
         first = warm[next(iter(self.requests))]
-        cold = {"load_s": round(loaded - built, 3), "first_token_ms": round((first["stamps"][0] - first["start"]) * 1e3, 3)}
-        facts = {"build_s": round(built - started, 3), "load_s": cold["load_s"], "cold_start": cold,
-                 "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": Path(artifact).name,
+        cold = {"load_s": round(loaded - started, 3),
+                "first_token_ms": round((first["stamps"][0] - first["start"]) * 1e3, 3)}
+        facts = {**built.facts, "load_s": cold["load_s"], "cold_start": cold, "rss_after_load_mb": after_load_mb,
+                 "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": built.artifact.name,
                  **session.facts}
         return calls, facts

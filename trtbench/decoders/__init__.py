@@ -1,6 +1,6 @@
 """Decoder registry: the deployment paths of a causal language model that the generate scenario times (eager,
-compiled, exported, ONNX Runtime GenAI, OpenVINO GenAI). Each module in this package defines and registers one
-decoder (:mod:`.base` holds the interface); adding one is adding a module."""
+compiled, exported, AOTInductor, ONNX Runtime GenAI, OpenVINO GenAI). Each module in this package defines and
+registers one decoder (:mod:`.base` holds the interface); adding one is adding a module."""
 
 from __future__ import annotations
 

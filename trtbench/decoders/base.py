@@ -1,8 +1,9 @@
 """The interface every decoder (a deployment path of a causal language model) implements, and their registry.
 
 A :class:`Decoder` builds a deployable artifact from a Hugging Face model folder (``config.json``, the
-weights and tokenizer files that trtbench writes) at one precision, and loads it into a
-:class:`DecoderSession` that generates greedily. The generate scenario's one harness times every
+weights and tokenizer files that trtbench writes) at one precision, for the (batch, cache length) shapes it must
+serve, and loads it into a :class:`DecoderSession` that generates greedily: the load reads only what the
+artifact deploys. The generate scenario's one harness times every
 decoder the same way: the session calls ``stamp()`` the moment each step's tokens exist, and every
 metric (time to first token, time per output token, inter-token gaps, tokens/s) derives from those
 timestamps. Each decoder is one module of :mod:`trtbench.decoders`, decorated with
@@ -44,6 +45,8 @@ class Decoder(ABC):
     name: ClassVar[str]
     extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)
     precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
+    builds_apart: ClassVar[bool] = True  # its build runs in a process of its own (False: the build loads nothing,
+    # as one that writes a file naming the model folder, so it runs in the worker)
 
     @abstractmethod
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
@@ -51,13 +54,23 @@ class Decoder(ABC):
         architecture its builder cannot build), else None."""
 
     @abstractmethod
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
-        """Build from the Hugging Face model folder ``source``; return the artifact (a file or folder) under
-        ``out_dir``."""
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
+        """Build from the Hugging Face model folder ``source`` with ``threads`` threads; return the artifact (a file
+        or folder) under ``out_dir``, holding everything :meth:`load` needs. ``shapes``: the (batch, cache length)
+        pairs the artifact must serve (cache length = prompt + new tokens of a request, and the teacher-forced
+        sequence's length at batch 1); a decoder whose programs are static in them builds one per pair, the others
+        ignore them. The generate scenario runs it in a process of its own where ``builds_apart``
+        (:mod:`trtbench.build.decoder_build`), so that what the build loads never stays in the worker."""
 
     @abstractmethod
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
         """The artifact :meth:`build` returned, loaded to run on ``device`` with ``threads`` threads."""
+
+    def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
+        """Make ``artifact``, a copy of what :meth:`build` returned with everything its build folder held, load
+        wherever its folder moves: each file or folder it names outside that folder is brought in with
+        ``bring(outside, inside)`` and named by its path relative to the artifact. By default it names none."""
 
 
 _DECODERS: dict[str, type[Decoder]] = {}

@@ -95,7 +95,8 @@ class OpenVinoGenAI(Decoder):
                 return f"this CPU has no bf16 units (OpenVINO's CPU plugin lists {', '.join(capabilities)})"
         return None
 
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
         ov = import_module("openvino")
         artifact = out_dir / f"{self.name}-{precision}"
         artifact.mkdir(parents=True, exist_ok=True)

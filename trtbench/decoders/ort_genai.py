@@ -71,7 +71,8 @@ class OrtGenAI(Decoder):
                     f"(it builds {', '.join(MODEL_TYPES)})")
         return None
 
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
         if not any((source / name).is_file() for name in TOKENIZER_FILES):
             raise FileNotFoundError(f"{source} has no tokenizer ({' or '.join(TOKENIZER_FILES)}): onnxruntime-genai's "
                                     f"model builder copies the folder's tokenizer next to the model")

@@ -1,8 +1,11 @@
 """What the PyTorch decoders share: their artifact (the model's Hugging Face folder at a dtype), loading it,
 teacher-forced logits, and the greedy loop that stamps each step.
 
-A PyTorch decoder deploys the model as transformers saves it, so its artifact is a small file naming the
-folder and the dtype (``decoder.json``) rather than a copy of the weights.
+``eager`` and ``compiled`` deploy the model as transformers saves it (``compiled`` compiles at its first call,
+as torch.compile does in a deployment), so their artifact is a small file naming the folder and the dtype
+(``decoder.json``) rather than a copy of the weights; published, the folder is brought in beside it as ``model/``
+and named relatively (:meth:`TorchDecoder.self_contained`). ``exported`` and ``aoti`` deploy programs built from
+the model (:mod:`trtbench.decoders.static_export`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from trtbench.decoders.base import Decoder
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
 ARTIFACT = "decoder.json"
+BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
@@ -40,19 +44,29 @@ def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
     return path
 
 
-def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
-    """The causal LM an artifact of :func:`write_artifact` names, in eval mode on ``device`` at its dtype, with
-    ``threads`` intra-op threads; and the facts a record states (threads, torch, dtype)."""
+def torch_facts(precision: str) -> dict:
+    """The facts a PyTorch decoder's record states: its threads, torch's version, its dtype, streamed stamps."""
+    return {**torch_thread_facts(), "torch": torch.__version__, "dtype": precision, "per_token_times": "streamed"}
+
+
+def load_folder(folder: Path, precision: str, device: str, threads: int) -> torch.nn.Module:
+    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype, with
+    ``threads`` intra-op threads."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    spec = json.loads(Path(artifact).read_text())
     torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(spec["folder"], dtype=DTYPES[spec["precision"]],
-                                                 local_files_only=True).to(device).eval()
-    return model, {**torch_thread_facts(), "torch": torch.__version__, "dtype": spec["precision"],
-                   "per_token_times": "streamed"}
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[precision],
+                                                local_files_only=True).to(device).eval()
+
+
+def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
+    """The causal LM an artifact of :func:`write_artifact` names (its folder absolute as built, relative to the
+    artifact once published; see :func:`load_folder`), and the facts a record states (:func:`torch_facts`)."""
+    spec = json.loads(Path(artifact).read_text())
+    folder = Path(artifact).parent / spec["folder"]
+    return load_folder(folder, spec["precision"], device, threads), torch_facts(spec["precision"])
 
 
 def teacher_forced_logits(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:
@@ -104,9 +118,22 @@ class TorchDecoder(Decoder):
     (:func:`write_artifact`); each subclass names itself and loads its own session."""
 
     precisions = tuple(DTYPES)
+    builds_apart = False  # the build writes decoder.json
 
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
         return torch_unavailable(self.name, precision, device)
 
-    def build(self, source: Path, precision: str, out_dir: Path, threads: int) -> Path:
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
         return write_artifact(source, precision, out_dir)
+
+    def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
+        """Where the artifact is :func:`write_artifact`'s ``decoder.json``, the model folder it names brought in
+        beside it as ``model/``."""
+        if artifact.name != ARTIFACT:
+            return
+        spec = json.loads(artifact.read_text())
+        folder = artifact.parent / spec["folder"]
+        if folder != artifact.parent / BUNDLED_MODEL:
+            bring(folder, artifact.parent / BUNDLED_MODEL)
+            artifact.write_text(json.dumps({**spec, "folder": BUNDLED_MODEL}))

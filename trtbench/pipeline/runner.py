@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from trtbench.artifacts.publish import publish
-from trtbench.artifacts.store import ArtifactStore
+from trtbench.artifacts.store import ArtifactStore, Saved
 from trtbench.build.copies import precision_copies
 from trtbench.build.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
@@ -133,10 +133,14 @@ class Runner:
         return any("inputs" in s.needs for s in self.config.scenarios)
 
     def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: BuiltGroup, prepared) -> None:
-        """Keep (and journal) each part ``scenario`` yields as it comes, where it still owes the group."""
+        """Keep (and journal) each part ``scenario`` yields as it comes, and each save of an artifact it built
+        itself, where it still owes the group."""
         if scenario.owes(built.group, self.state):
             for part in scenario.run(ctx, built, prepared):
-                self.state.keep(part)
+                if isinstance(part, Saved):
+                    self.state.keep_saved(save_key(built.group, part.variant, part.precision), part.entries)
+                else:
+                    self.state.keep(part)
 
     def _build(self, ctx: RunContext, group: BuildGroup, copies: dict, build_all: bool) -> dict[str, BuildOutcome]:
         """Every variant of ``group`` at each precision (by slot id); only what is left to save where no

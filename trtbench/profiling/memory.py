@@ -46,7 +46,9 @@ def parameter_summary(module: object) -> dict:
     }
 
 
-def _proc_status_bytes(key: str) -> int:
+def proc_status_bytes(key: str) -> int:
+    """A ``/proc/self/status`` memory field of this process in bytes (``VmRSS``, ``VmHWM``); OSError where there is
+    no such file, KeyError where it has no such field."""
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
             if line.startswith(key + ":"):
@@ -66,7 +68,7 @@ def _reset_rss_high_water_mark() -> bool:
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
             fh.write("5")
-        _proc_status_bytes("VmHWM")
+        proc_status_bytes("VmHWM")
     except (OSError, KeyError):
         return False
     return True
@@ -93,9 +95,9 @@ def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, 
     else:
         _malloc_trim()
         if _reset_rss_high_water_mark():
-            baseline = _proc_status_bytes("VmRSS")
+            baseline = proc_status_bytes("VmRSS")
             result = fn()
-            peak, method = _proc_status_bytes("VmHWM"), HWM_METHOD
+            peak, method = proc_status_bytes("VmHWM"), HWM_METHOD
         else:
             baseline = _maxrss_bytes()
             result = fn()

@@ -125,7 +125,9 @@ class Scenario(ABC):
 
     @abstractmethod
     def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
-        """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest."""
+        """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest. A scenario
+        that builds and saves its own artifacts (generate's decoders) also yields each save's manifest entries
+        (:class:`~trtbench.artifacts.store.Saved`), which the run keeps as it keeps the save stage's."""
 
     @classmethod
     def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:

@@ -12,7 +12,8 @@ timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row s
 (:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings (:mod:`trtbench.measure.bandwidth`)
 are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
 they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
-(:mod:`trtbench.scenarios.generate_memory`).
+(:mod:`trtbench.scenarios.generate_memory`). Once a memory group's workers close, each of its slots whose logits
+kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate_publish`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from trtbench.artifacts.decoder_publish import DecoderPublisher
 from trtbench.core.knobs import Knobs
 from trtbench.build.decoder_recipe import LOGITS, DecoderRecipe
 from trtbench.core import schema
@@ -43,6 +45,7 @@ from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.base import ReportSection, Scenario, register
 from trtbench.scenarios.generate_memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
                                                 worker_bytes)
+from trtbench.scenarios.generate_publish import published_parts
 from trtbench.scenarios.generate_report import generate_section, generate_summary
 from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
                                                 requests_of, speedups_of)
@@ -195,20 +198,28 @@ class Generate(Scenario):
                     "decode_bytes": decode_step_bytes(counts, config, (point.prompt_tokens, point.new_tokens,
                                                                        point.batch), precision)}
 
+        publisher = (DecoderPublisher(ctx.out_dir / "artifacts", group.knobs) if ctx.config.output.save_artifacts
+                     else None)
         for index, members in enumerate(plan.groups):
             ctx.log(f"start {len(members)} decoder worker(s) for {group.model.id} (memory group {index + 1} of "
                     f"{len(plan.groups)}: {', '.join(members)})")
             timing = GenerateWorkers(len(members), ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
+            yielded: dict[str, list[GenerateRecord]] = {slot: [] for slot in plan.recorded(index)}
+            shared: dict = {}
             try:
                 for point, rows, shared in _time_group(ctx, (timing, {s: recipes[s] for s in members}),
                                                        (points, self.settings), built.tolerances, slots):
                     for slot in plan.recorded(index):
-                        yield _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
-                                      {**shared, "accuracy": shared["accuracy"].get(slot),
-                                       **sizes(point, slots[slot][1]),
-                                       "memory": plan.memory(index, slot, shared["memory"])})
+                        record = _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
+                                         {**shared, "accuracy": shared["accuracy"].get(slot),
+                                          **sizes(point, slots[slot][1]),
+                                          "memory": plan.memory(index, slot, shared["memory"])})
+                        yielded[slot].append(record)
+                        yield record
             finally:
                 timing.close()
+            if publisher is not None and shared:  # the group's workers have closed: their build folders are done
+                yield from published_parts(ctx, built, publisher, recipes, slots, (yielded, shared))
         for point in points:
             for slot, row in untimed.items():
                 yield _record(ctx, group, point, (slot, *slots[slot]), row,
@@ -290,25 +301,28 @@ def _time_group(ctx, timing: tuple[GenerateWorkers, dict[str, DecoderRecipe]],
                 plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict, slots: dict) -> Iterator[tuple]:
     """Start one memory group's workers (``timing``: the spawned workers and their recipes), check their logits and
     time them at each point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by
-    slot, why the rounds stopped, eager fp32's row, the workers' facts, the memory figures)."""
+    slot, eager fp32's teacher-forced logits, why the rounds stopped, eager fp32's row, the workers' facts, the
+    memory figures)."""
     started = time.time()
     workers, errors = timing[0].start(timing[1])
     rows = {slot: _Row() for slot in timing[1]}
     rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
-    accuracy = _accuracy(ctx, workers, rows, tolerances, slots)
+    accuracy, reference = _accuracy(ctx, workers, rows, tolerances, slots)
     points, settings = plan
     for point in points:
         point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
         with ctx.progress.task(f"generate {point.label} {'+'.join(timing[1])}", timed=True) as tick:
             stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
-        yield point, point_rows, {"accuracy": accuracy, "stopped_by": stopped_by,
+        yield point, point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
                                   "baseline": point_rows.get(BASELINE_VARIANT), "memory": _peaks(workers, started),
                                   "worker": {slot: worker.facts for slot, worker in workers.items()}}
 
 
-def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances: dict, slots: dict) -> dict:
+def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances: dict,
+              slots: dict) -> tuple[dict, Any]:
     """Each ready slot's teacher-forced logits against eager fp32's (a slot that misses its precision's
-    tolerance, or whose worker fails, is failed in ``rows``); the figures by slot."""
+    tolerance, or whose worker fails, is failed in ``rows``); the figures by slot, and eager fp32's logits (None
+    where it has none)."""
     logits, figures = {}, {}
     for slot, worker in workers.items():
         try:
@@ -329,7 +343,7 @@ def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances
         if misses:
             rows[slot] = _Row(Status.FAILED, f"accuracy against eager fp32 (tolerances.{precision}): "
                                              f"{'; '.join(misses)}; max abs error {found['max_abs_err']:.3g}")
-    return figures
+    return figures, reference
 
 
 def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSettings], rows: dict[str, _Row],

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.report.colors import legend_beside, marker
 from trtbench.report.plots import save_figure
+from trtbench.report.text import number_text
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
@@ -119,8 +120,9 @@ def memory_lines(parts: list) -> list[str]:
 
 
 def cold_starts(parts: list) -> list[str]:
-    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), once
-    per build group and slot, as Markdown lines."""
+    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), and
+    its published artifact's in the verify worker's fresh process, once per build group and slot, as Markdown
+    lines."""
     seen, rows = set(), []
     for part in _timed(parts):
         facts = part.data.get("facts", {})
@@ -128,16 +130,19 @@ def cold_starts(parts: list) -> list[str]:
         if key in seen or "cold_start" not in facts:
             continue
         seen.add(key)
-        cold = facts["cold_start"]
+        cold, published = facts["cold_start"], part.data.get("published", {})
+        saved = [number_text(published.get(name), digits) for name, digits in (("load_s", 2), ("first_token_ms", 1))]
         rows.append(f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
-                    f"| {cold['load_s']} | {cold['first_token_ms']} |")
+                    f"| {cold['load_s']} | {cold['first_token_ms']} | {' | '.join(saved)} |")
     if not rows:
         return []
-    return ["Cold start in a fresh process (the worker builds the artifact, loads it and makes its first request; "
-            "compiled's and exported's first request compiles or exports its program: their facts' compile_s and "
-            "export_s):", "",
-            "| model | threads | variant | precision | build s | load s | first token ms |", "|---|---|---|---|---|---|---|",
-            *rows, ""]
+    return ["Cold start in a fresh process (a build process builds the artifact, the worker loads it and makes its "
+            "first request; compiled's first request compiles its graphs: its facts' compile_s; exported and aoti "
+            "export and compile at build time); the saved artifact: the published folder loaded in the verify "
+            "worker's fresh process, as `trtbench verify` loads it, and the same first request (empty where nothing "
+            "was saved).", "",
+            "| model | threads | variant | precision | build s | load s | first token ms | saved artifact load s | "
+            "saved first token ms |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]
 
 
 def recommendations(parts: list) -> list[dict]:

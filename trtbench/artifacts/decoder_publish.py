@@ -1,0 +1,138 @@
+"""Publishing a decoder's artifact (:mod:`trtbench.decoders`) into the run's artifact store, once its
+teacher-forced logits kept their tolerances against eager fp32's.
+
+A decoder builds its artifact, a file or folder, into a build folder of its own; the artifact is whatever that
+folder holds, plus what the decoder names outside it (the PyTorch decoders' ``decoder.json`` names the model's
+Hugging Face folder). Published, it is one self-contained folder ``<stem>/`` in the store: the build folder's
+files moved in (its worker has closed), what lies outside brought in (:meth:`Decoder.self_contained`; a model
+folder already published in this run is hard-linked, not copied again) and named relatively, so that it loads
+after the output folder moves. Beside it, ``<stem>.ref.npz`` holds what verify re-checks it with: the teacher
+token sequence, eager fp32's logits of it and the run's first request. Before the folder appears it loads and
+passes that check in a fresh process (:func:`~trtbench.artifacts.store.verify_artifact`, as ``trtbench verify``
+runs it); its manifest entry lists every file with its SHA-256 and size, and that check's cold start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trtbench.artifacts.store import DECODER_KIND, ArtifactLoadError, describe_file, sha256_of, verify_artifact
+from trtbench.core.knobs import Knobs
+from trtbench.decoders import get_decoder
+
+FRESH_FIGURES = ("load_s", "first_token_ms", "max_abs_err")  # of the fresh-process check, kept in the entry
+
+
+@dataclass(frozen=True)
+class DecoderBuild:
+    """Decoder ``decoder`` at ``precision`` of model ``model``: its ``artifact`` (what its build returned) under
+    its build folder ``out_dir``, deployed on ``device`` with ``threads`` threads."""
+
+    decoder: str
+    precision: str
+    model: str
+    out_dir: Path
+    artifact: Path
+    device: str
+    threads: int
+
+
+@dataclass(frozen=True)
+class DecoderReference:
+    """What a decoder's artifact is re-checked with: ``teacher`` (int64, 1 x seq), eager fp32's ``logits`` of it
+    (float32, 1 x seq x vocab), the tolerance it kept (``cosine_min``, ``top1_agree_min``, ``top1_margin``) and the
+    ``accuracy`` figures it kept it with; and the run's first request (``prompt``, int64 batch x prompt_len, of
+    ``new_tokens``), made first in a fresh process to time the cold start."""
+
+    teacher: np.ndarray
+    logits: np.ndarray
+    tolerance: dict
+    accuracy: dict
+    prompt: np.ndarray
+    new_tokens: int
+
+
+class DecoderPublisher:
+    """Publishes decoders' artifacts into the store folder ``directory``; each fresh-process check starts with
+    ``knobs``. Remembers the folders it brought in, so that a later artifact naming the same one links it."""
+
+    def __init__(self, directory: Path, knobs: Knobs = Knobs()):
+        self.directory, self.knobs = Path(directory), knobs
+        self._brought: dict[Path, Path] = {}  # a folder outside an artifact -> its published copy
+
+    def publish(self, build: DecoderBuild, reference: DecoderReference, stem: str) -> dict:
+        """Publish ``build``'s artifact as ``<stem>/`` with ``<stem>.ref.npz`` (see the module docstring) and return
+        its manifest entry; ArtifactLoadError where it does not load and keep its tolerance in a fresh process
+        (nothing is published then)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
+        try:
+            artifact, brought = self._gather(build, staging / stem)
+            saved = staging / f"{stem}.ref.npz"
+            np.savez(saved, teacher=reference.teacher, logits=reference.logits.astype(np.float32),
+                     prompt=reference.prompt, new_tokens=np.int64(reference.new_tokens))
+            entry = self._entry(build, reference, staging / stem, artifact, saved)
+            fresh = verify_artifact(entry, staging)
+            if not fresh["ok"]:
+                raise ArtifactLoadError(f"{stem} fails to load and keep its tolerance in a fresh process "
+                                        f"({build.decoder}'s load): {fresh['error']}")
+            entry["fresh_process_check"] = {key: fresh[key] for key in FRESH_FIGURES}
+            published = self.directory / stem
+            shutil.rmtree(published, ignore_errors=True)  # an earlier run's: replaced, never written in place
+            os.replace(staging / stem, published)
+            os.replace(saved, self.directory / saved.name)
+            self._brought.update({outside: published / inside for outside, inside in brought.items()})
+            return entry
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _gather(self, build: DecoderBuild, folder: Path) -> tuple[Path, dict[Path, Path]]:
+        """Into the new ``folder``: the build folder's files moved, and what the artifact names outside it brought in
+        (:meth:`Decoder.self_contained`); the artifact's path there, and what was brought in (outside -> its path
+        relative to ``folder``)."""
+        folder.mkdir()
+        for path in build.out_dir.iterdir():
+            shutil.move(path, folder / path.name)
+        artifact = folder / build.artifact.relative_to(build.out_dir)
+        brought: dict[Path, Path] = {}
+
+        def bring(outside: Path, inside: Path) -> None:
+            self._bring(outside, inside)
+            brought[outside.resolve()] = inside.relative_to(folder)
+
+        get_decoder(build.decoder).self_contained(artifact, bring)
+        return artifact, brought
+
+    def _entry(self, build: DecoderBuild, reference: DecoderReference, folder: Path, artifact: Path,
+               saved: Path) -> dict:
+        """The manifest entry of ``artifact`` in ``folder``, staged beside its reference file ``saved``."""
+        staging = folder.parent
+        return {"kind": DECODER_KIND, "model": build.model, "variant": build.decoder, "precision": build.precision,
+                "file": folder.name, "artifact": artifact.relative_to(staging).as_posix(),
+                "files": [describe_file(path, staging) for path in sorted(folder.rglob("*")) if path.is_file()],
+                "device": build.device, "threads": build.threads,
+                "reference": {"file": saved.name, "sha256": sha256_of(saved),
+                              "teacher_tokens": int(reference.teacher.shape[1]),
+                              "request": {"batch": int(reference.prompt.shape[0]),
+                                          "prompt_tokens": int(reference.prompt.shape[1]),
+                                          "new_tokens": reference.new_tokens}},
+                "tolerance": dict(reference.tolerance), "accuracy": dict(reference.accuracy),
+                "knobs": self.knobs.to_dict()}
+
+    def _bring(self, outside: Path, inside: Path) -> None:
+        """Folder ``outside`` copied to ``inside``: hard links to its published copy where this publisher has one
+        (the store's copy, which nothing rewrites in place, unlike a build folder), else a copy of its files."""
+        earlier = self._brought.get(outside.resolve())
+        if earlier is not None and earlier.is_dir():
+            try:
+                shutil.copytree(earlier, inside, copy_function=os.link)
+                return
+            except OSError:  # a file system without hard links, or another device: copy
+                shutil.rmtree(inside, ignore_errors=True)
+        shutil.copytree(outside, inside)

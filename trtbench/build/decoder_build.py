@@ -1,0 +1,134 @@
+"""A decoder's build in a process of its own, so that the worker that loads and times the artifact holds only what
+its decoder deploys: the Hugging Face model a build loads, the exporter's and compiler's state and whatever the
+build's libraries keep end with the build's process. A decoder whose build loads nothing (``builds_apart`` False:
+eager's and compiled's write a file naming the model folder) builds in the worker, which saves starting an
+interpreter (:func:`build_decoder` chooses).
+
+The worker runs ``python -m trtbench.build.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
+worker's pid and the file to write the result to). The child builds with the decoder's own
+:meth:`~trtbench.decoders.base.Decoder.build` and writes the artifact's path and its own peak resident memory; it
+dies with the worker (``PR_SET_PDEATHSIG``), so a worker killed mid-build leaves no build behind. A build that fails
+raises :class:`DecoderBuildError` with the end of the child's output (its traceback last).
+
+``build_peak_rss_mb`` is the larger of the child's RSS high-water mark (VmHWM: the interpreter, its imports and the
+build) and ``getrusage(RUSAGE_CHILDREN)``'s ``ru_maxrss`` of the processes it ran (onnxruntime-genai's model builder
+runs in one of its own).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+OUTPUT_TAIL = 3000  # characters of a failed build's output quoted in its error
+MIB = 2**20
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class DecoderBuildError(RuntimeError):
+    """A decoder's build process failed: its exit and the end of its output."""
+
+
+@dataclass(frozen=True)
+class DecoderBuild:
+    """Decoder ``decoder`` at ``precision``, built from the Hugging Face folder ``source`` into ``out_dir`` with
+    ``threads`` threads, for the (batch, cache length) ``shapes`` it must serve."""
+
+    decoder: str
+    precision: str
+    source: str
+    out_dir: str
+    threads: int
+    shapes: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class BuiltDecoder:
+    """A finished build: the artifact, and ``facts``: ``build_s`` (in a child, its wall time, interpreter start
+    included), ``build_pid`` and, for a build in a child, ``build_peak_rss_mb``."""
+
+    artifact: Path
+    facts: dict
+
+
+def build_decoder(build: DecoderBuild) -> BuiltDecoder:
+    """``build`` in a process of its own (:func:`build_in_child`), or here where its decoder's build loads nothing."""
+    from trtbench.decoders import get_decoder
+
+    decoder = get_decoder(build.decoder)
+    if decoder.builds_apart:
+        return build_in_child(build)
+    started = time.perf_counter()
+    artifact = decoder.build(Path(build.source), build.precision, Path(build.out_dir), build.threads, build.shapes)
+    return BuiltDecoder(artifact, {"build_s": round(time.perf_counter() - started, 3), "build_pid": os.getpid()})
+
+
+def build_in_child(build: DecoderBuild) -> BuiltDecoder:
+    """Run ``build`` in a fresh interpreter (see the module docstring); :class:`DecoderBuildError` where it fails."""
+    with tempfile.TemporaryDirectory(prefix="trtbench-decoder-build-") as scratch:
+        result = Path(scratch) / "result.json"
+        spec = {**asdict(build), "parent": os.getpid(), "result": str(result)}
+        started = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this process's trtbench
+        done = subprocess.run([sys.executable, "-m", __name__, json.dumps(spec)], env=env, capture_output=True,
+                              text=True, check=False)
+        took = time.perf_counter() - started
+        if done.returncode != 0 or not result.is_file():
+            code = done.returncode
+            how = (f"killed by signal {signal.Signals(-code).name} (the kernel's OOM killer sends SIGKILL when "
+                   f"memory runs out)" if code < 0 else f"exit {code}")
+            raise DecoderBuildError(f"{build.decoder} at {build.precision}: its build process failed ({how}); the "
+                                    f"end of its output:\n{(done.stdout + done.stderr)[-OUTPUT_TAIL:]}")
+        out = json.loads(result.read_text())
+    return BuiltDecoder(Path(out["artifact"]), {"build_s": round(took, 3), "build_peak_rss_mb": out["peak_rss_mb"],
+                                                "build_pid": out["pid"]})
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux; nothing elsewhere)."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name, use_errno=True) if name else None
+    if libc is not None and hasattr(libc, "prctl"):
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
+def _peak_rss_mb() -> float:
+    """The larger of this process's VmHWM and its waited-for children's ru_maxrss, in MiB."""
+    from trtbench.profiling.memory import proc_status_bytes
+
+    try:
+        own = proc_status_bytes("VmHWM")
+    except (OSError, KeyError):
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return round(max(own, children) / MIB, 1)
+
+
+def main(argv: list[str]) -> None:
+    """The child: build the spec ``argv[0]`` names and write the result file."""
+    spec = json.loads(argv[0])
+    _die_with(spec["parent"])
+    from trtbench.decoders import get_decoder
+
+    build = DecoderBuild(spec["decoder"], spec["precision"], spec["source"], spec["out_dir"], spec["threads"],
+                         tuple(tuple(shape) for shape in spec["shapes"]))
+    artifact = get_decoder(build.decoder).build(Path(build.source), build.precision, Path(build.out_dir),
+                                                build.threads, build.shapes)
+    Path(spec["result"]).write_text(json.dumps({"artifact": str(artifact), "peak_rss_mb": _peak_rss_mb(),
+                                                "pid": os.getpid()}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,153 @@
+"""What ``exported`` and ``aoti`` share: ``torch.export`` of the model's forward with a static KV cache held as the
+program's buffers, one program per (batch, cache length) the artifact must serve, built and saved at build time,
+and a session that runs only those saved programs.
+
+Export: transformers' ``TorchExportableModuleWithStaticCache`` wraps the model with a ``StaticCache`` whose
+tensors it registers as the wrapper's buffers. A non-strict export swaps the module's buffers for its own tensors
+but not the cache layers' references to them, so the cache would be exported as constants that the graph
+mutates in place (AOTInductor refuses that: "mutating a non-functional tensor with a functional tensor"); here the
+wrapper's forward first points each cache layer at the module's buffers, so the program's cache is its buffers
+(``b_key_cache_0``...), updated in place by ``index_copy_`` on each call. The sequence length is dynamic (1 to the
+cache length), so one program runs the prefill and every one-token decode step; positions beyond the current one
+are masked from ``cache_position``, so a request needs no reset of the cache.
+
+Artifact: a folder ``<decoder>-<precision>`` holding one ``.pt2`` per shape and ``programs.json``: the decoder,
+the precision, the end-of-sequence ids the greedy loop masks, and per program its batch, cache length, file and
+the seconds its export and its save (``aoti``: its AOTInductor compile) took. The load reads only that folder,
+never the Hugging Face weights; a request at a shape that was not built is an error naming the built ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import abstractmethod
+from pathlib import Path
+from typing import Callable, ClassVar, Optional
+
+import numpy as np
+import torch
+
+from trtbench.decoders.torch_model import TorchDecoder, eos_ids, greedy_loop, load_folder, torch_facts
+
+INDEX = "programs.json"
+EXAMPLE_SEQ = 2  # the example's sequence length at export (1 would specialize the dynamic dimension)
+
+
+def static_cache_module(model: torch.nn.Module, batch: int, length: int) -> torch.nn.Module:
+    """``model`` wrapped with a static cache of ``batch`` x ``length`` positions held as the wrapper's buffers:
+    ``forward(input_ids, cache_position)`` -> the logits of every given position."""
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    class StaticCacheModule(TorchExportableModuleWithStaticCache):
+        def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
+            for i, layer in enumerate(self.static_cache.layers):  # the buffers as export sees them (module doc)
+                layer.keys, layer.values = getattr(self, f"key_cache_{i}"), getattr(self, f"value_cache_{i}")
+                layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
+            return super().forward(input_ids=input_ids, cache_position=cache_position)
+
+    model.generation_config.cache_implementation = "static"
+    return StaticCacheModule(model, batch_size=batch, max_cache_len=length, device=model.device)
+
+
+def export_static(model: torch.nn.Module, batch: int, length: int) -> torch.export.ExportedProgram:
+    """The exported program of ``model`` with a static cache of ``batch`` x ``length``, its sequence length
+    dynamic from 1 to ``length``."""
+    if length < EXAMPLE_SEQ:
+        raise ValueError(f"a static-cache program needs a cache of at least {EXAMPLE_SEQ} positions, not {length}")
+    seq = torch.export.Dim("seq", min=1, max=length)
+    example = torch.zeros((batch, EXAMPLE_SEQ), dtype=torch.int64, device=model.device)
+    with torch.no_grad():
+        return torch.export.export(
+            static_cache_module(model, batch, length), args=(),
+            kwargs={"input_ids": example, "cache_position": torch.arange(EXAMPLE_SEQ, device=model.device)},
+            dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}}, strict=False)
+
+
+class StaticProgramSession:
+    """The saved programs by (batch, cache length), each ``program(input_ids=, cache_position=)`` -> logits."""
+
+    def __init__(self, programs: dict[tuple[int, int], Callable], eos: tuple[int, ...], facts: dict):
+        self.programs, self.eos, self.facts = programs, eos, facts
+
+    def _program(self, batch: int, length: int) -> Callable:
+        if (batch, length) not in self.programs:
+            built = ", ".join(f"batch {b} x cache length {n}" for b, n in sorted(self.programs))
+            raise ValueError(f"{self.facts['decoder']} has no program for batch {batch} x cache length {length} "
+                             f"(prompt + new tokens): its artifact was built for {built}; build it with this shape")
+        return self.programs[batch, length]
+
+    def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
+        batch, prompt_len = prompt.shape
+        program = self._program(batch, prompt_len + new_tokens)
+
+        def prefill(ids: torch.Tensor) -> torch.Tensor:
+            return program(input_ids=ids, cache_position=torch.arange(prompt_len))[:, -1]
+
+        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
+            return program(input_ids=token, cache_position=torch.tensor([position]))[:, -1]
+
+        return greedy_loop(prefill, decode, prompt, new_tokens, stamp, self.eos)
+
+    def logits(self, ids: np.ndarray) -> np.ndarray:
+        """Teacher-forced: the whole sequence as the prefill of the program of its length."""
+        program = self._program(1, ids.shape[1])
+        with torch.inference_mode():
+            out = program(input_ids=torch.from_numpy(ids), cache_position=torch.arange(ids.shape[1]))
+        return out.float().cpu().numpy()
+
+    def close(self) -> None:
+        self.programs.clear()
+
+
+class StaticExportDecoder(TorchDecoder):
+    """A decoder whose artifact is a static-cache program per shape (see the module docstring); a subclass names
+    itself, how a program is saved (``save_program``; its time is the ``save_fact`` of the facts) and loaded."""
+
+    save_fact: ClassVar[str]  # the fact that sums the programs' save times, e.g. "compile_s"
+    builds_apart = True  # the build loads the model, exports and compiles
+
+    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+        if device != "cpu":
+            return (f"{self.name} builds its programs on the CPU (a program holds its build's device) and this run "
+                    f"uses '{device}'")
+        return super().unavailable(precision, device, model_type)
+
+    @abstractmethod
+    def save_program(self, program: torch.export.ExportedProgram, path: Path) -> None:
+        """Save ``program`` as the ``.pt2`` file ``path``."""
+
+    @abstractmethod
+    def load_program(self, path: Path) -> Callable:
+        """The program that :meth:`save_program` saved at ``path``, callable as the exported module."""
+
+    def build(self, source: Path, precision: str, out_dir: Path, threads: int,
+              shapes: tuple[tuple[int, int], ...]) -> Path:
+        if not shapes:
+            raise ValueError(f"{self.name} builds a program per (batch, cache length) and was given none")
+        model = load_folder(source, precision, "cpu", threads)
+        artifact = out_dir / f"{self.name}-{precision}"
+        artifact.mkdir(parents=True, exist_ok=True)
+        programs = []
+        for batch, length in sorted(set(shapes)):
+            started = time.perf_counter()
+            program = export_static(model, batch, length)
+            exported = time.perf_counter()
+            name = f"b{batch}-l{length}.pt2"
+            self.save_program(program, artifact / name)
+            programs.append({"batch": batch, "cache_length": length, "file": name,
+                             "export_s": round(exported - started, 3),
+                             self.save_fact: round(time.perf_counter() - exported, 3)})
+        (artifact / INDEX).write_text(json.dumps({"decoder": self.name, "precision": precision,
+                                                  "eos": list(eos_ids(model)), "programs": programs}, indent=1))
+        return artifact
+
+    def load(self, artifact: Path, device: str, threads: int) -> StaticProgramSession:
+        index = json.loads((Path(artifact) / INDEX).read_text())
+        torch.set_num_threads(threads)
+        programs = {(p["batch"], p["cache_length"]): self.load_program(Path(artifact) / p["file"])
+                    for p in index["programs"]}
+        totals = {fact: round(sum(p[fact] for p in index["programs"]), 3) for fact in ("export_s", self.save_fact)}
+        return StaticProgramSession(programs, tuple(index["eos"]), {
+            **torch_facts(index["precision"]), "decoder": self.name, "cache": "static (the program's buffers)",
+            "programs": len(programs), **totals})
