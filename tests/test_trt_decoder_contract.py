@@ -86,7 +86,7 @@ def built(tmp_path_factory):
         session = get_decoder("trt").load(artifact, "cpu", 1)
         eager = get_decoder("eager")
         yield {"fake": fake, "artifact": artifact, "session": session,
-               "eager": eager.load(eager.build(folder, "fp32", tmp / "eager", 1), "cpu", 1)}
+               "eager": eager.load(eager.build(folder, "fp32", tmp / "eager", 1, (SHAPE,)), "cpu", 1)}
 
 
 def recorded(built, name: str) -> list[dict]:
