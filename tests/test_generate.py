@@ -89,27 +89,6 @@ def test_generate_runs_through_the_cli_and_reports_every_metric(write_config, su
     assert "## Generate" in (tmp_path / "merged" / "report.md").read_text()
 
 
-def test_a_decoder_that_misses_its_tolerance_fails_its_rows_with_the_figures(tmp_path):
-    """ONNX Runtime GenAI's int4 weights against a cosine floor no int4 model meets: its rows fail with the figures
-    and are not timed, while eager fp32 (the reference) and the int4-less eager (skipped) are unaffected."""
-    from conftest import run_dict
-
-    pytest.importorskip("onnxruntime_genai")
-    out = tmp_path / "out"
-    data = generate_config(variants=["eager", "ort_genai"], precisions=["fp32", "int4"], output={"dir": str(out)},
-                           tolerances={"int4": {"cosine_min": 0.9999999}},
-                           scenarios=[{"generate": {"prompt_tokens": [8], "new_tokens": [2], "min_requests": 1,
-                                                    "max_requests": 1}}])
-    assert run_dict(data).exit_code == 1
-    rows = {r["slot"]: r for r in json.loads((out / "results.json").read_text())["generate"]}
-    assert rows["eager"]["status"] == "ok" and rows["ort_genai"]["status"] == "ok", "fp32 within its tolerances"
-    assert rows["eager@int4"]["status"] == "skipped"
-    missed = rows["ort_genai@int4"]
-    assert missed["status"] == "failed" and "tolerances.int4" in missed["reason"] and "cosine" in missed["reason"]
-    assert missed["data"]["accuracy"]["ok"] is False and "metrics" not in missed["data"], "not timed"
-    assert "ort_genai@int4: accuracy against eager fp32" in (out / "report.md").read_text()
-
-
 def test_compiled_matches_eager_and_states_its_compile(tmp_path):
     from trtbench.config.config import ModelConfig
     from trtbench.decoders import get_decoder

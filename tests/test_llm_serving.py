@@ -1,7 +1,7 @@
 """LLM serving under LoadGen's token latencies (issue 26): the summary's TTFT/TPOT percentiles, a query's
-stamps and lateness on either bound, one run over an in-process stand-in, and the eager decoder's workers as
-servers. The peak search against a queue simulation, over a stand-in decoder in worker processes:
-tests/test_token_serving.py."""
+stamps and lateness on either bound, and one run over an in-process stand-in. The peak search against a queue
+simulation, over a stand-in decoder in worker processes: tests/test_token_serving.py; real decoders' workers served
+from a config, a dead one included: tests/test_llm_server_entry.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import time
 import pytest
 
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, parse_summary
-from trtbench.scenarios.token_loadgen import (PeakSearch, QueryStamps, TokenLoad, TokenServing, nearest_rank,
-                                              token_peak, token_run)
+from trtbench.scenarios.token_loadgen import QueryStamps, TokenLoad, TokenServing, nearest_rank, token_run
 
 PREFILL_S, TOKEN_S, TOKENS = 0.006, 0.0005, 9  # a query is served in 10 ms
 SERVING = TokenServing(((16, TOKENS),))  # every query at the same lengths, one at a time
@@ -104,41 +103,3 @@ Mean Time per Output Token (ns)               : 3417565
 50.00 percentile time to output token (ns)   : 3374143
 99.00 percentile time to output token (ns)   : 4282213
 """
-
-
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory):
-    pytest.importorskip("transformers")
-    from test_generate import TINY_LLAMA
-    from trtbench.config.config import ModelConfig
-    from trtbench.models import build_model
-    from trtbench.models.hf_folder import write_model_folder
-
-    return write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
-                                                      kwargs=TINY_LLAMA)), tmp_path_factory.mktemp("hf"))
-
-
-def eager_recipe(folder, out_dir):
-    import numpy as np
-    from trtbench.build.decoder_recipe import DecoderRecipe
-    from trtbench.scenarios.token_lengths import QueryLengths
-    from trtbench.scenarios.token_pool import serving_requests
-
-    teacher = np.random.default_rng(0).integers(3, 512, size=(1, 8))
-    return DecoderRecipe("eager", "fp32", str(folder), str(out_dir), "cpu", 1,
-                         serving_requests(QueryLengths.fixed(8, 4), 1, 512), teacher)
-
-
-def test_the_eager_decoders_workers_serve_loadgen_and_a_dead_one_stops_the_search(tiny_llama, tmp_path):
-    from trtbench.scenarios.token_pool import TokenPool
-
-    load = TokenLoad(ttft_ms=2000.0, tpot_ms=200.0, min_duration_s=0.3, min_queries=8)
-    with TokenPool(eager_recipe(tiny_llama, tmp_path / "build"), 1, 120.0, tmp_path / "logs") as pool:
-        servers = pool.servers(30.0)
-        run = token_run(servers, load, TokenServing(((8, 4),)), 5.0, tmp_path / "run")
-        assert not run.error and len(run.queries) >= 8 and all(len(q.tokens_ms) == 4 for q in run.queries)
-        assert run.summary.ttft_ms["p99"] > 0 and run.summary.tpot_ms["p99"] > 0 and run.passed is False  # < 230
-        assert run.percentiles_ms()["ttft"]["p99"] < 2000 and run.goodput == 1.0
-        pool.workers[0].kill()
-        peak, runs = token_peak(servers, load, TokenServing(((8, 4),)), PeakSearch(10.0), tmp_path / "search")
-        assert peak == 0.0 and len(runs) == 1 and "gone" in runs[0].error

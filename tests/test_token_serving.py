@@ -146,7 +146,6 @@ def engine_s(pool, tmp_path_factory) -> dict[int, float]:
 
 
 CASES = {  # workers, batching, (TTFT, TPOT bounds in ms): which bound binds
-    "1 worker, TTFT binds": (1, None, (60.0, 15.0)),
     "2 workers, TTFT binds": (2, None, (36.0, 15.0)),
     "1 worker batching, TTFT binds": (1, BATCHING, (60.0, 20.0)),
     "2 workers batching, TPOT binds": (2, BatchingConfig(max_batch=2, window_ms=10.0), (500.0, 8.0)),  # at batch 2
