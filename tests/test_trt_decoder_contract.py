@@ -225,7 +225,7 @@ def test_without_cuda_or_torch_tensorrt_the_reason_says_what_is_missing(monkeypa
     trt = get_decoder("trt")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert trt.unavailable("fp32", "cuda", "llama") == \
-        "trt needs a CUDA GPU; torch.cuda.is_available() is False on this machine"
+        "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", None)  # an import of it raises ImportError
     reason = trt.unavailable("fp16", "cuda", "llama")

@@ -34,7 +34,8 @@ from trtbench.core.env import torch_thread_facts
 from trtbench.decoders.base import Decoder, register_decoder
 from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
 from trtbench.decoders.torch_model import eos_ids, greedy_loop
-from trtbench.variants.trt_common import describe_settings, import_torch_tensorrt, trt_device, version_of
+from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device, unavailable_reason,
+                                          version_of)
 
 INSTALL = "pip install torch-tensorrt==2.14.0 (a CUDA build of torch 2.14 and TensorRT 11.1 come with it)"
 NAME = "trt"
@@ -164,15 +165,7 @@ class TensorRT(Decoder):
                     f"openvino_genai)")
         if device != "cuda":
             return f"trt needs a CUDA GPU; device is {device}"
-        if not torch.cuda.is_available():
-            return "trt needs a CUDA GPU; torch.cuda.is_available() is False on this machine"
-        try:
-            import_torch_tensorrt()
-        except ImportError as err:
-            return f"torch_tensorrt is not installed ({err}): {INSTALL}"
-        except Exception as err:  # a broken install raises OSError, RuntimeError, AttributeError...
-            return f"torch_tensorrt cannot be loaded ({type(err).__name__}: {err})"
-        return None
+        return unavailable_reason(torch.device(device), INSTALL)
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...]) -> Path:

@@ -63,8 +63,9 @@ def import_torch_tensorrt():
     return importlib.import_module("torch_tensorrt")
 
 
-def unavailable_reason(device: torch.device) -> str | None:
-    """Why Torch-TensorRT cannot build engines for ``device`` here; None when it can."""
+def unavailable_reason(device: torch.device, install: str = "") -> str | None:
+    """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: the line that installs it, added
+    where it is missing); None when it can."""
     if not torch.cuda.is_available():
         return "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
     if device.type != "cuda":
@@ -72,7 +73,7 @@ def unavailable_reason(device: torch.device) -> str | None:
     try:
         import_torch_tensorrt()
     except ImportError as err:
-        return f"torch_tensorrt is not installed ({err})"
+        return f"torch_tensorrt is not installed ({err})" + (f": {install}" if install else "")
     except Exception as err:  # a broken install raises OSError, RuntimeError, AttributeError...
         return f"torch_tensorrt cannot be loaded ({type(err).__name__}: {err})"
     return None
