@@ -29,66 +29,54 @@ class BatchingConfig:
 
 
 @dataclass(frozen=True)
-class ServingConfig:
-    """LoadGen's Server scenario: Poisson arrivals at ``target_qps``, or the peak QPS found by a search
-    (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``.
-
-    ``validity``: ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
-    queries over ``p99_ms`` (:mod:`.serving_rule`), with LoadGen's min duration and queries met and its
-    measured percentile within the bound;
-    ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
-    latencies). Both are reported either way.
+class LoadSettings:
+    """What both kinds of ``server`` entry share: Poisson arrivals at a fixed rate or the peak found by a search
+    (``find_peak``), judged at ``percentile``; served by each count of ``workers``, optionally ``batching``; LoadGen's
+    minimums per run; the search's ``resolution`` and ``search_steps``; ``repeats`` and the schedule ``seed``.
 
     ``min_queries`` defaults, for a peak search, to the queries that resolve the peak
-    (:func:`~.serving_rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed ``target_qps``, to the
-    fewest with which a run can pass (:func:`~.serving_rule.least_queries`: 230); a search with fewer
-    than those fewest is refused, as none of its steps could pass.
+    (:func:`~.serving_rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed rate, to the fewest with which a
+    run can pass (:func:`~.serving_rule.least_queries`: 230); a search with fewer than those fewest is refused, as
+    none of its steps could pass.
     """
 
-    p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     percentile: float = 0.99
-    target_qps: Optional[float] = None
     find_peak: bool = False
+    workers: list[int] = field(default_factory=lambda: [1])
+    batching: Optional[BatchingConfig] = None
     min_duration_s: float = 10.0
     min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see above
     confidence: float = 0.9  # of the late share's upper bound (LoadGen's early stopping: 0.99)
-    workers: list[int] = field(default_factory=lambda: [1])
-    threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
-    batching: Optional[BatchingConfig] = None
-    repeats: int = 3  # peak searches (or runs at target_qps); the spread is reported
+    repeats: int = 3  # peak searches (or runs at a fixed rate); the spread is reported
     resolution: float = 0.02  # a search stops once the peak is bracketed within this share of itself
     search_steps: int = 10  # at most this many LoadGen runs per peak search (bisection below the pool's capacity)
-    query_timeout_s: float = 30.0  # a query unanswered this long is reported lost and its worker killed
-    validity: str = "bound"
+    query_timeout_s: float = 30.0  # a query unanswered this long fails its worker (killed)
     seed: int = 0  # LoadGen's schedule seed (each repeat adds its index)
 
-    def validate(self, path: str) -> None:
-        if self.p99_ms is None:
-            raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
-                                 "give the latency bound in ms, e.g. p99_ms: 40")
-        if (self.target_qps is None) == (not self.find_peak):
-            raise UserInputError(path, "give exactly one of 'target_qps' and 'find_peak: true'",
-                                 "write e.g. find_peak: true (search the peak QPS) or target_qps: 50")
-        for name in ("p99_ms", "target_qps", "min_duration_s", "min_queries", "threads", "repeats", "search_steps",
-                     "query_timeout_s"):
+    def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
+        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate, of which
+        exactly one with ``find_peak`` is given; ``by_bound``: runs are judged by the late share's bound, so a
+        search needs its fewest queries."""
+        if (getattr(self, rate) is None) == (not self.find_peak):
+            raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
+                                 f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")
+        for name in (rate, "min_duration_s", "min_queries", "repeats", "search_steps", "query_timeout_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        if not 0 < self.percentile < 1:
-            raise UserInputError(schema.join(path, "percentile"), f"must be between 0 and 1, got {self.percentile}",
-                                 "write e.g. percentile: 0.99 (the bound applies to the 99th percentile)")
-        if not 0 < self.confidence < 1:
-            raise UserInputError(schema.join(path, "confidence"), f"must be between 0 and 1, got {self.confidence}",
-                                 "write e.g. confidence: 0.9 (LoadGen's early stopping uses 0.99)")
-        if not 0 < self.resolution < 1:
-            raise UserInputError(schema.join(path, "resolution"), f"must be between 0 and 1, got {self.resolution}",
-                                 "write e.g. resolution: 0.02 (the search brackets the peak within 2% of it)")
+        for name, example in (("percentile", "0.99 (the bound applies to the 99th percentile)"),
+                              ("confidence", "0.9 (LoadGen's early stopping uses 0.99)"),
+                              ("resolution", "0.02 (the search brackets the peak within 2% of it)")):
+            if not 0 < getattr(self, name) < 1:
+                raise UserInputError(schema.join(path, name), f"must be between 0 and 1, got {getattr(self, name)}",
+                                     f"write e.g. {name}: {example}")
         least = least_queries(self.percentile, self.confidence)
-        if self.find_peak and self.validity == "bound" and self.min_queries is not None and self.min_queries < least:
+        if self.find_peak and by_bound and self.min_queries is not None and self.min_queries < least:
             raise UserInputError(schema.join(path, "min_queries"),
                                  f"{self.min_queries} queries are too few for any step of the peak search to pass: "
                                  f"with none late, the late share's upper bound at confidence {self.confidence:g} "
                                  f"reaches {1 - self.percentile:g} from {least} queries",
-                                 f"give min_queries: {least} or more, or leave it out (default: "
-                                 f"{resolving_queries(self.percentile, self.confidence)}, which resolves the peak)")
+                                 f"give min_queries: {least} or more (or a lower percentile), or leave it out "
+                                 f"(default: {resolving_queries(self.percentile, self.confidence)}, which resolves "
+                                 f"the peak)")
         if not self.workers:
             raise UserInputError(schema.join(path, "workers"), "is empty", "list worker counts, e.g. workers: [1, 2]")
         for i, count in enumerate(self.workers):
@@ -96,7 +84,6 @@ class ServingConfig:
         if len(set(self.workers)) != len(self.workers):
             raise UserInputError(schema.join(path, "workers"), f"has duplicates: {self.workers}",
                                  "list each count once")
-        schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
         require_loadgen(path)
 
     @property
@@ -106,6 +93,34 @@ class ServingConfig:
             return self.min_queries
         rule = resolving_queries if self.find_peak else least_queries
         return rule(self.percentile, self.confidence)
+
+
+@dataclass(frozen=True)
+class ServingConfig(LoadSettings):
+    """LoadGen's Server scenario over the latency scenario's variants: Poisson arrivals at ``target_qps``, or the
+    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
+    (the rest: :class:`LoadSettings`).
+
+    ``validity``: ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
+    queries over ``p99_ms`` (:mod:`.serving_rule`), with LoadGen's min duration and queries met and its
+    measured percentile within the bound;
+    ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
+    latencies). Both are reported either way.
+    """
+
+    p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
+    target_qps: Optional[float] = None
+    threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
+    validity: str = "bound"
+
+    def validate(self, path: str) -> None:
+        if self.p99_ms is None:
+            raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
+                                 "give the latency bound in ms, e.g. p99_ms: 40")
+        schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
+        for name in ("p99_ms", "threads"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        self.validate_load(path, "target_qps", self.validity == "bound")
 
     @property
     def peak_rule(self) -> str:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 from trtbench.core.part import register_part
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.scenarios.serving_peaks import RepeatedPeaks
 from trtbench.scenarios.serving_rule import LEGACY_RULE
 from trtbench.core.status import Status
 
@@ -42,7 +42,7 @@ class LoadGenRun:
 
 
 @dataclass(frozen=True)
-class ServingResult:
+class ServingResult(RepeatedPeaks):
     """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
 
     ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
@@ -71,26 +71,10 @@ class ServingResult:
         return percentile_key(self.percentile * 100)
 
     @property
-    def peak_qps(self) -> Optional[float]:
-        """The median peak over the repeats (None without a search)."""
-        return statistics.median(self.peaks) if self.peaks else None
-
-    @property
-    def peak_spread(self) -> Optional[tuple[float, float]]:
-        return (min(self.peaks), max(self.peaks)) if self.peaks else None
-
-    @property
     def peak_run(self) -> Optional[LoadGenRun]:
         """The run within the bound at the highest offered QPS, in the repeat whose peak is the median;
         with a fixed target: the run at the target nearest the median completed rate."""
-        if not self.runs:
-            return None
-        if not self.peaks:
-            rates = sorted(self.runs, key=lambda r: r.summary.completed_qps or 0.0)
-            return rates[len(rates) // 2]
-        repeat = sorted(range(len(self.peaks)), key=lambda i: self.peaks[i])[len(self.peaks) // 2]
-        within = [r for r in self.runs if r.repeat == repeat and r.within_bound]
-        return max(within, key=lambda r: r.offered_qps, default=None)
+        return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
 
     @property
     def batch_histogram(self) -> dict[int, int]:

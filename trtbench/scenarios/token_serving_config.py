@@ -11,47 +11,35 @@ share at ``percentile`` and ``confidence``, as the vision server's steps do (:cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.models import transformers_max_positions
 from trtbench.scenarios.generate_result import GeneratePoint
-from trtbench.scenarios.serving_config import BatchingConfig, require_loadgen
+from trtbench.scenarios.serving_config import LoadSettings
 from trtbench.scenarios.token_lengths import QueryLengths
-from trtbench.scenarios.serving_rule import least_queries, resolving_queries, rule_name
+from trtbench.scenarios.serving_rule import rule_name
 
 SERVED_BATCH = 1  # a query is one sequence: the generate points served are those at this batch
 
 
 @dataclass(frozen=True)
-class TokenServingConfig:
+class TokenServingConfig(LoadSettings):
     """LoadGen's Server scenario with token latencies over generate's decoders: Poisson arrivals at ``qps``, or the
     peak QPS found by a search (``find_peak``), valid while the ``percentile`` TTFT stays within ``ttft_ms`` and the
-    ``percentile`` TPOT within ``tpot_ms``.
-
-    ``min_queries`` defaults as the vision server's do (:class:`~.serving_config.ServingConfig`): for a search, the
-    queries that resolve the peak (7227 at p99 and 0.9), at a fixed ``qps`` the fewest with which a run can pass
-    (230); a search with fewer than those fewest is refused, as none of its steps could pass.
+    ``percentile`` TPOT within ``tpot_ms`` (the rest, ``min_queries``' default included:
+    :class:`~.serving_config.LoadSettings`). Each worker serves one request at a time, or a static batch of queries
+    gathered within a window (``batching``).
     """
 
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``
     tpot_ms: Optional[float] = None  # the bound on time per output token, in ms, at ``percentile``
-    percentile: float = 0.99
     qps: Optional[float] = None  # one run per repeat at this offered load, instead of a search
-    find_peak: bool = False
-    workers: list[int] = field(default_factory=lambda: [1])  # worker processes, each serving one request at a time
-    batching: Optional[BatchingConfig] = None  # a worker's static batch of queries gathered within a window
     lengths: Optional[QueryLengths] = None  # each query's lengths, drawn; None: each served point's own
-    min_duration_s: float = 10.0
-    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see above
-    confidence: float = 0.9  # of the late share's upper bound (LoadGen's early stopping: 0.99)
-    repeats: int = 1  # peak searches (or runs at qps), each of its own schedule; a request takes seconds: 1
-    resolution: float = 0.02  # a search stops once the peak is bracketed within this share of itself
-    search_steps: int = 10  # at most this many LoadGen runs per search (bisection from the capacity estimate)
+    repeats: int = 1  # a request takes seconds: one search (or run at qps), each repeat of its own schedule
     query_timeout_s: float = 120.0  # a request unanswered this long fails its worker (killed) and the result
-    seed: int = 0  # LoadGen's schedule seed (each repeat adds its index)
 
     def validate(self, path: str) -> None:
         for name in ("ttft_ms", "tpot_ms"):
@@ -59,43 +47,8 @@ class TokenServingConfig:
                 raise UserInputError(schema.join(path, name), "required key is missing beside generate",
                                      "give both token-latency bounds in ms, e.g. ttft_ms: 2000 and tpot_ms: 200 "
                                      "(MLPerf's Llama2-70B server constraints)")
-        if (self.qps is None) == (not self.find_peak):
-            raise UserInputError(path, "give exactly one of 'qps' and 'find_peak: true'",
-                                 "write e.g. find_peak: true (search the peak QPS) or qps: 2")
-        for name in ("ttft_ms", "tpot_ms", "qps", "min_duration_s", "min_queries", "repeats", "search_steps",
-                     "query_timeout_s"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        for name, example in (("percentile", "0.99 (the bounds apply to the 99th percentile)"),
-                              ("confidence", "0.9 (LoadGen's early stopping uses 0.99)"),
-                              ("resolution", "0.02 (the search brackets the peak within 2% of it)")):
-            if not 0 < getattr(self, name) < 1:
-                raise UserInputError(schema.join(path, name), f"must be between 0 and 1, got {getattr(self, name)}",
-                                     f"write e.g. {name}: {example}")
-        least = least_queries(self.percentile, self.confidence)
-        if self.find_peak and self.min_queries is not None and self.min_queries < least:
-            raise UserInputError(schema.join(path, "min_queries"),
-                                 f"{self.min_queries} queries are too few for any step of the peak search to pass: "
-                                 f"with none late, the late share's upper bound at confidence {self.confidence:g} "
-                                 f"reaches {1 - self.percentile:g} from {least} queries",
-                                 f"give min_queries: {least} or more (or a lower percentile), or leave it out "
-                                 f"(default: {resolving_queries(self.percentile, self.confidence)}, which resolves "
-                                 f"the peak)")
-        if not self.workers:
-            raise UserInputError(schema.join(path, "workers"), "is empty", "list worker counts, e.g. workers: [1, 2]")
-        for i, count in enumerate(self.workers):
-            schema.require_positive(count, schema.join(path, f"workers[{i}]"))
-        if len(set(self.workers)) != len(self.workers):
-            raise UserInputError(schema.join(path, "workers"), f"has duplicates: {self.workers}",
-                                 "list each count once")
-        require_loadgen(path)
-
-    @property
-    def queries(self) -> int:
-        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring)."""
-        if self.min_queries is not None:
-            return self.min_queries
-        rule = resolving_queries if self.find_peak else least_queries
-        return rule(self.percentile, self.confidence)
+        self.validate_load(path, "qps")
 
     @property
     def peak_rule(self) -> str:

@@ -5,7 +5,6 @@ as the generate row it serves, journaled, resumed and merged as every part is.""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
@@ -13,6 +12,7 @@ from trtbench.core import schema
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.scenarios.serving_peaks import RepeatedPeaks
 from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.token_loadgen import nearest_rank
 
@@ -73,7 +73,7 @@ class TokenStep:
 
 
 @dataclass(frozen=True)
-class TokenServingResult:
+class TokenServingResult(RepeatedPeaks):
     """A decoder served at one point by ``workers`` processes x ``threads`` threads under server entry ``entry`` (its
     index among the config's server entries): both bounds at ``percentile``, the rule its steps passed by, its
     ``steps`` and, per repeat of a search, its peak (the highest offered QPS that passed; 0 when none did; none at a
@@ -125,26 +125,10 @@ class TokenServingResult:
         return f"up to {self.batching['max_batch']} in {self.batching['window_ms']:g} ms"
 
     @property
-    def peak_qps(self) -> Optional[float]:
-        """The median peak over the repeats (None without a search)."""
-        return statistics.median(self.peaks) if self.peaks else None
-
-    @property
-    def peak_spread(self) -> Optional[tuple[float, float]]:
-        return (min(self.peaks), max(self.peaks)) if self.peaks else None
-
-    @property
     def peak_step(self) -> Optional[TokenStep]:
         """The step that passed at the highest offered QPS in the repeat whose peak is the median; at a fixed qps the
         run whose completed rate is the median."""
-        if not self.steps:
-            return None
-        if not self.peaks:
-            rates = sorted(self.steps, key=lambda s: s.request_per_s)
-            return rates[len(rates) // 2]
-        repeat = sorted(range(len(self.peaks)), key=lambda i: self.peaks[i])[len(self.peaks) // 2]
-        passed = [s for s in self.steps if s.repeat == repeat and s.passed]
-        return max(passed, key=lambda s: s.offered_qps, default=None)
+        return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
 
     def to_dict(self) -> dict:
         return {"entry": self.entry, "workers": self.workers, "threads": self.threads,
