@@ -1,54 +1,108 @@
 """Does the serving peak search find the queue's peak? The sleeper model against the M/D/c queue.
 
-Run:  .venv/bin/python benchmarks/serving_peak.py [--repeats 3] [--trials 1]
+Run:  .venv/bin/python benchmarks/serving_peak.py [--repeats 3] [--trials 1] [--workers 2 1]
 
 A toy runtime that sleeps 10.2 ms per call is served under MLPerf LoadGen by 2, then 1 worker(s), with a
 p99 bound of 40 ms and the server scenario's defaults: a step passes when the upper bound at 0.9
 confidence on its share of late queries is within 1%, 7227 queries a step, bisection until the peak
 is bracketed within 2% (trtbench/scenarios/serving_rule.py, serving_search.py). Each trial runs the
-peak search ``--repeats`` times per worker count. It prints each peak (the median of the repeats)
-against the M/D/c queue's true peak for the measured service time (the steady-state p99 within the
-bound: tests/test_serving_peak.py) and their ratio; the target is 0.95 to 1.02. A step of 7227 queries
-takes about 2.7 minutes at 1 worker and 55 s at 2: a search takes about 20 and 7 minutes. Run it alone
-on the machine: a busy CPU delays the dispatcher and the workers, which a sleep does not show.
+peak search ``--repeats`` times per worker count and prints each peak, their median, and the M/D/c
+queue's true peak (the steady-state p99 within the bound: tests/test_serving_peak.py) at two service
+times with the median's ratio to each:
+
+- *queue*: what a worker is busy per query as the queue sees it, from the dispatcher's ``send_call``
+  to its next query (the sleep, the pipe both ways, the dispatcher's bookkeeping and LoadGen's
+  ``QuerySamplesComplete``): a pool of the same workers with a backlog of ``SATURATE`` queries per
+  worker queued at once completes them in ``workers * elapsed / queries`` each, measured before and
+  after the searches (the mean of the two is the reference);
+- *call*: the call alone in the worker (the result's ``service_ms``, the median of 5 calls), which
+  leaves the round trip out (the reference before 2026-11-25 10:00).
+
+The target is 0.95 to 1.02 of the queue's. A step of 7227 queries takes about 2.7 minutes at 1 worker
+and 55 s at 2: a search takes about 20 and 7 minutes. Each line gives the load average before and
+after: a busy CPU delays the dispatcher and the workers, which a sleep does not show.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "assets")]
 
-from test_serving import BOUND_MS, serve_sleeper  # noqa: E402  (the tests' sleeper)
+from test_serving import BOUND_MS, CALL_S, serve_sleeper  # noqa: E402  (the tests' sleeper)
 from test_serving_peak import md_c_true_peak  # noqa: E402  (the tests' queue model)
+from toy_runtimes import SleepsPerCall  # noqa: E402
 from trtbench.scenarios.serving_config import ServingConfig  # noqa: E402
+from trtbench.scenarios.serving_pool import ServerSession, ServingPool  # noqa: E402
+
+SATURATE = 600  # queries per worker in the backlog that measures the queue's service time (about 6.5 s)
+
+
+def queue_service_ms(workers: int) -> float:
+    """The ms a worker is busy per query in the serving scenario's SUT (:class:`ServerSession` over a
+    :class:`ServingPool` of sleepers), from a backlog of ``SATURATE`` queries per worker issued at once."""
+    queries, done, completed = SATURATE * workers, threading.Event(), [0]
+
+    def complete(ids: list[int]) -> None:
+        completed[0] += len(ids)
+        if completed[0] >= queries:
+            done.set()
+    pool = ServingPool([SleepsPerCall(CALL_S)] * workers, timeout_s=120.0, threads=1)
+    try:
+        session = ServerSession(pool, workers, complete, timeout_s=30.0)
+        started = time.perf_counter()
+        session.issue([SimpleNamespace(id=i) for i in range(queries)])
+        done.wait()
+        elapsed = time.perf_counter() - started
+        session.close()
+    finally:
+        pool.close()
+    return workers * elapsed / queries * 1e3
+
+
+def load_average() -> str:
+    """The 1-minute load average (the machine's runnable threads; 2 cores here)."""
+    return Path("/proc/loadavg").read_text().split()[0]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 1])
     args = parser.parse_args()
     settings = ServingConfig(p99_ms=BOUND_MS, find_peak=True, threads=1, repeats=args.repeats)
+    bound_s = BOUND_MS / 1e3
     print(f"rule {settings.peak_rule}, {settings.queries} queries a step, resolution {settings.resolution:g}")
-    print("trial  workers  service ms  peaks (QPS)              median  M/D/c  ratio  steps")
-    for trial, workers in ((trial, workers) for trial in range(args.trials) for workers in (2, 1)):
+    print("trial  workers  queue ms  call ms  peaks (QPS)             median  M/D/c queue (ratio)  "
+          "M/D/c call (ratio)  steps  minutes  load")
+    for trial, workers in ((trial, workers) for trial in range(args.trials) for workers in args.workers):
+        before, load_before, started = queue_service_ms(workers), load_average(), time.monotonic()
         with tempfile.TemporaryDirectory() as tmp:
             alone = dataclasses.replace(settings, workers=[workers])
-            for result in serve_sleeper(Path(tmp), alone, lambda text: print(text, file=sys.stderr, flush=True)):
-                expected = md_c_true_peak(result.service_ms / 1e3, result.workers, BOUND_MS / 1e3)
-                peaks = ", ".join(f"{p:.1f}" for p in result.peaks)
-                print(f"{trial:>5}  {result.workers:>7}  {result.service_ms:>10.2f}  {peaks:<24} "
-                      f"{result.peak_qps:>6.1f}  {expected:>5.1f}  {result.peak_qps / expected:.3f}  "
-                      f"{len(result.runs)}" + (f"  {result.status}: {result.reason}" if result.reason else ""),
-                      flush=True)
-                print("       runs (QPS offered, + passed): " + ", ".join(
-                    f"{run.offered_qps:.1f}{'+' if run.within_bound else '-'}" for run in result.runs), flush=True)
+            (result,) = serve_sleeper(Path(tmp), alone, lambda text: print(text, file=sys.stderr, flush=True))
+        minutes, load_after = (time.monotonic() - started) / 60, load_average()
+        queue_ms = statistics.mean([before, queue_service_ms(workers)])
+        at_queue = md_c_true_peak(queue_ms / 1e3, workers, bound_s)
+        at_call = md_c_true_peak(result.service_ms / 1e3, workers, bound_s)
+        peaks = ", ".join(f"{p:.1f}" for p in result.peaks)
+        print(f"{trial:>5}  {workers:>7}  {queue_ms:>8.2f}  {result.service_ms:>7.2f}  {peaks:<22} "
+              f"{result.peak_qps:>6.1f}  {at_queue:>6.1f} ({result.peak_qps / at_queue:.3f})  "
+              f"{at_call:>6.1f} ({result.peak_qps / at_call:.3f})  {len(result.runs):>5}  {minutes:>7.1f}  "
+              f"{load_before}-{load_after}" + (f"  {result.status}: {result.reason}" if result.reason else ""),
+              flush=True)
+        print("       queue ms before / after: " + f"{before:.2f} / {2 * queue_ms - before:.2f}", flush=True)
+        print("       runs (QPS offered, + passed): " + ", ".join(
+            f"{run.offered_qps:.1f}{'+' if run.within_bound else '-'}" for run in result.runs), flush=True)
     return 0
 
 
