@@ -47,6 +47,7 @@ from test_serving_peak import md_c_true_peak  # noqa: E402  (the tests' queue mo
 from toy_runtimes import SleepsPerCall  # noqa: E402
 from trtbench.scenarios.serving_config import ServingConfig  # noqa: E402
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool  # noqa: E402
+from trtbench.scenarios.serving_rule import late_count  # noqa: E402
 
 SATURATE = 600  # queries per worker in the backlog that measures the queue's service time (about 6.5 s)
 
@@ -109,8 +110,10 @@ def main() -> int:
               f"{load_before}-{load_after}" + (f"  {result.status}: {result.reason}" if result.reason else ""),
               flush=True)
         print("       queue ms before / after: " + f"{before:.2f} / {2 * queue_ms - before:.2f}", flush=True)
-        print("       runs (QPS offered, + passed): " + ", ".join(
-            f"{run.offered_qps:.1f}{'+' if run.within_bound else '-'}" for run in result.runs), flush=True)
+        print("       runs (QPS offered, + passed, late / queries, LoadGen's p99 ms): " + ", ".join(
+            f"{run.offered_qps:.1f}{'+' if run.within_bound else '-'} ({late_count(run.latencies_ms, BOUND_MS)}/"
+            f"{len(run.latencies_ms)}, {run.summary.latency_ms.get('p99', float('nan')):.1f})"
+            for run in result.runs), flush=True)
     return 0
 
 
