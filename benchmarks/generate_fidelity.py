@@ -8,7 +8,7 @@ trtbench: one generate run per alternation on a config this file writes (a Llama
 decoders given), read back from its results.json: each decoder's median TTFT and TPOT.
 
 The truth: after each trtbench run, each runtime alone in a fresh process of its own, on the artifacts that run
-saved (``OUT/decoders/<model>/<slot>/``), timed by its own tool, one warm-up request, then ``--requests``:
+published (``OUT/artifacts/``, as its manifest names them), timed by its own tool, one warm-up request, then ``--requests``:
 
 * ort_genai: ONNX Runtime GenAI's generator loop, timed as onnxruntime-genai's
   ``benchmark/python/benchmark_e2e.py`` times it: the generator is made outside the timing (greedy,
@@ -55,9 +55,9 @@ MODEL = {"source": "transformers", "name": "llama", "task": "causal-lm", "label"
          "kwargs": {"hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 6, "num_attention_heads": 8,
                     "num_key_value_heads": 4, "vocab_size": 8000, "max_position_embeddings": 1024}}
 SEED = 0
-# where the generate scenario leaves each fp32 slot's artifact under its decoder folder
-ARTIFACTS = {"eager": "source", "ort_genai": "ort_genai/ort_genai-fp32",
-             "openvino_genai": "openvino_genai/openvino_genai-fp32"}
+# what each runtime alone loads, relative to the artifact the run's manifest names for its fp32 slot: eager, the
+# Hugging Face folder published beside its decoder.json; the runtimes, the artifact folder itself
+ARTIFACTS = {"eager": "../model", "ort_genai": ".", "openvino_genai": "."}
 
 # One runtime alone, timed by its own tool. argv: kind, artifact, requests, threads, prompt tokens, new tokens,
 # vocabulary, seed, bytes swept before each request (0: none).
@@ -154,11 +154,12 @@ def run_trtbench(out: Path, args) -> dict:
 
 
 def artifact(out: Path, decoder: str) -> Path:
-    """The fp32 artifact of ``decoder`` that the run in ``out`` saved."""
-    folders = sorted((out / "decoders").iterdir())
-    if len(folders) != 1:
-        raise SystemExit(f"expected one model folder under {out / 'decoders'}, found {[f.name for f in folders]}")
-    path = folders[0] / ARTIFACTS[decoder]
+    """What ``decoder`` alone loads of the fp32 artifact that the run in ``out`` published (its manifest's entry)."""
+    entries = json.loads((out / "artifacts" / "manifest.json").read_text())["artifacts"]
+    entry = next((e for e in entries if e["variant"] == decoder and e["precision"] == "fp32"), None)
+    if entry is None:
+        raise SystemExit(f"the run in {out} published no fp32 artifact of {decoder}")
+    path = ((out / "artifacts" / entry["artifact"]) / ARTIFACTS[decoder]).resolve()
     if not path.exists():
         raise SystemExit(f"{decoder}'s artifact is not at {path}")
     return path
