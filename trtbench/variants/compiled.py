@@ -5,13 +5,15 @@ makes that first call at the opt shape, under ``torch.inference_mode`` like the 
 different grad mode would fail dynamo's guards and recompile), and reports its time as
 ``first_call_s``. Each shape the benchmark then visits may recompile; ``run_info`` reports how
 many graphs dynamo compiled after the first call (``torch._dynamo.utils.counters``). Each build
-is its own recompile region (``isolate_recompiles``), so an fp16 build neither reuses nor
-counts against the fp32 one. Nothing deployable comes out of it: the ``aoti`` variant compiles
+is its own recompile region (``isolate_recompiles``, where this torch has it: 2.14 does, the 2.11 of
+some CUDA images does not, and there each build has its worker process to itself anyway), so an fp16
+build neither reuses nor counts against the fp32 one. Nothing deployable comes out of it: the ``aoti`` variant compiles
 the exported graph ahead of time into a ``.pt2`` file.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,11 @@ def dynamo_counts() -> dict:
     return {"graphs": counters["stats"]["unique_graphs"], "graph_breaks": sum(counters["graph_break"].values()),
             "fxgraph_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
             "fxgraph_cache_misses": counters["inductor"]["fxgraph_cache_miss"]}
+
+
+def recompile_isolation() -> dict:
+    """``torch.compile``'s ``isolate_recompiles=True`` where this torch takes it, else nothing."""
+    return {"isolate_recompiles": True} if "isolate_recompiles" in inspect.signature(torch.compile).parameters else {}
 
 
 @dataclass
@@ -85,7 +92,7 @@ class Compiled(Variant):
         if options.cuda_graphs:
             cuda_graphs.check_can_capture(ctx)
         compiled = torch.compile(model, backend=options.backend, mode=None if options.mode == "default" else options.mode,
-                                 dynamic=options.dynamic, fullgraph=options.fullgraph, isolate_recompiles=True)
+                                 dynamic=options.dynamic, fullgraph=options.fullgraph, **recompile_isolation())
         before = dynamo_counts()
         start = time.perf_counter()
         with torch.inference_mode():
