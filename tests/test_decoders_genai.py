@@ -157,3 +157,11 @@ def test_openvino_genai_step_times_must_fall_within_the_call():
     np.testing.assert_allclose(_token_times(raw, 10.0, 10.01), [10.001, 10.0025])
     with pytest.raises(RuntimeError, match="perf_counter"):
         _token_times(raw, 11.0, 12.0)
+
+
+def test_the_pytorch_decoders_run_fp16_on_cuda_and_say_why_not_on_a_cpu():
+    for name in ("eager", "compiled"):
+        decoder = get_decoder(name)
+        assert decoder.unavailable("fp16", "cuda", "llama") is None
+        assert "CUDA only" in decoder.unavailable("fp16", "cpu", "llama")
+        assert "int4" in decoder.unavailable("int4", "cuda", "llama")

@@ -20,17 +20,19 @@ import torch
 from trtbench.core.env import torch_thread_facts
 from trtbench.decoders.base import Decoder
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
 ARTIFACT = "decoder.json"
 BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
     """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``: a precision it has no path to
-    (weight-only int8/int4 are the runtimes'), or bf16 on a CPU without native bf16."""
+    (weight-only int8/int4 are the runtimes'), fp16 on a CPU, or bf16 on a CPU without native bf16."""
     if precision not in DTYPES:
         return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
                f"openvino_genai)"
+    if precision == "fp16" and device == "cpu":
+        return f"{name} runs fp16 on CUDA only (a CPU computes half precision in bf16: list bf16)"
     if precision == "bf16" and device == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return "bf16: this CPU has no native bf16 (AVX512-BF16 or AMX)"
     return None
