@@ -216,7 +216,7 @@ def test_on_this_cpu_machine_a_generate_run_skips_trt_with_the_reason():
     (group,) = resolve(config).groups
     assert group.unavailable["trt"] == group.unavailable["trt@fp16"] == "trt needs a CUDA GPU; device is cpu"
     assert group.unavailable["trt@int4"].startswith("trt has no int4 path")
-    assert "eager" not in group.unavailable and "no fp16 path" in group.unavailable["eager@fp16"]
+    assert "eager" not in group.unavailable and "fp16 on CUDA only" in group.unavailable["eager@fp16"]
 
 
 def test_without_cuda_or_torch_tensorrt_the_reason_says_what_is_missing(monkeypatch):
