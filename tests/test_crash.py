@@ -1,7 +1,8 @@
 """A variant that crashes the run process natively fails alone (trtbench.pipeline.supervisor): ``trtbench run`` on the
 smoke config with stand-in variants that crash the process in their build (SIGSEGV) and in their save (SIGABRT)
 (tests/assets/crash_variants.py) keeps every other row, marks theirs failed with the signal, writes its results and
-report, and exits 1. A signal that stops a run (SIGINT, SIGTERM) still stops it, through the supervisor."""
+report, and exits 1; the run the supervisor relaunches fails what crashed without trying it again. A signal that
+stops a run (SIGINT, SIGTERM) still stops it, through the supervisor."""
 
 from __future__ import annotations
 
@@ -108,3 +109,56 @@ def test_sigint_and_sigterm_still_stop_the_run(smoke, subprocess_env, tmp_path):
     terminated = _stopped_by(signal.SIGTERM, smoke, subprocess_env, tmp_path / "term")
     assert terminated.returncode == -signal.SIGTERM, terminated.stderr
     assert "crashed" not in terminated.stderr
+
+
+
+def _relaunched(out: Path, lines: list[str], crashed: str, reason: str, config: dict):
+    """The run the supervisor relaunches after ``crashed`` (a variant of the tiny model at fp32) crashed its process
+    with the journal at ``lines``: run here, on the journal as the supervisor leaves it."""
+    from conftest import run_dict
+
+    (out / JOURNAL_NAME).write_text("".join(line + "\n" for line in lines))
+    Journal(out).crash(("python:toy_models:tiny_cnn", "fp32", crashed), reason)
+    return run_dict(config)
+
+
+def test_a_relaunched_run_fails_what_crashed_without_trying_it_again(tiny_config, tmp_path):
+    """What the supervisor's ``crash`` line does to the run it relaunches: a save that crashed after its variant
+    was timed fails the rows it has, their timings kept, and is not tried again; a build that crashed fails its
+    rows at every point without building again."""
+    from conftest import run_dict
+
+    out = tmp_path / "out"
+    tiny_config["output"]["dir"] = str(out)
+    first = run_dict(tiny_config)
+    assert first.exit_code == 0
+    lines = [line for line in (out / JOURNAL_NAME).read_text().splitlines() if json.loads(line)["kind"] != "complete"]
+
+    def without(variant: str, kinds: tuple) -> list[str]:
+        """``lines`` but ``variant``'s of ``kinds``."""
+        def its(entry: dict) -> bool:
+            if entry["kind"] == "artifacts":
+                return entry["key"][2] == variant
+            return entry["kind"] == "record" and entry["record"]["case"]["variant"] == variant
+        return [line for line in lines if not (json.loads(line)["kind"] in kinds and its(json.loads(line)))]
+
+    saving = "save traced fp32: the run process crashed (killed by signal 6, SIGABRT) while saving it"
+    resumed = _relaunched(out, without("traced", ("artifacts",)), "traced", saving, tiny_config)
+    assert resumed.exit_code == 1 and resumed.resumed == 9
+    rows = {(r.case.variant, r.case.point): r for r in resumed.results}
+    timed = {r.case.point: r.rounds for r in first.results if r.case.variant == "traced"}
+    for point in ("min", "opt", "max"):
+        assert rows["eager", point].status == rows["scripted", point].status == "ok"
+        assert (rows["traced", point].status, rows["traced", point].reason) == ("failed", saving)
+        assert rows["traced", point].rounds == timed[point], "timed before the crash: its timings are kept"
+    manifest = json.loads((out / "artifacts" / "manifest.json").read_text())
+    assert {a["variant"] for a in manifest["artifacts"]} == {"scripted"}, "traced is not saved again"
+
+    building = "build scripted fp32: the run process crashed (killed by signal 11, SIGSEGV) while building it"
+    resumed = _relaunched(out, without("scripted", ("artifacts", "record")), "scripted", building, tiny_config)
+    assert resumed.exit_code == 1
+    rows = {(r.case.variant, r.case.point): r for r in resumed.results}
+    for point in ("min", "opt", "max"):
+        assert rows["eager", point].status == rows["traced", point].status == "ok"
+        assert (rows["scripted", point].status, rows["scripted", point].reason) == ("failed", building)
+        assert rows["scripted", point].build["build_s"] is None, "not built again"
