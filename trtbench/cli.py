@@ -212,7 +212,12 @@ def cmd_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``trtbench`` console script; returns the exit code."""
+    """Entry point of the ``trtbench`` console script; returns the exit code.
+
+    Called as the command (``argv`` None), a run goes under a supervisor (:mod:`trtbench.pipeline.supervisor`):
+    the pipeline runs in a child process, so that a variant that crashes it natively fails alone. Called with
+    ``argv``, everything runs in this process."""
+    command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
@@ -226,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         build_parser().print_help()
         return 2
+    if command_line and args.command in ("run", "profile"):
+        from trtbench.pipeline.supervisor import supervise, supervised
+
+        if not supervised():
+            return supervise(argv)
     try:
         return handlers[args.command](args)
     except UserInputError as err:

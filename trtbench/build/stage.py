@@ -3,19 +3,23 @@ a time (:func:`build_at`).
 
 A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
 a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one whose build raises
-comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it.
+comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it. One that
+crashed an earlier process of the run natively fails with that reason, without building again; each build
+is marked in flight (:mod:`trtbench.core.inflight`) while it runs.
 Warnings are captured, not printed, and reported with the variant.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Optional, Sequence
 
 import torch
 
+from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import is_quantized, precision_dtype
 from trtbench.profiling.memory import track_peak
@@ -58,17 +62,20 @@ def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
 @dataclass(frozen=True)
 class BuildList:
     """The variants to build, by name, in order (dependencies first); each one's options, by name (one
-    absent builds with its defaults); and the ones that cannot build here, by name, with the reason
-    (they come back skipped, and what builds from them with them)."""
+    absent builds with its defaults); the ones that cannot build here, by name, with the reason
+    (they come back skipped, and what builds from them with them); and those whose build crashed an
+    earlier process of the run, with the reason (they come back failed, with what builds from them)."""
 
     names: Sequence[str]
     options: Mapping[str, Any] = field(default_factory=dict)
     unavailable: Mapping[str, str] = field(default_factory=dict)
+    crashed: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, failures: FailureLog,
-                   on_build: Callable[[str], None] = lambda name: None) -> dict[str, BuildOutcome]:
-    """Build ``todo``'s variants in order; ``on_build(name)`` runs before each build."""
+                   building: Callable[[str], ContextManager] = lambda name: contextlib.nullcontext()
+                   ) -> dict[str, BuildOutcome]:
+    """Build ``todo``'s variants in order, each inside ``building(name)``."""
     outcomes: dict[str, BuildOutcome] = {}
     for name in todo.names:
         variant = get_variant(name)
@@ -76,13 +83,15 @@ def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, f
         parent = outcomes.get(variant.depends_on) if variant.depends_on else None
         if name in todo.unavailable:
             outcomes[name] = BuildOutcome(variant, status=Status.SKIPPED, reason=todo.unavailable[name])
+        elif name in todo.crashed:
+            outcomes[name] = BuildOutcome(variant, status=Status.FAILED, reason=todo.crashed[name])
         elif parent is not None and parent.built is None:
             outcomes[name] = BuildOutcome(variant, status=parent.status,
                                           reason=f"needs {parent.variant.name}, which did not build "
                                                  f"({parent.status}: {parent.reason})")
         else:
-            on_build(name)
-            outcomes[name] = _build_one(variant, model, ctx, failures)
+            with building(name):
+                outcomes[name] = _build_one(variant, model, ctx, failures)
             if outcomes[name].built is not None:
                 ctx.built[name] = outcomes[name].built
     return outcomes
@@ -122,7 +131,8 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
     only build from (``exported``, ``onnx``) is reused from the group's reference precision where it built
     there (``earlier``, by slot id)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
-    the timed variants quantize (fp16 builds everything from its own half copy)."""
+    the timed variants quantize (fp16 builds everything from its own half copy). A variant whose build, save or
+    check crashed an earlier process of the run (``ctx.crashed``) fails with that reason instead of building."""
     precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
     same_dtype = precision_dtype(precision) == precision_dtype(group.reference_precision)
@@ -131,9 +141,15 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
     build.built.update({n: outcome.built for n, outcome in reuse.items()})
     unavailable = {name: group.unavailable[group.slot_id(name, precision)] for name in slots
                    if group.slot_id(name, precision) in group.unavailable}
-    built = build_variants(BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable), model,
-                           build, failures,
-                           on_build=lambda name: log(f"build {group.model.id} {name} {precision}"))
+    crashed = {name: reason for (model_id, at, name), reason in ctx.crashed.items()
+               if model_id == group.model.id and at == precision}
+
+    def building(name: str) -> ContextManager:
+        log(f"build {group.model.id} {name} {precision}")
+        return in_flight(InFlight("build", group.model.id, name, precision, str(ctx.out_dir)))
+
+    todo = BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable, crashed)
+    built = build_variants(todo, model, build, failures, building)
     outcomes = {}
     for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it
         if name in unavailable:

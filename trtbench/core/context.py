@@ -3,7 +3,7 @@ instead of the same seven values passed positionally through every stage."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,12 +19,15 @@ if TYPE_CHECKING:  # types only: the context is built at the top (trtbench.pipel
 
 @dataclass(frozen=True)
 class RunContext:
-    """One run's config, device, environment, output folder, failure log, progress and timing settings."""
+    """One run's config, device, environment, output folder, failure log, progress and timing settings, and the
+    variants that crashed an earlier process of the run."""
 
     plan: RunPlan
     environment: dict  # trtbench.core.env.collect_environment(); its "id" names the records' environment
     failures: FailureLog
     progress: Progress
+    crashed: dict = field(default_factory=dict)  # (model, precision, variant) -> why its build, save or check
+    # crashed an earlier run process (trtbench.pipeline.supervisor): it fails with that reason, not built again
 
     @property
     def config(self) -> Config:

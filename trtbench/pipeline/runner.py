@@ -7,7 +7,9 @@ frozen result parts; the save is :func:`~trtbench.artifacts.publish.publish` (th
 the records as they now stand). This module names no scenario: it runs the config's list in a loop,
 and :class:`~trtbench.pipeline.state.RunState` keeps and journals every part, so a run killed outright
 resumes where it stopped. One failing variant never stops the others; Ctrl-C stops the run and what
-was measured is written, the rest marked ``interrupted``.
+was measured is written, the rest marked ``interrupted``. Each variant's build and save is marked in flight
+(:mod:`trtbench.core.inflight`), so that one crashing this process natively fails alone
+(:mod:`trtbench.pipeline.supervisor`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from trtbench.build.stage import BuildOutcome, build_at, int8_setup_at, run_cali
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
+from trtbench.core.inflight import InFlight, in_flight, native_crash_log
 from trtbench.core.inputs import point_inputs
 from trtbench.core.outdir import FailureLog, OutputDir
 from trtbench.core.progress import Progress
@@ -56,7 +59,7 @@ class Runner:
     def run(self) -> RunOutcome:
         models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
         self.calibration = run_calibration(self.plan)  # bad calibration data is bad input: before any write
-        with OutputDir(self.out_dir):
+        with OutputDir(self.out_dir), native_crash_log(self.out_dir):
             return self._run_locked(models)
 
     def _run_locked(self, models: dict[str, torch.nn.Module]) -> RunOutcome:
@@ -65,8 +68,8 @@ class Runner:
                 (self.out_dir / name).unlink(missing_ok=True)
         self.store.discard_previous_manifest()
         environment = collect_environment(self.plan.device, self.config.benchmark.cudnn_benchmark)
-        ctx = RunContext(self.plan, environment, self.failures, self.progress)
         earlier = self.state.begin(environment, self.fresh)
+        ctx = RunContext(self.plan, environment, self.failures, self.progress, self.state.crashed)
         started, ended = datetime.now(timezone.utc), RunStatus.COMPLETE
         try:
             with torch.cuda.device(ctx.device) if ctx.device.type == "cuda" else contextlib.nullcontext():
@@ -160,7 +163,8 @@ class Runner:
         """The save stage for one variant at ``precision`` (built from copy ``at``); the state journals that
         it is done."""
         name = outcome.variant.name
-        published = publish(ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)
+        with in_flight(InFlight("save", group.model.id, name, precision, str(self.out_dir))):
+            published = publish(ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)
         for record in published.records:
             self.state.keep(record)
         self.state.keep_saved(save_key(group, name, precision), published.entries)

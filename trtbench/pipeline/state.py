@@ -56,6 +56,7 @@ class RunState:
         self.kept = PartsByKind()  # every part but the records
         self.resumed = 0  # cases kept from an earlier, unfinished run
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
+        self.crashed: dict[tuple, str] = {}  # save key -> why its build, save or check crashed an earlier process
 
     def begin(self, environment: dict, fresh: bool) -> JournalState:
         """Start the journal of a run in ``environment``: what an earlier, unfinished run into the same
@@ -67,6 +68,7 @@ class RunState:
             self.journal.discard()
         self.resume(earlier, environment["id"])
         self.journal.environment(environment)
+        self._fail_crashed()
         return earlier
 
     def resume(self, earlier: JournalState, env_id: str) -> int:
@@ -87,7 +89,23 @@ class RunState:
         planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({k: v for k, v in earlier.artifacts.items()  # saved here, in this environment: a save
                            if k in planned_saves and earlier.saved_in.get(k) == env_id})  # elsewhere is redone
+        self.crashed = dict(earlier.crashes)
         return self.resumed
+
+    def _fail_crashed(self) -> None:
+        """A variant whose build, save or check crashed an earlier run process is not tried again: the records it
+        has (a save crashes after the timing) fail with why, and its save is done, with nothing saved. The build
+        stage fails it (:attr:`RunContext.crashed <trtbench.core.context.RunContext.crashed>`) where it has none."""
+        for group in self.plan.groups:
+            for entry, precision in group.slots():
+                key = save_key(group, entry.name, precision)
+                if key not in self.crashed:
+                    continue
+                for record in self.variant_records(group, entry.name, precision):
+                    if record.reason != self.crashed[key]:
+                        self.keep(record.failed(self.crashed[key]))
+                if key not in self.saved:
+                    self.keep_saved(key, [])
 
     # ---- what stages return ------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it a
 same command on the same output directory reads them back and measures only what is missing.
 Each line is written with one ``write`` on an ``O_APPEND`` descriptor and fsync'd, so lines
 never interleave; a line cut short by a crash is ignored on reading. A later line for the same
-case replaces an earlier one (a save that fails after timing, say). A run that completes every
+case replaces an earlier one (a save that fails after timing, say). A ``crash`` line names a variant whose
+build, save or check crashed the run process natively (:mod:`trtbench.pipeline.supervisor` writes it): the
+resumed run fails it with that reason instead of trying it again. A run that completes every
 case ends its journal with a ``complete`` line: nothing is left to resume, so running the same
 command again measures anew.
 """
@@ -34,6 +36,7 @@ class JournalState:
     artifacts: dict[tuple, list[dict]] = field(default_factory=dict)  # save key -> manifest entries
     saved_in: dict[tuple, str] = field(default_factory=dict)  # save key -> the environment of the run that saved
     environments: dict[str, dict] = field(default_factory=dict)
+    crashes: dict[tuple, str] = field(default_factory=dict)  # save key -> why its build, save or check crashed
     complete: bool = False  # the last run into this directory finished every case
 
     def keep(self, part: Part) -> None:
@@ -69,6 +72,10 @@ class Journal:
         """The artifacts one variant build saved (possibly none): its save step is done."""
         self._append({"kind": "artifacts", "key": list(key), "entries": entries})
 
+    def crash(self, key: tuple, reason: str) -> None:
+        """The build, save or check of the variant ``key`` names (as its save) crashed the run process: it fails."""
+        self._append({"kind": "crash", "key": list(key), "reason": reason})
+
     def complete(self) -> None:
         """Every planned case is done: a later run starts anew instead of resuming."""
         self._append({"kind": "complete"})
@@ -92,6 +99,8 @@ class Journal:
                 elif kind == "artifacts":  # saved by the run whose environment line came last before it
                     state.artifacts[tuple(entry["key"])] = entry["entries"]
                     state.saved_in[tuple(entry["key"])] = environment
+                elif kind == "crash":
+                    state.crashes[tuple(entry["key"])] = entry["reason"]
                 elif kind == "environment":
                     environment = entry["environment"]["id"]
                     state.environments[environment] = entry["environment"]

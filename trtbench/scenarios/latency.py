@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 import torch
 
 from trtbench.core.case import BASELINE_VARIANT
+from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.precision import dtype_name
 from trtbench.core.record import Record
 from trtbench.core.status import Status
@@ -110,9 +111,10 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 continue
             variant, built = outcome.variant, outcome.built
             try:
-                prepared = variant.prepare(built, inputs[case.precision])
-                call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
-                checked = isolation.check(key, point, call)
+                with in_flight(InFlight("check", case.model, case.variant, case.precision, str(ctx.out_dir))):
+                    prepared = variant.prepare(built, inputs[case.precision])
+                    call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
+                    checked = isolation.check(key, point, call)  # in this process, with isolation in_process
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
                 fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
                 timer = isolation.timer(key, point, call)

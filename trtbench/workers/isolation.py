@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.core.env import torch_thread_facts
+from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
 from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
@@ -97,10 +98,12 @@ class VariantWorkers:
         worker. ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``)."""
         folder = Path(self._folder.name)
         payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
-        recipes = {key: VariantRecipe.for_group(config, group, variant.name, precisions[key],
-                                                payloads[precisions[key]], device
-                                                ).hosting(deployed_artifact(variant, built, folder, key))
-                   for key, (variant, built) in builds.items()}
+        recipes = {}
+        for key, (variant, built) in builds.items():
+            with in_flight(InFlight("save", group.model.id, variant.name, precisions[key], str(config.output.dir))):
+                artifact = deployed_artifact(variant, built, folder, key)  # the variant's own code, in this process
+            recipes[key] = VariantRecipe.for_group(config, group, variant.name, precisions[key],
+                                                   payloads[precisions[key]], device).hosting(artifact)
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)
         self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned)

@@ -1,0 +1,83 @@
+"""What a supervisor of the run process (:mod:`trtbench.pipeline.supervisor`) sees of it: the step of one variant
+that runs the variant's native code in the run process itself (its build; its save, with the reload checks of
+its files; its first call, checked against the reference), marked while it runs, and the native stack of a crash.
+
+The supervisor names the marker's file in the run process's environment (``TRTBENCH_INFLIGHT``); a process
+without it (the Python API, the tests) marks nothing. A step marks itself with :func:`in_flight`: the file is
+written (atomically) before the step and removed after it, however it ends, but for a native crash of the process,
+which leaves it naming the step that crashed. :func:`native_crash_log` has ``faulthandler`` write the stack of
+such a crash to ``<output>/crash.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+from trtbench.core.fsutil import atomic_write_text
+
+INFLIGHT_ENV = "TRTBENCH_INFLIGHT"
+CRASH_LOG = "crash.log"
+DOING = {"build": "building", "save": "saving", "check": "checking"}
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """One variant's build, save or check, at one precision, of one model, in a run into ``out_dir``."""
+
+    stage: str  # "build", "save" (the save reloads and checks the saved files too) or "check" (its first call)
+    model: str
+    variant: str
+    precision: str
+    out_dir: str
+
+    @property
+    def key(self) -> tuple:
+        """As the journal names the variant's save: (model, precision, variant)."""
+        return (self.model, self.precision, self.variant)
+
+    def crash_reason(self, signal_name: str) -> str:
+        """Why the variant's rows failed, ``signal_name`` the one that killed the process (``signal 11, SIGSEGV``)."""
+        return (f"{self.stage} {self.variant} {self.precision}: the run process crashed (killed by {signal_name}) "
+                f"while {DOING[self.stage]} it; the run went on without it (see {CRASH_LOG})")
+
+
+@contextlib.contextmanager
+def in_flight(step: InFlight) -> Iterator[None]:
+    """Mark ``step`` as running for the supervisor, if there is one, until it ends."""
+    where = os.environ.get(INFLIGHT_ENV)
+    if not where:
+        yield
+        return
+    atomic_write_text(Path(where), json.dumps(asdict(step)))
+    try:
+        yield
+    finally:
+        Path(where).unlink(missing_ok=True)
+
+
+def read_in_flight(path: Path) -> Optional[InFlight]:
+    """The step the marker at ``path`` names: the one a crashed process was in; None where there is none."""
+    try:
+        return InFlight(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def native_crash_log(out_dir: Path) -> Iterator[None]:
+    """Under a supervisor, have ``faulthandler`` append the stack of a native crash to ``<out_dir>/crash.log``."""
+    if not os.environ.get(INFLIGHT_ENV):
+        yield
+        return
+    with open(Path(out_dir) / CRASH_LOG, "a", encoding="utf-8") as log:
+        faulthandler.enable(log)
+        try:
+            yield
+        finally:
+            faulthandler.disable()

@@ -1,0 +1,125 @@
+"""The supervisor of a run: ``trtbench run`` (and ``profile``) on the command line runs the pipeline in a child
+process, the same command, and watches it, so that a native crash of one variant fails that variant alone.
+
+The child marks each variant's build, save (the reload checks of its files too) and checked first call while
+it runs it (:mod:`trtbench.core.inflight`), in a file named here, and has ``faulthandler`` write the native
+stack of a crash to ``<output>/crash.log``. When the child dies by a crash signal (:data:`CRASH_SIGNALS`) inside such a step, the
+supervisor journals the crash (a ``crash`` line, :mod:`trtbench.results.journal`) and starts the same command
+again, without ``--fresh``: it resumes from the journal, keeping what was measured, and fails that variant at that
+precision with the reason instead of trying it again (:meth:`~trtbench.pipeline.state.RunState.begin`). Each
+relaunch needs a crash at a variant not crashed before, so there are at most as many as the run has variants and
+precisions; a crash outside any marked step ends the run with a message, what it measured kept for the same
+command to resume. Any other end of the child is the command's: its exit code (1 where a variant crashed), or
+the signal that stopped it (SIGINT, SIGTERM, SIGKILL...), which the supervisor passes on and then dies of.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from trtbench.core.inflight import CRASH_LOG, DOING, INFLIGHT_ENV, InFlight, read_in_flight
+
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
+PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def supervised() -> bool:
+    """Whether this process is the child of a supervisor."""
+    return bool(os.environ.get(INFLIGHT_ENV))
+
+
+def signal_text(number: int) -> str:
+    """``signal 11, SIGSEGV``."""
+    return f"signal {number}, {signal.Signals(number).name}"
+
+
+def supervise(argv: list[str]) -> int:
+    """Run ``trtbench <argv>`` in a child process until it ends other than by a crash in one variant's build, save
+    or check; see the module docstring. Returns the exit code."""
+    crashed: list[InFlight] = []
+    with tempfile.TemporaryDirectory(prefix="trtbench-") as folder:
+        marker = Path(folder) / "inflight.json"
+        env = {**os.environ, INFLIGHT_ENV: str(marker), "PYTHONUNBUFFERED": "1"}  # a crash loses nothing printed
+        while True:
+            code = _run_child(argv, env)
+            if code >= 0 or -code not in CRASH_SIGNALS:
+                break
+            step = read_in_flight(marker)
+            marker.unlink(missing_ok=True)
+            if step is None or step.key in {c.key for c in crashed}:
+                print(f"error: the run process crashed (killed by {signal_text(-code)}) outside any one variant's "
+                      f"build, save or check; {CRASH_LOG} in the output directory has its native stack. What it "
+                      f"measured is kept in its journal: the same command resumes it", file=sys.stderr)
+                return 1
+            _journal_crash(step, -code)
+            crashed.append(step)
+            argv = [arg for arg in argv if arg != "--fresh"]  # the relaunch resumes
+    if code < 0:
+        _die_of(-code)
+    if crashed:
+        steps = ", ".join(f"{c.stage} {c.model} {c.variant} {c.precision}" for c in crashed)
+        print(f"error: {len(crashed)} variant(s) crashed the run process natively and failed ({steps}); the run went "
+              f"on without them. Native stack: {Path(crashed[0].out_dir) / CRASH_LOG}", file=sys.stderr)
+        return max(code, 1)
+    return code
+
+
+def _journal_crash(step: InFlight, number: int) -> None:
+    """Journal the crash of ``step`` (so the relaunch fails its variant), note it below the stack in the crash log,
+    and say so."""
+    from trtbench.results.journal import Journal
+
+    out_dir = Path(step.out_dir)
+    Journal(out_dir).crash(step.key, step.crash_reason(signal_text(number)))
+    line = (f"the run process crashed (killed by {signal_text(number)}) while {DOING[step.stage]} {step.model} "
+            f"{step.variant} {step.precision}")
+    with open(out_dir / CRASH_LOG, "a", encoding="utf-8") as log:
+        log.write(f"trtbench: {line}: the stack above\n")
+    print(f"trtbench: {line} (native stack: {out_dir / CRASH_LOG}); going on without it", file=sys.stderr)
+
+
+def _run_child(argv: list[str], env: dict) -> int:
+    """Run ``trtbench <argv>`` in a child process, passing on the signals of :data:`PASSED_ON`; its return code.
+
+    The child leads a process group of its own (with the workers it starts), so that a Ctrl-C in the terminal
+    reaches this process alone, which passes it on to the group once; and on Linux it dies (SIGKILL) if this process
+    dies."""
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)  # Linux's
+
+    def child_setup() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    child = subprocess.Popen([sys.executable, "-m", "trtbench", *argv], env=env, preexec_fn=child_setup)
+
+    def pass_on(number: int, frame) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it has just ended
+            if number == signal.SIGINT:
+                os.killpg(child.pid, number)
+            else:
+                child.send_signal(number)
+
+    handlers = {number: signal.signal(number, pass_on) for number in PASSED_ON}
+    try:
+        return child.wait()
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
+def _die_of(number: int) -> None:
+    """End this process by signal ``number``, as the child ended: the caller sees what it would have without the
+    supervisor."""
+    with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+        signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+    sys.exit(128 + number)  # a signal this process cannot die of
