@@ -136,6 +136,18 @@ class TokenRun:
     def output_tokens_per_s(self) -> float:
         return sum(len(q.tokens_ms) for q in self.queries) / self.duration_s
 
+    @property
+    def most_in_flight(self) -> int:
+        """The most queries generating at once, each from its first token to its last (its stamps): with one worker,
+        1 one at a time, up to the batch when batching."""
+        events = sorted((q.issued_s + ms / 1e3, change) for q in self.queries
+                        for ms, change in ((q.tokens_ms[0], 1), (q.tokens_ms[-1], -1)))
+        running = most = 0
+        for _, change in events:
+            running += change
+            most = max(most, running)
+        return most
+
     def percentiles_ms(self) -> dict[str, dict[str, float]]:
         """TTFT, TPOT and ITL percentiles (p50, p90, p99) from the queries' own stamps."""
         series = {"ttft": [q.ttft_ms for q in self.queries], "tpot": [q.tpot_ms for q in self.queries],
