@@ -1,11 +1,14 @@
 """Continuous batching for LLM serving (``batching: {mode: continuous, max_batch}``): its settings' errors exit 2
-naming the key; OpenVINO GenAI's ContinuousBatchingPipeline on the tiny Llama (2 layers, hidden 64) gives the
-LLMPipeline's greedy tokens to sequences that join it at different steps; served by a real worker under LoadGen at
-a fixed QPS, every query completes with its new_tokens and some query is admitted while another is in flight (from
-the queries' own stamps, which one-at-a-time serving on one worker cannot give); and in a generate + server run the
-openvino_genai row is served, stating the mode, while eager's is skipped naming the decoders that have an engine."""
+naming the key; openvino_genai on the tiny Llama (2 layers, hidden 64) served by the serving stage's call on a real
+worker under LoadGen at a fixed QPS: every query completes with its new_tokens, some query is admitted while another
+is generating (from the queries' own stamps: one worker serving one at a time gives at most 1 in flight), and the
+result states the mode; the ContinuousBatchingPipeline the worker built gives the LLMPipeline's greedy tokens to
+sequences that join it at different steps; and in a generate + server run eager's row is skipped, naming the
+decoders that have an engine."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,16 +16,21 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("mlperf_loadgen")
 
+from conftest import run_dict  # noqa: E402
 from test_decoders_genai import save_tiny_llama  # noqa: E402
-from test_llm_server_entry import GENERATE, SERVER, llm_config  # noqa: E402
+from test_llm_server_entry import SERVER, llm_config  # noqa: E402
 from trtbench.build.decoder_recipe import DecoderRecipe  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
+from trtbench.core import schema  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402
+from trtbench.core.knobs import Knobs  # noqa: E402
 from trtbench.decoders import get_decoder  # noqa: E402
+from trtbench.results.resultset import ResultSet  # noqa: E402
 from trtbench.scenarios.token_lengths import QueryLengths  # noqa: E402
-from trtbench.scenarios.token_loadgen import TokenLoad, TokenServing, token_run  # noqa: E402
-from trtbench.scenarios.token_pool import TokenPool, serving_requests  # noqa: E402
-from trtbench.scenarios.token_serving_stage import without_engine  # noqa: E402
+from trtbench.scenarios.token_pool import serving_requests  # noqa: E402
+from trtbench.scenarios.token_serving_config import TokenServingConfig  # noqa: E402
+from trtbench.scenarios.token_serving_result import TokenServingResult  # noqa: E402
+from trtbench.scenarios.token_serving_stage import _served, without_engine  # noqa: E402
 
 PROMPT, NEW, MAX_BATCH = 8, 12, 4
 CONTINUOUS = {"mode": "continuous", "max_batch": MAX_BATCH}
@@ -58,22 +66,50 @@ def test_which_decoders_have_an_engine():
 
 
 @pytest.fixture(scope="module")
-def tiny_ir(tmp_path_factory):
-    """The tiny Llama's folder and its openvino_genai fp32 artifact."""
+def served(tmp_path_factory):
+    """The tiny Llama's folder, and its openvino_genai fp32 served by one worker under continuous batching (the
+    serving stage's own call): one LoadGen run at a fixed QPS of 40 queries of PROMPT and NEW tokens; the result and
+    the run's output folder (the worker's build inside)."""
     pytest.importorskip("openvino_genai")
-    folder = tmp_path_factory.mktemp("tiny_llama")
+    folder, out = tmp_path_factory.mktemp("tiny_llama"), tmp_path_factory.mktemp("served")
     save_tiny_llama(folder)
-    artifact = get_decoder("openvino_genai").build(folder, "fp32", folder / "built", 1, ())
-    return folder, artifact
+    settings = schema.from_dict(TokenServingConfig, {
+        "ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "min_queries": 40, "min_duration_s": 0.5,
+        "repeats": 1, "batching": CONTINUOUS}, "server")
+    lengths = QueryLengths.fixed(PROMPT, NEW)
+    requests = serving_requests(lengths, settings.request_batch, 1000)
+    recipe = DecoderRecipe("openvino_genai", "fp32", str(folder), str(out / "worker"), "cpu", 1, requests,
+                           next(iter(requests.values()))[0], engine_batch=settings.max_batch)
+    planned = TokenServingResult(0, 1, 1, settings.ttft_ms, settings.tpot_ms, settings.percentile, settings.peak_rule,
+                                 log_dir="serving/ov", batching=settings.batching.to_dict(), lengths=lengths.to_dict())
+    ctx = SimpleNamespace(out_dir=out, config=SimpleNamespace(benchmark=SimpleNamespace(worker_timeout_s=120.0)))
+    return _served(ctx, (recipe, Knobs()), lengths, settings, planned), out
 
 
-def test_sequences_joining_at_different_steps_get_the_pipelines_greedy_tokens(tiny_ir):
+def test_a_worker_admits_each_query_into_its_running_engine_under_loadgen(served):
+    result, out = served
+    assert result.status == "ok", result.reason
+    assert result.batching == CONTINUOUS and result.batching_text == f"continuous, up to {MAX_BATCH}"
+    assert result.capacity_qps == pytest.approx(MAX_BATCH * 1e3 / result.service["e2e_ms"])
+    (step,) = result.steps
+    assert step.queries >= 40 and not step.error and step.passed
+    assert step.summary.ttft_ms["p50"] > 0 and step.summary.tpot_ms["p50"] > 0, "LoadGen's token latencies"
+    assert step.output_tokens_per_s / step.request_per_s == pytest.approx(NEW), "every query got its new_tokens"
+    assert step.summary.completed_tokens_per_s / step.summary.completed_qps == pytest.approx(NEW, rel=0.03)
+    assert step.batches == {1: step.queries}, "each query admitted alone into the running engine"
+    assert 1 < step.most_in_flight <= MAX_BATCH, "queries admitted while others generated, on the one worker"
+    assert (out / result.log_dir / "worker-0.log").is_file()
+
+
+def test_sequences_joining_at_different_steps_get_the_pipelines_greedy_tokens(served):
+    _, out = served
+    (model,) = (out / "worker").rglob("openvino_model.xml")  # the worker's build
     decoder = get_decoder("openvino_genai")
     prompts = np.random.default_rng(0).integers(3, 1000, (3, PROMPT)).astype(np.int64)
-    session = decoder.load(tiny_ir[1], "cpu", 1)
+    session = decoder.load(model.parent, "cpu", 1)
     expected = [session.generate(prompts[i:i + 1], NEW, lambda: None)[0].tolist() for i in range(3)]
     session.close()
-    engine = decoder.load_engine(tiny_ir[1], "cpu", 1, MAX_BATCH)
+    engine = decoder.load_engine(model.parent, "cpu", 1, MAX_BATCH)
     got: dict[int, list[int]] = {}
     for key in range(3):  # each joins two steps after the one before it
         engine.add(key, prompts[key:key + 1], NEW)
@@ -87,50 +123,19 @@ def test_sequences_joining_at_different_steps_get_the_pipelines_greedy_tokens(ti
     assert engine.facts["engine"] == "ContinuousBatchingPipeline" and engine.facts["max_num_seqs"] == MAX_BATCH
 
 
-def test_a_worker_admits_queries_into_its_running_engine_under_loadgen(tiny_ir, tmp_path):
-    folder, _ = tiny_ir
-    lengths = QueryLengths.fixed(PROMPT, NEW)
-    requests = serving_requests(lengths, 1, 1000)
-    teacher = next(iter(requests.values()))[0]
-    recipe = DecoderRecipe("openvino_genai", "fp32", str(folder), str(tmp_path / "worker"), "cpu", 1, requests,
-                           teacher, engine_batch=MAX_BATCH)
-    with TokenPool(recipe, 1, 120.0, tmp_path / "logs") as pool:
-        servers = pool.servers(60.0)
-        assert len(servers) == MAX_BATCH, "a dispatcher per sequence the engine has room for"
-        load = TokenLoad(ttft_ms=5000, tpot_ms=1000, min_duration_s=0.5, min_queries=40, percentile=0.5)
-        run = token_run(servers, load, TokenServing(lengths.draw()), 80.0, tmp_path / "run")
-    assert not run.error and len(run.queries) >= 40 and run.passed
-    assert all(len(q.tokens_ms) == NEW for q in run.queries), "each query completed with its new_tokens"
-    assert run.summary.completed_tokens_per_s / run.summary.completed_qps == pytest.approx(NEW, rel=0.03)
-    spans = sorted((q.issued_s + q.tokens_ms[0] / 1e3, q.issued_s + q.tokens_ms[-1] / 1e3) for q in run.queries)
-    overlapping = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
-    assert overlapping, "some query got its first token while another, on the same worker, was still generating"
-
-
-def test_a_run_serves_openvino_genai_continuously_and_skips_eager_naming_the_decoders_with_an_engine(tmp_path):
-    from conftest import run_dict
-    from test_generate import generate_config
-    from trtbench.results.resultset import ResultSet
-
-    server = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "min_queries": 40, "min_duration_s": 0.5,
-              "repeats": 1, "workers": [1], "batching": CONTINUOUS}
-    generate = {"generate": {"prompt_tokens": [PROMPT], "new_tokens": [NEW], "batch": [1], "min_requests": 3,
-                             "max_requests": 3}}
+def test_a_run_skips_a_decoder_without_an_engine_naming_those_with_one(tmp_path):
+    server = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "repeats": 1, "batching": CONTINUOUS}
     out = tmp_path / "run"
-    outcome = run_dict(generate_config(variants=["eager", "openvino_genai"], precisions=["fp32"],
-                                       output={"dir": str(out)}, scenarios=[generate, {"server": server}]))
+    generate = {"generate": {"prompt_tokens": [PROMPT], "new_tokens": [4], "batch": [1], "min_requests": 2,
+                             "max_requests": 2}}
+    outcome = run_dict({**llm_config(out, server, generate), "output": {"dir": str(out), "save_artifacts": False}})
     assert outcome.exit_code == 0
-    parts = {part.decoder: part for part in ResultSet.load(out).parts("served_decoder")}
-    (skipped,), (served,) = parts["eager"].results, parts["openvino_genai"].results
-    assert skipped.status == "skipped" and not skipped.steps, skipped
+    (part,) = ResultSet.load(out).parts("served_decoder")
+    (skipped,) = part.results
+    assert part.decoder == "eager" and skipped.status == "skipped" and not skipped.steps and not skipped.service
+    assert not skipped.log_dir and not (out / "serving").exists(), "no worker started"
     assert "eager has none (those that have one: openvino_genai)" in skipped.reason, skipped.reason
-    assert served.status == "ok", served.reason
-    assert served.batching == CONTINUOUS and served.batching_text == f"continuous, up to {MAX_BATCH}"
-    (step,) = served.steps
-    assert step.queries >= 40 and not step.error and step.passed
-    assert step.output_tokens_per_s / step.request_per_s == pytest.approx(NEW), "every query got its new_tokens"
-    assert step.batches == {1: step.queries}, "each query admitted alone into the running engine"
-    assert step.most_in_flight > 1, "a query was admitted while another was generating, on the one worker"
-    assert served.capacity_qps == pytest.approx(MAX_BATCH * 1e3 / served.service["e2e_ms"])
+    assert skipped.batching_text == f"continuous, up to {MAX_BATCH}"
     report = (out / "report.md").read_text().split("## LLM serving under load")[1]
     assert f"| continuous, up to {MAX_BATCH} |" in report and "skipped: batching mode 'continuous'" in report
+    assert "Recommendation under load" not in report, "a skipped result is no candidate"

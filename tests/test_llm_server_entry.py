@@ -159,7 +159,7 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
     assert "TTFT p50 / p50 ms" in section and "VALID" in section
     assert "![llm_serving](plots/llm_serving.png)" in section and (out / "plots" / "llm_serving.png").is_file()
     assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p12-n4-b1: under load, eager fp32 " \
-        "with 1 worker(s) x 1 thread(s)" in section
+        "with 1 worker(s) x 1 thread(s), batching static, up to 2 in 5 ms:" in section
 
 
 def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_another_rule(served):

@@ -60,7 +60,9 @@ class BatchingEngine(Protocol):
 
 
 class Decoder(ABC):
-    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it."""
+    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it; one with a
+    continuous-batching engine (LLM serving's ``batching: {mode: continuous}``) sets ``continuous_batching`` and
+    implements :meth:`load_engine`."""
 
     name: ClassVar[str]
     extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)

@@ -1,5 +1,7 @@
 """LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time,
-or a static batch of queries gathered within a window.
+or a static batch of queries gathered within a window. Under continuous batching a worker's engine is several
+servers, one per sequence it has room for (:class:`~.token_pool.EngineClient`), each serving one query at a time,
+so that here it is served as one query at a time is.
 
 LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
 (nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair

@@ -2,7 +2,8 @@
 (:class:`~trtbench.build.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
 batch of them), or hosting its continuous-batching engine (the recipe's ``engine_batch``). A request streams back
 (:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its first step exists, and one the moment
-each member's last step exists, so that the parent reports them to LoadGen then, and its step stamps at the end (``time.perf_counter``: one clock for every process of the machine).
+each member's last step exists, so that the parent reports them to LoadGen then, and its step stamps at the end
+(``time.perf_counter``: one clock for every process of the machine).
 
 The worker's recipe carries a request for every batch size and every pair of lengths a request can take
 (:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
@@ -78,11 +79,11 @@ class EngineClient:
         first token, ``reached(new_tokens)`` at its last; its token stamps."""
         (prompt_tokens, new_tokens), = lengths
         answers: queue.Queue = queue.Queue()
-        with self.lock:
-            key = next(self.keys)
-            self.routes[key] = answers
-            self.worker.send_admit(key, request_label(1, prompt_tokens, new_tokens))
         try:
+            with self.lock:
+                key = next(self.keys)
+                self.routes[key] = answers
+                self.worker.send_admit(key, request_label(1, prompt_tokens, new_tokens))
             self._next(answers)
             reached(1)
             stamps = self._next(answers)[2]

@@ -126,7 +126,7 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
                                                  lengths=lengths.to_dict())
                     lacking = without_engine(row.decoder) if settings.continuous else None
                     if lacking is not None:
-                        results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking))
+                        results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
                         continue
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
                     results.append(_served(ctx, (recipe, group.knobs), lengths, settings, planned))
@@ -179,7 +179,8 @@ def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryL
 class _TokenEngine:
     """The one place that calls the token-serving engine (:mod:`.token_pool`, :mod:`.token_loadgen`): a pool of
     ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), serving queries of ``lengths``
-    (LoadGen's sample library drawn from it) one at a time or in the entry's static batches; what a request of the
+    (LoadGen's sample library drawn from it) one at a time, in the entry's static batches or in each worker's
+    continuous-batching engine; what a request of the
     shortest sample takes alone, and each repeat's LoadGen runs as :class:`TokenStep` s, logs under
     ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
 
