@@ -135,10 +135,10 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
             "p50 TTFT <= 5000 ms, TPOT <= 1000 ms"
         assert 0 < result.service["ttft_ms"] < result.service["e2e_ms"] and result.service["tpot_ms"] > 0
         assert result.capacity_qps == pytest.approx(2e3 / result.service["e2e_ms"]), "a worker completes up to 2"
-        assert result.batching == {"max_batch": 2, "window_ms": 5.0}
+        assert result.batching == {"mode": "static", "max_batch": 2, "window_ms": 5.0}
         prompt = int(point.split("-")[0][1:])
         assert (result.lengths["prompt_tokens"], result.lengths["new_tokens"]) == ([prompt], [4])
-        assert result.lengths_text == f"p {prompt} n 4" and result.batching_text == "up to 2 in 5 ms"
+        assert result.lengths_text == f"p {prompt} n 4" and result.batching_text == "static, up to 2 in 5 ms"
         assert len(result.steps) == 3 and all(step.passed for step in result.steps), "bounds no step misses"
         assert result.peaks == (result.steps[-1].offered_qps,) and result.peak_step == result.steps[-1]
         for step in result.steps:
@@ -155,11 +155,11 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
     report = (out / "report.md").read_text()
     section = report.split("## LLM serving under load")[1]
     assert "| tiny-llama | p8-n4-b1 | eager | fp32 | 1 x 1 | p50 TTFT <= 5000 ms, TPOT <= 1000 ms | p 8 n 4 | " \
-        "up to 2 in 5 ms |" in section
+        "static, up to 2 in 5 ms |" in section
     assert "TTFT p50 / p50 ms" in section and "VALID" in section
     assert "![llm_serving](plots/llm_serving.png)" in section and (out / "plots" / "llm_serving.png").is_file()
     assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p12-n4-b1: under load, eager fp32 " \
-        "with 1 worker(s) x 1 thread(s)" in section
+        "with 1 worker(s) x 1 thread(s), batching static, up to 2 in 5 ms:" in section
 
 
 def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_another_rule(served):

@@ -9,8 +9,11 @@ The worker's calls (:meth:`DecoderRecipe.materialize`), each made by the parent 
 request (one untimed call, its output sent back with the call's peak memory): a label of ``requests`` is one
 generation request through the one harness (:func:`trtbench.measure.token_timing.timed_request`), returning its
 timestamps, its tokens and the session's facts at that moment; ``logits`` is the teacher-forced logits of
-``teacher``. The worker is a fresh process, so its load time and its first request's time to first token are the
-artifact's cold start (``cold_start`` in its facts).
+``teacher``. A recipe with ``engine_batch`` (an LLM server's worker under continuous batching) loads the decoder's
+continuous-batching engine instead (:meth:`~trtbench.decoders.base.Decoder.load_engine`), warms it up on each
+request alone, and has one call, ``engine``, that the worker's ``admit`` requests make
+(:func:`trtbench.measure.engine_timing.serve_engine`). The worker is a fresh process, so its load time and its first
+request's time to first token are the artifact's cold start (``cold_start`` in its facts).
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import torch
 
 from trtbench.build.decoder_build import MIB, DecoderBuild, build_decoder
 from trtbench.decoders import get_decoder
+from trtbench.measure.engine_timing import engine_alone, serve_engine
 from trtbench.measure.token_timing import timed_request
 from trtbench.profiling.memory import proc_status_bytes
 
 LOGITS = "logits"  # the call label of the teacher-forced logits
+ENGINE = "engine"  # the call label of a continuous-batching engine's serving: (admit message, channel) -> None
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class DecoderRecipe:
     threads: int
     requests: dict
     teacher: np.ndarray  # int64 (1, seq): the sequence whose logits are compared with eager fp32's
+    engine_batch: int = 0  # > 0: host the decoder's continuous-batching engine with room for this many sequences
 
     def shapes(self) -> tuple[tuple[int, int], ...]:
         """The (batch, cache length) pairs the artifact must serve: each request's batch and prompt + new tokens,
@@ -53,6 +59,8 @@ class DecoderRecipe:
         torch.set_num_threads(self.threads)
         built = build_decoder(DecoderBuild(self.decoder, self.precision, self.source, self.out_dir, self.threads,
                                            self.shapes()))
+        if self.engine_batch:
+            return self._engine_calls(built)
         started = time.perf_counter()
         session = get_decoder(self.decoder).load(built.artifact, self.device, self.threads)
         loaded = time.perf_counter()
@@ -75,3 +83,17 @@ class DecoderRecipe:
                  "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": built.artifact.name,
                  **session.facts}
         return calls, facts
+
+    def _engine_calls(self, built) -> tuple[dict, dict]:
+        """The engine's one call and its facts, after a warm-up request of each label made alone."""
+        started = time.perf_counter()
+        engine = get_decoder(self.decoder).load_engine(built.artifact, self.device, self.threads, self.engine_batch)
+        loaded = time.perf_counter()
+        after_load_mb = round(proc_status_bytes("VmRSS") / MIB, 1)
+        warm = [engine_alone(engine, prompt, new_tokens) for prompt, new_tokens in self.requests.values()]
+        first_start, first_stamps = warm[0]
+        cold = {"load_s": round(loaded - started, 3), "first_token_ms": round((first_stamps[0] - first_start) * 1e3, 3)}
+        facts = {**built.facts, "load_s": cold["load_s"], "cold_start": cold, "rss_after_load_mb": after_load_mb,
+                 "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": built.artifact.name,
+                 **engine.facts}
+        return {ENGINE: lambda admit, channel: serve_engine(engine, self.requests, admit, channel)}, facts

@@ -39,14 +39,37 @@ class DecoderSession(Protocol):
     def close(self) -> None: ...
 
 
+class BatchingEngine(Protocol):
+    """A decoder's continuous-batching engine, loaded by :meth:`Decoder.load_engine`: sequences join its running
+    batch between steps (:meth:`add`) and leave it at their last token; one :meth:`step` advances every sequence in
+    it. Greedy, EOS ignored, exactly the asked tokens per sequence, as :meth:`DecoderSession.generate`."""
+
+    facts: dict  # as a session's: threads, runtime version, its scheduler's settings
+
+    def add(self, key: int, prompt: np.ndarray, new_tokens: int) -> None:
+        """Admit one sequence as ``key``: ``prompt`` int64 (1, prompt_len), ``new_tokens`` to generate."""
+
+    def step(self) -> dict[int, list[int]]:
+        """Run one step of the batch; the tokens each sequence got from it (key -> token ids, those that got
+        any). A sequence that got its last token has left the batch."""
+
+    def busy(self) -> bool:
+        """Whether some sequence in it has tokens to come."""
+
+    def close(self) -> None: ...
+
+
 class Decoder(ABC):
-    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it."""
+    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it; one with a
+    continuous-batching engine (LLM serving's ``batching: {mode: continuous}``) sets ``continuous_batching`` and
+    implements :meth:`load_engine`."""
 
     name: ClassVar[str]
     extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)
     precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
     builds_apart: ClassVar[bool] = True  # its build runs in a process of its own (False: the build loads nothing,
     # as one that writes a file naming the model folder, so it runs in the worker)
+    continuous_batching: ClassVar[bool] = False  # it implements load_engine (LLM serving's batching: continuous)
 
     @abstractmethod
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
@@ -66,6 +89,11 @@ class Decoder(ABC):
     @abstractmethod
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
         """The artifact :meth:`build` returned, loaded to run on ``device`` with ``threads`` threads."""
+
+    def load_engine(self, artifact: Path, device: str, threads: int, max_batch: int) -> BatchingEngine:
+        """The artifact loaded into a continuous-batching engine with up to ``max_batch`` sequences in flight; only
+        where ``continuous_batching``."""
+        raise NotImplementedError(f"{self.name} has no continuous-batching engine (continuous_batching is False)")
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
         """Make ``artifact``, a copy of what :meth:`build` returned with everything its build folder held, load

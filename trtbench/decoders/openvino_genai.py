@@ -25,6 +25,12 @@ OpenVINO GenAI streams only at batch 1, so at a larger batch ``stamp`` is not ca
 says "from runtime metrics", and :meth:`OpenVinoGenAISession.step_times` gives each step's time from the
 pipeline's raw performance metrics.
 
+Continuous batching (LLM serving's ``batching: {mode: continuous}``, :meth:`OpenVinoGenAI.load_engine`): a
+``ContinuousBatchingPipeline`` on the same IR with the same CPU properties and scheduler settings, ``max_num_seqs``
+set to the batch's room; each query is ``add_request``-ed with the same greedy GenerationConfig, and after each
+``step()`` every handle that ``can_read()`` gives its new token ids. Its KV cache (``cache_size`` 0) grows as needed,
+as the LLMPipeline's does.
+
 Teacher-forced logits: OpenVINO Core compiles the same IR, and a fresh infer request runs the whole sequence
 (its states reset, ``beam_idx`` 0).
 """
@@ -73,6 +79,7 @@ class OpenVinoGenAI(Decoder):
     name = "openvino_genai"
     extra = "genai"
     precisions = ("fp32", "bf16", "int8", "int4")
+    continuous_batching = True
 
     def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
         for module, package in (("openvino_genai", "openvino-genai"), ("openvino_tokenizers", "openvino-tokenizers")):
@@ -115,6 +122,10 @@ class OpenVinoGenAI(Decoder):
     def load(self, artifact: Path, device: str, threads: int) -> "OpenVinoGenAISession":
         settings = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))
         return OpenVinoGenAISession(artifact, cpu_properties(settings["precision"], threads))
+
+    def load_engine(self, artifact: Path, device: str, threads: int, max_batch: int) -> "OpenVinoGenAIEngine":
+        settings = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))
+        return OpenVinoGenAIEngine(artifact, cpu_properties(settings["precision"], threads), max_batch)
 
 
 def stateful_ir(source: Path):
@@ -278,6 +289,51 @@ class OpenVinoGenAISession:
 
     def close(self) -> None:
         self.pipeline = self.request = None
+
+
+class OpenVinoGenAIEngine:
+    """A ``ContinuousBatchingPipeline`` on the artifact with room for ``max_batch`` sequences
+    (:class:`~trtbench.decoders.base.BatchingEngine`)."""
+
+    def __init__(self, artifact: Path, properties: dict, max_batch: int):
+        self.ov = import_module("openvino")
+        self.genai = import_module("openvino_genai")
+        scheduler = _scheduler_config(self.genai)
+        scheduler.max_num_seqs = max_batch
+        self.pipeline = self.genai.ContinuousBatchingPipeline(str(artifact), scheduler, "CPU", properties)
+        self.handles: dict = {}
+        self.facts = {"threads": properties["INFERENCE_NUM_THREADS"],
+                      "runtime": f"openvino-genai {self.genai.__version__}",
+                      "inference_precision": properties["INFERENCE_PRECISION_HINT"],
+                      "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA",
+                      "prefix_caching": False, "engine": "ContinuousBatchingPipeline", "max_num_seqs": max_batch}
+
+    def add(self, key: int, prompt: np.ndarray, new_tokens: int) -> None:
+        config = self.genai.GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, ignore_eos=True,
+                                             do_sample=False)
+        ids = self.ov.Tensor(np.ascontiguousarray(prompt, dtype=np.int64))
+        self.handles[key] = self.pipeline.add_request(key, ids, config)
+
+    def step(self) -> dict[int, list[int]]:
+        self.pipeline.step()
+        got = {}
+        for key, handle in list(self.handles.items()):
+            if handle.can_read():
+                got[key] = [token for output in handle.read().values() for token in output.generated_ids]
+            status = handle.get_status()
+            if status != self.genai.GenerationStatus.RUNNING and not handle.can_read():
+                del self.handles[key]
+                if status != self.genai.GenerationStatus.FINISHED:
+                    raise RuntimeError(f"OpenVINO GenAI's scheduler ended request {key} as {status.name}, "
+                                       f"not FINISHED")
+        return got
+
+    def busy(self) -> bool:
+        return bool(self.handles)
+
+    def close(self) -> None:
+        self.pipeline = None
+        self.handles = {}
 
 
 def _scheduler_config(genai):

@@ -1,5 +1,7 @@
 """LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time,
-or a static batch of queries gathered within a window.
+or a static batch of queries gathered within a window. Under continuous batching a worker's engine is several
+servers, one per sequence it has room for (:class:`~.token_pool.EngineClient`), each serving one query at a time,
+so that here it is served as one query at a time is.
 
 LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
 (nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair
@@ -135,6 +137,18 @@ class TokenRun:
     @property
     def output_tokens_per_s(self) -> float:
         return sum(len(q.tokens_ms) for q in self.queries) / self.duration_s
+
+    @property
+    def most_in_flight(self) -> int:
+        """The most queries generating at once, each from its first token to its last (its stamps): with one worker,
+        1 one at a time, up to the batch when batching."""
+        events = sorted((q.issued_s + ms / 1e3, change) for q in self.queries
+                        for ms, change in ((q.tokens_ms[0], 1), (q.tokens_ms[-1], -1)))
+        running = most = 0
+        for _, change in events:
+            running += change
+            most = max(most, running)
+        return most
 
     def percentiles_ms(self) -> dict[str, dict[str, float]]:
         """TTFT, TPOT and ITL percentiles (p50, p90, p99) from the queries' own stamps."""

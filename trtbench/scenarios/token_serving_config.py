@@ -1,10 +1,11 @@
 """The settings of a ``server`` entry beside a generate scenario: LLM serving under LoadGen's token latencies
 (:mod:`.token_serving_stage`), e.g. ``{server: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}``.
 
-A query is one sequence: QPS, TTFT and TPOT count sequences, also when a worker serves a static batch of them
-(``batching``). Without ``lengths``, a query has the prompt_tokens and new_tokens of one of generate's points with
-batch 1, and each such point is served; with ``lengths`` (:class:`~.token_lengths.QueryLengths`), each query draws its
-lengths from that seeded spec, served once per decoder, at the first of those points. A query is late when its TTFT
+A query is one sequence: QPS, TTFT and TPOT count sequences, also when a worker serves a static batch of them, or
+runs them in a continuous batch (``batching``, :class:`TokenBatching`). Without ``lengths``, a query has the
+prompt_tokens and new_tokens of one of generate's points with batch 1, and each such point is served; with
+``lengths`` (:class:`~.token_lengths.QueryLengths`), each query draws its lengths from that seeded spec, served once
+per decoder, at the first of those points. A query is late when its TTFT
 is over ``ttft_ms`` or its TPOT over ``tpot_ms``; a run passes by :mod:`.serving_rule`'s one-sided bound on the late
 share at ``percentile`` and ``confidence``, as the vision server's steps do (:class:`~.serving_config.ServingConfig`).
 """
@@ -18,11 +19,48 @@ from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.models import transformers_max_positions
 from trtbench.scenarios.generate_result import GeneratePoint
-from trtbench.scenarios.serving_config import LoadSettings
+from trtbench.scenarios.serving_config import BatchingConfig, LoadSettings
 from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.serving_rule import rule_name
 
 SERVED_BATCH = 1  # a query is one sequence: the generate points served are those at this batch
+BATCHING_MODES = ("static", "continuous")
+
+
+@dataclass(frozen=True)
+class TokenBatching:
+    """How a worker batches its queries. ``static``: its dispatcher gathers up to ``max_batch`` queued queries within
+    ``window_ms`` of the first one's arrival and serves them as one request (:mod:`.batch_window`, as the vision
+    serving does). ``continuous``: each query joins the worker's continuous-batching engine the moment it arrives,
+    with up to ``max_batch`` sequences in flight, and leaves it at its last token (decoders whose ``Decoder``
+    declares ``continuous_batching``; the others' results are skipped, naming those that have it)."""
+
+    mode: str = "static"
+    max_batch: int = 4
+    window_ms: Optional[float] = None  # static only; default 2 ms
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.mode, BATCHING_MODES, schema.join(path, "mode"))
+        for name in ("max_batch", "window_ms"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        if self.mode == "continuous" and self.window_ms is not None:
+            raise UserInputError(schema.join(path, "window_ms"), "is static batching's gathering window, and "
+                                 "continuous batching gathers nothing: each query joins the running batch as it "
+                                 "arrives", "leave window_ms out with mode: continuous (or write mode: static)")
+
+    @property
+    def static(self) -> Optional[BatchingConfig]:
+        """The static batching (its window filled in), or None in continuous mode."""
+        if self.mode != "static":
+            return None
+        return BatchingConfig(self.max_batch, self.window_ms if self.window_ms is not None else
+                              BatchingConfig.window_ms)
+
+    def to_dict(self) -> dict:
+        """As results record it: the mode and max_batch, with the window (ms) where static."""
+        static = self.static
+        return {"mode": self.mode, "max_batch": self.max_batch,
+                **({"window_ms": static.window_ms} if static is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -30,10 +68,11 @@ class TokenServingConfig(LoadSettings):
     """LoadGen's Server scenario with token latencies over generate's decoders: Poisson arrivals at ``qps``, or the
     peak QPS found by a search (``find_peak``), valid while the ``percentile`` TTFT stays within ``ttft_ms`` and the
     ``percentile`` TPOT within ``tpot_ms`` (the rest, ``min_queries``' default included:
-    :class:`~.serving_config.LoadSettings`). Each worker serves one request at a time, or a static batch of queries
-    gathered within a window (``batching``).
+    :class:`~.serving_config.LoadSettings`). Each worker serves one request at a time, a static batch of queries
+    gathered within a window, or a continuous batch (``batching``: :class:`TokenBatching`).
     """
 
+    batching: Optional[TokenBatching] = None
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``
     tpot_ms: Optional[float] = None  # the bound on time per output token, in ms, at ``percentile``
     qps: Optional[float] = None  # one run per repeat at this offered load, instead of a search
@@ -57,8 +96,18 @@ class TokenServingConfig(LoadSettings):
 
     @property
     def max_batch(self) -> int:
-        """The most queries a worker serves in one request."""
+        """The most queries a worker serves at once (in one request, or in flight in its engine)."""
         return self.batching.max_batch if self.batching is not None else 1
+
+    @property
+    def continuous(self) -> bool:
+        """Whether its workers batch continuously (an engine each), not one request at a time."""
+        return self.batching is not None and self.batching.mode == "continuous"
+
+    @property
+    def request_batch(self) -> int:
+        """The most queries in one request: a static batch's, else 1 (an engine admits queries one by one)."""
+        return 1 if self.continuous else self.max_batch
 
     def query_lengths(self, point: GeneratePoint) -> QueryLengths:
         """What the queries served at ``point`` ask for: ``lengths``, or the point's own lengths."""

@@ -26,8 +26,9 @@ COLUMNS = ("model", "point", "variant", "precision", "workers x threads", "bound
            "status", "LoadGen logs")
 DEFINITIONS = (
     "A query is one sequence: at a generate point with batch 1 (its prompt and new tokens), or drawn from the "
-    "entry's `lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, or a static "
-    "batch of them gathered within a window (batching); QPS, TTFT and TPOT count sequences. LoadGen issues "
+    "entry's `lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, a static "
+    "batch of them gathered within a window, or a continuous batch that each query joins as it arrives (batching: "
+    "its mode); QPS, TTFT and TPOT count sequences. LoadGen issues "
     "queries as Poisson arrivals at each offered QPS, with token latencies (`use_token_latencies`, the first token "
     "reported through `FirstTokenComplete`, `n_tokens` at completion). "
     "TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: the gaps "
@@ -80,7 +81,7 @@ def _cells(part: ServedDecoder, result: TokenServingResult) -> list[str]:
             (f"{number_text(loadgen.ttft_ms.get(key), 2)} / {number_text(loadgen.tpot_ms.get(key), 2)}"
              if loadgen else ""),
             ("VALID" if loadgen.valid else "INVALID") if loadgen else "", result.peak_rule, _steps(result),
-            status.replace("\n", " "), f"`{result.log_dir}/`"]
+            status.replace("\n", " "), f"`{result.log_dir}/`" if result.log_dir else ""]
 
 
 def token_serving_markdown(results, plots: list[Path]) -> str:
@@ -147,11 +148,12 @@ def _accurate(results, part: ServedDecoder) -> bool:
 
 
 def recommend_token_serving(results) -> list[dict]:
-    """Per environment, model, threads, point and bounds with peak searches (first-seen order): the accurate slot and
-    worker count whose peak QPS is the highest (ties to fewer workers), None where no load passed."""
+    """Per environment, model, threads, point and bounds with peak searches (first-seen order): the accurate slot,
+    worker count and batching whose peak QPS is the highest (ties to fewer workers), None where no load passed (a
+    skipped result is no candidate)."""
     groups: dict[tuple, list[tuple[ServedDecoder, TokenServingResult]]] = {}
     for part, result in served_decoders(results):
-        if result.peaks or result.status is not Status.OK:
+        if result.peaks or result.status is Status.FAILED:
             key = (part.environment, part.model, part.threads, part.point, result.bounds_text)
             groups.setdefault(key, []).append((part, result))
     out = []
@@ -163,7 +165,8 @@ def recommend_token_serving(results) -> list[dict]:
         if best is not None:
             part, result = best
             choice = {"slot": part.slot, "variant": part.decoder, "precision": part.precision,
-                      "workers": result.workers, "threads": result.threads, "peak_qps": result.peak_qps,
+                      "workers": result.workers, "threads": result.threads, "batching": result.batching,
+                      "batching_text": result.batching_text, "peak_qps": result.peak_qps,
                       "peaks": list(result.peaks), "peak_rule": result.peak_rule}
         out.append({"environment": environment, "model": model, "threads": threads, "point": point, "bounds": bounds,
                     "candidates": len(ok), "choice": choice})
@@ -179,7 +182,7 @@ def recommendation_text(entry: dict, environments: dict) -> str:
                 f"configuration(s)")
     low, high = min(choice["peaks"]), max(choice["peaks"])
     return (f"{where}: under load, {choice['variant']} {choice['precision']} with {choice['workers']} worker(s) x "
-            f"{choice['threads']} thread(s): {choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
+            f"{choice['threads']} thread(s), batching {choice['batching_text']}: {choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
             f"{entry['bounds']} (the most of {entry['candidates']} served configuration(s))")
 
 

@@ -39,6 +39,7 @@ class TokenStep:
     error: str = ""
     log_dir: str = ""  # relative to the run's output directory
     batches: dict[int, int] = field(default_factory=dict)  # the requests its workers ran per batch size
+    most_in_flight: int = 0  # the most queries generating at once, from their stamps (TokenRun.most_in_flight)
 
     @property
     def queries(self) -> int:
@@ -60,7 +61,8 @@ class TokenStep:
                 "passed": self.passed, "late": self.late, "ttft_ms": [round(v, ROUNDING) for v in self.ttft_ms],
                 "tpot_ms": [round(v, ROUNDING) for v in self.tpot_ms], "itl_ms": dict(self.itl_ms),
                 "request_per_s": self.request_per_s, "output_tokens_per_s": self.output_tokens_per_s,
-                "error": self.error, "log_dir": self.log_dir, "batches": {str(k): v for k, v in self.batches.items()}}
+                "error": self.error, "log_dir": self.log_dir, "batches": {str(k): v for k, v in self.batches.items()},
+                "most_in_flight": self.most_in_flight}
 
     @classmethod
     def from_dict(cls, data: dict) -> "TokenStep":
@@ -69,7 +71,8 @@ class TokenStep:
                    ttft_ms=tuple(data.get("ttft_ms") or ()), tpot_ms=tuple(data.get("tpot_ms") or ()),
                    itl_ms=dict(data.get("itl_ms") or {}), request_per_s=data.get("request_per_s", 0.0),
                    output_tokens_per_s=data.get("output_tokens_per_s", 0.0), error=data.get("error", ""),
-                   log_dir=data.get("log_dir", ""), batches={int(k): v for k, v in (data.get("batches") or {}).items()})
+                   log_dir=data.get("log_dir", ""), batches={int(k): v for k, v in (data.get("batches") or {}).items()},
+                   most_in_flight=data.get("most_in_flight", 0))
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ class TokenServingResult(RepeatedPeaks):
     ``steps`` and, per repeat of a search, its peak (the highest offered QPS that passed; 0 when none did; none at a
     fixed qps). ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests made alone on the pool's first
     worker before its first LoadGen run; ``capacity_qps``: the search's upper end, ``workers`` times the batch over
-    that E2E. ``batching``: the entry's static batching (``max_batch``, ``window_ms``; None: one query at a time);
+    that E2E. ``batching``: the entry's batching (``mode``: static or continuous, ``max_batch``, and a static batch's
+``window_ms``; None: one query at a time);
     ``lengths``: what its queries asked for (:meth:`~.token_lengths.QueryLengths.to_dict`)."""
 
     entry: int
@@ -89,7 +93,8 @@ class TokenServingResult(RepeatedPeaks):
     tpot_bound_ms: float
     percentile: float
     peak_rule: str
-    status: Status = Status.OK  # failed: a worker that died or did not start, a request past its timeout
+    status: Status = Status.OK  # failed: a worker that died or did not start, a request past its timeout; skipped:
+    # continuous batching asked of a decoder without an engine
     reason: str = ""
     service: dict = field(default_factory=dict)  # ttft_ms, tpot_ms, e2e_ms
     capacity_qps: Optional[float] = None
@@ -119,10 +124,13 @@ class TokenServingResult(RepeatedPeaks):
 
     @property
     def batching_text(self) -> str:
-        """``up to 2 in 5 ms`` (a static batch gathered within the window), or ``1 at a time``."""
+        """``static, up to 2 in 5 ms`` (a static batch gathered within the window), ``continuous, up to 4`` (in
+        flight in an engine), or ``1 at a time``."""
         if self.batching is None:
             return "1 at a time"
-        return f"up to {self.batching['max_batch']} in {self.batching['window_ms']:g} ms"
+        if self.batching.get("mode") == "continuous":
+            return f"continuous, up to {self.batching['max_batch']}"
+        return f"static, up to {self.batching['max_batch']} in {self.batching['window_ms']:g} ms"
 
     @property
     def peak_step(self) -> Optional[TokenStep]:

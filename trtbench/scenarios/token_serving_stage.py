@@ -7,7 +7,9 @@ Each (point, server entry, worker count) gets a pool of its own (:class:`~.token
 processes, each hosting the slot's :class:`~trtbench.build.decoder_recipe.DecoderRecipe` built from generate's model
 folder at the group's threads shared among them, with a request for every batch size up to the entry's ``max_batch``
 and every pair of lengths its queries can ask for (:func:`~.token_pool.serving_requests`), serving one query (one
-sequence) at a time or a static batch gathered within the entry's window. Before its first LoadGen run, a few requests
+sequence) at a time or a static batch gathered within the entry's window; or, under ``batching: {mode: continuous}``,
+hosting the decoder's continuous-batching engine, which each query joins as it arrives (a decoder without one is
+``skipped``, naming those that have one). Before its first LoadGen run, a few requests
 of the shortest sample are made alone on its first worker: a search's upper end is the pool's capacity, ``workers``
 times ``max_batch`` over their fastest E2E (no queue completes more), and where their fastest TTFT or TPOT is over its
 bound no load fits: the peak is 0 and no load is run. LoadGen's logs are kept under
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from trtbench.build.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.core.status import Status
+from trtbench.decoders import decoder_names, get_decoder
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.generate import decoder_folder
 from trtbench.scenarios.generate_result import GeneratePoint, GenerateRecord
@@ -108,22 +111,38 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
             results = []
             for index, settings in entries_at(config, point):
                 lengths, batching = settings.query_lengths(point), settings.batching
-                requests = serving_requests(lengths, settings.max_batch, vocab, seed)
+                requests = serving_requests(lengths, settings.request_batch, vocab, seed)
                 teacher = requests[min(requests, key=lambda label: requests[label][0].size)][0][:1]
                 for workers in settings.workers:
                     threads = max(1, group.threads // workers)
                     name = f"{decoder_folder(group.model.id)}_{slot.replace('@', '-')}_{point.label}_w{workers}" + (
                         f"_s{index}" if index else "")
                     recipe = DecoderRecipe(row.decoder, row.precision, str(source), str(Path(tmp) / name),
-                                           str(ctx.device), threads, requests, teacher)
+                                           str(ctx.device), threads, requests, teacher,
+                                           engine_batch=settings.max_batch if settings.continuous else 0)
                     planned = TokenServingResult(index, workers, threads, settings.ttft_ms, settings.tpot_ms,
                                                  settings.percentile, settings.peak_rule, log_dir=f"serving/{name}",
-                                                 batching=dataclasses.asdict(batching) if batching else None,
+                                                 batching=batching.to_dict() if batching else None,
                                                  lengths=lengths.to_dict())
+                    lacking = without_engine(row.decoder) if settings.continuous else None
+                    if lacking is not None:
+                        results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
+                        continue
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
                     results.append(_served(ctx, (recipe, group.knobs), lengths, settings, planned))
             yield ServedDecoder(ctx.env_id, group.model.id, group.threads, point.label, slot, row.decoder,
                                 row.precision, tuple(results))
+
+
+def without_engine(decoder: str) -> Optional[str]:
+    """Why ``decoder`` cannot be served with ``batching: {mode: continuous}`` (it has no continuous-batching engine,
+    naming the decoders that have one), or None where it can."""
+    if get_decoder(decoder).continuous_batching:
+        return None
+    having = [name for name in decoder_names() if get_decoder(name).continuous_batching]
+    return (f"batching mode 'continuous' needs a decoder with a continuous-batching engine, and {decoder} has none "
+            f"(those that have one: {', '.join(having) or 'none'}); serve {decoder} under a server entry without "
+            f"batching or with mode: static")
 
 
 def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryLengths, settings: TokenServingConfig,
@@ -160,7 +179,8 @@ def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryL
 class _TokenEngine:
     """The one place that calls the token-serving engine (:mod:`.token_pool`, :mod:`.token_loadgen`): a pool of
     ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), serving queries of ``lengths``
-    (LoadGen's sample library drawn from it) one at a time or in the entry's static batches; what a request of the
+    (LoadGen's sample library drawn from it) one at a time, in the entry's static batches or in each worker's
+    continuous-batching engine; what a request of the
     shortest sample takes alone, and each repeat's LoadGen runs as :class:`TokenStep` s, logs under
     ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
 
@@ -170,7 +190,7 @@ class _TokenEngine:
         self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
         self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
                               settings.percentile, settings.confidence)
-        self.serving = TokenServing(lengths.draw(), settings.batching)
+        self.serving = TokenServing(lengths.draw(), settings.batching.static if settings.batching else None)
         shutil.rmtree(self.folder, ignore_errors=True)  # logs of an earlier, unfinished serving of the same result
         self.pool = TokenPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
         self.servers = self.pool.servers(settings.query_timeout_s)
@@ -204,7 +224,8 @@ class _TokenEngine:
         return peak, [TokenStep(run.qps, repeat, run.summary, run.passed, run.late,
                                 tuple(q.ttft_ms for q in run.queries), tuple(q.tpot_ms for q in run.queries),
                                 run.percentiles_ms().get("itl", {}), run.request_per_s, run.output_tokens_per_s,
-                                _brief(run.error), log.relative_to(self.out_dir).as_posix(), run.batches)
+                                _brief(run.error), log.relative_to(self.out_dir).as_posix(), run.batches,
+                                run.most_in_flight)
                       for run, log in zip(runs, logs)]
 
     def __enter__(self) -> "_TokenEngine":

@@ -33,6 +33,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
+from trtbench.build.decoder_recipe import ENGINE
 from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.measure.settle import wait_until_idle
@@ -119,6 +120,12 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("streamed", tuple(streamed["stamps"])))
+        elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.token_pool): the
+            try:  # engine runs until no query is left in it, admitting those that arrive meanwhile, and answers
+                with torch.inference_mode():  # ("first", key) and ("done", key, stamps) as they happen
+                    calls[ENGINE](message, conn)
+            except Exception:  # noqa: BLE001
+                conn.send(("error", traceback.format_exc()))
         elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
@@ -179,14 +186,19 @@ class Worker:
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to '{what}' within {self.timeout_s:g} s "
                               f"(benchmark.worker_timeout_s) and was killed")
+        reply = self._take(what)
+        if reply[0] == "error":
+            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
+        return reply
+
+    def _take(self, what: str) -> tuple:
+        """The next message, waited for without a limit; a worker that died is a :class:`WorkerError`."""
         try:
             reply = self.conn.recv()
         except (EOFError, OSError):
             self._reap(5)
             raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})"
                               + self._log_tail()) from None
-        if reply[0] == "error":
-            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
         return reply
 
     def _reap(self, timeout_s: float) -> None:
@@ -265,6 +277,17 @@ class Worker:
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to a request within {timeout_s:g} s and was killed")
         return self._receive("stream")
+
+    def send_admit(self, key: int, label: str) -> None:
+        """Admit one query, ``key``, asking for the request at ``label``, into the worker's continuous-batching
+        engine; :meth:`engine_reply` gives the engine's answers, of every query admitted."""
+        self._send(("admit", key, label))
+
+    def engine_reply(self) -> tuple:
+        """The engine's next answer, waited for without a limit (the caller times each query): ``("first", key)``,
+        ``("done", key, token stamps)`` or ``("error", traceback)`` (its engine failed, the worker lives on); a worker
+        that died is a :class:`WorkerError`."""
+        return self._take("serve queries")
 
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""

@@ -1,0 +1,67 @@
+"""How queries are timed in a continuous-batching engine (:class:`~trtbench.decoders.base.BatchingEngine`): each
+query's tokens are stamped (``time.perf_counter``) the moment the engine step that made them returns, so its TTFT and
+TPOT derive from one stamp per token, as a request's do in :mod:`.token_timing`.
+
+:func:`serve_engine` runs in an LLM server's worker (:mod:`trtbench.workers.loop`'s ``admit`` request): it admits
+the query it was given, then steps the engine until no sequence is left in it, before each step admitting every query
+that has arrived on the channel since, so that a query joins the running batch at the next step. It answers on the
+channel as things happen: ``("first", key)`` the moment a query's first token exists, ``("done", key, stamps)`` the
+moment its last does (its stamps, one per token).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def serve_engine(engine: Any, requests: dict, admit: tuple, channel: Any) -> None:
+    """Serve ``admit`` (``("admit", key, label)``: the query ``key`` asking for the prompt and new tokens of
+    ``requests[label]``) and the queries admitted on ``channel`` (a ``multiprocessing.connection.Connection``) while
+    any is in ``engine``. An ``("exit",)`` on the channel ends the process (its parent closes it)."""
+    wanted: dict[int, int] = {}
+    stamps: dict[int, list[float]] = {}
+    arrived = [admit]
+    while arrived or wanted:
+        for message in arrived:
+            if message[0] == "exit":
+                raise SystemExit(0)
+            _, key, label = message
+            prompt, new_tokens = requests[label]
+            engine.add(key, prompt, new_tokens)
+            wanted[key], stamps[key] = new_tokens, []
+        for key, (now, count) in _stamped_step(engine).items():
+            if not stamps[key]:
+                channel.send(("first", key))
+            stamps[key] += [now] * count
+            if len(stamps[key]) >= wanted[key]:
+                _check_count(key, len(stamps[key]), wanted.pop(key))
+                channel.send(("done", key, tuple(stamps.pop(key))))
+        if wanted and not engine.busy():
+            raise RuntimeError(f"the engine ended queries {sorted(wanted)} before their last tokens")
+        arrived = []
+        while channel.poll():
+            arrived.append(channel.recv())
+
+
+def engine_alone(engine: Any, prompt, new_tokens: int) -> tuple[float, list[float]]:
+    """One sequence through ``engine`` with no other in it: when it was admitted and its token stamps."""
+    start, stamps = time.perf_counter(), []
+    engine.add(0, prompt, new_tokens)
+    while engine.busy():
+        for now, count in _stamped_step(engine).values():
+            stamps += [now] * count
+    _check_count(0, len(stamps), new_tokens)
+    return start, stamps
+
+
+def _stamped_step(engine: Any) -> dict[int, tuple[float, int]]:
+    """One step: per sequence that got tokens, the moment the step returned and how many it got."""
+    got = engine.step()
+    now = time.perf_counter()
+    return {key: (now, len(tokens)) for key, tokens in got.items() if tokens}
+
+
+def _check_count(key: int, count: int, wanted: int) -> None:
+    if count != wanted:
+        raise RuntimeError(f"the engine gave query {key} {count} tokens, not the {wanted} it asked for")
