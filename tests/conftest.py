@@ -44,9 +44,17 @@ def run_dict(data: dict, fresh: bool = False, shard=None):
     return run_config(resolve(config_from_dict(copy.deepcopy(data)), shard), fresh=fresh)
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its children, theirs...), from /proc."""
+    kids = [int(child) for task in Path(f"/proc/{pid}/task").glob("*")
+            for child in (task / "children").read_text().split()]
+    return kids + [grandchild for kid in kids for grandchild in descendants(kid)]
+
+
 def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: str, timeout_s: float = 240) -> None:
-    """Start ``command``, and SIGKILL it as soon as ``ready()`` (polled); fails if it ends first or ``what``
-    is not ready within ``timeout_s``."""
+    """Start ``command``, and SIGKILL it and every process below it (the run process under ``trtbench run``'s
+    supervisor, its workers) as soon as ``ready()`` (polled); returns once they are all gone. Fails if it ends
+    first or ``what`` is not ready within ``timeout_s``."""
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
     try:
@@ -54,14 +62,29 @@ def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: st
             assert proc.poll() is None, f"the run ended before {what}: {proc.stderr.read().decode()}"
             assert time.monotonic() < deadline, f"no {what} after {timeout_s:g} s"
             time.sleep(0.02)
+        below = descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=60)
+        while any(Path(f"/proc/{pid}").exists() and "State:\tZ" not in _status(pid) for pid in below):
+            assert time.monotonic() < deadline + 60, f"processes {below} outlived SIGKILL"
+            time.sleep(0.02)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
+
+
+def _status(pid: int) -> str:
+    """/proc/<pid>/status, or "" once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
 
 
 def by_point(results) -> dict:

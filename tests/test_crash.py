@@ -1,7 +1,7 @@
 """A variant that crashes the run process natively fails alone (trtbench.pipeline.supervisor): ``trtbench run`` on the
-smoke config with stand-in variants that crash the process in their build (SIGSEGV) and in their save (SIGABRT)
-(tests/assets/crash_variants.py) keeps every other row, marks theirs failed with the signal, writes its results and
-report, and exits 1; the run the supervisor relaunches fails what crashed without trying it again. A signal that
+smoke config with a stand-in variant that crashes the process in its build (SIGSEGV, tests/assets/crash_variants.py)
+keeps every other row, marks its rows failed with the signal, writes its results and report, and exits 1; the run the
+supervisor relaunches fails what crashed (in a build, or in a save after timing) without trying it again. A signal that
 stops a run (SIGINT, SIGTERM) still stops it, through the supervisor."""
 
 from __future__ import annotations
@@ -49,16 +49,15 @@ def smoke(tmp_path) -> Path:
 def test_a_native_crash_fails_its_variant_alone(smoke, crash_env, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "trtbench", "run", "--config", str(smoke), "--device", "cpu",
-                           "--variants", "eager,crasher,traced,save_crasher", "--output", str(out), "--fresh"],
+                           "--variants", "eager,crasher,traced", "--output", str(out), "--fresh"],
                           env=crash_env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr
     assert "killed by signal 11, SIGSEGV) while building builtin:cifar_resnet20 crasher fp32" in proc.stderr
-    assert "killed by signal 6, SIGABRT) while saving builtin:cifar_resnet20 save_crasher fp32" in proc.stderr
-    assert "error: 2 variant(s) crashed the run process natively and failed" in proc.stderr
+    assert "error: 1 variant(s) crashed the run process natively and failed" in proc.stderr
 
     doc = json.loads((out / "results.json").read_text())
     rows = {(r["case"]["variant"], r["case"]["point"]): r for r in doc["records"]}
-    assert set(rows) == {(v, p) for v in ("eager", "crasher", "traced", "save_crasher") for p in ("min",)}
+    assert set(rows) == {(v, p) for v in ("eager", "crasher", "traced") for p in ("min",)}
     for point in ("min",):
         for ok in ("eager", "traced"):
             assert rows[ok, point]["status"] == "ok", rows[ok, point]
@@ -66,18 +65,13 @@ def test_a_native_crash_fails_its_variant_alone(smoke, crash_env, tmp_path):
         assert rows["crasher", point]["reason"] == (
             "build crasher fp32: the run process crashed (killed by signal 11, SIGSEGV) while building it; the run "
             "went on without it (see crash.log)")
-        assert rows["save_crasher", point]["status"] == "failed"
-        assert rows["save_crasher", point]["reason"].startswith(
-            "save save_crasher fp32: the run process crashed (killed by signal 6, SIGABRT) while saving it")
-        assert rows["save_crasher", point]["rounds"], "timed before its save crashed: its timings are kept"
     assert "crasher" in (out / "report.md").read_text()
     assert "crash_variants.py" in (out / "crash.log").read_text(), "faulthandler wrote the native stacks"
     saved = json.loads((out / "artifacts" / "manifest.json").read_text())
     assert {a["variant"] for a in saved["artifacts"]} == {"traced"}
 
     journal = [json.loads(line) for line in (out / JOURNAL_NAME).read_text().splitlines()]  # every line whole
-    assert [e["key"] for e in journal if e["kind"] == "crash"] == [["builtin:cifar_resnet20", "fp32", "crasher"],
-                                                                   ["builtin:cifar_resnet20", "fp32", "save_crasher"]]
+    assert [e["key"] for e in journal if e["kind"] == "crash"] == [["builtin:cifar_resnet20", "fp32", "crasher"]]
     assert journal[-1]["kind"] == "complete"
     assert Journal(out).read().complete
 
@@ -100,6 +94,9 @@ def _stopped_by(signum: int, smoke: Path, env: dict, out: Path) -> subprocess.Co
 
 
 def test_sigint_and_sigterm_still_stop_the_run(smoke, subprocess_env, tmp_path):
+    config = yaml.safe_load(smoke.read_text())
+    config["benchmark"].update(warmup_s=600)  # a run the signal must stop: it cannot end first, however busy the machine
+    smoke.write_text(yaml.safe_dump(config))
     interrupted = _stopped_by(signal.SIGINT, smoke, subprocess_env, tmp_path / "int")
     assert interrupted.returncode == 130, interrupted.stderr
     assert "interrupted: partial results were written" in interrupted.stderr

@@ -71,13 +71,17 @@ def read_in_flight(path: Path) -> Optional[InFlight]:
 
 @contextlib.contextmanager
 def native_crash_log(out_dir: Path) -> Iterator[None]:
-    """Under a supervisor, have ``faulthandler`` append the stack of a native crash to ``<out_dir>/crash.log``."""
+    """Under a supervisor, have ``faulthandler`` append the stack of a native crash to ``<out_dir>/crash.log`` (removed
+    again where the run ends with it empty)."""
     if not os.environ.get(INFLIGHT_ENV):
         yield
         return
-    with open(Path(out_dir) / CRASH_LOG, "a", encoding="utf-8") as log:
+    path = Path(out_dir) / CRASH_LOG
+    with open(path, "a", encoding="utf-8") as log:
         faulthandler.enable(log)
         try:
             yield
         finally:
             faulthandler.disable()
+    if path.stat().st_size == 0:  # no crash, now or in a run before: no file
+        path.unlink()
