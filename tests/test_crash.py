@@ -77,13 +77,13 @@ def test_a_native_crash_fails_its_variant_alone(smoke, crash_env, tmp_path):
 
 
 def _stopped_by(signum: int, smoke: Path, env: dict, out: Path) -> subprocess.CompletedProcess:
-    """``trtbench run`` sent ``signum`` once its run process builds (the supervisor passes it on)."""
+    """``trtbench run`` sent ``signum`` once its run process times (the supervisor passes it on)."""
     proc = subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(smoke), "--device", "cpu",
                              "--output", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
     for line in proc.stdout:  # progress, unbuffered under the supervisor
         seen.append(line)
-        if line.startswith("build "):
+        if line.startswith("time "):  # timing (its warm-up), after the builds
             break
     assert proc.poll() is None, "".join(seen) + proc.stderr.read()
     proc.send_signal(signum)
