@@ -96,6 +96,9 @@ def _run_child(argv: list[str], env: dict) -> int:
 
     def child_setup() -> None:
         os.setpgid(0, 0)
+        # a Ctrl-C this process passes on stops the run, also where this one was started ignoring SIGINT (a
+        # background job of a script, a test runner's worker), which the child would inherit
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
