@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, Optional
 from pathlib import Path
 
 import pytest
@@ -51,10 +51,11 @@ def descendants(pid: int) -> list[int]:
     return kids + [grandchild for kid in kids for grandchild in descendants(kid)]
 
 
-def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: str, timeout_s: float = 240) -> None:
+def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: str, timeout_s: float = 240,
+              lock: Optional[Path] = None) -> None:
     """Start ``command``, and SIGKILL it and every process below it (the run process under ``trtbench run``'s
-    supervisor, its workers) as soon as ``ready()`` (polled); returns once they are all gone. Fails if it ends
-    first or ``what`` is not ready within ``timeout_s``."""
+    supervisor, its workers) as soon as ``ready()`` (polled); returns once they are all gone, and ``lock`` (a run's
+    output lock) is free. Fails if it ends first or ``what`` is not ready within ``timeout_s``."""
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
     try:
@@ -71,12 +72,30 @@ def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: st
         while any(Path(f"/proc/{pid}").exists() and "State:\tZ" not in _status(pid) for pid in below):
             assert time.monotonic() < deadline + 60, f"processes {below} outlived SIGKILL"
             time.sleep(0.02)
+        while lock is not None and not _free(lock):  # a process started as the kill came holds it a moment longer
+            assert time.monotonic() < deadline + 60, f"{lock} still held after the kill"
+            time.sleep(0.05)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
+
+
+def _free(lock: Path) -> bool:
+    """Whether no process holds the flock on ``lock`` (a missing file is free)."""
+    import fcntl
+
+    if not lock.exists():
+        return True
+    with open(lock) as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return True
 
 
 def _status(pid: int) -> str:
