@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import numpy as np
 import torch
@@ -32,6 +33,32 @@ from trtbench.profiling.memory import proc_status_bytes
 
 LOGITS = "logits"  # the call label of the teacher-forced logits
 ENGINE = "engine"  # the call label of a continuous-batching engine's serving: (admit message, channel) -> None
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LoadTiming:
+    """How a worker's load of its artifact went: its time, when it ended, and the worker's RSS just after."""
+
+    load_s: float
+    loaded_at: float  # time.perf_counter() at its end
+    rss_after_load_mb: float
+
+    def facts(self, built, first_token_s: float, own: dict) -> dict:
+        """The worker's facts once warm: the build's, the load's, the cold start (the load, and the first request's
+        time to first token, ``first_token_s``), the warm-up's time, and ``own`` (the session's or engine's)."""
+        cold = {"load_s": round(self.load_s, 3), "first_token_ms": round(first_token_s * 1e3, 3)}
+        return {**built.facts, "load_s": cold["load_s"], "cold_start": cold,
+                "rss_after_load_mb": self.rss_after_load_mb, "warmup_s": round(time.perf_counter() - self.loaded_at, 3),
+                "artifact": built.artifact.name, **own}
+
+
+def timed_load(load: Callable[[], T]) -> tuple[T, LoadTiming]:
+    """What ``load()`` returns, and how its load went."""
+    started = time.perf_counter()
+    loaded = load()
+    ended = time.perf_counter()
+    return loaded, LoadTiming(ended - started, ended, round(proc_status_bytes("VmRSS") / MIB, 1))
 
 
 @dataclass(frozen=True)
@@ -61,10 +88,7 @@ class DecoderRecipe:
                                            self.shapes()))
         if self.engine_batch:
             return self._engine_calls(built)
-        started = time.perf_counter()
-        session = get_decoder(self.decoder).load(built.artifact, self.device, self.threads)
-        loaded = time.perf_counter()
-        after_load_mb = round(proc_status_bytes("VmRSS") / MIB, 1)
+        session, load = timed_load(lambda: get_decoder(self.decoder).load(built.artifact, self.device, self.threads))
 
         def request(prompt: np.ndarray, new_tokens: int, on_step) -> dict:
             timed = timed_request(session, prompt, new_tokens, on_step)
@@ -77,23 +101,14 @@ class DecoderRecipe:
         # ready hold it, and what changes later changed while timed; the first request is the cold one
         warm = {label: call() for label, call in calls.items()}
         first = warm[next(iter(self.requests))]
-        cold = {"load_s": round(loaded - started, 3),
-                "first_token_ms": round((first["stamps"][0] - first["start"]) * 1e3, 3)}
-        facts = {**built.facts, "load_s": cold["load_s"], "cold_start": cold, "rss_after_load_mb": after_load_mb,
-                 "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": built.artifact.name,
-                 **session.facts}
+        facts = load.facts(built, first["stamps"][0] - first["start"], session.facts)
         return calls, facts
 
     def _engine_calls(self, built) -> tuple[dict, dict]:
         """The engine's one call and its facts, after a warm-up request of each label made alone."""
-        started = time.perf_counter()
-        engine = get_decoder(self.decoder).load_engine(built.artifact, self.device, self.threads, self.engine_batch)
-        loaded = time.perf_counter()
-        after_load_mb = round(proc_status_bytes("VmRSS") / MIB, 1)
+        engine, load = timed_load(lambda: get_decoder(self.decoder).load_engine(built.artifact, self.device,
+                                                                                 self.threads, self.engine_batch))
         warm = [engine_alone(engine, prompt, new_tokens) for prompt, new_tokens in self.requests.values()]
         first_start, first_stamps = warm[0]
-        cold = {"load_s": round(loaded - started, 3), "first_token_ms": round((first_stamps[0] - first_start) * 1e3, 3)}
-        facts = {**built.facts, "load_s": cold["load_s"], "cold_start": cold, "rss_after_load_mb": after_load_mb,
-                 "warmup_s": round(time.perf_counter() - loaded, 3), "artifact": built.artifact.name,
-                 **engine.facts}
+        facts = load.facts(built, first_stamps[0] - first_start, engine.facts)
         return {ENGINE: lambda admit, channel: serve_engine(engine, self.requests, admit, channel)}, facts
