@@ -1,6 +1,7 @@
 """The LLM serving engine against a queue simulation of the same servers (issue 26's done-means): a stand-in decoder
 of known times (tests/assets/sleeper_decoder.py) served by the real worker processes (TokenPool) under LoadGen,
-one at a time or in static batches gathered within a window, and the query sample library of mixed lengths.
+one at a time or in static batches gathered within a window, at fixed lengths or mixed ones (a seeded query sample
+library), and the library itself.
 
 The simulation (:func:`simulated_late`) is a discrete-event model of the same servers: FIFO dispatchers that each
 take the first queued query, gather more within the window (an arriving query goes to the dispatcher that has
@@ -39,6 +40,7 @@ from trtbench.scenarios.token_pool import TokenPool, serving_requests
 
 TIMES = SleeperTimes(prefill_s=0.018, per_token_s=0.006, batch_growth=0.5)  # steps of 6, 9, 12, 15 ms at batch 1-4
 PROMPT, TOKENS = 8, 4  # a request at batch 1: 18 + 3 x 6 = 36 ms
+FIXED = QueryLengths.fixed(PROMPT, TOKENS)
 MIXED = QueryLengths(prompt_tokens=(4, PROMPT), new_tokens=(2, TOKENS), samples=16, seed=3)
 BATCHING = BatchingConfig(max_batch=4, window_ms=10.0)
 QUERIES, PERCENTILE, CONFIDENCE, STEPS, RESOLUTION = 70, 0.5, 0.9, 6, 0.02
@@ -56,43 +58,46 @@ def capacity(workers: int, batching: BatchingConfig | None) -> float:
     return workers * batch / TIMES.request_s(batch, TOKENS)
 
 
-def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig | None, bounds: TokenLoad,
-                   engine_s: float) -> int:
-    """Late queries of the simulated servers (see the module docstring) offered ``arrivals`` (s, ascending), each
-    request ``engine_s`` longer than the stand-in's times, before its prefill (the engine's own cost)."""
+def simulated_late(arrivals: list[tuple[float, int]], workers: int, batching: BatchingConfig | None,
+                   bounds: TokenLoad, engine_s: float) -> int:
+    """Late queries of the simulated servers (see the module docstring) offered ``arrivals`` ((s, new tokens),
+    ascending), each request ``engine_s`` longer than the stand-in's times, before its prefill (the engine's own
+    cost). A batch generates its members' most new tokens; each member's steps are the batch's, so its TPOT is the
+    batch's step time whatever its own length."""
     max_batch, window = (batching.max_batch, batching.window_ms / 1e3) if batching else (1, 0.0)
     queued, waiting, gathering = deque(), deque(range(workers)), {}  # waiting: dispatchers in get(), longest first
     events: list[tuple[float, int, int]] = []  # (time, 0: a request ends / 1: a window ends, dispatcher)
     late = 0
 
-    def serve(server: int, batch: list[float], now: float) -> None:
+    def serve(server: int, batch: list[tuple[float, int]], now: float) -> None:
         nonlocal late
         step_ms = TIMES.step_s(len(batch)) * 1e3
         late += sum((now + engine_s + TIMES.prefill_s - arrived) * 1e3 > bounds.ttft_ms or step_ms > bounds.tpot_ms
-                    for arrived in batch)
-        heapq.heappush(events, (now + engine_s + TIMES.request_s(len(batch), TOKENS), 0, server))
+                    for arrived, _ in batch)
+        longest = max(tokens for _, tokens in batch)
+        heapq.heappush(events, (now + engine_s + TIMES.request_s(len(batch), longest), 0, server))
 
-    def join(server: int, batch: list[float], now: float) -> None:
+    def join(server: int, batch: list[tuple[float, int]], now: float) -> None:
         """``batch`` gathered so far by ``server``: served when full or past its window, else it waits for more."""
-        if len(batch) >= max_batch or now >= batch[0] + window:
+        if len(batch) >= max_batch or now >= batch[0][0] + window:
             gathering.pop(server, None)
             serve(server, batch, now)
             return
         if server not in gathering:
-            heapq.heappush(events, (batch[0] + window, 1, server))
+            heapq.heappush(events, (batch[0][0] + window, 1, server))
         gathering[server] = batch
         waiting.append(server)
 
     pending = iter(arrivals)
     arrival = next(pending, None)
     while arrival is not None or events:
-        if arrival is not None and (not events or arrival <= events[0][0]):
-            now, arrival = arrival, None
+        if arrival is not None and (not events or arrival[0] <= events[0][0]):
+            now = arrival[0]
             if waiting:
                 server = waiting.popleft()
-                join(server, gathering.get(server, []) + [now], now)
+                join(server, gathering.get(server, []) + [arrival], now)
             else:
-                queued.append(now)
+                queued.append(arrival)
             arrival = next(pending, None)
             continue
         now, kind, server = heapq.heappop(events)
@@ -110,15 +115,27 @@ def simulated_late(arrivals: list[float], workers: int, batching: BatchingConfig
     return late
 
 
-def simulated_peak(schedule: np.ndarray, workers: int, batching: BatchingConfig | None, bounds: TokenLoad,
-                   engine_s: float) -> float:
+def offered(schedule: np.ndarray, tokens: list[int], qps: float) -> list[tuple[float, int]]:
+    """The arrivals (s, new tokens) of ``schedule`` (arrivals at 1 QPS) scaled to ``qps``."""
+    return list(zip(schedule / qps, tokens))
+
+
+def simulated_peak(schedule: np.ndarray, tokens: list[int], workers: int, batching: BatchingConfig | None,
+                   bounds: TokenLoad, engine_s: float, top_qps: float) -> float:
     """The search's peak over the simulated servers: the same bisection and pass rule, each step offered
-    ``schedule`` (arrivals at 1 QPS) scaled to its QPS."""
-    bracket = Bracket(0.0, capacity(workers, batching))
+    ``schedule`` (arrivals at 1 QPS, each query generating its ``tokens``) scaled to its QPS."""
+    bracket = Bracket(0.0, top_qps)
     while not bracket.done(RESOLUTION, STEPS):
-        late = simulated_late(list(schedule / bracket.qps), workers, batching, bounds, engine_s)
+        late = simulated_late(offered(schedule, tokens, bracket.qps), workers, batching, bounds, engine_s)
         bracket = bracket.after(passes(late, len(schedule), PERCENTILE, CONFIDENCE))
     return bracket.lo
+
+
+def first_schedule(run, samples) -> tuple[np.ndarray, list[int]]:
+    """LoadGen's schedule at 1 QPS as ``run`` offered it, and each query's new tokens (``samples``' lengths)."""
+    queries = sorted(run.queries, key=lambda q: q.issued_s)
+    issued = np.array([q.issued_s for q in queries])
+    return (issued - issued[0]) * run.qps, [samples[q.sample][1] for q in queries]
 
 
 @pytest.fixture(scope="module")
@@ -145,31 +162,31 @@ def engine_s(pool, tmp_path_factory) -> dict[int, float]:
     return costs
 
 
-CASES = {  # workers, batching, (TTFT, TPOT bounds in ms): which bound binds
-    "2 workers, TTFT binds": (2, None, (36.0, 15.0)),
-    "1 worker batching, TTFT binds": (1, BATCHING, (60.0, 20.0)),
-    "2 workers batching, TPOT binds": (2, BatchingConfig(max_batch=2, window_ms=10.0), (500.0, 8.0)),  # at batch 2
+CASES = {  # workers, batching, (TTFT, TPOT bounds in ms), lengths: which bound binds
+    "2 workers, TTFT binds": (2, None, (36.0, 15.0), FIXED),
+    "1 worker batching, TTFT binds": (1, BATCHING, (60.0, 20.0), FIXED),
+    "2 workers batching, TPOT binds": (2, BatchingConfig(max_batch=2, window_ms=10.0), (500.0, 8.0), FIXED),  # at b2
+    "2 workers batching mixed lengths, TTFT binds": (2, BATCHING, (45.0, 20.0), MIXED),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_stand_ins_peak_is_the_simulated_servers_peak_within_5_percent(pool, engine_s, tmp_path, case):
-    workers, batching, bounds = CASES[case]
-    engine_s = engine_s[workers]
-    bounds = load(*bounds)
+    workers, batching, bounds, lengths = CASES[case]
+    engine_s, bounds, samples = engine_s[workers], load(*bounds), lengths.draw()
+    top = capacity(workers, batching)  # the bracket's top: above either search's peak at any of these lengths
     tries = []
     for attempt in range(2):  # a step at the boundary passes or fails by a query or two of a busy machine's jitter:
         # a second search settles a miss that is noise; a real bias misses twice
-        peak, runs = token_peak(pool.servers(30.0)[:workers], bounds, TokenServing(((PROMPT, TOKENS),), batching),
-                                PeakSearch(capacity(workers, batching), RESOLUTION, STEPS), tmp_path / str(attempt))
+        peak, runs = token_peak(pool.servers(30.0)[:workers], bounds, TokenServing(samples, batching),
+                                PeakSearch(top, RESOLUTION, STEPS), tmp_path / str(attempt))
         assert not any(run.error for run in runs) and all(len(run.queries) == QUERIES for run in runs)
-        first = runs[0]
-        issued = np.sort([q.issued_s for q in first.queries])
-        schedule = (issued - issued[0]) * first.qps  # LoadGen's schedule at 1 QPS, as the first step offered it
-        simulated = simulated_peak(schedule, workers, batching, bounds, engine_s)
-        tries.append((peak, simulated, [(round(run.qps, 1), run.late, run.passed,
-                                         simulated_late(list(schedule / run.qps), workers, batching, bounds, engine_s))
-                                        for run in runs]))
+        schedule, tokens = first_schedule(runs[0], samples)
+        assert all(first_schedule(run, samples)[1] == tokens for run in runs), "every step draws LoadGen's one " \
+            "sequence of samples"
+        simulated = simulated_peak(schedule, tokens, workers, batching, bounds, engine_s, top)
+        tries.append((peak, simulated, [(round(run.qps, 1), run.late, run.passed, simulated_late(
+            offered(schedule, tokens, run.qps), workers, batching, bounds, engine_s)) for run in runs]))
         if peak == pytest.approx(simulated, rel=0.05):
             break
     assert peak == pytest.approx(simulated, rel=0.05), (case, engine_s, tries)
