@@ -16,6 +16,18 @@ def test_torchvision_models_build_with_random_weights():
     assert model(torch.randn(1, 3, 64, 64)).shape == (1, 7)
 
 
+def test_random_weights_are_the_same_every_build_and_leave_the_callers_generator_alone():
+    """A run, its resume and another machine judge the same model: random weights come from a seeded generator."""
+    config = ModelConfig(name="resnet18", source="torchvision")
+    torch.manual_seed(123)
+    first = build_model(config)
+    after_build = torch.rand(3)
+    torch.manual_seed(123)
+    assert torch.equal(torch.rand(3), after_build), "the caller's generator goes on as if nothing drew from it"
+    second = build_model(config)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+
+
 def test_every_torchvision_classification_model_is_listed():
     names = list_models()["torchvision"]
     assert {"resnet34", "vit_b_16", "efficientnet_b0", "convnext_tiny"} <= set(names)

@@ -163,6 +163,9 @@ def check_model_exists(model_cfg, path: str) -> None:
         raise UserInputError(key, f"unknown {model_cfg.source} model '{model_cfg.name}'", hint)
 
 
+RANDOM_WEIGHTS_SEED = 0
+
+
 def _instantiate(model_cfg) -> nn.Module:
     if model_cfg.source == "torchvision":
         import torchvision
@@ -186,9 +189,13 @@ def _instantiate(model_cfg) -> nn.Module:
 
 
 def build_model(model_cfg) -> nn.Module:
-    """Instantiate the configured model in eval mode on the CPU, with random or local weights."""
+    """Instantiate the configured model in eval mode on the CPU, with random or local weights. Random weights are
+    drawn from torch's CPU generator seeded with RANDOM_WEIGHTS_SEED (the caller's generator is left as it was), so
+    every run, resume and machine builds the same model and judges the same accuracy."""
     try:
-        model = _instantiate(model_cfg)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(RANDOM_WEIGHTS_SEED)
+            model = _instantiate(model_cfg)
     except UserInputError:
         raise
     except TypeError as err:
