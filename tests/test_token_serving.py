@@ -115,27 +115,29 @@ def simulated_late(arrivals: list[tuple[float, int]], workers: int, batching: Ba
     return late
 
 
-def offered(schedule: np.ndarray, tokens: list[int], qps: float) -> list[tuple[float, int]]:
-    """The arrivals (s, new tokens) of ``schedule`` (arrivals at 1 QPS) scaled to ``qps``."""
-    return list(zip(schedule / qps, tokens))
+Schedule = list[tuple[float, int]]  # LoadGen's arrivals at 1 QPS (s, ascending), each with its query's new tokens
 
 
-def simulated_peak(schedule: np.ndarray, tokens: list[int], workers: int, batching: BatchingConfig | None,
-                   bounds: TokenLoad, engine_s: float, top_qps: float) -> float:
+def offered(schedule: Schedule, qps: float) -> list[tuple[float, int]]:
+    """The arrivals (s, new tokens) of ``schedule`` scaled to ``qps``."""
+    return [(at / qps, tokens) for at, tokens in schedule]
+
+
+def simulated_peak(schedule: Schedule, workers: int, batching: BatchingConfig | None, bounds: TokenLoad,
+                   engine_s: float, top_qps: float) -> float:
     """The search's peak over the simulated servers: the same bisection and pass rule, each step offered
-    ``schedule`` (arrivals at 1 QPS, each query generating its ``tokens``) scaled to its QPS."""
+    ``schedule`` scaled to its QPS."""
     bracket = Bracket(0.0, top_qps)
     while not bracket.done(RESOLUTION, STEPS):
-        late = simulated_late(offered(schedule, tokens, bracket.qps), workers, batching, bounds, engine_s)
+        late = simulated_late(offered(schedule, bracket.qps), workers, batching, bounds, engine_s)
         bracket = bracket.after(passes(late, len(schedule), PERCENTILE, CONFIDENCE))
     return bracket.lo
 
 
-def first_schedule(run, samples) -> tuple[np.ndarray, list[int]]:
-    """LoadGen's schedule at 1 QPS as ``run`` offered it, and each query's new tokens (``samples``' lengths)."""
+def first_schedule(run, samples) -> Schedule:
+    """LoadGen's schedule at 1 QPS as ``run`` offered it, each query with its new tokens (``samples``' lengths)."""
     queries = sorted(run.queries, key=lambda q: q.issued_s)
-    issued = np.array([q.issued_s for q in queries])
-    return (issued - issued[0]) * run.qps, [samples[q.sample][1] for q in queries]
+    return [((q.issued_s - queries[0].issued_s) * run.qps, samples[q.sample][1]) for q in queries]
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +183,13 @@ def test_the_stand_ins_peak_is_the_simulated_servers_peak_within_5_percent(pool,
         peak, runs = token_peak(pool.servers(30.0)[:workers], bounds, TokenServing(samples, batching),
                                 PeakSearch(top, RESOLUTION, STEPS), tmp_path / str(attempt))
         assert not any(run.error for run in runs) and all(len(run.queries) == QUERIES for run in runs)
-        schedule, tokens = first_schedule(runs[0], samples)
-        assert all(first_schedule(run, samples)[1] == tokens for run in runs), "every step draws LoadGen's one " \
-            "sequence of samples"
-        simulated = simulated_peak(schedule, tokens, workers, batching, bounds, engine_s, top)
+        schedule = first_schedule(runs[0], samples)
+        tokens = [n for _, n in schedule]
+        assert all([n for _, n in first_schedule(run, samples)] == tokens for run in runs), "every step draws " \
+            "LoadGen's one sequence of samples"
+        simulated = simulated_peak(schedule, workers, batching, bounds, engine_s, top)
         tries.append((peak, simulated, [(round(run.qps, 1), run.late, run.passed, simulated_late(
-            offered(schedule, tokens, run.qps), workers, batching, bounds, engine_s)) for run in runs]))
+            offered(schedule, run.qps), workers, batching, bounds, engine_s)) for run in runs]))
         if peak == pytest.approx(simulated, rel=0.05):
             break
     assert peak == pytest.approx(simulated, rel=0.05), (case, engine_s, tries)
