@@ -52,10 +52,10 @@ def descendants(pid: int) -> list[int]:
 
 
 def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: str, timeout_s: float = 240,
-              lock: Optional[Path] = None) -> None:
+              output: Optional[Path] = None) -> None:
     """Start ``command``, and SIGKILL it and every process below it (the run process under ``trtbench run``'s
-    supervisor, its workers) as soon as ``ready()`` (polled); returns once they are all gone, and ``lock`` (a run's
-    output lock) is free. Fails if it ends first or ``what`` is not ready within ``timeout_s``."""
+    supervisor, its workers) as soon as ``ready()`` (polled); returns once they are all gone, and the lock of the
+    run's ``output`` folder is free. Fails if it ends first or ``what`` is not ready within ``timeout_s``."""
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
     try:
@@ -72,8 +72,8 @@ def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: st
         while any(Path(f"/proc/{pid}").exists() and "State:\tZ" not in _status(pid) for pid in below):
             assert time.monotonic() < deadline + 60, f"processes {below} outlived SIGKILL"
             time.sleep(0.02)
-        while lock is not None and not _free(lock):  # a process started as the kill came holds it a moment longer
-            assert time.monotonic() < deadline + 60, f"{lock} still held after the kill"
+        while output is not None and not output_free(output):  # a process started as the kill came holds it longer
+            assert time.monotonic() < deadline + 60, f"{output}'s lock still held after the kill"
             time.sleep(0.05)
     finally:
         if proc.poll() is None:
@@ -83,19 +83,19 @@ def kill_when(command: list[str], env: dict, ready: Callable[[], bool], what: st
     assert proc.returncode == -signal.SIGKILL
 
 
-def _free(lock: Path) -> bool:
-    """Whether no process holds the flock on ``lock`` (a missing file is free)."""
-    import fcntl
+def output_free(output: Path) -> bool:
+    """Whether no run holds the output folder ``output`` (trtbench's own lock, tried as a run tries it; a folder
+    not made yet is free)."""
+    from trtbench.core.errors import UserInputError
+    from trtbench.core.outdir import OutputDir
 
-    if not lock.exists():
+    if not output.exists():
         return True
-    with open(lock) as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return True
+    try:
+        OutputDir(output).acquire().release()
+    except UserInputError:
+        return False
+    return True
 
 
 def _status(pid: int) -> str:

@@ -6,7 +6,6 @@ stops a run (SIGINT, SIGTERM) still stops it, through the supervisor."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import output_free
 from trtbench.results.journal import JOURNAL_NAME, Journal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,8 +88,7 @@ def _stopped_by(signum: int, smoke: Path, env: dict, out: Path) -> subprocess.Co
     assert proc.poll() is None, "".join(seen) + proc.stderr.read()
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
-    with open(out / ".trtbench.lock", "w") as lock:  # the run process is gone: its lock is free
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert output_free(out), "the run process is gone: its lock is free"
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 

@@ -47,7 +47,7 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
     out = tmp_path / "resumed"
     command = [sys.executable, "-m", "trtbench", "--config", str(slow_config), "--output", str(out), "--quiet"]
     kill_when(command, subprocess_env, lambda: (out / JOURNAL_NAME).exists() and bool(journal_records(out)),
-              "a record in the journal", lock=out / ".trtbench.lock")
+              "a record in the journal", output=out)
     before = journal_records(out)
     assert 0 < len(before) < 9, f"the kill must land mid-run ({len(before)} records)"
     assert not (out / "results.json").exists(), "results are written at the end, atomically"
