@@ -186,12 +186,12 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "pay that.")
     switching = [f"{r.case.label} {r.case.precision} {r.case.point} ({low:.0f}-{high:.0f}/call)" for r in timed
                  if (spread := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_range"))
-                 and (low := spread[0]) < REFAULTING / 10 and (high := spread[1]) >= REFAULTING]
+                 and (high := spread[1]) >= REFAULTING and (low := spread[0]) <= high / 2]
     if switching:
         out.append(f"allocator state changed during timing for: {', '.join(switching)}: some blocks faulted their "
-                   "pages in on every call and others did not, so the median mixes two speeds; under glibc's default "
-                   "state a process lands in either (a fresh deployment too, by its heap's layout), and "
-                   "benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
+                   "pages in on every call and others on some calls or none, so the median mixes two speeds; under "
+                   "glibc's default state a process lands in either (a fresh deployment too, by its heap's layout), "
+                   "and benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "
