@@ -7,8 +7,10 @@ Run:  .venv/bin/python benchmarks/cross_runtime.py [--alternations 3] [--seconds
 The truth: each runtime alone in a fresh process of its own, timed by this file's own plain
 loop (not trtbench's timing code), on the files trtbench saved (``ort_fp32.onnx``, the OpenVINO
 IR; its CPU plugin pinned to f32 as trtbench's fp32 row is, since on CPUs with bf16 units OpenVINO
-computes in bf16 by default: 3.9 against 7.6 ms on a Zen 5); eager and torch.compile are rebuilt in
-their process. Eager alone runs before and after each other runtime alone (eager, ort, eager,
+computes in bf16 by default: 3.9 against 7.6 ms on a Zen 5); eager and torch.compile build resnet18 in
+their process and load its weights from a checkpoint file-backed (``torch.load(mmap=True)``, as
+safetensors and trtbench's workers load weights): under glibc's default state how a process loads its
+weights moves the odds of compiled's page-fault mode (benchmarks/NOTES.md). Eager alone runs before and after each other runtime alone (eager, ort, eager,
 openvino, eager, ...); the truth's speedup is, per alternation, the geometric mean of the two eager
 medians around the runtime over its median, so the VM's drift across the alone processes cancels
 (on a Zen 5 VM whose speed drifted 10% within minutes, eager-first-only truths ranged 1.75-2.0x), and
@@ -50,6 +52,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import torch
+import torchvision
 import yaml
 
 from trtbench.core.allocator import ALLOCATORS, process_env
@@ -75,6 +79,8 @@ x = torch.randn(*shape)
 if kind in ("eager", "compiled"):
     import torchvision
     model = torchvision.models.resnet18().eval()
+    # its weights from a checkpoint, file-backed as safetensors and trtbench's workers load them
+    model.load_state_dict(torch.load(path, weights_only=True, mmap=True))
     if kind == "compiled":
         model = torch.compile(model)
     def call():
@@ -178,7 +184,9 @@ def main() -> None:
     truth_ratios: dict[str, list[float]] = {}  # runtime -> eager alone around it over it alone, per alternation
     with tempfile.TemporaryDirectory(prefix="cross-runtime-") as tmp:
         tmp = Path(tmp)
-        files = {"eager": "", "compiled": ""}
+        weights = tmp / "resnet18.pt"  # the checkpoint eager and compiled alone load, as a deployment loads one
+        torch.save(torchvision.models.resnet18().state_dict(), weights)
+        files = {"eager": str(weights), "compiled": str(weights)}
         for i in range(args.alternations):  # trtbench's runs and the alone processes alternate, so drift hits both
             for name, variants in sets.items():
                 out = tmp / f"{name.replace('+', '_')}_{i}"
@@ -194,12 +202,12 @@ def main() -> None:
             # each runtime's truth is over the geometric mean of the eager processes around it, so the VM's
             # drift over the minute the alone processes take cancels, as trtbench's paired rounds cancel it
             kinds = sorted({v for variants in sets.values() for v in variants} & set(files) - {"eager"})
-            eager_before, faults = alone("eager", "", args.seconds, args.allocator)
+            eager_before, faults = alone("eager", files["eager"], args.seconds, args.allocator)
             truth_runs.setdefault("eager", []).append(eager_before)
             line = [f"eager {eager_before:.2f} ms ({faults:.0f})"]
             for kind in kinds:
                 median, faults = alone(kind, files[kind], args.seconds, args.allocator)
-                eager_after, eager_faults = alone("eager", "", args.seconds, args.allocator)
+                eager_after, eager_faults = alone("eager", files["eager"], args.seconds, args.allocator)
                 truth_runs.setdefault(kind, []).append(median)
                 truth_runs["eager"].append(eager_after)
                 truth_ratios.setdefault(kind, []).append(math.sqrt(eager_before * eager_after) / median)

@@ -183,3 +183,31 @@ class MallocsPerCall:
         with open("/proc/self/maps") as maps:
             loaded = sorted({name for line in maps for name in ("jemalloc", "tcmalloc") if name in line})
         return {"p": call}, {"runtime": "mallocs", "page": mmap.PAGESIZE, "preloaded": loaded}
+
+
+@dataclass(frozen=True)
+class MarksFreedOutputs:
+    """A runtime whose every call returns a fresh tensor that appends its call's number to the file ``mark``
+    once the process frees it: which outputs the process still holds shows as the numbers missing there."""
+
+    mark: str
+    device: str = "cpu"
+
+    def materialize(self):
+        import weakref
+
+        import torch
+
+        def freed(number: int) -> None:
+            with open(self.mark, "a") as fh:
+                fh.write(f"{number}\n")
+
+        made = []
+
+        def call():
+            made.append(len(made) + 1)
+            output = torch.zeros(256)
+            weakref.finalize(output, freed, made[-1])
+            return output
+
+        return {"p": call}, {"runtime": "marks freed outputs"}

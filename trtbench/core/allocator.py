@@ -20,7 +20,9 @@ whose start-up freed a large block (say, weights it loaded and copied) keeps per
 fresh deployment hands back to the OS, and so runs without the page faults the deployment pays on
 every call. :func:`mmap_threshold` reads that state without changing it, so a timed process can state
 what its start-up left (the workers load their payload file-backed, ``torch.load(mmap=True)``, so
-that only what the variant's own load, build and first calls do moves it, as in a deployment).
+that only what the variant's own load, build and first calls do moves it, as in a deployment). Nor
+does a timed process keep blocks a deployment would not: one block left where a call's buffers were
+(say, a kept output) keeps them from the top of the heap, and spares calls the trim a deployment pays.
 """
 
 from __future__ import annotations

@@ -134,11 +134,16 @@ def worker_main(fd: int) -> None:
                 # written from the tensors' own memory: serializing to bytes here would allocate and free blocks
                 # of the output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
                 torch.save(checked.output, message[2])
+                reply = ("checked", checked.peak_memory, checked.warnings, checked.call_s)
+                # nor is the output kept: held through the timed calls, a block a call allocated would pin its
+                # place in glibc's heap, so later calls' freed buffers stop reaching the heap's top and being
+                # trimmed, as a deployment's are (a compiled worker then faulted on some calls rather than all)
+                del checked
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
             wait_until_idle()  # a generate request is a check: the next worker's request starts on quiet cores
-            conn.send(("checked", checked.peak_memory, checked.warnings, checked.call_s))
+            conn.send(reply)
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
             conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
