@@ -10,11 +10,11 @@ IR; its CPU plugin pinned to f32 as trtbench's fp32 row is, since on CPUs with b
 computes in bf16 by default: 3.9 against 7.6 ms on a Zen 5); eager and torch.compile build resnet18 in
 their process and load its weights from a checkpoint file-backed (``torch.load(mmap=True)``, as
 safetensors and trtbench's workers load weights): under glibc's default state how a process loads its
-weights moves the odds of compiled's page-fault mode (benchmarks/NOTES.md). Eager alone runs before and after each other runtime alone (eager, ort, eager,
-openvino, eager, ...); the truth's speedup is, per alternation, the geometric mean of the two eager
-medians around the runtime over its median, so the VM's drift across the alone processes cancels
-(on a Zen 5 VM whose speed drifted 10% within minutes, eager-first-only truths ranged 1.75-2.0x), and
-its median over the alternations.
+weights moves the odds of compiled's page-fault mode (benchmarks/NOTES.md). Eager alone runs before
+and after each other runtime alone (eager, ort, eager, openvino, eager, ...); the truth's speedup is,
+per alternation, the geometric mean of the two eager medians around the runtime over its median, so the
+VM's drift across the alone processes cancels (on a Zen 5 VM whose speed drifted 10% within minutes,
+eager-first-only truths ranged 1.75-2.0x), and its median over the alternations.
 
 trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
 eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default adaptive

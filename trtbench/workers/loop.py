@@ -29,7 +29,7 @@ import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 import torch
 
@@ -61,6 +61,31 @@ def _peak_rss_mb() -> float | None:
     except OSError:
         pass
     return None
+
+
+# A request's handler returns only its reply: nothing a call made outlives the request. Kept through the timed
+# calls that follow, a block a call allocated would pin its place in glibc's heap, so later calls' freed buffers
+# stop reaching the heap's top and being trimmed, as a deployment's are (a compiled resnet18 worker then faulted
+# on some calls rather than on all, as it does alone: benchmarks/NOTES.md).
+
+
+def _check(call: Callable[[], Any], device: torch.device, path: str) -> tuple:
+    """The accuracy check's call: its output written to ``path`` for the parent; the reply, its peak memory,
+    warnings and time."""
+    with torch.inference_mode():
+        checked = checked_call(call, device)
+    # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
+    # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
+    torch.save(checked.output, path)
+    return ("checked", checked.peak_memory, checked.warnings, checked.call_s)
+
+
+def _stream(call: Callable, conn: Connection, marks: frozenset[int]) -> tuple:
+    """One generation request: ("step", k) sent the moment its k-th step exists, for each k in ``marks``; the
+    reply, its token stamps."""
+    with torch.inference_mode():
+        streamed = call(lambda steps: conn.send(("step", steps)) if steps in marks else None)
+    return ("streamed", tuple(streamed["stamps"]))
 
 
 def worker_main(fd: int) -> None:
@@ -114,12 +139,11 @@ def worker_main(fd: int) -> None:
         elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.token_pool):
             _, label, marks = message  # ("step", k) the moment its k-th step exists, for each k in marks, then
             try:  # its token stamps (perf_counter: one clock for every process)
-                with torch.inference_mode():
-                    streamed = calls[label](lambda steps: conn.send(("step", steps)) if steps in marks else None)
+                reply = _stream(calls[label], conn, marks)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
-            conn.send(("streamed", tuple(streamed["stamps"])))
+            conn.send(reply)
         elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.token_pool): the
             try:  # engine runs until no query is left in it, admitting those that arrive meanwhile, and answers
                 with torch.inference_mode():  # ("first", key) and ("done", key, stamps) as they happen
@@ -129,16 +153,7 @@ def worker_main(fd: int) -> None:
         elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
-                with torch.inference_mode():
-                    checked = checked_call(calls[message[1]], device)
-                # written from the tensors' own memory: serializing to bytes here would allocate and free blocks
-                # of the output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
-                torch.save(checked.output, message[2])
-                reply = ("checked", checked.peak_memory, checked.warnings, checked.call_s)
-                # nor is the output kept: held through the timed calls, a block a call allocated would pin its
-                # place in glibc's heap, so later calls' freed buffers stop reaching the heap's top and being
-                # trimmed, as a deployment's are (a compiled worker then faulted on some calls rather than all)
-                del checked
+                reply = _check(calls[message[1]], device, message[2])
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
