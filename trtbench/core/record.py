@@ -36,6 +36,11 @@ class Record:
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
+    # per entry of ``rounds``: the replicate worker process (0, 1, ...) that timed the block, and the point's global
+    # round index it was timed in (blocks of every process of every variant in one round share it). None: a result
+    # written before replicate processes, read as one process whose blocks are rounds 0, 1, ... in order
+    block_process: Optional[list[int]] = None
+    block_round: Optional[list[int]] = None
     accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # measured values besides the timings: flops, memory, cold start...
@@ -67,6 +72,21 @@ class Record:
     def fails_run(self) -> bool:
         """A failed case, or one that failed its accuracy check, makes the run exit 1."""
         return self.status is Status.FAILED or self.accuracy_failed
+
+    @property
+    def processes(self) -> list[int]:
+        """Each block's process (all 0 for a result written before replicate processes)."""
+        return list(self.block_process) if self.block_process is not None else [0] * len(self.rounds)
+
+    @property
+    def round_ids(self) -> list[int]:
+        """Each block's global round index (its position for a result written before replicate processes)."""
+        return list(self.block_round) if self.block_round is not None else list(range(len(self.rounds)))
+
+    @property
+    def process_count(self) -> int:
+        """How many worker processes timed this case (1 for an old result, 0 without blocks)."""
+        return len(set(self.processes))
 
     @property
     def samples_ms(self) -> list[float]:
@@ -110,13 +130,15 @@ class Record:
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
-                "device_rounds": self.device_rounds, "stopped_by": self.stopped_by, "parity": self.accuracy,
+                "device_rounds": self.device_rounds, "block_process": self.block_process, "block_round": self.block_round,
+                "stopped_by": self.stopped_by, "parity": self.accuracy,
                 "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
         return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
                    reason=data.get("reason", ""), rounds=data.get("rounds") or [],
-                   device_rounds=data.get("device_rounds"), stopped_by=data.get("stopped_by"),
+                   device_rounds=data.get("device_rounds"), block_process=data.get("block_process"),
+                   block_round=data.get("block_round"), stopped_by=data.get("stopped_by"),
                    accuracy=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
                    warnings=data.get("warnings") or [])
