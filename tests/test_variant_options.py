@@ -62,6 +62,51 @@ def test_eager_options_are_not_dropped(tiny_config, tmp_path):
     assert any("cuda_graphs: true needs a CUDA device and this run uses 'cpu'" in r.reason for r in outcome.results)
 
 
+class FakeGraph:
+    """A fake of ``torch.cuda.CUDAGraph`` (capture needs CUDA): like the real one, ``replay()`` takes no inputs
+    and reruns the captured work on the buffers the capture used, writing its output tensors in place
+    (torch/cuda/graphs.py: "replay() ... the graph's memory is reused"; the capture's input buffers are the
+    only inputs a replay reads)."""
+
+    def __init__(self, fn, static_inputs: tuple, static_output: torch.Tensor):
+        self.fn, self.static_inputs, self.static_output = fn, static_inputs, static_output
+
+    def replay(self) -> None:
+        self.static_output.copy_(self.fn(*self.static_inputs))
+
+
+def fake_capture(fn, static_inputs: tuple) -> tuple:
+    """Stands in for ``cuda_graphs.capture``: the graph and the output tensors a capture returns."""
+    output = fn(*static_inputs)
+    return FakeGraph(fn, static_inputs, output), output
+
+
+@pytest.mark.parametrize("name, options", [("eager", {"cuda_graphs": True}),
+                                           ("compiled", {"cuda_graphs": True, "backend": "eager"})])
+def test_a_cuda_graph_copies_each_calls_input_inside_the_timed_call(monkeypatch, name, options):
+    """Bug: ``prepare`` copied the inputs into the captured buffers, outside the timed call, while
+    ``compiled`` with ``mode: reduce-overhead`` pays that copy inside its call. Now the timed call (``run``)
+    copies the request's input, then replays; ``prepare`` leaves the buffers alone."""
+    from trtbench.variants import BuildContext, cuda_graphs, get_variant, variant_class
+
+    monkeypatch.setattr(cuda_graphs, "capture", fake_capture)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)  # compiled's build syncs a CUDA device
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    example = torch.randn(2, 8)
+    variant = get_variant(name)
+    ctx = BuildContext(device=torch.device("cuda"), precision="fp32", dtype=torch.float32, example_inputs=(example,),
+                       shape_inputs={"opt": (example,)}, input_specs=[], options=variant_class(name).Options(**options))
+    with torch.inference_mode():
+        built = variant.build(model, ctx)
+        assert isinstance(built.module, cuda_graphs.GraphReplay)
+        for x in (torch.randn(2, 8), torch.randn(2, 8)):
+            prepared = variant.prepare(built, (x,))
+            assert not torch.equal(built.module.static_inputs[0], x)  # nothing copied before the timed call
+            output = variant.run(built, prepared)  # the timed call
+            assert torch.equal(built.module.static_inputs[0], x) and torch.allclose(output, model(x))
+
+
 def test_missing_runtimes_are_skipped_with_the_install_command(tiny_config, tmp_path, monkeypatch):
     from trtbench.variants import openvino, ort_common
 

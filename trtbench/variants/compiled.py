@@ -167,11 +167,5 @@ class Compiled(Variant):
             importlib.import_module(module)
         return CompiledPT2E(torch.export.load(str(artifact.path)).module(), mode=artifact.settings["compile"]["mode"])
 
-    def prepare(self, built: Built, inputs: tuple):
-        return cuda_graphs.prepare(built, inputs)
-
-    def run(self, built: Built, prepared):
-        return cuda_graphs.run(built, prepared)
-
     def run_info(self, built: Built) -> dict:
         return {"recompilations": dynamo_counts()["graphs"] - built.state["graphs_after_first_call"]}

@@ -2,17 +2,19 @@
 
 A CUDA graph records the kernels of one forward pass once and replays them with a single
 launch, which removes the per-kernel CPU launch cost. It replays on the buffers it was
-captured with, so it needs static shapes: the inputs are copied into those buffers before
-timing (``prepare``) and a replay returns the same output tensors, overwritten each time.
-The capture follows the whole-network recipe of ``torch.cuda.graph``: warm up on a side
-stream (lazy initialisation must not happen during capture), then capture.
+captured with, so it needs static shapes: each call copies its inputs into those buffers and
+replays, inside the timed call, as a deployment copies each request's input (and as
+``torch.compile``'s ``mode: reduce-overhead`` does inside its call); a replay returns the same
+output tensors, overwritten each time. The capture follows the whole-network recipe of
+``torch.cuda.graph``: warm up on a side stream (lazy initialisation must not happen during
+capture), then capture (:func:`capture`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from trtbench.variants import Built, BuildContext
+from trtbench.variants import BuildContext
 
 WARMUP_CALLS = 3
 
@@ -33,16 +35,7 @@ class GraphReplay:
 
     def __init__(self, fn, example_inputs: tuple):
         self.static_inputs = tuple(t.clone() for t in example_inputs)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_CALLS):
-                fn(*self.static_inputs)
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.static_output = fn(*self.static_inputs)
-        torch.cuda.synchronize()
+        self.graph, self.static_output = capture(fn, self.static_inputs)
 
     def load_inputs(self, inputs: tuple) -> None:
         """Copy ``inputs`` into the captured input buffers (shapes must match the capture)."""
@@ -58,20 +51,21 @@ class GraphReplay:
         return self.static_output
 
     def __call__(self, *inputs):
+        """One request: its inputs copied into the captured buffers, then one replay (both timed)."""
         self.load_inputs(inputs)
         return self.replay()
 
 
-def prepare(built: Built, inputs: tuple):
-    """``Variant.prepare`` for a variant that may be a :class:`GraphReplay`: copy inputs into its buffers."""
-    if isinstance(built.module, GraphReplay):
-        built.module.load_inputs(inputs)
-        return ()
-    return inputs
-
-
-def run(built: Built, prepared):
-    """``Variant.run`` for a variant that may be a :class:`GraphReplay`: one replay, or one call."""
-    if isinstance(built.module, GraphReplay):
-        return built.module.replay()
-    return built.module(*prepared)
+def capture(fn, static_inputs: tuple) -> tuple:
+    """``fn`` on ``static_inputs`` captured as a CUDA graph: (the ``torch.cuda.CUDAGraph``, its output tensors)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_CALLS):
+            fn(*static_inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_output = fn(*static_inputs)
+    torch.cuda.synchronize()
+    return graph, static_output

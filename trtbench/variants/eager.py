@@ -27,8 +27,3 @@ class Eager(Variant):
             return Built(cuda_graphs.GraphReplay(model, ctx.example_inputs), {"cuda_graphs": True})
         return Built(model)
 
-    def prepare(self, built: Built, inputs: tuple):
-        return cuda_graphs.prepare(built, inputs)
-
-    def run(self, built: Built, prepared):
-        return cuda_graphs.run(built, prepared)
