@@ -198,6 +198,74 @@ def test_the_report_says_what_the_peak_is_and_where_its_clock_came_from():
         "is below the measured matmul, 189 GFLOP/s" in table
 
 
+def test_a_row_above_100_percent_of_the_peak_is_named_with_the_likely_cause():
+    """On a Zen 5 CPU openvino at batch 16 read 102% of the peak: its convolutions do fewer FLOPs than counted."""
+    from test_core import record
+    from trtbench.measure.ceiling import Ceiling
+    from trtbench.report.tables import markdown_table
+    from trtbench.results.resultset import ResultSet
+
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    for variant, median in (("eager", 10.0), ("openvino", 4.3)):  # 100 and 233 GFLOP/s
+        results.add(record(variant, median, "env-a", metrics={"flops": 1e9}))
+    results.add(Ceiling("env-a", "cpu", "float32", 2, {"peak_flops_per_s": 224e9, "peak_method": "cores x clock"}))
+    table = markdown_table(results)
+    named = next(line for line in table.splitlines() if "above 100% of the peak" in line)
+    assert "openvino fp32 opt (104%)" in named and "eager" not in named and "Winograd" in named
+    results.add(Ceiling("env-a", "cpu", "float32", 2, {"peak_flops_per_s": 300e9, "peak_method": "cores x clock"}))
+    assert "above 100% of the peak" not in markdown_table(results)
+
+
+@pytest.mark.parametrize("device, cudnn_tf32, matmul_tf32, math", [
+    ("cuda", True, False, "tf32"),  # torch's defaults: cuDNN convolutions allow TF32, cuBLAS matmuls do not
+    ("cuda", False, True, "tf32"),
+    ("cuda:1", False, False, "fp32"),
+    ("cpu", True, True, "fp32"),
+])
+def test_fp32_math_is_tf32_where_cuda_allows_it(device, cudnn_tf32, matmul_tf32, math):
+    from trtbench.measure.ceiling import fp32_math
+
+    assert fp32_math(torch.device(device), cudnn_tf32, matmul_tf32) == math
+
+
+@pytest.mark.parametrize("cudnn_tf32, peak_tflops", [(True, 494.7), (False, 67.0)])
+def test_fp32_peak_and_measured_matmul_use_one_math_mode(monkeypatch, cudnn_tf32, peak_tflops):
+    """Bug: the fp32 peak was the TF32 tensor cores' (cuDNN allows TF32 by default) while the matmul was measured
+    at plain FP32 (cuBLAS TF32 is off by default), so fp32 rows read far above 100% of the matmul. The device's
+    name and the timed matmuls are fakes (they need CUDA); the fake timing records the math mode cuBLAS would use."""
+    import trtbench.measure.ceiling as ceiling
+
+    seen = []
+
+    def fake_time_matmuls(n, device, dtype, repeats):
+        seen.append(torch.backends.cuda.matmul.allow_tf32)
+        return [2 * n ** 3 / 5e13] * repeats  # 50 TFLOP/s: below either peak
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(ceiling, "_time_matmuls", fake_time_matmuls)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", cudnn_tf32)
+    before = torch.backends.cuda.matmul.allow_tf32
+    values = ceiling.device_ceilings(torch.device("cuda"), torch.float32, 1, measure=True)
+    assert values["peak_flops_per_s"] == pytest.approx(peak_tflops * 1e12)
+    assert set(seen) == {cudnn_tf32} and torch.backends.cuda.matmul.allow_tf32 == before  # restored
+    assert (values.get("math") == "tf32") is cudnn_tf32 and ("TF32" in values.get("math_note", "")) is cudnn_tf32
+    half = ceiling.device_ceilings(torch.device("cuda"), torch.float16, 1, measure=True)
+    assert half["peak_flops_per_s"] == pytest.approx(989.4e12) and "math" not in half and seen[-1] is False
+
+
+def test_the_report_states_tf32_where_fp32_runs_as_tf32():
+    from test_core import record
+    from trtbench.measure.ceiling import TF32_NOTE, Ceiling
+    from trtbench.report.tables import markdown_table
+    from trtbench.results.resultset import ResultSet
+
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    results.add(record("eager", 10.0, "env-a", metrics={"flops": 1e9}))
+    results.add(Ceiling("env-a", "cpu", "float32", 2, {"peak_flops_per_s": 494.7e12, "peak_method": "datasheet",
+                                                       "math": "tf32", "math_note": TF32_NOTE}))
+    assert "Fp32 runs as TF32 here" in markdown_table(results)
+
+
 def test_unknown_vector_unit_gives_no_peak_and_says_why():
     peak = cpu_peak(2, cpuinfo("", cores=2).replace("sse sse2 ", ""))
     assert peak["flops_per_s"] is None and "vector unit" in peak["reason"]

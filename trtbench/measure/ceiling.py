@@ -12,6 +12,10 @@ Two ceilings, as each answers a different question:
   at the run's dtype and threads: the best over several sizes and repeats, because one
   timing of one size on a shared machine can read half of the true figure.
 
+On a CUDA device fp32 runs as TF32 where cuDNN or cuBLAS may use it (cuDNN's convolutions do by
+default): both ceilings then take that one math mode (:func:`fp32_math`), the peak the TF32 tensor
+cores' and the matmul measured with TF32 allowed, and the ceiling says so (``math``, ``math_note``).
+
 Every result is a dict that states its method and assumptions next to the number
 (``flops_per_s``, None when it cannot be known, with ``reason``).
 """
@@ -112,6 +116,9 @@ FP64_ADD_LATENCY = [
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
 PLAUSIBLE_GHZ = (0.5, 7.0)  # a measured clock outside this is taken as a chain that was not latency-bound
 
+TF32_NOTE = ("fp32 runs as TF32 here (cuDNN's convolutions use TF32 by default, torch.backends.cudnn.allow_tf32), so "
+             "the peak is the TF32 tensor cores' and the matmul is measured with TF32 allowed; a row's own matmuls "
+             "run plain FP32 unless torch.backends.cuda.matmul.allow_tf32 is set")
 DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
 GROWTH_WORTH = 1.05  # a larger matmul size is tried only while the last one gained at least this factor
 
@@ -245,11 +252,18 @@ def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
     return {**result, "table_entry": label, "unit": unit, "flops_per_s": tflops * 1e12}
 
 
-def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | None = None) -> dict:
-    """The hardware's peak FLOP/s at ``dtype``: CPU vector units for ``threads`` cores, or a GPU datasheet."""
+def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
+    """The math fp32 work runs in on ``device``: ``tf32`` on a CUDA device where cuDNN's convolutions
+    (``torch.backends.cudnn.allow_tf32``, on by default) or cuBLAS's matmuls
+    (``torch.backends.cuda.matmul.allow_tf32``, off by default) may use TF32, else ``fp32``."""
+    return "tf32" if torch.device(device).type == "cuda" and (cudnn_tf32 or matmul_tf32) else "fp32"
+
+
+def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | None = None, tf32: bool = False) -> dict:
+    """The hardware's peak FLOP/s at ``dtype``: CPU vector units for ``threads`` cores, or a GPU datasheet
+    (fp32 at the TF32 tensor cores' peak when ``tf32``)."""
     device = torch.device(device)
     if device.type == "cuda":
-        tf32 = torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
         return gpu_peak(torch.cuda.get_device_name(device), dtype, tf32)
     if dtype != torch.float32:
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
@@ -259,17 +273,19 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
-                            repeats: int = 5, threads: int | None = None) -> dict:
+                            repeats: int = 5, threads: int | None = None, tf32: bool = False) -> dict:
     """Best FLOP/s of ``torch.mm`` on n x n matrices, over ``sizes`` and ``repeats`` timed calls of each.
 
     Each size gets one untimed warm-up call; each timed call is synchronized (CUDA events on
-    a GPU). ``threads`` sets torch's CPU threads for the measurement only.
+    a GPU). ``threads`` sets torch's CPU threads, and ``tf32`` allows cuBLAS TF32 for fp32
+    (``torch.backends.cuda.matmul.allow_tf32``), for the measurement only.
     """
     device = torch.device(device)
     sizes = tuple(sizes or DEFAULT_SIZES["cuda" if device.type == "cuda" else "cpu"])
-    previous_threads = torch.get_num_threads()
+    previous_threads, previous_tf32 = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32
     if threads:
         torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
         samples: dict[int, list[float]] = {}
         for n in sizes:  # larger matrices until one gains under 5% over the best so far (each costs 8x more)
@@ -280,13 +296,14 @@ def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.flo
         used_threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(previous_threads)
+        torch.backends.cuda.matmul.allow_tf32 = previous_tf32
     best_size = max(samples, key=lambda n: max(samples[n]))
     return {"flops_per_s": max(samples[best_size]), "size": best_size,
             "samples_flops_per_s": {str(n): values for n, values in samples.items()},
             "method": f"best of {repeats} timed torch.mm calls at each n in {list(samples)} "
                       f"(n x n times n x n, 2n^3 FLOP; of {list(sizes)}, stopping at the first size that gained "
                       f"under {GROWTH_WORTH - 1:.0%}), one warm-up call per size",
-            "dtype": str(dtype), "device": str(device), "threads": used_threads}
+            "dtype": str(dtype), "device": str(device), "threads": used_threads, "tf32": tf32}
 
 
 def _time_matmuls(n: int, device: torch.device, dtype: torch.dtype, repeats: int) -> list[float]:
@@ -332,14 +349,19 @@ def _lscpu() -> str:
 
 def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, measure: bool) -> dict:
     """The device's FLOP/s ceilings at ``dtype`` and ``threads``: the hardware peak, and the measured
-    matmul ceiling when ``measure`` (``benchmark.measure_ceiling``)."""
-    peak = theoretical_peak(device, dtype, threads)
+    matmul ceiling when ``measure`` (``benchmark.measure_ceiling``), both in one math mode
+    (:func:`fp32_math`: TF32 where this process lets cuDNN or cuBLAS use it for fp32, as the timed rows do)."""
+    tf32 = dtype == torch.float32 and fp32_math(device, torch.backends.cudnn.allow_tf32,
+                                                torch.backends.cuda.matmul.allow_tf32) == "tf32"
+    peak = theoretical_peak(device, dtype, threads, tf32)
     ceiling = {"peak_flops_per_s": peak.get("flops_per_s"), "peak_method": peak.get("method"),
                "peak_assumptions": peak.get("assumptions") or peak.get("reason")}
     if peak.get("clock_source"):
         ceiling.update(peak_clock_ghz=peak.get("clock_ghz"), peak_clock_source=peak["clock_source"])
+    if tf32:
+        ceiling.update(math="tf32", math_note=TF32_NOTE)
     if measure:
-        measured = measured_matmul_ceiling(device, dtype, threads=threads)
+        measured = measured_matmul_ceiling(device, dtype, threads=threads, tf32=tf32)
         ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
     return peak_not_below_measured(ceiling)
 

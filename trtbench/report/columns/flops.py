@@ -32,7 +32,8 @@ def _shown(rows: Sequence[Row]) -> bool:
 
 def peak_notes(rows: Sequence[Row]) -> list[str]:
     """What "% peak" is a share of, once per ceiling the shown rows use: the peak, how it was found (for a CPU,
-    where its clock came from), and where it read below the measured matmul, that."""
+    where its clock came from), its math mode where fp32 runs as TF32, and where it read below the measured
+    matmul, that; then the rows above 100% of their peak (:func:`over_peak_note`)."""
     if not _shown(rows):
         return []
     ceilings = {row.ceiling.key: row.ceiling for row in rows
@@ -44,8 +45,21 @@ def peak_notes(rows: Sequence[Row]) -> list[str]:
                  if values.get("peak_clock_ghz") and values.get("peak_clock_source") else "")
         notes.append(f"% peak on {ceiling.device} ({ceiling.dtype}, {ceiling.threads} threads) is of "
                      f"{values['peak_flops_per_s'] / 1e9:.0f} GFLOP/s ({values.get('peak_method')}{clock})"
-                     + (f": {values['peak_note']}." if values.get("peak_note") else "."))
-    return notes
+                     + (f": {values['peak_note']}." if values.get("peak_note") else ".")
+                     + (f" {values['math_note'][0].upper()}{values['math_note'][1:]}." if values.get("math_note") else ""))
+    return notes + over_peak_note(rows)
+
+
+def over_peak_note(rows: Sequence[Row]) -> list[str]:
+    """The rows whose achieved FLOP/s read above 100% of the hardware peak, with the likely cause."""
+    over = [f"{row.record.case.label} {row.record.case.precision} {row.record.case.point} ({share:.0%})" for row in rows
+            if row.record.timed and (share := _ceiling_share(row, row.record.achieved_flops_per_s, "peak") or 0) > 1]
+    if not over:
+        return []
+    return [f"above 100% of the peak: {', '.join(over)}. The FLOPs are counted from the model's operators as written "
+            "(torch.utils.flop_counter); a backend that runs an algorithm doing fewer (Winograd- or FFT-like "
+            "convolutions, fused or pruned work) reads above the peak, as does a clock above the one the peak assumes; "
+            "the time is measured, the FLOP count is what overstates the work."]
 
 
 def _values(row: Row) -> dict:
