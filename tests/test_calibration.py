@@ -127,3 +127,23 @@ def test_accuracy_figures():
     wrong = int8_accuracy([torch.randn_like(r) for r in ref], ref)
     verdict = judge_int8(wrong, Int8Budget())
     assert not verdict.ok and "top-1 agreement" in verdict.reason and "SQNR" in verdict.reason
+
+
+def test_an_int8_row_is_judged_again_where_it_is_timed():
+    """Bug: the latency scenario kept the build-time judgement and dropped the check at the timed point.
+    There the call's output is judged by the budget's SQNR (its top-1 agreement on seeded random inputs is
+    kept, not judged), and a build that passed on the evaluation samples fails where its timed call misses."""
+    from trtbench.measure.accuracy import int8_where_timed
+
+    torch.manual_seed(0)
+    reference = torch.randn(32, 10)
+    built = judge_int8(int8_accuracy([reference.clone()], [reference]), Int8Budget()).to_dict()
+    reference[0, :2] = torch.tensor([4.0, 3.999])  # a near tie, as random inputs give
+    flipped = reference.clone()
+    flipped[0, 1] = 4.001  # one sample of 32 changes class: agreement 0.969, the SQNR still high
+    kept = int8_where_timed(built, flipped, reference, Int8Budget())
+    assert kept["ok"] and kept["top1_agree"] == built["top1_agree"]  # the evaluation samples' figures stay
+    assert kept["where_timed"]["top1_agree"] < 0.99 and kept["where_timed"]["top1_agree_min"] is None
+    noisy = int8_where_timed(built, reference + 0.5 * torch.randn_like(reference), reference, Int8Budget())
+    assert not noisy["ok"] and noisy["where_timed"]["sqnr_db"] < 20
+    assert noisy["reason"].startswith("where timed: SQNR") and "value_range" in noisy["reason"]

@@ -21,7 +21,7 @@ from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.precision import dtype_name
 from trtbench.core.record import Record
 from trtbench.core.status import Status
-from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
+from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy, int8_where_timed
 from trtbench.measure.ceiling import Ceiling, device_ceilings
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
@@ -56,11 +56,12 @@ class _Tagged:
 
 
 def _accuracy(output: Any, reference: Any, tolerance, built) -> dict:
-    if "accuracy" in built.info:  # a quantized build: judged on the evaluation samples when it was built
-        return built.info["accuracy"]
     if isinstance(reference, MissingReference):
-        return ElementwiseAccuracy(max_abs_err=None, max_rel_err=None, top1_agree=None, ok=False, atol=tolerance.atol,
-                                   rtol=tolerance.rtol, reason=reference.reason).to_dict()
+        return ElementwiseAccuracy(max_abs_err=None, max_rel_err=None, top1_agree=None, ok=False,
+                                   atol=getattr(tolerance, "atol", None), rtol=getattr(tolerance, "rtol", None),
+                                   reason=reference.reason).to_dict()
+    if "accuracy" in built.info:  # a quantized build, judged on the evaluation samples when built: judged again here
+        return int8_where_timed(built.info["accuracy"], output, reference, tolerance)
     return elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol).to_dict()
 
 

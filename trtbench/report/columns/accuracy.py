@@ -11,9 +11,10 @@ def accuracy_text(accuracy: dict | None) -> str:
     """``ok``/``FAIL`` with the worst absolute error and top-1 agreement; ``-`` when unchecked."""
     if not accuracy:
         return "-"
-    if accuracy.get("kind") == INT8:  # judged over the evaluation samples
-        top1 = accuracy.get("top1_agree")
+    if accuracy.get("kind") == INT8:  # over the evaluation samples, and where timed (none in older results)
+        top1, timed = accuracy.get("top1_agree"), accuracy.get("where_timed")
         figures = (f"top1 {top1:.1%}, " if top1 is not None else "") + f"SQNR {accuracy['sqnr_db']:.1f} dB"
+        figures += f"; where timed SQNR {timed['sqnr_db']:.1f} dB" if timed else ""
         return ("ok" if accuracy["ok"] else "FAIL") + f" ({figures})"
     if accuracy.get("max_abs_err") is None:
         return "FAIL (no eager fp32 reference)"
