@@ -4,7 +4,8 @@
 # inside the trtbench image, then `trtbench verify`, then one verdict line per check
 # (scripts/gpu_acceptance_check.py): every TRT row ok; skipped rows may be skipped here (each with a
 # WARN line and its reason; eager and TRT rows must run); parity ok for the rows that ran (trt int8:
-# within the INT8 accuracy budget); TRT fp16 faster than eager fp32 at opt; artifacts reload in a
+# within the INT8 accuracy budget); TRT fp16 faster than eager fp16 and compiled fp16 at opt (or why
+# one of those was not timed); artifacts reload in a
 # fresh process. Exit 0 when every check passes.
 #   scripts/gpu_acceptance.sh            # from the repository root; results in ./results/gpu_acceptance/
 # IMAGE picks the image (default trtbench:latest, from scripts/docker_build.sh).

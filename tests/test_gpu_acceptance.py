@@ -19,7 +19,7 @@ spec = importlib.util.spec_from_file_location("gpu_acceptance_check", SCRIPT)
 check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
 
-VARIANTS = ("eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted")
+VARIANTS = ("eager", "traced", "scripted", "trt", "trt_traced", "trt_scripted", "compiled")
 # What trtbench records for the CPU-only and ONNX Runtime GPU variants of resnet34.yaml on --device cuda
 # in the trtbench image (which has no onnxruntime): each variant's own unavailable_reason.
 SKIPPED_IN_IMAGE = {
@@ -74,18 +74,19 @@ def replace_row(rows, variant, precision, shape, new_row):
 def test_a_good_run_passes_every_check_and_warns_of_each_skipped_variant(tmp_path, capsys):
     assert check.main(str(write_run(tmp_path, all_rows())), "0") == 0
     lines = capsys.readouterr().out.splitlines()
-    warnings, verdicts = lines[:9], lines[9:]
+    warnings, verdicts = lines[:10], lines[10:]
     assert [line.split(":")[0] for line in verdicts] == [
         "PASS  every TRT row ok", "PASS  skipped rows may be skipped here", "PASS  parity ok",
-        "PASS  TRT fp16 faster than eager fp32 at opt", "PASS  artifacts reload in a fresh process"]
+        "PASS  TRT fp16 faster than eager fp16 and compiled fp16 at opt", "PASS  artifacts reload in a fresh process"]
     assert verdicts[0].endswith("every TRT row ok: 21 rows")  # 3 variants x fp32, fp16 and trt int8, x 3 shapes
-    assert "51 rows, each with a reason that holds here" in verdicts[1]
-    assert "39 rows" in verdicts[2]  # parity: only the rows that ran
-    assert "trt 4.00x, trt_traced 4.00x, trt_scripted 4.00x" in verdicts[3]
-    assert [line.split(" (")[0] for line in warnings[:5]] == [
-        f"WARN  skipped {v}" for v in ("eager", "traced", "scripted", "trt_traced", "trt_scripted")]
+    assert "54 rows, each with a reason that holds here" in verdicts[1]
+    assert "45 rows" in verdicts[2]  # parity: only the rows that ran
+    assert ("over eager fp16 (4.000 ms): trt 4.00x, trt_traced 4.00x, trt_scripted 4.00x; "
+            "over compiled fp16 (4.000 ms): trt 4.00x") in verdicts[3]
+    assert [line.split(" (")[0] for line in warnings[:6]] == [
+        f"WARN  skipped {v}" for v in ("eager", "traced", "scripted", "trt_traced", "trt_scripted", "compiled")]
     assert all("(int8/min int8/opt int8/max): " in line and "has no INT8 path" in line for line in warnings[:5])
-    warnings = warnings[5:]
+    warnings = warnings[6:]
     where = "(fp32/min fp32/opt fp32/max fp16/min fp16/opt fp16/max int8/min int8/opt int8/max)"
     assert warnings[0] == f"WARN  skipped ort {where}: {SKIPPED_IN_IMAGE['ort']}"
     assert warnings[1] == f"WARN  skipped openvino {where}: {SKIPPED_IN_IMAGE['openvino']}"
@@ -112,6 +113,31 @@ def test_each_check_fails_on_its_own_evidence(tmp_path, capsys):
     assert lines[1].endswith("skipped rows may be skipped here: ort fp32 min skipped with no reason")
     assert "eager fp32 min ok parity failed" in lines[2]
     assert "not saved: trt fp32" in lines[4] and "trtbench verify exited 1" in lines[4]
+
+
+def test_trt_fp16_must_beat_eager_and_compiled_at_fp16_not_only_eager_fp32(tmp_path, capsys):
+    """Bug: the check compared TRT fp16 with eager fp32 only, which passed while TRT was slower than eager fp16."""
+    rows = all_rows(fp16_trt_ms=2.0)  # 2x eager fp32 (4 ms)
+    rows = replace_row(rows, "eager", "fp16", "opt", v1_row("eager", "fp16", "opt", 1.5))
+    assert check.main(str(write_run(tmp_path, rows)), "0") == 1
+    (verdict,) = [line for line in capsys.readouterr().out.splitlines() if "TRT fp16 faster" in line]
+    assert verdict.startswith("FAIL") and "over eager fp16 (1.500 ms): trt 0.75x" in verdict, verdict
+
+
+@pytest.mark.parametrize("compiled_fp16, passes, named", [
+    (v1_row("compiled", "fp16", "opt", 0.5), False, "over compiled fp16 (0.500 ms): trt 0.50x"),
+    (skipped_row("compiled", "fp16", "opt", "compiled fp16 exceeded max_build_s"), True,
+     "compiled fp16 not timed (skipped: compiled fp16 exceeded max_build_s)"),
+    (skipped_row("compiled", "fp16", "opt", ""), False, "compiled fp16 not timed (skipped: no reason)"),
+    (None, False, "compiled fp16 not timed (not in the run)"),
+])
+def test_compiled_fp16_is_beaten_or_why_it_was_not_timed_is_named(tmp_path, capsys, compiled_fp16, passes, named):
+    rows = all_rows()
+    (i,) = [i for i, r in enumerate(rows) if (r["variant"], r["precision"], r["shape"]) == ("compiled", "fp16", "opt")]
+    rows = rows[:i] + ([compiled_fp16] if compiled_fp16 else []) + rows[i + 1:]
+    check.main(str(write_run(tmp_path, rows)), "0")
+    (verdict,) = [line for line in capsys.readouterr().out.splitlines() if "TRT fp16 faster" in line]
+    assert verdict.startswith("PASS" if passes else "FAIL") and named in verdict, verdict
 
 
 @pytest.mark.parametrize("variant, precision, reason, problem", [
