@@ -107,6 +107,25 @@ def test_a_cuda_graph_copies_each_calls_input_inside_the_timed_call(monkeypatch,
             assert torch.equal(built.module.static_inputs[0], x) and torch.allclose(output, model(x))
 
 
+@pytest.mark.parametrize("version, device, skipped", [
+    ("2.11.0+cu130", "cuda:0", True),  # the torch whose aoti_load_package crashed the worker on an H100
+    ("2.10.1", "cuda", True),
+    ("2.12.0", "cuda:0", False),
+    ("2.14.1+cu130", "cuda:1", False),
+    ("2.11.0+cpu", "cpu", False),  # aoti runs on the CPU with it
+])
+def test_aoti_on_cuda_with_a_torch_whose_load_crashed_is_skipped_naming_the_crash(monkeypatch, version, device,
+                                                                                    skipped):
+    from trtbench.config.plan import why_unavailable
+
+    monkeypatch.setattr(torch, "__version__", version)
+    reason = why_unavailable("aoti", torch.device(device), "fp32")
+    assert (reason is not None) is skipped, reason
+    if skipped:
+        assert "aoti_load_package crashed the timing worker with SIGSEGV" in reason and version in reason
+        assert "scripts/aoti_cuda_repro.py" in reason
+
+
 def test_missing_runtimes_are_skipped_with_the_install_command(tiny_config, tmp_path, monkeypatch):
     from trtbench.variants import openvino, ort_common
 

@@ -21,6 +21,23 @@ from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, suggest
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
+# The newest torch whose aoti_load_package crashed trtbench's timing worker with SIGSEGV on a GPU, at every point
+# (torch 2.11.0+cu130 on an H100, issue 34); no later torch has been run there yet. The worker is a fresh
+# interpreter (trtbench.workers.loop: never a fork), so fork after CUDA initialisation is not the cause there;
+# scripts/aoti_cuda_repro.py loads a package in the ways that differ, for a GPU session to narrow it down.
+CUDA_LOAD_CRASHED = (2, 11)
+
+
+def cuda_load_crash(device: torch.device, version: str) -> str | None:
+    """Why aoti is skipped on ``device`` with torch ``version``: its package load crashed there; None elsewhere."""
+    from torch.torch_version import Version
+
+    if device.type != "cuda" or Version(version).release[:2] > CUDA_LOAD_CRASHED:
+        return None
+    return (f"aoti_load_package crashed the timing worker with SIGSEGV on CUDA with torch 2.11.0+cu130 (an H100) and "
+            f"this run has torch {version}; use torch 2.12 or later (trtbench pins 2.14.1), or run "
+            f"scripts/aoti_cuda_repro.py here to see whether it crashes on this machine")
+
 
 @dataclass
 class AotiOptions:
@@ -53,7 +70,7 @@ class Aoti(Variant):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 
             return pt2e_unavailable(device)
-        return None
+        return cuda_load_crash(device, torch.__version__)
 
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package
