@@ -53,3 +53,20 @@ def test_a_column_set_cannot_take_another_ones_name_or_field(calls_per_round):
         register(calls_per_round)
     with pytest.raises(ValueError, match="speedup_low"):
         register(ColumnSet("other", columns=(), fields=("speedup_low",), values=lambda row: {}))
+
+
+def test_ort_cuda_rows_are_read_by_host_time_and_the_report_says_why():
+    """ONNX Runtime's CUDA provider runs on its own stream: CUDA events on torch's stream do not bracket its work,
+    so the report names its rows and results.csv gives no device median for them (eager's stays)."""
+    from test_core import record
+    from trtbench.results.resultset import ResultSet
+
+    results = ResultSet(environments={"env-a": {"id": "env-a"}})
+    device = [[0.5, 0.5, 0.5]] * 4
+    results.add(record("eager", 10.0, device_rounds=device))
+    results.add(record("ort_cuda", 8.0, device_rounds=device, build={"info": {"own_cuda_stream": True}}))
+    results.add(record("ort", 9.0))  # ONNX Runtime on the CPU: no note
+    notes = [line for line in markdown_table(results).splitlines() if "stream of its own" in line]
+    assert len(notes) == 1 and notes[0].startswith("- ort_cuda fp32: ONNX Runtime's CUDA provider") and "host" in notes[0]
+    medians = {row["variant"]: row["device_median_ms"] for row in csv.DictReader(io.StringIO(csv_text(results)))}
+    assert medians == {"eager": "0.5", "ort_cuda": "", "ort": ""}

@@ -15,6 +15,7 @@ from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
+from trtbench.report.columns.latency import own_stream_note
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
@@ -204,6 +205,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
         out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
                    "variant's, timed in the same rounds as it and eager fp32.")
     out += peak_notes(table_rows)
+    out += own_stream_note(table_rows)
     return out
 
 

@@ -1,10 +1,16 @@
-"""Latency: the median with its 95% CI, the tail, and what ended the timing."""
+"""Latency: the median with its 95% CI, the tail, and what ended the timing. Host times (until the call
+returned and the device synchronized); the CUDA-event median goes to the CSV, except for a runtime that runs
+its CUDA work on a stream of its own (:func:`own_stream_note`)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from trtbench.core.record import Record
 from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
 from trtbench.report.text import ms_text
+from trtbench.variants.ort_common import OWN_CUDA_STREAM
 
 _SUMMARY = ("mean", "median", "std", "min", "max", "p90", "p95", "p99")
 
@@ -18,10 +24,28 @@ def _p99_cell(row: Row) -> str:
     return ms_text(row.record.stats.p99) if row.record.timed else ""
 
 
+def own_stream(record: Record) -> bool:
+    """Whether ``record``'s runtime ran its CUDA work on a stream of its own (ONNX Runtime's CUDA and TensorRT
+    providers: build info ``own_cuda_stream``), which the CUDA events the timing records on torch's stream do
+    not bracket."""
+    return bool(((record.build or {}).get("info") or {}).get(OWN_CUDA_STREAM))
+
+
+def own_stream_note(rows: Sequence[Row]) -> list[str]:
+    """The rows whose CUDA-event times mean little (:func:`own_stream`), and which times they are read by."""
+    named = sorted({f"{row.record.case.label} {row.record.case.precision}" for row in rows
+                    if row.record.timed and own_stream(row.record)})
+    if not named:
+        return []
+    return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events recorded "
+            "on torch's stream around each call do not bracket its kernels; their times here are host times (the call "
+            "returns once its outputs are ready), and results.csv leaves their device_median_ms empty."]
+
+
 def _values(row: Row) -> dict:
     r = row.record
     lat = r.stats.to_dict() if r.timed else {}
-    dev = r.device_stats.to_dict() if r.timed and r.device_stats else {}
+    dev = r.device_stats.to_dict() if r.timed and r.device_stats and not own_stream(r) else {}
     return {**{f"{k}_ms": lat.get(k) for k in _SUMMARY}, "median_ci_rel": lat.get("median_ci_rel"),
             "device_median_ms": dev.get("median"), "iterations": lat.get("iterations"),
             "rounds": len(r.rounds) or None, "stopped_by": r.stopped_by, "noisy": lat.get("noisy")}
