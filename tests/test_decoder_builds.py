@@ -67,13 +67,14 @@ def built(tmp_path_factory):
                                                         kwargs=TINY_LLAMA)), root / "hf")
     rng = np.random.default_rng(0)
     prompt, teacher = rng.integers(3, 512, size=(2, PROMPT)), rng.integers(3, 512, size=(1, LENGTH))
-    eager = get_decoder("eager").load(get_decoder("eager").build(folder, "fp32", root / "eager", 1, ()), "cpu", 1)
+    eager_decoder = get_decoder("eager")
+    eager = eager_decoder.load(eager_decoder.build(folder, "fp32", root / "eager", 1, (), "cpu"), "cpu", 1)
     reference = {"b1": timed_request(eager, prompt[:1], NEW).tokens, "b2": timed_request(eager, prompt, NEW).tokens,
                  "logits": eager.logits(teacher)}
     eager.close()
     with ThreadPoolExecutor(2) as pool:  # both build processes at once
         builds = dict(zip(SHAPES, pool.map(lambda name: build_in_child(DecoderBuild(
-            name, "fp32", str(folder), str(root / name), 1, SHAPES[name])), SHAPES)))
+            name, "fp32", str(folder), str(root / name), 1, SHAPES[name], "cpu")), SHAPES)))
     shutil.rmtree(folder)
     inputs = root / "inputs.npz"
     np.savez(inputs, prompt=prompt, teacher=teacher)
@@ -125,7 +126,7 @@ def test_a_failed_build_ends_its_process_with_the_traceback_in_the_error(tmp_pat
     with pytest.raises(DecoderBuildError, match=r"(?s)exported at fp32: its build process failed \(exit 1\).*"
                                                 r"ValueError: exported builds a program per \(batch, cache length\) "
                                                 r"and was given none"):
-        build_in_child(DecoderBuild("exported", "fp32", str(tmp_path / "hf"), str(tmp_path / "out"), 1, ()))
+        build_in_child(DecoderBuild("exported", "fp32", str(tmp_path / "hf"), str(tmp_path / "out"), 1, (), "cpu"))
 
 
 # A stand-in worker: starts a process that asks to die with it, as a build process does, and reports its pid.

@@ -59,7 +59,7 @@ def fp32(request, tiny, tmp_path_factory):
     pytest.importorskip(LIBRARIES[name])
     decoder = get_decoder(name)
     assert decoder.unavailable("fp32", "cpu", "llama") is None
-    artifact = decoder.build(tiny[0], "fp32", tmp_path_factory.mktemp(name), threads=2, shapes=SHAPES)
+    artifact = decoder.build(tiny[0], "fp32", tmp_path_factory.mktemp(name), threads=2, shapes=SHAPES, device="cpu")
     session = decoder.load(artifact, "cpu", threads=2)
     yield name, session
     session.close()
@@ -107,7 +107,8 @@ def test_int4_builds_and_runs(name, tiny, tmp_path):
     pytest.importorskip(LIBRARIES[name])
     decoder = get_decoder(name)
     assert decoder.unavailable("int4", "cpu", "llama") is None
-    session = decoder.load(decoder.build(tiny[0], "int4", tmp_path, threads=2, shapes=SHAPES), "cpu", threads=2)
+    artifact = decoder.build(tiny[0], "int4", tmp_path, threads=2, shapes=SHAPES, device="cpu")
+    session = decoder.load(artifact, "cpu", threads=2)
     try:
         tokens, stamps, _ = generate(session, tiny[1][:1])
         assert tokens.shape == (1, NEW) and len(stamps) == NEW
@@ -145,7 +146,7 @@ def test_ort_genai_refuses_a_folder_without_a_tokenizer(tmp_path):
     pytest.importorskip("onnxruntime_genai")
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="no tokenizer"):
-        get_decoder("ort_genai").build(tmp_path, "fp32", tmp_path / "out", threads=1, shapes=SHAPES)
+        get_decoder("ort_genai").build(tmp_path, "fp32", tmp_path / "out", threads=1, shapes=SHAPES, device="cpu")
 
 
 def test_openvino_genai_step_times_must_fall_within_the_call():

@@ -43,8 +43,8 @@ def test_compiled_matches_eager_and_states_its_compile(tmp_path):
     folder = write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
                                                         kwargs=TINY_LLAMA)), tmp_path / "hf")
     prompt = np.random.default_rng(0).integers(3, 512, size=(1, 8))
-    sessions = {name: get_decoder(name).load(get_decoder(name).build(folder, "fp32", tmp_path / name, 1, ((1, 12),)),
-                                             "cpu", 1)
+    sessions = {name: get_decoder(name).load(
+        get_decoder(name).build(folder, "fp32", tmp_path / name, 1, ((1, 12),), "cpu"), "cpu", 1)
                 for name in ("eager", "compiled")}
     tokens = {name: timed_request(s, prompt, 4).tokens for name, s in sessions.items()}
     compiled = sessions["compiled"]

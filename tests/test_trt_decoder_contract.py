@@ -82,11 +82,12 @@ def built(tmp_path_factory):
         fake = fake_trt.make_fake()
         patch.setitem(__import__("sys").modules, "torch_tensorrt", fake)
         patch.setattr(torch.cuda, "current_device", lambda: 0)
-        artifact = build_artifact(fake, load_causal_lm(folder, "fp32", "cpu"), "fp32", tmp / "trt", (SHAPE, SHAPE))
+        artifact = build_artifact(fake, load_causal_lm(folder, "fp32", "cpu"), "fp32", tmp / "trt", (SHAPE, SHAPE),
+                                  "cpu")
         session = get_decoder("trt").load(artifact, "cpu", 1)
         eager = get_decoder("eager")
-        yield {"fake": fake, "artifact": artifact, "session": session,
-               "eager": eager.load(eager.build(folder, "fp32", tmp / "eager", 1, (SHAPE,)), "cpu", 1)}
+        yield {"fake": fake, "artifact": artifact, "session": session, "folder": folder,
+               "eager": eager.load(eager.build(folder, "fp32", tmp / "eager", 1, (SHAPE,), "cpu"), "cpu", 1)}
 
 
 def recorded(built, name: str) -> list[dict]:
@@ -201,6 +202,30 @@ def test_every_op_the_rewrite_adds_has_a_converter_in_the_wheel_and_attention_re
     assert "aten.scaled_dot_product_attention.default" in ast.unparse(next(
         n for n in ast.parse(decompositions).body if isinstance(n, ast.Assign)
         and ast.unparse(n.targets[0]) == "ATTENTION_DECOMPOSITION_OPS"))
+
+
+def test_the_decoder_builds_and_runs_on_the_configured_device(built, tmp_path, monkeypatch):
+    """Bug: the build hard-coded "cuda" (engines on GPU 0) while the session moved its inputs to the run's device,
+    so with ``device: cuda:1`` the engines and the inputs sat on different GPUs. Built for cuda:1 through the fake
+    torch_tensorrt (its Device holds the index as the real one does); the CUDA calls a CPU machine cannot make are
+    fakes that record the device asked for, and the model stays on the CPU."""
+    from trtbench.decoders import get_decoder
+    from trtbench.decoders import trt as trt_decoder
+
+    fake, asked = fake_trt.make_fake(), []
+    monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", fake)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: asked.append(("set_device", str(device))))
+    load = trt_decoder.load_causal_lm
+    monkeypatch.setattr(trt_decoder, "load_causal_lm", lambda source, precision, device: asked.append(
+        ("load", device)) or load(source, precision, "cpu"))
+    decoder = get_decoder("trt")
+    artifact = decoder.build(built["folder"], "fp32", tmp_path / "trt", 1, (SHAPE,), "cuda:1")
+    (compiled,) = [kwargs for call, kwargs in fake.calls if call == "dynamo.compile"]
+    assert compiled["device"].gpu_id == 1 and asked == [("set_device", "cuda:1"), ("load", "cuda:1")]
+    session = decoder.load(artifact, "cuda:1", 1)
+    assert session.device == torch.device("cuda:1") and asked[-1] == ("set_device", "cuda:1")
+    assert decoder.unavailable("fp32", "cuda:1", "llama") != "trt needs a CUDA GPU; device is cuda:1"
 
 
 # --- where it cannot run ------------------------------------------------------------------------

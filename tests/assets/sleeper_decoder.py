@@ -82,7 +82,7 @@ class SleeperDecoder(Decoder):
         return None if precision in self.precisions and device == "cpu" else "the stand-in runs fp32 on the CPU"
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / TIMES, out_dir / TIMES)
         return out_dir

@@ -42,7 +42,7 @@ class DecoderBuildError(RuntimeError):
 @dataclass(frozen=True)
 class DecoderBuild:
     """Decoder ``decoder`` at ``precision``, built from the Hugging Face folder ``source`` into ``out_dir`` with
-    ``threads`` threads, for the (batch, cache length) ``shapes`` it must serve."""
+    ``threads`` threads, for the (batch, cache length) ``shapes`` it must serve, on ``device``."""
 
     decoder: str
     precision: str
@@ -50,6 +50,7 @@ class DecoderBuild:
     out_dir: str
     threads: int
     shapes: tuple[tuple[int, int], ...]
+    device: str  # the run's device as configured (cuda:1 stays cuda:1): what the build is for
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def build_decoder(build: DecoderBuild) -> BuiltDecoder:
     if decoder.builds_apart:
         return build_in_child(build)
     started = time.perf_counter()
-    artifact = decoder.build(Path(build.source), build.precision, Path(build.out_dir), build.threads, build.shapes)
+    artifact = decoder.build(Path(build.source), build.precision, Path(build.out_dir), build.threads, build.shapes,
+                             build.device)
     return BuiltDecoder(artifact, {"build_s": round(time.perf_counter() - started, 3), "build_pid": os.getpid()})
 
 
@@ -123,9 +125,9 @@ def main(argv: list[str]) -> None:
     from trtbench.decoders import get_decoder
 
     build = DecoderBuild(spec["decoder"], spec["precision"], spec["source"], spec["out_dir"], spec["threads"],
-                         tuple(tuple(shape) for shape in spec["shapes"]))
+                         tuple(tuple(shape) for shape in spec["shapes"]), spec["device"])
     artifact = get_decoder(build.decoder).build(Path(build.source), build.precision, Path(build.out_dir),
-                                                build.threads, build.shapes)
+                                                build.threads, build.shapes, build.device)
     Path(spec["result"]).write_text(json.dumps({"artifact": str(artifact), "peak_rss_mb": _peak_rss_mb(),
                                                 "pid": os.getpid()}))
 

@@ -85,7 +85,7 @@ class DecoderRecipe:
     def materialize(self) -> tuple[dict, dict]:
         torch.set_num_threads(self.threads)
         built = build_decoder(DecoderBuild(self.decoder, self.precision, self.source, self.out_dir, self.threads,
-                                           self.shapes()))
+                                           self.shapes(), self.device))
         if self.engine_batch:
             return self._engine_calls(built)
         session, load = timed_load(lambda: get_decoder(self.decoder).load(built.artifact, self.device, self.threads))

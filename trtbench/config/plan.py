@@ -206,7 +206,7 @@ def quantizing_variants() -> list[str]:
 def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
     """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model`` (its library, precision, or
     the model's architecture); None when it can."""
-    return get_decoder(name).unavailable(precision, device.type, transformers_model_type(model))
+    return get_decoder(name).unavailable(precision, str(device), transformers_model_type(model))
 
 
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:

@@ -78,8 +78,9 @@ class Decoder(ABC):
 
     @abstractmethod
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
-        """Build from the Hugging Face model folder ``source`` with ``threads`` threads; return the artifact (a file
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
+        """Build from the Hugging Face model folder ``source`` with ``threads`` threads, for ``device`` (the run's
+        device as configured, ``cuda:1`` stays ``cuda:1``); return the artifact (a file
         or folder) under ``out_dir``, holding everything :meth:`load` needs. ``shapes``: the (batch, cache length)
         pairs the artifact must serve (cache length = prompt + new tokens of a request, and the teacher-forced
         sequence's length at batch 1); a decoder whose programs are static in them builds one per pair, the others

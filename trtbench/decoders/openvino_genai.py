@@ -103,7 +103,7 @@ class OpenVinoGenAI(Decoder):
         return None
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         ov = import_module("openvino")
         artifact = out_dir / f"{self.name}-{precision}"
         artifact.mkdir(parents=True, exist_ok=True)

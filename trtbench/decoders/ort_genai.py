@@ -72,7 +72,7 @@ class OrtGenAI(Decoder):
         return None
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         if not any((source / name).is_file() for name in TOKENIZER_FILES):
             raise FileNotFoundError(f"{source} has no tokenizer ({' or '.join(TOKENIZER_FILES)}): onnxruntime-genai's "
                                     f"model builder copies the folder's tokenizer next to the model")

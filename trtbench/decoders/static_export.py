@@ -122,7 +122,7 @@ class StaticExportDecoder(TorchDecoder):
         """The program that :meth:`save_program` saved at ``path``, callable as the exported module."""
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         if not shapes:
             raise ValueError(f"{self.name} builds a program per (batch, cache length) and was given none")
         model = load_folder(source, precision, "cpu", threads)

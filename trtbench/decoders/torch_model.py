@@ -126,7 +126,7 @@ class TorchDecoder(Decoder):
         return torch_unavailable(self.name, precision, device)
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         return write_artifact(source, precision, out_dir)
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:

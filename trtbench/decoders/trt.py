@@ -86,10 +86,11 @@ def build_program(trt, model: torch.nn.Module, shape: tuple[int, int], settings:
 
 
 def build_artifact(trt, model: torch.nn.Module, precision: str, out_dir: Path,
-                   shapes: tuple[tuple[int, int], ...]) -> Path:
-    """An engine per (batch, cache length) of ``shapes`` built from ``model`` (at ``precision``, on its device) by
-    ``trt`` for the current CUDA device, saved under ``out_dir``, and the artifact that lists them."""
-    settings = compile_settings(trt, precision, "cuda")
+                   shapes: tuple[tuple[int, int], ...], device: str) -> Path:
+    """An engine per (batch, cache length) of ``shapes`` built from ``model`` (at ``precision``, on ``device``) by
+    ``trt`` for ``device`` (a bare ``cuda``: the current CUDA device), saved under ``out_dir``, and the artifact
+    that lists them."""
+    settings = compile_settings(trt, precision, device)
     out_dir.mkdir(parents=True, exist_ok=True)
     programs, started = [], time.perf_counter()
     for batch, length in sorted(set(shapes)):
@@ -163,18 +164,21 @@ class TensorRT(Decoder):
         if precision not in DTYPES:
             return (f"trt has no {precision} path (it builds {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, "
                     f"openvino_genai)")
-        if device != "cuda":
+        if torch.device(device).type != "cuda":
             return f"trt needs a CUDA GPU; device is {device}"
         return unavailable_reason(torch.device(device), INSTALL)
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
-              shapes: tuple[tuple[int, int], ...]) -> Path:
+              shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         trt = import_torch_tensorrt()
-        return build_artifact(trt, load_causal_lm(source, precision, "cuda"), precision, out_dir, shapes)
+        torch.cuda.set_device(torch.device(device))  # what the engines' builder allocates on
+        return build_artifact(trt, load_causal_lm(source, precision, device), precision, out_dir, shapes, device)
 
     def load(self, artifact: Path, device: str, threads: int) -> TensorRTSession:
         import_torch_tensorrt()  # registers the engine op the saved programs call
         torch.set_num_threads(threads)
+        if torch.device(device).type == "cuda":
+            torch.cuda.set_device(torch.device(device))  # where the engines were built; inputs are moved there
         spec = json.loads(Path(artifact).read_text())
         programs = {(p["batch"], p["length"]): torch.export.load(str(Path(artifact).parent / p["file"]))
                     for p in spec["programs"]}
