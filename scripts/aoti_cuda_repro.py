@@ -34,7 +34,8 @@ LOAD = """
 import sys, torch
 from torch._inductor import aoti_load_package
 if sys.argv[3] != "none":
-    torch.cuda.set_device(sys.argv[2])
+    if sys.argv[2].startswith("cuda"):
+        torch.cuda.set_device(sys.argv[2])
     torch.load(sys.argv[3], map_location=sys.argv[2], mmap=True, weights_only=True)
 model = aoti_load_package(sys.argv[1])
 x = torch.randn(2, 3, 64, 64, device=sys.argv[2], dtype=getattr(torch, sys.argv[4]))
