@@ -160,6 +160,7 @@ def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(mini_resnet_in
     from trtbench.artifacts.store import verify_artifact
     from trtbench.config.config import Tolerance
     from trtbench.artifacts.publish import reload_tolerance
+    from trtbench.variants import get_variant
     from trtbench.quantize.pt2e import CompiledPT2E
     from trtbench.variants.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
     from trtbench.artifacts.verify import load, sha256_of
@@ -171,7 +172,7 @@ def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(mini_resnet_in
         output = compiled(example)
     torch.export.save(program, str(tmp_path / "m.pt2"))
     torch.save({"inputs": [example], "outputs": [output]}, tmp_path / "m.ref.pt")
-    tolerance = reload_tolerance(Tolerance(atol=1e-5, rtol=5e-3))  # what the run checks int8 files with
+    tolerance = reload_tolerance(Tolerance(atol=1e-5, rtol=5e-3), get_variant("compiled"))  # as the run checks it
     entry = {"file": "m.pt2", "sha256": sha256_of(tmp_path / "m.pt2"), "loader": "torch.export.load",
              "imports": [DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE], "device": "cpu",
              "reference": {"file": "m.ref.pt"}, "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},

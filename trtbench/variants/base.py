@@ -72,6 +72,9 @@ class Variant(ABC):
     depends_on: ClassVar[Optional[str]] = None
     timed: ClassVar[bool] = True
     quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes with its backend's quantizer
+    # how far, as a share of the output scale, its int8 file may move from its build when reloaded, where the file
+    # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
+    int8_reload_rtol: ClassVar[Optional[float]] = None
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         """Why this variant cannot run here (missing library, device); None when it can."""

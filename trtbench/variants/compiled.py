@@ -77,6 +77,10 @@ class Compiled(Variant):
                    "(int8: PT2E via torchao, compiled with freezing; saves the quantized graph as .pt2)")
     Options = CompileOptions
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, then Inductor's int8 kernels (trtbench.quantize.pt2e)
+    # its int8 file is the PT2E program, compiled again where it is loaded: two compiles of one program gave outputs
+    # up to 1.6% of the output scale apart on a mini ResNet (torch 2.14.1, torchao 0.18), one int8 step near the
+    # output; see tests/test_int8_pt2e.py
+    int8_reload_rtol = 0.02
 
     def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
         if is_quantized(precision):
@@ -127,7 +131,7 @@ class Compiled(Variant):
         # what save() writes, exported once here (the timing worker's handoff and the published file both save
         # it); the build compiles that same program, so what is judged and timed is the program a deployment
         # loads (compiles of one PT2E int8 program still differ by up to 1.6% of the output scale, measured:
-        # see trtbench.artifacts.publish.reload_tolerance)
+        # see int8_reload_rtol)
         from trtbench.variants.exported import export_examples
 
         program = torch.export.export(int8.graph, export_examples(ctx.input_specs, ctx.example_inputs),
