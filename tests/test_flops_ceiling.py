@@ -263,7 +263,7 @@ def test_the_report_states_tf32_where_fp32_runs_as_tf32():
     results.add(record("eager", 10.0, "env-a", metrics={"flops": 1e9}))
     results.add(Ceiling("env-a", "cpu", "float32", 2, {"peak_flops_per_s": 494.7e12, "peak_method": "datasheet",
                                                        "math": "tf32", "math_note": TF32_NOTE}))
-    assert "Fp32 runs as TF32 here" in markdown_table(results)
+    assert "TF32 is used for fp32 here" in markdown_table(results)
 
 
 def test_unknown_vector_unit_gives_no_peak_and_says_why():

@@ -182,7 +182,6 @@ def judge_int8(accuracy: Int8Accuracy, budget) -> Int8Accuracy:
                    reason="; ".join(misses))
 
 
-
 def int8_where_timed(built: dict, output: Any, reference: Any, budget) -> dict:
     """A quantized build's judgement ``built`` (:meth:`Int8Accuracy.to_dict`, over the evaluation samples when it
     was built) with its judgement where it is timed, kept under ``where_timed``: ``output``, the call its timing

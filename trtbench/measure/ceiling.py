@@ -116,8 +116,8 @@ FP64_ADD_LATENCY = [
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
 PLAUSIBLE_GHZ = (0.5, 7.0)  # a measured clock outside this is taken as a chain that was not latency-bound
 
-TF32_NOTE = ("fp32 runs as TF32 here (cuDNN's convolutions use TF32 by default, torch.backends.cudnn.allow_tf32), so "
-             "the peak is the TF32 tensor cores' and the matmul is measured with TF32 allowed; a row's own matmuls "
+TF32_NOTE = ("TF32 is used for fp32 here (cuDNN's convolutions use it by default, torch.backends.cudnn.allow_tf32), "
+             "so the peak is the TF32 tensor cores' and the matmul is measured with TF32 allowed; a row's own matmuls "
              "run plain FP32 unless torch.backends.cuda.matmul.allow_tf32 is set")
 DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
 GROWTH_WORTH = 1.05  # a larger matmul size is tried only while the last one gained at least this factor

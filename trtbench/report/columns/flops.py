@@ -46,7 +46,7 @@ def peak_notes(rows: Sequence[Row]) -> list[str]:
         notes.append(f"% peak on {ceiling.device} ({ceiling.dtype}, {ceiling.threads} threads) is of "
                      f"{values['peak_flops_per_s'] / 1e9:.0f} GFLOP/s ({values.get('peak_method')}{clock})"
                      + (f": {values['peak_note']}." if values.get("peak_note") else ".")
-                     + (f" {values['math_note'][0].upper()}{values['math_note'][1:]}." if values.get("math_note") else ""))
+                     + (f" {values['math_note']}." if values.get("math_note") else ""))
     return notes + over_peak_note(rows)
 
 
