@@ -64,8 +64,9 @@ def test_ort_cuda_rows_are_read_by_host_time_and_the_report_says_why():
     results = ResultSet(environments={"env-a": {"id": "env-a"}})
     device = [[0.5, 0.5, 0.5]] * 4
     results.add(record("eager", 10.0, device_rounds=device))
-    results.add(record("ort_cuda", 8.0, device_rounds=device, build={"info": {"own_cuda_stream": True}}))
-    results.add(record("ort", 9.0))  # ONNX Runtime on the CPU: no note
+    used = ["CUDAExecutionProvider", "CPUExecutionProvider"]  # the build info's: what its session used, first first
+    results.add(record("ort_cuda", 8.0, device_rounds=device, build={"info": {"providers": used}}))
+    results.add(record("ort", 9.0, build={"info": {"providers": ["CPUExecutionProvider"]}}))  # on the CPU: no note
     notes = [line for line in markdown_table(results).splitlines() if "stream of its own" in line]
     assert len(notes) == 1 and notes[0].startswith("- ort_cuda fp32: ONNX Runtime's CUDA provider") and "host" in notes[0]
     medians = {row["variant"]: row["device_median_ms"] for row in csv.DictReader(io.StringIO(csv_text(results)))}

@@ -49,9 +49,6 @@ def import_onnxruntime():
     return importlib.import_module("onnxruntime")
 
 
-OWN_CUDA_STREAM = "own_cuda_stream"  # build info: the runtime's CUDA work runs on a stream of its own (report.columns.latency)
-
-
 def numpy_dtype(dtype: torch.dtype):
     return torch.empty((), dtype=dtype).numpy().dtype
 
@@ -172,8 +169,6 @@ class OrtVariant(Variant):
         info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
                 "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info,
                 **quantization}
-        if self.provider != CPU:  # its CUDA and TensorRT providers run on a stream of their own, not torch's
-            info[OWN_CUDA_STREAM] = True
         session_settings = {"intra_op_num_threads": torch.get_num_threads(),
                             "graph_optimization": options.graph_optimization}
         return Built(OrtRunner(session, ctx.device), info,

@@ -10,7 +10,7 @@ from trtbench.core.record import Record
 from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
 from trtbench.report.text import ms_text
-from trtbench.variants.ort_common import OWN_CUDA_STREAM
+from trtbench.variants.ort_common import CUDA, TENSORRT
 
 _SUMMARY = ("mean", "median", "std", "min", "max", "p90", "p95", "p99")
 
@@ -25,10 +25,11 @@ def _p99_cell(row: Row) -> str:
 
 
 def own_stream(record: Record) -> bool:
-    """Whether ``record``'s runtime ran its CUDA work on a stream of its own (ONNX Runtime's CUDA and TensorRT
-    providers: build info ``own_cuda_stream``), which the CUDA events the timing records on torch's stream do
-    not bracket."""
-    return bool(((record.build or {}).get("info") or {}).get(OWN_CUDA_STREAM))
+    """Whether ``record``'s runtime ran its CUDA work on a stream of its own: ONNX Runtime with its CUDA or
+    TensorRT provider first in the providers its session used (build info ``providers``), whose kernels the CUDA
+    events the timing records on torch's stream do not bracket."""
+    providers = ((record.build or {}).get("info") or {}).get("providers") or [None]
+    return providers[0] in (CUDA, TENSORRT)
 
 
 def own_stream_note(rows: Sequence[Row]) -> list[str]:
