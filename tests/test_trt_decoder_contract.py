@@ -67,26 +67,31 @@ def strings(tree: ast.AST) -> set[str]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The trt decoder at fp32 built through the fake for SHAPE, loaded back, and eager's session beside it; the
-    fake's record of the calls."""
+    """The trt decoder at fp32 built through the fake for SHAPE on ``device: cuda:1``, loaded back, and eager's
+    session beside it; the fake's record of the calls, and of the CUDA calls a CPU machine cannot make: fakes
+    that record the device asked for (``torch.cuda.set_device``, the model's move to the GPU: it stays on the
+    CPU, where the session is loaded to run)."""
     from trtbench.config.config import ModelConfig
     from trtbench.decoders import get_decoder
-    from trtbench.decoders.trt import build_artifact, load_causal_lm
+    from trtbench.decoders import trt as trt_decoder
     from trtbench.models import build_model
     from trtbench.models.hf_folder import write_model_folder
 
     tmp = tmp_path_factory.mktemp("trt_decoder")
     folder = write_model_folder(build_model(ModelConfig(name="llama", source="transformers", task="causal-lm",
                                                         kwargs=TINY_LLAMA)), tmp / "hf")
+    load, asked = trt_decoder.load_causal_lm, []
     with pytest.MonkeyPatch.context() as patch:
         fake = fake_trt.make_fake()
         patch.setitem(__import__("sys").modules, "torch_tensorrt", fake)
         patch.setattr(torch.cuda, "current_device", lambda: 0)
-        artifact = build_artifact(fake, load_causal_lm(folder, "fp32", "cpu"), "fp32", tmp / "trt", (SHAPE, SHAPE),
-                                  "cpu")
+        patch.setattr(torch.cuda, "set_device", lambda device: asked.append(("set_device", str(device))))
+        patch.setattr(trt_decoder, "load_causal_lm", lambda source, precision, device: asked.append(
+            ("load", device)) or load(source, precision, "cpu"))
+        artifact = get_decoder("trt").build(folder, "fp32", tmp / "trt", 1, (SHAPE, SHAPE), "cuda:1")
         session = get_decoder("trt").load(artifact, "cpu", 1)
         eager = get_decoder("eager")
-        yield {"fake": fake, "artifact": artifact, "session": session, "folder": folder,
+        yield {"fake": fake, "artifact": artifact, "session": session, "asked": asked,
                "eager": eager.load(eager.build(folder, "fp32", tmp / "eager", 1, (SHAPE,), "cpu"), "cpu", 1)}
 
 
@@ -129,7 +134,7 @@ def test_compile_and_save_keywords_exist_in_the_real_wheel(wheel, built):
     assert save["output_format"] == "exported_program" and "dynamic_shapes" in save
     assert save_input_types(wheel) == ["torch.Tensor", "Input"]  # why the cache's position is a tensor input
     assert all(isinstance(arg, torch.Tensor) for arg in save["arg_inputs"])
-    assert compile_call["device"].gpu_id == 0  # the current device's index, as the vision trt variant passes it
+    assert compile_call["device"].gpu_id == 1  # the configured device's index (cuda:1)
 
 
 def test_the_compile_settings_are_tools_llms_as_2_14_names_them(wheel):
@@ -204,27 +209,23 @@ def test_every_op_the_rewrite_adds_has_a_converter_in_the_wheel_and_attention_re
         and ast.unparse(n.targets[0]) == "ATTENTION_DECOMPOSITION_OPS"))
 
 
-def test_the_decoder_builds_and_runs_on_the_configured_device(built, tmp_path, monkeypatch):
-    """Bug: the build hard-coded "cuda" (engines on GPU 0) while the session moved its inputs to the run's device,
-    so with ``device: cuda:1`` the engines and the inputs sat on different GPUs. Built for cuda:1 through the fake
-    torch_tensorrt (its Device holds the index as the real one does); the CUDA calls a CPU machine cannot make are
-    fakes that record the device asked for, and the model stays on the CPU."""
+def test_the_decoder_builds_and_runs_on_the_configured_device(built, monkeypatch):
+    """Bug: the build hard-coded "cuda" (engines on the current GPU) while the session moved its inputs to the run's
+    device, so with ``device: cuda:1`` the engines and the inputs sat on different GPUs. The fixture built for
+    cuda:1 through the fake torch_tensorrt, whose Device holds the index as the real one does; a bare "cuda" is the
+    current device, as the vision trt variant passes it."""
     from trtbench.decoders import get_decoder
-    from trtbench.decoders import trt as trt_decoder
+    from trtbench.decoders.trt import compile_settings
 
-    fake, asked = fake_trt.make_fake(), []
-    monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", fake)
+    (compiled,) = recorded(built, "dynamo.compile")
+    assert compiled["device"].gpu_id == 1 and built["asked"] == [("set_device", "cuda:1"), ("load", "cuda:1")]
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "set_device", lambda device: asked.append(("set_device", str(device))))
-    load = trt_decoder.load_causal_lm
-    monkeypatch.setattr(trt_decoder, "load_causal_lm", lambda source, precision, device: asked.append(
-        ("load", device)) or load(source, precision, "cpu"))
+    assert compile_settings(built["fake"], "fp32", "cuda")["device"].gpu_id == 0
+    asked = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: asked.append(str(device)))
     decoder = get_decoder("trt")
-    artifact = decoder.build(built["folder"], "fp32", tmp_path / "trt", 1, (SHAPE,), "cuda:1")
-    (compiled,) = [kwargs for call, kwargs in fake.calls if call == "dynamo.compile"]
-    assert compiled["device"].gpu_id == 1 and asked == [("set_device", "cuda:1"), ("load", "cuda:1")]
-    session = decoder.load(artifact, "cuda:1", 1)
-    assert session.device == torch.device("cuda:1") and asked[-1] == ("set_device", "cuda:1")
+    session = decoder.load(built["artifact"], "cuda:1", 1)
+    assert session.device == torch.device("cuda:1") and asked == ["cuda:1"]
     assert decoder.unavailable("fp32", "cuda:1", "llama") != "trt needs a CUDA GPU; device is cuda:1"
 
 
