@@ -29,6 +29,7 @@ from trtbench.report.latency import latency_section
 from trtbench.results.recommend import recommend
 from trtbench.scenarios.base import BuiltGroup, Scenario, ReportSection, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
+from trtbench.workers.loop import BuildTooSlow
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -121,6 +122,9 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:
                 raise
+            except BuildTooSlow as err:  # its worker was killed at benchmark.max_build_s: skipped, saying so
+                fields.update(status=Status.SKIPPED, reason=str(err))
+                continue
             except Exception as err:  # this variant at this point failed; the others go on
                 fields["status"] = Status.FAILED
                 fields["reason"] = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
