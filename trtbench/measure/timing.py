@@ -24,6 +24,7 @@ import dataclasses
 import gc
 import math
 import resource
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, runtime_checkable
@@ -84,6 +85,7 @@ class RawTiming:
     alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
     faults_per_call: list[float] = field(default_factory=list)  # per block: minor page faults per timed call
     switch_in_ms: list[float] = field(default_factory=list)  # per block: its switch-in call, kept out of the rounds
+    returned_ms: list[float] = field(default_factory=list)  # CUDA, per block: median host ms until a call returned
 
     @property
     def samples(self) -> list[float]:
@@ -100,6 +102,7 @@ class Block:
     cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
     faults: Optional[int] = None  # minor page faults of the timer's process during the timed calls
     switch_in_ms: Optional[float] = None  # the block's first call, made before the timed ones (host ms)
+    returned_ms: Optional[float] = None  # CUDA: median host ms until a call returned, before synchronising
 
 
 @runtime_checkable
@@ -124,10 +127,11 @@ def minor_faults() -> int:
 
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False) -> Block:
-    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms, and the
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms and the
+    median host ms until a call returned, before synchronising (:mod:`trtbench.measure.launch`), and the
     minor page faults of this process during them (:func:`minor_faults`); with ``switch_in``, after one
     call timed on its own (synchronized). The block's settle is the caller's."""
-    host, events = [], []
+    host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
     if switch_in:
@@ -143,6 +147,7 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
             start.record()
             fn()
             end.record()
+            returned.append((time.perf_counter_ns() - t0) / 1e6)
             torch.cuda.synchronize(device)
             t1 = time.perf_counter_ns()
             events.append((start, end))
@@ -153,7 +158,7 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
         host.append((t1 - t0) / 1e6)
     faults = minor_faults() - faults
     return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, faults=faults,
-                 switch_in_ms=switch_in_ms)
+                 switch_in_ms=switch_in_ms, returned_ms=statistics.median(returned) if returned else None)
 
 
 class CallTimer:
@@ -302,6 +307,8 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
                     m.faults_per_call.append(block.faults / len(block.host_ms))
                 if block.switch_in_ms is not None:
                     m.switch_in_ms.append(block.switch_in_ms)
+                if block.returned_ms is not None:
+                    m.returned_ms.append(block.returned_ms)
             rounds += 1
             tick()
             for name, reason in _finished(timing, results, active, rounds, started, baseline).items():

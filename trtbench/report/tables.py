@@ -13,6 +13,7 @@ from typing import Optional
 from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
+from trtbench.measure.launch import LAUNCH_BOUND_SHARE, launch_bound_share
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
 from trtbench.core.record import Record
@@ -192,6 +193,13 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "pages in on every call and others on some calls or none, so the median mixes two speeds; under "
                    "glibc's default state a process lands in either (a fresh deployment too, by its heap's layout), "
                    "and benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
+    launch_bound = [f"{r.case.label} {r.case.precision} {r.case.point} ({share:.0%})" for r in timed
+                    if (share := launch_bound_share(r.metrics)) is not None]
+    if launch_bound:
+        out.append(f"launch-bound: {', '.join(launch_bound)}: each call returned to the host only after that share of "
+                   f"its synchronised time (at least {LAUNCH_BOUND_SHARE:.0%}), so the CPU launching kernels, not the "
+                   "GPU, sets its time, and a faster kernel or precision barely shows; replay a CUDA graph "
+                   "(cuda_graphs: true, or compiled with mode: reduce-overhead) or raise the batch.")
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "

@@ -23,6 +23,7 @@ from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.measure.launch import launch_metrics
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.report.latency import latency_section
@@ -145,6 +146,9 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 fields.update(rounds=measurement.rounds, device_rounds=measurement.device_rounds,
                               stopped_by=measurement.stopped_by)
                 fields["metrics"]["isolation"] = _isolation_metrics(isolation, name, measurement)
+                launch = launch_metrics(measurement.returned_ms, measurement.samples)
+                if launch:
+                    fields["metrics"]["launch"] = launch
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
