@@ -16,6 +16,7 @@ from trtbench.measure.interference import interference_check
 from trtbench.measure.launch import LAUNCH_BOUND_SHARE, launch_bound_share
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
+from trtbench.report.columns.energy import energy_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
@@ -211,7 +212,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if any(row.precision_speedup is not None for row in table_rows):
         out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
                    "variant's, timed in the same rounds as it and eager fp32.")
-    out += peak_notes(table_rows)
+    out += peak_notes(table_rows) + energy_notes(table_rows)
     return out
 
 

@@ -23,6 +23,7 @@ from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy
 from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.measure.energy import PointEnergy
 from trtbench.measure.launch import launch_metrics
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
@@ -132,6 +133,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 continue
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
             timers[key] = _Tagged(key, timer)
+        energy = PointEnergy.before_rounds(ctx.device) if timers else None  # the idle draw just before the rounds
         while timers:
             try:
                 measured = measure_interleaved(timers, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
@@ -149,6 +151,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 launch = launch_metrics(measurement.returned_ms, measurement.samples)
                 if launch:
                     fields["metrics"]["launch"] = launch
+                fields["metrics"]["energy"] = energy.metrics(measurement.energy)
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}

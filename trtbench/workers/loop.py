@@ -37,6 +37,7 @@ import torch
 from trtbench.build.decoder_recipe import ENGINE
 from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
+from trtbench.measure.energy import counter_or_none
 from trtbench.measure.settle import wait_until_idle
 from trtbench.measure.timing import Block, synchronize, time_calls
 
@@ -105,6 +106,7 @@ def worker_main(fd: int) -> None:
         conn.send(("building",))  # imports done: the build's clock starts (benchmark.max_build_s)
         calls, facts = recipe.materialize()
         device = torch.device(recipe.device)
+        meter = counter_or_none(device)  # read around each block's calls: the counter is machine-wide
         gc.collect()
         gc.disable()  # as timeit does while timing; this process only times
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
@@ -125,7 +127,7 @@ def worker_main(fd: int) -> None:
             between = (time.process_time() - idle_since_cpu) * 1e3
             try:
                 with torch.inference_mode():
-                    timed = time_calls(calls[label], device, count, switch_in)
+                    timed = time_calls(calls[label], device, count, switch_in, meter)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
