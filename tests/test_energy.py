@@ -10,6 +10,7 @@ errors as nvidia-ml-py 13.615.71's ``pynvml.py`` defines them.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import types
@@ -20,6 +21,7 @@ import torch
 from conftest import run_dict
 from trtbench.core.case import Case
 from trtbench.core.record import Record
+from trtbench.core.status import Status
 from trtbench.measure import energy
 from trtbench.measure.energy import NoCounter, PointEnergy, RaplCounter, energy_counter, energy_metrics
 from trtbench.measure.timing import time_calls
@@ -193,3 +195,21 @@ def test_a_run_without_a_counter_reports_why(tiny_config, tmp_path, monkeypatch)
         assert record.metrics["energy"] == {"unavailable": f"no RAPL counter under {tmp_path / 'powercap'} (this "
                                                            "kernel or VM exposes no intel-rapl zone)"}
     assert "energy not measured: no RAPL counter" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_generate_request_reads_the_counter_around_it_and_reports_joules_per_token(fake_nvml):
+    from trtbench.scenarios.generate_report import energy_lines
+    from trtbench.scenarios.generate_result import GenerateRecord
+    from trtbench.workers.checked_call import checked_call
+
+    point = PointEnergy.before_rounds(torch.device("cuda"))
+    requests = []
+    for _ in range(5):  # a request of batch 2 x 4 new tokens: its GPU spends 2 J per token
+        checked = checked_call(lambda: [fake_nvml.call() for _ in range(8)], torch.device("cpu"), point.counter)
+        requests.append((*checked.energy, 2 * 4))
+    energy = point.metrics(requests, unit="token")
+    assert energy["joules_per_token"] == pytest.approx(2.0, abs=0.05) and energy["source"] == "nvml"
+    data = {"metrics": {"tpot_ms": {"median": 1.0}}, "energy": energy}
+    part = GenerateRecord("env", "llama", 1, "p8-n4-b2", "eager", "eager", "fp16", Status.OK, "", data)
+    (line,) = [line for line in energy_lines([part]) if line.startswith("- p8-n4-b2 eager")]
+    assert re.match(r"- p8-n4-b2 eager: 2(\.0\d*)? J/token \[[\d.]+-[\d.]+\], \d+ W \(nvml; idle 60 W\)", line)

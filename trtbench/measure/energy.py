@@ -181,14 +181,14 @@ class PointEnergy:
             return cls(None, str(err))
         return cls(counter, idle_w=idle_power_w(counter), start=counter.state())
 
-    def metrics(self, blocks: list[tuple[float, float, int]]) -> dict:
-        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`), with the counter, and the
-        device's state at the start and the end of the rounds; without a counter, why."""
+    def metrics(self, blocks: list[tuple[float, float, int]], unit: str = "call") -> dict:
+        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
+        counter, and the device's state at the start and the end of the rounds; without a counter, why."""
         if self.counter is None:
             return {"unavailable": self.reason}
         if self._end is None:
             self._end = self.counter.state()
-        energy = energy_metrics(blocks, self.idle_w)
+        energy = energy_metrics(blocks, self.idle_w, unit)
         if energy is None:
             return {"unavailable": f"no block of this row read the {self.counter.source} counter"}
         return {"source": self.counter.source, **energy, "state_start": self.start, "state_end": self._end}

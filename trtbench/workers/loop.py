@@ -76,15 +76,15 @@ def _peak_rss_mb() -> float | None:
 # on some calls rather than on all, as it does alone: benchmarks/NOTES.md).
 
 
-def _check(call: Callable[[], Any], device: torch.device, path: str) -> tuple:
-    """The accuracy check's call: its output written to ``path`` for the parent; the reply, its peak memory,
-    warnings and time."""
+def _check(call: Callable[[], Any], device: torch.device, path: str, meter) -> tuple:
+    """The accuracy check's call (or a generate request), the device's energy counter ``meter`` read around it: its
+    output written to ``path`` for the parent; the reply, its peak memory, warnings, time and energy."""
     with torch.inference_mode():
-        checked = checked_call(call, device)
+        checked = checked_call(call, device, meter)
     # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
     # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
     torch.save(checked.output, path)
-    return ("checked", checked.peak_memory, checked.warnings, checked.call_s)
+    return ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
 
 
 def _stream(call: Callable, conn: Connection, marks: frozenset[int]) -> tuple:
@@ -162,7 +162,7 @@ def worker_main(fd: int) -> None:
         elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
-                reply = _check(calls[message[1]], device, message[2])
+                reply = _check(calls[message[1]], device, message[2], meter)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
@@ -283,8 +283,8 @@ class Worker:
         with tempfile.TemporaryDirectory(prefix="trtbench-check-") as folder:
             written = os.path.join(folder, "output.pt")
             self._send(("check", label, written))
-            _, memory, caught, call_s = self._receive(f"check the output at {label}")
-            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s)  # our worker's
+            _, memory, caught, call_s, energy = self._receive(f"check the output at {label}")
+            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
