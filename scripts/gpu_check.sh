@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU check: the CUDA paths in at most 5 minutes of device time, each part in a time share of its own,
+# its report in gpu_check/report.md beside each part's raw results (trtbench's results folders, fidelity.json).
+#   scripts/gpu_check.sh                 # on a GPU machine, from the repository root
+#   scripts/gpu_check.sh --device cpu    # the same checks as a rehearsal on the CPU (at most 8 min on 2 cores)
+#   scripts/gpu_check.sh --out DIR       # results somewhere else (default: gpu_check/)
+# Parts (GPU shares; CPU shares in brackets): resnet34 at fp32 and fp16 over eager, traced, scripted, exported and
+# compiled at batch 1/2/16, max_time_s 3 and max_build_s 90 (110 s [200 s: 112x112, opt only, fp32]); eager replaying
+# a CUDA graph (cuda_graphs: true) at batch 2 (25 s [not on a CPU]); resnet50 at batch 64, where fp16 must beat
+# fp32 (25 s [batch 8, fp32 only]); the tiny Llama (configs/tinyllama.yaml's size) on eager and compiled at fp32,
+# fp16 and bf16 (55 s [2 layers, fp32 and bf16]); the fidelity of trtbench's eager and compiled medians against
+# torch.utils.benchmark and triton's do_bench in fresh processes (50 s [Timer only, 90 s]). Energy and launch-bound
+# shares come with every timed row. A part that runs out of its share is stopped (SIGINT: trtbench keeps what it
+# timed) and the report says so; the others go on.
+#
+# On the lent GPU machine (its own torch, no network): trtbench is installed there without its dependencies, and
+# the small pure-Python wheels it needs travel in .whl/ (ignored by git; built here by scripts/gpu_check_wheels.sh).
+# One device call (carry .whl; the report and a tarball of the raw results come back):
+#   scripts/gpu_check.sh --out "$OUT/gpu_check"; tar czf "$OUT/gpu_check.tgz" -C "$OUT" gpu_check; \
+#   cp "$OUT/gpu_check/report.md" "$OUT/"
+set -uo pipefail
+
+device=cuda
+out=gpu_check
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --device) device=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) echo "usage: $0 [--device cuda|cpu] [--out DIR]" >&2; exit 2 ;;
+    esac
+done
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$PWD
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "${out:?}"/{configs,resnet34,cuda_graphs,resnet50,tinyllama} "$out/parts.tsv" "$out/fidelity.json"
+
+if [[ -n ${PYTHON:-} ]]; then
+    python=$PYTHON
+elif [[ -x .venv/bin/python ]]; then
+    python=$repo/.venv/bin/python   # `make` set-up (the rehearsal from a fresh clone)
+else
+    python=$(command -v python3)
+fi
+
+part() {  # part NAME SHARE_S COMMAND...: run it within its share; one line of parts.tsv
+    local name=$1 share=$2; shift 2
+    local started=$SECONDS
+    echo "== $name (share ${share} s)"
+    timeout --signal=INT --kill-after=20 "$share" "$@" > "$out/$name.log" 2>&1
+    local rc=$?
+    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - started))" "$share" >> "$out/parts.tsv"
+    tail -3 "$out/$name.log"
+}
+
+if [[ $device == cuda ]]; then
+    shares=(110 25 25 55 50)
+    # the machine's python keeps its own torch: the carried wheels and trtbench, without dependencies
+    wheels=(.whl/*.whl)
+    [[ -e ${wheels[0]} ]] || wheels=()
+    part install 60 "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
+        --target /tmp/site "${wheels[@]}" "$repo"
+    export PYTHONPATH=/tmp/site:$repo${PYTHONPATH:+:$PYTHONPATH}
+else
+    shares=(200 0 40 110 90)
+    export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+"$python" scripts/gpu_check.py configs "$device" "$out" || exit 2
+trtbench=("$python" -m trtbench)
+part resnet34 "${shares[0]}" "${trtbench[@]}" --config "$out/configs/resnet34.yaml" --output "$out/resnet34" --fresh --quiet
+if [[ -f $out/configs/cuda_graphs.yaml ]]; then
+    part cuda_graphs "${shares[1]}" "${trtbench[@]}" --config "$out/configs/cuda_graphs.yaml" --output "$out/cuda_graphs" --fresh --quiet
+fi
+part resnet50 "${shares[2]}" "${trtbench[@]}" --config "$out/configs/resnet50.yaml" --output "$out/resnet50" --fresh --quiet
+part tinyllama "${shares[3]}" "${trtbench[@]}" --config "$out/configs/tinyllama.yaml" --output "$out/tinyllama" --fresh --quiet
+part fidelity "${shares[4]}" "$python" benchmarks/harness_fidelity.py --results "$out/resnet34" --variants eager,compiled \
+    --json "$out/fidelity.json" --min-run-time 2
+"$python" scripts/gpu_check.py report "$device" "$out" > /dev/null && echo "== report: $out/report.md"
