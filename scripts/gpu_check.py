@@ -31,8 +31,8 @@ SIZES = {
              "graphs": [2, 3, 224, 224], "resnet50": [64, 3, 224, 224], "llama": LLAMA,
              "generate": {"prompt_tokens": [128], "new_tokens": [64], "batch": [1]},
              "llama_precisions": ["fp32", "fp16", "bf16"], "shapes": ["min", "opt", "max"]},
-    "cpu": {"resnet34": ([1, 3, 112, 112], [2, 3, 112, 112], [4, 3, 112, 112]), "precisions": ["fp32"],
-            "graphs": None, "resnet50": [8, 3, 112, 112], "llama": SMALL_LLAMA,
+    "cpu": {"resnet34": ([1, 3, 64, 64], [2, 3, 64, 64], [4, 3, 64, 64]), "precisions": ["fp32"],
+            "graphs": None, "resnet50": [8, 3, 64, 64], "llama": SMALL_LLAMA,
             "generate": {"prompt_tokens": [32], "new_tokens": [8], "batch": [1]},
             "llama_precisions": ["fp32", "bf16"], "shapes": ["opt"]},
 }
@@ -148,7 +148,8 @@ def fidelity_lines(out: Path, device: str) -> list[str]:
     found = json.loads(path.read_text())
     lo, hi = found["target"]
     refs = "torch.utils.benchmark's Timer and triton's do_bench" if device == "cuda" else "torch.utils.benchmark's Timer"
-    lines = [f"trtbench's median at {found['spec'].get('shape')} fp32 over {refs}, each variant alone in a fresh "
+    shape = "x".join(map(str, found["spec"].get("shape") or [])) or "the run's opt point"
+    lines = [f"trtbench's median at {shape} fp32 over {refs}, each variant alone in a fresh "
              f"process; target {lo}-{hi}.", ""]
     for variant, figures in found["variants"].items():
         if "error" in figures:
@@ -199,8 +200,8 @@ def write_report(device: str, out: Path) -> Path:
     rehearsal = device != "cuda"
     lines = [f"# GPU check{' (CPU rehearsal)' if rehearsal else ''}", "", f"Device: {device}; {_versions()}.", ""]
     if rehearsal:
-        lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 112x112, its opt point "
-                  "only; resnet50 at batch 8; a Llama of 2 layers), fp32 only for the vision parts and fp32/bf16 for "
+        lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 64x64, its opt point "
+                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), fp32 only for the vision parts and fp32/bf16 for "
                   "the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only reference.", ""]
     lines += ["## Parts", "", "| part | state | took s | share s |", "|---|---|---|---|"]
     names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity"]

@@ -4,20 +4,22 @@
 #   scripts/gpu_check.sh                 # on a GPU machine, from the repository root
 #   scripts/gpu_check.sh --device cpu    # the same checks as a rehearsal on the CPU (at most 8 min on 2 cores)
 #   scripts/gpu_check.sh --out DIR       # results somewhere else (default: gpu_check/)
-# Parts (GPU shares; CPU shares in brackets): resnet34 at fp32 and fp16 over eager, traced, scripted, exported and
-# compiled at batch 1/2/16, max_time_s 3 and max_build_s 90 (110 s [200 s: 112x112, opt only, fp32]); eager replaying
-# a CUDA graph (cuda_graphs: true) at batch 2 (25 s [not on a CPU]); resnet50 at batch 64, where fp16 must beat
-# fp32 (25 s [batch 8, fp32 only]); the tiny Llama (configs/tinyllama.yaml's size) on eager and compiled at fp32,
-# fp16 and bf16 (55 s [2 layers, fp32 and bf16]); the fidelity of trtbench's eager and compiled medians against
-# torch.utils.benchmark and triton's do_bench in fresh processes (50 s [Timer only, 90 s]). Energy and launch-bound
-# shares come with every timed row. A part that runs out of its share is stopped (SIGINT: trtbench keeps what it
-# timed) and the report says so; the others go on.
+# Parts, each with its share on a GPU [on the CPU rehearsal]:
+#   resnet34 at fp32 and fp16 over eager, traced, scripted, exported and compiled at batch 1/2/16, with max_time_s 3
+#     and max_build_s 90: 100 s [190 s: 64x64, opt only, fp32];
+#   eager replaying a CUDA graph (cuda_graphs: true) at batch 2: 25 s [not on a CPU];
+#   resnet50 at batch 64, where fp16 must beat fp32: 25 s [60 s: batch 8 at 64x64, fp32 only];
+#   the tiny Llama (configs/tinyllama.yaml's size) on eager and compiled at fp32, fp16 and bf16: 70 s [2 layers,
+#     fp32 and bf16];
+#   trtbench's eager and compiled medians against torch.utils.benchmark and triton's do_bench, each alone in a
+#     fresh process: 45 s [Timer only, 90 s].
+# Energy and launch-bound shares come with every timed row. A part that runs out of its share is stopped (SIGINT:
+# trtbench keeps what it timed) and the report says so; the others go on.
 #
 # On the lent GPU machine (its own torch, no network): trtbench is installed there without its dependencies, and
 # the small pure-Python wheels it needs travel in .whl/ (ignored by git; built here by scripts/gpu_check_wheels.sh).
-# One device call (carry .whl; the report and a tarball of the raw results come back):
-#   scripts/gpu_check.sh --out "$OUT/gpu_check"; tar czf "$OUT/gpu_check.tgz" -C "$OUT" gpu_check; \
-#   cp "$OUT/gpu_check/report.md" "$OUT/"
+# One device call (carry .whl; the report and a tarball of the raw results come back, as $OUT takes 8 files):
+#   scripts/gpu_check.sh; cp gpu_check/report.md "$OUT/"; tar czf "$OUT/gpu_check.tgz" gpu_check
 set -uo pipefail
 
 device=cuda
@@ -47,33 +49,33 @@ part() {  # part NAME SHARE_S COMMAND...: run it within its share; one line of p
     local name=$1 share=$2; shift 2
     local started=$SECONDS
     echo "== $name (share ${share} s)"
-    timeout --signal=INT --kill-after=20 "$share" "$@" > "$out/$name.log" 2>&1
+    timeout --signal=INT --kill-after=30 "$share" "$@" > "$out/$name.log" 2>&1
     local rc=$?
     printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - started))" "$share" >> "$out/parts.tsv"
     tail -3 "$out/$name.log"
 }
 
 if [[ $device == cuda ]]; then
-    shares=(110 25 25 55 50)
+    shares=(100 25 25 70 45)
     # the machine's python keeps its own torch: the carried wheels and trtbench, without dependencies
     wheels=(.whl/*.whl)
     [[ -e ${wheels[0]} ]] || wheels=()
-    part install 60 "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
+    part install 30 "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
         --target /tmp/site "${wheels[@]}" "$repo"
     export PYTHONPATH=/tmp/site:$repo${PYTHONPATH:+:$PYTHONPATH}
 else
-    shares=(200 0 40 110 90)
+    shares=(190 0 60 110 90)
     export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 fi
 
 "$python" scripts/gpu_check.py configs "$device" "$out" || exit 2
-trtbench=("$python" -m trtbench)
-part resnet34 "${shares[0]}" "${trtbench[@]}" --config "$out/configs/resnet34.yaml" --output "$out/resnet34" --fresh --quiet
-if [[ -f $out/configs/cuda_graphs.yaml ]]; then
-    part cuda_graphs "${shares[1]}" "${trtbench[@]}" --config "$out/configs/cuda_graphs.yaml" --output "$out/cuda_graphs" --fresh --quiet
-fi
-part resnet50 "${shares[2]}" "${trtbench[@]}" --config "$out/configs/resnet50.yaml" --output "$out/resnet50" --fresh --quiet
-part tinyllama "${shares[3]}" "${trtbench[@]}" --config "$out/configs/tinyllama.yaml" --output "$out/tinyllama" --fresh --quiet
+bench() {  # bench PART SHARE_S: trtbench on the part's config, its results in OUT/PART
+    part "$1" "$2" "$python" -m trtbench --config "$out/configs/$1.yaml" --output "$out/$1" --fresh --quiet
+}
+bench resnet34 "${shares[0]}"
+[[ -f $out/configs/cuda_graphs.yaml ]] && bench cuda_graphs "${shares[1]}"
+bench resnet50 "${shares[2]}"
+bench tinyllama "${shares[3]}"
 part fidelity "${shares[4]}" "$python" benchmarks/harness_fidelity.py --results "$out/resnet34" --variants eager,compiled \
     --json "$out/fidelity.json" --min-run-time 2
 "$python" scripts/gpu_check.py report "$device" "$out" > /dev/null && echo "== report: $out/report.md"
