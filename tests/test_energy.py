@@ -97,7 +97,7 @@ class FakeNvml(types.ModuleType):
         return self._handle()
 
     def nvmlDeviceGetHandleByIndex(self, index: int):
-        raise AssertionError("trtbench names the GPU by UUID: NVML's indices need not be CUDA's")
+        raise AssertionError("trtbench names the GPU by UUID where NVML finds it: NVML's indices need not be CUDA's")
 
     def _check(self, handle) -> None:
         if handle != self._handle():
