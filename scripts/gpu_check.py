@@ -67,6 +67,8 @@ def part_configs(device: str) -> dict[str, dict]:
         "benchmark": {"max_build_s": 90}, "output": {"save_artifacts": False, "cold_start": False}}
     for config in configs.values():
         config["device"] = device
+        if device == "cpu":  # a rehearsal on a shared machine: OpenMP's 2 threads ran resnet50 10x slower than 1
+            config["benchmark"]["threads"] = 1  # there at load average 11 (benchmarks/NOTES.md)
     return configs
 
 
@@ -201,12 +203,13 @@ def write_report(device: str, out: Path) -> Path:
     lines = [f"# GPU check{' (CPU rehearsal)' if rehearsal else ''}", "", f"Device: {device}; {_versions()}.", ""]
     if rehearsal:
         lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 64x64, its opt point "
-                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), fp32 only for the vision parts and fp32/bf16 for "
-                  "the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only reference.", ""]
+                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts and "
+                  "fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only "
+                  "reference.", ""]
     lines += ["## Parts", "", "| part | state | took s | share s |", "|---|---|---|---|"]
     names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity"]
-    lines += [_part_text(name, parts.get(name)) for name in names if name in parts or name != "cuda_graphs"
-              or not rehearsal] + [""]
+    optional = ("install", "cuda_graphs") if rehearsal else ()  # the rehearsal installs nothing and has no CUDA graphs
+    lines += [_part_text(name, parts.get(name)) for name in names if name in parts or name not in optional] + [""]
     for name, title in (("resnet34", "resnet34 over the torch paths"), ("cuda_graphs", "eager replaying a CUDA graph")):
         if name == "cuda_graphs" and rehearsal:
             continue

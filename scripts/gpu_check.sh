@@ -6,7 +6,7 @@
 #   scripts/gpu_check.sh --out DIR       # results somewhere else (default: gpu_check/)
 # Parts, each with its share on a GPU [on the CPU rehearsal]:
 #   resnet34 at fp32 and fp16 over eager, traced, scripted, exported and compiled at batch 1/2/16, with max_time_s 3
-#     and max_build_s 90: 100 s [190 s: 64x64, opt only, fp32];
+#     and max_build_s 90: 100 s [190 s: 64x64, opt only, fp32; every CPU part at 1 thread];
 #   eager replaying a CUDA graph (cuda_graphs: true) at batch 2: 25 s [not on a CPU];
 #   resnet50 at batch 64, where fp16 must beat fp32: 25 s [60 s: batch 8 at 64x64, fp32 only];
 #   the tiny Llama (configs/tinyllama.yaml's size) on eager and compiled at fp32, fp16 and bf16: 70 s [2 layers,
@@ -70,7 +70,7 @@ fi
 
 "$python" scripts/gpu_check.py configs "$device" "$out" || exit 2
 bench() {  # bench PART SHARE_S: trtbench on the part's config, its results in OUT/PART
-    part "$1" "$2" "$python" -m trtbench --config "$out/configs/$1.yaml" --output "$out/$1" --fresh --quiet
+    part "$1" "$2" "$python" -m trtbench --config "$out/configs/$1.yaml" --output "$out/$1" --fresh
 }
 bench resnet34 "${shares[0]}"
 [[ -f $out/configs/cuda_graphs.yaml ]] && bench cuda_graphs "${shares[1]}"
