@@ -213,3 +213,24 @@ def test_a_generate_request_reads_the_counter_around_it_and_reports_joules_per_t
     part = GenerateRecord("env", "llama", 1, "p8-n4-b2", "eager", "eager", "fp16", Status.OK, "", data)
     (line,) = [line for line in energy_lines([part]) if line.startswith("- p8-n4-b2 eager")]
     assert re.match(r"- p8-n4-b2 eager: 2(\.0\d*)? J/token \[[\d.]+-[\d.]+\], \d+ W \(nvml; idle 60 W\)", line)
+
+
+def test_the_interleaved_rounds_keep_each_blocks_energy(tmp_path, monkeypatch):
+    # a fake RAPL package whose counter only the calls move: 1 J per call, none while idle
+    from trtbench.measure.timing import TimingSettings, measure_interleaved
+
+    write_zone(tmp_path, "intel-rapl:0", 0)
+    monkeypatch.setattr(energy, "POWERCAP", tmp_path)
+    used = [0]
+
+    def call():
+        used[0] += 1_000_000
+        (tmp_path / "intel-rapl:0" / "energy_uj").write_text(f"{used[0]}\n")
+
+    point = PointEnergy.before_rounds(torch.device("cpu"))
+    assert point.idle_w == 0.0 and point.counter.source == "rapl"
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
+    measured = measure_interleaved({"eager": call, "traced": call}, torch.device("cpu"), timing, baseline="eager")
+    for raw in measured.values():
+        assert [calls for _, _, calls in raw.energy] == [len(r) for r in raw.rounds]
+        assert point.metrics(raw.energy)["joules_per_call"] == pytest.approx(1.0)
