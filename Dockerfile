@@ -40,11 +40,15 @@ COPY docker/entrypoint.sh /usr/local/bin/trtbench-entrypoint
 
 # Runs as an unprivileged user; /results is writable by any uid so `docker run --user`
 # can match the host owner of the mounted results folder.
+# /cache holds torch.compile's compiled code (Inductor's FX graph and AOTAutograd caches, Triton's kernels): mounted
+# as a named volume (scripts/docker_run.sh), a second run reuses them (docs/docker.md).
 RUN useradd --create-home --uid 10001 --shell /bin/bash trtbench \
-    && install -d -m 1777 /results
+    && install -d -m 1777 /results /cache
 ENV TRTBENCH_RESULTS=/results \
     MPLCONFIGDIR=/tmp/matplotlib \
-    XDG_CACHE_HOME=/tmp/cache
+    XDG_CACHE_HOME=/tmp/cache \
+    TORCHINDUCTOR_CACHE_DIR=/cache/torchinductor \
+    TRITON_CACHE_DIR=/cache/triton
 VOLUME /results
 USER 10001
 WORKDIR /workspace

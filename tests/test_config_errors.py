@@ -70,7 +70,8 @@ def test_negative_warmup_or_switch_in(tiny_config, write_config, capsys, key, fi
     expect_error(write_config(tiny_config), capsys, f"benchmark.{key}", "must not be negative", fix)
 
 
-@pytest.mark.parametrize("key,value", [("iterations", 0), ("min_iterations", 0), ("max_time_s", 0), ("threads", 0)])
+@pytest.mark.parametrize("key,value", [("iterations", 0), ("min_iterations", 0), ("max_time_s", 0), ("threads", 0),
+                                       ("max_build_s", 0)])
 def test_non_positive_counts(tiny_config, write_config, capsys, key, value):
     tiny_config["benchmark"][key] = value
     expect_error(write_config(tiny_config), capsys, f"benchmark.{key}", "must be positive")

@@ -29,7 +29,8 @@ def test_dockerfile_passes_hadolint():
 
 
 @pytest.mark.parametrize("script", ["docker/entrypoint.sh", "docker/record_base_versions.sh", "scripts/docker_build.sh",
-                                    "scripts/docker_run.sh", "scripts/gpu_acceptance.sh"])
+                                    "scripts/docker_run.sh", "scripts/gpu_acceptance.sh", "scripts/gpu_check.sh",
+                                    "scripts/gpu_check_wheels.sh"])
 def test_shell_scripts_parse_and_are_executable(script):
     path = ROOT / script
     assert os.access(path, os.X_OK)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import statistics
 
 import pytest
@@ -183,6 +184,35 @@ def test_a_variant_whose_worker_dies_fails_alone(tiny_config, tmp_path, monkeypa
     assert "worker" in records[("eager", "opt")].reason and "exit code 7" in records[("eager", "opt")].reason
     assert records[("traced", "opt")].status == "ok" and records[("traced", "opt")].rounds
     assert outcome.exit_code == 1
+
+
+def test_a_variant_not_built_within_max_build_s_is_skipped_and_the_run_goes_on(tiny_config, tmp_path, monkeypatch):
+    # eager's worker makes a first call in its build, which sleeps an hour there: killed at the limit; traced's
+    # build (a 1 s trace in this process) is within it, and its worker runs the traced graph
+    monkeypatch.setenv("TOY_PARENT_PID", str(os.getpid()))
+    tiny_config["model"] = {"source": "python", "name": "toy_models:slow_builds"}
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(isolation="process", shapes=["opt"], max_build_s=6)
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
+    outcome = run_dict(tiny_config)
+    records = by_point(outcome.results)
+    assert records[("eager", "opt")].status == "skipped"
+    assert records[("eager", "opt")].reason.startswith("built in more than max_build_s=6 s: eager's worker")
+    assert records[("traced", "opt")].status == "ok" and records[("traced", "opt")].rounds
+    assert outcome.exit_code == 0 and (tmp_path / "out" / "report.md").is_file()
+
+
+def test_a_build_in_the_run_process_over_max_build_s_is_skipped_after_it(tiny_config, tmp_path):
+    # traced's trace sleeps 1 s in this process, which cannot be stopped midway: judged when it returns
+    tiny_config["model"] = {"source": "python", "name": "toy_models:slow_builds"}
+    tiny_config["variants"] = ["eager", "traced"]
+    tiny_config["benchmark"].update(shapes=["opt"], max_build_s=0.5)
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
+    records = by_point(run_dict(tiny_config).results)
+    assert records[("eager", "opt")].status == "ok"
+    assert records[("traced", "opt")].status == "skipped"
+    assert re.match(r"built in more than max_build_s=0.5 s \(took [\d.]+ s in the run's process",
+                    records[("traced", "opt")].reason)
 
 
 def test_accuracy_is_judged_where_the_variant_is_timed_and_its_file_is_not_rerun_here(tiny_config, tmp_path,

@@ -205,6 +205,28 @@ def exits_outside_parent() -> nn.Module:
     return ExitsOutsideParent()
 
 
+class SlowBuilds(TinyCNN):
+    """Builds slowly: tracing it sleeps ``TRACE_SLEEP_S`` (the traced variant's build, in the run's process), and
+    its Python forward, run for inference in any process but the test's own (``TOY_PARENT_PID``: eager's timing
+    worker, whose build makes a first call), sleeps an hour. Traced, its saved graph runs without that Python."""
+
+    TRACE_SLEEP_S = 1.0
+
+    def forward(self, x):
+        import os
+        import time
+
+        if torch.jit.is_tracing():
+            time.sleep(self.TRACE_SLEEP_S)
+        elif torch.is_inference_mode_enabled() and str(os.getpid()) != os.environ.get("TOY_PARENT_PID", str(os.getpid())):
+            time.sleep(3600)
+        return super().forward(x)
+
+
+def slow_builds() -> nn.Module:
+    return SlowBuilds()
+
+
 class OffOutsideParent(TinyCNN):
     """Its Python forward, run for inference in any process but the test's own (``TOY_PARENT_PID``),
     adds 1 to its output: a build that computes otherwise where it is timed. Traced (under no_grad,

@@ -63,13 +63,17 @@ def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
 class BuildList:
     """The variants to build, by name, in order (dependencies first); each one's options, by name (one
     absent builds with its defaults); the ones that cannot build here, by name, with the reason
-    (they come back skipped, and what builds from them with them); and those whose build crashed an
-    earlier process of the run, with the reason (they come back failed, with what builds from them)."""
+    (they come back skipped, and what builds from them with them); those whose build crashed an
+    earlier process of the run, with the reason (they come back failed, with what builds from them); and
+    ``max_build_s`` (``benchmark.max_build_s``): a build that took longer comes back skipped, saying so (a
+    build in this process cannot be stopped midway; a timing worker's is killed at the limit:
+    :func:`trtbench.workers.loop.start_workers`)."""
 
     names: Sequence[str]
     options: Mapping[str, Any] = field(default_factory=dict)
     unavailable: Mapping[str, str] = field(default_factory=dict)
     crashed: Mapping[str, str] = field(default_factory=dict)
+    max_build_s: Optional[float] = None
 
 
 def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, failures: FailureLog,
@@ -91,10 +95,19 @@ def build_variants(todo: BuildList, model: torch.nn.Module, ctx: BuildContext, f
                                                  f"({parent.status}: {parent.reason})")
         else:
             with building(name):
-                outcomes[name] = _build_one(variant, model, ctx, failures)
+                outcomes[name] = _within(_build_one(variant, model, ctx, failures), todo.max_build_s)
             if outcomes[name].built is not None:
                 ctx.built[name] = outcomes[name].built
     return outcomes
+
+
+def _within(outcome: BuildOutcome, max_build_s: Optional[float]) -> BuildOutcome:
+    """``outcome``, or skipped where its build took longer than ``max_build_s``."""
+    if max_build_s is None or outcome.build_s is None or outcome.build_s <= max_build_s:
+        return outcome
+    return BuildOutcome(outcome.variant, status=Status.SKIPPED, build_s=outcome.build_s, warnings=outcome.warnings,
+                        reason=f"built in more than max_build_s={max_build_s:g} s (took {outcome.build_s:.1f} s in "
+                               f"the run's process; benchmark.max_build_s)")
 
 
 def quantizes(group: BuildGroup, precision: str) -> bool:
@@ -148,7 +161,8 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
         log(f"build {group.model.id} {name} {precision}")
         return in_flight(InFlight("build", group.model.id, name, precision, str(ctx.out_dir)))
 
-    todo = BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable, crashed)
+    todo = BuildList([n for n in names if n not in reuse], group.variant_options(), unavailable, crashed,
+                     ctx.config.benchmark.max_build_s)
     built = build_variants(todo, model, build, failures, building)
     outcomes = {}
     for name in slots:  # a variant that cannot run at this precision is skipped, even where others build from it

@@ -162,6 +162,7 @@ class BenchmarkConfig:
     openmp: str = "default"  # the OpenMP runtime every worker starts with: default (PyTorch's libgomp) | intel
     binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
+    max_build_s: Optional[float] = None  # a variant not built within it is skipped (its building worker killed)
 
     def _key(self, name: str) -> Any:
         """The value of the section's key ``name``: its timing settings' or its own."""
@@ -178,7 +179,7 @@ class BenchmarkConfig:
                                      f"'{self.isolation}' times in this process, whose {knob} is set",
                                      f"use isolation: process (the default), or {knob}: {getattr(Knobs(), knob)}")
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
-                     "worker_timeout_s"):
+                     "worker_timeout_s", "max_build_s"):
             schema.require_positive(self._key(name), schema.join(path, name))
         for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
                            ("switch_in_below_s", "no switch-in call")):

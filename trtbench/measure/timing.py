@@ -24,12 +24,14 @@ import dataclasses
 import gc
 import math
 import resource
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, runtime_checkable
 
 import torch
 
+from trtbench.measure.energy import EnergyCounter, counter_or_none
 from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.core.stats import relative_median_ci
 
@@ -84,6 +86,8 @@ class RawTiming:
     alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
     faults_per_call: list[float] = field(default_factory=list)  # per block: minor page faults per timed call
     switch_in_ms: list[float] = field(default_factory=list)  # per block: its switch-in call, kept out of the rounds
+    returned_ms: list[float] = field(default_factory=list)  # CUDA, per block: median host ms until a call returned
+    energy: list[tuple[float, float, int]] = field(default_factory=list)  # per block: joules, seconds, calls
 
     @property
     def samples(self) -> list[float]:
@@ -100,6 +104,9 @@ class Block:
     cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
     faults: Optional[int] = None  # minor page faults of the timer's process during the timed calls
     switch_in_ms: Optional[float] = None  # the block's first call, made before the timed ones (host ms)
+    returned_ms: Optional[float] = None  # CUDA: median host ms until a call returned, before synchronising
+    energy_j: Optional[float] = None  # the device's energy counter over the timed calls (measure/energy.py)...
+    energy_s: Optional[float] = None  # ...and the seconds it was read over
 
 
 @runtime_checkable
@@ -123,11 +130,14 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False) -> Block:
-    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms, and the
+def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
+               meter: Optional[EnergyCounter] = None) -> Block:
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms and the
+    median host ms until a call returned, before synchronising (:mod:`trtbench.measure.launch`), and the
     minor page faults of this process during them (:func:`minor_faults`); with ``switch_in``, after one
-    call timed on its own (synchronized). The block's settle is the caller's."""
-    host, events = [], []
+    call timed on its own (synchronized). With ``meter``, the device's energy counter read around the timed
+    calls (the counter is machine-wide: read around this block alone). The block's settle is the caller's."""
+    host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
     if switch_in:
@@ -136,6 +146,7 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
         synchronize(device)
         switch_in_ms = (time.perf_counter_ns() - t0) / 1e6
     faults = minor_faults()
+    energy_at = (meter.joules(), time.perf_counter()) if meter is not None else None
     for _ in range(calls):
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -143,6 +154,7 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
             start.record()
             fn()
             end.record()
+            returned.append((time.perf_counter_ns() - t0) / 1e6)
             torch.cuda.synchronize(device)
             t1 = time.perf_counter_ns()
             events.append((start, end))
@@ -152,8 +164,10 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
             t1 = time.perf_counter_ns()
         host.append((t1 - t0) / 1e6)
     faults = minor_faults() - faults
+    energy = (meter.joules() - energy_at[0], time.perf_counter() - energy_at[1]) if energy_at else (None, None)
     return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, faults=faults,
-                 switch_in_ms=switch_in_ms)
+                 switch_in_ms=switch_in_ms, returned_ms=statistics.median(returned) if returned else None,
+                 energy_j=energy[0], energy_s=energy[1])
 
 
 class CallTimer:
@@ -161,9 +175,10 @@ class CallTimer:
 
     def __init__(self, fn: Callable[[], object], device: torch.device, settle: bool = True):
         self.fn, self.device, self.settle = fn, device, settle
+        self.meter = counter_or_none(device)
 
     def block(self, calls: int, switch_in: bool = False) -> Block:
-        timed = time_calls(self.fn, self.device, calls, switch_in)
+        timed = time_calls(self.fn, self.device, calls, switch_in, self.meter)
         return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, True))
 
 
@@ -302,6 +317,10 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
                     m.faults_per_call.append(block.faults / len(block.host_ms))
                 if block.switch_in_ms is not None:
                     m.switch_in_ms.append(block.switch_in_ms)
+                if block.returned_ms is not None:
+                    m.returned_ms.append(block.returned_ms)
+                if block.energy_j is not None:
+                    m.energy.append((block.energy_j, block.energy_s, len(block.host_ms)))
             rounds += 1
             tick()
             for name, reason in _finished(timing, results, active, rounds, started, baseline).items():

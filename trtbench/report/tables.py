@@ -13,8 +13,10 @@ from typing import Optional
 from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
+from trtbench.measure.launch import LAUNCH_BOUND_SHARE, launch_bound_share
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
+from trtbench.report.columns.energy import energy_notes
 from trtbench.report.columns.latency import own_stream_note
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
@@ -193,6 +195,13 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "pages in on every call and others on some calls or none, so the median mixes two speeds; under "
                    "glibc's default state a process lands in either (a fresh deployment too, by its heap's layout), "
                    "and benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
+    launch_bound = [f"{r.case.label} {r.case.precision} {r.case.point} ({share:.0%})" for r in timed
+                    if (share := launch_bound_share(r.metrics)) is not None]
+    if launch_bound:
+        out.append(f"launch-bound: {', '.join(launch_bound)}: each call returned to the host only after that share of "
+                   f"its synchronised time (at least {LAUNCH_BOUND_SHARE:.0%}), so the CPU launching kernels, not the "
+                   "GPU, sets its time, and a faster kernel or precision barely shows; replay a CUDA graph "
+                   "(cuda_graphs: true, or compiled with mode: reduce-overhead) or raise the batch.")
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "
@@ -204,7 +213,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if any(row.precision_speedup is not None for row in table_rows):
         out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
                    "variant's, timed in the same rounds as it and eager fp32.")
-    out += peak_notes(table_rows)
+    out += peak_notes(table_rows) + energy_notes(table_rows)
     out += own_stream_note(table_rows)
     return out
 

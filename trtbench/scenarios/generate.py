@@ -38,6 +38,7 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling, memory_ceilings
 from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_counts
+from trtbench.measure.energy import PointEnergy
 from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
@@ -128,6 +129,7 @@ class _Row:
     tokens: Any = None  # the first request's tokens
     peak_bytes: int = 0
     facts: dict = field(default_factory=dict)  # the session's facts at the last request
+    energy: list = field(default_factory=list)  # per request: joules, seconds, output tokens (measure/energy.py)
 
 
 @register
@@ -311,9 +313,11 @@ def _time_group(ctx, timing: tuple[GenerateWorkers, dict[str, DecoderRecipe]],
     points, settings = plan
     for point in points:
         point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
+        energy = PointEnergy.before_rounds(ctx.device)  # the idle draw just before the point's rounds
         with ctx.progress.task(f"generate {point.label} {'+'.join(timing[1])}", timed=True) as tick:
             stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
         yield point, point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
+                                  "energy": energy,
                                   "baseline": point_rows.get(BASELINE_VARIANT), "memory": _peaks(workers, started),
                                   "worker": {slot: worker.facts for slot, worker in workers.items()}}
 
@@ -367,6 +371,8 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
             row.tokens = out["tokens"] if row.tokens is None else row.tokens
             row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
             row.facts = out["facts"]
+            if checked.energy is not None:
+                row.energy.append((*checked.energy, point.batch * point.new_tokens))
         tick()
         done = [rows[slot].requests for slot in running if rows[slot].status is Status.OK]
         made = min((len(r) for r in done), default=0)
@@ -397,6 +403,8 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
         data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
+        if "energy" in context:
+            data["energy"] = context["energy"].metrics(row.energy, unit="token")
         tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
         data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:

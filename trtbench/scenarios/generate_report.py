@@ -225,6 +225,27 @@ def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
     return notes
 
 
+def energy_lines(parts: list) -> list[str]:
+    """Joules per output token of each timed row (its requests' energy above the idle draw, over batch x
+    new_tokens), or why there is none, once per reason (:mod:`trtbench.measure.energy`)."""
+    energies = [(part, part.data["energy"]) for part in _timed(parts) if part.data.get("energy")]
+    reasons = sorted({e["unavailable"] for _, e in energies if "unavailable" in e})
+    measured = [(part, e) for part, e in energies if e.get("joules_per_token") is not None]
+    if not energies:
+        return []
+    lines = ["### Energy", "", *[f"Energy not measured: {reason}." for reason in reasons]]
+    if measured:
+        lines += ["Joules per output token: the device's energy counter read around each request in its worker, less "
+                  "the idle draw read just before the point's rounds, over the request's batch x new_tokens (prefill "
+                  "included); the interval is one process's, over its requests.", ""]
+        for part, e in measured:
+            ci = e.get("joules_per_token_ci")
+            lines.append(f"- {part.point} {part.slot}: {e['joules_per_token']:.3g} J/token"
+                         + (f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else "") + f", {e['average_power_w']:.0f} W "
+                         f"({e['source']}; idle {e['idle_power_w']:.0f} W)")
+    return lines + [""]
+
+
 def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict,
                      out_dir: Path) -> Optional[tuple[str, dict]]:
     """The section's Markdown and its results.json entries, from the generate parts and the memory ceilings alone,
@@ -253,6 +274,7 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     if notes:
         lines += ["Not timed:", "", *notes, ""]
     lines += cold_starts(parts)
+    lines += energy_lines(parts)
     lines += memory_lines(parts)
     plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
                                batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]

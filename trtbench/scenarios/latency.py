@@ -23,12 +23,15 @@ from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy, int8_where_timed
 from trtbench.measure.ceiling import Ceiling, device_ceilings
+from trtbench.measure.energy import PointEnergy
+from trtbench.measure.launch import launch_metrics
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.report.latency import latency_section
 from trtbench.results.recommend import recommend
 from trtbench.scenarios.base import BuiltGroup, Scenario, ReportSection, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
+from trtbench.workers.loop import BuildTooSlow
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -122,12 +125,16 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:
                 raise
+            except BuildTooSlow as err:  # its worker was killed at benchmark.max_build_s: skipped, saying so
+                fields.update(status=Status.SKIPPED, reason=str(err))
+                continue
             except Exception as err:  # this variant at this point failed; the others go on
                 fields["status"] = Status.FAILED
                 fields["reason"] = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
             timers[key] = _Tagged(key, timer)
+        energy = PointEnergy.before_rounds(ctx.device) if timers else None  # the idle draw just before the rounds
         while timers:
             try:
                 measured = measure_interleaved(timers, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
@@ -142,6 +149,10 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 fields.update(rounds=measurement.rounds, device_rounds=measurement.device_rounds,
                               stopped_by=measurement.stopped_by)
                 fields["metrics"]["isolation"] = _isolation_metrics(isolation, name, measurement)
+                launch = launch_metrics(measurement.returned_ms, measurement.samples)
+                if launch:
+                    fields["metrics"]["launch"] = launch
+                fields["metrics"]["energy"] = energy.metrics(measurement.energy)
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
 from trtbench.build.stage import capture_warnings
 from trtbench.profiling.memory import track_peak
+from trtbench.measure.energy import EnergyCounter
 from trtbench.measure.timing import synchronize
 
 
@@ -24,14 +25,18 @@ class CheckedCall:
     peak_memory: dict  # trtbench.profiling.memory.track_peak's
     warnings: list[str]
     call_s: float
+    energy: Optional[tuple[float, float]] = None  # joules and seconds of the device's energy counter around the call
 
 
-def checked_call(call: Callable[[], Any], device: torch.device) -> CheckedCall:
+def checked_call(call: Callable[[], Any], device: torch.device, meter: Optional[EnergyCounter] = None) -> CheckedCall:
+    """The call, synchronized; with ``meter``, the device's energy counter read around it (a generate request's
+    energy per output token: :mod:`trtbench.measure.energy`)."""
     def timed():
-        started = time.perf_counter()
+        joules, started = meter.joules() if meter is not None else None, time.perf_counter()
         output = call()
         synchronize(device)
-        return output, time.perf_counter() - started
+        took = time.perf_counter() - started
+        return output, took, (meter.joules() - joules, took) if meter is not None else None
 
-    ((output, call_s), memory), caught = capture_warnings(lambda: track_peak(timed, device))
-    return CheckedCall(output, memory, caught, call_s)
+    ((output, call_s, energy), memory), caught = capture_warnings(lambda: track_peak(timed, device))
+    return CheckedCall(output, memory, caught, call_s, energy)

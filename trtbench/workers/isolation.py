@@ -84,9 +84,11 @@ class VariantWorkers:
 
     method = "process"
 
-    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1):
+    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1,
+                 max_build_s: Optional[float] = None):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
         self.knobs = knobs  # the deployment knobs every worker starts with (trtbench.core.knobs)
+        self.max_build_s = max_build_s  # a worker still building after it is killed (benchmark.max_build_s)
         self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name), knobs, threads)
         self.workers: dict[str, Worker] = {}
         self.errors: dict[str, WorkerError] = {}
@@ -106,7 +108,8 @@ class VariantWorkers:
                                                    payloads[precisions[key]], device).hosting(artifact)
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)
-        self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned)
+        self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned,
+                                                  max_build_s=self.max_build_s)
         return self
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
@@ -143,7 +146,8 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
-    return VariantWorkers(count, config.benchmark.worker_timeout_s, group.knobs, group.threads)
+    return VariantWorkers(count, config.benchmark.worker_timeout_s, group.knobs, group.threads,
+                          config.benchmark.max_build_s)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import os
 import socket
 import subprocess
@@ -36,6 +37,7 @@ import torch
 from trtbench.build.decoder_recipe import ENGINE
 from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
+from trtbench.measure.energy import counter_or_none
 from trtbench.measure.settle import wait_until_idle
 from trtbench.measure.timing import Block, synchronize, time_calls
 
@@ -50,6 +52,11 @@ class Recipe(Protocol):
 
 class WorkerError(RuntimeError):
     """A worker failed: its code raised, its process died, or it did not answer in time."""
+
+
+class BuildTooSlow(WorkerError):
+    """A worker did not build its variant within ``benchmark.max_build_s`` and was killed: the variant's rows
+    are skipped with this reason (a limit the run was given, not a fault of the variant)."""
 
 
 def _peak_rss_mb() -> float | None:
@@ -69,15 +76,15 @@ def _peak_rss_mb() -> float | None:
 # on some calls rather than on all, as it does alone: benchmarks/NOTES.md).
 
 
-def _check(call: Callable[[], Any], device: torch.device, path: str) -> tuple:
-    """The accuracy check's call: its output written to ``path`` for the parent; the reply, its peak memory,
-    warnings and time."""
+def _check(call: Callable[[], Any], device: torch.device, path: str, meter) -> tuple:
+    """The accuracy check's call (or a generate request), the device's energy counter ``meter`` read around it: its
+    output written to ``path`` for the parent; the reply, its peak memory, warnings, time and energy."""
     with torch.inference_mode():
-        checked = checked_call(call, device)
+        checked = checked_call(call, device, meter)
     # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
     # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
     torch.save(checked.output, path)
-    return ("checked", checked.peak_memory, checked.warnings, checked.call_s)
+    return ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
 
 
 def _stream(call: Callable, conn: Connection, marks: frozenset[int]) -> tuple:
@@ -96,8 +103,10 @@ def worker_main(fd: int) -> None:
         recipe = conn.recv()
         if conn.recv() != ("build",):  # the parent paces the builds
             return
+        conn.send(("building",))  # imports done: the build's clock starts (benchmark.max_build_s)
         calls, facts = recipe.materialize()
         device = torch.device(recipe.device)
+        meter = counter_or_none(device)  # read around each block's calls: the counter is machine-wide
         gc.collect()
         gc.disable()  # as timeit does while timing; this process only times
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
@@ -118,7 +127,7 @@ def worker_main(fd: int) -> None:
             between = (time.process_time() - idle_since_cpu) * 1e3
             try:
                 with torch.inference_mode():
-                    timed = time_calls(calls[label], device, count, switch_in)
+                    timed = time_calls(calls[label], device, count, switch_in, meter)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
@@ -153,7 +162,7 @@ def worker_main(fd: int) -> None:
         elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
             start_peak = start_peak if start_peak is not None else _peak_rss_mb()
             try:
-                reply = _check(calls[message[1]], device, message[2])
+                reply = _check(calls[message[1]], device, message[2], meter)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
@@ -249,9 +258,13 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
                               + self._log_tail()) from None
 
-    def finish_build(self) -> dict:
-        """Wait for the build's answer; the worker's facts (pid, threads)."""
-        self.facts = dict(self._receive("build")[1])
+    def finish_build(self) -> Optional[dict]:
+        """The build's next answer: None where the worker says it began building (its imports are done),
+        else, once built, the worker's facts (pid, threads)."""
+        reply = self._receive("build")
+        if reply[0] == "building":
+            return None
+        self.facts = dict(reply[1])
         return self.facts
 
     def _send(self, message: tuple) -> None:
@@ -270,8 +283,8 @@ class Worker:
         with tempfile.TemporaryDirectory(prefix="trtbench-check-") as folder:
             written = os.path.join(folder, "output.pt")
             self._send(("check", label, written))
-            _, memory, caught, call_s = self._receive(f"check the output at {label}")
-            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s)  # our worker's
+            _, memory, caught, call_s, energy = self._receive(f"check the output at {label}")
+            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)  # our worker's
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
@@ -350,15 +363,42 @@ def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None, 
                    worker_env(knobs, threads, i if at_once else 0)) for i in range(count)]
 
 
-def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],
-                  parallel: int = 2) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+@dataclasses.dataclass
+class _Building:
+    """A worker asked to build: when asked, and when it began (its imports done; None: not yet)."""
+
+    name: str
+    asked: float
+    began: Optional[float] = None
+
+    def deadline(self, timeout_s: float, max_build_s: Optional[float]) -> float:
+        """When it is killed: ``timeout_s`` after it was asked, or ``max_build_s`` after it began, if sooner."""
+        return min(self.asked + timeout_s, self._limit(max_build_s))
+
+    def _limit(self, max_build_s: Optional[float]) -> float:
+        return self.began + max_build_s if self.began is not None and max_build_s is not None else math.inf
+
+    def overdue(self, timeout_s: float, max_build_s: Optional[float]) -> WorkerError:
+        """Why it was killed at its deadline: over ``max_build_s`` where that came first (:class:`BuildTooSlow`),
+        else over the worker timeout."""
+        if self._limit(max_build_s) <= self.asked + timeout_s:
+            return BuildTooSlow(f"built in more than max_build_s={max_build_s:g} s: {self.name}'s worker was still "
+                                f"building at the limit and was killed (benchmark.max_build_s)")
+        return WorkerError(f"{self.name}'s worker did not finish building within {timeout_s:g} s "
+                           f"(benchmark.worker_timeout_s) and was killed")
+
+
+def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: int = 2,
+                  max_build_s: Optional[float] = None) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
     """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed)
-    and build; at most ``parallel`` build at once (memory: each holds a model).
+    and build; at most ``parallel`` build at once (memory: each holds a model). A build is killed after
+    the workers' timeout, or ``max_build_s`` after it began (the worker's imports done), if sooner
+    (:class:`BuildTooSlow`).
 
     Returns the workers that are ready and, for the others, why not (their processes are gone).
     """
     workers: dict[str, Worker] = {}
-    building: dict[Connection, tuple[str, float]] = {}
+    building: dict[Connection, _Building] = {}
     ready: dict[str, Worker] = {}
     errors: dict[str, WorkerError] = {}
     timeout_s = spawned[0].timeout_s if spawned else 0.0
@@ -380,25 +420,28 @@ def start_workers(recipes: dict[str, Recipe], spawned: list[Worker],
                 except WorkerError as err:
                     errors[name] = err
                     continue
-                building[workers[name].conn] = (name, time.monotonic())
+                building[workers[name].conn] = _Building(name, time.monotonic())
             if not building:
                 break
-            deadline = min(started + timeout_s for _, started in building.values())
+            deadline = min(b.deadline(timeout_s, max_build_s) for b in building.values())
             answered = wait(list(building), timeout=max(0.0, deadline - time.monotonic()))
-            overdue = [c for c, (_, started) in building.items() if time.monotonic() - started >= timeout_s]
+            overdue = [c for c, b in building.items() if time.monotonic() >= b.deadline(timeout_s, max_build_s)]
             for conn in set(answered) | set(overdue):
-                name, _ = building.pop(conn)
+                build = building[conn]
                 if conn not in answered:
-                    workers[name].kill()
-                    errors[name] = WorkerError(f"{name}'s worker did not finish building within {timeout_s:g} s "
-                                               f"(benchmark.worker_timeout_s) and was killed")
+                    del building[conn]
+                    workers[build.name].kill()
+                    errors[build.name] = build.overdue(timeout_s, max_build_s)
                     continue
                 try:
-                    workers[name].finish_build()
-                    ready[name] = workers[name]
+                    if workers[build.name].finish_build() is None:  # it began building: the build's clock starts
+                        build.began = time.monotonic()
+                        continue
+                    ready[build.name] = workers[build.name]
                 except WorkerError as err:
-                    errors[name] = err
-                    workers[name].close()
+                    errors[build.name] = err
+                    workers[build.name].close()
+                del building[conn]
     except BaseException:
         for worker in spawned:
             worker.close()

@@ -1,0 +1,197 @@
+"""Energy counters: how many joules the device used over a block of timed calls.
+
+On a GPU, NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
+loaded; Volta and later), through ``pynvml`` (the ``nvidia-ml-py`` package: the ``energy`` extra), imported
+only when a CUDA run asks; NVML also gives the SM and memory clocks and the temperature. On a CPU, RAPL's
+package counters under ``/sys/class/powercap`` (``intel-rapl:<N>/energy_uj``, microjoules, which wrap at
+``max_energy_range_uj``; AMD's Zen exposes the same files on newer kernels), summed over packages; the
+sub-zones (``intel-rapl:<N>:<M>``: core, uncore, DRAM) are parts of their package and are not added.
+
+Both counters are machine-wide: they count every process on the device (package), so a block's energy is
+read around that block's calls alone (:func:`trtbench.measure.timing.time_calls`, in the process that makes
+them), never over the interleaved rounds. The device's idle power, measured just before a point's rounds
+(:func:`idle_power_w`), is what it draws doing nothing; a call's energy is its block's minus that idle draw over
+the block's time, per call (:func:`energy_metrics`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Protocol
+
+import numpy as np
+import torch
+
+from trtbench.core.stats import median_ci_halfwidth
+
+POWERCAP = Path("/sys/class/powercap")
+IDLE_S = 0.5  # the idle draw is read over this long before a point's rounds
+
+
+class EnergyCounter(Protocol):
+    """A cumulative energy counter of the device a process times on."""
+
+    source: str  # what it reads: "nvml" or "rapl"
+
+    def joules(self) -> float:
+        """Joules counted so far (monotonic: wrap-around already unwrapped)."""
+        ...
+
+    def state(self) -> dict:
+        """The device's clocks and temperature now, where the counter's library gives them."""
+        ...
+
+
+class NoCounter(Exception):
+    """No energy counter is readable for the device; its message says why."""
+
+
+class NvmlCounter:
+    """NVML's energy counter of one GPU, with its clocks and temperature (the ``pynvml`` module given)."""
+
+    source = "nvml"
+
+    def __init__(self, nvml, device: torch.device):
+        self.nvml = nvml
+        nvml.nvmlInit()
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        # NVML numbers GPUs as the driver does, CUDA as CUDA_VISIBLE_DEVICES orders them: the UUID names the one;
+        # where it is not found (a torch that words it otherwise), the index, right without CUDA_VISIBLE_DEVICES
+        try:
+            self.handle = nvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+        except nvml.NVMLError:
+            self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+
+    def joules(self) -> float:
+        return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1e3  # mJ
+
+    def state(self) -> dict:
+        nvml, handle = self.nvml, self.handle
+        return {"sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
+                "memory_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
+                "temperature_c": nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)}
+
+
+@dataclass
+class _Zone:
+    """One RAPL package counter: its file, its wrap, its last raw value and what was counted before it."""
+
+    energy: Path
+    wrap_uj: int
+    last_uj: int
+    total_uj: int = 0
+
+    def read(self) -> int:
+        raw = int(self.energy.read_text())
+        self.total_uj += raw - self.last_uj if raw >= self.last_uj else self.wrap_uj - self.last_uj + raw
+        self.last_uj = raw
+        return self.total_uj
+
+
+class RaplCounter:
+    """RAPL's package energy counters under ``root`` (``/sys/class/powercap``), summed and unwrapped."""
+
+    source = "rapl"
+
+    def __init__(self, root: Optional[Path] = None):
+        root = root or POWERCAP
+        packages = sorted(p for p in root.glob("intel-rapl:*") if p.name.count(":") == 1)
+        if not packages:
+            raise NoCounter(f"no RAPL counter under {root} (this kernel or VM exposes no intel-rapl zone)")
+        try:
+            self.zones = [_Zone(p / "energy_uj", int((p / "max_energy_range_uj").read_text()),
+                                int((p / "energy_uj").read_text())) for p in packages]
+        except OSError as err:  # energy_uj is root-only on kernels since 5.10 (a side channel: CVE-2020-8694)
+            raise NoCounter(f"RAPL's counters under {root} cannot be read here ({err.strerror}: {err.filename})") from None
+
+    def joules(self) -> float:
+        return sum(zone.read() for zone in self.zones) / 1e6
+
+    def state(self) -> dict:
+        return {}
+
+
+def energy_counter(device: torch.device, powercap: Optional[Path] = None) -> EnergyCounter:
+    """The energy counter of ``device``: NVML's on CUDA, RAPL's on a CPU; :class:`NoCounter` with the reason
+    where none is readable."""
+    if device.type == "cuda":
+        try:
+            import pynvml
+        except ImportError:
+            raise NoCounter("pynvml is not installed (pip install nvidia-ml-py, or trtbench's energy extra)") from None
+        try:
+            counter = NvmlCounter(pynvml, device)
+            counter.joules()
+        except pynvml.NVMLError as err:  # an older GPU or driver without the counter, or no NVML library
+            raise NoCounter(f"NVML's energy counter is not readable here: {err}") from None
+        return counter
+    if device.type == "cpu":
+        return RaplCounter(powercap)
+    raise NoCounter(f"no energy counter for device type {device.type}")
+
+
+def idle_power_w(counter: EnergyCounter, seconds: float = IDLE_S) -> float:
+    """The device's draw doing nothing, in watts: the counter over ``seconds`` of sleep."""
+    start, began = counter.joules(), time.perf_counter()
+    time.sleep(seconds)
+    return (counter.joules() - start) / (time.perf_counter() - began)
+
+
+def energy_metrics(blocks: list[tuple[float, float, int]], idle_w: float, unit: str = "call") -> Optional[dict]:
+    """A record's energy from its ``blocks`` (joules, seconds, calls each) and the idle draw before them: joules
+    per ``unit`` above idle (the median over blocks, with its 95% interval: one process's, the blocks' spread),
+    the average power while the calls ran, and the idle power. None without blocks."""
+    blocks = [(j, s, n) for j, s, n in blocks if s > 0 and n > 0]
+    if not blocks:
+        return None
+    per = np.sort([(j - idle_w * s) / n for j, s, n in blocks])
+    half = median_ci_halfwidth(per)
+    median = float(np.median(per))
+    power = float(np.median([j / s for j, s, _ in blocks]))
+    return {f"joules_per_{unit}": median,
+            f"joules_per_{unit}_ci": [median - half, median + half] if math.isfinite(half) else None,
+            "average_power_w": power, "idle_power_w": idle_w, "blocks": len(blocks)}
+
+
+def counter_or_none(device: torch.device) -> Optional[EnergyCounter]:
+    """:func:`energy_counter`, or None where there is none (a timing process then reads no energy)."""
+    try:
+        return energy_counter(device)
+    except NoCounter:
+        return None
+
+
+@dataclass
+class PointEnergy:
+    """What a point's rounds need to report energy: the counter (None: ``reason`` says why), the idle draw read
+    just before the rounds, and the device's clocks and temperature then."""
+
+    counter: Optional[EnergyCounter]
+    reason: str = ""
+    idle_w: float = 0.0
+    start: Optional[dict] = None
+    _end: Optional[dict] = None
+
+    @classmethod
+    def before_rounds(cls, device: torch.device) -> "PointEnergy":
+        try:
+            counter = energy_counter(device)
+        except NoCounter as err:
+            return cls(None, str(err))
+        return cls(counter, idle_w=idle_power_w(counter), start=counter.state())
+
+    def metrics(self, blocks: list[tuple[float, float, int]], unit: str = "call") -> dict:
+        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
+        counter, and the device's state at the start and the end of the rounds; without a counter, why."""
+        if self.counter is None:
+            return {"unavailable": self.reason}
+        if self._end is None:
+            self._end = self.counter.state()
+        energy = energy_metrics(blocks, self.idle_w, unit)
+        if energy is None:
+            return {"unavailable": f"no block of this row read the {self.counter.source} counter"}
+        return {"source": self.counter.source, **energy, "state_start": self.start, "state_end": self._end}

@@ -1,0 +1,34 @@
+"""Launch-bound calls on CUDA: a call whose host returns only near the end of its synchronised time.
+
+A CUDA call returns to the host as soon as its kernels are queued; the synchronisation after it waits for
+the GPU to finish them. When the host time until the call returns is most of the synchronised time, the
+CPU issuing kernels (Python, the dispatcher, one launch per kernel) sets the call's time and the GPU waits
+for it: a faster GPU kernel would not show, and fp16 can read no faster than fp32 (resnet34 at batch 1-16
+on an H100 did: benchmarks/NOTES.md). The ways out are fewer launches (a CUDA graph: ``cuda_graphs: true``,
+or torch.compile's ``mode: reduce-overhead``) or more work per launch (a larger batch).
+:func:`trtbench.measure.timing.time_calls` keeps each block's median host time until return (CUDA only).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Optional
+
+LAUNCH_BOUND_SHARE = 0.8  # host time until the call returns over its synchronised time, at or above which it is named
+
+
+def launch_metrics(returned_ms: list[float], host_ms: list[float]) -> Optional[dict]:
+    """A record's ``metrics.launch``: the median over blocks of the host time until each call returned (before
+    synchronising), the median synchronised host time, and their ratio; None without CUDA blocks."""
+    if not returned_ms or not host_ms:
+        return None
+    returned, synchronised = statistics.median(returned_ms), statistics.median(host_ms)
+    return {"returned_ms_median": round(returned, 4), "synchronized_ms_median": round(synchronised, 4),
+            "share": round(returned / synchronised, 3) if synchronised > 0 else None}
+
+
+def launch_bound_share(metrics: dict) -> Optional[float]:
+    """The share of a record's ``metrics`` where its call is launch-bound (at least :data:`LAUNCH_BOUND_SHARE`),
+    else None."""
+    share = (metrics.get("launch") or {}).get("share")
+    return share if share is not None and share >= LAUNCH_BOUND_SHARE else None
