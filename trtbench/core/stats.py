@@ -201,6 +201,12 @@ def _topup_variance(series: BlockSeries, between_var: float | None) -> float:
     return max(0.0, wanted - carried) / count
 
 
+def _resample_counts(rng: np.random.Generator, draws: int, size: int) -> np.ndarray:
+    """How often each of ``size`` items is picked by each of ``draws`` resamples with replacement (draws x size)."""
+    picks = rng.integers(0, size, size=(draws, size)) + np.arange(draws)[:, None] * size
+    return np.bincount(picks.ravel(), minlength=draws * size).reshape(draws, size).astype(np.int32)
+
+
 def _codes(values) -> tuple[np.ndarray, int]:
     uniques, codes = np.unique(np.asarray(values, dtype=np.int64), return_inverse=True)
     return codes, uniques.size
@@ -213,12 +219,12 @@ def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_co
     logs = np.log(np.asarray(series.medians, dtype=np.float64))
     order = np.argsort(logs)
     process_codes, process_count = _codes(series.processes)
-    draws = round_counts.shape[0]
-    process_counts = rng.multinomial(process_count, np.full(process_count, 1 / process_count), size=draws)
-    weights = (round_counts[:, round_codes] * process_counts[:, process_codes])[:, order]
-    cumulative = np.cumsum(weights, axis=1)
-    total = cumulative[:, -1]
-    picked = np.argmax(cumulative * 2 >= total[:, None], axis=1)
+    process_counts = _resample_counts(rng, round_counts.shape[0], process_count)
+    weights = np.take(round_counts, round_codes[order], axis=1)
+    weights *= np.take(process_counts, process_codes[order], axis=1)
+    cumulative = np.cumsum(weights, axis=1, out=weights)
+    total = cumulative[:, -1].copy()
+    picked = np.argmax(cumulative >= (total[:, None] + 1) // 2, axis=1)
     result = logs[order][picked]
     result[total == 0] = np.nan  # a draw that picked none of this series' rounds
     return result
@@ -234,7 +240,7 @@ def _two_level(series: list[BlockSeries], between_var: float | None, seed: int) 
     chunks = []
     for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
         draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
-        round_counts = rng.multinomial(round_count, np.full(round_count, 1 / round_count), size=draws)
+        round_counts = _resample_counts(rng, draws, round_count)
         chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng)
                           for i, s in enumerate(series)], axis=1)
         chunks.append(chunk + rng.normal(size=chunk.shape) * topups)
