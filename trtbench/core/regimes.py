@@ -132,15 +132,17 @@ def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
 
 
 def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
-                    between_var: float | None = None) -> list[Interval | None]:
+                    between_var: float | None = None, processes: bool = True) -> list[Interval | None]:
     """The speedup of ``this`` over ``base`` in each regime (:func:`~trtbench.core.stats.speedup_interval` on the
-    regime's rounds); None where the two share no round in it."""
+    regime's rounds, ``processes`` as there); None where the two share no round in it. Whether the speedup
+    differs between regimes is a question about the same processes (every process timed every regime), so
+    :func:`regime_dependent` is asked of the rounds-only intervals (``processes=False``)."""
     out = []
     for regime in regimes:
         inside = range(regime.start, regime.end + 1)
         base_in, this_in = base.only_rounds(inside), this.only_rounds(inside)
         common = set(base_in.rounds) & set(this_in.rounds)
-        out.append(speedup_interval(base_in, this_in, between_var) if common else None)
+        out.append(speedup_interval(base_in, this_in, between_var, processes=processes) if common else None)
     return out
 
 

@@ -161,7 +161,14 @@ class BlockSeries:
 
     def only_rounds(self, rounds) -> "BlockSeries":
         """The blocks timed in ``rounds`` (global round indices)."""
-        keep = np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64))
+        return self._kept(np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64)))
+
+    def only_processes(self, processes) -> "BlockSeries":
+        """The blocks timed by ``processes`` (replicate process indices)."""
+        return self._kept(np.isin(np.asarray(self.processes, dtype=np.int64),
+                                  np.asarray(list(processes), dtype=np.int64)))
+
+    def _kept(self, keep: np.ndarray) -> "BlockSeries":
         return BlockSeries(*(tuple(np.asarray(values)[keep].tolist()) for values in
                              (self.medians, self.processes, self.rounds)))
 
@@ -213,13 +220,15 @@ def _codes(values) -> tuple[np.ndarray, int]:
 
 
 def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_counts: np.ndarray,
-                          rng: np.random.Generator) -> np.ndarray:
+                          rng: np.random.Generator, processes: bool) -> np.ndarray:
     """Per draw, the median of the series' log block medians, each block weighed by how often the draw picked
-    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here)."""
+    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here where
+    ``processes``, else once each)."""
     logs = np.log(np.asarray(series.medians, dtype=np.float64))
     order = np.argsort(logs)
     process_codes, process_count = _codes(series.processes)
-    process_counts = _resample_counts(rng, round_counts.shape[0], process_count)
+    process_counts = (_resample_counts(rng, round_counts.shape[0], process_count) if processes
+                      else np.ones((round_counts.shape[0], process_count), dtype=np.int32))
     weights = np.take(round_counts, round_codes[order], axis=1)
     weights *= np.take(process_counts, process_codes[order], axis=1)
     cumulative = np.cumsum(weights, axis=1, out=weights)
@@ -230,18 +239,19 @@ def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_co
     return result
 
 
-def _two_level(series: list[BlockSeries], between_var: float | None, seed: int) -> np.ndarray:
+def _two_level(series: list[BlockSeries], between_var: float | None, seed: int, processes: bool = True) -> np.ndarray:
     """Bootstrap draws (BOOTSTRAP_SAMPLES x len(series)) of each series' log median: round indices resampled
-    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up."""
+    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up
+    (neither where not ``processes``: the rounds of these very processes)."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(np.concatenate([np.asarray(s.rounds, dtype=np.int64) for s in series]))
     starts = np.cumsum([0] + [len(s.medians) for s in series])
-    topups = np.sqrt([_topup_variance(s, between_var) for s in series])
+    topups = np.sqrt([_topup_variance(s, between_var) if processes else 0.0 for s in series])
     chunks = []
     for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
         draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
         round_counts = _resample_counts(rng, draws, round_count)
-        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng)
+        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng, processes)
                           for i, s in enumerate(series)], axis=1)
         chunks.append(chunk + rng.normal(size=chunk.shape) * topups)
     return np.concatenate(chunks)
@@ -269,11 +279,12 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
 
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
-                     seed: int = 0) -> Interval:
+                     seed: int = 0, processes: bool = True) -> Interval:
     """median(base) / median(this) over the rounds both were timed in, with its two-level 95% interval: round
     indices resampled once per draw and shared by both series (the pairing against drift), each series'
-    processes resampled independently (and topped up as in :func:`median_interval`). Infinite under 3 common
-    rounds; a ValueError without one."""
+    processes resampled independently (and topped up as in :func:`median_interval`). ``processes=False``: the
+    rounds alone, these very processes held (what two stretches of one run timed by the same processes differ by:
+    :mod:`trtbench.core.regimes`). Infinite under 3 common rounds; a ValueError without one."""
     common = set(base.rounds) & set(this.rounds)
     if not common:
         raise ValueError("the two series share no round to pair on")
@@ -281,5 +292,5 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     value = float(np.median(base.medians) / np.median(this.medians))
     if len(common) < 3:
         return Interval(value, -math.inf, math.inf)
-    draws = _two_level([base, this], between_var, seed)
+    draws = _two_level([base, this], between_var, seed, processes)
     return _interval(value, draws[:, 0] - draws[:, 1])

@@ -198,8 +198,13 @@ class ResultSet:
             base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
 
     def regime_dependent(self, record: Record) -> bool:
-        """Whether the record's speedup differs between its point's regimes beyond their intervals."""
-        return regime_dependent(self.regime_speedups(record))
+        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
+        same processes timed every regime: their luck is no difference between regimes)."""
+        base = self.baseline(record)
+        if not self.regime_speedups(record):
+            return False
+        return self._memo(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
+            base.block_series, record.block_series, self.regimes(record), processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
         """``base``'s median over ``record``'s, both timed in the same rounds, with the two-level 95% CI
@@ -220,8 +225,7 @@ class ResultSet:
         regimes = self.regimes(record)
         if len(regimes) < 2 or base is not self.baseline(record):
             return overall
-        per_regime = self.regime_speedups(record)
-        return covering(overall, per_regime) if regime_dependent(per_regime) else overall
+        return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall
 
     def exit_code(self, interrupted: bool = False) -> int:
         """130 if interrupted; 1 if a run stopped on an error, or any part fails the run (a case that failed
