@@ -294,3 +294,16 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
         return Interval(value, -math.inf, math.inf)
     draws = _two_level([base, this], between_var, seed, processes)
     return _interval(value, draws[:, 0] - draws[:, 1])
+
+
+def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
+                      seed: int = 0) -> Interval:
+    """median(base) / median(this) for two series timed in different rounds (two runs; two settings of the knobs,
+    each a build group timed after the other), with a 95% interval from each resampled on its own at both levels:
+    its rounds and its processes (topped up as in :func:`median_interval`). Nothing pairs them, so the machine's
+    drift between them is not cancelled. Infinite where either has under 3 rounds."""
+    value = float(np.median(base.medians) / np.median(this.medians))
+    if min(len(set(base.rounds)), len(set(this.rounds))) < 3:
+        return Interval(value, -math.inf, math.inf)
+    draws = _two_level([base], between_var, seed)[:, 0] - _two_level([this], between_var, seed + 1)[:, 0]
+    return _interval(value, draws)
