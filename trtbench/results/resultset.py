@@ -320,8 +320,11 @@ class ResultSet:
     @classmethod
     def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
         """One set with every record and part; a (case, environment) measured twice keeps the later one, noted,
-        with the later one's serving results (none where it was not served)."""
+        with the later one's serving results (none where it was not served). A record is kept whole, never pooled
+        with another input's: different runs' processes share no rounds to pair on. A point whose records come from
+        more than one input is noted for that reason (its speedups would pair blocks not timed together)."""
         merged, notes = cls(), []
+        source: dict[tuple, int] = {}  # a kept record's key -> its input's number
         for i, other in enumerate(sets):
             merged.environments.update(other.environments)
             merged.runs.extend(other.runs)
@@ -331,6 +334,7 @@ class ResultSet:
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
                     merged._parts.drop_joined(record.key)  # a part that joins the earlier record goes with it
                 merged.add(record)
+                source[record.key] = i + 1
             for part in other._parts:
                 earlier = merged.part(part.KIND, part.key)
                 # a device's ceilings measured by several inputs on one machine are one fact; any other part
@@ -342,4 +346,20 @@ class ResultSet:
                 merged.add(part)
             for section, items in other._unread.items():
                 merged._unread[section] = merged._unread.get(section, []) + items
-        return merged, notes
+        return merged, notes + _mixed_point_notes(merged, source)
+
+
+def _mixed_point_notes(merged: ResultSet, source: dict[tuple, int]) -> list[str]:
+    """A note per point whose kept records came from several inputs: their rounds were not timed together."""
+    inputs: dict[tuple, set[int]] = {}
+    for record in merged:
+        inputs.setdefault((record.case.baseline_id, record.environment), set()).add(source[record.key])
+    notes = []
+    for (baseline_id, environment), numbers in inputs.items():
+        sources = sorted(numbers)
+        if len(sources) > 1:
+            model, point = baseline_id[0], baseline_id[1]
+            notes.append(f"{model} {point} in environment {environment}: its records come from inputs "
+                         f"{', '.join(map(str, sources))}, whose runs share no rounds, so its speedups pair blocks "
+                         "that were not timed together; merge each point from one run")
+    return notes
