@@ -278,3 +278,18 @@ def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
     mixed, notes = ResultSet.merge([first, run(again.records[1])])  # traced again, beside the first run's eager
     assert {r.case.variant: r.process_count for r in mixed} == {"eager": 3, "traced": 3}
     assert any("its records come from inputs 1, 2, whose runs share no rounds" in note for note in notes), notes
+
+
+def test_a_merged_report_shows_the_regimes_of_its_points(capsys, tmp_path):
+    """The regimes are recomputed from the records: a merge's report and results.json give them as a run's do."""
+    from test_process_spread import regime_results
+
+    results = regime_results()
+    results.runs.append({"name": "r", "environment": "e", "status": "complete"})
+    results.save(tmp_path / "a" / "results.json")
+    code, _, stderr = merge_command(str(tmp_path / "a"), "--output", str(tmp_path / "out"), capsys=capsys)
+    assert code == 0, stderr
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Regimes" in report and "| scripted | fp32 | 1.03x [" in report
+    (point,) = json.loads((tmp_path / "out" / "results.json").read_text())["regimes"]
+    assert len(point["regimes"]) == 2 and {row["variant"] for row in point["rows"]} == {"scripted", "traced"}

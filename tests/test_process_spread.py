@@ -107,6 +107,10 @@ def test_headers_say_one_process_where_every_row_had_one():
 
 @pytest.fixture(scope="module")
 def regime_set() -> ResultSet:
+    return regime_results()
+
+
+def regime_results() -> ResultSet:
     """The issue's regime test in a result set: from round 25 of 50 the machine slows eager by 20% and scripted
     less (1.03 -> 1.06 speedup), traced alike (1.2 -> 1.2)."""
     levels = np.r_[np.ones(25), np.full(25, 1.2)]
