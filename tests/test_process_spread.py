@@ -147,3 +147,12 @@ def test_a_point_in_one_regime_has_no_section_but_its_regime_is_recorded(spread_
     assert regimes_markdown(spread_set) == ""
     (point,) = regimes_json(spread_set)
     assert point["regimes"] == [{"start": 0, "end": 19, "rounds": 20, "slowdown": 1.0}] and point["rows"] == []
+
+
+def test_points_whose_processes_took_turns_for_memory_are_named():
+    results = ResultSet(environments={"e": {"id": "e"}})
+    record = replicated("eager", np.full(6, 10.0), [1.0, 1.0])
+    results.add(record)
+    assert "took turns" not in markdown_table(results)
+    results.add(record.with_metrics(process_turns=2))
+    assert "processes took turns for memory at: m opt (2 sets)" in markdown_table(results)

@@ -44,9 +44,6 @@ class Regime:
     rounds: int
     slowdown: float
 
-    def holds(self, round_id: int) -> bool:
-        return self.start <= round_id <= self.end
-
     def text(self) -> str:
         """``rounds 17-36 (20 rounds, 1.19x the fastest's time)``."""
         speed = "the fastest" if self.slowdown == 1.0 else f"{self.slowdown:.2f}x the fastest's time"

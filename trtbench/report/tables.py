@@ -15,7 +15,7 @@ from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
-from trtbench.report.columns.processes import disagreement_notes
+from trtbench.report.columns.processes import disagreement_notes, turn_notes
 from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
@@ -196,7 +196,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "pages in on every call and others on some calls or none, so the median mixes two speeds; under "
                    "glibc's default state a process lands in either (a fresh deployment too, by its heap's layout), "
                    "and benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
-    out += disagreement_notes(timed)
+    out += disagreement_notes(timed) + turn_notes(timed)
     out += regime_notes(results)
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:

@@ -85,6 +85,18 @@ def disagreement_notes(records: Sequence[Record]) -> list[str]:
             "row's intervals cover that spread."]
 
 
+def turn_notes(records: Sequence[Record]) -> list[str]:
+    """A note naming the points whose processes took turns for memory (``metrics["process_turns"]``: every
+    replicate process of every variant alive at once would not have fitted the machine)."""
+    turns = {f"{r.case.model} {r.case.point}": r.metrics["process_turns"] for r in records
+             if (r.metrics.get("process_turns") or 0) > 1}
+    if not turns:
+        return []
+    return ["processes took turns for memory at: " + ", ".join(f"{point} ({n} sets)" for point, n in turns.items())
+            + ": each set of processes was timed interleaved, then the next set started, as every process at once "
+              "would not have fitted in memory."]
+
+
 def _count_cell(row: Row) -> str:
     return str(row.processes) if row.record.timed else ""
 
