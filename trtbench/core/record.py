@@ -98,6 +98,11 @@ class Record:
                 if len(block)]
         return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
 
+    def samples_in(self, round_ids) -> list[float]:
+        """The calls of the blocks timed in ``round_ids`` (global round indices)."""
+        wanted = set(round_ids)
+        return [s for block, r in zip(self.rounds, self.round_ids) if r in wanted for s in block]
+
     @property
     def samples_ms(self) -> list[float]:
         return [s for r in self.rounds for s in r]

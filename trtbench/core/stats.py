@@ -103,6 +103,11 @@ class Interval:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def at(self, value: float) -> "Interval":
+        """This interval about ``value`` instead (the same statistic over calls rather than blocks, say), widened
+        to hold it."""
+        return Interval(value, min(self.low, value), max(self.high, value))
+
 
 def paired_ratio(base_rounds, rounds, seed: int = 0) -> Interval | None:
     """median(base) / median(this) with a 95% CI from the rounds both were timed in.

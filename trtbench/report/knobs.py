@@ -28,10 +28,11 @@ TEXT = ("Each variant under each setting of the deployment knobs its worker star
 
 
 def _state_speedup(results: ResultSet, base: Record, this: Record) -> Optional[Interval]:
-    """``base``'s median block over ``this``'s, unpaired (timed in different rounds, by different processes)."""
+    """``base``'s median over ``this``'s, unpaired (timed in different rounds, by different processes)."""
     if not (base.timed and this.timed):
         return None
-    return unpaired_interval(base.block_series, this.block_series, results.between_variance(this.environment))
+    return unpaired_interval(base.block_series, this.block_series, results.between_variance(this.environment)).at(
+        base.stats.median / this.stats.median)
 
 
 def _point_key(record: Record) -> tuple:

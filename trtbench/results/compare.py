@@ -3,10 +3,10 @@
 The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
 (prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
 
-Each matching case (model, variant, options, precision, point, threads, device) is compared on its blocks: the
-new run's speedup over the baseline, the baseline's median block over the new run's (the direction of every speedup
-in trtbench: above 1 is faster), with a seeded bootstrap 95% confidence interval in which each run's replicate
-processes are its sample (:func:`trtbench.core.stats.unpaired_interval`: each run's rounds and processes resampled
+Each matching case (model, variant, options, precision, point, threads, device) is compared: the new run's speedup
+over the baseline, the baseline's median over the new run's (the direction of every speedup in trtbench: above 1 is
+faster), with a seeded bootstrap 95% confidence interval from their blocks in which each run's replicate processes
+are its sample (:func:`trtbench.core.stats.unpaired_interval`: each run's rounds and processes resampled
 on their own, topped up with the two runs' pooled between-process variance where a row's own is not resolved). A
 record of fewer than 3 rounds (a version 1 results.json keeps one) is compared on its calls instead. A change is
 reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at least 5% shorter or longer);
@@ -78,16 +78,15 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
 
 
 def _change(old: Record, new: Record, between: Optional[float], threshold: float) -> Change:
-    """``new`` against ``old``: their median blocks, each run's rounds and processes its sample; on their calls
-    where either has fewer than 3 rounds."""
+    """``new`` against ``old``: the ratio of their calls' medians, its interval from their blocks with each run's
+    rounds and processes its sample; from their calls where either has fewer than 3 rounds."""
+    base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(new.samples_ms)
+    base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
     base, this = old.block_series, new.block_series
     if min(len(set(base.rounds)), len(set(this.rounds))) >= 3:
-        interval = unpaired_interval(base, this, between)
-        base_ms, new_ms = float(np.median(base.medians)), float(np.median(this.medians))
+        interval = unpaired_interval(base, this, between).at(base_ms / new_ms)
         low, high = interval.low, interval.high
     else:
-        base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(new.samples_ms)
-        base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
         low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's calls resampled
     return Change(new.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold),
                   f"{old.process_count}/{new.process_count}")

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
+import numpy as np
+
 from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.core.env import environment_id
 from trtbench.core.errors import UserInputError
@@ -217,13 +219,15 @@ class ResultSet:
         return self._memo(("speedup", base.key, record.key), lambda: self._paired(base, record))
 
     def _paired(self, base: Record, record: Record) -> Optional[Interval]:
+        """The two-level interval, about the ratio of the medians of both records' calls in the rounds they share
+        (the figures the table shows)."""
         pair = (base.block_series, record.block_series)
-        if not set(pair[0].rounds) & set(pair[1].rounds):
+        common = set(pair[0].rounds) & set(pair[1].rounds)
+        if not common:
             return None
-        between = self.between_variance(record.environment)
-        overall = speedup_interval(*pair, between)
-        regimes = self.regimes(record)
-        if len(regimes) < 2 or base is not self.baseline(record):
+        value = float(np.median(base.samples_in(common)) / np.median(record.samples_in(common)))
+        overall = speedup_interval(*pair, self.between_variance(record.environment)).at(value)
+        if len(self.regimes(record)) < 2 or base is not self.baseline(record):
             return overall
         return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall
 
