@@ -104,3 +104,24 @@ def test_regime_dependent_needs_two_finite_intervals_apart():
     assert not regime_dependent([Interval(1.03, 1.0, 1.05), Interval(1.06, 1.04, 1.08), None])
     assert not regime_dependent([Interval(1.03, -math.inf, math.inf), Interval(1.06, 1.05, 1.07)])
     assert regime_dependent([Interval(1.03, 1.02, 1.04), Interval(1.06, 1.05, 1.07)])
+
+
+def test_a_series_too_short_or_too_flat_for_two_regimes_skips_the_search(monkeypatch):
+    """Under 6 rounds, or with every value but the extremes within 2%, no split can survive: ruptures (seconds to
+    import, with scipy) is not asked."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ruptures(name, *args, **kwargs):
+        if name == "ruptures":
+            raise AssertionError("ruptures was imported")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ruptures)
+    assert len(find_regimes(point(np.r_[np.ones(2), np.full(3, 1.5)], noise=0.0))) == 1  # 5 rounds
+    flat = np.ones(40)
+    flat[[3, 30]] = (1.5, 0.6)  # one outlier each way
+    assert len(find_regimes(point(flat, noise=0.002))) == 1
+    with pytest.raises(AssertionError, match="ruptures was imported"):
+        find_regimes(point(np.r_[np.ones(20), np.full(20, 1.2)], noise=0.002))

@@ -82,19 +82,32 @@ def _noise(values: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(steps - np.median(steps))) / math.sqrt(2)) if steps.size else 0.0
 
 
+def _may_split(values: np.ndarray) -> bool:
+    """Whether ``values`` can hold two regimes at all: MIN_REGIME_ROUNDS rounds each, whose medians lie MIN_SHIFT
+    apart. A regime's median lies between the series' second smallest and second largest value (it has 3 rounds
+    or more), so a series whose values bar one at each end lie closer is one regime, and the search (and the
+    import of ruptures, which takes seconds) is skipped."""
+    if values.size < 2 * MIN_REGIME_ROUNDS:
+        return False
+    ordered = np.sort(values)
+    return bool(ordered[-2] - ordered[1] >= math.log1p(MIN_SHIFT))
+
+
 def _change_points(values: np.ndarray) -> list[int]:
     """Indices into ``values`` where a new regime starts (PELT, binned to MAX_POINTS)."""
-    try:
-        import ruptures
-    except ImportError as err:  # a dependency of trtbench: a broken install
-        raise ImportError("trtbench finds the machine's regimes with ruptures, which is not installed: "
-                          "pip install ruptures") from err
+    if not _may_split(values):
+        return []
     size = math.ceil(values.size / MAX_POINTS)
     binned = np.array([np.median(values[i:i + size]) for i in range(0, values.size, size)])
     min_bins = max(1, math.ceil(MIN_REGIME_ROUNDS / size))
     sigma = _noise(binned)
     if binned.size < 2 * min_bins or sigma == 0:
         return []
+    try:
+        import ruptures
+    except ImportError as err:  # a dependency of trtbench: a broken install
+        raise ImportError("trtbench finds the machine's regimes with ruptures, which is not installed: "
+                          "pip install ruptures") from err
     ends = ruptures.Pelt(model="l1", min_size=min_bins, jump=1).fit(binned.reshape(-1, 1)).predict(
         pen=PENALTY * sigma * math.log(binned.size))
     return [end * size for end in ends[:-1]]
