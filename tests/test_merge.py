@@ -252,3 +252,44 @@ def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, capsys,
         merge_runs([str(runs["s0"])], runs["s0"])
     with pytest.raises(UserInputError, match="holds a run"):
         merge_runs([str(runs["s0"])], runs["s1"])
+
+
+def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
+    """Two runs of one point (3 processes each) share no rounds: the merge keeps the later run's record as it was
+    measured (its 3 processes and round ids, not 6 processes), and a point whose records come from different runs
+    is noted, since its speedups would pair blocks that were not timed together."""
+    import numpy as np
+    from test_process_spread import replicated
+
+    def run(*records):
+        results = ResultSet(environments={"e": {"id": "e"}}, runs=[{"name": "r", "environment": "e"}])
+        for record in records:
+            results.add(record)
+        return results
+
+    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]), replicated("traced", np.full(8, 5.0), [1.0] * 3))
+    again = run(replicated("eager", np.full(8, 12.0), [1.0, 1.02, 0.98], seed=4),
+                replicated("traced", np.full(8, 6.0), [1.0] * 3, seed=5))
+    merged, notes = ResultSet.merge([first, again])
+    kept = {r.case.variant: r for r in merged}
+    assert kept["eager"] == again.records[0] and kept["eager"].process_count == 3
+    assert kept["eager"].block_series == again.records[0].block_series
+    assert all("share no rounds" not in note for note in notes)  # the whole point from input 2
+    mixed, notes = ResultSet.merge([first, run(again.records[1])])  # traced again, beside the first run's eager
+    assert {r.case.variant: r.process_count for r in mixed} == {"eager": 3, "traced": 3}
+    assert any("its records come from inputs 1, 2, whose runs share no rounds" in note for note in notes), notes
+
+
+def test_a_merged_report_shows_the_regimes_of_its_points(capsys, tmp_path):
+    """The regimes are recomputed from the records: a merge's report and results.json give them as a run's do."""
+    from test_process_spread import regime_results
+
+    results = regime_results()
+    results.runs.append({"name": "r", "environment": "e", "status": "complete"})
+    results.save(tmp_path / "a" / "results.json")
+    code, _, stderr = merge_command(str(tmp_path / "a"), "--output", str(tmp_path / "out"), capsys=capsys)
+    assert code == 0, stderr
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Regimes" in report and "| scripted | fp32 | 1.03x [" in report
+    (point,) = json.loads((tmp_path / "out" / "results.json").read_text())["regimes"]
+    assert len(point["regimes"]) == 2 and {row["variant"] for row in point["rows"]} == {"scripted", "traced"}

@@ -8,12 +8,14 @@ records stay consistent.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import ClassVar, Optional
 
 from trtbench.core.case import Case
 from trtbench.core.part import register_part
-from trtbench.core.stats import Stats, summarize
+from trtbench.core.stats import BlockSeries, Stats, summarize
 from trtbench.core.status import Status
 
 
@@ -87,6 +89,19 @@ class Record:
     def process_count(self) -> int:
         """How many worker processes timed this case (1 for an old result, 0 without blocks)."""
         return len(set(self.processes))
+
+    @cached_property
+    def block_series(self) -> BlockSeries:
+        """Each block's median (ms) with its process and global round: what the two-level intervals resample
+        (:mod:`trtbench.core.stats`). Blocks without samples are left out. Computed once per record (frozen)."""
+        kept = [(float(statistics.median(block)), p, r) for block, p, r in
+                zip(self.rounds, self.processes, self.round_ids) if len(block)]
+        return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
+
+    def samples_in(self, round_ids) -> list[float]:
+        """The calls of the blocks timed in ``round_ids`` (global round indices)."""
+        wanted = set(round_ids)
+        return [s for block, r in zip(self.rounds, self.round_ids) if r in wanted for s in block]
 
     @property
     def samples_ms(self) -> list[float]:
