@@ -13,7 +13,9 @@ from typing import ClassVar, Optional
 
 from trtbench.core.case import Case
 from trtbench.core.part import register_part
-from trtbench.core.stats import Stats, summarize
+import numpy as np
+
+from trtbench.core.stats import BlockSeries, Stats, summarize
 from trtbench.core.status import Status
 
 
@@ -87,6 +89,14 @@ class Record:
     def process_count(self) -> int:
         """How many worker processes timed this case (1 for an old result, 0 without blocks)."""
         return len(set(self.processes))
+
+    @property
+    def block_series(self) -> BlockSeries:
+        """Each block's median (ms) with its process and global round: what the two-level intervals resample
+        (:mod:`trtbench.core.stats`). Blocks without samples are left out."""
+        kept = [(float(np.median(block)), p, r) for block, p, r in zip(self.rounds, self.processes, self.round_ids)
+                if len(block)]
+        return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
 
     @property
     def samples_ms(self) -> list[float]:

@@ -126,3 +126,154 @@ def bootstrap_median_ratio(base, this, paired: bool, seed: int = 0) -> tuple[flo
     ratios = np.median(base[base_picks], axis=1) / np.median(this[this_picks], axis=1)
     low, high = np.percentile(ratios, [2.5, 97.5])
     return float(low), float(high)
+
+
+# Two-level intervals. A point's timings are blocks: one block per (variant, replicate process, round), each
+# reduced to its median. Two kinds of luck move a block: the round it ran in (the machine's drift, shared by every
+# process of every variant timed in it) and the process that ran it (where its memory landed, its allocator state,
+# its cores: fixed for the process's life, as in a deployment). The bootstrap below resamples both levels:
+# round indices once per draw, shared by every series (so the pairing by round that cancels drift is kept), and
+# each series' processes on their own (a deployment gets one process's luck, drawn afresh). With few processes
+# (3 by default) a row's own between-process spread is poorly known: the run's rows pool theirs
+# (:func:`pooled_between_variance`), and a row with fewer than RESOLVED_PROCESSES takes the larger of its own and
+# the pooled figure, topping up what its resampled processes carry with a normal offset on the log scale.
+
+RESOLVED_PROCESSES = 10  # a row with this many processes has its own between-process variance resolved
+_DRAWS_PER_CHUNK = 500  # bootstrap draws weighed at once (bounds memory for series of thousands of blocks)
+
+
+@dataclass(frozen=True)
+class BlockSeries:
+    """One variant's block medians (ms) at one point, with the replicate process and the global round of each."""
+
+    medians: tuple[float, ...]
+    processes: tuple[int, ...]
+    rounds: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not len(self.medians) == len(self.processes) == len(self.rounds):
+            raise ValueError(f"a block series needs one process and one round per median: {len(self.medians)} "
+                             f"medians, {len(self.processes)} processes, {len(self.rounds)} rounds")
+
+    @property
+    def process_count(self) -> int:
+        return len(set(self.processes))
+
+    def only_rounds(self, rounds) -> "BlockSeries":
+        """The blocks timed in ``rounds`` (global round indices)."""
+        keep = np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64))
+        return BlockSeries(*(tuple(np.asarray(values)[keep].tolist()) for values in
+                             (self.medians, self.processes, self.rounds)))
+
+    def process_medians(self) -> dict[int, float]:
+        """Each process's median block (ms)."""
+        medians, processes = np.asarray(self.medians, dtype=np.float64), np.asarray(self.processes)
+        return {int(p): float(np.median(medians[processes == p])) for p in np.unique(processes)}
+
+    def between_variance(self) -> float | None:
+        """The variance (ddof 1) of the log of each process's median block: the row's own between-process
+        variance (it includes the small part each process median's own noise adds). None under 2 processes."""
+        logs = np.log(list(self.process_medians().values()))
+        return float(np.var(logs, ddof=1)) if logs.size > 1 else None
+
+
+def pooled_between_variance(series) -> float | None:
+    """The run's between-process variance on the log scale: each row's own (:meth:`BlockSeries.between_variance`)
+    weighted by its degrees of freedom (processes - 1). None when no row has 2 or more processes."""
+    weighted, dof = 0.0, 0
+    for one in series:
+        own = one.between_variance()
+        if own is not None:
+            weighted += own * (one.process_count - 1)
+            dof += one.process_count - 1
+    return weighted / dof if dof else None
+
+
+def _topup_variance(series: BlockSeries, between_var: float | None) -> float:
+    """The variance (log scale) of a normal offset added to each draw of the series' log median, so that its
+    process level carries max(own, pooled) / processes where its own is not resolved (what resampling its own
+    processes carries, own x (P - 1) / P / P, is left out). 0 where the row's own is resolved or none is known."""
+    count, own = series.process_count, series.between_variance()
+    if count >= RESOLVED_PROCESSES or between_var is None and own is None:
+        return 0.0
+    wanted = max(v for v in (own, between_var) if v is not None)
+    carried = (own or 0.0) * (count - 1) / count
+    return max(0.0, wanted - carried) / count
+
+
+def _codes(values) -> tuple[np.ndarray, int]:
+    uniques, codes = np.unique(np.asarray(values, dtype=np.int64), return_inverse=True)
+    return codes, uniques.size
+
+
+def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_counts: np.ndarray,
+                          rng: np.random.Generator) -> np.ndarray:
+    """Per draw, the median of the series' log block medians, each block weighed by how often the draw picked
+    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here)."""
+    logs = np.log(np.asarray(series.medians, dtype=np.float64))
+    order = np.argsort(logs)
+    process_codes, process_count = _codes(series.processes)
+    draws = round_counts.shape[0]
+    process_counts = rng.multinomial(process_count, np.full(process_count, 1 / process_count), size=draws)
+    weights = (round_counts[:, round_codes] * process_counts[:, process_codes])[:, order]
+    cumulative = np.cumsum(weights, axis=1)
+    total = cumulative[:, -1]
+    picked = np.argmax(cumulative * 2 >= total[:, None], axis=1)
+    result = logs[order][picked]
+    result[total == 0] = np.nan  # a draw that picked none of this series' rounds
+    return result
+
+
+def _two_level(series: list[BlockSeries], between_var: float | None, seed: int) -> np.ndarray:
+    """Bootstrap draws (BOOTSTRAP_SAMPLES x len(series)) of each series' log median: round indices resampled
+    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up."""
+    rng = np.random.default_rng(seed)
+    round_codes, round_count = _codes(np.concatenate([np.asarray(s.rounds, dtype=np.int64) for s in series]))
+    starts = np.cumsum([0] + [len(s.medians) for s in series])
+    topups = np.sqrt([_topup_variance(s, between_var) for s in series])
+    chunks = []
+    for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
+        draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
+        round_counts = rng.multinomial(round_count, np.full(round_count, 1 / round_count), size=draws)
+        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng)
+                          for i, s in enumerate(series)], axis=1)
+        chunks.append(chunk + rng.normal(size=chunk.shape) * topups)
+    return np.concatenate(chunks)
+
+
+def _interval(value: float, log_draws: np.ndarray) -> Interval:
+    draws = log_draws[np.isfinite(log_draws)]
+    if draws.size == 0:
+        return Interval(value, -math.inf, math.inf)
+    low, high = np.exp(np.percentile(draws, [2.5, 97.5]))
+    return Interval(value, float(min(low, value)), float(max(high, value)))
+
+
+def median_interval(series: BlockSeries, between_var: float | None = None, seed: int = 0) -> Interval:
+    """The median block (ms) with its two-level 95% interval: the rounds and the processes resampled, the
+    process level topped up to ``between_var`` (the run's pooled between-process variance, log scale) where the
+    series' own is not resolved. With one process and no ``between_var`` it covers the rounds of that one process.
+    Infinite under 3 rounds."""
+    if not series.medians:
+        raise ValueError("no blocks to take the median of")
+    value = float(np.median(series.medians))
+    if len(set(series.rounds)) < 3:
+        return Interval(value, -math.inf, math.inf)
+    return _interval(value, _two_level([series], between_var, seed)[:, 0])
+
+
+def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
+                     seed: int = 0) -> Interval:
+    """median(base) / median(this) over the rounds both were timed in, with its two-level 95% interval: round
+    indices resampled once per draw and shared by both series (the pairing against drift), each series'
+    processes resampled independently (and topped up as in :func:`median_interval`). Infinite under 3 common
+    rounds; a ValueError without one."""
+    common = set(base.rounds) & set(this.rounds)
+    if not common:
+        raise ValueError("the two series share no round to pair on")
+    base, this = base.only_rounds(common), this.only_rounds(common)
+    value = float(np.median(base.medians) / np.median(this.medians))
+    if len(common) < 3:
+        return Interval(value, -math.inf, math.inf)
+    draws = _two_level([base, this], between_var, seed)
+    return _interval(value, draws[:, 0] - draws[:, 1])
