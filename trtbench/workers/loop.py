@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -46,6 +47,19 @@ class Recipe(Protocol):
     device: str
 
     def materialize(self) -> tuple[dict[str, Any], dict]: ...
+
+
+PADDING_VAR = "TRTBENCH_ENV_PADDING"  # a variable of random length: the worker's environment size, drawn at start
+MAX_PADDING = 4096  # bytes: environment sizes up to a page moved stack alignment and timings (Mytkowicz et al. 2009)
+
+
+def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
+    """What a fresh process's start-up draws differently from the next one's in a deployment: its hash seed
+    (``PYTHONHASHSEED``, 1 to 2**32 - 1: set or dict orders, the layout of what start-up allocates) and its
+    environment's size (a padding variable of 0 to :data:`MAX_PADDING` bytes: where its stack starts). Each worker
+    draws its own, as Stabilizer randomizes layout, so that layout luck shows as variance between processes rather
+    than a bias fixed for the run."""
+    return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
 
 
 class WorkerError(RuntimeError):
@@ -177,6 +191,9 @@ class Worker:
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(env if env is not None else worker_env(Knobs()))
+        luck = startup_luck()
+        env.update(luck)
+        self.startup = {"hash_seed": int(luck["PYTHONHASHSEED"]), "env_padding_bytes": len(luck[PADDING_VAR])}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # it imports trtbench and the model's module
         output = open(log, "wb") if log is not None else None
         try:
@@ -190,7 +207,7 @@ class Worker:
                 output.close()
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.facts: dict = {}
+        self.facts: dict = dict(self.startup)
 
     def assign(self, name: str, recipe: Recipe) -> None:
         """Give the worker what it hosts (it builds on :meth:`start_build`)."""
@@ -251,7 +268,7 @@ class Worker:
 
     def finish_build(self) -> dict:
         """Wait for the build's answer; the worker's facts (pid, threads)."""
-        self.facts = dict(self._receive("build")[1])
+        self.facts = {**self.startup, **self._receive("build")[1]}
         return self.facts
 
     def _send(self, message: tuple) -> None:
