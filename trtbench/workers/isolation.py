@@ -32,7 +32,7 @@ from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
 from trtbench.build.recipe import ALLOCATOR_STATE, VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
-from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, spawn_workers, start_workers
+from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
 
 MIB = 2**20
 AVAILABLE_SHARE = 0.8  # of MemAvailable, for further replicate processes: the rest is the margin
@@ -140,8 +140,7 @@ class VariantWorkers:
         self._build([0])
         if self.processes > 1:
             self.plan = plan_turns(self.processes, self._extra_bytes(), available_bytes())
-        for worker in self._idle[(self.processes - 1) * len(self.workers):]:  # spares: slots that did not build
-            worker.close()
+        close_workers(self._idle[(self.processes - 1) * len(self.workers):])  # spares: slots that did not build
         self._idle = self._idle[:(self.processes - 1) * len(self.workers)]
         self._build(self.plan[0][1:])
         return self
@@ -171,9 +170,7 @@ class VariantWorkers:
 
     def next_turn(self) -> None:
         """Close this turn's processes and start the next turn's."""
-        for processes in self.workers.values():
-            for worker in processes.values():
-                worker.close()
+        close_workers([worker for processes in self.workers.values() for worker in processes.values()])
         self.workers = {}
         self.turn += 1
         self._build(self.plan[self.turn])
@@ -210,8 +207,7 @@ class VariantWorkers:
         return found
 
     def close(self) -> None:
-        for worker in self._spawned:
-            worker.close()
+        close_workers(self._spawned)
         self._folder.cleanup()
 
 
