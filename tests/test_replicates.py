@@ -27,9 +27,9 @@ MIXTURE_SPEEDUP = 1.0  # both slots draw from one mixture
 
 def _config(out) -> dict:
     config = copy.deepcopy(TINY_CONFIG)
-    config.update(model={"source": "python", "name": "toy_models:process_luck", "kwargs": {"call_ms": 4.0}},
+    config.update(model={"source": "python", "name": "toy_models:process_luck", "kwargs": {"call_ms": 10.0}},
                   precisions=["fp32", "fp16"], variants=["eager"])
-    config["benchmark"].update(isolation="process", processes=3, shapes=["opt"], iterations=36, warmup=2)
+    config["benchmark"].update(isolation="process", processes=3, shapes=["opt"], iterations=60, warmup=2)
     config["output"].update(dir=str(out), save_artifacts=False)
     return config
 
@@ -77,7 +77,7 @@ def test_every_round_holds_a_block_of_every_process_of_every_variant(runs):
         for process, index in zip(record.processes, record.round_ids):
             by_round.setdefault(index, []).append(process)
         assert all(sorted(processes) == [0, 1, 2] for processes in by_round.values()), by_round
-        assert sum(len(block) for block, p in zip(record.rounds, record.processes) if p == 0) == 36  # fixed: per process
+        assert sum(len(block) for block, p in zip(record.rounds, record.processes) if p == 0) == 60  # fixed: per process
         facts = record.metrics["processes"]
         assert [f["process"] for f in facts] == [0, 1, 2]
         assert len({f["pid"] for f in facts}) == 3 and len({f["hash_seed"] for f in facts}) == 3

@@ -30,7 +30,7 @@ from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
 from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
-from trtbench.build.recipe import ALLOCATOR_STATE, VariantRecipe, write_payloads
+from trtbench.build.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
 
@@ -202,7 +202,7 @@ class VariantWorkers:
             facts = _refreshed(worker)
             allocator = {"allocator": self.knobs.allocator, **{k: facts[k] for k in (ALLOCATOR_STATE,) if k in facts}}
             found[i] = {"pid": worker.process.pid, **{k: facts[k] for k in ("hash_seed", "env_padding_bytes",
-                                                                             "peak_rss_mb") if k in facts},
+                                                                             "peak_rss_mb", *REBUILD_FACTS) if k in facts},
                         **process_facts(worker.process.pid), "allocator": allocator}
         return found
 
