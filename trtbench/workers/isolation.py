@@ -35,6 +35,7 @@ from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
 
 MIB = 2**20
+SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
 AVAILABLE_SHARE = 0.8  # of MemAvailable, for further replicate processes: the rest is the margin
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
 
@@ -111,9 +112,12 @@ class VariantWorkers:
     def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1, processes: int = 1):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
         self.knobs = knobs  # the deployment knobs every worker starts with (trtbench.core.knobs)
-        self.processes = processes
-        self._spawned = spawn_workers(count * processes, timeout_s, Path(self._folder.name), knobs, threads)
-        self._idle = list(self._spawned)  # spawned, not yet given a variant
+        self.processes, self._timeout_s, self._threads = processes, timeout_s, threads
+        available = available_bytes()
+        fit = count * processes if available is None else int(available * AVAILABLE_SHARE // SPAWNED_BYTES)
+        self._spawned = spawn_workers(max(count, min(count * processes, fit)), timeout_s, Path(self._folder.name),
+                                      knobs, threads)
+        self._idle = list(self._spawned)  # spawned, not yet given a variant (more are spawned when a turn needs them)
         self.workers: dict[str, dict[int, Worker]] = {}  # slot -> this turn's processes, by index
         self.errors: dict[str, WorkerError] = {}
         self.recipes: dict[str, VariantRecipe] = {}
@@ -140,8 +144,9 @@ class VariantWorkers:
         self._build([0])
         if self.processes > 1:
             self.plan = plan_turns(self.processes, self._extra_bytes(), available_bytes())
-        close_workers(self._idle[(self.processes - 1) * len(self.workers):])  # spares: slots that did not build
-        self._idle = self._idle[:(self.processes - 1) * len(self.workers)]
+        needed = (len(self.plan[0]) - 1) * len(self.workers)  # the rest: slots that did not build, later turns'
+        close_workers(self._idle[needed:])
+        self._idle = self._idle[:needed]
         self._build(self.plan[0][1:])
         return self
 
@@ -151,6 +156,12 @@ class VariantWorkers:
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         slots = sorted((k for k in self.recipes if k not in self.errors), key=lambda k: self.recipes[k].artifact is not None)
         wanted = {_process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
+        if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
+            logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
+            logs.mkdir()
+            more = spawn_workers(len(wanted) - len(self._idle), self._timeout_s, logs, self.knobs, self._threads)
+            self._spawned += more
+            self._idle += more
         given, self._idle = self._idle[:len(wanted)], self._idle[len(wanted):]
         ready, errors = start_workers(wanted, given)
         for slot in slots:
