@@ -41,11 +41,11 @@ def test_without_it_the_tables_do_not_have_it():
 
 
 def test_the_built_in_column_sets_are_registered_in_column_order():
-    assert [c.name for c in registered()][:7] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
-                                                  "flops", "accuracy"]
+    assert [c.name for c in registered()][:8] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
+                                                  "flops", "accuracy", "processes"]
     assert markdown_table(two_variant_set()).splitlines()[0] == (
-        "| variant | point | status | median ms (95% CI) | p99 ms | samples/s | speedup [95% CI] | "
-        "GFLOP/s (% peak, % matmul) | parity |")
+        "| variant | point | status | median ms (95% CI, 1 process x rounds) | p99 ms | samples/s | "
+        "speedup [95% CI, 1 process x rounds] | GFLOP/s (% peak, % matmul) | parity | processes | process spread |")
 
 
 def test_a_column_set_cannot_take_another_ones_name_or_field(calls_per_round):

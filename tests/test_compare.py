@@ -122,3 +122,40 @@ def test_generate_rows_are_compared_per_time_on_their_requests(tmp_path, capsys)
     comparison = trtbench.compare(tmp_path / "a.json", tmp_path / "b.json")
     assert len(comparison.generate) == 10 and str(comparison).strip() == out.strip()
     assert len(trtbench.load_results(tmp_path / "b.json").parts("generate")) == 4
+
+
+def test_each_runs_processes_are_its_sample():
+    """Two runs of one config whose processes had their luck (one slow by 8% in each, a different variant's): the
+    calls alone would call the 4% difference between the runs' medians a change; the processes say it is noise."""
+    from test_process_spread import replicated
+
+    steady = np.full(12, 10.0)
+    base, new = ResultSet(environments={"e": {"id": "e"}}), ResultSet(environments={"e": {"id": "e"}})
+    base.add(replicated("traced", steady, [1.0, 1.08, 1.08], seed=1))  # two of three processes slow
+    new.add(replicated("traced", steady, [1.0, 1.0, 1.08], seed=2))
+    change, = compare_runs(base, new)
+    assert change.processes == "3/3" and change.speedup == pytest.approx(1.08, rel=0.01)
+    assert change.ci_low < 1.0 < change.ci_high and change.verdict == "within noise"
+    calls_only = Record(case=change.case, environment="e", rounds=[new.records[0].samples_ms])  # one block: calls
+    old_calls = Record(case=change.case, environment="e", rounds=[base.records[0].samples_ms])
+    assert compare_runs(run_of(old_calls), run_of(calls_only))[0].verdict == "faster"
+
+
+def run_of(*records: Record) -> ResultSet:
+    results = ResultSet(environments={"e": {"id": "e"}})
+    for record in records:
+        results.add(record)
+    return results
+
+
+def test_compare_names_the_points_that_spanned_regimes():
+    from test_process_spread import replicated
+
+    from trtbench.api import compare
+
+    levels = np.r_[np.ones(20), np.full(20, 1.2)]
+    shifted = run_of(replicated("eager", 10.0 * levels, [1.0, 1.01]), replicated("traced", 5.0 * levels, [1.0, 0.99]))
+    steady = run_of(replicated("eager", np.full(40, 10.0), [1.0, 1.01]), replicated("traced", np.full(40, 5.0), [1.0]))
+    text = str(compare(steady, shifted))
+    assert "- new: m t2 opt (4x3x8x8) ran in 2 regimes: rounds 0-" in text and "baseline:" not in text
+    assert "| 2/2 |" in text and "95% CI, each run's processes x rounds" in text

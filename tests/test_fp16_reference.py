@@ -116,7 +116,7 @@ def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32(tiny_config, tmp_path, 
     assert by_key[("eager", "fp16")]["speedup"] and not by_key[("eager", "fp16")]["precision_speedup"]
     assert not by_key[(other, "fp32")]["precision_speedup"]
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "vs eager same precision [95% CI]" in report
+    assert "vs eager same precision [95% CI, 1 process x rounds]" in report
     assert json.loads((tmp_path / "out" / "results.json").read_text())["records"]
 
 

@@ -263,3 +263,28 @@ def test_bad_knob_sweeps_name_the_key(tiny_config, write_config, capsys, sweep, 
     tiny_config["sweep"] = sweep  # tiny_config times in_process: a binding there is refused
     assert main(["validate", str(write_config(tiny_config))]) == 2
     assert key in capsys.readouterr().err
+
+
+def test_the_knobs_section_compares_settings_on_their_processes():
+    """A setting is timed in processes of its own, after the other: the variant's speed under it over its speed
+    under the defaults resamples each setting's processes, so process luck (two slow processes of three under the
+    defaults) is no recommendation, and a real gain (15%) still is."""
+    import dataclasses
+
+    import numpy as np
+    from test_process_spread import replicated
+
+    from trtbench.report.knobs import knob_markdown
+    from trtbench.results.resultset import ResultSet
+
+    def under(record, knobs):
+        return dataclasses.replace(record, case=dataclasses.replace(record.case, knobs=knobs))
+
+    steady = np.full(12, 10.0)
+    for tuned_ms, advised in ((10.0, False), (10.0 / 1.15, True)):
+        results = ResultSet(environments={"e": {"id": "e"}})
+        for knobs, ms, offsets in (("", 10.0, [1.0, 1.06, 1.06]), ("allocator=tuned", tuned_ms, [1.0, 1.0, 1.0])):
+            results.add(under(replicated("eager", steady * 2, [1.0, 1.0, 1.0]), knobs))
+            results.add(under(replicated("compiled", steady * ms / 10.0, offsets, seed=3), knobs))
+        section = knob_markdown(results)
+        assert ("set allocator=tuned" in section) is advised, section

@@ -252,3 +252,29 @@ def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, capsys,
         merge_runs([str(runs["s0"])], runs["s0"])
     with pytest.raises(UserInputError, match="holds a run"):
         merge_runs([str(runs["s0"])], runs["s1"])
+
+
+def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
+    """Two runs of one point (3 processes each) share no rounds: the merge keeps the later run's record as it was
+    measured (its 3 processes and round ids, not 6 processes), and a point whose records come from different runs
+    is noted, since its speedups would pair blocks that were not timed together."""
+    import numpy as np
+    from test_process_spread import replicated
+
+    def run(*records):
+        results = ResultSet(environments={"e": {"id": "e"}}, runs=[{"name": "r", "environment": "e"}])
+        for record in records:
+            results.add(record)
+        return results
+
+    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]), replicated("traced", np.full(8, 5.0), [1.0] * 3))
+    again = run(replicated("eager", np.full(8, 12.0), [1.0, 1.02, 0.98], seed=4),
+                replicated("traced", np.full(8, 6.0), [1.0] * 3, seed=5))
+    merged, notes = ResultSet.merge([first, again])
+    kept = {r.case.variant: r for r in merged}
+    assert kept["eager"] == again.records[0] and kept["eager"].process_count == 3
+    assert kept["eager"].block_series == again.records[0].block_series
+    assert all("share no rounds" not in note for note in notes)  # the whole point from input 2
+    mixed, notes = ResultSet.merge([first, run(again.records[1])])  # traced again, beside the first run's eager
+    assert {r.case.variant: r.process_count for r in mixed} == {"eager": 3, "traced": 3}
+    assert any("its records come from inputs 1, 2, whose runs share no rounds" in note for note in notes), notes

@@ -109,6 +109,7 @@ class Comparison:
     changes: tuple["Change", ...]
     threshold: float
     generate: tuple["GenerateChange", ...] = ()
+    regimes: tuple[str, ...] = ()  # each run's points whose rounds fell into more than one of the machine's regimes
 
     def of(self, *verdicts: str) -> list[Union["Change", "GenerateChange"]]:
         """The changes, latency and generate, with one of ``verdicts`` (faster, slower, no change, within noise)."""
@@ -137,17 +138,20 @@ class Comparison:
                 f"{len(self.of('no change', 'within noise'))} unchanged or within noise")
 
     def __str__(self) -> str:
-        return f"{self.table()}\n{self.summary()}\n"
+        regimes = "".join(f"- {line}\n" for line in self.regimes)
+        return f"{self.table()}\n{regimes}{self.summary()}\n"
 
 
 def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str, Path], *,
             threshold: float = 0.05) -> Comparison:
     """Compare ``new`` with ``baseline`` as ``trtbench compare`` does: per matching case, the ratio of
-    medians with a bootstrap 95% CI, called faster or slower only when the whole interval lies beyond
-    ``threshold``. Either side is a result set or what :func:`load_results` takes."""
-    from trtbench.results.compare import compare_generate, compare_runs
+    medians with a bootstrap 95% CI (each run's replicate processes its sample), called faster or slower only when
+    the whole interval lies beyond ``threshold``, and each run's points that spanned the machine's regimes. Either
+    side is a result set or what :func:`load_results` takes."""
+    from trtbench.results.compare import compare_generate, compare_runs, regime_lines
     from trtbench.results.resultset import ResultSet
 
     sides = [side if isinstance(side, ResultSet) else load_results(side) for side in (baseline, new)]
     return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold,
-                      tuple(compare_generate(sides[0], sides[1], threshold)))
+                      tuple(compare_generate(sides[0], sides[1], threshold)),
+                      tuple(regime_lines("baseline", sides[0]) + regime_lines("new", sides[1])))

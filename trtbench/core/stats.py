@@ -161,7 +161,14 @@ class BlockSeries:
 
     def only_rounds(self, rounds) -> "BlockSeries":
         """The blocks timed in ``rounds`` (global round indices)."""
-        keep = np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64))
+        return self._kept(np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64)))
+
+    def only_processes(self, processes) -> "BlockSeries":
+        """The blocks timed by ``processes`` (replicate process indices)."""
+        return self._kept(np.isin(np.asarray(self.processes, dtype=np.int64),
+                                  np.asarray(list(processes), dtype=np.int64)))
+
+    def _kept(self, keep: np.ndarray) -> "BlockSeries":
         return BlockSeries(*(tuple(np.asarray(values)[keep].tolist()) for values in
                              (self.medians, self.processes, self.rounds)))
 
@@ -201,41 +208,50 @@ def _topup_variance(series: BlockSeries, between_var: float | None) -> float:
     return max(0.0, wanted - carried) / count
 
 
+def _resample_counts(rng: np.random.Generator, draws: int, size: int) -> np.ndarray:
+    """How often each of ``size`` items is picked by each of ``draws`` resamples with replacement (draws x size)."""
+    picks = rng.integers(0, size, size=(draws, size)) + np.arange(draws)[:, None] * size
+    return np.bincount(picks.ravel(), minlength=draws * size).reshape(draws, size).astype(np.int32)
+
+
 def _codes(values) -> tuple[np.ndarray, int]:
     uniques, codes = np.unique(np.asarray(values, dtype=np.int64), return_inverse=True)
     return codes, uniques.size
 
 
 def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_counts: np.ndarray,
-                          rng: np.random.Generator) -> np.ndarray:
+                          rng: np.random.Generator, processes: bool) -> np.ndarray:
     """Per draw, the median of the series' log block medians, each block weighed by how often the draw picked
-    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here)."""
+    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here where
+    ``processes``, else once each)."""
     logs = np.log(np.asarray(series.medians, dtype=np.float64))
     order = np.argsort(logs)
     process_codes, process_count = _codes(series.processes)
-    draws = round_counts.shape[0]
-    process_counts = rng.multinomial(process_count, np.full(process_count, 1 / process_count), size=draws)
-    weights = (round_counts[:, round_codes] * process_counts[:, process_codes])[:, order]
-    cumulative = np.cumsum(weights, axis=1)
-    total = cumulative[:, -1]
-    picked = np.argmax(cumulative * 2 >= total[:, None], axis=1)
+    process_counts = (_resample_counts(rng, round_counts.shape[0], process_count) if processes
+                      else np.ones((round_counts.shape[0], process_count), dtype=np.int32))
+    weights = np.take(round_counts, round_codes[order], axis=1)
+    weights *= np.take(process_counts, process_codes[order], axis=1)
+    cumulative = np.cumsum(weights, axis=1, out=weights)
+    total = cumulative[:, -1].copy()
+    picked = np.argmax(cumulative >= (total[:, None] + 1) // 2, axis=1)
     result = logs[order][picked]
     result[total == 0] = np.nan  # a draw that picked none of this series' rounds
     return result
 
 
-def _two_level(series: list[BlockSeries], between_var: float | None, seed: int) -> np.ndarray:
+def _two_level(series: list[BlockSeries], between_var: float | None, seed: int, processes: bool = True) -> np.ndarray:
     """Bootstrap draws (BOOTSTRAP_SAMPLES x len(series)) of each series' log median: round indices resampled
-    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up."""
+    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up
+    (neither where not ``processes``: the rounds of these very processes)."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(np.concatenate([np.asarray(s.rounds, dtype=np.int64) for s in series]))
     starts = np.cumsum([0] + [len(s.medians) for s in series])
-    topups = np.sqrt([_topup_variance(s, between_var) for s in series])
+    topups = np.sqrt([_topup_variance(s, between_var) if processes else 0.0 for s in series])
     chunks = []
     for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
         draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
-        round_counts = rng.multinomial(round_count, np.full(round_count, 1 / round_count), size=draws)
-        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng)
+        round_counts = _resample_counts(rng, draws, round_count)
+        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng, processes)
                           for i, s in enumerate(series)], axis=1)
         chunks.append(chunk + rng.normal(size=chunk.shape) * topups)
     return np.concatenate(chunks)
@@ -263,11 +279,12 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
 
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
-                     seed: int = 0) -> Interval:
+                     seed: int = 0, processes: bool = True) -> Interval:
     """median(base) / median(this) over the rounds both were timed in, with its two-level 95% interval: round
     indices resampled once per draw and shared by both series (the pairing against drift), each series'
-    processes resampled independently (and topped up as in :func:`median_interval`). Infinite under 3 common
-    rounds; a ValueError without one."""
+    processes resampled independently (and topped up as in :func:`median_interval`). ``processes=False``: the
+    rounds alone, these very processes held (what two stretches of one run timed by the same processes differ by:
+    :mod:`trtbench.core.regimes`). Infinite under 3 common rounds; a ValueError without one."""
     common = set(base.rounds) & set(this.rounds)
     if not common:
         raise ValueError("the two series share no round to pair on")
@@ -275,5 +292,18 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     value = float(np.median(base.medians) / np.median(this.medians))
     if len(common) < 3:
         return Interval(value, -math.inf, math.inf)
-    draws = _two_level([base, this], between_var, seed)
+    draws = _two_level([base, this], between_var, seed, processes)
     return _interval(value, draws[:, 0] - draws[:, 1])
+
+
+def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
+                      seed: int = 0) -> Interval:
+    """median(base) / median(this) for two series timed in different rounds (two runs; two settings of the knobs,
+    each a build group timed after the other), with a 95% interval from each resampled on its own at both levels:
+    its rounds and its processes (topped up as in :func:`median_interval`). Nothing pairs them, so the machine's
+    drift between them is not cancelled. Infinite where either has under 3 rounds."""
+    value = float(np.median(base.medians) / np.median(this.medians))
+    if min(len(set(base.rounds)), len(set(this.rounds))) < 3:
+        return Interval(value, -math.inf, math.inf)
+    draws = _two_level([base], between_var, seed)[:, 0] - _two_level([this], between_var, seed + 1)[:, 0]
+    return _interval(value, draws)

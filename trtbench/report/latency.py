@@ -13,6 +13,7 @@ from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
 from trtbench.report.tables import deployment_table, isolation_table, markdown_table
 from trtbench.report.knobs import knob_markdown
+from trtbench.report.regimes import regimes_json, regimes_markdown
 from trtbench.results.recommend import recommend, recommendation_markdown
 from trtbench.results.resultset import ResultSet
 
@@ -65,8 +66,9 @@ def write_plots(out_dir: Path, results: ResultSet, colors: VariantColors) -> lis
 
 
 def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> tuple[str, dict]:
-    """The section's Markdown, and what it adds to results.json: with a p99 budget, a ``recommendations``
-    list (:meth:`trtbench.results.recommend.Recommendation.to_dict`), recomputable from the records."""
+    """The section's Markdown, and what it adds to results.json, recomputable from the records: with a p99 budget,
+    a ``recommendations`` list (:meth:`trtbench.results.recommend.Recommendation.to_dict`); where a point was
+    timed, a ``regimes`` list (:func:`trtbench.report.regimes.regimes_json`)."""
     parts = ["## Speedup", "", markdown_table(results)]
     colors = variant_colors(results)  # a pure function of the results: every section's plots agree
     plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results, colors)]
@@ -78,6 +80,9 @@ def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float
     reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
     if reduced:
         parts.append(reduced)
+    regimes = regimes_markdown(results)
+    if regimes:
+        parts.append(regimes)
     knobs = knob_markdown(results)
     if knobs:
         parts.append(knobs)
@@ -94,4 +99,7 @@ def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
     json = {"recommendations": [r.to_dict() for r in recommendations]} if recommendations else {}
+    timed_points = regimes_json(results)
+    if timed_points:
+        json["regimes"] = timed_points
     return "\n".join(parts), json

@@ -15,7 +15,7 @@ from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import Interval, paired_ratio
+from trtbench.core.stats import Interval
 from trtbench.core.status import Status
 
 NOT_FASTER = "INT8 is not faster here"
@@ -29,10 +29,7 @@ def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
 
 def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
     """The variant's fp32 median over its quantized one's, paired over their common rounds."""
-    fp32 = same_variant_fp32(results, record)
-    if fp32 is None or not (fp32.timed and record.timed):
-        return None
-    return paired_ratio(fp32.rounds, record.rounds)
+    return results.paired_speedup(same_variant_fp32(results, record), record)
 
 
 def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:

@@ -1,4 +1,5 @@
-"""The rows of the speedup table: each record with its speedup and whether it is the fastest at its point.
+"""The rows of the speedup table: each record with its speedup, its median's interval and whether it is the
+fastest at its point.
 
 Rows are grouped by point (environment, model, precision, threads, knobs, shapes) and ranked by median
 latency within it; the fastest variant that passed its accuracy check is marked.
@@ -24,6 +25,23 @@ class Row:
     fastest: bool
     ceiling: Optional[Ceiling] = None  # the device's FLOP/s ceilings where the record ran
     precision_speedup: Optional[Interval] = None  # over eager at the row's own reduced float precision (fp16)
+    median: Optional[Interval] = None  # the median block with its two-level 95% CI
+
+    @property
+    def processes(self) -> int:
+        """How many replicate worker processes timed the row (1 for a result written before them)."""
+        return self.record.process_count
+
+
+def interval_coverage(table_rows) -> str:
+    """What the intervals of ``table_rows`` cover, for a column header: ``95% CI, 3 processes x rounds``, or
+    ``95% CI, 1 process x rounds`` where each row was timed in one process (its interval says nothing of the
+    next process's luck); ``95% CI, processes x rounds`` where the rows differ."""
+    counts = {row.processes for row in table_rows if row.record.timed}
+    if len(counts) != 1:
+        return "95% CI, processes x rounds"
+    (count,) = counts
+    return f"95% CI, {count} process{'es' if count != 1 else ''} x rounds"
 
 
 def _point_key(r: Record) -> tuple:
@@ -43,5 +61,5 @@ def rows(results: ResultSet) -> list[Row]:
         best = passing[0] if passing else None
         for r in timed + [r for r in records if not r.timed]:
             out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r),
-                           results.precision_speedup(r)))
+                           results.precision_speedup(r), results.median_interval(r)))
     return out

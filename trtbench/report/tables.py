@@ -15,6 +15,8 @@ from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
+from trtbench.report.columns.processes import disagreement_notes
+from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
@@ -112,7 +114,7 @@ def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
     return [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
 
 
-def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
+def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
     """Identity columns (model/precision/threads/knobs/environment only when they vary), then the column
     sets'."""
     records = results.records
@@ -128,17 +130,19 @@ def _columns(results: ResultSet, column_sets: list[ColumnSet]) -> list[str]:
         cols.append("threads")
     if len({r.case.knobs for r in records}) > 1:
         cols.append("knobs")
-    return cols + ["point", "status"] + [column.header for column_set in column_sets for column in column_set.columns]
+    return cols + ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
+                                         for column in column_set.columns]
 
 
-def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], environments: dict) -> list[str]:
+def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: ResultSet,
+           table_rows: list[Row]) -> list[str]:
     r, c = row.record, row.record.case
     values = {
-        "environment": environment_name(environments.get(r.environment, {"id": r.environment})),
+        "environment": environment_name(results.environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
         "precision": c.precision, "threads": str(c.threads), "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
         "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
-        **{column.header: column.cell(row) for column_set in column_sets for column in column_set.columns},
+        **{column.heading(table_rows): column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
     return [values[col] for col in columns]
 
@@ -192,6 +196,8 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "pages in on every call and others on some calls or none, so the median mixes two speeds; under "
                    "glibc's default state a process lands in either (a fresh deployment too, by its heap's layout), "
                    "and benchmark.allocator tuned, jemalloc or tcmalloc hold one.")
+    out += disagreement_notes(timed)
+    out += regime_notes(results)
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "
@@ -199,7 +205,14 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
                    "speedup is eager fp32's median over the variant's (at every precision), its interval from the rounds "
-                   "both were timed in, interleaved.")
+                   "both were timed in, interleaved, and from each one's replicate processes.")
+    single = [row for row in table_rows if row.record.timed and row.processes == 1]
+    if single:
+        out.append("timed in one process: " + ("every row" if len(single) == len([r for r in table_rows if r.record.timed])
+                                               else ", ".join(f"{row.record.case.label} {row.record.case.point}"
+                                                              for row in single))
+                   + "; its intervals cover that one process's rounds, not the luck of the next process (another "
+                   "deployment's): run with benchmark.processes 3 or more for that.")
     if any(row.precision_speedup is not None for row in table_rows):
         out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
                    "variant's, timed in the same rounds as it and eager fp32.")
@@ -211,8 +224,8 @@ def _table(results: ResultSet) -> tuple[list[str], list[list[str]], list[str]]:
     """(columns, cells per row, notes) of the speedup table."""
     table_rows = rows(results)
     column_sets = _shown_column_sets(table_rows)
-    columns = _columns(results, column_sets)
-    return columns, [_cells(row, columns, column_sets, results.environments) for row in table_rows], notes(results, table_rows)
+    columns = _columns(results, column_sets, table_rows)
+    return columns, [_cells(row, columns, column_sets, results, table_rows) for row in table_rows], notes(results, table_rows)
 
 
 def markdown_table(results: ResultSet) -> str:

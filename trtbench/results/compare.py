@@ -3,12 +3,16 @@
 The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
 (prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
 
-Each matching case (model, variant, options, precision, point, threads, device) is compared on its raw per-iteration samples:
-the new run's speedup over the baseline, the baseline's median over the new run's (the direction of
-every speedup in trtbench: above 1 is faster), with a seeded bootstrap 95% confidence interval. A
-change is reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at
-least 5% shorter or longer); otherwise it is within noise. The interval reflects noise within each
-run, not drift between runs (other load, clock changes). Comparisons are printed, never saved.
+Each matching case (model, variant, options, precision, point, threads, device) is compared on its blocks: the
+new run's speedup over the baseline, the baseline's median block over the new run's (the direction of every speedup
+in trtbench: above 1 is faster), with a seeded bootstrap 95% confidence interval in which each run's replicate
+processes are its sample (:func:`trtbench.core.stats.unpaired_interval`: each run's rounds and processes resampled
+on their own, topped up with the two runs' pooled between-process variance where a row's own is not resolved). A
+record of fewer than 3 rounds (a version 1 results.json keeps one) is compared on its calls instead. A change is
+reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at least 5% shorter or longer);
+otherwise it is within noise. The interval covers each run's rounds and process luck, not the machine's drift
+between the runs (other load, clock changes); where either run's points changed regime (:mod:`trtbench.core.regimes`),
+:func:`regime_lines` says so. Comparisons are printed, never saved.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from typing import Optional
 import numpy as np
 
 from trtbench.core.case import Case
+from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import bootstrap_median_ratio
+from trtbench.core.stats import bootstrap_median_ratio, pooled_between_variance, unpaired_interval
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class Change:
     ci_low: Optional[float]  # the speedup's 95% CI
     ci_high: Optional[float]
     verdict: str  # faster | slower | no change | within noise | not comparable: <why>
+    processes: str = ""  # the replicate processes that timed it in each run: "3/3"
 
 
 def _verdict(low: float, high: float, threshold: float) -> str:
@@ -55,6 +61,7 @@ def _verdict(low: float, high: float, threshold: float) -> str:
 def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[Change]:
     """Compare every record of ``new`` with the baseline's record of the same case (any environment)."""
     by_case = {record.case: record for record in base}
+    between = pooled_between_variance([r.block_series for r in [*base, *new] if r.timed])
     changes = []
     for record in new:
         old = by_case.get(record.case)
@@ -66,11 +73,39 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
         if why:
             changes.append(Change(record.case, None, None, None, None, None, f"not comparable: {why}"))
             continue
-        base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(record.samples_ms)
-        base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
-        low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's samples resampled
-        changes.append(Change(record.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold)))
+        changes.append(_change(old, record, between, threshold))
     return changes
+
+
+def _change(old: Record, new: Record, between: Optional[float], threshold: float) -> Change:
+    """``new`` against ``old``: their median blocks, each run's rounds and processes its sample; on their calls
+    where either has fewer than 3 rounds."""
+    base, this = old.block_series, new.block_series
+    if min(len(set(base.rounds)), len(set(this.rounds))) >= 3:
+        interval = unpaired_interval(base, this, between)
+        base_ms, new_ms = float(np.median(base.medians)), float(np.median(this.medians))
+        low, high = interval.low, interval.high
+    else:
+        base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(new.samples_ms)
+        base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
+        low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's calls resampled
+    return Change(new.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold),
+                  f"{old.process_count}/{new.process_count}")
+
+
+def regime_lines(name: str, results: ResultSet) -> list[str]:
+    """One line per point of ``results`` whose rounds fell into more than one of the machine's regimes."""
+    seen, out = set(), []
+    for record in results:
+        key = (record.case.baseline_id, record.environment)
+        if record.timed and key not in seen:
+            seen.add(key)
+            regimes = results.regimes(record)
+            if len(regimes) > 1:
+                c = record.case
+                out.append(f"{name}: {c.model} t{c.threads} {c.point} ({c.shapes}) ran in {len(regimes)} regimes: "
+                           + "; ".join(r.text() for r in regimes))
+    return out
 
 
 @dataclass(frozen=True)
@@ -143,9 +178,11 @@ def generate_changes_table(changes: list[GenerateChange]) -> str:
 
 def changes_table(changes: list[Change]) -> str:
     """The comparison as a Markdown table: the new run's speedup over the baseline (base ms / new ms)."""
-    lines = ["| model | variant | precision | threads | point | base ms | new ms | speedup (base/new) | 95% CI | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | variant | precision | threads | point | processes (base/new) | base ms | new ms | "
+             "speedup (base/new) | 95% CI, each run's processes x rounds | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in changes:
         k = c.case
-        lines.append(_row(f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) |", c))
+        lines.append(_row(f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) | "
+                          f"{c.processes} |", c))
     return "\n".join(lines) + "\n"

@@ -37,7 +37,8 @@ from trtbench.core.part import Part, PartsByKind, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
-from trtbench.core.stats import Interval, paired_ratio
+from trtbench.core.regimes import Regime, covering, find_regimes, regime_dependent, regime_speedups
+from trtbench.core.stats import Interval, median_interval, pooled_between_variance, speedup_interval
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
@@ -75,9 +76,11 @@ class ResultSet:
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
     _parts: PartsByKind = field(default_factory=PartsByKind)  # every part but the records
     _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)  # intervals and regimes, dropped on add
 
     def add(self, part: Part) -> None:
         """Add or replace a part (a record, a ceiling, a served case...) of the same key."""
+        self._derived.clear()
         if not isinstance(part, Record):
             self._parts.add(part)
             return
@@ -151,19 +154,78 @@ class ResultSet:
         return self._eager_at(record, record.case.precision)
 
     def speedup(self, record: Record) -> Optional[Interval]:
-        """Eager fp32's median over this record's, with a 95% CI from the paired rounds."""
-        return self._ratio(self.baseline(record), record)
+        """Eager fp32's median over this record's, with its two-level 95% CI (:meth:`paired_speedup`)."""
+        return self.paired_speedup(self.baseline(record), record)
 
     def precision_speedup(self, record: Record) -> Optional[Interval]:
         """Eager's median at the record's own precision over the record's (:meth:`precision_baseline`),
-        with a 95% CI from the paired rounds."""
-        return self._ratio(self.precision_baseline(record), record)
+        with its two-level 95% CI (:meth:`paired_speedup`)."""
+        return self.paired_speedup(self.precision_baseline(record), record)
 
-    @staticmethod
-    def _ratio(base: Optional[Record], record: Record) -> Optional[Interval]:
+    def _memo(self, key: tuple, compute):
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    def between_variance(self, environment: str) -> Optional[float]:
+        """The pooled between-process variance (log scale) of the environment's timed records
+        (:func:`~trtbench.core.stats.pooled_between_variance`): a run's rows, or one machine's of a merge."""
+        return self._memo(("between", environment), lambda: pooled_between_variance(
+            [r.block_series for r in self if r.timed and r.environment == environment]))
+
+    def median_interval(self, record: Record) -> Optional[Interval]:
+        """The record's median block with its two-level 95% CI (None when not timed)."""
+        if not record.timed:
+            return None
+        return self._memo(("median", record.key), lambda: median_interval(
+            record.block_series, self.between_variance(record.environment)))
+
+    def regimes(self, record: Record) -> list[Regime]:
+        """The machine's regimes at the record's point (:func:`~trtbench.core.regimes.find_regimes` over every
+        record timed in its rounds: every variant and precision of its model at the point, in its environment)."""
+        key = (record.case.baseline_id, record.environment)
+        return self._memo(("regimes", key), lambda: find_regimes(
+            [r.block_series for r in self if r.timed and (r.case.baseline_id, r.environment) == key]))
+
+    def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
+        """The record's speedup over eager fp32 in each regime of its point (:meth:`regimes`); empty where the
+        point had one regime or the record has no speedup."""
+        base = self.baseline(record)
+        regimes = self.regimes(record) if record.timed else []
+        if len(regimes) < 2 or base is None or base is record or not base.timed:
+            return []
+        return self._memo(("regime speedups", base.key, record.key), lambda: regime_speedups(
+            base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
+
+    def regime_dependent(self, record: Record) -> bool:
+        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
+        same processes timed every regime: their luck is no difference between regimes)."""
+        base = self.baseline(record)
+        if not self.regime_speedups(record):
+            return False
+        return self._memo(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
+            base.block_series, record.block_series, self.regimes(record), processes=False)))
+
+    def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
+        """``base``'s median over ``record``'s, both timed in the same rounds, with the two-level 95% CI
+        (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled together, each one's processes on their
+        own, the environment's pooled between-process variance). Where the point spans regimes and the speedup
+        differs between them (:meth:`regime_dependent`), the interval covers every regime's. None without
+        timings of both or a round they share."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
-        return paired_ratio(base.rounds, record.rounds)
+        return self._memo(("speedup", base.key, record.key), lambda: self._paired(base, record))
+
+    def _paired(self, base: Record, record: Record) -> Optional[Interval]:
+        pair = (base.block_series, record.block_series)
+        if not set(pair[0].rounds) & set(pair[1].rounds):
+            return None
+        between = self.between_variance(record.environment)
+        overall = speedup_interval(*pair, between)
+        regimes = self.regimes(record)
+        if len(regimes) < 2 or base is not self.baseline(record):
+            return overall
+        return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall
 
     def exit_code(self, interrupted: bool = False) -> int:
         """130 if interrupted; 1 if a run stopped on an error, or any part fails the run (a case that failed
@@ -258,8 +320,11 @@ class ResultSet:
     @classmethod
     def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
         """One set with every record and part; a (case, environment) measured twice keeps the later one, noted,
-        with the later one's serving results (none where it was not served)."""
+        with the later one's serving results (none where it was not served). A record is kept whole, never pooled
+        with another input's: different runs' processes share no rounds to pair on. A point whose records come from
+        more than one input is noted for that reason (its speedups would pair blocks not timed together)."""
         merged, notes = cls(), []
+        source: dict[tuple, int] = {}  # a kept record's key -> its input's number
         for i, other in enumerate(sets):
             merged.environments.update(other.environments)
             merged.runs.extend(other.runs)
@@ -269,6 +334,7 @@ class ResultSet:
                                  f"{record.case.point}: measured in more than one input; kept input {i + 1}'s")
                     merged._parts.drop_joined(record.key)  # a part that joins the earlier record goes with it
                 merged.add(record)
+                source[record.key] = i + 1
             for part in other._parts:
                 earlier = merged.part(part.KIND, part.key)
                 # a device's ceilings measured by several inputs on one machine are one fact; any other part
@@ -280,4 +346,20 @@ class ResultSet:
                 merged.add(part)
             for section, items in other._unread.items():
                 merged._unread[section] = merged._unread.get(section, []) + items
-        return merged, notes
+        return merged, notes + _mixed_point_notes(merged, source)
+
+
+def _mixed_point_notes(merged: ResultSet, source: dict[tuple, int]) -> list[str]:
+    """A note per point whose kept records came from several inputs: their rounds were not timed together."""
+    inputs: dict[tuple, set[int]] = {}
+    for record in merged:
+        inputs.setdefault((record.case.baseline_id, record.environment), set()).add(source[record.key])
+    notes = []
+    for (baseline_id, environment), numbers in inputs.items():
+        sources = sorted(numbers)
+        if len(sources) > 1:
+            model, point = baseline_id[0], baseline_id[1]
+            notes.append(f"{model} {point} in environment {environment}: its records come from inputs "
+                         f"{', '.join(map(str, sources))}, whose runs share no rounds, so its speedups pair blocks "
+                         "that were not timed together; merge each point from one run")
+    return notes

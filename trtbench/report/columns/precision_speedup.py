@@ -8,7 +8,7 @@ from typing import Sequence
 
 from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.columns.speedup import speedup_text
-from trtbench.report.rows import Row
+from trtbench.report.rows import Row, interval_coverage
 
 
 def _shown(rows: Sequence[Row]) -> bool:
@@ -23,5 +23,6 @@ def _values(row: Row) -> dict:
 
 
 PRECISION_SPEEDUP = register(ColumnSet(
-    "precision_speedup", columns=(Column("vs eager same precision [95% CI]", lambda row: speedup_text(row.precision_speedup)),),
+    "precision_speedup", columns=(Column(lambda rows: f"vs eager same precision [{interval_coverage(rows)}]",
+                                                 lambda row: speedup_text(row.precision_speedup)),),
     fields=("precision_speedup", "precision_speedup_low", "precision_speedup_high"), values=_values, shown=_shown))

@@ -18,10 +18,15 @@ def _always(rows: Sequence[Row]) -> bool:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the speedup table: its header and a row's cell ("" where the row has no value)."""
+    """A column of the speedup table: its header (text, or made from the table's rows: what an interval covers)
+    and a row's cell ("" where the row has no value)."""
 
-    header: str
+    header: str | Callable[[Sequence[Row]], str]
     cell: Callable[[Row], str]
+
+    def heading(self, rows: Sequence[Row]) -> str:
+        """The header over ``rows``."""
+        return self.header if isinstance(self.header, str) else self.header(rows)
 
 
 @dataclass(frozen=True)

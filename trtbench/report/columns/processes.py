@@ -1,0 +1,105 @@
+"""Replicate processes: how many worker processes timed each row and how far apart their medians were, and the
+notes that name rows whose processes disagreed beyond their own rounds' noise, with what differed between them
+(the per-process facts each latency record keeps in ``metrics["processes"]``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from trtbench.core.allocator import threshold_text
+from trtbench.core.record import Record
+from trtbench.core.stats import median_interval
+from trtbench.report.columns.registry import Column, ColumnSet, register
+from trtbench.report.rows import Row
+
+DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: identical ones differ by 1-3%
+
+# what a process's facts say, and how the notes name each
+FACTS = (("minor_faults_per_call_median", "page faults/call"), ("voluntary_ctx_switches", "voluntary context switches"),
+         ("involuntary_ctx_switches", "involuntary context switches"), ("cpu_migrations", "CPU migrations"),
+         ("rss_mb", "RSS MB"))
+
+
+def process_spread(record: Record) -> Optional[float]:
+    """The slowest process's median block over the fastest's, less 1 (0.021: 2.1% apart); None under 2 processes."""
+    if not record.timed or record.process_count < 2:
+        return None
+    medians = record.block_series.process_medians().values()
+    return max(medians) / min(medians) - 1
+
+
+def processes_disagree(record: Record) -> bool:
+    """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
+    by DISAGREE or more (identical processes of one variant differ by 1-3% on a quiet machine: a spread the
+    intervals cover, not one to explain)."""
+    if not record.timed or record.process_count < 2:
+        return False
+    series = record.block_series
+    own = [median_interval(series.only_processes([p])) for p in sorted(set(series.processes))]
+    finite = [i for i in own if math.isfinite(i.low) and math.isfinite(i.high)]
+    return any(a.high < b.low and b.value / a.value - 1 >= DISAGREE for a in finite for b in finite)
+
+
+def _fact_text(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2g}"
+    return str(value)
+
+
+def differences(record: Record) -> list[str]:
+    """What differed between the record's processes (``metrics["processes"]``): ``page faults/call 0, 3700, 0``."""
+    facts = sorted(record.metrics.get("processes") or [], key=lambda fact: fact.get("process", 0))
+    out = []
+    for key, name in FACTS:
+        values = [fact.get(key) for fact in facts]
+        if len({repr(v) for v in values if v is not None}) > 1:
+            out.append(f"{name} {', '.join('?' if v is None else _fact_text(v) for v in values)}")
+    allocators = [(fact.get("allocator") or {}) for fact in facts]
+    if len({repr(sorted(a.items())) for a in allocators}) > 1:
+        out.append("allocator " + " / ".join(_allocator_text(a) for a in allocators))
+    return out
+
+
+def _allocator_text(facts: dict) -> str:
+    """A process's allocator facts: ``mmap threshold >= 16 MiB, trim threshold >= 32 MiB``."""
+    return ", ".join(f"{key.removesuffix('_bytes').replace('_', ' ')} {threshold_text(value)}"
+                     if key.endswith("threshold_bytes") else f"{key.replace('_', ' ')} {value}"
+                     for key, value in sorted(facts.items())) or "?"
+
+
+def disagreement_notes(records: Sequence[Record]) -> list[str]:
+    """A note naming the rows whose processes disagreed, each with its process medians and what differed."""
+    named = []
+    for r in records:
+        if processes_disagree(r):
+            medians = ", ".join(f"{ms:.3f}" for _, ms in sorted(r.block_series.process_medians().items()))
+            what = "; ".join(differences(r)) or "none of their page faults, context switches, CPU migrations, RSS " \
+                                                "or allocator thresholds"
+            named.append(f"{r.case.label} {r.case.precision} {r.case.point} (process medians {medians} ms; "
+                         f"differed: {what})")
+    if not named:
+        return []
+    return [f"processes disagreed beyond their own rounds' noise for: {'; '.join(named)}: each process has its own "
+            "luck (where its memory landed, its allocator state, its cores), as each deployment's process does; the "
+            "row's intervals cover that spread."]
+
+
+def _count_cell(row: Row) -> str:
+    return str(row.processes) if row.record.timed else ""
+
+
+def _spread_cell(row: Row) -> str:
+    spread = process_spread(row.record)
+    return "" if spread is None else f"{spread:.1%}"
+
+
+def _values(row: Row) -> dict:
+    spread = process_spread(row.record)
+    return {"processes": row.processes if row.record.timed else None,
+            "process_spread_pct": None if spread is None else round(spread * 100, 3)}
+
+
+PROCESSES = register(ColumnSet(
+    "processes", columns=(Column("processes", _count_cell), Column("process spread", _spread_cell)),
+    fields=("processes", "process_spread_pct"), values=_values))
