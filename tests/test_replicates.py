@@ -128,3 +128,38 @@ def test_plan_turns_fits_as_many_sets_as_the_memory_allows():
     assert plan_turns(3, gib, gib) == [[0], [1], [2]]
     assert plan_turns(4, gib, int(1.3 * gib)) == [[0, 1], [2, 3]]
     assert plan_turns(3, gib, None) == [[0, 1, 2]]  # unknown: as before
+
+
+@pytest.mark.parametrize("value, says", [(0, "must be positive"), (2.5, "expected an integer"),
+                                         (True, "expected an integer")])
+def test_processes_must_be_a_count(value, says):
+    from trtbench.config.config import config_from_dict
+    from trtbench.core.errors import UserInputError
+
+    config = copy.deepcopy(TINY_CONFIG)
+    config["benchmark"]["processes"] = value
+    with pytest.raises(UserInputError, match=says) as caught:
+        config_from_dict(config)
+    assert caught.value.where == "benchmark.processes"
+
+
+def test_the_default_is_three_and_the_environment_may_set_another(monkeypatch):
+    from trtbench.config.config import config_from_dict
+    from trtbench.core.errors import UserInputError
+
+    monkeypatch.delenv("TRTBENCH_PROCESSES")
+    assert config_from_dict(copy.deepcopy(TINY_CONFIG)).benchmark.processes == 3
+    monkeypatch.setenv("TRTBENCH_PROCESSES", "2")
+    assert config_from_dict(copy.deepcopy(TINY_CONFIG)).benchmark.processes == 2
+    monkeypatch.setenv("TRTBENCH_PROCESSES", "many")
+    with pytest.raises(UserInputError, match="TRTBENCH_PROCESSES"):
+        config_from_dict(copy.deepcopy(TINY_CONFIG))
+
+
+def test_the_command_line_sets_the_processes_and_refuses_a_non_count(capsys):
+    from trtbench.cli import build_parser
+
+    assert build_parser().parse_args(["run", "--config", "x.yaml", "--processes", "1"]).processes == 1
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["run", "--config", "x.yaml", "--processes", "0"])
+    assert exited.value.code == 2 and "not a count of processes" in capsys.readouterr().err
