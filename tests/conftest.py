@@ -19,6 +19,9 @@ import yaml
 ASSETS = Path(__file__).parent / "assets"
 REPO = Path(__file__).parent.parent
 sys.path.insert(0, str(ASSETS))
+# one timing process per variant unless a test asks for more (benchmark.processes): the default 3 would triple
+# every pipeline's workers; tests/test_replicates.py runs several. Set here, it reaches the CLI's subprocesses too
+os.environ["TRTBENCH_PROCESSES"] = "1"
 
 TINY_CONFIG = {
     "name": "tiny",

@@ -15,6 +15,12 @@ def _variants_arg(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _processes_arg(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a count of processes: give an integer of 1 or more")
+    return int(text)
+
+
 # ---- matrices (issue 10): --p99-budget, merge -----------------------------------------------
 
 def _budget_arg(text: str) -> float:
@@ -86,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--shard", help="run only shard I of N (I/N, 0-based): a deterministic slice of the "
                                              "matrix's build groups, for cluster schedulers; merge the shards' "
                                              "outputs with 'trtbench merge'")
+        parser_.add_argument("--processes", type=_processes_arg, metavar="N",
+                             help="replicate worker processes per variant (overrides benchmark.processes; 1: one "
+                                  "process each, a quick look whose intervals cover that process alone)")
         _add_budget_arg(parser_, "the config's budget.p99_ms")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
@@ -129,6 +138,8 @@ def cmd_run(args) -> int:
                          profile=args.command == "profile")
     if args.p99_budget is not None:
         config.budget.p99_ms = args.p99_budget
+    if args.processes is not None:
+        config.benchmark.processes = args.processes
     plan = resolve(config, parse_shard(args.shard) if args.shard else None)
     for line in plan.shard_lines():
         print(line, file=sys.stderr)

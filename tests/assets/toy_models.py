@@ -1,5 +1,6 @@
 """Small real models for fast tests (importable as ``toy_models:<factory>`` with tests/assets on the path)."""
 
+import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -343,3 +344,69 @@ class UnusedWeights(nn.Module):
 
 def unused_weights(weight_mib: int = 24) -> nn.Module:
     return UnusedWeights(weight_mib)
+
+
+LUCK_VAR = "TOY_PROCESS_LUCK"  # "<counter file>:<seed>": where the process-luck sleeper draws each process's speed
+SLOW = 1.08  # a slow process's calls take this much longer
+SLOW_SHARE = 1 / 3  # the chance that a process is slow
+
+
+def luck_draws(seed: int, dtype: str, count: int) -> list[bool]:
+    """Whether each of the first ``count`` worker processes at ``dtype`` is slow, for ``seed``."""
+    import zlib
+
+    import numpy as np
+
+    return [bool(d < SLOW_SHARE) for d in np.random.default_rng([seed, zlib.crc32(dtype.encode())]).random(count)]
+
+
+def _process_luck(dtype: torch.dtype) -> float:
+    """This worker process's speed factor: the next draw of its dtype's stream (the k-th worker process to ask, at
+    that dtype, takes draw k: a counter in the file ``TOY_PROCESS_LUCK`` names, locked). 1 in any process that
+    is not a trtbench worker (no start-up padding variable): the run's own process builds and judges."""
+    import fcntl
+    import json
+    import os
+
+    from trtbench.workers.loop import PADDING_VAR
+
+    if PADDING_VAR not in os.environ or LUCK_VAR not in os.environ:
+        return 1.0
+    try:  # wake from each sleep at once, however busy the machine: a real-time priority where this user may set one
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))  # (root); this thread only sleeps and returns
+    except OSError:
+        pass
+    path, seed = os.environ[LUCK_VAR].rsplit(":", 1)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        counts = json.loads(handle.read() or "{}")
+        index = counts.get(str(dtype), 0)
+        counts[str(dtype)] = index + 1
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(counts))
+    return SLOW if luck_draws(int(seed), str(dtype), index + 1)[index] else 1.0
+
+
+class ProcessLuck(nn.Module):
+    """A stand-in whose every call sleeps ``call_ms``, times a speed factor fixed per process at its first call: slow
+    (x :data:`SLOW`) with probability :data:`SLOW_SHARE`, by a seeded draw (:func:`_process_luck`). Sleeping, its
+    times barely depend on the machine's load (in a worker it sleeps at a real-time priority where that is allowed:
+    under a load of 10 on 2 cores, plain sleeps of 10 ms read 10-20 ms from one process to the next). Its output is
+    its input."""
+
+    def __init__(self, call_ms: float = 4.0):
+        super().__init__()
+        self.call_ms, self.factor = call_ms, None
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        if self.factor is None:
+            self.factor = _process_luck(x.dtype)
+        time.sleep(self.call_ms * self.factor / 1e3)
+        return x * self.scale
+
+
+def process_luck(call_ms: float = 4.0) -> nn.Module:
+    return ProcessLuck(call_ms)

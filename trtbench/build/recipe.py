@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # the config's and the plan's types; a worker imports this mo
 
 
 HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved file that the worker loaded and ran
+# worker facts of a rebuild: what its first call cost, and whether torch.compile's replicate processes found
+# Inductor's on-disk cache (one per user, shared by a run's processes) warm
+REBUILD_FACTS = ("first_call_s", "fxgraph_cache_hits", "fxgraph_cache_misses")
 ALLOCATOR_STATE = "mmap_threshold_bytes"  # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
 
 
@@ -125,6 +128,7 @@ class VariantRecipe:
         facts = {**torch_thread_facts(), ALLOCATOR_STATE: mmap_threshold(),
                  "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
                  **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
+                 **{key: built.info[key] for key in REBUILD_FACTS if key in built.info},
                  **variant.thread_settings(built)}
         return calls, facts
 

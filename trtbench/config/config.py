@@ -14,6 +14,7 @@ resolved (:mod:`trtbench.config.plan`), so a config (and its results) can be rea
 from __future__ import annotations
 
 import dataclasses
+import os
 import itertools
 from types import SimpleNamespace
 from dataclasses import dataclass, field
@@ -140,6 +141,19 @@ class InputConfig:
 
 
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
+PROCESSES = 3  # benchmark.processes' default: replicate worker processes per variant
+PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets another default (the test suite's: 1)
+
+
+def default_processes() -> int:
+    """benchmark.processes' default: :data:`PROCESSES`, or the count ``TRTBENCH_PROCESSES`` gives."""
+    text = os.environ.get(PROCESSES_VAR)
+    if text is None:
+        return PROCESSES
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UserInputError(PROCESSES_VAR, f"is '{text}', not a count of processes",
+                             f"set {PROCESSES_VAR} to an integer of 1 or more, or unset it (default {PROCESSES})")
+    return int(text)
 
 
 TIMING_KEYS = tuple(f.name for f in dataclasses.fields(TimingSettings))  # benchmark keys the timing settings take
@@ -163,6 +177,8 @@ class BenchmarkConfig:
     binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
     max_build_s: Optional[float] = None  # a variant not built within it is skipped (its building worker killed)
+    # replicate worker processes per variant x precision (latency, generate): each its own start-up luck
+    processes: int = field(default_factory=default_processes)
 
     def _key(self, name: str) -> Any:
         """The value of the section's key ``name``: its timing settings' or its own."""
@@ -179,7 +195,7 @@ class BenchmarkConfig:
                                      f"'{self.isolation}' times in this process, whose {knob} is set",
                                      f"use isolation: process (the default), or {knob}: {getattr(Knobs(), knob)}")
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
-                     "worker_timeout_s", "max_build_s"):
+                     "worker_timeout_s", "max_build_s", "processes"):
             schema.require_positive(self._key(name), schema.join(path, name))
         for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
                            ("switch_in_below_s", "no switch-in call")):

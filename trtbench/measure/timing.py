@@ -33,7 +33,7 @@ import torch
 
 from trtbench.measure.energy import EnergyCounter, counter_or_none
 from trtbench.measure.settle import Settle, wait_until_idle
-from trtbench.core.stats import relative_median_ci
+from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
 MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
 CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
@@ -77,6 +77,8 @@ class RawTiming:
     """
 
     rounds: list[list[float]] = field(default_factory=list)
+    block_process: list[int] = field(default_factory=list)  # per entry of rounds: the replicate process that timed it
+    block_round: list[int] = field(default_factory=list)  # per entry of rounds: the point's round it was timed in
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: str = "iterations"  # iterations | target_rel_ci | max_time_s
     settle_s: list[float] = field(default_factory=list)  # per block: the wait until its threads went idle
@@ -92,6 +94,15 @@ class RawTiming:
     @property
     def samples(self) -> list[float]:
         return [s for r in self.rounds for s in r]
+
+    @property
+    def series(self) -> BlockSeries:
+        """Each block's median with its process and round: what the two-level intervals resample (blocks kept
+        without them read as one process's, in round order, as an old record's do)."""
+        processes = self.block_process or [0] * len(self.rounds)
+        round_ids = self.block_round or range(len(self.rounds))
+        kept = [(statistics.median(block), p, r) for block, p, r in zip(self.rounds, processes, round_ids) if block]
+        return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
 
 
 @dataclass(frozen=True)
@@ -192,21 +203,25 @@ class WarmedUp:
     elapsed_s: float
 
 
-def _warm_up(timers: dict[str, BlockTimer], timing: TimingSettings,
+def _warm_up(timers: dict[str, list[BlockTimer]], timing: TimingSettings,
              warmed: Optional[WarmedUp] = None) -> dict[str, float]:
-    """Untimed calls, interleaved, until each variant had ``warmup`` and the point ``warmup_s`` (``warmed``
-    counting); returns each variant's latest call time (s) to size its blocks."""
+    """Untimed calls, interleaved over every process of every variant, until each process had ``warmup`` and the
+    point ``warmup_s`` (``warmed`` counting); returns each variant's latest call time (s, its first process's) to
+    size its blocks."""
     counted = warmed is not None and set(timers) <= set(warmed.call_s)
     last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
     calls = 1 if counted else 0
     started = time.perf_counter() - (warmed.elapsed_s if counted else 0.0)
+
+    def one_each() -> None:
+        for name, processes in timers.items():
+            last[name] = [timer.block(1).host_ms[0] / 1e3 for timer in processes][0]
+
     while calls < timing.warmup or (time.perf_counter() - started < timing.warmup_s and timing.warmup_s > 0):
-        for name, timer in timers.items():
-            last[name] = timer.block(1).host_ms[0] / 1e3
+        one_each()
         calls += 1
     if not calls:  # warmup 0: one call each to size the blocks is still needed
-        for name, timer in timers.items():
-            last[name] = timer.block(1).host_ms[0] / 1e3
+        one_each()
     return last
 
 
@@ -227,9 +242,14 @@ def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: d
             for name, s in call_s.items()}
 
 
-def _precise(timing: TimingSettings, m: RawTiming) -> bool:
-    samples = m.samples
-    return len(samples) >= timing.min_iterations and relative_median_ci(samples) <= timing.target_rel_ci
+def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float]) -> bool:
+    """Whether ``m``'s median is known to ``target_rel_ci``: the two-level 95% interval of its block medians
+    (rounds and processes resampled, :func:`trtbench.core.stats.median_interval`; ``between_var``: the point's
+    pooled between-process variance, for a variant with too few processes to resolve its own), after at least
+    ``min_iterations`` calls."""
+    if len(m.samples) < timing.min_iterations:
+        return False
+    return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
 
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], rounds: int, started: float,
@@ -241,9 +261,10 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
     speedups need. Without one, all stop together.
     """
     if timing.mode == "fixed":
-        done = all(len(results[n].samples) >= timing.iterations for n in active)
+        done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
-    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(timing, results[n])]
+    between_var = pooled_between_variance(results[n].series for n in results if results[n].rounds)
+    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(timing, results[n], between_var)]
     if time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if rounds < MIN_ROUNDS:
@@ -267,27 +288,31 @@ def _time_alone(timer: BlockTimer, calls: int, blocks: int, switch_in: bool) -> 
     return samples
 
 
-def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], device: torch.device,
+def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
                         timing: TimingSettings, tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
                         warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
     """Time every variant of one point in rotating rounds until ``timing`` says stop.
 
-    ``timers`` are :class:`BlockTimer` s (a variant's worker) or plain callables, timed here by a
-    :class:`CallTimer`. ``tick`` is called once per round, outside the timed blocks. The garbage
+    ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate worker
+    processes, process ``i`` the ``i``-th) or plain callables, timed here by a :class:`CallTimer`. A round is
+    one block of every process of every active variant, in an order that rotates from round to round; each
+    block keeps its process and round (:attr:`RawTiming.block_process`, :attr:`RawTiming.block_round`).
+    ``tick`` is called once per round, outside the timed blocks. The garbage
     collector is paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode
-    the last round is trimmed so each variant gets exactly ``iterations`` samples. With a
+    the last round is trimmed so each process gets exactly ``iterations`` samples. With a
     ``baseline`` and at least one other variant, variants leave the rounds once precise (see
-    :func:`_finished`), and the baseline is then timed alone for a few blocks: its
+    :func:`_finished`), and the baseline is then timed alone for a few blocks (in its first process): its
     :attr:`RawTiming.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
     calls the variants made at this point just before (they count toward the warm-up).
     """
-    timers = {name: t if isinstance(t, BlockTimer) else CallTimer(t, device) for name, t in timers.items()}
-    names = list(timers)
+    processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
+                        (t if isinstance(t, list) else [t])] for name, t in timers.items()}
+    names = list(processes)
     gc_was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
-        call_s = _warm_up(timers, timing, warmed)
+        call_s = _warm_up(processes, timing, warmed)
         switch_ins = _switch_ins(call_s, timing)
         blocks = _block_sizes(call_s, timing, switch_ins)
         synchronize(device)
@@ -296,39 +321,48 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object]], de
         rounds = 0
         active = list(names)
         while active:
-            shift = rounds % len(active)
-            for name in active[shift:] + active[:shift]:
+            units = [(name, i) for name in active for i in range(len(processes[name]))]
+            shift = rounds % len(units)
+            for name, i in units[shift:] + units[:shift]:
+                m = results[name]
                 calls = blocks[name]
                 if timing.mode == "fixed":
-                    calls = min(calls, timing.iterations - len(results[name].samples))
+                    calls = min(calls, timing.iterations - sum(len(r) for r, p in zip(m.rounds, m.block_process)
+                                                               if p == i))
                 if calls <= 0:
                     continue
-                block = timers[name].block(calls, switch_ins[name])
-                m = results[name]
-                m.rounds.append(block.host_ms)
-                if block.device_ms is not None:
-                    m.device_rounds.append(block.device_ms)
-                m.settle_s.append(block.settle.wait_s)
-                m.settle_cpu_ms.append(block.settle.cpu_s * 1e3)
-                m.unsettled += not block.settle.idle
-                if block.cpu_between_ms is not None:
-                    m.cpu_between_ms.append(block.cpu_between_ms)
-                if block.faults is not None:
-                    m.faults_per_call.append(block.faults / len(block.host_ms))
-                if block.switch_in_ms is not None:
-                    m.switch_in_ms.append(block.switch_in_ms)
-                if block.returned_ms is not None:
-                    m.returned_ms.append(block.returned_ms)
-                if block.energy_j is not None:
-                    m.energy.append((block.energy_j, block.energy_s, len(block.host_ms)))
+                _keep(m, processes[name][i].block(calls, switch_ins[name]), i, rounds)
             rounds += 1
             tick()
             for name, reason in _finished(timing, results, active, rounds, started, baseline).items():
                 results[name].stopped_by = reason
                 active.remove(name)
         if baseline in results and len(names) > 1:
-            results[baseline].alone = _time_alone(timers[baseline], blocks[baseline], ALONE_BLOCKS, switch_ins[baseline])
+            results[baseline].alone = _time_alone(processes[baseline][0], blocks[baseline], ALONE_BLOCKS,
+                                                  switch_ins[baseline])
         return results
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _keep(m: RawTiming, block: Block, process: int, round_index: int) -> None:
+    """Add ``block``, timed by ``process`` in round ``round_index``, and what its process did around it to ``m``."""
+    m.rounds.append(block.host_ms)
+    m.block_process.append(process)
+    m.block_round.append(round_index)
+    if block.device_ms is not None:
+        m.device_rounds.append(block.device_ms)
+    m.settle_s.append(block.settle.wait_s)
+    m.settle_cpu_ms.append(block.settle.cpu_s * 1e3)
+    m.unsettled += not block.settle.idle
+    if block.cpu_between_ms is not None:
+        m.cpu_between_ms.append(block.cpu_between_ms)
+    if block.faults is not None:
+        m.faults_per_call.append(block.faults / len(block.host_ms))
+    if block.switch_in_ms is not None:
+        m.switch_in_ms.append(block.switch_in_ms)
+    if block.returned_ms is not None:
+        m.returned_ms.append(block.returned_ms)
+    if block.energy_j is not None:
+        m.energy.append((block.energy_j, block.energy_s, len(block.host_ms)))

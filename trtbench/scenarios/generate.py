@@ -50,7 +50,7 @@ from trtbench.scenarios.generate_publish import published_parts
 from trtbench.scenarios.generate_report import generate_section, generate_summary
 from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
                                                 requests_of, speedups_of)
-from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
+from trtbench.workers.loop import Worker, WorkerError, close_workers, spawn_workers, start_workers
 
 ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
 
@@ -102,8 +102,7 @@ class GenerateWorkers:
         return start_workers(recipes, self._spawned)
 
     def close(self) -> None:
-        for worker in self._spawned:
-            worker.close()
+        close_workers(self._spawned)
         self._logs.cleanup()
 
 

@@ -10,10 +10,8 @@ is available (``MemAvailable``) when the run starts the group.
 
 from __future__ import annotations
 
-import re
-from typing import Optional
-
 from trtbench.core.errors import UserInputError
+from trtbench.core.procfs import available_bytes, proc_kib
 
 MIB = 2**20
 WORKER_OVERHEAD_BYTES = 1000 * MIB
@@ -21,28 +19,18 @@ AVAILABLE_SHARE = 0.8  # the default budget's share of MemAvailable: the rest is
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5}
 
 
-def _proc_kib(path: str, field: str) -> Optional[int]:
-    """A ``field: N kB`` line of a /proc file, in KiB; None where it cannot be read."""
-    try:
-        with open(path) as handle:
-            found = re.search(rf"^{field}:\s+(\d+)", handle.read(), re.MULTILINE)
-    except OSError:
-        return None
-    return int(found.group(1)) if found else None
-
-
 def default_budget_bytes() -> int:
     """80% of MemAvailable (/proc/meminfo); a config must give the budget where that cannot be read."""
-    available = _proc_kib("/proc/meminfo", "MemAvailable")
+    available = available_bytes()
     if available is None:
         raise UserInputError("generate.memory_budget_mb", "has no default here: /proc/meminfo gives no MemAvailable",
                              "set memory_budget_mb under the generate entry, e.g. memory_budget_mb: 8000")
-    return int(available * 1024 * AVAILABLE_SHARE)
+    return int(available * AVAILABLE_SHARE)
 
 
 def own_rss_bytes() -> int:
     """This process's resident memory now (VmRSS), 0 where it cannot be read."""
-    return (_proc_kib("/proc/self/status", "VmRSS") or 0) * 1024
+    return (proc_kib("/proc/self/status", "VmRSS") or 0) * 1024
 
 
 def worker_bytes(parameters: int, precision: str, kv_bytes: int) -> int:

@@ -101,5 +101,9 @@ def speedups_of(requests: list[RequestMetrics], baseline: list[RequestMetrics]) 
 
 
 def requests_of(requests: list[RequestMetrics]) -> dict:
-    """The per-request series the record keeps (ms), in the order made."""
-    return {name: [round(getattr(r, name), 4) for r in requests] for name in TIMES}
+    """The per-request series the record keeps (ms), in the order made, with each request's block coordinates: the
+    worker process that made it (``process``; one per decoder: 0) and the point's round it was made in (``round``),
+    as a latency record's ``block_process`` and ``block_round`` give a block's (a request is the generate
+    scenario's block)."""
+    return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
+            "process": [0] * len(requests), "round": list(range(len(requests)))}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
@@ -83,6 +84,16 @@ def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
     return facts
 
 
+def _process_metrics(isolation: Isolation, name: str, m: RawTiming, ids: list[int]) -> list[dict]:
+    """One dict per process that timed ``name`` (``ids``: the process index of each of ``m``'s process
+    positions): its index, its facts (:meth:`Isolation.process_facts`) and its minor page faults per timed call."""
+    facts = isolation.process_facts(name)
+    faults = m.faults_per_call if len(m.faults_per_call) == len(m.rounds) else []
+    return [{"process": ids[i], **facts.get(ids[i], {}),
+             **({"minor_faults_per_call_median": _median([f for f, p in zip(faults, m.block_process) if p == i])}
+                if faults else {})} for i in range(len(ids))]
+
+
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
@@ -102,7 +113,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
     reference, tolerances = built.references.outputs[point.label], built.tolerances
     failures, point = ctx.failures, point.label
     made: dict[str, dict] = {}  # slot id -> the Record fields found so far
-    timers: dict[str, _Tagged] = {}
+    timers: dict[str, dict[int, _Tagged]] = {}  # slot id -> its processes' timers, by process index
     point = slots[0][1].point
     checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
     started = time.perf_counter()
@@ -121,7 +132,7 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                     checked = isolation.check(key, point, call)  # in this process, with isolation in_process
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
                 fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
-                timer = isolation.timer(key, point, call)
+                processes = isolation.timers(key, point, call)
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:
                 raise
@@ -133,11 +144,11 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 fields["reason"] = failures.reason(f"run {case.variant} {case.precision} at {case.point}", err)
                 continue
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
-            timers[key] = _Tagged(key, timer)
+            timers[key] = {i: _Tagged(key, timer) for i, timer in processes.items()}
         energy = PointEnergy.before_rounds(ctx.device) if timers else None  # the idle draw just before the rounds
         while timers:
             try:
-                measured = measure_interleaved(timers, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
+                measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
                                                warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
@@ -146,18 +157,43 @@ def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolatio
                 continue
             for name, measurement in measured.items():
                 fields = made[name]
+                ids = sorted(timers[name])  # measure_interleaved's process i is this turn's i-th
                 fields.update(rounds=measurement.rounds, device_rounds=measurement.device_rounds,
-                              stopped_by=measurement.stopped_by)
+                              block_process=[ids[i] for i in measurement.block_process],
+                              block_round=list(measurement.block_round), stopped_by=measurement.stopped_by)
                 fields["metrics"]["isolation"] = _isolation_metrics(isolation, name, measurement)
                 launch = launch_metrics(measurement.returned_ms, measurement.samples)
                 if launch:
                     fields["metrics"]["launch"] = launch
                 fields["metrics"]["energy"] = energy.metrics(measurement.energy)
+                fields["metrics"]["processes"] = _process_metrics(isolation, name, measurement, ids)
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
             break
     return [Record(case=case, environment=ctx.env_id, **made[key]) for key, case in slots]
+
+
+def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
+    """Each slot's record of a point from the turns so far (``earlier``) and of the next turn (``later``, in the
+    same slot order) as one: its blocks, whose rounds follow the earlier turns' (the rounds of one turn pair among
+    themselves), and each turn's processes; a slot that failed in either turn is failed with the first reason."""
+    offset = 1 + max((r for record in earlier for r in record.round_ids), default=-1)
+    joined = []
+    for before, after in zip(earlier, later):
+        failed = next((r for r in (before, after) if r.status is not Status.OK), None)
+        device = (before.device_rounds + after.device_rounds
+                  if before.device_rounds is not None and after.device_rounds is not None else None)
+        joined.append(replace(
+            before, status=failed.status if failed else Status.OK, reason=failed.reason if failed else "",
+            rounds=before.rounds + after.rounds, device_rounds=device,
+            block_process=before.processes + after.processes,
+            block_round=before.round_ids + [r + offset for r in after.round_ids],
+            stopped_by="max_time_s" if "max_time_s" in (before.stopped_by, after.stopped_by) else after.stopped_by,
+            metrics={**before.metrics, "processes": before.metrics.get("processes", []) +
+                     after.metrics.get("processes", [])},
+            warnings=sorted(set(before.warnings) | set(after.warnings))))
+    return joined
 
 
 def with_run_info(built: BuiltGroup, points: list) -> list[Record]:
@@ -216,13 +252,23 @@ class Latency(Scenario):
             return
         yield from ceilings_todo(ctx, built)
         isolation = start_isolation(ctx, built.group, built.outcomes, built.copies, prepared)
-        group = built.group
-        for point in points:
-            title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
-            with ctx.progress.task(title, timed=True) as tick:
-                records = measure_point(ctx, built, point, isolation, tick)
-            flops = {"flops": built.references.flops[point.label]} if point.label in built.references.flops else {}
-            yield from (record.with_metrics(**flops) for record in records)
+        group, turns = built.group, isolation.turns
+        earlier: dict[str, list[Record]] = {}  # point label -> its records of the turns so far
+        for turn in range(turns):
+            if turn:
+                isolation.next_turn()
+            for point in points:
+                title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
+                with ctx.progress.task(title + (f" (turn {turn + 1} of {turns})" if turns > 1 else ""),
+                                       timed=True) as tick:
+                    records = measure_point(ctx, built, point, isolation, tick)
+                records = join_turns(earlier[point.label], records) if turn else records
+                if turn + 1 < turns:
+                    earlier[point.label] = records
+                    continue
+                flops = {"flops": built.references.flops[point.label]} if point.label in built.references.flops else {}
+                took_turns = {"process_turns": turns} if turns > 1 else {}
+                yield from (record.with_metrics(**flops, **took_turns) for record in records)
         yield from with_run_info(built, points)
 
     @classmethod

@@ -1,8 +1,10 @@
-"""Where each variant is timed: in this process, or in a worker process of its own (the default).
+"""Where each variant is timed: in this process, or in worker processes of its own (the default).
 
-``process`` (:class:`VariantWorkers`): one worker per variant of a build group rebuilds the
-variant from the parent's exact weights and times it on request (:mod:`trtbench.workers.loop`),
-as a deployment runs one runtime per process. ``in_process``: every variant is timed in the
+``process`` (:class:`VariantWorkers`): ``benchmark.processes`` replicate workers per variant of a build group
+each load the variant's saved file (or rebuild it from the parent's exact weights) and time it on request
+(:mod:`trtbench.workers.loop`), as a deployment runs one runtime per process; each starts with its own start-up
+luck (:func:`trtbench.workers.loop.startup_luck`), so that what differs from one process to the next shows as
+variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`). ``in_process``: every variant is timed in the
 parent, each block followed by the same settle wait. Either way the timing loop, and so the
 interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
 (:meth:`facts`): the method, the process, its threads and the runtime's spinning.
@@ -22,36 +24,54 @@ if TYPE_CHECKING:
     from trtbench.core.context import RunContext
 
 from trtbench.workers.checked_call import CheckedCall, checked_call
+from trtbench.core.procfs import available_bytes, process_facts
 from trtbench.core.env import torch_thread_facts
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
 from trtbench.build.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
-from trtbench.build.recipe import VariantRecipe, write_payloads
+from trtbench.build.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
-from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, spawn_workers, start_workers
+from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
 
+MIB = 2**20
+SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
+AVAILABLE_SHARE = 0.8  # of MemAvailable, for further replicate processes: the rest is the margin
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
 
 
 class Isolation(Protocol):
-    """Where a build group's variants are timed."""
+    """Where a build group's variants are timed: each slot in one or more replicate processes, all of a turn's
+    alive at once (:attr:`turns` of them take turns where they would not fit in memory together)."""
 
     method: str
+    turns: int
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
-        """The accuracy check's call of ``variant`` at ``label``, made where the variant is timed."""
+        """The accuracy check's call of ``variant`` at ``label``, made where the variant is timed (in every
+        process of this turn; the first's is judged)."""
         ...
 
-    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer: ...
+    def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
+        """This turn's processes of ``variant`` at ``label``, by their process index."""
+        ...
 
     def facts(self, variant: str) -> dict: ...
 
+    def next_turn(self) -> None:
+        """Close this turn's processes and start the next turn's (only while one is left)."""
+        ...
+
+    def process_facts(self, variant: str) -> dict[int, dict]:
+        """What each of this turn's processes of ``variant`` is and did, by process index."""
+        ...
+
 
 class InProcess:
-    """Every variant timed in this process."""
+    """Every variant timed in this process: one process."""
 
     method = "in_process"
+    turns = 1
 
     def __init__(self, device: torch.device, thread_settings: dict[str, dict]):
         self.device, self.thread_settings = device, thread_settings
@@ -59,12 +79,15 @@ class InProcess:
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
         return checked_call(call, self.device)
 
-    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
-        return CallTimer(call, self.device)
+    def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
+        return {0: CallTimer(call, self.device)}
 
     def facts(self, variant: str) -> dict:
         return {"method": self.method, "settle": SETTLED, "pid": os.getpid(), **torch_thread_facts(),
                 **self.thread_settings.get(variant, {})}
+
+    def process_facts(self, variant: str) -> dict[int, dict]:
+        return {0: {"pid": os.getpid(), **process_facts(os.getpid())}}
 
 
 def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "") -> Optional[Artifact]:
@@ -79,65 +102,149 @@ def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "
 
 
 class VariantWorkers:
-    """A worker process per variant of one build group: spawned when the group starts (they import
-    torch while this process builds), given their variants once built, closed together."""
+    """``processes`` replicate worker processes per variant of one build group (:attr:`Isolation.turns`), spawned
+    when the group starts (they import torch while this process builds), given their variants once built, closed
+    together. Process 0 of every slot builds first; its peak RSS is the estimate for its siblings, and as many of
+    them as fit in the memory available (:func:`plan_turns`) build beside it; the rest take turns."""
 
     method = "process"
 
-    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1,
+    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1, processes: int = 1,
                  max_build_s: Optional[float] = None):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
         self.knobs = knobs  # the deployment knobs every worker starts with (trtbench.core.knobs)
         self.max_build_s = max_build_s  # a worker still building after it is killed (benchmark.max_build_s)
-        self._spawned = spawn_workers(count, timeout_s, Path(self._folder.name), knobs, threads)
-        self.workers: dict[str, Worker] = {}
+        self.processes, self._timeout_s, self._threads = processes, timeout_s, threads
+        available = available_bytes()
+        fit = count * processes if available is None else int(available * AVAILABLE_SHARE // SPAWNED_BYTES)
+        self._spawned = spawn_workers(max(count, min(count * processes, fit)), timeout_s, Path(self._folder.name),
+                                      knobs, threads)
+        self._idle = list(self._spawned)  # spawned, not yet given a variant (more are spawned when a turn needs them)
+        self.workers: dict[str, dict[int, Worker]] = {}  # slot -> this turn's processes, by index
         self.errors: dict[str, WorkerError] = {}
+        self.recipes: dict[str, VariantRecipe] = {}
+        self.plan: list[list[int]] = [list(range(processes))]  # the process indices of each turn
+        self.turn = 0
+
+    @property
+    def turns(self) -> int:
+        return len(self.plan)
 
     def start(self, config, group, builds: dict[str, tuple[Variant, Built]], precisions: dict[str, str],
               copies: dict[str, PrecisionCopy], device: torch.device) -> "VariantWorkers":
         """Write ``group``'s weights and inputs once per compute dtype (``copies``, by precision: the
-        model copies the parent built from) and each variant's deployable file, then give each variant a
-        worker. ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``)."""
+        model copies the parent built from) and each variant's deployable file, then give each variant its
+        first process, plan the turns from their memory, and start the first turn's other processes.
+        ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``)."""
         folder = Path(self._folder.name)
         payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
-        recipes = {}
         for key, (variant, built) in builds.items():
             with in_flight(InFlight("save", group.model.id, variant.name, precisions[key], str(config.output.dir))):
                 artifact = deployed_artifact(variant, built, folder, key)  # the variant's own code, in this process
-            recipes[key] = VariantRecipe.for_group(config, group, variant.name, precisions[key],
-                                                   payloads[precisions[key]], device).hosting(artifact)
-        # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
-        rebuilds_first = sorted(recipes, key=lambda key: recipes[key].artifact is not None)
-        self.workers, self.errors = start_workers({key: recipes[key] for key in rebuilds_first}, self._spawned,
-                                                  max_build_s=self.max_build_s)
+            self.recipes[key] = VariantRecipe.for_group(config, group, variant.name, precisions[key],
+                                                        payloads[precisions[key]], device).hosting(artifact)
+        self._build([0])
+        if self.processes > 1:
+            self.plan = plan_turns(self.processes, self._extra_bytes(), available_bytes())
+        needed = (len(self.plan[0]) - 1) * len(self.workers)  # the rest: slots that did not build, later turns'
+        close_workers(self._idle[needed:])
+        self._idle = self._idle[:needed]
+        self._build(self.plan[0][1:])
         return self
 
+    def _build(self, indices: list[int]) -> None:
+        """Give process ``i`` of every slot still running, for each ``i`` of ``indices``, an idle worker, and build
+        them; a slot any of whose processes fails is failed with that error."""
+        # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
+        slots = sorted((k for k in self.recipes if k not in self.errors), key=lambda k: self.recipes[k].artifact is not None)
+        wanted = {_process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
+        if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
+            logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
+            logs.mkdir()
+            more = spawn_workers(len(wanted) - len(self._idle), self._timeout_s, logs, self.knobs, self._threads)
+            self._spawned += more
+            self._idle += more
+        given, self._idle = self._idle[:len(wanted)], self._idle[len(wanted):]
+        ready, errors = start_workers(wanted, given, max_build_s=self.max_build_s)
+        for slot in slots:
+            for i in indices:
+                name = _process_name(slot, i)
+                if name in ready:
+                    self.workers.setdefault(slot, {})[i] = ready[name]
+                elif slot not in self.errors:
+                    self.errors[slot] = errors[name]
+
+    def _extra_bytes(self) -> int:
+        """What one more process of every slot would add: each slot's first process's peak RSS, less what an idle
+        spawned worker (already counted as used) holds."""
+        idle = [process_facts(w.process.pid).get("rss_mb", 0.0) for w in self._idle[:1]]
+        peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0 for slot in self.workers for w in self.workers[slot].values()]
+        return int(sum(max(0.0, peak - (idle[0] if idle else 0.0)) for peak in peaks) * MIB)
+
+    def next_turn(self) -> None:
+        """Close this turn's processes and start the next turn's."""
+        close_workers([worker for processes in self.workers.values() for worker in processes.values()])
+        self.workers = {}
+        self.turn += 1
+        self._build(self.plan[self.turn])
+
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
-        """The worker's own call: accuracy is judged on what is timed (the deployed file, where one ships)."""
-        return self._worker(variant).check(label)
+        """Each process's own call: accuracy is judged on what is timed (the deployed file, where one ships);
+        the first process's is returned, each of the others' warms that process up."""
+        checked = [worker.check(label) for worker in self._processes(variant).values()]
+        return checked[0]
 
-    def timer(self, variant: str, label: str, call: Callable[[], Any]) -> BlockTimer:
-        return WorkerTimer(self._worker(variant), label)
+    def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
+        return {i: WorkerTimer(worker, label) for i, worker in self._processes(variant).items()}
 
-    def _worker(self, variant: str) -> Worker:
+    def _processes(self, variant: str) -> dict[int, Worker]:
         if variant in self.errors:
             raise self.errors[variant]
         return self.workers[variant]
 
     def facts(self, variant: str) -> dict:
-        worker = self.workers.get(variant)
-        facts = {}
-        if worker is not None:
-            try:
-                facts = worker.refresh_facts()
-            except WorkerError:  # a worker that died after its last block: its last known facts
-                facts = worker.facts
+        """The method and knobs, and this turn's first process's facts (its threads, what it hosts, its peak RSS)."""
+        processes = self.workers.get(variant, {})
+        facts = _refreshed(processes[min(processes)]) if processes else {}
         return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(), **facts}
 
+    def process_facts(self, variant: str) -> dict[int, dict]:
+        """Each process of this turn: its pid, start-up luck, RSS, context switches, CPU migrations and allocator."""
+        found = {}
+        for i, worker in self.workers.get(variant, {}).items():
+            facts = _refreshed(worker)
+            allocator = {"allocator": self.knobs.allocator, **{k: facts[k] for k in (ALLOCATOR_STATE,) if k in facts}}
+            found[i] = {"pid": worker.process.pid, **{k: facts[k] for k in ("hash_seed", "env_padding_bytes",
+                                                                             "peak_rss_mb", *REBUILD_FACTS) if k in facts},
+                        **process_facts(worker.process.pid), "allocator": allocator}
+        return found
+
     def close(self) -> None:
-        for worker in self._spawned:
-            worker.close()
+        close_workers(self._spawned)
         self._folder.cleanup()
+
+
+def _process_name(slot: str, index: int) -> str:
+    """A replicate process's name in messages: the slot's for its first process, ``slot (process N)`` after."""
+    return slot if index == 0 else f"{slot} (process {index + 1})"
+
+
+def _refreshed(worker: Worker) -> dict:
+    """A worker's facts with its peak RSS so far; a worker that died after its last block: its last known."""
+    try:
+        return worker.refresh_facts()
+    except WorkerError:
+        return worker.facts
+
+
+def plan_turns(processes: int, extra_bytes: int, available: Optional[int]) -> list[list[int]]:
+    """The process indices of each turn: process 0 of every slot is alive; each further set of processes (one per
+    slot) needs ``extra_bytes`` of ``available`` (MemAvailable now; its :data:`AVAILABLE_SHARE`, the rest the
+    margin). As many sets as fit run in each turn. Unknown availability: every process at once."""
+    if available is None or extra_bytes <= 0:
+        return [list(range(processes))]
+    at_once = max(1, min(processes, 1 + int(available * AVAILABLE_SHARE // extra_bytes)))
+    return [list(range(start, min(processes, start + at_once))) for start in range(0, processes, at_once)]
 
 
 def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
@@ -147,7 +254,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
     return VariantWorkers(count, config.benchmark.worker_timeout_s, group.knobs, group.threads,
-                          config.benchmark.max_build_s)
+                          processes=config.benchmark.processes, max_build_s=config.benchmark.max_build_s)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],
@@ -158,6 +265,6 @@ def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, Pr
     built = {group.slot_id(e.name, p): p for e, p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
-    log(f"start {len(built)} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
+    log(f"start {len(built)} x {workers.processes} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")
     builds = {k: (outcomes[k].variant, outcomes[k].built) for k in built}
     return workers.start(config, group, builds, precisions=built, copies=copies, device=device)

@@ -22,6 +22,7 @@ import dataclasses
 import gc
 import math
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -48,6 +49,19 @@ class Recipe(Protocol):
     device: str
 
     def materialize(self) -> tuple[dict[str, Any], dict]: ...
+
+
+PADDING_VAR = "TRTBENCH_ENV_PADDING"  # a variable of random length: the worker's environment size, drawn at start
+MAX_PADDING = 4096  # bytes: environment sizes up to a page moved stack alignment and timings (Mytkowicz et al. 2009)
+
+
+def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
+    """What a fresh process's start-up draws differently from the next one's in a deployment: its hash seed
+    (``PYTHONHASHSEED``, 1 to 2**32 - 1: set or dict orders, the layout of what start-up allocates) and its
+    environment's size (a padding variable of 0 to :data:`MAX_PADDING` bytes: where its stack starts). Each worker
+    draws its own, as Stabilizer randomizes layout, so that layout luck shows as variance between processes rather
+    than a bias fixed for the run."""
+    return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
 
 
 class WorkerError(RuntimeError):
@@ -171,8 +185,10 @@ def worker_main(fd: int) -> None:
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
             conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
-        else:  # "exit"
-            return
+        else:  # "exit": at once, its output flushed; tearing an interpreter with torch down takes a second or more of
+            sys.stdout.flush()  # CPU on a busy machine, and nothing of a worker's is left to write
+            sys.stderr.flush()
+            os._exit(0)
 
 
 class Worker:
@@ -186,6 +202,9 @@ class Worker:
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(env if env is not None else worker_env(Knobs()))
+        luck = startup_luck()
+        env.update(luck)
+        self.startup = {"hash_seed": int(luck["PYTHONHASHSEED"]), "env_padding_bytes": len(luck[PADDING_VAR])}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # it imports trtbench and the model's module
         output = open(log, "wb") if log is not None else None
         try:
@@ -199,7 +218,7 @@ class Worker:
                 output.close()
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.facts: dict = {}
+        self.facts: dict = dict(self.startup)
 
     def assign(self, name: str, recipe: Recipe) -> None:
         """Give the worker what it hosts (it builds on :meth:`start_build`)."""
@@ -264,7 +283,7 @@ class Worker:
         reply = self._receive("build")
         if reply[0] == "building":
             return None
-        self.facts = dict(reply[1])
+        self.facts = {**self.startup, **reply[1]}
         return self.facts
 
     def _send(self, message: tuple) -> None:
@@ -333,15 +352,28 @@ class Worker:
             self.process.kill()
         self._reap(5)
 
-    def close(self) -> None:
-        """Ask the worker to exit; kill it if it does not."""
+    def ask_exit(self) -> None:
+        """Ask the worker to exit (:meth:`close` waits for it)."""
         try:
             self.conn.send(("exit",))
         except (BrokenPipeError, OSError):
             pass
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        self.ask_exit()
         self._reap(10)
         self.kill()
         self.conn.close()
+
+
+def close_workers(workers: list[Worker]) -> None:
+    """Close ``workers``, all asked to exit first so that they shut down at once (an interpreter with torch
+    takes a second or more to exit on a busy machine)."""
+    for worker in workers:
+        worker.ask_exit()
+    for worker in workers:
+        worker.close()
 
 
 class WorkerTimer:
