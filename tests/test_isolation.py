@@ -277,6 +277,21 @@ def test_interference_flags_what_the_samples_can_resolve(alone, rounds, disturbe
     assert interference_check(record).disturbed is disturbed
 
 
+def test_interference_compares_the_alone_blocks_with_their_own_process_in_the_rounds():
+    """The alone blocks ran in the baseline's first process: another process 10% slower throughout (its own
+    offset, not interference) must not read as a disturbance."""
+    from trtbench.core.case import Case
+    from trtbench.core.record import Record
+
+    case = Case("m", "eager", "fp32", "opt", ((1, 3),), 2, "cpu")
+    first, slower = [9.8, 10.0, 10.2, 9.9, 10.1], [10.8, 11.0, 11.2, 10.9, 11.1]
+    record = Record(case, "env", rounds=[first, slower] * 4, block_process=[0, 1] * 4,
+                    block_round=[r for r in range(4) for _ in range(2)],
+                    metrics={"interference": {"alone_ms": first * 4, "variants": ["ort"]}})
+    check = interference_check(record)
+    assert not check.disturbed and check.rounds_ms == pytest.approx(10.0)
+
+
 def test_the_notes_name_rows_that_fault_their_pages_in_on_every_call():
     """A row whose process faulted thousands of pages per timed call (glibc handing its buffers back) is named
     in the report's notes with its count; one with a few faults is not."""

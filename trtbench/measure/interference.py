@@ -1,7 +1,8 @@
 """Did timing the variants together disturb them? The baseline in the rounds against the baseline alone.
 
 After a point's rounds, the baseline is timed for a few blocks with no other variant between
-them (:attr:`trtbench.measure.timing.RawTiming.alone`). When their 95% CIs do not overlap, or its
+them (:attr:`trtbench.measure.timing.RawTiming.alone`), in its first replicate process, and compared with that
+process's blocks in the rounds. When their 95% CIs do not overlap, or its
 median there differs from its median in the rounds by more than 5% while the alone run is
 precise enough to tell (its own CI within 5%; a few slow calls on a noisy machine are not), the
 variants timed beside it disturbed it (or the machine changed), and the report names them. Derived from the raw samples
@@ -58,8 +59,11 @@ class InterferenceCheck:
 def interference_check(record) -> Optional[InterferenceCheck]:
     """The check of a baseline record measured with others (None where there was none)."""
     data = record.metrics.get("interference")
-    if not data or not data.get("alone_ms") or not record.samples_ms:
+    # the alone blocks ran in the baseline's first process: against that process's blocks in the rounds, so that
+    # another process's own offset does not read as interference
+    in_rounds = [s for block, p in zip(record.rounds, record.processes) if p == 0 for s in block]
+    if not data or not data.get("alone_ms") or not in_rounds:
         return None
-    alone, rounds = summarize(data["alone_ms"]), summarize(record.samples_ms)
+    alone, rounds = summarize(data["alone_ms"]), summarize(in_rounds)
     return InterferenceCheck(alone.median, alone.median_ci_rel, rounds.median, rounds.median_ci_rel,
                              tuple(data.get("variants") or ()))
