@@ -8,11 +8,11 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving_rule import least_queries, resolving_queries, rule_name
+from trtbench.scenarios.serving_rule import ESTIMATE_QUERIES, least_queries, resolving_queries, rule_name
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"
-VALIDITY_RULES = ("bound", "loadgen")
+VALIDITY_RULES = ("estimate", "bound", "loadgen")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,11 @@ class ServingConfig(LoadSettings):
     peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
     (the rest: :class:`LoadSettings`).
 
-    ``validity``: ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
+    ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
+    peak with a 90% interval (:mod:`trtbench.measure.peak_estimate`), within ``search_queries`` queries (and
+    ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries (min_queries
+    500 by default), LoadGen's verdict taken on a confirming run at the interval's low end;
+    ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
     queries over ``p99_ms`` (:mod:`.serving_rule`), with LoadGen's min duration and queries met and its
     measured percentile within the bound;
     ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
@@ -111,16 +115,36 @@ class ServingConfig(LoadSettings):
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None
     threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
-    validity: str = "bound"
+    validity: str = "estimate"
+    search_queries: int = 10_000  # validity: estimate: the queries a search may use, its confirming run's included
+    search_minutes: Optional[float] = None  # validity: estimate: and the minutes it may take (None: no limit)
 
     def validate(self, path: str) -> None:
         if self.p99_ms is None:
             raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
                                  "give the latency bound in ms, e.g. p99_ms: 40")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
-        for name in ("p99_ms", "threads"):
+        for name in ("p99_ms", "threads", "search_queries", "search_minutes"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
         self.validate_load(path, "target_qps", self.validity == "bound")
+        if self.estimates and self.search_queries < 2 * self.queries:
+            raise UserInputError(schema.join(path, "search_queries"),
+                                 f"{self.search_queries} queries cannot hold a step and its confirming run of "
+                                 f"{self.queries} queries each", f"give search_queries: {20 * self.queries} or more "
+                                 "(the default is 10000), or fewer min_queries")
+
+    @property
+    def estimates(self) -> bool:
+        """Whether a search's peak is the joint estimate (``validity: estimate``), not a bisection's."""
+        return self.find_peak and self.validity == "estimate"
+
+    @property
+    def queries(self) -> int:
+        """LoadGen's min query count per run: ``min_queries``, or its default: 500 a step of a joint estimate, else
+        as :attr:`LoadSettings.queries`."""
+        if self.min_queries is None and self.estimates:
+            return ESTIMATE_QUERIES
+        return super().queries
 
     @property
     def peak_rule(self) -> str:
