@@ -84,6 +84,19 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
         assert run.late_flags(BOUND_MS) == [ms > BOUND_MS for ms in run.latencies_ms]
     stored = json.loads(json.dumps(result.to_dict()))
     assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == interval.low
+    # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
+    from test_core import two_variant_set
+    from trtbench.scenarios.serving_report import late_share_plot, serving_markdown
+    from trtbench.scenarios.serving_result import ServedCase
+
+    results = two_variant_set("env-a")
+    results.add(ServedCase(next(iter(results)).case.key, "env-a", (result,)))
+    table = serving_markdown(results, [])
+    assert f"| {interval.text(result.peak_qps)} |" in table and f"queries, " in table and "| joint-estimate/1 at 90% |" in table
+    assert f"stopped by {interval.stopped_by}" in table and ("LoadGen VALID at" in table or "LoadGen INVALID at" in table
+                                                             or "no confirming run" in table)
+    plot = late_share_plot(results, tmp_path / "late.png")
+    assert plot is not None and plot.stat().st_size > 10_000
 
 
 def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):

@@ -28,7 +28,10 @@ from trtbench.scenarios.loadgen_summary import LoadGenSummary
 from trtbench.scenarios.server import Server
 from trtbench.scenarios.serving_report import recommend_serving, serving_markdown
 from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
-from trtbench.scenarios.serving_rule import (LEGACY_RULE, binomial_cdf, late_count, least_queries, passes,
+from trtbench.api import compare
+from trtbench.results.compare import compare_serving
+from trtbench.scenarios.serving_peaks import PeakInterval
+from trtbench.scenarios.serving_rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, late_count, least_queries, passes,
                                              resolving_queries, rule_name)
 from trtbench.scenarios.serving_search import Bracket
 
@@ -289,3 +292,46 @@ def test_the_bootstrap_resamples_the_same_blocks_at_every_step_of_a_repeat():
 def test_a_step_is_the_larger_of_min_queries_and_its_rate_times_min_duration():
     plan = SearchPlan(0.01, 200.0, 500, 10.0, 1, 0.02, Budget(10_000))
     assert plan.queries_at(44.0) == 500 and plan.queries_at(134.0) == 1340
+
+
+def estimated_set(peak: float, low: float, high: float, env: str = "env-a", rule: str = ESTIMATE_RULE) -> ResultSet:
+    """A served eager with one joint estimate (its interval) under ``rule``."""
+    results = two_variant_set(env)
+    eager = next(r for r in results if r.case.variant == "eager")
+    confirm = LoadGenRun(low, 3, LoadGenSummary(True, low, low, {"p99": 30.0}), True, (12.0, 45.0), confirm=True)
+    interval = PeakInterval(low, high, "budget", 9800, 230.0, True, 0.5) if rule == ESTIMATE_RULE else None
+    results.add(ServedCase(eager.case.key, env, (ServingResult(
+        loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peak_rule=rule,
+        peaks=(peak,) if interval else (low, peak, high), runs=(confirm,), interval=interval),)))
+    return results
+
+
+def test_compare_sets_served_peaks_side_by_side_with_their_intervals():
+    base = estimated_set(40.0, 38.0, 42.0)
+    changes = {verdict: compare_serving(base, estimated_set(*new)) for verdict, new in (
+        ("higher", (50.0, 47.0, 53.0)), ("lower", (30.0, 28.0, 33.0)), ("intervals overlap", (41.0, 39.5, 43.0)))}
+    for verdict, (change,) in changes.items():
+        assert change.verdict == verdict and change.base == (40.0, 38.0, 42.0) and change.rule == ESTIMATE_RULE
+    (old_rule,) = compare_serving(estimated_set(40.0, 38.0, 42.0, rule=rule_name("bound", 0.9)), base)
+    assert old_rule.verdict == "not comparable: peaks found by different rules (late-share-bound/1 at 0.9, " \
+                               "joint-estimate/1 at 90%)"
+    table = compare(base, estimated_set(50.0, 47.0, 53.0)).table()
+    assert "| m eager fp32 w1 x t2 | joint-estimate/1 at 90% | 40.0 [38.0-42.0] | 50.0 [47.0-53.0] | higher |" in table
+
+
+def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
+    """A result of the bisection (no interval, runs in completion order, no lost_at or confirm) reads as it was."""
+    data = json.loads(json.dumps(estimated_set(40.0, 38.0, 42.0, rule=rule_name("bound", 0.9)).to_dict()))
+    (entry,) = data["serving"][0]["results"]
+    del entry["interval"]
+    for run in entry["runs"]:
+        del run["lost_at"], run["confirm"]
+    (old,) = ResultSet.from_dict(data).parts("served")[0].results
+    assert old.peak_rule == "late-share-bound/1 at 0.9" and old.interval is None and old.peak_spread == (38.0, 42.0)
+    assert old.peak_qps == 40.0 and not old.runs[0].confirm and old.runs[0].late_flags(40.0) == [False, True]
+    new = estimated_set(40.0, 38.0, 42.0)
+    (estimated,) = ResultSet.from_dict(json.loads(json.dumps(new.to_dict()))).parts("served")[0].results
+    assert estimated.interval == PeakInterval(38.0, 42.0, "budget", 9800, 230.0, True, 0.5)
+    assert estimated.peak_run.confirm and estimated.peak_spread == (38.0, 42.0)
+    table = serving_markdown(new, [])
+    assert "| 40.0 [38.0-42.0] (90%; 9800 queries, 3.8 min, stopped by budget; LoadGen VALID at 38.0) |" in table

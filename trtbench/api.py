@@ -28,7 +28,7 @@ from trtbench.core.errors import UserInputError
 if TYPE_CHECKING:
     from trtbench.config.config import Config
     from trtbench.pipeline.state import RunOutcome
-    from trtbench.results.compare import Change, GenerateChange
+    from trtbench.results.compare import Change, GenerateChange, ServingChange
     from trtbench.results.resultset import ResultSet
 
 __all__ = ["load_config", "run", "load_results", "compare", "Comparison"]
@@ -109,6 +109,7 @@ class Comparison:
     changes: tuple["Change", ...]
     threshold: float
     generate: tuple["GenerateChange", ...] = ()
+    serving: tuple["ServingChange", ...] = ()  # each served peak beside the baseline's, with their intervals
 
     def of(self, *verdicts: str) -> list[Union["Change", "GenerateChange"]]:
         """The changes, latency and generate, with one of ``verdicts`` (faster, slower, no change, within noise)."""
@@ -125,11 +126,13 @@ class Comparison:
     def table(self) -> str:
         """The Markdown tables: one row per case of the new set, then (when it has any) one per time of each of
         its generate rows."""
-        from trtbench.results.compare import changes_table, generate_changes_table
+        from trtbench.results.compare import changes_table, generate_changes_table, serving_changes_table
 
         tables = [changes_table(list(self.changes))] if self.changes or not self.generate else []
         if self.generate:
             tables.append(generate_changes_table(list(self.generate)))
+        if self.serving:
+            tables.append(serving_changes_table(list(self.serving)))
         return "\n".join(tables)
 
     def summary(self) -> str:
@@ -145,9 +148,9 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
     """Compare ``new`` with ``baseline`` as ``trtbench compare`` does: per matching case, the ratio of
     medians with a bootstrap 95% CI, called faster or slower only when the whole interval lies beyond
     ``threshold``. Either side is a result set or what :func:`load_results` takes."""
-    from trtbench.results.compare import compare_generate, compare_runs
+    from trtbench.results.compare import compare_generate, compare_runs, compare_serving
     from trtbench.results.resultset import ResultSet
 
     sides = [side if isinstance(side, ResultSet) else load_results(side) for side in (baseline, new)]
     return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold,
-                      tuple(compare_generate(sides[0], sides[1], threshold)))
+                      tuple(compare_generate(sides[0], sides[1], threshold)), tuple(compare_serving(*sides)))

@@ -180,6 +180,16 @@ def _curve(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray, np.ndarray, f
     return late, queries, log_qps - log_qps.mean(), float(log_qps.mean())
 
 
+def fit_curve(steps: Sequence[Step]) -> tuple[float, float, float]:
+    """The logistic curve fitted to every step: ``(a, b, centre)``, the late share at ``qps`` being
+    ``1 / (1 + exp(-(a + b (log(qps) - centre))))``."""
+    log_qps = np.log([s.qps for s in steps])
+    centre = float(log_qps.mean())
+    late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
+    a, b = _fit(late[None], queries[None], (log_qps - centre)[None])
+    return float(a[0]), float(b[0]), centre
+
+
 def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]:
     """The load where the curve fitted to every step reaches ``allowed`` (nan where none), and the width over it of
     the 90% interval were the queries independent (the fit's Fisher information): late queries come in bursts, so the
@@ -187,11 +197,10 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
     steps = [s for s in steps if s.queries]
     if not any(s.late.any() for s in steps):
         return math.nan, math.inf
-    log_qps = np.log([s.qps for s in steps])
-    centre = float(log_qps.mean())
-    log_qps = log_qps - centre
-    late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
-    a, b = _fit(late[None], queries[None], log_qps[None])
+    a, b, centre = fit_curve(steps)
+    log_qps = np.log([s.qps for s in steps]) - centre
+    queries = np.array([s.queries for s in steps], float)
+    a, b = np.array([a]), np.array([b])
     point = float(_crossing(a, b, allowed, centre)[0])
     if not math.isfinite(point):
         return point, math.inf

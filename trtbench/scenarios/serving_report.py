@@ -11,10 +11,12 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
+from trtbench.measure.peak_estimate import Step, fit_curve
 from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
 from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
@@ -46,7 +48,9 @@ def peak_rules(results: ResultSet) -> set[str]:
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:
     run = result.peak_run
     lat = run.summary.latency_ms if run else {}
-    if result.peaks:
+    if result.interval is not None:
+        peak = result.interval.text(result.peak_qps)
+    elif result.peaks:
         low, high = result.peak_spread
         searches = f"{len(result.peaks)} search" + ("es" if len(result.peaks) > 1 else "")
         peak = f"{result.peak_qps:.1f} [{low:.1f}-{high:.1f}] ({searches})"
@@ -78,7 +82,11 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
              "Poisson arrivals from LoadGen at each offered QPS; each variant hosted by worker processes (workers x "
              "intra-op threads each), one synchronized call per query (or per gathered batch). Peak QPS: the median "
              "over the repeated searches of the highest offered QPS whose run passed [lowest-highest]; the latencies "
-             "are LoadGen's, at that peak. Peak rule: how a run passed: `late-share-bound/1 at C`, when the upper "
+             "are LoadGen's, at that peak; with the rule `joint-estimate/1 at 90%`, the load at which the late share "
+             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and "
+             "minutes the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a "
+             "confirming run at the interval's low end (the latencies are that run's). Other peak rules: how a run "
+             "passed: `late-share-bound/1 at C`, when the upper "
              "bound at confidence C on its share of queries over the bound is within the share the percentile "
              "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
              "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
@@ -129,6 +137,47 @@ def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = 
     ax.set_title("Serving: latency percentile vs offered load")
     ax.grid(alpha=0.3)
     legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+def _steps(result: ServingResult) -> list[Step]:
+    """A joint estimate's fitted steps (its confirming run left out), each query's late flag in issue order."""
+    return [Step(run.offered_qps, run.repeat, np.array(run.late_flags(result.bound_ms), dtype=bool))
+            for run in result.runs if not run.confirm and (run.latencies_ms or run.lost_at)]
+
+
+def late_share_plot(results: ResultSet, path: Path) -> Optional[Path]:
+    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per
+    estimate, with every step's share and its 90% interval (Wilson's), the curve fitted to them, the share the
+    percentile allows and the estimate with its interval; None when no peak was estimated."""
+    pairs = [(record, result) for record, result in served(results) if result.interval is not None and _steps(result)]
+    if not pairs:
+        return None
+    fig = Figure(figsize=(6.0 * min(len(pairs), 3), 4.2 * -(-len(pairs) // 3)))
+    for i, (record, result) in enumerate(pairs):
+        ax = fig.add_subplot(-(-len(pairs) // 3), min(len(pairs), 3), i + 1)
+        steps, allowed, interval = _steps(result), 1 - result.percentile, result.interval
+        qps = np.array([s.qps for s in steps])
+        n, share = np.array([s.queries for s in steps], float), np.array([s.share for s in steps])
+        z = 1.6448536269514722
+        middle = (share + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        ax.errorbar(qps, share, yerr=[np.clip(share - (middle - half), 0, None), np.clip(middle + half - share, 0, None)],
+                    fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
+        a, b, centre = fit_curve(steps)
+        grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
+        ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
+        ax.axhline(allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({allowed:.2%})")
+        ax.axvline(result.peak_qps, color="red", linewidth=1.0, label=f"peak {result.peak_qps:.1f} QPS")
+        high = min(interval.high, grid.max())
+        ax.axvspan(interval.low, high, color="red", alpha=0.12, label="its 90% interval")
+        ax.set_yscale("symlog", linthresh=allowed / 10)
+        ax.set_xlabel("offered QPS")
+        ax.set_ylabel(f"late share (over {result.bound_ms:g} ms)")
+        ax.set_title(f"{record.case.label} {record.case.precision} {result.label}", fontsize="small")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
     fig.tight_layout()
     return save_figure(fig, path).path
 
