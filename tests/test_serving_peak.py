@@ -335,3 +335,13 @@ def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
     assert estimated.peak_run.confirm and estimated.peak_spread == (38.0, 42.0)
     table = serving_markdown(new, [])
     assert "| 40.0 [38.0-42.0] (90%; 9800 queries, 3.8 min, stopped by budget; LoadGen VALID at 38.0) |" in table
+
+
+def test_a_search_whose_steps_are_never_late_stops_at_the_capacity_bracketed():
+    """No step over the allowed share (a lax bound): bisection up to the capacity until the bracket is within the
+    resolution; the peak is its low end, the interval the bracket."""
+    plan = SearchPlan(0.01, 100.0, 50, 0.1, 1, 0.02, Budget(10_000))
+    search = search_peak(lambda qps, repeat, queries: (np.zeros(queries, dtype=bool), None), plan,
+                         np.random.default_rng(0))
+    assert search.stopped_by == "resolution" and search.estimate.qps == pytest.approx(98.4375)
+    assert search.estimate.high == 100.0 and len(search.steps) == 6 and search.confirm.qps == search.estimate.low

@@ -31,7 +31,8 @@ most, beside the current fit's crossing, alternately :data:`SPREAD` below and ab
 slope as well as its level). A step has ``max(min_queries, qps * min_duration_s)`` queries (LoadGen's minimums: it
 issues until both are met) and a schedule of its own (its repeat is its index): a step that replayed another's
 arrivals would see the same bursts again, and add less. The search stops once the interval is narrower than
-``resolution`` of the estimate, or when the next step would not fit in the budget (queries, or seconds) beside the
+``resolution`` of the estimate (or, where no step was ever over the allowed share, or none within it, once the
+bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in the budget (queries, or seconds) beside the
 confirming run at the interval's low end, which is made last (LoadGen's verdict at the load the interval vouches
 for) and is not fitted.
 """
@@ -250,15 +251,25 @@ def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
     return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
 
 
-def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
-    """Where the next step goes: bisection until the peak is bracketed (a step within the allowed share below one
-    over it), then beside the fit's crossing."""
+def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, float]]:
+    """The bisection's bracket while the peak is not bracketed yet (no step within the allowed share below one over
+    it): the highest load within it below the lowest over it (0 while none), and that lowest (the capacity while
+    none); None once bracketed."""
     over = [s.qps for s in steps if s.share > plan.allowed]
     under = [s.qps for s in steps if s.share <= plan.allowed]
-    if min(under, default=math.inf) < max(over, default=0.0) and math.isfinite(point):
-        return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
+    if min(under, default=math.inf) < max(over, default=0.0):
+        return None
     hi = min(over, default=plan.capacity)
-    return (max((q for q in under if q < hi), default=0.0) + hi) / 2
+    return max((q for q in under if q < hi), default=0.0), hi
+
+
+def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
+    """Where the next step goes: bisection until the peak is bracketed, then beside the fit's crossing."""
+    bracket = _bracket(steps, plan)
+    if bracket is None and math.isfinite(point):
+        return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
+    lo, hi = bracket or (0.0, plan.capacity)
+    return (lo + hi) / 2
 
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
@@ -279,6 +290,10 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
         used += len(late)
         point, independent_width = point_estimate(steps, plan.allowed)
+        bracket = _bracket(steps, plan)
+        if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
+            current, stopped_by = Estimate(bracket[0], bracket[0], bracket[1]), "resolution"  # no crossing within it
+            break
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:

@@ -30,7 +30,7 @@ from trtbench.measure.peak_estimate import Budget, SearchPlan, search_peak
 from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
-from trtbench.scenarios.serving_peaks import PeakInterval
+from trtbench.scenarios.serving_peaks import searched_peak
 from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
 from trtbench.scenarios.serving_rule import late_count, passes
 from trtbench.scenarios.serving_search import Bracket
@@ -200,12 +200,8 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
         confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
         runs[-1] = confirmed
-    estimate = search.estimate
-    interval = PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
-                            None if search.confirm is None else runs[-1].summary.valid,
-                            None if search.confirm is None else search.confirm.share)
-    return dataclasses.replace(result, runs=tuple(runs), peaks=(estimate.qps if estimate.qps > 0 else 0.0,),
-                               interval=interval)
+    peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
+    return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
 
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,

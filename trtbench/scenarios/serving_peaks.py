@@ -3,6 +3,7 @@ spread, and the run (or step) that stands for them."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
@@ -47,6 +48,19 @@ class PeakInterval:
         """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
         return (f"{peak:.1f} [{self.low:.1f}-{self.high:.1f}] (90%; {self.queries} queries, {self.seconds / 60:.1f} "
                 f"min, stopped by {self.stopped_by}; LoadGen {self.confirm_text})")
+
+
+def searched_peak(search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
+    """A joint estimate's peak and :class:`PeakInterval` from its finished search
+    (:class:`~trtbench.measure.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its confirming run.
+    Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to the
+    capacity: it is not known."""
+    estimate = search.estimate
+    share = search.confirm.share if search.confirm is not None else None
+    if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
+        return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share)
+    return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
+                                      confirm_valid, share)
 
 
 class RepeatedPeaks:

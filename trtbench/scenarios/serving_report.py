@@ -22,6 +22,7 @@ from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import Status
+from trtbench.scenarios.serving_peaks import PeakInterval
 from trtbench.scenarios.serving_result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
@@ -141,41 +142,58 @@ def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = 
     return save_figure(fig, path).path
 
 
-def _steps(result: ServingResult) -> list[Step]:
-    """A joint estimate's fitted steps (its confirming run left out), each query's late flag in issue order."""
-    return [Step(run.offered_qps, run.repeat, np.array(run.late_flags(result.bound_ms), dtype=bool))
-            for run in result.runs if not run.confirm and (run.latencies_ms or run.lost_at)]
+@dataclass(frozen=True)
+class SharePanel:
+    """One joint estimate as :func:`late_share_plot` draws it: its title, what late means (``ylabel``), its fitted
+    steps (the confirming run left out), the allowed late share, the peak and its interval."""
+
+    title: str
+    ylabel: str
+    steps: tuple[Step, ...]
+    allowed: float
+    peak: float
+    interval: PeakInterval
 
 
-def late_share_plot(results: ResultSet, path: Path) -> Optional[Path]:
-    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per
-    estimate, with every step's share and its 90% interval (Wilson's), the curve fitted to them, the share the
-    percentile allows and the estimate with its interval; None when no peak was estimated."""
-    pairs = [(record, result) for record, result in served(results) if result.interval is not None and _steps(result)]
-    if not pairs:
+def share_panels(results: ResultSet) -> list[SharePanel]:
+    """A panel per served configuration whose peak is a joint estimate."""
+    return [SharePanel(f"{record.case.label} {record.case.precision} {result.label}",
+                       f"late share (over {result.bound_ms:g} ms)",
+                       tuple(Step(run.offered_qps, run.repeat, np.array(run.late_flags(result.bound_ms), dtype=bool))
+                             for run in result.runs if not run.confirm and run.latencies_ms),
+                       1 - result.percentile, result.peak_qps, result.interval)
+            for record, result in served(results) if result.interval is not None]
+
+
+def late_share_plot(panels: list[SharePanel], path: Path) -> Optional[Path]:
+    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
+    with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
+    them, the share the percentile allows and the estimate with its interval; None without a panel with steps."""
+    panels = [panel for panel in panels if panel.steps]
+    if not panels:
         return None
-    fig = Figure(figsize=(6.0 * min(len(pairs), 3), 4.2 * -(-len(pairs) // 3)))
-    for i, (record, result) in enumerate(pairs):
-        ax = fig.add_subplot(-(-len(pairs) // 3), min(len(pairs), 3), i + 1)
-        steps, allowed, interval = _steps(result), 1 - result.percentile, result.interval
-        qps = np.array([s.qps for s in steps])
-        n, share = np.array([s.queries for s in steps], float), np.array([s.share for s in steps])
-        z = 1.6448536269514722
+    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
+    z = 1.6448536269514722  # a two-sided 90% interval
+    for i, panel in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        qps = np.array([s.qps for s in panel.steps])
+        n, share = np.array([s.queries for s in panel.steps], float), np.array([s.share for s in panel.steps])
         middle = (share + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        ax.errorbar(qps, share, yerr=[np.clip(share - (middle - half), 0, None), np.clip(middle + half - share, 0, None)],
+        ax.errorbar(qps, share, yerr=[np.clip(share - middle + half, 0, None), np.clip(middle + half - share, 0, None)],
                     fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
-        a, b, centre = fit_curve(steps)
+        a, b, centre = fit_curve(panel.steps)
         grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
         ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
-        ax.axhline(allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({allowed:.2%})")
-        ax.axvline(result.peak_qps, color="red", linewidth=1.0, label=f"peak {result.peak_qps:.1f} QPS")
-        high = min(interval.high, grid.max())
-        ax.axvspan(interval.low, high, color="red", alpha=0.12, label="its 90% interval")
-        ax.set_yscale("symlog", linthresh=allowed / 10)
+        ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
+        ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
+        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
+                   label="its 90% interval")
+        ax.set_yscale("symlog", linthresh=panel.allowed / 10)
         ax.set_xlabel("offered QPS")
-        ax.set_ylabel(f"late share (over {result.bound_ms:g} ms)")
-        ax.set_title(f"{record.case.label} {record.case.precision} {result.label}", fontsize="small")
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(panel.title, fontsize="small")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
     fig.tight_layout()

@@ -25,6 +25,7 @@ from trtbench.scenarios.serving_rule import rule_name
 
 SERVED_BATCH = 1  # a query is one sequence: the generate points served are those at this batch
 BATCHING_MODES = ("static", "continuous")
+TOKEN_VALIDITY_RULES = ("estimate", "bound")  # LoadGen's verdict (the vision server's loadgen) is not a token rule
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,13 @@ class TokenServingConfig(LoadSettings):
                                      "give both token-latency bounds in ms, e.g. ttft_ms: 2000 and tpot_ms: 200 "
                                      "(MLPerf's Llama2-70B server constraints)")
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        self.validate_load(path, "qps")
+        schema.require_choice(self.validity, TOKEN_VALIDITY_RULES, schema.join(path, "validity"))
+        self.validate_load(path, "qps", self.validity == "bound")
 
     @property
     def peak_rule(self) -> str:
-        """The name of the rule that judges its runs, as results record it (the vision server's, on either bound)."""
-        return rule_name("bound", self.confidence)
+        """The name of the rule that found its peaks, as results record it (the vision server's, on either bound)."""
+        return rule_name(self.validity, self.confidence)
 
     @property
     def max_batch(self) -> int:
