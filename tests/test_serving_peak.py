@@ -345,3 +345,12 @@ def test_a_search_whose_steps_are_never_late_stops_at_the_capacity_bracketed():
                          np.random.default_rng(0))
     assert search.stopped_by == "resolution" and search.estimate.qps == pytest.approx(98.4375)
     assert search.estimate.high == 100.0 and len(search.steps) == 6 and search.confirm.qps == search.estimate.low
+
+
+def test_a_merge_keeps_the_joint_estimates_intervals(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    estimated_set(40.0, 38.0, 42.0).save(first / "results.json")
+    estimated_set(44.0, 41.0, 47.0, "env-b").save(second / "results.json")
+    merged = merge_runs([str(first), str(second)], tmp_path / "m").results
+    intervals = sorted((r.interval.low, r.interval.high) for part in merged.parts("served") for r in part.results)
+    assert intervals == [(38.0, 42.0), (41.0, 47.0)]
