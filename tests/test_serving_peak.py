@@ -227,7 +227,7 @@ def estimate_searches(servers: int, step_queries: int, seed: int) -> list[Search
     same code), each step a simulated LoadGen run of ``step_queries`` queries (LoadGen's minimum duration below it)
     with its own arrivals, as each step has its own schedule seed."""
     rng = np.random.default_rng(seed)
-    plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, step_queries, 0.1, 1, 0.02, Budget(ESTIMATE_BUDGET))
+    plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, step_queries, 0.1, 0.02, Budget(ESTIMATE_BUDGET))
 
     def step(qps: float, repeat: int, queries: int):
         return md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries)) > BOUND_S, None
@@ -268,7 +268,7 @@ def test_a_search_brackets_first_then_steps_beside_the_estimate(estimated):
 def test_the_interval_stops_a_search_at_its_resolution():
     """With a wide resolution and a budget that does not bind, the search stops once its interval is narrower."""
     rng = np.random.default_rng(7)
-    plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 1000, 0.1, 1, 0.3, Budget(200_000))
+    plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 1000, 0.1, 0.3, Budget(200_000))
     search = search_peak(lambda qps, repeat, queries: (
         md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
     assert search.stopped_by == "resolution" and search.estimate.width <= 0.3 and search.queries < 200_000
@@ -290,7 +290,7 @@ def test_the_bootstrap_resamples_the_same_blocks_at_every_step_of_a_repeat():
 
 
 def test_a_step_is_the_larger_of_min_queries_and_its_rate_times_min_duration():
-    plan = SearchPlan(0.01, 200.0, 500, 10.0, 1, 0.02, Budget(10_000))
+    plan = SearchPlan(0.01, 200.0, 500, 10.0, 0.02, Budget(10_000))
     assert plan.queries_at(44.0) == 500 and plan.queries_at(134.0) == 1340
 
 
@@ -340,7 +340,7 @@ def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
 def test_a_search_whose_steps_are_never_late_stops_at_the_capacity_bracketed():
     """No step over the allowed share (a lax bound): bisection up to the capacity until the bracket is within the
     resolution; the peak is its low end, the interval the bracket."""
-    plan = SearchPlan(0.01, 100.0, 50, 0.1, 1, 0.02, Budget(10_000))
+    plan = SearchPlan(0.01, 100.0, 50, 0.1, 0.02, Budget(10_000))
     search = search_peak(lambda qps, repeat, queries: (np.zeros(queries, dtype=bool), None), plan,
                          np.random.default_rng(0))
     assert search.stopped_by == "resolution" and search.estimate.qps == pytest.approx(98.4375)

@@ -279,7 +279,7 @@ def test_the_joint_estimate_over_token_latencies_steps_each_on_its_own_schedule(
     either bound in issue order, the peak within the interval, the confirming run at its low end, the budget kept.
     How close the estimate comes: tests/test_serving_peak.py (the same search on simulated queues)."""
     bounds, top = load(36.0, 15.0), capacity(2, None)
-    plan = SearchPlan(1 - PERCENTILE, top, QUERIES, 0.01, 1, RESOLUTION, Budget(8 * QUERIES))
+    plan = SearchPlan(1 - PERCENTILE, top, QUERIES, 0.01, RESOLUTION, Budget(8 * QUERIES))
     search, runs = token_estimate(pool.servers(30.0)[:2], bounds, TokenServing(((PROMPT, TOKENS),)), plan, tmp_path)
     assert search is not None and not any(run.error for run in runs)
     assert search.queries == sum(len(run.queries) for run in runs) <= 8 * QUERIES

@@ -100,13 +100,12 @@ class Budget:
 @dataclass(frozen=True)
 class SearchPlan:
     """How a search runs: the allowed late share, the pool's ``capacity`` (no queue completes more), LoadGen's
-    minimums per step, the repeats its steps cycle over, the ``resolution`` that stops it and its :class:`Budget`."""
+    minimums per step, the ``resolution`` that stops it and its :class:`Budget`."""
 
     allowed: float
     capacity: float
     min_queries: int
     min_duration_s: float
-    repeats: int
     resolution: float
     budget: Budget
 

@@ -179,7 +179,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     capacity. A step that loses a query fails the result, with the steps made."""
     out_dir, capacity = where
     runs: list[LoadGenRun] = []
-    plan = SearchPlan(1 - settings.percentile, capacity, settings.queries, settings.min_duration_s, 1,
+    plan = SearchPlan(1 - settings.percentile, capacity, settings.queries, settings.min_duration_s,
                       settings.resolution, Budget(settings.search_queries, settings.search_minutes and
                                                   settings.search_minutes * 60))
 

@@ -8,6 +8,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
+from trtbench.measure.peak_estimate import Search
+
 Run = TypeVar("Run")
 
 
@@ -50,7 +52,7 @@ class PeakInterval:
                 f"min, stopped by {self.stopped_by}; LoadGen {self.confirm_text})")
 
 
-def searched_peak(search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
+def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
     """A joint estimate's peak and :class:`PeakInterval` from its finished search
     (:class:`~trtbench.measure.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its confirming run.
     Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to the

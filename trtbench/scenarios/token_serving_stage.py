@@ -241,7 +241,7 @@ class _TokenEngine:
         its peak with the interval, LoadGen's verdict on the confirming run at the low end. A step whose worker failed
         fails the result, with the steps made."""
         settings, minutes = self.settings, self.settings.search_minutes
-        plan = SearchPlan(1 - settings.percentile, result.capacity_qps, settings.queries, settings.min_duration_s, 1,
+        plan = SearchPlan(1 - settings.percentile, result.capacity_qps, settings.queries, settings.min_duration_s,
                           settings.resolution, Budget(settings.search_queries, minutes and minutes * 60))
         search, runs = token_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
                                       plan, self.folder)
