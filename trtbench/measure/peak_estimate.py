@@ -39,9 +39,11 @@ for) and is not fitted.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -69,7 +71,7 @@ class Step:
     def queries(self) -> int:
         return len(self.late)
 
-    @property
+    @cached_property
     def share(self) -> float:
         return float(np.mean(self.late)) if len(self.late) else 0.0
 
@@ -291,8 +293,8 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         point, independent_width = point_estimate(steps, plan.allowed)
         bracket = _bracket(steps, plan)
         if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
-            current, stopped_by = Estimate(bracket[0], bracket[0], bracket[1]), "resolution"  # no crossing within it
-            break
+            # no crossing within the bracket: the peak is its low end
+            return _confirmed(run, plan, steps, Estimate(bracket[0], bracket[0], bracket[1]), (used, started, clock))
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
@@ -300,9 +302,16 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 break
     if stopped_by == "budget" and steps:
         current = estimate(steps, plan.allowed, rng)
+    return dataclasses.replace(_confirmed(run, plan, steps, current, (used, started, clock)), stopped_by=stopped_by)
+
+
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: tuple) -> Search:
+    """The search with its confirming run at the interval's low end, where there is one and the budget has room;
+    ``spent``: the queries used, when the search started and its clock."""
+    used, started, clock = spent
     confirm = None
     if current.low > 0 and used + plan.queries_at(current.low) <= plan.budget.queries:
         late, made = run(current.low, len(steps), plan.queries_at(current.low))
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
-    return Search(tuple(steps), current, stopped_by, confirm, used, clock() - started)
+    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started)
