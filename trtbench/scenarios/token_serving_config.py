@@ -6,8 +6,10 @@ runs them in a continuous batch (``batching``, :class:`TokenBatching`). Without 
 prompt_tokens and new_tokens of one of generate's points with batch 1, and each such point is served; with
 ``lengths`` (:class:`~.token_lengths.QueryLengths`), each query draws its lengths from that seeded spec, served once
 per decoder, at the first of those points. A query is late when its TTFT
-is over ``ttft_ms`` or its TPOT over ``tpot_ms``; a run passes by :mod:`.serving_rule`'s one-sided bound on the late
-share at ``percentile`` and ``confidence``, as the vision server's steps do (:class:`~.serving_config.ServingConfig`).
+is over ``ttft_ms`` or its TPOT over ``tpot_ms``. The peak is the joint estimate from every step's late queries
+(``validity: estimate``, the default; :mod:`trtbench.measure.peak_estimate`), or with ``validity: bound`` a
+bisection whose runs pass by :mod:`.serving_rule`'s one-sided bound on the late share at ``percentile`` and
+``confidence``, as the vision server's do (:class:`~.serving_config.ServingConfig`).
 """
 
 from __future__ import annotations
