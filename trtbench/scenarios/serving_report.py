@@ -191,6 +191,7 @@ def late_share_plot(panels: list[SharePanel], path: Path) -> Optional[Path]:
         ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
                    label="its 90% interval")
         ax.set_yscale("symlog", linthresh=panel.allowed / 10)
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("offered QPS")
         ax.set_ylabel(panel.ylabel)
         ax.set_title(panel.title, fontsize="small")
