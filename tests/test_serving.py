@@ -148,6 +148,9 @@ def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path
     (run,) = result.runs  # the run ended, and no repeat followed
     assert run.lost >= 1 and not run.within_bound
     assert len(run.latencies_ms) == 2  # the queries answered before the hang
+    flags = run.late_flags(BOUND_MS)  # in issue order, a lost query late wherever it was issued
+    assert len(flags) == 2 + run.lost and len(run.lost_at) == run.lost and all(flags[i] for i in run.lost_at)
+    assert min(run.lost_at) == 2, "the first query after those answered hung"
 
 
 def test_a_worker_killed_during_the_peak_search_stops_it_and_keeps_the_peak_found_before(tmp_path):
