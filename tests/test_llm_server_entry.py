@@ -32,7 +32,8 @@ GENERATE = {"generate": {"prompt_tokens": [8, 12], "new_tokens": [4], "batch": [
 # bounds no step misses; at p50 a step passes from 4 queries (none late: 0.5 ** 4 <= 1 - 0.9); the worker serves
 # static batches of up to 2 queries gathered within 5 ms
 SERVER = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "find_peak": True, "min_queries": 4,
-          "min_duration_s": 0.2, "search_steps": 3, "workers": [1], "batching": {"max_batch": 2, "window_ms": 5}}
+          "min_duration_s": 0.2, "search_steps": 3, "workers": [1], "batching": {"max_batch": 2, "window_ms": 5},
+          "validity": "bound"}
 POINTS = ("p8-n4-b1", "p12-n4-b1")
 
 

@@ -20,6 +20,7 @@ from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.loadgen_summary import parse_summary, read_summary
 from trtbench.scenarios.serving import ServingWorkers, run_serving
 from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
+from trtbench.scenarios.serving_result import ServingResult
 from trtbench.scenarios.serving_rule import late_count, passes
 from toy_runtimes import SleepsPerCall
 
@@ -40,7 +41,7 @@ def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks
     busy as CI's, and what must hold whatever the load: each search ran under LoadGen, judged its steps by the
     rule, kept its peak and logs, and no peak exceeds the workers' capacity."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.8, min_queries=40,
-                             workers=[1, 2], threads=1, repeats=1, search_steps=4)
+                             workers=[1, 2], threads=1, repeats=1, search_steps=4, validity="bound")
     for result in serve_sleeper(tmp_path, settings):
         assert result.status == "ok", result.reason
         assert result.peak_rule == "late-share-bound/1 at 0.9" and len(result.peaks) == 1 and len(result.runs) <= 4
@@ -54,6 +55,48 @@ def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks
         assert peak is None if result.peak_qps == 0 else peak.offered_qps == result.peak_qps and peak.within_bound
         assert (tmp_path / result.runs[0].log_dir / "mlperf_log_detail.txt").is_file()
         assert result.batch_histogram == {1: sum(len(r.latencies_ms) for r in result.runs)}
+
+
+def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low_end(tmp_path):
+    """The default rule on the sleeper at 2 workers, with short steps and a small budget (a p90 bound, where a few
+    dozen queries show a late share): every step a LoadGen run of its own schedule, the peak with its interval,
+    LoadGen's verdict on the confirming run at the low end, the budget kept, and every query's late flag in issue
+    order. How close the peak comes to the queue's: tests/test_serving_peak.py (simulated), benchmarks/."""
+    settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.3, min_queries=40,
+                             workers=[2], threads=1, search_queries=480)
+    assert settings.peak_rule == "joint-estimate/1 at 90%" and settings.estimates
+    (result,) = serve_sleeper(tmp_path, settings)
+    assert result.status == "ok", result.reason
+    interval, runs = result.interval, result.runs
+    assert result.peak_rule == settings.peak_rule and len(result.peaks) == 1 and interval is not None
+    assert interval.stopped_by in ("budget", "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
+    assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
+    assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
+    if interval.low > 0:
+        confirm = runs[-1]
+        assert confirm.confirm and confirm.offered_qps == interval.low and result.peak_run == confirm
+        assert interval.confirm_valid == confirm.summary.valid == confirm.within_bound
+        late = late_count(confirm.latencies_ms, BOUND_MS) / len(confirm.latencies_ms)
+        assert interval.confirm_late_share == pytest.approx(late)
+    assert 0 <= interval.low <= result.peak_qps <= interval.high or result.peak_qps == 0
+    assert result.peak_spread == (interval.low, interval.high)
+    for run in runs:
+        assert run.late_flags(BOUND_MS) == [ms > BOUND_MS for ms in run.latencies_ms]
+    stored = json.loads(json.dumps(result.to_dict()))
+    assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == interval.low
+    # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
+    from test_core import two_variant_set
+    from trtbench.scenarios.serving_report import late_share_plot, serving_markdown, share_panels
+    from trtbench.scenarios.serving_result import ServedCase
+
+    results = two_variant_set("env-a")
+    results.add(ServedCase(next(iter(results)).case.key, "env-a", (result,)))
+    table = serving_markdown(results, [])
+    assert f"| {interval.text(result.peak_qps)} |" in table and f"queries, " in table and "| joint-estimate/1 at 90% |" in table
+    assert f"stopped by {interval.stopped_by}" in table and ("LoadGen VALID at" in table or "LoadGen INVALID at" in table
+                                                             or "no confirming run" in table)
+    plot = late_share_plot(share_panels(results), tmp_path / "late.png")
+    assert plot is not None and plot.stat().st_size > 10_000
 
 
 def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):
@@ -105,6 +148,9 @@ def test_a_query_that_never_completes_is_reported_lost_and_the_run_ends(tmp_path
     (run,) = result.runs  # the run ended, and no repeat followed
     assert run.lost >= 1 and not run.within_bound
     assert len(run.latencies_ms) == 2  # the queries answered before the hang
+    flags = run.late_flags(BOUND_MS)  # in issue order, a lost query late wherever it was issued
+    assert len(flags) == 2 + run.lost and len(run.lost_at) == run.lost and all(flags[i] for i in run.lost_at)
+    assert min(run.lost_at) == 2, "the first query after those answered hung"
 
 
 def test_a_worker_killed_during_the_peak_search_stops_it_and_keeps_the_peak_found_before(tmp_path):
@@ -120,7 +166,7 @@ def test_a_worker_killed_during_the_peak_search_stops_it_and_keeps_the_peak_foun
             os.kill(int(min(path.name for path in pids.iterdir())), signal.SIGKILL)
 
     settings = ServingConfig(p99_ms=5000, percentile=0.9, find_peak=True, min_duration_s=0.5, min_queries=30,
-                             workers=[2], threads=1, repeats=2, search_steps=4)
+                             workers=[2], threads=1, repeats=2, search_steps=4, validity="bound")
     hosts = ServingWorkers(lambda threads: SleepsPerCall(CALL_S, pid_dir=str(pids)), default_threads=2,
                            start_timeout_s=120.0)
     (result,) = run_serving(hosts, settings, tmp_path / "out", "toy", progress)
@@ -167,9 +213,12 @@ SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
     (["latency", {"server": {**SERVER, "target_qps": 10}}], "scenarios[1].server", "exactly one of"),
     (["latency", {"server": {**SERVER, "qps": 10}}], "scenarios[1].server.qps", "unknown key"),
     (["latency", {"server": {**SERVER, "validity": "strict"}}], "scenarios[1].server.validity", "unknown value"),
-    (["latency", {"server": {**SERVER, "min_queries": 100}}], "scenarios[1].server.min_queries",
+    (["latency", {"server": {**SERVER, "validity": "bound", "min_queries": 100}}], "scenarios[1].server.min_queries",
      "too few for any step of the peak search to pass: with none late, the late share's upper bound at confidence 0.9 "
      "reaches 0.01 from 230 queries"),
+    (["latency", {"server": {**SERVER, "search_queries": 600}}], "scenarios[1].server.search_queries",
+     "600 queries cannot hold a step and its confirming run of 500 queries each"),
+    (["latency", {"server": {**SERVER, "search_minutes": 0}}], "scenarios[1].server.search_minutes", "must be positive"),
     (["latency", {"server": {**SERVER, "confidence": 1}}], "scenarios[1].server.confidence", "between 0 and 1"),
     (["latency", {"server": {**SERVER, "resolution": 0}}], "scenarios[1].server.resolution", "between 0 and 1"),
     (["latency", {"server": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].server.batching.max_batch",

@@ -35,7 +35,8 @@ from trtbench.scenarios.serving_config import BatchingConfig
 from trtbench.scenarios.serving_rule import passes
 from trtbench.scenarios.serving_search import Bracket
 from trtbench.scenarios.token_lengths import QueryLengths
-from trtbench.scenarios.token_loadgen import PeakSearch, TokenLoad, TokenServing, token_peak, token_run
+from trtbench.measure.peak_estimate import Budget, SearchPlan
+from trtbench.scenarios.token_loadgen import PeakSearch, TokenLoad, TokenServing, token_estimate, token_peak, token_run
 from trtbench.scenarios.token_pool import TokenPool, serving_requests
 
 TIMES = SleeperTimes(prefill_s=0.018, per_token_s=0.006, batch_growth=0.5)  # steps of 6, 9, 12, 15 ms at batch 1-4
@@ -270,3 +271,25 @@ def test_a_bad_length_spec_names_its_key_and_the_fix(lengths, key, words):
     with pytest.raises(UserInputError) as caught:
         schema.from_dict(QueryLengths, lengths, "lengths")
     assert caught.value.where == key and words in str(caught.value) and caught.value.hint, str(caught.value)
+
+
+def test_the_joint_estimate_over_token_latencies_steps_each_on_its_own_schedule(pool, tmp_path):
+    """The default rule beside generate (token_estimate, which the serving stage runs), on the stand-in's two workers
+    at a TTFT bound that binds, with a small budget: each step a LoadGen run of its own schedule, a query late by
+    either bound in issue order, the peak within the interval, the confirming run at its low end, the budget kept.
+    How close the estimate comes: tests/test_serving_peak.py (the same search on simulated queues)."""
+    bounds, top = load(36.0, 15.0), capacity(2, None)
+    plan = SearchPlan(1 - PERCENTILE, top, QUERIES, 0.01, RESOLUTION, Budget(8 * QUERIES))
+    search, runs = token_estimate(pool.servers(30.0)[:2], bounds, TokenServing(((PROMPT, TOKENS),)), plan, tmp_path)
+    assert search is not None and not any(run.error for run in runs)
+    assert search.queries == sum(len(run.queries) for run in runs) <= 8 * QUERIES
+    assert len(runs) == len(search.steps) + (search.confirm is not None) and len(runs) >= 4
+    schedules = {tuple(round(t, 6) for t, _ in first_schedule(run, [(PROMPT, TOKENS)])[1:4]) for run in runs}
+    assert len(schedules) == len(runs), "every step offers a schedule of its own"
+    for step, run in zip(search.steps, runs):
+        issued = sorted(run.queries, key=lambda q: q.issued_s)
+        assert step.late.tolist() == [q.late(bounds) for q in issued] and step.qps == run.qps
+    estimate = search.estimate
+    assert 0 < estimate.low <= estimate.qps <= estimate.high and estimate.qps < top
+    if search.confirm is not None:
+        assert search.confirm.qps == estimate.low and search.confirm.run is runs[-1]

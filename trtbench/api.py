@@ -28,7 +28,7 @@ from trtbench.core.errors import UserInputError
 if TYPE_CHECKING:
     from trtbench.config.config import Config
     from trtbench.pipeline.state import RunOutcome
-    from trtbench.results.compare import Change, GenerateChange
+    from trtbench.results.compare import Change, GenerateChange, ServingChange
     from trtbench.results.resultset import ResultSet
 
 __all__ = ["load_config", "run", "load_results", "compare", "Comparison"]
@@ -110,6 +110,7 @@ class Comparison:
     threshold: float
     generate: tuple["GenerateChange", ...] = ()
     regimes: tuple[str, ...] = ()  # each run's points whose rounds fell into more than one of the machine's regimes
+    serving: tuple["ServingChange", ...] = ()  # each served peak beside the baseline's, with their intervals
 
     def of(self, *verdicts: str) -> list[Union["Change", "GenerateChange"]]:
         """The changes, latency and generate, with one of ``verdicts`` (faster, slower, no change, within noise)."""
@@ -126,11 +127,13 @@ class Comparison:
     def table(self) -> str:
         """The Markdown tables: one row per case of the new set, then (when it has any) one per time of each of
         its generate rows."""
-        from trtbench.results.compare import changes_table, generate_changes_table
+        from trtbench.results.compare import changes_table, generate_changes_table, serving_changes_table
 
-        tables = [changes_table(list(self.changes))] if self.changes or not self.generate else []
+        tables = [changes_table(list(self.changes))] if self.changes or not (self.generate or self.serving) else []
         if self.generate:
             tables.append(generate_changes_table(list(self.generate)))
+        if self.serving:
+            tables.append(serving_changes_table(list(self.serving)))
         return "\n".join(tables)
 
     def summary(self) -> str:
@@ -148,10 +151,11 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
     medians with a bootstrap 95% CI (each run's replicate processes its sample), called faster or slower only when
     the whole interval lies beyond ``threshold``, and each run's points that spanned the machine's regimes. Either
     side is a result set or what :func:`load_results` takes."""
-    from trtbench.results.compare import compare_generate, compare_runs, regime_lines
+    from trtbench.results.compare import compare_generate, compare_runs, compare_serving, regime_lines
     from trtbench.results.resultset import ResultSet
 
     sides = [side if isinstance(side, ResultSet) else load_results(side) for side in (baseline, new)]
     return Comparison(tuple(compare_runs(sides[0], sides[1], threshold)), threshold,
                       tuple(compare_generate(sides[0], sides[1], threshold)),
-                      tuple(regime_lines("baseline", sides[0]) + regime_lines("new", sides[1])))
+                      tuple(regime_lines("baseline", sides[0]) + regime_lines("new", sides[1])),
+                      tuple(compare_serving(*sides)))

@@ -185,3 +185,58 @@ def changes_table(changes: list[Change]) -> str:
         lines.append(_row(f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) | "
                           f"{c.processes} |", c))
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class ServingChange:
+    """A served case's peak in the new run against the same case's in the baseline, at the same workers, threads,
+    batching and bound: each peak with its interval (a joint estimate's 90% interval; a search repeated under an
+    older rule: its lowest and highest peak), and the verdict: ``higher`` or ``lower`` when the intervals do not
+    overlap, else ``intervals overlap``; ``not comparable: <why>`` where the rules differ or the baseline has none."""
+
+    label: str
+    base: Optional[tuple[float, float, float]]  # peak, low, high
+    new: Optional[tuple[float, float, float]]
+    rule: str
+    verdict: str
+
+
+def _peak(result) -> tuple[float, float, float]:
+    low, high = result.peak_spread
+    return result.peak_qps, low, high
+
+
+def _serving_key(case_key: str, result) -> tuple:
+    return (case_key, result.workers, result.threads, str(result.batching), result.bound_ms, result.percentile)
+
+
+def compare_serving(base: ResultSet, new: ResultSet) -> list[ServingChange]:
+    """Compare every served peak of ``new`` with the baseline's at the same case and serving configuration: the
+    peaks and their intervals side by side, a change called only where the intervals do not overlap."""
+    old = {_serving_key(part.case_key, r): r for part in base.parts("served") for r in part.results if r.peaks}
+    cases = {record.key[0]: record.case for record in new}
+    changes = []
+    for part in new.parts("served"):
+        for result in (r for r in part.results if r.peaks):
+            case = cases.get(part.case_key)
+            label = (f"{case.model} {case.label} {case.precision}" if case else part.case_key) + f" {result.label}"
+            before = old.get(_serving_key(part.case_key, result))
+            if before is None or before.peak_rule != result.peak_rule:
+                why = "not in the baseline" if before is None else (f"peaks found by different rules "
+                                                                     f"({before.peak_rule}, {result.peak_rule})")
+                changes.append(ServingChange(label, None, _peak(result), result.peak_rule, f"not comparable: {why}"))
+                continue
+            (_, base_low, base_high), (_, low, high) = _peak(before), _peak(result)
+            verdict = "higher" if low > base_high else "lower" if high < base_low else "intervals overlap"
+            changes.append(ServingChange(label, _peak(before), _peak(result), result.peak_rule, verdict))
+    return changes
+
+
+def serving_changes_table(changes: list[ServingChange]) -> str:
+    """The serving comparison as a Markdown table: each served peak of the new run beside the baseline's."""
+    def peak(value: Optional[tuple[float, float, float]]) -> str:
+        return "" if value is None else f"{value[0]:.1f} [{value[1]:.1f}-{value[2]:.1f}]"
+    lines = ["| served | peak rule | base peak QPS [interval] | new peak QPS [interval] | verdict |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {c.label} | {c.rule} | {peak(c.base)} | {peak(c.new)} | {c.verdict} |" for c in changes]
+    return "\n".join(lines) + "\n"

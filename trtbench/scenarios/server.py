@@ -26,8 +26,8 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.part import Part
 from trtbench.scenarios.base import Scenario, ReportSection, register
 from trtbench.scenarios.serving_config import ServingConfig
-from trtbench.scenarios.serving_report import (peak_rules, recommend_serving, serving_markdown, serving_plot,
-                                               serving_recommendation_markdown)
+from trtbench.scenarios.serving_report import (late_share_plot, peak_rules, recommend_serving, serving_markdown,
+                                               serving_plot, serving_recommendation_markdown, share_panels)
 from trtbench.scenarios.serving_result import ServedCase
 from trtbench.scenarios.serving_stage import serve_group, unserved
 from trtbench.scenarios.token_serving_config import TokenServingConfig
@@ -147,8 +147,9 @@ class Server(Scenario):
 
 def _vision_section(results, out_dir: Path) -> Optional[tuple[str, dict]]:
     """The vision serving section's Markdown and results.json entries (None when nothing was served)."""
-    plot = serving_plot(results, out_dir / "plots" / "serving.png")
-    markdown = serving_markdown(results, [plot.relative_to(out_dir)] if plot is not None else [])
+    plots = [serving_plot(results, out_dir / "plots" / "serving.png"),
+             late_share_plot(share_panels(results), out_dir / "plots" / "serving_late_share.png")]
+    markdown = serving_markdown(results, [plot.relative_to(out_dir) for plot in plots if plot is not None])
     under_load = recommend_serving(results)
     if not markdown and not under_load:
         return None

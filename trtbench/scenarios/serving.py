@@ -23,10 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy as np
+
 from trtbench.core.knobs import Knobs
+from trtbench.measure.peak_estimate import Budget, SearchPlan, search_peak
 from trtbench.scenarios.loadgen_summary import read_summary
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool, call_label
+from trtbench.scenarios.serving_peaks import searched_peak
 from trtbench.scenarios.serving_result import LoadGenRun, ServingResult
 from trtbench.scenarios.serving_rule import late_count, passes
 from trtbench.scenarios.serving_search import Bracket
@@ -108,11 +112,13 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
             path.unlink()
     summary = read_summary(folder)
     latencies = session.latencies_ms
-    judged = passes(late_count(latencies, settings.p99_ms), len(latencies), settings.percentile, settings.confidence)
-    met = summary.valid if settings.validity == "loadgen" else summary.minimums_met and summary.performance_met and judged
+    late = late_count(latencies, settings.p99_ms)
+    judged = passes(late, len(latencies), settings.percentile, settings.confidence)
+    met = {"loadgen": summary.valid, "bound": summary.minimums_met and summary.performance_met and judged,
+           "estimate": late <= (1 - settings.percentile) * len(latencies)}[settings.validity]
     run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
                      latencies_ms=tuple(latencies), batches=dict(session.batches), lost=session.lost,
-                     log_dir=folder.relative_to(out_dir).as_posix())
+                     log_dir=folder.relative_to(out_dir).as_posix(), lost_at=tuple(sorted(session.lost_issues)))
     return run, session.errors
 
 
@@ -136,6 +142,9 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
         return dataclasses.replace(result, service_ms=service_ms, peaks=(0.0,) * settings.repeats,
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
+    if settings.estimates:
+        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, (out_dir, capacity),
+                         progress)
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
     for repeat in range(settings.repeats):
@@ -157,6 +166,42 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
         if not settings.target_qps:
             peaks.append(bracket.lo)
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+
+
+class _LostQueries(Exception):
+    """A step of a joint estimate lost queries: the search stops, and the result fails."""
+
+
+def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, where: tuple[Path, float],
+              progress: Callable[[str], None]) -> ServingResult:
+    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) with its steps LoadGen runs
+    on the pool, each of its own schedule (seed + its index); ``where``: the run's output folder and the pool's
+    capacity. A step that loses a query fails the result, with the steps made."""
+    out_dir, capacity = where
+    runs: list[LoadGenRun] = []
+    plan = SearchPlan(1 - settings.percentile, capacity, settings.queries, settings.min_duration_s,
+                      settings.resolution, Budget(settings.search_queries, settings.search_minutes and
+                                                  settings.search_minutes * 60))
+
+    def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
+        progress(f"serve {result.log_dir} {result.label}: step {repeat + 1}, {qps:.1f} QPS offered")
+        run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
+                                out_dir / result.log_dir / f"s{repeat}-{qps:.1f}qps", out_dir)
+        runs.append(run)
+        if lost:
+            raise _LostQueries(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                               + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
+        return run.late_flags(settings.p99_ms), run
+
+    try:
+        search = search_peak(step, plan, np.random.default_rng(settings.seed))
+    except _LostQueries as err:
+        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(err))
+    if search.confirm is not None:  # LoadGen's verdict at the interval's low end
+        confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
+        runs[-1] = confirmed
+    peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
+    return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
 
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,

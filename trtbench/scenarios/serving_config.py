@@ -8,11 +8,11 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving_rule import least_queries, resolving_queries, rule_name
+from trtbench.scenarios.serving_rule import ESTIMATE_QUERIES, least_queries, resolving_queries, rule_name
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"
-VALIDITY_RULES = ("bound", "loadgen")
+VALIDITY_RULES = ("estimate", "bound", "loadgen")
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,11 @@ class LoadSettings:
     (``find_peak``), judged at ``percentile``; served by each count of ``workers``, optionally ``batching``; LoadGen's
     minimums per run; the search's ``resolution`` and ``search_steps``; ``repeats`` and the schedule ``seed``.
 
-    ``min_queries`` defaults, for a peak search, to the queries that resolve the peak
+    ``validity: estimate`` (the default) searches the peak by the joint estimate
+    (:mod:`trtbench.measure.peak_estimate`) within ``search_queries`` (and ``search_minutes``); ``bound`` bisects,
+    each step judged by the late share's bound (:mod:`.serving_rule`).
+
+    ``min_queries`` defaults, for a step of a joint estimate, to 500; for a bisection's, to the queries that resolve the peak
     (:func:`~.serving_rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed rate, to the fewest with which a
     run can pass (:func:`~.serving_rule.least_queries`: 230); a search with fewer than those fewest is refused, as
     none of its steps could pass.
@@ -52,6 +56,9 @@ class LoadSettings:
     search_steps: int = 10  # at most this many LoadGen runs per peak search (bisection below the pool's capacity)
     query_timeout_s: float = 30.0  # a query unanswered this long fails its worker (killed)
     seed: int = 0  # LoadGen's schedule seed (each repeat adds its index)
+    search_queries: int = 10_000  # validity: estimate: the queries a search may use, its confirming run's included
+    search_minutes: Optional[float] = None  # validity: estimate: and the minutes it may take (None: no limit)
+    validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
     def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
         """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate, of which
@@ -60,8 +67,14 @@ class LoadSettings:
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
                                  f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")
-        for name in (rate, "min_duration_s", "min_queries", "repeats", "search_steps", "query_timeout_s"):
+        for name in (rate, "min_duration_s", "min_queries", "repeats", "search_steps", "query_timeout_s",
+                     "search_queries", "search_minutes"):
             schema.require_positive(getattr(self, name), schema.join(path, name))
+        if self.estimates and self.search_queries < 2 * self.queries:
+            raise UserInputError(schema.join(path, "search_queries"),
+                                 f"{self.search_queries} queries cannot hold a step and its confirming run of "
+                                 f"{self.queries} queries each", f"give search_queries: {20 * self.queries} or more "
+                                 "(the default is 10000), or fewer min_queries")
         for name, example in (("percentile", "0.99 (the bound applies to the 99th percentile)"),
                               ("confidence", "0.9 (LoadGen's early stopping uses 0.99)"),
                               ("resolution", "0.02 (the search brackets the peak within 2% of it)")):
@@ -87,10 +100,18 @@ class LoadSettings:
         require_loadgen(path)
 
     @property
+    def estimates(self) -> bool:
+        """Whether a search's peak is the joint estimate (``validity: estimate``), not a bisection's."""
+        return self.find_peak and self.validity == "estimate"
+
+    @property
     def queries(self) -> int:
-        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring)."""
+        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring; a step of
+        a joint estimate: 500)."""
         if self.min_queries is not None:
             return self.min_queries
+        if self.estimates:
+            return ESTIMATE_QUERIES
         rule = resolving_queries if self.find_peak else least_queries
         return rule(self.percentile, self.confidence)
 
@@ -101,7 +122,11 @@ class ServingConfig(LoadSettings):
     peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
     (the rest: :class:`LoadSettings`).
 
-    ``validity``: ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
+    ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
+    peak with a 90% interval (:mod:`trtbench.measure.peak_estimate`), within ``search_queries`` queries (and
+    ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries (min_queries
+    500 by default), LoadGen's verdict taken on a confirming run at the interval's low end;
+    ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
     queries over ``p99_ms`` (:mod:`.serving_rule`), with LoadGen's min duration and queries met and its
     measured percentile within the bound;
     ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
@@ -111,7 +136,6 @@ class ServingConfig(LoadSettings):
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None
     threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
-    validity: str = "bound"
 
     def validate(self, path: str) -> None:
         if self.p99_ms is None:

@@ -3,10 +3,66 @@ spread, and the run (or step) that stands for them."""
 
 from __future__ import annotations
 
+import math
 import statistics
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
+from trtbench.measure.peak_estimate import Search
+
 Run = TypeVar("Run")
+
+
+@dataclass(frozen=True)
+class PeakInterval:
+    """What a joint estimate gives beside its peak (:mod:`trtbench.measure.peak_estimate`): the 90% interval, why the
+    search stopped (``resolution``: the interval narrower than it; ``budget``: the queries or time spent), the queries
+    and seconds it took (the confirming run's included), and LoadGen's verdict on the confirming run at the interval's
+    low end with that run's late share (None: the budget left no room for it)."""
+
+    low: float
+    high: float
+    stopped_by: str
+    queries: int
+    seconds: float
+    confirm_valid: Optional[bool] = None
+    confirm_late_share: Optional[float] = None
+
+    def to_dict(self) -> dict:
+        return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
+                "seconds": round(self.seconds, 3), "confirm_valid": self.confirm_valid,
+                "confirm_late_share": self.confirm_late_share}
+
+    @classmethod
+    def from_dict(cls, data: Optional[dict]) -> Optional["PeakInterval"]:
+        return None if data is None else cls(**data)
+
+    @property
+    def confirm_text(self) -> str:
+        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)``."""
+        if self.confirm_valid is None:
+            return "no confirming run (budget spent)"
+        if self.confirm_valid:
+            return f"VALID at {self.low:.1f}"
+        return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
+
+    def text(self, peak: float) -> str:
+        """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
+        return (f"{peak:.1f} [{self.low:.1f}-{self.high:.1f}] (90%; {self.queries} queries, {self.seconds / 60:.1f} "
+                f"min, stopped by {self.stopped_by}; LoadGen {self.confirm_text})")
+
+
+def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
+    """A joint estimate's peak and :class:`PeakInterval` from its finished search
+    (:class:`~trtbench.measure.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its confirming run.
+    Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to the
+    capacity: it is not known."""
+    estimate = search.estimate
+    share = search.confirm.share if search.confirm is not None else None
+    if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
+        return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share)
+    return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
+                                      confirm_valid, share)
 
 
 class RepeatedPeaks:
@@ -14,6 +70,7 @@ class RepeatedPeaks:
     did); empty for runs at a fixed rate, without a search."""
 
     peaks: tuple[float, ...]
+    interval: Optional[PeakInterval]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
 
     @property
     def peak_qps(self) -> Optional[float]:
@@ -22,6 +79,9 @@ class RepeatedPeaks:
 
     @property
     def peak_spread(self) -> Optional[tuple[float, float]]:
+        """A joint estimate's 90% interval, or the lowest and highest peak of the repeated searches."""
+        if self.interval is not None:
+            return self.interval.low, self.interval.high
         return (min(self.peaks), max(self.peaks)) if self.peaks else None
 
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],

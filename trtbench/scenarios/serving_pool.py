@@ -67,6 +67,7 @@ class ServingPool:
 class _Query:
     id: int
     arrived_ns: int
+    index: int  # the order LoadGen issued it in (its schedule's), from 0
 
 
 class ServerSession:
@@ -81,7 +82,9 @@ class ServerSession:
         self.max_batch, self.window_s = max_batch, window_ms / 1e3
         self.queue: queue.Queue[Optional[_Query]] = queue.Queue()
         self.lock = threading.Lock()
-        self.latencies_ms: list[float] = []  # per query, from its issue to its completion, at the SUT
+        self.issued = 0
+        self.answered: list[tuple[int, float]] = []  # per query: its issue index and its latency to completion (ms)
+        self.lost_issues: list[int] = []  # the issue index of each query completed as lost
         self.batches: Counter[int] = Counter()  # calls per batch size
         self.lost = 0
         self.errors: list[str] = []  # why queries were lost or failed
@@ -96,11 +99,13 @@ class ServerSession:
     def issue(self, samples) -> None:
         now = time.perf_counter_ns()
         with self.lock:
+            first, self.issued = self.issued, self.issued + len(samples)
             if self.alive:
-                for sample in samples:
-                    self.queue.put(_Query(sample.id, now))
+                for index, sample in enumerate(samples, first):
+                    self.queue.put(_Query(sample.id, now, index))
                 return
             self.lost += len(samples)
+            self.lost_issues += list(range(first, self.issued))
         self.complete([sample.id for sample in samples])
 
     def flush(self) -> None:
@@ -125,7 +130,7 @@ class ServerSession:
             done = time.perf_counter_ns()
             with self.lock:
                 self.batches[len(batch)] += 1
-                self.latencies_ms += [(done - q.arrived_ns) / 1e6 for q in batch]
+                self.answered += [(q.index, (done - q.arrived_ns) / 1e6) for q in batch]
             self.complete([q.id for q in batch])
 
     def _give_up(self, worker: Worker, batch: list[_Query], err: WorkerError) -> None:
@@ -135,7 +140,7 @@ class ServerSession:
             lines = str(err).strip().splitlines()  # what happened, and a failed call's exception
             self.errors.append(" ".join(dict.fromkeys([lines[0], lines[-1]])) + f" ({len(batch)} query(ies) lost)")
             self.alive -= 1
-            lost = [q.id for q in batch]
+            lost = list(batch)
             if not self.alive:
                 while True:
                     try:
@@ -143,9 +148,16 @@ class ServerSession:
                     except queue.Empty:
                         break
                     if item is not None:
-                        lost.append(item.id)
+                        lost.append(item)
             self.lost += len(lost)
-        self.complete(lost)
+            self.lost_issues += [q.index for q in lost]
+        self.complete([q.id for q in lost])
+
+    @property
+    def latencies_ms(self) -> list[float]:
+        """Each answered query's latency (ms), in the order LoadGen issued the queries (its schedule's order), not the
+        order they completed in."""
+        return [ms for _, ms in sorted(self.answered)]
 
     def close(self) -> None:
         """Stop the dispatchers (LoadGen has every query back by now)."""

@@ -11,15 +11,18 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
+from trtbench.measure.peak_estimate import Step, fit_curve
 from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
 from trtbench.report.plots import save_figure
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import Status
+from trtbench.scenarios.serving_peaks import PeakInterval
 from trtbench.scenarios.serving_result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
@@ -46,7 +49,9 @@ def peak_rules(results: ResultSet) -> set[str]:
 def _cells(record: Record, result: ServingResult, environments: dict, several_envs: bool) -> list[str]:
     run = result.peak_run
     lat = run.summary.latency_ms if run else {}
-    if result.peaks:
+    if result.interval is not None:
+        peak = result.interval.text(result.peak_qps)
+    elif result.peaks:
         low, high = result.peak_spread
         searches = f"{len(result.peaks)} search" + ("es" if len(result.peaks) > 1 else "")
         peak = f"{result.peak_qps:.1f} [{low:.1f}-{high:.1f}] ({searches})"
@@ -78,7 +83,11 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
              "Poisson arrivals from LoadGen at each offered QPS; each variant hosted by worker processes (workers x "
              "intra-op threads each), one synchronized call per query (or per gathered batch). Peak QPS: the median "
              "over the repeated searches of the highest offered QPS whose run passed [lowest-highest]; the latencies "
-             "are LoadGen's, at that peak. Peak rule: how a run passed: `late-share-bound/1 at C`, when the upper "
+             "are LoadGen's, at that peak; with the rule `joint-estimate/1 at 90%`, the load at which the late share "
+             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and "
+             "minutes the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a "
+             "confirming run at the interval's low end (the latencies are that run's). Other peak rules: how a run "
+             "passed: `late-share-bound/1 at C`, when the upper "
              "bound at confidence C on its share of queries over the bound is within the share the percentile "
              "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
              "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
@@ -129,6 +138,65 @@ def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = 
     ax.set_title("Serving: latency percentile vs offered load")
     ax.grid(alpha=0.3)
     legend_beside(ax, fontsize="small")
+    fig.tight_layout()
+    return save_figure(fig, path).path
+
+
+@dataclass(frozen=True)
+class SharePanel:
+    """One joint estimate as :func:`late_share_plot` draws it: its title, what late means (``ylabel``), its fitted
+    steps (the confirming run left out), the allowed late share, the peak and its interval."""
+
+    title: str
+    ylabel: str
+    steps: tuple[Step, ...]
+    allowed: float
+    peak: float
+    interval: PeakInterval
+
+
+def share_panels(results: ResultSet) -> list[SharePanel]:
+    """A panel per served configuration whose peak is a joint estimate."""
+    return [SharePanel(f"{record.case.label} {record.case.precision} {result.label}",
+                       f"late share (over {result.bound_ms:g} ms)",
+                       tuple(Step(run.offered_qps, run.repeat, np.array(run.late_flags(result.bound_ms), dtype=bool))
+                             for run in result.runs if not run.confirm and run.latencies_ms),
+                       1 - result.percentile, result.peak_qps, result.interval)
+            for record, result in served(results) if result.interval is not None]
+
+
+def late_share_plot(panels: list[SharePanel], path: Path) -> Optional[Path]:
+    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
+    with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
+    them, the share the percentile allows and the estimate with its interval; None without a panel with steps."""
+    panels = [panel for panel in panels if panel.steps]
+    if not panels:
+        return None
+    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
+    z = 1.6448536269514722  # a two-sided 90% interval
+    for i, panel in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        qps = np.array([s.qps for s in panel.steps])
+        n, share = np.array([s.queries for s in panel.steps], float), np.array([s.share for s in panel.steps])
+        middle = (share + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        ax.errorbar(qps, share, yerr=[np.clip(share - middle + half, 0, None), np.clip(middle + half - share, 0, None)],
+                    fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
+        a, b, centre = fit_curve(panel.steps)
+        grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
+        ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
+        ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
+        ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
+        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
+                   label="its 90% interval")
+        ax.set_yscale("symlog", linthresh=panel.allowed / 10)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("offered QPS")
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(panel.title, fontsize="small")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
     fig.tight_layout()
     return save_figure(fig, path).path
 

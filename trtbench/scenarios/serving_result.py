@@ -8,7 +8,7 @@ from typing import ClassVar, Optional
 
 from trtbench.core.part import register_part
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
-from trtbench.scenarios.serving_peaks import RepeatedPeaks
+from trtbench.scenarios.serving_peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.serving_rule import LEGACY_RULE
 from trtbench.core.status import Status
 
@@ -21,16 +21,24 @@ class LoadGenRun:
     repeat: int  # which peak search (or run at the target) it belongs to
     summary: LoadGenSummary
     within_bound: bool  # valid by the scenario's rule (ServingConfig.validity)
-    latencies_ms: tuple[float, ...] = ()  # per query, issue to completion, measured at the SUT
+    latencies_ms: tuple[float, ...] = ()  # per answered query, issue to completion, measured at the SUT, in issue order
+    # (LoadGen's schedule; results written before the joint estimate: in completion order)
     batches: dict[int, int] = field(default_factory=dict)  # calls per batch size
     lost: int = 0
     log_dir: str = ""  # relative to the run's output directory
+    confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
+    lost_at: tuple[int, ...] = ()  # where the lost queries were in issue order (counting every query issued)
+
+    def late_flags(self, bound_ms: float) -> list[bool]:
+        """Whether each query issued was late (over ``bound_ms``), in issue order; a lost query is late."""
+        answered, lost = iter(self.latencies_ms), set(self.lost_at)
+        return [True if i in lost else next(answered) > bound_ms for i in range(len(self.latencies_ms) + len(lost))]
 
     def to_dict(self) -> dict:
         return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
                 "within_bound": self.within_bound, "latencies_ms": [round(v, 4) for v in self.latencies_ms],
                 "batches": {str(k): v for k, v in sorted(self.batches.items())}, "lost": self.lost,
-                "log_dir": self.log_dir}
+                "log_dir": self.log_dir, "confirm": self.confirm, "lost_at": list(self.lost_at)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoadGenRun":
@@ -38,7 +46,8 @@ class LoadGenRun:
                    summary=LoadGenSummary.from_dict(data["summary"]), within_bound=data["within_bound"],
                    latencies_ms=tuple(data.get("latencies_ms") or ()),
                    batches={int(k): v for k, v in (data.get("batches") or {}).items()}, lost=data.get("lost", 0),
-                   log_dir=data.get("log_dir", ""))
+                   log_dir=data.get("log_dir", ""), confirm=data.get("confirm", False),
+                   lost_at=tuple(data.get("lost_at") or ()))
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,8 @@ class ServingResult(RepeatedPeaks):
     """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
 
     ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
-    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty. ``peak_rule``: the name of
+    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty; a joint estimate (``validity:
+    estimate``) has one peak, its ``interval`` and its runs in issue order of their queries. ``peak_rule``: the name of
     the rule that judged its runs (:func:`~.serving_rule.rule_name`); results written before it was
     recorded read as :data:`~.serving_rule.LEGACY_RULE`, the measured percentile within the bound.
     """
@@ -65,6 +75,7 @@ class ServingResult(RepeatedPeaks):
     runs: tuple[LoadGenRun, ...] = ()
     log_dir: str = ""  # relative to the run's output directory
     worker_facts: dict = field(default_factory=dict)  # what a worker reported: pid, threads, runtime threads, hosts
+    interval: Optional[PeakInterval] = None
 
     @property
     def percentile_key(self) -> str:
@@ -73,7 +84,10 @@ class ServingResult(RepeatedPeaks):
     @property
     def peak_run(self) -> Optional[LoadGenRun]:
         """The run within the bound at the highest offered QPS, in the repeat whose peak is the median;
-        with a fixed target: the run at the target nearest the median completed rate."""
+        with a fixed target: the run at the target nearest the median completed rate; a joint estimate's: its
+        confirming run (LoadGen's verdict at the interval's low end), None where it had none."""
+        if self.interval is not None:
+            return next((r for r in self.runs if r.confirm), None)
         return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
 
     @property
@@ -101,7 +115,8 @@ class ServingResult(RepeatedPeaks):
                 "batching": self.batching,
                 "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
                 "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
-                "log_dir": self.log_dir, "worker_facts": self.worker_facts}
+                "log_dir": self.log_dir, "worker_facts": self.worker_facts,
+                "interval": self.interval.to_dict() if self.interval is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ServingResult":
@@ -111,7 +126,8 @@ class ServingResult(RepeatedPeaks):
                    status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
                    peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
-                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}))
+                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
+                   interval=PeakInterval.from_dict(data.get("interval")))
 
 
 @register_part

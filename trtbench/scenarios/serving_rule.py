@@ -26,12 +26,17 @@ from typing import Iterable
 
 LEGACY_RULE = "measured-percentile"  # results written before peak_rule: the measured percentile within the bound
 LOADGEN_RULE = "loadgen-verdict"  # validity: loadgen: LoadGen's VALID (its early stopping at 0.99, and more)
+ESTIMATE_RULE = "joint-estimate/1 at 90%"  # validity: estimate: the late share fitted to every step together
+ESTIMATE_QUERIES = 500  # the default min_queries of a joint estimate's step (trtbench.measure.peak_estimate)
 MARGIN = 0.15  # the default queries per step put the bound's margin at 15% of the allowed late share
 
 
 def rule_name(validity: str, confidence: float) -> str:
-    """The name results record the rule under: a step judged by the late share's bound at ``confidence``
-    (``late-share-bound/1 at 0.9``), or by LoadGen's verdict. Peaks of different rules do not compare."""
+    """The name results record the rule under: the joint estimate from every step (``joint-estimate/1 at 90%``), a
+    step judged by the late share's bound at ``confidence`` (``late-share-bound/1 at 0.9``), or by LoadGen's verdict.
+    Peaks of different rules do not compare."""
+    if validity == "estimate":
+        return ESTIMATE_RULE
     return LOADGEN_RULE if validity == "loadgen" else f"late-share-bound/1 at {confidence:g}"
 
 

@@ -17,12 +17,15 @@ issue: TTFT (issue to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the
 
 A step passes by :mod:`.serving_rule`'s one-sided bound on the share of late queries, where a query is late
 when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is the share that is not.
-:func:`token_peak` bisects the offered QPS for the highest that passes (:mod:`.serving_search`).
+:func:`token_peak` bisects the offered QPS for the highest that passes (:mod:`.serving_search`);
+:func:`token_estimate` (the default, ``validity: estimate``) estimates the peak from every step's late queries
+together, with an interval (:mod:`trtbench.measure.peak_estimate`).
 """
 
 from __future__ import annotations
 
 import array
+import dataclasses
 import math
 import queue
 import threading
@@ -32,6 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+import numpy as np
+
+from trtbench.measure.peak_estimate import Search, SearchPlan, search_peak
 from trtbench.scenarios.batch_window import gather
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key, read_summary
 from trtbench.scenarios.serving_config import BatchingConfig
@@ -292,3 +298,28 @@ def token_peak(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing,
             break
         bracket = bracket.after(run.passed)
     return bracket.lo, runs
+
+
+def token_estimate(servers: Sequence[Serve], load: TokenLoad, serving: TokenServing, plan: SearchPlan,
+                   folder: Path) -> tuple[Optional[Search], list[TokenRun]]:
+    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) over :func:`token_run` s (logs
+    under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a query late when its TTFT or
+    TPOT is over its bound, in issue order; the confirming run last. A run whose server failed stops the search: the
+    search is then None, and the last run's ``error`` says why."""
+    runs: list[TokenRun] = []
+
+    def step(qps: float, index: int, queries: int) -> tuple[list[bool], TokenRun]:
+        runs.append(token_run(servers, dataclasses.replace(load, seed=load.seed + index), serving, qps,
+                              folder / f"step-{index + 1}"))
+        if runs[-1].error:
+            raise _ServerFailed(runs[-1].error)
+        return [q.late(load) for q in sorted(runs[-1].queries, key=lambda q: q.issued_s)], runs[-1]
+
+    try:
+        return search_peak(step, plan, np.random.default_rng(load.seed)), runs
+    except _ServerFailed:
+        return None, runs
+
+
+class _ServerFailed(Exception):
+    """A step of a joint estimate whose server failed."""

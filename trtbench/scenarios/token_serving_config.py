@@ -6,8 +6,10 @@ runs them in a continuous batch (``batching``, :class:`TokenBatching`). Without 
 prompt_tokens and new_tokens of one of generate's points with batch 1, and each such point is served; with
 ``lengths`` (:class:`~.token_lengths.QueryLengths`), each query draws its lengths from that seeded spec, served once
 per decoder, at the first of those points. A query is late when its TTFT
-is over ``ttft_ms`` or its TPOT over ``tpot_ms``; a run passes by :mod:`.serving_rule`'s one-sided bound on the late
-share at ``percentile`` and ``confidence``, as the vision server's steps do (:class:`~.serving_config.ServingConfig`).
+is over ``ttft_ms`` or its TPOT over ``tpot_ms``. The peak is the joint estimate from every step's late queries
+(``validity: estimate``, the default; :mod:`trtbench.measure.peak_estimate`), or with ``validity: bound`` a
+bisection whose runs pass by :mod:`.serving_rule`'s one-sided bound on the late share at ``percentile`` and
+``confidence``, as the vision server's do (:class:`~.serving_config.ServingConfig`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from trtbench.scenarios.serving_rule import rule_name
 
 SERVED_BATCH = 1  # a query is one sequence: the generate points served are those at this batch
 BATCHING_MODES = ("static", "continuous")
+TOKEN_VALIDITY_RULES = ("estimate", "bound")  # LoadGen's verdict (the vision server's loadgen) is not a token rule
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,13 @@ class TokenServingConfig(LoadSettings):
                                      "give both token-latency bounds in ms, e.g. ttft_ms: 2000 and tpot_ms: 200 "
                                      "(MLPerf's Llama2-70B server constraints)")
             schema.require_positive(getattr(self, name), schema.join(path, name))
-        self.validate_load(path, "qps")
+        schema.require_choice(self.validity, TOKEN_VALIDITY_RULES, schema.join(path, "validity"))
+        self.validate_load(path, "qps", self.validity == "bound")
 
     @property
     def peak_rule(self) -> str:
-        """The name of the rule that judges its runs, as results record it (the vision server's, on either bound)."""
-        return rule_name("bound", self.confidence)
+        """The name of the rule that found its peaks, as results record it (the vision server's, on either bound)."""
+        return rule_name(self.validity, self.confidence)
 
     @property
     def max_batch(self) -> int:

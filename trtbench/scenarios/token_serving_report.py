@@ -10,12 +10,15 @@ import statistics
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.status import Status
 from trtbench.report.colors import legend_beside, marker
+from trtbench.measure.peak_estimate import Step
 from trtbench.report.plots import save_figure
+from trtbench.scenarios.serving_report import SharePanel, late_share_plot
 from trtbench.report.text import number_text
 from trtbench.scenarios.generate_result import GenerateRecord
 from trtbench.scenarios.token_serving_result import ServedDecoder, TokenServingResult, TokenStep
@@ -33,10 +36,14 @@ DEFINITIONS = (
     "reported through `FirstTokenComplete`, `n_tokens` at completion). "
     "TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: the gaps "
     "between consecutive tokens; all from the queries' own token stamps. A query is late when its TTFT or its TPOT "
-    "is over its bound; goodput is the share that is not. A step passes by the peak rule: the one-sided upper bound "
-    "at confidence C on the late share within the share the percentile allows, with LoadGen's minimum duration and "
-    "queries met. Peak QPS: the median over the searches of the highest offered QPS that passed [lowest-highest]; "
-    "the figures are those of the step at the peak (at a fixed qps, its run). LoadGen's verdict also asks its own "
+    "is over its bound; goodput is the share that is not. Peak rule `joint-estimate/1 at 90%`: the peak is the load "
+    "at which the late share fitted to every step reaches the share the percentile allows [its 90% interval], with "
+    "the queries and minutes the search took, why it stopped and LoadGen's verdict on a confirming run at the "
+    "interval's low end (the figures are that run's). Peak rule `late-share-bound/1 at C`: a step passes when the "
+    "one-sided upper bound at confidence C on the late share is within the share the percentile allows, with "
+    "LoadGen's minimum duration and queries met; the peak is the median over the searches of the highest offered "
+    "QPS that passed [lowest-highest], the figures those of the step at the peak (at a fixed qps, its run); a step "
+    "is marked pass or FAIL by that bound under either rule. LoadGen's verdict also asks its own "
     "early stopping (at 0.99) and its percentiles, from its schedule.")
 
 
@@ -63,7 +70,9 @@ def _steps(result: TokenServingResult) -> str:
 
 def _cells(part: ServedDecoder, result: TokenServingResult) -> list[str]:
     step, key = result.peak_step, result.percentile_key
-    if result.peaks:
+    if result.interval is not None:
+        peak = result.interval.text(result.peak_qps)
+    elif result.peaks:
         low, high = result.peak_spread
         peak = f"{result.peak_qps:.3g} [{low:.3g}-{high:.3g}]"
     else:
@@ -101,6 +110,16 @@ def token_serving_markdown(results, plots: list[Path]) -> str:
 def _series_name(part: ServedDecoder, result: TokenServingResult, several_models: bool) -> str:
     return ((f"{part.model} " if several_models else "") + f"{part.decoder} {part.precision} {part.point} "
             f"{result.label}" + ("" if result.peaks else " (fixed load)"))
+
+
+def token_share_panels(results) -> list[SharePanel]:
+    """A late-share panel (:func:`~.serving_report.late_share_plot`) per result whose peak is a joint estimate."""
+    return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}", f"late share (over {result.bounds_text})",
+                       tuple(Step(step.offered_qps, step.repeat,
+                                  np.array(step.late_flags(result.ttft_bound_ms, result.tpot_bound_ms), dtype=bool))
+                             for step in result.steps if not step.confirm and step.queries),
+                       1 - result.percentile, result.peak_qps, result.interval)
+            for part, result in served_decoders(results) if result.interval is not None]
 
 
 def token_serving_plot(results, path: Path) -> Optional[Path]:
@@ -188,8 +207,9 @@ def recommendation_text(entry: dict, environments: dict) -> str:
 
 def token_serving_section(results, out_dir: Path) -> Optional[tuple[str, dict]]:
     """The section's Markdown (table, plot, recommendation) and its results.json entries; None without LLM serving."""
-    plot = token_serving_plot(results, out_dir / "plots" / "llm_serving.png")
-    markdown = token_serving_markdown(results, [plot.relative_to(out_dir)] if plot is not None else [])
+    plots = [token_serving_plot(results, out_dir / "plots" / "llm_serving.png"),
+             late_share_plot(token_share_panels(results), out_dir / "plots" / "llm_serving_late_share.png")]
+    markdown = token_serving_markdown(results, [plot.relative_to(out_dir) for plot in plots if plot is not None])
     under_load = recommend_token_serving(results)
     if not markdown:
         return None

@@ -12,7 +12,7 @@ from trtbench.core import schema
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
 from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
-from trtbench.scenarios.serving_peaks import RepeatedPeaks
+from trtbench.scenarios.serving_peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.token_loadgen import nearest_rank
 
@@ -40,6 +40,7 @@ class TokenStep:
     log_dir: str = ""  # relative to the run's output directory
     batches: dict[int, int] = field(default_factory=dict)  # the requests its workers ran per batch size
     most_in_flight: int = 0  # the most queries generating at once, from their stamps (TokenRun.most_in_flight)
+    confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
 
     @property
     def queries(self) -> int:
@@ -49,6 +50,11 @@ class TokenStep:
     def goodput(self) -> float:
         """The share of queries within both bounds."""
         return 1 - self.late / self.queries if self.queries else 0.0
+
+    def late_flags(self, ttft_bound_ms: float, tpot_bound_ms: float) -> list[bool]:
+        """Whether each answered query was late (its TTFT or TPOT over its bound), in the order kept (issue order for
+        runs of a joint estimate)."""
+        return [ttft > ttft_bound_ms or tpot > tpot_bound_ms for ttft, tpot in zip(self.ttft_ms, self.tpot_ms)]
 
     def percentile_ms(self, metric: str, percentile: float) -> Optional[float]:
         """The ``percentile`` (0.99: p99) of ``ttft`` or ``tpot`` over the queries, by nearest rank as LoadGen takes
@@ -62,7 +68,7 @@ class TokenStep:
                 "tpot_ms": [round(v, ROUNDING) for v in self.tpot_ms], "itl_ms": dict(self.itl_ms),
                 "request_per_s": self.request_per_s, "output_tokens_per_s": self.output_tokens_per_s,
                 "error": self.error, "log_dir": self.log_dir, "batches": {str(k): v for k, v in self.batches.items()},
-                "most_in_flight": self.most_in_flight}
+                "most_in_flight": self.most_in_flight, "confirm": self.confirm}
 
     @classmethod
     def from_dict(cls, data: dict) -> "TokenStep":
@@ -72,7 +78,7 @@ class TokenStep:
                    itl_ms=dict(data.get("itl_ms") or {}), request_per_s=data.get("request_per_s", 0.0),
                    output_tokens_per_s=data.get("output_tokens_per_s", 0.0), error=data.get("error", ""),
                    log_dir=data.get("log_dir", ""), batches={int(k): v for k, v in (data.get("batches") or {}).items()},
-                   most_in_flight=data.get("most_in_flight", 0))
+                   most_in_flight=data.get("most_in_flight", 0), confirm=data.get("confirm", False))
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,7 @@ class TokenServingResult(RepeatedPeaks):
     log_dir: str = ""  # relative to the run's output directory
     batching: Optional[dict] = None
     lengths: dict = field(default_factory=dict)
+    interval: Optional[PeakInterval] = None  # a joint estimate's (its one peak's); None for a bisection's
 
     @property
     def percentile_key(self) -> str:
@@ -135,7 +142,9 @@ class TokenServingResult(RepeatedPeaks):
     @property
     def peak_step(self) -> Optional[TokenStep]:
         """The step that passed at the highest offered QPS in the repeat whose peak is the median; at a fixed qps the
-        run whose completed rate is the median."""
+        run whose completed rate is the median; a joint estimate's: its confirming run (None where it had none)."""
+        if self.interval is not None:
+            return next((s for s in self.steps if s.confirm), None)
         return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
 
     def to_dict(self) -> dict:
@@ -144,7 +153,8 @@ class TokenServingResult(RepeatedPeaks):
                 "percentile": self.percentile, "peak_rule": self.peak_rule, "status": str(self.status),
                 "reason": self.reason, "service": dict(self.service), "capacity_qps": self.capacity_qps,
                 "peaks": list(self.peaks), "peak_qps": self.peak_qps, "steps": [s.to_dict() for s in self.steps],
-                "log_dir": self.log_dir, "batching": self.batching, "lengths": dict(self.lengths)}
+                "log_dir": self.log_dir, "batching": self.batching, "lengths": dict(self.lengths),
+                "interval": self.interval.to_dict() if self.interval is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> "TokenServingResult":
@@ -154,7 +164,8 @@ class TokenServingResult(RepeatedPeaks):
                    reason=data.get("reason", ""), service=dict(data.get("service") or {}),
                    capacity_qps=data.get("capacity_qps"), peaks=tuple(data.get("peaks") or ()),
                    steps=tuple(TokenStep.from_dict(s) for s in data.get("steps", [])), log_dir=data.get("log_dir", ""),
-                   batching=data.get("batching"), lengths=dict(data.get("lengths") or {}))
+                   batching=data.get("batching"), lengths=dict(data.get("lengths") or {}),
+                   interval=PeakInterval.from_dict(data.get("interval")))
 
 
 @register_part

@@ -31,13 +31,16 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from trtbench.build.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.core.status import Status
+from trtbench.measure.peak_estimate import Budget, SearchPlan
 from trtbench.decoders import decoder_names, get_decoder
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.generate import decoder_folder
 from trtbench.scenarios.generate_result import GeneratePoint, GenerateRecord
 from trtbench.scenarios.serving import KEPT_LOGS
 from trtbench.scenarios.token_lengths import QueryLengths
-from trtbench.scenarios.token_loadgen import PeakSearch, TokenLoad, TokenServing, token_peak, token_run
+from trtbench.scenarios.serving_peaks import searched_peak
+from trtbench.scenarios.token_loadgen import (PeakSearch, TokenLoad, TokenRun, TokenServing, token_estimate,
+                                              token_peak, token_run)
 from trtbench.scenarios.token_pool import TokenPool, serving_requests
 from trtbench.scenarios.token_serving_config import SERVED_BATCH, TokenServingConfig
 from trtbench.scenarios.token_serving_result import ServedDecoder, TokenServingResult, TokenStep
@@ -161,6 +164,8 @@ def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryL
                                            reason=f"no load fits: alone, a request's TTFT is at least "
                                                   f"{alone['ttft_ms']:.1f} ms and its TPOT {alone['tpot_ms']:.2f} ms, "
                                                   f"for the bounds {result.bounds_text}")
+            if settings.estimates:
+                return engine.estimate(result)
             for repeat in range(settings.repeats):
                 peak, made = engine.repeat(repeat, result.capacity_qps)
                 steps += made
@@ -217,16 +222,39 @@ class _TokenEngine:
             logs = [where / f"step-{i + 1}" for i in range(len(runs))]
         else:
             peak, runs, logs = None, [token_run(self.servers, load, self.serving, settings.qps, where)], [where]
-        for log in logs:  # the (empty) accuracy log and the trace go; the summary and detail stay
-            for path in log.iterdir():
-                if path.is_file() and path.name not in KEPT_LOGS:
-                    path.unlink()
-        return peak, [TokenStep(run.qps, repeat, run.summary, run.passed, run.late,
-                                tuple(q.ttft_ms for q in run.queries), tuple(q.tpot_ms for q in run.queries),
-                                run.percentiles_ms().get("itl", {}), run.request_per_s, run.output_tokens_per_s,
-                                _brief(run.error), log.relative_to(self.out_dir).as_posix(), run.batches,
-                                run.most_in_flight)
-                      for run, log in zip(runs, logs)]
+        return peak, [self._step(run, repeat, log) for run, log in zip(runs, logs)]
+
+    def _step(self, run: TokenRun, repeat: int, log: Path) -> TokenStep:
+        """A LoadGen run as results keep it, its queries in issue order; its log folder keeps the summary and detail
+        (the (empty) accuracy log and the trace go)."""
+        for path in log.iterdir():
+            if path.is_file() and path.name not in KEPT_LOGS:
+                path.unlink()
+        queries = sorted(run.queries, key=lambda q: q.issued_s)
+        return TokenStep(run.qps, repeat, run.summary, run.passed, run.late, tuple(q.ttft_ms for q in queries),
+                         tuple(q.tpot_ms for q in queries), run.percentiles_ms().get("itl", {}), run.request_per_s,
+                         run.output_tokens_per_s, _brief(run.error), log.relative_to(self.out_dir).as_posix(),
+                         run.batches, run.most_in_flight)
+
+    def estimate(self, result: TokenServingResult) -> TokenServingResult:
+        """The joint estimate from [0, the capacity] (:func:`~.token_loadgen.token_estimate`), logs under ``step-<n>``:
+        its peak with the interval, LoadGen's verdict on the confirming run at the low end. A step whose worker failed
+        fails the result, with the steps made."""
+        settings, minutes = self.settings, self.settings.search_minutes
+        plan = SearchPlan(1 - settings.percentile, result.capacity_qps, settings.queries, settings.min_duration_s,
+                          settings.resolution, Budget(settings.search_queries, minutes and minutes * 60))
+        search, runs = token_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
+                                      plan, self.folder)
+        steps = [self._step(run, index, self.folder / f"step-{index + 1}") for index, run in enumerate(runs)]
+        if search is None:
+            return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps),
+                                       reason=_stopped(steps[-1], len(steps), 0, settings, None))
+        valid = None
+        if search.confirm is not None:
+            steps[-1] = dataclasses.replace(steps[-1], confirm=True)
+            valid = steps[-1].summary.valid
+        peak, interval = searched_peak(search, result.capacity_qps, valid)
+        return dataclasses.replace(result, steps=tuple(steps), peaks=(peak,), interval=interval)
 
     def __enter__(self) -> "_TokenEngine":
         return self

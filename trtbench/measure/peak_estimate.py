@@ -1,0 +1,317 @@
+"""The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
+steps.
+
+A serving step offers Poisson load at a rate ``qps`` and sees, in issue order, which of its queries were *late* (over
+the latency bound; a lost query is late). The late share rises with the load, and the peak is the load at which it
+reaches what the percentile allows (``allowed``: 1% at p99).
+
+**The fit.** The late share is fitted to every step together as a logistic curve in the log of the load,
+``logit(share) = a + b log(qps)``, by maximum likelihood on each step's late count of its queries. Logistic rather
+than isotonic: the peak is where the curve crosses the allowed share, and an isotonic fit is a staircase whose
+crossing jumps from one step's load to the next (it cannot say where between two steps the share crosses, and a
+search's steps near the peak are few); the logistic curve is smooth, two numbers, and uses a step's count above the
+allowed share as well as one below. A queue's late share is not exactly logistic over all loads, but the steps that
+carry the fit are those near the crossing (a step with no late query, far below, weighs little), where it is close.
+
+**The interval** is a 90% bootstrap that respects how the queries were made. Late queries come in bursts (a queue
+that fills: on the simulated M/D/1 and M/D/2 queues a step's late count varies about 4 and 15 times as much as a
+binomial's), and the steps of one repeat (a LoadGen schedule, seed + repeat) replay the same arrivals scaled to
+their rate, so their bursts fall at the same query indices at every step. So a replicate resamples *repeats* with
+replacement and, within each drawn repeat, *blocks* of :data:`BLOCK` consecutive query indices with replacement, the
+same blocks at every step of that repeat (a step shorter than the longest keeps the drawn blocks it has), and fits
+the curve again. Since a burst makes a step's late count right-skewed (most runs see fewer late queries than the
+mean, a few far more), the fit's crossing is biased upward (about 2% on the M/D/2 queue at 10,000 queries); the
+bootstrap measures that: the estimate is the fit less the replicates' median bias about it (``fit - (median -
+fit)``), and the interval the replicates' 5% and 95% quantiles less the same bias (the low end at least 0; a replicate
+whose curve does not rise with the load has no crossing, and counts as an unbounded peak).
+
+**The search** (:func:`search_peak`) brackets the peak first: bisection from [0, capacity] until one step's late
+share is within the allowed share and a higher step's is over it. Then each step goes where it informs the estimate
+most, beside the current fit's crossing, alternately :data:`SPREAD` below and above it (two sides fix the curve's
+slope as well as its level). A step has ``max(min_queries, qps * min_duration_s)`` queries (LoadGen's minimums: it
+issues until both are met) and a schedule of its own (its repeat is its index): a step that replayed another's
+arrivals would see the same bursts again, and add less. The search stops once the interval is narrower than
+``resolution`` of the estimate (or, where no step was ever over the allowed share, or none within it, once the
+bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in the budget (queries, or seconds) beside the
+confirming run at the interval's low end, which is made last (LoadGen's verdict at the load the interval vouches
+for) and is not fitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
+REPLICATES = 400  # bootstrap replicates of an interval
+LEVEL = 0.9  # the interval's coverage
+SPREAD = 0.04  # a step beside the estimate is this share below or above it
+MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
+NEWTON_STEPS = 30
+RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late query
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a search: the load offered, the repeat (LoadGen schedule) it replayed, and each query's late flag
+    in issue order; ``run``: what the caller's step returned (its LoadGen run)."""
+
+    qps: float
+    repeat: int
+    late: np.ndarray = field(compare=False)
+    run: Any = field(default=None, compare=False)
+
+    @property
+    def queries(self) -> int:
+        return len(self.late)
+
+    @cached_property
+    def share(self) -> float:
+        return float(np.mean(self.late)) if len(self.late) else 0.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The load at which the fitted late share reaches the allowed share, and its 90% interval (nan where the steps
+    do not fix a crossing yet)."""
+
+    qps: float
+    low: float
+    high: float
+
+    @property
+    def width(self) -> float:
+        """The interval's width over the estimate (inf where there is none)."""
+        return (self.high - self.low) / self.qps if self.qps > 0 and math.isfinite(self.high - self.low) else math.inf
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a search may spend: ``queries`` in all (the confirming run included) and, where given, ``seconds``."""
+
+    queries: int
+    seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How a search runs: the allowed late share, the pool's ``capacity`` (no queue completes more), LoadGen's
+    minimums per step, the ``resolution`` that stops it and its :class:`Budget`."""
+
+    allowed: float
+    capacity: float
+    min_queries: int
+    min_duration_s: float
+    resolution: float
+    budget: Budget
+
+    def queries_at(self, qps: float) -> int:
+        """The queries of a step at ``qps``: LoadGen issues until both its minimums are met."""
+        return max(self.min_queries, math.ceil(qps * self.min_duration_s))
+
+
+@dataclass(frozen=True)
+class Search:
+    """A finished search: its steps in order, the estimate, why it stopped (``resolution`` or ``budget``), the
+    confirming run at the interval's low end (a :class:`Step`; None where the budget left none), and the queries and
+    seconds it took (the confirming run's included)."""
+
+    steps: tuple[Step, ...]
+    estimate: Estimate
+    stopped_by: str
+    confirm: Optional[Step]
+    queries: int
+    seconds: float
+
+
+# run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made); queries: what the plan
+# asks of it (a LoadGen run decides its own count from its minimums)
+RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
+
+
+def _fit(late: np.ndarray, queries: np.ndarray, log_qps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The logistic curve's (a, b) per row of ``late`` and ``queries`` (replicates x steps), by Newton's method from
+    the curve through the pooled share; ``log_qps`` centred by the caller."""
+    rows = late.shape[0]
+    pooled = np.clip(late.sum(1) / np.maximum(queries.sum(1), 1), 1e-4, 1 - 1e-4)
+    a, b = np.log(pooled / (1 - pooled)), np.full(rows, 5.0)
+    for _ in range(NEWTON_STEPS):
+        share = 1 / (1 + np.exp(-(a[:, None] + b[:, None] * log_qps)))
+        residual, weight = late - queries * share, queries * share * (1 - share)
+        g0, g1 = residual.sum(1), (residual * log_qps).sum(1)
+        h00, h01, h11 = weight.sum(1) + RIDGE, (weight * log_qps).sum(1), (weight * log_qps ** 2).sum(1) + RIDGE
+        det = h00 * h11 - h01 ** 2
+        da, db = (h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det
+        scale = np.minimum(1.0, 5.0 / np.maximum(np.abs(da) + np.abs(db), 1e-12))  # damped: no overshoot to +-inf
+        a, b = a + scale * da, b + scale * db
+        if np.all(np.abs(scale * da) + np.abs(scale * db) < 1e-9):  # converged (quadratically, in a few steps)
+            break
+    return a, b
+
+
+def _crossing(a: np.ndarray, b: np.ndarray, allowed: float, centre: float) -> np.ndarray:
+    """The load where each curve reaches ``allowed`` (nan where the curve does not rise with the load)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_qps = (math.log(allowed / (1 - allowed)) - a) / b
+        return np.where(b > 0, np.exp(log_qps + centre), np.nan)
+
+
+def block_counts(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's late queries and queries per block of :data:`BLOCK` query indices (steps x blocks; a step
+    shorter than the longest has zeros beyond its queries)."""
+    blocks = max(-(-s.queries // BLOCK) for s in steps)
+    late, queries = np.zeros((len(steps), blocks)), np.zeros((len(steps), blocks))
+    for i, step in enumerate(steps):
+        starts = np.arange(0, step.queries, BLOCK)
+        late[i, :len(starts)] = np.add.reduceat(step.late.astype(float), starts) if step.queries else 0
+        queries[i, :len(starts)] = np.diff(np.append(starts, step.queries))
+    return late, queries
+
+
+def _curve(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Each step's late queries and queries per block (:func:`block_counts`), its log load less their mean, and
+    that mean."""
+    log_qps = np.log([s.qps for s in steps])
+    late, queries = block_counts(steps)
+    return late, queries, log_qps - log_qps.mean(), float(log_qps.mean())
+
+
+def fit_curve(steps: Sequence[Step]) -> tuple[float, float, float]:
+    """The logistic curve fitted to every step: ``(a, b, centre)``, the late share at ``qps`` being
+    ``1 / (1 + exp(-(a + b (log(qps) - centre))))``."""
+    log_qps = np.log([s.qps for s in steps])
+    centre = float(log_qps.mean())
+    late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
+    a, b = _fit(late[None], queries[None], (log_qps - centre)[None])
+    return float(a[0]), float(b[0]), centre
+
+
+def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]:
+    """The load where the curve fitted to every step reaches ``allowed`` (nan where none), and the width over it of
+    the 90% interval were the queries independent (the fit's Fisher information): late queries come in bursts, so the
+    true interval is wider, and a search asks for the bootstrap's only once this one is narrow enough."""
+    steps = [s for s in steps if s.queries]
+    if not any(s.late.any() for s in steps):
+        return math.nan, math.inf
+    a, b, centre = fit_curve(steps)
+    log_qps = np.log([s.qps for s in steps]) - centre
+    queries = np.array([s.queries for s in steps], float)
+    a, b = np.array([a]), np.array([b])
+    point = float(_crossing(a, b, allowed, centre)[0])
+    if not math.isfinite(point):
+        return point, math.inf
+    share = 1 / (1 + np.exp(-(a[0] + b[0] * log_qps)))
+    weight = queries * share * (1 - share)
+    info = np.array([[weight.sum(), (weight * log_qps).sum()], [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
+    gradient = np.array([-1 / b[0], -(math.log(allowed / (1 - allowed)) - a[0]) / b[0] ** 2])
+    try:
+        spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
+    except np.linalg.LinAlgError:
+        return point, math.inf
+    z = 1.6448536269514722  # the normal quantile at 0.95: a two-sided 90% interval
+    return point, math.exp(z * spread) - math.exp(-z * spread)
+
+
+def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each bootstrap replicate's late queries and queries per step (replicates x steps): repeats drawn with
+    replacement, and within each drawn repeat blocks of query indices drawn with replacement, the same blocks at every
+    step of the repeat (the module docstring)."""
+    late, queries = block_counts(steps)
+    repeats = sorted({s.repeat for s in steps})
+    index = np.array([repeats.index(s.repeat) for s in steps])
+    blocks = late.shape[1]
+    # weights[r, j, c]: how often replicate r drew block j of repeat c (a repeat drawn twice adds two block draws)
+    drawn = rng.integers(0, len(repeats), (replicates, len(repeats)))
+    weights = np.zeros((replicates, blocks, len(repeats)))
+    for slot in range(len(repeats)):
+        weights[np.arange(replicates), :, drawn[:, slot]] += rng.multinomial(blocks, np.full(blocks, 1 / blocks),
+                                                                            replicates)
+    step_weights = weights[:, :, index]  # replicates x blocks x steps
+    return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
+
+
+def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
+             replicates: int = REPLICATES) -> Estimate:
+    """The peak from every step together, and its 90% interval by the block bootstrap of the module docstring."""
+    steps = [s for s in steps if s.queries]
+    point, _ = point_estimate(steps, allowed)
+    if not math.isfinite(point):
+        return Estimate(point, math.nan, math.nan)
+    _, _, log_qps, centre = _curve(steps)
+    boot_late, boot_queries = replicate_counts(steps, rng, replicates)
+    crossings = _crossing(*_fit(boot_late, boot_queries, np.broadcast_to(log_qps, boot_late.shape)), allowed, centre)
+    crossings = np.where(np.isnan(crossings), np.inf, crossings)  # no crossing: the curve never rose, a peak unbounded
+    low, middle, high = np.quantile(crossings, [(1 - LEVEL) / 2, 0.5, (1 + LEVEL) / 2], method="inverted_cdf")
+    bias = middle - point  # the replicates' median bias about the fit: the fit's, about the true crossing
+    return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
+
+
+def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, float]]:
+    """The bisection's bracket while the peak is not bracketed yet (no step within the allowed share below one over
+    it): the highest load within it below the lowest over it (0 while none), and that lowest (the capacity while
+    none); None once bracketed."""
+    over = [s.qps for s in steps if s.share > plan.allowed]
+    under = [s.qps for s in steps if s.share <= plan.allowed]
+    if min(under, default=math.inf) < max(over, default=0.0):
+        return None
+    hi = min(over, default=plan.capacity)
+    return max((q for q in under if q < hi), default=0.0), hi
+
+
+def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
+    """Where the next step goes: bisection until the peak is bracketed, then beside the fit's crossing."""
+    bracket = _bracket(steps, plan)
+    if bracket is None and math.isfinite(point):
+        return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
+    lo, hi = bracket or (0.0, plan.capacity)
+    return (lo + hi) / 2
+
+
+def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
+                clock: Callable[[], float] = time.monotonic) -> Search:
+    """Steps placed and judged as the module docstring says, then the confirming run; ``run`` makes one step. The
+    bootstrap runs only where it may stop the search (enough late queries, and an interval narrow enough were they
+    independent), and once at the end."""
+    started, steps, used, point, stopped_by = clock(), [], 0, math.nan, "budget"
+    current = Estimate(math.nan, math.nan, math.nan)
+    while True:
+        qps = _next_qps(steps, plan, point)
+        confirm_at = min(max(qps, point), plan.capacity) if math.isfinite(point) else qps  # the low end is below it
+        need = plan.queries_at(qps) + plan.queries_at(confirm_at)
+        over_time = plan.budget.seconds is not None and clock() - started + need / qps > plan.budget.seconds
+        if used + need > plan.budget.queries or over_time:
+            break
+        late, made = run(qps, len(steps), plan.queries_at(qps))
+        steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
+        used += len(late)
+        point, independent_width = point_estimate(steps, plan.allowed)
+        bracket = _bracket(steps, plan)
+        if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
+            # no crossing within the bracket: the peak is its low end
+            return _confirmed(run, plan, steps, Estimate(bracket[0], bracket[0], bracket[1]), (used, started, clock))
+        if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
+            current = estimate(steps, plan.allowed, rng)
+            if current.width <= plan.resolution:
+                stopped_by = "resolution"
+                break
+    if stopped_by == "budget" and steps:
+        current = estimate(steps, plan.allowed, rng)
+    return dataclasses.replace(_confirmed(run, plan, steps, current, (used, started, clock)), stopped_by=stopped_by)
+
+
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: tuple) -> Search:
+    """The search with its confirming run at the interval's low end, where there is one and the budget has room;
+    ``spent``: the queries used, when the search started and its clock."""
+    used, started, clock = spent
+    confirm = None
+    if current.low > 0 and used + plan.queries_at(current.low) <= plan.budget.queries:
+        late, made = run(current.low, len(steps), plan.queries_at(current.low))
+        confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
+        used += len(late)
+    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started)
