@@ -82,6 +82,7 @@ def test_the_speedup_interval_covers_the_processes_luck_that_one_process_alone_m
     first = [tuple(zip(*[(q, b) for q, b in zip(*row) if b[0] == 0])) for row in (exported, eager)]
     alone = speedups_of(*[(list(q), list(b)) for q, b in first], {})["e2e_ms"]
     assert alone["low"] > 2.0 / 1.08 and alone["high"] - alone["low"] < (spread["high"] - spread["low"]) / 2
+    assert speedups_of(eager, eager, {})["e2e_ms"] == {"value": 1.0, "low": 1.0, "high": 1.0}  # the reference's own
 
 
 def test_a_later_turns_rounds_follow_the_earlier_ones_and_the_baseline_is_the_joined_eager(tmp_path):

@@ -116,7 +116,11 @@ def speedups_of(row: tuple[list[RequestMetrics], list[tuple[int, int]]],
     (``between``, by name)."""
     speedups = {}
     for name in TIMES:
-        interval = speedup_interval(series_of(*baseline, name), series_of(*row, name), between.get(name))
+        base, this = series_of(*baseline, name), series_of(*row, name)
+        if base == this:  # eager fp32's own row: its reference, 1 exactly
+            speedups[name] = {"value": 1.0, "low": 1.0, "high": 1.0}
+            continue
+        interval = speedup_interval(base, this, between.get(name))
         speedups[name] = (interval.to_dict() if np.isfinite(interval.low) and np.isfinite(interval.high)
                           else {"value": interval.value, "low": None, "high": None})
     return speedups
