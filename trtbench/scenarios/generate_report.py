@@ -251,7 +251,7 @@ def energy_lines(parts: list) -> list[str]:
     if measured:
         lines += ["Joules per output token: the device's energy counter read around each request in its worker, less "
                   "the idle draw read just before the point's rounds, over the request's batch x new_tokens (prefill "
-                  "included); the interval is one process's, over its requests.", ""]
+                  "included); the interval is over its requests, every replicate process's pooled (not two-level).", ""]
         for part, e in measured:
             ci = e.get("joules_per_token_ci")
             lines.append(f"- {part.point} {part.slot}: {e['joules_per_token']:.3g} J/token"
