@@ -92,7 +92,9 @@ def test_a_later_turns_rounds_follow_the_earlier_ones_and_the_baseline_is_the_jo
               for slot, row in second.items()}  # the second turn's processes 1 and 2
     shared = {"accuracy": {}, "reference_logits": None, "energy": None, "worker": {}, "stopped_by": "max_requests",
               "memory": {}}
-    rows, joined = _joined(_joined(None, (first, dict(shared))), (second, dict(shared)))
+    rows, joined = _joined(_joined(None, (first, {**shared, "processes": {"eager": {0: {"pid": 10}}}})),
+                           (second, {**shared, "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
+    assert joined["processes"]["eager"] == {0: {"pid": 10}, 1: {"pid": 11}, 2: {"pid": 12}}  # each turn's facts
     assert rows["exported"].blocks == [(0, 0), (0, 1), (0, 2)] + [(1 + i, 3 + r) for r in range(3) for i in range(2)]
     assert joined["baseline"] is rows["eager"] and joined["stopped_by"] == "max_requests, then max_requests"
     assert joined["between"]["e2e_ms"] is not None  # three processes a row: the pooled between-process variance

@@ -362,9 +362,18 @@ def _time_group(ctx, timing: GenerateWorkers, plan: tuple[list[GeneratePoint], G
         energy = PointEnergy.before_rounds(ctx.device)  # the idle draw just before the point's rounds
         with ctx.progress.task(f"generate {point.label} {'+'.join(rows)}", timed=True) as tick:
             stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
+        memory = _peaks(workers, started)
         yield point, point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
-                                  "energy": energy, "memory": _peaks(workers, started),
-                                  "worker": {slot: found[min(found)].facts for slot, found in workers.items()}}
+                                  "energy": energy, "memory": memory,
+                                  "worker": {slot: found[min(found)].facts for slot, found in workers.items()},
+                                  "processes": {slot: {i: _process_facts(w) for i, w in found.items()}
+                                                for slot, found in workers.items()}}
+
+
+def _process_facts(worker: Worker) -> dict:
+    """What a replicate process was: its pid, start-up luck (hash seed, environment padding) and peak RSS so far."""
+    return {"pid": worker.process.pid, **{k: worker.facts[k] for k in ("hash_seed", "env_padding_bytes", "peak_rss_mb")
+                                          if k in worker.facts}}
 
 
 def _joined(earlier: Optional[tuple[dict, dict]], later: tuple[dict, dict]) -> tuple[dict, dict]:
@@ -378,7 +387,9 @@ def _joined(earlier: Optional[tuple[dict, dict]], later: tuple[dict, dict]) -> t
         before_rows, before = earlier
         offset = 1 + max((r for row in before_rows.values() for _, r in row.blocks), default=-1)
         rows = {slot: _join_rows(before_rows.get(slot), row, offset) for slot, row in rows.items()}
-        shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "energy", "worker")}}
+        shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "energy", "worker")},
+                  "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
+                                for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
     timed = [(row.requests, row.blocks) for row in rows.values() if row.status is Status.OK and row.requests]
     return rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)}
@@ -502,6 +513,8 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]
+    if slot in context.get("processes", {}):
+        data["process_facts"] = [{"process": i, **facts} for i, facts in sorted(context["processes"][slot].items())]
     if len(context.get("turns", ())) > 1:
         data["process_turns"] = context["turns"]
     return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, slot, name, precision, row.status,
