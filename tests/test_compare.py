@@ -10,6 +10,7 @@ from trtbench.cli import main
 from trtbench.core.errors import UserInputError
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
+from trtbench.core.stats import bootstrap_median_ratio
 from trtbench.results.compare import compare_runs
 
 
@@ -159,3 +160,32 @@ def test_compare_names_the_points_that_spanned_regimes():
     text = str(compare(steady, shifted))
     assert "- new: m t2 opt (4x3x8x8) ran in 2 regimes: rounds 0-" in text and "baseline:" not in text
     assert "| 2/2 |" in text and "95% CI, each run's processes x rounds" in text
+
+
+def test_generate_rows_are_compared_on_each_runs_replicate_processes():
+    """A decoder's rows in two runs whose three processes each had their luck (one slow by 8% in the first run, two
+    in the second): the requests pooled exclude equal speed between the runs, 8% apart; with the processes as
+    each run's sample the interval holds it. Rows written before requests kept their process still compare, as one
+    process each (test_generate_rows_are_compared_per_time_on_their_requests)."""
+    from trtbench.core.status import Status
+    from trtbench.results.compare import compare_generate
+    from trtbench.scenarios.generate_result import GenerateRecord
+
+    def run(factors: list[float], environment: str) -> ResultSet:
+        rng = np.random.default_rng(len(environment))
+        blocks = [(p, r) for r in range(12) for p in range(3)]
+        times = [35.0 * factors[p] * (1 + 0.005 * rng.standard_normal()) for p, _ in blocks]
+        requests = {"ttft_ms": times, "tpot_ms": times, "e2e_ms": times, "process": [p for p, _ in blocks],
+                    "round": [r for _, r in blocks]}
+        results = ResultSet(environments={environment: {"id": environment}})
+        results.add(GenerateRecord(environment, "tiny-llama", 1, "p12-n4-b1", "exported", "exported", "fp32",
+                                   Status.OK, data={"requests": requests}))
+        return results
+
+    base, new = run([1.0, 1.0, 1.08], "env-a"), run([1.08, 1.08, 1.0], "env-bb")
+    change = {c.metric: c for c in compare_generate(base, new)}["e2e_ms"]
+    assert change.speedup == pytest.approx(1 / 1.08, rel=0.01) and change.verdict == "within noise"
+    assert change.ci_low < 1 / 1.05 and change.ci_high >= 1.0  # another draw of processes may read alike
+    pooled = bootstrap_median_ratio(np.asarray(base.parts("generate")[0].data["requests"]["e2e_ms"]),
+                                    np.asarray(new.parts("generate")[0].data["requests"]["e2e_ms"]), paired=False)
+    assert pooled[1] < 0.995  # the requests alone: a difference

@@ -134,11 +134,11 @@ def test_a_decoder_that_does_not_fit_beside_eager_is_skipped_with_the_fix():
 
 
 def test_each_request_keeps_its_process_and_round():
-    """A request is the generate scenario's block: like a latency block it keeps the process that made it and the
-    point's round it was made in (one process per decoder: process 0, round i for the i-th request)."""
+    """A request is the generate scenario's block: like a latency block it keeps the replicate process that made it
+    and the global round it was made in."""
     from trtbench.measure.token_timing import RequestMetrics
     from trtbench.scenarios.generate_result import requests_of
 
-    made = [RequestMetrics(10.0 + i, 1.0, 20.0 + i, (1.0,), 100.0, 1000.0) for i in range(3)]
-    kept = requests_of(made)
-    assert kept["process"] == [0, 0, 0] and kept["round"] == [0, 1, 2] and kept["e2e_ms"] == [20.0, 21.0, 22.0]
+    made = [RequestMetrics(10.0 + i, 1.0, 20.0 + i, (1.0,), 100.0, 1000.0) for i in range(4)]
+    kept = requests_of(made, [(0, 0), (1, 0), (0, 1), (1, 1)])
+    assert kept["process"] == [0, 1, 0, 1] and kept["round"] == [0, 0, 1, 1] and kept["e2e_ms"] == [20, 21, 22, 23]

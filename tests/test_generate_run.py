@@ -65,6 +65,9 @@ def test_every_metric_is_reported_and_timed_in_paired_rounds(generate_run):
         assert eager["status"] == "ok" and eager["data"]["batch"] == batch
         metrics, requests = eager["data"]["metrics"], eager["data"]["requests"]
         assert 2 <= eager["data"]["rounds"] == len(requests["e2e_ms"]) <= 3
+        assert eager["data"]["processes"] == 1 and requests["process"] == [0] * eager["data"]["rounds"]  # the suite's
+        assert [f["process"] for f in eager["data"]["process_facts"]] == [0] and "hash_seed" in eager["data"][
+            "process_facts"][0]
         assert metrics["ttft_ms"]["median"] < metrics["e2e_ms"]["median"]
         assert metrics["itl_ms"]["count"] == 2 * eager["data"]["rounds"] and len(metrics["step_ms"]) == 2
         tpot = metrics["tpot_ms"]["median"]

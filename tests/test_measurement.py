@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from trtbench.measure.accuracy import elementwise_accuracy
-from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, paired_ratio, summarize
+from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, summarize
 from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, RawTiming, TimingSettings, WarmedUp, measure_interleaved
 
 
@@ -156,47 +156,6 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     m = measure_interleaved({"a": lambda: time.sleep(0.002), "b": lambda: time.sleep(0.002)}, CPU, capped)["a"]
     assert m.stopped_by == "max_time_s"
     assert len(m.rounds) >= CAPPED_MIN_ROUNDS  # the cap never leaves fewer rounds than a paired CI needs
-
-
-def _rounds(rng, n_rounds, median, per_round=20, spread=0.02, drift=None):
-    """Synthetic rounds: ``median`` times noise, times the round's drift factor."""
-    drift = np.ones(n_rounds) if drift is None else drift
-    return [median * drift[i] * (1 + spread * rng.standard_normal(per_round)) for i in range(n_rounds)]
-
-
-def test_paired_ratio_is_the_ratio_of_pooled_medians():
-    rng = np.random.default_rng(0)
-    base, this = _rounds(rng, 8, 10.0), _rounds(rng, 8, 4.0)
-    interval = paired_ratio(base, this)
-    assert interval.value == pytest.approx(np.median(np.concatenate(base)) / np.median(np.concatenate(this)))
-    assert interval.value == pytest.approx(2.5, rel=0.02)
-    assert interval.low <= interval.value <= interval.high
-    assert paired_ratio([], this) is None
-    short = paired_ratio(base[:2], this[:2])
-    assert short.low == -math.inf and short.high == math.inf  # fewer than three paired rounds: no interval
-
-
-def test_paired_ratio_ci_contains_the_value_and_narrows_with_more_rounds():
-    rng = np.random.default_rng(1)
-    few = paired_ratio(_rounds(rng, 5, 10.0, spread=0.1), _rounds(rng, 5, 5.0, spread=0.1))
-    many = paired_ratio(_rounds(rng, 200, 10.0, spread=0.1), _rounds(rng, 200, 5.0, spread=0.1))
-    for interval in (few, many):
-        assert interval.low <= interval.value <= interval.high
-        assert interval.low < 2.0 < interval.high
-    assert many.rel_halfwidth < few.rel_halfwidth / 2
-
-
-def test_drift_that_hits_both_series_alike_leaves_the_paired_ci_tight():
-    rng = np.random.default_rng(2)
-    drift = np.linspace(1.0, 2.0, 30)  # the machine slows down to half speed over the run, for both variants
-    base = _rounds(rng, 30, 10.0, drift=drift)
-    this = _rounds(rng, 30, 5.0, drift=drift)
-    interval = paired_ratio(base, this)
-    assert interval.value == pytest.approx(2.0, rel=0.03)
-    assert interval.rel_halfwidth < 0.02
-    # the same samples, unpaired (each round matched with a random other round), give a far wider interval
-    shuffled = [this[i] for i in rng.permutation(30)]
-    assert paired_ratio(base, shuffled).rel_halfwidth > 5 * interval.rel_halfwidth
 
 
 def test_one_bootstrap_serves_paired_rounds_and_two_runs_samples():

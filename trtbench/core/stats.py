@@ -63,13 +63,6 @@ def median_ci_halfwidth(sorted_samples: np.ndarray, z: float = 1.96) -> float:
     return float(sorted_samples[hi] - sorted_samples[lo]) / 2
 
 
-def relative_median_ci(samples) -> float:
-    """:func:`median_ci_halfwidth` divided by the median (inf when undefined)."""
-    data = np.sort(np.asarray(samples, dtype=np.float64))
-    median = float(np.median(data)) if len(data) else 0.0
-    return median_ci_halfwidth(data) / median if median > 0 else math.inf
-
-
 def summarize(samples_ms) -> Stats:
     """Derive :class:`Stats` from raw samples in milliseconds."""
     data = np.sort(np.asarray(samples_ms, dtype=np.float64))
@@ -109,32 +102,11 @@ class Interval:
         return Interval(value, min(self.low, value), max(self.high, value))
 
 
-def paired_ratio(base_rounds, rounds, seed: int = 0) -> Interval | None:
-    """median(base) / median(this) with a 95% CI from the rounds both were timed in.
-
-    Round ``i`` of both series was timed back to back (interleaved), so drift of the machine
-    hits both alike; resampling whole rounds (a paired bootstrap) keeps that pairing, so the
-    interval covers the noise that is left. None without at least one common round.
-    """
-    n = min(len(base_rounds), len(rounds))
-    if n == 0:
-        return None
-    base = [np.asarray(r, dtype=np.float64) for r in base_rounds[:n]]
-    this = [np.asarray(r, dtype=np.float64) for r in rounds[:n]]
-    value = float(np.median(np.concatenate(base)) / np.median(np.concatenate(this)))
-    if n < 3:
-        return Interval(value, -math.inf, math.inf)
-    # the ratio of the medians of the resampled rounds' medians: robust, and cheap for many samples
-    low, high = bootstrap_median_ratio([np.median(r) for r in base], [np.median(r) for r in this], paired=True,
-                                       seed=seed)
-    return Interval(value, float(min(low, value)), float(max(high, value)))
-
-
 def bootstrap_median_ratio(base, this, paired: bool, seed: int = 0) -> tuple[float, float]:
     """Seeded bootstrap 95% interval of median(base) / median(this): a speedup's, when they are times.
 
     ``paired``: ``base[i]`` and ``this[i]`` were measured together (round ``i`` of interleaved timing),
-    so they are resampled together, which keeps the pairing (:func:`paired_ratio`); otherwise each
+    so they are resampled together, which keeps the pairing; otherwise each
     series is resampled on its own (two runs' samples: :mod:`trtbench.results.compare`).
     """
     base, this = np.asarray(base, dtype=np.float64), np.asarray(this, dtype=np.float64)

@@ -3,7 +3,7 @@
 The variants of a point are timed in rounds: each round runs a short block of calls of every
 variant, in an order that rotates from round to round. Drift of a shared machine (other load,
 clock changes, the first seconds of a process running slow) then hits every variant alike, and
-the paired rounds give each speedup a confidence interval (:func:`trtbench.core.stats.paired_ratio`).
+the paired rounds give each speedup a confidence interval (:func:`trtbench.core.stats.speedup_interval`).
 Every call is timed on its own with ``perf_counter_ns``, synchronized on CUDA, where CUDA events
 also time it on the device. The raw samples are the measurement; stats are derived elsewhere.
 

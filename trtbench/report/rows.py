@@ -37,7 +37,11 @@ def interval_coverage(table_rows) -> str:
     """What the intervals of ``table_rows`` cover, for a column header: ``95% CI, 3 processes x rounds``, or
     ``95% CI, 1 process x rounds`` where each row was timed in one process (its interval says nothing of the
     next process's luck); ``95% CI, processes x rounds`` where the rows differ."""
-    counts = {row.processes for row in table_rows if row.record.timed}
+    return coverage_of({row.processes for row in table_rows if row.record.timed})
+
+
+def coverage_of(counts: set[int]) -> str:
+    """What intervals over rows timed in ``counts`` replicate processes each cover (see :func:`interval_coverage`)."""
     if len(counts) != 1:
         return "95% CI, processes x rounds"
     (count,) = counts

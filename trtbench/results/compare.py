@@ -26,7 +26,7 @@ import numpy as np
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import bootstrap_median_ratio, pooled_between_variance, unpaired_interval
+from trtbench.core.stats import BlockSeries, bootstrap_median_ratio, pooled_between_variance, unpaired_interval
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,23 @@ def _generate_key(row) -> tuple:
     return (row.model, row.threads, row.point, row.decoder, row.precision)
 
 
+def request_series(requests: dict, metric: str) -> BlockSeries:
+    """A generate row's stored requests of ``metric`` as blocks (a request is one), each with its replicate process
+    and round; a row written before they were kept: one process, request i in round i."""
+    values = requests[metric]
+    return BlockSeries(tuple(values), tuple(requests.get("process", [0] * len(values))),
+                       tuple(requests.get("round", range(len(values)))))
+
+
 def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[GenerateChange]:
     """Compare every generate row of ``new`` with the baseline's row of the same model, threads, point, decoder
     and precision: per time, the ratio of the medians of the per-request series the rows keep, with an unpaired
-    bootstrap 95% interval (each run's requests resampled on their own)."""
+    two-level 95% interval (each run's rounds and replicate processes its sample, topped up to the between-process
+    variance pooled over both runs' rows); from their requests alone where either has fewer than 3 rounds."""
     by_key = {_generate_key(row): row for row in base.parts("generate")}
+    timed = [row.data["requests"] for row in [*base.parts("generate"), *new.parts("generate")]
+             if row.data.get("requests")]
+    between = {metric: pooled_between_variance([request_series(r, metric) for r in timed]) for metric in GENERATE_TIMES}
     changes = []
     for row in new.parts("generate"):
         old = by_key.get(_generate_key(row))
@@ -153,7 +165,12 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
             base_samples = np.asarray(old.data["requests"][metric], dtype=np.float64)
             new_samples = np.asarray(row.data["requests"][metric], dtype=np.float64)
             base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
-            low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)
+            series = (request_series(old.data["requests"], metric), request_series(row.data["requests"], metric))
+            if min(len(set(s.rounds)) for s in series) >= 3:
+                interval = unpaired_interval(*series, between[metric]).at(base_ms / new_ms)
+                low, high = interval.low, interval.high
+            else:
+                low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)
             changes.append(GenerateChange(*head, metric, base_ms / new_ms, low, high, _verdict(low, high, threshold),
                                           base_ms, new_ms))
     return changes

@@ -2,22 +2,25 @@
 E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
 
 The group's model is written once as a Hugging Face folder (:mod:`trtbench.models.hf_folder`), the common
-source every decoder builds from. Each decoder at each precision runs in a worker process of its own
-(:mod:`trtbench.workers.loop`, with a :class:`~trtbench.build.decoder_recipe.DecoderRecipe`): it builds its
-artifact there with its own library, loads it and warms up. Its teacher-forced logits are then compared with
-eager fp32's (a miss fails its rows with the figures); at each point the decoders' requests are interleaved in
-rounds, one request per decoder per round, until the E2E median of each is known to ``target_rel_ci`` (at least
-``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
+source every decoder builds from. Each decoder at each precision runs in ``benchmark.processes`` replicate worker
+processes of its own (:mod:`trtbench.workers.loop`, with a :class:`~trtbench.build.decoder_recipe.DecoderRecipe`;
+one with ``isolation: in_process``): each builds its artifact there with its own library, loads it and warms up.
+Their teacher-forced logits are then compared with eager fp32's (a miss fails its rows with the figures); at each
+point the decoders' requests are interleaved in rounds, one request per process of every decoder per round, each
+keeping its process and round, until the two-level interval of each E2E median is within ``target_rel_ci`` (at
+least ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
 timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row states the bytes a decode step reads
 (:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings (:mod:`trtbench.measure.bandwidth`)
 are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
 they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
-(:mod:`trtbench.scenarios.generate_memory`). Once a memory group's workers close, each of its slots whose logits
+(:mod:`trtbench.scenarios.generate_memory`); a group's replicate processes that do not fit its budget together
+take turns (:func:`trtbench.workers.isolation.plan_turns`). Once a memory group's workers close, each of its slots whose logits
 kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate_publish`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import signal
@@ -49,7 +52,8 @@ from trtbench.scenarios.generate_memory import (MIB, default_budget_bytes, own_r
 from trtbench.scenarios.generate_publish import published_parts
 from trtbench.scenarios.generate_report import generate_section, generate_summary
 from trtbench.scenarios.generate_result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
-                                                requests_of, speedups_of)
+                                                pooled_variances, requests_of, speedups_of)
+from trtbench.workers.isolation import plan_turns, process_name
 from trtbench.workers.loop import Worker, WorkerError, close_workers, spawn_workers, start_workers
 
 ACCURACY_TOKENS = 64  # the length of the teacher-forced sequence (at most the model's positions)
@@ -91,19 +95,38 @@ class GenerateSettings:
 
 
 class GenerateWorkers:
-    """A worker process per decoder slot of a memory group (:mod:`trtbench.scenarios.generate_memory`), spawned
-    when the group starts and closed together before the next group starts."""
+    """The replicate worker processes of one turn of a memory group (:mod:`trtbench.scenarios.generate_memory`):
+    process ``i`` of every decoder slot, for each ``i`` of the turn, spawned when the turn starts and closed together
+    before the next turn or group starts. Each builds its slot's artifact in a folder of its own."""
 
-    def __init__(self, count: int, timeout_s: float, knobs: Knobs, threads: int):
+    def __init__(self, recipes: dict[str, DecoderRecipe], indices: list[int], timeout_s: float, knobs: Knobs,
+                 threads: int):
         self._logs = tempfile.TemporaryDirectory(prefix="trtbench-decoders-")
-        self._spawned = spawn_workers(count, timeout_s, Path(self._logs.name), knobs, threads)
+        self._names = {process_name(slot, i): (slot, i) for i in indices for slot in recipes}
+        self._recipes = {name: replicate(recipes[slot], i) for name, (slot, i) in self._names.items()}
+        self._spawned = spawn_workers(len(self._names), timeout_s, Path(self._logs.name), knobs, threads)
 
-    def start(self, recipes: dict[str, DecoderRecipe]) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-        return start_workers(recipes, self._spawned)
+    def start(self) -> tuple[dict[str, dict[int, Worker]], dict[str, WorkerError]]:
+        """Each slot's built processes by index, and the slots any of whose processes failed, with the first error."""
+        ready, errors = start_workers(self._recipes, self._spawned)
+        workers: dict[str, dict[int, Worker]] = {}
+        failed: dict[str, WorkerError] = {}
+        for name, (slot, i) in self._names.items():
+            if name in ready:
+                workers.setdefault(slot, {})[i] = ready[name]
+            else:
+                failed.setdefault(slot, errors[name])
+        return {slot: found for slot, found in workers.items() if slot not in failed}, failed
 
     def close(self) -> None:
         close_workers(self._spawned)
         self._logs.cleanup()
+
+
+def replicate(recipe: DecoderRecipe, index: int) -> DecoderRecipe:
+    """Replicate process ``index``'s recipe: process 0 builds in the slot's folder (the one published), each further
+    one in a folder of its own beside it."""
+    return recipe if index == 0 else dataclasses.replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
 
 
 def decoder_folder(model_id: str) -> str:
@@ -124,7 +147,8 @@ class _Row:
 
     status: Status = Status.OK
     reason: str = ""
-    requests: list = field(default_factory=list)  # RequestMetrics, one per round
+    requests: list = field(default_factory=list)  # RequestMetrics, one per round per process
+    blocks: list = field(default_factory=list)  # each request's (replicate process, global round)
     tokens: Any = None  # the first request's tokens
     peak_bytes: int = 0
     facts: dict = field(default_factory=dict)  # the session's facts at the last request
@@ -201,24 +225,35 @@ class Generate(Scenario):
 
         publisher = (DecoderPublisher(ctx.out_dir / "artifacts", group.knobs) if ctx.config.output.save_artifacts
                      else None)
+        benchmark = ctx.config.benchmark
+        processes = benchmark.processes if benchmark.isolation == "process" else 1
         for index, members in enumerate(plan.groups):
-            ctx.log(f"start {len(members)} decoder worker(s) for {group.model.id} (memory group {index + 1} of "
-                    f"{len(plan.groups)}: {', '.join(members)})")
-            timing = GenerateWorkers(len(members), ctx.config.benchmark.worker_timeout_s, group.knobs, group.threads)
+            turns = plan.turns(index, processes)
             yielded: dict[str, list[GenerateRecord]] = {slot: [] for slot in plan.recorded(index)}
+            earlier: dict[str, tuple[dict, dict]] = {}  # point label -> its rows and shared figures of the turns so far
             shared: dict = {}
-            try:
-                for point, rows, shared in _time_group(ctx, (timing, {s: recipes[s] for s in members}),
-                                                       (points, self.settings), built.tolerances, slots):
-                    for slot in plan.recorded(index):
-                        record = _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
-                                         {**shared, "accuracy": shared["accuracy"].get(slot),
-                                          **sizes(point, slots[slot][1]),
-                                          "memory": plan.memory(index, slot, shared["memory"])})
-                        yielded[slot].append(record)
-                        yield record
-            finally:
-                timing.close()
+            for turn, indices in enumerate(turns):
+                ctx.log(f"start {len(members)} x {len(indices)} decoder worker(s) for {group.model.id} (memory group "
+                        f"{index + 1} of {len(plan.groups)}: {', '.join(members)}"
+                        + (f"; turn {turn + 1} of {len(turns)})" if len(turns) > 1 else ")"))
+                timing = GenerateWorkers({s: recipes[s] for s in members}, indices, benchmark.worker_timeout_s,
+                                         group.knobs, group.threads)
+                try:
+                    for point, rows, shared in _time_group(ctx, timing, (points, self.settings), built.tolerances,
+                                                           slots):
+                        rows, shared = _joined(earlier.get(point.label), (rows, shared))
+                        earlier[point.label] = rows, shared
+                        if turn < len(turns) - 1:
+                            continue
+                        for slot in plan.recorded(index):
+                            record = _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
+                                             {**shared, "accuracy": shared["accuracy"].get(slot),
+                                              **sizes(point, slots[slot][1]), "turns": turns,
+                                              "memory": plan.memory(index, slot, shared["memory"])})
+                            yielded[slot].append(record)
+                            yield record
+                finally:
+                    timing.close()
             if publisher is not None and shared:  # the group's workers have closed: their build folders are done
                 yield from published_parts(ctx, built, publisher, recipes, slots, (yielded, shared))
         for point in points:
@@ -259,6 +294,13 @@ class _MemoryPlan:
                      for slot, r in recipes.items()}
         return cls(estimates, budget, *plan_groups(estimates, budget, BASELINE_VARIANT))
 
+    def turns(self, index: int, processes: int) -> list[list[int]]:
+        """The replicate process indices of each turn of group ``index``: process 0 of each of its slots fits the
+        budget, each further set (one process per slot) needs as much again, and as many sets as the budget leaves
+        room for run at once (:func:`~trtbench.workers.isolation.plan_turns`)."""
+        need = sum(self.estimates[slot] for slot in self.groups[index])
+        return plan_turns(processes, need, self.budget - need, share=1.0)
+
     def recorded(self, index: int) -> list[str]:
         """The slots whose rows group ``index`` gives: eager fp32's only in the first group (the later ones time it
         again as their own reference)."""
@@ -282,56 +324,103 @@ def _killed(worker: Worker, err: WorkerError) -> WorkerError:
     return err
 
 
-def _peaks(workers: dict[str, Worker], started: float) -> dict:
-    """The group's memory so far: each worker's peak RSS (VmHWM; a dead worker's last known) and pid, this process's
-    RSS now, and the run's peak while the group runs (this process plus its workers' peaks: an upper bound)."""
-    peaks, pids = {}, {}
-    for slot, worker in workers.items():
-        try:
-            facts = worker.refresh_facts()
-        except WorkerError:
-            facts = worker.facts
-        peaks[slot], pids[slot] = facts.get("peak_rss_mb"), facts.get("pid")
+def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
+    """The turn's memory so far: each slot's highest peak RSS over its processes (VmHWM; a dead worker's last known)
+    and its first process's pid, this process's RSS now, and the run's peak while the turn runs (this process plus
+    every worker's peak: an upper bound)."""
+    peaks, pids, total = {}, {}, 0.0
+    for slot, found in workers.items():
+        for i, worker in sorted(found.items()):
+            try:
+                facts = worker.refresh_facts()
+            except WorkerError:
+                facts = worker.facts
+            peak = facts.get("peak_rss_mb")
+            total += peak or 0
+            peaks[slot] = max(peaks.get(slot) or 0.0, peak or 0.0) or None
+            pids.setdefault(slot, facts.get("pid"))
     parent = own_rss_bytes() / MIB
     return {"worker_peak_rss_mb": peaks, "pids": pids, "parent_rss_mb": round(parent, 1),
-            "run_peak_rss_mb": round(parent + sum(p or 0 for p in peaks.values()), 1),
+            "run_peak_rss_mb": round(parent + total, 1),
             "group_started_at": started, "timed_until": time.time()}
 
 
-def _time_group(ctx, timing: tuple[GenerateWorkers, dict[str, DecoderRecipe]],
-                plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict, slots: dict) -> Iterator[tuple]:
-    """Start one memory group's workers (``timing``: the spawned workers and their recipes), check their logits and
-    time them at each point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by
-    slot, eager fp32's teacher-forced logits, why the rounds stopped, eager fp32's row, the workers' facts, the
-    memory figures)."""
+def _time_group(ctx, timing: GenerateWorkers, plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict,
+                slots: dict) -> Iterator[tuple]:
+    """Start one turn of a memory group's replicate workers (``timing``), check their logits and time them at each
+    point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by slot, eager fp32's
+    teacher-forced logits, why the rounds stopped, eager fp32's row, each slot's first process's facts, the memory
+    figures, the between-process variances pooled over the point's rows)."""
     started = time.time()
-    workers, errors = timing[0].start(timing[1])
-    rows = {slot: _Row() for slot in timing[1]}
+    workers, errors = timing.start()
+    rows = {slot: _Row() for slot in (*workers, *errors)}
     rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
     accuracy, reference = _accuracy(ctx, workers, rows, tolerances, slots)
     points, settings = plan
     for point in points:
         point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
         energy = PointEnergy.before_rounds(ctx.device)  # the idle draw just before the point's rounds
-        with ctx.progress.task(f"generate {point.label} {'+'.join(timing[1])}", timed=True) as tick:
+        with ctx.progress.task(f"generate {point.label} {'+'.join(rows)}", timed=True) as tick:
             stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
+        memory = _peaks(workers, started)
         yield point, point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
-                                  "energy": energy,
-                                  "baseline": point_rows.get(BASELINE_VARIANT), "memory": _peaks(workers, started),
-                                  "worker": {slot: worker.facts for slot, worker in workers.items()}}
+                                  "energy": energy, "memory": memory,
+                                  "worker": {slot: found[min(found)].facts for slot, found in workers.items()},
+                                  "processes": {slot: {i: _process_facts(w) for i, w in found.items()}
+                                                for slot, found in workers.items()}}
 
 
-def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances: dict,
+def _process_facts(worker: Worker) -> dict:
+    """What a replicate process was: its pid, start-up luck (hash seed, environment padding) and peak RSS so far."""
+    return {"pid": worker.process.pid, **{k: worker.facts[k] for k in ("hash_seed", "env_padding_bytes", "peak_rss_mb")
+                                          if k in worker.facts}}
+
+
+def _joined(earlier: Optional[tuple[dict, dict]], later: tuple[dict, dict]) -> tuple[dict, dict]:
+    """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
+    next turn (``later``): each row's requests, their rounds following the earlier turns' (a turn's rounds pair among
+    themselves); a slot failed in either turn failed with the first reason; the first turn's accuracy, reference and
+    facts, the last turn's memory and stop; eager fp32's joined row as the baseline and the between-process
+    variances pooled over the joined rows."""
+    rows, shared = later
+    if earlier is not None:
+        before_rows, before = earlier
+        offset = 1 + max((r for row in before_rows.values() for _, r in row.blocks), default=-1)
+        rows = {slot: _join_rows(before_rows.get(slot), row, offset) for slot, row in rows.items()}
+        shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "energy", "worker")},
+                  "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
+                                for slot in {*before["processes"], *shared["processes"]}}}
+        shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
+    timed = [(row.requests, row.blocks) for row in rows.values() if row.status is Status.OK and row.requests]
+    return rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)}
+
+
+def _join_rows(before: Optional[_Row], after: _Row, offset: int) -> _Row:
+    if before is None or before.status is not Status.OK:
+        return before or after
+    if after.status is not Status.OK:
+        return after
+    return _Row(Status.OK, "", before.requests + after.requests,
+                before.blocks + [(p, r + offset) for p, r in after.blocks], before.tokens,
+                max(before.peak_bytes, after.peak_bytes), after.facts, before.energy + after.energy)
+
+
+def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row], tolerances: dict,
               slots: dict) -> tuple[dict, Any]:
-    """Each ready slot's teacher-forced logits against eager fp32's (a slot that misses its precision's
-    tolerance, or whose worker fails, is failed in ``rows``); the figures by slot, and eager fp32's logits (None
-    where it has none)."""
+    """Each ready slot's teacher-forced logits against eager fp32's, from the first of its processes (each process
+    makes the call, which warms it up; a slot that misses its precision's tolerance, or any of whose workers fails,
+    is failed in ``rows``); the figures by slot, and eager fp32's logits (None where it has none)."""
     logits, figures = {}, {}
-    for slot, worker in workers.items():
-        try:
-            logits[slot] = worker.check(LOGITS).output
-        except WorkerError as err:
-            rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"logits of {slot}", _killed(worker, err)))
+    for slot, found in workers.items():
+        for i, worker in sorted(found.items()):
+            try:
+                output = worker.check(LOGITS).output
+            except WorkerError as err:
+                rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"logits of {process_name(slot, i)}",
+                                                                     _killed(worker, err)))
+                logits.pop(slot, None)
+                break
+            logits.setdefault(slot, output)
     reference = logits.get(BASELINE_VARIANT)
     for slot in logits:
         precision = slots[slot][1]
@@ -349,32 +438,22 @@ def _accuracy(ctx, workers: dict[str, Worker], rows: dict[str, _Row], tolerances
     return figures, reference
 
 
-def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSettings], rows: dict[str, _Row],
-            tick) -> str:
-    """Rounds of one request per running slot at the point of ``at`` until each E2E median is known as well as its
-    settings ask; why they stopped."""
+def _rounds(ctx, workers: dict[str, dict[int, Worker]], at: tuple[GeneratePoint, GenerateSettings],
+            rows: dict[str, _Row], tick) -> str:
+    """Rounds at the point of ``at``, each one request by every replicate process of every running slot (process by
+    process, the slots in turn), until each E2E median is known as well as its settings ask; why they stopped."""
     point, settings = at
     started = time.perf_counter()
+    indices = sorted({i for found in workers.values() for i in found})
+    made = 0
     while True:
-        running = [slot for slot, worker in workers.items() if rows[slot].status is Status.OK]
-        for slot in running:
-            try:
-                checked = workers[slot].check(point.label)
-            except WorkerError as err:
-                rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"generate {slot} at {point.label}",
-                                                                     _killed(workers[slot], err)))
-                continue
-            out, row = checked.output, rows[slot]
-            row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
-                                                             point.prompt_tokens)))
-            row.tokens = out["tokens"] if row.tokens is None else row.tokens
-            row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
-            row.facts = out["facts"]
-            if checked.energy is not None:
-                row.energy.append((*checked.energy, point.batch * point.new_tokens))
+        for i in indices:
+            for slot, found in workers.items():
+                if rows[slot].status is Status.OK and i in found:
+                    _request(ctx, (slot, i, found[i]), (point, made), rows)
+        made += 1
         tick()
-        done = [rows[slot].requests for slot in running if rows[slot].status is Status.OK]
-        made = min((len(r) for r in done), default=0)
+        done = [rows[slot] for slot in workers if rows[slot].status is Status.OK]
         if not done:
             return "no decoder left running"
         if made >= settings.max_requests:
@@ -382,8 +461,29 @@ def _rounds(ctx, workers: dict[str, Worker], at: tuple[GeneratePoint, GenerateSe
         if made >= settings.min_requests:
             if time.perf_counter() - started >= settings.max_time_s:
                 return "max_time_s"
-            if all(e2e_converged(r, settings.target_rel_ci) for r in done):
+            if all(e2e_converged(row.requests, row.blocks, settings.target_rel_ci) for row in done):
                 return "target_rel_ci"
+
+
+def _request(ctx, who: tuple[str, int, Worker], at: tuple[GeneratePoint, int], rows: dict[str, _Row]) -> None:
+    """One request by process ``i`` of slot ``slot`` (``who``) at the point and round of ``at``, kept in its row
+    with its block coordinates; a worker error fails the slot."""
+    (slot, i, worker), (point, made) = who, at
+    try:
+        checked = worker.check(point.label)
+    except WorkerError as err:
+        rows[slot] = _Row(Status.FAILED, ctx.failures.reason(f"generate {process_name(slot, i)} at {point.label}",
+                                                             _killed(worker, err)))
+        return
+    out, row = checked.output, rows[slot]
+    row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
+                                                     point.prompt_tokens)))
+    row.blocks.append((i, made))
+    row.tokens = out["tokens"] if row.tokens is None else row.tokens
+    row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
+    row.facts = out["facts"]
+    if checked.energy is not None:
+        row.energy.append((*checked.energy, point.batch * point.new_tokens))
 
 
 def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
@@ -399,7 +499,9 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
     if row.status is Status.OK and row.requests:
         baseline = context["baseline"]
         ready = context["worker"].get(slot, {})
-        data.update(requests=requests_of(row.requests), metrics=metrics_of(row.requests), rounds=len(row.requests),
+        between = context["between"]
+        data.update(requests=requests_of(row.requests, row.blocks), metrics=metrics_of(row.requests, row.blocks, between),
+                    rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
         if "energy" in context:
@@ -407,9 +509,13 @@ def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _R
         tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
         data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
-            data["speedups"] = speedups_of(row.requests, baseline.requests)
+            data["speedups"] = speedups_of((row.requests, row.blocks), (baseline.requests, baseline.blocks), between)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]
+    if slot in context.get("processes", {}):
+        data["process_facts"] = [{"process": i, **facts} for i, facts in sorted(context["processes"][slot].items())]
+    if len(context.get("turns", ())) > 1:
+        data["process_turns"] = context["turns"]
     return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, slot, name, precision, row.status,
                           row.reason, data)

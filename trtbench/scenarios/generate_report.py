@@ -14,10 +14,12 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.report.colors import legend_beside, marker
 from trtbench.report.plots import save_figure
+from trtbench.report.rows import coverage_of
 from trtbench.report.text import number_text
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
+from trtbench.scenarios.generate_result import process_count
 
 HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
           "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | decode GB/s (% triad, % datasheet) "
@@ -86,10 +88,22 @@ def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
                   *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
                   _accuracy(data.get("accuracy")), bandwidth_text(part, ceiling),
                   f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
-                  f"{data['rounds']} ({data['stopped_by']})"]
+                  f"{data['rounds']} x {process_count(data)} ({data['stopped_by']})"]
     else:
         cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", "", ""]
     return "| " + " | ".join(cells) + " |"
+
+
+def process_line(parts: list) -> str:
+    """What the table's intervals cover, as the latency table's header says it (``95% CI, 3 processes x rounds``),
+    and the rows whose replicate processes took turns for memory."""
+    counts = {process_count(p.data) for p in parts if "requests" in p.data}
+    turns = sorted({f"{p.slot} in {len(p.data['process_turns'])} turns" for p in parts if p.data.get("process_turns")})
+    line = (f"Intervals (the medians' ± and the speedups'): {coverage_of(counts or {1})}; each decoder timed in "
+            f"{'/'.join(str(c) for c in sorted(counts or {1}))} replicate worker process(es), requests: rounds x "
+            f"processes.")
+    return line + (f" Processes that did not fit the memory budget together took turns: {', '.join(turns)}."
+                   if turns else "")
 
 
 def memory_lines(parts: list) -> list[str]:
@@ -237,7 +251,7 @@ def energy_lines(parts: list) -> list[str]:
     if measured:
         lines += ["Joules per output token: the device's energy counter read around each request in its worker, less "
                   "the idle draw read just before the point's rounds, over the request's batch x new_tokens (prefill "
-                  "included); the interval is one process's, over its requests.", ""]
+                  "included); the interval is over its requests, every replicate process's pooled (not two-level).", ""]
         for part, e in measured:
             ci = e.get("joules_per_token_ci")
             lines.append(f"- {part.point} {part.slot}: {e['joules_per_token']:.3g} J/token"
@@ -255,8 +269,10 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
              "harness for every variant:", ""]
     lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
-    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are eager fp32's median over the row's, with a paired 95% "
-              "interval (request i of both made in round i); accuracy: teacher-forced logits against eager fp32's at "
+    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are eager fp32's median over the row's, with a two-level 95% "
+              "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
+              "by every replicate process of every decoder), each side's processes on their own; the medians' ± "
+              "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
               "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
               "prefix that matches eager's.", ""]
     groups: dict[tuple, list] = {}
@@ -266,7 +282,8 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     notes = []
     for (environment, model, threads), rows in groups.items():
         where = environment_name(environments.get(environment, {"id": environment}))
-        lines += [f"### {model}, {threads} thread(s), {where}", "", HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
+        lines += [f"### {model}, {threads} thread(s), {where}", "", process_line(rows), "", HEADER,
+                  "|" + "---|" * HEADER.count(" | ") + "---|"]
         lines += [_row(part, by_scope.get((part.environment, part.data.get("device"), part.threads))) for part in rows]
         lines.append("")
         notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]

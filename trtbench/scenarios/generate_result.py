@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from trtbench.core.stats import paired_ratio, relative_median_ci, summarize
+from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance, speedup_interval, summarize
 from trtbench.core.status import Status
 from trtbench.measure.token_timing import RequestMetrics, distribution, step_medians
 
@@ -74,36 +74,67 @@ class GenerateRecord:
                    data["precision"], Status(data["status"]), data.get("reason", ""), data.get("data", {}))
 
 
-def e2e_converged(requests: list[RequestMetrics], target_rel_ci: float) -> bool:
-    """Whether the median E2E of ``requests`` is known to within ``target_rel_ci`` (its 95% interval's
-    half-width over the median)."""
-    return relative_median_ci([r.e2e_ms for r in requests]) <= target_rel_ci
+def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], name: str) -> BlockSeries:
+    """Metric ``name`` of ``requests`` as blocks (a request is the generate scenario's block), each with its
+    replicate process and global round from ``blocks``."""
+    return BlockSeries(tuple(getattr(r, name) for r in requests), tuple(p for p, _ in blocks),
+                       tuple(r for _, r in blocks))
 
 
-def metrics_of(requests: list[RequestMetrics]) -> dict:
-    """Each time's and rate's summary over ``requests`` (median, its interval, percentiles), the ITL
-    distribution over every gap, and the median decode-step latency at each KV position."""
-    metrics = {name: summarize([getattr(r, name) for r in requests]).to_dict() for name in TIMES + RATES}
+def pooled_variances(rows: list[tuple[list[RequestMetrics], list[tuple[int, int]]]]) -> dict:
+    """Per time, the between-process variance (log scale) pooled over ``rows`` (each a decoder's requests and
+    blocks at one point): :func:`~trtbench.core.stats.pooled_between_variance`, None where no row has 2 processes."""
+    return {name: pooled_between_variance([series_of(*row, name) for row in rows]) for name in TIMES + RATES}
+
+
+def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]], target_rel_ci: float) -> bool:
+    """Whether the median E2E of ``requests`` is known to within ``target_rel_ci``: its two-level 95% interval's
+    half-width over the median (the rounds and the replicate processes resampled)."""
+    return median_interval(series_of(requests, blocks, "e2e_ms")).rel_halfwidth <= target_rel_ci
+
+
+def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], between: dict) -> dict:
+    """Each time's and rate's summary over ``requests`` (median, percentiles), the median's interval
+    (``median_ci_rel``) two-level over the rounds and processes of ``blocks``, topped up to the point's pooled
+    between-process variance (``between``, by name); the ITL distribution over every gap, and the median
+    decode-step latency at each KV position."""
+    metrics = {}
+    for name in TIMES + RATES:
+        metrics[name] = summarize([getattr(r, name) for r in requests]).to_dict()
+        metrics[name]["median_ci_rel"] = median_interval(series_of(requests, blocks, name),
+                                                         between.get(name)).rel_halfwidth
     metrics["itl_ms"] = distribution([gap for r in requests for gap in r.itl_ms])
     metrics["step_ms"] = step_medians(requests)
     return metrics
 
 
-def speedups_of(requests: list[RequestMetrics], baseline: list[RequestMetrics]) -> dict:
-    """Eager fp32's median over this one's for TTFT, TPOT and E2E, each with a paired 95% interval: request i of
-    both was made in round i, back to back."""
+def speedups_of(row: tuple[list[RequestMetrics], list[tuple[int, int]]],
+                baseline: tuple[list[RequestMetrics], list[tuple[int, int]]], between: dict) -> dict:
+    """Eager fp32's median over this one's for TTFT, TPOT and E2E (each a decoder's requests and blocks), with the
+    two-level 95% interval: the rounds both were timed in resampled together (a round's requests were made back to
+    back), each side's processes on their own, topped up to the point's pooled between-process variance
+    (``between``, by name)."""
     speedups = {}
     for name in TIMES:
-        interval = paired_ratio([[getattr(r, name)] for r in baseline], [[getattr(r, name)] for r in requests])
-        speedups[name] = interval.to_dict() if interval is not None and np.isfinite(interval.low) else (
-            {"value": interval.value, "low": None, "high": None} if interval is not None else None)
+        base, this = series_of(*baseline, name), series_of(*row, name)
+        if base == this:  # eager fp32's own row: its reference, 1 exactly
+            speedups[name] = {"value": 1.0, "low": 1.0, "high": 1.0}
+            continue
+        interval = speedup_interval(base, this, between.get(name))
+        speedups[name] = (interval.to_dict() if np.isfinite(interval.low) and np.isfinite(interval.high)
+                          else {"value": interval.value, "low": None, "high": None})
     return speedups
 
 
-def requests_of(requests: list[RequestMetrics]) -> dict:
+def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -> dict:
     """The per-request series the record keeps (ms), in the order made, with each request's block coordinates: the
-    worker process that made it (``process``; one per decoder: 0) and the point's round it was made in (``round``),
-    as a latency record's ``block_process`` and ``block_round`` give a block's (a request is the generate
-    scenario's block)."""
+    replicate worker process that made it (``process``) and the global round it was made in (``round``), as a
+    latency record's ``block_process`` and ``block_round`` give a block's (a request is the generate scenario's
+    block)."""
     return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
-            "process": [0] * len(requests), "round": list(range(len(requests)))}
+            "process": [p for p, _ in blocks], "round": [r for _, r in blocks]}
+
+
+def process_count(data: dict) -> int:
+    """How many replicate processes a record's requests came from: 1 for a record written before they were kept."""
+    return data.get("processes") or len(set(data.get("requests", {}).get("process", [0]))) or 1

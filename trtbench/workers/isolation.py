@@ -157,7 +157,7 @@ class VariantWorkers:
         them; a slot any of whose processes fails is failed with that error."""
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         slots = sorted((k for k in self.recipes if k not in self.errors), key=lambda k: self.recipes[k].artifact is not None)
-        wanted = {_process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
+        wanted = {process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
         if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
             logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
             logs.mkdir()
@@ -168,7 +168,7 @@ class VariantWorkers:
         ready, errors = start_workers(wanted, given, max_build_s=self.max_build_s)
         for slot in slots:
             for i in indices:
-                name = _process_name(slot, i)
+                name = process_name(slot, i)
                 if name in ready:
                     self.workers.setdefault(slot, {})[i] = ready[name]
                 elif slot not in self.errors:
@@ -224,7 +224,7 @@ class VariantWorkers:
         self._folder.cleanup()
 
 
-def _process_name(slot: str, index: int) -> str:
+def process_name(slot: str, index: int) -> str:
     """A replicate process's name in messages: the slot's for its first process, ``slot (process N)`` after."""
     return slot if index == 0 else f"{slot} (process {index + 1})"
 
@@ -237,13 +237,15 @@ def _refreshed(worker: Worker) -> dict:
         return worker.facts
 
 
-def plan_turns(processes: int, extra_bytes: int, available: Optional[int]) -> list[list[int]]:
+def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
+               share: float = AVAILABLE_SHARE) -> list[list[int]]:
     """The process indices of each turn: process 0 of every slot is alive; each further set of processes (one per
-    slot) needs ``extra_bytes`` of ``available`` (MemAvailable now; its :data:`AVAILABLE_SHARE`, the rest the
-    margin). As many sets as fit run in each turn. Unknown availability: every process at once."""
+    slot) needs ``extra_bytes`` of ``available`` (MemAvailable now; its ``share``, the rest the margin; the
+    generate scenario gives what its memory budget leaves beside process 0, all of it). As many sets as fit run in
+    each turn. Unknown availability: every process at once."""
     if available is None or extra_bytes <= 0:
         return [list(range(processes))]
-    at_once = max(1, min(processes, 1 + int(available * AVAILABLE_SHARE // extra_bytes)))
+    at_once = max(1, min(processes, 1 + int(available * share // extra_bytes)))
     return [list(range(start, min(processes, start + at_once))) for start in range(0, processes, at_once)]
 
 
