@@ -8,7 +8,6 @@ records stay consistent.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar, Optional
@@ -94,9 +93,7 @@ class Record:
     def block_series(self) -> BlockSeries:
         """Each block's median (ms) with its process and global round: what the two-level intervals resample
         (:mod:`trtbench.core.stats`). Blocks without samples are left out. Computed once per record (frozen)."""
-        kept = [(float(statistics.median(block)), p, r) for block, p, r in
-                zip(self.rounds, self.processes, self.round_ids) if len(block)]
-        return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
+        return BlockSeries.of_blocks(self.rounds, self.processes, self.round_ids)
 
     def samples_in(self, round_ids) -> list[float]:
         """The calls of the blocks timed in ``round_ids`` (global round indices)."""

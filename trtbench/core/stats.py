@@ -147,6 +147,12 @@ class BlockSeries:
             raise ValueError(f"a block series needs one process and one round per median: {len(self.medians)} "
                              f"medians, {len(self.processes)} processes, {len(self.rounds)} rounds")
 
+    @classmethod
+    def of_blocks(cls, blocks, processes, rounds) -> "BlockSeries":
+        """Each block's median (ms) of ``blocks`` (lists of calls) with its process and round; empty blocks left out."""
+        kept = [(float(np.median(block)), p, r) for block, p, r in zip(blocks, processes, rounds) if len(block)]
+        return cls(*(tuple(column) for column in zip(*kept))) if kept else cls((), (), ())
+
     @property
     def process_count(self) -> int:
         return len(set(self.processes))

@@ -99,10 +99,8 @@ class RawTiming:
     def series(self) -> BlockSeries:
         """Each block's median with its process and round: what the two-level intervals resample (blocks kept
         without them read as one process's, in round order, as an old record's do)."""
-        processes = self.block_process or [0] * len(self.rounds)
-        round_ids = self.block_round or range(len(self.rounds))
-        kept = [(statistics.median(block), p, r) for block, p, r in zip(self.rounds, processes, round_ids) if block]
-        return BlockSeries(*(tuple(column) for column in zip(*kept))) if kept else BlockSeries((), (), ())
+        return BlockSeries.of_blocks(self.rounds, self.block_process or [0] * len(self.rounds),
+                                     self.block_round or range(len(self.rounds)))
 
 
 @dataclass(frozen=True)
