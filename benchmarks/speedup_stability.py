@@ -1,11 +1,13 @@
 """Do speedups and their intervals hold from one run to the next?
 
-Run:  .venv/bin/python benchmarks/speedup_stability.py [--runs 5] [--processes N] [--config FILE]
+Run:  .venv/bin/python benchmarks/speedup_stability.py [--runs 5] [--processes N [N ...]] [--threads T] [--config FILE]
 
 Runs one config ``--runs`` times (5), each a separate ``trtbench`` command with ``--fresh`` into a folder of its own,
 one after the other. By default the config is issue 33's: torchvision resnet18 with 10 classes at 1x3x112x112 and
 4x3x112x112, eager/traced/scripted, 2 threads, the default allocator, adaptive timing. ``--processes`` passes
-``--processes`` to every run (default: the config's ``benchmark.processes``). Per row (variant, point) it prints
+``--processes`` to every run (default: the config's ``benchmark.processes``); several values alternate run by run
+(``--processes 1 3``: a 1-process run, a 3-process run, and so on), so that both settings meet the same hour of a
+VM whose speed moves, and each is summarized on its own. ``--threads`` sets the issue config's threads. Per row (variant, point) it prints
 each run's speedup over eager with its 95% interval as the run reports it, the worst disagreement between two
 runs' speedups (|a/b - 1|), how many interval-vs-other-run checks exclude the other run's speedup (each run's
 interval against every other run's value), and whether every pair of the row's intervals overlaps; and each run's
@@ -73,19 +75,35 @@ def row_summary(intervals: list) -> tuple[float, int, int, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--processes", type=int, default=None, help="replicate processes per variant (each run)")
+    parser.add_argument("--processes", type=int, nargs="+", default=[None],
+                        help="replicate processes per variant (each run); several values alternate run by run "
+                             "(1 3: a 1-process run, then a 3-process run, ...), each summarized on its own")
+    parser.add_argument("--threads", type=int, default=None, help="benchmark.threads of the issue's config (2)")
     parser.add_argument("--config", type=Path, default=None, help="a config file (default: issue 33's resnet18)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="stability."))
     config = args.config or work / "resnet18.yaml"
     if args.config is None:
-        config.write_text(yaml.safe_dump(issue_config()))
-    results = []
+        data = issue_config()
+        if args.threads:
+            data["benchmark"]["threads"] = args.threads
+        config.write_text(yaml.safe_dump(data))
+    results: dict = {setting: [] for setting in args.processes}
     for index in range(args.runs):
-        results.append(run(config, work / f"run{index + 1}", args.processes))
-        eager = {r.case.point: round(r.stats.median, 3) for r in results[-1] if r.case.variant == "eager" and r.timed}
-        processes = {r.process_count for r in results[-1] if r.timed}
-        print(f"run {index + 1}: eager medians {eager} ms; processes per variant {sorted(processes)}", flush=True)
+        for setting in args.processes:
+            done = run(config, work / f"run{index + 1}-p{setting}", setting)
+            results[setting].append(done)
+            eager = {r.case.point: round(r.stats.median, 3) for r in done if r.case.variant == "eager" and r.timed}
+            processes = {r.process_count for r in done if r.timed}
+            print(f"run {index + 1}: eager medians {eager} ms; processes per variant {sorted(processes)}", flush=True)
+    for setting, runs in results.items():
+        if len(results) > 1:
+            print(f"\n== processes {setting}")
+        summarize(runs, args.runs)
+
+
+def summarize(results: list, runs: int) -> None:
+    """Each row's speedups over the runs, and the totals against the issue's targets."""
     found = [speedups(r) for r in results]
     rows = sorted(set.intersection(*(set(f) for f in found))) if found else []
     totals = {"excluding": 0, "checks": 0, "worst": 0.0, "overlap": True}
@@ -99,7 +117,7 @@ def main() -> None:
         print(f"    worst disagreement {worst:.1%}; {excluding} of {checks} checks exclude another run's speedup; "
               f"{'every pair overlaps' if overlap else 'NOT every pair overlaps'}")
     share = totals["excluding"] / totals["checks"] if totals["checks"] else 0.0
-    print(f"over {len(rows)} rows and {args.runs} runs: worst disagreement {totals['worst']:.1%}; "
+    print(f"over {len(rows)} rows and {runs} runs: worst disagreement {totals['worst']:.1%}; "
           f"{totals['excluding']} of {totals['checks']} checks exclude ({share:.0%}; target at most "
           f"{MAX_EXCLUDING:.0%}: {'met' if share <= MAX_EXCLUDING else 'MISSED'}); every pair of intervals overlaps: "
           f"{'yes' if totals['overlap'] else 'NO'}")
