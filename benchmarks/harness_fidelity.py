@@ -49,10 +49,11 @@ from trtbench.build.recipe import VariantRecipe, write_payloads
 from trtbench.config.config import load_config
 from trtbench.config.plan import resolve
 from trtbench.core.env import torch_settings
+from trtbench.core.errors import UserInputError
 from trtbench.core.knobs import Knobs, worker_env
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.models import build_model
-from trtbench.workers.loop import WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
+from trtbench.workers.loop import WorkerTimer, close_workers, spawn_workers, start_workers
 
 TARGET = (0.97, 1.03)
 THREADS = 2
@@ -165,14 +166,11 @@ def run_rows(results: Path, config_path: Path, args, folder: Path) -> tuple[dict
             rows[variant] = f"no timed {variant} row at {args.point} {args.precision}"
             continue
         record, case = cases[variant]
-        group = next((g for g in plan.groups if g.model.id == case["model"] and g.threads == case["threads"]
-                      and g.knobs.text == case.get("knobs", "") and any(p.label == args.point and
-                      [list(s) for s in p.shapes] == case["input_shapes"] for p in g.points)
-                      and any(e.name == variant and e.options_text == case.get("options", "") for e in g.variants)),
-                     None)
-        rows[variant] = _record_error(record, variant) or (
+        group = _group_of(plan, case)
+        rows[variant] = _record_error(record, variant) or (None if group is not None else (
             f"{config_path} makes no build group with {variant}'s row ({case['model']}, {case['threads']} threads, "
-            f"{case['input_shapes']} at {args.point}, options '{case.get('options', '')}'): pass the config the run was made from" if group is None else None)
+            f"{case['input_shapes']} at {args.point}, options '{case.get('options', '')}'): pass the config the run "
+            f"was made from"))
         if rows[variant] is None:
             payload = _payload(config, group, args.precision, plan.device, folder)
             recipe = VariantRecipe.for_group(config, group, variant, args.precision, payload, plan.device)
@@ -180,6 +178,18 @@ def run_rows(results: Path, config_path: Path, args, folder: Path) -> tuple[dict
                                 statistics.median(s for r in record["rounds"] for s in r),
                                 config.benchmark.worker_timeout_s)
     return rows, spec
+
+
+def _group_of(plan, case: dict):
+    """The build group of ``plan`` that makes ``case`` (its model, threads, knobs, point shapes and variant options;
+    None: none does)."""
+    def makes(group) -> bool:
+        return (group.model.id == case["model"] and group.threads == case["threads"]
+                and group.knobs.text == case.get("knobs", "")
+                and any(p.label == case["point"] and [list(s) for s in p.shapes] == case["input_shapes"]
+                        for p in group.points)
+                and any(e.name == case["variant"] and e.options_text == case.get("options", "") for e in group.variants))
+    return next((g for g in plan.groups if makes(g)), None)
 
 
 def _payload(config, group, precision: str, device, folder: Path) -> Path:
@@ -273,25 +283,24 @@ def check_row(row: Row, args, folder: Path) -> dict:
 def against_references(args) -> None:
     """``--results``: each variant's trtbench readings against its references', in pairs, within the target or
     not."""
-    folder = Path(tempfile.mkdtemp(prefix="fidelity."))
-    rows, spec = run_rows(Path(args.results), Path(args.config), args, folder)
-    found = {"target": list(TARGET), "spec": spec, "pairs": args.pairs, "min_run_time_s": args.min_run_time,
-             "variants": {}}
-    for variant, row in rows.items():
-        try:
-            if isinstance(row, str):
-                raise RuntimeError(row)
-            found["variants"][variant] = figures = check_row(row, args, folder)
-            print(f"{variant}: median ratio " + ", ".join(
-                f"{name} {r:.3f} ({figures['ranges'][name][0]:.3f}-{figures['ranges'][name][1]:.3f})"
-                for name, r in figures["ratios"].items()) + f" over {args.pairs} pairs: "
-                  f"{'within' if figures['within'] else 'OUTSIDE'} target {TARGET[0]}-{TARGET[1]} "
-                  f"(the run's median {row.run_ms:.3f} ms)", flush=True)
-        except (RuntimeError, WorkerError) as err:
-            found["variants"][variant] = {"error": str(err).strip()[-300:]}
-            print(f"{variant}: {found['variants'][variant]['error']}", flush=True)
-        if args.json:  # after each variant: a part stopped at its share keeps what it finished
-            Path(args.json).write_text(json.dumps(found, indent=1))
+    found = {"target": list(TARGET), "pairs": args.pairs, "min_run_time_s": args.min_run_time, "variants": {}}
+    with tempfile.TemporaryDirectory(prefix="fidelity.") as work:
+        rows, found["spec"] = run_rows(Path(args.results), Path(args.config), args, Path(work))
+        for variant, row in rows.items():
+            try:
+                if isinstance(row, str):
+                    raise RuntimeError(row)
+                found["variants"][variant] = figures = check_row(row, args, Path(work))
+                print(f"{variant}: median ratio " + ", ".join(
+                    f"{name} {r:.3f} ({figures['ranges'][name][0]:.3f}-{figures['ranges'][name][1]:.3f})"
+                    for name, r in figures["ratios"].items()) + f" over {args.pairs} pairs: "
+                      f"{'within' if figures['within'] else 'OUTSIDE'} target {TARGET[0]}-{TARGET[1]} "
+                      f"(the run's median {row.run_ms:.3f} ms)", flush=True)
+            except RuntimeError as err:  # a WorkerError too
+                found["variants"][variant] = {"error": str(err).strip()[-300:]}
+                print(f"{variant}: {found['variants'][variant]['error']}", flush=True)
+            if args.json:  # after each variant: a part stopped at its share keeps what it finished
+                Path(args.json).write_text(json.dumps(found, indent=1))
 
 
 def cli_median(config: Path, out: Path, tty: bool) -> float:
@@ -328,7 +337,12 @@ def main() -> None:
     if args.results:
         if not args.config:
             parser.error("--results needs --config, the config the run was made from")
-        return against_references(args)
+        if not (Path(args.results) / "results.json").is_file():
+            parser.error(f"--results {args.results}: no results.json there; pass a trtbench run's output folder")
+        try:
+            return against_references(args)
+        except UserInputError as err:  # the config: its key and the fix
+            parser.error(f"{args.config}: {err}")
     work = Path(tempfile.mkdtemp(prefix="fidelity."))
     config = work / "resnet18.yaml"
     config.write_text(yaml.safe_dump({

@@ -104,3 +104,16 @@ def test_a_config_that_does_not_make_the_row_is_named(tmp_path):
     rows, _ = fidelity.run_rows(results, config, args, tmp_path / "work")
     assert "makes no build group with compiled's row" in rows["compiled"]
     assert "pass the config the run was made from" in rows["compiled"]
+
+
+@pytest.mark.parametrize("argv, says", [(["--results", "run"], "--results needs --config"),
+                                        (["--results", "run", "--config", "c.yaml"], "no results.json there"),
+                                        (["--results", "made", "--config", "missing.yaml"], "missing.yaml: --config")])
+def test_bad_input_is_named_with_exit_code_2(tmp_path, monkeypatch, capsys, argv, says):
+    (tmp_path / "made").mkdir()
+    (tmp_path / "made" / "results.json").write_text(json.dumps({"records": []}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["harness_fidelity.py", *argv])
+    with pytest.raises(SystemExit) as exited:
+        fidelity.main()
+    assert exited.value.code == 2 and says in capsys.readouterr().err
