@@ -13,8 +13,8 @@
 #     fp32 and bf16];
 #   trtbench's eager and compiled readings against torch.utils.benchmark and triton's do_bench: per variant, its
 #     trtbench worker and a reference process, both built from the row's worker recipe (they start and build at
-#     once, the compile from the resnet34 part's warm Inductor cache), then 4 pairs side by side in time, 0.5 s a
-#     side and reference (trtbench's side after its 0.5 s warm-up): about 8 s a variant once built: 45 s [Timer
+#     once, the compile from the resnet34 part's warm Inductor cache), then 4 pairs side by side in time, 0.5 s for
+#     trtbench and for each reference (trtbench's after its 0.5 s warm-up): about 8 s a variant once built: 45 s [Timer
 #     only, 1 s a side: about 12 s a variant once built; the rehearsal's compiled workers took 3.5 s for their
 #     first call from that cache: 90 s].
 # Energy and launch-bound shares come with every timed row. A part that runs out of its share is stopped (SIGINT:
