@@ -151,15 +151,24 @@ def fidelity_lines(out: Path, device: str) -> list[str]:
     lo, hi = found["target"]
     refs = "torch.utils.benchmark's Timer and triton's do_bench" if device == "cuda" else "torch.utils.benchmark's Timer"
     shape = "x".join(map(str, found["spec"].get("shape") or [])) or "the run's opt point"
-    lines = [f"trtbench's median at {shape} fp32 over {refs}, each variant alone in a fresh "
-             f"process; target {lo}-{hi}.", ""]
+    how = (f"in {found['pairs']} pairs of a trtbench worker and a reference process, both built from the row's worker "
+           f"recipe and timed side by side in time" if "pairs" in found
+           else "each variant alone in a fresh process, against the run's median (unpaired)")  # written before pairs
+    lines = [f"trtbench's median at {shape} {found['spec'].get('precision', 'fp32')} over {refs}, {how}; "
+             f"target {lo}-{hi}.", ""]
     for variant, figures in found["variants"].items():
         if "error" in figures:
             lines.append(f"- {variant}: FAIL: {figures['error']}")
             continue
-        ratios = ", ".join(f"{name} {r:.3f}" for name, r in figures["ratios"].items())
-        lines.append(f"- {variant}: {'PASS' if figures['within'] else 'FAIL'}: trtbench {figures['trtbench_ms']:.3f} ms; "
-                     f"ratios {ratios}")
+        verdict = "PASS" if figures["within"] else "FAIL"
+        if "pairs" not in figures:
+            ratios = ", ".join(f"{name} {r:.3f}" for name, r in figures["ratios"].items())
+            lines.append(f"- {variant}: {verdict}: trtbench {figures['trtbench_ms']:.3f} ms; ratios {ratios}")
+            continue
+        ratios = ", ".join(f"{name} {r:.3f} ({figures['ranges'][name][0]:.3f}-{figures['ranges'][name][1]:.3f})"
+                           for name, r in figures["ratios"].items())
+        lines.append(f"- {variant}: {verdict}: median ratio over {len(figures['pairs'])} pairs {ratios}; the run's "
+                     f"median {figures['run_ms']:.3f} ms")
     return lines + [""]
 
 

@@ -11,8 +11,12 @@
 #   resnet50 at batch 64, where fp16 must beat fp32: 25 s [60 s: batch 8 at 64x64, fp32 only];
 #   the tiny Llama (configs/tinyllama.yaml's size) on eager and compiled at fp32, fp16 and bf16: 70 s [2 layers,
 #     fp32 and bf16];
-#   trtbench's eager and compiled medians against torch.utils.benchmark and triton's do_bench, each alone in a
-#     fresh process: 45 s [Timer only, 90 s].
+#   trtbench's eager and compiled readings against torch.utils.benchmark and triton's do_bench: per variant, its
+#     trtbench worker and a reference process, both built from the row's worker recipe (they start and build at
+#     once, the compile from the resnet34 part's warm Inductor cache), then 4 pairs side by side in time, 0.5 s for
+#     trtbench and for each reference (trtbench's after its 0.5 s warm-up): about 8 s a variant once built: 45 s [Timer
+#     only, 1 s a side: about 12 s a variant once built; the rehearsal's compiled workers took 3.5 s for their
+#     first call from that cache: 90 s].
 # Energy and launch-bound shares come with every timed row. A part that runs out of its share is stopped (SIGINT:
 # trtbench keeps what it timed) and the report says so; the others go on.
 #
@@ -57,6 +61,7 @@ part() {  # part NAME SHARE_S COMMAND...: run it within its share; one line of p
 
 if [[ $device == cuda ]]; then
     shares=(100 25 25 70 45)
+    fidelity_s=0.5  # each side of a fidelity pair
     # the machine's python keeps its own torch: the carried wheels and trtbench, without dependencies
     wheels=(.whl/*.whl)
     [[ -e ${wheels[0]} ]] || wheels=()
@@ -65,6 +70,7 @@ if [[ $device == cuda ]]; then
     export PYTHONPATH=/tmp/site:$repo${PYTHONPATH:+:$PYTHONPATH}
 else
     shares=(190 0 60 110 90)
+    fidelity_s=1
     export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 fi
 
@@ -76,6 +82,6 @@ bench resnet34 "${shares[0]}"
 [[ -f $out/configs/cuda_graphs.yaml ]] && bench cuda_graphs "${shares[1]}"
 bench resnet50 "${shares[2]}"
 bench tinyllama "${shares[3]}"
-part fidelity "${shares[4]}" "$python" benchmarks/harness_fidelity.py --results "$out/resnet34" --variants eager,compiled \
-    --json "$out/fidelity.json" --min-run-time 2
+part fidelity "${shares[4]}" "$python" benchmarks/harness_fidelity.py --results "$out/resnet34" \
+    --config "$out/configs/resnet34.yaml" --variants eager,compiled --json "$out/fidelity.json" --pairs 4 --min-run-time "$fidelity_s"
 "$python" scripts/gpu_check.py report "$device" "$out" > /dev/null && echo "== report: $out/report.md"

@@ -60,3 +60,16 @@ def test_fp16_that_does_not_beat_fp32_fails_with_its_launch_share():
     records = [record("eager", "fp32", 3.3, launch={"share": 0.95}), record("eager", "fp16", 4.9, launch={"share": 0.97})]
     verdict = gpu_check.compute_verdict(records, "cuda")
     assert verdict.startswith("FAIL: eager fp16 4.900 ms is not below fp32 3.300 ms") and "fp16 0.97" in verdict
+
+
+def test_the_report_gives_the_paired_fidelity_ratios(tmp_path):
+    pairs = [{"first": "trtbench", "trtbench_ms": 3.3, "timer_ms": 3.2, "ratios": {"timer": 1.031}},
+             {"first": "reference", "trtbench_ms": 3.2, "timer_ms": 3.2, "ratios": {"timer": 1.0}}]
+    (tmp_path / "fidelity.json").write_text(json.dumps({
+        "target": [0.97, 1.03], "spec": {"shape": [2, 3, 64, 64], "precision": "fp32"}, "pairs": 2, "variants": {
+            "eager": {"run_ms": 3.5, "pairs": pairs, "ratios": {"timer": 1.0155}, "ranges": {"timer": [1.0, 1.031]},
+                      "within": True}}}))
+    lines = gpu_check.fidelity_lines(tmp_path, "cpu")
+    assert lines[0].startswith("trtbench's median at 2x3x64x64 fp32 over torch.utils.benchmark's Timer, in 2 pairs of "
+                               "a trtbench worker and a reference process")
+    assert "- eager: PASS: median ratio over 2 pairs timer 1.016 (1.000-1.031); the run's median 3.500 ms" in lines
