@@ -42,8 +42,8 @@ import numpy as np
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "assets")]
 
-from test_serving import BOUND_MS, CALL_S, serve_sleeper  # noqa: E402  (the tests' sleeper)
-from test_serving_peak import md_c_true_peak  # noqa: E402  (the tests' queue model)
+from helpers.queue_model import md_c_true_peak  # noqa: E402  (the tests' queue model)
+from helpers.serving import BOUND_MS, CALL_S, serve_sleeper  # noqa: E402  (the tests' sleeper)
 from toy_runtimes import SleepsPerCall  # noqa: E402
 from trtbench.scenarios.serving_config import ServingConfig  # noqa: E402
 from trtbench.scenarios.serving_pool import ServerSession, ServingPool  # noqa: E402

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,15 +16,11 @@ import pytest
 import torch
 import yaml
 
+from helpers.cli import trtbench
 from trtbench.config.config import bundled_config_dir, load_config
 from trtbench.core.env import default_threads
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def trtbench(*args, env, cwd=None):
-    return subprocess.run([sys.executable, "-m", "trtbench", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=600)
 
 
 def test_run_end_to_end_in_a_subprocess_with_plain_progress(tiny_config, write_config, subprocess_env, tmp_path):

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from test_core import two_variant_set
+from helpers.records import two_variant_set
 from trtbench.report.columns import Column, ColumnSet, register, registered, unregister
 from trtbench.report.tables import csv_columns, csv_text, markdown_table, text_table
 
@@ -58,7 +58,7 @@ def test_a_column_set_cannot_take_another_ones_name_or_field(calls_per_round):
 def test_ort_cuda_rows_are_read_by_host_time_and_the_report_says_why():
     """ONNX Runtime's CUDA provider runs on its own stream: CUDA events on torch's stream do not bracket its work,
     so the report names its rows and results.csv gives no device median for them (eager's stays)."""
-    from test_core import record
+    from helpers.records import record
     from trtbench.results.resultset import ResultSet
 
     results = ResultSet(environments={"env-a": {"id": "env-a"}})

@@ -128,7 +128,7 @@ def test_generate_rows_are_compared_per_time_on_their_requests(tmp_path, capsys)
 def test_each_runs_processes_are_its_sample():
     """Two runs of one config whose processes had their luck (one slow by 8% in each, a different variant's): the
     calls alone would call the 4% difference between the runs' medians a change; the processes say it is noise."""
-    from test_process_spread import replicated
+    from helpers.records import replicated
 
     steady = np.full(12, 10.0)
     base, new = ResultSet(environments={"e": {"id": "e"}}), ResultSet(environments={"e": {"id": "e"}})
@@ -150,7 +150,7 @@ def run_of(*records: Record) -> ResultSet:
 
 
 def test_compare_names_the_points_that_spanned_regimes():
-    from test_process_spread import replicated
+    from helpers.records import replicated
 
     from trtbench.api import compare
 

@@ -13,6 +13,7 @@ import sys
 import pytest
 import torch
 
+from helpers.records import record, two_variant_set
 from trtbench.scenarios.serving_report import serving_of
 from trtbench.core.case import Case
 from trtbench.cli import main
@@ -75,25 +76,6 @@ def test_the_baseline_id_is_the_case_without_its_variant_and_precision():
 
 
 # ---- ResultSet -----------------------------------------------------------------------------------
-
-def record(variant: str, median: float, env: str = "env-a", point: str = "opt", **kw) -> Record:
-    case = Case(model="m", variant=variant, precision="fp32", point=point, input_shapes=((2, 3, 8, 8),), threads=2,
-                device="cpu")
-    rounds = [[median * f for f in (0.98, 1.0, 1.03)] for _ in range(4)]
-    return Record(case=case, environment=env, rounds=rounds, **kw)
-
-
-def two_variant_set(env: str = "env-a", scale: float = 1.0) -> ResultSet:
-    results = ResultSet(environments={env: {"id": env, "cpu": f"cpu of {env}"}},
-                        runs=[{"name": "t", "environment": env}])
-    results.add(record("eager", 10.0 * scale, env, accuracy={"ok": True, "max_abs_err": 0.0}))
-    results.add(record("traced", 4.0 * scale, env, accuracy={"ok": True, "max_abs_err": 1e-6},
-                       build={"build_s": 0.5, "info": {"strict": True}}, metrics={"flops": 123},
-                       warnings=["FutureWarning: x"], stopped_by="target_rel_ci"))
-    results.add(Record(case=record("scripted", 1.0).case, environment=env, status="failed",
-                       reason="build scripted fp32: RuntimeError: no"))
-    return results
-
 
 CUDA_GRAPHS = '{"cuda_graphs":true}'
 

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from test_generate import TINY_LLAMA  # noqa: E402
+from helpers.llm import TINY_LLAMA  # noqa: E402
 
 from trtbench.build.decoder_build import DecoderBuild, DecoderBuildError, build_in_child  # noqa: E402
 from trtbench.build.decoder_recipe import DecoderRecipe  # noqa: E402

@@ -10,29 +10,12 @@ import time
 import numpy as np
 import pytest
 
+from helpers.llm import SAVED_VOCAB, save_tiny_llama
 from trtbench.decoders import get_decoder
 
-VOCAB, PROMPT, NEW = 1000, 12, 6
+VOCAB, PROMPT, NEW = SAVED_VOCAB, 12, 6
 SHAPES = ((1, PROMPT), (1, PROMPT + NEW), (2, PROMPT + NEW))  # what the tests ask for (these builds serve any)
 LIBRARIES = {"ort_genai": "onnxruntime_genai", "openvino_genai": "openvino_genai"}
-
-
-def save_tiny_llama(folder) -> None:
-    """A random 2-layer Llama and a word-level tokenizer (``t3``..``t999`` plus <unk>, <s>, </s>), saved offline."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
-                                      max_position_embeddings=256, bos_token_id=1, eos_token_id=2)
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    words = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"t{i}": i for i in range(3, VOCAB)}}
-    tokenizer = Tokenizer(models.WordLevel(words, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
-                                         eos_token="</s>").save_pretrained(folder)
 
 
 @pytest.fixture(scope="module")

@@ -176,7 +176,7 @@ def test_a_peak_below_the_measured_matmul_is_raised_to_it_and_says_so():
 
 
 def test_the_report_says_what_the_peak_is_and_where_its_clock_came_from():
-    from test_core import record
+    from helpers.records import record
     from trtbench.measure.ceiling import Ceiling, peak_not_below_measured
     from trtbench.report.tables import markdown_table
     from trtbench.results.resultset import ResultSet
@@ -200,7 +200,7 @@ def test_the_report_says_what_the_peak_is_and_where_its_clock_came_from():
 
 def test_a_row_above_100_percent_of_the_peak_is_named_with_the_likely_cause():
     """On a Zen 5 CPU openvino at batch 16 read 102% of the peak: its convolutions do fewer FLOPs than counted."""
-    from test_core import record
+    from helpers.records import record
     from trtbench.measure.ceiling import Ceiling
     from trtbench.report.tables import markdown_table
     from trtbench.results.resultset import ResultSet
@@ -254,7 +254,7 @@ def test_fp32_peak_and_measured_matmul_use_one_math_mode(monkeypatch, cudnn_tf32
 
 
 def test_the_report_states_tf32_where_fp32_runs_as_tf32():
-    from test_core import record
+    from helpers.records import record
     from trtbench.measure.ceiling import TF32_NOTE, Ceiling
     from trtbench.report.tables import markdown_table
     from trtbench.results.resultset import ResultSet

@@ -4,7 +4,6 @@ it produced: tests/test_generate_run.py; exported's and aoti's builds: tests/tes
 
 from __future__ import annotations
 
-import copy
 import subprocess
 import sys
 from pathlib import Path
@@ -14,23 +13,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from helpers.llm import TINY_LLAMA, generate_config  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402
-
-TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 64}
-GENERATE = {"name": "tinygen", "device": "cpu", "variants": ["eager", "exported"], "precisions": ["fp32", "int4"],
-            "model": {"source": "transformers", "name": "llama", "task": "causal-lm", "kwargs": TINY_LLAMA,
-                      "label": "tiny-llama"},
-            "benchmark": {"threads": 1, "measure_ceiling": False},  # the triad: tests/test_bandwidth.py
-            "scenarios": [{"generate": {"prompt_tokens": [12], "new_tokens": [4], "batch": [1, 2],
-                                        "min_requests": 3, "max_requests": 4}}]}
-
-
-def generate_config(**changes) -> dict:
-    data = copy.deepcopy(GENERATE)
-    data.update(changes)
-    return data
 
 
 def test_compiled_matches_eager_and_states_its_compile(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime_genai")
 
-from test_generate import generate_config  # noqa: E402
+from helpers.llm import generate_config  # noqa: E402
 from trtbench.artifacts.store import read_manifest, sha256_of, verify  # noqa: E402
 
 POINTS = {"p8-n3-b1": 1, "p8-n3-b2": 2}

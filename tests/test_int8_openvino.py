@@ -12,7 +12,7 @@ pytest.importorskip("nncf")
 pytest.importorskip("trtbench.quantize.openvino")
 
 from conftest import run_dict  # noqa: E402
-from test_int8_ort import digits_config  # noqa: E402
+from helpers.int8 import digits_config  # noqa: E402
 from trained_models import digits_cnn, digits_data, top1  # noqa: E402
 
 

@@ -272,7 +272,7 @@ def test_the_knobs_section_compares_settings_on_their_processes():
     import dataclasses
 
     import numpy as np
-    from test_process_spread import replicated
+    from helpers.records import replicated
 
     from trtbench.report.knobs import knob_markdown
     from trtbench.results.resultset import ResultSet

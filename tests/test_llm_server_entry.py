@@ -20,26 +20,14 @@ pytest.importorskip("transformers")
 pytest.importorskip("mlperf_loadgen")
 
 from conftest import TINY_CONFIG, run_dict  # noqa: E402
-from test_generate import generate_config  # noqa: E402
+from helpers.llm import GENERATE, SERVER, llm_config  # noqa: E402
 from trtbench.cli import main  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402
 from trtbench.results.journal import JOURNAL_NAME  # noqa: E402
 from trtbench.results.resultset import ResultSet  # noqa: E402
 
-GENERATE = {"generate": {"prompt_tokens": [8, 12], "new_tokens": [4], "batch": [1], "min_requests": 3,
-                         "max_requests": 3}}
-# bounds no step misses; at p50 a step passes from 4 queries (none late: 0.5 ** 4 <= 1 - 0.9); the worker serves
-# static batches of up to 2 queries gathered within 5 ms
-SERVER = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "find_peak": True, "min_queries": 4,
-          "min_duration_s": 0.2, "search_steps": 3, "workers": [1], "batching": {"max_batch": 2, "window_ms": 5},
-          "validity": "bound"}
 POINTS = ("p8-n4-b1", "p12-n4-b1")
-
-
-def llm_config(out, server=None, generate=None) -> dict:
-    return generate_config(variants=["eager"], precisions=["fp32"], output={"dir": str(out)},
-                           scenarios=[generate or GENERATE, {"server": server or SERVER}])
 
 
 @pytest.mark.parametrize("scenarios, key, says", [

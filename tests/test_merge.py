@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.cli import merge_command, trtbench
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
@@ -21,11 +22,6 @@ from trtbench.report.matrix import pareto_plot
 from trtbench.results.resultset import ResultSet
 
 OTHER_ENV = "0th3rmach1ne"
-
-
-def trtbench(*args, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trtbench", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +51,6 @@ def runs(tmp_path_factory) -> dict[str, Path]:
             _, err = proc.communicate(timeout=600)
             assert proc.returncode == 0, f"{name}: {err}"
     return dirs
-
-
-def merge_command(*args, capsys) -> tuple[int, str, str]:
-    """``trtbench merge ARGS`` through the command line's entry point in this process: exit code, stdout, stderr
-    (test_three_shards_merge_to_the_unsharded_case_set and test_bad_inputs_and_outputs_exit_2_naming_them run it
-    as a process of its own)."""
-    from trtbench.cli import main
-
-    capsys.readouterr()
-    code = main(["merge", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def keys(results: ResultSet) -> set[str]:
@@ -259,7 +243,7 @@ def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
     measured (its 3 processes and round ids, not 6 processes), and a point whose records come from different runs
     is noted, since its speedups would pair blocks that were not timed together."""
     import numpy as np
-    from test_process_spread import replicated
+    from helpers.records import replicated
 
     def run(*records):
         results = ResultSet(environments={"e": {"id": "e"}}, runs=[{"name": "r", "environment": "e"}])
@@ -282,7 +266,7 @@ def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
 
 def test_a_merged_report_shows_the_regimes_of_its_points(capsys, tmp_path):
     """The regimes are recomputed from the records: a merge's report and results.json give them as a run's do."""
-    from test_process_spread import regime_results
+    from helpers.records import regime_results
 
     results = regime_results()
     results.runs.append({"name": "r", "environment": "e", "status": "complete"})

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import types
 import zipfile
 
 import pytest
@@ -40,7 +39,8 @@ import torch
 import yaml
 
 from pinned_wheel import CACHE_ROOT, open_pinned_wheel
-from test_trt_contract import function, named_parameters, wheel  # noqa: F401  (wheel: the torch-tensorrt fixture)
+from helpers.fakes import Recorder, fake_modules
+from helpers.trt_wheel import DYNAMO_COMPILE, function, named_parameters, wheel  # noqa: F401  (wheel: the torch-tensorrt fixture)
 from trtbench.config.config import InputConfig
 from trtbench.variants import modelopt_trt
 from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
@@ -50,7 +50,6 @@ MODELOPT_WHEEL = f"nvidia_modelopt-{MODELOPT_VERSION}-py3-none-any.whl"
 MODELOPT_SHA256 = "db13e62d7efe4a1512e8b8c3f479e28d64022306f94a194f13234e7dca1d3120"
 MODELOPT_CACHE = CACHE_ROOT / f"nvidia-modelopt-{MODELOPT_VERSION}"
 MTQ = "modelopt/torch/quantization"
-DYNAMO_COMPILE = ("torch_tensorrt/dynamo/_compiler.py", "compile")
 
 
 @pytest.fixture(scope="module")
@@ -104,47 +103,6 @@ def class_fields(archive, file: str, cls: str) -> set[str]:
 
 
 # --- trtbench's calls, recorded through fakes --------------------------------------------------------
-
-class Recorder:
-    def __init__(self):
-        self.calls: list[tuple[str, tuple, dict]] = []
-
-
-def fake_modules(recorder: Recorder) -> dict[str, types.ModuleType]:
-    """``modelopt.torch.quantization`` (quantize, the two default configs, utils.export_torch_mode) and
-    ``torch_tensorrt.dynamo.compile``, recording their calls; configs shaped as the real presets load."""
-    import contextlib
-
-    mtq = types.ModuleType("modelopt.torch.quantization")
-    entry = [{"quantizer_name": "*", "enable": False}, {"quantizer_name": "*weight_quantizer", "cfg": {}}]
-    mtq.INT8_DEFAULT_CFG = {"quant_cfg": list(entry), "algorithm": "max"}
-    mtq.FP8_DEFAULT_CFG = {"quant_cfg": list(entry), "algorithm": "max"}
-
-    def quantize(model, config, forward_loop=None):
-        recorder.calls.append(("mtq.quantize", (model, config), {"forward_loop": forward_loop}))
-        forward_loop(model)
-        return model
-
-    mtq.quantize = quantize
-    utils = types.ModuleType("modelopt.torch.quantization.utils")
-
-    @contextlib.contextmanager
-    def export_torch_mode():
-        recorder.calls.append(("export_torch_mode", (), {}))
-        yield
-
-    utils.export_torch_mode = export_torch_mode
-    mtq.utils = utils
-    trt = types.ModuleType("torch_tensorrt")
-    trt.dynamo = types.SimpleNamespace(compile=lambda program, **kwargs: recorder.calls.append(
-        ("dynamo.compile", (program,), kwargs)) or program.module())
-    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/test_trt_contract.py holds Input's keywords)
-    modelopt = types.ModuleType("modelopt")
-    modelopt.torch = types.ModuleType("modelopt.torch")
-    modelopt.torch.quantization = mtq
-    return {"modelopt": modelopt, "modelopt.torch": modelopt.torch, "modelopt.torch.quantization": mtq,
-            "modelopt.torch.quantization.utils": utils, "torch_tensorrt": trt}
-
 
 class Net(torch.nn.Module):
     def __init__(self):
@@ -274,7 +232,7 @@ def test_the_trt_variants_int8_build_passes_only_named_parameters_of_dynamo_comp
     """The trt variant's own call path (tests/test_trt_int8.py builds it through the fakes): its compile
     keywords (the variant's settings, min_block_size 1) are named parameters of the real dynamo.compile
     (torch_tensorrt/dynamo/_compiler.py:438), so **kwargs swallows none."""
-    from test_trt_int8 import build_trt_int8
+    from helpers.fakes import build_trt_int8
 
     _, trt, _ = build_trt_int8(monkeypatch)
     named = named_parameters(wheel, DYNAMO_COMPILE)

@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
 import numpy as np
 import pytest
 
-from trtbench.core.case import Case
-from trtbench.core.record import Record
+from helpers.records import regime_results, replicated
 from trtbench.report.columns.processes import differences, process_spread, processes_disagree
 from trtbench.report.regimes import regimes_json, regimes_markdown
 from trtbench.report.tables import csv_text, markdown_table
 from trtbench.results.resultset import ResultSet
 from trtbench.core.stats import speedup_interval
-
-
-def case(variant: str) -> Case:
-    return Case(model="m", variant=variant, precision="fp32", point="opt", input_shapes=((4, 3, 8, 8),), threads=2,
-                device="cpu")
-
-
-def replicated(variant: str, ms_per_round, offsets, seed: int = 0, facts=None) -> Record:
-    """A record timed by ``len(offsets)`` processes in every round: 5 calls per block around the round's ms times
-    the process's offset."""
-    rng = np.random.default_rng(seed)
-    rounds, processes, round_ids = [], [], []
-    for r, ms in enumerate(ms_per_round):
-        for process, offset in enumerate(offsets):
-            rounds.append([float(ms * offset * math.exp(0.003 * rng.standard_normal())) for _ in range(5)])
-            processes.append(process)
-            round_ids.append(r)
-    return Record(case=case(variant), environment="e", rounds=rounds, block_process=processes, block_round=round_ids,
-                  accuracy={"ok": True, "max_abs_err": 0.0}, metrics={"processes": facts} if facts else {})
 
 
 FACTS = [{"process": 0, "pid": 11, "minor_faults_per_call_median": 2.0, "voluntary_ctx_switches": 40,
@@ -108,18 +87,6 @@ def test_headers_say_one_process_where_every_row_had_one():
 @pytest.fixture(scope="module")
 def regime_set() -> ResultSet:
     return regime_results()
-
-
-def regime_results() -> ResultSet:
-    """The issue's regime test in a result set: from round 25 of 50 the machine slows eager by 20% and scripted
-    less (1.03 -> 1.06 speedup), traced alike (1.2 -> 1.2)."""
-    levels = np.r_[np.ones(25), np.full(25, 1.2)]
-    results = ResultSet(environments={"e": {"id": "e"}})
-    results.add(replicated("eager", 20.0 * levels, [1.0, 1.01, 0.995]))
-    scripted_levels = np.r_[np.ones(25), np.full(25, 1.2 * 1.03 / 1.06)]
-    results.add(replicated("scripted", 20.0 / 1.03 * scripted_levels, [1.0, 0.99, 1.005], seed=1))
-    results.add(replicated("traced", 20.0 / 1.2 * levels, [1.0, 1.002, 0.998], seed=2))
-    return results
 
 
 def test_a_point_spanning_two_regimes_gives_each_rows_speedup_per_regime(regime_set):

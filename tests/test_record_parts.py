@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import trtbench
-from test_core import record
+from helpers.records import record
 from trtbench.scenarios.serving_report import serving_of
 from trtbench.core.case import Case
 from trtbench.measure.ceiling import Ceiling

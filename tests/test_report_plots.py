@@ -6,7 +6,7 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from test_serving import SUMMARY_INVALID
+from helpers.serving import SUMMARY_INVALID
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections

@@ -13,6 +13,7 @@ import signal
 import pytest
 
 from conftest import run_dict
+from helpers.serving import BOUND_MS, CALL_S, SUMMARY_INVALID, serve_sleeper
 from trtbench.scenarios.serving_report import serving_of
 from trtbench.cli import main
 from trtbench.core.record import Record
@@ -23,16 +24,6 @@ from trtbench.scenarios.serving_config import BatchingConfig, ServingConfig
 from trtbench.scenarios.serving_result import ServingResult
 from trtbench.scenarios.serving_rule import late_count, passes
 from toy_runtimes import SleepsPerCall
-
-CALL_S = 0.0102
-BOUND_MS = 40.0
-
-
-def serve_sleeper(out_dir, settings: ServingConfig, progress=None):
-    """The sleeper (CALL_S a call) served under ``settings``; ``progress`` gets a line before each LoadGen run."""
-    hosts = ServingWorkers(lambda threads: SleepsPerCall(CALL_S), default_threads=2, start_timeout_s=120.0)
-    return run_serving(hosts, settings, out_dir, "toy", progress)
-
 
 def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks(tmp_path):
     """How close the peaks come to the M/D/c queue's is a matter of an idle machine and long steps:
@@ -85,7 +76,7 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     stored = json.loads(json.dumps(result.to_dict()))
     assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == interval.low
     # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
-    from test_core import two_variant_set
+    from helpers.records import two_variant_set
     from trtbench.scenarios.serving_report import late_share_plot, serving_markdown, share_panels
     from trtbench.scenarios.serving_result import ServedCase
 
@@ -182,7 +173,7 @@ def test_a_worker_killed_during_the_peak_search_stops_it_and_keeps_the_peak_foun
 
 
 def test_a_failed_serving_result_fails_the_run_and_is_named_in_the_notes():
-    from test_core import record
+    from helpers.records import record
     from trtbench.core.status import Status
     from trtbench.report.tables import failed_part_notes
     from trtbench.scenarios.serving_result import ServedCase, ServingResult
@@ -350,27 +341,3 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     assert serving_of(merged, merged.records[0]) == (result,)
 
 
-SUMMARY_INVALID = """================================================
-MLPerf Results Summary
-================================================
-SUT name : PySUT
-Scenario : Server
-Mode     : PerformanceOnly
-Completed samples per second    : 36.56
-Result is : INVALID
-  Performance constraints satisfied : Yes
-  Min duration satisfied : Yes
-  Min queries satisfied : Yes
-  Early stopping satisfied: NO
-================================================
-Additional Stats
-================================================
-Scheduled samples per second : 36.74
-Min latency (ns)                : 10423661
-Max latency (ns)                : 32809624
-Mean latency (ns)               : 13495216
-50.00 percentile latency (ns)   : 10574078
-90.00 percentile latency (ns)   : 20943647
-99.00 percentile latency (ns)   : 32809624
-99.90 percentile latency (ns)   : 32809624
-"""

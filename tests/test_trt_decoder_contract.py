@@ -30,9 +30,9 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from test_generate import TINY_LLAMA
-from test_trt_contract import (DEVICE, DYNAMO_COMPILE, INPUT, SAVE, function, kwargs_read, named_parameters,
-                               save_input_types, wheel)  # noqa: F401 (wheel: the pinned wheel's fixture)
+from helpers.llm import TINY_LLAMA
+from helpers.trt_wheel import (DEVICE, DYNAMO_COMPILE, INPUT, SAVE, function, kwargs_read, named_parameters,  # noqa: F401
+                                save_input_types, wheel)  # (wheel: the pinned wheel's fixture)
 
 TOOLS_LLM = Path(__file__).parent / "assets" / "tools_llm"
 PINNED = {"run_llm.py": "e536699400d090011bc3b7684d54c8f380b428f7b58d542ab3e9bf66c6acc5e1",
@@ -232,7 +232,7 @@ def test_the_decoder_builds_and_runs_on_the_configured_device(built, monkeypatch
 # --- where it cannot run ------------------------------------------------------------------------
 
 def test_on_this_cpu_machine_a_generate_run_skips_trt_with_the_reason():
-    from test_generate import generate_config
+    from helpers.llm import generate_config
     from trtbench.config.config import config_from_dict
     from trtbench.config.plan import resolve
 

@@ -4,13 +4,12 @@ config's min..max, the engine is judged again, and its files load with ModelOpt 
 (here) the row is skipped with the reason, never failed and never passed.
 
 The build runs through FAKES of both libraries (neither installs without CUDA): tests/fake_torch_tensorrt.py
-and tests/test_modelopt_contract.py's ModelOpt, whose quantize here also flips the sign of a chosen
+and tests/helpers/fakes.py's ModelOpt, whose quantize here also flips the sign of a chosen
 layer's weights unless the config disables that layer's quantizers (a quantization error made large, so
 the fallback has something to find). tests/test_modelopt_contract.py holds the calls against the wheels."""
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import sys
 
@@ -18,74 +17,11 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from test_cli import trtbench
-from test_modelopt_contract import Recorder, fake_modules
-from trtbench.quantize.calibration import CalibrationData
-from trtbench.config.config import InputConfig, Int8Budget, config_from_dict
+from helpers.cli import trtbench
+from helpers.fakes import CUDA0, build_trt_int8, install_fakes
+from trtbench.config.config import config_from_dict
 from trtbench.config.plan import resolve, why_unavailable
-from trtbench.variants import modelopt_trt
-from trtbench.quantize.common import QuantSettings
-from trtbench.quantize.setup import Int8Setup
-from trtbench.variants import BuildContext, get_variant
-from trtbench.variants.trt_common import DynamoOptions
-
-CUDA0 = torch.device("cuda:0")
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-        self.fc = torch.nn.Linear(4, 5)
-
-    def forward(self, x):
-        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
-
-
-def install_fakes(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
-    """FAKE torch_tensorrt (``fake_torch_tensorrt.make_fake(**trt_kwargs)``) and ModelOpt on a machine that
-    says it has CUDA; (fake trt, ModelOpt recorder)."""
-    recorder = Recorder()
-    modules = fake_modules(recorder)
-    trt = modules["torch_tensorrt"] = fake_trt.make_fake(**trt_kwargs)
-    mtq = modules["modelopt.torch.quantization"]
-    record_quantize = mtq.quantize
-
-    def quantize(model, config, forward_loop=None):
-        record_quantize(model, config, forward_loop=forward_loop)
-        disabled = {e["quantizer_name"] for e in config["quant_cfg"] if e.get("enable") is False}
-        with torch.no_grad():
-            for name in sensitive:
-                if f"{name}.*" not in disabled:
-                    model.get_submodule(name).weight.neg_()
-        return model
-
-    mtq.quantize = quantize
-    for name, module in modules.items():
-        module.__spec__ = importlib.machinery.ModuleSpec(name, None)  # find_spec reads it
-        patch.setitem(sys.modules, name, module)
-    patch.setattr(torch.cuda, "is_available", lambda: True)
-    patch.setattr(torch.cuda, "current_device", lambda: 0)
-    patch.setattr(modelopt_trt, "_require_cuda", lambda device: None)  # the tensors stay on the CPU
-    return trt, recorder
-
-
-def build_trt_int8(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
-    """``trt`` built at int8 from :class:`Net` through the fakes (tensors stay on the CPU): (built, fake trt, recorder)."""
-    trt, recorder = install_fakes(patch, sensitive, **trt_kwargs)
-    spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
-    spec.validate("inputs[0]")
-    model = Net().eval()
-    batches = [(torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(i)),) for i in range(6)]
-    with torch.inference_mode():
-        references = [model(*b) for b in batches[2:]]
-    setup = Int8Setup(CalibrationData(batches[:2], batches[2:]), Int8Budget(top1_agree_min=0.99, sqnr_db_min=20),
-                      QuantSettings(), 2, references)
-    example = batches[0][0]
-    ctx = BuildContext(device=CUDA0, precision="int8", dtype=torch.float32, example_inputs=(example,),
-                       shape_inputs={"opt": (example,)}, input_specs=[spec], options=DynamoOptions(), int8=setup)
-    return get_variant("trt").build(model, ctx), trt, recorder
+from trtbench.variants import get_variant
 
 
 def test_trt_has_an_int8_path_that_cannot_run_without_cuda(tiny_config):

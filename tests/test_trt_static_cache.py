@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from test_generate import TINY_LLAMA
+from helpers.llm import TINY_LLAMA
 from trtbench.decoders.static_cache import ATTENTION, cache_inputs, export_with_static_cache
 
 PROMPT, LENGTH, BATCH = 5, 9, 2

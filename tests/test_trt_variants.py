@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
+from helpers.fakes import CUDA0, Net, context, dynamic_spec, install_fake, static_spec
 from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, verify, verify_artifact
 from trtbench.config.config import InputConfig, Tolerance
 from trtbench.core.errors import UserInputError
@@ -27,48 +28,11 @@ from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, che
 
 TRT_VARIANTS = ("trt", "trt_traced", "trt_scripted")
 CPU = torch.device("cpu")
-CUDA0 = torch.device("cuda:0")
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-        self.fc = torch.nn.Linear(4, 5)
-
-    def forward(self, x):
-        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
-
-
-def dynamic_spec():
-    spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
-    spec.validate("inputs[0]")
-    return spec
-
-
-def static_spec():
-    return from_dict(InputConfig, {"name": "image", "shape": [2, 3, 8, 8]}, "inputs[0]")
-
-
-def context(spec, options, dtype=torch.float32, built=None, device=CUDA0):
-    """A build context for ``device``; the tensors stay on the CPU (the fake runs no engine)."""
-    example = torch.randn(spec.opt_shape).to(dtype)
-    return BuildContext(device=device, precision="fp16" if dtype == torch.float16 else "fp32", dtype=dtype,
-                        example_inputs=(example,), shape_inputs={"opt": (example,)}, input_specs=[spec],
-                        options=options, built=built or {})
 
 
 @pytest.fixture
 def cuda_present(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-
-
-def install_fake(monkeypatch, current_device=0, **kwargs):
-    """The fake as ``torch_tensorrt``, on a machine whose current CUDA device is ``current_device``."""
-    fake = fake_trt.make_fake(**kwargs)
-    monkeypatch.setitem(sys.modules, "torch_tensorrt", fake)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: current_device)
-    return fake
 
 
 @pytest.fixture
