@@ -185,7 +185,7 @@ def test_run_profiles_end_to_end(model, inputs, tmp_path):
     scripted = dataclasses.replace(scripted, files=(artifact,))
     profiles = run_profiles(cfg, [eager, scripted], {"opt": inputs}, CPU, tmp_path)
     profiles = json.loads(json.dumps(profiles))  # JSON-serialisable
-    save_plots(tmp_path, layer_plots(profiles))  # the report step draws the slowest-layers figures, the writer saves them
+    save_plots(tmp_path, layer_plots(profiles))  # the report draws the slowest-layers figures, the writer saves them
 
     eager = profiles["variants"]["eager"]["shapes"]["opt"]
     assert eager["shape"] == "8x3x64x64"

@@ -148,7 +148,7 @@ def test_a_scenario_report_writes_no_file_and_the_writer_saves_each_figure_it_ca
     writer saves each figure a section carries, at the path its Markdown names, and closes it."""
     saved = []
     savefig = Figure.savefig
-    monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kwargs: (saved.append(args), savefig(fig, *args, **kwargs)))
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kw: (saved.append(args), savefig(fig, *args, **kw)))
     monkeypatch.chdir(tmp_path)
     results = a_run()
     sections = report_sections(results, 50.0)

@@ -151,5 +151,5 @@ def _vision_section(results) -> Optional[ReportSection]:
     parts = [markdown] if markdown else []
     if under_load:
         parts.append(serving_recommendation_markdown(under_load, results.environments))
-    return ReportSection("\n".join(parts),
-                         {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}, tuple(plots))
+    json = {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}
+    return ReportSection("\n".join(parts), json, tuple(plots))
