@@ -87,12 +87,12 @@ def test_the_report_shows_the_bandwidth_column_against_the_ceilings(tmp_path):
     ceiling = MemoryCeiling("env", "cpu", 2, {"datasheet_bytes_per_s": None, "datasheet_source": "unknown for a CPU",
                                               "measured_bytes_per_s": 20e9, "measured_method": "STREAM triad",
                                               "measured_sized_by": "given"})
-    markdown, _ = generate_section([_record(5e9)], [ceiling], {}, tmp_path)
+    markdown = generate_section([_record(5e9)], [ceiling], {}).markdown
     assert "| decode GB/s (% triad, % datasheet) | peak RSS / KV cache MB |" in markdown
     assert "| 5 (25%, -) | 300 / 2 |" in markdown
     assert "- cpu, 2 thread(s): triad 20 GB/s (STREAM triad; arrays sized at given); datasheet unknown" in markdown
     assert MemoryCeiling.from_dict(ceiling.to_dict()) == ceiling
-    markdown, _ = generate_section([_record(5e9)], [], {}, tmp_path)  # no ceiling measured: the figure alone
+    markdown = generate_section([_record(5e9)], [], {}).markdown  # no ceiling measured: the figure alone
     assert "| 5 (-, -) |" in markdown
 
 

@@ -14,9 +14,9 @@ from trtbench.core.errors import UserInputError
 from trtbench.results.recommend import recommend
 from trtbench.core.record import Record
 from trtbench.report.matrix import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
-                                    throughput_vs_batch_plot, write_sweep_plots)
+                                    sweep_plots, throughput_vs_batch_plot)
 from trtbench.pipeline.sections import report_sections
-from trtbench.report.writer import ReportHead, write_report
+from trtbench.report.writer import ReportHead, save_plots, write_report
 from trtbench.results.resultset import ResultSet
 
 OK = {"ok": True, "max_abs_err": 0.0}
@@ -103,15 +103,15 @@ def test_pareto_front_keeps_points_nothing_beats_on_both():
 
 def test_sweep_plots_draw_the_measured_values(tmp_path):
     results = sweep()
-    latency = latency_vs_batch_plot(results, tmp_path / "lat.png", p99_budget_ms=5.0)
-    assert latency.path.stat().st_size > 0
+    latency = latency_vs_batch_plot(results, "lat.png", p99_budget_ms=5.0)
+    assert save_plots(tmp_path, [latency])[0].stat().st_size > 0
     assert latency.series["median|eager"] == ((1, 1.0), (2, 1.6), (4, 3.0))
     assert latency.series["p99|traced"] == ((1, 1.2), (2, 2.0), (4, 6.0))
     assert {y for _, y in latency.series["budget"]} == {5.0}
     assert not any("scripted" in k or "exported" in k or "compiled" in k for k in latency.series)
-    throughput = throughput_vs_batch_plot(results, tmp_path / "thr.png")
+    throughput = throughput_vs_batch_plot(results, "thr.png")
     assert flat(throughput.series["throughput|traced"]) == pytest.approx([1, 1250.0, 2, 2000 / 1.2, 4, 2000.0])
-    pareto = pareto_plot(results, tmp_path / "pareto.png", p99_budget_ms=5.0)
+    pareto = pareto_plot(results, "pareto.png", p99_budget_ms=5.0)
     assert len(pareto.series["points|eager"]) == 3 and len(pareto.series["points|traced"]) == 3
     # (p99, throughput): traced b1 (1.2, 1250), traced b2 (2, 1667), traced b4 (6, 2000) beat every eager point
     assert flat(pareto.series["front|m|A"]) == pytest.approx([1.2, 1250.0, 2.0, 2000 / 1.2, 6.0, 2000.0])
@@ -122,22 +122,21 @@ def test_one_series_per_machine_and_thread_count(tmp_path):
     results = result_set(record("eager", 1, 1.0, 1.0, env="A"), record("eager", 2, 1.5, 1.5, env="A"),
                          record("eager", 1, 2.0, 2.0, env="B"), record("eager", 2, 3.0, 3.0, env="B"),
                          record("eager", 1, 2.0, 2.0, env="B", threads=4))
-    chart = throughput_vs_batch_plot(results, tmp_path / "thr.png")
+    chart = throughput_vs_batch_plot(results, "thr.png")
     assert set(chart.series) == {"throughput|eager t1 cpu-A [A]", "throughput|eager t1 cpu-B [B]",
                                  "throughput|eager t4 cpu-B [B]"}
     assert flat(chart.series["throughput|eager t1 cpu-B [B]"]) == pytest.approx([1, 500.0, 2, 2000 / 3])
 
 
-def test_no_sweep_plots_for_one_batch_size(tmp_path):
+def test_no_sweep_plots_for_one_batch_size():
     results = result_set(record("eager", 4, 1.0, 1.0), record("traced", 4, 0.5, 0.5))
     assert not is_sweep(results)
-    assert write_sweep_plots(tmp_path, results) == [] and latency_vs_batch_plot(results, tmp_path / "x.png") is None
-    assert not list(tmp_path.iterdir())
+    assert sweep_plots(results) == [] and latency_vs_batch_plot(results, "x.png") is None
 
 
 def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     results = sweep()
-    files = write_report(tmp_path, results, ReportHead(["# test", ""]), report_sections(results, tmp_path, 5.0))
+    files = write_report(tmp_path, results, ReportHead(["# test", ""]), report_sections(results, 5.0))
     report = files["markdown"].read_text()
     assert "## Sweep" in report and "## Recommendation: p99 <= 5 ms" in report
     for name in ("latency_vs_batch", "throughput_vs_batch", "pareto"):
@@ -147,7 +146,7 @@ def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     recomputed = [r.to_dict() for r in recommend(ResultSet.load(files["json"]), 5.0)]
     assert stored == recomputed and stored[0]["choice"]["variant"] == "traced"
     plain = write_report(tmp_path / "plain", results, ReportHead(["# test", ""]),
-                         report_sections(results, tmp_path / "plain", None))
+                         report_sections(results, None))
     assert "recommendations" not in json.loads(plain["json"].read_text())
     assert "## Recommendation" not in plain["markdown"].read_text()
 

@@ -113,7 +113,7 @@ def test_two_machines_stay_apart(runs, capsys, tmp_path):
     (own,) = set(merged.environments) - {OTHER_ENV}
     for env in (own, OTHER_ENV):
         assert (out / "plots" / f"latency-{env}.png").is_file() and (out / "plots" / f"speedup-{env}.png").is_file()
-    chart = pareto_plot(merged, tmp_path / "pareto.png")
+    chart = pareto_plot(merged, "pareto.png")
     machines = {name.rsplit("[", 1)[1] for name in chart.series if name.startswith("points|")}
     assert machines == {f"{own}]", f"{OTHER_ENV}]"}, "one series per machine"
     assert len([name for name in chart.series if name.startswith("front|")]) == 2

@@ -24,7 +24,8 @@ from trtbench.profiling.training import profile_training
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.report.plots import DPI, latency_plot, speedup_plot, top_layers_plot
-from trtbench.report.profile import draw_layer_plots, profile_markdown
+from trtbench.report.profile import layer_plots, profile_markdown
+from trtbench.report.writer import save_plots
 from trtbench.results.resultset import ResultSet
 from trtbench.core.schema import from_dict
 from trtbench.measure.timing import TimingSettings
@@ -184,7 +185,7 @@ def test_run_profiles_end_to_end(model, inputs, tmp_path):
     scripted = dataclasses.replace(scripted, files=(artifact,))
     profiles = run_profiles(cfg, [eager, scripted], {"opt": inputs}, CPU, tmp_path)
     profiles = json.loads(json.dumps(profiles))  # JSON-serialisable
-    draw_layer_plots(profiles, tmp_path)  # the report step draws the slowest-layers figures
+    save_plots(tmp_path, layer_plots(profiles))  # the report draws the slowest-layers figures, the writer saves them
 
     eager = profiles["variants"]["eager"]["shapes"]["opt"]
     assert eager["shape"] == "8x3x64x64"
@@ -272,25 +273,25 @@ def assert_png(path, width_in: float | None = None):
 
 def test_latency_plot(tmp_path):
     results = plot_results()
-    plot = latency_plot(results, tmp_path / "plots" / "latency.png")
+    plot = latency_plot(results, "latency.png")
     assert sorted(plot.values) == pytest.approx([8.0, 10.0, 109.0, 120.0])
-    assert_png(plot.path)
+    assert_png(save_plots(tmp_path, [plot])[0])
     failed_only = ResultSet()
     failed_only.add(next(r for r in results if r.status == "failed"))
-    assert latency_plot(failed_only, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
+    assert latency_plot(failed_only, "none.png") is None
 
 
 def test_speedup_plot(tmp_path):
-    plot = speedup_plot(plot_results(), tmp_path / "speedup.png")
+    plot = speedup_plot(plot_results(), "speedup.png")
     assert plot.bars == 2 and sorted(plot.values) == pytest.approx([120 / 109, 1.25])  # eager is the baseline
-    assert_png(plot.path)
+    assert_png(save_plots(tmp_path, [plot])[0])
 
 
 def test_top_layers_plot(tmp_path):
     nodes = [{"name": f"n{i}", "type": "Conv2d", "mean_ms": float(i), "pct": float(i)} for i in range(10)]
-    plot = top_layers_plot(nodes, tmp_path / "layers.png", top_k=4)
+    plot = top_layers_plot(nodes, "layers.png", top_k=4)
     assert list(plot.values) == [6.0, 7.0, 8.0, 9.0]  # slowest four, largest at the top
-    assert_png(plot.path, width_in=8.0)
+    assert_png(save_plots(tmp_path, [plot])[0], width_in=8.0)
 
 
 def test_pipeline_writes_profiles_and_plots(tiny_config, tmp_path):
@@ -396,7 +397,8 @@ def test_a_report_of_two_profiles_names_each_and_keeps_each_plot(tiny_config, tm
     results = ResultSet(environments={"e": {"id": "e"}})
     results.add(ProfilePart("e", "model-a", "fp32", copy.deepcopy(part.data)))
     results.add(ProfilePart("e", "model-b", "fp32", copy.deepcopy(part.data)))
-    (section,) = [s for s in report_sections(results, tmp_path / "report", None) if "## Profile" in s.markdown]
+    (section,) = [s for s in report_sections(results, None) if "## Profile" in s.markdown]
+    save_plots(tmp_path / "report", section.plots)
     assert "## Profile (model-a, " in section.markdown and "## Profile (model-b, " in section.markdown
     assert sorted(p.name for p in (tmp_path / "report" / "plots").iterdir()) == [
         "layers_0_eager_opt.png", "layers_1_eager_opt.png"]

@@ -1,10 +1,17 @@
-"""Every plot of a run's report draws a variant in one colour, and no legend covers a label."""
+"""Every plot of a run's report draws a variant in one colour, and no legend covers a label; the report's figures
+come as data, and the writer alone saves them."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.figure import Figure
+from matplotlib.image import imread
 
 from helpers.serving import SUMMARY_INVALID
 from trtbench.core.case import Case
@@ -49,24 +56,17 @@ def a_run() -> ResultSet:
     return results
 
 
+def on_canvas(fig):
+    """``fig`` drawn on an Agg canvas, as the writer draws it."""
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
 @pytest.fixture
-def drawn(monkeypatch, tmp_path) -> dict:
-    """The report's figures by file name, as written."""
-    import trtbench.report.matrix as matrix
-    import trtbench.report.plots as plots
-
-    figures = {}
-    write_png = plots.write_png
-
-    def keep(fig, path):
-        write_png(fig, path)  # draws it on its canvas, as the report does
-        figures[path.name] = fig
-
-    monkeypatch.setattr(plots, "write_png", keep)
-    monkeypatch.setattr(matrix, "write_png", keep)
-    results = a_run()
-    write_report(tmp_path, results, ReportHead(["# a run"]), report_sections(results, tmp_path, 50.0))
-    return figures
+def drawn() -> dict:
+    """The report's figures by file name, as its sections carry them to the writer."""
+    return {plot.file_name: on_canvas(plot.figure) for section in report_sections(a_run(), 50.0)
+            for plot in section.plots}
 
 
 def handle_color(handle):
@@ -119,15 +119,13 @@ def speedups(by_variant: dict[str, float]) -> ResultSet:
     return results
 
 
-def test_no_legend_covers_a_label(drawn, monkeypatch, tmp_path):
+def test_no_legend_covers_a_label(drawn):
     """The speedup plot's bar labels ("1.52x") and every other text drawn in the axes stay clear of the legend:
     in the report's plots, and in a speedup plot whose legend, placed in the axes, covered the "1.35x" label."""
     import trtbench.report.plots as plots
 
-    figures = dict(drawn)
-    write_png = plots.write_png
-    monkeypatch.setattr(plots, "write_png", lambda fig, path: (write_png(fig, path), figures.update(crowded=fig)))
-    plots.speedup_plot(speedups({"traced": 1.35, "ort": 1.52}), tmp_path / "crowded.png")
+    figures = {**drawn, "crowded": on_canvas(plots.speedup_plot(speedups({"traced": 1.35, "ort": 1.52}),
+                                                                  "crowded.png").figure)}
     assert {"1.35x", "1.52x"} <= {text.get_text() for text in figures["crowded"].axes[0].texts}
     covered, inside = [], []
     for name, fig in figures.items():
@@ -143,3 +141,41 @@ def test_no_legend_covers_a_label(drawn, monkeypatch, tmp_path):
     assert covered == [], "labels under a legend"
     assert inside == [], "legends drawn over the axes (beside them, they cover no bar, line or label)"
 
+
+
+def test_a_scenario_report_writes_no_file_and_the_writer_saves_each_figure_it_carries(monkeypatch, tmp_path):
+    """Asked for its section, no scenario saves a figure or writes a file (the working folder stays empty); the
+    writer saves each figure a section carries, at the path its Markdown names, and closes it."""
+    saved = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kw: (saved.append(args), savefig(fig, *args, **kw)))
+    monkeypatch.chdir(tmp_path)
+    results = a_run()
+    sections = report_sections(results, 50.0)
+    plots = [plot for section in sections for plot in section.plots]
+    assert saved == [] and list(tmp_path.iterdir()) == []
+    assert {"latency.png", "speedup.png", "pareto.png", "int8_speed_accuracy.png", "serving.png"} <= {
+        plot.file_name for plot in plots}
+
+    files = write_report(tmp_path / "out", results, ReportHead(["# a run"]), sections)
+    report = files["markdown"].read_text()
+    assert len(saved) == len(plots)
+    assert sorted(path.name for path in (tmp_path / "out" / "plots").iterdir()) == sorted(p.file_name for p in plots)
+    for plot in plots:
+        assert f"]({plot.path})" in report and imread(tmp_path / "out" / plot.path).shape[0] > 0
+        assert plot.figure.axes == [], f"{plot.file_name} left open"
+
+
+def test_only_the_writer_saves_a_report_file():
+    """No report module but the writer, and no scenario's report module, imports the atomic file writes or saves a
+    figure: ``out_dir`` stops at the writer."""
+    package = Path(__file__).resolve().parent.parent / "trtbench"
+    modules = [p for p in (package / "report").rglob("*.py") if p.name != "writer.py"]
+    modules += [p for p in (package / "scenarios").rglob("*.py") if "report" in p.name]
+    assert len(modules) > 10
+    for path in modules:
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Attribute)}
+        assert "trtbench.core.fsutil" not in imported and "savefig" not in called, path

@@ -19,7 +19,8 @@ from conftest import kill_when, run_dict
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.journal import JOURNAL_NAME
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios import Scenario, ReportSection, register, registered, unregister
+from trtbench.report.section import ReportSection
+from trtbench.scenarios import Scenario, register, registered, unregister
 
 TESTS = Path(__file__).parent
 
@@ -92,7 +93,7 @@ class Tally(Scenario):
             time.sleep(self.settings.get("pause_s", 0))
 
     @classmethod
-    def report(cls, results, out_dir, budget_ms) -> Optional[ReportSection]:
+    def report(cls, results, budget_ms) -> Optional[ReportSection]:
         parts = sorted(results.parts(TallyPart.KIND), key=lambda p: p.key)
         if not parts:
             return None

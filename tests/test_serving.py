@@ -77,6 +77,7 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == interval.low
     # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
     from helpers.records import two_variant_set
+    from trtbench.report.writer import save_plots
     from trtbench.scenarios.serving_report import late_share_plot, serving_markdown, share_panels
     from trtbench.scenarios.serving_result import ServedCase
 
@@ -86,8 +87,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert f"| {interval.text(result.peak_qps)} |" in table and f"queries, " in table and "| joint-estimate/1 at 90% |" in table
     assert f"stopped by {interval.stopped_by}" in table and ("LoadGen VALID at" in table or "LoadGen INVALID at" in table
                                                              or "no confirming run" in table)
-    plot = late_share_plot(share_panels(results), tmp_path / "late.png")
-    assert plot is not None and plot.stat().st_size > 10_000
+    plot = late_share_plot(share_panels(results), "late.png")
+    assert plot is not None and save_plots(tmp_path, [plot])[0].stat().st_size > 10_000
 
 
 def test_batched_run_loadgen_says_valid_and_the_summary_is_parsed(tmp_path):

@@ -204,7 +204,7 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
     budget = budget_of(sets, p99_budget_ms)
     merged, notes = ResultSet.merge(sets)
     notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
+    head = ReportHead(merge_intro(out_dir, dirs, sets, notes))
     with OutputDir(out_dir, key="--output"):
-        head = ReportHead(merge_intro(out_dir, dirs, sets, notes))
-        files = write_report(out_dir, merged, head, report_sections(merged, out_dir, budget))
+        files = write_report(out_dir, merged, head, report_sections(merged, budget))
     return MergeOutcome(out_dir, merged, notes, budget, files)

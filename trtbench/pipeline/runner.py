@@ -89,7 +89,7 @@ class Runner:
         self.store.entries = self.state.saved_entries
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
         head = ReportHead(run_intro(self.config), ended, manifest)
-        files = write_report(self.out_dir, results, head, report_sections(results, self.out_dir, self.config.budget.p99_ms))
+        files = write_report(self.out_dir, results, head, report_sections(results, self.config.budget.p99_ms))
         self.state.end()
         return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files)
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
+from trtbench.report.section import ReportSection
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios import ReportSection, registered
+from trtbench.scenarios import registered
 
 
-def report_sections(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> list[ReportSection]:
-    """Each registered scenario's section of the report on ``results`` (those with something to say)."""
-    sections = [scenario.report(results, out_dir, budget_ms) for scenario in registered()]
+def report_sections(results: ResultSet, budget_ms: Optional[float]) -> list[ReportSection]:
+    """Each registered scenario's section of the report on ``results`` (those with something to say), its figures
+    as data: :func:`trtbench.report.writer.write_report` saves them."""
+    sections = [scenario.report(results, budget_ms) for scenario in registered()]
     return [section for section in sections if section is not None]
 
 

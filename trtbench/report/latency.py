@@ -3,14 +3,14 @@ rows, the recommendation under a p99 budget, build/cold-start/memory, isolation 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from trtbench.core.env import environment_name
 from trtbench.report.colors import VariantColors, variant_colors
-from trtbench.report.matrix import sweep_markdown, write_sweep_plots
+from trtbench.report.matrix import sweep_markdown, sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
+from trtbench.report.section import Plot, ReportSection
 from trtbench.report.tables import deployment_table, isolation_table, markdown_table
 from trtbench.report.knobs import knob_markdown
 from trtbench.report.regimes import regimes_json, regimes_markdown
@@ -50,34 +50,33 @@ def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
     return sets
 
 
-def write_plots(out_dir: Path, results: ResultSet, colors: VariantColors) -> list[Path]:
-    """Latency and speedup figures under ``<out>/plots`` (none when no record has timings); with several
-    environments (a merge), one pair per environment, ``latency-<environment id>.png``, each variant in
+def latency_plots(results: ResultSet, colors: VariantColors) -> list[Plot]:
+    """Latency and speedup figures, ``latency.png`` and ``speedup.png`` (none when no record has timings); with
+    several environments (a merge), one pair per environment, ``latency-<environment id>.png``, each variant in
     its colour of ``colors`` (the same in every plot)."""
     sets = _by_environment(results)
     plots = []
     for env, part in sets.items():
         suffix, where = (f"-{env}", f": {environment_name(part.environments[env])}") if len(sets) > 1 else ("", "")
-        plots += [latency_plot(part, out_dir / "plots" / f"latency{suffix}.png", title=f"Latency{where}",
-                               colors=colors),
-                  speedup_plot(part, out_dir / "plots" / f"speedup{suffix}.png", title=f"Speedup vs eager{where}",
-                               colors=colors)]
-    return [plot.path for plot in plots if plot is not None]
+        plots += [latency_plot(part, f"latency{suffix}.png", title=f"Latency{where}", colors=colors),
+                  speedup_plot(part, f"speedup{suffix}.png", title=f"Speedup vs eager{where}", colors=colors)]
+    return [plot for plot in plots if plot is not None]
 
 
-def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> tuple[str, dict]:
-    """The section's Markdown, and what it adds to results.json, recomputable from the records: with a p99 budget,
-    a ``recommendations`` list (:meth:`trtbench.results.recommend.Recommendation.to_dict`); where a point was
-    timed, a ``regimes`` list (:func:`trtbench.report.regimes.regimes_json`)."""
+def latency_section(results: ResultSet, budget_ms: Optional[float]) -> ReportSection:
+    """The section: its Markdown, its figures, and what it adds to results.json, recomputable from the records:
+    with a p99 budget, a ``recommendations`` list (:meth:`trtbench.results.recommend.Recommendation.to_dict`);
+    where a point was timed, a ``regimes`` list (:func:`trtbench.report.regimes.regimes_json`)."""
     parts = ["## Speedup", "", markdown_table(results)]
     colors = variant_colors(results)  # a pure function of the results: every section's plots agree
-    plots = [path.relative_to(out_dir) for path in write_plots(out_dir, results, colors)]
-    parts += [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
-    sweep = [chart.path.relative_to(out_dir) for chart in write_sweep_plots(out_dir / "plots", results, budget_ms, colors)]
+    plots = latency_plots(results, colors)
+    parts += [plot.markdown for plot in plots] + ([""] if plots else [])
+    sweep = sweep_plots(results, budget_ms, colors)
     if sweep:
         parts.append(sweep_markdown(results, sweep))
-    tradeoff = speed_accuracy_plot(results, out_dir / "plots" / "int8_speed_accuracy.png", colors)
-    reduced = reduced_precision_markdown(results, [tradeoff.path.relative_to(out_dir)] if tradeoff is not None else [])
+    tradeoff = speed_accuracy_plot(results, "int8_speed_accuracy.png", colors)
+    tradeoffs = [tradeoff] if tradeoff is not None else []
+    reduced = reduced_precision_markdown(results, tradeoffs)
     if reduced:
         parts.append(reduced)
     regimes = regimes_markdown(results)
@@ -102,4 +101,4 @@ def latency_section(results: ResultSet, out_dir: Path, budget_ms: Optional[float
     timed_points = regimes_json(results)
     if timed_points:
         json["regimes"] = timed_points
-    return "\n".join(parts), json
+    return ReportSection("\n".join(parts), json, tuple(plots + sweep + tradeoffs))

@@ -5,15 +5,15 @@ recommendation may choose from are drawn (:func:`trtbench.results.recommend.elig
 check passed). There is one line per variant; the model, precision, threads, non-batch input dims
 and environment join its label when they vary, so a merge of several machines shows one series per
 machine. A series has its variant's colour (:mod:`trtbench.report.colors`: the same in every plot of
-the run), and series of one variant differ by marker. Each function returns a :class:`Chart` holding
-the values read back from the drawn axes.
+the run), and series of one variant differ by marker. Each function returns a
+:class:`~trtbench.report.section.Plot` holding the values read back from the drawn axes (its ``series``, by
+gid ``kind|series``: ``median``, ``p99`` and ``throughput`` are lines against batch size, ``points`` a series'
+points on the Pareto chart, ``front`` a Pareto front, ``budget`` the p99 budget line).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 from matplotlib.figure import Figure
@@ -23,21 +23,10 @@ from trtbench.core.case import shapes_text
 from trtbench.core.env import environment_name
 from trtbench.results.recommend import eligible
 from trtbench.core.record import Record
-from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
-from trtbench.report.plots import write_png
+from trtbench.report.colors import VariantColors, marker, variant_colors
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot
 from trtbench.results.resultset import ResultSet
-
-
-@dataclass(frozen=True)
-class Chart:
-    """A written figure and its data as drawn: ``kind|series`` -> ((x, y), ...), read back from the axes.
-
-    Kinds: ``median``, ``p99`` and ``throughput`` (lines against batch size), ``points`` (a series'
-    points on the Pareto chart), ``front`` (a Pareto front), ``budget`` (the p99 budget line).
-    """
-
-    path: Path
-    series: dict[str, tuple[tuple[float, float], ...]]
 
 
 def measured(results: ResultSet) -> list[Record]:
@@ -94,19 +83,6 @@ def fronts(results: ResultSet) -> dict[tuple[str, str], list[Record]]:
     return out
 
 
-def _save(fig: Figure, path: Path) -> Chart:
-    series = {}
-    for ax in fig.axes:
-        for line in ax.get_lines():
-            if line.get_gid():
-                series[line.get_gid()] = tuple(zip(map(float, line.get_xdata()), map(float, line.get_ydata())))
-        for collection in ax.collections:
-            if collection.get_gid():
-                series[collection.get_gid()] = tuple((float(x), float(y)) for x, y in collection.get_offsets())
-    write_png(fig, path)
-    return Chart(path=Path(path), series=series)
-
-
 PLAIN = FuncFormatter(lambda value, _: f"{value:g}")  # 60, not 6x10^1, on log axes
 
 
@@ -122,15 +98,12 @@ def _batch_axes(series: dict[str, list[Record]], ylabel: str, title: str):
     ax.set_xscale("log", base=2)
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.minorticks_off()
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
+    label_axes(ax, "batch size", ylabel, title)
     return fig, ax
 
 
-def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None,
-                          colors: VariantColors | None = None) -> Chart | None:
+def latency_vs_batch_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[float] = None,
+                          colors: VariantColors | None = None) -> Plot | None:
     """Median (solid) and p99 (dashed) latency against batch size, in each series' variant colour; the budget
     line. ``colors``: the run's (by default, from ``results``)."""
     if not is_sweep(results):
@@ -148,12 +121,10 @@ def latency_vs_batch_plot(results: ResultSet, path: Path, p99_budget_ms: Optiona
     if p99_budget_ms is not None:
         ax.axhline(p99_budget_ms, color="red", linewidth=1, linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms",
                    gid="budget")
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return _save(fig, path)
+    return finish(fig, file_name, legend=ax)
 
 
-def throughput_vs_batch_plot(results: ResultSet, path: Path, colors: VariantColors | None = None) -> Chart | None:
+def throughput_vs_batch_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Plot | None:
     """Throughput (samples/s at the median latency) against batch size, one line per series, in its variant's
     colour (``colors``: the run's; by default, from ``results``)."""
     if not is_sweep(results):
@@ -165,13 +136,11 @@ def throughput_vs_batch_plot(results: ResultSet, path: Path, colors: VariantColo
         color, shape = styles[name]
         ax.plot([r.case.batch for r in records], [r.throughput for r in records], marker=shape, color=color,
                 label=name, gid=f"throughput|{name}")
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return _save(fig, path)
+    return finish(fig, file_name, legend=ax)
 
 
-def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] = None,
-                colors: VariantColors | None = None) -> Chart | None:
+def pareto_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[float] = None,
+                colors: VariantColors | None = None) -> Plot | None:
     """Throughput against p99 latency for every measured point (labelled with its batch size), in its variant's
     colour (``colors``: the run's; by default, from ``results``), the Pareto front of each environment and model
     drawn through its points, and the budget line."""
@@ -200,32 +169,29 @@ def pareto_plot(results: ResultSet, path: Path, p99_budget_ms: Optional[float] =
                    gid="budget")
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
-    ax.set_xlabel("p99 latency (ms, log scale)")
-    ax.set_ylabel("throughput (samples/s)")
-    ax.set_title("Latency-throughput: ringed points are on the Pareto front")
-    ax.grid(alpha=0.3)
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return _save(fig, path)
+    label_axes(ax, "p99 latency (ms, log scale)", "throughput (samples/s)",
+               "Latency-throughput: ringed points are on the Pareto front")
+    return finish(fig, file_name, legend=ax)
 
 
-def write_sweep_plots(plot_dir: Path, results: ResultSet, p99_budget_ms: Optional[float] = None,
-                      colors: VariantColors | None = None) -> list[Chart]:
-    """The three sweep figures under ``plot_dir`` (none unless the records span several batch sizes)."""
+def sweep_plots(results: ResultSet, p99_budget_ms: Optional[float] = None,
+                colors: VariantColors | None = None) -> list[Plot]:
+    """The three sweep figures, ``latency_vs_batch.png``, ``throughput_vs_batch.png`` and ``pareto.png`` (none
+    unless the records span several batch sizes)."""
     if not is_sweep(results):
         return []
-    return [latency_vs_batch_plot(results, plot_dir / "latency_vs_batch.png", p99_budget_ms, colors),
-            throughput_vs_batch_plot(results, plot_dir / "throughput_vs_batch.png", colors),
-            pareto_plot(results, plot_dir / "pareto.png", p99_budget_ms, colors)]
+    return [latency_vs_batch_plot(results, "latency_vs_batch.png", p99_budget_ms, colors),
+            throughput_vs_batch_plot(results, "throughput_vs_batch.png", colors),
+            pareto_plot(results, "pareto.png", p99_budget_ms, colors)]
 
 
-def sweep_markdown(results: ResultSet, plots: Sequence[Path]) -> str:
+def sweep_markdown(results: ResultSet, plots: Sequence[Plot]) -> str:
     """The report's sweep section: the figures and, per environment and model, the points on the front."""
     lines = ["## Sweep", "",
              "Measured points that ran ok and passed their accuracy check. Throughput is samples/s at the median "
              "latency. A point is on the Pareto front when no other point of the same model in the same environment "
              "has both a lower p99 and a higher throughput.", ""]
-    lines += [f"![{path.stem}]({path.as_posix()})" for path in plots] + [""]
+    lines += [plot.markdown for plot in plots] + [""]
     for (environment, model), front in fronts(results).items():
         where = environment_name(results.environments.get(environment, {"id": environment}))
         points = "; ".join(f"{r.case.label} {r.case.precision} b{r.case.batch} t{r.case.threads} "

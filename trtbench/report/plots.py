@@ -1,24 +1,21 @@
 """Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers.
 
-Figures are drawn on matplotlib's Agg canvas without pyplot (no display, no global state)
-and written atomically. Each function returns a :class:`Plot` with the file and the bar
-values actually drawn, or None when there is nothing to plot. A variant has the colour the
-run's :class:`~trtbench.report.colors.VariantColors` gives it, in every plot; legends sit
-beside the axes, clear of the bars and their labels.
+Figures are drawn without pyplot (no display, no global state); :mod:`trtbench.report.writer` saves them.
+Each function returns a :class:`~trtbench.report.section.Plot` (the figure, the file name it is saved as, the
+bar values actually drawn), or None when there is nothing to plot. A variant has the colour the run's
+:class:`~trtbench.report.colors.VariantColors` gives it, in every plot; legends sit beside the axes, clear of
+the bars and their labels. :func:`finish` is every figure's last step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from typing import Optional
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
-from trtbench.core.fsutil import atomic_write
 from trtbench.core.record import Record
 from trtbench.report.colors import VariantColors, hatch, legend_beside, variant_colors
+from trtbench.report.section import Plot
 from trtbench.results.resultset import ResultSet
 
 DPI = 100
@@ -26,29 +23,21 @@ BAR_GROUP_WIDTH = 0.8
 LABEL_HEADROOM = 0.12  # of the y range, above the tallest bar and its whisker: room for the bar's label
 
 
-@dataclass(frozen=True)
-class Plot:
-    """A written figure: its path, and the values of the bars it draws (read back from the axes)."""
-
-    path: Path
-    values: tuple[float, ...]
-
-    @property
-    def bars(self) -> int:
-        return len(self.values)
+def label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """An axes' labels and title, over a light grid."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
 
 
-def write_png(fig: Figure, path: Path) -> None:
-    """Draw ``fig`` on an Agg canvas and write it to ``path`` atomically."""
-    FigureCanvasAgg(fig)
-    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
-
-
-def save_figure(fig: Figure, path: Path) -> Plot:
-    values = tuple(float(v) for ax in fig.axes for c in ax.containers if isinstance(c, BarContainer)
-                   for v in c.datavalues)
-    write_png(fig, path)
-    return Plot(path=Path(path), values=values)
+def finish(fig: Figure, file_name: str, legend=None, caption: Optional[str] = None) -> Plot:
+    """The figure done: the legend of ``legend`` (an axes) beside it, clear of what it draws, and the figure laid
+    out; the :class:`~trtbench.report.section.Plot` the writer saves as ``file_name``."""
+    if legend is not None:
+        legend_beside(legend, fontsize="small")
+    fig.tight_layout()
+    return Plot.of(fig, file_name, caption)
 
 
 def _series_label(record: Record, varying: set[str]) -> str:
@@ -78,20 +67,18 @@ def _shape_bar_axes(n_shapes: int, n_series: int) -> tuple[Figure, object, list[
     return fig, fig.add_subplot(), [(i - (n_series - 1) / 2) * width for i in range(n_series)], width
 
 
-def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: str, path: Path) -> Plot:
-    """Label a bars-per-shape chart (x: input shapes), add legend and grid, and save it."""
+def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: str, file_name: str) -> Plot:
+    """Label a bars-per-shape chart (x: input shapes), add legend and grid: the Plot saved as ``file_name``."""
     ax.set_xticks(range(len(shapes)), shapes)
     ax.set_xlabel("input shape")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    legend_beside(ax, fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     ax.margins(y=LABEL_HEADROOM)
-    fig.tight_layout()
-    return save_figure(fig, path)
+    return finish(fig, file_name, legend=ax)
 
 
-def latency_plot(results: ResultSet, path: Path, title: str = "Latency",
+def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
                  colors: VariantColors | None = None) -> Plot | None:
     """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin); ``colors``: the
     run's (by default, from ``results``)."""
@@ -115,10 +102,10 @@ def latency_plot(results: ResultSet, path: Path, title: str = "Latency",
                     ecolor="black", elinewidth=0.8, capsize=3)
         ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p90, med)]], fmt="none",
                     ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
-    return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, path)
+    return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, file_name)
 
 
-def speedup_plot(results: ResultSet, path: Path, title: str = "Speedup vs eager",
+def speedup_plot(results: ResultSet, file_name: str, title: str = "Speedup vs eager",
                  colors: VariantColors | None = None) -> Plot | None:
     """Speedup bars per point and variant with their 95% CI, and a line at 1x; ``colors``: the run's (by
     default, from ``results``: eager, which has no bar here, keeps its colour)."""
@@ -139,10 +126,10 @@ def speedup_plot(results: ResultSet, path: Path, title: str = "Speedup vs eager"
                         fmt="none", ecolor="black", elinewidth=0.8, capsize=3)
         ax.bar_label(bars, fmt="%.2fx", fontsize="x-small")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x), 95% CI", title, path)
+    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x), 95% CI", title, file_name)
 
 
-def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slowest layers") -> Plot | None:
+def top_layers_plot(nodes: list[dict], file_name: str, top_k: int, title: str = "Slowest layers") -> Plot | None:
     """Horizontal bars of the ``top_k`` nodes by mean time (rows of a per-layer profile)."""
     top = sorted(nodes, key=lambda n: n["mean_ms"], reverse=True)[:top_k]
     if not top:
@@ -156,5 +143,4 @@ def top_layers_plot(nodes: list[dict], path: Path, top_k: int, title: str = "Slo
     ax.set_title(title)
     ax.tick_params(axis="y", labelsize="small")
     ax.margins(x=0.12)
-    fig.tight_layout()
-    return save_figure(fig, path)
+    return finish(fig, file_name, caption="slowest layers")

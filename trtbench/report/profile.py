@@ -3,25 +3,27 @@ as Markdown, and the slowest-layers figures drawn from it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from trtbench.report.plots import top_layers_plot
+from trtbench.report.section import Plot
 from trtbench.core.status import Status
 
 
-def draw_layer_plots(profiles: dict, out_dir: Path, prefix: str = "") -> None:
-    """Draw each per-layer profile's slowest layers under ``<out>/plots`` (files named ``layers_<prefix>...``:
-    a report of several profiles gives each its own) and note the file in its entry."""
+def layer_plots(profiles: dict, prefix: str = "") -> list[Plot]:
+    """Each per-layer profile's slowest layers (files named ``layers_<prefix>...``: a report of several profiles
+    gives each its own), each file's path noted in its entry, where the Markdown finds it."""
     if profiles.get("status") != Status.OK:
-        return
+        return []
     top_k = profiles["settings"]["layers"]["top_k"]
+    plots = []
     for name, entry in profiles["variants"].items():
         for label, shape in entry.get("shapes", {}).items():
             layers = shape.get("layers")
             if layers and layers["status"] == Status.OK:
-                plot = top_layers_plot(layers["nodes"], out_dir / "plots" / f"layers_{prefix}{name}_{label}.png", top_k,
+                plot = top_layers_plot(layers["nodes"], f"layers_{prefix}{name}_{label}.png", top_k,
                                        title=f"Slowest layers: {name} at {label} ({shape['shape']})")
-                layers["plot"] = str(plot.path.relative_to(out_dir)) if plot else None
+                layers["plot"] = str(plot.path) if plot else None
+                plots += [plot] if plot else []
+    return plots
 
 
 def _table(headers: list[str], rows: list[list]) -> str:

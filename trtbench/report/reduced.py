@@ -7,7 +7,6 @@ verdicts a deployment engineer needs beside them: "INT8 is not faster here" when
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Optional
 
 from trtbench.report.columns.speedup import speedup_text
@@ -75,16 +74,17 @@ def _quantized(results: ResultSet) -> list[Record]:
     return [r for r in results if is_quantized(r.case.precision) and r.case.variant != "eager"]
 
 
-def speed_accuracy_plot(results: ResultSet, path: Path, colors=None):
+def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
     """Per model, each timed quantized row as a point: speedup over eager fp32 (with its 95% CI as a bar)
     against SQNR (dB) against eager fp32, in its variant's colour (``colors``, a
     :class:`~trtbench.report.colors.VariantColors`: the run's; by default, from ``results``), a variant's
     points told apart by marker; the reference fp32 backends at their speedup on a line.
-    Returns the :class:`~trtbench.report.plots.Plot`, or None when no quantized row was timed and judged."""
+    Returns the :class:`~trtbench.report.section.Plot` to save as ``file_name``, or None when no quantized row was timed
+    and judged."""
     from matplotlib.figure import Figure
 
     from trtbench.report.colors import legend_beside, marker, variant_colors
-    from trtbench.report.plots import save_figure
+    from trtbench.report.plots import finish
 
     points = [(r, results.speedup(r)) for r in _quantized(results) if r.timed and (r.accuracy or {}).get("sqnr_db")]
     points = [(r, sp) for r, sp in points if sp is not None]
@@ -114,16 +114,16 @@ def speed_accuracy_plot(results: ResultSet, path: Path, colors=None):
         ax.set_ylabel("speedup over eager fp32 (95% CI)")
         ax.set_title(f"Speed vs accuracy: {model}")
         legend_beside(ax, fontsize=7)
-    fig.tight_layout()
-    return save_figure(fig, path)
+    return finish(fig, file_name, caption="speed vs accuracy")
 
 
 def reduced_precision_markdown(results: ResultSet, plots: list | None = None) -> str:
-    """The section (empty when no record is at a quantized precision); ``plots`` are its figures' paths."""
+    """The section (empty when no record is at a quantized precision); ``plots`` are its figures
+    (:class:`~trtbench.report.section.Plot`)."""
     quantized = _quantized(results)
     if not quantized:
         return ""
-    parts = ["## Speed vs accuracy (INT8)", "", *[f"![speed vs accuracy]({plot})" for plot in plots or []], "",
+    parts = ["## Speed vs accuracy (INT8)", "", *[plot.markdown for plot in plots or []], "",
              "Speedup over eager fp32 and over the same variant at fp32, each timed in the same interleaved rounds "
              "(95% CI of the paired rounds). Accuracy against eager fp32 over the evaluation samples: top-1 agreement, "
              "top-5 overlap, SQNR (dB, the lowest over outputs), and top-1 accuracy of the build / eager fp32 where "

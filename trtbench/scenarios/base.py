@@ -11,8 +11,10 @@ under LoadGen, a profile, ...). It says:
   journal, the result set and merge handle them by kind, and a part whose ``fails_run`` is true
   makes the run exit 1;
 - its section of the report, with its recommendation (:meth:`Scenario.report`), from a result
-  set alone, so a merge of several runs reports it too; and which result sets it refuses to merge
-  (:meth:`Scenario.check_merge`), such as results that do not compare.
+  set alone, so a merge of several runs reports it too: a :class:`~trtbench.report.section.ReportSection`
+  whose figures come as data, for :mod:`trtbench.report.writer` to save (a scenario writes no file of
+  the report); and which result sets it refuses to merge (:meth:`Scenario.check_merge`), such as results
+  that do not compare.
 
 A new scenario is its module(s) plus one registration line: ``@register`` on the class, and its
 import in :mod:`trtbench.scenarios`. A test may register one of its own.
@@ -22,8 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
 
 from trtbench.core.errors import UserInputError
@@ -33,15 +34,8 @@ if TYPE_CHECKING:
     from trtbench.config.plan import BuildGroup
     from trtbench.core.context import RunContext
     from trtbench.measure.references import References
+    from trtbench.report.section import ReportSection
     from trtbench.results.resultset import ResultSet
-
-
-@dataclass(frozen=True)
-class ReportSection:
-    """A scenario's part of the report: Markdown, and entries it adds to results.json (its recommendations)."""
-
-    markdown: str
-    json: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,8 +124,9 @@ class Scenario(ABC):
         (:class:`~trtbench.artifacts.store.Saved`), which the run keeps as it keeps the save stage's."""
 
     @classmethod
-    def report(cls, results: ResultSet, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        """Its section of the report from ``results`` alone (a run's or a merge's); None when it has nothing."""
+    def report(cls, results: ResultSet, budget_ms: Optional[float]) -> Optional[ReportSection]:
+        """Its section of the report from ``results`` alone (a run's or a merge's), its figures as data (the writer
+        saves them; a scenario writes no file); None when it has nothing."""
         return None
 
     @classmethod

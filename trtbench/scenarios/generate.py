@@ -46,7 +46,8 @@ from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, match
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
-from trtbench.scenarios.base import ReportSection, Scenario, register
+from trtbench.report.section import ReportSection
+from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.generate_memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
                                                 worker_bytes)
 from trtbench.scenarios.generate_publish import published_parts
@@ -262,10 +263,9 @@ class Generate(Scenario):
                               {"accuracy": None, **sizes(point, slots[slot][1])})
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        section = generate_section(results.parts(GenerateRecord.KIND), results.parts(MemoryCeiling.KIND),
-                                   results.environments, out_dir)
-        return ReportSection(*section) if section is not None else None
+    def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
+        return generate_section(results.parts(GenerateRecord.KIND), results.parts(MemoryCeiling.KIND),
+                                results.environments)
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

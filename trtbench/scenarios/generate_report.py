@@ -6,15 +6,15 @@ step's latency against its KV position, and decode tokens/s against batch."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
-from trtbench.report.colors import legend_beside, marker
-from trtbench.report.plots import save_figure
+from trtbench.report.colors import marker
+from trtbench.report.plots import finish, label_axes
 from trtbench.report.rows import coverage_of
+from trtbench.report.section import Plot, ReportSection
 from trtbench.report.text import number_text
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling
@@ -180,7 +180,7 @@ def _timed(parts: list) -> list:
     return [p for p in parts if p.status is Status.OK and p.data.get("metrics")]
 
 
-def steps_plot(parts: list, path: Path) -> Optional[Path]:
+def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
     """The median latency of each decode step against the KV cache's length at that step, a line per row; None
     when no row was timed."""
     timed = _timed(parts)
@@ -192,16 +192,12 @@ def steps_plot(parts: list, path: Path) -> Optional[Path]:
         steps, prompt = part.data["metrics"]["step_ms"], part.data["prompt_tokens"]
         ax.plot([prompt + i + 1 for i in range(len(steps))], steps, marker=marker(rank), markersize=3,
                 label=f"{part.decoder} {part.precision} {part.point}")
-    ax.set_xlabel("KV cache length at the step (positions)")
-    ax.set_ylabel("decode step latency, median (ms)")
-    ax.set_title("Generate: decode step latency vs KV position")
-    ax.grid(alpha=0.3)
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return save_figure(fig, path).path
+    label_axes(ax, "KV cache length at the step (positions)", "decode step latency, median (ms)",
+               "Generate: decode step latency vs KV position")
+    return finish(fig, file_name, legend=ax)
 
 
-def batch_plot(parts: list, path: Path) -> Optional[Path]:
+def batch_plot(parts: list, file_name: str) -> Optional[Plot]:
     """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
     without a line of two batch sizes."""
     lines: dict[str, dict[int, float]] = {}
@@ -216,13 +212,8 @@ def batch_plot(parts: list, path: Path) -> Optional[Path]:
     for rank, (name, at) in enumerate(lines.items()):
         batches = sorted(at)
         ax.plot(batches, [at[b] for b in batches], marker=marker(rank), label=name)
-    ax.set_xlabel("batch (sequences per request)")
-    ax.set_ylabel("decode tokens/s, median")
-    ax.set_title("Generate: decode tokens/s vs batch")
-    ax.grid(alpha=0.3)
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return save_figure(fig, path).path
+    label_axes(ax, "batch (sequences per request)", "decode tokens/s, median", "Generate: decode tokens/s vs batch")
+    return finish(fig, file_name, legend=ax)
 
 
 def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
@@ -260,10 +251,9 @@ def energy_lines(parts: list) -> list[str]:
     return lines + [""]
 
 
-def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict,
-                     out_dir: Path) -> Optional[tuple[str, dict]]:
-    """The section's Markdown and its results.json entries, from the generate parts and the memory ceilings alone,
-    its plots written under ``out_dir`` (None: there are no parts)."""
+def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict) -> Optional[ReportSection]:
+    """The section (its Markdown, plots and results.json entries), from the generate parts and the memory ceilings
+    alone (None: there are no parts)."""
     if not parts:
         return None
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
@@ -293,9 +283,9 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines += cold_starts(parts)
     lines += energy_lines(parts)
     lines += memory_lines(parts)
-    plots = [plot for plot in (steps_plot(parts, out_dir / "plots" / "generate_steps.png"),
-                               batch_plot(parts, out_dir / "plots" / "generate_batch.png")) if plot is not None]
-    lines += [f"![{plot.stem}]({plot.relative_to(out_dir).as_posix()})" for plot in plots] + ([""] if plots else [])
+    plots = [plot for plot in (steps_plot(parts, "generate_steps.png"), batch_plot(parts, "generate_batch.png"))
+             if plot is not None]
+    lines += [plot.markdown for plot in plots] + ([""] if plots else [])
     recommended = recommendations(parts)
     if recommended:
         lines += ["### What to ship", ""]
@@ -304,7 +294,7 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
                   f"{r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} ({r['lowest_ttft']['ttft_ms']} ms)"
                   for r in recommended]
         lines.append("")
-    return "\n".join(lines), {"generate_recommendations": recommended}
+    return ReportSection("\n".join(lines), {"generate_recommendations": recommended}, tuple(plots))
 
 
 def generate_summary(parts: list) -> list[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import torch
@@ -29,8 +28,9 @@ from trtbench.measure.launch import launch_metrics
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.report.latency import latency_section
+from trtbench.report.section import ReportSection
 from trtbench.results.recommend import recommend
-from trtbench.scenarios.base import BuiltGroup, Scenario, ReportSection, register
+from trtbench.scenarios.base import BuiltGroup, Scenario, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
 from trtbench.workers.loop import BuildTooSlow
 
@@ -272,11 +272,10 @@ class Latency(Scenario):
         yield from with_run_info(built, points)
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
+    def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
         if not len(results):
             return None
-        markdown, json = latency_section(results, out_dir, budget_ms)
-        return ReportSection(markdown, json)
+        return latency_section(results, budget_ms)
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

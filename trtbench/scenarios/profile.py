@@ -16,8 +16,9 @@ from trtbench.profiling.runner import ProfiledVariant, run_profiles
 from trtbench.core.env import environment_name
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
-from trtbench.report.profile import draw_layer_plots, profile_markdown
-from trtbench.scenarios.base import Scenario, ReportSection, register
+from trtbench.report.profile import layer_plots, profile_markdown
+from trtbench.report.section import ReportSection
+from trtbench.scenarios.base import Scenario, register
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,17 @@ class Profile(Scenario):
                           profile_stage(ctx, built, self.settings, saved))
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
+    def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
         parts = results.parts(ProfilePart.KIND)
         profiles = [(f"{p.model}, {environment_name(results.environments.get(p.environment, {'id': p.environment}))}",
                      p.data) for p in parts]
         profiles += [("", run["profiles"]) for run in results.runs if run.get("profiles")]  # results of schema 4
         if not profiles:
             return None
-        for i, (_, data) in enumerate(profiles):  # several (a merge): each its own plot files
-            draw_layer_plots(data, out_dir, f"{i}_" if len(profiles) > 1 else "")
+        plots = [plot for i, (_, data) in enumerate(profiles)  # several (a merge): each its own plot files
+                 for plot in layer_plots(data, f"{i}_" if len(profiles) > 1 else "")]
         return ReportSection("\n".join(profile_markdown(data, where if len(profiles) > 1 else "")
-                                        for where, data in profiles))
+                                        for where, data in profiles), plots=tuple(plots))
 
 
 def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.core.part import Part
-from trtbench.scenarios.base import Scenario, ReportSection, register
+from trtbench.report.section import ReportSection, joined
+from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_report import (late_share_plot, peak_rules, recommend_serving, serving_markdown,
                                                serving_plot, serving_recommendation_markdown, share_panels)
@@ -115,13 +115,8 @@ class Server(Scenario):
         yield from self.kind.serve(ctx, built)
 
     @classmethod
-    def report(cls, results, out_dir: Path, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        sections = [section for section in (_vision_section(results, out_dir), token_serving_section(results, out_dir))
-                    if section is not None]
-        if not sections:
-            return None
-        return ReportSection("\n".join(markdown for markdown, _ in sections),
-                             {key: value for _, json in sections for key, value in json.items()})
+    def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
+        return joined([_vision_section(results), token_serving_section(results)])
 
     @classmethod
     def check_merge(cls, sets, names: list[str]) -> None:
@@ -145,15 +140,16 @@ class Server(Scenario):
         return vision + token_serving_summary(results)
 
 
-def _vision_section(results, out_dir: Path) -> Optional[tuple[str, dict]]:
-    """The vision serving section's Markdown and results.json entries (None when nothing was served)."""
-    plots = [serving_plot(results, out_dir / "plots" / "serving.png"),
-             late_share_plot(share_panels(results), out_dir / "plots" / "serving_late_share.png")]
-    markdown = serving_markdown(results, [plot.relative_to(out_dir) for plot in plots if plot is not None])
+def _vision_section(results) -> Optional[ReportSection]:
+    """The vision serving section: its Markdown, plots and results.json entries (None when nothing was served)."""
+    plots = [plot for plot in (serving_plot(results, "serving.png"),
+                               late_share_plot(share_panels(results), "serving_late_share.png")) if plot is not None]
+    markdown = serving_markdown(results, plots)
     under_load = recommend_serving(results)
     if not markdown and not under_load:
         return None
     parts = [markdown] if markdown else []
     if under_load:
         parts.append(serving_recommendation_markdown(under_load, results.environments))
-    return "\n".join(parts), ({"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {})
+    json = {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}
+    return ReportSection("\n".join(parts), json, tuple(plots))

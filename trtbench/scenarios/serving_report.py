@@ -7,7 +7,6 @@ so a merge recomputes it)."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional
 
@@ -17,8 +16,9 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.measure.peak_estimate import Step, fit_curve
-from trtbench.report.colors import VariantColors, legend_beside, marker, variant_colors
-from trtbench.report.plots import save_figure
+from trtbench.report.colors import VariantColors, marker, variant_colors
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import Status
@@ -73,7 +73,7 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
             status.replace("\n", " "), f"`{result.log_dir}/`"]
 
 
-def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
+def serving_markdown(results: ResultSet, plots: list[Plot]) -> str:
     """The report's serving section (empty when nothing was served)."""
     pairs = served(results)
     if not pairs:
@@ -96,7 +96,7 @@ def serving_markdown(results: ResultSet, plots: list[Path]) -> str:
              "", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(record, result, results.environments, several))
               + " |" for record, result in pairs]
-    lines += [""] + [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
+    lines += [""] + [plot.markdown for plot in plots] + ([""] if plots else [])
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +105,7 @@ def _series_name(record: Record, result: ServingResult, several_models: bool) ->
         f"{result.label}" + ("" if result.peaks else " (fixed load)")
 
 
-def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = None) -> Optional[Path]:
+def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Optional[Plot]:
     """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration
     through the median over repeats at each offered QPS (each run a dot), in its variant's colour (``colors``:
     the run's; by default, from ``results``), a variant's lines told apart by marker; each bound drawn as a
@@ -133,13 +133,9 @@ def serving_plot(results: ResultSet, path: Path, colors: VariantColors | None = 
         ax.annotate(f"bound: {key} <= {bound:g} ms", (0, bound), xycoords=("axes fraction", "data"),
                     textcoords="offset points", xytext=(4, 3), fontsize="small")
     ax.set_yscale("log")
-    ax.set_xlabel("offered QPS (LoadGen server_target_qps)")
-    ax.set_ylabel("latency at the bound's percentile (ms)")
-    ax.set_title("Serving: latency percentile vs offered load")
-    ax.grid(alpha=0.3)
-    legend_beside(ax, fontsize="small")
-    fig.tight_layout()
-    return save_figure(fig, path).path
+    label_axes(ax, "offered QPS (LoadGen server_target_qps)", "latency at the bound's percentile (ms)",
+               "Serving: latency percentile vs offered load")
+    return finish(fig, file_name, legend=ax)
 
 
 @dataclass(frozen=True)
@@ -165,7 +161,7 @@ def share_panels(results: ResultSet) -> list[SharePanel]:
             for record, result in served(results) if result.interval is not None]
 
 
-def late_share_plot(panels: list[SharePanel], path: Path) -> Optional[Path]:
+def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
     """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
     with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
     them, the share the percentile allows and the estimate with its interval; None without a panel with steps."""
@@ -192,13 +188,10 @@ def late_share_plot(panels: list[SharePanel], path: Path) -> Optional[Path]:
                    label="its 90% interval")
         ax.set_yscale("symlog", linthresh=panel.allowed / 10)
         ax.set_ylim(bottom=0)
-        ax.set_xlabel("offered QPS")
-        ax.set_ylabel(panel.ylabel)
-        ax.set_title(panel.title, fontsize="small")
-        ax.grid(alpha=0.3)
+        label_axes(ax, "offered QPS", panel.ylabel, panel.title)
+        ax.title.set_fontsize("small")
         ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    return save_figure(fig, path).path
+    return finish(fig, file_name)
 
 
 @dataclass(frozen=True)

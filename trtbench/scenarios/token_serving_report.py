@@ -7,7 +7,6 @@ results, so a merge recomputes it)."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -15,9 +14,10 @@ from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.status import Status
-from trtbench.report.colors import legend_beside, marker
+from trtbench.report.colors import marker
 from trtbench.measure.peak_estimate import Step
-from trtbench.report.plots import save_figure
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot, ReportSection
 from trtbench.scenarios.serving_report import SharePanel, late_share_plot
 from trtbench.report.text import number_text
 from trtbench.scenarios.generate_result import GenerateRecord
@@ -93,7 +93,7 @@ def _cells(part: ServedDecoder, result: TokenServingResult) -> list[str]:
             status.replace("\n", " "), f"`{result.log_dir}/`" if result.log_dir else ""]
 
 
-def token_serving_markdown(results, plots: list[Path]) -> str:
+def token_serving_markdown(results, plots: list[Plot]) -> str:
     """The report's LLM serving section (empty when nothing was served)."""
     pairs = served_decoders(results)
     if not pairs:
@@ -103,7 +103,7 @@ def token_serving_markdown(results, plots: list[Path]) -> str:
     lines = ["## LLM serving under load (MLPerf LoadGen, Server scenario, token latencies)", "", DEFINITIONS, "",
              "| " + header + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(part, result)) + " |" for part, result in pairs]
-    lines += [""] + [f"![{path.stem}]({path.as_posix()})" for path in plots] + ([""] if plots else [])
+    lines += [""] + [plot.markdown for plot in plots] + ([""] if plots else [])
     return "\n".join(lines) + "\n"
 
 
@@ -122,7 +122,7 @@ def token_share_panels(results) -> list[SharePanel]:
             for part, result in served_decoders(results) if result.interval is not None]
 
 
-def token_serving_plot(results, path: Path) -> Optional[Path]:
+def token_serving_plot(results, file_name: str) -> Optional[Plot]:
     """TTFT (left) and TPOT (right) at the bounds' percentile, from the queries' own stamps, against offered QPS: a line
     per slot, point and worker count through the median over repeats at each offered QPS (each step a dot), each
     bound drawn as a dashed line; None when nothing was served."""
@@ -151,13 +151,9 @@ def token_serving_plot(results, path: Path) -> Optional[Path]:
             ax.annotate(f"bound: {key} <= {bound:g} ms", (0, bound), xycoords=("axes fraction", "data"),
                         textcoords="offset points", xytext=(4, 3), fontsize="small")
         ax.set_yscale("log")
-        ax.set_xlabel("offered QPS (LoadGen server_target_qps)")
-        ax.set_ylabel(f"{metric.upper()} at the bounds' percentile (ms)")
-        ax.set_title(f"LLM serving: {metric.upper()} vs offered load")
-        ax.grid(alpha=0.3)
-    legend_beside(axes["tpot"], fontsize="small")
-    fig.tight_layout()
-    return save_figure(fig, path).path
+        label_axes(ax, "offered QPS (LoadGen server_target_qps)", f"{metric.upper()} at the bounds' percentile (ms)",
+                   f"LLM serving: {metric.upper()} vs offered load")
+    return finish(fig, file_name, legend=axes["tpot"])
 
 
 def _accurate(results, part: ServedDecoder) -> bool:
@@ -205,11 +201,13 @@ def recommendation_text(entry: dict, environments: dict) -> str:
             f"{entry['bounds']} (the most of {entry['candidates']} served configuration(s))")
 
 
-def token_serving_section(results, out_dir: Path) -> Optional[tuple[str, dict]]:
-    """The section's Markdown (table, plot, recommendation) and its results.json entries; None without LLM serving."""
-    plots = [token_serving_plot(results, out_dir / "plots" / "llm_serving.png"),
-             late_share_plot(token_share_panels(results), out_dir / "plots" / "llm_serving_late_share.png")]
-    markdown = token_serving_markdown(results, [plot.relative_to(out_dir) for plot in plots if plot is not None])
+def token_serving_section(results) -> Optional[ReportSection]:
+    """The section: its Markdown (table, plots, recommendation), its plots and its results.json entries; None without
+    LLM serving."""
+    plots = [plot for plot in (token_serving_plot(results, "llm_serving.png"),
+                               late_share_plot(token_share_panels(results), "llm_serving_late_share.png"))
+             if plot is not None]
+    markdown = token_serving_markdown(results, plots)
     under_load = recommend_token_serving(results)
     if not markdown:
         return None
@@ -218,7 +216,7 @@ def token_serving_section(results, out_dir: Path) -> Optional[tuple[str, dict]]:
                                "The accurate decoder, precision and worker count with the highest peak QPS whose "
                                "TTFT and TPOT stayed within both bounds, per point.", "",
                                *[f"- {recommendation_text(r, results.environments)}" for r in under_load]]) + "\n"
-    return markdown, ({"llm_serving_recommendations": under_load} if under_load else {})
+    return ReportSection(markdown, {"llm_serving_recommendations": under_load} if under_load else {}, tuple(plots))
 
 
 def token_serving_summary(results) -> list[str]:
