@@ -18,6 +18,8 @@ from typing import Callable, ClassVar, Optional, Protocol
 
 import numpy as np
 
+from trtbench.core.registry import Registry
+
 
 class DecoderSession(Protocol):
     """A loaded decoder, ready to generate. A session that cannot call ``stamp`` as each step ends at some batch
@@ -102,19 +104,5 @@ class Decoder(ABC):
         ``bring(outside, inside)`` and named by its path relative to the artifact. By default it names none."""
 
 
-_DECODERS: dict[str, type[Decoder]] = {}
-
-
-def register_decoder(cls: type[Decoder]) -> type[Decoder]:
-    """Class decorator: make ``cls`` available under ``cls.name``."""
-    _DECODERS[cls.name] = cls
-    return cls
-
-
-def registered_decoder(name: str) -> Optional[type[Decoder]]:
-    """The class registered as ``name`` (None where none is), among the modules imported so far."""
-    return _DECODERS.get(name)
-
-
-def registered_names() -> list[str]:
-    return list(_DECODERS)
+DECODERS: Registry[Decoder] = Registry("decoder", "trtbench.decoders")
+register_decoder = DECODERS.register

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
 
 from trtbench.core.errors import UserInputError
 from trtbench.core.part import Part, register_part, unregister_part
+from trtbench.core.registry import Registry
 
 if TYPE_CHECKING:
     from trtbench.config.plan import BuildGroup
@@ -145,28 +146,22 @@ class Scenario(ABC):
         return []
 
 
-_SCENARIOS: dict[str, type[Scenario]] = {}
+SCENARIOS: Registry[Scenario] = Registry("scenario")
 
 
 def register(cls: type[Scenario]) -> type[Scenario]:
     """Class decorator: make ``cls`` a scenario the config can list, its parts readable by the journal."""
-    _SCENARIOS[cls.name] = cls
     for part in cls.parts:
         register_part(part)
-    return cls
+    return SCENARIOS.register(cls)
 
 
 def unregister(name: str) -> None:
-    cls = _SCENARIOS.pop(name, None)
+    cls = SCENARIOS.unregister(name)
     for part in getattr(cls, "parts", ()):
-        if all(part not in other.parts for other in _SCENARIOS.values()):
+        if all(part not in other.parts for other in SCENARIOS.classes()):
             unregister_part(part.KIND)
 
 
-def scenario_class(name: str) -> Optional[type[Scenario]]:
-    return _SCENARIOS.get(name)
-
-
-def registered() -> list[type[Scenario]]:
-    """Every registered scenario class, in registration order (the report's order)."""
-    return list(_SCENARIOS.values())
+scenario_class = SCENARIOS.find
+registered = SCENARIOS.classes  # in registration order: the report's order
