@@ -424,7 +424,7 @@ def test_plan_builds_the_chain_but_makes_cases_only_for_listed_variants(tiny_con
 def test_a_variant_that_cannot_run_here_takes_the_whole_chain_with_it(tiny_config, monkeypatch):
     from trtbench.variants.exported import Exported
 
-    monkeypatch.setattr(Exported, "unavailable_reason", lambda self, device, precision: "no export here")
+    monkeypatch.setattr(Exported, "unavailable_reason", lambda self, target: "no export here")
     tiny_config["variants"] = ["eager", "traced", "ort", "openvino"]
     (group,) = resolve(config_from_dict(tiny_config)).groups
     assert group.unavailable == {"ort": "needs exported, which cannot run here: no export here",

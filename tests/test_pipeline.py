@@ -302,7 +302,7 @@ def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path
 def test_unscriptable_parent_fails_its_dependent_when_the_dependent_could_run(tiny_config, tmp_path, monkeypatch):
     from trtbench.variants.trt_common import TorchScriptFrontendVariant
 
-    monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, device, precision: None)
+    monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, target: None)
     tiny_config["model"]["name"] = "toy_models:unscriptable"
     tiny_config["variants"] = ["eager", "trt_scripted"]
     tiny_config["output"]["dir"] = str(tmp_path / "out")

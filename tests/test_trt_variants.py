@@ -21,6 +21,7 @@ from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck
 from trtbench.config.config import InputConfig, Tolerance
 from trtbench.core.errors import UserInputError
 from trtbench.core.schema import from_dict
+from trtbench.core.target import Target
 from trtbench.variants import Built, BuildContext, get_variant
 from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
                                           has_ts_frontend, ts_segments)
@@ -81,7 +82,7 @@ def fake(monkeypatch):
 @pytest.mark.parametrize("name", TRT_VARIANTS)
 def test_without_cuda_every_trt_variant_is_unavailable(monkeypatch, name):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)")
 
 
@@ -89,7 +90,7 @@ def test_without_cuda_every_trt_variant_is_unavailable(monkeypatch, name):
 def test_without_torch_tensorrt_every_trt_variant_is_unavailable(cuda_present, name):
     if importlib.util.find_spec("torch_tensorrt") is not None:
         pytest.skip("torch_tensorrt is installed here, so its absence cannot be observed")
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt is not installed (No module named 'torch_tensorrt')")
 
 
@@ -97,25 +98,25 @@ def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, mo
     (tmp_path / "torch_tensorrt.py").write_text("raise KeyError('getpwuid(): uid not found: 43210')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)
-    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant("trt").unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt cannot be loaded (KeyError: 'getpwuid(): uid not found: 43210')")
 
 
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
-    assert get_variant("trt").unavailable_reason(CPU, "fp32") == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
+    assert get_variant("trt").unavailable_reason(Target(CPU, "fp32")) == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
 
 
 def test_available_with_cuda_and_torch_tensorrt(cuda_present, fake):
     for name in TRT_VARIANTS:
-        assert get_variant(name).unavailable_reason(torch.device("cuda:0"), "fp16") is None
+        assert get_variant(name).unavailable_reason(Target(torch.device("cuda:0"), "fp16")) is None
 
 
 @pytest.mark.parametrize("name", ["trt_traced", "trt_scripted"])
 def test_torchscript_variants_skip_when_the_ts_frontend_is_absent(monkeypatch, cuda_present, name):
     install_fake(monkeypatch, version="2.99.0", ts_frontend=False)
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt 2.99.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the dynamo frontend")
-    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") is None
+    assert get_variant("trt").unavailable_reason(Target(torch.device("cuda"), "fp32")) is None
 
 
 @pytest.mark.parametrize("has_ts", [True, False])

@@ -188,12 +188,13 @@ def cmd_models(args) -> int:
 def cmd_variants(args) -> int:
 
     from trtbench.config.plan import resolve_device
+    from trtbench.core.target import Target
     from trtbench.variants import get_variant, variant_names
 
     device = resolve_device("auto")
     for name in variant_names():
         variant = get_variant(name)
-        reason = variant.unavailable_reason(device, "fp32")
+        reason = variant.unavailable_reason(Target(device))
         print(f"{name}: {variant.description}")
         if not variant.timed:
             print("  build step: built for the variants that start from it, not listed or timed itself")

@@ -19,6 +19,7 @@ from typing import Callable, ClassVar, Optional, Protocol
 import numpy as np
 
 from trtbench.core.registry import Registry
+from trtbench.core.target import Target
 
 
 class DecoderSession(Protocol):
@@ -74,7 +75,7 @@ class Decoder(ABC):
     continuous_batching: ClassVar[bool] = False  # it implements load_engine (LLM serving's batching: continuous)
 
     @abstractmethod
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
         """Why it cannot run here (a missing library, with the install line; a precision it lacks; an
         architecture its builder cannot build), else None."""
 

@@ -52,6 +52,7 @@ import torch
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import save_through_memory
 from trtbench.core.schema import join
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 DYNAMO = "dynamo"
@@ -63,7 +64,7 @@ def import_torch_tensorrt():
     return importlib.import_module("torch_tensorrt")
 
 
-def unavailable_reason(device: torch.device, install: str = "") -> str | None:
+def why_no_torch_tensorrt(device: torch.device, install: str = "") -> str | None:
     """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: the line that installs it, added
     where it is missing); None when it can."""
     if not torch.cuda.is_available():
@@ -325,8 +326,9 @@ class TorchScriptFrontendVariant(TensorRTVariant):
 
     Options = TorchScriptOptions
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
-        reason = unavailable_reason(device)
+    def unavailable_reason(self, target: Target) -> str | None:
+        device = target.device
+        reason = why_no_torch_tensorrt(device)
         if reason is None:
             trt = import_torch_tensorrt()
             if not has_ts_frontend(trt):
