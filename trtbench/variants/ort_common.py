@@ -143,8 +143,8 @@ class OrtVariant(Variant):
         return None
 
     def provider_options(self, ctx: BuildContext, input_names: list[str]) -> dict:
-        """Options of ``provider`` for this build (strings, as ONNX Runtime takes them)."""
-        return {}
+        """Options of ``provider`` for this build (strings, as ONNX Runtime takes them): a GPU provider's device."""
+        return {} if self.provider == CPU else {"device_id": cuda_device_id(ctx.device)}
 
     def providers(self, ctx: BuildContext, input_names: list[str]) -> list[list]:
         """``[[provider, options], ...]`` in priority order; a subclass may add a fallback."""

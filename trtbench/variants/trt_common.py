@@ -126,30 +126,34 @@ class TRTOptions:
         if self.require_full_compilation and self.torch_executed_ops:
             raise UserInputError(join(path, "torch_executed_ops"), "is set together with require_full_compilation",
                                  "ops forced to PyTorch contradict full compilation: drop one of the two")
+        for i, op in enumerate(self.torch_executed_ops):
+            wrong = self.misnamed_op(op)
+            if wrong:
+                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' {wrong[0]}", wrong[1])
+
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        """Why ``op`` is not an op name its frontend matches, and the fix (None: it is, or no frontend is set)."""
+        return None
 
 
 @dataclass
 class DynamoOptions(TRTOptions):
     """Options of the dynamo-frontend variant; ops are named like ``torch.ops.aten.add.Tensor``."""
 
-    def validate(self, path: str) -> None:
-        super().validate(path)
-        for i, op in enumerate(self.torch_executed_ops):
-            if not op.startswith("torch.ops."):
-                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not an ATen overload name",
-                                     "the dynamo frontend matches names like 'torch.ops.aten.add.Tensor'")
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        if not op.startswith("torch.ops."):
+            return "is not an ATen overload name", "the dynamo frontend matches names like 'torch.ops.aten.add.Tensor'"
+        return None
 
 
 @dataclass
 class TorchScriptOptions(TRTOptions):
     """Options of the TorchScript-frontend variants; ops are named like ``aten::add``."""
 
-    def validate(self, path: str) -> None:
-        super().validate(path)
-        for i, op in enumerate(self.torch_executed_ops):
-            if "::" not in op:
-                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not a TorchScript op name",
-                                     "the TorchScript frontend matches names like 'aten::add'")
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        if "::" not in op:
+            return "is not a TorchScript op name", "the TorchScript frontend matches names like 'aten::add'"
+        return None
 
 
 def trt_inputs(trt, input_specs, example_inputs) -> list:
