@@ -19,7 +19,7 @@ pytest.importorskip("mlperf_loadgen")
 from conftest import run_dict  # noqa: E402
 from test_decoders_genai import save_tiny_llama  # noqa: E402
 from test_llm_server_entry import SERVER, llm_config  # noqa: E402
-from trtbench.build.decoder_recipe import DecoderRecipe  # noqa: E402
+from trtbench.building.decoder_recipe import DecoderRecipe  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
 from trtbench.core import schema  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402

@@ -258,7 +258,7 @@ def test_cpu_busy_fraction_sees_a_busy_core():
 
 
 def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_config, tmp_path, monkeypatch):
-    from trtbench.variants.torchscript import TorchScriptVariant
+    from trtbench.variants.torchscript_common import TorchScriptVariant
 
     impostor = torch.jit.script(__import__("toy_models").tiny_cnn())  # other random weights
     monkeypatch.setattr(TorchScriptVariant, "load", lambda self, artifact, device: impostor)

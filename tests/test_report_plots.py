@@ -52,8 +52,8 @@ def a_run() -> ResultSet:
 @pytest.fixture
 def drawn(monkeypatch, tmp_path) -> dict:
     """The report's figures by file name, as written."""
-    import trtbench.report.matrix as matrix
     import trtbench.report.plots as plots
+    import trtbench.report.sweeps as sweeps
 
     figures = {}
     write_png = plots.write_png
@@ -63,7 +63,7 @@ def drawn(monkeypatch, tmp_path) -> dict:
         figures[path.name] = fig
 
     monkeypatch.setattr(plots, "write_png", keep)
-    monkeypatch.setattr(matrix, "write_png", keep)
+    monkeypatch.setattr(sweeps, "write_png", keep)
     results = a_run()
     write_report(tmp_path, results, ReportHead(["# a run"]), report_sections(results, tmp_path, 50.0))
     return figures

@@ -207,9 +207,9 @@ def cmd_variants(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from trtbench.artifacts.store import verify
+    from trtbench.artifacts.store import verify_manifest
 
-    rows = verify(args.output, force=args.force)
+    rows = verify_manifest(args.output, force=args.force)
     for row in rows:
         verdict = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""

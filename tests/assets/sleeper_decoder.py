@@ -21,7 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from trtbench.core.target import Target
-from trtbench.build.decoder_recipe import DecoderRecipe
+from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.decoders.base import Decoder, register_decoder
 
 TIMES = "sleeper.json"  # the model folder's and the artifact's one file

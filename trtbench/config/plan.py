@@ -48,7 +48,7 @@ class BuildGroup:
     """Cases one set of builds serves: one model at one thread count, every point, and every precision,
     so that a reduced-precision row (fp16, int8) is timed in the same interleaved rounds as eager fp32,
     its reference. Each precision builds from a model copy and inputs at its own compute dtype
-    (:mod:`trtbench.build.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
+    (:mod:`trtbench.building.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
 
     ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
     for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""

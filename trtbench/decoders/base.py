@@ -88,7 +88,7 @@ class Decoder(ABC):
         pairs the artifact must serve (cache length = prompt + new tokens of a request, and the teacher-forced
         sequence's length at batch 1); a decoder whose programs are static in them builds one per pair, the others
         ignore them. The generate scenario runs it in a process of its own where ``builds_apart``
-        (:mod:`trtbench.build.decoder_build`), so that what the build loads never stays in the worker."""
+        (:mod:`trtbench.building.decoder_build`), so that what the build loads never stays in the worker."""
 
     @abstractmethod
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:

@@ -46,11 +46,11 @@ class ReportSection:
 
 
 @dataclass(frozen=True)
-class BuiltGroup:
-    """One build group once built: what every scenario runs on.
+class Testbed:
+    """One build group once built: the testbed every scenario runs on (its plan: a config.plan.BuildGroup).
 
-    ``outcomes``: slot id -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
-    :class:`~trtbench.build.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
+    ``outcomes``: slot id -> :class:`~trtbench.building.stage.BuildOutcome`; ``copies``: precision ->
+    :class:`~trtbench.building.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
     eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
     ``done``: what the run has so far (records by case key, parts by kind, saved files); ``model``: the group's
     model as built (eager, fp32, on the CPU). Where no listed scenario reads ``inputs:`` the runner builds no
@@ -125,7 +125,7 @@ class Scenario(ABC):
         return None
 
     @abstractmethod
-    def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
+    def run(self, ctx: RunContext, built: Testbed, prepared: Any) -> Iterable[Part]:
         """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest. A scenario
         that builds and saves its own artifacts (generate's decoders) also yields each save's manifest entries
         (:class:`~trtbench.artifacts.store.Saved`), which the run keeps as it keeps the save stage's."""
