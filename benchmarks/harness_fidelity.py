@@ -44,8 +44,8 @@ from typing import Callable
 import torch
 import yaml
 
-from trtbench.build.copies import precision_copies
-from trtbench.build.recipe import VariantRecipe, write_payloads
+from trtbench.building.copies import precision_copies
+from trtbench.building.recipe import VariantRecipe, write_payloads
 from trtbench.config.config import load_config
 from trtbench.config.plan import resolve
 from trtbench.core.env import torch_settings

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trtbench.artifacts.store import read_manifest, sha256_of, verify
+from trtbench.artifacts.store import read_manifest, sha256_of, verify_manifest
 from trtbench.core.errors import UserInputError
 from trtbench.variants import Variant, get_variant, variant_names
 
@@ -56,7 +56,7 @@ def test_manifest_lists_each_artifact_with_hash_and_reference(saved_run):
 
 
 def test_verify_reloads_every_artifact_in_a_fresh_process(saved_run):
-    rows = verify(saved_run)
+    rows = verify_manifest(saved_run)
     assert len(rows) == 3
     assert all(row["ok"] for row in rows), rows
     assert all(row["max_abs_err"] <= 1e-5 for row in rows)
@@ -86,7 +86,7 @@ def test_verify_detects_a_changed_file(saved_run, tmp_path):
     copy = copy_of_run(saved_run, tmp_path)
     with (copy / "artifacts" / "traced_fp32.ts").open("ab") as fh:
         fh.write(b"tampered")
-    rows = {row["file"]: row for row in verify(copy)}
+    rows = {row["file"]: row for row in verify_manifest(copy)}
     assert not rows["traced_fp32.ts"]["ok"] and "sha256" in rows["traced_fp32.ts"]["error"]
     assert rows["scripted_fp32.ts"]["ok"]
 
@@ -103,7 +103,7 @@ def test_fresh_process_uses_torch_alone(saved_run):
 
 def test_verify_without_manifest_is_a_user_error(tmp_path):
     with pytest.raises(UserInputError) as info:
-        verify(tmp_path)
+        verify_manifest(tmp_path)
     assert "no manifest" in info.value.problem
 
 
@@ -131,11 +131,11 @@ def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
     entry = next(a for a in manifest["artifacts"] if a["file"] == "traced_fp32.ts")
     entry["engine"] = {"tensorrt": "11.1.0", "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
     manifest_path.write_text(json.dumps(manifest))
-    refused = {row["file"]: row for row in verify(copy)}
+    refused = {row["file"]: row for row in verify_manifest(copy)}
     assert not refused["traced_fp32.ts"]["ok"]
     assert "TensorRT 11.1.0" in refused["traced_fp32.ts"]["error"] and "--force" in refused["traced_fp32.ts"]["error"]
     assert refused["scripted_fp32.ts"]["ok"]
-    forced = {row["file"]: row for row in verify(copy, force=True)}
+    forced = {row["file"]: row for row in verify_manifest(copy, force=True)}
     assert forced["traced_fp32.ts"]["ok"]
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("mlperf_loadgen")
 
 from conftest import run_dict  # noqa: E402
 from helpers.llm import SERVER, llm_config, save_tiny_llama  # noqa: E402
-from trtbench.build.decoder_recipe import DecoderRecipe  # noqa: E402
+from trtbench.building.decoder_recipe import DecoderRecipe  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
 from trtbench.core import schema  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402

@@ -378,19 +378,21 @@ def test_build_order_follows_a_chain_of_three():
     assert order.index("onnx") < order.index("ort")
 
 
-def test_a_dummy_chain_a_b_c_builds_in_order(monkeypatch):
-    from trtbench import variants
-    from trtbench.variants import Built, Variant
-
-    variants._load_all()
+def test_a_dummy_chain_a_b_c_builds_in_order():
+    from trtbench.variants import VARIANTS, Built, Variant
 
     def make(name, parent):
         return type(name, (Variant,), {"name": name, "depends_on": parent, "build": lambda self, m, ctx: Built(m)})
 
-    for name, parent in (("chain_c", "chain_b"), ("chain_a", None), ("chain_b", "chain_a")):
-        monkeypatch.setitem(variants._REGISTRY, name, make(name, parent))
-    assert build_order(["chain_c"]) == ["eager", "chain_a", "chain_b", "chain_c"]
-    assert build_order(["chain_b", "chain_c"]) == ["eager", "chain_a", "chain_b", "chain_c"]
+    chain = (("chain_c", "chain_b"), ("chain_a", None), ("chain_b", "chain_a"))
+    try:
+        for name, parent in chain:
+            VARIANTS.register(make(name, parent))
+        assert build_order(["chain_c"]) == ["eager", "chain_a", "chain_b", "chain_c"]
+        assert build_order(["chain_b", "chain_c"]) == ["eager", "chain_a", "chain_b", "chain_c"]
+    finally:
+        for name, _ in chain:
+            VARIANTS.unregister(name)
 
 
 def test_plan_builds_the_chain_but_makes_cases_only_for_listed_variants(tiny_config):
@@ -404,7 +406,7 @@ def test_plan_builds_the_chain_but_makes_cases_only_for_listed_variants(tiny_con
 def test_a_variant_that_cannot_run_here_takes_the_whole_chain_with_it(tiny_config, monkeypatch):
     from trtbench.variants.exported import Exported
 
-    monkeypatch.setattr(Exported, "unavailable_reason", lambda self, device, precision: "no export here")
+    monkeypatch.setattr(Exported, "unavailable_reason", lambda self, target: "no export here")
     tiny_config["variants"] = ["eager", "traced", "ort", "openvino"]
     (group,) = resolve(config_from_dict(tiny_config)).groups
     assert group.unavailable == {"ort": "needs exported, which cannot run here: no export here",

@@ -22,8 +22,8 @@ pytest.importorskip("transformers")
 
 from helpers.llm import TINY_LLAMA  # noqa: E402
 
-from trtbench.build.decoder_build import DecoderBuild, DecoderBuildError, build_in_child  # noqa: E402
-from trtbench.build.decoder_recipe import DecoderRecipe  # noqa: E402
+from trtbench.building.decoder_build import DecoderBuild, DecoderBuildError, build_in_child  # noqa: E402
+from trtbench.building.decoder_recipe import DecoderRecipe  # noqa: E402
 
 PROMPT, NEW = 8, 4
 LENGTH = PROMPT + NEW  # the cache length of a request, and the teacher's length
@@ -132,7 +132,7 @@ def test_a_failed_build_ends_its_process_with_the_traceback_in_the_error(tmp_pat
 # A stand-in worker: starts a process that asks to die with it, as a build process does, and reports its pid.
 WORKER = r"""
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import os, sys, time; from trtbench.build.decoder_build import "
+child = subprocess.Popen([sys.executable, "-c", "import os, sys, time; from trtbench.building.decoder_build import "
                           "_die_with; _die_with(int(sys.argv[1])); print('ready', flush=True); time.sleep(120)",
                           str(__import__("os").getpid())], stdout=subprocess.PIPE, text=True)
 child.stdout.readline()

@@ -9,13 +9,19 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from helpers.llm import SAVED_VOCAB, save_tiny_llama
+from trtbench.core.target import Target
 from trtbench.decoders import get_decoder
 
 VOCAB, PROMPT, NEW = SAVED_VOCAB, 12, 6
 SHAPES = ((1, PROMPT), (1, PROMPT + NEW), (2, PROMPT + NEW))  # what the tests ask for (these builds serve any)
 LIBRARIES = {"ort_genai": "onnxruntime_genai", "openvino_genai": "openvino_genai"}
+
+
+def at(device: str, precision: str, model_type: str) -> Target:
+    return Target(torch.device(device), precision, model_type)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,7 @@ def fp32(request, tiny, tmp_path_factory):
     name = request.param
     pytest.importorskip(LIBRARIES[name])
     decoder = get_decoder(name)
-    assert decoder.unavailable("fp32", "cpu", "llama") is None
+    assert decoder.unavailable_reason(at("cpu", "fp32", "llama")) is None
     artifact = decoder.build(tiny[0], "fp32", tmp_path_factory.mktemp(name), threads=2, shapes=SHAPES, device="cpu")
     session = decoder.load(artifact, "cpu", threads=2)
     yield name, session
@@ -89,7 +95,7 @@ def test_teacher_forced_logits_match_transformers_at_fp32(fp32, tiny):
 def test_int4_builds_and_runs(name, tiny, tmp_path):
     pytest.importorskip(LIBRARIES[name])
     decoder = get_decoder(name)
-    assert decoder.unavailable("int4", "cpu", "llama") is None
+    assert decoder.unavailable_reason(at("cpu", "int4", "llama")) is None
     artifact = decoder.build(tiny[0], "int4", tmp_path, threads=2, shapes=SHAPES, device="cpu")
     session = decoder.load(artifact, "cpu", threads=2)
     try:
@@ -110,7 +116,7 @@ def test_a_missing_library_is_a_skip_reason_with_the_install_line(name, module, 
 
     target = importlib.import_module(module)
     monkeypatch.setattr(target, "import_og" if name == "ort_genai" else "import_module", missing)
-    reason = get_decoder(name).unavailable("fp32", "cpu", "llama")
+    reason = get_decoder(name).unavailable_reason(at("cpu", "fp32", "llama"))
     assert "not installed" in reason and "pip install 'trtbench[genai]'" in reason
 
 
@@ -118,11 +124,11 @@ def test_what_each_cannot_build_is_a_skip_reason():
     pytest.importorskip("onnxruntime_genai")
     pytest.importorskip("openvino_genai")
     ort, ov = get_decoder("ort_genai"), get_decoder("openvino_genai")
-    assert "gpt2" in ort.unavailable("fp32", "cpu", "gpt2") and ov.unavailable("fp32", "cpu", "gpt2") is None
-    assert "gemma3_text" in ov.unavailable("fp32", "cpu", "gemma3_text")
-    assert "bf16" in ort.unavailable("bf16", "cpu", "llama")
-    assert "fp16" in ort.unavailable("fp16", "cpu", "llama") and "fp16" in ov.unavailable("fp16", "cpu", "llama")
-    assert "cuda" in ort.unavailable("fp32", "cuda", "llama") and "cuda" in ov.unavailable("fp32", "cuda", "llama")
+    assert "gpt2" in ort.unavailable_reason(at("cpu", "fp32", "gpt2")) and ov.unavailable_reason(at("cpu", "fp32", "gpt2")) is None
+    assert "gemma3_text" in ov.unavailable_reason(at("cpu", "fp32", "gemma3_text"))
+    assert "bf16" in ort.unavailable_reason(at("cpu", "bf16", "llama"))
+    assert "fp16" in ort.unavailable_reason(at("cpu", "fp16", "llama")) and "fp16" in ov.unavailable_reason(at("cpu", "fp16", "llama"))
+    assert "cuda" in ort.unavailable_reason(at("cuda", "fp32", "llama")) and "cuda" in ov.unavailable_reason(at("cuda", "fp32", "llama"))
 
 
 def test_ort_genai_refuses_a_folder_without_a_tokenizer(tmp_path):
@@ -146,6 +152,6 @@ def test_openvino_genai_step_times_must_fall_within_the_call():
 def test_the_pytorch_decoders_run_fp16_on_cuda_and_say_why_not_on_a_cpu():
     for name in ("eager", "compiled"):
         decoder = get_decoder(name)
-        assert decoder.unavailable("fp16", "cuda", "llama") is None
-        assert "CUDA only" in decoder.unavailable("fp16", "cpu", "llama")
-        assert "int4" in decoder.unavailable("int4", "cuda", "llama")
+        assert decoder.unavailable_reason(at("cuda", "fp16", "llama")) is None
+        assert "CUDA only" in decoder.unavailable_reason(at("cpu", "fp16", "llama"))
+        assert "int4" in decoder.unavailable_reason(at("cuda", "int4", "llama"))

@@ -164,3 +164,44 @@ def test_code_paths_and_names_in_the_readme_and_docs_exist():
                        "trtbench.results.compare.compare_runs, trtbench.results.compare.nothing, "
                        "trtbench.nowhere") == ["trtbench.nowhere", "trtbench.results.compare.nothing",
                                                "trtbench/run_state.py"]
+
+
+# ---- the architecture map ---------------------------------------------------------------------
+
+PACKAGE = REPO / "trtbench"
+MAP_PATH = re.compile(r"(?<![\w./<-])((?:[\w*]+/)*[\w*]+\.py|(?:[a-z_]+/)+)(?![\w*])")
+LAYER_ROW = re.compile(r"^\| `(\w+)` \|", re.M)
+
+
+def map_paths_missing(text: str) -> list[str]:
+    """What an architecture map (``text``) names that the tree lacks. A path from the repository's top
+    (``trtbench/core/part.py``, ``tests/test_layers.py``) or from the package's (``core/part.py``, ``workers/``)
+    must be there; a bare module name (``serving_pool.py``) or a pattern (``serving*.py``) must name a module
+    somewhere in the package; and each layer of the layers table (a row that starts with a backticked name, in
+    its "## Layers" section) must be a subpackage."""
+    missing = []
+    for path in sorted(set(MAP_PATH.findall(text))):
+        pattern = path.rstrip("/")
+        if pattern.split("/", 1)[0] in {"trtbench", "tests", "scripts", "benchmarks", "docs"} and "/" in pattern:
+            found = list(REPO.glob(pattern))
+        elif "/" in pattern:
+            found = list(PACKAGE.glob(pattern))
+        else:
+            found = list(PACKAGE.rglob(pattern))
+        if not found:
+            missing.append(path)
+    layers = text.split("## Layers", 1)[1].split("\n## ", 1)[0] if "## Layers" in text else ""
+    missing += [name for name in LAYER_ROW.findall(layers) if not (PACKAGE / name / "__init__.py").exists()]
+    return missing
+
+
+def test_every_module_and_package_the_architecture_map_names_exists():
+    assert map_paths_missing((DOCS / "architecture.md").read_text(encoding="utf-8")) == []
+    # the check itself finds a moved package, a module gone from every folder, a pattern that matches nothing,
+    # a missing folder and a layer that is no subpackage, and passes what is there
+    broken = ("(`building/stage.py`; `build/stage.py`), `trtbench/core/part.py`, `serving_gone.py`, `nothing*.py`,\n"
+              "`scenarios/generate*.py` over `workers/` and `gone/`; `tests/test_layers.py`, `tests/test_nowhere.py`\n"
+              "## Layers\n\n| layer | holds |\n|---|---|\n| `core` | types |\n| `build` | the build stage |\n\n"
+              "## Where is X\n\n| `trtbench/cli.py` | x |\n")
+    assert map_paths_missing(broken) == ["build/stage.py", "gone/", "nothing*.py", "serving_gone.py",
+                                         "tests/test_nowhere.py", "build"]

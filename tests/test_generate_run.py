@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime_genai")
 
 from helpers.llm import generate_config  # noqa: E402
-from trtbench.artifacts.store import read_manifest, sha256_of, verify  # noqa: E402
+from trtbench.artifacts.store import read_manifest, sha256_of, verify_manifest  # noqa: E402
 
 POINTS = {"p8-n3-b1": 1, "p8-n3-b2": 2}
 KILLED = ("p8-n3-b2", "exported")
@@ -205,7 +205,7 @@ def test_a_changed_weights_file_or_an_accuracy_miss_fails_verify_naming_it(gener
     ort = next(a for a in manifest["artifacts"] if a["variant"] == "ort_genai")
     ort["tolerance"]["cosine_min"] = 1.5  # a floor no cosine reaches: verify holds the manifest's tolerance
     manifest_path.write_text(json.dumps(manifest))
-    rows = {row["file"]: row for row in verify(copy)}
+    rows = {row["file"]: row for row in verify_manifest(copy)}
     assert not rows["eager_fp32"]["ok"] and "sha256 mismatch" in rows["eager_fp32"]["error"]
     assert str(weights) in rows["eager_fp32"]["error"] and "load_s" not in rows["eager_fp32"], "not loaded"
     missed = rows["ort_genai_fp32"]

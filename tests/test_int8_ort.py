@@ -64,10 +64,10 @@ def test_ort_int8_keeps_test_accuracy_and_is_really_int8(ort_run):
 
 
 def test_the_int8_artifact_verifies_in_a_fresh_process(ort_run):
-    from trtbench.artifacts.store import verify
+    from trtbench.artifacts.store import verify_manifest
 
     tmp_path, _ = ort_run
-    report = verify(tmp_path / "out")
+    report = verify_manifest(tmp_path / "out")
     assert {row["file"] for row in report if row["ok"]} >= {"ort_int8.onnx", "ort_fp32.onnx"}, report
 
 

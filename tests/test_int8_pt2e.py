@@ -108,10 +108,10 @@ def test_a_quantizer_that_returns_fp32_fails_the_int8_check():
 
 def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
     """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
-    from trtbench.artifacts.store import verify
+    from trtbench.artifacts.store import verify_manifest
 
     out, _ = pt2e_run
-    rows = {row["file"]: row for row in verify(out)}
+    rows = {row["file"]: row for row in verify_manifest(out)}
     assert {"compiled_int8.pt2", "aoti_int8.pt2"} <= set(rows)
     assert all(row["ok"] for row in rows.values()), rows
     manifest = json.loads((out / "artifacts" / "manifest.json").read_text())

@@ -9,8 +9,9 @@ import pytest
 
 from toy_runtimes import MallocsPerCall
 from trtbench.core import allocator
-from trtbench.core.allocator import TUNED, library_path, process_env, unavailable_reason
+from trtbench.core.allocator import TUNED, library_path, missing_library, process_env
 from trtbench.core.knobs import Knobs
+from trtbench.core.target import Target
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerTimer, spawn_workers, start_workers
 
@@ -28,8 +29,8 @@ def test_default_removes_every_knob_a_parent_had_and_tuned_fixes_the_thresholds(
 def test_a_preloaded_allocator_is_found_or_its_install_line_given(tmp_path):
     (tmp_path / "libjemalloc.so.2").write_bytes(b"")
     assert process_env("jemalloc", {}, [str(tmp_path)]) == {"LD_PRELOAD": str(tmp_path / "libjemalloc.so.2")}
-    assert unavailable_reason("jemalloc", [str(tmp_path)]) is None and unavailable_reason("tuned") is None
-    reason = unavailable_reason("tcmalloc", [str(tmp_path)])
+    assert missing_library("jemalloc", [str(tmp_path)]) is None and missing_library("tuned") is None
+    reason = missing_library("tcmalloc", [str(tmp_path)])
     assert "libtcmalloc_minimal.so.4 is not installed" in reason and "apt-get install libtcmalloc-minimal4" in reason
     with pytest.raises(ValueError, match="apt-get install libtcmalloc-minimal4"):
         process_env("tcmalloc", {}, [str(tmp_path)])
@@ -85,7 +86,7 @@ def test_the_state_reaches_the_worker_and_decides_whether_a_call_faults_its_page
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
 def test_a_preloaded_allocator_runs_in_the_worker_where_installed(name, tmp_path):
     if library_path(name) is None:
-        pytest.skip(unavailable_reason(name))
+        pytest.skip(missing_library(name))
     faults, facts = faults_per_call(name, tmp_path)
     assert facts["preloaded"] == [name], facts  # what it does with a freed 48 MB block is its own policy
     assert faults >= 0
@@ -220,7 +221,7 @@ def test_binding_gives_each_process_that_runs_at_once_cores_of_its_own(monkeypat
     assert env[knobs_module.BOUND_CPUS] == "6,7" and env["OMP_PROC_BIND"] == "close" and env["OMP_PLACES"] == "cores"
     assert "KMP_AFFINITY" not in env, "another setting's binding variable is removed"
     assert knobs_module.BOUND_CPUS not in Knobs().env(env), "unbound: no binding variable is left"
-    reason = bound.unavailable(threads=2, processes=3)
+    reason = bound.unavailable_reason(Target(threads=2, processes=3))
     assert "need 6 cores" in reason and "may use 4" in reason and "binding: none" in reason
     with pytest.raises(ValueError, match="need 6 cores"):
         bound.env({}, threads=2, slot=2)
@@ -232,10 +233,10 @@ def test_intel_openmp_is_preloaded_beside_the_allocator_or_its_install_line_give
     monkeypatch.setattr(knobs_module.sys, "prefix", str(tmp_path))
     monkeypatch.setattr(knobs_module.allocator_state, "LIBRARY_DIRS", (str(tmp_path / "system"),))
     intel = Knobs(openmp="intel", allocator="tuned")
-    assert "pip install intel-openmp" in intel.unavailable()
+    assert "pip install intel-openmp" in intel.unavailable_reason(Target())
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "libiomp5.so").write_bytes(b"")
-    assert intel.unavailable() is None
+    assert intel.unavailable_reason(Target()) is None
     env = intel.env({"LD_PRELOAD": "/elsewhere/libjemalloc.so.2"})
     assert env["LD_PRELOAD"] == str(tmp_path / "lib" / "libiomp5.so") and env["MALLOC_MMAP_THRESHOLD_"]
     assert intel.text == "allocator=tuned,openmp=intel" and Knobs.from_text(intel.text) == intel

@@ -21,7 +21,7 @@ import trtbench
 PACKAGE_DIR = Path(trtbench.__file__).parent
 
 # Bottom first. The top-level modules (__init__, __main__, cli, api) are the top.
-LAYERS = ["core", "models", "measure", "quantize", "variants", "decoders", "profiling", "build", "workers", "artifacts",
+LAYERS = ["core", "models", "measure", "quantize", "variants", "decoders", "profiling", "building", "workers", "artifacts",
           "results", "report", "scenarios", "config", "pipeline", "<top>"]
 
 

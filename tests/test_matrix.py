@@ -13,7 +13,7 @@ from trtbench.config.config import config_from_dict
 from trtbench.core.errors import UserInputError
 from trtbench.results.recommend import recommend
 from trtbench.core.record import Record
-from trtbench.report.matrix import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
+from trtbench.report.sweeps import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
                                     sweep_plots, throughput_vs_batch_plot)
 from trtbench.pipeline.sections import report_sections
 from trtbench.report.writer import ReportHead, save_plots, write_report

@@ -18,7 +18,7 @@ from helpers.cli import merge_command, trtbench
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
-from trtbench.report.matrix import pareto_plot
+from trtbench.report.sweeps import pareto_plot
 from trtbench.results.resultset import ResultSet
 
 OTHER_ENV = "0th3rmach1ne"

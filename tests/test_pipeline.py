@@ -258,7 +258,7 @@ def test_cpu_busy_fraction_sees_a_busy_core():
 
 
 def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_config, tmp_path, monkeypatch):
-    from trtbench.variants.torchscript import TorchScriptVariant
+    from trtbench.variants.torchscript_common import TorchScriptVariant
 
     impostor = torch.jit.script(__import__("toy_models").tiny_cnn())  # other random weights
     monkeypatch.setattr(TorchScriptVariant, "load", lambda self, artifact, device: impostor)
@@ -302,7 +302,7 @@ def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path
 def test_unscriptable_parent_fails_its_dependent_when_the_dependent_could_run(tiny_config, tmp_path, monkeypatch):
     from trtbench.variants.trt_common import TorchScriptFrontendVariant
 
-    monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, device, precision: None)
+    monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, target: None)
     tiny_config["model"]["name"] = "toy_models:unscriptable"
     tiny_config["variants"] = ["eager", "trt_scripted"]
     tiny_config["output"]["dir"] = str(tmp_path / "out")

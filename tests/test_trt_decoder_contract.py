@@ -214,6 +214,7 @@ def test_the_decoder_builds_and_runs_on_the_configured_device(built, monkeypatch
     device, so with ``device: cuda:1`` the engines and the inputs sat on different GPUs. The fixture built for
     cuda:1 through the fake torch_tensorrt, whose Device holds the index as the real one does; a bare "cuda" is the
     current device, as the vision trt variant passes it."""
+    from trtbench.core.target import Target
     from trtbench.decoders import get_decoder
     from trtbench.decoders.trt import compile_settings
 
@@ -226,7 +227,7 @@ def test_the_decoder_builds_and_runs_on_the_configured_device(built, monkeypatch
     decoder = get_decoder("trt")
     session = decoder.load(built["artifact"], "cuda:1", 1)
     assert session.device == torch.device("cuda:1") and asked == ["cuda:1"]
-    assert decoder.unavailable("fp32", "cuda:1", "llama") != "trt needs a CUDA GPU; device is cuda:1"
+    assert decoder.unavailable_reason(Target(torch.device("cuda:1"), "fp32", "llama")) != "trt needs a CUDA GPU; device is cuda:1"
 
 
 # --- where it cannot run ------------------------------------------------------------------------
@@ -246,13 +247,14 @@ def test_on_this_cpu_machine_a_generate_run_skips_trt_with_the_reason():
 
 
 def test_without_cuda_or_torch_tensorrt_the_reason_says_what_is_missing(monkeypatch):
+    from trtbench.core.target import Target
     from trtbench.decoders import get_decoder
 
     trt = get_decoder("trt")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert trt.unavailable("fp32", "cuda", "llama") == \
+    assert trt.unavailable_reason(Target(torch.device("cuda"), "fp32", "llama")) == \
         "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", None)  # an import of it raises ImportError
-    reason = trt.unavailable("fp16", "cuda", "llama")
+    reason = trt.unavailable_reason(Target(torch.device("cuda"), "fp16", "llama"))
     assert reason.startswith("torch_tensorrt is not installed") and "pip install torch-tensorrt==2.14.0" in reason

@@ -18,10 +18,11 @@ import torch
 
 import fake_torch_tensorrt as fake_trt
 from helpers.fakes import CUDA0, Net, context, dynamic_spec, install_fake, static_spec
-from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, verify, verify_artifact
+from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, verify_artifact, verify_manifest
 from trtbench.config.config import InputConfig, Tolerance
 from trtbench.core.errors import UserInputError
 from trtbench.core.schema import from_dict
+from trtbench.core.target import Target
 from trtbench.variants import Built, BuildContext, get_variant
 from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
                                           has_ts_frontend, ts_segments)
@@ -45,7 +46,7 @@ def fake(monkeypatch):
 @pytest.mark.parametrize("name", TRT_VARIANTS)
 def test_without_cuda_every_trt_variant_is_unavailable(monkeypatch, name):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)")
 
 
@@ -53,7 +54,7 @@ def test_without_cuda_every_trt_variant_is_unavailable(monkeypatch, name):
 def test_without_torch_tensorrt_every_trt_variant_is_unavailable(cuda_present, name):
     if importlib.util.find_spec("torch_tensorrt") is not None:
         pytest.skip("torch_tensorrt is installed here, so its absence cannot be observed")
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt is not installed (No module named 'torch_tensorrt')")
 
 
@@ -61,25 +62,25 @@ def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, mo
     (tmp_path / "torch_tensorrt.py").write_text("raise KeyError('getpwuid(): uid not found: 43210')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)
-    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant("trt").unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt cannot be loaded (KeyError: 'getpwuid(): uid not found: 43210')")
 
 
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
-    assert get_variant("trt").unavailable_reason(CPU, "fp32") == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
+    assert get_variant("trt").unavailable_reason(Target(CPU, "fp32")) == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
 
 
 def test_available_with_cuda_and_torch_tensorrt(cuda_present, fake):
     for name in TRT_VARIANTS:
-        assert get_variant(name).unavailable_reason(torch.device("cuda:0"), "fp16") is None
+        assert get_variant(name).unavailable_reason(Target(torch.device("cuda:0"), "fp16")) is None
 
 
 @pytest.mark.parametrize("name", ["trt_traced", "trt_scripted"])
 def test_torchscript_variants_skip_when_the_ts_frontend_is_absent(monkeypatch, cuda_present, name):
     install_fake(monkeypatch, version="2.99.0", ts_frontend=False)
-    assert get_variant(name).unavailable_reason(torch.device("cuda"), "fp32") == (
+    assert get_variant(name).unavailable_reason(Target(torch.device("cuda"), "fp32")) == (
         "torch_tensorrt 2.99.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses the dynamo frontend")
-    assert get_variant("trt").unavailable_reason(torch.device("cuda"), "fp32") is None
+    assert get_variant("trt").unavailable_reason(Target(torch.device("cuda"), "fp32")) is None
 
 
 @pytest.mark.parametrize("has_ts", [True, False])
@@ -246,9 +247,9 @@ def test_a_setting_the_frontend_lacks_is_a_clear_error(fake):
 def test_options_schema_rejects_bad_values():
     with pytest.raises(UserInputError, match="optimization_level"):
         from_dict(DynamoOptions, {"optimization_level": 6}, "variants[1].trt")
-    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]"):
+    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]: 'aten::add' is not an ATen overload name"):
         from_dict(DynamoOptions, {"torch_executed_ops": ["aten::add"]}, "variants[1].trt")
-    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]"):
+    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]: '.*' is not a TorchScript op name\n.*'aten::add'"):
         from_dict(TorchScriptOptions, {"torch_executed_ops": ["torch.ops.aten.add.Tensor"]}, "variants[1].trt_traced")
     with pytest.raises(UserInputError, match="require_full_compilation"):
         from_dict(TorchScriptOptions, {"require_full_compilation": True, "torch_executed_ops": ["aten::add"]}, "v")
@@ -362,7 +363,7 @@ def saved_run(name: str, spec, out: Path) -> list[dict]:
 def test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names(
         fake, fresh_processes_import_the_fake, tmp_path, name, spec):
     entries = saved_run(name, spec(), tmp_path / "out")
-    rows = verify(tmp_path / "out")
+    rows = verify_manifest(tmp_path / "out")
     assert entries and len(rows) == len(entries) and all(row["ok"] for row in rows), rows
     assert all(entry["imports"] == ["torch_tensorrt"] for entry in entries)
 

@@ -200,3 +200,15 @@ def test_a_hugging_face_bert_traces_with_strict_false(tiny_config, tmp_path):
     outcome = run(tiny_config, tmp_path)
     traced = [r for r in outcome.results if r.case.variant == "traced"]
     assert all(r.status == "ok" and r.accuracy["ok"] for r in traced), [r.reason for r in traced]
+
+
+def test_each_onnx_runtime_provider_is_given_its_device():
+    from types import SimpleNamespace
+
+    from trtbench.variants import get_variant
+
+    ctx = SimpleNamespace(device=torch.device("cuda:1"), input_specs=[])
+    assert get_variant("ort").provider_options(ctx, []) == {}
+    assert get_variant("ort_cuda").provider_options(ctx, []) == {"device_id": "1"}
+    assert get_variant("ort_trt").providers(ctx, []) == [["TensorrtExecutionProvider", {"device_id": "1"}],
+                                                         ["CUDAExecutionProvider", {"device_id": "1"}]]

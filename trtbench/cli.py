@@ -188,12 +188,13 @@ def cmd_models(args) -> int:
 def cmd_variants(args) -> int:
 
     from trtbench.config.plan import resolve_device
+    from trtbench.core.target import Target
     from trtbench.variants import get_variant, variant_names
 
     device = resolve_device("auto")
     for name in variant_names():
         variant = get_variant(name)
-        reason = variant.unavailable_reason(device, "fp32")
+        reason = variant.unavailable_reason(Target(device))
         print(f"{name}: {variant.description}")
         if not variant.timed:
             print("  build step: built for the variants that start from it, not listed or timed itself")
@@ -206,9 +207,9 @@ def cmd_variants(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from trtbench.artifacts.store import verify
+    from trtbench.artifacts.store import verify_manifest
 
-    rows = verify(args.output, force=args.force)
+    rows = verify_manifest(args.output, force=args.force)
     for row in rows:
         verdict = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""

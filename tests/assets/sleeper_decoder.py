@@ -20,7 +20,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from trtbench.build.decoder_recipe import DecoderRecipe
+from trtbench.core.target import Target
+from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.decoders.base import Decoder, register_decoder
 
 TIMES = "sleeper.json"  # the model folder's and the artifact's one file
@@ -78,7 +79,8 @@ class SleeperDecoder(Decoder):
     precisions = ("fp32",)
     builds_apart = False  # its build copies one file; a build process of its own would not know this decoder
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        precision, device = target.precision, str(target.device)
         return None if precision in self.precisions and device == "cpu" else "the stand-in runs fp32 on the CPU"
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,

@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 
 from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, weights_bytes
-from trtbench.build.copies import PrecisionCopy
-from trtbench.build.stage import BuildOutcome, capture_warnings
+from trtbench.building.copies import PrecisionCopy
+from trtbench.building.stage import BuildOutcome, capture_warnings
 from trtbench.core.context import RunContext
 from trtbench.core.precision import float_precision, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import Status
-from trtbench.build.recipe import HOSTED_FILE
+from trtbench.building.recipe import HOSTED_FILE
 
 NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
 

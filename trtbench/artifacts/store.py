@@ -354,7 +354,7 @@ class FreshProcesses:
                 pass
 
 
-def verify(out_dir: Path, force: bool = False) -> list[dict]:
+def verify_manifest(out_dir: Path, force: bool = False) -> list[dict]:
     """Verify every artifact in the manifest (the variants' files and the decoders' artifacts); returns one row
     per artifact with ``ok`` and ``error``.
 

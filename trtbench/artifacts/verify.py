@@ -104,7 +104,9 @@ def load(torch, job, device):
     return None
 
 
-def verify(job):
+def check_reproduces(job):
+    """Whether the job's files, unchanged since saved, load here and reproduce the recorded outputs within its
+    tolerance; with the cold start (load time, first call)."""
     import torch
 
     for file in job["files"]:
@@ -183,7 +185,7 @@ def run_job(job):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = verify(job)
+            result = check_reproduces(job)
         except Exception as err:  # reported to the parent, which prints it per artifact
             result = {"ok": False, "error": describe(err)}
     if not result["ok"] and logged.errors:

@@ -33,13 +33,13 @@ from trtbench.core.fsutil import require_readable_file
 from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
 from trtbench.models import check_model_exists
 from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
-from trtbench.decoders import decoder_names
+from trtbench.decoders import DECODERS
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile import Profile
 from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.measure.timing import TimingSettings
-from trtbench.variants import variant_class, variant_names
+from trtbench.variants import VARIANTS, variant_class, variant_names
 
 SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
 DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
@@ -359,8 +359,7 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
                                  "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
         cls = variant_class(name)
         if cls is None:
-            hint = schema.suggest(name, variant_names()) or f"known variants: {', '.join(variant_names())}"
-            raise UserInputError(key, f"unknown variant '{name}'", hint)
+            raise UserInputError(key, f"unknown variant '{name}'", VARIANTS.hint(name))
         if not cls.timed:
             dependents = [n for n in variant_names() if variant_class(n).depends_on == name]
             first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
@@ -386,9 +385,9 @@ def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
         if not isinstance(name, str):
             raise UserInputError(key, f"expected a decoder name, got {entry!r}",
                                  "decoders take no options: write e.g. 'compiled'")
-        if name not in decoder_names():
-            hint = schema.suggest(name, decoder_names()) or f"known decoders: {', '.join(decoder_names())}"
-            raise UserInputError(key, f"unknown decoder '{name}' (the generate scenario's variants are decoders)", hint)
+        if DECODERS.find(name) is None:
+            raise UserInputError(key, f"unknown decoder '{name}' (the generate scenario's variants are decoders)",
+                                 DECODERS.hint(name))
         if any(v.name == name for v in parsed):
             raise UserInputError(key, f"decoder '{name}' is listed twice", "list each decoder once")
         parsed.append(VariantEntry(name=name))

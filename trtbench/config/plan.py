@@ -21,6 +21,7 @@ from trtbench.core.env import default_threads
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import batch_shapes
 from trtbench.core.precision import REFERENCE, is_quantized, unsupported_reason
+from trtbench.core.target import Target
 from trtbench.measure.timing import TimingSettings
 from trtbench.decoders import get_decoder
 from trtbench.models import transformers_model_type
@@ -47,7 +48,7 @@ class BuildGroup:
     """Cases one set of builds serves: one model at one thread count, every point, and every precision,
     so that a reduced-precision row (fp16, int8) is timed in the same interleaved rounds as eager fp32,
     its reference. Each precision builds from a model copy and inputs at its own compute dtype
-    (:mod:`trtbench.build.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
+    (:mod:`trtbench.building.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
 
     ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
     for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""
@@ -191,7 +192,7 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     step = name
     while step:  # the variant itself, then each variant it builds from
         variant = get_variant(step)
-        reason = variant.unavailable_reason(device, precision)
+        reason = variant.unavailable_reason(Target(device, precision))
         if reason:
             return reason if step == name else f"needs {step}, which cannot run here: {reason}"
         step = variant.depends_on
@@ -206,14 +207,14 @@ def quantizing_variants() -> list[str]:
 def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
     """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model`` (its library, precision, or
     the model's architecture); None when it can."""
-    return get_decoder(name).unavailable(precision, str(device), transformers_model_type(model))
+    return get_decoder(name).unavailable_reason(Target(device, precision, transformers_model_type(model)))
 
 
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
     """Why each variant (or decoder) of the group cannot run here, by slot id (only those that cannot): none can
     where a knob its workers start with cannot be set here (a library not installed: the reason gives the
     install line)."""
-    missing = group.knobs.unavailable(group.threads)
+    missing = group.knobs.unavailable_reason(Target(device, threads=group.threads))
     reasons = {group.slot_id(entry.name, precision): missing or (
         why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes
         else why_unavailable(entry.name, device, precision)) for entry, precision in group.slots()}

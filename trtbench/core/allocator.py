@@ -54,7 +54,7 @@ def library_path(allocator: str, dirs: Optional[Iterable[str]] = None) -> Option
     return find_library(PRELOADED[allocator][0], dirs)
 
 
-def unavailable_reason(allocator: str, dirs: Optional[Iterable[str]] = None) -> Optional[str]:
+def missing_library(allocator: str, dirs: Optional[Iterable[str]] = None) -> Optional[str]:
     """Why a process cannot start with ``allocator`` here, with the install line (None when it can)."""
     if allocator not in PRELOADED or library_path(allocator, dirs) is not None:
         return None
@@ -64,14 +64,14 @@ def unavailable_reason(allocator: str, dirs: Optional[Iterable[str]] = None) -> 
 
 def process_env(allocator: str, env: dict, dirs: Optional[Iterable[str]] = None) -> dict:
     """``env`` for a process that starts with ``allocator``: the knobs of any other state removed, then
-    this one's set. Raises ValueError where a preloaded library is missing (:func:`unavailable_reason`)."""
+    this one's set. Raises ValueError where a preloaded library is missing (:func:`missing_library`)."""
     out = {key: value for key, value in env.items() if key not in KNOBS}
     if allocator == "tuned":
         out.update(TUNED)
     elif allocator in PRELOADED:
         path = library_path(allocator, dirs)
         if path is None:
-            raise ValueError(unavailable_reason(allocator, dirs))
+            raise ValueError(missing_library(allocator, dirs))
         out["LD_PRELOAD"] = str(path)
     elif allocator != "default":
         raise ValueError(f"unknown allocator {allocator!r}: one of {', '.join(ALLOCATORS)}")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from trtbench.core import allocator as allocator_state
+from trtbench.core.target import Target
 
 OPENMP = ("default", "intel")
 BINDING = ("none", "cores")
@@ -71,10 +72,11 @@ class Knobs:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def unavailable(self, threads: int = 1, processes: int = 1) -> Optional[str]:
-        """Why a process cannot start with these knobs here, with the fix (None: it can); ``processes``
-        that run at once, each on ``threads`` cores, for the binding."""
-        reason = allocator_state.unavailable_reason(self.allocator)
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        """Why a process cannot start with these knobs here, with the fix (None: it can); ``target``'s
+        ``processes`` that run at once, each on ``threads`` cores, for the binding."""
+        threads, processes = target.threads, target.processes
+        reason = allocator_state.missing_library(self.allocator)
         if reason is None and self.openmp == "intel" and _intel_openmp() is None:
             reason = f"openmp intel: {INTEL_OPENMP[0]} is not installed here ({INTEL_OPENMP[1]})"
         if reason is None and self.binding == "cores" and threads * processes > len(os.sched_getaffinity(0)):
@@ -86,18 +88,18 @@ class Knobs:
     def env(self, base: dict, threads: int = 1, slot: int = 0) -> dict:
         """``base`` for a process that starts with these knobs: every knob of another setting removed, then
         these set; ``slot``: which of the processes that run at once this is (its cores, for the binding).
-        Raises ValueError where a setting is unavailable (:meth:`unavailable`)."""
+        Raises ValueError where a setting is unavailable (:meth:`unavailable_reason`)."""
         out = allocator_state.process_env(self.allocator, {k: v for k, v in base.items() if k not in BINDING_VARS})
         if self.openmp == "intel":
             library = _intel_openmp()
             if library is None:
-                raise ValueError(self.unavailable())
+                raise ValueError(self.unavailable_reason(Target()))
             out["LD_PRELOAD"] = " ".join(p for p in (out.get("LD_PRELOAD"), str(library)) if p)
         if self.binding == "cores":
             allowed = sorted(os.sched_getaffinity(0))
             cores = allowed[slot * threads:(slot + 1) * threads]
             if len(cores) < threads:
-                raise ValueError(self.unavailable(threads, slot + 1))
+                raise ValueError(self.unavailable_reason(Target(threads=threads, processes=slot + 1)))
             out[BOUND_CPUS] = ",".join(map(str, cores))
             out["OMP_PROC_BIND"], out["OMP_PLACES"] = "close", "cores"
             if self.openmp == "intel":

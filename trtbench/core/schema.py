@@ -151,6 +151,12 @@ def require_positive(value: float | int | None, path: str) -> None:
         raise UserInputError(path, f"must be positive, got {value}", f"set '{path}' to a value greater than 0")
 
 
+def require_positive_fields(section: Any, names: tuple[str, ...], path: str) -> None:
+    """:func:`require_positive` for each attribute of ``section`` (a config section at ``path``) named in ``names``."""
+    for name in names:
+        require_positive(getattr(section, name), join(path, name))
+
+
 def require_choice(value: str, choices, path: str) -> None:
     """Reject a value outside ``choices`` with a close-match hint."""
     if value not in choices:

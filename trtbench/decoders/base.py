@@ -18,6 +18,9 @@ from typing import Callable, ClassVar, Optional, Protocol
 
 import numpy as np
 
+from trtbench.core.registry import Registry
+from trtbench.core.target import Target
+
 
 class DecoderSession(Protocol):
     """A loaded decoder, ready to generate. A session that cannot call ``stamp`` as each step ends at some batch
@@ -72,7 +75,7 @@ class Decoder(ABC):
     continuous_batching: ClassVar[bool] = False  # it implements load_engine (LLM serving's batching: continuous)
 
     @abstractmethod
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
         """Why it cannot run here (a missing library, with the install line; a precision it lacks; an
         architecture its builder cannot build), else None."""
 
@@ -85,7 +88,7 @@ class Decoder(ABC):
         pairs the artifact must serve (cache length = prompt + new tokens of a request, and the teacher-forced
         sequence's length at batch 1); a decoder whose programs are static in them builds one per pair, the others
         ignore them. The generate scenario runs it in a process of its own where ``builds_apart``
-        (:mod:`trtbench.build.decoder_build`), so that what the build loads never stays in the worker."""
+        (:mod:`trtbench.building.decoder_build`), so that what the build loads never stays in the worker."""
 
     @abstractmethod
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
@@ -102,19 +105,5 @@ class Decoder(ABC):
         ``bring(outside, inside)`` and named by its path relative to the artifact. By default it names none."""
 
 
-_DECODERS: dict[str, type[Decoder]] = {}
-
-
-def register_decoder(cls: type[Decoder]) -> type[Decoder]:
-    """Class decorator: make ``cls`` available under ``cls.name``."""
-    _DECODERS[cls.name] = cls
-    return cls
-
-
-def registered_decoder(name: str) -> Optional[type[Decoder]]:
-    """The class registered as ``name`` (None where none is), among the modules imported so far."""
-    return _DECODERS.get(name)
-
-
-def registered_names() -> list[str]:
-    return list(_DECODERS)
+DECODERS: Registry[Decoder] = Registry("decoder", "trtbench.decoders")
+register_decoder = DECODERS.register

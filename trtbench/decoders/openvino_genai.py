@@ -48,6 +48,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 
 INSTALL = "pip install 'trtbench[genai]'"
@@ -81,7 +82,8 @@ class OpenVinoGenAI(Decoder):
     precisions = ("fp32", "bf16", "int8", "int4")
     continuous_batching = True
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        precision, device, model_type = target.precision, str(target.device), target.model_type
         for module, package in (("openvino_genai", "openvino-genai"), ("openvino_tokenizers", "openvino-tokenizers")):
             try:
                 import_module(module)

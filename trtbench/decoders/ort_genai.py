@@ -29,6 +29,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 
 INSTALL = "pip install 'trtbench[genai]'"
@@ -55,7 +56,8 @@ class OrtGenAI(Decoder):
     extra = "genai"
     precisions = ("fp32", "int8", "int4")
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        precision, device, model_type = target.precision, str(target.device), target.model_type
         try:
             import_og()
         except ImportError as err:

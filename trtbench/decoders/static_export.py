@@ -28,6 +28,7 @@ from typing import Callable, ClassVar, Optional
 import numpy as np
 import torch
 
+from trtbench.core.target import Target
 from trtbench.decoders.torch_model import TorchDecoder, eos_ids, greedy_loop, load_folder, torch_facts
 
 INDEX = "programs.json"
@@ -107,11 +108,12 @@ class StaticExportDecoder(TorchDecoder):
     save_fact: ClassVar[str]  # the fact that sums the programs' save times, e.g. "compile_s"
     builds_apart = True  # the build loads the model, exports and compiles
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        device = str(target.device)
         if device != "cpu":
             return (f"{self.name} builds its programs on the CPU (a program holds its build's device) and this run "
                     f"uses '{device}'")
-        return super().unavailable(precision, device, model_type)
+        return super().unavailable_reason(target)
 
     @abstractmethod
     def save_program(self, program: torch.export.ExportedProgram, path: Path) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from trtbench.core.env import torch_thread_facts
+from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
@@ -122,7 +123,8 @@ class TorchDecoder(Decoder):
     precisions = tuple(DTYPES)
     builds_apart = False  # the build writes decoder.json
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        precision, device = target.precision, str(target.device)
         return torch_unavailable(self.name, precision, device)
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,

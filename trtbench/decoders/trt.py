@@ -31,11 +31,12 @@ import numpy as np
 import torch
 
 from trtbench.core.env import torch_thread_facts
+from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
 from trtbench.decoders.torch_model import eos_ids, greedy_loop
-from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device, unavailable_reason,
-                                          version_of)
+from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device,
+                                          version_of, why_no_torch_tensorrt)
 
 INSTALL = "pip install torch-tensorrt==2.14.0 (a CUDA build of torch 2.14 and TensorRT 11.1 come with it)"
 NAME = "trt"
@@ -160,13 +161,14 @@ class TensorRT(Decoder):
     name = NAME
     precisions = tuple(DTYPES)
 
-    def unavailable(self, precision: str, device: str, model_type: str) -> Optional[str]:
+    def unavailable_reason(self, target: Target) -> Optional[str]:
+        precision, device = target.precision, str(target.device)
         if precision not in DTYPES:
             return (f"trt has no {precision} path (it builds {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, "
                     f"openvino_genai)")
         if torch.device(device).type != "cuda":
             return f"trt needs a CUDA GPU; device is {device}"
-        return unavailable_reason(torch.device(device), INSTALL)
+        return why_no_torch_tensorrt(target.device, INSTALL)
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...], device: str) -> Path:

@@ -25,6 +25,7 @@ from typing import ClassVar, Optional
 import torch
 
 from trtbench.core.part import register_part
+from trtbench.measure.ceiling import DeviceCeiling
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
 ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
@@ -170,17 +171,14 @@ def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
 
 @register_part
 @dataclass(frozen=True)
-class MemoryCeiling:
+class MemoryCeiling(DeviceCeiling):
     """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count:
     stored once in the results, shared by every generate row measured there."""
 
     KIND: ClassVar[str] = "memory_ceiling"
-    JOINS_RECORD: ClassVar[bool] = False
     RESULTS_KEY: ClassVar[str] = "memory_ceilings"
-    fails_run: ClassVar[bool] = False  # a ceiling that could not be measured says so in its values
+    UNIT: ClassVar[str] = "bytes_per_s"  # datasheet_bytes_per_s, measured_bytes_per_s
 
-    environment: str
-    device: str
     threads: int
     values: dict  # memory_ceilings(): datasheet_bytes_per_s, datasheet_source, measured_bytes_per_s where measured
 
@@ -188,17 +186,3 @@ class MemoryCeiling:
     def key(self) -> tuple:
         """Where these ceilings hold: (environment, device, threads)."""
         return (self.environment, self.device, self.threads)
-
-    def share(self, achieved_bytes_per_s: Optional[float], which: str) -> Optional[float]:
-        """``achieved_bytes_per_s`` as a share of the ``measured`` or ``datasheet`` ceiling (None when unknown)."""
-        ceiling = self.values.get(f"{which}_bytes_per_s")
-        return achieved_bytes_per_s / ceiling if achieved_bytes_per_s and ceiling else None
-
-    def to_dict(self) -> dict:
-        return {"environment": self.environment, "device": self.device, "threads": self.threads,
-                "values": self.values}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "MemoryCeiling":
-        return cls(environment=data["environment"], device=data["device"], threads=int(data["threads"]),
-                   values=dict(data["values"]))

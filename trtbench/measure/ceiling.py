@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable, ClassVar, Optional
 
@@ -380,20 +380,43 @@ def peak_not_below_measured(ceiling: dict) -> dict:
                          f"as the measured matmul"}
 
 
+@dataclass(frozen=True)
+class DeviceCeiling:
+    """A device's ceilings in one environment, a result part stored once and shared by the rows measured there:
+    it joins no record and fails no run (a ceiling that could not be measured says so in its ``values``, whose
+    ceilings are ``{which}_{UNIT}``)."""
+
+    JOINS_RECORD: ClassVar[bool] = False
+    fails_run: ClassVar[bool] = False
+    UNIT: ClassVar[str]
+
+    environment: str
+    device: str
+
+    def share(self, achieved: Optional[float], which: str) -> Optional[float]:
+        """``achieved`` (in :attr:`UNIT`) as a share of the ``which`` ceiling (None when unknown)."""
+        ceiling = self.values.get(f"{which}_{self.UNIT}")
+        return achieved / ceiling if achieved and ceiling else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DeviceCeiling":
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
 @register_part
 @dataclass(frozen=True)
-class Ceiling:
+class Ceiling(DeviceCeiling):
     """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and
     thread count: stored once in the results, shared by every record measured there
     (:meth:`trtbench.results.resultset.ResultSet.ceiling_of`)."""
 
     KIND: ClassVar[str] = "ceiling"
-    JOINS_RECORD: ClassVar[bool] = False
     RESULTS_KEY: ClassVar[str] = "ceilings"
-    fails_run: ClassVar[bool] = False  # a ceiling that could not be measured says so in its values
+    UNIT: ClassVar[str] = "flops_per_s"  # peak_flops_per_s, measured_flops_per_s
 
-    environment: str
-    device: str
     dtype: str  # float32, float16, bfloat16: the compute dtype of its records' precisions
     threads: int
     values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
@@ -414,16 +437,3 @@ class Ceiling:
         case = record.case
         return (record.environment, case.device, dtype_name(precision_dtype(case.precision)), case.threads)
 
-    def share(self, achieved_flops_per_s: Optional[float], which: str) -> Optional[float]:
-        """``achieved_flops_per_s`` as a share of the ``peak`` or ``measured`` ceiling (None when unknown)."""
-        ceiling = self.values.get(f"{which}_flops_per_s")
-        return achieved_flops_per_s / ceiling if achieved_flops_per_s and ceiling else None
-
-    def to_dict(self) -> dict:
-        return {"environment": self.environment, "device": self.device, "dtype": self.dtype, "threads": self.threads,
-                "values": self.values}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Ceiling":
-        return cls(environment=data["environment"], device=data["device"], dtype=data["dtype"],
-                   threads=int(data["threads"]), values=dict(data["values"]))

@@ -1,7 +1,7 @@
 """A run: per build group: build -> each scenario the config lists -> save -> (scenarios that read the
 saved files) -> report.
 
-The build is :func:`~trtbench.build.stage.build_at` (a :class:`~trtbench.build.stage.BuildOutcome` per
+The build is :func:`~trtbench.building.stage.build_at` (a :class:`~trtbench.building.stage.BuildOutcome` per
 variant); each scenario (:class:`~trtbench.scenarios.base.Scenario`) runs on the built group and yields
 frozen result parts; the save is :func:`~trtbench.artifacts.publish.publish` (the files published and
 the records as they now stand). This module names no scenario: it runs the config's list in a loop,
@@ -22,8 +22,8 @@ import torch
 
 from trtbench.artifacts.publish import publish
 from trtbench.artifacts.store import ArtifactStore, Saved
-from trtbench.build.copies import precision_copies
-from trtbench.build.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
+from trtbench.building.copies import precision_copies
+from trtbench.building.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
@@ -39,7 +39,7 @@ from trtbench.pipeline.state import RunOutcome, RunState, save_key
 from trtbench.report.markdown import run_intro
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.journal import Journal
-from trtbench.scenarios import BuiltGroup, Scenario
+from trtbench.scenarios import Scenario, Testbed
 from trtbench.variants import BuildContext, build_order
 
 
@@ -115,7 +115,7 @@ class Runner:
                 for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
                     prepared[scenario] = scenario.prepare(ctx, group)  # while this process builds
                 outcomes = self._build(ctx, group, copies, build_all=bool(owing)) if builds else {}
-                built = BuiltGroup(group, outcomes, copies, references,
+                built = Testbed(group, outcomes, copies, references,
                                    {p: self.config.tolerances[p] for p in group.precisions}, self.state, model)
                 for scenario in [s for s in owing if not s.after_save]:
                     self._run_scenario(ctx, scenario, built, prepared.get(scenario))
@@ -135,7 +135,7 @@ class Runner:
         ``inputs:``; the others bring their own build path."""
         return any("inputs" in s.needs for s in self.config.scenarios)
 
-    def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: BuiltGroup, prepared) -> None:
+    def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: Testbed, prepared) -> None:
         """Keep (and journal) each part ``scenario`` yields as it comes, and each save of an artifact it built
         itself, where it still owes the group."""
         if scenario.owes(built.group, self.state):

@@ -25,8 +25,7 @@ class LayersConfig:
     top_k: int = 15  # rows shown in the report and the plot (results.json keeps every node)
 
     def validate(self, path: str) -> None:
-        for name in ("warmup", "runs", "top_k"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("warmup", "runs", "top_k"), path)
 
 
 @dataclass
@@ -40,8 +39,7 @@ class OperatorsConfig:
     record_shapes: bool = False
 
     def validate(self, path: str) -> None:
-        for name in ("runs", "top_k"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("runs", "top_k"), path)
 
 
 @dataclass
@@ -55,8 +53,7 @@ class TrainConfig:
     lr: float = 0.01
 
     def validate(self, path: str) -> None:
-        for name in ("warmup", "iterations", "lr"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("warmup", "iterations", "lr"), path)
         schema.require_choice(self.optimizer, OPTIMIZERS, schema.join(path, "optimizer"))
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 from trtbench.core.env import environment_name
 from trtbench.report.colors import VariantColors, variant_colors
-from trtbench.report.matrix import sweep_markdown, sweep_plots
+from trtbench.report.sweeps import sweep_markdown, sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
 from trtbench.report.section import Plot, ReportSection

@@ -13,6 +13,6 @@ here by importing it (a new scenario: its module(s), and one line below).
 """
 
 from trtbench.scenarios import latency, server, profile, generate  # noqa: F401  (registration, in report order)
-from trtbench.scenarios.base import BuiltGroup, Scenario, register, registered, scenario_class, unregister
+from trtbench.scenarios.base import Testbed, Scenario, register, registered, scenario_class, unregister
 
-__all__ = ["BuiltGroup", "Scenario", "register", "registered", "scenario_class", "unregister"]
+__all__ = ["Testbed", "Scenario", "register", "registered", "scenario_class", "unregister"]

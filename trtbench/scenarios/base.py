@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
 
 from trtbench.core.errors import UserInputError
 from trtbench.core.part import Part, register_part, unregister_part
+from trtbench.core.registry import Registry
 
 if TYPE_CHECKING:
     from trtbench.config.plan import BuildGroup
@@ -39,11 +40,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class BuiltGroup:
-    """One build group once built: what every scenario runs on.
+class Testbed:
+    """One build group once built: the testbed every scenario runs on (its plan: a config.plan.BuildGroup).
 
-    ``outcomes``: slot id -> :class:`~trtbench.build.stage.BuildOutcome`; ``copies``: precision ->
-    :class:`~trtbench.build.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
+    ``outcomes``: slot id -> :class:`~trtbench.building.stage.BuildOutcome`; ``copies``: precision ->
+    :class:`~trtbench.building.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
     eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
     ``done``: what the run has so far (records by case key, parts by kind, saved files); ``model``: the group's
     model as built (eager, fp32, on the CPU). Where no listed scenario reads ``inputs:`` the runner builds no
@@ -118,7 +119,7 @@ class Scenario(ABC):
         return None
 
     @abstractmethod
-    def run(self, ctx: RunContext, built: BuiltGroup, prepared: Any) -> Iterable[Part]:
+    def run(self, ctx: RunContext, built: Testbed, prepared: Any) -> Iterable[Part]:
         """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest. A scenario
         that builds and saves its own artifacts (generate's decoders) also yields each save's manifest entries
         (:class:`~trtbench.artifacts.store.Saved`), which the run keeps as it keeps the save stage's."""
@@ -140,28 +141,22 @@ class Scenario(ABC):
         return []
 
 
-_SCENARIOS: dict[str, type[Scenario]] = {}
+SCENARIOS: Registry[Scenario] = Registry("scenario")
 
 
 def register(cls: type[Scenario]) -> type[Scenario]:
     """Class decorator: make ``cls`` a scenario the config can list, its parts readable by the journal."""
-    _SCENARIOS[cls.name] = cls
     for part in cls.parts:
         register_part(part)
-    return cls
+    return SCENARIOS.register(cls)
 
 
 def unregister(name: str) -> None:
-    cls = _SCENARIOS.pop(name, None)
+    cls = SCENARIOS.unregister(name)
     for part in getattr(cls, "parts", ()):
-        if all(part not in other.parts for other in _SCENARIOS.values()):
+        if all(part not in other.parts for other in SCENARIOS.classes()):
             unregister_part(part.KIND)
 
 
-def scenario_class(name: str) -> Optional[type[Scenario]]:
-    return _SCENARIOS.get(name)
-
-
-def registered() -> list[type[Scenario]]:
-    """Every registered scenario class, in registration order (the report's order)."""
-    return list(_SCENARIOS.values())
+scenario_class = SCENARIOS.find
+registered = SCENARIOS.classes  # in registration order: the report's order

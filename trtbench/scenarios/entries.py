@@ -11,7 +11,7 @@ from typing import Any
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.base import Scenario, registered, scenario_class
+from trtbench.scenarios.base import SCENARIOS, Scenario, registered, scenario_class
 
 DEFAULT = ["latency"]
 
@@ -38,9 +38,7 @@ def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
             name, value = entry, None
         cls = scenario_class(name) if isinstance(name, str) else None
         if cls is None:
-            known = [c.name for c in registered() if c.listed]
-            hint = ((schema.suggest(name, known) if isinstance(name, str) else "")
-                    or f"known scenarios: {', '.join(known)}")
+            hint = SCENARIOS.hint(name, [c.name for c in registered() if c.listed])
             raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {_example()}")
         if any(s.name == name for s in parsed) and not cls.repeatable:
             raise UserInputError(key, f"'{name}' is listed twice", "list it once")

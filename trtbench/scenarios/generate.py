@@ -3,7 +3,7 @@ E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tok
 
 The group's model is written once as a Hugging Face folder (:mod:`trtbench.models.hf_folder`), the common
 source every decoder builds from. Each decoder at each precision runs in ``benchmark.processes`` replicate worker
-processes of its own (:mod:`trtbench.workers.loop`, with a :class:`~trtbench.build.decoder_recipe.DecoderRecipe`;
+processes of its own (:mod:`trtbench.workers.loop`, with a :class:`~trtbench.building.decoder_recipe.DecoderRecipe`;
 one with ``isolation: in_process``): each builds its artifact there with its own library, loads it and warms up.
 Their teacher-forced logits are then compared with eager fp32's (a miss fails its rows with the figures); at each
 point the decoders' requests are interleaved in rounds, one request per process of every decoder per round, each
@@ -34,7 +34,7 @@ import numpy as np
 
 from trtbench.artifacts.decoder_publish import DecoderPublisher
 from trtbench.core.knobs import Knobs
-from trtbench.build.decoder_recipe import LOGITS, DecoderRecipe
+from trtbench.building.decoder_recipe import LOGITS, DecoderRecipe
 from trtbench.core import schema
 from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.errors import UserInputError

@@ -16,7 +16,7 @@ from typing import Iterator
 from trtbench.artifacts.decoder_publish import DecoderBuild, DecoderPublisher, DecoderReference
 from trtbench.artifacts.publish import artifact_stem
 from trtbench.artifacts.store import Saved
-from trtbench.build.decoder_recipe import DecoderRecipe
+from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.status import Status
 
 

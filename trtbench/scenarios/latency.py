@@ -30,7 +30,7 @@ from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, meas
 from trtbench.report.latency import latency_section
 from trtbench.report.section import ReportSection
 from trtbench.results.recommend import recommend
-from trtbench.scenarios.base import BuiltGroup, Scenario, register
+from trtbench.scenarios.base import Testbed, Scenario, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
 from trtbench.workers.loop import BuildTooSlow
 
@@ -98,7 +98,7 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(ctx: RunContext, built: BuiltGroup, point, isolation: Isolation,
+def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                   tick: Callable[[], None] = lambda: None) -> list[Record]:
     """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order.
 
@@ -196,7 +196,7 @@ def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
     return joined
 
 
-def with_run_info(built: BuiltGroup, points: list) -> list[Record]:
+def with_run_info(built: Testbed, points: list) -> list[Record]:
     """The records of ``points`` whose variant knows facts only after every point ran (compiled's
     recompilations), with those facts joined to their build info."""
     group, outcomes, records = built.group, built.outcomes, built.done.records
@@ -219,7 +219,7 @@ def points_todo(group, done) -> list:
             if any(group.case(e, p, precision).key not in done.records for e, precision in group.slots())]
 
 
-def ceilings_todo(ctx: RunContext, built: BuiltGroup) -> Iterator[Ceiling]:
+def ceilings_todo(ctx: RunContext, built: Testbed) -> Iterator[Ceiling]:
     """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per
     environment, device, dtype and threads."""
     group = built.group
@@ -246,7 +246,7 @@ class Latency(Scenario):
         """The group's timing workers, spawned before it builds so that they import torch meanwhile."""
         return spawn_group_workers(ctx.config, group)
 
-    def run(self, ctx: RunContext, built: BuiltGroup, prepared: Optional[VariantWorkers]) -> Iterator:
+    def run(self, ctx: RunContext, built: Testbed, prepared: Optional[VariantWorkers]) -> Iterator:
         points = points_todo(built.group, built.done)
         if not points:
             return

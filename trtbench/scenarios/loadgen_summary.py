@@ -17,7 +17,7 @@ _METRIC = {"latency": "latency", "first token latency": "ttft", "time to output 
            "time per output token": "tpot"}
 
 
-def percentile_key(pct: float) -> str:
+def percentile_label(pct: float) -> str:
     """``p99``, ``p99.9``: the key of a percentile (given in percent) in :attr:`LoadGenSummary.latency_ms`."""
     return f"p{pct:g}"
 
@@ -71,7 +71,7 @@ def parse_summary(text: str) -> LoadGenSummary:
     for key, value in values.items():
         percentile, named = _PERCENTILE.match(key), _NAMED.match(key)
         if percentile:
-            metrics[_METRIC[percentile["metric"]]][percentile_key(float(percentile["pct"]))] = float(value) / 1e6
+            metrics[_METRIC[percentile["metric"]]][percentile_label(float(percentile["pct"]))] = float(value) / 1e6
         elif named:
             metrics[_METRIC[named["metric"].lower()]][named["stat"].lower()] = float(value) / 1e6
     constraints = {key: value.lower() == "yes" for key, value in values.items()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
-from trtbench.build.stage import capture_warnings
+from trtbench.building.stage import capture_warnings
 from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import ProfiledVariant, run_profiles

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 from trtbench.core.part import register_part
-from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_label
 from trtbench.scenarios.serving_peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.serving_rule import LEGACY_RULE
 from trtbench.core.status import Status
@@ -79,7 +79,7 @@ class ServingResult(RepeatedPeaks):
 
     @property
     def percentile_key(self) -> str:
-        return percentile_key(self.percentile * 100)
+        return percentile_label(self.percentile * 100)
 
     @property
     def peak_run(self) -> Optional[LoadGenRun]:

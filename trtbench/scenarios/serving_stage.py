@@ -2,7 +2,7 @@
 variant that built and passed its accuracy check, at the config's opt shape and at every precision
 of the run (INT8 rows serve their quantized file), in worker processes.
 
-Its workers host the variant as the timing workers do (:class:`~trtbench.build.recipe.VariantRecipe`:
+Its workers host the variant as the timing workers do (:class:`~trtbench.building.recipe.VariantRecipe`:
 the deployed file, set up for the serving workers' threads, or, for a variant that saves none, a
 rebuild from the parent's exact weights), with the serving inputs prepared
 in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
@@ -26,7 +26,7 @@ from trtbench.scenarios.serving_config import ServingConfig
 from trtbench.scenarios.serving_pool import call_label
 from trtbench.scenarios.serving_result import ServedCase
 from trtbench.core.status import Status
-from trtbench.build.recipe import VariantRecipe, write_payloads
+from trtbench.building.recipe import VariantRecipe, write_payloads
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -67,7 +67,7 @@ def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
 
 
 def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
-    """Serve every variant of the built group (:class:`~trtbench.scenarios.base.BuiltGroup`) timed ok,
+    """Serve every variant of the built group (:class:`~trtbench.scenarios.base.Testbed`) timed ok,
     accurate and not served yet, under every server entry of the config, at its precision (from its copy
     at that precision's dtype): each variant's results, yielded as soon as it has been served under all of
     them, so a kill loses only the variant being served."""

@@ -39,7 +39,7 @@ import numpy as np
 
 from trtbench.measure.peak_estimate import Search, SearchPlan, search_peak
 from trtbench.scenarios.batch_window import gather
-from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key, read_summary
+from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_label, read_summary
 from trtbench.scenarios.serving_config import BatchingConfig
 from trtbench.scenarios.serving_rule import passes
 from trtbench.scenarios.serving_search import Bracket
@@ -160,7 +160,7 @@ class TokenRun:
         """TTFT, TPOT and ITL percentiles (p50, p90, p99) from the queries' own stamps."""
         series = {"ttft": [q.ttft_ms for q in self.queries], "tpot": [q.tpot_ms for q in self.queries],
                   "itl": [gap for q in self.queries for gap in q.itl_ms]}
-        return {name: {percentile_key(p): nearest_rank(values, p) for p in PERCENTILES}
+        return {name: {percentile_label(p): nearest_rank(values, p) for p in PERCENTILES}
                 for name, values in series.items() if values}
 
 

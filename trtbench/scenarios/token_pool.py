@@ -1,5 +1,5 @@
 """An LLM server's pool: one worker process per server, each hosting a generate decoder
-(:class:`~trtbench.build.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
+(:class:`~trtbench.building.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
 batch of them), or hosting its continuous-batching engine (the recipe's ``engine_batch``). A request streams back
 (:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its first step exists, and one the moment
 each member's last step exists, so that the parent reports them to LoadGen then, and its step stamps at the end
@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from trtbench.build.decoder_recipe import DecoderRecipe
+from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.token_loadgen import Serve

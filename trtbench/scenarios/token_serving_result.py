@@ -11,7 +11,7 @@ from typing import ClassVar, Optional
 from trtbench.core import schema
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
-from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_key
+from trtbench.scenarios.loadgen_summary import LoadGenSummary, percentile_label
 from trtbench.scenarios.serving_peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.token_lengths import QueryLengths
 from trtbench.scenarios.token_loadgen import nearest_rank
@@ -113,7 +113,7 @@ class TokenServingResult(RepeatedPeaks):
 
     @property
     def percentile_key(self) -> str:
-        return percentile_key(self.percentile * 100)
+        return percentile_label(self.percentile * 100)
 
     @property
     def bounds_text(self) -> str:

@@ -4,7 +4,7 @@ counts, under LoadGen's token latencies (:mod:`.token_loadgen`). An entry withou
 its own lengths; an entry with ``lengths`` serves its drawn lengths once per slot, at the first served point.
 
 Each (point, server entry, worker count) gets a pool of its own (:class:`~.token_pool.TokenPool`): ``workers``
-processes, each hosting the slot's :class:`~trtbench.build.decoder_recipe.DecoderRecipe` built from generate's model
+processes, each hosting the slot's :class:`~trtbench.building.decoder_recipe.DecoderRecipe` built from generate's model
 folder at the group's threads shared among them, with a request for every batch size up to the entry's ``max_batch``
 and every pair of lengths its queries can ask for (:func:`~.token_pool.serving_requests`), serving one query (one
 sequence) at a time or a static batch gathered within the entry's window; or, under ``batching: {mode: continuous}``,
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from trtbench.build.decoder_recipe import DecoderRecipe
+from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.core.status import Status
 from trtbench.measure.peak_estimate import Budget, SearchPlan
@@ -97,7 +97,7 @@ def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
 
 def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
     """Serve every ok, accurate, not yet served generate row of the built group
-    (:class:`~trtbench.scenarios.base.BuiltGroup`) under every server entry beside generate; each slot's part at a
+    (:class:`~trtbench.scenarios.base.Testbed`) under every server entry beside generate; each slot's part at a
     point yielded as soon as it has been served under all of them, so a kill loses only the one being served."""
     group, config = built.group, ctx.config
     rows = {(p.point, p.slot): p for p in built.done.parts(GenerateRecord.KIND)

@@ -19,6 +19,7 @@ import torch
 from trtbench.core.errors import UserInputError
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, suggest
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 # The newest torch whose aoti_load_package crashed trtbench's timing worker with SIGSEGV on a GPU, at every point
@@ -65,7 +66,8 @@ class Aoti(Variant):
     depends_on = "exported"
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+    def unavailable_reason(self, target: Target) -> str | None:
+        device, precision = target.device, target.precision
         if is_quantized(precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 

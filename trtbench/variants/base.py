@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Optional
 
 import torch
 
+from trtbench.core.target import Target
+
 
 @dataclass
 class NoOptions:
@@ -76,8 +78,9 @@ class Variant(ABC):
     # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
     int8_reload_rtol: ClassVar[Optional[float]] = None
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
-        """Why this variant cannot run here (missing library, device); None when it can."""
+    def unavailable_reason(self, target: Target) -> str | None:
+        """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);
+        None when it can."""
         return None
 
     @abstractmethod

@@ -25,6 +25,7 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import save_through_memory
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant, cuda_graphs, register
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -82,7 +83,8 @@ class Compiled(Variant):
     # output; see tests/test_int8_pt2e.py
     int8_reload_rtol = 0.02
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+    def unavailable_reason(self, target: Target) -> str | None:
+        device, precision = target.device, target.precision
         if is_quantized(precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from trtbench.core.target import Target
 from trtbench.variants import Built, BuildContext, Variant, register
 
 
@@ -51,7 +52,7 @@ class Onnx(Variant):
     depends_on = "exported"
     timed = False
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+    def unavailable_reason(self, target: Target) -> str | None:
         missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
         if missing:
             return f"{' and '.join(missing)} not installed (pip install onnx onnxscript)"

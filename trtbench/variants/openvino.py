@@ -20,6 +20,7 @@ import torch
 
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"
@@ -69,7 +70,8 @@ class OpenVino(Variant):
     depends_on = "onnx"
     quantizes = True  # INT8: NNCF's post-training quantization (trtbench.quantize.openvino)
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+    def unavailable_reason(self, target: Target) -> str | None:
+        device, precision = target.device, target.precision
         if device.type != "cpu":
             return f"openvino runs on the CPU and this run uses '{device}'"
         try:

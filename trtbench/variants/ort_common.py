@@ -25,6 +25,7 @@ import torch
 
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",
@@ -123,7 +124,8 @@ class OrtVariant(Variant):
     provider: str
     Options = OrtOptions
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
+    def unavailable_reason(self, target: Target) -> str | None:
+        device = target.device
         if self.provider == CPU and device.type != "cpu":
             return f"{self.name} runs ONNX Runtime on the CPU and this run uses '{device}'; list ort_cuda or ort_trt"
         if self.provider != CPU:
@@ -141,8 +143,8 @@ class OrtVariant(Variant):
         return None
 
     def provider_options(self, ctx: BuildContext, input_names: list[str]) -> dict:
-        """Options of ``provider`` for this build (strings, as ONNX Runtime takes them)."""
-        return {}
+        """Options of ``provider`` for this build (strings, as ONNX Runtime takes them): a GPU provider's device."""
+        return {} if self.provider == CPU else {"device_id": cuda_device_id(ctx.device)}
 
     def providers(self, ctx: BuildContext, input_names: list[str]) -> list[list]:
         """``[[provider, options], ...]`` in priority order; a subclass may add a fallback."""

@@ -24,7 +24,7 @@ class OrtTensorRT(OrtVariant):
     provider = TENSORRT
 
     def provider_options(self, ctx: BuildContext, input_names: list[str]) -> dict:
-        options = {"device_id": cuda_device_id(ctx.device)}
+        options = super().provider_options(ctx, input_names)
         if any(spec.is_dynamic for spec in ctx.input_specs):
             for label in ("min", "opt", "max"):
                 options[f"trt_profile_{label}_shapes"] = profile_shapes(ctx.input_specs, input_names, label)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from trtbench.variants import Built, BuildContext, register
-from trtbench.variants.torchscript import TorchScriptVariant
+from trtbench.variants.torchscript_common import TorchScriptVariant
 
 
 @register

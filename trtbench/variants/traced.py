@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from trtbench.variants import Built, BuildContext, register
-from trtbench.variants.torchscript import TorchScriptVariant
+from trtbench.variants.torchscript_common import TorchScriptVariant
 
 
 @dataclass

@@ -25,11 +25,12 @@ from pathlib import Path
 import torch
 
 from trtbench.core.precision import is_quantized
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, register
 from trtbench.variants.exported import dynamic_shapes, export_examples
 from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, TensorRTVariant, build_info,
                                           compile_kwargs, fx_segments, import_torch_tensorrt, inference_copy,
-                                          trt_inputs, unavailable_reason)
+                                          trt_inputs, why_no_torch_tensorrt)
 
 
 @register
@@ -40,8 +41,9 @@ class TensorRT(TensorRTVariant):
     Options = DynamoOptions
     quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
-        reason = unavailable_reason(device)
+    def unavailable_reason(self, target: Target) -> str | None:
+        device, precision = target.device, target.precision
+        reason = why_no_torch_tensorrt(device)
         if reason is None and is_quantized(precision):
             from trtbench.variants.modelopt_trt import modelopt_unavailable
 

@@ -52,6 +52,7 @@ import torch
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import save_through_memory
 from trtbench.core.schema import join
+from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 DYNAMO = "dynamo"
@@ -63,7 +64,7 @@ def import_torch_tensorrt():
     return importlib.import_module("torch_tensorrt")
 
 
-def unavailable_reason(device: torch.device, install: str = "") -> str | None:
+def why_no_torch_tensorrt(device: torch.device, install: str = "") -> str | None:
     """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: the line that installs it, added
     where it is missing); None when it can."""
     if not torch.cuda.is_available():
@@ -125,30 +126,34 @@ class TRTOptions:
         if self.require_full_compilation and self.torch_executed_ops:
             raise UserInputError(join(path, "torch_executed_ops"), "is set together with require_full_compilation",
                                  "ops forced to PyTorch contradict full compilation: drop one of the two")
+        for i, op in enumerate(self.torch_executed_ops):
+            wrong = self.misnamed_op(op)
+            if wrong:
+                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' {wrong[0]}", wrong[1])
+
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        """Why ``op`` is not an op name its frontend matches, and the fix (None: it is, or no frontend is set)."""
+        return None
 
 
 @dataclass
 class DynamoOptions(TRTOptions):
     """Options of the dynamo-frontend variant; ops are named like ``torch.ops.aten.add.Tensor``."""
 
-    def validate(self, path: str) -> None:
-        super().validate(path)
-        for i, op in enumerate(self.torch_executed_ops):
-            if not op.startswith("torch.ops."):
-                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not an ATen overload name",
-                                     "the dynamo frontend matches names like 'torch.ops.aten.add.Tensor'")
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        if not op.startswith("torch.ops."):
+            return "is not an ATen overload name", "the dynamo frontend matches names like 'torch.ops.aten.add.Tensor'"
+        return None
 
 
 @dataclass
 class TorchScriptOptions(TRTOptions):
     """Options of the TorchScript-frontend variants; ops are named like ``aten::add``."""
 
-    def validate(self, path: str) -> None:
-        super().validate(path)
-        for i, op in enumerate(self.torch_executed_ops):
-            if "::" not in op:
-                raise UserInputError(join(join(path, "torch_executed_ops"), i), f"'{op}' is not a TorchScript op name",
-                                     "the TorchScript frontend matches names like 'aten::add'")
+    def misnamed_op(self, op: str) -> Optional[tuple[str, str]]:
+        if "::" not in op:
+            return "is not a TorchScript op name", "the TorchScript frontend matches names like 'aten::add'"
+        return None
 
 
 def trt_inputs(trt, input_specs, example_inputs) -> list:
@@ -325,8 +330,9 @@ class TorchScriptFrontendVariant(TensorRTVariant):
 
     Options = TorchScriptOptions
 
-    def unavailable_reason(self, device: torch.device, precision: str) -> str | None:
-        reason = unavailable_reason(device)
+    def unavailable_reason(self, target: Target) -> str | None:
+        device = target.device
+        reason = why_no_torch_tensorrt(device)
         if reason is None:
             trt = import_torch_tensorrt()
             if not has_ts_frontend(trt):

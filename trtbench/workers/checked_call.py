@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from trtbench.build.stage import capture_warnings
+from trtbench.building.stage import capture_warnings
 from trtbench.profiling.memory import track_peak
 from trtbench.measure.energy import EnergyCounter
 from trtbench.measure.timing import synchronize

@@ -28,9 +28,9 @@ from trtbench.core.procfs import available_bytes, process_facts
 from trtbench.core.env import torch_thread_facts
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
-from trtbench.build.copies import PrecisionCopy
+from trtbench.building.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
-from trtbench.build.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
+from trtbench.building.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
 

@@ -12,7 +12,7 @@ cores, and it reports the CPU its process used while others were timed (about ze
 
 A worker is given a *recipe*: a picklable object whose ``materialize()`` returns, in the worker,
 ``{point label: zero-argument callable}`` plus facts about its threads (see
-:class:`trtbench.build.recipe.VariantRecipe`). A worker that crashes or does not answer within
+:class:`trtbench.building.recipe.VariantRecipe`). A worker that crashes or does not answer within
 its timeout is killed, and the error names what happened.
 """
 
@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import torch
 
-from trtbench.build.decoder_recipe import ENGINE
+from trtbench.building.decoder_recipe import ENGINE
 from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.measure.energy import counter_or_none

@@ -4,7 +4,7 @@ build's libraries keep end with the build's process. A decoder whose build loads
 eager's and compiled's write a file naming the model folder) builds in the worker, which saves starting an
 interpreter (:func:`build_decoder` chooses).
 
-The worker runs ``python -m trtbench.build.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
+The worker runs ``python -m trtbench.building.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
 worker's pid and the file to write the result to). The child builds with the decoder's own
 :meth:`~trtbench.decoders.base.Decoder.build` and writes the artifact's path and its own peak resident memory; it
 dies with the worker (``PR_SET_PDEATHSIG``), so a worker killed mid-build leaves no build behind. A build that fails

@@ -5,7 +5,7 @@ that file: the parent saves its build with the variant's own ``save()``, and the
 with the variant's own ``load()``, as a deployment would. A variant that saves nothing (eager,
 torch.compile) is rebuilt: the worker builds the model from its config, loads the parent's exact
 weights (a plain ``torch.save`` of tensors, loaded file-backed with ``weights_only=True``), and builds the
-variant with the same code the parent used (:func:`trtbench.build.stage.build_variants`). The inputs of
+variant with the same code the parent used (:func:`trtbench.building.stage.build_variants`). The inputs of
 every point come in the same file. The worker then runs each point once, so first-call work
 (torch.compile's compile, lazy initialisation) stays out of the timed blocks. Nothing else it does
 before the timed calls moves the allocator's state (:mod:`trtbench.core.allocator`): what the worker
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import torch
 
-from trtbench.build.copies import PrecisionCopy
-from trtbench.build.stage import BuildList, build_variants
+from trtbench.building.copies import PrecisionCopy
+from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.allocator import mmap_threshold
 from trtbench.core.env import torch_thread_facts
 from trtbench.core.outdir import FailureLog

@@ -1,5 +1,5 @@
 """How a worker gets its decoder: it has the decoder's artifact built from the model's Hugging Face folder with the
-decoder's own library, in a process of its own where the build loads anything (:mod:`trtbench.build.decoder_build`),
+decoder's own library, in a process of its own where the build loads anything (:mod:`trtbench.building.decoder_build`),
 for every (batch, cache length) its requests and its teacher-forced sequence need, loads it as a deployment would,
 so that it holds only what the decoder deploys, and warms up on each request it will be timed on. Its facts state
 the build's own peak resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``,
@@ -25,7 +25,7 @@ from typing import Callable, TypeVar
 import numpy as np
 import torch
 
-from trtbench.build.decoder_build import MIB, DecoderBuild, build_decoder
+from trtbench.building.decoder_build import MIB, DecoderBuild, build_decoder
 from trtbench.decoders import get_decoder
 from trtbench.measure.engine_timing import engine_alone, serve_engine
 from trtbench.measure.token_timing import timed_request

@@ -1,0 +1,23 @@
+"""Where a plug-in is asked to run: what every ``unavailable_reason(target)`` (a variant's, a decoder's, a
+worker's knobs') reads to say why it cannot run here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Target:
+    """The ``device`` and ``precision`` a variant or decoder is asked to run at (the device is None only where
+    none is in question: a worker's knobs), a transformers config's ``model_type`` (for decoders), and the
+    ``processes`` that run at once, each on ``threads`` cores (for the knobs' core binding)."""
+
+    device: Optional[torch.device] = None
+    precision: str = "fp32"
+    model_type: str = ""
+    threads: int = 1
+    processes: int = 1
