@@ -19,6 +19,10 @@ import yaml
 ASSETS = Path(__file__).parent / "assets"
 REPO = Path(__file__).parent.parent
 sys.path.insert(0, str(ASSETS))
+# the tests of each scenario live in tests/scenarios/<name>/, as the package does; other test files import their
+# shared pieces (test_generate's tiny Llama, test_serving's sleeper) by module name
+sys.path[1:1] = [str(folder) for folder in sorted((Path(__file__).parent / "scenarios").iterdir())
+                   if folder.is_dir() and not folder.name.startswith("_")]
 # one timing process per variant unless a test asks for more (benchmark.processes): the default 3 would triple
 # every pipeline's workers; tests/test_replicates.py runs several. Set here, it reaches the CLI's subprocesses too
 os.environ["TRTBENCH_PROCESSES"] = "1"

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from trtbench.scenarios.serving_report import serving_of
+from trtbench.scenarios.serving.vision.report import serving_of
 from trtbench.core.case import Case
 from trtbench.cli import main
 from trtbench.config.config import config_from_dict

@@ -206,7 +206,7 @@ def test_the_runner_names_no_scenario():
                 for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not names & used, f"the runner names scenarios {names & used}"
     assert not any(m and m.startswith("trtbench.scenarios.") for m in imported), imported
-    assert {"latency", "server", "profile"} <= {c.name for c in registered()}
+    assert {"latency", "serving", "profile"} <= {c.name for c in registered()}
 
 
 def test_a_config_without_inputs_or_latency_is_valid_where_its_scenarios_need_neither(tiny_config):
