@@ -228,3 +228,19 @@ def test_the_scenario_check_finds_kinds_importing_each_other_and_generate_past_i
     assert any("vision/run.py:2" in f and "serving.tokens" in f for f in found), found
     assert any("tokens/run.py:4" in f and "toyscen.generate.result" in f for f in found), found
     assert any("up.py:1" in f for f in found), found
+
+
+def test_every_scenario_is_a_folder_registered_on_one_line():
+    """scenarios/ holds the frame's modules only (at most 3: __init__, base, entries) and a folder per scenario; the
+    folders are the names on the one registration line of scenarios/__init__.py, and each registers its scenario."""
+    from trtbench.scenarios import registered
+
+    root = PACKAGE_DIR / "scenarios"
+    modules = sorted(p.name for p in root.glob("*.py"))
+    assert modules == ["__init__.py", "base.py", "entries.py"], modules
+    folders = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+    tree = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
+    lines = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "trtbench.scenarios"]
+    assert len(lines) == 1, "one registration line"
+    assert sorted(alias.name for alias in lines[0].names) == folders
+    assert set(folders) <= {c.name for c in registered()}, "a folder that registers no scenario of its name"
