@@ -211,7 +211,7 @@ def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the
     """The first point's worker is SIGKILLed as its search's second step starts: that result fails naming the
     dead worker, keeping the steps and the peak found before; the second point is served on a pool of its own; the run
     exits 1 and keeps generate's rows."""
-    from trtbench.scenarios.serving.tokens import stage as token_serving_stage
+    from trtbench.scenarios.serving.tokens import stage as decoder_stage
     from trtbench.scenarios.serving.tokens.pool import DecoderPool
 
     out, _ = served
@@ -224,7 +224,7 @@ def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(token_serving_stage, "DecoderPool", RecordedPool)
+    monkeypatch.setattr(decoder_stage, "DecoderPool", RecordedPool)
     second_step = again / "serving" / "tiny-llama-585c6a68_eager_p8-n4-b1_w1" / "r0" / "step-2"  # made as it starts
 
     def kill_after_the_first_step():

@@ -52,3 +52,13 @@ def test_a_run_closes_its_session_and_keeps_the_summary_and_detail_only(tmp_path
     assert session.closed and session.issued >= 64
     assert sorted(p.name for p in folder.iterdir()) == sorted(KEPT_LOGS)
     assert summary.minimums_met and summary.completed_qps, summary
+
+
+def test_both_kinds_plan_the_joint_estimate_from_their_shared_settings():
+    from trtbench.measure.peak_estimate import Budget, SearchPlan
+    from trtbench.scenarios.serving.loadgen import LoadSettings
+
+    settings = LoadSettings(percentile=0.9, find_peak=True, min_duration_s=2.0, resolution=0.05,
+                            search_queries=4000, search_minutes=1.5)
+    assert settings.search_plan(120.0) == SearchPlan(pytest.approx(0.1), 120.0, 500, 2.0, 0.05, Budget(4000, 90.0))
+    assert LoadSettings(find_peak=True).search_plan(10.0).budget == Budget(10_000, None)

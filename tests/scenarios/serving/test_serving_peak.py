@@ -1,5 +1,5 @@
 """The serving peak search against the M/D/c queue, simulated here: the step's pass rule (the late share's
-upper confidence bound, trtbench/scenarios/serving_rule.py) and the bisection (serving_search.py).
+upper confidence bound, trtbench/scenarios/serving/loadgen/rule.py) and the bisection (search.py).
 
 A sleeper served by ``c`` workers is an M/D/c queue: Poisson arrivals, ``c`` servers, one service time.
 Its true peak at a p99 bound is the highest QPS whose steady-state p99 stays within the bound: for

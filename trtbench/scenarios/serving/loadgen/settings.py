@@ -9,6 +9,7 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
+from trtbench.measure.peak_estimate import Budget, SearchPlan
 from trtbench.scenarios.serving.loadgen.rule import ESTIMATE_QUERIES, least_queries, resolving_queries
 
 LOADGEN_MODULE = "mlperf_loadgen"
@@ -98,6 +99,13 @@ class LoadSettings:
             raise UserInputError(schema.join(path, "workers"), f"has duplicates: {self.workers}",
                                  "list each count once")
         require_loadgen(path)
+
+    def search_plan(self, capacity: float) -> SearchPlan:
+        """The joint estimate's plan (:func:`~trtbench.measure.peak_estimate.search_peak`) for these settings, from
+        [0, ``capacity``] QPS: the late share the percentile allows, each step's minimums, the resolution and the
+        search's budget of queries (and minutes)."""
+        return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
+                          Budget(self.search_queries, self.search_minutes and self.search_minutes * 60))
 
     @property
     def estimates(self) -> bool:

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from trtbench.build.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.core.status import Status
-from trtbench.measure.peak_estimate import Budget, SearchPlan
 from trtbench.decoders import decoder_names, get_decoder
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.scenarios.generate import GeneratePoint, GenerateRecord, decoder_folder
@@ -237,11 +236,9 @@ class _TokenEngine:
         """The joint estimate from [0, the capacity] (:func:`~trtbench.scenarios.serving.tokens.run.decoder_estimate`),
         logs under ``step-<n>``: its peak with the interval, LoadGen's verdict on the confirming run at the low end. A
         step whose worker failed fails the result, with the steps made."""
-        settings, minutes = self.settings, self.settings.search_minutes
-        plan = SearchPlan(1 - settings.percentile, result.capacity_qps, settings.queries, settings.min_duration_s,
-                          settings.resolution, Budget(settings.search_queries, minutes and minutes * 60))
+        settings = self.settings
         search, runs = decoder_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
-                                      plan, self.folder)
+                                        settings.search_plan(result.capacity_qps), self.folder)
         steps = [self._step(run, index, self.folder / f"step-{index + 1}") for index, run in enumerate(runs)]
         if search is None:
             return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps),

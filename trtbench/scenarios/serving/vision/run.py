@@ -26,7 +26,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from trtbench.core.knobs import Knobs
-from trtbench.measure.peak_estimate import Budget, SearchPlan, search_peak
+from trtbench.measure.peak_estimate import search_peak
 from trtbench.scenarios.serving.loadgen.harness import ServerLoad, run_loadgen
 from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool, call_label
@@ -151,9 +151,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     capacity. A step that loses a query fails the result, with the steps made."""
     out_dir, capacity = where
     runs: list[LoadGenRun] = []
-    plan = SearchPlan(1 - settings.percentile, capacity, settings.queries, settings.min_duration_s,
-                      settings.resolution, Budget(settings.search_queries, settings.search_minutes and
-                                                  settings.search_minutes * 60))
+    plan = settings.search_plan(capacity)
 
     def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
         progress(f"serve {result.log_dir} {result.label}: step {repeat + 1}, {qps:.1f} QPS offered")
