@@ -225,7 +225,7 @@ SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
     (["latency", {"serving": {**SERVER, "resolution": 0}}], "scenarios[1].serving.resolution", "between 0 and 1"),
     (["latency", {"serving": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].serving.batching.max_batch",
      "batch range [1, 4]"),
-    (["latency", {"sever": SERVER}], "scenarios[1]", "did you mean 'serving'"),
+    (["latency", {"servng": SERVER}], "scenarios[1]", "did you mean 'serving'"),
     (["latency", {"server": SERVER}], "scenarios[1]", "the 'server' scenario is now called 'serving'"),
     ([{"serving": SERVER}], "scenarios[0]", "needs the 'latency' scenario before it"),
     ("latency", "scenarios", "non-empty list"),
