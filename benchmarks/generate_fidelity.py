@@ -67,7 +67,7 @@ import numpy as np
 kind, path, requests, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 prompt_tokens, new_tokens, vocab, seed, evict_bytes = (int(a) for a in sys.argv[5:10])
 sweep = np.zeros(evict_bytes, dtype=np.uint8)
-# the prompt trtbench's generate scenario draws for the point (scenarios/generate.py, point_prompts)
+# the prompt trtbench's generate scenario draws for the point (scenarios/generate/scenario.py, point_prompts)
 prompt = np.random.default_rng([seed, prompt_tokens, new_tokens, 1]).integers(
     min(3, vocab - 1), vocab, size=(1, prompt_tokens), dtype=np.int64)
 if kind == "ort_genai":

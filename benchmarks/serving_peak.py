@@ -8,7 +8,7 @@ trtbench/measure/peak_estimate.py): every step's late share fitted together, a 9
 ``max(min_queries, QPS x 10 s)`` queries within 10,000 queries a search, and a confirming run at the
 interval's low end. ``--repeats`` searches per worker count (schedule seeds 0, 1, ...) print each peak with
 its interval, queries, minutes, why it stopped and LoadGen's verdict at the low end; then their median
-against the M/D/c queue's true peak (the steady-state p99 within the bound: tests/test_serving_peak.py) at
+against the M/D/c queue's true peak (the steady-state p99 within the bound: tests/scenarios/serving/test_serving_peak.py) at
 two service times:
 
 - *queue*: what a worker is busy per query as the queue sees it, from the dispatcher's ``send_call``
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import os
 import statistics
 import sys
@@ -45,10 +44,11 @@ sys.path[:0] = [str(TESTS), str(TESTS / "assets")]
 from helpers.queue_model import md_c_true_peak  # noqa: E402  (the tests' queue model)
 from helpers.serving import BOUND_MS, CALL_S, serve_sleeper  # noqa: E402  (the tests' sleeper)
 from toy_runtimes import SleepsPerCall  # noqa: E402
-from trtbench.scenarios.serving_config import ServingConfig  # noqa: E402
-from trtbench.scenarios.serving_pool import ServerSession, ServingPool  # noqa: E402
-from trtbench.scenarios.serving import OfferedLoad, _log_settings, _test_settings  # noqa: E402
-from trtbench.scenarios.serving_rule import late_count  # noqa: E402
+from trtbench.scenarios.serving.vision.config import ServingConfig  # noqa: E402
+from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool  # noqa: E402
+from trtbench.scenarios.serving.loadgen import run_loadgen  # noqa: E402
+from trtbench.scenarios.serving.vision.run import OfferedLoad, server_load  # noqa: E402
+from trtbench.scenarios.serving.loadgen.rule import late_count  # noqa: E402
 
 SATURATE = 600  # queries per worker in the backlog that measures the queue's service time (about 6.5 s)
 
@@ -85,25 +85,30 @@ def loadgen_unit_gaps(seed: int, queries: int) -> np.ndarray:
     return -np.log1p(-(low + high * 2.0 ** 32) / 2.0 ** 64)
 
 
+class AnswersAtOnce:
+    """A LoadGen session that completes each query as it is issued, keeping when each was issued (ns)."""
+
+    def __init__(self, lg):
+        self.lg, self.stamps = lg, []
+
+    def issue(self, samples) -> None:
+        self.stamps.append(time.perf_counter_ns())
+        self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(sample.id, 0, 0) for sample in samples])
+
+    def flush(self) -> None:
+        """Nothing is held back."""
+
+    def close(self) -> None:
+        """Nothing runs beside LoadGen."""
+
+
 def check_loadgen_gaps(settings: ServingConfig, qps: float = 400.0, queries: int = 1500) -> float:
     """The correlation of a LoadGen run's issue gaps (an SUT that answers at once) with
     :func:`loadgen_unit_gaps` for its seed: near 1 when they are LoadGen's (the issue thread's jitter aside)."""
-    lg = importlib.import_module("mlperf_loadgen")
-    stamps: list[int] = []
-
-    def issue(samples) -> None:
-        stamps.append(time.perf_counter_ns())
-        lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0) for sample in samples])
-    sut, qsl = lg.ConstructSUT(issue, lambda: None), lg.ConstructQSL(1, 1, lambda i: None, lambda i: None)
     fast = dataclasses.replace(settings, find_peak=False, target_qps=qps, min_queries=queries, min_duration_s=1.0)
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            lg.StartTestWithLogSettings(sut, qsl, _test_settings(lg, fast, OfferedLoad(qps, 0)),
-                                        _log_settings(lg, Path(tmp)))
-        finally:
-            lg.DestroyQSL(qsl)
-            lg.DestroySUT(sut)
-    gaps = np.diff(np.array(stamps)) / 1e9 * qps
+        session, _ = run_loadgen(AnswersAtOnce, 1, server_load(fast, OfferedLoad(qps, 0)), Path(tmp))
+    gaps = np.diff(np.array(session.stamps)) / 1e9 * qps
     return float(np.corrcoef(gaps, loadgen_unit_gaps(settings.seed, len(gaps)))[0, 1])
 
 

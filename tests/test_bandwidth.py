@@ -9,8 +9,8 @@ from trtbench.core.status import Status
 from trtbench.measure.bandwidth import (MemoryCeiling, cpu_last_level_cache, datasheet_bandwidth, measured_triad,
                                         memory_ceilings)
 from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_bytes, weight_counts
-from trtbench.scenarios.generate_report import generate_section
-from trtbench.scenarios.generate_result import GenerateRecord
+from trtbench.scenarios.generate.report import generate_section
+from trtbench.scenarios.generate.result import GenerateRecord
 
 
 # hidden 64, 2 layers, 4 heads of 16, 2 KV heads, intermediate 128, vocab 512

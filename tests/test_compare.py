@@ -90,7 +90,7 @@ def test_missing_results_is_a_user_error(tmp_path):
 def generate_set(scale: dict, environment: str = "env-a") -> ResultSet:
     """A result set with one generate row per decoder, its per-request times ``scale`` times a fixed series."""
     from trtbench.core.status import Status
-    from trtbench.scenarios.generate_result import GenerateRecord
+    from trtbench.scenarios.generate.result import GenerateRecord
 
     results = ResultSet(environments={environment: {"id": environment}})
     for i, (decoder, factor) in enumerate(scale.items()):
@@ -169,7 +169,7 @@ def test_generate_rows_are_compared_on_each_runs_replicate_processes():
     process each (test_generate_rows_are_compared_per_time_on_their_requests)."""
     from trtbench.core.status import Status
     from trtbench.results.compare import compare_generate
-    from trtbench.scenarios.generate_result import GenerateRecord
+    from trtbench.scenarios.generate.result import GenerateRecord
 
     def run(factors: list[float], environment: str) -> ResultSet:
         rng = np.random.default_rng(len(environment))

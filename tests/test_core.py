@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from helpers.records import record, two_variant_set
-from trtbench.scenarios.serving_report import serving_of
+from trtbench.scenarios.serving.vision.report import serving_of
 from trtbench.core.case import Case
 from trtbench.cli import main
 from trtbench.config.config import config_from_dict

@@ -198,8 +198,8 @@ def test_a_run_without_a_counter_reports_why(tiny_config, tmp_path, monkeypatch)
 
 
 def test_a_generate_request_reads_the_counter_around_it_and_reports_joules_per_token(fake_nvml):
-    from trtbench.scenarios.generate_report import energy_lines
-    from trtbench.scenarios.generate_result import GenerateRecord
+    from trtbench.scenarios.generate.report import energy_lines
+    from trtbench.scenarios.generate.result import GenerateRecord
     from trtbench.workers.checked_call import checked_call
 
     point = PointEnergy.before_rounds(torch.device("cuda"))

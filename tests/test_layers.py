@@ -149,3 +149,98 @@ def test_the_layer_check_finds_upward_sideways_and_type_checking_imports(tmp_pat
     # sideways: two packages of one rank cannot both be in the list, so a package missing from it is named
     found = violations(pkg, "toypkg", ["low", "high", "<top>"])
     assert any("a layer not in the list" in f for f in found), found
+
+
+# Inside trtbench/scenarios/: every scenario is a folder (a room), and the rooms do not import each other. The frame
+# (base, entries) is shared. In serving/, vision and tokens stand on the LoadGen core (loadgen) and never import each
+# other; only the dispatch (serving/__init__.py, serving/scenario.py) sees both; tokens reads generate through its
+# public face (generate/__init__.py) and no other module of generate.
+FRAME = ("base", "entries")
+SERVING_KINDS = ("loadgen", "vision", "tokens")
+ALLOWED_ROOMS = {"serving": {"serving.loadgen", "serving.vision", "serving.tokens"},
+                 "serving.vision": {"serving.loadgen"}, "serving.tokens": {"serving.loadgen"}}
+FACES = {"serving.tokens": {"generate"}}  # room -> rooms whose public face (the folder's __init__) it may import
+
+
+def room_of(module: str, package: str) -> str:
+    """The scenario folder of dotted ``module`` under ``package`` (the scenarios package): its first name, or
+    ``serving.<kind>`` inside serving's kinds; "" for the frame and the package itself."""
+    parts = module[len(package) + 1:].split(".") if module.startswith(package + ".") else []
+    if not parts or parts[0] in FRAME:
+        return ""
+    if parts[0] == "serving" and len(parts) > 1 and parts[1] in SERVING_KINDS:
+        return f"serving.{parts[1]}"
+    return parts[0]
+
+
+def scenario_violations(root: Path, package: str) -> list[str]:
+    """Every import in ``root`` (the folder of scenarios ``package``) from one scenario folder into another that the
+    rules above do not allow."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
+        module = ".".join([package, *(rel.parts[:-1] if rel.name == "__init__" else rel.parts)])
+        mine = room_of(module, package)
+        if not mine:
+            continue
+        for line, target, names, _ in imports_of(path, module, package.split(".")[0]):
+            targets = [target]
+            if target == package:  # "from <scenarios> import generate" imports the folder
+                targets = [f"{package}.{name}" for name in names
+                           if (root / name).is_dir() or (root / f"{name}.py").is_file()] or [target]
+            for each in targets:
+                theirs = room_of(each, package)
+                face = each == f"{package}.{theirs}" and theirs in FACES.get(mine, ())
+                if theirs in ("", mine) or theirs in ALLOWED_ROOMS.get(mine, ()) or face:
+                    continue
+                found.append(f"{path}:{line}: {module} ({mine}) imports {each} ({theirs})")
+    return found
+
+
+def test_scenario_folders_import_no_other_scenario_folder():
+    found = scenario_violations(PACKAGE_DIR / "scenarios", "trtbench.scenarios")
+    assert found == [], "imports across scenario folders:\n" + "\n".join(found)
+
+
+def test_the_scenario_check_finds_kinds_importing_each_other_and_generate_past_its_face(tmp_path, monkeypatch):
+    root = tmp_path / "toyscen"
+    files = {
+        "__init__.py": "", "base.py": "",
+        "generate/__init__.py": "from toyscen.generate.result import Point\n",
+        "generate/result.py": "from toyscen.base import x\nclass Point:\n    pass\n",
+        "latency/__init__.py": "from toyscen import generate\n",                      # another folder: counted
+        "serving/__init__.py": "from toyscen.serving.vision import run\nfrom toyscen.serving.tokens import run\n",
+        "serving/loadgen/__init__.py": "", "serving/loadgen/core.py": "from toyscen.base import x\n",
+        "serving/vision/__init__.py": "", "serving/tokens/__init__.py": "",
+        "serving/vision/run.py": "from toyscen.serving.loadgen import core\n"          # the core: fine
+                                 "from toyscen.serving.tokens.run import y\n",          # its sibling: counted
+        "serving/tokens/run.py": "from toyscen.serving.loadgen.core import x\n"          # the core: fine
+                                 "from toyscen.generate import Point\n"                 # generate's face: fine
+                                 "def f():\n    from toyscen.generate.result import Point\n",  # past it: counted
+        "serving/loadgen/up.py": "import toyscen.serving.vision.run\n",                 # the core, up: counted
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    found = scenario_violations(root, "toyscen")
+    assert len(found) == 4, found
+    assert any("latency" in f and "toyscen.generate (generate)" in f for f in found), found
+    assert any("vision/run.py:2" in f and "serving.tokens" in f for f in found), found
+    assert any("tokens/run.py:4" in f and "toyscen.generate.result" in f for f in found), found
+    assert any("up.py:1" in f for f in found), found
+
+
+def test_every_scenario_is_a_folder_registered_on_one_line():
+    """scenarios/ holds the frame's modules only (at most 3: __init__, base, entries) and a folder per scenario; the
+    folders are the names on the one registration line of scenarios/__init__.py, and each registers its scenario."""
+    from trtbench.scenarios import registered
+
+    root = PACKAGE_DIR / "scenarios"
+    modules = sorted(p.name for p in root.glob("*.py"))
+    assert modules == ["__init__.py", "base.py", "entries.py"], modules
+    folders = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+    tree = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
+    lines = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "trtbench.scenarios"]
+    assert len(lines) == 1, "one registration line"
+    assert sorted(alias.name for alias in lines[0].names) == folders
+    assert set(folders) <= {c.name for c in registered()}, "a folder that registers no scenario of its name"

@@ -24,8 +24,8 @@ from trtbench.profiling.training import profile_training
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.report.plots import DPI, latency_plot, speedup_plot, top_layers_plot
-from trtbench.report.profile import layer_plots, profile_markdown
 from trtbench.report.writer import save_plots
+from trtbench.scenarios.profile.report import layer_plots, profile_markdown
 from trtbench.results.resultset import ResultSet
 from trtbench.core.schema import from_dict
 from trtbench.measure.timing import TimingSettings
@@ -386,7 +386,7 @@ def test_a_report_of_two_profiles_names_each_and_keeps_each_plot(tiny_config, tm
     from conftest import run_dict
     from trtbench.pipeline.sections import report_sections
     from trtbench.results.resultset import ResultSet
-    from trtbench.scenarios.profile import ProfilePart
+    from trtbench.scenarios.profile.scenario import ProfilePart
 
     tiny_config["variants"] = ["eager"]
     tiny_config["benchmark"].update(iterations=3, shapes=["opt"])

@@ -13,14 +13,14 @@ import pytest
 
 import trtbench
 from helpers.records import record
-from trtbench.scenarios.serving_report import serving_of
+from trtbench.scenarios.serving.vision.report import serving_of
 from trtbench.core.case import Case
 from trtbench.measure.ceiling import Ceiling
 from trtbench.results.journal import Journal
 from trtbench.core.record import Record
 from trtbench.results.resultset import SCHEMA_VERSION, ResultSet
-from trtbench.scenarios.loadgen_summary import LoadGenSummary
-from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
+from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
 
 PARTS = (Case, Record, Ceiling, ServedCase, ServingResult, LoadGenRun, LoadGenSummary)
 CEILING = {"peak_flops_per_s": 2e11, "peak_method": "cpuinfo", "peak_assumptions": "x",

@@ -19,8 +19,8 @@ from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
-from trtbench.scenarios.loadgen_summary import parse_summary
-from trtbench.scenarios.serving_result import LoadGenRun, ServedCase, ServingResult
+from trtbench.scenarios.serving.loadgen.summary import parse_summary
+from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
 
 VARIANTS = ("eager", "traced", "ort")
 MEDIANS = {"eager": 10.0, "traced": 7.5, "ort": 6.6}  # ms at batch 1; ort at 1.52x eager

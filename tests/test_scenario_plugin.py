@@ -1,6 +1,6 @@
-"""Scenarios are a plug-in: a toy scenario registered in this file, and nowhere else, runs from a config,
-is journaled, resumes after a kill, merges across shards, shows in the report, and a failed part of it
-makes the run exit 1. The runner names no scenario."""
+"""Scenarios are a plug-in: a toy scenario, one folder (tests/assets/tally_scenario/, laid out as trtbench's own) and
+one registration line in this file, and nothing else, runs from a config, is journaled, resumes after a kill, merges
+across shards, shows in the report, and a failed part of it makes the run exit 1. The runner names no scenario."""
 
 from __future__ import annotations
 
@@ -8,98 +8,18 @@ import ast
 import json
 import os
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Optional
 
 import pytest
 
 from conftest import kill_when, run_dict
+from tally_scenario import Tally
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.journal import JOURNAL_NAME
 from trtbench.results.resultset import ResultSet
-from trtbench.report.section import ReportSection
-from trtbench.scenarios import Scenario, register, registered, unregister
+from trtbench.scenarios import register, registered, unregister
 
 TESTS = Path(__file__).parent
-
-
-@dataclass(frozen=True)
-class TallyPart:
-    """One variant of a build group, called once at its first point: the output's shape, and who made it."""
-
-    KIND: ClassVar[str] = "tally"
-    JOINS_RECORD: ClassVar[bool] = False
-    RESULTS_KEY: ClassVar[str] = "tallies"
-
-    environment: str
-    model: str
-    threads: int
-    slot: str
-    output_shape: tuple
-    pid: int
-    failed: bool = False
-
-    @property
-    def key(self) -> tuple:
-        return (self.environment, self.model, self.threads, self.slot)
-
-    @property
-    def fails_run(self) -> bool:
-        return self.failed
-
-    def to_dict(self) -> dict:
-        return {"environment": self.environment, "model": self.model, "threads": self.threads, "slot": self.slot,
-                "output_shape": list(self.output_shape), "pid": self.pid, "failed": self.failed}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "TallyPart":
-        return cls(data["environment"], data["model"], data["threads"], data["slot"], tuple(data["output_shape"]),
-                   data["pid"], data.get("failed", False))
-
-
-class Tally(Scenario):
-    """Calls each built variant once; ``{tally: {pause_s: 0.5, fail: traced}}`` sleeps between variants and
-    marks one variant's part failed."""
-
-    name = "tally"
-    parts = (TallyPart,)
-
-    @classmethod
-    def parse(cls, value, key):
-        return cls(dict(value or {}))
-
-    def owes(self, group, done) -> bool:
-        return bool(self._todo(group, done))
-
-    @staticmethod
-    def _todo(group, done) -> list[str]:
-        have = {(p.model, p.threads, p.slot) for p in done.parts(TallyPart.KIND)}  # this environment's only
-        return [group.slot_id(e.name, p) for e, p in group.slots()
-                if (group.model.id, group.threads, group.slot_id(e.name, p)) not in have]
-
-    def run(self, ctx, built, prepared):
-        group, point = built.group, built.group.points[0]
-        if self.settings.get("raise"):
-            raise RuntimeError("the toy scenario broke outside any one variant")
-        for slot in self._todo(group, built.done):
-            outcome = built.outcomes[slot]
-            precision = next(p for e, p in group.slots() if group.slot_id(e.name, p) == slot)
-            inputs = outcome.variant.prepare(outcome.built, built.copies[precision].inputs[point.label])
-            output = outcome.variant.run(outcome.built, inputs)
-            yield TallyPart(ctx.env_id, group.model.id, group.threads, slot, tuple(output.shape), os.getpid(),
-                            failed=self.settings.get("fail") == slot)
-            time.sleep(self.settings.get("pause_s", 0))
-
-    @classmethod
-    def report(cls, results, budget_ms) -> Optional[ReportSection]:
-        parts = sorted(results.parts(TallyPart.KIND), key=lambda p: p.key)
-        if not parts:
-            return None
-        rows = [f"| {p.model} | t{p.threads} | {p.slot} | {'x'.join(map(str, p.output_shape))} |" for p in parts]
-        return ReportSection("\n".join(["## Tally", "", "| model | threads | variant | output |", "|---|---|---|---|",
-                                  *rows, ""]), {"tally_count": len(parts)})
 
 
 def register_tally() -> None:
@@ -207,7 +127,7 @@ def test_the_runner_names_no_scenario():
                 for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not names & used, f"the runner names scenarios {names & used}"
     assert not any(m and m.startswith("trtbench.scenarios.") for m in imported), imported
-    assert {"latency", "server", "profile"} <= {c.name for c in registered()}
+    assert {"latency", "serving", "profile"} <= {c.name for c in registered()}
 
 
 def test_a_config_without_inputs_or_latency_is_valid_where_its_scenarios_need_neither(tiny_config):

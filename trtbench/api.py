@@ -5,7 +5,7 @@
 - :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
 - :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints.
 
-A result set's generate rows (:class:`~trtbench.scenarios.generate_result.GenerateRecord`: a decoder at a
+A result set's generate rows (:class:`~trtbench.scenarios.generate.result.GenerateRecord`: a decoder at a
 precision at a point, with its per-request series, metrics, speedups and accuracy in ``data``) are
 ``results.parts("generate")``, as for every other part kind; iterating a result set gives the latency records.
 

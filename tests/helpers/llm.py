@@ -1,6 +1,6 @@
 """The tiny causal language model of the generate and LLM-serving tests: a 2-layer, hidden-size-64 Llama with random
 weights (as a transformers config and saved with a word-level tokenizer), the generate config built on it, and a
-generate + server config served under LoadGen's token latencies."""
+generate + serving config served under LoadGen's token latencies."""
 
 from __future__ import annotations
 
@@ -56,4 +56,4 @@ SERVER = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "find_peak": True
 
 def llm_config(out, server=None, generate=None) -> dict:
     return generate_config(variants=["eager"], precisions=["fp32"], output={"dir": str(out)},
-                           scenarios=[generate or GENERATE, {"server": server or SERVER}])
+                           scenarios=[generate or GENERATE, {"serving": server or SERVER}])

@@ -4,8 +4,8 @@ queue: helpers/queue_model.py), and a LoadGen summary of an INVALID run."""
 from __future__ import annotations
 
 from toy_runtimes import SleepsPerCall
-from trtbench.scenarios.serving import ServingWorkers, run_serving
-from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.scenarios.serving.vision.config import ServingConfig
+from trtbench.scenarios.serving.vision.run import ServingWorkers, run_serving
 
 CALL_S = 0.0102
 

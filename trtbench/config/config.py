@@ -36,8 +36,8 @@ from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
 from trtbench.decoders import DECODERS
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
-from trtbench.scenarios.profile import Profile
-from trtbench.scenarios.serving_config import ServingConfig
+from trtbench.scenarios.profile.scenario import Profile
+from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.measure.timing import TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 

@@ -2,7 +2,7 @@
 
 :func:`run_profiles` returns plain data for the ``profiles`` section of results.json and
 writes Chrome traces under ``<out_dir>/profiles`` (paths in the data are relative to
-``out_dir``). Presenting it is :mod:`trtbench.report.profile`'s job.
+``out_dir``). Presenting it is :mod:`trtbench.scenarios.profile.report`'s job.
 """
 
 from __future__ import annotations

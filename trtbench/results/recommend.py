@@ -7,7 +7,7 @@ have timing samples and passed their accuracy check against eager fp32. Nothing 
 between batch sizes. When no point fits, the one with the lowest p99 is named as the closest.
 
 Under load, the server scenario answers the same question from its own results
-(:mod:`trtbench.scenarios.serving_report`).
+(:mod:`trtbench.scenarios.serving.vision.report`).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ SCHEMA_VERSION = 5  # 3: records may carry serving results; int8. 4: ceilings, s
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 NOT_PARTS = ("schema_version", "trtbench_version", "environments", "runs", "records", "part_lists")
 SERVED_KIND = "served"  # schema 3 kept a case's serving results in its record, as this kind's part
+RENAMED_KEYS = {"llm_serving": "decoder_serving"}  # a part list's former key -> its key now: read as the new one
 
 
 def record_parts(item: dict) -> list[Part]:
@@ -278,6 +279,8 @@ class ResultSet:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ResultSet":
+        data = {RENAMED_KEYS.get(key, key): value for key, value in data.items()}
+        data["part_lists"] = [RENAMED_KEYS.get(key, key) for key in data.get("part_lists", ())]
         result = cls(environments=dict(data["environments"]), runs=list(data.get("runs", [])))
         for item in data["records"]:
             for part in record_parts(item):

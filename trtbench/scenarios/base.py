@@ -63,6 +63,7 @@ class Scenario(ABC):
     """Base of every scenario; see the module docstring. One instance per config entry."""
 
     name: ClassVar[str]  # its entry in the config's scenarios: list
+    former_names: ClassVar[tuple[str, ...]] = ()  # what its entry was called before: refused, naming the new name
     needs: ClassVar[tuple[str, ...]] = ("inputs",)  # config sections it reads
     requires: ClassVar[tuple[str, ...]] = ()  # scenarios that must be listed before it
     parts: ClassVar[tuple[type, ...]] = ()  # the part types it returns
@@ -87,7 +88,7 @@ class Scenario(ABC):
     def placed(self, before: list["Scenario"], key: str) -> "Scenario":
         """This entry once the scenarios listed before it (``before``) are known, ``key`` its place in the list:
         itself, where each scenario it :attr:`requires` is among them (UserInputError naming ``key`` otherwise). A
-        scenario that serves what an earlier one made (server: the latency scenario's variants, or generate's
+        scenario that serves what an earlier one made (serving: the latency scenario's variants, or generate's
         decoders) returns its settled form."""
         for needed in self.requires:
             if not any(s.name == needed for s in before):

@@ -1,7 +1,7 @@
 """The config's ``scenarios:`` list, read through the scenario registry.
 
 An entry is a registered scenario's name (``latency``), or a single-key mapping from its name to its
-settings (``{server: {p99_ms: 40, find_peak: true, workers: [1, 2]}}``). Each scenario parses its own
+settings (``{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}``). Each scenario parses its own
 settings (:meth:`~trtbench.scenarios.base.Scenario.parse`) and says which scenarios must come before it.
 """
 
@@ -37,6 +37,11 @@ def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
         else:
             name, value = entry, None
         cls = scenario_class(name) if isinstance(name, str) else None
+        renamed = next((c for c in registered() if name in c.former_names), None)
+        if renamed is not None:
+            raise UserInputError(key, f"the '{name}' scenario is now called '{renamed.name}'",
+                                 f"rename the entry to '{renamed.name}', with the same settings: e.g. "
+                                 f"{renamed.example}")
         if cls is None:
             hint = SCENARIOS.hint(name, [c.name for c in registered() if c.listed])
             raise UserInputError(key, f"unknown scenario {name!r}", f"{hint}; {_example()}")

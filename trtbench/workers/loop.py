@@ -148,7 +148,7 @@ def worker_main(fd: int) -> None:
             settle = wait_until_idle()
             idle_since_cpu = time.process_time()
             conn.send(("block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)))
-        elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving_pool)
+        elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving.vision.pool)
             try:
                 with torch.inference_mode():
                     started = time.perf_counter_ns()
@@ -159,7 +159,7 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
-        elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.token_pool):
+        elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool):
             _, label, marks = message  # ("step", k) the moment its k-th step exists, for each k in marks, then
             try:  # its token stamps (perf_counter: one clock for every process)
                 reply = _stream(calls[label], conn, marks)
@@ -167,7 +167,7 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(reply)
-        elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.token_pool): the
+        elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the
             try:  # engine runs until no query is left in it, admitting those that arrive meanwhile, and answers
                 with torch.inference_mode():  # ("first", key) and ("done", key, stamps) as they happen
                     calls[ENGINE](message, conn)

@@ -1,0 +1,239 @@
+"""A ``server`` entry beside generate (issue 26): its settings' errors exit 2 naming the key; on the 2-layer tiny Llama
+(eager) a generate + server run serves each accurate point under LoadGen's token latencies, with its result part, its
+report section, plot and recommendation and LoadGen's logs; a resumed run serves only what it had not; and a worker
+SIGKILLed during a search fails that result (exit 1) with the peak found before, while the other point is served."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("mlperf_loadgen")
+
+from conftest import TINY_CONFIG, run_dict  # noqa: E402
+from helpers.llm import GENERATE, SERVER, llm_config  # noqa: E402
+from trtbench.cli import main  # noqa: E402
+from trtbench.config.config import config_from_dict  # noqa: E402
+from trtbench.core.errors import UserInputError  # noqa: E402
+from trtbench.results.journal import JOURNAL_NAME  # noqa: E402
+from trtbench.results.resultset import ResultSet  # noqa: E402
+
+POINTS = ("p8-n4-b1", "p12-n4-b1")
+
+
+@pytest.mark.parametrize("scenarios, key, says", [
+    ([GENERATE, {"serving": {**SERVER, "p99_ms": 40}}], "scenarios[1].serving.p99_ms",
+     "unknown key for serving beside 'generate': it is a setting of serving beside 'latency'"),
+    ([GENERATE, {"serving": {"tpot_ms": 200, "find_peak": True}}], "scenarios[1].serving.ttft_ms",
+     "required key is missing beside generate"),
+    ([GENERATE, {"serving": {**SERVER, "tpot_ms": 0}}], "scenarios[1].serving.tpot_ms", "must be positive"),
+    ([GENERATE, {"serving": {**SERVER, "qps": 2}}], "scenarios[1].serving", "exactly one of 'qps' and 'find_peak"),
+    ([GENERATE, {"serving": {**SERVER, "min_queries": 3}}], "scenarios[1].serving.min_queries",
+     "too few for any step of the peak search to pass"),
+    ([GENERATE, {"serving": {**SERVER, "workers": [1, 1]}}], "scenarios[1].serving.workers", "duplicates"),
+    ([GENERATE, {"serving": {**SERVER, "percentile": 99}}], "scenarios[1].serving.percentile", "between 0 and 1"),
+    ([GENERATE, {"serving": {**SERVER, "target_qps": 2}}], "scenarios[1].serving.target_qps", "beside 'latency'"),
+    ([GENERATE, {"serving": {**SERVER, "qsp": 2}}], "scenarios[1].serving.qsp", "unknown key"),
+    ([{"generate": {"prompt_tokens": [8], "new_tokens": [4], "batch": [2]}}, {"serving": SERVER}], "scenarios[1].serving",
+     "served at generate's points with batch 1, and scenarios[0].generate.batch lists none"),
+    ([{"serving": SERVER}, GENERATE], "scenarios[0]", "needs the 'latency' scenario before it (or 'generate'"),
+    ([GENERATE, {"serving": {**SERVER, "batching": {"max_batch": 0}}}], "scenarios[1].serving.batching.max_batch",
+     "must be positive"),
+    ([GENERATE, {"serving": {**SERVER, "batching": {"max_bach": 2}}}], "scenarios[1].serving.batching.max_bach",
+     "unknown key"),
+    ([GENERATE, {"serving": {**SERVER, "lengths": {"prompt_tokens": 8, "new_tokens": {
+        "distribution": "uniform", "low": 8, "high": 4}}}}], "scenarios[1].serving.lengths.new_tokens.high",
+     "is below low"),
+    ([GENERATE, {"serving": {**SERVER, "lengths": {"prompt_tokens": [8, 12], "new_tokens": [1, 4]}}}],
+     "scenarios[1].serving.lengths.new_tokens", "reaches 1, below 2"),
+    ([GENERATE, {"serving": {**SERVER, "lengths": {"prompt_tokens": [8, 60], "new_tokens": [4, 8]}}}],
+     "scenarios[1].serving.lengths", "reach 68, above model's 64 positions"),
+])
+def test_bad_server_entries_beside_generate_name_the_key(tmp_path, scenarios, key, says):
+    with pytest.raises(UserInputError) as info:
+        config_from_dict({**llm_config(tmp_path), "scenarios": scenarios})
+    assert info.value.where == key and says in info.value.problem, info.value.format()
+
+
+def test_token_bounds_beside_latency_exit_2_naming_the_key_and_the_fix(write_config, capsys):
+    data = {**copy.deepcopy(TINY_CONFIG), "scenarios": ["latency", {"serving": {"ttft_ms": 2000, "p99_ms": 40,
+                                                                                "find_peak": True}}]}
+    assert main(["--config", str(write_config(data))]) == 2
+    err = capsys.readouterr().err
+    assert "scenarios[1].serving.ttft_ms: unknown key for serving beside 'latency': it is a setting of serving " \
+        "beside 'generate'" in err, err
+    assert "fix: serving beside latency takes " in err and "p99_ms" in err, err
+
+
+def test_the_longest_drawn_length_over_the_models_positions_exits_2_naming_the_key(write_config, tmp_path, capsys):
+    lengths = {"prompt_tokens": [8, 60], "new_tokens": {"distribution": "uniform", "low": 2, "high": 8, "step": 2}}
+    assert main(["--config", str(write_config(llm_config(tmp_path, {**SERVER, "lengths": lengths})))]) == 2
+    err = capsys.readouterr().err
+    assert "scenarios[1].serving.lengths: the longest prompt_tokens plus the most new_tokens reach 68" in err, err
+    assert "fix: keep the longest prompt plus the most new tokens at most 64" in err, err
+
+
+def test_an_entry_with_lengths_serves_them_once_per_decoder_and_one_without_each_point_at_its_own(tmp_path):
+    from trtbench.scenarios.serving.tokens.stage import entries_at, served_points
+
+    mixed = {**SERVER, "lengths": {"prompt_tokens": [8, 12], "new_tokens": [2, 4], "samples": 8}}
+    config = config_from_dict(llm_config(tmp_path, generate=GENERATE) | {
+        "scenarios": [GENERATE, {"serving": SERVER}, {"serving": mixed}]})
+    first, second = served_points(config)
+    assert [index for index, _ in entries_at(config, first)] == [0, 1]
+    assert [index for index, _ in entries_at(config, second)] == [0]
+    (_, fixed), (_, drawn) = entries_at(config, first)
+    assert fixed.query_lengths(second).draw() == ((12, 4),) and fixed.max_batch == 2
+    assert set(drawn.query_lengths(first).draw()) <= {(8, 2), (8, 4), (12, 2), (12, 4)}
+    assert drawn.query_lengths(first).text == "p [8, 12] n [2, 4], 8 samples seed 0"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One generate + server run of eager on the tiny Llama at two points, its output folder and outcome."""
+    out = tmp_path_factory.mktemp("llm") / "run"
+    outcome = run_dict(llm_config(out))
+    return out, outcome
+
+
+def parts_by_point(out) -> dict:
+    return {part.point: part for part in ResultSet.load(out).parts("served_decoder")}
+
+
+def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
+    out, outcome = served
+    assert outcome.exit_code == 0
+    parts = parts_by_point(out)
+    assert set(parts) == set(POINTS)
+    generate = {row.point: row for row in ResultSet.load(out).parts("generate")}
+    for point, part in parts.items():
+        assert part.key == generate[point].key
+        assert (part.slot, part.decoder, part.precision) == ("eager", "eager", "fp32")
+        (result,) = part.results
+        assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
+        assert result.peak_rule == "late-share-bound/1 at 0.9" and result.bounds_text == \
+            "p50 TTFT <= 5000 ms, TPOT <= 1000 ms"
+        assert 0 < result.service["ttft_ms"] < result.service["e2e_ms"] and result.service["tpot_ms"] > 0
+        assert result.capacity_qps == pytest.approx(2e3 / result.service["e2e_ms"]), "a worker completes up to 2"
+        assert result.batching == {"mode": "static", "max_batch": 2, "window_ms": 5.0}
+        prompt = int(point.split("-")[0][1:])
+        assert (result.lengths["prompt_tokens"], result.lengths["new_tokens"]) == ([prompt], [4])
+        assert result.lengths_text == f"p {prompt} n 4" and result.batching_text == "static, up to 2 in 5 ms"
+        assert len(result.steps) == 3 and all(step.passed for step in result.steps), "bounds no step misses"
+        assert result.peaks == (result.steps[-1].offered_qps,) and result.peak_step == result.steps[-1]
+        for step in result.steps:
+            assert step.queries >= 4 and step.late == 0 and step.goodput == 1.0 and not step.error
+            assert set(step.batches) <= {1, 2} and sum(b * n for b, n in step.batches.items()) == step.queries
+            assert 0 < step.percentile_ms("ttft", 0.5) < 5000 and step.output_tokens_per_s > 0
+            assert step.summary.ttft_ms["p50"] > 0 and step.summary.tpot_ms["p50"] > 0, "LoadGen's token latencies"
+            assert sorted(p.name for p in (out / step.log_dir).iterdir()) == ["mlperf_log_detail.txt",
+                                                                               "mlperf_log_summary.txt"]
+        assert result.log_dir == f"serving/tiny-llama-585c6a68_eager_{point}_w1"
+        assert (out / result.log_dir / "worker-0.log").is_file()
+    doc = json.loads((out / "results.json").read_text())
+    assert [r["choice"]["variant"] for r in doc["decoder_serving_recommendations"]] == ["eager", "eager"]
+    report = (out / "report.md").read_text()
+    section = report.split("## LLM serving under load")[1]
+    assert "| tiny-llama | p8-n4-b1 | eager | fp32 | 1 x 1 | p50 TTFT <= 5000 ms, TPOT <= 1000 ms | p 8 n 4 | " \
+        "static, up to 2 in 5 ms |" in section
+    assert "TTFT p50 / p50 ms" in section and "VALID" in section
+    assert "![decoder_serving](plots/decoder_serving.png)" in section and (out / "plots" / "decoder_serving.png").is_file()
+    assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p12-n4-b1: under load, eager fp32 " \
+        "with 1 worker(s) x 1 thread(s), batching static, up to 2 in 5 ms:" in section
+
+
+def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_another_rule(served):
+    from trtbench.scenarios.serving.scenario import Serving
+
+    out, _ = served
+    results, other = ResultSet.load(out), ResultSet.load(out)
+    lines = Serving.summary(results, None)
+    assert lines[0] == "recommendation under load (LLM serving):" and "tiny-llama p8-n4-b1: under load, eager fp32" \
+        in lines[1], lines
+    part = other.parts("served_decoder")[0]
+    other.add(dataclasses.replace(part, results=tuple(dataclasses.replace(r, peak_rule="late-share-bound/1 at 0.99")
+                                                      for r in part.results)))
+    Serving.check_merge([results, ResultSet.load(out)], ["a", "b"])
+    with pytest.raises(UserInputError) as info:
+        Serving.check_merge([results, other], ["a", "b"])
+    assert info.value.where == "b" and "'late-share-bound/1 at 0.99'" in info.value.problem, info.value.format()
+
+
+def resumable_copy(out, to, drop_points) -> None:
+    """A copy of run ``out`` at ``to`` as a kill would leave it before ``drop_points`` were served."""
+    shutil.copytree(out, to)
+    journal = to / JOURNAL_NAME
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    kept = [entry for entry in entries if entry["kind"] != "complete" and not (
+        entry["kind"] == "served_decoder" and entry["served_decoder"]["point"] in drop_points)]
+    journal.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
+    for point in drop_points:
+        shutil.rmtree(to / "serving" / f"tiny-llama-585c6a68_eager_{point}_w1")
+
+
+def test_a_resumed_run_serves_only_the_points_it_had_not(served, tmp_path):
+    out, _ = served
+    again = tmp_path / "again"
+    resumable_copy(out, again, drop_points=["p12-n4-b1"])
+    before = parts_by_point(out)
+    outcome = run_dict(llm_config(again))
+    assert outcome.exit_code == 0
+    after = parts_by_point(again)
+    assert after["p8-n4-b1"] == before["p8-n4-b1"], "the served point is kept as it was"
+    assert after["p12-n4-b1"] != before["p12-n4-b1"] and after["p12-n4-b1"].results[0].status == "ok"
+    rows = {row.point: row.data["requests"] for row in ResultSet.load(again).parts("generate")}
+    assert rows == {row.point: row.data["requests"] for row in ResultSet.load(out).parts("generate")}, \
+        "generate's rows are not timed again"
+
+
+def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the_rest(served, tmp_path, monkeypatch):
+    """The first point's worker is SIGKILLed as its search's second step starts: that result fails naming the
+    dead worker, keeping the steps and the peak found before; the second point is served on a pool of its own; the run
+    exits 1 and keeps generate's rows."""
+    from trtbench.scenarios.serving.tokens import stage as decoder_stage
+    from trtbench.scenarios.serving.tokens.pool import DecoderPool
+
+    out, _ = served
+    again = tmp_path / "again"
+    resumable_copy(out, again, drop_points=POINTS)
+    pools = []
+
+    class RecordedPool(DecoderPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(decoder_stage, "DecoderPool", RecordedPool)
+    second_step = again / "serving" / "tiny-llama-585c6a68_eager_p8-n4-b1_w1" / "r0" / "step-2"  # made as it starts
+
+    def kill_after_the_first_step():
+        deadline = time.monotonic() + 240
+        while not (pools and second_step.exists()) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        os.kill(pools[0].workers[0].process.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_after_the_first_step, daemon=True)
+    killer.start()
+    outcome = run_dict(llm_config(again))
+    killer.join(timeout=5)
+    assert outcome.exit_code == 1, "a dead worker fails the run"
+    parts = parts_by_point(again)
+    (failed,), (other,) = parts["p8-n4-b1"].results, parts["p12-n4-b1"].results
+    assert failed.status == "failed" and "server 0's worker" in failed.reason and (
+        "killed by signal 9" in failed.reason), failed.reason
+    *before, faulted = failed.steps
+    assert before and all(step.passed for step in before) and faulted.error and not faulted.passed
+    assert failed.peaks == (max(step.offered_qps for step in before),)
+    assert f"the peak search stopped early, at step {len(failed.steps)} (of at most 3)" in failed.reason
+    assert other.status == "ok" and other.peaks, "the other point goes on"
+    assert len(ResultSet.load(again).parts("generate")) == 2
+    assert "served tiny-llama p8-n4-b1 eager w1 x t1: failed:" in (again / "report.md").read_text()

@@ -1,0 +1,307 @@
+"""The serving peak search against the M/D/c queue, simulated here: the step's pass rule (the late share's
+upper confidence bound, trtbench/scenarios/serving/loadgen/rule.py) and the bisection (search.py).
+
+A sleeper served by ``c`` workers is an M/D/c queue: Poisson arrivals, ``c`` servers, one service time.
+Its true peak at a p99 bound is the highest QPS whose steady-state p99 stays within the bound: for
+M/D/1 from Erlang's waiting-time formula, for M/D/c from a long simulation that the formula checks.
+The search's steps are simulated runs of the default queries per step, over many seeds: numpy and
+pure Python, so the figures do not depend on how busy the machine is. The peaks found are what
+benchmarks/serving_peak.py measures with LoadGen and worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from helpers.queue_model import PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak, simulated_late_share
+from helpers.records import two_variant_set
+from trtbench.core.errors import UserInputError
+from trtbench.measure.peak_estimate import Budget, Search, SearchPlan, Step, block_counts, replicate_counts, search_peak
+from trtbench.pipeline.merge import merge_runs
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
+from trtbench.scenarios.serving.scenario import Serving
+from trtbench.scenarios.serving.vision.report import recommend_serving, serving_markdown
+from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
+from trtbench.api import compare
+from trtbench.results.compare import compare_serving
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
+from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, late_count, least_queries, passes,
+                                             resolving_queries, rule_name)
+from trtbench.scenarios.serving.loadgen.search import Bracket
+
+SERVICE_S = 0.0102  # the sleeper's call
+BOUND_S = 0.040
+CONFIDENCE = 0.9  # ServingConfig's default
+QUERIES = resolving_queries(PERCENTILE, CONFIDENCE)  # ServingConfig's default for a peak search
+SEEDS = 200
+
+
+@pytest.fixture(scope="module")
+def true_peak() -> dict[int, float]:
+    """Workers -> the sleeper's true peak."""
+    return {servers: md_c_true_peak(SERVICE_S, servers, BOUND_S) for servers in (1, 2)}
+
+
+def run_passes(qps: float, servers: int, rng: np.random.Generator, queries: int = QUERIES) -> bool:
+    """One simulated step of the search, judged by the rule."""
+    latencies = md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries))
+    return passes(late_count(latencies, BOUND_S), queries, PERCENTILE, CONFIDENCE)
+
+
+def test_the_simulation_matches_erlangs_formula_and_the_known_peaks(true_peak):
+    assert true_peak[1] == pytest.approx(44.48, rel=0.002)
+    simulated = highest_qps(simulated_late_share(SERVICE_S, 1, BOUND_S), 1 / SERVICE_S)
+    assert simulated == pytest.approx(true_peak[1], rel=0.005)
+    assert true_peak[2] == pytest.approx(133.6, rel=0.01)
+
+
+def test_the_binomial_tail_and_the_fewest_queries_that_can_pass():
+    exact = [sum(Fraction(math.comb(700, i)) * Fraction(1, 100) ** i * Fraction(99, 100) ** (700 - i)
+                 for i in range(k + 1)) for k in (0, 3, 7, 12)]
+    assert [binomial_cdf(k, 700, 0.01) for k in (0, 3, 7, 12)] == pytest.approx([float(v) for v in exact], rel=1e-9)
+    assert least_queries(0.99, 0.99) == 459  # LoadGen's early stopping: 459 queries, none late, at p99
+    assert least_queries(PERCENTILE, CONFIDENCE) == 230 and least_queries(0.9, 0.95) == 29
+    for percentile, confidence in ((0.99, 0.99), (0.99, 0.95), (0.9, 0.95), (0.999, 0.9)):
+        least = least_queries(percentile, confidence)
+        assert passes(0, least, percentile, confidence) and not passes(0, least - 1, percentile, confidence)
+        assert not passes(1, least, percentile, confidence)
+    # LoadGen's MinPassingQueriesFinder(t=1) at p99 and 0.99: 661 in time with one late, 662 queries in all
+    assert passes(1, 662, 0.99, 0.99) and not passes(1, 661, 0.99, 0.99)
+    assert QUERIES == 7227 and resolving_queries(0.99, 0.99) == 23813
+
+
+def test_the_rule_rejects_a_step_above_the_true_peak_and_accepts_one_below(true_peak):
+    """(a) At 1.08x the true peak, 95% of runs or more fail; at 0.9x, most pass. The measured p99 within the
+    bound (the rule before) on runs of 576 queries passes a third of the runs at 1.08x."""
+    for servers in (1, 2):
+        rng = np.random.default_rng(servers)
+        over = [run_passes(1.08 * true_peak[servers], servers, rng) for _ in range(SEEDS)]
+        under = [run_passes(0.9 * true_peak[servers], servers, rng) for _ in range(SEEDS)]
+        assert sum(over) <= 0.05 * SEEDS, (servers, sum(over))
+        assert sum(under) >= 0.75 * SEEDS, (servers, sum(under))
+        short = [np.sort(md_c_latencies(1.08 * true_peak[servers], SERVICE_S, servers,
+                                         rng.exponential(1.0, 576)))[int(0.99 * 576)] <= BOUND_S
+                 for _ in range(SEEDS)]
+        assert sum(short) >= 0.25 * SEEDS, (servers, sum(short))
+
+
+def test_the_search_finds_the_true_peak_within_five_percent_below_and_two_above(true_peak):
+    """(b) The search as the server scenario runs it, from [0, capacity] until the bracket is within 2%
+    (the defaults: resolution 0.02, at most 10 steps, 7227 queries a step at p99 and 0.9), its steps
+    simulated runs: the median peak over the seeds is within [0.95, 1.02] of the true peak."""
+    for servers in (1, 2):
+        rng = np.random.default_rng(10 + servers)
+        ratios, steps = [], []
+        for _ in range(SEEDS // 2):
+            bracket = Bracket(0.0, servers / SERVICE_S)
+            while not bracket.done(0.02, 10):
+                bracket = bracket.after(run_passes(bracket.qps, servers, rng))
+            assert bracket.hi - bracket.lo <= 0.02 * bracket.lo, "resolved before the steps ran out"
+            ratios.append(bracket.lo / true_peak[servers])
+            steps.append(bracket.steps)
+        assert 0.95 <= statistics.median(ratios) <= 1.02, (servers, statistics.median(ratios))
+        assert max(steps) <= 8, steps
+
+
+def test_a_bracket_resolves_a_peak_near_the_capacity_in_a_few_steps():
+    bracket = Bracket(0.0, 100.0)
+    while not bracket.done(0.02, 10):
+        bracket = bracket.after(True)
+    assert bracket.steps == 6 and bracket.lo == pytest.approx(98.4375)
+    bracket = Bracket(0.0, 100.0)
+    while not bracket.done(0.02, 10):
+        bracket = bracket.after(False)
+    assert bracket.steps == 10 and bracket.lo == 0.0, "no load passed: the steps cap the search"
+
+
+def served_set(rule: str, env: str = "env-a") -> ResultSet:
+    results = two_variant_set(env)
+    eager = next(r for r in results if r.case.variant == "eager")
+    run = LoadGenRun(44.0, 0, LoadGenSummary(True, 44.0, 44.0, {"p99": 30.0}), True)
+    results.add(ServedCase(eager.case.key, env, (ServingResult(loadgen_scenario="server", workers=1, threads=2,
+                                                               bound_ms=40.0, percentile=0.99, peak_rule=rule,
+                                                               peaks=(44.0,), runs=(run,)),)))
+    return results
+
+
+def test_the_rule_is_recorded_reported_and_read_as_the_old_one_when_absent():
+    rule = rule_name("bound", CONFIDENCE)
+    assert rule == "late-share-bound/1 at 0.9" and rule_name("loadgen", 0.99) == "loadgen-verdict"
+    results = served_set(rule)
+    data = json.loads(json.dumps(results.to_dict()))
+    (entry,) = data["serving"][0]["results"]
+    assert entry["peak_rule"] == rule
+    assert ResultSet.from_dict(data).parts("served") == results.parts("served")
+    del entry["peak_rule"]  # written before the rule was recorded
+    (old,) = ResultSet.from_dict(data).parts("served")[0].results
+    assert old.peak_rule == LEGACY_RULE == "measured-percentile"
+    table = serving_markdown(results, [])
+    assert "| peak rule |" in table and f"| {rule} |" in table
+    (recommendation,) = recommend_serving(results)
+    assert recommendation.to_dict()["choice"]["peak_rule"] == rule
+
+
+def test_a_merge_of_peaks_found_by_different_rules_exits_2_naming_both(tmp_path, capsys):
+    from helpers.cli import merge_command
+
+    new, old, again = tmp_path / "new", tmp_path / "old", tmp_path / "again"
+    served_set(rule_name("bound", CONFIDENCE)).save(new / "results.json")
+    served_set(LEGACY_RULE, "env-b").save(old / "results.json")
+    served_set(rule_name("bound", CONFIDENCE), "env-b").save(again / "results.json")
+    code, _, err = merge_command(str(new), str(old), "--output", str(tmp_path / "m"), capsys=capsys)
+    assert code == 2 and not (tmp_path / "m").exists(), err
+    assert (f"input 2 ({old}): its serving peaks were found by the rule 'measured-percentile' and those of "
+            f"input 1 ({new}) by 'late-share-bound/1 at 0.9'") in err and "fix: serve the inputs again" in err
+    assert merge_runs([str(new), str(again)], tmp_path / "m").results.parts("served")
+    mixed = served_set(LEGACY_RULE)
+    mixed.add(ServedCase("other", "env-a", served_set(rule_name("bound", 0.99)).parts("served")[0].results))
+    with pytest.raises(UserInputError, match="input 1: its serving peaks were found by the rule 'measured-percentile' "
+                                             "and some of its own by 'late-share-bound/1 at 0.99'"):
+        Serving.check_merge([mixed], ["input 1"])
+
+
+# ---- the joint estimate (validity: estimate, the default) ---------------------------------------------------------
+
+ESTIMATE_SEARCHES = 100
+ESTIMATE_BUDGET = 10_000
+
+
+def estimate_searches(servers: int, step_queries: int, seed: int) -> list[Search]:
+    """``ESTIMATE_SEARCHES`` searches of the joint estimate as the server scenario runs them (``search_peak``, the
+    same code), each step a simulated LoadGen run of ``step_queries`` queries (LoadGen's minimum duration below it)
+    with its own arrivals, as each step has its own schedule seed."""
+    rng = np.random.default_rng(seed)
+    plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, step_queries, 0.1, 0.02, Budget(ESTIMATE_BUDGET))
+
+    def step(qps: float, repeat: int, queries: int):
+        return md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries)) > BOUND_S, None
+    return [search_peak(step, plan, rng) for _ in range(ESTIMATE_SEARCHES)]
+
+
+@pytest.fixture(scope="module")
+def estimated(true_peak) -> dict[tuple[int, int], tuple[list[Search], float]]:
+    """(workers, queries a step) -> the searches and the true peak."""
+    return {(servers, queries): (estimate_searches(servers, queries, 100 * servers + queries), true_peak[servers])
+            for servers in (1, 2) for queries in (500, 1000)}
+
+
+def test_the_joint_estimate_finds_the_true_peak_within_its_interval(estimated):
+    """The median estimate within 5% of the true peak at 500-query steps and 3% at 1000, the 90% interval covering
+    the true peak in 80% of the searches or more, none over 10,000 queries (the confirming run's included)."""
+    for (servers, queries), (searches, peak) in estimated.items():
+        ratios = [s.estimate.qps / peak for s in searches]
+        margin = 0.05 if queries == 500 else 0.03
+        assert 1 - margin <= statistics.median(ratios) <= 1 + margin, (servers, queries, statistics.median(ratios))
+        covered = sum(s.estimate.low <= peak <= s.estimate.high for s in searches)
+        assert covered >= 0.8 * len(searches), (servers, queries, covered)
+        assert max(s.queries for s in searches) <= ESTIMATE_BUDGET
+        bounded = [s for s in searches if s.estimate.low > 0]  # a low end of 0: no load to confirm
+        assert len(bounded) >= 0.95 * len(searches) and all(s.confirm.qps == s.estimate.low for s in bounded)
+        assert sum(s.stopped_by == "budget" for s in searches) >= 0.9 * len(searches), "2% is not reached in 10,000"
+
+
+def test_a_search_brackets_first_then_steps_beside_the_estimate(estimated):
+    searches, peak = estimated[1, 500]
+    for search in searches[:10]:
+        assert search.steps[0].qps == pytest.approx(0.5 / SERVICE_S), "the middle of [0, capacity] first"
+        later = [s.qps / peak for s in search.steps[len(search.steps) // 2:]]
+        assert 0.9 <= statistics.median(later) <= 1.1 and 0.75 <= min(later) and max(later) <= 1.25, later
+        assert [s.repeat for s in search.steps] == list(range(len(search.steps))), "each step its own schedule"
+
+
+def test_the_interval_stops_a_search_at_its_resolution():
+    """With a wide resolution and a budget that does not bind, the search stops once its interval is narrower."""
+    rng = np.random.default_rng(7)
+    plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 1000, 0.1, 0.3, Budget(200_000))
+    search = search_peak(lambda qps, repeat, queries: (
+        md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
+    assert search.stopped_by == "resolution" and search.estimate.width <= 0.3 and search.queries < 200_000
+
+
+def test_the_bootstrap_resamples_the_same_blocks_at_every_step_of_a_repeat():
+    """Two steps of one repeat with the same burst move together in every replicate (the same blocks drawn); in two
+    repeats, apart."""
+    late = np.zeros(1000, dtype=bool)
+    late[100:120] = True  # one burst of 20 late queries
+    rng = np.random.default_rng(0)
+    together, _ = replicate_counts([Step(40.0, 0, late), Step(50.0, 0, late)], rng, 200)
+    assert np.array_equal(together[:, 0], together[:, 1]) and together[:, 0].std() > 0
+    apart, queries = replicate_counts([Step(40.0, 0, late), Step(50.0, 1, late)], rng, 200)
+    assert not np.array_equal(apart[:, 0], apart[:, 1])
+    assert queries.sum(1) == pytest.approx(np.full(200, 2000.0), abs=1000), "as many queries as the steps, on average"
+    counts, per_block = block_counts([Step(40.0, 0, late), Step(50.0, 0, late[:450])])
+    assert counts.shape == (2, 10) and counts[1].sum() == 20 and per_block[1].tolist() == [100] * 4 + [50] + [0] * 5
+
+
+def test_a_step_is_the_larger_of_min_queries_and_its_rate_times_min_duration():
+    plan = SearchPlan(0.01, 200.0, 500, 10.0, 0.02, Budget(10_000))
+    assert plan.queries_at(44.0) == 500 and plan.queries_at(134.0) == 1340
+
+
+def estimated_set(peak: float, low: float, high: float, env: str = "env-a", rule: str = ESTIMATE_RULE) -> ResultSet:
+    """A served eager with one joint estimate (its interval) under ``rule``."""
+    results = two_variant_set(env)
+    eager = next(r for r in results if r.case.variant == "eager")
+    confirm = LoadGenRun(low, 3, LoadGenSummary(True, low, low, {"p99": 30.0}), True, (12.0, 45.0), confirm=True)
+    interval = PeakInterval(low, high, "budget", 9800, 230.0, True, 0.5) if rule == ESTIMATE_RULE else None
+    results.add(ServedCase(eager.case.key, env, (ServingResult(
+        loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peak_rule=rule,
+        peaks=(peak,) if interval else (low, peak, high), runs=(confirm,), interval=interval),)))
+    return results
+
+
+def test_compare_sets_served_peaks_side_by_side_with_their_intervals():
+    base = estimated_set(40.0, 38.0, 42.0)
+    changes = {verdict: compare_serving(base, estimated_set(*new)) for verdict, new in (
+        ("higher", (50.0, 47.0, 53.0)), ("lower", (30.0, 28.0, 33.0)), ("intervals overlap", (41.0, 39.5, 43.0)))}
+    for verdict, (change,) in changes.items():
+        assert change.verdict == verdict and change.base == (40.0, 38.0, 42.0) and change.rule == ESTIMATE_RULE
+    (old_rule,) = compare_serving(estimated_set(40.0, 38.0, 42.0, rule=rule_name("bound", 0.9)), base)
+    assert old_rule.verdict == "not comparable: peaks found by different rules (late-share-bound/1 at 0.9, " \
+                               "joint-estimate/1 at 90%)"
+    table = compare(base, estimated_set(50.0, 47.0, 53.0)).table()
+    assert "| m eager fp32 w1 x t2 | joint-estimate/1 at 90% | 40.0 [38.0-42.0] | 50.0 [47.0-53.0] | higher |" in table
+
+
+def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
+    """A result of the bisection (no interval, runs in completion order, no lost_at or confirm) reads as it was."""
+    data = json.loads(json.dumps(estimated_set(40.0, 38.0, 42.0, rule=rule_name("bound", 0.9)).to_dict()))
+    (entry,) = data["serving"][0]["results"]
+    del entry["interval"]
+    for run in entry["runs"]:
+        del run["lost_at"], run["confirm"]
+    (old,) = ResultSet.from_dict(data).parts("served")[0].results
+    assert old.peak_rule == "late-share-bound/1 at 0.9" and old.interval is None and old.peak_spread == (38.0, 42.0)
+    assert old.peak_qps == 40.0 and not old.runs[0].confirm and old.runs[0].late_flags(40.0) == [False, True]
+    new = estimated_set(40.0, 38.0, 42.0)
+    (estimated,) = ResultSet.from_dict(json.loads(json.dumps(new.to_dict()))).parts("served")[0].results
+    assert estimated.interval == PeakInterval(38.0, 42.0, "budget", 9800, 230.0, True, 0.5)
+    assert estimated.peak_run.confirm and estimated.peak_spread == (38.0, 42.0)
+    table = serving_markdown(new, [])
+    assert "| 40.0 [38.0-42.0] (90%; 9800 queries, 3.8 min, stopped by budget; LoadGen VALID at 38.0) |" in table
+
+
+def test_a_search_whose_steps_are_never_late_stops_at_the_capacity_bracketed():
+    """No step over the allowed share (a lax bound): bisection up to the capacity until the bracket is within the
+    resolution; the peak is its low end, the interval the bracket."""
+    plan = SearchPlan(0.01, 100.0, 50, 0.1, 0.02, Budget(10_000))
+    search = search_peak(lambda qps, repeat, queries: (np.zeros(queries, dtype=bool), None), plan,
+                         np.random.default_rng(0))
+    assert search.stopped_by == "resolution" and search.estimate.qps == pytest.approx(98.4375)
+    assert search.estimate.high == 100.0 and len(search.steps) == 6 and search.confirm.qps == search.estimate.low
+
+
+def test_a_merge_keeps_the_joint_estimates_intervals(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    estimated_set(40.0, 38.0, 42.0).save(first / "results.json")
+    estimated_set(44.0, 41.0, 47.0, "env-b").save(second / "results.json")
+    merged = merge_runs([str(first), str(second)], tmp_path / "m").results
+    intervals = sorted((r.interval.low, r.interval.high) for part in merged.parts("served") for r in part.results)
+    assert intervals == [(38.0, 42.0), (41.0, 47.0)]

@@ -1,0 +1,308 @@
+"""The generate scenario's report section: the metric definitions, a table per build group of every decoder's
+TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32, accuracy and the memory bandwidth a decode step achieved
+against the device's ceilings, the recommendation per point (the
+accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
+step's latency against its KV position, and decode tokens/s against batch."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from matplotlib.figure import Figure
+
+from trtbench.core.env import environment_name
+from trtbench.report.colors import marker
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.rows import coverage_of
+from trtbench.report.section import Plot, ReportSection
+from trtbench.report.text import number_text
+from trtbench.core.status import Status
+from trtbench.measure.bandwidth import MemoryCeiling
+from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
+from trtbench.scenarios.generate.result import process_count
+
+HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
+          "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | decode GB/s (% triad, % datasheet) "
+          "| peak RSS / KV cache MB | requests |")
+BANDWIDTH_NOTE = (
+    "Decode GB/s: the bytes a decode step reads over the median TPOT. The bytes are the weights as deployed at the "
+    "row's precision (matmul weights and norms, not the input embedding; weight-only int8/int4 approximately: 1 or "
+    "0.5 byte per matmul weight plus a 4-byte scale per block of 32) and the KV cache at the mean decode position "
+    "(prompt + new/2). % triad is of the bandwidth trtbench measured (STREAM's triad), % datasheet of the device's "
+    "datasheet figure (unknown for a CPU); weights and a cache that fit in the last-level cache, which the triad's "
+    "arrays do not, can read above both. Peak RSS: the worker's peak resident memory; KV cache: at the last token.")
+
+
+def _median(metric: dict) -> str:
+    """A median with its 95% interval's half-width."""
+    rel = metric.get("median_ci_rel")
+    spread = f" ±{metric['median'] * rel:.3g}" if rel is not None and rel != float("inf") else ""
+    return f"{metric['median']:.4g}{spread}"
+
+
+def _speedup(speedup: Optional[dict]) -> str:
+    if not speedup:
+        return ""
+    if speedup.get("low") is None:
+        return f"{speedup['value']:.2f}x"
+    return f"{speedup['value']:.2f}x [{speedup['low']:.2f}, {speedup['high']:.2f}]"
+
+
+def _accuracy(accuracy: Optional[dict]) -> str:
+    if not accuracy:
+        return ""
+    top1 = ("top-1 n/a" if accuracy.get("top1_agree") is None else f"top-1 {accuracy['top1_agree']:.3f}")
+    prefix = f", greedy prefix {accuracy['greedy_prefix']}" if "greedy_prefix" in accuracy else ""
+    return (f"cos {accuracy['cosine_min']:.6f}, {top1} over {accuracy['top1_positions']}/{accuracy['positions']} "
+            f"positions, max abs {accuracy['max_abs_err']:.2g}{prefix}")
+
+
+def _variant(part) -> str:
+    """The decoder's name, flagged where its per-token times are not streamed (taken from its runtime's metrics)."""
+    how = part.data.get("facts", {}).get("per_token_times", "streamed")
+    return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
+
+
+def _share(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def bandwidth_text(part, ceiling: Optional[MemoryCeiling]) -> str:
+    """``12.3 (45%, -)``: the decode step's achieved GB/s and its share of the measured triad and the datasheet."""
+    achieved = part.data.get("decode_bytes", {}).get("achieved_bytes_per_s")
+    if not achieved:
+        return ""
+    shares = [ceiling.share(achieved, which) if ceiling is not None else None for which in ("measured", "datasheet")]
+    return f"{achieved / 1e9:.3g} ({_share(shares[0])}, {_share(shares[1])})"
+
+
+def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
+    data = part.data
+    cells = [part.point, _variant(part), part.precision, str(part.status)]
+    metrics = data.get("metrics")
+    if metrics:
+        speedups = data.get("speedups", {})
+        cells += [_median(metrics["ttft_ms"]), _median(metrics["tpot_ms"]), _median(metrics["e2e_ms"]),
+                  f"{metrics['decode_tokens_per_s']['median']:.4g}", f"{metrics['prefill_tokens_per_s']['median']:.4g}",
+                  f"{metrics['itl_ms']['p50']:.3g} / {metrics['itl_ms']['p99']:.3g}",
+                  *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
+                  _accuracy(data.get("accuracy")), bandwidth_text(part, ceiling),
+                  f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
+                  f"{data['rounds']} x {process_count(data)} ({data['stopped_by']})"]
+    else:
+        cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", "", ""]
+    return "| " + " | ".join(cells) + " |"
+
+
+def process_line(parts: list) -> str:
+    """What the table's intervals cover, as the latency table's header says it (``95% CI, 3 processes x rounds``),
+    and the rows whose replicate processes took turns for memory."""
+    counts = {process_count(p.data) for p in parts if "requests" in p.data}
+    turns = sorted({f"{p.slot} in {len(p.data['process_turns'])} turns" for p in parts if p.data.get("process_turns")})
+    line = (f"Intervals (the medians' ± and the speedups'): {coverage_of(counts or {1})}; each decoder timed in "
+            f"{'/'.join(str(c) for c in sorted(counts or {1}))} replicate worker process(es), requests: rounds x "
+            f"processes.")
+    return line + (f" Processes that did not fit the memory budget together took turns: {', '.join(turns)}."
+                   if turns else "")
+
+
+def memory_lines(parts: list) -> list[str]:
+    """The decoder workers' memory groups, as Markdown: each group's workers with their estimated and peak resident
+    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the
+    budget."""
+    groups: dict[tuple, dict] = {}
+    for part in parts:
+        memory = part.data.get("memory")
+        if memory:
+            group = groups.setdefault((part.model, part.threads, memory["group"]), {"memory": memory, "slots": {}})
+            group["slots"][part.slot] = memory  # the last point's figures: the peaks so far
+            if memory["run_peak_rss_mb"] >= group["memory"]["run_peak_rss_mb"]:
+                group["memory"] = memory
+    if not groups:
+        return []
+    lines = ["### Memory", "", "Each memory group's decoder workers run together, eager fp32 among them as the "
+             "reference of the group's speedups; a group's workers close before the next starts.", "",
+             "| model | threads | group | workers: estimate / peak RSS MB | run peak MB | budget MB |",
+             "|---|---|---|---|---|---|"]
+    for (model, threads, index), group in sorted(groups.items()):
+        memory = group["memory"]
+        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}"
+                            for slot, m in group["slots"].items())
+        lines.append(f"| {model} | t{threads} | {index + 1} of {memory['groups']} | {workers} | "
+                     f"{memory['run_peak_rss_mb']:.0f} | {memory['budget_mb']} |")
+    return lines + [""]
+
+
+def cold_starts(parts: list) -> list[str]:
+    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), and
+    its published artifact's in the verify worker's fresh process, once per build group and slot, as Markdown
+    lines."""
+    seen, rows = set(), []
+    for part in _timed(parts):
+        facts = part.data.get("facts", {})
+        key = (part.environment, part.model, part.threads, part.slot)
+        if key in seen or "cold_start" not in facts:
+            continue
+        seen.add(key)
+        cold, published = facts["cold_start"], part.data.get("published", {})
+        saved = [number_text(published.get(name), digits) for name, digits in (("load_s", 2), ("first_token_ms", 1))]
+        rows.append(f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
+                    f"| {cold['load_s']} | {cold['first_token_ms']} | {' | '.join(saved)} |")
+    if not rows:
+        return []
+    return ["Cold start in a fresh process (a build process builds the artifact, the worker loads it and makes its "
+            "first request; compiled's first request compiles its graphs: its facts' compile_s; exported and aoti "
+            "export and compile at build time); the saved artifact: the published folder loaded in the verify "
+            "worker's fresh process, as `trtbench verify` loads it, and the same first request (empty where nothing "
+            "was saved).", "",
+            "| model | threads | variant | precision | build s | load s | first token ms | saved artifact load s | "
+            "saved first token ms |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]
+
+
+def recommendations(parts: list) -> list[dict]:
+    """Per build group and point: the ok (so accurate) row with the lowest median TPOT, and with the lowest TTFT."""
+    found = []
+    groups: dict[tuple, list] = {}
+    for part in parts:
+        if part.status is Status.OK and part.data.get("metrics"):
+            groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
+    for (environment, model, threads, point), rows in groups.items():
+        entry = {"environment": environment, "model": model, "threads": threads, "point": point}
+        for name, metric in (("lowest_tpot", "tpot_ms"), ("lowest_ttft", "ttft_ms")):
+            best = min(rows, key=lambda p: p.data["metrics"][metric]["median"])
+            entry[name] = {"variant": best.decoder, "precision": best.precision,
+                           metric: round(best.data["metrics"][metric]["median"], 3)}
+        found.append(entry)
+    return found
+
+
+def _timed(parts: list) -> list:
+    return [p for p in parts if p.status is Status.OK and p.data.get("metrics")]
+
+
+def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
+    """The median latency of each decode step against the KV cache's length at that step, a line per row; None
+    when no row was timed."""
+    timed = _timed(parts)
+    if not timed:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, part in enumerate(timed):
+        steps, prompt = part.data["metrics"]["step_ms"], part.data["prompt_tokens"]
+        ax.plot([prompt + i + 1 for i in range(len(steps))], steps, marker=marker(rank), markersize=3,
+                label=f"{part.decoder} {part.precision} {part.point}")
+    label_axes(ax, "KV cache length at the step (positions)", "decode step latency, median (ms)",
+               "Generate: decode step latency vs KV position")
+    return finish(fig, file_name, legend=ax)
+
+
+def batch_plot(parts: list, file_name: str) -> Optional[Plot]:
+    """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
+    without a line of two batch sizes."""
+    lines: dict[str, dict[int, float]] = {}
+    for part in _timed(parts):
+        name = f"{part.decoder} {part.precision} p{part.data['prompt_tokens']}-n{part.data['new_tokens']}"
+        lines.setdefault(name, {})[part.data["batch"]] = part.data["metrics"]["decode_tokens_per_s"]["median"]
+    lines = {name: at for name, at in lines.items() if len(at) > 1}
+    if not lines:
+        return None
+    fig = Figure(figsize=(10.0, 4.8))
+    ax = fig.add_subplot()
+    for rank, (name, at) in enumerate(lines.items()):
+        batches = sorted(at)
+        ax.plot(batches, [at[b] for b in batches], marker=marker(rank), label=name)
+    label_axes(ax, "batch (sequences per request)", "decode tokens/s, median", "Generate: decode tokens/s vs batch")
+    return finish(fig, file_name, legend=ax)
+
+
+def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
+    """What the bandwidth column's shares are of, once per memory ceiling."""
+    notes = []
+    for ceiling in ceilings:
+        values = ceiling.values
+        measured = (f"triad {values['measured_bytes_per_s'] / 1e9:.3g} GB/s ({values['measured_method']}; "
+                    f"arrays sized at {values['measured_sized_by']})" if values.get("measured_bytes_per_s")
+                    else "triad not measured (benchmark.measure_ceiling: false)")
+        sheet = (f"datasheet {values['datasheet_bytes_per_s'] / 1e9:.4g} GB/s ({values['datasheet_source']})"
+                 if values.get("datasheet_bytes_per_s") else f"datasheet {values['datasheet_source']}")
+        notes.append(f"- {ceiling.device}, {ceiling.threads} thread(s): {measured}; {sheet}.")
+    return notes
+
+
+def energy_lines(parts: list) -> list[str]:
+    """Joules per output token of each timed row (its requests' energy above the idle draw, over batch x
+    new_tokens), or why there is none, once per reason (:mod:`trtbench.measure.energy`)."""
+    energies = [(part, part.data["energy"]) for part in _timed(parts) if part.data.get("energy")]
+    reasons = sorted({e["unavailable"] for _, e in energies if "unavailable" in e})
+    measured = [(part, e) for part, e in energies if e.get("joules_per_token") is not None]
+    if not energies:
+        return []
+    lines = ["### Energy", "", *[f"Energy not measured: {reason}." for reason in reasons]]
+    if measured:
+        lines += ["Joules per output token: the device's energy counter read around each request in its worker, less "
+                  "the idle draw read just before the point's rounds, over the request's batch x new_tokens (prefill "
+                  "included); the interval is over its requests, every replicate process's pooled (not two-level).", ""]
+        for part, e in measured:
+            ci = e.get("joules_per_token_ci")
+            lines.append(f"- {part.point} {part.slot}: {e['joules_per_token']:.3g} J/token"
+                         + (f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else "") + f", {e['average_power_w']:.0f} W "
+                         f"({e['source']}; idle {e['idle_power_w']:.0f} W)")
+    return lines + [""]
+
+
+def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict) -> Optional[ReportSection]:
+    """The section (its Markdown, plots and results.json entries), from the generate parts and the memory ceilings
+    alone (None: there are no parts)."""
+    if not parts:
+        return None
+    lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
+             "harness for every variant:", ""]
+    lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
+    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are eager fp32's median over the row's, with a two-level 95% "
+              "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
+              "by every replicate process of every decoder), each side's processes on their own; the medians' ± "
+              "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
+              "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
+              "prefix that matches eager's.", ""]
+    groups: dict[tuple, list] = {}
+    for part in parts:
+        groups.setdefault((part.environment, part.model, part.threads), []).append(part)
+    by_scope = {ceiling.key: ceiling for ceiling in ceilings}
+    notes = []
+    for (environment, model, threads), rows in groups.items():
+        where = environment_name(environments.get(environment, {"id": environment}))
+        lines += [f"### {model}, {threads} thread(s), {where}", "", process_line(rows), "", HEADER,
+                  "|" + "---|" * HEADER.count(" | ") + "---|"]
+        lines += [_row(part, by_scope.get((part.environment, part.data.get("device"), part.threads))) for part in rows]
+        lines.append("")
+        notes += [f"- {p.point} {p.slot}: {p.status}: {p.reason}" for p in rows if p.status is not Status.OK]
+    lines += [BANDWIDTH_NOTE, "", *ceiling_notes(ceilings), ""]
+    if notes:
+        lines += ["Not timed:", "", *notes, ""]
+    lines += cold_starts(parts)
+    lines += energy_lines(parts)
+    lines += memory_lines(parts)
+    plots = [plot for plot in (steps_plot(parts, "generate_steps.png"), batch_plot(parts, "generate_batch.png"))
+             if plot is not None]
+    lines += [plot.markdown for plot in plots] + ([""] if plots else [])
+    recommended = recommendations(parts)
+    if recommended:
+        lines += ["### What to ship", ""]
+        lines += [f"- {r['model']} t{r['threads']} {r['point']}: lowest TPOT {r['lowest_tpot']['variant']} "
+                  f"{r['lowest_tpot']['precision']} ({r['lowest_tpot']['tpot_ms']} ms); lowest TTFT "
+                  f"{r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} ({r['lowest_ttft']['ttft_ms']} ms)"
+                  for r in recommended]
+        lines.append("")
+    return ReportSection("\n".join(lines), {"generate_recommendations": recommended}, tuple(plots))
+
+
+def generate_summary(parts: list) -> list[str]:
+    """The recommendation per point, for the command line."""
+    recommended = recommendations(parts)
+    if not recommended:
+        return []
+    return ["generate (accurate, lowest TPOT / lowest TTFT):",
+            *[f"  {r['model']} {r['point']}: {r['lowest_tpot']['variant']} {r['lowest_tpot']['precision']} "
+              f"{r['lowest_tpot']['tpot_ms']} ms/token; {r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} "
+              f"{r['lowest_ttft']['ttft_ms']} ms to first token" for r in recommended]]

@@ -1,0 +1,157 @@
+"""The generate scenario's result part: one decoder at one precision at one point (prompt tokens x new tokens x
+batch) of a build group, with its requests' metrics, its speedups over eager fp32 and its accuracy; and how a
+point's requests become those figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance, speedup_interval, summarize
+from trtbench.core.status import Status
+from trtbench.measure.token_timing import RequestMetrics, distribution, step_medians
+
+TIMES = ("ttft_ms", "tpot_ms", "e2e_ms")  # the times with a speedup over eager fp32
+RATES = ("decode_tokens_per_s", "prefill_tokens_per_s")
+
+
+@dataclass(frozen=True)
+class GeneratePoint:
+    """A point of the generate scenario: ``batch`` sequences of ``prompt_tokens`` ids, ``new_tokens`` each."""
+
+    prompt_tokens: int
+    new_tokens: int
+    batch: int
+
+    @property
+    def label(self) -> str:
+        return f"p{self.prompt_tokens}-n{self.new_tokens}-b{self.batch}"
+
+
+@dataclass(frozen=True)
+class DecoderPoint:
+    """Where a result part of a decoder belongs: decoder ``decoder`` at ``precision`` (slot ``slot`` of its build
+    group of ``model`` at ``threads``) at generate point ``point``, in ``environment``. A generate row and what
+    serving that decoder there gave share it, and so their key."""
+
+    environment: str
+    model: str
+    threads: int
+    point: str
+    slot: str
+    decoder: str
+    precision: str
+
+    @property
+    def key(self) -> tuple:
+        return (self.environment, self.model, self.threads, self.point, self.slot)
+
+    def point_dict(self) -> dict:
+        """Its fields, as a part's ``to_dict`` starts."""
+        return {name: getattr(self, name) for name in POINT_FIELDS}
+
+    @staticmethod
+    def point_values(data: dict) -> tuple:
+        """Its fields from a part's dict, in order: the first arguments of the part's constructor."""
+        return tuple(data[name] for name in POINT_FIELDS)
+
+
+POINT_FIELDS = ("environment", "model", "threads", "point", "slot", "decoder", "precision")
+
+
+@dataclass(frozen=True)
+class GenerateRecord(DecoderPoint):
+    """Decoder ``decoder`` at ``precision`` (slot ``slot`` of its build group) at point ``point``: ``data`` holds
+    the point's settings, the per-request series (``requests``), their summaries (``metrics``), the speedups
+    over eager fp32 (``speedups``), the accuracy against it (``accuracy``) and the worker's ``facts``."""
+
+    KIND: ClassVar[str] = "generate"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "generate"
+
+    status: Status
+    reason: str = ""
+    data: dict = field(default_factory=dict)
+
+    @property
+    def fails_run(self) -> bool:
+        return self.status is Status.FAILED
+
+    @property
+    def failure_note(self) -> str:
+        return f"generate {self.model} {self.point} {self.slot}: {self.reason}"
+
+    def to_dict(self) -> dict:
+        return {**self.point_dict(), "status": str(self.status), "reason": self.reason, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GenerateRecord":
+        return cls(*cls.point_values(data), Status(data["status"]), data.get("reason", ""), data.get("data", {}))
+
+
+def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], name: str) -> BlockSeries:
+    """Metric ``name`` of ``requests`` as blocks (a request is the generate scenario's block), each with its
+    replicate process and global round from ``blocks``."""
+    return BlockSeries(tuple(getattr(r, name) for r in requests), tuple(p for p, _ in blocks),
+                       tuple(r for _, r in blocks))
+
+
+def pooled_variances(rows: list[tuple[list[RequestMetrics], list[tuple[int, int]]]]) -> dict:
+    """Per time, the between-process variance (log scale) pooled over ``rows`` (each a decoder's requests and
+    blocks at one point): :func:`~trtbench.core.stats.pooled_between_variance`, None where no row has 2 processes."""
+    return {name: pooled_between_variance([series_of(*row, name) for row in rows]) for name in TIMES + RATES}
+
+
+def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]], target_rel_ci: float) -> bool:
+    """Whether the median E2E of ``requests`` is known to within ``target_rel_ci``: its two-level 95% interval's
+    half-width over the median (the rounds and the replicate processes resampled)."""
+    return median_interval(series_of(requests, blocks, "e2e_ms")).rel_halfwidth <= target_rel_ci
+
+
+def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], between: dict) -> dict:
+    """Each time's and rate's summary over ``requests`` (median, percentiles), the median's interval
+    (``median_ci_rel``) two-level over the rounds and processes of ``blocks``, topped up to the point's pooled
+    between-process variance (``between``, by name); the ITL distribution over every gap, and the median
+    decode-step latency at each KV position."""
+    metrics = {}
+    for name in TIMES + RATES:
+        metrics[name] = summarize([getattr(r, name) for r in requests]).to_dict()
+        metrics[name]["median_ci_rel"] = median_interval(series_of(requests, blocks, name),
+                                                         between.get(name)).rel_halfwidth
+    metrics["itl_ms"] = distribution([gap for r in requests for gap in r.itl_ms])
+    metrics["step_ms"] = step_medians(requests)
+    return metrics
+
+
+def speedups_of(row: tuple[list[RequestMetrics], list[tuple[int, int]]],
+                baseline: tuple[list[RequestMetrics], list[tuple[int, int]]], between: dict) -> dict:
+    """Eager fp32's median over this one's for TTFT, TPOT and E2E (each a decoder's requests and blocks), with the
+    two-level 95% interval: the rounds both were timed in resampled together (a round's requests were made back to
+    back), each side's processes on their own, topped up to the point's pooled between-process variance
+    (``between``, by name)."""
+    speedups = {}
+    for name in TIMES:
+        base, this = series_of(*baseline, name), series_of(*row, name)
+        if base == this:  # eager fp32's own row: its reference, 1 exactly
+            speedups[name] = {"value": 1.0, "low": 1.0, "high": 1.0}
+            continue
+        interval = speedup_interval(base, this, between.get(name))
+        speedups[name] = (interval.to_dict() if np.isfinite(interval.low) and np.isfinite(interval.high)
+                          else {"value": interval.value, "low": None, "high": None})
+    return speedups
+
+
+def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -> dict:
+    """The per-request series the record keeps (ms), in the order made, with each request's block coordinates: the
+    replicate worker process that made it (``process``) and the global round it was made in (``round``), as a
+    latency record's ``block_process`` and ``block_round`` give a block's (a request is the generate scenario's
+    block)."""
+    return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
+            "process": [p for p, _ in blocks], "round": [r for _, r in blocks]}
+
+
+def process_count(data: dict) -> int:
+    """How many replicate processes a record's requests came from: 1 for a record written before they were kept."""
+    return data.get("processes") or len(set(data.get("requests", {}).get("process", [0]))) or 1

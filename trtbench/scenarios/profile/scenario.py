@@ -1,0 +1,134 @@
+"""The profile scenario: where one variant's time and memory go (layers, operators, memory, structure,
+a training step), once per run at the profile's precision; the sections themselves are
+:mod:`trtbench.profiling`'s, and :mod:`trtbench.scenarios.profile.report` presents them."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Iterator, Optional
+
+from trtbench.building.stage import capture_warnings
+from trtbench.core.precision import unsupported_reason
+from trtbench.profiling.config import ProfileConfig
+from trtbench.profiling.runner import ProfiledVariant, run_profiles
+from trtbench.core.env import environment_name
+from trtbench.core.errors import UserInputError
+from trtbench.core.status import Status
+from trtbench.report.section import ReportSection
+from trtbench.scenarios.base import Scenario, register
+from trtbench.scenarios.profile.report import layer_plots, profile_markdown
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """What to profile: the profile's settings, a build group's variants at its precision (``outcomes``:
+    name -> BuildOutcome), the ``points`` of ``settings.shapes`` found among the group's ``all_points``,
+    and their ``inputs`` by point label."""
+
+    settings: ProfileConfig
+    outcomes: dict
+    points: list
+    inputs: dict
+    all_points: list
+
+
+def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]) -> dict:
+    """Profile ``request``'s variants at its points; a point label the run does not have (a batch sweep
+    names its points b<N>) is said in the result's warnings, not dropped silently."""
+    profile_cfg, outcomes, points = request.settings, request.outcomes, request.points
+    inputs, all_points = request.inputs, request.all_points
+    device, out_dir, progress = ctx.device, ctx.out_dir, ctx.progress
+    reason = unsupported_reason(profile_cfg.precision, device)
+    if reason:
+        return {"status": Status.SKIPPED, "reason": reason, "precision": profile_cfg.precision, "device": str(device)}
+    labels = [p.label for p in points]
+    missing = [label for label in profile_cfg.shapes if label not in labels]
+    chosen = [ProfiledVariant(name, outcomes[name].variant, outcomes[name].built, tuple(artifacts.get(name, ())))
+              for name in profile_cfg.variants if name in outcomes and outcomes[name].built is not None]
+    with progress.task(f"profile {profile_cfg.precision}", total=len(chosen) * len(labels)) as tick:
+        profiles, caught = capture_warnings(lambda: run_profiles(
+            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, tick))
+    if missing:
+        caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
+                  f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)
+    profiles["warnings"] = caught
+    return profiles
+
+
+@dataclass(frozen=True)
+class ProfilePart:
+    """The run's profile (:func:`profile_group`'s data) of one model at the profile's precision."""
+
+    KIND: ClassVar[str] = "profile"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "profiles"
+    fails_run: ClassVar[bool] = False  # a profile that failed says so in its data; the rows are what fail a run
+
+    environment: str
+    model: str
+    precision: str
+    data: dict
+
+    @property
+    def key(self) -> tuple:
+        return (self.environment, self.model, self.precision)
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment, "model": self.model, "precision": self.precision,
+                "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ProfilePart":
+        return cls(data["environment"], data["model"], data["precision"], data["data"])
+
+
+@register
+class Profile(Scenario):
+    """Where one variant's time and memory go, once per run, on the first build group at the profile's
+    precision; its settings are the config's ``profile:`` section (on when that section is)."""
+
+    name = "profile"
+    parts = (ProfilePart,)
+    after_save = True  # it reports the saved files' sizes
+    listed = False  # the config's profile: section turns it on
+    example = "profile: {variants: [eager], shapes: [opt]}"
+
+    @classmethod
+    def parse(cls, value: Any, key: str) -> "Profile":
+        raise UserInputError(key, "'profile' is configured by the top-level profile: section",
+                             "remove it from scenarios and write e.g. profile: {variants: [eager], shapes: [opt]}")
+
+    def owes(self, group, done) -> bool:
+        return self.settings.precision in group.precisions and not done.parts(ProfilePart.KIND)
+
+    def run(self, ctx, built, prepared) -> Iterator[ProfilePart]:
+        group, precision = built.group, self.settings.precision
+        saved = built.done.saved_files(group, precision, ctx.out_dir / "artifacts")
+        yield ProfilePart(ctx.env_id, group.model.id, precision,
+                          profile_stage(ctx, built, self.settings, saved))
+
+    @classmethod
+    def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
+        parts = results.parts(ProfilePart.KIND)
+        profiles = [(f"{p.model}, {environment_name(results.environments.get(p.environment, {'id': p.environment}))}",
+                     p.data) for p in parts]
+        profiles += [("", run["profiles"]) for run in results.runs if run.get("profiles")]  # results of schema 4
+        if not profiles:
+            return None
+        plots = [plot for i, (_, data) in enumerate(profiles)  # several (a merge): each its own plot files
+                 for plot in layer_plots(data, f"{i}_" if len(profiles) > 1 else "")]
+        return ReportSection("\n".join(profile_markdown(data, where if len(profiles) > 1 else "")
+                                        for where, data in profiles), plots=tuple(plots))
+
+
+def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:
+    """The run's profile on the built group at the profile's precision (its variants there, its inputs from
+    the group's copy at that precision), at the points ``settings.shapes`` names."""
+    group, precision = built.group, settings.precision
+    at_precision = {e.name: built.outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
+                    if group.slot_id(e.name, precision) in built.outcomes}
+    points = [p for p in group.points if p.label in settings.shapes]
+    inputs = {p.label: built.copies[precision].inputs[p.label] for p in points}
+    return profile_group(ProfileRequest(settings, at_precision, points, inputs, group.points), ctx, artifacts)

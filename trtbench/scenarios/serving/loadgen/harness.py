@@ -1,0 +1,104 @@
+"""One LoadGen Server run, for both kinds of serving: its ``TestSettings`` and ``LogSettings``, the SUT and query
+sample library constructed, the test started, both destroyed, and the logs kept.
+
+A kind brings its session (``open_session(lg)``: LoadGen's ``issue(samples)`` and ``flush()`` callbacks, and a
+``close()`` that stops it once LoadGen has every query back) and the load (:class:`ServerLoad`); the run's bound is
+one latency (vision) or LoadGen's token latencies, TTFT and TPOT (``use_token_latencies``). Both run with the trace
+off, and keep :data:`KEPT_LOGS`, the summary and the detail, in their folder: the (empty) accuracy log goes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Protocol
+
+from trtbench.scenarios.serving.loadgen.settings import LOADGEN_MODULE
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, read_summary
+
+KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query LoadGen issued: its id, its sample (an index into the library), when it was issued
+    (``time.perf_counter()``) and its place in issue order (the schedule's, from 0)."""
+
+    id: int
+    sample: int
+    issued_s: float
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class ServerLoad:
+    """What one run offers and how it is bounded: Poisson arrivals at ``qps`` from schedule ``seed``, LoadGen's
+    minimums, and the bound at ``percentile``: ``latency_ms`` (one query's latency) or ``token_ms`` (its TTFT and
+    TPOT, for LoadGen's token latencies)."""
+
+    qps: float
+    percentile: float
+    minimums: tuple[float, int]  # (min_duration_s, min_queries)
+    seed: int
+    latency_ms: Optional[float] = None
+    token_ms: Optional[tuple[float, float]] = None
+
+
+class Session(Protocol):
+    """An SUT's side of one run: LoadGen's callbacks, and ``close()`` once the test is over."""
+
+    def issue(self, samples) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def loadgen_settings(lg, load: ServerLoad):
+    """LoadGen's ``TestSettings`` for a PerformanceOnly Server run offering ``load``."""
+    test = lg.TestSettings()
+    test.scenario = lg.TestScenario.Server
+    test.mode = lg.TestMode.PerformanceOnly
+    test.server_target_qps = load.qps
+    if load.token_ms is not None:
+        test.use_token_latencies = True
+        test.ttft_latency, test.tpot_latency = (int(ms * 1e6) for ms in load.token_ms)
+    else:
+        test.server_target_latency_ns = int(load.latency_ms * 1e6)
+    test.server_target_latency_percentile = load.percentile
+    test.min_duration_ms = int(load.minimums[0] * 1e3)
+    test.min_query_count = load.minimums[1]
+    test.schedule_rng_seed = load.seed
+    return test
+
+
+def log_settings(lg, folder: Path):
+    """LoadGen's ``LogSettings``: its logs in ``folder``, nothing on stdout, no trace."""
+    logs = lg.LogSettings()
+    logs.log_output.outdir = str(folder)
+    logs.log_output.copy_summary_to_stdout = False
+    logs.enable_trace = False
+    return logs
+
+
+def run_loadgen(open_session: Callable[[Any], Session], samples: int, load: ServerLoad,
+                folder: Path) -> tuple[Session, LoadGenSummary]:
+    """One LoadGen Server run offering ``load`` to the session ``open_session(lg)`` makes, over a library of
+    ``samples`` samples (they live in the servers: LoadGen loads nothing); its logs in ``folder``, of which
+    :data:`KEPT_LOGS` stay. The session (closed however the run ends) and LoadGen's summary."""
+    lg = importlib.import_module(LOADGEN_MODULE)
+    folder.mkdir(parents=True, exist_ok=True)
+    session = open_session(lg)
+    sut = lg.ConstructSUT(session.issue, session.flush)
+    qsl = lg.ConstructQSL(samples, samples, lambda indices: None, lambda indices: None)
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, loadgen_settings(lg, load), log_settings(lg, folder))
+    finally:
+        session.close()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    for path in folder.iterdir():
+        if path.is_file() and path.name not in KEPT_LOGS:
+            path.unlink()
+    return session, read_summary(folder)

@@ -1,0 +1,60 @@
+"""The late-share plot both kinds of serving draw: why each joint estimate's peak is where it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from trtbench.measure.peak_estimate import Step, fit_curve
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
+
+
+@dataclass(frozen=True)
+class SharePanel:
+    """One joint estimate as :func:`late_share_plot` draws it: its title, what late means (``ylabel``), its fitted
+    steps (the confirming run left out), the allowed late share, the peak and its interval."""
+
+    title: str
+    ylabel: str
+    steps: tuple[Step, ...]
+    allowed: float
+    peak: float
+    interval: PeakInterval
+
+
+def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
+    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
+    with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
+    them, the share the percentile allows and the estimate with its interval; None without a panel with steps."""
+    panels = [panel for panel in panels if panel.steps]
+    if not panels:
+        return None
+    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
+    z = 1.6448536269514722  # a two-sided 90% interval
+    for i, panel in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        qps = np.array([s.qps for s in panel.steps])
+        n, share = np.array([s.queries for s in panel.steps], float), np.array([s.share for s in panel.steps])
+        middle = (share + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        ax.errorbar(qps, share, yerr=[np.clip(share - middle + half, 0, None), np.clip(middle + half - share, 0, None)],
+                    fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
+        a, b, centre = fit_curve(panel.steps)
+        grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
+        ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
+        ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
+        ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
+        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
+                   label="its 90% interval")
+        ax.set_yscale("symlog", linthresh=panel.allowed / 10)
+        ax.set_ylim(bottom=0)
+        label_axes(ax, "offered QPS", panel.ylabel, panel.title)
+        ax.title.set_fontsize("small")
+        ax.legend(fontsize="x-small")
+    return finish(fig, file_name)

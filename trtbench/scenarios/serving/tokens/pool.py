@@ -1,0 +1,163 @@
+"""An LLM server's pool: one worker process per server, each hosting a generate decoder
+(:class:`~trtbench.building.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
+batch of them), or hosting its continuous-batching engine (the recipe's ``engine_batch``). A request streams back
+(:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its first step exists, and one the moment
+each member's last step exists, so that the parent reports them to LoadGen then, and its step stamps at the end
+(``time.perf_counter``: one clock for every process of the machine).
+
+The worker's recipe carries a request for every batch size and every pair of lengths a request can take
+(:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
+its members ask for (:func:`request_label`).
+
+Under continuous batching the recipe's requests are of one query each, and a worker's queries go to its engine as
+they come (:meth:`~trtbench.workers.loop.Worker.send_admit`), each joining the running batch; an
+:class:`EngineClient`'s reader thread routes the engine's answers, ``("first", key)`` and ``("done", key, stamps)``,
+to the query they belong to. Its :meth:`~EngineClient.serve` serves one query, and ``engine_batch`` of them serve at
+once per worker (a dispatcher each), so the engine holds as many queries as arrive, up to its room, and the rest wait
+in LoadGen's queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import queue
+import threading
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from trtbench.building.decoder_recipe import DecoderRecipe
+from trtbench.core.knobs import Knobs
+from trtbench.scenarios.serving.tokens.lengths import QueryLengths
+from trtbench.scenarios.serving.tokens.run import Serve
+from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
+
+
+def request_label(batch: int, prompt_tokens: int, new_tokens: int) -> str:
+    """The worker request of ``batch`` sequences padded to ``prompt_tokens``, generating ``new_tokens``."""
+    return f"serve b{batch} p{prompt_tokens} n{new_tokens}"
+
+
+def serving_requests(lengths: QueryLengths, max_batch: int, vocab: int, seed: int = 0) -> dict[str, tuple]:
+    """The requests of a server's recipe (``DecoderRecipe.requests``): one per batch size up to ``max_batch`` and
+    per pair of the lengths' distinct prompt and new-token counts, its prompt token ids drawn with ``seed``
+    from the vocabulary past the special tokens (the same rows, cut to each length)."""
+    prompts, news = lengths.values("prompt_tokens"), lengths.values("new_tokens")
+    ids = np.random.default_rng(seed).integers(min(3, vocab - 1), vocab, size=(max_batch, max(prompts)), dtype=np.int64)
+    return {request_label(batch, prompt, new): (ids[:batch, :prompt], new)
+            for batch in range(1, max_batch + 1) for prompt in prompts for new in news}
+
+
+def worker_server(worker: Worker, timeout_s: float) -> Serve:
+    """A server of :mod:`trtbench.scenarios.serving.tokens.run` that sends each request to ``worker``: the request of
+    its batch size at its longest prompt and most new tokens."""
+
+    def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
+        marks = frozenset({1, *(new for _, new in lengths)})
+        worker.send_stream(request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
+        while (reply := worker.stream_reply(timeout_s))[0] == "step":
+            reached(reply[1])
+        return reply[1]
+
+    return serve
+
+
+class EngineClient:
+    """The queries in flight in ``worker``'s engine, each answered within ``timeout_s`` or the worker killed."""
+
+    def __init__(self, worker: Worker, timeout_s: float):
+        self.worker, self.timeout_s = worker, timeout_s
+        self.lock = threading.Lock()  # one sender at a time, and the routes as the reader sees them
+        self.routes: dict[int, queue.Queue] = {}
+        self.keys = itertools.count()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def serve(self, lengths: Sequence[tuple[int, int]], reached: Callable[[int], None]) -> Sequence[float]:
+        """One query (``lengths`` holds its one (prompt_tokens, new_tokens)) through the engine: ``reached(1)`` at its
+        first token, ``reached(new_tokens)`` at its last; its token stamps."""
+        (prompt_tokens, new_tokens), = lengths
+        answers: queue.Queue = queue.Queue()
+        try:
+            with self.lock:
+                key = next(self.keys)
+                self.routes[key] = answers
+                self.worker.send_admit(key, request_label(1, prompt_tokens, new_tokens))
+            self._next(answers)
+            reached(1)
+            stamps = self._next(answers)[2]
+        finally:
+            with self.lock:
+                self.routes.pop(key, None)
+        reached(new_tokens)
+        return stamps
+
+    def _next(self, answers: queue.Queue) -> tuple:
+        try:
+            answer = answers.get(timeout=self.timeout_s)
+        except queue.Empty:
+            self.worker.kill()
+            raise WorkerError(f"{self.worker.name}'s worker gave no answer to a query within {self.timeout_s:g} s "
+                              f"and was killed") from None
+        if isinstance(answer, WorkerError):
+            raise answer
+        return answer
+
+    def _read(self) -> None:
+        """Route each answer to its query; an engine's error fails every query in flight, and so does a worker that
+        died (which ends the reading)."""
+        while True:
+            try:
+                answer = self.worker.engine_reply()
+            except WorkerError as err:
+                self._fail(err)
+                return
+            if answer[0] == "error":
+                self._fail(WorkerError(f"{self.worker.name}'s worker failed in its engine:\n{answer[1]}"))
+                continue
+            with self.lock:
+                route = self.routes.get(answer[1])
+            if route is not None:
+                route.put(answer)
+
+    def _fail(self, err: WorkerError) -> None:
+        with self.lock:
+            for route in self.routes.values():
+                route.put(err)
+
+
+class DecoderPool:
+    """``count`` workers serving ``recipe`` (each builds into a folder of its own under the recipe's ``out_dir``),
+    started with ``knobs`` and the recipe's threads, each bound to cores of its own where the knobs bind."""
+
+    def __init__(self, recipe: DecoderRecipe, count: int, timeout_s: float, log_dir: Optional[Path] = None,
+                 knobs: Knobs = Knobs()):
+        recipes = {f"server {i}": dataclasses.replace(recipe, out_dir=str(Path(recipe.out_dir) / f"server-{i}"))
+                   for i in range(count)}
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        spawned = spawn_workers(count, timeout_s, log_dir, knobs, recipe.threads, at_once=True)
+        ready, errors = start_workers(recipes, spawned)
+        self.workers, self.engine_batch = list(ready.values()), recipe.engine_batch
+        if errors:
+            self.close()
+            raise WorkerError("; ".join(str(err) for err in errors.values()))
+
+    def servers(self, timeout_s: float) -> list[Serve]:
+        """One server per worker, or ``engine_batch`` per worker's engine, each query answered within ``timeout_s``
+        or the worker killed."""
+        if not self.engine_batch:
+            return [worker_server(worker, timeout_s) for worker in self.workers]
+        clients = [EngineClient(worker, timeout_s) for worker in self.workers]
+        return [client.serve for client in clients for _ in range(self.engine_batch)]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    def __enter__(self) -> "DecoderPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

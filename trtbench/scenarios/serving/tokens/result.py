@@ -1,0 +1,202 @@
+"""What LLM serving (a ``serving`` entry beside generate) produced: one LoadGen run with token latencies
+(:class:`DecoderStep`), a decoder served at one point by one worker count under one serving entry
+(:class:`DecoderServingResult`), and a decoder slot's results at one point (:class:`ServedDecoder`): a part keyed
+as the generate row it serves, journaled, resumed and merged as every part is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
+
+from trtbench.core import schema
+from trtbench.core.part import register_part
+from trtbench.core.status import Status
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
+from trtbench.scenarios.generate import DecoderPoint
+from trtbench.scenarios.serving.tokens.lengths import QueryLengths
+from trtbench.scenarios.serving.tokens.run import nearest_rank
+
+ROUNDING = 4  # decimals kept of a query's ms
+
+
+@dataclass(frozen=True)
+class DecoderStep:
+    """One LoadGen run at ``offered_qps``: LoadGen's summary (its TTFT/TPOT percentiles and verdict), and what the
+    queries' own token stamps gave: each query's TTFT and TPOT (ms), the ITL percentiles over every gap, the late
+    queries (over either bound), whether the run passed the scenario's rule, the request and output-token rates;
+    ``error``: why a worker failed during it (the run does not pass)."""
+
+    offered_qps: float
+    repeat: int  # which peak search (or run at the fixed qps) it belongs to
+    summary: LoadGenSummary
+    passed: bool
+    late: int
+    ttft_ms: tuple[float, ...] = ()
+    tpot_ms: tuple[float, ...] = ()
+    itl_ms: dict[str, float] = field(default_factory=dict)  # p50, p90, p99
+    request_per_s: float = 0.0
+    output_tokens_per_s: float = 0.0
+    error: str = ""
+    log_dir: str = ""  # relative to the run's output directory
+    batches: dict[int, int] = field(default_factory=dict)  # the requests its workers ran per batch size
+    most_in_flight: int = 0  # the most queries generating at once, from their stamps (DecoderRun.most_in_flight)
+    confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
+
+    @property
+    def queries(self) -> int:
+        return len(self.ttft_ms)
+
+    @property
+    def goodput(self) -> float:
+        """The share of queries within both bounds."""
+        return 1 - self.late / self.queries if self.queries else 0.0
+
+    def late_flags(self, ttft_bound_ms: float, tpot_bound_ms: float) -> list[bool]:
+        """Whether each answered query was late (its TTFT or TPOT over its bound), in the order kept (issue order for
+        runs of a joint estimate)."""
+        return [ttft > ttft_bound_ms or tpot > tpot_bound_ms for ttft, tpot in zip(self.ttft_ms, self.tpot_ms)]
+
+    def percentile_ms(self, metric: str, percentile: float) -> Optional[float]:
+        """The ``percentile`` (0.99: p99) of ``ttft`` or ``tpot`` over the queries, by nearest rank as LoadGen takes
+        it; None without queries."""
+        values = self.ttft_ms if metric == "ttft" else self.tpot_ms
+        return nearest_rank(values, percentile * 100) if values else None
+
+    def to_dict(self) -> dict:
+        return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
+                "passed": self.passed, "late": self.late, "ttft_ms": [round(v, ROUNDING) for v in self.ttft_ms],
+                "tpot_ms": [round(v, ROUNDING) for v in self.tpot_ms], "itl_ms": dict(self.itl_ms),
+                "request_per_s": self.request_per_s, "output_tokens_per_s": self.output_tokens_per_s,
+                "error": self.error, "log_dir": self.log_dir, "batches": {str(k): v for k, v in self.batches.items()},
+                "most_in_flight": self.most_in_flight, "confirm": self.confirm}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DecoderStep":
+        return cls(offered_qps=data["offered_qps"], repeat=data["repeat"],
+                   summary=LoadGenSummary.from_dict(data["summary"]), passed=data["passed"], late=data["late"],
+                   ttft_ms=tuple(data.get("ttft_ms") or ()), tpot_ms=tuple(data.get("tpot_ms") or ()),
+                   itl_ms=dict(data.get("itl_ms") or {}), request_per_s=data.get("request_per_s", 0.0),
+                   output_tokens_per_s=data.get("output_tokens_per_s", 0.0), error=data.get("error", ""),
+                   log_dir=data.get("log_dir", ""), batches={int(k): v for k, v in (data.get("batches") or {}).items()},
+                   most_in_flight=data.get("most_in_flight", 0), confirm=data.get("confirm", False))
+
+
+@dataclass(frozen=True)
+class DecoderServingResult(RepeatedPeaks):
+    """A decoder served at one point by ``workers`` processes x ``threads`` threads under serving entry ``entry`` (its
+    index among the config's serving entries): both bounds at ``percentile``, the rule its steps passed by, its
+    ``steps`` and, per repeat of a search, its peak (the highest offered QPS that passed; 0 when none did; none at a
+    fixed qps). ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests made alone on the pool's first
+    worker before its first LoadGen run; ``capacity_qps``: the search's upper end, ``workers`` times the batch over
+    that E2E. ``batching``: the entry's batching (``mode``: static or continuous, ``max_batch``, and a static batch's
+``window_ms``; None: one query at a time);
+    ``lengths``: what its queries asked for
+    (:meth:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths.to_dict`)."""
+
+    entry: int
+    workers: int
+    threads: int
+    ttft_bound_ms: float
+    tpot_bound_ms: float
+    percentile: float
+    peak_rule: str
+    status: Status = Status.OK  # failed: a worker that died or did not start, a request past its timeout; skipped:
+    # continuous batching asked of a decoder without an engine
+    reason: str = ""
+    service: dict = field(default_factory=dict)  # ttft_ms, tpot_ms, e2e_ms
+    capacity_qps: Optional[float] = None
+    peaks: tuple[float, ...] = ()
+    steps: tuple[DecoderStep, ...] = ()
+    log_dir: str = ""  # relative to the run's output directory
+    batching: Optional[dict] = None
+    lengths: dict = field(default_factory=dict)
+    interval: Optional[PeakInterval] = None  # a joint estimate's (its one peak's); None for a bisection's
+
+    @property
+    def percentile_key(self) -> str:
+        return percentile_label(self.percentile * 100)
+
+    @property
+    def bounds_text(self) -> str:
+        """``p99 TTFT <= 2000 ms, TPOT <= 200 ms``."""
+        return f"{self.percentile_key} TTFT <= {self.ttft_bound_ms:g} ms, TPOT <= {self.tpot_bound_ms:g} ms"
+
+    @property
+    def label(self) -> str:
+        return f"w{self.workers} x t{self.threads}"
+
+    @property
+    def lengths_text(self) -> str:
+        """What its queries asked for (:attr:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths.text`)."""
+        return schema.from_dict(QueryLengths, self.lengths, "lengths").text if self.lengths else ""
+
+    @property
+    def batching_text(self) -> str:
+        """``static, up to 2 in 5 ms`` (a static batch gathered within the window), ``continuous, up to 4`` (in
+        flight in an engine), or ``1 at a time``."""
+        if self.batching is None:
+            return "1 at a time"
+        if self.batching.get("mode") == "continuous":
+            return f"continuous, up to {self.batching['max_batch']}"
+        return f"static, up to {self.batching['max_batch']} in {self.batching['window_ms']:g} ms"
+
+    @property
+    def peak_step(self) -> Optional[DecoderStep]:
+        """The step that passed at the highest offered QPS in the repeat whose peak is the median; at a fixed qps the
+        run whose completed rate is the median; a joint estimate's: its confirming run (None where it had none)."""
+        if self.interval is not None:
+            return next((s for s in self.steps if s.confirm), None)
+        return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
+
+    def to_dict(self) -> dict:
+        return {"entry": self.entry, "workers": self.workers, "threads": self.threads,
+                "ttft_bound_ms": self.ttft_bound_ms, "tpot_bound_ms": self.tpot_bound_ms,
+                "percentile": self.percentile, "peak_rule": self.peak_rule, "status": str(self.status),
+                "reason": self.reason, "service": dict(self.service), "capacity_qps": self.capacity_qps,
+                "peaks": list(self.peaks), "peak_qps": self.peak_qps, "steps": [s.to_dict() for s in self.steps],
+                "log_dir": self.log_dir, "batching": self.batching, "lengths": dict(self.lengths),
+                "interval": self.interval.to_dict() if self.interval is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DecoderServingResult":
+        return cls(entry=data["entry"], workers=data["workers"], threads=data["threads"],
+                   ttft_bound_ms=data["ttft_bound_ms"], tpot_bound_ms=data["tpot_bound_ms"],
+                   percentile=data["percentile"], peak_rule=data["peak_rule"], status=Status(data["status"]),
+                   reason=data.get("reason", ""), service=dict(data.get("service") or {}),
+                   capacity_qps=data.get("capacity_qps"), peaks=tuple(data.get("peaks") or ()),
+                   steps=tuple(DecoderStep.from_dict(s) for s in data.get("steps", [])),
+                   log_dir=data.get("log_dir", ""),
+                   batching=data.get("batching"), lengths=dict(data.get("lengths") or {}),
+                   interval=PeakInterval.from_dict(data.get("interval")))
+
+
+@register_part
+@dataclass(frozen=True)
+class ServedDecoder(DecoderPoint):
+    """What the serving entries beside generate gave one decoder slot at one generate point in one environment: its
+    results per serving entry and worker count, keyed as the generate row it serves
+    (:class:`~trtbench.scenarios.generate.GenerateRecord`)."""
+
+    KIND: ClassVar[str] = "served_decoder"
+    JOINS_RECORD: ClassVar[bool] = False
+    RESULTS_KEY: ClassVar[str] = "decoder_serving"
+
+    results: tuple[DecoderServingResult, ...]
+
+    @property
+    def fails_run(self) -> bool:
+        """A failed result (a worker that died, a request past its timeout) makes the run exit 1."""
+        return any(r.status is Status.FAILED for r in self.results)
+
+    @property
+    def failure_note(self) -> str:
+        return "; ".join(f"served {self.model} {self.point} {self.slot} {r.label}: {r.status}: {r.reason}"
+                         for r in self.results if r.status is Status.FAILED)
+
+    def to_dict(self) -> dict:
+        return {**self.point_dict(), "results": [r.to_dict() for r in self.results]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServedDecoder":
+        return cls(*cls.point_values(data), tuple(DecoderServingResult.from_dict(r) for r in data["results"]))

@@ -1,0 +1,295 @@
+"""LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time,
+or a static batch of queries gathered within a window. Under continuous batching a worker's engine is several
+servers, one per sequence it has room for (:class:`~trtbench.scenarios.serving.tokens.pool.EngineClient`), each serving
+one query at a time, so that here it is served as one query at a time is.
+
+LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
+(nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair
+(:mod:`trtbench.scenarios.serving.tokens.lengths`); a query asks for its sample's lengths. A query is one sequence: QPS,
+TTFT and TPOT count sequences, also when a server batches them. With ``batching``
+(:class:`~trtbench.scenarios.serving.loadgen.settings.BatchingConfig`), a server's dispatcher gathers up to
+``max_batch`` queued queries within ``window_ms`` of the first one's arrival
+(:mod:`trtbench.scenarios.serving.loadgen.batch_window`) and serves them as one request, padded to the longest prompt
+and generating the most new tokens its members ask for. The first token of every member is reported
+(``FirstTokenComplete``) the moment the batch's first step exists, and each member is completed with its own token count
+(``QuerySampleResponse(id, ptr, size, n_tokens)``, at least 2) the moment its own last step exists, so LoadGen's summary
+gives the TTFT and TPOT percentiles. The run keeps its own stamps too, one per token from the query's issue: TTFT (issue
+to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the gaps between consecutive tokens).
+
+A step passes by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the share of late queries, where a
+query is late when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is the share that is not.
+:func:`decoder_peak` bisects the offered QPS for the highest that passes
+(:mod:`trtbench.scenarios.serving.loadgen.search`);
+:func:`decoder_estimate` (the default, ``validity: estimate``) estimates the peak from every step's late queries
+together, with an interval (:mod:`trtbench.measure.peak_estimate`).
+"""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import math
+import queue
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from trtbench.measure.peak_estimate import Search, SearchPlan, search_peak
+from trtbench.scenarios.serving.loadgen.batch_window import gather
+from trtbench.scenarios.serving.loadgen.harness import Query, ServerLoad, run_loadgen
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.settings import BatchingConfig
+from trtbench.scenarios.serving.loadgen.rule import passes
+from trtbench.scenarios.serving.loadgen.search import Bracket
+
+# serve(lengths, reached) -> the request's step stamps (time.perf_counter(), one per step, as many as the most new
+# tokens in ``lengths``); lengths: each sequence's (prompt_tokens, new_tokens), one request of len(lengths)
+# sequences; it calls reached(k) as soon as its k-th step exists, for k = 1 and each sequence's new_tokens
+Serve = Callable[[Sequence[tuple[int, int]], Callable[[int], None]], Sequence[float]]
+PERCENTILES = (50.0, 90.0, 99.0)
+
+
+@dataclass(frozen=True)
+class TokenLoad:
+    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the confidence of the pass
+    rule's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`) and LoadGen's schedule seed (the arrivals)."""
+
+    ttft_ms: float
+    tpot_ms: float
+    min_duration_s: float = 1.0
+    min_queries: int = 230
+    percentile: float = 0.99
+    confidence: float = 0.9
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class DecoderServing:
+    """What the servers serve and how: the query sample library, each sample a (prompt_tokens, new_tokens) pair
+    (:meth:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths.draw`), and static batching (None: one query at a
+    time)."""
+
+    samples: tuple[tuple[int, int], ...]
+    batching: Optional[BatchingConfig] = None
+
+
+@dataclass(frozen=True)
+class PeakSearch:
+    """The peak search's bisection: from [0, ``capacity``] (QPS) until the peak is bracketed within ``resolution``
+    of itself, or after ``max_steps`` runs (:mod:`trtbench.scenarios.serving.loadgen.search`)."""
+
+    capacity: float
+    resolution: float = 0.02
+    max_steps: int = 7
+
+
+@dataclass(frozen=True)
+class QueryStamps:
+    """One query's token stamps, in ms from its issue; when it was issued (``time.perf_counter``), the sample it
+    asked for (an index into the run's samples) and the batch it was served in."""
+
+    tokens_ms: tuple[float, ...]
+    issued_s: float = 0.0
+    sample: int = 0
+    batch: int = 1
+
+    @property
+    def ttft_ms(self) -> float:
+        return self.tokens_ms[0]
+
+    @property
+    def tpot_ms(self) -> float:
+        return (self.tokens_ms[-1] - self.tokens_ms[0]) / (len(self.tokens_ms) - 1)
+
+    @property
+    def itl_ms(self) -> list[float]:
+        return [b - a for a, b in zip(self.tokens_ms, self.tokens_ms[1:])]
+
+    def late(self, load: TokenLoad) -> bool:
+        return self.ttft_ms > load.ttft_ms or self.tpot_ms > load.tpot_ms
+
+
+def nearest_rank(values: Sequence[float], pct: float) -> float:
+    """The ``pct`` percentile (in percent) of ``values`` by nearest rank, as LoadGen takes it."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(pct / 100 * len(ordered)) - 1))]
+
+
+@dataclass(frozen=True)
+class DecoderRun:
+    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps, whether it passed and the requests
+    its servers ran per batch size; ``error``: why a server failed (its queries were completed empty so that
+    LoadGen ends, and the run does not pass)."""
+
+    qps: float
+    summary: LoadGenSummary
+    queries: tuple[QueryStamps, ...]
+    late: int
+    passed: bool
+    duration_s: float
+    error: str = ""
+    batches: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def goodput(self) -> float:
+        """The share of queries within both bounds."""
+        return 1 - self.late / len(self.queries) if self.queries else 0.0
+
+    @property
+    def request_per_s(self) -> float:
+        return len(self.queries) / self.duration_s
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return sum(len(q.tokens_ms) for q in self.queries) / self.duration_s
+
+    @property
+    def most_in_flight(self) -> int:
+        """The most queries generating at once, each from its first token to its last (its stamps): with one worker,
+        1 one at a time, up to the batch when batching."""
+        events = sorted((q.issued_s + ms / 1e3, change) for q in self.queries
+                        for ms, change in ((q.tokens_ms[0], 1), (q.tokens_ms[-1], -1)))
+        running = most = 0
+        for _, change in events:
+            running += change
+            most = max(most, running)
+        return most
+
+    def percentiles_ms(self) -> dict[str, dict[str, float]]:
+        """TTFT, TPOT and ITL percentiles (p50, p90, p99) from the queries' own stamps."""
+        series = {"ttft": [q.ttft_ms for q in self.queries], "tpot": [q.tpot_ms for q in self.queries],
+                  "itl": [gap for q in self.queries for gap in q.itl_ms]}
+        return {name: {percentile_label(p): nearest_rank(values, p) for p in PERCENTILES}
+                for name, values in series.items() if values}
+
+
+class _Servers:
+    """A dispatcher thread per server, each taking LoadGen's issued queries from one queue: one at a time, or a
+    batch gathered within the window."""
+
+    def __init__(self, lg, servers: Sequence[Serve], serving: DecoderServing):
+        self.lg, self.samples, self.batching, self.pending = lg, serving.samples, serving.batching, queue.Queue()
+        self.lock = threading.Lock()
+        self.stamps: list[QueryStamps] = []
+        self.batches: Counter[int] = Counter()
+        self.errors: list[str] = []
+        self.reply = array.array("B", [0])  # LoadGen needs a response buffer; the tokens stay in the server
+        self.threads = [threading.Thread(target=self._loop, args=(serve,), daemon=True) for serve in servers]
+        for thread in self.threads:
+            thread.start()
+
+    def issue(self, samples) -> None:
+        issued = time.perf_counter()
+        for sample in samples:
+            self.pending.put(Query(sample.id, sample.index, issued))
+
+    def _loop(self, serve: Serve) -> None:
+        closing = False
+        while not closing and (first := self.pending.get()) is not None:
+            batching = self.batching
+            batch, closing = (gather(self.pending, first, first.issued_s + batching.window_ms / 1e3,
+                                     batching.max_batch) if batching is not None else ([first], False))
+            self._serve(serve, batch)
+
+    def _serve(self, serve: Serve, batch: list[Query]) -> None:
+        """One request of ``batch``'s queries: each member's first token reported at the first step, each completed
+        at its own last step (or at the end, by a server that could not say when its steps existed)."""
+        lg, (pointer, size) = self.lg, self.reply.buffer_info()
+        lengths = [self.samples[q.sample] for q in batch]
+        reported: set[int] = set()
+
+        def reached(step: int) -> None:
+            if step == 1:
+                lg.FirstTokenComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in batch])
+            finished = [lg.QuerySampleResponse(q.id, pointer, size, step)
+                        for q, (_, new_tokens) in zip(batch, lengths) if new_tokens == step]
+            if finished:
+                lg.QuerySamplesComplete(finished)
+            reported.add(step)
+
+        try:
+            tokens = serve(lengths, reached)
+        except Exception as err:  # noqa: BLE001 - a dead server fails the run; LoadGen still needs the queries
+            with self.lock:
+                self.errors.append(str(err))
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, pointer, size, 2)
+                                     for q, (_, new_tokens) in zip(batch, lengths) if new_tokens not in reported])
+            return
+        for step in sorted({1, *(new_tokens for _, new_tokens in lengths)} - reported):
+            reached(step)
+        with self.lock:
+            self.batches[len(batch)] += 1
+            self.stamps += [QueryStamps(tuple((stamp - q.issued_s) * 1e3 for stamp in tokens[:new_tokens]),
+                                        q.issued_s, q.sample, len(batch))
+                            for q, (_, new_tokens) in zip(batch, lengths)]
+
+    def flush(self) -> None:
+        """Nothing is held back: every query is queued as it is issued."""
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.pending.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
+def decoder_run(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, qps: float,
+                folder: Path) -> DecoderRun:
+    """One LoadGen run offering ``qps`` to ``servers`` serving ``serving``'s samples (one query at a time, or in
+    static batches), its logs in ``folder``, judged by the late share's bound."""
+    start = time.perf_counter()
+    # the prompts live in the servers: a sample is only its lengths
+    pool, summary = run_loadgen(lambda lg: _Servers(lg, servers, serving), len(serving.samples),
+                                ServerLoad(qps, load.percentile, (load.min_duration_s, load.min_queries), load.seed,
+                                           token_ms=(load.ttft_ms, load.tpot_ms)), folder)
+    duration = time.perf_counter() - start
+    queries, error = tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
+    late = sum(1 for q in queries if q.late(load))
+    passed = not error and summary.minimums_met and passes(late, len(queries), load.percentile, load.confidence)
+    return DecoderRun(qps, summary, queries, late, passed, duration, error, dict(sorted(pool.batches.items())))
+
+
+def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, search: PeakSearch,
+               folder: Path) -> tuple[float, list[DecoderRun]]:
+    """The highest offered QPS that passes, bisected by ``search``, and the runs (:func:`decoder_run`; logs under
+    ``folder/step-N``). Every step offers the same schedule (``load.seed``) scaled to its QPS, so that the steps
+    differ in the load alone. A run whose server failed stops the search: the peak is the highest that passed
+    before it, and the last run's ``error`` says why."""
+    bracket, runs = Bracket(0.0, search.capacity), []
+    while not bracket.done(search.resolution, search.max_steps):
+        run = decoder_run(servers, load, serving, bracket.qps, folder / f"step-{bracket.steps + 1}")
+        runs.append(run)
+        if run.error:
+            break
+        bracket = bracket.after(run.passed)
+    return bracket.lo, runs
+
+
+def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, plan: SearchPlan,
+                   folder: Path) -> tuple[Optional[Search], list[DecoderRun]]:
+    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) over :func:`decoder_run` s
+    (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a query late when its
+    TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server failed stops the search:
+    the search is then None, and the last run's ``error`` says why."""
+    runs: list[DecoderRun] = []
+
+    def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:
+        runs.append(decoder_run(servers, dataclasses.replace(load, seed=load.seed + index), serving, qps,
+                              folder / f"step-{index + 1}"))
+        if runs[-1].error:
+            raise _ServerFailed(runs[-1].error)
+        return [q.late(load) for q in sorted(runs[-1].queries, key=lambda q: q.issued_s)], runs[-1]
+
+    try:
+        return search_peak(step, plan, np.random.default_rng(load.seed)), runs
+    except _ServerFailed:
+        return None, runs
+
+
+class _ServerFailed(Exception):
+    """A step of a joint estimate whose server failed."""

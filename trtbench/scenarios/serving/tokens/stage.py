@@ -1,0 +1,280 @@
+"""The LLM serving stage: after a build group's generate rows, each decoder slot whose row at a served point (generate's
+points at batch 1) is ok and accurate is served under every ``serving`` entry beside generate, at each of its worker
+counts, under LoadGen's token latencies (:mod:`trtbench.scenarios.serving.tokens.run`). An entry without ``lengths``
+serves each such point at its own lengths; an entry with ``lengths`` serves its drawn lengths once per slot, at the
+first served point.
+
+Each (point, serving entry, worker count) gets a pool of its own
+(:class:`~trtbench.scenarios.serving.tokens.pool.DecoderPool`): ``workers`` processes, each hosting the slot's
+:class:`~trtbench.building.decoder_recipe.DecoderRecipe` built from generate's model folder at the group's threads shared
+among them, with a request for every batch size up to the entry's ``max_batch`` and every pair of lengths its queries
+can ask for (:func:`~trtbench.scenarios.serving.tokens.pool.serving_requests`), serving one query (one sequence) at a
+time or a static batch gathered within the entry's window; or, under ``batching: {mode: continuous}``, hosting the
+decoder's continuous-batching engine, which each query joins as it arrives (a decoder without one is
+``skipped``, naming those that have one). Before its first LoadGen run, a few requests
+of the shortest sample are made alone on its first worker: a search's upper end is the pool's capacity, ``workers``
+times ``max_batch`` over their fastest E2E (no queue completes more), and where their fastest TTFT or TPOT is over its
+bound no load fits: the peak is 0 and no load is run. LoadGen's logs are kept under
+``<out>/serving/<model>_<slot>_<point>_w<workers>[_s<entry>]/r<repeat>/`` with the workers' logs. A worker that dies
+fails that result with the reason and stops its search, keeping the peak found before; the other results go on, each
+on a fresh pool. The results are a part of their own per slot and point (:class:`ServedDecoder`), keyed as the
+generate row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from trtbench.building.decoder_recipe import DecoderRecipe
+from trtbench.core.knobs import Knobs
+from trtbench.core.status import Status
+from trtbench.decoders import decoder_names, get_decoder
+from trtbench.models.hf_folder import write_model_folder
+from trtbench.scenarios.generate import GeneratePoint, GenerateRecord, decoder_folder
+from trtbench.scenarios.serving.tokens.lengths import QueryLengths
+from trtbench.scenarios.serving.loadgen.peaks import searched_peak
+from trtbench.scenarios.serving.tokens.run import (PeakSearch, TokenLoad, DecoderRun, DecoderServing,
+                                                   decoder_estimate, decoder_peak, decoder_run)
+from trtbench.scenarios.serving.tokens.pool import DecoderPool, serving_requests
+from trtbench.scenarios.serving.tokens.config import SERVED_BATCH, DecoderServingConfig
+from trtbench.scenarios.serving.tokens.result import ServedDecoder, DecoderServingResult, DecoderStep
+from trtbench.workers.loop import WorkerError
+
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext
+
+SERVICE_REQUESTS = 3  # requests made alone on a pool before its first LoadGen run: the service time, the capacity
+
+
+def decoder_servers(config) -> list[DecoderServingConfig]:
+    """The settings of the serving entries beside generate, in the order listed."""
+    return [s.settings for s in config.scenarios if isinstance(s.settings, DecoderServingConfig)]
+
+
+def entries_at(config, point: GeneratePoint) -> list[tuple[int, DecoderServingConfig]]:
+    """The serving entries (index, settings) served at ``point``: those without ``lengths`` at every served point,
+    those with ``lengths`` at the first."""
+    first = served_points(config)[0]
+    return [(index, settings) for index, settings in enumerate(decoder_servers(config))
+            if settings.lengths is None or point == first]
+
+
+def served_points(config) -> list[GeneratePoint]:
+    """The points served: every generate entry's points at batch 1, each once, in the order listed."""
+    return list(dict.fromkeys(point for s in config.scenarios if s.name == "generate"
+                              for point in s.settings.points if point.batch == SERVED_BATCH))
+
+
+def servable(row: GenerateRecord) -> bool:
+    """Whether a generate row may be served: timed ok and accurate against eager fp32."""
+    return row.status is Status.OK and bool(row.data.get("metrics")) and row.data.get("accuracy", {}).get("ok", False)
+
+
+def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
+    """The (slot, point) pairs of ``group`` still to serve given what the run has ``done``: those generate has not
+    timed yet (it runs first), and those whose row is ok and accurate but not served."""
+    if not decoder_servers(config):
+        return []
+    rows = {(p.point, p.slot): p for p in done.parts(GenerateRecord.KIND)
+            if (p.model, p.threads) == (group.model.id, group.threads)}
+    served = {(p.point, p.slot) for p in done.parts(ServedDecoder.KIND)
+              if (p.model, p.threads) == (group.model.id, group.threads)}
+    todo = []
+    for entry, precision in group.slots():
+        slot = group.slot_id(entry.name, precision)
+        for point in (p for p in served_points(config) if entries_at(config, p)):
+            row = rows.get((point.label, slot))
+            if slot not in group.unavailable and (row is None or (servable(row) and (point.label, slot) not in served)):
+                todo.append((slot, point))
+    return todo
+
+
+def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
+    """Serve every ok, accurate, not yet served generate row of the built group
+    (:class:`~trtbench.scenarios.base.Testbed`) under every serving entry beside generate; each slot's part at a
+    point yielded as soon as it has been served under all of them, so a kill loses only the one being served."""
+    group, config = built.group, ctx.config
+    rows = {(p.point, p.slot): p for p in built.done.parts(GenerateRecord.KIND)
+            if (p.environment, p.model, p.threads) == (ctx.env_id, group.model.id, group.threads)}
+    todo = [(slot, point, rows[point.label, slot]) for slot, point in unserved_decoders(config, group, built.done)
+            if (point.label, slot) in rows and servable(rows[point.label, slot])]
+    if not todo:
+        return
+    folder = ctx.out_dir / "decoders" / decoder_folder(group.model.id)
+    source = write_model_folder(built.model, folder / "source", group.model.path)
+    vocab, seed = built.model.config.vocab_size, config.benchmark.seed
+    with tempfile.TemporaryDirectory(prefix="trtbench-llm-serving-") as tmp:
+        for slot, point, row in todo:
+            results = []
+            for index, settings in entries_at(config, point):
+                lengths, batching = settings.query_lengths(point), settings.batching
+                requests = serving_requests(lengths, settings.request_batch, vocab, seed)
+                teacher = requests[min(requests, key=lambda label: requests[label][0].size)][0][:1]
+                for workers in settings.workers:
+                    threads = max(1, group.threads // workers)
+                    name = f"{decoder_folder(group.model.id)}_{slot.replace('@', '-')}_{point.label}_w{workers}" + (
+                        f"_s{index}" if index else "")
+                    recipe = DecoderRecipe(row.decoder, row.precision, str(source), str(Path(tmp) / name),
+                                           str(ctx.device), threads, requests, teacher,
+                                           engine_batch=settings.max_batch if settings.continuous else 0)
+                    planned = DecoderServingResult(index, workers, threads, settings.ttft_ms, settings.tpot_ms,
+                                                 settings.percentile, settings.peak_rule, log_dir=f"serving/{name}",
+                                                 batching=batching.to_dict() if batching else None,
+                                                 lengths=lengths.to_dict())
+                    lacking = without_engine(row.decoder) if settings.continuous else None
+                    if lacking is not None:
+                        results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
+                        continue
+                    ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
+                    results.append(_served(ctx, (recipe, group.knobs), lengths, settings, planned))
+            yield ServedDecoder(ctx.env_id, group.model.id, group.threads, point.label, slot, row.decoder,
+                                row.precision, tuple(results))
+
+
+def without_engine(decoder: str) -> Optional[str]:
+    """Why ``decoder`` cannot be served with ``batching: {mode: continuous}`` (it has no continuous-batching engine,
+    naming the decoders that have one), or None where it can."""
+    if get_decoder(decoder).continuous_batching:
+        return None
+    having = [name for name in decoder_names() if get_decoder(name).continuous_batching]
+    return (f"batching mode 'continuous' needs a decoder with a continuous-batching engine, and {decoder} has none "
+            f"(those that have one: {', '.join(having) or 'none'}); serve {decoder} under a serving entry without "
+            f"batching or with mode: static")
+
+
+def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryLengths, settings: DecoderServingConfig,
+            result: DecoderServingResult) -> DecoderServingResult:
+    """``result`` once served by workers hosting ``hosts`` (the recipe, and the knobs they start with): its steps and
+    peaks, or why it failed (its steps and the peak found before kept)."""
+    steps: list[DecoderStep] = []
+    peaks: list[float] = []
+    try:
+        with _TokenEngine(ctx, hosts, lengths, settings, result) as engine:
+            alone = engine.alone(SERVICE_REQUESTS)
+            capacity = result.workers * settings.max_batch * 1e3 / alone["e2e_ms"]
+            result = dataclasses.replace(result, service=alone, capacity_qps=capacity)
+            if settings.find_peak and (alone["ttft_ms"] > settings.ttft_ms or alone["tpot_ms"] > settings.tpot_ms):
+                return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
+                                           reason=f"no load fits: alone, a request's TTFT is at least "
+                                                  f"{alone['ttft_ms']:.1f} ms and its TPOT {alone['tpot_ms']:.2f} ms, "
+                                                  f"for the bounds {result.bounds_text}")
+            if settings.estimates:
+                return engine.estimate(result)
+            for repeat in range(settings.repeats):
+                peak, made = engine.repeat(repeat, result.capacity_qps)
+                steps += made
+                failed = next((step for step in made if step.error), None)
+                if failed is not None:
+                    kept = [*peaks, peak] if peak else peaks
+                    return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(kept),
+                                               reason=_stopped(failed, len(made), repeat, settings, peak))
+                if peak is not None:
+                    peaks.append(peak)
+    except WorkerError as err:  # the pool did not start, or a request alone failed
+        return dataclasses.replace(result, status=Status.FAILED, reason=f"before any LoadGen run: {_brief(str(err))}")
+    return dataclasses.replace(result, steps=tuple(steps), peaks=tuple(peaks))
+
+
+class _TokenEngine:
+    """The one place that calls the token-serving engine (:mod:`trtbench.scenarios.serving.tokens.pool`,
+    :mod:`trtbench.scenarios.serving.tokens.run`): a pool of
+    ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), serving queries of ``lengths``
+    (LoadGen's sample library drawn from it) one at a time, in the entry's static batches or in each worker's
+    continuous-batching engine; what a request of the
+    shortest sample takes alone, and each repeat's LoadGen runs as :class:`DecoderStep` s, logs under
+    ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
+
+    def __init__(self, ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryLengths,
+                 settings: DecoderServingConfig, result: DecoderServingResult):
+        recipe, knobs = hosts
+        self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
+        self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
+                              settings.percentile, settings.confidence)
+        self.serving = DecoderServing(lengths.draw(), settings.batching.static if settings.batching else None)
+        shutil.rmtree(self.folder, ignore_errors=True)  # logs of an earlier, unfinished serving of the same result
+        self.pool = DecoderPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
+        self.servers = self.pool.servers(settings.query_timeout_s)
+
+    def alone(self, requests: int) -> dict:
+        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` requests of the shortest sample (the fewest tokens),
+        made one at a time on the first worker."""
+        shortest, made = min(self.serving.samples, key=sum), []
+        for _ in range(requests):
+            start = time.perf_counter()
+            stamps = self.servers[0]([shortest], lambda step: None)
+            made.append(((stamps[0] - start) * 1e3, (stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1),
+                         (stamps[-1] - start) * 1e3))
+        return {name: round(min(m[i] for m in made), 4) for i, name in enumerate(("ttft_ms", "tpot_ms", "e2e_ms"))}
+
+    def repeat(self, repeat: int, capacity: float) -> tuple[Optional[float], list[DecoderStep]]:
+        """Search ``repeat`` (its own schedule seed), bisecting from [0, ``capacity``], or its run at the fixed qps:
+        the peak (None at a fixed qps) and the steps. A step whose worker failed ends it (its ``error``)."""
+        settings, where = self.settings, self.folder / f"r{repeat}"
+        load = dataclasses.replace(self.load, seed=settings.seed + repeat)
+        if settings.find_peak:
+            search = PeakSearch(capacity, settings.resolution, settings.search_steps)
+            peak, runs = decoder_peak(self.servers, load, self.serving, search, where)
+            logs = [where / f"step-{i + 1}" for i in range(len(runs))]
+        else:
+            peak, runs, logs = None, [decoder_run(self.servers, load, self.serving, settings.qps, where)], [where]
+        return peak, [self._step(run, repeat, log) for run, log in zip(runs, logs)]
+
+    def _step(self, run: DecoderRun, repeat: int, log: Path) -> DecoderStep:
+        """A LoadGen run as results keep it, its queries in issue order."""
+        queries = sorted(run.queries, key=lambda q: q.issued_s)
+        return DecoderStep(run.qps, repeat, run.summary, run.passed, run.late, tuple(q.ttft_ms for q in queries),
+                         tuple(q.tpot_ms for q in queries), run.percentiles_ms().get("itl", {}), run.request_per_s,
+                         run.output_tokens_per_s, _brief(run.error), log.relative_to(self.out_dir).as_posix(),
+                         run.batches, run.most_in_flight)
+
+    def estimate(self, result: DecoderServingResult) -> DecoderServingResult:
+        """The joint estimate from [0, the capacity] (:func:`~trtbench.scenarios.serving.tokens.run.decoder_estimate`),
+        logs under ``step-<n>``: its peak with the interval, LoadGen's verdict on the confirming run at the low end. A
+        step whose worker failed fails the result, with the steps made."""
+        settings = self.settings
+        search, runs = decoder_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
+                                        settings.search_plan(result.capacity_qps), self.folder)
+        steps = [self._step(run, index, self.folder / f"step-{index + 1}") for index, run in enumerate(runs)]
+        if search is None:
+            return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps),
+                                       reason=_stopped(steps[-1], len(steps), 0, settings, None))
+        valid = None
+        if search.confirm is not None:
+            steps[-1] = dataclasses.replace(steps[-1], confirm=True)
+            valid = steps[-1].summary.valid
+        peak, interval = searched_peak(search, result.capacity_qps, valid)
+        return dataclasses.replace(result, steps=tuple(steps), peaks=(peak,), interval=interval)
+
+    def __enter__(self) -> "_TokenEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.close()
+
+
+def _brief(error: str) -> str:
+    """An error in a line: each of its parts (``; ``-joined) as its first and last lines (what happened, and a
+    traceback's exception)."""
+    parts = []
+    for part in error.split("; ") if error else []:
+        lines = [line.strip() for line in part.strip().splitlines() if line.strip()]
+        parts.append(" ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else "")
+    return "; ".join(dict.fromkeys(p for p in parts if p))
+
+
+def _stopped(failed: DecoderStep, step: int, repeat: int, settings: DecoderServingConfig, peak: Optional[float]) -> str:
+    """Why a result failed at ``failed``, step ``step`` of search (or run) ``repeat``, and the peak kept."""
+    where = f"{failed.error}, at {failed.offered_qps:.2f} QPS offered"
+    if not settings.find_peak:
+        return f"{where} (run {repeat + 1} of {settings.repeats})"
+    where += (f"; the peak search stopped early, at step {step} (of at most {settings.search_steps}) of search "
+              f"{repeat + 1} of {settings.repeats}, as a worker that fails fails the result")
+    if peak:
+        return (f"{where}; its peak is the highest load that passed before the fault, {peak:.2f} QPS (a lower bound: "
+                f"the search did not finish)")
+    return f"{where}; no load passed before the fault"

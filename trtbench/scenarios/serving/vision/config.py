@@ -1,0 +1,63 @@
+"""The settings of a vision serving entry: one ``{serving: {...}}`` entry beside latency in a config's ``scenarios:``
+list (what both kinds share: :mod:`trtbench.scenarios.serving.loadgen.settings`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.core import schema
+from trtbench.core.errors import UserInputError
+from trtbench.scenarios.serving.loadgen.rule import rule_name
+from trtbench.scenarios.serving.loadgen.settings import LoadSettings
+
+VALIDITY_RULES = ("estimate", "bound", "loadgen")
+
+
+@dataclass(frozen=True)
+class ServingConfig(LoadSettings):
+    """LoadGen's Server scenario over the latency scenario's variants: Poisson arrivals at ``target_qps``, or the
+    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
+    (the rest: :class:`LoadSettings`).
+
+    ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
+    peak with a 90% interval (:mod:`trtbench.measure.peak_estimate`), within ``search_queries`` queries (and
+    ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries (min_queries
+    500 by default), LoadGen's verdict taken on a confirming run at the interval's low end;
+    ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
+    queries over ``p99_ms`` (:mod:`trtbench.scenarios.serving.loadgen.rule`), with LoadGen's min duration and queries
+    met and its measured percentile within the bound;
+    ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
+    latencies). Both are reported either way.
+    """
+
+    p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
+    target_qps: Optional[float] = None
+    threads: Optional[int] = None  # intra-op threads per worker; default: the run's threads over the workers
+
+    def validate(self, path: str) -> None:
+        if self.p99_ms is None:
+            raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
+                                 "give the latency bound in ms, e.g. p99_ms: 40")
+        schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
+        for name in ("p99_ms", "threads"):
+            schema.require_positive(getattr(self, name), schema.join(path, name))
+        self.validate_load(path, "target_qps", self.validity == "bound")
+
+    @property
+    def peak_rule(self) -> str:
+        """The name of the rule that judges its runs, as results record it."""
+        return rule_name(self.validity, self.confidence)
+
+    def check_against_inputs(self, inputs: list, path: str) -> None:
+        """Batched calls must fit the build's dynamic batch range: one query is one sample (leading dim 1)."""
+        if self.batching is None:
+            return
+        where = schema.join(schema.join(path, "batching"), "max_batch")
+        for spec in inputs:
+            lo, hi = spec.min_shape[0], spec.max_shape[0]
+            if lo != 1 or self.batching.max_batch > hi:
+                raise UserInputError(where, f"batches of 1 to {self.batching.max_batch} do not fit input "
+                                     f"'{spec.name}''s batch range [{lo}, {hi}]",
+                                     f"give the inputs min_shape[0] = 1 and max_shape[0] >= {self.batching.max_batch}, "
+                                     f"or lower max_batch")

@@ -1,0 +1,170 @@
+"""What a serving scenario produced for one variant at one worker count, and a served case's results
+(:class:`ServedCase`): frozen, journaled beside its record and joined to it by case key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
+
+from trtbench.core.part import register_part
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
+from trtbench.scenarios.serving.loadgen.rule import LEGACY_RULE
+from trtbench.core.status import Status
+
+
+@dataclass(frozen=True)
+class LoadGenRun:
+    """One LoadGen run at an offered QPS: LoadGen's summary and what the SUT saw."""
+
+    offered_qps: float
+    repeat: int  # which peak search (or run at the target) it belongs to
+    summary: LoadGenSummary
+    within_bound: bool  # valid by the scenario's rule (ServingConfig.validity)
+    latencies_ms: tuple[float, ...] = ()  # per answered query, issue to completion, measured at the SUT, in issue order
+    # (LoadGen's schedule; results written before the joint estimate: in completion order)
+    batches: dict[int, int] = field(default_factory=dict)  # calls per batch size
+    lost: int = 0
+    log_dir: str = ""  # relative to the run's output directory
+    confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
+    lost_at: tuple[int, ...] = ()  # where the lost queries were in issue order (counting every query issued)
+
+    def late_flags(self, bound_ms: float) -> list[bool]:
+        """Whether each query issued was late (over ``bound_ms``), in issue order; a lost query is late."""
+        answered, lost = iter(self.latencies_ms), set(self.lost_at)
+        return [True if i in lost else next(answered) > bound_ms for i in range(len(self.latencies_ms) + len(lost))]
+
+    def to_dict(self) -> dict:
+        return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
+                "within_bound": self.within_bound, "latencies_ms": [round(v, 4) for v in self.latencies_ms],
+                "batches": {str(k): v for k, v in sorted(self.batches.items())}, "lost": self.lost,
+                "log_dir": self.log_dir, "confirm": self.confirm, "lost_at": list(self.lost_at)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LoadGenRun":
+        return cls(offered_qps=data["offered_qps"], repeat=data["repeat"],
+                   summary=LoadGenSummary.from_dict(data["summary"]), within_bound=data["within_bound"],
+                   latencies_ms=tuple(data.get("latencies_ms") or ()),
+                   batches={int(k): v for k, v in (data.get("batches") or {}).items()}, lost=data.get("lost", 0),
+                   log_dir=data.get("log_dir", ""), confirm=data.get("confirm", False),
+                   lost_at=tuple(data.get("lost_at") or ()))
+
+
+@dataclass(frozen=True)
+class ServingResult(RepeatedPeaks):
+    """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
+
+    ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
+    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty; a joint estimate (``validity:
+    estimate``) has one peak, its ``interval`` and its runs in issue order of their queries. ``peak_rule``: the name of
+    the rule that judged its runs (:func:`~trtbench.scenarios.serving.loadgen.rule.rule_name`); results written before
+    it was recorded read as :data:`~trtbench.scenarios.serving.loadgen.rule.LEGACY_RULE`, the measured percentile within
+    the bound.
+    """
+
+    loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
+    workers: int
+    threads: int
+    bound_ms: float
+    percentile: float  # the bound applies to this percentile (0.99: p99)
+    peak_rule: str = LEGACY_RULE  # the rule a run passed by
+    batching: Optional[dict] = None  # {max_batch, window_ms}
+    status: Status = Status.OK  # failed: a query lost, a worker that failed
+    reason: str = ""
+    service_ms: Optional[float] = None  # one query's call in a worker, alone (the search's capacity estimate)
+    peaks: tuple[float, ...] = ()
+    runs: tuple[LoadGenRun, ...] = ()
+    log_dir: str = ""  # relative to the run's output directory
+    worker_facts: dict = field(default_factory=dict)  # what a worker reported: pid, threads, runtime threads, hosts
+    interval: Optional[PeakInterval] = None
+
+    @property
+    def percentile_key(self) -> str:
+        return percentile_label(self.percentile * 100)
+
+    @property
+    def peak_run(self) -> Optional[LoadGenRun]:
+        """The run within the bound at the highest offered QPS, in the repeat whose peak is the median;
+        with a fixed target: the run at the target nearest the median completed rate; a joint estimate's: its
+        confirming run (LoadGen's verdict at the interval's low end), None where it had none."""
+        if self.interval is not None:
+            return next((r for r in self.runs if r.confirm), None)
+        return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
+
+    @property
+    def batch_histogram(self) -> dict[int, int]:
+        """Calls per batch size over every run."""
+        total: dict[int, int] = {}
+        for run in self.runs:
+            for size, calls in run.batches.items():
+                total[size] = total.get(size, 0) + calls
+        return dict(sorted(total.items()))
+
+    @property
+    def batching_text(self) -> str:
+        """``off``, or ``<=4 in 2 ms``: up to 4 queries gathered within 2 ms."""
+        return f"<={self.batching['max_batch']} in {self.batching['window_ms']:g} ms" if self.batching else "off"
+
+    @property
+    def label(self) -> str:
+        """``w2 x t1`` (+ ``batching <=4 in 2 ms``): the serving configuration in a few words."""
+        return f"w{self.workers} x t{self.threads}" + (f" batching {self.batching_text}" if self.batching else "")
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.loadgen_scenario, "workers": self.workers, "threads": self.threads,
+                "bound_ms": self.bound_ms, "percentile": self.percentile, "peak_rule": self.peak_rule,
+                "batching": self.batching,
+                "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
+                "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
+                "log_dir": self.log_dir, "worker_facts": self.worker_facts,
+                "interval": self.interval.to_dict() if self.interval is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServingResult":
+        return cls(loadgen_scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
+                   bound_ms=data["bound_ms"], percentile=data["percentile"],
+                   peak_rule=data.get("peak_rule", LEGACY_RULE), batching=data.get("batching"),
+                   status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""), service_ms=data.get("service_ms"),
+                   peaks=tuple(data.get("peaks") or ()),
+                   runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
+                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
+                   interval=PeakInterval.from_dict(data.get("interval")))
+
+
+@register_part
+@dataclass(frozen=True)
+class ServedCase:
+    """What the serving scenarios gave one case (one variant at the served point) in one environment: a
+    part of the results joined to the case's record by case key
+    (:func:`trtbench.scenarios.serving.vision.report.serving_of`)."""
+
+    KIND: ClassVar[str] = "served"
+    JOINS_RECORD: ClassVar[bool] = True  # one case's serving results, keyed as its record
+    RESULTS_KEY: ClassVar[str] = "serving"
+
+    case_key: str
+    environment: str
+    results: tuple[ServingResult, ...]  # per serving scenario and worker count
+
+    @property
+    def fails_run(self) -> bool:
+        """A failed serving result (a worker that died, a query lost) makes the run exit 1."""
+        return any(r.status is Status.FAILED for r in self.results)
+
+    @property
+    def failure_note(self) -> str:
+        """What failed, for the report's notes: each failed serving result and why."""
+        return "; ".join(f"served {r.label}: {r.status}: {r.reason}" for r in self.results if r.status is Status.FAILED)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.case_key, self.environment)
+
+    def to_dict(self) -> dict:
+        return {"case_key": self.case_key, "environment": self.environment,
+                "results": [r.to_dict() for r in self.results]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServedCase":
+        return cls(case_key=data["case_key"], environment=data["environment"],
+                   results=tuple(ServingResult.from_dict(r) for r in data["results"]))

@@ -1,0 +1,231 @@
+"""The serving scenario: one variant served under LoadGen's Server load, at each worker count.
+
+LoadGen (``mlperf_loadgen``) drives every run: Poisson arrivals at ``server_target_qps`` from its
+seeded schedule, its minimum duration and query count, its validity rules and its MLPerf logs
+(``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
+The SUT is a :class:`~trtbench.scenarios.serving.vision.pool.ServingPool` of worker processes.
+
+The peak QPS is searched by bisection over ``server_target_qps`` (:mod:`trtbench.scenarios.serving.loadgen.search`), one
+PerformanceOnly LoadGen run per step, between 0 and the pool's capacity (workers / fastest service time;
+with batching, the best of one query and a full batch per call), which no queue can exceed, until the
+peak is bracketed within the scenario's ``resolution``. LoadGen's own FindPeakPerformance mode runs in
+this version too, but it keeps the log of its last run only: the latency percentiles at each offered
+QPS (the plot's curve), and which steps passed, would be lost. A step passes when it is valid by the
+scenario's rule (:mod:`trtbench.scenarios.serving.loadgen.rule`: the late share's upper confidence bound); the search is
+repeated
+``repeats`` times, each with its own LoadGen schedule seed, and the spread of the peaks is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from trtbench.core.knobs import Knobs
+from trtbench.measure.peak_estimate import search_peak
+from trtbench.scenarios.serving.loadgen.harness import ServerLoad, run_loadgen
+from trtbench.scenarios.serving.vision.config import ServingConfig
+from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool, call_label
+from trtbench.scenarios.serving.loadgen.peaks import searched_peak
+from trtbench.scenarios.serving.vision.result import LoadGenRun, ServingResult
+from trtbench.scenarios.serving.loadgen.rule import late_count, passes
+from trtbench.scenarios.serving.loadgen.search import Bracket
+from trtbench.core.status import Status
+from trtbench.workers.loop import Recipe, WorkerError
+
+SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the search
+
+
+@dataclass(frozen=True)
+class OfferedLoad:
+    """The load one LoadGen run offers: Poisson arrivals at ``qps``, from the schedule of ``repeat`` (the
+    peak search, or run at the target, it belongs to; each repeat has its own schedule seed)."""
+
+    qps: float
+    repeat: int
+
+
+def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
+    """What one run of ``settings`` offers at ``load``, bounded by its latency bound (``p99_ms``)."""
+    return ServerLoad(load.qps, settings.percentile, (settings.min_duration_s, settings.queries),
+                      settings.seed + load.repeat, latency_ms=settings.p99_ms)
+
+
+@dataclass(frozen=True)
+class ServingWorkers:
+    """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
+    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets no
+    threads per worker; a worker must be up within ``start_timeout_s``, started with ``knobs``
+    (:mod:`trtbench.core.knobs`)."""
+
+    recipe_for: Callable[[int], Recipe]
+    default_threads: int
+    start_timeout_s: float
+    knobs: Knobs = Knobs()
+
+
+def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: OfferedLoad, folder: Path,
+                out_dir: Path) -> tuple[LoadGenRun, list[str]]:
+    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers; its logs in ``folder``
+    (under ``out_dir``, which the run's ``log_dir`` is relative to).
+
+    Returns the run and why queries were lost (empty when none was)."""
+    batching = settings.batching
+
+    def open_session(lg) -> ServerSession:
+        return ServerSession(pool, workers, lambda ids: lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0)
+                                                                                  for i in ids]),
+                             settings.query_timeout_s, batching.max_batch if batching else 1,
+                             batching.window_ms if batching else 0.0)
+
+    session, summary = run_loadgen(open_session, 1, server_load(settings, load), folder)  # the samples: in the workers
+    latencies = session.latencies_ms
+    late = late_count(latencies, settings.p99_ms)
+    judged = passes(late, len(latencies), settings.percentile, settings.confidence)
+    met = {"loadgen": summary.valid, "bound": summary.minimums_met and summary.performance_met and judged,
+           "estimate": late <= (1 - settings.percentile) * len(latencies)}[settings.validity]
+    run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
+                     latencies_ms=tuple(latencies), batches=dict(session.batches), lost=session.lost,
+                     log_dir=folder.relative_to(out_dir).as_posix(), lost_at=tuple(sorted(session.lost_issues)))
+    return run, session.errors
+
+
+def _capacity(pool: ServingPool, workers: int, settings: ServingConfig) -> tuple[float, float, float]:
+    """One query's service time (ms): the median and the fastest of a few calls alone; and the most QPS the
+    pool could complete at the fastest (no queue can do more, and a stall while timing cannot lower it)."""
+    took = pool.time_call(call_label(1), SERVICE_CALLS, settings.query_timeout_s)
+    per_call = 1e3 / took[0]
+    if settings.batching is not None:
+        full = settings.batching.max_batch
+        fastest_full = pool.time_call(call_label(full), SERVICE_CALLS, settings.query_timeout_s)[0]
+        per_call = max(per_call, full * 1e3 / fastest_full)
+    return took[len(took) // 2], took[0], workers * per_call
+
+
+def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path,
+           progress: Callable[[str], None]) -> ServingResult:
+    folder = out_dir / result.log_dir
+    service_ms, fastest_ms, capacity = _capacity(pool, result.workers, settings)
+    if settings.find_peak and fastest_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
+        return dataclasses.replace(result, service_ms=service_ms, peaks=(0.0,) * settings.repeats,
+                                   reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
+                                          f"the {settings.p99_ms:g} ms bound")
+    if settings.estimates:
+        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, (out_dir, capacity),
+                         progress)
+    runs: list[LoadGenRun] = []
+    peaks: list[float] = []
+    for repeat in range(settings.repeats):
+        bracket, steps = Bracket(0.0, capacity), 1 if settings.target_qps else settings.search_steps
+        while not bracket.done(settings.resolution, steps):
+            qps = settings.target_qps or bracket.qps
+            progress(f"serve {result.log_dir} {result.label}: repeat {repeat + 1}, {qps:.1f} QPS offered")
+            run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
+                                    folder / f"r{repeat}-s{bracket.steps}-{qps:.1f}qps", out_dir)
+            runs.append(run)
+            if lost:
+                reason = f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                if not settings.target_qps:
+                    peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
+                    reason += f"; {stopped}"
+                return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
+                                           peaks=tuple(peaks), reason=reason)
+            bracket = bracket.after(run.within_bound)
+        if not settings.target_qps:
+            peaks.append(bracket.lo)
+    return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+
+
+class _LostQueries(Exception):
+    """A step of a joint estimate lost queries: the search stops, and the result fails."""
+
+
+def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, where: tuple[Path, float],
+              progress: Callable[[str], None]) -> ServingResult:
+    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) with its steps LoadGen runs
+    on the pool, each of its own schedule (seed + its index); ``where``: the run's output folder and the pool's
+    capacity. A step that loses a query fails the result, with the steps made."""
+    out_dir, capacity = where
+    runs: list[LoadGenRun] = []
+    plan = settings.search_plan(capacity)
+
+    def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
+        progress(f"serve {result.log_dir} {result.label}: step {repeat + 1}, {qps:.1f} QPS offered")
+        run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
+                                out_dir / result.log_dir / f"s{repeat}-{qps:.1f}qps", out_dir)
+        runs.append(run)
+        if lost:
+            raise _LostQueries(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                               + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
+        return run.late_flags(settings.p99_ms), run
+
+    try:
+        search = search_peak(step, plan, np.random.default_rng(settings.seed))
+    except _LostQueries as err:
+        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(err))
+    if search.confirm is not None:  # LoadGen's verdict at the interval's low end
+        confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
+        runs[-1] = confirmed
+    peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
+    return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
+
+
+def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
+                    settings: ServingConfig) -> tuple[list[float], str]:
+    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat`` (the
+    repeats done, and this repeat's highest load within the bound so far, ``bracket.lo``, when one was),
+    and a sentence saying so."""
+    lo = bracket.lo
+    where = (f"the peak search stopped early, at step {bracket.steps + 1} (of at most {settings.search_steps}) "
+             f"of search {repeat + 1} of {settings.repeats}, as a lost query fails the result")
+    if lo > 0:
+        return [*peaks, lo], (f"{where}; its peak is the highest load within the bound before the fault, "
+                              f"{lo:.1f} QPS (a lower bound: the search did not finish)")
+    return peaks, f"{where}; no load was within the bound before the fault"
+
+
+def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
+                progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
+    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``; logs under
+    ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool (a run
+    uses its first workers). A pool that fails to start, or a count that loses a query, gives failed
+    results (with the runs made) and the other counts still run."""
+    threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
+                  for workers in settings.workers}
+    results: dict[int, ServingResult] = {}
+    for threads in dict.fromkeys(threads_of.values()):
+        counts = [workers for workers in settings.workers if threads_of[workers] == threads]
+        planned = {workers: ServingResult(loadgen_scenario="server", workers=workers, threads=threads,
+                                          bound_ms=settings.p99_ms, percentile=settings.percentile,
+                                          peak_rule=settings.peak_rule,
+                                          batching=dataclasses.asdict(settings.batching) if settings.batching else None,
+                                          log_dir=f"serving/{name}_w{workers}")
+                   for workers in counts}
+        for result in planned.values():
+            (out_dir / result.log_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            pool = ServingPool([hosts.recipe_for(threads)] * max(counts), hosts.start_timeout_s,
+                               out_dir / planned[max(counts)].log_dir, hosts.knobs, threads)
+        except (WorkerError, ValueError) as err:  # ValueError: its knobs cannot be set here (binding: too few cores)
+            results.update({w: dataclasses.replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
+                            for w, r in planned.items()})
+            continue
+        try:
+            for workers, result in planned.items():
+                result = dataclasses.replace(result, worker_facts=dict(pool.workers[0].facts))
+                try:
+                    results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
+                except WorkerError as err:  # a worker that failed while its service time was measured
+                    results[workers] = dataclasses.replace(result, status=Status.FAILED, reason=str(err))
+                if results[workers].status is not Status.OK:
+                    break  # its workers may be gone: the counts left are not served by this pool
+        finally:
+            pool.close()
+        for workers, result in planned.items():
+            results.setdefault(workers, dataclasses.replace(
+                result, status=Status.FAILED, reason=f"not run: the pool failed at {workers} worker(s) before"))
+    return [results[workers] for workers in settings.workers]
