@@ -200,7 +200,7 @@ def test_every_module_and_package_the_architecture_map_names_exists():
     # the check itself finds a moved package, a module gone from every folder, a pattern that matches nothing,
     # a missing folder and a layer that is no subpackage, and passes what is there
     broken = ("(`building/stage.py`; `build/stage.py`), `trtbench/core/part.py`, `serving_gone.py`, `nothing*.py`,\n"
-              "`scenarios/generate*.py` over `workers/` and `gone/`; `tests/test_layers.py`, `tests/test_nowhere.py`\n"
+              "`scenarios/generate/*.py` over `workers/` and `gone/`; `tests/test_layers.py`, `tests/test_nowhere.py`\n"
               "## Layers\n\n| layer | holds |\n|---|---|\n| `core` | types |\n| `build` | the build stage |\n\n"
               "## Where is X\n\n| `trtbench/cli.py` | x |\n")
     assert map_paths_missing(broken) == ["build/stage.py", "gone/", "nothing*.py", "serving_gone.py",
