@@ -1,5 +1,5 @@
-"""A ``server`` entry beside generate (issue 26): its settings' errors exit 2 naming the key; on the 2-layer tiny Llama
-(eager) a generate + server run serves each accurate point under LoadGen's token latencies, with its result part, its
+"""A ``serving`` entry beside generate (issue 26): its settings' errors exit 2 naming the key; on the 2-layer tiny Llama
+(eager) a generate + serving run serves each accurate point under LoadGen's token latencies, with its result part, its
 report section, plot and recommendation and LoadGen's logs; a resumed run serves only what it had not; and a worker
 SIGKILLed during a search fails that result (exit 1) with the peak found before, while the other point is served."""
 
