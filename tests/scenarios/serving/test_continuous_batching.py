@@ -3,8 +3,8 @@ naming the key; openvino_genai on the tiny Llama (2 layers, hidden 64) served by
 worker under LoadGen at a fixed QPS: every query completes with its new_tokens, some query is admitted while another
 is generating (from the queries' own stamps: one worker serving one at a time gives at most 1 in flight), and the
 result states the mode; the ContinuousBatchingPipeline the worker built gives the LLMPipeline's greedy tokens to
-sequences that join it at different steps; and in a generate + server run eager's row is skipped, naming the
-decoders that have an engine."""
+sequences that join it at different steps (that in a generate + server run eager's result is skipped, naming the
+decoders that have an engine: tests/scenarios/serving/test_llm_server_entry.py, in its one run)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("mlperf_loadgen")
 
-from conftest import run_dict  # noqa: E402
 from helpers.llm import SERVER, llm_config, save_tiny_llama  # noqa: E402
 from trtbench.building.decoder_recipe import DecoderRecipe  # noqa: E402
 from trtbench.config.config import config_from_dict  # noqa: E402
@@ -24,7 +23,6 @@ from trtbench.core import schema  # noqa: E402
 from trtbench.core.errors import UserInputError  # noqa: E402
 from trtbench.core.knobs import Knobs  # noqa: E402
 from trtbench.decoders import get_decoder  # noqa: E402
-from trtbench.results.resultset import ResultSet  # noqa: E402
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths  # noqa: E402
 from trtbench.scenarios.serving.tokens.pool import serving_requests  # noqa: E402
 from trtbench.scenarios.serving.tokens.config import DecoderServingConfig  # noqa: E402
@@ -121,20 +119,3 @@ def test_sequences_joining_at_different_steps_get_the_pipelines_greedy_tokens(se
     assert [got[key] for key in range(3)] == expected
     assert engine.facts["engine"] == "ContinuousBatchingPipeline" and engine.facts["max_num_seqs"] == MAX_BATCH
 
-
-def test_a_run_skips_a_decoder_without_an_engine_naming_those_with_one(tmp_path):
-    server = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "repeats": 1, "batching": CONTINUOUS}
-    out = tmp_path / "run"
-    generate = {"generate": {"prompt_tokens": [PROMPT], "new_tokens": [4], "batch": [1], "min_requests": 2,
-                             "max_requests": 2}}
-    outcome = run_dict({**llm_config(out, server, generate), "output": {"dir": str(out), "save_artifacts": False}})
-    assert outcome.exit_code == 0
-    (part,) = ResultSet.load(out).parts("served_decoder")
-    (skipped,) = part.results
-    assert part.decoder == "eager" and skipped.status == "skipped" and not skipped.steps and not skipped.service
-    assert not skipped.log_dir and not (out / "serving").exists(), "no worker started"
-    assert "eager has none (those that have one: openvino_genai)" in skipped.reason, skipped.reason
-    assert skipped.batching_text == f"continuous, up to {MAX_BATCH}"
-    report = (out / "report.md").read_text().split("## LLM serving under load")[1]
-    assert f"| continuous, up to {MAX_BATCH} |" in report and "skipped: batching mode 'continuous'" in report
-    assert "Recommendation under load" not in report, "a skipped result is no candidate"

@@ -1,7 +1,8 @@
 """A ``serving`` entry beside generate (issue 26): its settings' errors exit 2 naming the key; on the 2-layer tiny Llama
 (eager) a generate + serving run serves each accurate point under LoadGen's token latencies, with its result part, its
-report section, plot and recommendation and LoadGen's logs; a resumed run serves only what it had not; and a worker
-SIGKILLed during a search fails that result (exit 1) with the peak found before, while the other point is served."""
+report section, plot and recommendation and LoadGen's logs; and a resumed run serves only what it had not, where a
+worker SIGKILLed during a search fails that result (exit 1) with the peak found before, while the next point is
+served (one resumed run proves both: each run starts worker processes, seconds of CPU each)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,15 @@ from trtbench.core.errors import UserInputError  # noqa: E402
 from trtbench.results.journal import JOURNAL_NAME  # noqa: E402
 from trtbench.results.resultset import ResultSet  # noqa: E402
 
-POINTS = ("p8-n4-b1", "p12-n4-b1")
+POINTS = ("p8-n4-b1", "p12-n4-b1", "p16-n4-b1")
+SERVED_GENERATE = {"generate": {**GENERATE["generate"], "prompt_tokens": [8, 12, 16]}}
+# beside the server: an entry under continuous batching, which eager (no engine) is skipped at, starting no worker
+CONTINUOUS = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "repeats": 1,
+              "batching": {"mode": "continuous", "max_batch": 4}}
+
+
+def served_config(out) -> dict:
+    return {**llm_config(out), "scenarios": [SERVED_GENERATE, {"serving": SERVER}, {"serving": CONTINUOUS}]}
 
 
 @pytest.mark.parametrize("scenarios, key, says", [
@@ -99,9 +108,10 @@ def test_an_entry_with_lengths_serves_them_once_per_decoder_and_one_without_each
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """One generate + server run of eager on the tiny Llama at two points, its output folder and outcome."""
+    """One generate + server run of eager on the tiny Llama at three points (a static-batching entry and a
+    continuous one), its output folder and outcome."""
     out = tmp_path_factory.mktemp("llm") / "run"
-    outcome = run_dict(llm_config(out))
+    outcome = run_dict(served_config(out))
     return out, outcome
 
 
@@ -118,7 +128,7 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
     for point, part in parts.items():
         assert part.key == generate[point].key
         assert (part.slot, part.decoder, part.precision) == ("eager", "eager", "fp32")
-        (result,) = part.results
+        result, _ = part.results  # the continuous entry's: test_a_decoder_without_an_engine_is_skipped...
         assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
         assert result.peak_rule == "late-share-bound/1 at 0.9" and result.bounds_text == \
             "p50 TTFT <= 5000 ms, TPOT <= 1000 ms"
@@ -140,7 +150,7 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
         assert result.log_dir == f"serving/tiny-llama-585c6a68_eager_{point}_w1"
         assert (out / result.log_dir / "worker-0.log").is_file()
     doc = json.loads((out / "results.json").read_text())
-    assert [r["choice"]["variant"] for r in doc["decoder_serving_recommendations"]] == ["eager", "eager"]
+    assert [r["choice"]["variant"] for r in doc["decoder_serving_recommendations"]] == ["eager"] * len(POINTS)
     report = (out / "report.md").read_text()
     section = report.split("## LLM serving under load")[1]
     assert "| tiny-llama | p8-n4-b1 | eager | fp32 | 1 x 1 | p50 TTFT <= 5000 ms, TPOT <= 1000 ms | p 8 n 4 | " \
@@ -160,12 +170,31 @@ def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_anoth
     assert lines[0] == "recommendation under load (LLM serving):" and "tiny-llama p8-n4-b1: under load, eager fp32" \
         in lines[1], lines
     part = other.parts("served_decoder")[0]
-    other.add(dataclasses.replace(part, results=tuple(dataclasses.replace(r, peak_rule="late-share-bound/1 at 0.99")
-                                                      for r in part.results)))
+    other.add(dataclasses.replace(part, results=(dataclasses.replace(part.results[0],
+                                                                     peak_rule="late-share-bound/1 at 0.99"),
+                                                 *part.results[1:])))
     Serving.check_merge([results, ResultSet.load(out)], ["a", "b"])
     with pytest.raises(UserInputError) as info:
         Serving.check_merge([results, other], ["a", "b"])
     assert info.value.where == "b" and "'late-share-bound/1 at 0.99'" in info.value.problem, info.value.format()
+
+
+def test_a_decoder_without_an_engine_is_skipped_under_continuous_batching_naming_those_with_one(served):
+    """In the same run, eager's result under the continuous entry is skipped at each point (the run exits 0): no
+    worker started for it, the report says why, and a skipped result is no candidate of the recommendation."""
+    out, _ = served
+    for part in parts_by_point(out).values():
+        _, skipped = part.results
+        assert part.decoder == "eager" and skipped.status == "skipped" and not skipped.steps and not skipped.service
+        assert "eager has none (those that have one: openvino_genai)" in skipped.reason, skipped.reason
+        assert skipped.batching_text == "continuous, up to 4" and not skipped.log_dir
+    assert sorted(p.name for p in (out / "serving").iterdir()) == [
+        f"tiny-llama-585c6a68_eager_{point}_w1" for point in sorted(POINTS)], "no worker started for the skipped"
+    report = (out / "report.md").read_text().split("## LLM serving under load")[1]
+    assert "| continuous, up to 4 |" in report and "skipped: batching mode 'continuous'" in report
+    doc = json.loads((out / "results.json").read_text())
+    assert all(r["candidates"] == 1 and r["choice"]["batching"]["mode"] == "static"
+               for r in doc["decoder_serving_recommendations"]), "a skipped result is no candidate"
 
 
 def resumable_copy(out, to, drop_points) -> None:
@@ -180,31 +209,20 @@ def resumable_copy(out, to, drop_points) -> None:
         shutil.rmtree(to / "serving" / f"tiny-llama-585c6a68_eager_{point}_w1")
 
 
-def test_a_resumed_run_serves_only_the_points_it_had_not(served, tmp_path):
-    out, _ = served
-    again = tmp_path / "again"
-    resumable_copy(out, again, drop_points=["p12-n4-b1"])
-    before = parts_by_point(out)
-    outcome = run_dict(llm_config(again))
-    assert outcome.exit_code == 0
-    after = parts_by_point(again)
-    assert after["p8-n4-b1"] == before["p8-n4-b1"], "the served point is kept as it was"
-    assert after["p12-n4-b1"] != before["p12-n4-b1"] and after["p12-n4-b1"].results[0].status == "ok"
-    rows = {row.point: row.data["requests"] for row in ResultSet.load(again).parts("generate")}
-    assert rows == {row.point: row.data["requests"] for row in ResultSet.load(out).parts("generate")}, \
-        "generate's rows are not timed again"
-
-
-def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the_rest(served, tmp_path, monkeypatch):
-    """The first point's worker is SIGKILLed as its search's second step starts: that result fails naming the
-    dead worker, keeping the steps and the peak found before; the second point is served on a pool of its own; the run
-    exits 1 and keeps generate's rows."""
+def test_a_resumed_run_serves_only_the_points_it_had_not_and_a_worker_killed_in_a_search_fails_alone(served, tmp_path,
+                                                                                                   monkeypatch):
+    """A copy of the run as a kill would leave it before its last two points were served, resumed: the first point
+    is kept as it was and generate's rows are not timed again; the second point's worker is SIGKILLed as its
+    search's second step starts: that result fails naming the dead worker, keeping the steps and the peak found
+    before; the third point is served on a pool of its own; the run exits 1."""
     from trtbench.scenarios.serving.tokens import stage as decoder_stage
     from trtbench.scenarios.serving.tokens.pool import DecoderPool
 
     out, _ = served
+    kept, killed, last = POINTS
     again = tmp_path / "again"
-    resumable_copy(out, again, drop_points=POINTS)
+    resumable_copy(out, again, drop_points=[killed, last])
+    before = parts_by_point(out)
     pools = []
 
     class RecordedPool(DecoderPool):
@@ -213,7 +231,7 @@ def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the
             pools.append(self)
 
     monkeypatch.setattr(decoder_stage, "DecoderPool", RecordedPool)
-    second_step = again / "serving" / "tiny-llama-585c6a68_eager_p8-n4-b1_w1" / "r0" / "step-2"  # made as it starts
+    second_step = again / "serving" / f"tiny-llama-585c6a68_eager_{killed}_w1" / "r0" / "step-2"  # made as it starts
 
     def kill_after_the_first_step():
         deadline = time.monotonic() + 240
@@ -223,17 +241,21 @@ def test_a_worker_killed_during_a_search_fails_that_result_and_the_run_keeps_the
 
     killer = threading.Thread(target=kill_after_the_first_step, daemon=True)
     killer.start()
-    outcome = run_dict(llm_config(again))
+    outcome = run_dict(served_config(again))
     killer.join(timeout=5)
     assert outcome.exit_code == 1, "a dead worker fails the run"
-    parts = parts_by_point(again)
-    (failed,), (other,) = parts["p8-n4-b1"].results, parts["p12-n4-b1"].results
+    after = parts_by_point(again)
+    assert after[kept] == before[kept], "the served point is kept as it was"
+    rows = {row.point: row.data["requests"] for row in ResultSet.load(again).parts("generate")}
+    assert rows == {row.point: row.data["requests"] for row in ResultSet.load(out).parts("generate")}, \
+        "generate's rows are not timed again"
+    (failed, _), (other, _) = after[killed].results, after[last].results
     assert failed.status == "failed" and "server 0's worker" in failed.reason and (
         "killed by signal 9" in failed.reason), failed.reason
-    *before, faulted = failed.steps
-    assert before and all(step.passed for step in before) and faulted.error and not faulted.passed
-    assert failed.peaks == (max(step.offered_qps for step in before),)
+    *steps_before, faulted = failed.steps
+    assert steps_before and all(step.passed for step in steps_before) and faulted.error and not faulted.passed
+    assert failed.peaks == (max(step.offered_qps for step in steps_before),)
     assert f"the peak search stopped early, at step {len(failed.steps)} (of at most 3)" in failed.reason
-    assert other.status == "ok" and other.peaks, "the other point goes on"
-    assert len(ResultSet.load(again).parts("generate")) == 2
-    assert "served tiny-llama p8-n4-b1 eager w1 x t1: failed:" in (again / "report.md").read_text()
+    assert after[last] != before[last] and other.status == "ok" and other.peaks, "the next point goes on, served again"
+    assert len(pools) == 2 and pools[1] is not pools[0], "on a pool of its own"
+    assert f"served tiny-llama {killed} eager w1 x t1: failed:" in (again / "report.md").read_text()
