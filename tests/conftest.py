@@ -154,6 +154,19 @@ def torch_threads_kept():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """The test computes on one torch thread (``torch_threads_kept`` restores the count after it).
+
+    For tests that run models in this process and judge only what they compute: on a busy 2-core machine, with
+    a neighbour process on the other core, a second intra-op thread mostly spins waiting for it (a ResNet-152's
+    forward pass at batch 2 took 10x the CPU on 2 threads as on 1, measured here)."""
+    import torch
+
+    torch.set_num_threads(1)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def frozen_heap():
     """Move what earlier modules left alive out of the garbage collector's way (``gc.freeze``).

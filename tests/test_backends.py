@@ -1,8 +1,8 @@
 """The compiler and runtime variants (compiled, aoti, ort, openvino) on a tiny model: build, accuracy
 against eager, save, and reload in a fresh process through ``trtbench verify``.
 
-One run builds them all (torch.compile and AOTInductor take seconds even for a tiny model)
-and the tests share it.
+One run builds them all (torch.compile and AOTInductor take seconds even for a tiny model), with exported, on a
+dynamic batch served at opt 1 (min 1, opt 1, max 8), and the tests share it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from trtbench.artifacts.store import read_manifest, sha256_of, verify_artifact
 from trtbench.config.config import config_from_dict
 
 NEW_VARIANTS = ["compiled", "aoti", "ort", "openvino"]
+# serving at batch 1 with room for dynamic batching: the variants built by torch.export export from batch 2
+INPUTS = [{"name": "input", "dtype": "float32", "min_shape": [1, 3, 16, 16], "opt_shape": [1, 3, 16, 16],
+           "max_shape": [8, 3, 16, 16]}]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +29,9 @@ def backends_run(tmp_path_factory):
     from conftest import TINY_CONFIG, run_dict
 
     out = tmp_path_factory.mktemp("backends") / "out"
-    config = dict(TINY_CONFIG, variants=["eager", *NEW_VARIANTS], output={"dir": str(out), "cold_start": False})
+    config = dict(TINY_CONFIG, inputs=INPUTS, variants=["eager", "exported", *NEW_VARIANTS],
+                  benchmark={**TINY_CONFIG["benchmark"], "shapes": ["opt", "max"]},  # min is opt's shape
+                  output={"dir": str(out), "cold_start": False})
     outcome = run_dict(config)
     return outcome, out
 
@@ -38,11 +43,12 @@ def rows_of(outcome, variant):
 def test_every_new_variant_builds_runs_and_matches_eager_at_every_shape(backends_run):
     outcome, _ = backends_run
     assert outcome.exit_code == 0
-    assert {r.case.variant for r in outcome.results} == {"eager", *NEW_VARIANTS}, "build steps are not result rows"
+    assert {r.case.variant for r in outcome.results} == {"eager", "exported", *NEW_VARIANTS}, \
+        "build steps are not result rows"
     for r in outcome.results:
         assert r.status == "ok", (r.case.variant, r.reason)
         assert r.accuracy["ok"] and r.accuracy["max_abs_err"] <= 1e-4, (r.case.variant, r.accuracy)
-    assert {r.case.point for r in rows_of(outcome, "ort")} == {"min", "opt", "max"}
+    assert {r.case.point for r in rows_of(outcome, "ort")} == {"opt", "max"}
 
 
 def test_compiled_reports_its_first_call_and_points_to_aoti(backends_run):
@@ -67,13 +73,13 @@ def test_runtimes_use_the_runs_threads(backends_run):
 def test_manifest_hashes_every_file_of_each_artifact(backends_run):
     _, out = backends_run
     entries = {a["file"]: a for a in read_manifest(out)["artifacts"]}
-    assert set(entries) == {"aoti_fp32.pt2", "ort_fp32.onnx", "openvino_fp32.xml"}
+    assert set(entries) == {"exported_fp32.pt2", "aoti_fp32.pt2", "ort_fp32.onnx", "openvino_fp32.xml"}
     assert [c["file"] for c in entries["openvino_fp32.xml"]["companions"]] == ["openvino_fp32.bin"]
     for entry in entries.values():
         for file in [entry, *entry["companions"]]:
             path = out / "artifacts" / file["file"]
             assert file["sha256"] == sha256_of(path) and file["bytes"] == path.stat().st_size
-        assert entry["reload_check"]["shapes"] == ["min", "opt", "max"]
+        assert entry["reload_check"]["shapes"] == ["opt", "max"]
     assert entries["ort_fp32.onnx"]["settings"]["providers"] == [["CPUExecutionProvider", {}]]
     assert entries["aoti_fp32.pt2"]["outputs"] == ["output"]  # the exported program's, which aoti compiles
 
@@ -83,9 +89,9 @@ def test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_co
     proc = subprocess.run([sys.executable, "-m", "trtbench", "verify", str(out)], capture_output=True, text=True,
                           env=subprocess_env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3 verified, 0 failed" in proc.stdout
+    assert "4 verified, 0 failed" in proc.stdout
     cold_starts = re.findall(r"^ok .*load ([\d.]+) s, first call ([\d.]+) ms$", proc.stdout, re.M)
-    assert len(cold_starts) == 3 and all(float(s) > 0 and float(ms) > 0 for s, ms in cold_starts), proc.stdout
+    assert len(cold_starts) == 4 and all(float(s) > 0 and float(ms) > 0 for s, ms in cold_starts), proc.stdout
 
 
 def test_a_changed_weights_file_fails_verification(backends_run, tmp_path):
@@ -133,25 +139,18 @@ def test_compiled_counts_the_recompilations_the_benchmarked_shapes_cause(tiny_co
     assert variant.run_info(built) == {"recompilations": 2}
 
 
-def test_a_dynamic_batch_served_at_opt_1_exports_from_2_and_runs_at_1_and_8(tmp_path):
+def test_a_dynamic_batch_served_at_opt_1_exports_from_2_and_runs_at_1_and_8(backends_run):
     """min 1, opt 1, max 8 (serving at batch 1 with room for dynamic batching): the variants built by
     torch.export build, the ONNX graph keeps its batch dim symbolic, and every row times batch 1 at opt."""
     import numpy as np
     import onnx
     import onnxruntime as ort
 
-    from conftest import TINY_CONFIG, by_point, run_dict
+    from conftest import by_point
 
-    out = tmp_path / "out"
-    inputs = [{"name": "input", "dtype": "float32", "min_shape": [1, 3, 16, 16], "opt_shape": [1, 3, 16, 16],
-               "max_shape": [8, 3, 16, 16]}]
-    config = dict(TINY_CONFIG, inputs=inputs, variants=["eager", "exported", "ort", "openvino"],
-                  benchmark={**TINY_CONFIG["benchmark"], "shapes": ["opt", "max"]},
-                  output={"dir": str(out), "cold_start": False})
-    outcome = run_dict(config)
-    assert outcome.exit_code == 0
+    outcome, out = backends_run
     rows = by_point(outcome.results)
-    for variant in ("exported", "ort", "openvino"):
+    for variant in ("exported", "aoti", "ort", "openvino"):
         for point, batch in (("opt", 1), ("max", 8)):
             row = rows[(variant, point)]
             assert row.status == "ok" and row.accuracy["ok"], (variant, point, row.reason)

@@ -82,13 +82,30 @@ def test_an_fp16_row_is_over_eager_fp32_and_over_eager_fp16():
 
 
 @pytest.mark.parametrize("isolation", ["in_process", "process"])
-def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32(tiny_config, tmp_path, fp16_on_cpu, isolation):
+def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32_each_precision_built_at_its_own_dtype(
+        tiny_config, tmp_path, fp16_on_cpu, monkeypatch, isolation):
+    """The rounds are paired across precisions; and (in_process, where traced builds here) the builds, and so the
+    timed calls, see fp16 parameters and inputs at fp16, fp32 ones at fp32."""
+    from trtbench.variants.traced import Traced
+
+    seen = []
+    build = Traced.build
+
+    def spy(self, model, ctx):
+        seen.append((ctx.precision, ctx.dtype, next(model.parameters()).dtype, ctx.example_inputs[0].dtype,
+                     {t[0].dtype for t in ctx.shape_inputs.values()}))
+        return build(self, model, ctx)
+
+    monkeypatch.setattr(Traced, "build", spy)
     process = isolation == "process"
     tiny_config.update(precisions=["fp32", "fp16"], variants=["eager"] + (["exported"] if process else ["traced"]))
     tiny_config["benchmark"].update(shapes=["opt"], isolation=isolation, iterations=3)
     tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 0, [(r.case, r.status, r.reason) for r in outcome.results]
+    if not process:
+        assert seen == [("fp32", torch.float32, torch.float32, torch.float32, {torch.float32}),
+                        ("fp16", torch.float16, torch.float16, torch.float16, {torch.float16})]
     rows = {(r.case.variant, r.case.precision): r for r in outcome.results}
     other = "exported" if process else "traced"
     assert set(rows) == {(v, p) for v in ("eager", other) for p in ("fp32", "fp16")}
@@ -118,24 +135,3 @@ def test_fp16_rows_are_timed_in_the_rounds_of_eager_fp32(tiny_config, tmp_path, 
     report = (tmp_path / "out" / "report.md").read_text()
     assert "vs eager same precision [95% CI, 1 process x rounds]" in report
     assert json.loads((tmp_path / "out" / "results.json").read_text())["records"]
-
-
-def test_each_precision_builds_from_a_copy_at_its_own_dtype(tiny_config, tmp_path, fp16_on_cpu, monkeypatch):
-    """The builds (and so the timed calls) see fp16 parameters and inputs at fp16, fp32 ones at fp32."""
-    from trtbench.variants.traced import Traced
-
-    seen = []
-    build = Traced.build
-
-    def spy(self, model, ctx):
-        seen.append((ctx.precision, ctx.dtype, next(model.parameters()).dtype, ctx.example_inputs[0].dtype,
-                     {t[0].dtype for t in ctx.shape_inputs.values()}))
-        return build(self, model, ctx)
-
-    monkeypatch.setattr(Traced, "build", spy)
-    tiny_config.update(precisions=["fp32", "fp16"], variants=["eager", "traced"])
-    tiny_config["benchmark"].update(shapes=["opt"], iterations=2)
-    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
-    assert run_dict(tiny_config).exit_code == 0
-    assert seen == [("fp32", torch.float32, torch.float32, torch.float32, {torch.float32}),
-                    ("fp16", torch.float16, torch.float16, torch.float16, {torch.float16})]

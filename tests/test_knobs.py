@@ -60,10 +60,10 @@ def test_a_missing_allocator_skips_the_group_with_its_install_line(tiny_config, 
     assert all("apt-get install libjemalloc2" in reason for reason in group.unavailable.values())
 
 
-def faults_per_call(state: str, tmp_path) -> tuple[float, dict]:
-    """The toy's median page faults per call, and its facts, in a worker started in ``state``."""
+def faults_per_call(knobs: Knobs, tmp_path) -> tuple[float, dict]:
+    """The toy's median page faults per call, and its facts, in a worker started with ``knobs``."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    (worker,) = spawn_workers(1, 120.0, tmp_path, Knobs(allocator=state))
+    (worker,) = spawn_workers(1, 120.0, tmp_path, knobs)
     try:
         ready, errors = start_workers({"mallocs": MallocsPerCall(megabytes=48)}, [worker])
         assert not errors, errors
@@ -73,21 +73,26 @@ def faults_per_call(state: str, tmp_path) -> tuple[float, dict]:
         worker.close()
 
 
-def test_the_state_reaches_the_worker_and_decides_whether_a_call_faults_its_pages_in(tmp_path):
+def test_the_state_reaches_the_worker_and_decides_whether_a_call_faults_its_pages_in_and_a_bound_worker_says_its_cores(
+        tmp_path):
     """48 MB is above glibc's largest dynamic mmap threshold (32 MB): with the default state each call maps
-    and faults in its buffer afresh; with the tuned thresholds it stays on the heap."""
+    and faults in its buffer afresh; with the tuned thresholds it stays on the heap. The tuned worker is also
+    bound (binding: cores, one thread): it runs on the first core this process may use, and says so."""
+    import os
+
     pages = (48 << 20) // 4096
-    default, _ = faults_per_call("default", tmp_path / "default")
-    tuned, _ = faults_per_call("tuned", tmp_path / "tuned")
+    default, _ = faults_per_call(Knobs(allocator="default"), tmp_path / "default")
+    tuned, facts = faults_per_call(Knobs(allocator="tuned", binding="cores"), tmp_path / "tuned")
     assert default >= 0.9 * pages, default
     assert tuned < 0.05 * pages, tuned
+    assert facts["bound_cpus"] == [sorted(os.sched_getaffinity(0))[0]], facts
 
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
 def test_a_preloaded_allocator_runs_in_the_worker_where_installed(name, tmp_path):
     if library_path(name) is None:
         pytest.skip(missing_library(name))
-    faults, facts = faults_per_call(name, tmp_path)
+    faults, facts = faults_per_call(Knobs(allocator=name), tmp_path)
     assert facts["preloaded"] == [name], facts  # what it does with a freed 48 MB block is its own policy
     assert faults >= 0
 
@@ -241,19 +246,6 @@ def test_intel_openmp_is_preloaded_beside_the_allocator_or_its_install_line_give
     assert env["LD_PRELOAD"] == str(tmp_path / "lib" / "libiomp5.so") and env["MALLOC_MMAP_THRESHOLD_"]
     assert intel.text == "allocator=tuned,openmp=intel" and Knobs.from_text(intel.text) == intel
     assert Knobs().text == "" and Knobs.from_text("") == Knobs()
-
-
-def test_a_bound_worker_runs_on_its_cores_and_says_so(tmp_path):
-    import os
-
-    first = sorted(os.sched_getaffinity(0))[0]
-    (worker,) = spawn_workers(1, 120.0, tmp_path, Knobs(binding="cores"), threads=1)
-    try:
-        ready, errors = start_workers({"mallocs": MallocsPerCall(megabytes=1)}, [worker])
-        assert not errors, errors
-        assert ready["mallocs"].facts["bound_cpus"] == [first]
-    finally:
-        worker.close()
 
 
 @pytest.mark.parametrize("sweep, key", [({"openmp": ["gnu"]}, "sweep.openmp[0]"),

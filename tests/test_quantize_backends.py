@@ -1,7 +1,8 @@
 """INT8 through each CPU backend's own quantizer (NNCF for OpenVINO, torchao PT2E for compiled/aoti),
 judged on a CNN with learned weights (tests/assets/trained_models.py): test-set top-1 within a point
 of fp32, the artifacts really int8, exclusion keeping the named layers fp32, and the planted outlier
-breaking full INT8 until its layers are kept in fp32."""
+breaking full INT8 until its layers are kept in fp32. The AOTInductor package of the PT2E graph (its int8 kernels,
+its test-set top-1): tests/test_int8_pt2e.py, which builds it in a run."""
 
 from __future__ import annotations
 
@@ -73,9 +74,14 @@ def saved_and_read(ov_model, tmp_path):
     return ov.Core().read_model(tmp_path / "model.xml")
 
 
-def test_nncf_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, calibration, reference, tmp_path):
-    fp32 = to_openvino(digits_cnn(), data)
-    quantized = saved_and_read(qov.quantize_openvino(fp32, calibration, QuantSettings()), tmp_path)
+@pytest.fixture(scope="module")
+def nncf_digits(data, calibration):
+    """The trained CNN's IR quantized by NNCF with the default settings (per-channel weights, minmax)."""
+    return qov.quantize_openvino(to_openvino(digits_cnn(), data), calibration, QuantSettings())
+
+
+def test_nncf_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, reference, nncf_digits, tmp_path):
+    quantized = saved_and_read(nncf_digits, tmp_path)
     out = run_openvino(quantized, data[2])
     print(f"\nNNCF digits: top-1 int8 {accuracy(out, data[3]):.4f} fp32 {accuracy(reference['digits'], data[3]):.4f}, "
           f"agreement {agreement(reference['digits'], out):.4f}, SQNR {sqnr_db(reference['digits'], out):.1f} dB")
@@ -166,9 +172,9 @@ def weight_scale_sizes(ov_model) -> list[int]:
     return sizes
 
 
-def test_nncf_weights_are_per_channel_unless_told_otherwise(data, calibration):
+def test_nncf_weights_are_per_channel_unless_told_otherwise(data, calibration, nncf_digits):
     fp32 = to_openvino(digits_cnn(), data)
-    per_channel = weight_scale_sizes(qov.quantize_openvino(fp32, calibration, QuantSettings()))
+    per_channel = weight_scale_sizes(nncf_digits)
     per_tensor = weight_scale_sizes(qov.quantize_openvino(fp32, calibration, QuantSettings(per_channel=False)))
     assert per_channel == [16, 32, 10]  # one scale per output channel of conv1, conv2, fc
     assert per_tensor == [1, 1, 1]
@@ -239,15 +245,6 @@ def test_torch_compile_lowers_the_pt2e_graph_to_int8_kernels_at_every_shape(data
     assert "onednn.qconv_pointwise" in source and "onednn.qlinear_pointwise" in source
     assert agreement(expected, out) >= TOP1_AGREE_MIN
     assert not torch._inductor.config.freezing  # left as it was for the rest of the process
-
-
-def test_aoti_packages_the_pt2e_graph(data, pt2e_digits, tmp_path):
-    with torch.enable_grad():  # the helper turns grad off itself: freezing, and so int8 kernels, need it off
-        path = pt2e.aoti_package_pt2e(pt2e_digits, (data[2][:32],), tmp_path / "int8.pt2")
-    loaded = torch._inductor.aoti_load_package(str(path))
-    with torch.inference_mode():
-        out, expected = loaded(data[2][:32]), pt2e_digits(data[2][:32])
-    assert agreement(expected, out) >= TOP1_AGREE_MIN
 
 
 def test_pt2e_refuses_per_tensor_weights_that_inductor_would_not_run_in_int8(data, calibration):

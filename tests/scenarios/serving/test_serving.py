@@ -247,34 +247,11 @@ def test_serving_without_loadgen_exits_2_naming_the_extra(tiny_config, write_con
     assert code == 2 and "scenarios[1].serving" in err and "pip install 'trtbench[serving]'" in err, err
 
 
-def test_a_run_serves_each_accurate_variant_and_reports_it(tiny_config, tmp_path):
-    """latency + server on a tiny model with eager and ort: each record has its serving results (through
-    results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept."""
-    data = {**tiny_config, "variants": ["eager", "ort"], "output": {"dir": str(tmp_path / "run"),
-                                                                   "save_artifacts": False, "cold_start": False}}
-    data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 1}  # workers at 1 thread load ort's file
-    data["scenarios"] = ["latency", {"serving": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
-                                                "min_queries": 10, "workers": [1], "repeats": 1}}]
-    outcome = run_dict(data)
-    assert outcome.exit_code == 0
-    loaded = ResultSet.load(tmp_path / "run")
-    served = {r.case.variant: serving_of(loaded, r) for r in loaded}
-    assert set(served) == {"eager", "ort"}
-    for variant, (result,) in served.items():
-        assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
-        (run,) = result.runs
-        assert run.offered_qps == 50 and run.summary.latency_ms["p99"] > 0 and len(run.latencies_ms) >= 10
-        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_fp32_w1/")
-        assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
-    report = (tmp_path / "run" / "report.md").read_text()
-    table = report.split("## Serving under load")[1].split("\n## ")[0]
-    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | 1 | off | " in table
-    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | 1 | off | " in table
-    assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
-
-
-def test_int8_rows_are_served_from_their_quantized_file_at_the_servers_threads(tiny_config, tmp_path):
-    """An int8 row is served like a float one: its workers load the quantized .onnx the run saved (a quantized
+def test_a_run_serves_each_accurate_variant_and_its_int8_rows_from_the_quantized_file_at_the_servers_threads(
+        tiny_config, tmp_path):
+    """latency + serving on a tiny model with eager and ort at fp32 and int8: each record has its serving results
+    (through results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept.
+    An int8 row is served like a float one: its workers load the quantized .onnx the run saved (a quantized
     build is never redone in a worker), set up for the server's threads (2 workers x 1 thread, in a run at 2
     threads), and the report's serving table has its precision."""
     data = {**tiny_config, "variants": ["eager", "ort"], "precisions": ["fp32", "int8"],
@@ -290,12 +267,18 @@ def test_int8_rows_are_served_from_their_quantized_file_at_the_servers_threads(t
     assert set(served) == {("eager", "fp32"), ("ort", "fp32"), ("ort", "int8")}, "eager int8 is skipped, not served"
     for (variant, precision), (result,) in served.items():
         assert result.status == "ok" and result.workers == 2 and result.threads == 1, result.reason
-        assert result.runs[0].offered_qps == 50
+        (run,) = result.runs
+        assert run.offered_qps == 50 and run.summary.latency_ms["p99"] > 0 and len(run.latencies_ms) >= 10
+        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_{precision}_w2/")
+        assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
     facts = served["ort", "int8"][0].worker_facts
     assert facts["hosts"] == "the saved .onnx file" and facts["runtime_threads"] == 1, facts
     assert served["eager", "fp32"][0].worker_facts["hosts"] == "a rebuild"
     table = (tmp_path / "run" / "report.md").read_text().split("## Serving under load")[1].split("\n## ")[0]
+    assert "| python:toy_models:tiny_cnn | eager | fp32 | 2 x 1 | 1 | off | " in table, table
+    assert "| python:toy_models:tiny_cnn | ort | fp32 | 2 x 1 | 1 | off | " in table, table
     assert "| python:toy_models:tiny_cnn | ort | int8 | 2 x 1 | " in table, table
+    assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
 
 
 def test_a_resumed_run_serves_the_latency_records_it_kept(tiny_config, tmp_path):
