@@ -4,11 +4,11 @@ It enforces what the real 2.14.0 Python front-end enforces for every argument tr
 and runs the PyTorch parts of the real code paths for real (``torch.export`` re-export and
 ``torch.jit.trace`` in ``save``), so a call the real library rejects fails here too. Each rule
 cites the file and function of the ``torch_tensorrt-2.14.0`` wheel it mirrors (paths relative
-to its ``torch_tensorrt/`` package). ``tests/test_trt_contract.py`` checks the signatures and
+to its ``torch_tensorrt/`` package). ``tests/variants/test_trt_contract.py`` checks the signatures and
 keyword names below against that wheel's sources.
 
 The type rules the real sources state along the call path are tables here (``TS_DEVICE_READS``,
-``TORCH_DTYPES``, ``TS_SETTING_TYPES``, ``fake.SAVE_INPUT_TYPES``), and ``tests/test_trt_contract.py``
+``TORCH_DTYPES``, ``TS_SETTING_TYPES``, ``fake.SAVE_INPUT_TYPES``), and ``tests/variants/test_trt_contract.py``
 derives the same tables from the wheel's sources and requires them to be equal.
 
 Deliberate differences: ``compile`` builds no engine: it hands back the model's PyTorch graph, which

@@ -88,7 +88,7 @@ def test_resnet34_config_is_the_reference_setup():
 def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):
     assert "profile" not in tiny_config
     tiny_config["variants"] = ["eager", "traced"]
-    tiny_config["output"]["save_artifacts"] = False  # profiles of saved files: tests/test_profiling.py
+    tiny_config["output"]["save_artifacts"] = False  # profiles of saved files: tests/profiling/test_profiling.py
     tiny_config["benchmark"]["shapes"] = ["opt"]
     proc = trtbench("profile", "--config", str(write_config(tiny_config)), "--output", str(tmp_path / "p"),
                     env=subprocess_env)

@@ -1,6 +1,6 @@
 """A stand-in variant that crashes the process natively, as a library's C++ code may (torch 2.11's
 ``aoti_load_package`` segfaulted on an H100): ``crasher``, in its build (a read of address 0: SIGSEGV). For
-tests/test_crash.py, whose run imports this module in every process (a ``sitecustomize`` on its path), so
+tests/workers/test_crash.py, whose run imports this module in every process (a ``sitecustomize`` on its path), so
 that the config can list it.
 """
 

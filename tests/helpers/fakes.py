@@ -1,7 +1,7 @@
 """FAKES of Torch-TensorRT and NVIDIA ModelOpt (neither installs without CUDA) and what the tests build through them.
 
 Torch-TensorRT's fake is tests/fake_torch_tensorrt.py (the real 2.14.0 front-end's argument rules, no engine);
-ModelOpt's here records its calls, with configs shaped as the real presets (tests/test_modelopt_contract.py holds
+ModelOpt's here records its calls, with configs shaped as the real presets (tests/quantize/test_modelopt_contract.py holds
 both against the real wheels). The tensors stay on the CPU: the fakes run no engine."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def fake_modules(recorder: Recorder) -> dict[str, types.ModuleType]:
     trt = types.ModuleType("torch_tensorrt")
     trt.dynamo = types.SimpleNamespace(compile=lambda program, **kwargs: recorder.calls.append(
         ("dynamo.compile", (program,), kwargs)) or program.module())
-    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/test_trt_contract.py holds Input's keywords)
+    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/variants/test_trt_contract.py holds Input's keywords)
     modelopt = types.ModuleType("modelopt")
     modelopt.torch = types.ModuleType("modelopt.torch")
     modelopt.torch.quantization = mtq

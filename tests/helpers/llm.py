@@ -13,7 +13,7 @@ TINY_LLAMA = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 
 _TINYGEN = {"name": "tinygen", "device": "cpu", "variants": ["eager", "exported"], "precisions": ["fp32", "int4"],
             "model": {"source": "transformers", "name": "llama", "task": "causal-lm", "kwargs": TINY_LLAMA,
                       "label": "tiny-llama"},
-            "benchmark": {"threads": 1, "measure_ceiling": False},  # the triad: tests/test_bandwidth.py
+            "benchmark": {"threads": 1, "measure_ceiling": False},  # the triad: tests/measure/test_bandwidth.py
             "scenarios": [{"generate": {"prompt_tokens": [12], "new_tokens": [4], "batch": [1, 2],
                                         "min_requests": 3, "max_requests": 4}}]}
 

@@ -1,7 +1,7 @@
 """The real torch-tensorrt 2.14.0 wheel, read, never imported (TensorRT's native libraries cannot be installed
 here): fetched once with ``pip download`` (pinned by sha256) into ``.cache/``, its Python sources parsed with
 ``ast``; the sites along trtbench's call paths, and what their signatures name and their bodies read.
-tests/test_trt_contract.py and the contract tests beside it hold trtbench's calls against them."""
+tests/variants/test_trt_contract.py and the contract tests beside it hold trtbench's calls against them."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ Where this differs from ``tools/llm``, and why:
   position ``p`` where ``j <= p``), not ``is_causal=True`` over the keys so far: ``tools/llm`` relies on its own
   attention converter (``torchtrt_ext/sdpa_converter.py``: causal where the query and key lengths are equal, no
   mask otherwise), whereas the explicit mask means the same in PyTorch and TensorRT, so the rewritten program is
-  checked against the model on the CPU (tests/test_trt_static_cache.py).
+  checked against the model on the CPU (tests/decoders/test_trt_static_cache.py).
 * The rewrite runs on the exported program before compiling, and the result is exported again, rather than as a
   lowering pass registered inside ``torch_tensorrt`` (``@_aten_lowering_pass``): the program TensorRT compiles
   and the one saved then take the caches as ordinary inputs, and nothing global is registered.

@@ -80,7 +80,7 @@ class Compiled(Variant):
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, then Inductor's int8 kernels (trtbench.quantize.pt2e)
     # its int8 file is the PT2E program, compiled again where it is loaded: two compiles of one program gave outputs
     # up to 1.6% of the output scale apart on a mini ResNet (torch 2.14.1, torchao 0.18), one int8 step near the
-    # output; see tests/test_int8_pt2e.py
+    # output; see tests/quantize/test_int8_pt2e.py
     int8_reload_rtol = 0.02
 
     def unavailable_reason(self, target: Target) -> str | None:

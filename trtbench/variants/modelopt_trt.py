@@ -13,7 +13,7 @@ the precision) and would swallow it in ``**kwargs``, so it is not passed. And th
 config's min..max like the fp32/fp16 ``trt`` build: the export keeps the config's dynamic dims and
 the compile gets ``torch_tensorrt.Input`` ranges (the converter of ``quantize_op`` is registered with
 ``supports_dynamic_shapes=True``), with the variant's other compile settings.
-tests/test_modelopt_contract.py holds every name used here against the real wheels (file:line).
+tests/quantize/test_modelopt_contract.py holds every name used here against the real wheels (file:line).
 
 Exclusion (the fallback's layers kept in floating point) is ModelOpt's own config: an entry
 ``{"quantizer_name": "<module>.*", "enable": False}`` appended to ``quant_cfg`` (later entries

@@ -1,6 +1,6 @@
 """The generate scenario on a 2-layer, hidden-size-64 Llama with random weights: the compiled decoder against eager,
 the bad inputs that exit 2 naming their key, resume's bookkeeping and the memory budget's plan (a whole run and what
-it produced: tests/scenarios/generate/test_generate_run.py; exported's and aoti's builds: tests/test_decoder_builds.py)."""
+it produced: tests/scenarios/generate/test_generate_run.py; exported's and aoti's builds: tests/decoders/test_decoder_builds.py)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_bad_generate_input_names_the_key(changes, key, says):
 
 def test_bad_generate_input_exits_2_through_the_cli(write_config, capsys):
     """Through the command's entry point in this process (the supervisor passes a run's exit code on:
-    tests/test_isolation.py runs it as a command)."""
+    tests/workers/test_isolation.py runs it as a command)."""
     from trtbench.cli import main
 
     path = write_config(generate_config(scenarios=[{"generate": {"new_tokens": [1]}}]))

@@ -127,7 +127,7 @@ def test_the_speed_accuracy_plot_draws_each_int8_row_against_its_sqnr(tmp_path):
 def test_only_a_file_compiled_again_at_load_gets_the_int8_reload_allowance():
     """Bug: the 2% allowance for a reloaded int8 file, justified by PT2E recompiles alone, applied to every
     backend. An ONNX Runtime, OpenVINO, AOTInductor or TensorRT file carries the kernels its build ran and is
-    held to fp32's tolerance (each reproduced its build exactly on the digits CNN: tests/test_int8_ort.py,
+    held to fp32's tolerance (each reproduced its build exactly on the digits CNN: tests/quantize/test_int8_ort.py,
     test_int8_openvino.py and test_int8_pt2e.py save and reload them); compiled's program is compiled again."""
     from trtbench.artifacts.publish import reload_tolerance
     from trtbench.config.config import Tolerance

@@ -26,6 +26,7 @@ from trtbench.core.target import Target
 from trtbench.variants import Built, BuildContext, get_variant
 from trtbench.variants.trt_common import (DynamoOptions, TorchScriptOptions, check_input_ranges, fx_segments,
                                           has_ts_frontend, ts_segments)
+from helpers.paths import REPO, TESTS
 
 TRT_VARIANTS = ("trt", "trt_traced", "trt_scripted")
 CPU = torch.device("cpu")
@@ -93,7 +94,7 @@ def test_ts_frontend_detection_without_feature_flags(has_ts):
 def test_importing_trtbench_variants_does_not_import_torch_tensorrt():
     code = ("import sys, trtbench.variants as v; v.variant_names(); "
             "print('torch_tensorrt' in sys.modules)")
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, check=True)
     assert out.stdout.strip() == "False"
@@ -338,7 +339,7 @@ def fresh_processes_import_the_fake(fake_shim, monkeypatch):
     """A ``torch_tensorrt`` for fresh processes (the verify worker): a shim over the fake, whose import
     registers the stand-in engine op the fake's compiled modules call, as the real import registers
     ``tensorrt::execute_engine``."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake_shim), str(Path(__file__).parent)]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake_shim), str(TESTS)]))
 
 
 def saved_run(name: str, spec, out: Path) -> list[dict]:

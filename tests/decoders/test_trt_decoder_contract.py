@@ -3,7 +3,7 @@ the ``tools/llm`` sources it follows (tests/assets/tools_llm: pytorch/TensorRT a
 and its skip on a machine without CUDA.
 
 The decoder is built on the CPU through the FAKE torch_tensorrt (tests/fake_torch_tensorrt.py, whose signatures
-tests/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the save's
+tests/variants/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the save's
 re-export are real, only the engine is a stand-in. Its calls are then judged against the wheel's sources, read
 with ``ast`` (never imported: TensorRT's native libraries cannot be installed here); the saved programs are loaded
 back in a session that must generate eager's tokens and logits.
@@ -33,15 +33,16 @@ import fake_torch_tensorrt as fake_trt
 from helpers.llm import TINY_LLAMA
 from helpers.trt_wheel import (DEVICE, DYNAMO_COMPILE, INPUT, SAVE, function, kwargs_read, named_parameters,  # noqa: F401
                                 save_input_types, wheel)  # (wheel: the pinned wheel's fixture)
+from helpers.paths import ASSETS, REPO
 
-TOOLS_LLM = Path(__file__).parent / "assets" / "tools_llm"
+TOOLS_LLM = ASSETS / "tools_llm"
 PINNED = {"run_llm.py": "e536699400d090011bc3b7684d54c8f380b428f7b58d542ab3e9bf66c6acc5e1",
           "utils.py": "f8cacaea9e59815673a38120cfe4e7ea908838ad99d1f745963503c272255235",
           "static_cache_v2.py": "98293fde7c81d0530adf89c1dc5c69e725dbed9a851eeaae94c94bf5a2469ecd",
           "cache_utils.py": "0957c313d5cfe14690e53393f8b95fa169675b9abc298bbd731b33493ae3c50b"}
 SHAPE = (1, 12)  # (batch, cache length): a prompt of 8 and 4 new tokens, and the teacher-forced 12
 CONVERTERS = "torch_tensorrt/dynamo/conversion/aten_ops_converters.py"
-PORT = Path(__file__).resolve().parents[1] / "trtbench" / "decoders" / "static_cache.py"
+PORT = REPO / "trtbench" / "decoders" / "static_cache.py"
 DECODER = PORT.with_name("trt.py")
 
 

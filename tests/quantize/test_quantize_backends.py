@@ -2,7 +2,7 @@
 judged on a CNN with learned weights (tests/assets/trained_models.py): test-set top-1 within a point
 of fp32, the artifacts really int8, exclusion keeping the named layers fp32, and the planted outlier
 breaking full INT8 until its layers are kept in fp32. The AOTInductor package of the PT2E graph (its int8 kernels,
-its test-set top-1): tests/test_int8_pt2e.py, which builds it in a run."""
+its test-set top-1): tests/quantize/test_int8_pt2e.py, which builds it in a run."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ config's min..max, the engine is judged again, and its files load with ModelOpt 
 The build runs through FAKES of both libraries (neither installs without CUDA): tests/fake_torch_tensorrt.py
 and tests/helpers/fakes.py's ModelOpt, whose quantize here also flips the sign of a chosen
 layer's weights unless the config disables that layer's quantizers (a quantization error made large, so
-the fallback has something to find). tests/test_modelopt_contract.py holds the calls against the wheels."""
+the fallback has something to find). tests/quantize/test_modelopt_contract.py holds the calls against the wheels."""
 
 from __future__ import annotations
 

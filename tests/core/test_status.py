@@ -8,8 +8,9 @@ import pytest
 
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus, Status
+from helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 WORDS = {s.value for s in Status} | {s.value for s in RunStatus}
 
 

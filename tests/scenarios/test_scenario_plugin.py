@@ -18,8 +18,8 @@ from trtbench.pipeline.merge import merge_runs
 from trtbench.results.journal import JOURNAL_NAME
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios import register, registered, unregister
+from helpers.paths import TESTS
 
-TESTS = Path(__file__).parent
 
 
 def register_tally() -> None:
@@ -77,7 +77,7 @@ def test_a_scenario_that_raises_stops_the_run_with_exit_1_and_invents_no_rows(ta
 def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, write_config, tmp_path,
                                                              subprocess_env):
     out = tmp_path / "out"
-    env = {**subprocess_env, "PYTHONPATH": os.pathsep.join([str(TESTS), subprocess_env["PYTHONPATH"]])}
+    env = {**subprocess_env, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(TESTS), subprocess_env["PYTHONPATH"]])}
     script = ("import sys, test_scenario_plugin as t; t.register_tally(); "
               "from trtbench.cli import main; sys.exit(main(sys.argv[1:]))")
     yaml_config = write_config(tally_config(tiny_config, out, pause_s=3), "tally.yaml")

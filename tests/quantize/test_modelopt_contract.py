@@ -3,7 +3,7 @@ torch-tensorrt 2.14.0 wheels: every name it uses, every keyword it passes and ev
 writes exists in their sources, read from the wheels with ``ast`` (neither installs without CUDA).
 
 The wheels are fetched once with ``pip download`` (pinned by sha256) into ``.cache/``, as
-tests/test_trt_contract.py does (its ``wheel`` fixture is reused for torch-tensorrt). trtbench's
+tests/variants/test_trt_contract.py does (its ``wheel`` fixture is reused for torch-tensorrt). trtbench's
 calls are recorded through small fakes of ``modelopt.torch.quantization`` and ``torch_tensorrt``
 and judged by what the sources define. Without the package registry these tests fail; they never skip.
 
@@ -229,7 +229,7 @@ def test_the_loaders_modelopt_import_defines_the_quantize_op(modelopt_wheel):
 
 
 def test_the_trt_variants_int8_build_passes_only_named_parameters_of_dynamo_compile(wheel, monkeypatch):  # noqa: F811
-    """The trt variant's own call path (tests/test_trt_int8.py builds it through the fakes): its compile
+    """The trt variant's own call path (tests/quantize/test_trt_int8.py builds it through the fakes): its compile
     keywords (the variant's settings, min_block_size 1) are named parameters of the real dynamo.compile
     (torch_tensorrt/dynamo/_compiler.py:438), so **kwargs swallows none."""
     from helpers.fakes import build_trt_int8

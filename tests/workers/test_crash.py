@@ -18,8 +18,8 @@ import yaml
 
 from conftest import output_free
 from trtbench.results.journal import JOURNAL_NAME, Journal
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SITECUSTOMIZE = """import os
 if os.environ.get("TRTBENCH_INFLIGHT"):  # the run process and its workers: the supervisor needs no variant
     import crash_variants

@@ -21,6 +21,7 @@ from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import parse_summary
 from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
+from helpers.paths import REPO
 
 VARIANTS = ("eager", "traced", "ort")
 MEDIANS = {"eager": 10.0, "traced": 7.5, "ort": 6.6}  # ms at batch 1; ort at 1.52x eager
@@ -169,7 +170,7 @@ def test_a_scenario_report_writes_no_file_and_the_writer_saves_each_figure_it_ca
 def test_only_the_writer_saves_a_report_file():
     """No report module but the writer, and no scenario's report module, imports the atomic file writes or saves a
     figure: ``out_dir`` stops at the writer."""
-    package = Path(__file__).resolve().parent.parent / "trtbench"
+    package = REPO / "trtbench"
     modules = [p for p in (package / "report").rglob("*.py") if p.name != "writer.py"]
     modules += [p for p in (package / "scenarios").rglob("*.py") if "report" in p.name]
     assert len(modules) > 10

@@ -14,6 +14,7 @@ import torch
 from trtbench.artifacts.store import read_manifest, sha256_of, verify_manifest
 from trtbench.core.errors import UserInputError
 from trtbench.variants import Variant, get_variant, variant_names
+from helpers.paths import TESTS
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_every_variant_that_saves_is_verified_in_a_fresh_process():
     assert [name for name, save in saves.items() if save is not Variant.save and save not in verified] == []
     for test in set(VERIFIED_IN_A_FRESH_PROCESS.values()):
         file, name = test.split("::")
-        assert f"def {name}(" in (Path(__file__).parent / file).read_text(), test
+        assert f"def {name}(" in (next(TESTS.rglob(file))).read_text(), test
 
 
 # ---- what is published: only files that load in a fresh process -----------------------------
