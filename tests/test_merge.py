@@ -26,9 +26,9 @@ OTHER_ENV = "0th3rmach1ne"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, each its own
-    process (started together, as a scheduler would), and the same matrix unsharded, run meanwhile in this
-    process (the reference case set)."""
+    """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, the first through the
+    command line in a process of its own (as a scheduler would start it), the others and the same matrix unsharded
+    (the reference case set) run meanwhile in this process (a process each would only import torch again)."""
     from conftest import ASSETS, REPO, TINY_CONFIG, run_dict
 
     root = tmp_path_factory.mktemp("matrix")
@@ -43,9 +43,11 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     procs = {name: subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(path), "--output",
                                      str(dirs[name]), "--quiet", "--shard", f"{name[1]}/3"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for name in ("s0", "s1", "s2")}
+             for name in ("s0",)}
     try:
-        assert run_dict({**config, "output": {**config["output"], "dir": str(dirs["full"])}}).exit_code == 0
+        for name, shard in (("full", None), ("s1", (1, 3)), ("s2", (2, 3))):
+            outcome = run_dict({**config, "output": {**config["output"], "dir": str(dirs[name])}}, shard=shard)
+            assert outcome.exit_code == 0, name
     finally:
         for name, proc in procs.items():
             _, err = proc.communicate(timeout=600)
@@ -216,11 +218,11 @@ def test_an_input_without_results_or_journal_is_reported(runs, tmp_path):
     assert f"input 2 ({empty}) has no results.json and no journal.jsonl: its run never started" in outcome.notes[0]
 
 
-def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, capsys, tmp_path):
+def test_bad_inputs_and_outputs_exit_2_naming_them(runs, capsys, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = trtbench("merge", str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), env=subprocess_env)
-    assert proc.returncode == 2 and f"{empty}: none of the 2 input(s) holds a trtbench run" in proc.stderr
+    code, _, stderr = merge_command(str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), capsys=capsys)
+    assert code == 2 and f"{empty}: none of the 2 input(s) holds a trtbench run" in stderr
     assert not (tmp_path / "m").exists()
     broken = tmp_path / "broken"
     broken.mkdir()
