@@ -1,4 +1,4 @@
-"""trtbench merge: shards run as separate processes merge back into the unsharded case set; machines
+"""trtbench merge: shards run separately (one as a process of its own) merge back into the unsharded case set; machines
 stay apart (tables and plots keyed by environment); gaps and repeats are reported, never dropped."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.cli import merge_command, trtbench
+from helpers.cli import merge_command
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
@@ -74,7 +74,7 @@ def relabelled(src: Path, dst: Path, drop=lambda record: False, budget=None) -> 
     return dst
 
 
-def test_three_shards_merge_to_the_unsharded_case_set(runs, subprocess_env, tmp_path):
+def test_three_shards_merge_to_the_unsharded_case_set(runs, capsys, tmp_path):
     shards = [ResultSet.load(runs[f"s{i}"]) for i in range(3)]
     full = ResultSet.load(runs["full"])
     assert len(full) == 3 * 2 * 2 and all(len(s) == 4 for s in shards)
@@ -82,14 +82,14 @@ def test_three_shards_merge_to_the_unsharded_case_set(runs, subprocess_env, tmp_
         for j in range(i + 1, 3):
             assert not keys(shards[i]) & keys(shards[j]), f"shards {i} and {j} overlap"
     assert {r.case.threads for r in shards[0]} == {1}, "a shard holds whole build groups"
-    proc = trtbench("merge", *(str(runs[f"s{i}"]) for i in range(3)), "--output", str(tmp_path / "merged"),
-                    env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
-    assert "merge:" not in proc.stderr, "nothing to report for a complete set of shards"
+    code, stdout, stderr = merge_command(*(str(runs[f"s{i}"]) for i in range(3)), "--output", str(tmp_path / "merged"),
+                                        capsys=capsys)
+    assert code == 0, stderr
+    assert "merge:" not in stderr, "nothing to report for a complete set of shards"
     merged = ResultSet.load(tmp_path / "merged")
     assert keys(merged) == keys(full), "no gaps and nothing extra"
     assert [run["shard"] for run in merged.runs] == [[0, 3], [1, 3], [2, 3]]
-    assert "recommendation (p99 <= 1000 ms):" in proc.stdout, "the budget comes from the inputs' configs"
+    assert "recommendation (p99 <= 1000 ms):" in stdout, "the budget comes from the inputs' configs"
     assert len(json.loads((tmp_path / "merged" / "results.json").read_text())["recommendations"]) == 1
     report = (tmp_path / "merged" / "report.md").read_text()
     assert "## Merge notes" not in report and "## Sweep" in report and "shard 2/3" in report
