@@ -22,6 +22,11 @@ sys.path.insert(0, str(ASSETS))
 # one timing process per variant unless a test asks for more (benchmark.processes): the default 3 would triple
 # every pipeline's workers; tests/workers/test_replicates.py runs several. Set here, it reaches the CLI's subprocesses too
 os.environ["TRTBENCH_PROCESSES"] = "1"
+# OpenMP's threads sleep as soon as a parallel region ends, rather than spin-wait for the next: on a busy 2-core
+# machine the spinning of torch's second thread cost a tiny model's call about 15 ms of CPU (25x the call), in this
+# process, its workers and the CLI's processes alike (they inherit it). Set before torch loads OpenMP; a caller's
+# own setting wins
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 TINY_CONFIG = {
     "name": "tiny",

@@ -1,4 +1,5 @@
-"""The command line as users call it, in a separate process."""
+"""The command line as users call it: a run in a separate process (under its supervisor), the other commands
+through the same entry point in this process (a process each would only import torch again)."""
 
 from __future__ import annotations
 
@@ -37,35 +38,40 @@ def test_run_end_to_end_in_a_subprocess_with_plain_progress(tiny_config, write_c
     assert not (tmp_path / "out").exists(), "--output overrides output.dir"
 
 
-def test_quiet_prints_only_the_table(tiny_config, write_config, subprocess_env):
-    tiny_config["output"]["save_artifacts"] = False
-    tiny_config["benchmark"]["shapes"] = ["opt"]
-    proc = trtbench("--config", str(write_config(tiny_config)), "--quiet", "--variants", "eager,traced",
-                    env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
-    assert "build " not in proc.stdout and "traced" in proc.stdout and "scripted" not in proc.stdout
-
-
-def test_bare_config_name_resolves_to_bundled_configs(subprocess_env, tmp_path, monkeypatch, capsys):
+def test_quiet_prints_only_the_table(tiny_config, write_config, capsys):
     from trtbench.cli import main
 
-    proc = trtbench("validate", "resnet34.yaml", env=subprocess_env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "torchvision:resnet34" in proc.stdout
-    monkeypatch.chdir(tmp_path)  # the same resolution without the suffix, through the same entry point in-process
-    assert main(["validate", "resnet34"]) == 0
-    assert "torchvision:resnet34" in capsys.readouterr().out
+    tiny_config["output"]["save_artifacts"] = False
+    tiny_config["benchmark"]["shapes"] = ["opt"]
+    code = main(["--config", str(write_config(tiny_config)), "--quiet", "--variants", "eager,traced"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "build " not in out and "traced" in out and "scripted" not in out
 
 
-def test_unknown_bare_config_name_suggests(subprocess_env, tmp_path):
-    proc = trtbench("--config", "resnet43.yaml", env=subprocess_env, cwd=tmp_path)
-    assert proc.returncode == 2 and "file not found" in proc.stderr
+def test_bare_config_name_resolves_to_bundled_configs(tmp_path, monkeypatch, capsys):
+    from trtbench.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no configs/ here: the bundled one, with the suffix and without
+    for name in ("resnet34.yaml", "resnet34"):
+        assert main(["validate", name]) == 0, name
+        assert "torchvision:resnet34" in capsys.readouterr().out, name
 
 
-def test_models_lists_torchvision_and_builtin(subprocess_env):
-    proc = trtbench("models", env=subprocess_env)
-    assert proc.returncode == 0
-    assert "resnet34" in proc.stdout and "builtin" in proc.stdout
+def test_unknown_bare_config_name_suggests(tmp_path, monkeypatch, capsys):
+    from trtbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--config", "resnet43.yaml"]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+def test_models_lists_torchvision_and_builtin(capsys):
+    from trtbench.cli import main
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet34" in out and "builtin" in out
 
 
 def test_every_bundled_config_validates():
@@ -85,14 +91,15 @@ def test_resnet34_config_is_the_reference_setup():
     assert config.benchmark.timing.mode == "adaptive" and config.benchmark.shapes == ["min", "opt", "max"]
 
 
-def test_profile_command_turns_profiling_on(tiny_config, write_config, subprocess_env, tmp_path):
+def test_profile_command_turns_profiling_on(tiny_config, write_config, tmp_path, capsys):
+    from trtbench.cli import main
+
     assert "profile" not in tiny_config
     tiny_config["variants"] = ["eager", "traced"]
     tiny_config["output"]["save_artifacts"] = False  # profiles of saved files: tests/profiling/test_profiling.py
     tiny_config["benchmark"]["shapes"] = ["opt"]
-    proc = trtbench("profile", "--config", str(write_config(tiny_config)), "--output", str(tmp_path / "p"),
-                    env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
+    code = main(["profile", "--config", str(write_config(tiny_config)), "--output", str(tmp_path / "p")])
+    assert code == 0, capsys.readouterr().err
     doc = json.loads((tmp_path / "p" / "results.json").read_text())
     assert doc["profiles"][0]["data"]["precision"] == "fp32"
     report = (tmp_path / "p" / "report.md").read_text()

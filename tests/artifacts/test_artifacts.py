@@ -63,11 +63,13 @@ def test_verify_reloads_every_artifact_in_a_fresh_process(saved_run):
     assert all(row["max_abs_err"] <= 1e-5 for row in rows)
 
 
-def test_verify_cli_exit_codes(saved_run, subprocess_env):
-    proc = subprocess.run([sys.executable, "-m", "trtbench", "verify", str(saved_run)], capture_output=True,
-                          text=True, env=subprocess_env, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "3 verified, 0 failed" in proc.stdout
+def test_verify_cli_exit_codes(saved_run, capsys):
+    from trtbench.cli import main
+
+    code = main(["verify", str(saved_run)])  # the command's entry point here; it reloads each file in a fresh process
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "3 verified, 0 failed" in out
 
 
 def copy_of_run(saved_run, tmp_path, keep=("traced_fp32.ts", "scripted_fp32.ts")):
@@ -269,12 +271,18 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(mount_point)], check=True, timeout=60)
 
 
-def run_into(out, config, write_config, subprocess_env):
+def run_into(out, config, write_config, capsys) -> subprocess.CompletedProcess:
+    """``trtbench --config ... --quiet`` into ``out`` through the command's entry point in this process (a process
+    of its own would only import torch again): its exit code and output."""
+    from trtbench.cli import main
+
     config["variants"] = ["eager", "traced"]
     config["output"]["dir"] = str(out)
     path = write_config(config)
-    return subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--quiet"], capture_output=True,
-                          text=True, env=subprocess_env, timeout=600)
+    capsys.readouterr()
+    code = main(["--config", str(path), "--quiet"])
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess([], code, captured.out, captured.err)
 
 
 def assert_no_space_failure(proc, out, needed_at_least: int):
@@ -295,17 +303,17 @@ def assert_no_space_failure(proc, out, needed_at_least: int):
 
 
 def test_a_disk_too_small_for_the_weights_is_a_clear_error_before_writing(small_disk, tiny_config, write_config,
-                                                                         subprocess_env):
+                                                                         capsys):
     tiny_config["model"]["name"] = "toy_models:heavy_head"  # 3 MiB of weights for a 1 MiB disk
-    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    proc = run_into(small_disk / "out", tiny_config, write_config, capsys)
     assert_no_space_failure(proc, small_disk / "out", needed_at_least=3 << 20)
     assert "(about the model's weights)" in proc.stdout
 
 
-def test_a_disk_that_fills_while_writing_is_a_clear_error(small_disk, tiny_config, write_config, subprocess_env):
+def test_a_disk_that_fills_while_writing_is_a_clear_error(small_disk, tiny_config, write_config, capsys):
     """The weights would fit; the 2 MiB constant the trace embeds does not, and torch.jit.save meets the full disk."""
     tiny_config["model"]["name"] = "toy_models:hidden_table"
-    proc = run_into(small_disk / "out", tiny_config, write_config, subprocess_env)
+    proc = run_into(small_disk / "out", tiny_config, write_config, capsys)
     assert_no_space_failure(proc, small_disk / "out", needed_at_least=2 << 20)
     assert "(about the model's weights)" not in proc.stdout
 

@@ -14,7 +14,7 @@ def trtbench(*args, env, cwd=None):
 
 def merge_command(*args, capsys) -> tuple[int, str, str]:
     """``trtbench merge ARGS`` through the command line's entry point in this process: exit code, stdout, stderr
-    (tests/pipeline/test_merge.py runs it as a process of its own too)."""
+    (a process of its own would only import torch again; tests/test_cli.py runs the command as one)."""
     from trtbench.cli import main
 
     capsys.readouterr()

@@ -1,4 +1,4 @@
-"""trtbench merge: shards run as separate processes merge back into the unsharded case set; machines
+"""trtbench merge: shards run separately (one as a process of its own) merge back into the unsharded case set; machines
 stay apart (tables and plots keyed by environment); gaps and repeats are reported, never dropped."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.cli import merge_command, trtbench
+from helpers.cli import merge_command
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
@@ -27,9 +27,9 @@ OTHER_ENV = "0th3rmach1ne"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, each its own
-    process (started together, as a scheduler would), and the same matrix unsharded, run meanwhile in this
-    process (the reference case set)."""
+    """A 3-build-group matrix (threads 1, 2, 3) x batch 1, 2 x eager, traced: three shards, the first through the
+    command line in a process of its own (as a scheduler would start it), the others and the same matrix unsharded
+    (the reference case set) run meanwhile in this process (a process each would only import torch again)."""
     from conftest import ASSETS, REPO, TINY_CONFIG, run_dict
 
     root = tmp_path_factory.mktemp("matrix")
@@ -44,9 +44,11 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     procs = {name: subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(path), "--output",
                                      str(dirs[name]), "--quiet", "--shard", f"{name[1]}/3"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for name in ("s0", "s1", "s2")}
+             for name in ("s0",)}
     try:
-        assert run_dict({**config, "output": {**config["output"], "dir": str(dirs["full"])}}).exit_code == 0
+        for name, shard in (("full", None), ("s1", (1, 3)), ("s2", (2, 3))):
+            outcome = run_dict({**config, "output": {**config["output"], "dir": str(dirs[name])}}, shard=shard)
+            assert outcome.exit_code == 0, name
     finally:
         for name, proc in procs.items():
             _, err = proc.communicate(timeout=600)
@@ -73,7 +75,7 @@ def relabelled(src: Path, dst: Path, drop=lambda record: False, budget=None) -> 
     return dst
 
 
-def test_three_shards_merge_to_the_unsharded_case_set(runs, subprocess_env, tmp_path):
+def test_three_shards_merge_to_the_unsharded_case_set(runs, capsys, tmp_path):
     shards = [ResultSet.load(runs[f"s{i}"]) for i in range(3)]
     full = ResultSet.load(runs["full"])
     assert len(full) == 3 * 2 * 2 and all(len(s) == 4 for s in shards)
@@ -81,14 +83,14 @@ def test_three_shards_merge_to_the_unsharded_case_set(runs, subprocess_env, tmp_
         for j in range(i + 1, 3):
             assert not keys(shards[i]) & keys(shards[j]), f"shards {i} and {j} overlap"
     assert {r.case.threads for r in shards[0]} == {1}, "a shard holds whole build groups"
-    proc = trtbench("merge", *(str(runs[f"s{i}"]) for i in range(3)), "--output", str(tmp_path / "merged"),
-                    env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
-    assert "merge:" not in proc.stderr, "nothing to report for a complete set of shards"
+    code, stdout, stderr = merge_command(*(str(runs[f"s{i}"]) for i in range(3)), "--output", str(tmp_path / "merged"),
+                                        capsys=capsys)
+    assert code == 0, stderr
+    assert "merge:" not in stderr, "nothing to report for a complete set of shards"
     merged = ResultSet.load(tmp_path / "merged")
     assert keys(merged) == keys(full), "no gaps and nothing extra"
     assert [run["shard"] for run in merged.runs] == [[0, 3], [1, 3], [2, 3]]
-    assert "recommendation (p99 <= 1000 ms):" in proc.stdout, "the budget comes from the inputs' configs"
+    assert "recommendation (p99 <= 1000 ms):" in stdout, "the budget comes from the inputs' configs"
     assert len(json.loads((tmp_path / "merged" / "results.json").read_text())["recommendations"]) == 1
     report = (tmp_path / "merged" / "report.md").read_text()
     assert "## Merge notes" not in report and "## Sweep" in report and "shard 2/3" in report
@@ -217,11 +219,11 @@ def test_an_input_without_results_or_journal_is_reported(runs, tmp_path):
     assert f"input 2 ({empty}) has no results.json and no journal.jsonl: its run never started" in outcome.notes[0]
 
 
-def test_bad_inputs_and_outputs_exit_2_naming_them(runs, subprocess_env, capsys, tmp_path):
+def test_bad_inputs_and_outputs_exit_2_naming_them(runs, capsys, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = trtbench("merge", str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), env=subprocess_env)
-    assert proc.returncode == 2 and f"{empty}: none of the 2 input(s) holds a trtbench run" in proc.stderr
+    code, _, stderr = merge_command(str(empty), str(tmp_path / "nope"), "--output", str(tmp_path / "m"), capsys=capsys)
+    assert code == 2 and f"{empty}: none of the 2 input(s) holds a trtbench run" in stderr
     assert not (tmp_path / "m").exists()
     broken = tmp_path / "broken"
     broken.mkdir()

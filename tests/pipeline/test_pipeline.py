@@ -107,9 +107,11 @@ def test_csv_and_markdown_tables(finished_run):
     assert "## Artifacts" in report
 
 
-def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config, capsys):
+def test_failing_variant_is_reported_others_go_on_and_failures_log_holds_the_traceback(tiny_config, write_config,
+                                                                                       capsys):
     tiny_config["model"]["name"] = "toy_models:unscriptable"
     tiny_config["benchmark"]["shapes"] = ["opt"]  # one point shows it
+    tiny_config["output"]["save_artifacts"] = False  # about the build, not the files
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     out = capsys.readouterr().out
@@ -119,23 +121,13 @@ def test_failing_variant_is_reported_and_others_go_on(tiny_config, write_config,
     for r in results:
         by_variant.setdefault(r.case.variant, set()).add(r.status)
     assert by_variant == {"eager": {"ok"}, "traced": {"ok"}, "scripted": {"failed"}}
-    scripted = next(r for r in results if r.case.variant == "scripted")
-    assert scripted.reason.startswith("build scripted fp32: ")
+    scripted = [r for r in results if r.case.variant == "scripted"]
+    assert scripted[0].reason.startswith("build scripted fp32: ")
     assert "scripted fp32: failed: build scripted fp32" in out
-
-
-def test_a_failed_build_names_failures_log_which_holds_the_traceback(tiny_config, write_config, capsys):
-    tiny_config["model"]["name"] = "toy_models:unscriptable"
-    tiny_config["variants"] = ["eager", "scripted"]
-    tiny_config["benchmark"]["shapes"] = ["opt"]
-    path = write_config(tiny_config)
-    assert main(["--config", str(path), "--quiet"]) == 1
-    capsys.readouterr()
-    out = path.parent / "out"
-    scripted = [r for r in ResultSet.load(out) if r.case.variant == "scripted"]
-    assert scripted and all("(traceback: failures.log #" in r.reason for r in scripted)
+    # the reason names failures.log's entry, which holds the traceback
+    assert all("(traceback: failures.log #" in r.reason for r in scripted)
     entry = scripted[0].reason.rsplit("failures.log ", 1)[1].rstrip(")")
-    log = (out / "failures.log").read_text()
+    log = (path.parent / "out" / "failures.log").read_text()
     assert f"=== {entry} build scripted fp32\n" in log
     section = log.split(f"=== {entry} ", 1)[1]
     assert "Traceback (most recent call last):" in section
@@ -145,10 +137,9 @@ def test_a_failed_build_names_failures_log_which_holds_the_traceback(tiny_config
     assert error.startswith("RuntimeError") and error.split(": ", 1)[1] in section
 
 
-def test_an_accuracy_failure_is_visible_and_fails_the_run(tiny_config, write_config, capsys):
+def test_an_accuracy_failure_is_visible_fails_the_run_and_is_not_saved(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:scripted_off_by_one"
-    tiny_config["variants"] = ["eager", "scripted"]
-    tiny_config["output"]["save_artifacts"] = False
+    tiny_config["variants"] = ["eager", "traced", "scripted"]
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     out = capsys.readouterr().out
@@ -158,6 +149,12 @@ def test_an_accuracy_failure_is_visible_and_fails_the_run(tiny_config, write_con
     assert {r.case.variant for r in results if r.accuracy_failed} == {"scripted"}
     assert out.count("CHECK FAILED") == 3
     assert "FAIL (abs" in (path.parent / "out" / "report.md").read_text()
+    scripted = [r for r in results if r.case.variant == "scripted"]
+    assert len(scripted) == 3
+    assert all(r.accuracy_failed and "artifact not saved" in " ".join(r.warnings) for r in scripted)
+    artifacts = path.parent / "out" / "artifacts"
+    assert not (artifacts / "scripted_fp32.ts").exists()
+    assert (artifacts / "traced_fp32.ts").exists()  # the accurate variant still ships
 
 
 def test_fp16_on_cpu_is_skipped_with_reason(tiny_config, tmp_path):
@@ -173,6 +170,7 @@ def test_fp16_on_cpu_is_skipped_with_reason(tiny_config, tmp_path):
 def test_interrupt_keeps_results_and_marks_the_rest(tiny_config, write_config, capsys):
     tiny_config["model"]["name"] = "toy_models:interrupt_after"
     tiny_config["model"]["kwargs"] = {"calls": 30}  # enough for the first point's calls (switch-ins too), not all
+    tiny_config["output"]["save_artifacts"] = False  # about the records, not the files
     path = write_config(tiny_config)
     code = main(["--config", str(path), "--quiet"])
     assert code == 130
@@ -218,7 +216,7 @@ def test_channels_last_runs_and_matches_eager(tiny_config, tmp_path):
 def test_a_shape_that_fails_in_eager_is_reported_and_other_shapes_run(tiny_config, tmp_path):
     tiny_config["model"]["name"] = "toy_models:fails_above_batch"
     tiny_config["variants"] = ["eager", "scripted"]
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
     outcome = run_dict(tiny_config)
     status = {key: r.status for key, r in by_point(outcome.results).items()}
     assert status == {("eager", "min"): "ok", ("eager", "opt"): "ok", ("eager", "max"): "failed",
@@ -272,19 +270,6 @@ def test_artifact_that_does_not_reproduce_the_variant_is_not_published(tiny_conf
     assert outcome.exit_code == 1
 
 
-def test_variant_that_fails_its_check_is_not_saved(tiny_config, tmp_path):
-    tiny_config["model"]["name"] = "toy_models:scripted_off_by_one"
-    tiny_config["variants"] = ["eager", "traced", "scripted"]
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
-    outcome = run_dict(tiny_config)
-    scripted = [r for r in outcome.results if r.case.variant == "scripted"]
-    assert len(scripted) == 3
-    assert all(r.accuracy_failed and "artifact not saved" in " ".join(r.warnings) for r in scripted)
-    assert not (tmp_path / "out" / "artifacts" / "scripted_fp32.ts").exists()
-    assert (tmp_path / "out" / "artifacts" / "traced_fp32.ts").exists()  # the accurate variant still ships
-    assert outcome.exit_code == 1
-
-
 def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path):
     tiny_config["model"]["name"] = "toy_models:two_inputs"
     tiny_config["inputs"] = [
@@ -294,7 +279,7 @@ def test_inputs_that_share_dims_export_with_shared_symbols(tiny_config, tmp_path
          "min_shape": [1, 4], "opt_shape": [2, 8], "max_shape": [4, 16]},
     ]
     tiny_config["variants"] = ["eager", "traced", "exported"]
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)  # the builds and their checks
     outcome = run_dict(tiny_config)
     assert all(r.status == "ok" and r.accuracy["ok"] for r in outcome.results), [r.reason for r in outcome.results]
 
@@ -305,7 +290,7 @@ def test_unscriptable_parent_fails_its_dependent_when_the_dependent_could_run(ti
     monkeypatch.setattr(TorchScriptFrontendVariant, "unavailable_reason", lambda self, target: None)
     tiny_config["model"]["name"] = "toy_models:unscriptable"
     tiny_config["variants"] = ["eager", "trt_scripted"]
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)
     outcome = run_dict(tiny_config)
     rows = [r for r in outcome.results if r.case.variant == "trt_scripted"]
     assert len(rows) == 3
@@ -351,6 +336,7 @@ def test_a_resumed_run_with_fewer_variants_does_not_publish_the_dropped_ones(tin
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip path on a machine without CUDA")
 def test_trt_variants_are_skipped_with_reason_and_the_run_passes(tiny_config, write_config, capsys):
     tiny_config["variants"] = ["eager", "traced", "trt", "trt_traced", "trt_scripted"]
+    tiny_config["output"]["save_artifacts"] = False  # about what is built and run, not the files
     path = write_config(tiny_config)
     code = main(["--config", str(path)])
     out = capsys.readouterr().out

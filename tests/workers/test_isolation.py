@@ -40,58 +40,33 @@ def workers(tmp_path):
         worker.close()
 
 
-def test_spinning_neighbour_is_settled_before_the_next_block(workers):
-    ready, errors = workers({"spinner": Spinner(spin_s=0.05), "neighbour": Sleeper(call_s=0.06)})
+def test_spinning_neighbour_is_settled_before_the_next_block_and_page_faults_are_counted_per_process(workers):
+    """One set of workers (each costs a torch import) for two claims. A spinner's spin is settled before its
+    neighbours' blocks. A runtime that maps and touches fresh pages on every call shows thousands of page faults
+    per call, its sleeping neighbour none; counted in the worker (a count, so it holds on a busy machine) and, for
+    a variant timed here, in this process."""
+    import mmap
+
+    ready, errors = workers({"spinner": Spinner(spin_s=0.05), "refaults": Refaults(megabytes=8),
+                             "neighbour": Sleeper(call_s=0.06)})
     assert not errors
     timers = {name: WorkerTimer(worker, "p") for name, worker in ready.items()}
     result = measure_interleaved(timers, CPU, FIXED)
     spinner = result["spinner"]
     # the spin happened inside the spinner's own settle wait (CPU-time, whatever the machine's load)...
     assert statistics.median(spinner.settle_cpu_ms) > 10
-    # ...so while its neighbour was timed, the spinner's process used about no CPU at all
+    # ...so while its neighbours were timed, the spinner's process used about no CPU at all
     assert len(spinner.cpu_between_ms) == 6  # 6 timed rounds of 1 call (warm-up blocks are not kept)
     assert statistics.median(spinner.cpu_between_ms) < 2.0
     assert statistics.median(result["neighbour"].settle_cpu_ms) < 2.0  # a sleeper never spins
     assert ready["spinner"].facts["runtime"] == "spinner" and ready["spinner"].facts["pid"] != os.getpid()
     assert ready["spinner"].facts["pid"] != ready["neighbour"].facts["pid"]
-
-
-def test_page_faults_per_call_are_counted_in_each_process(workers):
-    """A runtime that maps and touches fresh pages on every call shows thousands of page faults per call,
-    its sleeping neighbour none; counted in the worker (a count, so it holds on a busy machine) and, for a
-    variant timed here, in this process."""
-    import mmap
-
-    ready, errors = workers({"refaults": Refaults(megabytes=8), "neighbour": Sleeper(call_s=0.01)})
-    assert not errors
-    result = measure_interleaved({name: WorkerTimer(worker, "p") for name, worker in ready.items()}, CPU, FIXED)
     pages = (8 << 20) // mmap.PAGESIZE
     assert len(result["refaults"].faults_per_call) == 6
     assert statistics.median(result["refaults"].faults_per_call) >= 0.9 * pages
     assert statistics.median(result["neighbour"].faults_per_call) < 50
     here = measure_interleaved({"refaults": Refaults(megabytes=8).materialize()[0]["p"]}, CPU, FIXED)
     assert statistics.median(here["refaults"].faults_per_call) >= 0.9 * pages
-
-
-def test_a_worker_keeps_no_output_of_its_accuracy_check_through_the_timed_calls(workers, tmp_path):
-    """The check's output goes to the parent as a file and is freed in the worker before its answer: held
-    through the timed calls, a block that a call allocated would pin its place in glibc's heap, and a
-    torch.compile'd resnet18 then faulted its buffers in on some calls rather than on every call as it does
-    alone (benchmarks/NOTES.md). The toy's outputs say when they are freed; the timed calls' outputs are
-    dropped as they come."""
-    mark = tmp_path / "freed"
-
-    def freed() -> list[str]:
-        return sorted(mark.read_text().split()) if mark.exists() else []
-
-    ready, errors = workers({"marks": MarksFreedOutputs(mark=str(mark))})
-    assert not errors, errors
-    worker = ready["marks"]
-    checked = worker.check("p")
-    assert checked.output.shape == (256,), "the parent got the output"
-    assert freed() == ["1"], "the worker freed the check's output before answering"
-    worker.block("p", 3)
-    assert freed() == ["1", "2", "3", "4"]
 
 
 def test_the_first_call_after_a_switch_is_kept_out_of_the_samples(workers, tmp_path):
@@ -125,13 +100,29 @@ def test_a_worker_that_hangs_is_killed_and_named(workers):
     assert worker.process.poll() is not None
 
 
-def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive(workers):
-    ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(), "fine": Sleeper(call_s=0.001)})
-    assert set(ready) == {"crash", "fine"}
+def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive_keeping_no_check_output(workers,
+                                                                                                     tmp_path):
+    """One set of workers (each costs a torch import) for two claims. A worker that crashes, or cannot build, is an
+    error its neighbour survives. A worker keeps no output of its accuracy check through the timed calls: the
+    check's output goes to the parent as a file and is freed in the worker before its answer: held through the
+    timed calls, a block that a call allocated would pin its place in glibc's heap, and a torch.compile'd resnet18
+    then faulted its buffers in on some calls rather than on every call as it does alone (benchmarks/NOTES.md).
+    The toy's outputs say when they are freed; the timed calls' outputs are dropped as they come."""
+    mark = tmp_path / "freed"
+
+    def freed() -> list[str]:
+        return sorted(mark.read_text().split()) if mark.exists() else []
+
+    ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(), "marks": MarksFreedOutputs(mark=str(mark))})
+    assert set(ready) == {"crash", "marks"}
     assert "cannot load its model" in str(errors["broken"])
+    checked = ready["marks"].check("p")
+    assert checked.output.shape == (256,), "the parent got the output"
+    assert freed() == ["1"], "the worker freed the check's output before answering"
     with pytest.raises(WorkerError, match=r"crash's worker died .*exit code 7.*last output:\n.*fatal error in kernel 3"):
         ready["crash"].block("p", 1)
-    assert len(ready["fine"].block("p", 3).host_ms) == 3
+    assert len(ready["marks"].block("p", 3).host_ms) == 3
+    assert freed() == ["1", "2", "3", "4"]
 
 
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
@@ -152,7 +143,7 @@ def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
 def test_run_times_each_variant_in_its_own_process_and_states_it(tiny_config, tmp_path):
     tiny_config["variants"] = ["eager", "traced"]
     tiny_config["benchmark"].update(isolation="process", shapes=["opt"])
-    tiny_config["output"]["dir"] = str(tmp_path / "out")
+    tiny_config["output"].update(dir=str(tmp_path / "out"), save_artifacts=False)  # about timing, not saving
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 0
     records = by_point(outcome.results)
@@ -237,15 +228,12 @@ def test_accuracy_is_judged_where_the_variant_is_timed_and_its_file_is_not_rerun
     assert traced["reload_check"]["shapes"] == ["min", "opt", "max"] and traced["fresh_process_check"]
 
 
-def test_isolation_is_validated(tiny_config, write_config, subprocess_env):
-    import subprocess
-    import sys
+def test_isolation_is_validated(tiny_config, write_config, capsys):
+    from trtbench.cli import main
 
     tiny_config["benchmark"]["isolation"] = "threads"
-    path = write_config(tiny_config)
-    out = subprocess.run([sys.executable, "-m", "trtbench", "validate", str(path)], capture_output=True, text=True,
-                         env=subprocess_env)
-    assert out.returncode == 2 and "benchmark.isolation" in out.stderr
+    assert main(["validate", str(write_config(tiny_config))]) == 2
+    assert "benchmark.isolation" in capsys.readouterr().err
 
 
 def test_runnable_threads_reads_each_threads_state(tmp_path):
