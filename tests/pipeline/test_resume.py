@@ -133,6 +133,36 @@ def test_the_lock_is_refused_in_process_too(tmp_path):
         pass
 
 
+def test_the_report_is_written_under_the_runs_lock_or_its_own_and_refused_where_another_run_holds_it(tmp_path):
+    """The output folder writes the report's files while its lock is held: inside a run's hold the writer joins
+    it (the lock outlives the writer, for the run), on its own (a merge) it takes the lock, and a folder another
+    process holds is refused naming the writer's key, with nothing written."""
+    from trtbench.core.errors import UserInputError
+    from trtbench.report.writer import ReportHead, write_report
+
+    out = tmp_path / "d"
+    with OutputDir(out):
+        files = write_report(out, ResultSet(), ReportHead(["# a run"]), [])
+        assert sorted(p.name for p in files.values()) == ["report.md", "results.csv", "results.json"]
+        with pytest.raises(UserInputError):  # still held: the writer let go of its share only
+            OutputDir(out).acquire()
+    other = tmp_path / "e"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; from trtbench.core.outdir import OutputDir; "
+                               f"OutputDir({str(other)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserInputError) as info:
+            write_report(other, ResultSet(), ReportHead(["# a merge"]), [], key="--output")
+        assert info.value.where == "--output" and sorted(p.name for p in other.iterdir()) == [".trtbench.lock"]
+    finally:
+        holder.kill()
+        holder.wait()
+    write_report(other, ResultSet(), ReportHead(["# a merge"]), [], key="--output")  # its own lock, then released
+    with OutputDir(out), OutputDir(other):
+        pass
+
+
 def test_an_output_path_that_is_a_file_exits_2_without_a_traceback(tiny_config, write_config, tmp_path, capsys):
     from trtbench.cli import main
 

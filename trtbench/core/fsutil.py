@@ -59,9 +59,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def json_text(data: Any) -> str:
+    """``data`` as the indented JSON every output file holds."""
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` atomically."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    atomic_write_text(path, json_text(data))
 
 
 def free_bytes(folder: Path | str) -> int:

@@ -8,28 +8,40 @@ import fcntl
 import os
 import traceback
 from pathlib import Path
+from typing import Mapping
 
 from trtbench.core.errors import UserInputError
-from trtbench.core.fsutil import ensure_writable_dir
+from trtbench.core.fsutil import atomic_write, atomic_write_text, ensure_writable_dir
 
 LOCK_NAME = ".trtbench.lock"
 FAILURE_LOG = "failures.log"
+_HELD: dict[Path, list] = {}  # folders this process has locked: [holders, the lock's fd]
 
 
 class OutputDir:
     """``<out>``: created if missing, refused (exit 2) when it is a file, unwritable or in use.
 
     The lock is an ``flock`` on ``<out>/.trtbench.lock``: the kernel drops it when the process
-    dies however it dies, so a killed run never leaves a stale lock behind its resume.
+    dies however it dies, so a killed run never leaves a stale lock behind its resume. A second hold
+    in the same process is refused too, unless it ``joins`` (the report's files written inside a run):
+    it then shares the hold, and the last to let go releases the lock.
     """
 
-    def __init__(self, path: str | Path, key: str = "output.dir"):
+    def __init__(self, path: str | Path, key: str = "output.dir", joins: bool = False):
         self.path = Path(path)
         self.key = key
-        self._lock_fd: int | None = None
+        self.joins = joins
+        self._held: Path | None = None  # the folder it holds, resolved
 
     def acquire(self) -> "OutputDir":
         path, key = self.path, self.key
+        held = path.resolve()
+        if held in _HELD:
+            if not self.joins:
+                raise _busy(path, key)
+            _HELD[held][0] += 1
+            self._held = held
+            return self
         if path.exists() and not path.is_dir():
             raise UserInputError(key, f"'{path}' exists and is a file, not a directory",
                                  "choose another --output, or move the file away")
@@ -48,23 +60,46 @@ class OutputDir:
         except OSError as err:
             os.close(fd)
             if err.errno in (errno.EWOULDBLOCK, errno.EACCES):
-                raise UserInputError(key, f"another trtbench run is writing to '{path}'",
-                                     "wait for it to finish, or give this run its own --output "
-                                     "(each shard needs its own directory)") from err
+                raise _busy(path, key) from err
             raise
-        self._lock_fd = fd
+        _HELD[held] = [1, fd]
+        self._held = held
         return self
 
     def release(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        held, self._held = self._held, None
+        if held is None:
+            return
+        _HELD[held][0] -= 1
+        if _HELD[held][0] == 0:
+            os.close(_HELD.pop(held)[1])
 
     def __enter__(self) -> "OutputDir":
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _busy(path: Path, key: str) -> UserInputError:
+    return UserInputError(key, f"another trtbench run is writing to '{path}'",
+                          "wait for it to finish, or give this run its own --output (each shard needs its own directory)")
+
+
+def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str = "output.dir") -> dict[str, Path]:
+    """Write ``files`` (a path under ``out_dir`` -> its bytes, or its text as UTF-8) into ``out_dir``, each
+    atomically, in their order, while holding its lock: joined where this process's run holds it, taken
+    (and refused naming ``key`` where another process holds it) where not. Returns each file's path."""
+    written = {}
+    with OutputDir(out_dir, key=key, joins=True) as folder:
+        for name, content in files.items():
+            path = folder.path / name
+            if isinstance(content, str):
+                atomic_write_text(path, content)
+            else:
+                atomic_write(path, lambda tmp, data=content: tmp.write_bytes(data))
+            written[name] = path
+    return written
 
 
 class FailureLog:

@@ -28,7 +28,6 @@ from typing import Optional
 from trtbench.core.env import environment_name
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import JOURNAL_NAME, Journal
-from trtbench.core.outdir import OutputDir
 from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections
 from trtbench.scenarios import registered
@@ -205,6 +204,5 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
     merged, notes = ResultSet.merge(sets)
     notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
     head = ReportHead(merge_intro(out_dir, dirs, sets, notes))
-    with OutputDir(out_dir, key="--output"):
-        files = write_report(out_dir, merged, head, report_sections(merged, budget))
+    files = write_report(out_dir, merged, head, report_sections(merged, budget), key="--output")
     return MergeOutcome(out_dir, merged, notes, budget, files)

@@ -7,11 +7,13 @@ and its figures, as data) comes in from the caller, which asks every registered 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from trtbench.core.fsutil import atomic_write, atomic_write_json, atomic_write_text
+from trtbench.core.fsutil import json_text
+from trtbench.core.outdir import write_files
 from trtbench.report.markdown import report_markdown
 from trtbench.report.plots import DPI
 from trtbench.report.section import Plot, ReportSection
@@ -29,31 +31,38 @@ class ReportHead:
     manifest: Optional[Path] = None
 
 
-def save_plots(out_dir: Path, plots: Iterable[Plot]) -> list[Path]:
-    """Save each figure as a PNG at its path under ``out_dir``, atomically, and close it (its artists cleared: this
-    is its last reader). Returns the files' paths."""
-    paths = []
+def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
+    """Each figure as PNG bytes under its path in the output folder, closed once drawn (its artists cleared: this
+    is its last reader)."""
+    files = {}
     for plot in plots:
-        path = out_dir / plot.path
-        atomic_write(path, lambda tmp: plot.figure.savefig(tmp, format="png", dpi=DPI))
+        buffer = io.BytesIO()
+        plot.figure.savefig(buffer, format="png", dpi=DPI)
         plot.figure.clear()
-        paths.append(path)
-    return paths
+        files[plot.path] = buffer.getvalue()
+    return files
+
+
+def save_plots(out_dir: Path, plots: Iterable[Plot]) -> list[Path]:
+    """Save each figure as a PNG at its path under ``out_dir``, atomically, and close it. Returns the files' paths."""
+    return list(write_files(out_dir, png_files(plots)).values())
 
 
 def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
-                 sections: Sequence[ReportSection]) -> dict[str, Path]:
-    """Write every output file; ``sections`` are the scenarios', in order: their Markdown, their entries for
-    results.json and their figures (under ``plots/``). Returns the files' paths by kind."""
+                 sections: Sequence[ReportSection], key: str = "output.dir") -> dict[str, Path]:
+    """Write every output file into ``out_dir``, each atomically, while its lock is held (the run's own, or taken
+    here for a merge, refused naming ``key`` where another run holds it); ``sections`` are the scenarios', in
+    order: their Markdown, their entries for results.json and their figures (under ``plots/``). Returns the files'
+    paths by kind."""
     data = results.to_dict()
     for section in sections:
         data.update(section.json)
-    texts = {"csv": csv_text(results), "markdown": report_markdown(head, results, [s.markdown for s in sections])}
-    files = {"json": out_dir / "results.json", "csv": out_dir / "results.csv", "markdown": out_dir / "report.md"}
-    save_plots(out_dir, [plot for section in sections for plot in section.plots])
-    atomic_write_json(files["json"], data)
-    for kind, text in texts.items():
-        atomic_write_text(files[kind], text)
+    names = {"json": "results.json", "csv": "results.csv", "markdown": "report.md"}
+    texts = {names["json"]: json_text(data), names["csv"]: csv_text(results),
+             names["markdown"]: report_markdown(head, results, [s.markdown for s in sections])}
+    written = write_files(out_dir, {**png_files(plot for section in sections for plot in section.plots), **texts},
+                          key=key)
+    files = {kind: written[name] for kind, name in names.items()}
     if head.manifest:
         files["manifest"] = head.manifest
     return files
