@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from trtbench.core.errors import UserInputError
-from trtbench.core.fsutil import atomic_write, atomic_write_text, ensure_writable_dir
+from trtbench.core.fsutil import atomic_write, atomic_write_text, ensure_writable_dir, write_bytes
 
 LOCK_NAME = ".trtbench.lock"
 FAILURE_LOG = "failures.log"
@@ -97,7 +97,7 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str 
             if isinstance(content, str):
                 atomic_write_text(path, content)
             else:
-                atomic_write(path, lambda tmp, data=content: tmp.write_bytes(data))
+                atomic_write(path, lambda tmp, data=content: write_bytes(tmp, data))  # a full disk: DiskFullError
             written[name] = path
     return written
 
