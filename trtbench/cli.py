@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from trtbench.core.errors import UserInputError
+from trtbench.core.errors import DiskFullError, UserInputError
 
 COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge")
 
@@ -253,3 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserInputError as err:
         print(f"trtbench: error: {err.format()}", file=sys.stderr)
         return err.exit_code
+    except DiskFullError as err:  # a fault, not bad input: every case measured is in the journal already
+        print(f"trtbench: error: {err}; the cases measured are kept in the output folder's journal, and the "
+              f"same command resumes from them", file=sys.stderr)
+        return 1

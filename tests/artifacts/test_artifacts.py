@@ -327,9 +327,14 @@ def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monk
 
     real_open = open
 
+    artifacts = tmp_path / "out" / "artifacts"
+
     class FillsUp:
+        """The artifacts' disk is full; the report's files (written through the same function) go elsewhere."""
+
         def __init__(self, path, mode):
             self.fh = real_open(path, mode)
+            self.full = artifacts in Path(path).parents
 
         def __enter__(self):
             return self
@@ -338,6 +343,8 @@ def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monk
             self.fh.close()
 
         def write(self, data):
+            if not self.full:
+                return self.fh.write(data)
             self.fh.write(bytes(data)[:100])
             raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -352,3 +359,32 @@ def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monk
     assert re.search(rf"DiskFullError: not enough space in {re.escape(str(tmp_path / 'out' / 'artifacts'))}: "
                      r"saving traced_fp32 needs [1-9][\d,]* bytes, [\d,]+ bytes are free", traced[0].reason)
     assert not list((tmp_path / "out" / "artifacts").iterdir())
+
+
+def test_a_disk_that_fills_while_the_report_is_written_ends_in_a_clear_message(tiny_config, write_config, tmp_path,
+                                                                                monkeypatch, capsys):
+    """ENOSPC at the report's files: exit 1 with the folder named, no partial file, the measured cases in the
+    journal, and the same command (with room again) resumes them rather than measuring again."""
+    import errno
+
+    from trtbench.core import fsutil
+    from trtbench.results.journal import JOURNAL_NAME
+
+    real_open, out = open, tmp_path / "out"
+
+    def full(path, mode):  # the report's files; the artifacts (saved before) fit
+        if out / "artifacts" in Path(path).parents:
+            return real_open(path, mode)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "open", full, raising=False)
+    tiny_config["benchmark"]["shapes"] = ["opt"]
+    proc = run_into(out, tiny_config, write_config, capsys)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(rf"trtbench: error: not enough space in {re.escape(str(out))}\S*: \S+ needs [\d,]+ bytes.*"
+                     r"journal.*resumes", proc.stderr), proc.stderr
+    assert not (out / "results.json").exists() and not list(out.glob(".*.tmp")), "nothing half-written"
+    assert (out / JOURNAL_NAME).stat().st_size > 0
+    monkeypatch.setattr(fsutil, "open", real_open, raising=False)
+    again = run_into(out, tiny_config, write_config, capsys)
+    assert again.returncode == 0 and "resumed: kept" in again.stderr, again.stderr

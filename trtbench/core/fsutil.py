@@ -81,10 +81,12 @@ def require_space(folder: Path, needed: int, what: str) -> None:
         raise DiskFullError(folder, needed, free, what)
 
 
-def write_bytes(path: Path, data: bytes | memoryview) -> None:
-    """Write ``data`` to ``path``; a full disk raises DiskFullError and leaves no partial file."""
+def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -> None:
+    """Write ``data`` to ``path``; a full disk raises DiskFullError naming ``what`` (the file's name unless given)
+    and leaves no partial file."""
     path = Path(path)
-    require_space(path.parent, len(data), path.name)
+    what = what or path.name
+    require_space(path.parent, len(data), what)
     try:
         with open(path, "wb") as fh:
             fh.write(data)
@@ -92,7 +94,7 @@ def write_bytes(path: Path, data: bytes | memoryview) -> None:
         if err.errno != errno.ENOSPC:
             raise
         path.unlink(missing_ok=True)
-        raise DiskFullError(path.parent, len(data), free_bytes(path.parent), path.name) from err
+        raise DiskFullError(path.parent, len(data), free_bytes(path.parent), what) from err
 
 
 def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from trtbench.core.errors import UserInputError
-from trtbench.core.fsutil import atomic_write, atomic_write_text, ensure_writable_dir, write_bytes
+from trtbench.core.fsutil import atomic_write, ensure_writable_dir, write_bytes
 
 LOCK_NAME = ".trtbench.lock"
 FAILURE_LOG = "failures.log"
@@ -94,10 +94,8 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str 
     with OutputDir(out_dir, key=key, joins=True) as folder:
         for name, content in files.items():
             path = folder.path / name
-            if isinstance(content, str):
-                atomic_write_text(path, content)
-            else:
-                atomic_write(path, lambda tmp, data=content: write_bytes(tmp, data))  # a full disk: DiskFullError
+            data = content.encode() if isinstance(content, str) else content
+            atomic_write(path, lambda tmp, data=data, name=name: write_bytes(tmp, data, name))  # full: DiskFullError
             written[name] = path
     return written
 
