@@ -14,4 +14,4 @@ run: $(STAMP)
 	$(VENV)/bin/trtbench --config configs/resnet34.yaml
 
 test: $(STAMP)  # two test processes, each test file on one of them (its module fixtures built once)
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder

@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/cross_runtime.py [--alternations 3] [--seconds 6]
           [--trtbench-src DIR] [--isolation process|in_process|unset] [--sets eager+ort,...]
-          [--allocator default|tuned|jemalloc|tcmalloc]
+          [--allocator default|tuned|jemalloc|tcmalloc] [--threads 2] [--processes N]
 
 The truth: each runtime alone in a fresh process of its own, timed by this file's own plain
 loop (not trtbench's timing code), on the files trtbench saved (``ort_fp32.onnx``, the OpenVINO
@@ -17,9 +17,9 @@ VM's drift across the alone processes cancels (on a Zen 5 VM whose speed drifted
 eager-first-only truths ranged 1.75-2.0x), and its median over the alternations.
 
 trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
-eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads, default adaptive
-timing, repeated in every alternation before the alone processes, so that the machine's drift
-falls on both sides alike. For each set it prints trtbench's median speedup over its runs next
+eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads (``--threads``; the alone processes
+too), default adaptive timing, the config's default replicate processes (``--processes``), repeated in every alternation before the alone processes, so that the machine's drift
+falls on both sides alike. For each set it prints the median over its runs of the speedup trtbench reports (its two-level estimate) next
 to the truth's, with their ranges, and eager's median next to eager alone. Targets: every speedup within
 3% of the truth, eager's median within 5% of eager alone.
 
@@ -57,6 +57,7 @@ import torchvision
 import yaml
 
 from trtbench.core.allocator import ALLOCATORS, process_env
+from trtbench.results.resultset import ResultSet
 
 TARGET = 0.03  # a speedup against the truth's
 EAGER_TARGET = 0.05  # eager's median against eager alone
@@ -120,18 +121,21 @@ print(json.dumps({"median_ms": float(np.median(samples)), "calls": len(samples),
 '''
 
 
-def alone(kind: str, path: str, seconds: float, allocator: str) -> tuple[float, float]:
+def alone(kind: str, path: str, seconds: float, allocator: str, threads: int) -> tuple[float, float]:
     """(median ms, minor page faults per call) of ``kind`` alone in a fresh process started in ``allocator``'s
-    state."""
-    out = subprocess.run([sys.executable, "-c", ALONE, kind, path, str(seconds), str(THREADS), json.dumps(SHAPE)],
+    state, on ``threads`` threads."""
+    out = subprocess.run([sys.executable, "-c", ALONE, kind, path, str(seconds), str(threads), json.dumps(SHAPE)],
                          check=True, capture_output=True, text=True, env=process_env(allocator, dict(os.environ)))
     measured = json.loads(out.stdout.strip().splitlines()[-1])
     return measured["median_ms"], measured["faults_per_call"]
 
 
 def run_trtbench(variants: list[str], out: Path, src: str | None, args) -> dict:
-    """(medians ms, speedups) of one trtbench run, read back from its results.json."""
-    benchmark = {"threads": THREADS, "measure_ceiling": False}
+    """Per variant: (median ms, the speedup over eager fp32 the run reports, page faults per call), read back from
+    its results."""
+    benchmark = {"threads": args.threads, "measure_ceiling": False}
+    if args.processes:
+        benchmark["processes"] = args.processes
     if args.isolation != "unset":
         benchmark["isolation"] = args.isolation
     if args.allocator != "default":
@@ -150,22 +154,14 @@ def run_trtbench(variants: list[str], out: Path, src: str | None, args) -> dict:
     # own trtbench would shadow --trtbench-src
     subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--fresh", "--quiet"], check=True,
                    capture_output=True, env=env, cwd=out.parent)
-    data = json.loads((out / "results.json").read_text())
-    medians = {}
-    for record in data["records"]:
-        samples = [s for r in record.get("rounds") or [] for s in r]
-        if record["status"] == "ok" and samples:
-            medians[record["case"]["variant"]] = (statistics.median(samples), record.get("rounds"),
-                                                  record["metrics"].get("isolation", {}).get("minor_faults_per_call_median"))
-    return medians
-
-
-def paired_speedup(base_rounds, rounds) -> float:
-    """eager's median over the variant's, on the rounds both were timed in (as trtbench pairs them)."""
-    n = min(len(base_rounds), len(rounds))
-    base = [s for r in base_rounds[:n] for s in r]
-    this = [s for r in rounds[:n] for s in r]
-    return statistics.median(base) / statistics.median(this)
+    results = ResultSet.load(out)
+    measured = {}
+    for record in results:
+        if record.status == "ok" and record.timed:
+            speedup = results.speedup(record)
+            measured[record.case.variant] = (record.stats.median, speedup.value if speedup else None,
+                                             record.metrics.get("isolation", {}).get("minor_faults_per_call_median"))
+    return measured
 
 
 def main() -> None:
@@ -175,6 +171,9 @@ def main() -> None:
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
     parser.add_argument("--isolation", default="process", choices=["process", "in_process", "unset"])
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of: {', '.join(SETS)}")
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads of trtbench's runs and of every alone process")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="trtbench's benchmark.processes (default: the config default, 3)")
     parser.add_argument("--allocator", default="default", choices=list(ALLOCATORS),
                         help="trtbench's benchmark.allocator, and the state every alone process starts in")
     args = parser.parse_args()
@@ -202,12 +201,12 @@ def main() -> None:
             # each runtime's truth is over the geometric mean of the eager processes around it, so the VM's
             # drift over the minute the alone processes take cancels, as trtbench's paired rounds cancel it
             kinds = sorted({v for variants in sets.values() for v in variants} & set(files) - {"eager"})
-            eager_before, faults = alone("eager", files["eager"], args.seconds, args.allocator)
+            eager_before, faults = alone("eager", files["eager"], args.seconds, args.allocator, args.threads)
             truth_runs.setdefault("eager", []).append(eager_before)
             line = [f"eager {eager_before:.2f} ms ({faults:.0f})"]
             for kind in kinds:
-                median, faults = alone(kind, files[kind], args.seconds, args.allocator)
-                eager_after, eager_faults = alone("eager", files["eager"], args.seconds, args.allocator)
+                median, faults = alone(kind, files[kind], args.seconds, args.allocator, args.threads)
+                eager_after, eager_faults = alone("eager", files["eager"], args.seconds, args.allocator, args.threads)
                 truth_runs.setdefault(kind, []).append(median)
                 truth_runs["eager"].append(eager_after)
                 truth_ratios.setdefault(kind, []).append(math.sqrt(eager_before * eager_after) / median)
@@ -240,8 +239,7 @@ def report(runs: dict[str, list[dict]], truth_runs: dict[str, list[float]], trut
                 print(f"| {name} | eager | {_spread(medians, '.2f')} | {_spread(alone_ms, '.2f')} | | | "
                       f"median {off:+.1%} | {'yes' if abs(off) <= EAGER_TARGET else 'NO'} |")
             else:
-                got = [paired_speedup(run["eager"][1], run[variant][1]) for run in per_run
-                       if variant in run and "eager" in run]
+                got = [run[variant][1] for run in per_run if variant in run and run[variant][1] is not None]
                 want = truth_ratios[variant]
                 off = statistics.median(got) / statistics.median(want) - 1
                 print(f"| {name} | {variant} | {_spread(medians, '.2f')} | {_spread(alone_ms, '.2f')} | "
