@@ -191,8 +191,9 @@ def main() -> None:
                 out = tmp / f"{name.replace('+', '_')}_{i}"
                 runs[name].append(run_trtbench(variants, out, args.trtbench_src, args))
                 print(f"alternation {i + 1}, trtbench {name}: "
-                      + ", ".join(f"{v} {m:.2f} ms ({f if f is None else round(f)} page faults/call)"
-                                  for v, (m, _, f) in runs[name][-1].items()), flush=True)
+                      + ", ".join(f"{v} {m:.2f} ms ({f if f is None else round(f)} page faults/call"
+                                  + (f", speedup {x:.3f}x)" if x is not None and v != "eager" else ")")
+                                  for v, (m, x, f) in runs[name][-1].items()), flush=True)
                 for variant, suffix in (("ort", "onnx"), ("openvino", "xml")):
                     found = sorted((out / "artifacts").glob(f"{variant}_fp32.{suffix}"))
                     if found and variant not in files:  # the first run's file (the folders stay till the end)
