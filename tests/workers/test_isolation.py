@@ -124,6 +124,29 @@ def test_a_worker_that_crashes_cannot_build_or_hangs_is_an_error_the_others_surv
     assert worker.process.poll() is not None
 
 
+def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplotlib(tiny_config, subprocess_env):
+    """A worker imports what its recipe's objects need: the model's and the inputs' specs live in the models and
+    core layers, so unpickling a recipe imports neither the config layer nor, through its scenarios and their
+    report, matplotlib (a second of CPU in every worker process)."""
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from trtbench.building.recipe import VariantRecipe
+    from trtbench.config.config import config_from_dict
+    from trtbench.config.plan import resolve
+
+    config = config_from_dict(tiny_config)
+    (group,) = resolve(config).groups
+    recipe = VariantRecipe.for_group(config, group, "eager", "fp32", Path("payload.pt"), CPU)
+    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; pickle.loads(sys.stdin.buffer.read()); "
+              "print(sorted(m for m in sys.modules if m.startswith(('trtbench.config', 'matplotlib'))))")
+    out = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(recipe), capture_output=True,
+                         env=subprocess_env, check=True)
+    assert out.stdout.decode().strip() == "[]", out.stdout.decode()
+
+
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     import time
 
