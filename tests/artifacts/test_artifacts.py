@@ -94,16 +94,6 @@ def test_verify_detects_a_changed_file(saved_run, tmp_path):
     assert rows["scripted_fp32.ts"]["ok"]
 
 
-def test_fresh_process_uses_torch_alone(saved_run):
-    """The deployment path: a bare Python process with only torch imported loads and runs the file."""
-    code = ("import sys, torch; m = torch.jit.load(sys.argv[1]); y = m(torch.randn(3, 3, 16, 16));"
-            "assert 'trtbench' not in sys.modules; print(tuple(y.shape))")
-    proc = subprocess.run([sys.executable, "-c", code, str(saved_run / "artifacts" / "scripted_fp32.ts")],
-                          capture_output=True, text=True, timeout=300, cwd="/")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "(3, 10)"
-
-
 def test_verify_without_manifest_is_a_user_error(tmp_path):
     with pytest.raises(UserInputError) as info:
         verify_manifest(tmp_path)
@@ -171,12 +161,16 @@ def test_every_variant_that_saves_is_verified_in_a_fresh_process():
 
 # ---- what is published: only files that load in a fresh process -----------------------------
 
-BARE_LOAD = ("import sys, torch; out = torch.export.load(sys.argv[1]).module()(torch.randn(3, 3, 16, 16));"
+# the deployment path: a bare Python process with only torch imported loads and runs a saved TorchScript file and
+# an exported program (one process for both: each costs a torch import)
+BARE_LOAD = ("import sys, torch; scripted = torch.jit.load(sys.argv[1])(torch.randn(3, 3, 16, 16));"
+             "out = torch.export.load(sys.argv[2]).module()(torch.randn(3, 3, 16, 16));"
              "assert not any(m.startswith(('toy_models', 'trtbench')) for m in sys.modules);"
-             "print(type(out).__name__, [tuple(t.shape) for t in out])")
+             "print(tuple(scripted.shape)); print(type(out).__name__, [tuple(t.shape) for t in out])")
 
 
-def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_torch_alone(tiny_config, tmp_path):
+def test_a_scripted_file_and_a_model_returning_a_registered_dataclass_exported_flat_load_with_torch_alone(
+        saved_run, tiny_config, tmp_path):
     from conftest import run_dict
 
     tiny_config["model"]["name"] = "toy_models:dataclass_output"
@@ -185,10 +179,13 @@ def test_a_model_returning_a_registered_dataclass_exports_flat_and_loads_with_to
     tiny_config["output"]["dir"] = str(tmp_path / "out")
     outcome = run_dict(tiny_config)
     assert outcome.exit_code == 0, [r.reason for r in outcome.results]
-    proc = subprocess.run([sys.executable, "-c", BARE_LOAD, str(tmp_path / "out" / "artifacts" / "exported_fp32.pt2")],
+    proc = subprocess.run([sys.executable, "-c", BARE_LOAD, str(saved_run / "artifacts" / "scripted_fp32.ts"),
+                           str(tmp_path / "out" / "artifacts" / "exported_fp32.pt2")],
                           capture_output=True, text=True, timeout=300, cwd="/", env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "tuple [(3, 10), (3, 10)]"
+    ran_scripted, ran_exported = proc.stdout.strip().splitlines()
+    assert ran_scripted == "(3, 10)", "the scripted file ran with torch alone"
+    assert ran_exported == "tuple [(3, 10), (3, 10)]"
     exported = [r for r in outcome.results if r.case.variant == "exported"]
     assert all(r.status == "ok" and r.accuracy["ok"] for r in exported)  # compared with eager's Prediction
     assert exported[0].build["info"]["outputs"] == ["logits", "probs"]

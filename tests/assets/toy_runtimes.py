@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 
 def _spin(seconds: float) -> None:
@@ -99,6 +100,21 @@ class ColdAfterOthers:
                 time.sleep(self.cold_s)
             seen[0] = now
         return {"p": call}, {"runtime": "cold-after-others"}
+
+
+@dataclass(frozen=True)
+class Two:
+    """Two toys hosted by one worker (each worker process costs a torch import): ``first``'s points under their
+    own names, ``second``'s with ``also_`` before theirs; the facts are ``first``'s."""
+
+    first: Any
+    second: Any
+    device: str = "cpu"
+
+    def materialize(self):
+        calls, facts = self.first.materialize()
+        also, _ = self.second.materialize()
+        return {**calls, **{f"also_{name}": call for name, call in also.items()}}, facts
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from trtbench.measure.interference import interference_check
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import (ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, MarksFreedOutputs, Refaults,
-                          Sleeper, Spinner)
+                          Sleeper, Spinner, Two)
 
 CPU = torch.device("cpu")
 FIXED = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
@@ -40,17 +40,27 @@ def workers(tmp_path):
         worker.close()
 
 
-def test_spinning_neighbour_is_settled_before_the_next_block_and_page_faults_are_counted_per_process(workers):
-    """One set of workers (each costs a torch import) for two claims. A spinner's spin is settled before its
-    neighbours' blocks. A runtime that maps and touches fresh pages on every call shows thousands of page faults
-    per call, its sleeping neighbour none; counted in the worker (a count, so it holds on a busy machine) and, for
-    a variant timed here, in this process."""
+def test_a_spinning_neighbour_is_settled_page_faults_are_counted_per_process_and_a_switch_in_call_is_kept_apart(
+        workers, tmp_path):
+    """One set of workers (each costs a torch import) for three claims; the neighbour hosts a sleeper (its point
+    "p") and a marker (its point "also_p").
+
+    A spinner's spin is settled before its neighbours' blocks. A runtime that maps and touches fresh pages on every
+    call shows thousands of page faults per call, its sleeping neighbour none; counted in the worker (a count, so it
+    holds on a busy machine) and, for a variant timed here, in this process.
+
+    A runtime whose first call after its neighbour ran is cold (sleeps 0.25 s; later calls are free, as a cache
+    refill after another runtime evicted it): with a switch-in call each block's timed calls are warm and the cold
+    one is kept apart, per block; without, the sample of every block that follows the neighbour's is cold. The
+    cold time is a lower bound (a sleep never ends early), and a free call is far below it on any machine."""
     import mmap
 
+    mark = str(tmp_path / "mark")
     ready, errors = workers({"spinner": Spinner(spin_s=0.05), "refaults": Refaults(megabytes=8),
-                             "neighbour": Sleeper(call_s=0.06)})
+                             "neighbour": Two(Sleeper(call_s=0.06), Marks(mark)),
+                             "cold": ColdAfterOthers(mark, cold_s=0.25)})
     assert not errors
-    timers = {name: WorkerTimer(worker, "p") for name, worker in ready.items()}
+    timers = {name: WorkerTimer(ready[name], "p") for name in ("spinner", "refaults", "neighbour")}
     result = measure_interleaved(timers, CPU, FIXED)
     spinner = result["spinner"]
     # the spin happened inside the spinner's own settle wait (CPU-time, whatever the machine's load)...
@@ -68,17 +78,7 @@ def test_spinning_neighbour_is_settled_before_the_next_block_and_page_faults_are
     here = measure_interleaved({"refaults": Refaults(megabytes=8).materialize()[0]["p"]}, CPU, FIXED)
     assert statistics.median(here["refaults"].faults_per_call) >= 0.9 * pages
 
-
-def test_the_first_call_after_a_switch_is_kept_out_of_the_samples(workers, tmp_path):
-    """A runtime whose first call after its neighbour ran is cold (sleeps 0.25 s; later calls are free, as
-    a cache refill after another runtime evicted it): with a switch-in call each block's timed calls are warm
-    and the cold one is kept apart, per block; without, the sample of every block that follows the neighbour's
-    is cold. The cold time is a lower bound (a sleep never ends early), and a free call is far below it on any
-    machine."""
-    mark = str(tmp_path / "mark")
-    ready, errors = workers({"cold": ColdAfterOthers(mark, cold_s=0.25), "neighbour": Marks(mark)})
-    assert not errors
-    timers = {name: WorkerTimer(ready[name], "p") for name in ("cold", "neighbour")}  # the first round's order
+    timers = {"cold": WorkerTimer(ready["cold"], "p"), "neighbour": WorkerTimer(ready["neighbour"], "also_p")}
     # the warm-up's call (cold: the neighbour ran between) sizes the blocks: 0.25 s is "short" under 1 s
     result = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=1.0))
     cold = result["cold"]
@@ -91,29 +91,22 @@ def test_the_first_call_after_a_switch_is_kept_out_of_the_samples(workers, tmp_p
     assert [ms >= 250 for ms in never.samples] == after_neighbour and never.switch_in_ms == []
 
 
-def test_a_worker_that_hangs_is_killed_and_named(workers):
-    ready, _ = workers({"stuck": Hangs()})
-    worker = ready["stuck"]
-    worker.timeout_s = 1.0  # the build had the long timeout; a block gets this one
-    with pytest.raises(WorkerError, match="stuck's worker gave no answer .* within 1 s .*worker_timeout_s.* killed"):
-        worker.block("p", 1)
-    assert worker.process.poll() is not None
-
-
-def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive_keeping_no_check_output(workers,
-                                                                                                     tmp_path):
-    """One set of workers (each costs a torch import) for two claims. A worker that crashes, or cannot build, is an
-    error its neighbour survives. A worker keeps no output of its accuracy check through the timed calls: the
+def test_a_worker_that_crashes_cannot_build_or_hangs_is_an_error_the_others_survive_keeping_no_check_output(
+        workers, tmp_path):
+    """One set of workers (each costs a torch import) for three claims. A worker that crashes, or cannot build, is
+    an error its neighbour survives. A worker keeps no output of its accuracy check through the timed calls: the
     check's output goes to the parent as a file and is freed in the worker before its answer: held through the
     timed calls, a block that a call allocated would pin its place in glibc's heap, and a torch.compile'd resnet18
     then faulted its buffers in on some calls rather than on every call as it does alone (benchmarks/NOTES.md).
-    The toy's outputs say when they are freed; the timed calls' outputs are dropped as they come."""
+    The toy's outputs say when they are freed; the timed calls' outputs are dropped as they come. Last, a worker
+    that hangs (the survivor's point "also_p") is killed at its timeout and named."""
     mark = tmp_path / "freed"
 
     def freed() -> list[str]:
         return sorted(mark.read_text().split()) if mark.exists() else []
 
-    ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(), "marks": MarksFreedOutputs(mark=str(mark))})
+    ready, errors = workers({"crash": Crashes(), "broken": FailsToBuild(),
+                             "marks": Two(MarksFreedOutputs(mark=str(mark)), Hangs())})
     assert set(ready) == {"crash", "marks"}
     assert "cannot load its model" in str(errors["broken"])
     checked = ready["marks"].check("p")
@@ -123,6 +116,35 @@ def test_a_worker_that_crashes_or_cannot_build_is_an_error_the_others_survive_ke
         ready["crash"].block("p", 1)
     assert len(ready["marks"].block("p", 3).host_ms) == 3
     assert freed() == ["1", "2", "3", "4"]
+
+    worker = ready["marks"]
+    worker.timeout_s = 1.0  # the build had the long timeout; a block gets this one
+    with pytest.raises(WorkerError, match="marks's worker gave no answer .* within 1 s .*worker_timeout_s.* killed"):
+        worker.block("also_p", 1)
+    assert worker.process.poll() is not None
+
+
+def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplotlib(tiny_config, subprocess_env):
+    """A worker imports what its recipe's objects need: the model's and the inputs' specs live in the models and
+    core layers, so unpickling a recipe imports neither the config layer nor, through its scenarios and their
+    report, matplotlib (a second of CPU in every worker process)."""
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from trtbench.building.recipe import VariantRecipe
+    from trtbench.config.config import config_from_dict
+    from trtbench.config.plan import resolve
+
+    config = config_from_dict(tiny_config)
+    (group,) = resolve(config).groups
+    recipe = VariantRecipe.for_group(config, group, "eager", "fp32", Path("payload.pt"), CPU)
+    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; pickle.loads(sys.stdin.buffer.read()); "
+              "print(sorted(m for m in sys.modules if m.startswith(('trtbench.config', 'matplotlib'))))")
+    out = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(recipe), capture_output=True,
+                         env=subprocess_env, check=True)
+    assert out.stdout.decode().strip() == "[]", out.stdout.decode()
 
 
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():

@@ -73,7 +73,7 @@ def _owned(value: Any) -> Any:
 class VariantRecipe:
     """Everything a fresh process needs to rebuild ``variant`` as the parent built it."""
 
-    model: Any  # trtbench.config.config.ModelConfig
+    model: Any  # trtbench.models.ModelConfig (a worker unpickles it without importing the config layer)
     variant: str
     options: dict  # variant name -> its options, for the variant and what it builds from
     precision: str
@@ -81,7 +81,7 @@ class VariantRecipe:
     threads: int
     cudnn_benchmark: bool
     channels_last: bool
-    input_specs: list  # InputConfig
+    input_specs: list  # trtbench.core.inputs.InputConfig
     payload: str  # write_payload's file
     artifact: Optional[Artifact] = None  # the parent's saved build, loaded instead of building
 

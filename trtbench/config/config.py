@@ -30,8 +30,8 @@ from trtbench.core.case import options_text
 from trtbench.core.knobs import CHOICES as KNOB_CHOICES, Knobs
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
-from trtbench.core.inputs import INPUT_DTYPES, SHAPE_LABELS
-from trtbench.models import check_model_exists
+from trtbench.core.inputs import SHAPE_LABELS, InputConfig
+from trtbench.models import ModelConfig
 from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
 from trtbench.decoders import DECODERS
 from trtbench.profiling.config import ProfileConfig
@@ -41,103 +41,7 @@ from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.measure.timing import TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 
-SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
 DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
-
-
-@dataclass
-class ModelConfig:
-    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
-    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
-    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
-
-    name: str = ""
-    source: str = "torchvision"
-    kwargs: dict = field(default_factory=dict)
-    weights: Optional[str] = None
-    label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
-    task: Optional[str] = None  # transformers only: causal-lm (default: the bare model, AutoModel)
-    path: Optional[str] = None  # transformers only: a local model folder (config.json, weights, tokenizer)
-
-    def validate(self, path: str) -> None:
-        schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
-        if not self.name and self.path is None:
-            raise UserInputError(schema.join(path, "name"), "required key is missing",
-                                 f"add 'name: ...' under '{path or 'model'}'")
-        if self.weights is not None:
-            require_readable_file(self.weights, schema.join(path, "weights"))
-        check_model_exists(self, path)
-
-    @property
-    def id(self) -> str:
-        """The model's id in cases: its label, else ``source:name`` with any constructor kwargs."""
-        if self.label:
-            return self.label
-        kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
-        return f"{self.source}:{self.path or self.name}" + (f"({kwargs})" if kwargs else "")
-
-
-@dataclass
-class InputConfig:
-    """One model input: a static ``shape`` or dynamic ``min_shape``/``opt_shape``/``max_shape``."""
-
-    name: str = "input"
-    dtype: str = "float32"
-    shape: Optional[list[int]] = None
-    min_shape: Optional[list[int]] = None
-    opt_shape: Optional[list[int]] = None
-    max_shape: Optional[list[int]] = None
-    value_range: Optional[list[float]] = None
-
-    @staticmethod
-    def prepare(fields: dict, path: str) -> dict:
-        """A static ``shape`` is the min, opt and max shape; else all three must be given."""
-        dynamic = {key: fields.get(key) for key in ("min_shape", "opt_shape", "max_shape")}
-        if fields.get("shape") is not None:
-            if any(s is not None for s in dynamic.values()):
-                raise UserInputError(path, "has both 'shape' and min/opt/max shapes",
-                                     "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
-            return {**fields, **{key: list(fields["shape"]) for key in dynamic}}
-        missing = [key for key, s in dynamic.items() if s is None]
-        if missing:
-            raise UserInputError(path, f"missing {', '.join(missing)}",
-                                 "give either 'shape' (static) or all of min_shape, opt_shape, max_shape (dynamic)")
-        return fields
-
-    def validate(self, path: str) -> None:
-        schema.require_choice(self.dtype, tuple(INPUT_DTYPES), schema.join(path, "dtype"))
-        for label in SHAPE_LABELS:
-            shape = self.shape_for(label)
-            key = schema.join(path, "shape" if self.shape is not None else f"{label}_shape")
-            if not shape:
-                raise UserInputError(key, "is empty", "list one size per dimension, e.g. [1, 3, 224, 224]")
-            for dim, size in enumerate(shape):
-                if size <= 0:
-                    raise UserInputError(key, f"dim {dim} is {size}", "every dimension must be a positive integer")
-        ranks = {len(self.shape_for(label)) for label in SHAPE_LABELS}
-        if len(ranks) != 1:
-            raise UserInputError(path, "min_shape, opt_shape and max_shape have different ranks",
-                                 "give the same number of dimensions in all three")
-        for dim, (lo, opt, hi) in enumerate(zip(self.min_shape, self.opt_shape, self.max_shape)):
-            if not lo <= opt <= hi:
-                raise UserInputError(schema.join(path, "opt_shape"),
-                                     f"dim {dim} violates min <= opt <= max ({lo} <= {opt} <= {hi})",
-                                     f"choose sizes so that min_shape[{dim}] <= opt_shape[{dim}] <= max_shape[{dim}]")
-        if self.value_range is not None:
-            if len(self.value_range) != 2 or self.value_range[0] >= self.value_range[1]:
-                raise UserInputError(schema.join(path, "value_range"), f"got {self.value_range}",
-                                     "give [low, high] with low < high")
-        elif not self.dtype.startswith(("float", "bfloat")):
-            raise UserInputError(schema.join(path, "value_range"), f"is required for dtype {self.dtype}",
-                                 "give [low, high) for integer inputs, e.g. [0, 1000] for token ids")
-
-    @property
-    def is_dynamic(self) -> bool:
-        return not (self.min_shape == self.opt_shape == self.max_shape)
-
-    def shape_for(self, label: str) -> list[int]:
-        """The concrete shape at ``label`` (min, opt or max)."""
-        return {"min": self.min_shape, "opt": self.opt_shape, "max": self.max_shape}[label]
 
 
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation

@@ -11,7 +11,8 @@ import importlib
 import json
 import pkgutil
 from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import torch
 from torch import nn
@@ -20,7 +21,40 @@ from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
 
+SOURCES = ("torchvision", "timm", "transformers", "builtin", "python", "torchscript")
 BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
+
+
+@dataclass
+class ModelConfig:
+    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
+    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
+    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
+
+    name: str = ""
+    source: str = "torchvision"
+    kwargs: dict = field(default_factory=dict)
+    weights: Optional[str] = None
+    label: Optional[str] = None  # the model's name in tables; default source:name plus kwargs
+    task: Optional[str] = None  # transformers only: causal-lm (default: the bare model, AutoModel)
+    path: Optional[str] = None  # transformers only: a local model folder (config.json, weights, tokenizer)
+
+    def validate(self, path: str) -> None:
+        schema.require_choice(self.source, SOURCES, schema.join(path, "source"))
+        if not self.name and self.path is None:
+            raise UserInputError(schema.join(path, "name"), "required key is missing",
+                                 f"add 'name: ...' under '{path or 'model'}'")
+        if self.weights is not None:
+            require_readable_file(self.weights, schema.join(path, "weights"))
+        check_model_exists(self, path)
+
+    @property
+    def id(self) -> str:
+        """The model's id in cases: its label, else ``source:name`` with any constructor kwargs."""
+        if self.label:
+            return self.label
+        kwargs = ",".join(f"{k}={v}" for k, v in sorted(self.kwargs.items()))
+        return f"{self.source}:{self.path or self.name}" + (f"({kwargs})" if kwargs else "")
 
 
 def register_builtin(name: str):
