@@ -126,8 +126,7 @@ def test_the_onnx_file_runs_with_onnxruntime_alone(backends_run):
 
 
 def test_compiled_counts_the_recompilations_the_benchmarked_shapes_cause(tiny_config):
-    """dynamic: false compiles each new shape: opt at build, then min and max once each, then nothing. Counted by
-    dynamo, whatever compiles its graphs: the ``eager`` backend runs them without Inductor's code generation."""
+    """dynamic: false compiles each new shape: opt at build, then min and max once each, then nothing."""
     from trtbench.variants import BuildContext, get_variant
     from trtbench.variants.compiled import CompileOptions
 
@@ -136,7 +135,7 @@ def test_compiled_counts_the_recompilations_the_benchmarked_shapes_cause(tiny_co
     shapes = {label: (torch.randn([b, 3, 16, 16]),) for label, b in (("min", 1), ("opt", 2), ("max", 4))}
     ctx = BuildContext(device=torch.device("cpu"), precision="fp32", dtype=torch.float32,
                        example_inputs=shapes["opt"], shape_inputs=shapes, input_specs=config.inputs,
-                       options=CompileOptions(backend="eager", dynamic=False))
+                       options=CompileOptions(dynamic=False))
     variant = get_variant("compiled")
     with torch.no_grad():
         built = variant.build(model, ctx)
