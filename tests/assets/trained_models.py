@@ -11,6 +11,10 @@ but ruined by per-tensor activation quantization of ``conv1``'s output. The plan
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import tempfile
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -49,6 +53,22 @@ def digits_data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tenso
 
 @functools.lru_cache(maxsize=1)
 def _trained_state() -> dict:
+    """The trained weights, trained once per machine: kept in the temp folder under a key of this file's source and
+    torch's version, so that another process that builds the model (a timing worker rebuilding it, the other test
+    process) loads them instead of training again (seconds each). Written whole or not at all."""
+    key = hashlib.sha256(Path(__file__).read_bytes() + torch.__version__.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"trtbench-tests-digits-cnn-{key}.pt"
+    try:
+        return torch.load(path, weights_only=True)
+    except Exception:  # not written yet (or unreadable): train, and keep it for the next process
+        state = _train()
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    torch.save(state, partial)
+    os.replace(partial, path)
+    return state
+
+
+def _train() -> dict:
     torch.manual_seed(0)
     model = DigitsCNN()
     train_x, train_y, _, _ = digits_data()

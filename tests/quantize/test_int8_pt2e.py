@@ -27,12 +27,20 @@ def pt2e_run(tmp_path_factory):
     config["precisions"] = ["int8"]  # eager fp32 is still timed as the baseline; no fp32 compile of either
     config["inputs"][0].update(min_shape=[BATCH, 1, 8, 8], max_shape=[BATCH, 1, 8, 8])  # aoti int8: static shapes
     config["benchmark"]["isolation"] = "process"  # the workers load what was saved: the quantized files
-    return tmp_path / "out", run_dict(config)
+    quantizations = []
+    with pytest.MonkeyPatch.context() as patch:  # counts PT2E quantizations (each calibrates and judges)
+        import trtbench.variants.pt2e_build as pt2e_build
+
+        within_budget = pt2e_build.quantize_within_budget
+        patch.setattr(pt2e_build, "quantize_within_budget",
+                      lambda *args: quantizations.append(args) or within_budget(*args))
+        outcome = run_dict(config)
+    return tmp_path / "out", outcome, len(quantizations)
 
 
 @pytest.mark.parametrize("variant", ["compiled", "aoti"])
 def test_pt2e_int8_rows_are_timed_against_eager_fp32_within_the_budget(pt2e_run, variant):
-    _, outcome = pt2e_run
+    _, outcome, _ = pt2e_run
     row = next(r for r in outcome.results if (r.case.variant, r.case.precision) == (variant, "int8"))
     assert row.status == "ok" and row.timed, row.reason
     assert row.accuracy["kind"] == "int8" and row.accuracy["ok"], row.accuracy
@@ -40,6 +48,16 @@ def test_pt2e_int8_rows_are_timed_against_eager_fp32_within_the_budget(pt2e_run,
     assert row.metrics["isolation"]["method"] == "process"
     info = row.build["info"]
     assert info["accuracy"]["ok"] and info["graph_accuracy"]["ok"] and info["int8"]["fp32_layers"] == []
+
+
+def test_compiled_and_aoti_build_from_one_quantization(pt2e_run):
+    """The model is calibrated and judged by PT2E once, and both variants build from that graph: the same model,
+    calibration and budget quantize alike."""
+    _, outcome, quantizations = pt2e_run
+    assert quantizations == 1, "compiled and aoti at int8 each quantized the model"
+    compiled, aoti = (next(r for r in outcome.results if (r.case.variant, r.case.precision) == (variant, "int8"))
+                      for variant in ("compiled", "aoti"))
+    assert compiled.build["info"]["int8"] == aoti.build["info"]["int8"]
 
 
 def _top1(call, x, y) -> float:
@@ -65,7 +83,7 @@ def test_the_saved_files_are_int8_and_keep_test_accuracy(pt2e_run):
     """Both files keep test top-1 within a point of fp32, and both run int8 kernels: the compiled file is the
     quantized graph, and the aoti package calls oneDNN's int8 conv and linear, with no fp32 convolution left
     (a package compiled with grad on skips freezing and keeps aten.convolution between q/dq ops)."""
-    out, _ = pt2e_run
+    out, _, _ = pt2e_run
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (the ops the saved graph calls)
     from torch._inductor import aoti_load_package
 
@@ -110,7 +128,7 @@ def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
     """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
     from trtbench.artifacts.store import verify_manifest
 
-    out, _ = pt2e_run
+    out, _, _ = pt2e_run
     rows = {row["file"]: row for row in verify_manifest(out)}
     assert {"compiled_int8.pt2", "aoti_int8.pt2"} <= set(rows)
     assert all(row["ok"] for row in rows.values()), rows

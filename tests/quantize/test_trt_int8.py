@@ -17,8 +17,8 @@ import pytest
 import torch
 
 import fake_torch_tensorrt as fake_trt
-from helpers.cli import trtbench
 from helpers.fakes import CUDA0, build_trt_int8, install_fakes
+from trtbench.cli import main
 from trtbench.config.config import config_from_dict
 from trtbench.config.plan import resolve, why_unavailable
 from trtbench.variants import get_variant
@@ -81,13 +81,14 @@ def test_the_int8_engine_saves_as_the_trt_variant_does_and_loads_with_modelopt_i
     assert all(a.imports == ["torch_tensorrt", "modelopt.torch.quantization"] and a.path.is_file() for a in artifacts)
 
 
-def test_a_cli_run_skips_trt_int8_with_the_reason(tiny_config, write_config, subprocess_env, tmp_path):
+def test_a_cli_run_skips_trt_int8_with_the_reason(tiny_config, write_config, tmp_path, capsys):
+    """Through the command line's entry point in this process (a process of its own, and its supervisor's run
+    process, would only import torch twice more: tests/test_cli.py runs the command as one)."""
     tiny_config.update(precisions=["fp32", "int8"], variants=["eager", "trt"])
     tiny_config["benchmark"]["shapes"] = ["opt"]
     tiny_config["output"].update(save_artifacts=False)
-    proc = trtbench("--config", str(write_config(tiny_config)), "--output", str(tmp_path / "out"), "--quiet",
-                    env=subprocess_env)
-    assert proc.returncode == 0, proc.stderr
+    code = main(["--config", str(write_config(tiny_config)), "--output", str(tmp_path / "out"), "--quiet"])
+    assert code == 0, capsys.readouterr().err
     records = {(r["case"]["variant"], r["case"]["precision"]): r
                for r in json.loads((tmp_path / "out" / "results.json").read_text())["records"]}
     trt_int8 = records[("trt", "int8")]

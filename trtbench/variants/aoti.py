@@ -111,7 +111,8 @@ class Aoti(Variant):
         loaded = aoti_load_package(str(package))
         info = {"inductor_configs": dict(INDUCTOR_OPTIONS), "package_bytes": Path(package).stat().st_size,
                 **judged(loaded, int8.quantized, ctx.int8, "the AOTInductor int8 package")}
-        return Built(loaded, info, state={"package": package, "workdir": workdir, "outputs": int8.outputs})
+        return Built(loaded, info,
+                     state={"package": package, "workdir": workdir, "outputs": int8.outputs, "int8": int8})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.pt2"

@@ -50,7 +50,13 @@ class Pt2eInt8:
 
 def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
     """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the
-    config's min/max give them."""
+    config's min/max give them. Where a variant built earlier at this precision (``ctx.built``) quantized it
+    already (``compiled`` and ``aoti`` both build from it), its graph is the one returned: the same model,
+    calibration and budget quantize alike, and calibrating and the fallback's judging again took seconds."""
+    earlier = next((built.state["int8"] for built in ctx.built.values()
+                    if isinstance(built.state, dict) and isinstance(built.state.get("int8"), Pt2eInt8)), None)
+    if earlier is not None:
+        return earlier
     from trtbench.quantize.pt2e import quantizable_layers_pt2e, quantize_pt2e
     from trtbench.variants.exported import dynamic_shapes, export_examples, flat_outputs
 

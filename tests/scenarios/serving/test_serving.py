@@ -51,12 +51,12 @@ def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks
 
 
 def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low_end(tmp_path):
-    """The default rule on the sleeper at 2 workers, with short steps and a small budget (a p90 bound, where a few
-    dozen queries show a late share): every step a LoadGen run of its own schedule, the peak with its interval,
-    LoadGen's verdict on the confirming run at the low end, the budget kept, and every query's late flag in issue
-    order. How close the peak comes to the queue's: tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
+    """The default rule on the sleeper at 1 worker (each further worker only imports torch again), with short steps
+    and a small budget (a p90 bound, where a few dozen queries show a late share): every step a LoadGen run of its
+    own schedule, the peak with its interval, LoadGen's verdict on the confirming run at the low end, the budget
+    kept, and every query's late flag in issue order. How close the peak comes to the queue's: tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.3, min_queries=40,
-                             workers=[2], threads=1, search_queries=480)
+                             workers=[1], threads=1, search_queries=480)
     assert settings.peak_rule == "joint-estimate/1 at 90%" and settings.estimates
     (result,) = serve_sleeper(tmp_path, settings)
     assert result.status == "ok", result.reason
@@ -252,32 +252,33 @@ def test_a_run_serves_each_accurate_variant_and_its_int8_rows_from_the_quantized
     """latency + serving on a tiny model with eager and ort at fp32 and int8: each record has its serving results
     (through results.json), the report has the serving table, plot and recommendation, and LoadGen's logs are kept.
     An int8 row is served like a float one: its workers load the quantized .onnx the run saved (a quantized
-    build is never redone in a worker), set up for the server's threads (2 workers x 1 thread, in a run at 2
-    threads), and the report's serving table has its precision."""
+    build is never redone in a worker), set up for the server's threads (1 worker x 1 thread, in a run at 2
+    threads: one worker per row is enough to show it, as each further worker only imports torch again), and the
+    report's serving table has its precision."""
     data = {**tiny_config, "variants": ["eager", "ort"], "precisions": ["fp32", "int8"],
             "calibration": {"source": "random", "samples": 8, "eval_samples": 4},
             "tolerances": {"int8": {"top1_agree_min": 0.0, "sqnr_db_min": -1000.0}},  # random weights: not judged
             "output": {"dir": str(tmp_path / "run"), "save_artifacts": False, "cold_start": False}}
     data["benchmark"] = {**data["benchmark"], "shapes": ["opt"], "threads": 2}
     data["scenarios"] = ["latency", {"serving": {"p99_ms": 200, "target_qps": 50, "min_duration_s": 0.5,
-                                                "min_queries": 10, "workers": [2], "repeats": 1}}]
+                                                "min_queries": 10, "workers": [1], "threads": 1, "repeats": 1}}]
     assert run_dict(data).exit_code == 0
     loaded = ResultSet.load(tmp_path / "run")
     served = {(r.case.variant, r.case.precision): serving_of(loaded, r) for r in loaded if serving_of(loaded, r)}
     assert set(served) == {("eager", "fp32"), ("ort", "fp32"), ("ort", "int8")}, "eager int8 is skipped, not served"
     for (variant, precision), (result,) in served.items():
-        assert result.status == "ok" and result.workers == 2 and result.threads == 1, result.reason
+        assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
         (run,) = result.runs
         assert run.offered_qps == 50 and run.summary.latency_ms["p99"] > 0 and len(run.latencies_ms) >= 10
-        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_{precision}_w2/")
+        assert run.log_dir.startswith(f"serving/python-toy_models-tiny_cnn_{variant}_{precision}_w1/")
         assert (tmp_path / "run" / run.log_dir / "mlperf_log_summary.txt").is_file()
     facts = served["ort", "int8"][0].worker_facts
     assert facts["hosts"] == "the saved .onnx file" and facts["runtime_threads"] == 1, facts
     assert served["eager", "fp32"][0].worker_facts["hosts"] == "a rebuild"
     table = (tmp_path / "run" / "report.md").read_text().split("## Serving under load")[1].split("\n## ")[0]
-    assert "| python:toy_models:tiny_cnn | eager | fp32 | 2 x 1 | 1 | off | " in table, table
-    assert "| python:toy_models:tiny_cnn | ort | fp32 | 2 x 1 | 1 | off | " in table, table
-    assert "| python:toy_models:tiny_cnn | ort | int8 | 2 x 1 | " in table, table
+    assert "| python:toy_models:tiny_cnn | eager | fp32 | 1 x 1 | 1 | off | " in table, table
+    assert "| python:toy_models:tiny_cnn | ort | fp32 | 1 x 1 | 1 | off | " in table, table
+    assert "| python:toy_models:tiny_cnn | ort | int8 | 1 x 1 | " in table, table
     assert "![serving](plots/serving.png)" in table and (tmp_path / "run" / "plots" / "serving.png").is_file()
 
 
