@@ -91,6 +91,9 @@ def test_every_metric_is_reported_and_timed_in_paired_rounds(generate_run):
     assert facts["programs"] == 3, "a program per point and one for the teacher-forced sequence"
     assert facts["build_pid"] != exported["memory"]["worker_pid"] and facts["build_peak_rss_mb"] > 100
     assert eager["facts"]["build_pid"] == eager["memory"]["worker_pid"], "eager loads; it builds nothing"
+    ort = rows["p8-n3-b1", "ort_genai"]["data"]
+    assert ort["facts"]["build_pid"] == ort["memory"]["worker_pid"], "its model builder is a process of its own: " \
+        "no build process (an interpreter importing torch and every decoder) started in between"
     assert 0 < facts["rss_after_load_mb"] <= exported["memory"]["worker_peak_rss_mb"]
     doc = json.loads((generate_run / "results.json").read_text())
     assert {r["point"] for r in doc["generate_recommendations"]} == set(POINTS)
@@ -173,6 +176,10 @@ def test_accurate_decoders_publish_self_contained_artifacts_with_every_files_sha
     assert missed["status"] == "failed" and "published" not in missed["data"]
     assert "tolerances.int4" in missed["reason"] and "cosine" in missed["reason"], "the miss names its figures"
     assert missed["data"]["accuracy"]["ok"] is False and "metrics" not in missed["data"], "not timed"
+    # ort_genai's int4 builds and runs (tests/decoders/test_decoders_genai.py leaves it to this run): its worker
+    # started, so its warm-up made every request through the harness, which refuses a stamp or a token short; and
+    # its logits keep a cosine of 0.9 on random weights (4-bit groups of 32), short only of the floor set above
+    assert 0.9 < missed["data"]["accuracy"]["cosine_min"] < 0.9999999, missed["data"]["accuracy"]
     assert rows["ort_genai"]["data"]["published"]["file"] == "ort_genai_fp32"
     assert rows["eager"]["data"]["published"]["load_s"] > 0
     report = (generate_run / "report.md").read_text()
@@ -180,37 +187,47 @@ def test_accurate_decoders_publish_self_contained_artifacts_with_every_files_sha
     assert "ort_genai@int4: accuracy against eager fp32" in report
 
 
-def test_verify_reloads_them_in_a_fresh_process_after_the_output_folder_moves(generate_run, tmp_path, capsys):
+def test_verify_reloads_them_in_a_fresh_process_after_the_output_folder_moves_naming_a_changed_file_or_a_miss(
+        generate_run, tmp_path, capsys, monkeypatch):
     """Through the command's entry point; each artifact loads in a fork of the verify worker, a process that has
-    imported torch alone. Nothing is left where the run wrote: no path the artifacts named still resolves."""
+    imported torch alone. The output folder is moved away, so that no path the artifacts named still resolves, and
+    verify reads a copy of its artifacts (the run's own files stay as saved) where a byte of an exported program has
+    changed and ort_genai's manifest tolerance is a floor no cosine reaches: eager, untouched, verifies where it was
+    moved to; exported fails naming the file, unloaded; ort_genai loads there and fails naming its figures. One verify
+    pass proves the three (each pass loads the artifacts in fresh processes: seconds of CPU)."""
+    from trtbench.artifacts import store
     from trtbench.cli import main
 
-    moved = tmp_path / "moved"
+    rows = {}
+
+    def recorded(*args, **kwargs):
+        found = verify(*args, **kwargs)
+        rows.update({row["file"]: row for row in found})
+        return found
+
+    verify = store.verify_manifest
+    monkeypatch.setattr(store, "verify_manifest", recorded)
+    moved, copy = tmp_path / "moved", tmp_path / "copy"
     shutil.move(generate_run, moved)
     try:
-        assert main(["verify", str(moved)]) == 0, capsys.readouterr().out
+        shutil.copytree(moved / "artifacts", copy / "artifacts")
+        program = sorted((copy / "artifacts" / "exported_fp32").rglob("*.pt2"))[0]
+        data = bytearray(program.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        program.write_bytes(bytes(data))
+        manifest_path = copy / "artifacts" / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        ort = next(a for a in manifest["artifacts"] if a["variant"] == "ort_genai")
+        ort["tolerance"]["cosine_min"] = 1.5  # a floor no cosine reaches: verify holds the manifest's tolerance
+        manifest_path.write_text(json.dumps(manifest))
+        assert main(["verify", str(copy)]) == 1, capsys.readouterr().out
     finally:
         shutil.move(moved, generate_run)
     out = capsys.readouterr().out
-    assert "3 verified, 0 failed" in out and "eager_fp32" in out and "first token" in out, out
-
-
-def test_a_changed_weights_file_or_an_accuracy_miss_fails_verify_naming_it(generate_run, tmp_path):
-    copy = tmp_path / "copy"
-    shutil.copytree(generate_run / "artifacts", copy / "artifacts")  # copies: the run's own files stay as saved
-    weights = copy / "artifacts" / "eager_fp32" / "model" / "model.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    weights.write_bytes(bytes(data))
-    manifest_path = copy / "artifacts" / "manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    ort = next(a for a in manifest["artifacts"] if a["variant"] == "ort_genai")
-    ort["tolerance"]["cosine_min"] = 1.5  # a floor no cosine reaches: verify holds the manifest's tolerance
-    manifest_path.write_text(json.dumps(manifest))
-    rows = {row["file"]: row for row in verify_manifest(copy)}
-    assert not rows["eager_fp32"]["ok"] and "sha256 mismatch" in rows["eager_fp32"]["error"]
-    assert str(weights) in rows["eager_fp32"]["error"] and "load_s" not in rows["eager_fp32"], "not loaded"
+    assert "1 verified, 2 failed" in out and "eager_fp32" in out and "first token" in out, out
+    assert rows["eager_fp32"]["ok"] and rows["eager_fp32"]["first_token_ms"] > 0, "the untouched artifact verifies"
+    assert not rows["exported_fp32"]["ok"] and "sha256 mismatch" in rows["exported_fp32"]["error"]
+    assert str(program) in rows["exported_fp32"]["error"] and "load_s" not in rows["exported_fp32"], "not loaded"
     missed = rows["ort_genai_fp32"]
     assert not missed["ok"] and "ort_genai_fp32: its teacher-forced logits miss the saved eager fp32" in missed["error"]
     assert "cosine" in missed["error"] and "< 1.5" in missed["error"] and missed["first_token_ms"] > 0
-    assert rows["exported_fp32"]["ok"], "the untouched artifact still verifies"
