@@ -36,7 +36,10 @@ CONTINUOUS = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "r
 
 
 def served_config(out) -> dict:
-    return {**llm_config(out), "scenarios": [SERVED_GENERATE, {"serving": SERVER}, {"serving": CONTINUOUS}]}
+    """Saving no artifacts: publishing eager's reloads it in a fresh process that imports transformers (seconds of
+    CPU), which proves nothing here (the generate run's artifacts: tests/scenarios/generate/test_generate_run.py)."""
+    return {**llm_config(out), "scenarios": [SERVED_GENERATE, {"serving": SERVER}, {"serving": CONTINUOUS}],
+            "output": {"dir": str(out), "save_artifacts": False}}
 
 
 @pytest.mark.parametrize("scenarios, key, says", [
