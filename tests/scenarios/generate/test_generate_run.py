@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime_genai")
 
 from helpers.llm import generate_config  # noqa: E402
-from trtbench.artifacts.store import read_manifest, sha256_of, verify_manifest  # noqa: E402
+from trtbench.artifacts.store import read_manifest, sha256_of  # noqa: E402
 
 POINTS = {"p8-n3-b1": 1, "p8-n3-b2": 2}
 KILLED = ("p8-n3-b2", "exported")
@@ -27,8 +27,9 @@ KILLED = ("p8-n3-b2", "exported")
 def generate_run(tmp_path_factory):
     """eager, exported and ort_genai at fp32 and int4, at batch 1 and 2, under a memory budget of eager fp32 and two
     decoders at a time (about 1000 MiB each): exported and ort_genai in the first group with eager, ort_genai@int4 in
-    a second (a third group would cost a further eager worker and prove nothing more); ort_genai int4 is held to a cosine floor no int4 build keeps, so it fails its accuracy and publishes
-    nothing (eager and exported have no int4 path: skipped); exported's worker is SIGKILLed at its second point.
+    a second (a third group would cost a further eager worker and prove nothing more); ort_genai int4 is held to a
+    cosine floor no int4 build keeps, so it fails its accuracy and publishes nothing (eager and exported have no int4
+    path: skipped); exported's worker is SIGKILLed at its second point.
     Run through the API path the CLI takes; the output folder."""
     from conftest import run_dict
     from trtbench.workers.loop import Worker
