@@ -1,7 +1,9 @@
 """The ONNX Runtime GenAI and OpenVINO GenAI decoders on a tiny random Llama (2 layers, hidden 64, vocab 1000) saved
 with a small word-level tokenizer: each builds, loads, generates exactly the asked tokens with one stamp per step
 (OpenVINO GenAI at batch 2: the runtime's step times instead), matches transformers' greedy tokens and teacher-forced
-logits at fp32, and builds and runs at int4; without its library each names the install line."""
+logits at fp32, and builds and runs at int4 (ort_genai's int4: in tests/scenarios/generate/test_generate_run.py's run,
+whose ort_genai@int4 worker builds it, makes every request and keeps a cosine above 0.9); without its library each
+names the install line."""
 
 from __future__ import annotations
 
@@ -91,8 +93,8 @@ def test_teacher_forced_logits_match_transformers_at_fp32(fp32, tiny):
     assert cosine(logits, tiny[3]).min() > 0.99
 
 
-@pytest.mark.parametrize("name", sorted(LIBRARIES))
-def test_int4_builds_and_runs(name, tiny, tmp_path):
+def test_int4_builds_and_runs(tiny, tmp_path):
+    name = "openvino_genai"
     pytest.importorskip(LIBRARIES[name])
     decoder = get_decoder(name)
     assert decoder.unavailable_reason(at("cpu", "int4", "llama")) is None

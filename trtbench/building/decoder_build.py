@@ -1,8 +1,9 @@
 """A decoder's build in a process of its own, so that the worker that loads and times the artifact holds only what
 its decoder deploys: the Hugging Face model a build loads, the exporter's and compiler's state and whatever the
 build's libraries keep end with the build's process. A decoder whose build loads nothing (``builds_apart`` False:
-eager's and compiled's write a file naming the model folder) builds in the worker, which saves starting an
-interpreter (:func:`build_decoder` chooses).
+eager's and compiled's write a file naming the model folder; ort_genai's runs onnxruntime-genai's model builder,
+which is a process of its own already) builds in the worker, which saves starting an interpreter that imports
+torch and every decoder (:func:`build_decoder` chooses).
 
 The worker runs ``python -m trtbench.building.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
 worker's pid and the file to write the result to). The child builds with the decoder's own
@@ -11,8 +12,7 @@ dies with the worker (``PR_SET_PDEATHSIG``), so a worker killed mid-build leaves
 raises :class:`DecoderBuildError` with the end of the child's output (its traceback last).
 
 ``build_peak_rss_mb`` is the larger of the child's RSS high-water mark (VmHWM: the interpreter, its imports and the
-build) and ``getrusage(RUSAGE_CHILDREN)``'s ``ru_maxrss`` of the processes it ran (onnxruntime-genai's model builder
-runs in one of its own).
+build) and ``getrusage(RUSAGE_CHILDREN)``'s ``ru_maxrss`` of the processes it ran.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ class OrtGenAI(Decoder):
     name = "ort_genai"
     extra = "genai"
     precisions = ("fp32", "int8", "int4")
+    builds_apart = False  # the model builder already runs in a process of its own: the build loads nothing here
 
     def unavailable_reason(self, target: Target) -> Optional[str]:
         precision, device, model_type = target.precision, str(target.device), target.model_type

@@ -1,8 +1,9 @@
 """A ``serving`` entry beside generate (issue 26): its settings' errors exit 2 naming the key; on the 2-layer tiny Llama
 (eager) a generate + serving run serves each accurate point under LoadGen's token latencies, with its result part, its
-report section, plot and recommendation and LoadGen's logs; and a resumed run serves only what it had not, where a
-worker SIGKILLed during a search fails that result (exit 1) with the peak found before, while the next point is
-served (one resumed run proves both: each run starts worker processes, seconds of CPU each)."""
+report section, plot and recommendation and LoadGen's logs, where a worker SIGKILLed during a search fails that result
+(exit 1) with the peak found before, while the next point is served; and a resumed run serves only what it had not,
+keeping the failed result as it was (each run starts a worker process per point served, seconds of CPU each: the one
+run proves both the serving and the kill, so that the resumed one serves a single point)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from trtbench.results.journal import JOURNAL_NAME  # noqa: E402
 from trtbench.results.resultset import ResultSet  # noqa: E402
 
 POINTS = ("p8-n4-b1", "p12-n4-b1", "p16-n4-b1")
+KEPT, KILLED, LAST = POINTS  # the second point's worker is SIGKILLed in its search
 SERVED_GENERATE = {"generate": {**GENERATE["generate"], "prompt_tokens": [8, 12, 16]}}
 # beside the server: an entry under continuous batching, which eager (no engine) is skipped at, starting no worker
 CONTINUOUS = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "repeats": 1,
@@ -36,7 +38,10 @@ CONTINUOUS = {"ttft_ms": 5000, "tpot_ms": 1000, "percentile": 0.5, "qps": 80, "r
 
 
 def served_config(out) -> dict:
-    return {**llm_config(out), "scenarios": [SERVED_GENERATE, {"serving": SERVER}, {"serving": CONTINUOUS}]}
+    """Saving no artifacts: publishing eager's reloads it in a fresh process that imports transformers (seconds of
+    CPU), which proves nothing here (the generate run's artifacts: tests/scenarios/generate/test_generate_run.py)."""
+    return {**llm_config(out), "scenarios": [SERVED_GENERATE, {"serving": SERVER}, {"serving": CONTINUOUS}],
+            "output": {"dir": str(out), "save_artifacts": False}}
 
 
 @pytest.mark.parametrize("scenarios, key, says", [
@@ -109,10 +114,34 @@ def test_an_entry_with_lengths_serves_them_once_per_decoder_and_one_without_each
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """One generate + server run of eager on the tiny Llama at three points (a static-batching entry and a
-    continuous one), its output folder and outcome."""
+    continuous one), where the second point's worker is SIGKILLed as its search's second step starts; its output
+    folder, its outcome and the pools the run started, in order."""
+    from trtbench.scenarios.serving.tokens import stage as decoder_stage
+    from trtbench.scenarios.serving.tokens.pool import DecoderPool
+
     out = tmp_path_factory.mktemp("llm") / "run"
-    outcome = run_dict(served_config(out))
-    return out, outcome
+    pools = []
+
+    class RecordedPool(DecoderPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    second_step = out / "serving" / f"tiny-llama-585c6a68_eager_{KILLED}_w1" / "r0" / "step-2"  # made as it starts
+
+    def kill_after_the_first_step():
+        deadline = time.monotonic() + 600
+        while not (len(pools) > 1 and second_step.exists()) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        os.kill(pools[1].workers[0].process.pid, signal.SIGKILL)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decoder_stage, "DecoderPool", RecordedPool)
+        killer = threading.Thread(target=kill_after_the_first_step, daemon=True)
+        killer.start()
+        outcome = run_dict(served_config(out))
+        killer.join(timeout=5)
+    return out, outcome, pools
 
 
 def parts_by_point(out) -> dict:
@@ -120,14 +149,16 @@ def parts_by_point(out) -> dict:
 
 
 def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
-    out, outcome = served
-    assert outcome.exit_code == 0
+    out, outcome, _ = served
+    assert outcome.exit_code == 1, "a dead worker fails the run (test_a_worker_killed_in_a_search_fails_that_result...)"
     parts = parts_by_point(out)
     assert set(parts) == set(POINTS)
     generate = {row.point: row for row in ResultSet.load(out).parts("generate")}
     for point, part in parts.items():
         assert part.key == generate[point].key
         assert (part.slot, part.decoder, part.precision) == ("eager", "eager", "fp32")
+        if point == KILLED:
+            continue
         result, _ = part.results  # the continuous entry's: test_a_decoder_without_an_engine_is_skipped...
         assert result.status == "ok" and result.workers == 1 and result.threads == 1, result.reason
         assert result.peak_rule == "late-share-bound/1 at 0.9" and result.bounds_text == \
@@ -150,21 +181,24 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
         assert result.log_dir == f"serving/tiny-llama-585c6a68_eager_{point}_w1"
         assert (out / result.log_dir / "worker-0.log").is_file()
     doc = json.loads((out / "results.json").read_text())
-    assert [r["choice"]["variant"] for r in doc["decoder_serving_recommendations"]] == ["eager"] * len(POINTS)
+    recommended = {r["point"]: r for r in doc["decoder_serving_recommendations"]}
+    assert [recommended[point]["choice"]["variant"] for point in (KEPT, LAST)] == ["eager", "eager"]
+    assert recommended[KILLED]["choice"] is None and recommended[KILLED]["candidates"] == 0, "a failed result is " \
+        "no candidate"
     report = (out / "report.md").read_text()
     section = report.split("## LLM serving under load")[1]
     assert "| tiny-llama | p8-n4-b1 | eager | fp32 | 1 x 1 | p50 TTFT <= 5000 ms, TPOT <= 1000 ms | p 8 n 4 | " \
         "static, up to 2 in 5 ms |" in section
     assert "TTFT p50 / p50 ms" in section and "VALID" in section
     assert "![decoder_serving](plots/decoder_serving.png)" in section and (out / "plots" / "decoder_serving.png").is_file()
-    assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p12-n4-b1: under load, eager fp32 " \
+    assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p16-n4-b1: under load, eager fp32 " \
         "with 1 worker(s) x 1 thread(s), batching static, up to 2 in 5 ms:" in section
 
 
 def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_another_rule(served):
     from trtbench.scenarios.serving.scenario import Serving
 
-    out, _ = served
+    out, _, _ = served
     results, other = ResultSet.load(out), ResultSet.load(out)
     lines = Serving.summary(results, None)
     assert lines[0] == "recommendation under load (LLM serving):" and "tiny-llama p8-n4-b1: under load, eager fp32" \
@@ -182,7 +216,7 @@ def test_the_command_line_recommends_under_load_and_merge_refuses_peaks_of_anoth
 def test_a_decoder_without_an_engine_is_skipped_under_continuous_batching_naming_those_with_one(served):
     """In the same run, eager's result under the continuous entry is skipped at each point (the run exits 0): no
     worker started for it, the report says why, and a skipped result is no candidate of the recommendation."""
-    out, _ = served
+    out, _, _ = served
     for part in parts_by_point(out).values():
         _, skipped = part.results
         assert part.decoder == "eager" and skipped.status == "skipped" and not skipped.steps and not skipped.service
@@ -194,7 +228,7 @@ def test_a_decoder_without_an_engine_is_skipped_under_continuous_batching_naming
     assert "| continuous, up to 4 |" in report and "skipped: batching mode 'continuous'" in report
     doc = json.loads((out / "results.json").read_text())
     assert all(r["candidates"] == 1 and r["choice"]["batching"]["mode"] == "static"
-               for r in doc["decoder_serving_recommendations"]), "a skipped result is no candidate"
+               for r in doc["decoder_serving_recommendations"] if r["point"] != KILLED), "a skipped result is no candidate"
 
 
 def resumable_copy(out, to, drop_points) -> None:
@@ -209,53 +243,38 @@ def resumable_copy(out, to, drop_points) -> None:
         shutil.rmtree(to / "serving" / f"tiny-llama-585c6a68_eager_{point}_w1")
 
 
-def test_a_resumed_run_serves_only_the_points_it_had_not_and_a_worker_killed_in_a_search_fails_alone(served, tmp_path,
-                                                                                                   monkeypatch):
-    """A copy of the run as a kill would leave it before its last two points were served, resumed: the first point
-    is kept as it was and generate's rows are not timed again; the second point's worker is SIGKILLed as its
-    search's second step starts: that result fails naming the dead worker, keeping the steps and the peak found
-    before; the third point is served on a pool of its own; the run exits 1."""
-    from trtbench.scenarios.serving.tokens import stage as decoder_stage
-    from trtbench.scenarios.serving.tokens.pool import DecoderPool
-
-    out, _ = served
-    kept, killed, last = POINTS
-    again = tmp_path / "again"
-    resumable_copy(out, again, drop_points=[killed, last])
-    before = parts_by_point(out)
-    pools = []
-
-    class RecordedPool(DecoderPool):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            pools.append(self)
-
-    monkeypatch.setattr(decoder_stage, "DecoderPool", RecordedPool)
-    second_step = again / "serving" / f"tiny-llama-585c6a68_eager_{killed}_w1" / "r0" / "step-2"  # made as it starts
-
-    def kill_after_the_first_step():
-        deadline = time.monotonic() + 240
-        while not (pools and second_step.exists()) and time.monotonic() < deadline:
-            time.sleep(0.002)
-        os.kill(pools[0].workers[0].process.pid, signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_after_the_first_step, daemon=True)
-    killer.start()
-    outcome = run_dict(served_config(again))
-    killer.join(timeout=5)
-    assert outcome.exit_code == 1, "a dead worker fails the run"
-    after = parts_by_point(again)
-    assert after[kept] == before[kept], "the served point is kept as it was"
-    rows = {row.point: row.data["requests"] for row in ResultSet.load(again).parts("generate")}
-    assert rows == {row.point: row.data["requests"] for row in ResultSet.load(out).parts("generate")}, \
-        "generate's rows are not timed again"
-    (failed, _), (other, _) = after[killed].results, after[last].results
+def test_a_worker_killed_in_a_search_fails_that_result_alone_and_the_next_point_is_served_on_a_pool_of_its_own(
+        served):
+    """The second point's worker, SIGKILLed as its search's second step starts: that result fails naming the dead
+    worker, keeping the steps and the peak found before; the third point is served on a pool of its own."""
+    out, _, pools = served
+    parts = parts_by_point(out)
+    (failed, _), (other, _) = parts[KILLED].results, parts[LAST].results
     assert failed.status == "failed" and "server 0's worker" in failed.reason and (
         "killed by signal 9" in failed.reason), failed.reason
     *steps_before, faulted = failed.steps
     assert steps_before and all(step.passed for step in steps_before) and faulted.error and not faulted.passed
     assert failed.peaks == (max(step.offered_qps for step in steps_before),)
     assert f"the peak search stopped early, at step {len(failed.steps)} (of at most 3)" in failed.reason
-    assert after[last] != before[last] and other.status == "ok" and other.peaks, "the next point goes on, served again"
-    assert len(pools) == 2 and pools[1] is not pools[0], "on a pool of its own"
-    assert f"served tiny-llama {killed} eager w1 x t1: failed:" in (again / "report.md").read_text()
+    assert other.status == "ok" and other.peaks, "the next point goes on, served"
+    assert len(pools) == 3 and pools[2] is not pools[1], "on a pool of its own"
+    assert f"served tiny-llama {KILLED} eager w1 x t1: failed:" in (out / "report.md").read_text()
+
+
+def test_a_resumed_run_serves_only_the_points_it_had_not_and_keeps_a_failed_one(served, tmp_path):
+    """A copy of the run as a kill would leave it before its last point was served, resumed: the first point is kept
+    as it was, and so is the failed second one (a result served, not served again); generate's rows are not timed
+    again; the last point is served again; the run exits 1 (the kept failure)."""
+    out, _, _ = served
+    again = tmp_path / "again"
+    resumable_copy(out, again, drop_points=[LAST])
+    before = parts_by_point(out)
+    outcome = run_dict(served_config(again))
+    assert outcome.exit_code == 1, "the failed result it kept fails the run"
+    after = parts_by_point(again)
+    assert after[KEPT] == before[KEPT] and after[KILLED] == before[KILLED], "the served points are kept as they were"
+    rows = {row.point: row.data["requests"] for row in ResultSet.load(again).parts("generate")}
+    assert rows == {row.point: row.data["requests"] for row in ResultSet.load(out).parts("generate")}, \
+        "generate's rows are not timed again"
+    (served_again, _) = after[LAST].results
+    assert after[LAST] != before[LAST] and served_again.status == "ok" and served_again.peaks, "served again"
