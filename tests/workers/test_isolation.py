@@ -7,6 +7,7 @@ not wall-clock time, so it holds on a busy machine.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import torch
 
 from conftest import by_point, run_dict
 from trtbench.measure.interference import interference_check
-from trtbench.measure.timing import TimingSettings, measure_interleaved
+from trtbench.measure.timing import Block, TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import (ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, MarksFreedOutputs, Refaults,
                           Sleeper, Spinner, Two)
@@ -147,15 +148,23 @@ def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplot
     assert out.stdout.decode().strip() == "[]", out.stdout.decode()
 
 
-def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
-    import time
+class Scripted:
+    """A block timer whose calls take the times it was given, in turn: the stop rule sees exactly these, whatever
+    the machine's load (a real sleep of 1 ms takes 1-4 ms on a busy machine, and a steady variant then is not)."""
 
+    def __init__(self, *cycle_ms: float):
+        self.ms = itertools.cycle(cycle_ms)
+
+    def block(self, calls: int, switch_in: bool = False) -> Block:
+        return Block([next(self.ms) for _ in range(calls)])
+
+
+def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
                             block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
                             switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
-    noisy = iter(range(10**9))  # (1 vs 4 ms merged into one mode on a loaded machine, where a 1 ms sleep takes 4)
-    result = measure_interleaved({"eager": lambda: time.sleep(0.001 if next(noisy) % 2 else 0.030),
-                                  "steady": lambda: time.sleep(0.001)}, CPU, timing, baseline="eager")
+    result = measure_interleaved({"eager": Scripted(1.0, 30.0), "steady": Scripted(1.0)}, CPU, timing,
+                                 baseline="eager")
     steady, eager = result["steady"], result["eager"]
     assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
     assert len(steady.rounds) < len(eager.rounds)  # the baseline went on as the drift reference
