@@ -6,15 +6,15 @@ import dataclasses
 import math
 import statistics
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 import torch
 
+from helpers.timers import ScriptedCost
 from trtbench.measure.accuracy import elementwise_accuracy
 from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, summarize
-from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, Block, RawTiming, TimingSettings, WarmedUp, measure_interleaved
+from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, RawTiming, TimingSettings, WarmedUp, measure_interleaved
 
 
 def test_summarize_matches_numpy():
@@ -122,17 +122,6 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
     assert min(result["slow"].samples) >= 0.5 > statistics.median(result["fast"].samples)
 
 
-@dataclass(frozen=True)
-class FixedCost:
-    """A block timer (trtbench.measure.timing.BlockTimer) whose every call takes ``ms``: it reports that time
-    without running or sleeping, so what the timing loop decides from call times is exact."""
-
-    ms: float
-
-    def block(self, calls: int, switch_in: bool = False) -> Block:
-        return Block([self.ms] * calls)
-
-
 def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     ticks = []
     timing = TimingSettings(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
@@ -147,7 +136,7 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     # blocks are sized to about block_s per variant from its last warm-up call, so the faster callable gets
     # more calls per round: shown with timers whose calls take a fixed time (one warm-up call that a busy
     # machine stretches would size the real ones alike)
-    sized = measure_interleaved({"a": FixedCost(1.0), "b": FixedCost(2.0)}, CPU, timing)
+    sized = measure_interleaved({"a": ScriptedCost(1.0), "b": ScriptedCost(2.0)}, CPU, timing)
     assert [len(sized[name].rounds[0]) for name in ("a", "b")] == [4, 2]  # 4 ms of 1 ms calls, of 2 ms calls
     assert all(m.stopped_by == "target_rel_ci" and len(m.rounds) == MIN_ROUNDS for m in sized.values())
 
@@ -238,32 +227,18 @@ def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
         "a": "max_time_s", "b": "max_time_s"}  # fewer rounds than a precise median needs
 
 
-@dataclass
-class CountingCost:
-    """Like :class:`FixedCost`, and it counts the calls it was asked for."""
-
-    ms: float
-    calls: int = 0
-    switch_ins: int = 0
-
-    def block(self, calls: int, switch_in: bool = False) -> Block:
-        self.calls += calls
-        self.switch_ins += switch_in
-        return Block([self.ms] * calls)
-
-
 def test_the_accuracy_checks_call_counts_toward_the_warm_up():
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4)
-    cold = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
+    cold = {"a": ScriptedCost(1.0), "b": ScriptedCost(2.0)}
     measure_interleaved(cold, CPU, timing)
     assert [t.calls for t in cold.values()] == [1 + 4, 1 + 4]  # one warm-up call each, then the timed ones
-    warm = {"a": CountingCost(1.0), "b": CountingCost(2.0)}
+    warm = {"a": ScriptedCost(1.0), "b": ScriptedCost(2.0)}
     measure_interleaved(warm, CPU, timing, warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=0.003))
     assert [t.calls for t in warm.values()] == [4, 4]
-    partly = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # a check that did not cover every variant counts not
+    partly = {"a": ScriptedCost(1.0), "b": ScriptedCost(2.0)}  # a check that did not cover every variant counts not
     measure_interleaved(partly, CPU, timing, warmed=WarmedUp({"a": 0.001}, elapsed_s=0.003))
     assert [t.calls for t in partly.values()] == [5, 5]
-    longer = {"a": CountingCost(1.0), "b": CountingCost(2.0)}  # warmup_s still asks for its time, checks included
+    longer = {"a": ScriptedCost(1.0), "b": ScriptedCost(2.0)}  # warmup_s still asks for its time, checks included
     measure_interleaved(longer, CPU, TimingSettings(mode="fixed", warmup=1, warmup_s=60, iterations=4),
                         warmed=WarmedUp({"a": 0.001, "b": 0.002}, elapsed_s=60.0))
     assert [t.calls for t in longer.values()] == [4, 4]
@@ -274,9 +249,9 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
     variant whose call is shorter than ``switch_in_below_s`` asks each timed block for a switch-in call
     first (the warm-up's blocks need none); longer calls, or ``switch_in_below_s: 0``, never do."""
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1)
-    timers = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
+    timers = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
     measure_interleaved(timers, CPU, timing)
     assert (timers["short"].switch_ins, timers["long"].switch_ins) == (4, 0)
-    never = {"short": CountingCost(1.0), "long": CountingCost(150.0)}
+    never = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
     measure_interleaved(never, CPU, dataclasses.replace(timing, switch_in_below_s=0))
     assert (never["short"].switch_ins, never["long"].switch_ins) == (0, 0)

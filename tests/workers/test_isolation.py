@@ -7,7 +7,6 @@ not wall-clock time, so it holds on a busy machine.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import os
 import re
@@ -17,8 +16,9 @@ import pytest
 import torch
 
 from conftest import by_point, run_dict
+from helpers.timers import ScriptedCost
 from trtbench.measure.interference import interference_check
-from trtbench.measure.timing import Block, TimingSettings, measure_interleaved
+from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import (ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, MarksFreedOutputs, Refaults,
                           Sleeper, Spinner, Two)
@@ -148,22 +148,11 @@ def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplot
     assert out.stdout.decode().strip() == "[]", out.stdout.decode()
 
 
-class Scripted:
-    """A block timer whose calls take the times it was given, in turn: the stop rule sees exactly these, whatever
-    the machine's load (a real sleep of 1 ms takes 1-4 ms on a busy machine, and a steady variant then is not)."""
-
-    def __init__(self, *cycle_ms: float):
-        self.ms = itertools.cycle(cycle_ms)
-
-    def block(self, calls: int, switch_in: bool = False) -> Block:
-        return Block([next(self.ms) for _ in range(calls)])
-
-
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
     timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
                             block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
                             switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
-    result = measure_interleaved({"eager": Scripted(1.0, 30.0), "steady": Scripted(1.0)}, CPU, timing,
+    result = measure_interleaved({"eager": ScriptedCost(1.0, 30.0), "steady": ScriptedCost(1.0)}, CPU, timing,
                                  baseline="eager")
     steady, eager = result["steady"], result["eager"]
     assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
