@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import tempfile
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from trtbench.core.fsutil import atomic_write
 
 SENSITIVE_LAYERS = ("conv1", "conv2")  # the layers whose quantization the planted channel breaks
 _SCALE = 1000.0
@@ -62,9 +63,7 @@ def _trained_state() -> dict:
         return torch.load(path, weights_only=True)
     except Exception:  # not written yet (or unreadable): train, and keep it for the next process
         state = _train()
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    torch.save(state, partial)
-    os.replace(partial, path)
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
     return state
 
 
