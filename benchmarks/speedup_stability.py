@@ -1,13 +1,16 @@
 """Do speedups and their intervals hold from one run to the next?
 
-Run:  .venv/bin/python benchmarks/speedup_stability.py [--runs 5] [--processes N [N ...]] [--threads T] [--config FILE]
+Run:  .venv/bin/python benchmarks/speedup_stability.py [--runs 5] [--processes N [N ...]] [--src DIR [DIR ...]]
+      [--threads T] [--config FILE]
 
 Runs one config ``--runs`` times (5), each a separate ``trtbench`` command with ``--fresh`` into a folder of its own,
 one after the other. By default the config is issue 33's: torchvision resnet18 with 10 classes at 1x3x112x112 and
 4x3x112x112, eager/traced/scripted, 2 threads, the default allocator, adaptive timing. ``--processes`` passes
 ``--processes`` to every run (default: the config's ``benchmark.processes``); several values alternate run by run
 (``--processes 1 3``: a 1-process run, a 3-process run, and so on), so that both settings meet the same hour of a
-VM whose speed moves, and each is summarized on its own. ``--threads`` sets the issue config's threads. Per row (variant, point) it prints
+VM whose speed moves, and each is summarized on its own. ``--src`` alternates trtbench source trees the same way
+(each run imports trtbench from that checkout, its workers too): two versions of the timing loop meet the same hour.
+``--threads`` sets the issue config's threads. Per row (variant, point) it prints
 each run's speedup over eager with its 95% interval as the run reports it, the worst disagreement between two
 runs' speedups (|a/b - 1|), how many interval-vs-other-run checks exclude the other run's speedup (each run's
 interval against every other run's value), and whether every pair of the row's intervals overlaps; and each run's
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,10 +47,13 @@ def issue_config() -> dict:
             "output": {"save_artifacts": False, "cold_start": False}}
 
 
-def run(config: Path, out: Path, processes: int | None) -> ResultSet:
+def run(config: Path, out: Path, processes: int | None, src: Path | None) -> ResultSet:
     extra = ["--processes", str(processes)] if processes else []
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-m", "trtbench", "--config", str(config), "--output", str(out), "--fresh",
-                           "--quiet", *extra], capture_output=True, text=True)
+                           "--quiet", *extra], capture_output=True, text=True, env=env, cwd=out.parent)  # not a checkout
     if done.returncode not in (0, 1):
         sys.exit(f"trtbench exited {done.returncode}:\n{done.stderr[-3000:]}")
     return ResultSet.load(out)
@@ -78,6 +85,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=[None],
                         help="replicate processes per variant (each run); several values alternate run by run "
                              "(1 3: a 1-process run, then a 3-process run, ...), each summarized on its own")
+    parser.add_argument("--src", type=Path, nargs="+", default=[None],
+                        help="trtbench checkouts to run (default: the installed one); several alternate run by run")
     parser.add_argument("--threads", type=int, default=None, help="benchmark.threads of the issue's config (2)")
     parser.add_argument("--config", type=Path, default=None, help="a config file (default: issue 33's resnet18)")
     args = parser.parse_args()
@@ -88,17 +97,20 @@ def main() -> None:
         if args.threads:
             data["benchmark"]["threads"] = args.threads
         config.write_text(yaml.safe_dump(data))
-    results: dict = {setting: [] for setting in args.processes}
+    settings = [(processes, src) for src in args.src for processes in args.processes]
+    results: dict = {setting: [] for setting in settings}
     for index in range(args.runs):
-        for setting in args.processes:
-            done = run(config, work / f"run{index + 1}-p{setting}", setting)
-            results[setting].append(done)
+        for number, (processes, src) in enumerate(settings):
+            out = work / f"run{index + 1}-s{number}-p{processes}"
+            done = run(config, out, processes, src)
+            results[(processes, src)].append(done)
             eager = {r.case.point: round(r.stats.median, 3) for r in done if r.case.variant == "eager" and r.timed}
-            processes = {r.process_count for r in done if r.timed}
-            print(f"run {index + 1}: eager medians {eager} ms; processes per variant {sorted(processes)}", flush=True)
-    for setting, runs in results.items():
+            counts = {r.process_count for r in done if r.timed}
+            print(f"run {index + 1} ({out}): eager medians {eager} ms; processes per variant {sorted(counts)}",
+                  flush=True)
+    for (processes, src), runs in results.items():
         if len(results) > 1:
-            print(f"\n== processes {setting}")
+            print(f"\n== processes {processes}" + (f", trtbench from {src}" if src else ""))
         summarize(runs, args.runs)
 
 

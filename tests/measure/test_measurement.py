@@ -101,6 +101,41 @@ def test_rounds_rotate_the_order_of_the_variants():
     assert all(len(m.rounds) == 4 and all(len(r) == 1 for r in m.rounds) for m in result.values())
 
 
+class _Logged(ScriptedCost):
+    """A scripted timer that notes (variant, process) in ``order`` at each block."""
+
+    def __init__(self, order: list, unit: tuple):
+        super().__init__(1.0)
+        self.order, self.unit = order, unit
+
+    def block(self, calls: int, switch_in: bool = False):
+        self.order.append(self.unit)
+        return super().block(calls, switch_in)
+
+
+def test_replicate_processes_take_the_rounds_in_turn_and_stop_at_a_cycles_end():
+    """A round is one block of each variant, its processes taking the rounds in turn; the variants' order rotates
+    each cycle of 3 rounds, so each process meets each place; variants stop only once a cycle is whole."""
+    order: list = []
+    timers = {name: [_Logged(order, (name, i)) for i in range(3)] for name in ("a", "b")}
+    timing = TimingSettings(mode="fixed", warmup=0, warmup_s=0, iterations=4, switch_in_below_s=0)  # 4 rounds a process
+    result = measure_interleaved(timers, CPU, timing)
+    timed = order[6:]  # after one sizing call of each of the 6 processes
+    cycle = [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+    swapped = [("b", 0), ("a", 0), ("b", 1), ("a", 1), ("b", 2), ("a", 2)]
+    assert timed == cycle + swapped + cycle + swapped
+    for m in result.values():
+        assert m.block_process == [0, 1, 2] * 4 and m.block_round == list(range(12))
+        assert len(m.samples) == 12  # iterations per process
+
+    order.clear()
+    precise = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=1)
+    result = measure_interleaved({name: [_Logged(order, (name, i)) for i in range(3)] for name in ("a", "b")}, CPU,
+                                 precise)
+    for m in result.values():  # precise at once: MIN_ROUNDS rounds of each process, no more
+        assert m.stopped_by == "target_rel_ci" and m.block_process == [0, 1, 2] * MIN_ROUNDS
+
+
 def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
     calls = {"fast": 0, "slow": 0}
 

@@ -35,7 +35,7 @@ from trtbench.measure.energy import EnergyCounter, counter_or_none
 from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
-MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds
+MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds of each process
 CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
 ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
@@ -250,9 +250,10 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
     return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
 
 
-def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], rounds: int, started: float,
+def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, started: float,
               baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after this round, with why.
+    """The active variants that stop after this many ``cycles`` (rounds per process: a cycle is a round of each
+    of a variant's processes), with why.
 
     With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
     baseline stays as long as any other variant is timed: it is the drift reference their paired
@@ -262,10 +263,10 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
     between_var = pooled_between_variance(results[n].series for n in results if results[n].rounds)
-    precise = [n for n in active if rounds >= MIN_ROUNDS and _precise(timing, results[n], between_var)]
-    if time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
+    precise = [n for n in active if cycles >= MIN_ROUNDS and _precise(timing, results[n], between_var)]
+    if time.perf_counter() - started >= timing.max_time_s and cycles >= CAPPED_MIN_ROUNDS:
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
-    if rounds < MIN_ROUNDS:
+    if cycles < MIN_ROUNDS:
         return {}
     if baseline is None or baseline not in active:
         if baseline is None:
@@ -293,8 +294,13 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
 
     ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate worker
     processes, process ``i`` the ``i``-th) or plain callables, timed here by a :class:`CallTimer`. A round is
-    one block of every process of every active variant, in an order that rotates from round to round; each
-    block keeps its process and round (:attr:`RawTiming.block_process`, :attr:`RawTiming.block_round`).
+    one block of every active variant, in an order that rotates from cycle to cycle; a variant's processes take
+    the rounds in turn (round ``r``: process ``r mod P``), so that a cycle of P rounds times each process once,
+    and each process meets each place in the order. A round then stays as short as with one process: its
+    blocks, which the speedup pairs, lie side by side in time (a round of every process of every variant took
+    3x as long, and its round ratios spread 0.7-1.5x on a VM whose speed moves within seconds:
+    benchmarks/NOTES.md). Variants stop only at the end of a cycle. Each block keeps its process and round
+    (:attr:`RawTiming.block_process`, :attr:`RawTiming.block_round`).
     ``tick`` is called once per round, outside the timed blocks. The garbage
     collector is paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode
     the last round is trimmed so each process gets exactly ``iterations`` samples. With a
@@ -318,9 +324,10 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         started = time.perf_counter()
         rounds = 0
         active = list(names)
+        cycle = max(len(timers_of) for timers_of in processes.values())
         while active:
-            units = [(name, i) for name in active for i in range(len(processes[name]))]
-            shift = rounds % len(units)
+            units = [(name, rounds % len(processes[name])) for name in active]
+            shift = (rounds // cycle) % len(units)
             for name, i in units[shift:] + units[:shift]:
                 m = results[name]
                 calls = blocks[name]
@@ -332,7 +339,9 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 _keep(m, processes[name][i].block(calls, switch_ins[name]), i, rounds)
             rounds += 1
             tick()
-            for name, reason in _finished(timing, results, active, rounds, started, baseline).items():
+            if rounds % cycle:
+                continue  # a variant stops with as many rounds from each of its processes
+            for name, reason in _finished(timing, results, active, rounds // cycle, started, baseline).items():
                 results[name].stopped_by = reason
                 active.remove(name)
         if baseline in results and len(names) > 1:
