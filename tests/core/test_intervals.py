@@ -69,6 +69,29 @@ def test_pooled_between_variance_weighs_rows_by_their_processes_and_tops_up_rows
         median_interval(resolved).rel_halfwidth)  # enough processes: its own spread stands
 
 
+def test_the_speedup_paired_by_round_holds_where_the_machine_jumps_between_two_speeds():
+    """The machine runs each round fast or 30% slow at random, and a block now and then (15%) meets the other
+    speed than its round's other block; each variant's processes take the rounds in turn. The ratio of the two
+    sides' medians moves with which mode each median landed in, while the median of the rounds' ratios stays at
+    the true speedup (2.0) run after run, and its interval holds it."""
+    paired, of_medians = [], []
+    processes = tuple(r % 3 for r in range(30))
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        slow = rng.random(30) < 0.5
+        sides = []
+        for ms in (10.0, 5.0):
+            own = np.where(rng.random(30) < 0.15, ~slow, slow)
+            sides.append(BlockSeries(tuple(float(ms * (1.3 if own[r] else 1.0) * math.exp(0.01 * rng.standard_normal()))
+                                           for r in range(30)), processes, tuple(range(30))))
+        interval = speedup_interval(*sides)
+        assert interval.low <= 2.0 <= interval.high, (seed, interval)
+        paired.append(interval.value)
+        of_medians.append(float(np.median(sides[0].medians) / np.median(sides[1].medians)))
+    assert max(abs(v / 2.0 - 1) for v in paired) < 0.02
+    assert max(abs(v / 2.0 - 1) for v in of_medians) > 0.15  # a side's median in the other mode than the other's
+
+
 def test_speedup_pairs_on_the_rounds_both_series_share():
     rng = np.random.default_rng(5)
     base = series(10.0, [1.0, 1.0], 30, rng=rng)

@@ -95,11 +95,6 @@ class Record:
         (:mod:`trtbench.core.stats`). Blocks without samples are left out. Computed once per record (frozen)."""
         return BlockSeries.of_blocks(self.rounds, self.processes, self.round_ids)
 
-    def samples_in(self, round_ids) -> list[float]:
-        """The calls of the blocks timed in ``round_ids`` (global round indices)."""
-        wanted = set(round_ids)
-        return [s for block, r in zip(self.rounds, self.round_ids) if r in wanted for s in block]
-
     @property
     def samples_ms(self) -> list[float]:
         return [s for r in self.rounds for s in r]

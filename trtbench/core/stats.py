@@ -5,8 +5,9 @@ replicate process that timed it and its global round), and each interval says wh
 
 - :func:`median_interval` (the median's "±x%"): the rounds and the processes of one variant;
 - :func:`speedup_interval` (a speedup over eager, over eager at the same precision, INT8 over its own fp32): the
-  rounds both sides were timed in, resampled together (paired against drift), and each side's processes on their
-  own; with ``processes=False`` the rounds of these very processes only (two regimes of one run);
+  median of the rounds' paired ratios; the rounds both sides were timed in, resampled together (paired against
+  drift), and each side's processes on their own; with ``processes=False`` the rounds of these very processes only
+  (two regimes of one run);
 - :func:`unpaired_interval` (two runs in ``trtbench compare``, two settings of the knobs): each side's rounds and
   processes on its own, nothing paired;
 - with one process and no pooled between-process variance, each covers that one process's rounds.
@@ -217,42 +218,46 @@ def _codes(values) -> tuple[np.ndarray, int]:
     return codes, uniques.size
 
 
-def _weighted_log_medians(series: BlockSeries, round_codes: np.ndarray, round_counts: np.ndarray,
-                          rng: np.random.Generator, processes: bool) -> np.ndarray:
-    """Per draw, the median of the series' log block medians, each block weighed by how often the draw picked
-    its round (``round_counts``, draws x rounds) times how often it picked its process (drawn here where
-    ``processes``, else once each)."""
-    logs = np.log(np.asarray(series.medians, dtype=np.float64))
-    order = np.argsort(logs)
-    process_codes, process_count = _codes(series.processes)
-    process_counts = (_resample_counts(rng, round_counts.shape[0], process_count) if processes
-                      else np.ones((round_counts.shape[0], process_count), dtype=np.int32))
-    weights = np.take(round_counts, round_codes[order], axis=1)
-    weights *= np.take(process_counts, process_codes[order], axis=1)
+def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
+    """Per draw, the weighted median of ``values``, each weighed by the product over ``factors`` ((codes, counts):
+    each value's code, and how often each draw picked each code, draws x codes) of how often the draw picked it;
+    NaN for a draw that picked none of them."""
+    order = np.argsort(values)
+    weights = None
+    for codes, counts in factors:
+        picked = np.take(counts, codes[order], axis=1)
+        weights = picked if weights is None else np.multiply(weights, picked, out=weights)
     cumulative = np.cumsum(weights, axis=1, out=weights)
     total = cumulative[:, -1].copy()
-    picked = np.argmax(cumulative >= (total[:, None] + 1) // 2, axis=1)
-    result = logs[order][picked]
-    result[total == 0] = np.nan  # a draw that picked none of this series' rounds
+    chosen = np.argmax(cumulative >= (total[:, None] + 1) // 2, axis=1)
+    result = values[order][chosen]
+    result[total == 0] = np.nan
     return result
 
 
-def _two_level(series: list[BlockSeries], between_var: float | None, seed: int, processes: bool = True) -> np.ndarray:
-    """Bootstrap draws (BOOTSTRAP_SAMPLES x len(series)) of each series' log median: round indices resampled
-    once per draw and shared by every series, each series' processes resampled on its own, plus its top-up
-    (neither where not ``processes``: the rounds of these very processes)."""
+def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: int,
+               processes: bool = True) -> np.ndarray:
+    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale): each value weighs how often the
+    draw picked its round (round indices resampled once per draw) times, for each of ``process_columns`` (each
+    value's process on one side), how often it picked that process (each column's processes resampled on their
+    own; each once where not ``processes``: these very processes), plus a normal offset of sd ``topup``."""
     rng = np.random.default_rng(seed)
-    round_codes, round_count = _codes(np.concatenate([np.asarray(s.rounds, dtype=np.int64) for s in series]))
-    starts = np.cumsum([0] + [len(s.medians) for s in series])
-    topups = np.sqrt([_topup_variance(s, between_var) if processes else 0.0 for s in series])
+    round_codes, round_count = _codes(rounds)
+    process_codes = [_codes(column) for column in process_columns]
     chunks = []
     for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
         draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
-        round_counts = _resample_counts(rng, draws, round_count)
-        chunk = np.stack([_weighted_log_medians(s, round_codes[starts[i]:starts[i + 1]], round_counts, rng, processes)
-                          for i, s in enumerate(series)], axis=1)
-        chunks.append(chunk + rng.normal(size=chunk.shape) * topups)
+        factors = [(round_codes, _resample_counts(rng, draws, round_count))]
+        factors += [(codes, _resample_counts(rng, draws, count) if processes
+                     else np.ones((draws, count), dtype=np.int32)) for codes, count in process_codes]
+        chunks.append(_weighted_medians(values, factors) + rng.normal(size=draws) * topup)
     return np.concatenate(chunks)
+
+
+def _median_draws(series: BlockSeries, between_var: float | None, seed: int) -> np.ndarray:
+    """Bootstrap draws of the series' log median: its rounds and its processes resampled, plus its top-up."""
+    return _bootstrap(np.log(np.asarray(series.medians, dtype=np.float64)), series.rounds, [series.processes],
+                      math.sqrt(_topup_variance(series, between_var)), seed)
 
 
 def _interval(value: float, log_draws: np.ndarray) -> Interval:
@@ -273,25 +278,47 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
     value = float(np.median(series.medians))
     if len(set(series.rounds)) < 3:
         return Interval(value, -math.inf, math.inf)
-    return _interval(value, _two_level([series], between_var, seed)[:, 0])
+    return _interval(value, _median_draws(series, between_var, seed))
+
+
+def round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]:
+    """Every pair of a ``base`` block and a ``this`` block timed in the same round (one per round where each
+    variant's processes take the rounds in turn): the log of the base's median over this one's, the round, the base
+    block's process and this block's process."""
+    mine: dict[int, list[tuple[float, int]]] = {}
+    for median, process, index in zip(this.medians, this.processes, this.rounds):
+        mine.setdefault(index, []).append((math.log(median), process))
+    pairs = [(math.log(median) - log_this, index, process, process_this)
+             for median, process, index in zip(base.medians, base.processes, base.rounds)
+             for log_this, process_this in mine.get(index, ())]
+    columns = list(zip(*pairs)) if pairs else [(), (), (), ()]
+    return (np.asarray(columns[0], dtype=np.float64),
+            *(np.asarray(column, dtype=np.int64) for column in columns[1:]))
 
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                      seed: int = 0, processes: bool = True) -> Interval:
-    """median(base) / median(this) over the rounds both were timed in, with its two-level 95% interval: round
-    indices resampled once per draw and shared by both series (the pairing against drift), each series'
-    processes resampled independently (and topped up as in :func:`median_interval`). ``processes=False``: the
-    rounds alone, these very processes held (what two stretches of one run timed by the same processes differ by:
-    :mod:`trtbench.core.regimes`). Infinite under 3 common rounds; a ValueError without one."""
-    common = set(base.rounds) & set(this.rounds)
-    if not common:
+    """The speedup of ``this`` over ``base``, paired by round: the median over the rounds both were timed in of the
+    round's ratio (base block over this block; the median of every such pair where a round holds several blocks
+    of a side), with its two-level 95% interval: round indices resampled once per draw and shared by both sides,
+    each side's processes resampled independently (a pair weighs its round's count times each block's process
+    count), topped up as in :func:`median_interval`. ``processes=False``: the rounds alone, these very processes
+    held (what two stretches of one run timed by the same processes differ by: :mod:`trtbench.core.regimes`).
+
+    Paired, the blocks a round's ratio compares ran side by side, so the machine's speed moving between rounds
+    cancels from each ratio; the ratio of the two sides' medians does not cancel it, and on a VM whose speed moved
+    within seconds it moved about twice as much from run to run (benchmarks/NOTES.md). Infinite under 3 common
+    rounds; a ValueError without one."""
+    ratios, rounds, base_processes, this_processes = round_pairs(base, this)
+    if not ratios.size:
         raise ValueError("the two series share no round to pair on")
-    base, this = base.only_rounds(common), this.only_rounds(common)
-    value = float(np.median(base.medians) / np.median(this.medians))
-    if len(common) < 3:
+    value = math.exp(float(np.median(ratios)))
+    if np.unique(rounds).size < 3:
         return Interval(value, -math.inf, math.inf)
-    draws = _two_level([base, this], between_var, seed, processes)
-    return _interval(value, draws[:, 0] - draws[:, 1])
+    common = set(rounds.tolist())
+    topup = math.sqrt(sum(_topup_variance(s.only_rounds(common), between_var) for s in (base, this))
+                      if processes else 0.0)
+    return _interval(value, _bootstrap(ratios, rounds, [base_processes, this_processes], topup, seed, processes))
 
 
 def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
@@ -303,5 +330,5 @@ def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float |
     value = float(np.median(base.medians) / np.median(this.medians))
     if min(len(set(base.rounds)), len(set(this.rounds))) < 3:
         return Interval(value, -math.inf, math.inf)
-    draws = _two_level([base], between_var, seed)[:, 0] - _two_level([this], between_var, seed + 1)[:, 0]
+    draws = _median_draws(base, between_var, seed) - _median_draws(this, between_var, seed + 1)
     return _interval(value, draws)

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-import numpy as np
-
 from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.core.env import environment_id
 from trtbench.core.errors import UserInputError
@@ -210,9 +208,9 @@ class ResultSet:
             base.block_series, record.block_series, self.regimes(record), processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``base``'s median over ``record``'s, both timed in the same rounds, with the two-level 95% CI
-        (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled together, each one's processes on their
-        own, the environment's pooled between-process variance). Where the point spans regimes and the speedup
+        """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the
+        round's ratio, with the two-level 95% CI (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled
+        together, each one's processes on their own, the environment's pooled between-process variance). Where the point spans regimes and the speedup
         differs between them (:meth:`regime_dependent`), the interval covers every regime's. None without
         timings of both or a round they share."""
         if base is None or base is record or not (base.timed and record.timed):
@@ -220,14 +218,11 @@ class ResultSet:
         return self._memo(("speedup", base.key, record.key), lambda: self._paired(base, record))
 
     def _paired(self, base: Record, record: Record) -> Optional[Interval]:
-        """The two-level interval, about the ratio of the medians of both records' calls in the rounds they share
-        (the figures the table shows)."""
+        """The speedup paired by round, the median of the rounds' ratios, with its two-level interval."""
         pair = (base.block_series, record.block_series)
-        common = set(pair[0].rounds) & set(pair[1].rounds)
-        if not common:
+        if not set(pair[0].rounds) & set(pair[1].rounds):
             return None
-        value = float(np.median(base.samples_in(common)) / np.median(record.samples_in(common)))
-        overall = speedup_interval(*pair, self.between_variance(record.environment)).at(value)
+        overall = speedup_interval(*pair, self.between_variance(record.environment))
         if len(self.regimes(record)) < 2 or base is not self.baseline(record):
             return overall
         return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall

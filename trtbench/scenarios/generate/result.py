@@ -127,9 +127,10 @@ def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], be
 
 def speedups_of(row: tuple[list[RequestMetrics], list[tuple[int, int]]],
                 baseline: tuple[list[RequestMetrics], list[tuple[int, int]]], between: dict) -> dict:
-    """Eager fp32's median over this one's for TTFT, TPOT and E2E (each a decoder's requests and blocks), with the
-    two-level 95% interval: the rounds both were timed in resampled together (a round's requests were made back to
-    back), each side's processes on their own, topped up to the point's pooled between-process variance
+    """The speedup over eager fp32 for TTFT, TPOT and E2E (each a decoder's requests and blocks), paired by round:
+    the median of the ratios of eager's requests over this one's made in the same round, with the two-level 95%
+    interval: the rounds both were timed in resampled together (a round's requests were made back to back), each
+    side's processes on their own, topped up to the point's pooled between-process variance
     (``between``, by name)."""
     speedups = {}
     for name in TIMES:
