@@ -172,8 +172,8 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
     """The merged report's title, its inputs (numbered as the notes name them) and the notes."""
     lines = [f"# trtbench merge: {out_dir.name}", "",
              f"{len(dirs)} run output(s) merged with `trtbench merge`; each record keeps the raw samples it was "
-             "measured with. Speedup is eager's median over the variant's at the same point in the same "
-             "environment. Inputs:", ""]
+             "measured with. Speedup is over eager at the same point in the same environment, paired by the "
+             "rounds both were timed in (the median of eager's block over the variant's). Inputs:", ""]
     for i, (d, results) in enumerate(zip(dirs, sets)):
         if not results.runs:
             lines.append(f"{i + 1}. `{d}`: no results.json (see the merge notes)")

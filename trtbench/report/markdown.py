@@ -47,8 +47,8 @@ def run_intro(config) -> list[str]:
     scenario makes rows (records)."""
     models = ", ".join(f"`{m.id}`" for m in config.models)
     timed = any(Record in scenario.parts for scenario in config.scenarios)
-    how = (f" {timing_text(config.benchmark)} Speedup is eager's median over the variant's at the same point, "
-           f"with a 95% CI from the paired rounds and each one's replicate processes (the headers say how many); "
+    how = (f" {timing_text(config.benchmark)} Speedup is paired by round: the median over the rounds "
+           f"both were timed in at the same point of eager's block over the variant's, with a 95% CI from those rounds and each one's replicate processes (the headers say how many); "
            f"parity compares with eager fp32." if timed else "")
     names = ", ".join(scenario.name for scenario in config.scenarios)
     return [f"# trtbench: {config.name}", "",

@@ -27,7 +27,7 @@ def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
 
 
 def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
-    """The variant's fp32 median over its quantized one's, paired over their common rounds."""
+    """The variant's speedup at its quantized precision over its own fp32, paired by their common rounds."""
     return results.paired_speedup(same_variant_fp32(results, record), record)
 
 

@@ -214,8 +214,9 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    f"disturbed the next variant's block).")
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
-                   "speedup is eager fp32's median over the variant's (at every precision), its interval from the rounds "
-                   "both were timed in, interleaved, and from each one's replicate processes.")
+                   "speedup is paired by round: the median, over the rounds eager fp32 and the variant were both timed in "
+                   "(at every precision), of eager's block over the variant's, its interval from those rounds and "
+                   "each one's replicate processes.")
     single = [row for row in table_rows if row.record.timed and row.processes == 1]
     if single:
         out.append("timed in one process: " + ("every row" if len(single) == len([r for r in table_rows if r.record.timed])

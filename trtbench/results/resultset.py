@@ -155,7 +155,7 @@ class ResultSet:
         return self._eager_at(record, record.case.precision)
 
     def speedup(self, record: Record) -> Optional[Interval]:
-        """Eager fp32's median over this record's, with its two-level 95% CI (:meth:`paired_speedup`)."""
+        """This record's speedup over eager fp32, paired by round, with its two-level 95% CI (:meth:`paired_speedup`)."""
         return self.paired_speedup(self.baseline(record), record)
 
     def precision_speedup(self, record: Record) -> Optional[Interval]:

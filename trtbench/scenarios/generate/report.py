@@ -259,7 +259,8 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
              "harness for every variant:", ""]
     lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
-    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are eager fp32's median over the row's, with a two-level 95% "
+    lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are over eager fp32, paired by round (the median of the ratios of "
+              "eager's request over the row's made in the same round), with a two-level 95% "
               "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
               "by every replicate process of every decoder), each side's processes on their own; the medians' ± "
               "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
