@@ -281,7 +281,7 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
     return _interval(value, _median_draws(series, between_var, seed))
 
 
-def round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]:
+def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]:
     """Every pair of a ``base`` block and a ``this`` block timed in the same round (one per round where each
     variant's processes take the rounds in turn): the log of the base's median over this one's, the round, the base
     block's process and this block's process."""
@@ -309,13 +309,13 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     cancels from each ratio; the ratio of the two sides' medians does not cancel it, and on a VM whose speed moved
     within seconds it moved about twice as much from run to run (benchmarks/NOTES.md). Infinite under 3 common
     rounds; a ValueError without one."""
-    ratios, rounds, base_processes, this_processes = round_pairs(base, this)
+    ratios, rounds, base_processes, this_processes = _round_pairs(base, this)
     if not ratios.size:
         raise ValueError("the two series share no round to pair on")
     value = math.exp(float(np.median(ratios)))
-    if np.unique(rounds).size < 3:
+    common = np.unique(rounds)
+    if common.size < 3:
         return Interval(value, -math.inf, math.inf)
-    common = set(rounds.tolist())
     topup = math.sqrt(sum(_topup_variance(s.only_rounds(common), between_var) for s in (base, this))
                       if processes else 0.0)
     return _interval(value, _bootstrap(ratios, rounds, [base_processes, this_processes], topup, seed, processes))

@@ -155,7 +155,8 @@ class ResultSet:
         return self._eager_at(record, record.case.precision)
 
     def speedup(self, record: Record) -> Optional[Interval]:
-        """This record's speedup over eager fp32, paired by round, with its two-level 95% CI (:meth:`paired_speedup`)."""
+        """This record's speedup over eager fp32, paired by round, with its two-level 95% CI
+        (:meth:`paired_speedup`)."""
         return self.paired_speedup(self.baseline(record), record)
 
     def precision_speedup(self, record: Record) -> Optional[Interval]:
@@ -210,9 +211,9 @@ class ResultSet:
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
         """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the
         round's ratio, with the two-level 95% CI (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled
-        together, each one's processes on their own, the environment's pooled between-process variance). Where the point spans regimes and the speedup
-        differs between them (:meth:`regime_dependent`), the interval covers every regime's. None without
-        timings of both or a round they share."""
+        together, each one's processes on their own, the environment's pooled between-process variance). Where the
+        point spans regimes and the speedup differs between them (:meth:`regime_dependent`), the interval covers
+        every regime's. None without timings of both or a round they share."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return self._memo(("speedup", base.key, record.key), lambda: self._paired(base, record))
