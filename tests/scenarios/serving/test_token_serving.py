@@ -223,7 +223,20 @@ def test_mixed_lengths_each_query_serves_its_sample_in_batches(pool, tmp_path):
     assert {samples[q.sample] for q in run.queries} == set(samples)
     mean_tokens = statistics.mean(len(q.tokens_ms) for q in run.queries)
     assert run.summary.completed_tokens_per_s / run.summary.completed_qps == pytest.approx(mean_tokens, rel=0.03)
-    assert run.summary.tpot_ms["mean"] == pytest.approx(statistics.mean(q.tpot_ms for q in run.queries), rel=0.1)
+    # LoadGen stamps a token when the dispatcher reports it: on a busy machine a report can come a few ms late, of
+    # steps of 6-15 ms, so LoadGen's mean TPOT strays from the stamps' by 10-15% (CI saw 9.6 ms against 11.2). A
+    # member held to its batch's end would have its TPOT up to tripled, and a first token reported at the end a TPOT
+    # near 0: LoadGen's mean lies nearer the stamps' than the held one's, and above half of it. A batch's members
+    # share its step stamps, so a query's batch is the queries whose first token came at the same instant.
+    last_step = {}
+    for q in run.queries:
+        first = round(q.issued_s * 1e3 + q.tokens_ms[0], 3)
+        last_step[first] = max(last_step.get(first, 0.0), q.issued_s * 1e3 + q.tokens_ms[-1])
+    own = statistics.mean(q.tpot_ms for q in run.queries)
+    held = statistics.mean((last_step[round(q.issued_s * 1e3 + q.tokens_ms[0], 3)] - q.issued_s * 1e3 - q.tokens_ms[0])
+                           / (len(q.tokens_ms) - 1) for q in run.queries)
+    assert held > 1.2 * own, f"held to the batch's end {held:.2f} ms against {own:.2f} ms: the test cannot tell"
+    assert own / 2 < run.summary.tpot_ms["mean"] < (own + held) / 2, (run.summary.tpot_ms["mean"], own, held)
 
 
 def test_the_query_sample_library_follows_the_seeded_spec():
