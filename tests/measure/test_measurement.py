@@ -135,6 +135,16 @@ def test_replicate_processes_take_the_rounds_in_turn_and_stop_at_a_cycles_end():
     for m in result.values():  # precise at once: MIN_ROUNDS rounds of each process, no more
         assert m.stopped_by == "target_rel_ci" and m.block_process == [0, 1, 2] * MIN_ROUNDS
 
+    capped = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0)
+    result = measure_interleaved({name: [_Logged(order, (name, i)) for i in range(3)] for name in ("a", "b")}, CPU,
+                                 capped)
+    for m in result.values():  # the cap's minimum is three rounds in all, here one cycle: one of each process
+        assert m.stopped_by == "max_time_s" and m.block_process == [0, 1, 2] and CAPPED_MIN_ROUNDS == 3
+    result = measure_interleaved({name: [_Logged(order, (name, i)) for i in range(2)] for name in ("a", "b")}, CPU,
+                                 capped)
+    for m in result.values():  # and a whole cycle: two of each of two processes
+        assert m.stopped_by == "max_time_s" and m.block_process == [0, 1, 0, 1]
+
 
 def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
     calls = {"fast": 0, "slow": 0}
@@ -256,9 +266,9 @@ def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
     steady = RawTiming(rounds=[[10.0]] * MIN_ROUNDS)
     noisy = RawTiming(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
     over = time.perf_counter() - 2  # the cap has passed
-    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, over, None) == {
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, 1, over, None) == {
         "a": "target_rel_ci", "b": "max_time_s"}
-    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, over, None) == {
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, 1, over, None) == {
         "a": "max_time_s", "b": "max_time_s"}  # fewer rounds than a precise median needs
 
 

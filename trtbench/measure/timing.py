@@ -36,7 +36,7 @@ from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
 MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds of each process
-CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many: a paired speedup CI needs three
+CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many rounds in all (and a whole cycle): a paired CI needs three
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
 ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
 AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts with a switch-in call
@@ -250,10 +250,15 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
     return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
 
 
-def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, started: float,
-              baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after this many ``cycles`` (rounds per process: a cycle is a round of each
-    of a variant's processes), with why.
+def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], rounds: int, cycle: int,
+              started: float, baseline: Optional[str]) -> dict[str, str]:
+    """The active variants that stop after this many ``rounds``, a whole number of cycles (a cycle is
+    ``cycle`` rounds: one of each of a variant's processes), with why.
+
+    The time cap counts rounds in all: a speedup is paired by round, and the cap's three rounds cost as much
+    with 3 processes as with one (counted per process, they tripled the largest shape's time, where the cap
+    ends a point at its minimum: benchmarks/NOTES.md). The precision target counts rounds per process, since
+    the median's interval resamples each process's blocks.
 
     With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
     baseline stays as long as any other variant is timed: it is the drift reference their paired
@@ -262,9 +267,10 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
+    cycles = rounds // cycle  # rounds of each process
     between_var = pooled_between_variance(results[n].series for n in results if results[n].rounds)
     precise = [n for n in active if cycles >= MIN_ROUNDS and _precise(timing, results[n], between_var)]
-    if time.perf_counter() - started >= timing.max_time_s and cycles >= CAPPED_MIN_ROUNDS:
+    if time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if cycles < MIN_ROUNDS:
         return {}
@@ -341,7 +347,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
             tick()
             if rounds % cycle:
                 continue  # a variant stops with as many rounds from each of its processes
-            for name, reason in _finished(timing, results, active, rounds // cycle, started, baseline).items():
+            for name, reason in _finished(timing, results, active, rounds, cycle, started, baseline).items():
                 results[name].stopped_by = reason
                 active.remove(name)
         if baseline in results and len(names) > 1:
