@@ -85,6 +85,7 @@ def test_the_processes_of_every_variant_take_the_rounds_in_turn(runs):
             assert {"env_padding_bytes", "rss_mb", "voluntary_ctx_switches", "involuntary_ctx_switches",
                     "minor_faults_per_call_median"} <= set(f)
             assert f["allocator"]["allocator"] == "default" and f["rss_mb"] > 0
+            assert f["ready_cpu_s"] > 0.5  # what the process cost before it timed: importing torch is more than that
         assert record.metrics["isolation"]["method"] == "process"
     assert set(rows[("eager", "fp32")].round_ids) == set(rows[("eager", "fp16")].round_ids)  # paired by round
 

@@ -32,7 +32,8 @@ from trtbench.building.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
 from trtbench.building.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
 from trtbench.variants import Artifact, Built, Variant
-from trtbench.workers.loop import Worker, WorkerError, WorkerTimer, close_workers, spawn_workers, start_workers
+from trtbench.workers.loop import (READY_CPU_S, Worker, WorkerError, WorkerTimer, close_workers, spawn_workers,
+                                   start_workers)
 
 MIB = 2**20
 SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
@@ -209,13 +210,14 @@ class VariantWorkers:
         return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(), **facts}
 
     def process_facts(self, variant: str) -> dict[int, dict]:
-        """Each process of this turn: its pid, start-up luck, RSS, context switches, CPU migrations and allocator."""
+        """Each process of this turn: its pid, start-up luck, RSS, what it cost to get ready, context switches, CPU
+        migrations and allocator."""
         found = {}
         for i, worker in self.workers.get(variant, {}).items():
             facts = _refreshed(worker)
             allocator = {"allocator": self.knobs.allocator, **{k: facts[k] for k in (ALLOCATOR_STATE,) if k in facts}}
-            found[i] = {"pid": worker.process.pid, **{k: facts[k] for k in ("hash_seed", "env_padding_bytes",
-                                                                             "peak_rss_mb", *REBUILD_FACTS) if k in facts},
+            kept = ("hash_seed", "env_padding_bytes", "peak_rss_mb", READY_CPU_S, *REBUILD_FACTS)
+            found[i] = {"pid": worker.process.pid, **{k: facts[k] for k in kept if k in facts},
                         **process_facts(worker.process.pid), "allocator": allocator}
         return found
 

@@ -53,6 +53,7 @@ class Recipe(Protocol):
 
 PADDING_VAR = "TRTBENCH_ENV_PADDING"  # a variable of random length: the worker's environment size, drawn at start
 MAX_PADDING = 4096  # bytes: environment sizes up to a page moved stack alignment and timings (Mytkowicz et al. 2009)
+READY_CPU_S = "ready_cpu_s"  # worker fact: CPU seconds the process used until ready to time (a further process's cost)
 
 
 def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
@@ -124,7 +125,10 @@ def worker_main(fd: int) -> None:
         gc.collect()
         gc.disable()  # as timeit does while timing; this process only times
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
-        conn.send(("ready", {"pid": os.getpid(), **bound, **facts}))
+        # what this process cost to get here (imports, the payload, the load or rebuild, each point's first call):
+        # the price of one more replicate process, in CPU seconds (all its threads)
+        ready = {READY_CPU_S: round(time.process_time(), 2)}
+        conn.send(("ready", {"pid": os.getpid(), **bound, **facts, **ready}))
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
         conn.send(("error", traceback.format_exc()))
         return
