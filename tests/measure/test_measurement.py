@@ -265,10 +265,9 @@ def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
     timing = TimingSettings(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
     steady = RawTiming(rounds=[[10.0]] * MIN_ROUNDS)
     noisy = RawTiming(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
-    over = time.perf_counter() - 2  # the cap has passed
-    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, 1, over, None) == {
-        "a": "target_rel_ci", "b": "max_time_s"}
-    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, 1, over, None) == {
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, True, None) == {
+        "a": "target_rel_ci", "b": "max_time_s"}  # the cap has passed
+    assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], CAPPED_MIN_ROUNDS, True, None) == {
         "a": "max_time_s", "b": "max_time_s"}  # fewer rounds than a precise median needs
 
 

@@ -250,15 +250,12 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
     return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
 
 
-def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], rounds: int, cycle: int,
-              started: float, baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after this many ``rounds``, a whole number of cycles (a cycle is
-    ``cycle`` rounds: one of each of a variant's processes), with why.
-
-    The time cap counts rounds in all: a speedup is paired by round, and the cap's three rounds cost as much
-    with 3 processes as with one (counted per process, they tripled the largest shape's time, where the cap
-    ends a point at its minimum: benchmarks/NOTES.md). The precision target counts rounds per process, since
-    the median's interval resamples each process's blocks.
+def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
+              baseline: Optional[str]) -> dict[str, str]:
+    """The active variants that stop after this many ``cycles`` (rounds per process: a cycle is a round of each
+    of a variant's processes), with why; ``capped``: the point's time cap has passed, after its minimum rounds.
+    The precision target counts rounds per process (``MIN_ROUNDS``), since a median's interval resamples each
+    process's blocks.
 
     With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
     baseline stays as long as any other variant is timed: it is the drift reference their paired
@@ -267,10 +264,9 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
-    cycles = rounds // cycle  # rounds of each process
     between_var = pooled_between_variance(results[n].series for n in results if results[n].rounds)
     precise = [n for n in active if cycles >= MIN_ROUNDS and _precise(timing, results[n], between_var)]
-    if time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS:
+    if capped:
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if cycles < MIN_ROUNDS:
         return {}
@@ -347,7 +343,11 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
             tick()
             if rounds % cycle:
                 continue  # a variant stops with as many rounds from each of its processes
-            for name, reason in _finished(timing, results, active, rounds, cycle, started, baseline).items():
+            # the cap's minimum counts rounds in all: a speedup is paired by round, and three rounds cost as much
+            # with 3 processes as with one (counted per process, they tripled the largest shape's time, where the
+            # cap ends a point at its minimum: benchmarks/NOTES.md)
+            capped = time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS
+            for name, reason in _finished(timing, results, active, rounds // cycle, capped, baseline).items():
                 results[name].stopped_by = reason
                 active.remove(name)
         if baseline in results and len(names) > 1:
