@@ -24,7 +24,7 @@ from trtbench.profiling.training import profile_training
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.report.plots import DPI, latency_plot, speedup_plot, top_layers_plot
-from trtbench.report.writer import save_plots
+from helpers.plots import save_plots
 from trtbench.scenarios.profile.report import layer_plots, profile_markdown
 from trtbench.results.resultset import ResultSet
 from trtbench.core.schema import from_dict

@@ -111,7 +111,7 @@ def test_the_speed_accuracy_plot_draws_each_int8_row_against_its_sqnr(tmp_path):
     from matplotlib.image import imread
 
     from trtbench.report.reduced import speed_accuracy_plot
-    from trtbench.report.writer import save_plots
+    from helpers.plots import save_plots
 
     results = ResultSet(environments={"e": {"id": "e"}})
     int8 = dataclasses.replace(_record("ort", "int8", 4.0), accuracy={"kind": "int8", "ok": True, "sqnr_db": 31.0})

@@ -15,7 +15,8 @@ from trtbench.core.record import Record
 from trtbench.report.sweeps import (fronts, is_sweep, latency_vs_batch_plot, pareto_front, pareto_plot,
                                     sweep_plots, throughput_vs_batch_plot)
 from trtbench.pipeline.sections import report_sections
-from trtbench.report.writer import ReportHead, save_plots, write_report
+from helpers.plots import save_plots
+from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 
 OK = {"ok": True, "max_abs_err": 0.0}

@@ -43,11 +43,6 @@ def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
     return files
 
 
-def save_plots(out_dir: Path, plots: Iterable[Plot]) -> list[Path]:
-    """Save each figure as a PNG at its path under ``out_dir``, atomically, and close it. Returns the files' paths."""
-    return list(write_files(out_dir, png_files(plots)).values())
-
-
 def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
                  sections: Sequence[ReportSection], key: str = "output.dir") -> dict[str, Path]:
     """Write every output file into ``out_dir``, each atomically, while its lock is held (the run's own, or taken
