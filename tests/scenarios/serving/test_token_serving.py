@@ -228,13 +228,13 @@ def test_mixed_lengths_each_query_serves_its_sample_in_batches(pool, tmp_path):
     # member held to its batch's end would have its TPOT up to tripled, and a first token reported at the end a TPOT
     # near 0: LoadGen's mean lies nearer the stamps' than the held one's, and above half of it. A batch's members
     # share its step stamps, so a query's batch is the queries whose first token came at the same instant.
-    last_step = {}
-    for q in run.queries:
-        first = round(q.issued_s * 1e3 + q.tokens_ms[0], 3)
+    firsts = [round(q.issued_s * 1e3 + q.tokens_ms[0], 3) for q in run.queries]  # each query's batch
+    last_step: dict[float, float] = {}
+    for q, first in zip(run.queries, firsts):
         last_step[first] = max(last_step.get(first, 0.0), q.issued_s * 1e3 + q.tokens_ms[-1])
     own = statistics.mean(q.tpot_ms for q in run.queries)
-    held = statistics.mean((last_step[round(q.issued_s * 1e3 + q.tokens_ms[0], 3)] - q.issued_s * 1e3 - q.tokens_ms[0])
-                           / (len(q.tokens_ms) - 1) for q in run.queries)
+    held = statistics.mean((last_step[first] - q.issued_s * 1e3 - q.tokens_ms[0]) / (len(q.tokens_ms) - 1)
+                           for q, first in zip(run.queries, firsts))
     assert held > 1.2 * own, f"held to the batch's end {held:.2f} ms against {own:.2f} ms: the test cannot tell"
     assert own / 2 < run.summary.tpot_ms["mean"] < (own + held) / 2, (run.summary.tpot_ms["mean"], own, held)
 
