@@ -125,10 +125,9 @@ def worker_main(fd: int) -> None:
         gc.collect()
         gc.disable()  # as timeit does while timing; this process only times
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
-        # what this process cost to get here (imports, the payload, the load or rebuild, each point's first call):
-        # the price of one more replicate process, in CPU seconds (all its threads)
-        ready = {READY_CPU_S: round(time.process_time(), 2)}
-        conn.send(("ready", {"pid": os.getpid(), **bound, **facts, **ready}))
+        # READY_CPU_S: what this process cost to get here (imports, the payload, the load or rebuild, each point's
+        # first call), the price of one more replicate process, in CPU seconds (all its threads)
+        conn.send(("ready", {"pid": os.getpid(), **bound, **facts, READY_CPU_S: round(time.process_time(), 2)}))
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
         conn.send(("error", traceback.format_exc()))
         return
