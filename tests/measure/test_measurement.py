@@ -192,15 +192,14 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     assert len(m.rounds) >= CAPPED_MIN_ROUNDS  # the cap never leaves fewer rounds than a paired CI needs
 
 
-def test_one_bootstrap_serves_paired_rounds_and_two_runs_samples():
-    """core.stats.bootstrap_median_ratio is the bootstrap of both a speedup's paired CI and compare's."""
+def test_the_unpaired_bootstrap_of_two_runs_samples_covers_their_median_ratio():
+    """core.stats.bootstrap_median_ratio, compare's interval over two runs' per-call samples, covers the ratio of
+    their medians and is seeded."""
     rng = np.random.default_rng(3)
     base, this = 10 + rng.standard_normal(100), 5 + 0.5 * rng.standard_normal(80)
-    low, high = bootstrap_median_ratio(base, this, paired=False)
+    low, high = bootstrap_median_ratio(base, this)
     assert low < float(np.median(base) / np.median(this)) < high and 1.8 < low < high < 2.2
-    assert bootstrap_median_ratio(base, this, paired=False) == (low, high)  # seeded
-    with pytest.raises(ValueError, match="paired series differ in length"):
-        bootstrap_median_ratio(base, this, paired=True)
+    assert bootstrap_median_ratio(base, this) == (low, high)  # seeded
 
 
 def test_compare_passes_within_tolerance_and_reports_errors():

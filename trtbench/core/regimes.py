@@ -78,8 +78,10 @@ def common_factor(series: Iterable[BlockSeries]) -> tuple[np.ndarray, np.ndarray
 
 def _noise(values: np.ndarray) -> float:
     """The series' noise (standard deviation) from its successive differences: robust to a few level shifts."""
+    from scipy.stats import median_abs_deviation
+
     steps = np.diff(values)
-    return float(1.4826 * np.median(np.abs(steps - np.median(steps))) / math.sqrt(2)) if steps.size else 0.0
+    return float(median_abs_deviation(steps, scale="normal") / math.sqrt(2)) if steps.size else 0.0
 
 
 def _may_split(values: np.ndarray) -> bool:

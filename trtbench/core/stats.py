@@ -103,19 +103,13 @@ class Interval:
         return Interval(value, min(self.low, value), max(self.high, value))
 
 
-def bootstrap_median_ratio(base, this, paired: bool, seed: int = 0) -> tuple[float, float]:
-    """Seeded bootstrap 95% interval of median(base) / median(this): a speedup's, when they are times.
-
-    ``paired``: ``base[i]`` and ``this[i]`` were measured together (round ``i`` of interleaved timing),
-    so they are resampled together, which keeps the pairing; otherwise each
-    series is resampled on its own (two runs' samples: :mod:`trtbench.results.compare`).
-    """
+def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
+    """Seeded bootstrap 95% interval of median(base) / median(this), each series resampled on its own (two runs'
+    samples: :mod:`trtbench.results.compare`)."""
     base, this = np.asarray(base, dtype=np.float64), np.asarray(this, dtype=np.float64)
-    if paired and base.size != this.size:
-        raise ValueError(f"paired series differ in length: {base.size} and {this.size}")
     rng = np.random.default_rng(seed)
     base_picks = rng.integers(0, base.size, size=(BOOTSTRAP_SAMPLES, base.size))
-    this_picks = base_picks if paired else rng.integers(0, this.size, size=(BOOTSTRAP_SAMPLES, this.size))
+    this_picks = rng.integers(0, this.size, size=(BOOTSTRAP_SAMPLES, this.size))
     ratios = np.median(base[base_picks], axis=1) / np.median(this[this_picks], axis=1)
     low, high = np.percentile(ratios, [2.5, 97.5])
     return float(low), float(high)

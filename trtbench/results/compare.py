@@ -87,7 +87,7 @@ def _change(old: Record, new: Record, between: Optional[float], threshold: float
         interval = unpaired_interval(base, this, between).at(base_ms / new_ms)
         low, high = interval.low, interval.high
     else:
-        low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)  # each run's calls resampled
+        low, high = bootstrap_median_ratio(base_samples, new_samples)  # each run's calls resampled
     return Change(new.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold),
                   f"{old.process_count}/{new.process_count}")
 
@@ -170,7 +170,7 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
                 interval = unpaired_interval(*series, between[metric]).at(base_ms / new_ms)
                 low, high = interval.low, interval.high
             else:
-                low, high = bootstrap_median_ratio(base_samples, new_samples, paired=False)
+                low, high = bootstrap_median_ratio(base_samples, new_samples)
             changes.append(GenerateChange(*head, metric, base_ms / new_ms, low, high, _verdict(low, high, threshold),
                                           base_ms, new_ms))
     return changes
