@@ -13,7 +13,7 @@ import pytest
 
 from trtbench.core.outdir import FailureLog
 from trtbench.core.status import Status
-from trtbench.scenarios.generate.scenario import GenerateSettings, _joined, _MemoryPlan, _rounds, _Row
+from trtbench.scenarios.generate.scenario import GenerateSettings, _joined, _MemoryPlan, _rounds, _Row, _Timed
 from trtbench.scenarios.generate.memory import MIB
 from trtbench.scenarios.generate.report import process_line
 from trtbench.scenarios.generate.result import GeneratePoint, GenerateRecord, process_count, speedups_of
@@ -53,7 +53,7 @@ def timed(tmp_path, factors: dict[str, list[float]], rounds: int = 12, fail: tup
     rows = {slot: _Row() for slot in factors}
     ctx = SimpleNamespace(failures=FailureLog(tmp_path))
     settings = GenerateSettings(min_requests=rounds, max_requests=rounds)
-    stopped = _rounds(ctx, workers, (POINT, settings), rows, lambda: None)
+    stopped = _rounds(ctx, workers, POINT, settings, rows, lambda: None)
     assert stopped == "max_requests"
     return rows, log
 
@@ -92,8 +92,9 @@ def test_a_later_turns_rounds_follow_the_earlier_ones_and_the_baseline_is_the_jo
               for slot, row in second.items()}  # the second turn's processes 1 and 2
     shared = {"accuracy": {}, "reference_logits": None, "energy": None, "worker": {}, "stopped_by": "max_requests",
               "memory": {}}
-    rows, joined = _joined(_joined(None, (first, {**shared, "processes": {"eager": {0: {"pid": 10}}}})),
-                           (second, {**shared, "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
+    both = _joined(_joined(None, _Timed(first, {**shared, "processes": {"eager": {0: {"pid": 10}}}})),
+                   _Timed(second, {**shared, "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
+    rows, joined = both.rows, both.shared
     assert joined["processes"]["eager"] == {0: {"pid": 10}, 1: {"pid": 11}, 2: {"pid": 12}}  # each turn's facts
     assert rows["exported"].blocks == [(0, 0), (0, 1), (0, 2)] + [(1 + i, 3 + r) for r in range(3) for i in range(2)]
     assert joined["baseline"] is rows["eager"] and joined["stopped_by"] == "max_requests, then max_requests"

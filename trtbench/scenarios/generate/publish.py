@@ -20,16 +20,24 @@ from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.status import Status
 
 
+@dataclasses.dataclass(frozen=True)
+class GroupRecords:
+    """A memory group's records by slot (as yielded), and what its points shared."""
+
+    records: dict
+    shared: dict
+
+
 def published_parts(ctx, built, publisher: DecoderPublisher, recipes: dict[str, DecoderRecipe], slots: dict,
-                    timed: tuple[dict, dict]) -> Iterator:
+                    timed: GroupRecords) -> Iterator:
     """The saves of one memory group's slots and their rows as they now stand. ``timed``: the group's rows by slot
     (as yielded), and what its points shared (each slot's ``accuracy``, eager fp32's ``reference_logits`` and each
     worker's ready ``facts``). A slot already saved in this run (eager fp32 of an earlier memory group; another
     thread count's) is not saved again."""
-    group, (rows, shared) = built.group, timed
+    group, rows, shared = built.group, timed.records, timed.shared
     reference = shared["reference_logits"]
     for slot, records in rows.items():
-        name, precision = slots[slot]
+        name, precision = slots[slot].decoder, slots[slot].precision
         accuracy, facts = shared["accuracy"].get(slot), shared["worker"].get(slot, {})
         if (reference is None or accuracy is None or not accuracy.get("ok") or "artifact" not in facts
                 or name in built.done.saved_files(group, precision, publisher.directory)):

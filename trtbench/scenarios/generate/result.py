@@ -18,6 +18,15 @@ RATES = ("decode_tokens_per_s", "prefill_tokens_per_s")
 
 
 @dataclass(frozen=True)
+class Slot:
+    """One decoder at one precision in a build group: its slot id, the decoder's name and the precision."""
+
+    id: str
+    decoder: str
+    precision: str
+
+
+@dataclass(frozen=True)
 class GeneratePoint:
     """A point of the generate scenario: ``batch`` sequences of ``prompt_tokens`` ids, ``new_tokens`` each."""
 

@@ -50,9 +50,9 @@ from trtbench.report.section import ReportSection
 from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.generate.memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
                                                 worker_bytes)
-from trtbench.scenarios.generate.publish import published_parts
+from trtbench.scenarios.generate.publish import GroupRecords, published_parts
 from trtbench.scenarios.generate.report import generate_section, generate_summary
-from trtbench.scenarios.generate.result import (GeneratePoint, GenerateRecord, e2e_converged, metrics_of,
+from trtbench.scenarios.generate.result import (GeneratePoint, Slot, GenerateRecord, e2e_converged, metrics_of,
                                                 pooled_variances, requests_of, speedups_of)
 from trtbench.workers.isolation import plan_turns, process_name
 from trtbench.workers.loop import Worker, WorkerError, close_workers, spawn_workers, start_workers
@@ -142,6 +142,23 @@ def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np
         min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
 
 
+@dataclass(frozen=True)
+class _Process:
+    """Replicate process ``index`` of slot ``slot``, and its worker."""
+
+    slot: str
+    index: int
+    worker: Worker
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """A point's rows by slot and the figures they share, over the turns so far."""
+
+    rows: dict
+    shared: dict
+
+
 @dataclass
 class _Row:
     """What one slot has at a point so far."""
@@ -205,11 +222,11 @@ class Generate(Scenario):
         teacher_len = min(ACCURACY_TOKENS, transformers_max_positions(group.model) or ACCURACY_TOKENS)
         teacher = np.random.default_rng(ctx.config.benchmark.seed + 1).integers(
             min(3, config.vocab_size - 1), config.vocab_size, size=(1, teacher_len), dtype=np.int64)
-        slots = {group.slot_id(e.name, p): (e.name, p) for e, p in group.slots()}
-        recipes = {slot: DecoderRecipe(name, precision, str(source), str(folder / slot.replace("@", "-")),
+        slots = {group.slot_id(e.name, p): Slot(group.slot_id(e.name, p), e.name, p) for e, p in group.slots()}
+        recipes = {slot: DecoderRecipe(s.decoder, s.precision, str(source), str(folder / slot.replace("@", "-")),
                                        str(ctx.device), group.threads,
                                        {p.label: (prompts[p.label], p.new_tokens) for p in points}, teacher)
-                   for slot, (name, precision) in slots.items() if slot not in group.unavailable}
+                   for slot, s in slots.items() if slot not in group.unavailable}
         plan = _MemoryPlan.of(self.settings, built.model, points, recipes)
         untimed = {slot: _Row(Status.SKIPPED, group.unavailable.get(slot) or plan.too_big[slot])
                    for slot in slots if slot in group.unavailable or slot in plan.too_big}
@@ -231,7 +248,7 @@ class Generate(Scenario):
         for index, members in enumerate(plan.groups):
             turns = plan.turns(index, processes)
             yielded: dict[str, list[GenerateRecord]] = {slot: [] for slot in plan.recorded(index)}
-            earlier: dict[str, tuple[dict, dict]] = {}  # point label -> its rows and shared figures of the turns so far
+            earlier: dict[str, _Timed] = {}  # point label -> its rows and shared figures of the turns so far
             shared: dict = {}
             for turn, indices in enumerate(turns):
                 ctx.log(f"start {len(members)} x {len(indices)} decoder worker(s) for {group.model.id} (memory group "
@@ -240,27 +257,26 @@ class Generate(Scenario):
                 timing = GenerateWorkers({s: recipes[s] for s in members}, indices, benchmark.worker_timeout_s,
                                          group.knobs, group.threads)
                 try:
-                    for point, rows, shared in _time_group(ctx, timing, (points, self.settings), built.tolerances,
-                                                           slots):
-                        rows, shared = _joined(earlier.get(point.label), (rows, shared))
-                        earlier[point.label] = rows, shared
+                    for point, timed in _time_group(ctx, timing, points, self.settings, built.tolerances, slots):
+                        timed = earlier[point.label] = _joined(earlier.get(point.label), timed)
+                        rows, shared = timed.rows, timed.shared
                         if turn < len(turns) - 1:
                             continue
                         for slot in plan.recorded(index):
-                            record = _record(ctx, group, point, (slot, *slots[slot]), rows[slot],
+                            record = _record(ctx, group, point, slots[slot], rows[slot],
                                              {**shared, "accuracy": shared["accuracy"].get(slot),
-                                              **sizes(point, slots[slot][1]), "turns": turns,
+                                              **sizes(point, slots[slot].precision), "turns": turns,
                                               "memory": plan.memory(index, slot, shared["memory"])})
                             yielded[slot].append(record)
                             yield record
                 finally:
                     timing.close()
             if publisher is not None and shared:  # the group's workers have closed: their build folders are done
-                yield from published_parts(ctx, built, publisher, recipes, slots, (yielded, shared))
+                yield from published_parts(ctx, built, publisher, recipes, slots, GroupRecords(yielded, shared))
         for point in points:
             for slot, row in untimed.items():
-                yield _record(ctx, group, point, (slot, *slots[slot]), row,
-                              {"accuracy": None, **sizes(point, slots[slot][1])})
+                yield _record(ctx, group, point, slots[slot], row,
+                              {"accuracy": None, **sizes(point, slots[slot].precision)})
 
     @classmethod
     def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
@@ -345,10 +361,10 @@ def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
             "group_started_at": started, "timed_until": time.time()}
 
 
-def _time_group(ctx, timing: GenerateWorkers, plan: tuple[list[GeneratePoint], GenerateSettings], tolerances: dict,
-                slots: dict) -> Iterator[tuple]:
+def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], settings: GenerateSettings,
+                tolerances: dict, slots: dict) -> Iterator[tuple[GeneratePoint, _Timed]]:
     """Start one turn of a memory group's replicate workers (``timing``), check their logits and time them at each
-    point of ``plan``; yield each point, its rows by slot and what the rows share (accuracy by slot, eager fp32's
+    of ``points``; yield each point with its rows by slot and what the rows share (accuracy by slot, eager fp32's
     teacher-forced logits, why the rounds stopped, eager fp32's row, each slot's first process's facts, the memory
     figures, the between-process variances pooled over the point's rows)."""
     started = time.time()
@@ -356,18 +372,17 @@ def _time_group(ctx, timing: GenerateWorkers, plan: tuple[list[GeneratePoint], G
     rows = {slot: _Row() for slot in (*workers, *errors)}
     rows.update({slot: _Row(Status.FAILED, ctx.failures.reason(f"build {slot}", err)) for slot, err in errors.items()})
     accuracy, reference = _accuracy(ctx, workers, rows, tolerances, slots)
-    points, settings = plan
     for point in points:
         point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
         energy = PointEnergy.before_rounds(ctx.device)  # the idle draw just before the point's rounds
         with ctx.progress.task(f"generate {point.label} {'+'.join(rows)}", timed=True) as tick:
-            stopped_by = _rounds(ctx, workers, (point, settings), point_rows, tick)
+            stopped_by = _rounds(ctx, workers, point, settings, point_rows, tick)
         memory = _peaks(workers, started)
-        yield point, point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
+        yield point, _Timed(point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
                                   "energy": energy, "memory": memory,
                                   "worker": {slot: found[min(found)].facts for slot, found in workers.items()},
                                   "processes": {slot: {i: _process_facts(w) for i, w in found.items()}
-                                                for slot, found in workers.items()}}
+                                                for slot, found in workers.items()}})
 
 
 def _process_facts(worker: Worker) -> dict:
@@ -376,15 +391,15 @@ def _process_facts(worker: Worker) -> dict:
                                           if k in worker.facts}}
 
 
-def _joined(earlier: Optional[tuple[dict, dict]], later: tuple[dict, dict]) -> tuple[dict, dict]:
+def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
     """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
     next turn (``later``): each row's requests, their rounds following the earlier turns' (a turn's rounds pair among
     themselves); a slot failed in either turn failed with the first reason; the first turn's accuracy, reference and
     facts, the last turn's memory and stop; eager fp32's joined row as the baseline and the between-process
     variances pooled over the joined rows."""
-    rows, shared = later
+    rows, shared = later.rows, later.shared
     if earlier is not None:
-        before_rows, before = earlier
+        before_rows, before = earlier.rows, earlier.shared
         offset = 1 + max((r for row in before_rows.values() for _, r in row.blocks), default=-1)
         rows = {slot: _join_rows(before_rows.get(slot), row, offset) for slot, row in rows.items()}
         shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "energy", "worker")},
@@ -392,7 +407,7 @@ def _joined(earlier: Optional[tuple[dict, dict]], later: tuple[dict, dict]) -> t
                                 for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
     timed = [(row.requests, row.blocks) for row in rows.values() if row.status is Status.OK and row.requests]
-    return rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)}
+    return _Timed(rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)})
 
 
 def _join_rows(before: Optional[_Row], after: _Row, offset: int) -> _Row:
@@ -423,7 +438,7 @@ def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row],
             logits.setdefault(slot, output)
     reference = logits.get(BASELINE_VARIANT)
     for slot in logits:
-        precision = slots[slot][1]
+        precision = slots[slot].precision
         if reference is None:
             rows[slot] = _Row(Status.FAILED, "no eager fp32 reference: eager fp32 did not run "
                                              f"({rows.get(BASELINE_VARIANT, _Row()).reason or 'not listed'})")
@@ -438,11 +453,10 @@ def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row],
     return figures, reference
 
 
-def _rounds(ctx, workers: dict[str, dict[int, Worker]], at: tuple[GeneratePoint, GenerateSettings],
+def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, settings: GenerateSettings,
             rows: dict[str, _Row], tick) -> str:
-    """Rounds at the point of ``at``, each one request by every replicate process of every running slot (process by
+    """Rounds at ``point``, each one request by every replicate process of every running slot (process by
     process, the slots in turn), until each E2E median is known as well as its settings ask; why they stopped."""
-    point, settings = at
     started = time.perf_counter()
     indices = sorted({i for found in workers.values() for i in found})
     made = 0
@@ -450,7 +464,7 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], at: tuple[GeneratePoint,
         for i in indices:
             for slot, found in workers.items():
                 if rows[slot].status is Status.OK and i in found:
-                    _request(ctx, (slot, i, found[i]), (point, made), rows)
+                    _request(ctx, _Process(slot, i, found[i]), point, made, rows)
         made += 1
         tick()
         done = [rows[slot] for slot in workers if rows[slot].status is Status.OK]
@@ -465,10 +479,10 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], at: tuple[GeneratePoint,
                 return "target_rel_ci"
 
 
-def _request(ctx, who: tuple[str, int, Worker], at: tuple[GeneratePoint, int], rows: dict[str, _Row]) -> None:
-    """One request by process ``i`` of slot ``slot`` (``who``) at the point and round of ``at``, kept in its row
-    with its block coordinates; a worker error fails the slot."""
-    (slot, i, worker), (point, made) = who, at
+def _request(ctx, process: _Process, point: GeneratePoint, made: int, rows: dict[str, _Row]) -> None:
+    """One request by ``process`` at ``point`` in round ``made``, kept in its row with its block coordinates; a
+    worker error fails the slot."""
+    slot, i, worker = process.slot, process.index, process.worker
     try:
         checked = worker.check(point.label)
     except WorkerError as err:
@@ -486,11 +500,11 @@ def _request(ctx, who: tuple[str, int, Worker], at: tuple[GeneratePoint, int], r
         row.energy.append((*checked.energy, point.batch * point.new_tokens))
 
 
-def _record(ctx, group, point: GeneratePoint, who: tuple[str, str, str], row: _Row, context: dict) -> GenerateRecord:
-    """The part of slot ``who`` (its slot id, decoder name and precision) at ``point``; ``context``: its accuracy,
+def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:
+    """The part of slot ``who`` at ``point``; ``context``: its accuracy,
     its KV cache's bytes at the last token, the bytes a decode step reads and, where it was timed, why the rounds
     stopped, eager fp32's row (the baseline), the worker's facts and the memory group's figures."""
-    slot, name, precision = who
+    slot, name, precision = who.id, who.decoder, who.precision
     data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
                   "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],
                   "decode_bytes": dict(context["decode_bytes"])}
