@@ -56,6 +56,7 @@ def headers(browser) -> list[str]:
 def test_the_run_report_is_offline_and_its_rows_are_results_csv(browser, run_folder, tmp_path):
     problems = browser.open(run_folder / "report.html")
     assert problems.clean, problems
+    assert browser.run("return document.querySelector('h1').textContent") == "trtbench: browser test"
     with open(run_folder / "results.csv", newline="") as f:
         expected = list(csv.DictReader(f))
     data = browser.run("return JSON.parse(document.getElementById('table-data').textContent)")

@@ -6,6 +6,7 @@ The table's data is embedded as JSON (each row's cells and its results.csv field
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,6 +20,7 @@ from trtbench.report.tables import csv_values, failed_part_notes, speedup_table
 from trtbench.results.resultset import ResultSet
 
 EXTRA_COLUMNS = ("regimes", "reason")
+_ITEM = re.compile(r"^\s*(?:-|\d+\.) (.*)$")
 
 
 @dataclass(frozen=True)
@@ -55,25 +57,41 @@ def table_data(results: ResultSet) -> dict:
             "notes": table.notes}
 
 
-def _head(head, results: ResultSet) -> list[str]:
-    """The intro (its first ``# `` line the title), how the run ended, the environments and failures."""
-    out = []
-    for line in head.intro:
-        if line.startswith("# "):
-            out.append(f"<h1>{inline(line[2:])}</h1>")
+def _blocks(lines: Sequence[str]) -> list[str]:
+    """The intro's Markdown lines as HTML: its ``#`` and ``##`` headings, its list items (``- ``, ``1. ``) as lists,
+    the rest as paragraphs."""
+    out, items = [], []
+    for line in [*lines, ""]:
+        item = _ITEM.match(line)
+        if item:
+            items.append(f"<li>{inline(item.group(1))}</li>")
+            continue
+        if items:
+            out += ["<ul>", *items, "</ul>"]
+            items = []
+        if line.startswith(("# ", "## ")):
+            level = 1 if line.startswith("# ") else 2
+            out.append(f"<h{level}>{inline(line.split(' ', 1)[1])}</h{level}>")
         elif line.strip():
             out.append(f"<p>{inline(line)}</p>")
+    return out
+
+
+def _head(head, results: ResultSet) -> list[str]:
+    """The intro, how the run ended, the environments and failures."""
+    out = _blocks(head.intro)
     if head.ended != RunStatus.COMPLETE:
         out.append(f'<p class="banner"><strong>{escape(head.ended)}</strong>: the results below are partial; '
-                   "run the same command again to resume.</p>")
-    environments = [line.strip().removeprefix("- ") for env in results.environments.values()
-                    for line in environment_lines(env) + ([f"Note: {busy_machine_note(env)}."]
-                                                          if busy_machine_note(env) else [])]
-    if environments:
-        out += ["<h2>Environments</h2>", "<ul>", *[f"<li>{inline(line)}</li>" for line in environments], "</ul>"]
+                   "report.md says why.</p>")
+    environments = []
+    for env in results.environments.values():
+        busy = busy_machine_note(env)
+        environments += environment_lines(env) + ([f"  - Note: {busy}."] if busy else [])
     failed = failed_part_notes(results)
+    if environments:
+        out += ["<h2>Environments</h2>", *_blocks(environments)]
     if failed:
-        out += ["<h2>Failures</h2>", "<ul>", *[f"<li>{inline(note)}</li>" for note in failed], "</ul>"]
+        out += ["<h2>Failures</h2>", *_blocks([f"- {note}" for note in failed])]
     return out
 
 
