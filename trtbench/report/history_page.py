@@ -13,9 +13,11 @@ from trtbench.core.stats import Interval
 from trtbench.report.html import escape, filter_box, page
 
 WIDTH, HEIGHT = 760, 260
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40  # the plot area's margins in the chart, px
+# the plot area's margins in the chart, px
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40
 Y_TICKS = 5
-STEP_HIT = 12  # px: the width a step's hover target spans
+# px: the width a step's hover target spans
+STEP_HIT = 12
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,14 @@ import json
 import math
 import re
 from importlib.resources import files
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 # the page may load nothing but its own inline style and script and data: images
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 _CODE = re.compile(r"`([^`]+)`")
 _STRONG = re.compile(r"\*\*([^*]+)\*\*")
+# a list item: "- x", "  - x", "1. x"
+_ITEM = re.compile(r"^\s*(?:-|\d+\.) (.*)$")
 
 
 def escape(text: Any) -> str:
@@ -25,6 +27,26 @@ def escape(text: Any) -> str:
 def inline(markdown: str) -> str:
     """A line of the report's Markdown as HTML: escaped, with its ``code`` and **strong** spans."""
     return _STRONG.sub(r"<strong>\1</strong>", _CODE.sub(r"<code>\1</code>", escape(markdown)))
+
+
+def blocks(lines: Sequence[str]) -> list[str]:
+    """Lines of the report's Markdown as HTML: its ``#`` and ``##`` headings, its list items (``- ``, ``1. ``) as lists,
+    the rest as paragraphs."""
+    out, items = [], []
+    for line in [*lines, ""]:
+        item = _ITEM.match(line)
+        if item:
+            items.append(f"<li>{inline(item.group(1))}</li>")
+            continue
+        if items:
+            out += ["<ul>", *items, "</ul>"]
+            items = []
+        if line.startswith(("# ", "## ")):
+            level = 1 if line.startswith("# ") else 2
+            out.append(f"<h{level}>{inline(line.split(' ', 1)[1])}</h{level}>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    return out
 
 
 def plain(value: Any) -> Any:

@@ -6,7 +6,6 @@ The table's data is embedded as JSON (each row's cells and its results.csv field
 from __future__ import annotations
 
 import base64
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -14,13 +13,12 @@ from trtbench.core.env import busy_machine_note
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
 from trtbench.report.columns.speedup import speedup_text
-from trtbench.report.html import data_script, escape, filter_box, inline, page
+from trtbench.report.html import blocks, data_script, escape, filter_box, inline, page
 from trtbench.report.markdown import environment_lines
 from trtbench.report.tables import csv_values, failed_part_notes, speedup_table
 from trtbench.results.resultset import ResultSet
 
 EXTRA_COLUMNS = ("regimes", "reason")
-_ITEM = re.compile(r"^\s*(?:-|\d+\.) (.*)$")
 
 
 @dataclass(frozen=True)
@@ -50,36 +48,14 @@ def table_data(results: ResultSet) -> dict:
     """The table as the page's JSON: its columns, and per row (ranked) its status, cells and results.csv fields."""
     table = speedup_table(results)
     rows = [{"status": str(row.record.status), "values": csv_values(row),
-             "cells": cells + [regimes_text(results, row.record), row.record.reason or ""]}
-            for row, cells in zip(table.rows, table.cells)]
-    return {"columns": ["#", *table.columns, *EXTRA_COLUMNS],
-            "rows": [{**row, "cells": [str(rank), *row["cells"]]} for rank, row in enumerate(rows, 1)],
-            "notes": table.notes}
-
-
-def _blocks(lines: Sequence[str]) -> list[str]:
-    """The intro's Markdown lines as HTML: its ``#`` and ``##`` headings, its list items (``- ``, ``1. ``) as lists,
-    the rest as paragraphs."""
-    out, items = [], []
-    for line in [*lines, ""]:
-        item = _ITEM.match(line)
-        if item:
-            items.append(f"<li>{inline(item.group(1))}</li>")
-            continue
-        if items:
-            out += ["<ul>", *items, "</ul>"]
-            items = []
-        if line.startswith(("# ", "## ")):
-            level = 1 if line.startswith("# ") else 2
-            out.append(f"<h{level}>{inline(line.split(' ', 1)[1])}</h{level}>")
-        elif line.strip():
-            out.append(f"<p>{inline(line)}</p>")
-    return out
+             "cells": [str(rank), *cells, regimes_text(results, row.record), row.record.reason or ""]}
+            for rank, (row, cells) in enumerate(zip(table.rows, table.cells), 1)]
+    return {"columns": ["#", *table.columns, *EXTRA_COLUMNS], "rows": rows, "notes": table.notes}
 
 
 def _head(head, results: ResultSet) -> list[str]:
     """The intro, how the run ended, the environments and failures."""
-    out = _blocks(head.intro)
+    out = blocks(head.intro)
     if head.ended != RunStatus.COMPLETE:
         out.append(f'<p class="banner"><strong>{escape(head.ended)}</strong>: the results below are partial; '
                    "report.md says why.</p>")
@@ -89,9 +65,9 @@ def _head(head, results: ResultSet) -> list[str]:
         environments += environment_lines(env) + ([f"  - Note: {busy}."] if busy else [])
     failed = failed_part_notes(results)
     if environments:
-        out += ["<h2>Environments</h2>", *_blocks(environments)]
+        out += ["<h2>Environments</h2>", *blocks(environments)]
     if failed:
-        out += ["<h2>Failures</h2>", *_blocks([f"- {note}" for note in failed])]
+        out += ["<h2>Failures</h2>", *blocks([f"- {note}" for note in failed])]
     return out
 
 
