@@ -9,12 +9,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from matplotlib.ticker import MaxNLocator
+
 from trtbench.core.stats import Interval
 from trtbench.report.html import escape, filter_box, page
 
 WIDTH, HEIGHT = 760, 260
 # the plot area's margins in the chart, px
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40
+# at most this many y ticks, at round values
 Y_TICKS = 5
 # px: the width a step's hover target spans
 STEP_HIT = 12
@@ -57,11 +60,12 @@ class HistorySeries:
 
 @dataclass(frozen=True)
 class _Frame:
-    """A chart's scales: point ``count`` along x, ``low`` to ``high`` along y."""
+    """A chart's scales: point ``count`` along x, ``low`` to ``high`` along y, with its y ``ticks``."""
 
     count: int
     low: float
     high: float
+    ticks: tuple[float, ...]
 
     def x(self, index: float) -> float:
         span = WIDTH - LEFT - RIGHT
@@ -86,11 +90,15 @@ def _bounds(point: HistoryPoint) -> tuple[float, float]:
 
 
 def _frame(series: HistorySeries) -> _Frame:
+    """The series' scales: y from a round tick below its lowest bound to one above its highest."""
     values = [v for point in series.points for v in _bounds(point)]
     values += [v for step in series.steps for v in (step.before.value, step.after.value)]
     low, high = min(values), max(values)
-    pad = (high - low) * 0.1 or abs(high) * 0.05 or 1.0
-    return _Frame(len(series.points), low - pad, high + pad)
+    if low == high:
+        low, high = low - (abs(low) * 0.05 or 1.0), high + (abs(high) * 0.05 or 1.0)
+    pad = (high - low) * 0.05
+    ticks = MaxNLocator(Y_TICKS).tick_values(low - pad, high + pad)
+    return _Frame(len(series.points), float(ticks[0]), float(ticks[-1]), tuple(float(t) for t in ticks))
 
 
 def _point_tip(point: HistoryPoint, unit: str) -> str:
@@ -110,8 +118,7 @@ def _step_tip(step: HistoryStep, series: HistorySeries) -> str:
 def _axes(frame: _Frame, series: HistorySeries) -> list[str]:
     out = [f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}"/>',
            f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}"/>']
-    for i in range(Y_TICKS):
-        value = frame.low + (frame.high - frame.low) * i / (Y_TICKS - 1)
+    for value in frame.ticks:
         out.append(f'<text x="{LEFT - 6}" y="{frame.y(value) + 4:.1f}" text-anchor="end">{_number(value)}</text>')
     every = max(1, math.ceil(len(series.points) / 10))
     for index, point in enumerate(series.points):
