@@ -74,7 +74,7 @@ def screenshot(out: Path, target: Path) -> None:
         problems = browser.open(out / "report.html")
         if not problems.clean:
             sys.exit(f"report.html did something wrong: {problems}")
-        browser.driver.set_window_size(1400, 1300)
+        browser.driver.set_window_size(1400, 1900)
         browser.driver.save_screenshot(str(target))
         print(f"screenshot: {target}")
     finally:

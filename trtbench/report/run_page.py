@@ -18,7 +18,6 @@ from trtbench.report.markdown import environment_lines
 from trtbench.report.tables import csv_values, failed_part_notes, speedup_table
 from trtbench.results.resultset import ResultSet
 
-EXTRA_COLUMNS = ("regimes", "reason")
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,13 @@ def regimes_text(results: ResultSet, record: Record) -> str:
 def table_data(results: ResultSet) -> dict:
     """The table as the page's JSON: its columns, and per row (ranked) its status, cells and results.csv fields."""
     table = speedup_table(results)
+    # the reason beside the status; the regimes last
+    at = table.columns.index("status") + 1
     rows = [{"status": str(row.record.status), "values": csv_values(row),
-             "cells": [str(rank), *cells, regimes_text(results, row.record), row.record.reason or ""]}
+             "cells": [str(rank), *cells[:at], row.record.reason or "", *cells[at:], regimes_text(results, row.record)]}
             for rank, (row, cells) in enumerate(zip(table.rows, table.cells), 1)]
-    return {"columns": ["#", *table.columns, *EXTRA_COLUMNS], "rows": rows, "notes": table.notes}
+    return {"columns": ["#", *table.columns[:at], "reason", *table.columns[at:], "regimes"], "rows": rows,
+            "notes": table.notes}
 
 
 def _head(head, results: ResultSet) -> list[str]:
