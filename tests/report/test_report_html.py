@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+import helpers.browser
 from helpers.browser import start_browser
 from helpers.records import regime_results
 from trtbench.core.record import Record
@@ -173,3 +174,13 @@ def test_the_checks_catch_a_page_that_reaches_out_or_throws(browser, run_folder,
     throwing = tmp_path / "throwing.html"
     throwing.write_text(page.replace('"use strict";', '"use strict"; null.boom;', 1))
     assert any("TypeError" in error for error in browser.open(throwing).errors)
+
+
+def test_a_missing_browser_fails_under_ci_and_is_skipped_elsewhere(monkeypatch):
+    monkeypatch.setattr(helpers.browser, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium chromium-driver"):
+        start_browser()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no /nonexistent/chromium .*apt-get install -y chromium"):
+        start_browser()
