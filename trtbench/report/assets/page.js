@@ -1,5 +1,5 @@
-// trtbench's offline report pages: the speedup table from its embedded JSON, sorted by a header's click and
-// filtered by words; tooltips for [data-tip] elements; a filter over whatever [data-filter] names.
+// trtbench's offline report pages: the speedup table from its embedded JSON, sorted by a header's click (or
+// Enter on it) and filtered by words; tooltips for [data-tip] elements; a filter over whatever [data-filter] names.
 "use strict";
 
 function sortKey(text) {
@@ -17,7 +17,14 @@ function renderTable(table, data) {
   data.columns.forEach((name, column) => {
     const th = document.createElement("th");
     th.textContent = name;
+    th.tabIndex = 0;
     th.addEventListener("click", () => sortBy(table, column, th));
+    th.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        sortBy(table, column, th);
+      }
+    });
     head.appendChild(th);
   });
   const body = table.createTBody();
