@@ -6,7 +6,9 @@ hover; and the checks themselves shown to catch a page that reaches out or throw
 from __future__ import annotations
 
 import csv
+import threading
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -171,10 +173,29 @@ def test_the_history_page_charts_each_series_with_steps_and_environments_on_hove
 
 
 def test_the_checks_catch_a_page_that_reaches_out_or_throws(browser, run_folder, tmp_path):
+    """A page that asks a live local server for an image is caught, and the server never hears of it (blocked);
+    a page whose script throws is caught."""
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/x.png"
     page = (run_folder / "report.html").read_text()
     reaching = tmp_path / "reaching.html"
-    reaching.write_text(page.replace("</body>", '<img src="https://cdn.example.com/x.png"></body>'))
-    assert browser.open(reaching).requests == ["https://cdn.example.com/x.png"]
+    # no Content-Security-Policy here: the browser's block alone keeps the request from the server
+    reaching.write_text(f'<!DOCTYPE html><html><body><img src="{url}"></body></html>')
+    try:
+        assert browser.open(reaching).requests == [url]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert asked == [], "the request was blocked"
     throwing = tmp_path / "throwing.html"
     throwing.write_text(page.replace('"use strict";', '"use strict"; null.boom;', 1))
     assert any("TypeError" in error for error in browser.open(throwing).errors)
