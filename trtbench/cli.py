@@ -60,7 +60,7 @@ def cmd_merge(args) -> int:
     _print_results(outcome.results, outcome.p99_budget_ms)
     print(f"\nmerged {len(args.dirs)} run(s), {len(outcome.results)} record(s) in "
           f"{len(outcome.results.environments)} environment(s): {outcome.files['json']}  "
-          f"report: {outcome.files['markdown']}")
+          f"report: {outcome.files['markdown']}, {outcome.files['html'].name}")
     for note in outcome.notes:
         print(f"merge: {note}", file=sys.stderr)
     return outcome.exit_code
@@ -150,7 +150,7 @@ def cmd_run(args) -> int:
               f"(--fresh starts over)", file=sys.stderr)
     print()
     _print_results(outcome.results, config.budget.p99_ms)
-    print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}")
+    print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}, {outcome.files['html'].name}")
     busy = busy_machine_note(outcome.environment)
     if busy:
         print(f"note: {busy}", file=sys.stderr)

@@ -94,6 +94,8 @@ def test_three_shards_merge_to_the_unsharded_case_set(runs, capsys, tmp_path):
     assert len(json.loads((tmp_path / "merged" / "results.json").read_text())["recommendations"]) == 1
     report = (tmp_path / "merged" / "report.md").read_text()
     assert "## Merge notes" not in report and "## Sweep" in report and "shard 2/3" in report
+    page = (tmp_path / "merged" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == len(list((tmp_path / "merged" / "plots").glob("*.png")))
 
 
 def test_a_missing_shard_is_reported(runs, tmp_path):

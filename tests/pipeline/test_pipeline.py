@@ -113,6 +113,10 @@ def test_csv_and_markdown_tables(finished_run):
     assert "| variant | point | status |" in report
     assert sum(line.startswith("| traced") for line in report.splitlines()) == 3
     assert "## Artifacts" in report
+    page = (out / "report.html").read_text()
+    table = json.loads(page.split('id="table-data">', 1)[1].split("</script>", 1)[0])
+    assert [row["values"]["speedup"] for row in table["rows"]] == [float(r["speedup"]) if r["speedup"] else None
+                                                                   for r in rows], "report.html's rows: the CSV's"
 
 
 def test_failing_variant_is_reported_others_go_on_and_failures_log_holds_the_traceback(tiny_config, write_config,

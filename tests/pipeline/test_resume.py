@@ -143,7 +143,7 @@ def test_the_report_is_written_under_the_runs_lock_or_its_own_and_refused_where_
     out = tmp_path / "d"
     with OutputDir(out):
         files = write_report(out, ResultSet(), ReportHead(["# a run"]), [])
-        assert sorted(p.name for p in files.values()) == ["report.md", "results.csv", "results.json"]
+        assert sorted(p.name for p in files.values()) == ["report.html", "report.md", "results.csv", "results.json"]
         with pytest.raises(UserInputError):  # still held: the writer let go of its share only
             OutputDir(out).acquire()
     other = tmp_path / "e"

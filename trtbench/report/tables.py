@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from typing import Optional
 
 from trtbench.core.allocator import threshold_text
@@ -232,30 +233,52 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     return out
 
 
-def _table(results: ResultSet) -> tuple[list[str], list[list[str]], list[str]]:
-    """(columns, cells per row, notes) of the speedup table."""
+@dataclass(frozen=True)
+class SpeedupTable:
+    """The speedup table: its ``columns``, its ``rows`` ranked within each point (:func:`rows`), each row's
+    ``cells`` (text, one per column) and the ``notes`` below it."""
+
+    columns: list[str]
+    rows: list[Row]
+    cells: list[list[str]]
+    notes: list[str]
+
+
+def speedup_table(results: ResultSet) -> SpeedupTable:
+    """The speedup table of ``results``, as every presentation of it (Markdown, terminal, HTML) shows it."""
     table_rows = rows(results)
     column_sets = _shown_column_sets(table_rows)
     columns = _columns(results, column_sets, table_rows)
-    return columns, [_cells(row, columns, column_sets, results, table_rows) for row in table_rows], notes(results, table_rows)
+    return SpeedupTable(columns, table_rows, [_cells(row, columns, column_sets, results, table_rows)
+                                              for row in table_rows], notes(results, table_rows))
 
 
 def markdown_table(results: ResultSet) -> str:
     """The speedup table as GitHub-flavoured Markdown, with notes below."""
-    columns, cells, extra = _table(results)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in cells]
-    return "\n".join(lines + ([""] + [f"- {n}" for n in extra] if extra else [])) + "\n"
+    table = speedup_table(results)
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "|".join("---" for _ in table.columns) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in table.cells]
+    return "\n".join(lines + ([""] + [f"- {n}" for n in table.notes] if table.notes else [])) + "\n"
 
 
 def text_table(results: ResultSet) -> str:
     """The speedup table aligned for a terminal."""
-    columns, cells, extra = _table(results)
-    table = [columns] + cells
-    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
+    table = speedup_table(results)
+    lines = [table.columns] + table.cells
+    widths = [max(len(line[i]) for line in lines) for i in range(len(table.columns))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(out + ([""] + extra if extra else [])) + "\n"
+    return "\n".join(out + ([""] + table.notes if table.notes else [])) + "\n"
+
+
+def csv_values(row: Row) -> dict:
+    """A row's CSV fields (:func:`csv_columns`) with their values: its identity and every registered column set's
+    fields."""
+    r, c = row.record, row.record.case
+    return {"environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
+            "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
+            "input_shapes": c.shapes, "batch": c.batch, "status": r.status, "reason": r.reason,
+            **{k: v for column_set in registered() for k, v in column_set.values(row).items()}, "fastest": row.fastest}
 
 
 def csv_text(results: ResultSet) -> str:
@@ -265,11 +288,5 @@ def csv_text(results: ResultSet) -> str:
     writer = csv.DictWriter(buffer, fieldnames=csv_columns())
     writer.writeheader()
     for row in rows(results):
-        r, c = row.record, row.record.case
-        writer.writerow({
-            "environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
-            "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
-            "input_shapes": c.shapes, "batch": c.batch, "status": r.status, "reason": r.reason,
-            **{k: v for column_set in registered() for k, v in column_set.values(row).items()}, "fastest": row.fastest,
-        })
+        writer.writerow(csv_values(row))
     return buffer.getvalue()

@@ -1,5 +1,5 @@
-"""Writes a run's (or a merge's) outputs atomically: results.json, results.csv, plots and report.md; the one
-place a report's files are written.
+"""Writes a run's (or a merge's) outputs atomically: results.json, results.csv, plots, report.md and report.html;
+and the history's page: the one place a report's files are written.
 
 Each scenario's section (:class:`~trtbench.report.section.ReportSection`: its Markdown, its results.json entries
 and its figures, as data) comes in from the caller, which asks every registered scenario for it
@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from trtbench.core.fsutil import json_text
+from trtbench.core.fsutil import atomic_write_text, json_text
 from trtbench.core.outdir import write_files
 from trtbench.report.markdown import report_markdown
+from trtbench.report.history_page import HistorySeries, history_page
 from trtbench.report.plots import DPI
+from trtbench.report.run_page import PageFigure, run_page
 from trtbench.report.section import Plot, ReportSection
 from trtbench.report.tables import csv_text
 from trtbench.results.resultset import ResultSet
@@ -47,17 +49,26 @@ def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
                  sections: Sequence[ReportSection], key: str = "output.dir") -> dict[str, Path]:
     """Write every output file into ``out_dir``, each atomically, while its lock is held (the run's own, or taken
     here for a merge, refused naming ``key`` where another run holds it); ``sections`` are the scenarios', in
-    order: their Markdown, their entries for results.json and their figures (under ``plots/``). Returns the files'
-    paths by kind."""
+    order: their Markdown, their entries for results.json and their figures (under ``plots/``, and in report.html
+    as the same PNG bytes). Returns the files' paths by kind."""
     data = results.to_dict()
     for section in sections:
         data.update(section.json)
-    names = {"json": "results.json", "csv": "results.csv", "markdown": "report.md"}
+    plots = [plot for section in sections for plot in section.plots]
+    pngs = png_files(plots)
+    figures = [PageFigure(plot.caption, str(plot.path), pngs[plot.path]) for plot in plots]
+    names = {"json": "results.json", "csv": "results.csv", "markdown": "report.md", "html": "report.html"}
     texts = {names["json"]: json_text(data), names["csv"]: csv_text(results),
-             names["markdown"]: report_markdown(head, results, [s.markdown for s in sections])}
-    written = write_files(out_dir, {**png_files(plot for section in sections for plot in section.plots), **texts},
-                          key=key)
+             names["markdown"]: report_markdown(head, results, [s.markdown for s in sections]),
+             names["html"]: run_page(head, results, figures)}
+    written = write_files(out_dir, {**pngs, **texts}, key=key)
     files = {kind: written[name] for kind, name in names.items()}
     if head.manifest:
         files["manifest"] = head.manifest
     return files
+
+
+def write_history_page(path: Path, series: Sequence[HistorySeries], title: str = "trtbench history") -> Path:
+    """The history's page (:mod:`trtbench.report.history_page`) written atomically to ``path``."""
+    atomic_write_text(path, history_page(series, title))
+    return path
