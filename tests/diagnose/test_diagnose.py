@@ -1,0 +1,115 @@
+"""The diagnose harness on small CNNs with a planted fault (tests/helpers/planted.py): the exact module path named
+by taps and by splice on eager and exported, at bf16 (a resolution fault) and fp16 (a range fault: eager fp16 on
+the CPU, for accuracy only), at two positions each; nothing named on the clean net; the build count announced
+equal to the count made; the budget; INT8's agreement with the fallback; the command and its files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import yaml
+
+from helpers.planted import BLOCKS, planted_inputs, planted_net, planted_path
+from trtbench.config.config import Tolerance
+from trtbench.diagnose.build import Recipe
+from trtbench.diagnose.graph import LayerGraph
+from trtbench.diagnose.harness import Settings, diagnose, tolerance_judge
+from trtbench.diagnose.splice import splice_count
+
+CPU = torch.device("cpu")
+TOLERANCE = Tolerance(atol=1e-3, rtol=5e-2)  # fp16's default, for bf16 too here
+
+
+def settings(lines: list, minutes: float = 5.0) -> Settings:
+    return Settings(tolerance_judge(TOLERANCE), minutes, lines.append)
+
+
+def test_layers_are_module_paths_in_graph_order_and_every_split_rebuilds_the_model():
+    model, inputs = planted_net(None, 0), planted_inputs()
+    graph = LayerGraph(model, inputs)
+    paths = [layer.path for layer in graph.layers]
+    assert paths[:3] == ["stem", "blocks.0.conv", "blocks.0"] and paths[-1] == "head"
+    assert len(paths) == 2 * BLOCKS + 3  # stem, (conv, the block's own ops) per block, mean, head
+    with torch.inference_mode():
+        reference = model(*inputs)
+        assert torch.equal(graph.tapped()(*inputs)[0], reference)
+        for boundary in range(len(paths) + 1):
+            prefix, suffix = graph.split(boundary)
+            assert torch.equal(suffix(*inputs, *prefix(*inputs)), reference), boundary
+
+
+@pytest.mark.parametrize("variant", ["eager", "exported"])
+@pytest.mark.parametrize("fault", ["bf16", "fp16"])
+@pytest.mark.parametrize("at", [1, 3])
+def test_the_planted_fault_is_named_by_tap_and_by_splice(variant, fault, at):
+    lines: list[str] = []
+    diagnosis = diagnose(planted_net(fault, at), planted_inputs(), Recipe(variant, fault, CPU), settings(lines))
+    assert diagnosis.status == "diverges", diagnosis.reason
+    assert diagnosis.tap_layer == planted_path(at) and diagnosis.splice_layer == planted_path(at), diagnosis.to_dict()
+    assert diagnosis.confirmed and planted_path(at) in diagnosis.sentence()
+    layers = 2 * BLOCKS + 3
+    assert diagnosis.builds == diagnosis.builds_announced == 2 + splice_count(layers)
+    assert sum(int(line.split(": ")[1].split()[0]) for line in lines if "build(s)" in line) == diagnosis.builds
+    named = next(e for e in diagnosis.layers if e.path == planted_path(at))
+    upstream = [e for e in diagnosis.layers[:diagnosis.layers.index(named)] if e.own_sqnr_db != float("inf")]
+    assert all(e.own_sqnr_db > named.own_sqnr_db + 20 for e in upstream)
+    if fault == "fp16":
+        assert named.own_sqnr_db == float("-inf") and "range" in diagnosis.sentence()
+
+
+def test_the_clean_net_names_no_layer_at_bf16():
+    lines: list[str] = []
+    diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("eager", "bf16", CPU), settings(lines))
+    assert diagnosis.status == "agrees" and diagnosis.named is None and diagnosis.tap_layer is None
+    assert diagnosis.builds == diagnosis.builds_announced == 2
+    assert "Nothing diverges" in diagnosis.sentence()
+    healthy = [e.own_sqnr_db for e in diagnosis.layers if e.own_sqnr_db != float("inf")]
+    assert 30 < min(healthy) and max(healthy) < 80  # near bf16's 2^-9, far from fp32's
+
+
+def test_the_budget_stops_it_with_the_reason():
+    diagnosis = diagnose(planted_net("bf16", 1), planted_inputs(), Recipe("eager", "bf16", CPU), settings([], 0.0))
+    assert diagnosis.status == "stopped" and "budget of 0 min" in diagnosis.reason
+    assert "Not diagnosed" in diagnosis.sentence()
+
+
+def test_a_path_that_cannot_run_the_precision_says_why():
+    diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("traced", "int8", CPU), settings([]))
+    assert diagnosis.status == "unavailable" and "no int8 path" in diagnosis.reason and diagnosis.builds == 0
+
+
+def planted_config(tmp_path, fault: str, at: int) -> dict:
+    return {"name": "planted", "device": "cpu",
+            "model": {"source": "python", "name": "helpers.planted:planted_net", "kwargs": {"fault": fault, "at": at}},
+            "inputs": [{"name": "input", "shape": [2, 3, 8, 8], "value_range": [0, 4]}],
+            "variants": ["eager"], "precisions": ["fp32", fault], "output": {"dir": str(tmp_path / "out")}}
+
+
+def test_the_command_writes_its_files_and_exits_1_naming_the_layer(tmp_path, capsys):
+    from trtbench.cli import main
+
+    path = tmp_path / "planted.yaml"
+    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
+    assert main(["diagnose", "--config", str(path), "--precision", "fp16"]) == 1
+    out = capsys.readouterr().out
+    folder = tmp_path / "out" / "diagnose"
+    entry = json.loads((folder / "eager-fp16-opt.json").read_text())
+    assert entry["named"] == planted_path(2) and entry["confirmed"] and entry["builds"] == entry["builds_announced"]
+    report = (folder / "report.md").read_text()
+    assert f"`{planted_path(2)}` **(named)**" in report and "plots/diagnose-sqnr-fp16.png" in report
+    assert (folder / "plots" / "diagnose-sqnr-fp16.png").stat().st_size > 0
+    assert f"builds {entry['builds']} (announced {entry['builds']})" in out
+
+
+@pytest.mark.parametrize("args, key", [(["--precision", "fp8"], "--precision"), (["--variants", "ort"], "--variants"),
+                                       (["--point", "b64"], "--point")])
+def test_bad_input_exits_2_naming_the_flag(tmp_path, capsys, args, key):
+    from trtbench.cli import main
+
+    path = tmp_path / "planted.yaml"
+    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
+    assert main(["diagnose", "--config", str(path), *args]) == 2
+    assert key in capsys.readouterr().err
+    assert not (tmp_path / "out" / "diagnose").exists()
