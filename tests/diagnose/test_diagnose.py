@@ -80,6 +80,28 @@ def test_a_path_that_cannot_run_the_precision_says_why():
     assert diagnosis.status == "unavailable" and "no int8 path" in diagnosis.reason and diagnosis.builds == 0
 
 
+def test_at_int8_the_largest_own_errors_are_the_layers_int8s_fallback_keeps_in_fp32():
+    """ORT's INT8 of the trained digits CNN with a planted outlier channel: its fallback keeps exactly
+    SENSITIVE_LAYERS in fp32 (tests/quantize/test_int8_ort.py); ranked by own error, they come first here."""
+    pytest.importorskip("onnxruntime")
+    from trained_models import SENSITIVE_LAYERS, digits_data, sensitive_digits_cnn
+    from trtbench.config.config import Int8Budget
+    from trtbench.diagnose.floor import ranked
+    from trtbench.quantize.calibration import CalibrationData
+    from trtbench.quantize.common import QuantSettings
+    from trtbench.quantize.setup import Int8Setup
+
+    train_x, _, test_x, test_y = digits_data()
+    data = CalibrationData([(train_x[i:i + 50],) for i in range(0, 200, 50)], [(test_x[:64],)], test_y[:64])
+    setup = Int8Setup(data, Int8Budget(), QuantSettings(), 2, references=[])
+    diagnosis = diagnose(sensitive_digits_cnn(), (test_x[:64],), Recipe("ort", "int8", CPU, int8=setup),
+                         Settings(tolerance_judge(Int8Budget()), 5.0, [].append))
+    assert diagnosis.status == "diverges", diagnosis.reason
+    assert {e.path for e in ranked(diagnosis.layers)[:len(SENSITIVE_LAYERS)]} == set(SENSITIVE_LAYERS), \
+        diagnosis.to_dict()
+    assert diagnosis.named in SENSITIVE_LAYERS and diagnosis.builds == diagnosis.builds_announced
+
+
 def planted_config(tmp_path, fault: str, at: int) -> dict:
     return {"name": "planted", "device": "cpu",
             "model": {"source": "python", "name": "helpers.planted:planted_net", "kwargs": {"fault": fault, "at": at}},

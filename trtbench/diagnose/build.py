@@ -81,8 +81,7 @@ def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[.
     dtype = compute_dtype(recipe.precision)
     cast = copy.deepcopy(module).to(recipe.device, dtype).eval()
     inputs = tuple(_cast(t, recipe.device, dtype) for t in example)
-    specs = [InputConfig(name=f"input{i}", shape=list(t.shape), min_shape=list(t.shape), opt_shape=list(t.shape),
-                         max_shape=list(t.shape)) for i, t in enumerate(inputs)]
+    specs = _specs(inputs, recipe.int8 if is_quantized(recipe.precision) else None)
     ctx = BuildContext(recipe.device, recipe.precision, dtype, inputs, {"opt": inputs}, specs,
                        int8=_full_int8(recipe.int8, module) if is_quantized(recipe.precision) else None)
     names = build_order([recipe.variant])
@@ -99,6 +98,20 @@ def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[.
             return variant.run(built, variant.prepare(built, tuple(_cast(t, recipe.device, dtype) for t in xs)))
 
     return call
+
+
+def _specs(inputs: tuple, int8) -> list[InputConfig]:
+    """Static input specs at the example's shapes; at a quantized precision the batch dim spans the calibration and
+    evaluation batches too (the quantizer runs them through the build)."""
+    largest = max((len(batch[0]) for batches in (int8.data.calibration, int8.data.evaluation) for batch in batches),
+                  default=0) if int8 is not None else 0
+    specs = []
+    for i, t in enumerate(inputs):
+        shape = list(t.shape)
+        batched = bool(shape and largest)
+        specs.append(InputConfig(name=f"input{i}", min_shape=[1, *shape[1:]] if batched else shape, opt_shape=shape,
+                                 max_shape=[max(shape[0], largest), *shape[1:]] if batched else shape))
+    return specs
 
 
 def _cast(t, device: torch.device, dtype: torch.dtype):

@@ -3,8 +3,9 @@ at the precision.
 
 A layer stands out when its own SQNR is both below the precision's line (what rounding to the precision's
 significand keeps, 6 dB a bit, less a margin: for fp32 that is fp64's floor) and more than a margin below the
-median of every layer's own SQNR in this build (the outlier rule: at bf16 every healthy layer's own error is near
-2^-9, and it is that level, not fp32's, that a faulty layer must stand out from). docs/accuracy.md gives the reasons.
+median of the other layers' own SQNR in this build (the outlier rule: at bf16 every healthy layer's own error is
+near 2^-9, and it is that level, not fp32's, that a faulty layer must stand out from). Exact layers (ReLU, pooling:
+an own SQNR of inf) and unjudged ones are left out of the median. docs/accuracy.md gives the reasons.
 """
 
 from __future__ import annotations
@@ -25,18 +26,22 @@ def line_db(precision: str) -> float:
     return 6.02 * SIGNIFICAND_BITS[precision] + 1.76 - MARGIN_DB
 
 
-def median_own_db(errors: Sequence[LayerError]) -> Optional[float]:
-    values = [e.own_sqnr_db for e in errors if e.own_sqnr_db is not None and not math.isinf(e.own_sqnr_db)]
+def median_own_db(errors: Sequence[LayerError], but: Optional[LayerError] = None) -> Optional[float]:
+    """The median own SQNR of ``errors`` (other than ``but``) that are judged and not exact."""
+    values = [e.own_sqnr_db for e in errors
+              if e is not but and e.own_sqnr_db is not None and not math.isinf(e.own_sqnr_db)]
     return statistics.median(values) if values else None
 
 
 def named_layer(errors: Sequence[LayerError], precision: str) -> Optional[LayerError]:
     """The first layer whose own error stands out, or None."""
-    median = median_own_db(errors)
     line = line_db(precision)
     for error in errors:
         own = error.own_sqnr_db
-        if own is not None and own < line and (median is None or own < median - OUTLIER_DB):
+        if own is None or own >= line:
+            continue
+        median = median_own_db(errors, but=error)
+        if median is None or own < median - OUTLIER_DB:
             return error
     return None
 

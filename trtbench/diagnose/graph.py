@@ -8,6 +8,7 @@ layer's outputs besides the model's; :meth:`LayerGraph.split` cuts it at a layer
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -52,6 +53,10 @@ class LayerGraph:
     """The traced fp32 model (``module``, a GraphModule) and its ``layers`` in graph order."""
 
     def __init__(self, model: torch.nn.Module, example: tuple):
+        model = copy.deepcopy(model)
+        for module in model.modules():  # an in-place module would overwrite the layer before it, tap and all
+            if getattr(module, "inplace", False) is True:
+                module.inplace = False
         try:
             graph = _Tracer().trace(model)
         except Exception as err:

@@ -205,4 +205,5 @@ def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[Lay
     except PathUnavailable as err:
         return [], f"the tapped build did not build: {err.reason}"
     taps = leaves[len(leaves) - len(graph.tap_names()):]
-    return list(layer_errors(graph, tuple(t.cpu() for t in inputs), taps)), ""
+    with torch.inference_mode():
+        return list(layer_errors(graph, tuple(t.cpu() for t in inputs), taps)), ""

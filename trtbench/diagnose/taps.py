@@ -6,7 +6,9 @@ after its last use:
 
 - **carried** error: the build's output of the layer against fp32's on the reference's input (what reaches it);
 - **own** error: against the same layer run in fp32 on the build's own input to it, so the error that came
-  from upstream cancels and only what this layer adds is left (None where that input is not finite).
+  from upstream cancels and only what this layer adds is left. It is judged only while that input still agrees
+  with fp32's (carried SQNR at least ``INPUT_DB``): past a diverged layer the input is far outside what the layer
+  sees from fp32 (an INT8 layer's calibrated range, say), and its error there says nothing about the layer (None).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import torch
 from torch import fx
 
 from trtbench.diagnose.graph import Layer, LayerGraph
+
+INPUT_DB = 10.0  # a layer's own error is judged where its input's carried SQNR is at least this
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,11 @@ def layer_errors(graph: LayerGraph, inputs: tuple, tapped: Sequence[torch.Tensor
     ``inputs`` after the model's own output, in :meth:`~trtbench.diagnose.graph.LayerGraph.tap_names` order)."""
     taps = {name: t.detach().float().cpu() for name, t in zip(graph.tap_names(), tapped)}
     nodes = list(graph.module.graph.nodes)
-    last_use = {node: max((nodes.index(u) for u in node.users), default=i) for i, node in enumerate(nodes)}
+    position = {node: i for i, node in enumerate(nodes)}
+    judged_at = {graph.node(name): position[graph.node(layer.nodes[-1])] for layer in graph.layers
+                 for name in layer.nodes}  # a layer is judged at its last node, reading its inputs' references
+    last_use = {node: max((judged_at.get(u, position[u]) for u in node.users), default=i)
+                for i, node in enumerate(nodes)}
     ref: dict[fx.Node, object] = {}
     placeholders = iter(inputs)
     by_last = {layer.nodes[-1]: layer for layer in graph.layers}
@@ -115,7 +123,8 @@ def _judge(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple
 
 
 def _own(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple) -> Optional[list[torch.Tensor]]:
-    """The layer's outputs run in fp32 on the build's own input to it; None where that input is not finite."""
+    """The layer's outputs run in fp32 on the build's own input to it; None where that input no longer agrees with
+    fp32's."""
     inside = set(layer.nodes)
     placeholders = {n.name: t for n, t in zip((n for n in graph.module.graph.nodes if n.op == "placeholder"), inputs)}
     env: dict[fx.Node, object] = {}
@@ -126,7 +135,7 @@ def _own(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple) 
                 continue
             value = taps.get(arg.name, placeholders.get(arg.name))
             value = ref[arg] if value is None else value.float()
-            if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            if arg.name in taps and sqnr_db([value], [ref[arg]]) < INPUT_DB:
                 return None
             env[arg] = value
         env[node] = _run(graph.module, node, env)
