@@ -3,8 +3,9 @@
 The builds are announced before they start, in two steps: the variant whole and tapped (2 builds), then, where
 the whole build misses the tolerance, the splices (:func:`~trtbench.diagnose.splice.splice_count`); the count at
 the end equals what was announced unless the budget in minutes stopped it, which the result says. A layer is
-named where the splices localise one; the taps' layer (:func:`~trtbench.diagnose.floor.named_layer`) is
-confirmed when the splices name the same.
+named where the splices end at one whose splice loses at least ``OUTLIER_DB`` of output SQNR (error that builds up
+across layers crosses the tolerance somewhere, in small steps); the taps' layer
+(:func:`~trtbench.diagnose.floor.named_layer`) is confirmed when the splices name the same.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
 from trtbench.diagnose.splice import bisect, splice_count
-from trtbench.diagnose.taps import LayerError, layer_errors, sqnr_db
+from trtbench.diagnose.taps import LayerError, json_db, layer_errors, sqnr_db
 from trtbench.measure.accuracy import elementwise_accuracy
 
 Judge = Callable[[Any, Any], tuple[bool, str]]  # (output, fp32 reference) -> (within tolerance, the figures)
@@ -56,6 +57,7 @@ class Diagnosis:
     tap_reason: str = ""  # why there are no taps, where there are none
     splice_layer: Optional[str] = None
     splices: dict = field(default_factory=dict)  # boundary -> missed
+    splice_step_db: Optional[float] = None  # the output SQNR lost at the bisection's last layer
     builds_announced: int = 0
     builds: int = 0
     line_db: Optional[float] = None
@@ -76,13 +78,14 @@ class Diagnosis:
 
     def sentence(self) -> str:
         """The named layer in one sentence, with what to do about it."""
+        if self.status == "agrees":
+            return f"Nothing diverges: {self.variant} at {self.precision} keeps the tolerance ({self.output})."
         if self.status != "diverges":
-            return {"agrees": f"Nothing diverges: {self.variant} at {self.precision} keeps the tolerance ({self.output})."
-                    }.get(self.status, f"Not diagnosed: {self.reason}")
+            return f"Not diagnosed: {self.reason}"
         if self.named is None:
-            return (f"{self.variant} at {self.precision} misses the tolerance ({self.output}) but no single layer's "
-                    f"splice does: the error builds up across layers (or comes from fusing across them); no layer is "
-                    f"named.")
+            return (f"{self.variant} at {self.precision} misses the tolerance ({self.output}), but no single layer "
+                    f"makes its splice lose {floor.OUTLIER_DB:g} dB: the error builds up across layers (or comes from "
+                    f"fusing across them); no layer is named.")
         error = next((e for e in self.layers if e.path == self.named), None)
         how = "by its splice and its taps" if self.confirmed else (
             f"by its splice (the taps named {self.tap_layer})" if self.tap_layer else "by its splice")
@@ -99,7 +102,8 @@ class Diagnosis:
         return {"variant": self.variant, "precision": self.precision, "point": self.point, "status": self.status,
                 "reason": self.reason, "output": self.output, "named": self.named, "tap_layer": self.tap_layer,
                 "splice_layer": self.splice_layer, "confirmed": self.confirmed, "tap_reason": self.tap_reason,
-                "splices": {str(k): v for k, v in self.splices.items()}, "builds_announced": self.builds_announced,
+                "splices": {str(k): v for k, v in self.splices.items()},
+                "splice_step_db": json_db(self.splice_step_db), "builds_announced": self.builds_announced,
                 "builds": self.builds, "line_db": self.line_db, "median_own_db": self.median_own_db,
                 "sentence": self.sentence(), "layers": [e.to_dict() for e in self.layers]}
 
@@ -171,7 +175,8 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
         reference = graph.module(*inputs)
     builds.announce(2, "the variant whole, and with every layer's output tapped")
     whole = builds.make(graph.module, inputs)
-    ok, figures = judge(whole(*inputs), reference)
+    whole_output = whole(*inputs)
+    ok, figures = judge(whole_output, reference)
     del whole
     layers, tap_reason = _tapped(graph, inputs, builds)
     tap = floor.named_layer(layers, builds.recipe.precision)
@@ -181,20 +186,26 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
         return Diagnosis(**base, status="agrees", builds=builds.count, builds_announced=builds.announced, **found)
     builds.announce(splice_count(len(graph.layers)), f"splices bisecting {len(graph.layers)} layers")
 
+    output_db = {0: math.inf, len(graph.layers): sqnr_db(_leaves(whole_output), _leaves(reference))}
+
     def fails(boundary: int) -> bool:
         prefix, suffix = graph.split(boundary)
         built = builds.make(prefix, inputs)
         cut = tuple(t.float().to(inputs[0].device) for t in _leaves(built(*inputs)))
         with torch.inference_mode():
-            missed = not judge(suffix(*inputs, *cut), reference)[0]
+            spliced = suffix(*inputs, *cut)
+        missed = not judge(spliced, reference)[0]
+        output_db[boundary] = sqnr_db(_leaves(spliced), _leaves(reference))
         builds.settings.say(f"  splice of layers before {boundary} ({graph.layers[boundary - 1].path} last): "
-                            f"{'misses' if missed else 'keeps'} the tolerance")
+                            f"{'misses' if missed else 'keeps'} the tolerance, output SQNR "
+                            f"{output_db[boundary]:.1f} dB")
         return missed
 
     result = bisect(graph, fails)
-    spliced = graph.layers[result.layer].path if result.layer is not None else None
+    step = None if result.layer is None else output_db[result.layer] - output_db[result.layer + 1]
+    spliced = graph.layers[result.layer].path if step is not None and step >= floor.OUTLIER_DB else None
     return Diagnosis(**base, status="diverges", splice_layer=spliced, splices=result.tried, builds=builds.count,
-                     builds_announced=builds.announced, **found)
+                     builds_announced=builds.announced, splice_step_db=step, **found)
 
 
 def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[LayerError], str]:

@@ -19,7 +19,8 @@ Fails = Callable[[int], bool]  # boundary k -> whether the splice with the layer
 
 @dataclass(frozen=True)
 class SpliceResult:
-    """The layer the bisection names (its index in graph order), the boundaries it built and what each did."""
+    """The layer where the bisection ends (its index in graph order; None where even the whole model spliced keeps
+    the tolerance), the boundaries it built and what each did."""
 
     layer: Optional[int]
     tried: dict  # boundary -> whether it missed the tolerance

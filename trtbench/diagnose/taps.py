@@ -37,11 +37,11 @@ class LayerError:
     max_rel_err: Optional[float]
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "op": self.op, "own_sqnr_db": _json(self.own_sqnr_db),
-                "carried_sqnr_db": _json(self.carried_sqnr_db), "max_rel_err": _json(self.max_rel_err)}
+        return {"path": self.path, "op": self.op, "own_sqnr_db": json_db(self.own_sqnr_db),
+                "carried_sqnr_db": json_db(self.carried_sqnr_db), "max_rel_err": json_db(self.max_rel_err)}
 
 
-def _json(value: Optional[float]):
+def json_db(value: Optional[float]):
     """A float JSON keeps: infinities as the strings ``inf`` and ``-inf``."""
     if value is None or math.isfinite(value):
         return None if value is None else round(value, 3)

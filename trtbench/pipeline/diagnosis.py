@@ -1,6 +1,9 @@
 """``trtbench diagnose``: each listed variant at each reduced precision of a config, diagnosed on a point's seeded
 inputs (at a quantized precision, on the first batch of its evaluation samples), written to the run's output folder
-under ``diagnose/``. Exit 0 where nothing diverges, 1 where something does, 2 for bad input."""
+under ``diagnose/``. Exit 0 where nothing diverges, 1 where something does, 2 for bad input.
+
+A run diagnoses by itself each variant and precision with a row that fails its check, at the first such point
+(:func:`diagnose_failing`), unless its config says ``diagnose: false``."""
 
 from __future__ import annotations
 
@@ -14,13 +17,16 @@ from trtbench.config.plan import resolve_device, shape_points
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import point_inputs
 from trtbench.core.precision import REFERENCE, is_quantized
+from trtbench.core.status import Status
 from trtbench.diagnose.build import Recipe, compute_dtype
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
 from trtbench.models import build_model
 from trtbench.report.diagnosis import diagnosis_section
+from trtbench.report.section import ReportSection
 from trtbench.report.writer import write_diagnosis
 
 DIAGNOSE_DIR = "diagnose"
+BUDGET_MISSED = "misses the accuracy budget"  # an INT8 build's failure (trtbench.quantize.fallback.AccuracyBudgetMissed)
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Request:
     precisions: Optional[Sequence[str]] = None
     point: str = "opt"
     minutes: float = 10.0
+    model: Optional[str] = None  # a model id of the config (None: its first)
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,41 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
 
 
 def diagnose_config(config, request: Request, say: Callable[[str], None] = print) -> DiagnoseOutcome:
-    """Diagnose ``request`` on ``config``'s first model and write ``diagnose/`` in its output folder."""
+    """Diagnose ``request`` on ``config``'s model and write ``diagnose/`` in its output folder."""
     variants, precisions = _checked(config, request)
+    diagnoses = _diagnoses(config, request, variants, precisions, say)
+    section = diagnosis_section(diagnoses)
+    files = write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
+    return DiagnoseOutcome(diagnoses, files)
+
+
+def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[ReportSection]:
+    """Each variant and precision with a row of ``results`` that fails its check, diagnosed at its first such
+    point (its files under ``diagnose/``), as the report's section; None where none fails or ``diagnose: false``."""
+    if not config.diagnose:
+        return None
+    firsts: dict[tuple, str] = {}
+    for record in results:
+        case = record.case
+        missed = record.accuracy_failed or (record.status is Status.FAILED and BUDGET_MISSED in record.reason)
+        if missed and case.precision in config.tolerances:
+            firsts.setdefault((case.model, case.variant, case.precision), case.point)
+    diagnoses = []
+    for (model, variant, precision), point in firsts.items():
+        request = Request([variant], [precision], point, model=model)
+        diagnoses += _diagnoses(config, request, [variant], [precision], say)
+    if not diagnoses:
+        return None
+    section = diagnosis_section(diagnoses)
+    write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
+    return section
+
+
+def _diagnoses(config, request: Request, variants: list[str], precisions: list[str],
+               say: Callable[[str], None]) -> list[Diagnosis]:
     device = resolve_device(config.device)
-    model = build_model(config.models[0]).to(device)
+    model_cfg = next((m for m in config.models if m.id == request.model), config.models[0])
+    model = build_model(model_cfg).to(device)
     point = next(p for p in shape_points(config) if p.label == request.point)
     inputs = point_inputs(config, [point], device, torch.float32)[point.label]
     setup = _int8_setup(config, model) if any(is_quantized(p) for p in precisions) else None
@@ -89,9 +127,7 @@ def diagnose_config(config, request: Request, say: Callable[[str], None] = print
             diagnosis = diagnose(model, sample, recipe, settings, point.label)
             say(f"{diagnosis.stem}: {diagnosis.sentence()}")
             diagnoses.append(diagnosis)
-    section = diagnosis_section(diagnoses)
-    files = write_diagnosis(folder, section, [d.stem for d in diagnoses])
-    return DiagnoseOutcome(diagnoses, files)
+    return diagnoses
 
 
 def _int8_setup(config, model: torch.nn.Module):
