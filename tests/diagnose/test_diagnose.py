@@ -1,15 +1,12 @@
 """The diagnose harness on small CNNs with a planted fault (tests/helpers/planted.py): the exact module path named
 by taps and by splice on eager and exported, at bf16 (a resolution fault) and fp16 (a range fault: eager fp16 on
 the CPU, for accuracy only), at two positions each; nothing named on the clean net; the build count announced
-equal to the count made; the budget; INT8's agreement with the fallback; the command and its files."""
+equal to the count made; the budget; INT8's agreement with the fallback. The command: tests/test_cli.py."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-import yaml
 
 from helpers.planted import BLOCKS, planted_inputs, planted_net, planted_path
 from trtbench.config.config import Tolerance
@@ -100,38 +97,3 @@ def test_at_int8_the_largest_own_errors_are_the_layers_int8s_fallback_keeps_in_f
     assert {e.path for e in ranked(diagnosis.layers)[:len(SENSITIVE_LAYERS)]} == set(SENSITIVE_LAYERS), \
         diagnosis.to_dict()
     assert diagnosis.named in SENSITIVE_LAYERS and diagnosis.builds == diagnosis.builds_announced
-
-
-def planted_config(tmp_path, fault: str, at: int) -> dict:
-    return {"name": "planted", "device": "cpu",
-            "model": {"source": "python", "name": "helpers.planted:planted_net", "kwargs": {"fault": fault, "at": at}},
-            "inputs": [{"name": "input", "shape": [2, 3, 8, 8], "value_range": [0, 4]}],
-            "variants": ["eager"], "precisions": ["fp32", fault], "output": {"dir": str(tmp_path / "out")}}
-
-
-def test_the_command_writes_its_files_and_exits_1_naming_the_layer(tmp_path, capsys):
-    from trtbench.cli import main
-
-    path = tmp_path / "planted.yaml"
-    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
-    assert main(["diagnose", "--config", str(path), "--precision", "fp16"]) == 1
-    out = capsys.readouterr().out
-    folder = tmp_path / "out" / "diagnose"
-    entry = json.loads((folder / "eager-fp16-opt.json").read_text())
-    assert entry["named"] == planted_path(2) and entry["confirmed"] and entry["builds"] == entry["builds_announced"]
-    report = (folder / "report.md").read_text()
-    assert f"`{planted_path(2)}` **(named)**" in report and "plots/diagnose-sqnr-fp16.png" in report
-    assert (folder / "plots" / "diagnose-sqnr-fp16.png").stat().st_size > 0
-    assert f"builds {entry['builds']} (announced {entry['builds']})" in out
-
-
-@pytest.mark.parametrize("args, key", [(["--precision", "fp8"], "--precision"), (["--variants", "ort"], "--variants"),
-                                       (["--point", "b64"], "--point")])
-def test_bad_input_exits_2_naming_the_flag(tmp_path, capsys, args, key):
-    from trtbench.cli import main
-
-    path = tmp_path / "planted.yaml"
-    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
-    assert main(["diagnose", "--config", str(path), *args]) == 2
-    assert key in capsys.readouterr().err
-    assert not (tmp_path / "out" / "diagnose").exists()

@@ -56,3 +56,11 @@ def planted_path(at: int) -> str:
 
 def planted_inputs(batch: int = 2) -> tuple[torch.Tensor]:
     return (torch.rand(batch, 3, 8, 8, generator=torch.Generator().manual_seed(1)) * 4,)
+
+
+def planted_config(tmp_path, fault: str, at: int) -> dict:
+    """A config of :func:`planted_net` on the CPU (eager at fp32 and ``fault``), its output under ``tmp_path``."""
+    return {"name": "planted", "device": "cpu",
+            "model": {"source": "python", "name": "helpers.planted:planted_net", "kwargs": {"fault": fault, "at": at}},
+            "inputs": [{"name": "input", "shape": [2, 3, 8, 8], "value_range": [0, 4]}],
+            "variants": ["eager"], "precisions": ["fp32", fault], "output": {"dir": str(tmp_path / "out")}}
