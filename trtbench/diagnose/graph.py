@@ -63,6 +63,7 @@ class LayerGraph:
             raise UntraceableModel(f"torch.fx cannot trace {type(model).__name__}: {type(err).__name__}: "
                                    f"{str(err).splitlines()[0] if str(err) else ''}") from err
         self.module = fx.GraphModule(model, graph)
+        self._nodes = {node.name: node for node in self.module.graph.nodes}
         ShapeProp(self.module).propagate(*example)
         self.layers = self._layers()
 
@@ -89,7 +90,7 @@ class LayerGraph:
         return layers
 
     def node(self, name: str) -> fx.Node:
-        return next(n for n in self.module.graph.nodes if n.name == name)
+        return self._nodes[name]
 
     def tapped(self) -> fx.GraphModule:
         """The model returning ``(its output, *every layer's outputs in graph order)``."""
