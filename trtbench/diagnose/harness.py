@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch.utils import _pytree as pytree
 
+from trtbench.core.outdir import describe_error
 from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
@@ -44,7 +45,8 @@ class Settings:
 @dataclass(frozen=True)
 class Diagnosis:
     """What one diagnosis found. ``status``: ``agrees`` (the output keeps the tolerance), ``diverges``,
-    ``unavailable`` (the path cannot build here) or ``stopped`` (the budget ran out)."""
+    ``unavailable`` (the path cannot build here), ``failed`` (a build raised when called) or ``stopped`` (the
+    budget ran out)."""
 
     variant: str
     precision: str
@@ -167,6 +169,9 @@ def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Se
     except PathUnavailable as err:
         return Diagnosis(**base, status="unavailable", reason=err.reason, builds=builds.count,
                          builds_announced=builds.announced)
+    except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
+        return Diagnosis(**base, status="failed", reason=describe_error(err), builds=builds.count,
+                         builds_announced=builds.announced)
 
 
 def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> Diagnosis:
@@ -212,9 +217,12 @@ def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[Lay
     """Each layer's errors from the tapped build, or none and why (a path whose build does not take the taps)."""
     try:
         tapped = builds.make(graph.tapped(), inputs)
-        leaves = _leaves(tapped(*inputs))
     except PathUnavailable as err:
         return [], f"the tapped build did not build: {err.reason}"
+    try:
+        leaves = _leaves(tapped(*inputs))
+    except Exception as err:  # the path takes the build and not the call: the splices localise alone
+        return [], f"the tapped build did not run: {describe_error(err)}"
     taps = leaves[len(leaves) - len(graph.tap_names()):]
     with torch.inference_mode():
         return list(layer_errors(graph, tuple(t.cpu() for t in inputs), taps)), ""
