@@ -225,4 +225,4 @@ def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[Lay
         return [], f"the tapped build did not run: {describe_error(err)}"
     taps = leaves[len(leaves) - len(graph.tap_names()):]
     with torch.inference_mode():
-        return list(layer_errors(graph, tuple(t.cpu() for t in inputs), taps)), ""
+        return list(layer_errors(graph, inputs, taps)), ""

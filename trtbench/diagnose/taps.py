@@ -76,7 +76,8 @@ def max_rel_err(outputs: Sequence[torch.Tensor], references: Sequence[torch.Tens
 def layer_errors(graph: LayerGraph, inputs: tuple, tapped: Sequence[torch.Tensor]) -> Iterator[LayerError]:
     """Each layer's :class:`LayerError`, in graph order, from ``tapped`` (the tensors a tapped build returned on
     ``inputs`` after the model's own output, in :meth:`~trtbench.diagnose.graph.LayerGraph.tap_names` order)."""
-    taps = {name: t.detach().float().cpu() for name, t in zip(graph.tap_names(), tapped)}
+    device = inputs[0].device if inputs else torch.device("cpu")
+    taps = {name: t.detach().to(device, torch.float32) for name, t in zip(graph.tap_names(), tapped)}
     nodes = list(graph.module.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
     judged_at = {graph.node(name): position[graph.node(layer.nodes[-1])] for layer in graph.layers
@@ -89,7 +90,7 @@ def layer_errors(graph: LayerGraph, inputs: tuple, tapped: Sequence[torch.Tensor
     for i, node in enumerate(nodes):
         if node.op == "output":
             break
-        ref[node] = next(placeholders).float().cpu() if node.op == "placeholder" else _run(graph.module, node, ref)
+        ref[node] = next(placeholders) if node.op == "placeholder" else _run(graph.module, node, ref)
         if node.name in by_last:
             yield _judge(graph, by_last[node.name], ref, taps, inputs)
         for done in [n for n in ref if last_use[n] <= i and n.op != "placeholder"]:
@@ -134,7 +135,7 @@ def _own(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple) 
             if arg.name in inside or arg in env:
                 continue
             value = taps.get(arg.name, placeholders.get(arg.name))
-            value = ref[arg] if value is None else value.float()
+            value = ref[arg] if value is None else value
             if arg.name in taps and sqnr_db([value], [ref[arg]]) < INPUT_DB:
                 return None
             env[arg] = value

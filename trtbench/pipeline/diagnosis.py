@@ -27,7 +27,8 @@ from trtbench.report.section import ReportSection
 from trtbench.report.writer import write_diagnosis
 
 DIAGNOSE_DIR = "diagnose"
-BUDGET_MISSED = "misses the accuracy budget"  # an INT8 build's failure (trtbench.quantize.fallback.AccuracyBudgetMissed)
+# how an INT8 build that misses its budget fails (trtbench.quantize.fallback.AccuracyBudgetMissed's message)
+BUDGET_MISSED = "misses the accuracy budget"
 
 
 @dataclass(frozen=True)
