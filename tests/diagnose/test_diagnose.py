@@ -1,7 +1,9 @@
 """The diagnose harness on small CNNs with a planted fault (tests/helpers/planted.py): the exact module path named
 by taps and by splice on eager and exported, at bf16 (a resolution fault) and fp16 (a range fault: eager fp16 on
-the CPU, for accuracy only), at two positions each; nothing named on the clean net; the build count announced
-equal to the count made; the budget; INT8's agreement with the fallback. The command: tests/test_cli.py."""
+the CPU, for accuracy only), at two positions each, and on traced at one (ort, openvino, compiled and aoti build an
+ONNX export or an Inductor compile per build, too slow for the suite: ``benchmarks/diagnose_cost.py --planted``);
+nothing named on the clean net; the build count announced equal to the count made; the budget; INT8's agreement
+with the fallback. The command: tests/test_cli.py."""
 
 from __future__ import annotations
 
@@ -54,6 +56,12 @@ def test_the_planted_fault_is_named_by_tap_and_by_splice(variant, fault, at):
     assert all(e.own_sqnr_db > named.own_sqnr_db + 20 for e in upstream)
     if fault == "fp16":
         assert named.own_sqnr_db == float("-inf") and "range" in diagnosis.sentence()
+
+
+@pytest.mark.parametrize("fault", ["bf16", "fp16"])
+def test_traced_names_it_too(fault):
+    diagnosis = diagnose(planted_net(fault, 3), planted_inputs(), Recipe("traced", fault, CPU), settings([]))
+    assert diagnosis.named == diagnosis.tap_layer == planted_path(3), diagnosis.to_dict()
 
 
 def test_the_clean_net_names_no_layer_at_bf16():
