@@ -40,7 +40,7 @@ def _scope(node: fx.Node) -> str:
     if node.op == "call_module":
         return str(node.target)
     stack = node.meta.get("nn_module_stack") or {}
-    return next(reversed(stack), "") if stack else ""
+    return next(reversed(stack.values()))[0] if stack else ""  # each entry: (module path, module type)
 
 
 def _op(node: fx.Node, root: torch.nn.Module) -> str:
