@@ -29,6 +29,7 @@ def test_each_failing_variant_and_precision_is_diagnosed_once(tmp_path):
     assert [p.name for p in (tmp_path / "out" / "diagnose").glob("*.json")] == ["eager-fp16-opt.json"]
     assert section.markdown.startswith("## Where reduced precision diverges") and planted_path(3) in section.markdown
     assert [plot.file_name for plot in section.plots] == ["diagnose-sqnr-fp16.png"]
+    assert section.plots[0].figure.axes, "the run's report draws its own copy of the figure diagnose/ saved"
 
 
 def test_diagnose_false_turns_it_off(tmp_path):

@@ -104,9 +104,8 @@ def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[Re
         diagnoses += _diagnoses(config, request, [variant], [precision], say)
     if not diagnoses:
         return None
-    section = diagnosis_section(diagnoses)
-    write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
-    return section
+    write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, diagnosis_section(diagnoses), [d.stem for d in diagnoses])
+    return diagnosis_section(diagnoses)  # drawn again: the writer clears each figure it saves
 
 
 def _diagnoses(config, request: Request, variants: list[str], precisions: list[str],
