@@ -38,8 +38,8 @@ def diagnosis_table(diagnosis: Diagnosis) -> str:
         lines.append(f"No taps: {diagnosis.tap_reason}; the splices alone localise.")
     if diagnosis.line_db is not None:
         median = "n/a" if diagnosis.median_own_db is None else f"{diagnosis.median_own_db:.1f} dB"
-        lines.append(f"A layer stands out below {diagnosis.line_db:.1f} dB own SQNR and 20 dB under the layers' "
-                     f"median ({median}).")
+        lines.append(f"A layer stands out below {diagnosis.line_db:.1f} dB own SQNR and 20 dB under the other "
+                     f"layers' median (all layers': {median}).")
     if diagnosis.layers:
         lines += ["", "| # | layer | op | own SQNR dB | carried SQNR dB | max rel err |", "|---|---|---|---|---|---|"]
         for i, error in enumerate(diagnosis.layers):
