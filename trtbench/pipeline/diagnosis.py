@@ -8,6 +8,7 @@ A run diagnoses by itself each variant and precision with a row that fails its c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -81,7 +82,7 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
 def diagnose_config(config, request: Request, say: Callable[[str], None] = print) -> DiagnoseOutcome:
     """Diagnose ``request`` on ``config``'s model and write ``diagnose/`` in its output folder."""
     variants, precisions = _checked(config, request)
-    diagnoses = _diagnoses(config, request, variants, precisions, say)
+    diagnoses = _diagnoses(config, dataclasses.replace(request, variants=variants, precisions=precisions), say)
     section = diagnosis_section(diagnoses)
     files = write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
     return DiagnoseOutcome(diagnoses, files)
@@ -100,32 +101,31 @@ def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[Re
             firsts.setdefault((case.model, case.variant, case.precision), case.point)
     diagnoses = []
     for (model, variant, precision), point in firsts.items():
-        request = Request([variant], [precision], point, model=model)
-        diagnoses += _diagnoses(config, request, [variant], [precision], say)
+        diagnoses += _diagnoses(config, Request([variant], [precision], point, model=model), say)
     if not diagnoses:
         return None
     write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, diagnosis_section(diagnoses), [d.stem for d in diagnoses])
     return diagnosis_section(diagnoses)  # drawn again: the writer clears each figure it saves
 
 
-def _diagnoses(config, request: Request, variants: list[str], precisions: list[str],
-               say: Callable[[str], None]) -> list[Diagnosis]:
+def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Diagnosis]:
+    """Each of ``request``'s variants at each of its precisions (both given), diagnosed."""
     device = resolve_device(config.device)
     model_cfg = next((m for m in config.models if m.id == request.model), config.models[0])
     model = build_model(model_cfg).to(device)
     point = next(p for p in shape_points(config) if p.label == request.point)
     inputs = point_inputs(config, [point], device, torch.float32)[point.label]
-    setup = _int8_setup(config, model) if any(is_quantized(p) for p in precisions) else None
+    setup = _int8_setup(config, model) if any(is_quantized(p) for p in request.precisions) else None
     options = {entry.name: entry.options for entry in config.variants}
     folder = Path(config.output.dir) / DIAGNOSE_DIR
     folder.mkdir(parents=True, exist_ok=True)  # the builds' failure log goes there
     diagnoses = []
-    for precision in precisions:
+    for precision in request.precisions:
         settings = Settings(tolerance_judge(config.tolerances[precision]), request.minutes, say)
-        for variant in variants:
+        for variant in request.variants:
             recipe = Recipe(variant, precision, device, options.get(variant),
                             setup if is_quantized(precision) else None, str(folder))
-            sample = setup.data.evaluation[0] if is_quantized(precision) and setup else inputs
+            sample = setup.data.evaluation[0] if is_quantized(precision) else inputs
             diagnosis = diagnose(model, sample, recipe, settings, point.label)
             say(f"{diagnosis.stem}: {diagnosis.sentence()}")
             diagnoses.append(diagnosis)

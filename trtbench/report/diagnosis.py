@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 from matplotlib.figure import Figure
 
+from trtbench.diagnose.floor import OUTLIER_DB
 from trtbench.diagnose.harness import Diagnosis
 from trtbench.report.colors import PALETTE
 from trtbench.report.plots import finish, label_axes
@@ -38,8 +39,8 @@ def diagnosis_table(diagnosis: Diagnosis) -> str:
         lines.append(f"No taps: {diagnosis.tap_reason}; the splices alone localise.")
     if diagnosis.line_db is not None:
         median = "n/a" if diagnosis.median_own_db is None else f"{diagnosis.median_own_db:.1f} dB"
-        lines.append(f"A layer stands out below {diagnosis.line_db:.1f} dB own SQNR and 20 dB under the other "
-                     f"layers' median (all layers': {median}).")
+        lines.append(f"A layer stands out below {diagnosis.line_db:.1f} dB own SQNR and {OUTLIER_DB:g} dB under the "
+                     f"other layers' median (all layers': {median}).")
     if diagnosis.layers:
         lines += ["", "| # | layer | op | own SQNR dB | carried SQNR dB | max rel err |", "|---|---|---|---|---|---|"]
         for i, error in enumerate(diagnosis.layers):
