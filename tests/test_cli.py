@@ -18,6 +18,7 @@ import torch
 import yaml
 
 from helpers.cli import trtbench
+from helpers.planted import planted_config, planted_path
 from trtbench.config.config import bundled_config_dir, load_config
 from trtbench.core.env import default_threads
 
@@ -188,3 +189,31 @@ def test_an_unwritable_output_folder_is_bad_input(tmp_path):
     assert "Traceback" not in stderr and "build " not in stdout
     assert f"trtbench: error: {root / 'out'}: this user (uid " in stderr
     assert "--user" in stderr and "chown" in stderr
+
+
+def test_diagnose_writes_its_files_and_exits_1_naming_the_layer(tmp_path, capsys):
+    from trtbench.cli import main
+
+    path = tmp_path / "planted.yaml"
+    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
+    assert main(["diagnose", "--config", str(path), "--precision", "fp16"]) == 1
+    out = capsys.readouterr().out
+    folder = tmp_path / "out" / "diagnose"
+    entry = json.loads((folder / "eager-fp16-opt.json").read_text())
+    assert entry["named"] == planted_path(2) and entry["confirmed"] and entry["builds"] == entry["builds_announced"]
+    report = (folder / "report.md").read_text()
+    assert f"`{planted_path(2)}` **(named)**" in report and "plots/diagnose-sqnr-fp16.png" in report
+    assert (folder / "plots" / "diagnose-sqnr-fp16.png").stat().st_size > 0
+    assert f"builds {entry['builds']} (announced {entry['builds']})" in out
+
+
+@pytest.mark.parametrize("args, key", [(["--precision", "fp8"], "--precision"), (["--variants", "ort"], "--variants"),
+                                       (["--point", "b64"], "--point")])
+def test_diagnose_bad_input_exits_2_naming_the_flag(tmp_path, capsys, args, key):
+    from trtbench.cli import main
+
+    path = tmp_path / "planted.yaml"
+    path.write_text(yaml.safe_dump(planted_config(tmp_path, "fp16", 2)))
+    assert main(["diagnose", "--config", str(path), *args]) == 2
+    assert key in capsys.readouterr().err
+    assert not (tmp_path / "out" / "diagnose").exists()

@@ -8,7 +8,7 @@ import sys
 
 from trtbench.core.errors import DiskFullError, UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge")
+COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -115,7 +115,31 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("dirs", nargs="+", metavar="DIR", help="output directories of the runs to merge")
     merge.add_argument("--output", required=True, help="directory for the merged results and report")
     _add_budget_arg(merge, "the budget the inputs' configs name")
+    diagnose = sub.add_parser("diagnose", help="where a reduced-precision build diverges from eager fp32: each "
+                                               "layer's own and carried error, the layer named by taps and splices")
+    diagnose.add_argument("--config", required=True, help="config file, or a bundled config name")
+    diagnose.add_argument("--variants", type=_variants_arg, help="comma-separated variants (default: the config's)")
+    diagnose.add_argument("--precision", type=_variants_arg, dest="precisions", metavar="PRECISIONS",
+                          help="comma-separated precisions (default: the config's reduced ones)")
+    diagnose.add_argument("--point", default="opt", help="the point whose seeded inputs are used (default: opt)")
+    diagnose.add_argument("--output", help="output directory (overrides output.dir); results go under diagnose/")
+    diagnose.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
+    diagnose.add_argument("--minutes", type=_budget_arg, default=10.0,
+                          help="budget of each diagnosis in minutes: it stops before a build past it (default: 10)")
     return parser
+
+
+def cmd_diagnose(args) -> int:
+    from trtbench.config.config import load_config
+    from trtbench.pipeline.diagnosis import Request, diagnose_config
+
+    config = load_config(args.config, device=args.device, output_dir=args.output)
+    outcome = diagnose_config(config, Request(args.variants, args.precisions, args.point, args.minutes))
+    for diagnosis in outcome.diagnoses:
+        print(f"{diagnosis.stem}: {diagnosis.status}; builds {diagnosis.builds} (announced "
+              f"{diagnosis.builds_announced})")
+    print(f"diagnosis: {outcome.files['report.md']}")
+    return outcome.exit_code
 
 
 def cmd_compare(args) -> int:
@@ -239,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
                 "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,
-                "merge": cmd_merge}
+                "merge": cmd_merge, "diagnose": cmd_diagnose}
     if args.command is None:
         build_parser().print_help()
         return 2

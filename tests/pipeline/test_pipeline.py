@@ -167,6 +167,13 @@ def test_an_accuracy_failure_is_visible_fails_the_run_and_is_not_saved(tiny_conf
     artifacts = path.parent / "out" / "artifacts"
     assert not (artifacts / "scripted_fp32.ts").exists()
     assert (artifacts / "traced_fp32.ts").exists()  # the accurate variant still ships
+    # the failing variant is diagnosed after the run, at its first failing point; the toy's fault branches on
+    # torch.jit.is_scripting(), which the traced graph of the diagnosis does not take: nothing diverges there
+    first = scripted[0].case.point
+    entry = json.loads((path.parent / "out" / "diagnose" / f"scripted-fp32-{first}.json").read_text())
+    assert entry["status"] == "agrees" and entry["builds"] == entry["builds_announced"] == 2
+    assert "## Where reduced precision diverges" in (path.parent / "out" / "report.md").read_text()
+    assert [p.name for p in (path.parent / "out" / "diagnose").glob("*.json")] == [f"scripted-fp32-{first}.json"]
 
 
 def test_fp16_on_cpu_is_skipped_with_reason(tiny_config, tmp_path):

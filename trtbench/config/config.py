@@ -321,6 +321,7 @@ class Config:
     profile: Optional[ProfileConfig] = None
     scenarios: Any = field(default_factory=lambda: list(DEFAULT_SCENARIOS))  # trtbench.scenarios.entries
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    diagnose: bool = True  # a row that fails its check is diagnosed layer by layer after the run (docs/accuracy.md)
 
     @staticmethod
     def prepare(fields: dict, path: str) -> dict:

@@ -89,7 +89,10 @@ class Runner:
         self.store.entries = self.state.saved_entries
         manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
         head = ReportHead(run_intro(self.config), ended, manifest)
-        files = write_report(self.out_dir, results, head, report_sections(results, self.config.budget.p99_ms))
+        sections = report_sections(results, self.config.budget.p99_ms)
+        if ended is RunStatus.COMPLETE and self._builds_variants:
+            sections += self._diagnosis(results, ctx)
+        files = write_report(self.out_dir, results, head, sections)
         self.state.end()
         return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files)
 
@@ -128,6 +131,18 @@ class Runner:
                     self._save(ctx, group, precision, outcomes[group.slot_id(name, precision)], copies[precision])
             for scenario in [s for s in owing if s.after_save]:
                 self._run_scenario(ctx, scenario, built, None)
+
+    def _diagnosis(self, results, ctx: RunContext) -> list:
+        """The report's section diagnosing each row that failed its check (``diagnose: false`` turns it off); a
+        diagnosis that fails is logged, and the run's results stand."""
+        from trtbench.pipeline.diagnosis import diagnose_failing
+
+        try:
+            section = diagnose_failing(self.config, results, ctx.log)
+        except Exception as err:  # the diagnosis's own failure: the rows are measured and reported without it
+            ctx.log(f"diagnose: {self.failures.reason('diagnose the failing rows', err)}")
+            return []
+        return [section] if section is not None else []
 
     @property
     def _builds_variants(self) -> bool:

@@ -72,3 +72,11 @@ def write_history_page(path: Path, series: Sequence[HistorySeries], title: str =
     """The history's page (:mod:`trtbench.report.history_page`) written atomically to ``path``."""
     atomic_write_text(path, history_page(series, title))
     return path
+
+
+def write_diagnosis(folder: Path, section: ReportSection, stems: Sequence[str]) -> dict[str, Path]:
+    """``trtbench diagnose``'s files into ``folder`` (a run's ``diagnose/``): each diagnosis's JSON as
+    ``<variant>-<precision>-<point>.json`` (``stems``, in the order of ``section.json["diagnoses"]``), the Markdown
+    as ``report.md`` and the figures under ``plots/``. Returns each file's path by name."""
+    files = {f"{stem}.json": json_text(entry) for stem, entry in zip(stems, section.json["diagnoses"])}
+    return write_files(folder, {**files, **png_files(section.plots), "report.md": section.markdown}, key="output.dir")

@@ -1,0 +1,127 @@
+"""The one way the harness gets a build: variant V at precision P from a (possibly partial) model, through the
+project's build path (:func:`trtbench.building.stage.build_variants`, each variant's own ``build``).
+
+The model and inputs take the precision's compute dtype (:func:`compute_dtype`); at a quantized precision the
+variant quantizes its build with its own quantizer, fully (the fallback is what the harness explains, so its
+budget is lifted here), calibrated on the run's samples and judged against this model's own fp32 outputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+
+from trtbench.building.stage import BuildList, build_variants
+from trtbench.core.inputs import InputConfig
+from trtbench.core.outdir import FailureLog
+from trtbench.core.precision import PRECISIONS, is_quantized, precision_dtype
+from trtbench.core.target import Target
+from trtbench.variants import BuildContext, build_order, get_variant
+
+
+class PathUnavailable(Exception):
+    """A variant cannot be built at a precision here (its reason, as a row's skip or failure reads)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+def compute_dtype(precision: str) -> torch.dtype:
+    """The dtype of the model copy and float inputs at ``precision``. bf16 is cast here until
+    :mod:`trtbench.core.precision` knows it; then this is ``precision_dtype(precision)``."""
+    if precision == "bf16" and precision not in PRECISIONS:
+        return torch.bfloat16
+    return precision_dtype(precision)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How every build of one diagnosis is made: the variant, the precision, the device, the variant's options,
+    the INT8 setup where the precision quantizes (:class:`~trtbench.quantize.setup.Int8Setup`) and where the
+    failure log goes."""
+
+    variant: str
+    precision: str
+    device: torch.device
+    options: Any = None
+    int8: Any = None
+    failures_dir: Optional[str] = None
+
+
+class _NoBudget:
+    """An INT8 budget every build keeps, so the variant's quantizer returns full INT8."""
+
+    top1_agree_min = None
+    sqnr_db_min = -math.inf
+
+
+def unavailable(recipe: Recipe) -> Optional[str]:
+    """Why ``recipe``'s variant cannot run at its precision here, or None."""
+    variant = get_variant(recipe.variant)
+    if is_quantized(recipe.precision) and not variant.quantizes:
+        return f"{variant.name} has no {recipe.precision} path"
+    if is_quantized(recipe.precision) and recipe.int8 is None:
+        return f"{recipe.precision} needs calibration samples (the config's calibration: section)"
+    return variant.unavailable_reason(Target(recipe.device, recipe.precision))
+
+
+def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[..., Any]:
+    """``module`` (fp32, eval) built as ``recipe``'s variant at its precision; the callable takes fp32 inputs and
+    returns the variant's outputs. Raises :class:`PathUnavailable` where it cannot be built."""
+    reason = unavailable(recipe)
+    if reason:
+        raise PathUnavailable(reason)
+    dtype = compute_dtype(recipe.precision)
+    cast = copy.deepcopy(module).to(recipe.device, dtype).eval()
+    inputs = tuple(_cast(t, recipe.device, dtype) for t in example)
+    specs = _specs(inputs, recipe.int8 if is_quantized(recipe.precision) else None)
+    ctx = BuildContext(recipe.device, recipe.precision, dtype, inputs, {"opt": inputs}, specs,
+                       int8=_full_int8(recipe.int8, module) if is_quantized(recipe.precision) else None)
+    names = build_order([recipe.variant])
+    options = {recipe.variant: recipe.options} if recipe.options is not None else {}
+    with tempfile.TemporaryDirectory(prefix="trtbench-diagnose-") as scratch:
+        outcomes = build_variants(BuildList(names, options), cast, ctx, FailureLog(recipe.failures_dir or scratch))
+    outcome = outcomes[recipe.variant]
+    if outcome.built is None:
+        raise PathUnavailable(f"{outcome.status}: {outcome.reason}")
+    variant, built = outcome.variant, outcome.built
+
+    def call(*xs):
+        with torch.inference_mode():
+            return variant.run(built, variant.prepare(built, tuple(_cast(t, recipe.device, dtype) for t in xs)))
+
+    return call
+
+
+def _specs(inputs: tuple, int8) -> list[InputConfig]:
+    """Static input specs at the example's shapes; at a quantized precision the batch dim spans the calibration and
+    evaluation batches too (the quantizer runs them through the build)."""
+    largest = max((len(batch[0]) for batches in (int8.data.calibration, int8.data.evaluation) for batch in batches),
+                  default=0) if int8 is not None else 0
+    specs = []
+    for i, t in enumerate(inputs):
+        shape = list(t.shape)
+        batched = bool(shape and largest)
+        specs.append(InputConfig(name=f"input{i}", min_shape=[1, *shape[1:]] if batched else shape, opt_shape=shape,
+                                 max_shape=[max(shape[0], largest), *shape[1:]] if batched else shape))
+    return specs
+
+
+def _cast(t, device: torch.device, dtype: torch.dtype):
+    if isinstance(t, torch.Tensor) and t.is_floating_point():
+        return t.to(device, dtype)
+    return t.to(device) if isinstance(t, torch.Tensor) else t
+
+
+def _full_int8(setup, module: torch.nn.Module):
+    """``setup`` judged against ``module``'s own fp32 outputs (a prefix's are not the model's) with no budget."""
+    with torch.inference_mode():
+        references = [module(*batch) for batch in setup.data.evaluation]
+    return dataclasses.replace(setup, budget=_NoBudget(), references=references)

@@ -1,0 +1,228 @@
+"""One diagnosis: a variant at a precision on one point's inputs, localised by its taps and by splice bisection.
+
+The builds are announced before they start, in two steps: the variant whole and tapped (2 builds), then, where
+the whole build misses the tolerance, the splices (:func:`~trtbench.diagnose.splice.splice_count`); the count at
+the end equals what was announced unless the budget in minutes stopped it, which the result says. A layer is
+named where the splices end at one whose splice loses at least ``OUTLIER_DB`` of output SQNR (error that builds up
+across layers crosses the tolerance somewhere, in small steps); the taps' layer
+(:func:`~trtbench.diagnose.floor.named_layer`) is confirmed when the splices name the same.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+from torch.utils import _pytree as pytree
+
+from trtbench.core.outdir import describe_error
+from trtbench.diagnose import floor
+from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
+from trtbench.diagnose.graph import LayerGraph, UntraceableModel
+from trtbench.diagnose.splice import bisect, splice_count
+from trtbench.diagnose.taps import LayerError, json_db, layer_errors, sqnr_db
+from trtbench.measure.accuracy import elementwise_accuracy
+
+Judge = Callable[[Any, Any], tuple[bool, str]]  # (output, fp32 reference) -> (within tolerance, the figures)
+
+
+class OutOfBudget(Exception):
+    """The diagnosis's minutes ran out before its next build."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The tolerance the output is held to (a ``Judge``), the budget in minutes and where progress lines go."""
+
+    judge: Judge
+    minutes: float = 10.0
+    say: Callable[[str], None] = print
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What one diagnosis found. ``status``: ``agrees`` (the output keeps the tolerance), ``diverges``,
+    ``unavailable`` (the path cannot build here), ``failed`` (a build raised when called) or ``stopped`` (the
+    budget ran out)."""
+
+    variant: str
+    precision: str
+    point: str
+    status: str
+    reason: str = ""
+    output: str = ""  # the whole build's figures against fp32
+    layers: list[LayerError] = field(default_factory=list)  # from the taps, in graph order
+    tap_layer: Optional[str] = None
+    tap_reason: str = ""  # why there are no taps, where there are none
+    splice_layer: Optional[str] = None
+    splices: dict = field(default_factory=dict)  # boundary -> missed
+    splice_step_db: Optional[float] = None  # the output SQNR lost at the bisection's last layer
+    builds_announced: int = 0
+    builds: int = 0
+    line_db: Optional[float] = None
+    median_own_db: Optional[float] = None
+
+    @property
+    def named(self) -> Optional[str]:
+        """The layer named: the splices' (which confirm the taps' where both name one)."""
+        return self.splice_layer
+
+    @property
+    def confirmed(self) -> bool:
+        return self.tap_layer is not None and self.tap_layer == self.splice_layer
+
+    @property
+    def stem(self) -> str:
+        return f"{self.variant}-{self.precision}-{self.point}"
+
+    def sentence(self) -> str:
+        """The named layer in one sentence, with what to do about it."""
+        if self.status == "agrees":
+            return f"Nothing diverges: {self.variant} at {self.precision} keeps the tolerance ({self.output})."
+        if self.status != "diverges":
+            return f"Not diagnosed: {self.reason}"
+        if self.named is None:
+            return (f"{self.variant} at {self.precision} misses the tolerance ({self.output}), but no single layer "
+                    f"makes its splice lose {floor.OUTLIER_DB:g} dB: the error builds up across layers (or comes from "
+                    f"fusing across them); no layer is named.")
+        error = next((e for e in self.layers if e.path == self.named), None)
+        how = "by its splice and its taps" if self.confirmed else (
+            f"by its splice (the taps named {self.tap_layer})" if self.tap_layer else "by its splice")
+        if error is not None and error.own_sqnr_db is not None and error.own_sqnr_db == -math.inf:
+            do = f"its output leaves {self.precision}'s range: keep {self.named} in fp32, or scale it down"
+        elif self.precision == "int8":
+            do = f"keep {self.named} in fp32 (calibration.max_fp32_layers), or calibrate it with another method"
+        else:
+            do = f"keep {self.named} in fp32"
+        own = "" if error is None or error.own_sqnr_db is None else f" (own SQNR {error.own_sqnr_db:.1f} dB)"
+        return f"{self.variant} at {self.precision} diverges at {self.named}{own}, named {how}: {do}."
+
+    def to_dict(self) -> dict:
+        return {"variant": self.variant, "precision": self.precision, "point": self.point, "status": self.status,
+                "reason": self.reason, "output": self.output, "named": self.named, "tap_layer": self.tap_layer,
+                "splice_layer": self.splice_layer, "confirmed": self.confirmed, "tap_reason": self.tap_reason,
+                "splices": {str(k): v for k, v in self.splices.items()},
+                "splice_step_db": json_db(self.splice_step_db), "builds_announced": self.builds_announced,
+                "builds": self.builds, "line_db": self.line_db, "median_own_db": self.median_own_db,
+                "sentence": self.sentence(), "layers": [e.to_dict() for e in self.layers]}
+
+
+def tolerance_judge(tolerance) -> Judge:
+    """A row's check as a ``Judge``: ``atol``/``rtol`` element-wise (float precisions) or an INT8 budget's SQNR."""
+    if hasattr(tolerance, "sqnr_db_min"):
+        def by_sqnr(output, reference) -> tuple[bool, str]:
+            outs, refs = _leaves(output), _leaves(reference)
+            db = sqnr_db(outs, refs)
+            return db >= tolerance.sqnr_db_min, f"SQNR {db:.1f} dB, at least {tolerance.sqnr_db_min:g} dB asked"
+        return by_sqnr
+
+    def by_elements(output, reference) -> tuple[bool, str]:
+        accuracy = elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol)
+        return accuracy.ok, f"max abs err {accuracy.max_abs_err:.3g}, rel {accuracy.max_rel_err:.3g}"
+    return by_elements
+
+
+def _leaves(output) -> list[torch.Tensor]:
+    return [t.detach().float().cpu() for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
+
+
+class _Builds:
+    """Counts the builds and stops when the minutes are spent."""
+
+    def __init__(self, recipe: Recipe, settings: Settings):
+        self.recipe, self.settings = recipe, settings
+        self.start, self.count, self.announced = time.monotonic(), 0, 0
+
+    def announce(self, count: int, what: str) -> None:
+        self.announced += count
+        self.settings.say(f"diagnose {self.recipe.variant} {self.recipe.precision}: {count} build(s): {what}")
+
+    def make(self, module: torch.nn.Module, example: tuple):
+        spent = (time.monotonic() - self.start) / 60
+        if spent > self.settings.minutes:
+            raise OutOfBudget(f"the budget of {self.settings.minutes:g} min ran out after {self.count} of "
+                              f"{self.announced} builds ({spent:.1f} min)")
+        self.count += 1
+        return build(self.recipe, module, example)
+
+
+def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Settings, point: str = "opt"
+             ) -> Diagnosis:
+    """Where ``recipe``'s variant at its precision diverges from eager fp32 on ``inputs`` (fp32, on the device)."""
+    base = {"variant": recipe.variant, "precision": recipe.precision, "point": point}
+    reason = unavailable(recipe)
+    if reason:
+        return Diagnosis(**base, status="unavailable", reason=reason)
+    try:
+        graph = LayerGraph(model, inputs)
+    except UntraceableModel as err:
+        return Diagnosis(**base, status="unavailable", reason=str(err))
+    builds = _Builds(recipe, settings)
+    try:
+        return _diagnose(graph, inputs, builds, base)
+    except OutOfBudget as err:
+        return Diagnosis(**base, status="stopped", reason=str(err), builds=builds.count,
+                         builds_announced=builds.announced)
+    except PathUnavailable as err:
+        return Diagnosis(**base, status="unavailable", reason=err.reason, builds=builds.count,
+                         builds_announced=builds.announced)
+    except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
+        return Diagnosis(**base, status="failed", reason=describe_error(err), builds=builds.count,
+                         builds_announced=builds.announced)
+
+
+def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> Diagnosis:
+    judge = builds.settings.judge
+    with torch.inference_mode():
+        reference = graph.module(*inputs)
+    builds.announce(2, "the variant whole, and with every layer's output tapped")
+    whole = builds.make(graph.module, inputs)
+    whole_output = whole(*inputs)
+    ok, figures = judge(whole_output, reference)
+    del whole
+    layers, tap_reason = _tapped(graph, inputs, builds)
+    tap = floor.named_layer(layers, builds.recipe.precision)
+    found = {"output": figures, "layers": layers, "tap_layer": tap.path if tap else None, "tap_reason": tap_reason,
+             "line_db": round(floor.line_db(builds.recipe.precision), 2), "median_own_db": floor.median_own_db(layers)}
+    if ok:
+        return Diagnosis(**base, status="agrees", builds=builds.count, builds_announced=builds.announced, **found)
+    builds.announce(splice_count(len(graph.layers)), f"splices bisecting {len(graph.layers)} layers")
+
+    output_db = {0: math.inf, len(graph.layers): sqnr_db(_leaves(whole_output), _leaves(reference))}
+
+    def fails(boundary: int) -> bool:
+        prefix, suffix = graph.split(boundary)
+        built = builds.make(prefix, inputs)
+        cut = tuple(t.float().to(inputs[0].device) for t in _leaves(built(*inputs)))
+        with torch.inference_mode():
+            spliced = suffix(*inputs, *cut)
+        missed = not judge(spliced, reference)[0]
+        output_db[boundary] = sqnr_db(_leaves(spliced), _leaves(reference))
+        builds.settings.say(f"  splice of layers before {boundary} ({graph.layers[boundary - 1].path} last): "
+                            f"{'misses' if missed else 'keeps'} the tolerance, output SQNR "
+                            f"{output_db[boundary]:.1f} dB")
+        return missed
+
+    result = bisect(graph, fails)
+    step = None if result.layer is None else output_db[result.layer] - output_db[result.layer + 1]
+    spliced = graph.layers[result.layer].path if step is not None and step >= floor.OUTLIER_DB else None
+    return Diagnosis(**base, status="diverges", splice_layer=spliced, splices=result.tried, builds=builds.count,
+                     builds_announced=builds.announced, splice_step_db=step, **found)
+
+
+def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[LayerError], str]:
+    """Each layer's errors from the tapped build, or none and why (a path whose build does not take the taps)."""
+    try:
+        tapped = builds.make(graph.tapped(), inputs)
+    except PathUnavailable as err:
+        return [], f"the tapped build did not build: {err.reason}"
+    try:
+        leaves = _leaves(tapped(*inputs))
+    except Exception as err:  # the path takes the build and not the call: the splices localise alone
+        return [], f"the tapped build did not run: {describe_error(err)}"
+    taps = leaves[len(leaves) - len(graph.tap_names()):]
+    with torch.inference_mode():
+        return list(layer_errors(graph, inputs, taps)), ""
