@@ -111,7 +111,7 @@ def test_v2_save_and_load_round_trip(tmp_path):
     results = two_variant_set()
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION == 5 and len(doc["records"]) == 3
+    assert doc["schema_version"] == SCHEMA_VERSION == 6 and len(doc["records"]) == 3
     loaded = ResultSet.load(tmp_path)  # the directory or the file
     assert loaded.to_dict() == results.to_dict()
     assert [r.case for r in loaded] == [r.case for r in results]

@@ -36,7 +36,7 @@ def finished_run(tmp_path_factory):
 def test_results_json_has_every_variant_at_every_shape(finished_run):
     outcome, doc, _ = finished_run
     assert outcome.exit_code == 0
-    assert doc["schema_version"] == SCHEMA_VERSION == 5
+    assert doc["schema_version"] == SCHEMA_VERSION == 6
     (run,) = doc["runs"]
     assert run["status"] == "complete" and run["resumed_cases"] == 0
     combos = {(r["case"]["variant"], r["case"]["point"]) for r in doc["records"]}
