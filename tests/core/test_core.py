@@ -188,7 +188,7 @@ def test_merge_keeps_both_environments_and_notes_a_case_measured_twice():
 
 @pytest.mark.parametrize("text, problem", [
     ("{not json", "not valid JSON"),
-    (json.dumps({"schema_version": 6, "records": []}), "unknown schema_version 6"),
+    (json.dumps({"schema_version": 7, "records": []}), "unknown schema_version 7"),
     (json.dumps({"records": []}), "unknown schema_version None"),
     (json.dumps([1, 2]), "unknown schema_version None"),
     (json.dumps({"schema_version": 2, "environments": {}}), "malformed results"),
