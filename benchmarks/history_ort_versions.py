@@ -65,7 +65,7 @@ def main() -> int:
     from trtbench import api
 
     print(f"no step; each ort series' points (runs 1-3: onnxruntime {old}; runs 4-6: {new}):")
-    for series in api.history(history, api.HistoryQuery(variant="ort")):
+    for series in api.history_series(history, api.HistoryQuery(variant="ort")):
         values = ", ".join(f"{p.value.value:.4g} [{p.value.low:.4g}, {p.value.high:.4g}]" for p in series.points
                            if p.value is not None)
         print(f"  {series.key.label}: {values}")

@@ -31,7 +31,7 @@ def measured(history: str) -> tuple[float, float]:
     from trtbench import api
 
     drifts, widths = [], []
-    for series in api.history(history, api.HistoryQuery(figure="median")):
+    for series in api.history_series(history, api.HistoryQuery(figure="median")):
         points = [p.value for p in series.points if p.value is not None]
         if series.steps:
             points = points[:series.steps[0].step.index]

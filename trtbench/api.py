@@ -4,7 +4,7 @@
 - :func:`run`: run a config -> the run's outcome (its result set, files and exit code);
 - :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
 - :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints;
-- :func:`history`, :func:`ingest`, :func:`rebuild`, :func:`accept`, :func:`forget`, :func:`export_csv`,
+- :func:`history_series`, :func:`ingest`, :func:`rebuild`, :func:`accept`, :func:`forget`, :func:`export_csv`,
   :func:`gate`: the history of runs (``trtbench history ...``, ``trtbench gate``), on a SQLite file or a
   PostgreSQL URL (default ``results/history.sqlite``).
 
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from trtbench.results.compare import Change, GenerateChange, ServingChange
     from trtbench.results.resultset import ResultSet
 
-__all__ = ["load_config", "run", "load_results", "compare", "Comparison", "history", "ingest", "rebuild", "accept",
-           "forget", "export_csv", "gate", "HistoryQuery"]
+__all__ = ["load_config", "run", "load_results", "compare", "Comparison", "history_series", "ingest", "rebuild",
+           "accept", "forget", "export_csv", "gate", "HistoryQuery"]
 DEFAULT_HISTORY = "results/history.sqlite"
 
 ConfigSource = Union[str, Path, Mapping]
@@ -171,8 +171,8 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
 
 @dataclass(frozen=True)
 class HistoryQuery:
-    """Which series :func:`history` reads (model and variant: the id contains the text; figure: exact; since: runs
-    started at or after this ISO date or time) and the smallest relative step reported."""
+    """Which series :func:`history_series` reads (model and variant: the id contains the text; figure: exact;
+    since: runs started at or after this ISO date or time) and the smallest relative step reported."""
 
     model: Optional[str] = None
     variant: Optional[str] = None
@@ -187,7 +187,7 @@ def _existing(where: Union[str, Path]) -> str:
     return existing(str(where))
 
 
-def history(where: Union[str, Path] = DEFAULT_HISTORY, query: HistoryQuery = HistoryQuery()) -> list["Series"]:
+def history_series(where: Union[str, Path] = DEFAULT_HISTORY, query: HistoryQuery = HistoryQuery()) -> list["Series"]:
     """The history's series as ``trtbench history`` lists them: each a
     :class:`~trtbench.history.series.Series` (its key, its points in start order with their runs' versions, its
     steps with what changed across each)."""

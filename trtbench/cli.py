@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_history_arg(parser_: argparse.ArgumentParser, default: str) -> None:
     parser_.add_argument("--history", metavar="PATH|URL",
-                         help=f"the history: a SQLite file or a postgresql:// URL; 'false' for none (default: {default})")
+                         help=f"the history: a SQLite file or a postgresql:// URL; 'false' for none "
+                              f"(default: {default})")
 
 
 def _history_arg(text):
@@ -206,7 +207,7 @@ def cmd_history(args) -> int:
             print("\n".join(run_lines(store.runs())))
     else:
         query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
-        print("\n".join(series_lines(api.history(where, query))))
+        print("\n".join(series_lines(api.history_series(where, query))))
     return 0
 
 

@@ -30,13 +30,13 @@ def test_postgres_and_sqlite_agree_byte_for_byte(server, tmp_path):
     assert codes[sqlite] == codes[server] == [0, 0, 0, 0, 1, 1, 1, 1]
     exported = api.export_csv(server)
     assert exported == api.export_csv(sqlite) and exported.count("\n") > 8 * 6
-    assert len(api.history(server)) == 7  # a new torch is beside each point, never in its series' key
+    assert len(api.history_series(server)) == 7  # a new torch is beside each point, never in its series' key
     newly = api.gate(folders[-1], server).regressions
     assert any("newly failed: build traced" in r.text for r in newly)
-    assert [(s.key, s.steps) for s in api.history(server)] == [(s.key, s.steps) for s in api.history(sqlite)]
+    on_server, in_file = api.history_series(server), api.history_series(sqlite)
+    assert [(s.key, s.steps) for s in on_server] == [(s.key, s.steps) for s in in_file]
     assert api.accept("run-005", server) == api.accept("run-005", sqlite) == "run-005"
-    assert main(["gate", str(folders[6]), "--history", server]) == main(["gate", str(folders[6]), "--history", sqlite]) \
-        == 0
+    assert [main(["gate", str(folders[6]), "--history", where]) for where in (server, sqlite)] == [0, 0]
     assert api.rebuild(folders, server).added == len(folders)
     rebuilt = str(tmp_path / "rebuilt.sqlite")
     api.rebuild(folders, rebuilt)

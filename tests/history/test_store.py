@@ -85,7 +85,7 @@ def test_rebuild_gives_the_live_series_even_over_a_corrupt_file(folders, tmp_pat
     code, out, _ = history(capsys, "rebuild", *folders, "--history", lost)
     assert code == 0 and "7 run(s) added" in out
     assert api.export_csv(lost) == api.export_csv(live)
-    assert [s.steps for s in api.history(lost)] == [s.steps for s in api.history(live)]
+    assert [s.steps for s in api.history_series(lost)] == [s.steps for s in api.history_series(live)]
 
 
 def test_the_committed_version_1_database_migrates_to_version_2(tmp_path):

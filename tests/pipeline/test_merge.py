@@ -106,7 +106,7 @@ def test_a_shard_appends_no_history_and_their_merge_appends_the_whole(runs, caps
     code, _, stderr = merge_command(*shards, "--output", str(tmp_path / "merged"), "--history", str(history),
                                     capsys=capsys)
     assert code == 0 and "3 run(s) added" in stderr
-    series = api.history(history, api.HistoryQuery(figure="median"))
+    series = api.history_series(history, api.HistoryQuery(figure="median"))
     assert len(series) == 3 * 2 * 2 and all(len(s.points) == 1 for s in series)
     assert {p.run.run_id for s in series for p in s.points} == {ResultSet.load(d).runs[0]["run_id"] for d in shards}
     assert api.ingest(shards, history).added == 0, "each shard's run is stored once, by its id"

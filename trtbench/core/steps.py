@@ -2,11 +2,12 @@
 
 Each point is a figure of one run with its 95% interval (none for a figure measured without one). On the log
 scale a point's variance is its interval's (half-width / 1.96, squared) plus the series' run-to-run scatter,
-which a run's own interval leaves out: the scatter of the points about their own side's mean, pooled, less the
-points' own variance (:func:`run_scatter`). The fit (:func:`find_steps`) is binary segmentation: the split whose
-two sides' weighted means differ most, in standard errors, is a step when that difference is at least ``Z_STEP``
-standard errors and ``threshold`` in relative size; each side is then split again. Each side holds at least ``MIN_SIDE`` points, so a step at the very end of a series needs two runs after
-it; one newest point against the ones before it is :func:`against`, the gate's compare.
+which a run's own interval leaves out: the points' scatter about their own side's mean, pooled, less their own
+variance (:func:`run_scatter`). The fit (:func:`find_steps`) is binary segmentation: the split whose two sides'
+weighted means differ most, in standard errors, is a step when they differ by at least ``Z_STEP`` standard errors
+and by ``threshold`` in relative size; each side is then split again. Each side holds at least ``MIN_SIDE``
+points, so a step at the very end needs two runs after it; one newest point against the ones before it is
+:func:`against`, the gate's compare. Why: docs/comparing.md.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings 
     runs = store.runs()
     if not runs:
         raise UserInputError(store.where, "the history holds no run",
-                             "append runs first: run trtbench with output.history set, or trtbench history ingest DIR...")
+                             "append runs first: run trtbench with output.history set, or trtbench history "
+                             "ingest DIR...")
     run = store.find_run(run_id) if run_id is not None else runs[-1]
     checked, regressions = 0, []
     for series in load_series(store, SeriesFilter(), settings.threshold):

@@ -3,8 +3,8 @@
 A series is one figure under one key (:class:`~trtbench.history.figures.SeriesKey`); the environment's versions
 are not in the key but beside each point, and a step names the versions that differ across it (the last run
 before against the first after). Steps are :func:`~trtbench.core.steps.find_steps` over the series' points that
-have a value, from its latest accepted run on. :func:`load_series` (on an open store) and :func:`read_history` (on its path or URL) are what the
-command line, the gate and the history's HTML page read.
+have a value, from its latest accepted run on. :func:`load_series` (on an open store) and :func:`read_history`
+(on its path or URL) are what the command line, the gate and the history's HTML page read.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ class FoundStep:
 
     def text(self) -> str:
         """``+9.8% at run 3f2a... (2026-11-28T10:00:00): 10.0 [9.9, 10.1] -> 11.0 [10.9, 11.1]; torch ...``."""
-        before, after = self.step.before, self.step.after
+        before, after, run = self.step.before, self.step.after, self.first_run
         what = "; ".join(self.changes) if self.changes else "no version changed"
+        label = f", {run.label}" if run.label else ""
         return (f"{self.step.change:+.1%} ({'regression' if self.regression else 'improvement'}) from run "
-                f"{self.first_run.run_id} ({self.first_run.started_at}{', ' + self.first_run.label if self.first_run.label else ''}): "
-                f"{interval_text(before)} -> {interval_text(after)}; {what}")
+                f"{run.run_id} ({run.started_at}{label}): {interval_text(before)} -> {interval_text(after)}; {what}")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ class SeriesFilter:
     since: Optional[str] = None
 
     def keeps(self, key: SeriesKey) -> bool:
-        return ((self.model is None or self.model in key.model) and (self.variant is None or self.variant == key.variant)
+        return ((self.model is None or self.model in key.model)
+                and (self.variant is None or self.variant == key.variant)
                 and (self.figure is None or self.figure == key.figure))
 
 
