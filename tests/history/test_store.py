@@ -137,3 +137,14 @@ def test_no_history_is_bad_input(tmp_path, capsys):
     assert code == 2 and "history ingest" in err
     assert main(["gate", "--history", str(tmp_path / "none.sqlite")]) == 2
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_a_schema_5_run_gets_a_derived_id_and_its_generate_rows_their_series(tmp_path):
+    """A results.json written before run ids (the generate and decoder serving run in tests/assets)."""
+    store = tmp_path / "h.sqlite"
+    old = REPO / "tests" / "assets" / "results_before_renames"
+    assert api.ingest([old], store).added == 1
+    assert api.ingest([old], store).added == 0, "its derived id is the same on every read"
+    series = api.history_series(store)
+    assert {s.key.figure for s in series} == {"ttft", "tpot"}
+    assert all(p.run.run_id.startswith("d") and p.value is not None for s in series for p in s.points)
