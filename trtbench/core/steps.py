@@ -79,24 +79,41 @@ def difference(before: Sequence[Interval], after: Sequence[Interval], scatter: f
     return math.exp(m_b - m_a) - 1.0, abs(m_b - m_a) / math.sqrt(v_a + v_b)
 
 
-def _step(points: Sequence[Interval], index: int, offset: int, scatter: Optional[float]) -> Step:
-    if scatter is None:
-        scatter = run_scatter([points[:index], points[index:]])
-    change, z = difference(points[:index], points[index:], scatter)
-    return Step(offset + index, level_interval(points[:index], scatter), level_interval(points[index:], scatter),
-                change, z)
+def _best_split(points: Sequence[Interval], scatter: Optional[float]) -> tuple[int, float]:
+    """The split (its index) whose sides' levels differ most in standard errors, and that many: what
+    :func:`difference` gives each split (with :func:`run_scatter` of its two sides where ``scatter`` is None),
+    over the series' logs at once."""
+    logs = np.log([p.value for p in points])
+    own = np.array([point_variance(p) for p in points])
+    median_own = float(np.median(own))
+    best = (0, -1.0)
+    for i in range(MIN_SIDE, len(points) - MIN_SIDE + 1):
+        before, after = logs[:i], logs[i:]
+        if scatter is None:
+            squares = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
+            variance = max(0.0, squares / (len(logs) - 2) - median_own)
+        else:
+            variance = scatter ** 2
+        weights = 1.0 / np.maximum(own + variance, 1e-12)
+        w_a, w_b = weights[:i], weights[i:]
+        gap = abs(float(np.dot(w_b, after) / w_b.sum() - np.dot(w_a, before) / w_a.sum()))
+        z = gap / math.sqrt(1.0 / w_a.sum() + 1.0 / w_b.sum())
+        if z > best[1]:
+            best = (i, z)
+    return best
 
 
 def _split(points: Sequence[Interval], offset: int, scatter: Optional[float], threshold: float) -> list[Step]:
     if len(points) < 2 * MIN_SIDE:
         return []
-    best = max((_step(points, i, offset, scatter) for i in range(MIN_SIDE, len(points) - MIN_SIDE + 1)),
-               key=lambda s: s.z)
-    if best.z < Z_STEP or abs(best.change) < threshold:
+    cut, _ = _best_split(points, scatter)
+    before, after = points[:cut], points[cut:]
+    used = run_scatter([before, after]) if scatter is None else scatter
+    change, z = difference(before, after, used)
+    if z < Z_STEP or abs(change) < threshold:
         return []
-    cut = best.index - offset
-    return [*_split(points[:cut], offset, scatter, threshold), best,
-            *_split(points[cut:], best.index, scatter, threshold)]
+    step = Step(offset + cut, level_interval(before, used), level_interval(after, used), change, z)
+    return [*_split(before, offset, scatter, threshold), step, *_split(after, step.index, scatter, threshold)]
 
 
 def find_steps(points: Sequence[Interval], threshold: float = THRESHOLD,
