@@ -155,9 +155,7 @@ def served_figures(results: ResultSet, part, key_of) -> list[Figure]:
                (f" batching {json.dumps(item['batching'], sort_keys=True)}" if item.get("batching") else "")
         interval = item.get("interval") or {}
         value = _interval(item.get("peak_qps"), interval.get("low"), interval.get("high"))
-        status = str(item.get("status", "ok"))
-        figures.append(Figure(key_of(record.case, name), status if value is not None else status or "failed", value,
-                              item.get("reason", "")))
+        figures.append(Figure(key_of(record.case, name), str(item.get("status", "ok")), value, item.get("reason", "")))
     return figures
 
 
