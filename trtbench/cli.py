@@ -180,6 +180,9 @@ def cmd_history(args) -> int:
     from trtbench.history.text import run_lines, series_lines
 
     where, targets = _store_of(args), args.targets
+    if targets and args.action in ("show", "runs", "export"):
+        raise UserInputError(targets[0], f"'history {args.action}' takes no folder or run",
+                             "trtbench history ingest DIR... adds folders; accept and forget take a run")
     if args.action in ("ingest", "rebuild"):
         done = (api.ingest if args.action == "ingest" else api.rebuild)(targets, where)
         print(done.text(where))

@@ -124,6 +124,7 @@ def test_accept_and_forget(folders, tmp_path, capsys):
     (["accept"], "RUN"),
     (["export"], "export"),
     (["ingest"], "DIR"),
+    (["show", "results/x"], "results/x"),
 ])
 def test_bad_input_exits_2_naming_the_key(folders, tmp_path, capsys, args, where):
     store = tmp_path / "h.sqlite"
