@@ -4,6 +4,7 @@ committed version-1 database migrates, and bad input exits 2 naming the fix."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -149,3 +150,17 @@ def test_a_schema_5_run_gets_a_derived_id_and_its_generate_rows_their_series(tmp
     series = api.history_series(store)
     assert {s.key.figure for s in series} == {"ttft", "tpot"}
     assert all(p.run.run_id.startswith("d") and p.value is not None for s in series for p in s.points)
+
+
+def test_a_resumed_run_replaces_its_partial_and_nothing_replaces_a_complete_one(tmp_path):
+    partial = write_run(tmp_path / "partial", 1, {"eager": 10.0})
+    doc = json.loads((partial / "results.json").read_text())
+    doc["runs"][0]["status"] = "failed"  # an error stopped it; the same command resumes it, under the same run id
+    (partial / "results.json").write_text(json.dumps(doc))
+    store = tmp_path / "h.sqlite"
+    assert api.ingest([partial], store).added == 1
+    resumed = write_run(tmp_path / "resumed", 1, {"eager": 10.0, "traced": 5.0})
+    assert api.ingest([resumed], store).added == 1 and api.ingest([partial], store).added == 0
+    with open_store(store) as opened:
+        assert [(r.run_id, r.status) for r in opened.runs()] == [("run-001", "complete")]
+        assert len(opened.points()) == 7

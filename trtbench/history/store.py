@@ -181,14 +181,16 @@ class Store:
                                  f"recreate it from the runs' folders: trtbench history rebuild DIR... "
                                  f"--history {self.where}") from err
 
-    def has_run(self, run_id: str) -> bool:
-        return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
-
     def add(self, run: StoredRun) -> bool:
-        """Add ``run`` with its figures, in one transaction; False (nothing added) when its id is stored already."""
+        """Add ``run`` with its figures, in one transaction; False (nothing added) when its id is stored already,
+        unless stored as a run that did not complete and now with another status (its resumption replaces it)."""
         with self.transaction():
-            if self.has_run(run.run_id):
+            stored = self._execute("SELECT status FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
+            if stored is not None and (stored[0] == "complete" or stored[0] == run.status):
                 return False
+            if stored is not None:
+                self._execute("DELETE FROM points WHERE run_id = ?", (run.run_id,))
+                self._execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
             self._execute("INSERT INTO runs (run_id, started_at, name, status, source, versions, machine, accepted, "
                           "label) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
                           (run.run_id, run.started_at, run.name, run.status, run.source,

@@ -71,7 +71,9 @@ class RunState:
         if earlier.complete:  # the last run finished: measure anew, in a new journal
             self.journal.discard()
         self.resume(earlier, environment["id"])
+        self.run_id = earlier.run_id or self.run_id  # a resumed run is the same run
         self.journal.environment(environment)
+        self.journal.run(self.run_id)
         self._fail_crashed()
         return earlier
 
