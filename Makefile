@@ -7,7 +7,7 @@ STAMP := $(VENV)/.trtbench-installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,openvino,serving,int8,timm,transformers,genai]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,openvino,serving,int8,timm,transformers,genai,history-postgres]'
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -10,7 +10,9 @@
 #   against its bundled configs, and paths relative to the working directory.
 # - A run (`run ...`, or trtbench's implicit run `--config ...`) without --output writes to
 #   "$TRTBENCH_RESULTS/<config name>", e.g. /results/resnet34 (the image sets
-#   TRTBENCH_RESULTS=/results, its volume). An explicit --output is left alone.
+#   TRTBENCH_RESULTS=/results, its volume), appending to the history "$TRTBENCH_RESULTS/history.sqlite"; an
+#   explicit --output is left alone (and appends to no history unless --history says so). `history` and `gate`
+#   read that history unless --history names another.
 # - TRTBENCH_BIN replaces the trtbench executable (the tests point it at a stub).
 set -euo pipefail
 
@@ -34,10 +36,11 @@ fi
 case "${1:-}" in
     "" | validate | models | verify | -h | --help) ;;
     *)
-        config="" has_output=0 previous=""
+        config="" has_output=0 has_history=0 previous=""
         for arg in "$@"; do
             case "$arg" in
                 --output | --output=*) has_output=1 ;;
+                --history | --history=*) has_history=1 ;;
                 --config=*) config="${arg#--config=}" ;;
             esac
             if [[ "$previous" == "--config" ]]; then
@@ -49,6 +52,9 @@ case "${1:-}" in
             name="$(basename -- "$config")"
             name="${name%.yaml}"
             set -- "$@" --output "${TRTBENCH_RESULTS:-/results}/${name%.yml}"
+            ((has_history)) || set -- "$@" --history "${TRTBENCH_RESULTS:-/results}/history.sqlite"
+        elif [[ "$1" == "history" || "$1" == "gate" ]] && ((!has_history)); then
+            set -- "$@" --history "${TRTBENCH_RESULTS:-/results}/history.sqlite"
         fi
         ;;
 esac

@@ -13,7 +13,8 @@ from trtbench.core.errors import UserInputError
 
 
 def test_the_api_is_exported_and_import_trtbench_stays_cheap():
-    assert trtbench.__all__ == ["load_config", "run", "load_results", "compare"]
+    assert trtbench.__all__ == ["load_config", "run", "load_results", "compare", "history_series", "ingest",
+                                "rebuild", "accept", "forget", "export_csv", "gate"]
     assert all(callable(getattr(trtbench, name)) for name in trtbench.__all__)
     assert set(trtbench.__all__) <= set(dir(trtbench))
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):

@@ -27,8 +27,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_run_end_to_end_in_a_subprocess_with_plain_progress(tiny_config, write_config, subprocess_env, tmp_path):
     path = write_config(tiny_config)
-    proc = trtbench("--config", str(path), "--output", str(tmp_path / "elsewhere"), env=subprocess_env)
+    history = tmp_path / "history.sqlite"
+    proc = trtbench("--config", str(path), "--output", str(tmp_path / "elsewhere"), "--history", str(history),
+                    "--label", "abc123", env=subprocess_env)
     assert proc.returncode == 0, proc.stderr
+    # the run appended its figures to the history it was told, with its label, and timed that inside the run
+    assert f"history {history}: 1 run(s) added" in proc.stderr
+    from trtbench import api
+
+    runs = {(p.run.run_id, p.run.label, p.run.source) for s in api.history_series(history) for p in s.points}
+    assert [run[1:] for run in runs] == [("abc123", str(tmp_path / "elsewhere"))]
     assert "speedup" in proc.stdout and "traced" in proc.stdout
     assert "FutureWarning" not in proc.stderr, "torch.jit warnings are captured into the results"
     # its output is a pipe, not a terminal: plain progress lines, no bars

@@ -60,12 +60,20 @@ def run_entrypoint(tmp_path, *args, binary=None, results="/results", **env):
 def test_a_run_without_output_writes_under_the_results_volume(tmp_path, args, name):
     done = run_entrypoint(tmp_path, *args)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [*args, "--output", f"/results/{name}"]
+    assert done.stdout.splitlines() == [*args, "--output", f"/results/{name}", "--history", "/results/history.sqlite"]
 
 
 def test_the_results_root_follows_trtbench_results(tmp_path):
     done = run_entrypoint(tmp_path, "run", "--config", "smoke", results="/data/out")
-    assert done.stdout.splitlines()[-1] == "/data/out/smoke"
+    assert done.stdout.splitlines()[-3:] == ["/data/out/smoke", "--history", "/data/out/history.sqlite"]
+
+
+@pytest.mark.parametrize("args", [["history"], ["gate", "/results/smoke"], ["history", "ingest", "/results/a"]])
+def test_history_and_gate_read_the_results_volumes_history(tmp_path, args):
+    done = run_entrypoint(tmp_path, *args)
+    assert done.stdout.splitlines() == [*args, "--history", "/results/history.sqlite"]
+    mine = run_entrypoint(tmp_path, *args, "--history", "postgresql://db/h")
+    assert mine.stdout.splitlines() == [*args, "--history", "postgresql://db/h"]
 
 
 @pytest.mark.parametrize("output", [["--output", "/results/mine"], ["--output=/results/mine"]])

@@ -1,14 +1,16 @@
 """trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config.
 
-The Python API (:mod:`trtbench.api`): ``load_config``, ``run``, ``load_results`` and ``compare``.
+The Python API (:mod:`trtbench.api`): ``load_config``, ``run``, ``load_results`` and ``compare``; the history's
+``history_series``, ``ingest``, ``rebuild``, ``accept``, ``forget``, ``export_csv`` and ``gate``.
 They are resolved on first use (PEP 562), so ``import trtbench`` stays cheap: worker processes import
 trtbench's submodules, and nothing heavy is loaded for them here.
 """
 
 from trtbench.core.version import __version__  # noqa: F401
 
-__all__ = ["load_config", "run", "load_results", "compare"]
-_API = (*__all__, "Comparison")
+__all__ = ["load_config", "run", "load_results", "compare", "history_series", "ingest", "rebuild", "accept",
+           "forget", "export_csv", "gate"]
+_API = (*__all__, "Comparison", "HistoryQuery")
 
 
 def __getattr__(name: str):

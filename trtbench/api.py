@@ -3,7 +3,10 @@
 - :func:`load_config`: a YAML file (or a bundled config's name) or a dict -> a validated config;
 - :func:`run`: run a config -> the run's outcome (its result set, files and exit code);
 - :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
-- :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints.
+- :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints;
+- :func:`history_series`, :func:`ingest`, :func:`rebuild`, :func:`accept`, :func:`forget`, :func:`export_csv`,
+  :func:`gate`: the history of runs (``trtbench history ...``, ``trtbench gate``), on a SQLite file or a
+  PostgreSQL URL (default ``results/history.sqlite``).
 
 A result set's generate rows (:class:`~trtbench.scenarios.generate.result.GenerateRecord`: a decoder at a
 precision at a point, with its per-request series, metrics, speedups and accuracy in ``data``) are
@@ -27,11 +30,16 @@ from trtbench.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from trtbench.config.config import Config
+    from trtbench.history.gate import GateResult
+    from trtbench.history.ingest import Ingested
+    from trtbench.history.series import Series
     from trtbench.pipeline.state import RunOutcome
     from trtbench.results.compare import Change, GenerateChange, ServingChange
     from trtbench.results.resultset import ResultSet
 
-__all__ = ["load_config", "run", "load_results", "compare", "Comparison"]
+__all__ = ["load_config", "run", "load_results", "compare", "Comparison", "history_series", "ingest", "rebuild",
+           "accept", "forget", "export_csv", "gate", "HistoryQuery"]
+DEFAULT_HISTORY = "results/history.sqlite"
 
 ConfigSource = Union[str, Path, Mapping]
 
@@ -159,3 +167,102 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
                       tuple(compare_generate(sides[0], sides[1], threshold)),
                       tuple(regime_lines("baseline", sides[0]) + regime_lines("new", sides[1])),
                       tuple(compare_serving(*sides)))
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    """Which series :func:`history_series` reads (model and variant: the id contains the text; figure: exact;
+    since: runs started at or after this ISO date or time) and the smallest relative step reported."""
+
+    model: Optional[str] = None
+    variant: Optional[str] = None
+    figure: Optional[str] = None
+    since: Optional[str] = None
+    threshold: float = 0.05
+
+
+def _existing(where: Union[str, Path]) -> str:
+    from trtbench.history.ingest import existing
+
+    return existing(str(where))
+
+
+def history_series(where: Union[str, Path] = DEFAULT_HISTORY, query: HistoryQuery = HistoryQuery()) -> list["Series"]:
+    """The history's series as ``trtbench history`` lists them: each a
+    :class:`~trtbench.history.series.Series` (its key, its points in start order with their runs' versions, its
+    steps with what changed across each)."""
+    from trtbench.history.series import SeriesFilter, read_history
+
+    keep = SeriesFilter(query.model, query.variant, query.figure, query.since)
+    return read_history(_existing(where), keep, query.threshold)
+
+
+def ingest(dirs: list[Union[str, Path]], where: Union[str, Path] = DEFAULT_HISTORY) -> "Ingested":
+    """Add the runs of each output folder to the history, each run once (by its id), whatever its schema."""
+    import trtbench.scenarios  # noqa: F401  (registers the part kinds whose figures the history keeps)
+    from trtbench.history.ingest import ingest as ingest_dirs
+
+    return ingest_dirs(str(where), [str(d) for d in dirs])
+
+
+def rebuild(dirs: list[Union[str, Path]], where: Union[str, Path] = DEFAULT_HISTORY) -> "Ingested":
+    """Recreate the history from the output folders alone (a lost or corrupt database)."""
+    import trtbench.scenarios  # noqa: F401  (registers the part kinds whose figures the history keeps)
+    from trtbench.history.ingest import rebuild as rebuild_dirs
+
+    return rebuild_dirs(str(where), [str(d) for d in dirs])
+
+
+def accept(run: str, where: Union[str, Path] = DEFAULT_HISTORY) -> str:
+    """Accept run ``run``'s levels as the new normal (the gate's baseline starts there); returns its id."""
+    from trtbench.history.store import open_store
+
+    with open_store(_existing(where)) as store:
+        found = store.find_run(run)
+        store.accept(found.run_id)
+    return found.run_id
+
+
+def forget(run: str, where: Union[str, Path] = DEFAULT_HISTORY) -> str:
+    """Drop run ``run`` and its points from the history (its folder keeps it); returns its id."""
+    from trtbench.history.store import open_store
+
+    with open_store(_existing(where)) as store:
+        found = store.find_run(run)
+        store.forget(found.run_id)
+    return found.run_id
+
+
+def export_csv(where: Union[str, Path] = DEFAULT_HISTORY) -> str:
+    """Every point of the history as CSV (the same bytes from SQLite and PostgreSQL)."""
+    from trtbench.history.store import open_store
+    from trtbench.history.text import export_csv as csv_text
+
+    with open_store(_existing(where)) as store:
+        return csv_text(store)
+
+
+def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = DEFAULT_HISTORY, *,
+         figures: Optional[list[str]] = None, threshold: float = 0.05) -> "GateResult":
+    """Gate a run against its history as ``trtbench gate`` does: its ``exit_code`` is 1 with a regression (each
+    named, with intervals and what changed), else 0; bad input raises
+    :class:`~trtbench.core.errors.UserInputError` (exit 2). ``run_dir``: a run's folder, added to the history
+    first if missing (its last run is gated); None: the latest stored run. ``figures``: those held to their steps
+    (default median and speedup)."""
+    from trtbench.history.figures import stored_runs
+    from trtbench.history.gate import DEFAULT_FIGURES, GateSettings, gate_run
+    from trtbench.history.ingest import append
+    from trtbench.history.store import open_store
+
+    settings = GateSettings(tuple(figures) if figures else DEFAULT_FIGURES, threshold)
+    where = _existing(where)
+    with open_store(where) as store:
+        if run_dir is None:
+            return gate_run(store, None, settings)
+        results = load_results(run_dir)
+        runs = stored_runs(results, str(run_dir))
+        if not runs:
+            raise UserInputError(str(run_dir), "the run has no figures to gate (no row, or no start time)",
+                                 "gate the output folder of a run that measured something")
+        append(store, results, str(run_dir))
+        return gate_run(store, runs[-1].run_id, settings)

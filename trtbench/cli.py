@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from trtbench.core.errors import DiskFullError, UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose")
+COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history", "gate")
+HISTORY_ACTIONS = ("show", "runs", "export", "ingest", "rebuild", "accept", "forget")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -56,13 +58,15 @@ def _print_results(results, p99_budget_ms) -> None:
 def cmd_merge(args) -> int:
     from trtbench.pipeline.merge import merge_runs
 
-    outcome = merge_runs(args.dirs, args.output, args.p99_budget)
+    outcome = merge_runs(args.dirs, args.output, args.p99_budget, _history_arg(args.history))
     _print_results(outcome.results, outcome.p99_budget_ms)
     print(f"\nmerged {len(args.dirs)} run(s), {len(outcome.results)} record(s) in "
           f"{len(outcome.results.environments)} environment(s): {outcome.files['json']}  "
           f"report: {outcome.files['markdown']}, {outcome.files['html'].name}")
     for note in outcome.notes:
         print(f"merge: {note}", file=sys.stderr)
+    if outcome.history:
+        print(outcome.history, file=sys.stderr)
     return outcome.exit_code
 
 # ---- end of matrices ------------------------------------------------------------------------
@@ -96,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                              help="replicate worker processes per variant (overrides benchmark.processes; 1: one "
                                   "process each, a quick look whose intervals cover that process alone)")
         _add_budget_arg(parser_, "the config's budget.p99_ms")
+        _add_history_arg(parser_, "output.history: results/history.sqlite for the default output folder, else none")
+        parser_.add_argument("--label", help="the run's label in the history, a commit say (overrides output.label)")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
     sub.add_parser("models", help="list model names by source")
@@ -126,7 +132,109 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
     diagnose.add_argument("--minutes", type=_budget_arg, default=10.0,
                           help="budget of each diagnosis in minutes: it stops before a build past it (default: 10)")
+    _add_history_arg(merge, "results/history.sqlite where --output is in ./results, else none")
+    history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
+                                             "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
+    history.add_argument("action", nargs="?", default="show", choices=HISTORY_ACTIONS,
+                         help="show (default): each series; runs: the stored runs; export: every point as CSV; "
+                              "ingest DIR...: add runs' folders (each run once); rebuild DIR...: recreate the database "
+                              "from folders; accept RUN: its steps are the new normal; forget RUN: drop a bad run")
+    history.add_argument("targets", nargs="*", metavar="DIR|RUN", help="folders (ingest, rebuild) or a run id (accept, "
+                                                                        "forget)")
+    history.add_argument("--model", help="series whose model id contains this")
+    history.add_argument("--variant", help="series of this variant")
+    history.add_argument("--figure", help="series of this figure (median, p99, speedup, accuracy, peak_qps..., ttft, "
+                                          "tpot)")
+    history.add_argument("--since", help="points of runs started at or after this ISO date or time")
+    history.add_argument("--csv", action="store_true", help="export: as CSV (the only format)")
+    history.add_argument("--output", help="export: write the CSV to this file (default: standard output)")
+    history.add_argument("--threshold", type=float, default=0.05,
+                         help="smallest relative step reported (default 0.05 = 5%%)")
+    _add_history_arg(history, "results/history.sqlite")
+    gate = sub.add_parser("gate", help="exit 1 if a run regressed against its history (each regression named, with "
+                                       "intervals and what changed), 0 if not, 2 on bad input")
+    gate.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
+                      help="a run's output folder, added to the history first if missing (default: the latest run "
+                           "stored)")
+    gate.add_argument("--figures", type=_variants_arg, default=None,
+                      help="comma-separated figures held to their steps (default: median,speedup)")
+    gate.add_argument("--threshold", type=float, default=0.05,
+                      help="smallest relative change that regresses (default 0.05 = 5%%)")
+    _add_history_arg(gate, "results/history.sqlite")
     return parser
+
+
+def _add_history_arg(parser_: argparse.ArgumentParser, default: str) -> None:
+    parser_.add_argument("--history", metavar="PATH|URL",
+                         help=f"the history: a SQLite file or a postgresql:// URL; 'false' for none "
+                              f"(default: {default})")
+
+
+def _history_arg(text):
+    """``--history``: None when not given, "" for false or none, else the path or URL."""
+    if text is None:
+        return None
+    return "" if text.strip().lower() in ("false", "none", "no", "") else text
+
+
+def _store_of(args) -> str:
+    from trtbench.history.store import DEFAULT_HISTORY
+
+    where = _history_arg(args.history)
+    if where == "":
+        raise UserInputError("--history", "false names no history", "give a SQLite file or a postgresql:// URL")
+    return where or f"results/{DEFAULT_HISTORY}"
+
+
+def cmd_history(args) -> int:
+    from trtbench import api
+    from trtbench.history.text import run_lines, series_lines
+
+    where, targets = _store_of(args), args.targets
+    if targets and args.action in ("show", "runs", "export"):
+        raise UserInputError(targets[0], f"'history {args.action}' takes no folder or run",
+                             "trtbench history ingest DIR... adds folders; accept and forget take a run")
+    if args.action in ("ingest", "rebuild"):
+        done = (api.ingest if args.action == "ingest" else api.rebuild)(targets, where)
+        print(done.text(where))
+    elif args.action in ("accept", "forget"):
+        if len(targets) != 1:
+            raise UserInputError("RUN", f"{args.action} takes one run, got {len(targets)}",
+                                 f"trtbench history {args.action} RUN_ID (trtbench history runs lists them)")
+        run_id = (api.accept if args.action == "accept" else api.forget)(targets[0], where)
+        print(f"{'accepted: the gate measures from' if args.action == 'accept' else 'forgot'} run {run_id}")
+    elif args.action == "export":
+        if not args.csv:
+            raise UserInputError("export", "no format given", "trtbench history export --csv (the one format)")
+        text = api.export_csv(where)
+        if args.output:
+            from trtbench.core.fsutil import atomic_write_text
+
+            atomic_write_text(Path(args.output), text)
+        else:
+            sys.stdout.write(text)
+    elif args.action == "runs":
+        from trtbench.history.ingest import existing
+        from trtbench.history.store import open_store
+
+        with open_store(existing(where)) as store:
+            print("\n".join(run_lines(store.runs())))
+    else:
+        query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
+        print("\n".join(series_lines(api.history_series(where, query))))
+    return 0
+
+
+def cmd_gate(args) -> int:
+    from trtbench.api import gate
+
+    result = gate(args.run_dir, _store_of(args), figures=args.figures, threshold=args.threshold)
+    run = result.run
+    print(f"gate: run {run.run_id} ({run.started_at}{', ' + run.label if run.label else ''}): {result.checked} "
+          f"series checked, {len(result.regressions)} regression(s)")
+    for regression in result.regressions:
+        print(f"regression: {regression.series}: {regression.text}")
+    return result.exit_code
 
 
 def cmd_diagnose(args) -> int:
@@ -164,6 +272,11 @@ def cmd_run(args) -> int:
         config.budget.p99_ms = args.p99_budget
     if args.processes is not None:
         config.benchmark.processes = args.processes
+    history = _history_arg(args.history)
+    if history is not None:
+        config.output.history = history or False
+    if args.label is not None:
+        config.output.label = args.label
     plan = resolve(config, parse_shard(args.shard) if args.shard else None)
     for line in plan.shard_lines():
         print(line, file=sys.stderr)
@@ -175,6 +288,8 @@ def cmd_run(args) -> int:
     print()
     _print_results(outcome.results, config.budget.p99_ms)
     print(f"\nresults: {outcome.files['json']}  report: {outcome.files['markdown']}, {outcome.files['html'].name}")
+    if outcome.history:
+        print(outcome.history, file=sys.stderr)
     busy = busy_machine_note(outcome.environment)
     if busy:
         print(f"note: {busy}", file=sys.stderr)
@@ -263,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
                 "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,
-                "merge": cmd_merge, "diagnose": cmd_diagnose}
+                "merge": cmd_merge, "diagnose": cmd_diagnose, "history": cmd_history, "gate": cmd_gate}
     if args.command is None:
         build_parser().print_help()
         return 2

@@ -111,7 +111,7 @@ def test_v2_save_and_load_round_trip(tmp_path):
     results = two_variant_set()
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION == 5 and len(doc["records"]) == 3
+    assert doc["schema_version"] == SCHEMA_VERSION == 6 and len(doc["records"]) == 3
     loaded = ResultSet.load(tmp_path)  # the directory or the file
     assert loaded.to_dict() == results.to_dict()
     assert [r.case for r in loaded] == [r.case for r in results]
@@ -188,7 +188,7 @@ def test_merge_keeps_both_environments_and_notes_a_case_measured_twice():
 
 @pytest.mark.parametrize("text, problem", [
     ("{not json", "not valid JSON"),
-    (json.dumps({"schema_version": 6, "records": []}), "unknown schema_version 6"),
+    (json.dumps({"schema_version": 7, "records": []}), "unknown schema_version 7"),
     (json.dumps({"records": []}), "unknown schema_version None"),
     (json.dumps([1, 2]), "unknown schema_version None"),
     (json.dumps({"schema_version": 2, "environments": {}}), "malformed results"),

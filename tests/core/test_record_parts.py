@@ -62,7 +62,7 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     results.add(served_case(traced))
     results.save(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema_version"] == SCHEMA_VERSION == 5
+    assert doc["schema_version"] == SCHEMA_VERSION == 6
     assert len(doc["ceilings"]) == 1 and not any("ceiling" in r["metrics"] for r in doc["records"])
     assert [s["case_key"] for s in doc["serving"]] == [traced.case.key]
     loaded = ResultSet.load(tmp_path)

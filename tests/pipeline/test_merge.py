@@ -42,7 +42,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(ASSETS)]))
     dirs = {f"s{i}": root / f"shard{i}" for i in range(3)} | {"full": root / "full"}
     procs = {name: subprocess.Popen([sys.executable, "-m", "trtbench", "run", "--config", str(path), "--output",
-                                     str(dirs[name]), "--quiet", "--shard", f"{name[1]}/3"],
+                                     str(dirs[name]), "--quiet", "--shard", f"{name[1]}/3",
+                                     "--history", str(root / "shard-history.sqlite")],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for name in ("s0",)}
     try:
@@ -96,6 +97,26 @@ def test_three_shards_merge_to_the_unsharded_case_set(runs, capsys, tmp_path):
     assert "## Merge notes" not in report and "## Sweep" in report and "shard 2/3" in report
     page = (tmp_path / "merged" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(list((tmp_path / "merged" / "plots").glob("*.png")))
+
+
+def test_a_shard_appends_no_history_and_their_merge_appends_the_whole(runs, capsys, tmp_path, monkeypatch):
+    from trtbench import api
+
+    assert not (runs["s0"].parent / "shard-history.sqlite").exists(), "a --shard run writes no history"
+    shards = [str(runs[f"s{i}"]) for i in range(3)]
+    history = tmp_path / "h.sqlite"
+    code, _, stderr = merge_command(*shards, "--output", str(tmp_path / "merged"), "--history", str(history),
+                                    capsys=capsys)
+    assert code == 0 and "3 run(s) added" in stderr
+    series = api.history_series(history, api.HistoryQuery(figure="median"))
+    assert len(series) == 3 * 2 * 2 and all(len(s.points) == 1 for s in series)
+    assert {p.run.run_id for s in series for p in s.points} == {ResultSet.load(d).runs[0]["run_id"] for d in shards}
+    assert api.ingest(shards, history).added == 0, "each shard's run is stored once, by its id"
+    monkeypatch.chdir(tmp_path)
+    merge_runs(shards, "elsewhere")
+    assert not (tmp_path / "results").exists(), "a merge into a folder of the user's own appends only when told"
+    outcome = merge_runs(shards, Path("results") / "merged")
+    assert "3 run(s) added" in outcome.history and (tmp_path / "results" / "history.sqlite").is_file()
 
 
 def test_a_missing_shard_is_reported(runs, tmp_path):

@@ -36,9 +36,15 @@ def finished_run(tmp_path_factory):
 def test_results_json_has_every_variant_at_every_shape(finished_run):
     outcome, doc, _ = finished_run
     assert outcome.exit_code == 0
-    assert doc["schema_version"] == SCHEMA_VERSION == 5
+    assert doc["schema_version"] == SCHEMA_VERSION == 6
     (run,) = doc["runs"]
     assert run["status"] == "complete" and run["resumed_cases"] == 0
+    # schema 6: the run's id, named by each record, its model's hash and its machine's fingerprint
+    assert len(run["run_id"]) == 16 and {r["run_id"] for r in doc["records"]} == {run["run_id"]}
+    assert [len(h) for h in run["models"].values()] == [16] and list(run["models"]) == ["python:toy_models:tiny_cnn"]
+    machine = doc["environments"][run["environment"]]["machine"]
+    assert set(machine) == {"cpu", "cpu_count", "gpu_name", "gpu_memory_gib", "cpu_flags", "id"}
+    assert outcome.history == "", "a run into a folder the user named appends to no history unless told"
     combos = {(r["case"]["variant"], r["case"]["point"]) for r in doc["records"]}
     assert combos == {(v, s) for v in VARIANTS4 for s in ("min", "opt", "max")}
     for r in doc["records"]:

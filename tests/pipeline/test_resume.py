@@ -75,7 +75,11 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
     for key in set(before) - set(kept):  # a cut point's journaled cases were timed again with the rest
         assert by_key[key].rounds != before[key]["rounds"]
     assert all(sum(map(len, r.rounds)) == 200 for r in results)
-    assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == len(kept)
+    resumed_run = json.loads((out / "results.json").read_text())["runs"][-1]
+    assert resumed_run["resumed_cases"] == len(kept)
+    killed_id = next(json.loads(line)["run_id"] for line in (out / JOURNAL_NAME).read_text().splitlines()
+                     if '"kind":"run"' in line)
+    assert resumed_run["run_id"] == killed_id, "a resumed run is the same run (the history replaces its partial)"
     assert (out / "artifacts" / "manifest.json").is_file()
     assert {a["file"] for a in json.loads((out / "artifacts" / "manifest.json").read_text())["artifacts"]} == {
         "traced_fp32.ts", "scripted_fp32.ts"}
@@ -86,6 +90,7 @@ def test_a_killed_run_resumes_where_it_stopped_and_fresh_starts_over(slow_config
     assert set(again) == set(by_key)
     assert all(again[key].rounds != by_key[key].rounds for key in by_key), "--fresh measures every case again"
     assert json.loads((out / "results.json").read_text())["runs"][-1]["resumed_cases"] == 0
+    assert json.loads((out / "results.json").read_text())["runs"][-1]["run_id"] != killed_id, "--fresh: a new run"
 
 
 def test_a_line_torn_by_a_crash_is_ignored_and_its_case_measured_again(tmp_path):
@@ -186,6 +191,7 @@ def test_a_complete_run_closes_its_journal_so_the_same_command_measures_anew(tin
     assert first.exit_code == 0 and json.loads(journal.read_text().splitlines()[-1]) == {"kind": "complete"}
     second = run_dict(tiny_config)
     assert second.resumed == 0
+    assert first.results.runs[-1]["run_id"] != second.results.runs[-1]["run_id"], "a new run, not a resumption"
     rounds = [[r.rounds for r in outcome.results] for outcome in (first, second)]
     assert rounds[0] != rounds[1]  # measured again, not copied from the first run
 

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import yaml
 
@@ -34,6 +34,7 @@ from trtbench.core.inputs import SHAPE_LABELS, InputConfig
 from trtbench.models import ModelConfig
 from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
 from trtbench.decoders import DECODERS
+from trtbench.history.store import DEFAULT_HISTORY
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile.scenario import Profile
@@ -227,6 +228,15 @@ class OutputConfig:
     save_artifacts: bool = True
     cold_start: bool = True  # rows carry their file's load time and first call in a fresh process (every saved
     # file is loaded there before it is published, whatever this says)
+    # the history store the run appends to: a SQLite file's path or a postgresql:// URL, or false for none; unset:
+    # results/history.sqlite where the output folder is the default one, else none (trtbench.history)
+    history: Union[str, bool, None] = None
+    label: Optional[str] = None  # the run's label in the history (a commit, say)
+
+    def validate(self, path: str) -> None:
+        if self.history is True:
+            raise UserInputError(schema.join(path, "history"), "true names no store",
+                                 "give a SQLite file's path or a postgresql:// URL, or false for no history")
 
 
 @dataclass
@@ -376,7 +386,10 @@ class Config:
             tolerances[key] = schema.from_dict(kind, value, schema.join("tolerances", key))
         f["tolerances"] = tolerances
         if f["output"].dir is None:
-            f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]))
+            history = f["output"].history
+            f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]),
+                                              history=str(Path("results") / DEFAULT_HISTORY) if history is None
+                                              else history)
         if f["profile"] is not None:
             f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
             if f["profile"].enabled:

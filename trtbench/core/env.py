@@ -37,20 +37,26 @@ def cpu_model() -> str:
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "amx_tile")  # x86 int8 dot-product units
 
 
+def cpu_flags_text() -> str | None:
+    """The CPU's flags line from /proc/cpuinfo (x86 ``flags``, Arm ``Features``); None where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    return line.split(":", 1)[1]
+    except OSError:
+        return None
+    return ""
+
+
 def cpu_int8_features(flags_text: str | None = None) -> dict:
     """The CPU's INT8 dot-product units, from /proc/cpuinfo's flags (VNNI: AVX-512 VNNI or AVX-VNNI; AMX).
 
     Without VNNI, x86 INT8 kernels emulate the dot products with AVX2 and INT8 often is no faster than fp32.
     ``flags_text``: the flags line (default: this machine's)."""
     if flags_text is None:
-        flags_text = ""
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as fh:
-                for line in fh:
-                    if line.startswith(("flags", "Features")):
-                        flags_text = line.split(":", 1)[1]
-                        break
-        except OSError:
+        flags_text = cpu_flags_text()
+        if flags_text is None:
             return {"known": False}
     flags = set(flags_text.split())
     present = [flag for flag in INT8_FLAGS if flag in flags]
@@ -110,6 +116,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
         "inference_mode": True,
     }
     env.update(gpu_info(device))
+    env["machine"] = machine_fingerprint(env, cpu_flags_text())
     env["libraries"] = library_versions()
     env["id"] = environment_id(env)
     return env
@@ -227,6 +234,23 @@ def environment_id(env: dict) -> str:
     """A stable id of the machine and software a result was measured on (same id, same setup)."""
     stable = {key: env.get(key) for key in FINGERPRINT_KEYS}
     return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+MACHINE_KEYS = ("cpu", "cpu_count", "gpu_name", "gpu_memory_gib")  # what the machine is; never its name or load
+
+
+def machine_fingerprint(env: dict, flags_text: str | None = None) -> dict:
+    """The machine a run measured on, as a history series keys it: the CPU model, its flags (the whole
+    /proc/cpuinfo line, sorted; an old result's INT8 subset where that is all it kept) and cores, the GPU's name
+    and memory, with their ``id``. Never the hostname, the load or anything else that drifts between runs."""
+    if flags_text is not None:
+        flags = sorted(set(flags_text.split()))
+    else:
+        flags = sorted((env.get("cpu_int8") or {}).get("flags") or [])
+    facts = {key: env.get(key) for key in MACHINE_KEYS}
+    facts["cpu_flags"] = flags
+    text = json.dumps(facts, sort_keys=True, default=str)
+    return {**facts, "id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 
 
 def environment_name(env: dict) -> str:

@@ -46,6 +46,7 @@ class Record:
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # measured values besides the timings: flops, memory, cold start...
     warnings: list[str] = field(default_factory=list)
+    run_id: str = ""  # the run that measured it (its entry in results.json's runs); "" before schema 6
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # a word from JSON or a caller is checked here
@@ -57,6 +58,10 @@ class Record:
     def with_build_info(self, info: dict) -> "Record":
         """This record with facts its build gave only after every point ran (compiled's recompilations)."""
         return replace(self, build={**self.build, "info": {**self.build.get("info", {}), **info}})
+
+    def of_run(self, run_id: str) -> "Record":
+        """This record as measured by run ``run_id``."""
+        return replace(self, run_id=run_id)
 
     def with_warnings(self, warnings) -> "Record":
         return replace(self, warnings=sorted(set(self.warnings) | set(warnings)))
@@ -139,7 +144,7 @@ class Record:
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
                 "device_rounds": self.device_rounds, "block_process": self.block_process, "block_round": self.block_round,
                 "stopped_by": self.stopped_by, "parity": self.accuracy,
-                "build": self.build, "metrics": self.metrics, "warnings": self.warnings}
+                "build": self.build, "metrics": self.metrics, "warnings": self.warnings, "run_id": self.run_id}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
@@ -148,4 +153,4 @@ class Record:
                    device_rounds=data.get("device_rounds"), block_process=data.get("block_process"),
                    block_round=data.get("block_round"), stopped_by=data.get("stopped_by"),
                    accuracy=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
-                   warnings=data.get("warnings") or [])
+                   warnings=data.get("warnings") or [], run_id=data.get("run_id") or "")

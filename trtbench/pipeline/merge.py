@@ -15,7 +15,9 @@ these becomes a note in the report and on stderr, and the exit code 1:
 
 Bad input (exit 2, nothing written): a results.json that cannot be read, no input that holds a run
 at all (neither a results.json nor a journal), or inputs whose results a scenario says do not compare
-(:meth:`~trtbench.scenarios.base.Scenario.check_merge`: serving peaks found by different rules).
+(:meth:`~trtbench.scenarios.base.Scenario.check_merge`: serving peaks found by different rules), or a history
+that cannot be opened. The merged runs are appended to the history (:mod:`trtbench.pipeline.history`): each run
+once, by its id, so runs that appended themselves add nothing again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from trtbench.core.env import environment_name
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import JOURNAL_NAME, Journal
 from trtbench.core.record import Record
+from trtbench.pipeline.history import append_history, check_history, merge_history
 from trtbench.pipeline.sections import report_sections
 from trtbench.scenarios import registered
 from trtbench.report.writer import ReportHead, write_report
@@ -45,6 +48,7 @@ class MergeOutcome:
     notes: list[str]
     p99_budget_ms: Optional[float]
     files: dict = field(default_factory=dict)
+    history: str = ""  # what appending to the history did, "" where it appends none
 
     @property
     def exit_code(self) -> int:
@@ -188,8 +192,10 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
     return lines
 
 
-def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None) -> MergeOutcome:
-    """Merge the runs in ``dirs`` into ``out_dir``; see the module docstring."""
+def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None,
+               history: Optional[str] = None) -> MergeOutcome:
+    """Merge the runs in ``dirs`` into ``out_dir`` and append them to the history (``history``: a store, "" for
+    none, None for the default: :func:`~trtbench.pipeline.history.merge_history`); see the module docstring."""
     out_dir = Path(out_dir)
     sets, missing = load_inputs(dirs)
     for i, d in enumerate(dirs):
@@ -200,9 +206,11 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
                              "write the merge to a new directory; a run's own results stay as they are")
     for scenario in registered():
         scenario.check_merge(sets, [f"input {i + 1} ({d})" for i, d in enumerate(dirs)])
+    where = merge_history(history, out_dir)
+    check_history(where)
     budget = budget_of(sets, p99_budget_ms)
     merged, notes = ResultSet.merge(sets)
     notes = missing + notes + shard_notes(merged.runs) + coverage_notes(merged) + interrupted_notes(dirs, sets)
     head = ReportHead(merge_intro(out_dir, dirs, sets, notes))
     files = write_report(out_dir, merged, head, report_sections(merged, budget), key="--output")
-    return MergeOutcome(out_dir, merged, notes, budget, files)
+    return MergeOutcome(out_dir, merged, notes, budget, files, append_history(where, merged, out_dir))

@@ -34,6 +34,7 @@ from trtbench.core.progress import Progress
 from trtbench.core.status import RunStatus, Status
 from trtbench.measure.references import References, eager_references
 from trtbench.models import build_model
+from trtbench.pipeline.history import append_history, check_history
 from trtbench.pipeline.sections import report_sections
 from trtbench.pipeline.state import RunOutcome, RunState, save_key
 from trtbench.report.markdown import run_intro
@@ -55,10 +56,12 @@ class Runner:
         self.store = ArtifactStore(self.out_dir / "artifacts", self.config.knob_settings[0])
         self.state = RunState(plan, Journal(self.out_dir))
         self.calibration = None  # trtbench.quantize.calibration.CalibrationData, loaded when a variant quantizes
+        self.history = None if plan.shard else self.config.output.history  # a shard's merge appends the whole
 
     def run(self) -> RunOutcome:
         models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
         self.calibration = run_calibration(self.plan)  # bad calibration data is bad input: before any write
+        check_history(self.history)
         with OutputDir(self.out_dir), native_crash_log(self.out_dir):
             return self._run_locked(models)
 
@@ -94,7 +97,8 @@ class Runner:
             sections += self._diagnosis(results, ctx)
         files = write_report(self.out_dir, results, head, sections)
         self.state.end()
-        return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files)
+        history = "" if interrupted else append_history(self.history, results, self.out_dir)
+        return RunOutcome(self.out_dir, results, environment, interrupted, self.state.resumed, files, history)
 
     def _run_model(self, ctx: RunContext, model: torch.nn.Module, groups: list[BuildGroup]) -> None:
         """The model's build groups not done yet, judged against eager fp32's outputs at each point."""

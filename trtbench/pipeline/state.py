@@ -11,6 +11,7 @@ a record replacing the earlier one. What each scenario still owes a build group 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +22,7 @@ from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.core.part import Part, PartsByKind
 from trtbench.core.status import RunStatus, Status
+from trtbench.models.identity import model_hash
 
 
 @dataclass
@@ -33,6 +35,7 @@ class RunOutcome:
     interrupted: bool = False
     resumed: int = 0  # cases kept from an earlier, unfinished run
     files: dict = field(default_factory=dict)
+    history: str = ""  # what appending to the history did (trtbench.pipeline.history), "" where it appends none
 
     @property
     def exit_code(self) -> int:
@@ -55,6 +58,7 @@ class RunState:
         self.saved: dict[tuple, list[dict]] = {}
         self.kept = PartsByKind()  # every part but the records
         self.resumed = 0  # cases kept from an earlier, unfinished run
+        self.run_id = uuid.uuid4().hex[:16]  # results.json's run and its records name it (the history's key)
         self.unfinished = False  # some planned case was not reached (Ctrl-C, a run-level error): resumable
         self.crashed: dict[tuple, str] = {}  # save key -> why its build, save or check crashed an earlier process
 
@@ -67,7 +71,9 @@ class RunState:
         if earlier.complete:  # the last run finished: measure anew, in a new journal
             self.journal.discard()
         self.resume(earlier, environment["id"])
+        self.run_id = earlier.run_id or self.run_id  # a resumed run is the same run
         self.journal.environment(environment)
+        self.journal.run(self.run_id)
         self._fail_crashed()
         return earlier
 
@@ -174,7 +180,9 @@ class RunState:
         """Every planned case's record, in plan order whatever order they completed in, and this run's entry."""
         config = self.plan.config
         results = ResultSet(environments={**earlier.environments, environment["id"]: environment})
-        results.runs.append({"name": config.name, "config": config.to_dict(), "environment": environment["id"],
+        results.runs.append({"run_id": self.run_id, "name": config.name, "label": config.output.label,
+                             "models": {m.id: model_hash(m) for m in config.models},
+                             "config": config.to_dict(), "environment": environment["id"],
                              "started_at": started.isoformat(timespec="seconds"),
                              "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                              "status": ended,
@@ -182,7 +190,7 @@ class RunState:
                              "resumed_cases": self.resumed})
         for case in self.plan.cases:
             if case.key in self.records:
-                results.add(self.records[case.key])
+                results.add(self.records[case.key].of_run(self.run_id))
         for part in self.kept:
             results.add(part)
         return results

@@ -5,7 +5,8 @@ A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it a
 same command on the same output directory reads them back and measures only what is missing.
 Each line is written with one ``write`` on an ``O_APPEND`` descriptor and fsync'd, so lines
 never interleave; a line cut short by a crash is ignored on reading. A later line for the same
-case replaces an earlier one (a save that fails after timing, say). A ``crash`` line names a variant whose
+case replaces an earlier one (a save that fails after timing, say). A ``run`` line keeps the run's id, which its
+resumption keeps. A ``crash`` line names a variant whose
 build, save or check crashed the run process natively (:mod:`trtbench.pipeline.supervisor` writes it): the
 resumed run fails it with that reason instead of trying it again. A run that completes every
 case ends its journal with a ``complete`` line: nothing is left to resume, so running the same
@@ -37,6 +38,7 @@ class JournalState:
     saved_in: dict[tuple, str] = field(default_factory=dict)  # save key -> the environment of the run that saved
     environments: dict[str, dict] = field(default_factory=dict)
     crashes: dict[tuple, str] = field(default_factory=dict)  # save key -> why its build, save or check crashed
+    run_id: str = ""  # the unfinished run's id: its resumption is the same run
     complete: bool = False  # the last run into this directory finished every case
 
     def keep(self, part: Part) -> None:
@@ -63,6 +65,10 @@ class Journal:
 
     def environment(self, env: dict) -> None:
         self._append({"kind": "environment", "environment": env})
+
+    def run(self, run_id: str) -> None:
+        """The run's id, which a resumption of it keeps."""
+        self._append({"kind": "run", "run_id": run_id})
 
     def part(self, part: Part) -> None:
         """One line ``{"kind": KIND, KIND: part.to_dict()}``: a record, a ceiling, a served case..."""
@@ -104,6 +110,8 @@ class Journal:
                 elif kind == "environment":
                     environment = entry["environment"]["id"]
                     state.environments[environment] = entry["environment"]
+                elif kind == "run":
+                    state.run_id = entry["run_id"]
                 elif kind == "complete":
                     state = JournalState(complete=True)  # what came before is finished, not resumable
                 elif part_type(kind) is not None:

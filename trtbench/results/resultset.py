@@ -3,11 +3,12 @@ result part (:mod:`trtbench.core.part`) by kind and key: the device's FLOP/s cei
 (environment, device, dtype, threads), a case's serving results (joined to its record by its key), a
 profile... Load, save, merge.
 
-``results.json`` (``schema_version`` 5)::
+``results.json`` (``schema_version`` 6)::
 
-    {"schema_version": 5, "trtbench_version": ...,
-     "environments": {"<id>": {...collect_environment()...}},
-     "runs": [{"name", "config", "environment", "started_at", "finished_at", "status"}],
+    {"schema_version": 6, "trtbench_version": ...,
+     "environments": {"<id>": {...collect_environment()..., "machine": {...}}},
+     "runs": [{"run_id", "name", "config", "environment", "started_at", "finished_at", "status", "label",
+               "models": {model id: its hash}}],
      "records": [Record.to_dict(), ...],
      "<a part kind's RESULTS_KEY>": [part.to_dict(), ...],   # ceilings, serving, profiles, ...
      "part_lists": [those keys],                              # read back as parts, registered or not
@@ -15,7 +16,9 @@ profile... Load, save, merge.
 
 A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
 threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
-speedups are derived from those samples on load. Versions 1 to 4 are read too (version 4 kept a run's
+speedups are derived from those samples on load. Version 6 gave each run its ``run_id`` (each record names its
+run's), its models' hashes and its machine's fingerprint (the history's keys: :mod:`trtbench.history`). Versions 1
+to 5 are read too (version 4 kept a run's
 profile in its ``runs`` entry, read there by the profile scenario's report); version 1 has one
 ``results`` row per variant x precision x shape; versions 2 and 3 keep the ceilings in each record's
 ``metrics`` and version 3 a record's ``serving`` results in the record, lifted into their own
@@ -42,8 +45,9 @@ from trtbench.core.stats import Interval, median_interval, pooled_between_varian
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
-SCHEMA_VERSION = 5  # 3: records may carry serving results; int8. 4: ceilings, serving apart. 5: every part by kind
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+SCHEMA_VERSION = 6  # 3: records may carry serving results; int8. 4: ceilings, serving apart. 5: every part by kind.
+# 6: run ids, model hashes, machine fingerprints
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 NOT_PARTS = ("schema_version", "trtbench_version", "environments", "runs", "records", "part_lists")
 SERVED_KIND = "served"  # schema 3 kept a case's serving results in its record, as this kind's part
 RENAMED_KEYS = {"llm_serving": "decoder_serving"}  # a part list's former key -> its key now: read as the new one
@@ -253,7 +257,7 @@ class ResultSet:
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
-        """A run's results.json (the file or its output directory), schema version 1 to 4."""
+        """A run's results.json (the file or its output directory), schema version 1 to 6."""
         path = Path(path)
         if path.is_dir():
             path = path / "results.json"

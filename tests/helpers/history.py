@@ -1,0 +1,57 @@
+"""Synthetic run folders for the history's tests: a run of a tiny model's eager and traced rows at given medians,
+with its run id, start time, versions and machine, written as results.json by the real writer of results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from trtbench.core.case import Case
+from trtbench.core.env import machine_fingerprint
+from trtbench.core.record import Record
+from trtbench.results.resultset import ResultSet
+
+MACHINE_ENV = {"cpu": "AMD EPYC test", "cpu_count": 2, "gpu_name": None, "gpu_memory_gib": None}
+
+
+def case(variant: str) -> Case:
+    return Case(model="python:toy_models:tiny_cnn", variant=variant, precision="fp32", point="opt",
+                input_shapes=((2, 3, 16, 16),), threads=2, device="cpu")
+
+
+def rounds(median: float, rng: np.random.Generator, noise: float = 0.01, count: int = 12) -> list[list[float]]:
+    """``count`` rounds of 5 calls about ``median`` (ms), with relative noise ``noise``."""
+    return [[float(median * np.exp(noise * rng.standard_normal())) for _ in range(5)] for _ in range(count)]
+
+
+def write_run(folder: Path, index: int, medians: dict, versions: dict | None = None, seed: int = 0,
+              status: dict | None = None) -> Path:
+    """Run ``index`` (its id ``run-<index>``, started on day ``index``) into ``folder``: a record per variant at
+    ``medians[variant]`` ms, failed where ``status`` says so; its environment has ``versions`` (torch 2.14.1 and
+    no library by default)."""
+    rng = np.random.default_rng(seed * 1000 + index)
+    env_id = f"env-{index}"
+    env = {"id": env_id, "python": "3.12.3", "torch": "2.14.1", "libraries": {}, **MACHINE_ENV, **(versions or {})}
+    env["machine"] = machine_fingerprint(env, "avx2 fma sse4_2")
+    run_id = f"run-{index:03d}"
+    results = ResultSet(environments={env_id: env},
+                        runs=[{"run_id": run_id, "name": "toy", "label": f"commit-{index}",
+                               "models": {"python:toy_models:tiny_cnn": "hash-toy"}, "environment": env_id,
+                               "started_at": f"2026-01-{index + 1:02d}T00:00:00+00:00", "status": "complete"}])
+    for variant, median in medians.items():
+        why = (status or {}).get(variant)
+        if why:
+            results.add(Record(case=case(variant), environment=env_id, status="failed", reason=why, run_id=run_id))
+        else:
+            results.add(Record(case=case(variant), environment=env_id, rounds=rounds(median, rng),
+                               accuracy={"ok": True, "max_abs_err": 1e-6}, run_id=run_id))
+    folder.mkdir(parents=True, exist_ok=True)
+    results.save(folder / "results.json")
+    return folder
+
+
+def series_folders(root: Path, traced_ms: list[float], eager_ms: float = 10.0, seed: int = 0) -> list[Path]:
+    """A run folder per entry of ``traced_ms`` (eager at ``eager_ms`` in each), runs 1, 2, ..."""
+    return [write_run(root / f"run{i}", i, {"eager": eager_ms, "traced": ms}, seed=seed)
+            for i, ms in enumerate(traced_ms, start=1)]

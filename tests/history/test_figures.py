@@ -1,0 +1,46 @@
+"""What a result set gives the history (trtbench/history/figures.py): each run with its rows' figures and their
+intervals, a served case's peak, a failed row's status, and runs told apart in a merge written before run ids."""
+
+from __future__ import annotations
+
+from helpers.records import record
+from trtbench.core.record import Record
+from trtbench.history.figures import stored_runs
+from trtbench.results.resultset import ResultSet
+from trtbench.scenarios.serving.vision.result import ServedCase, ServingResult
+
+
+def two_machines() -> ResultSet:
+    """A merge of two schema-5 runs (no run ids) on two machines, each with eager, traced (served) and a failed
+    scripted."""
+    results = ResultSet()
+    for env, cpu in (("env-a", "CPU A"), ("env-b", "CPU B")):
+        results.environments[env] = {"id": env, "cpu": cpu, "cpu_count": 2, "torch": "2.14.1"}
+        results.runs.append({"name": "m", "environment": env, "started_at": f"2026-01-0{len(results.runs) + 1}",
+                             "config": {"model": {"source": "python", "name": "m"}}})
+        results.add(record("eager", 10.0, env))
+        traced = record("traced", 4.0, env, accuracy={"ok": False, "max_abs_err": 0.5})
+        results.add(traced)
+        results.add(Record(case=record("scripted", 1.0).case, environment=env, status="failed", reason="no"))
+        served = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99,
+                               peaks=(125.0,))
+        results.add(ServedCase(traced.case.key, env, (served,)))
+    return results
+
+
+def test_each_run_gets_its_own_environments_rows_with_intervals():
+    first, second = stored_runs(two_machines(), "merged")
+    assert first.run_id != second.run_id and first.run_id.startswith("d") and first.source == "merged"
+    assert first.machine["id"] != second.machine["id"] and first.versions == {"torch": "2.14.1"}
+    figures = {(f.key.variant, f.key.figure): f for f in first.figures}
+    median = figures[("traced", "median")].value
+    assert median.low < 4.0 < median.high or abs(median.value - 4.0) < 0.05
+    speedup = figures[("traced", "speedup")].value
+    assert speedup.low <= 2.5 <= speedup.high or abs(speedup.value - 2.5) < 0.05
+    assert ("eager", "speedup") not in figures, "eager fp32 is its own baseline"
+    assert figures[("traced", "accuracy")].status == "failed"
+    assert figures[("traced", "peak_qps server w1 t2")].value.value == 125.0
+    failed = figures[("scripted", "median")]
+    assert failed.status == "failed" and failed.value is None and failed.reason == "no"
+    assert {f.key.machine for f in first.figures} == {first.machine["id"]}
+    assert len({f.key.model_hash for f in first.figures + second.figures}) == 1, "the same config's model"

@@ -1,0 +1,244 @@
+"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row.
+
+A figure is one number of one row with its interval where it has one: a record's ``median`` (its two-level
+interval) and ``p99`` (none), its ``speedup`` over eager fp32 (its interval), its ``accuracy`` (the largest error,
+``ok`` or ``failed`` against its tolerance); a served case's ``peak_qps`` per serving setting (its joint estimate's
+interval); a generate row's ``ttft`` and ``tpot`` (their medians' intervals). A row that failed or was skipped
+gives its figures with that status and no value. Runs are read only through ``ResultSet.load`` (schemas 1-6); a
+run of schema 5 or earlier gets a derived id, its records its run by environment, and a model hash derived from
+its config's model entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.core.env import machine_fingerprint
+from trtbench.core.record import Record
+from trtbench.core.stats import Interval
+from trtbench.core.status import Status
+from trtbench.results.resultset import ResultSet
+
+VERSION_KEYS = ("python", "torch", "torchvision", "driver", "cuda", "cudnn")
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """What a series is one figure of: the model (its id, for people, and its hash), the variant and its options,
+    the precision, the point, the threads, the knobs (the allocator among them), the device and the machine."""
+
+    model: str
+    model_hash: str
+    variant: str
+    options: str
+    precision: str
+    point: str
+    threads: int
+    knobs: str
+    device: str
+    machine: str
+    figure: str
+
+    @property
+    def series_id(self) -> str:
+        text = json.dumps(list(self.__dict__.values()), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """``m fp32 opt traced median`` with the options, threads and knobs where there are any."""
+        parts = [self.model, f"{self.variant}{'(' + self.options + ')' if self.options else ''}", self.precision,
+                 self.point, f"t{self.threads}", self.knobs, self.figure]
+        return " ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of one row of a run: its series, status, value with its interval (None where the row did not run
+    or the figure has no interval: ``low`` and ``high`` then equal the value) and the reason it has none."""
+
+    key: SeriesKey
+    status: str
+    value: Optional[Interval]
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run as the history keeps it: its id, when it started, its name, status, label, the folder it was read
+    from, its environment's versions and its machine, and its figures."""
+
+    run_id: str
+    started_at: str
+    name: str
+    status: str
+    label: str
+    source: str
+    versions: dict
+    machine: dict
+    figures: tuple[Figure, ...]
+
+
+def versions_of(environment: dict) -> dict:
+    """The versions a run ran with, flat: python, torch, torchvision, the driver, CUDA, cuDNN, each optional
+    library, and the allocator where the environment names one."""
+    versions = {key: str(environment[key]) for key in VERSION_KEYS if environment.get(key) is not None}
+    versions.update({name: str(v) for name, v in sorted((environment.get("libraries") or {}).items())})
+    return versions
+
+
+def derived_run_id(run: dict) -> str:
+    """The id of a run written before schema 6: a hash of its name, start, environment and config."""
+    facts = [run.get("name"), run.get("started_at"), run.get("environment"), run.get("shard"), run.get("config")]
+    return "d" + hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:15]
+
+
+def model_hash_of(run: dict, model_id: str) -> str:
+    """The run's hash of model ``model_id`` (schema 6), else one derived from its config's model entry."""
+    stored = (run.get("models") or {}).get(model_id)
+    if stored:
+        return stored
+    config = run.get("config") or {}
+    entries = config.get("models") or [config.get("model")]
+    entry = next((e for e in entries if isinstance(e, dict) and model_id in (e.get("label"), _entry_id(e))), None)
+    text = json.dumps(entry if entry is not None else model_id, sort_keys=True, default=str)
+    return "d" + hashlib.sha256(text.encode()).hexdigest()[:15]
+
+
+def _entry_id(entry: dict) -> str:
+    kwargs = ",".join(f"{k}={v}" for k, v in sorted((entry.get("kwargs") or {}).items()))
+    return f"{entry.get('source', 'torchvision')}:{entry.get('path') or entry.get('name')}" + \
+        (f"({kwargs})" if kwargs else "")
+
+
+def _interval(value: Optional[float], low: Optional[float] = None, high: Optional[float] = None) -> Optional[Interval]:
+    if value is None or not value > 0:
+        return None
+    low = value if low is None or not low > 0 else low
+    high = value if high is None or not high > 0 else high
+    return Interval(float(value), float(min(low, value)), float(max(high, value)))
+
+
+def record_figures(results: ResultSet, record: Record, key_of) -> list[Figure]:
+    """A record's figures: median, p99, speedup over eager fp32, accuracy (``key_of(case, figure)``: the key)."""
+    case = record.case
+    if record.status is not Status.OK:
+        names = ["median", "p99", "accuracy"] + ([] if results.baseline(record) is record else ["speedup"])
+        return [Figure(key_of(case, name), str(record.status), None, record.reason) for name in names]
+    figures = []
+    median = results.median_interval(record)
+    if median is not None:
+        figures.append(Figure(key_of(case, "median"), "ok", _interval(median.value, median.low, median.high)))
+        figures.append(Figure(key_of(case, "p99"), "ok", _interval(record.stats.p99)))
+    speedup = results.speedup(record)
+    if speedup is not None:
+        figures.append(Figure(key_of(case, "speedup"), "ok", _interval(speedup.value, speedup.low, speedup.high)))
+    if record.accuracy is not None:
+        status = "failed" if record.accuracy_failed else "ok"
+        error = record.accuracy.get("max_abs_err")
+        figures.append(Figure(key_of(case, "accuracy"), status, _interval(error),
+                              "" if status == "ok" else "accuracy below its tolerance"))
+    return figures
+
+
+def served_figures(results: ResultSet, part, key_of) -> list[Figure]:
+    """A served case's peak per serving setting, with its joint estimate's interval."""
+    record = results.record_of(part.key)
+    if record is None:
+        return []
+    figures = []
+    for item in part.to_dict()["results"]:
+        name = f"peak_qps {item['scenario']} w{item['workers']} t{item['threads']}" + \
+               (f" batching {json.dumps(item['batching'], sort_keys=True)}" if item.get("batching") else "")
+        interval = item.get("interval") or {}
+        value = _interval(item.get("peak_qps"), interval.get("low"), interval.get("high"))
+        figures.append(Figure(key_of(record.case, name), str(item.get("status", "ok")), value, item.get("reason", "")))
+    return figures
+
+
+def generate_figures(part, key) -> list[Figure]:
+    """A generate row's TTFT and TPOT medians with their intervals (``key(figure)``: the key)."""
+    data = part.to_dict()
+    metrics = (data.get("data") or {}).get("metrics") or {}
+    if data["status"] != "ok" or not metrics:
+        return [Figure(key(name), data["status"], None, data.get("reason", "")) for name in ("ttft", "tpot")]
+    figures = []
+    for name in ("ttft", "tpot"):
+        metric = metrics.get(f"{name}_ms") or {}
+        median, rel = metric.get("median"), metric.get("median_ci_rel")
+        finite = rel is not None and rel != float("inf")
+        figures.append(Figure(key(name), "ok", _interval(median, median * (1 - rel) if finite else None,
+                                                             median * (1 + rel) if finite else None)
+                              if median else None))
+    return figures
+
+
+def _run_of_record(runs: list[dict], ids: list[str], record) -> Optional[int]:
+    """The index of the run that measured ``record``: the one its ``run_id`` names (schema 6), else the last run in
+    its environment (or the only run)."""
+    if record.run_id in ids:
+        return ids.index(record.run_id)
+    same = [i for i, run in enumerate(runs) if run.get("environment") == record.environment]
+    return same[-1] if same else (0 if len(runs) == 1 else None)
+
+
+def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
+    """Each run of ``results`` (read from folder ``source``) with the figures of the rows it measured; a run
+    without a start time or without a row is left out (nothing to place in a series)."""
+    runs = results.runs
+    ids = [run.get("run_id") or derived_run_id(run) for run in runs]
+    figures: dict[int, list[Figure]] = {i: [] for i in range(len(runs))}
+
+    def keyer(index: int, environment: str):
+        env = results.environments.get(environment) or {}
+        machine = (env.get("machine") or machine_fingerprint(env))["id"]
+
+        def key_of(case, figure: str) -> SeriesKey:
+            return SeriesKey(case.model, model_hash_of(runs[index], case.model), case.variant, case.options,
+                             case.precision, case.point, case.threads, case.knobs, case.device, machine, figure)
+        return key_of
+
+    for record in results:
+        index = _run_of_record(runs, ids, record)
+        if index is not None:
+            figures[index] += record_figures(results, record, keyer(index, record.environment))
+    for part in results.parts("served"):
+        record = results.record_of(part.key)
+        index = _run_of_record(runs, ids, record) if record is not None else None
+        if index is not None:
+            figures[index] += served_figures(results, part, keyer(index, part.environment))
+    for part in results.parts("generate"):
+        index = next((i for i in reversed(range(len(runs))) if runs[i].get("environment") == part.environment), None)
+        if index is not None:
+            key_of = keyer(index, part.environment)
+            figures[index] += generate_figures(part, lambda name, p=part, k=key_of: k(_decoder_case(p), name))
+    stored = []
+    for i, run in enumerate(runs):
+        env = results.environments.get(run.get("environment")) or {}
+        if run.get("started_at") and figures[i]:
+            stored.append(StoredRun(ids[i], str(run["started_at"]), str(run.get("name") or ""),
+                                    str(run.get("status") or ""), str(run.get("label") or ""), source,
+                                    versions_of(env), env.get("machine") or machine_fingerprint(env),
+                                    tuple(figures[i])))
+    return stored
+
+
+@dataclass(frozen=True)
+class _DecoderCase:
+    """A generate row's fields as a case's, for its series key."""
+
+    model: str
+    variant: str
+    options: str
+    precision: str
+    point: str
+    threads: int
+    knobs: str
+    device: str
+
+
+def _decoder_case(part) -> _DecoderCase:
+    return _DecoderCase(part.model, part.decoder, part.slot, part.precision, part.point, part.threads, "", "")

@@ -1,0 +1,127 @@
+"""``trtbench gate``: whether a run regressed against its history.
+
+For each series the run has a point in (its points up to the run, from the latest accepted run on):
+
+- a row that newly failed or was newly skipped (the point before was ok), and an accuracy that newly fell below
+  its tolerance, regress whatever the figure;
+- a gated figure regresses where the series' latest step (:func:`~trtbench.core.steps.find_steps`) lies at or
+  before the run and is for the worse: the baseline is the segment before that step until the step is accepted
+  (``trtbench history accept RUN``); with no such step, the run's own point against the segment it would join
+  (:func:`~trtbench.core.steps.against`: a step at the very end, seen from one run).
+
+By default the gated figures are the absolute medians and the speedups over eager: a speedup is timed in the
+same rounds as its baseline, so machine drift cancels in it, but a change that slows eager and a variant alike
+(a new torch) shows only in the medians; each is held to the run-to-run scatter of its own series.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from trtbench.core.errors import UserInputError
+from trtbench.core.steps import THRESHOLD, against, find_steps
+from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, interval_text, load_series,
+                                     version_changes, worse)
+from trtbench.history.store import RunRow, Store
+
+DEFAULT_FIGURES = ("median", "speedup")
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One regression of the gated run: its series' label and what regressed, with intervals and the versions
+    that changed."""
+
+    series: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gated run, how many of its series were checked, and each regression (exit 1 with any, else 0)."""
+
+    run: RunRow
+    checked: int
+    regressions: tuple[Regression, ...]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Which figures are held to their steps, and the smallest relative change that counts."""
+
+    figures: tuple[str, ...] = DEFAULT_FIGURES
+    threshold: float = THRESHOLD
+
+    def gates(self, figure: str) -> bool:
+        return any(figure == f or figure.startswith(f + " ") for f in self.figures)
+
+
+def _status_regression(points: list[SeriesPoint], figure: str) -> Optional[str]:
+    """A row that newly failed or was skipped, or an accuracy that newly fell below its tolerance."""
+    if len(points) < 2 or points[-2].status != "ok" or points[-1].status == "ok":
+        return None
+    new = points[-1]
+    if figure == "accuracy" and new.status == "failed":
+        return f"accuracy newly below its tolerance ({new.reason or 'failed'})"
+    return f"newly {new.status}: {new.reason or 'no reason given'}"
+
+
+def _value_regression(points: list[SeriesPoint], figure: str, threshold: float) -> Optional[str]:
+    """The latest step at or before the run, for the worse; else the run's point against its segment."""
+    valued = [p for p in points if p.value is not None]
+    if not valued or valued[-1] is not points[-1]:
+        return None
+    steps = find_steps([p.value for p in valued], threshold)
+    if steps:
+        step = steps[-1]
+        if not worse(figure, step.change):
+            valued = valued[step.index:]
+        else:
+            changes = version_changes(valued[step.index - 1].run.versions, valued[step.index].run.versions)
+            return (f"{step.change:+.1%} since run {valued[step.index].run.run_id} (not accepted): "
+                    f"{interval_text(step.before)} -> {interval_text(step.after)}; "
+                    f"{'; '.join(changes) or 'no version changed'}")
+    point = against([p.value for p in valued[:-1]], valued[-1].value, threshold)
+    if point is None or not worse(figure, point.change):
+        return None
+    changes = version_changes(valued[-2].run.versions, valued[-1].run.versions)
+    return (f"{point.change:+.1%} against the {len(valued) - 1} run(s) before: {interval_text(point.before)} -> "
+            f"{interval_text(valued[-1].value)}; {'; '.join(changes) or 'no version changed'}")
+
+
+def _until(series: Series, run: RunRow) -> list[SeriesPoint]:
+    """The series' points up to ``run`` (included), from the latest accepted run on."""
+    points = [p for p in series.points if (p.run.started_at, p.run.run_id) <= (run.started_at, run.run_id)]
+    start = max((i for i, p in enumerate(points) if p.run.accepted), default=0)
+    return points[start:]
+
+
+def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings = GateSettings()) -> GateResult:
+    """Gate run ``run_id`` (default: the latest stored) against its series' history; bad input (exit 2) where the
+    store holds no run, or none of the run's series."""
+    runs = store.runs()
+    if not runs:
+        raise UserInputError(store.where, "the history holds no run",
+                             "append runs first: run trtbench with output.history set, or trtbench history "
+                             "ingest DIR...")
+    run = store.find_run(run_id) if run_id is not None else runs[-1]
+    checked, regressions = 0, []
+    for series in load_series(store, SeriesFilter(), settings.threshold):
+        points = _until(series, run)
+        if not points or points[-1].run.run_id != run.run_id:
+            continue
+        checked += 1
+        found = _status_regression(points, series.key.figure)
+        if found is None and settings.gates(series.key.figure):
+            found = _value_regression(points, series.key.figure, settings.threshold)
+        if found is not None:
+            regressions.append(Regression(series.key.label, found))
+    if not checked:
+        raise UserInputError(run.run_id, "the run has no series in the history",
+                             "gate a run that the history holds figures of (trtbench history runs lists them)")
+    return GateResult(run, checked, tuple(regressions))

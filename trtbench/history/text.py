@@ -1,0 +1,66 @@
+"""The history as text: each series' line (``trtbench history``), the stored runs, and every point as CSV.
+
+The CSV is the same bytes from SQLite and PostgreSQL for the same runs: rows in series then start order, numbers
+as Python's shortest round-trip text, the versions as sorted JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from trtbench.history.series import Series, interval_text
+from trtbench.history.store import RunRow, Store
+
+CSV_FIELDS = ("model", "model_hash", "variant", "options", "precision", "point", "threads", "knobs", "device",
+              "machine", "figure", "run_id", "started_at", "label", "status", "value", "low", "high", "reason",
+              "versions")
+
+
+def series_lines(series: list[Series]) -> list[str]:
+    """Per series: its label, the latest value with its interval, a small trend, and each step found."""
+    if not series:
+        return ["no series match (trtbench history runs lists the stored runs)"]
+    lines = []
+    for one in series:
+        latest = one.latest
+        value = interval_text(latest.value) if latest.value is not None else f"{latest.status}: {latest.reason}"
+        lines.append(f"{one.key.label}: {value}  {one.trend()}  ({len(one.points)} run(s), latest "
+                     f"{latest.run.run_id})")
+        lines += [f"  step {step.text()}" for step in one.steps]
+    steps = sum(len(one.steps) for one in series)
+    lines.append(f"{len(series)} series, {steps} step(s)")
+    return lines
+
+
+def run_lines(runs: list[RunRow]) -> list[str]:
+    """Each stored run: id, start, label, name, status, accepted, folder."""
+    if not runs:
+        return ["the history holds no run"]
+    return [f"{r.run_id}  {r.started_at}  {r.label or '-'}  {r.name}  {r.status}"
+            f"{'  accepted' if r.accepted else ''}  {r.source}" for r in runs]
+
+
+def _number(value) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def export_csv(store: Store) -> str:
+    """Every point of every series, one CSV row each (see the module docstring)."""
+    runs = {run.run_id: run for run in store.runs()}
+    keys = store.series()
+    rows = []
+    for point in store.points():
+        run, key = runs[point.run_id], keys[point.series_id]
+        value = point.value
+        rows.append([key.model, key.model_hash, key.variant, key.options, key.precision, key.point, str(key.threads),
+                     key.knobs, key.device, key.machine, key.figure, run.run_id, run.started_at, run.label,
+                     point.status, *(_number(getattr(value, name, None)) for name in ("value", "low", "high")),
+                     point.reason, json.dumps(run.versions, sort_keys=True)])
+    rows.sort(key=lambda row: (row[:11], row[12], row[11]))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    writer.writerows(rows)
+    return out.getvalue()

@@ -1,0 +1,50 @@
+"""A run's or a merge's figures appended to its history (:mod:`trtbench.history`), and where that history is.
+
+A run appends to ``output.history`` (``--history``): by default ``results/history.sqlite`` where its output folder
+is the default one, and nothing where the user named another folder, so that a default never writes outside it.
+A ``--shard`` run appends nothing (its merge appends the whole), nor does an interrupted one. The store is
+checked before the run (bad input exits 2 with nothing written); a store that cannot take the run at the end
+(locked past its busy timeout, the server gone) costs a note, never the run: ``trtbench history ingest`` adds the
+folder later.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Optional, Union
+
+from trtbench.history.ingest import append
+from trtbench.history.store import DEFAULT_HISTORY, open_store
+from trtbench.results.resultset import ResultSet
+
+RESULTS_ROOT = Path("results")  # the default run folders' root, which the Docker recipe mounts
+
+
+def check_history(where: Union[str, bool, None]) -> None:
+    """Open the history once, before the run: a bad path or URL is bad input before anything is written."""
+    if where:
+        open_store(str(where)).close()
+
+
+def merge_history(history: Optional[str], out_dir: Path) -> Optional[str]:
+    """Where a merge appends: ``--history``, else the default store where its output is in the default root."""
+    if history is not None:
+        return history or None
+    return str(RESULTS_ROOT / DEFAULT_HISTORY) if out_dir.resolve().parent == RESULTS_ROOT.resolve() else None
+
+
+def append_history(where: Union[str, bool, None], results: ResultSet, out_dir: Path) -> str:
+    """Append ``results`` (written to ``out_dir``) to the history at ``where``; a line saying what was done."""
+    if not where:
+        return ""
+    started = time.perf_counter()
+    try:
+        with open_store(str(where)) as store:
+            done = append(store, results, str(out_dir))
+    except Exception as err:  # sqlite3, psycopg or a lost connection: the run's folder keeps its results
+        kind = "locked" if isinstance(err, sqlite3.OperationalError) else type(err).__name__
+        return (f"history: not appended to {where} ({kind}: {err}); add it later: trtbench history ingest {out_dir} "
+                f"--history {where}")
+    return f"{done.text(str(where))} in {time.perf_counter() - started:.2f} s"
