@@ -10,7 +10,7 @@ from pathlib import Path
 from trtbench.core.errors import DiskFullError, UserInputError
 
 COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history", "gate")
-HISTORY_ACTIONS = ("show", "runs", "export", "ingest", "rebuild", "accept", "forget")
+HISTORY_ACTIONS = ("show", "runs", "export", "html", "ingest", "rebuild", "accept", "forget")
 
 
 def _variants_arg(text: str) -> list[str]:
@@ -136,11 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
                                              "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
     history.add_argument("action", nargs="?", default="show", choices=HISTORY_ACTIONS,
-                         help="show (default): each series; runs: the stored runs; export: every point as CSV; "
-                              "ingest DIR...: add runs' folders (each run once); rebuild DIR...: recreate the database "
+                         help="show (default): each series; runs: the stored runs; export: every point as CSV; html OUT.html: "
+                              "a page of every series; ingest DIR...: add runs' folders (each run once); rebuild DIR...: recreate the database "
                               "from folders; accept RUN: its steps are the new normal; forget RUN: drop a bad run")
-    history.add_argument("targets", nargs="*", metavar="DIR|RUN", help="folders (ingest, rebuild) or a run id (accept, "
-                                                                        "forget)")
+    history.add_argument("targets", nargs="*", metavar="DIR|RUN", help="folders (ingest, rebuild), a run id (accept, "
+                                                                        "forget) or the page to write (html)")
     history.add_argument("--model", help="series whose model id contains this")
     history.add_argument("--variant", help="series of this variant")
     history.add_argument("--figure", help="series of this figure (median, p99, speedup, accuracy, peak_qps..., ttft, "
@@ -213,6 +213,15 @@ def cmd_history(args) -> int:
             atomic_write_text(Path(args.output), text)
         else:
             sys.stdout.write(text)
+    elif args.action == "html":
+        if len(targets) != 1:
+            raise UserInputError("OUT.html", f"html takes one file to write, got {len(targets)}",
+                                 "trtbench history html OUT.html [--model M] [--variant V] [--figure F]")
+        from trtbench.report.history_page import from_history
+        from trtbench.report.writer import write_history_page
+
+        query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
+        print(f"history page: {write_history_page(Path(targets[0]), from_history(api.history_series(where, query)))}")
     elif args.action == "runs":
         from trtbench.history.ingest import existing
         from trtbench.history.store import open_store

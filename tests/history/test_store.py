@@ -61,6 +61,18 @@ def test_history_lists_each_series_with_its_step(folders, tmp_path, capsys):
     assert "(2 run(s), latest run-007)" in out and "step" not in out.replace("step(s)", "")
 
 
+def test_history_html_draws_each_series_with_its_step_at_its_first_run(folders, tmp_path, capsys):
+    store, page = tmp_path / "h.sqlite", tmp_path / "history.html"
+    api.ingest(folders, store)
+    code, out, _ = history(capsys, "html", page, "--history", store, "--variant", "traced", "--figure", "median")
+    assert code == 0 and str(page) in out
+    html = page.read_text()
+    assert "traced fp32 opt t2 median" in html and html.count('class="pt"') == 7  # a point per run
+    assert "step at run run-005" in html  # the step's hover names its first run after it
+    code, _, err = history(capsys, "html", "--history", store)
+    assert code == 2 and "OUT.html" in err
+
+
 def test_four_processes_appending_at_once_lose_nothing(tmp_path):
     runs = [write_run(tmp_path / f"r{i}", i, {"eager": 10.0, "traced": 5.0}) for i in range(1, 21)]
     store = tmp_path / "h.sqlite"

@@ -1,7 +1,7 @@
 """The history's page: one offline HTML file with a chart per series (each point's value and its interval as a
 band, the steps found marked with their levels before and after, each point's environment on hover), drawn as
-inline SVG here and filterable by the series' titles. It takes plain data (:class:`HistorySeries`), whoever
-found the series and their steps."""
+inline SVG here and filterable by the series' titles. It takes plain data (:class:`HistorySeries`);
+:func:`from_history` makes it from the history's series (:mod:`trtbench.history.series`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 from matplotlib.ticker import MaxNLocator
 
 from trtbench.core.stats import Interval
+from trtbench.history.series import Series
 from trtbench.report.html import escape, filter_box, page
 
 WIDTH, HEIGHT = 760, 260
@@ -21,6 +22,9 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40
 Y_TICKS = 5
 # px: the width a step's hover target spans
 STEP_HIT = 12
+# each figure's unit on the chart's axis (peak_qps and the rest by their name's first word)
+UNITS = {"median": "ms", "p99": "ms", "ttft": "ms", "tpot": "ms", "speedup": "x over eager", "peak_qps": "QPS",
+         "accuracy": "max abs error"}
 
 
 @dataclass(frozen=True)
@@ -192,3 +196,19 @@ def history_page(series: Sequence[HistorySeries], title: str = "trtbench history
         body += [f'<section class="series" data-search="{escape(one.title)}">', f"<h2>{escape(one.title)}</h2>",
                  _summary(one), chart(one), "</section>"]
     return page(title, "\n".join(body))
+
+
+def from_history(found: Sequence[Series]) -> list[HistorySeries]:
+    """The history's series as the page draws them: each point that has a value (a failed or skipped run's has
+    none), with its run's versions on hover, and each step at its first run after it."""
+    pages = []
+    for series in found:
+        drawn = [p for p in series.points if p.value is not None]
+        points = tuple(HistoryPoint(p.run.run_id, p.run.started_at, p.value.value, p.value.low, p.value.high,
+                                    {k: str(v) for k, v in p.run.versions.items()}) for p in drawn)
+        at = {p.run.run_id: i for i, p in enumerate(drawn)}
+        steps = tuple(HistoryStep(at[s.first_run.run_id], s.step.before, s.step.after, "; ".join(s.changes))
+                      for s in series.steps if s.first_run.run_id in at)
+        unit = UNITS.get(series.key.figure.split(" ")[0], "")
+        pages.append(HistorySeries(series.key.label, unit, points, steps))
+    return pages
