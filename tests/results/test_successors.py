@@ -34,7 +34,8 @@ def test_a_successor_within_the_interval_is_shipped_instead():
     text = rec.text({})
     assert f"traced is deprecated ({NOTE})" in text and "ship exported instead" in text
     data = rec.to_dict()
-    assert data["instead"]["variant"] == "exported" and [s["variant"] for s in data["successors"]] == ["exported", "aoti"]
+    assert data["instead"]["variant"] == "exported"
+    assert [s["variant"] for s in data["successors"]] == ["exported", "aoti"]
 
 
 def test_a_slower_successor_is_named_with_what_moving_costs():
@@ -60,5 +61,6 @@ def test_without_the_note_the_row_is_not_weighed():
 def test_the_section_puts_each_successor_s_speed_beside_the_row():
     section = deprecations_markdown(_set(4.0, 2.0))
     assert f"- traced: {NOTE}" in section
-    assert "| traced | fp32 | opt (2x3x8x8) | 4.000 | exported | 2.009 | faster: 2.00x [1.94-2.06] of its speed |" in section
+    assert ("| traced | fp32 | opt (2x3x8x8) | 4.000 | exported | 2.009 | faster: 2.00x [1.94-2.06] of its speed |"
+            in section)
     assert "| traced | fp32 | opt (2x3x8x8) | 4.000 | aoti |  | not timed at this point" in section
