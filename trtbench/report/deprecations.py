@@ -41,14 +41,21 @@ def deprecation_notes(results: ResultSet) -> list[str]:
 
 
 def deprecations_markdown(results: ResultSet) -> str:
-    """The section: each note once, then a table of the deprecated timed rows and their successors ("" where no
-    row carries a deprecation)."""
+    """The section: each note once, the successors this run timed nowhere, then a table of the deprecated timed rows
+    beside the successors it did time ("" where no row carries a deprecation)."""
     notes = deprecated_labels(results)
     if not notes:
         return ""
     lines = ["## Deprecated upstream", "", DEPRECATIONS_TEXT, ""]
-    lines += [f"- {', '.join(labels)}: {deprecation.note}" for deprecation, labels in notes.items()] + [""]
-    rows = [(record, after) for record in results if record.timed for after in successors(results, record)]
+    lines += [f"- {', '.join(labels)}: {deprecation.note}" for deprecation, labels in notes.items()]
+    timed = {record.case.variant for record in results if record.timed}
+    untimed = [name for name in dict.fromkeys(n for d in notes for n in d.successors) if name not in timed]
+    if untimed:
+        lines.append(f"- not timed in this run: {', '.join(untimed)}; list them in `variants` to time each "
+                     "deprecated row's successor beside it.")
+    lines.append("")
+    rows = [(record, after) for record in results if record.timed for after in successors(results, record)
+            if after.variant in timed]
     if rows:
         lines += ["| variant | precision | point | median ms | successor | successor median ms | successor's speed |",
                   "|---|---|---|---|---|---|---|"]
