@@ -64,3 +64,18 @@ def test_the_section_puts_each_successor_s_speed_beside_the_row():
     assert ("| traced | fp32 | opt (2x3x8x8) | 4.000 | exported | 2.009 | faster: 2.00x [1.94-2.06] of its speed |"
             in section)
     assert "- not timed in this run: aoti; list them in `variants`" in section and "| aoti |" not in section
+
+
+def test_the_speedup_table_marks_only_rows_a_successor_variant_replaces():
+    from trtbench.report.tables import markdown_table
+    from trtbench.variants.trt import TORCHSCRIPT_FILE
+
+    results = _set(4.0, 2.0)
+    results.add(record("trt", 3.0, accuracy=OK, warnings=[TORCHSCRIPT_FILE.note]))
+    lines = {line.split(" | ")[0].strip("| *"): line for line in markdown_table(results).splitlines()
+             if line.startswith("| ")}
+    assert "| ok, deprecated |" in lines["traced"]
+    assert "| ok |" in lines["trt"] and "| ok |" in lines["exported"]
+    assert "- deprecated: traced: built with what upstream deprecates (TorchScript); each successor's measured " \
+           "speed beside it: report.md, Deprecated upstream." in markdown_table(results)
+    assert f"- trt: {TORCHSCRIPT_FILE.note}" in deprecations_markdown(results)

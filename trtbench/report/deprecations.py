@@ -29,9 +29,9 @@ def deprecated_labels(results: ResultSet) -> dict[Deprecation, list[str]]:
 
 
 def deprecation_notes(results: ResultSet) -> list[str]:
-    """The speedup table's note (the terminal's too): which rows upstream deprecates, and where their successors'
-    speed is; empty where none is."""
-    labels = deprecated_labels(results)
+    """The speedup table's note (the terminal's too): which rows upstream deprecates (a successor variant replaces
+    them: the rows its status marks), and where their successors' speed is; empty where none is."""
+    labels = {d: names for d, names in deprecated_labels(results).items() if d.successors}
     if not labels:
         return []
     variants = list(dict.fromkeys(label for names in labels.values() for label in names))
