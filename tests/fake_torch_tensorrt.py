@@ -27,12 +27,20 @@ from __future__ import annotations
 import inspect
 import operator
 import types
+import warnings
 from collections import namedtuple
 from typing import Any
 
 import torch
 
 VERSION = "2.14.0"
+
+# ts/_compiler.py compile (line 104): warned on every call, stacklevel=2 (tests/variants/test_trt_contract.py reads it)
+TS_FRONTEND_WARNING = (
+    'The torchscript frontend for Torch-TensorRT has been deprecated, please plan on porting to the dynamo frontend '
+    '(torch_tensorrt.compile(..., ir="dynamo"). Torchscript will continue to be a supported deployment format via '
+    'post compilation torchscript tracing, see: https://pytorch.org/TensorRT/user_guide/saving_models.html for more '
+    'details')
 
 # ts/_Device.py TorchScriptDevice._from (lines 64-69): what it reads from the device the TorchScript
 # frontend is given (ts/_compile_spec.py _parse_device hands it a torch.device too, lines 88-89).
@@ -290,6 +298,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
                    torch_executed_modules=None, allow_shape_tensors=False):
         """ts/_compiler.py compile: no **kwargs, so an unknown setting is a TypeError."""
         fake.calls.append(("ts.compile", _arguments(ts_compile, locals(), skip=("module",))))
+        warnings.warn(TS_FRONTEND_WARNING, DeprecationWarning, stacklevel=2)
         if isinstance(module, torch.jit.ScriptFunction):
             raise TypeError("torch.jit.ScriptFunction currently is not directly supported, wrap the function in a "
                             "module to compile")

@@ -86,6 +86,14 @@ def kwargs_read(wheel, where) -> set[str]:
 
 
 
+def warnings_raised(wheel, where) -> list[tuple[str, str]]:
+    """(category, message) of every ``warnings.warn`` call in a function of the wheel whose message is a string
+    constant."""
+    return [(ast.unparse(node.args[1]), node.args[0].value) for node in ast.walk(function(wheel, where))
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn"
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+
+
 def save_input_types(wheel) -> list[str]:
     """The types _compile.py save accepts in ``arg_inputs`` (its ``all(isinstance(i, (...)) for i in
     arg_inputs)`` check), as written."""

@@ -27,7 +27,8 @@ import fake_torch_tensorrt as fake_trt
 from helpers.fakes import CUDA0, Net, context, dynamic_spec, install_fake, static_spec
 from helpers.trt_wheel import (COMPILE, DEVICE, DEVICE_FROM, DTYPE_FROM, DYNAMO_COMPILE, INPUT, RESOLVE_TARGET, SAVE,  # noqa: F401
                                TO_TRT_DEVICE, TS_COMPILE, TS_COMPILE_SPEC, TS_DEVICE_FROM, TS_FALLBACK, TS_PARSE_DEVICE,
-                               function, kwargs_read, named_parameters, real_signature, save_input_types, wheel)
+                               function, kwargs_read, named_parameters, real_signature, save_input_types,
+                               warnings_raised, wheel)
 from trtbench.variants import Built, get_variant
 from trtbench.variants.trt_common import DynamoOptions, TorchScriptOptions
 
@@ -404,3 +405,15 @@ def test_the_fake_save_accepts_the_input_types_the_real_save_accepts(wheel):
     fake = fake_trt.make_fake()
     names = {torch.Tensor: "torch.Tensor", fake.Input: "Input"}
     assert [names[kind] for kind in fake.SAVE_INPUT_TYPES] == save_input_types(wheel)
+
+
+def test_the_torchscript_frontend_warns_its_deprecation_as_the_fake_does_and_trtbench_says_it(wheel):
+    """ts/_compiler.py compile warns on every call; trtbench turns that warning into the row's note."""
+    import warnings
+
+    from trtbench.variants.trt_common import TS_FRONTEND_DEPRECATION
+
+    assert warnings_raised(wheel, TS_COMPILE) == [("DeprecationWarning", fake_trt.TS_FRONTEND_WARNING)], \
+        where(wheel, TS_COMPILE)
+    warned = warnings.WarningMessage(fake_trt.TS_FRONTEND_WARNING, DeprecationWarning, "_compile.py", 272)
+    assert TS_FRONTEND_DEPRECATION.says(warned)

@@ -401,3 +401,28 @@ def test_ts_segments_of_a_module_without_engines():
     traced = torch.jit.trace(Net().eval(), (torch.randn(2, 3, 8, 8),))
     counts = ts_segments(traced)
     assert counts["trt_segments"] == 0 and counts["torch_segments"] == 1 and counts["torch_ops"] >= 4
+
+
+@pytest.mark.parametrize("name, parent", [("trt_traced", "traced"), ("trt_scripted", "scripted")])
+def test_the_torchscript_frontend_s_deprecation_becomes_the_row_s_note(fake, name, parent, tmp_path):
+    from trtbench.building.stage import capture_warnings
+    from trtbench.variants.trt_common import TORCHSCRIPT_TO_TRT, TS_FRONTEND_DEPRECATION
+
+    model, variant = Net().eval(), get_variant(name)
+    script = torch.jit.trace(model, (torch.randn(2, 3, 8, 8),)) if parent == "traced" else torch.jit.script(model)
+    ctx = context(static_spec(), None, built={parent: Built(script)})
+    built, said = capture_warnings(lambda: variant.build(model, ctx), variant.deprecations)
+    assert TS_FRONTEND_DEPRECATION.note in said and not [line for line in said if "deprecated." in line], said
+    _, saved = capture_warnings(lambda: variant.save(built, tmp_path, name), variant.deprecations)
+    assert saved == [TORCHSCRIPT_TO_TRT.note]
+
+
+def test_trt_s_torchscript_file_says_its_deprecation_and_its_pt2_successor(fake, tmp_path):
+    from trtbench.building.stage import capture_warnings
+
+    variant = get_variant("trt")
+    built = variant.build(Net().eval(), context(dynamic_spec(), None))
+    _, saved = capture_warnings(lambda: variant.save(built, tmp_path, "trt"), variant.deprecations)
+    assert ("TorchScript (its .ts file): deprecated in torch 2.14; successor: its .pt2 file (ExportedProgram), saved "
+            "beside it") in saved
+    assert not [line for line in saved if "torch.jit" in line], "torch.jit's own warnings are said as the note"

@@ -92,7 +92,8 @@ def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, record
     try:
         entries, caught = capture_warnings(lambda: store.save(
             ArtifactSource(variant, built, precision, ctx.device, model=model_id), check,
-            stem=artifact_stem(ctx.config, model_id, variant.name, precision), expected_bytes=weights_bytes(at.model)))
+            stem=artifact_stem(ctx.config, model_id, variant.name, precision), expected_bytes=weights_bytes(at.model)),
+            variant.deprecations)
     except KeyboardInterrupt:
         raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept

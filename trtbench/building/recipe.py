@@ -26,6 +26,7 @@ import torch
 from trtbench.building.copies import PrecisionCopy
 from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.allocator import mmap_threshold
+from trtbench.core.deprecation import silenced
 from trtbench.core.env import torch_thread_facts
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import dtype_name, precision_dtype
@@ -115,7 +116,8 @@ class VariantRecipe:
         if self.artifact is not None:
             for module in self.artifact.imports:  # e.g. torch_tensorrt registers its runtime ops
                 importlib.import_module(module)
-            built = Built(variant.load(self.artifact, device), {"loaded": self.artifact.path.name})
+            with silenced(variant.deprecations):  # the parent's build and save said them in the rows
+                built = Built(variant.load(self.artifact, device), {"loaded": self.artifact.path.name})
         else:
             built = self._build(payload, inputs, device)
         calls = {}

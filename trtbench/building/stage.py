@@ -6,7 +6,8 @@ a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one w
 comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it. One that
 crashed an earlier process of the run natively fails with that reason, without building again; each build
 is marked in flight (:mod:`trtbench.core.inflight`) while it runs.
-Warnings are captured, not printed, and reported with the variant.
+Warnings are captured, not printed, and reported with the variant; those that say one of its upstream
+deprecations (``Variant.deprecations``: TorchScript's) as that deprecation's note.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Option
 
 import torch
 
+from trtbench.core.deprecation import Deprecation, warning_lines
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import is_quantized, precision_dtype
@@ -51,12 +53,13 @@ class BuildOutcome:
                 "peak_memory": self.peak_memory}
 
 
-def capture_warnings(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """Call ``fn`` recording its warnings (e.g. torch.jit's FutureWarning) instead of printing them."""
+def capture_warnings(fn: Callable[[], Any], deprecations: Sequence[Deprecation] = ()) -> tuple[Any, list[str]]:
+    """Call ``fn`` recording its warnings instead of printing them: each once, those that say one of
+    ``deprecations`` (torch.jit's FutureWarning) as its note (:func:`trtbench.core.deprecation.warning_lines`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         value = fn()
-    return value, sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    return value, warning_lines(caught, deprecations)
 
 
 @dataclass(frozen=True)
@@ -180,8 +183,8 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
     start = time.perf_counter()
     try:
         with torch.no_grad():
-            (built, caught), memory = track_peak(lambda: capture_warnings(lambda: variant.build(model, ctx)),
-                                                 ctx.device)
+            (built, caught), memory = track_peak(
+                lambda: capture_warnings(lambda: variant.build(model, ctx), variant.deprecations), ctx.device)
     except KeyboardInterrupt:
         raise
     except QuantizationUnavailable as err:  # its INT8 path cannot run here (a library, CUDA, a setting it lacks)

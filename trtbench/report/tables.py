@@ -20,11 +20,13 @@ from trtbench.report.columns.flops import peak_notes
 from trtbench.report.columns.energy import energy_notes
 from trtbench.report.columns.latency import own_stream_note
 from trtbench.report.columns.processes import disagreement_notes, turn_notes
+from trtbench.report.deprecations import DEPRECATED_MARK, deprecation_notes
 from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
 from trtbench.report.rows import Row, rows
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
+from trtbench.results.successors import deprecations_of
 from trtbench.core.status import Status
 
 FASTEST_MARK = "*"
@@ -145,10 +147,17 @@ def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: 
         "environment": environment_name(results.environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
         "precision": c.precision, "threads": str(c.threads), "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
-        "status": f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status),
+        "status": _status_text(r),
         **{column.heading(table_rows): column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
     return [values[col] for col in columns]
+
+
+def _status_text(record: Record) -> str:
+    """The row's status, with CHECK FAILED where its accuracy check failed and a note where upstream deprecates
+    what it is built with (a successor variant replaces it)."""
+    status = f"{record.status}, CHECK FAILED" if record.accuracy_failed else str(record.status)
+    return status + (f", {DEPRECATED_MARK}" if any(d.successors for d in deprecations_of(record)) else "")
 
 
 def failed_part_notes(results: ResultSet) -> list[str]:
@@ -208,7 +217,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    "GPU, sets its time, and a faster kernel or precision barely shows; replay a CUDA graph "
                    "(cuda_graphs: true, or compiled with mode: reduce-overhead) or raise the batch.")
     out += disagreement_notes(timed) + turn_notes(timed)
-    out += regime_notes(results)
+    out += regime_notes(results) + deprecation_notes(results)
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:
         out.append(f"threads still busy after the settle cap for: {', '.join(unsettled)} (their spinning may have "

@@ -6,6 +6,10 @@ runs recomputes it from the merged records. Only measured points count: records 
 have timing samples and passed their accuracy check against eager fp32. Nothing is interpolated
 between batch sizes. When no point fits, the one with the lowest p99 is named as the closest.
 
+The choice weighs what upstream deprecates: where it is a TorchScript row (:mod:`trtbench.results.successors`), the
+recommendation names its successor at the same point, and ships it instead where that is within the interval of
+the choice's speed (or faster) and fits the budget; else it says what moving would cost.
+
 Under load, the server scenario answers the same question from its own results
 (:mod:`trtbench.scenarios.serving.vision.report`).
 """
@@ -18,6 +22,7 @@ from typing import Optional
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
+from trtbench.results.successors import Successor, successors
 
 
 def eligible(record: Record) -> bool:
@@ -50,13 +55,34 @@ class Recommendation:
     candidates: int  # eligible measured points considered
     choice: Optional[Record] = None  # the highest throughput within the budget
     closest: Optional[Record] = None  # when nothing fits: the eligible point with the lowest p99
+    successors: tuple[Successor, ...] = ()  # where the choice is deprecated upstream: its successors at its point
+
+    @property
+    def instead(self) -> Optional[Successor]:
+        """The successor to ship instead of a deprecated choice: measured ok, within the budget, and within the
+        interval of the choice's speed or faster (the fastest such)."""
+        fit = [s for s in self.successors
+               if s.as_fast and eligible(s.record) and s.record.stats.p99 <= self.p99_budget_ms]
+        return max(fit, key=lambda s: s.speed.value, default=None)
+
+    def _deprecation_text(self) -> str:
+        """What the choice's deprecation weighs: the successor shipped instead, or what moving costs."""
+        if not self.successors:
+            return ""
+        label, notes = self.choice.case.label, "; ".join(dict.fromkeys(s.deprecation.note for s in self.successors))
+        instead = self.instead
+        if instead is not None:
+            return (f". {label} is deprecated ({notes}); its successor {instead.variant} at the same point is "
+                    f"{instead.verdict()}, p99 {instead.record.stats.p99:.3f} ms: ship {instead.variant} instead")
+        return (f". {label} is deprecated ({notes}); at the same point "
+                + "; ".join(f"{s.variant}: {s.verdict()}" for s in self.successors))
 
     def text(self, environments: dict) -> str:
         """One line for the terminal and the report."""
         where = f"{environment_name(environments.get(self.environment, {'id': self.environment}))}, {self.model}"
         if self.choice is not None:
             return (f"{where}: {_describe(self.choice)} (the most throughput with p99 <= {self.p99_budget_ms:g} ms, "
-                    f"of {self.candidates} measured point(s))")
+                    f"of {self.candidates} measured point(s))" + self._deprecation_text())
         if self.closest is not None:
             over = self.closest.stats.p99 / self.p99_budget_ms - 1
             return (f"{where}: NOTHING FITS p99 <= {self.p99_budget_ms:g} ms among {self.candidates} measured "
@@ -67,7 +93,10 @@ class Recommendation:
         return {"environment": self.environment, "model": self.model, "p99_budget_ms": self.p99_budget_ms,
                 "fits": self.choice is not None, "candidates": self.candidates,
                 "choice": _point(self.choice) if self.choice is not None else None,
-                "closest": _point(self.closest) if self.closest is not None else None}
+                "closest": _point(self.closest) if self.closest is not None else None,
+                **({"successors": [s.to_dict() for s in self.successors],
+                    "instead": _point(self.instead.record) if self.instead is not None else None}
+                   if self.successors else {})}
 
 
 def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
@@ -84,7 +113,8 @@ def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
         fitting = [r for r in measured if r.stats.p99 <= p99_budget_ms]
         choice = max(fitting, key=lambda r: (r.throughput, -r.stats.p99), default=None)
         closest = None if fitting else min(measured, key=lambda r: r.stats.p99, default=None)
-        out.append(Recommendation(environment, model, p99_budget_ms, len(measured), choice, closest))
+        after = tuple(successors(results, choice)) if choice is not None else ()
+        out.append(Recommendation(environment, model, p99_budget_ms, len(measured), choice, closest, after))
     return out
 
 
@@ -96,6 +126,8 @@ def recommendation_markdown(recommendations: list[Recommendation], environments:
              "latency is within the budget; only points that ran ok and passed their accuracy check count (the "
              "accuracy floor: `tolerances`, i.e. atol/rtol against eager fp32 at fp32 and fp16, and at int8 the "
              "top-1 agreement and SQNR floors of `tolerances.int8`), and nothing is interpolated between measured "
-             "batch sizes.", ""]
+             "batch sizes. A choice built with what upstream deprecates (TorchScript) gives way to its successor at "
+             "the same point where that fits too and is within the interval of its speed (paired by round) or "
+             "faster.", ""]
     lines += [f"- {r.text(environments)}" for r in recommendations]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Optional
 
 import torch
 
+from trtbench.core.deprecation import Deprecation
 from trtbench.core.target import Target
 
 
@@ -66,6 +67,8 @@ class Variant(ABC):
     ``quantizes`` is True for a variant with an INT8 path: built at ``int8`` it quantizes its own
     build (``BuildContext.int8`` holds the calibration data and the budget); every other variant is
     skipped at int8 with that reason.
+    ``deprecations``: what upstream deprecates of how it is built, saved or loaded (TorchScript), with the
+    successors (:mod:`trtbench.core.deprecation`); its warnings become the row's note.
     """
 
     name: ClassVar[str]
@@ -77,6 +80,7 @@ class Variant(ABC):
     # how far, as a share of the output scale, its int8 file may move from its build when reloaded, where the file
     # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
     int8_reload_rtol: ClassVar[Optional[float]] = None
+    deprecations: ClassVar[tuple[Deprecation, ...]] = ()
 
     def unavailable_reason(self, target: Target) -> str | None:
         """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);

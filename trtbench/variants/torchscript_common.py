@@ -1,4 +1,5 @@
-"""Shared save/load for variants that produce TorchScript modules."""
+"""Shared save/load for variants that produce TorchScript modules, and TorchScript's deprecation: torch 2.14 warns
+on every ``torch.jit.trace``, ``script``, ``save`` and ``load`` (a FutureWarning naming ``torch.jit``)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,20 @@ from pathlib import Path
 
 import torch
 
+from trtbench.core.deprecation import Deprecation
 from trtbench.core.fsutil import save_through_memory
 from trtbench.variants import Artifact, Built, Variant
 
 
+# the start of torch.jit's deprecation warnings ("`torch.jit.save` is deprecated. Please switch to `torch.export`.")
+TORCHSCRIPT_WARNINGS = (r"`torch\.jit\.",)
+TORCHSCRIPT_DEPRECATION = Deprecation("TorchScript", "torch 2.14", ("exported", "aoti"), TORCHSCRIPT_WARNINGS)
+
+
 class TorchScriptVariant(Variant):
     """A variant whose built module is a ScriptModule, saved with ``torch.jit.save``."""
+
+    deprecations = (TORCHSCRIPT_DEPRECATION,)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.ts"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from trtbench.core.deprecation import Deprecation
 from trtbench.core.precision import is_quantized
 from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, register
@@ -31,6 +32,11 @@ from trtbench.variants.exported import dynamic_shapes, export_examples
 from trtbench.variants.trt_common import (DYNAMO, DynamoOptions, RangeGuard, TensorRTVariant, build_info,
                                           compile_kwargs, fx_segments, import_torch_tensorrt, inference_copy,
                                           trt_inputs, why_no_torch_tensorrt)
+from trtbench.variants.torchscript_common import TORCHSCRIPT_WARNINGS
+
+# its .ts file (torch_tensorrt.save traces and torch.jit.saves it); the .pt2 beside it is the way out
+TORCHSCRIPT_FILE = Deprecation("TorchScript (its .ts file)", "torch 2.14", (), TORCHSCRIPT_WARNINGS,
+                               instead="its .pt2 file (ExportedProgram), saved beside it")
 
 
 @register
@@ -38,6 +44,7 @@ class TensorRT(TensorRTVariant):
     name = "trt"
     description = ("Torch-TensorRT dynamo frontend (torch.export at opt, engine for min..max), guarded input ranges "
                    "(int8: NVIDIA ModelOpt, then an engine with Q/DQ layers)")
+    deprecations = (TORCHSCRIPT_FILE,)
     Options = DynamoOptions
     quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 

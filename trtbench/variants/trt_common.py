@@ -19,7 +19,9 @@ API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its d
   still takes ``enabled_precisions`` but uses it only for the TorchScript/FX frontends.
 * The TorchScript frontend exists only when ``torch_tensorrt.ENABLED_FEATURES
   .torchscript_frontend`` is true (``libtorchtrt.so`` present); it is deprecated but still in
-  2.14. Its compile takes ``truncate_long_and_double`` and has no ``optimization_level``.
+  2.14: ``ts/_compiler.py`` ``compile`` warns (DeprecationWarning) "The torchscript frontend for
+  Torch-TensorRT has been deprecated" on every call. Its compile takes ``truncate_long_and_double``
+  and has no ``optimization_level``.
 * Devices: ``Device._from`` (``_Device.py``) keeps the index of a ``torch.device``, so a bare
   ``cuda`` gives ``gpu_id=None`` and the dynamo runtime then targets ``"cuda:None"``
   (``dynamo/runtime/_TorchTensorRTModule.py`` ``_resolve_target_device``); the TorchScript
@@ -49,14 +51,21 @@ from typing import Any, Optional
 
 import torch
 
+from trtbench.core.deprecation import Deprecation
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import save_through_memory
 from trtbench.core.schema import join
 from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant
+from trtbench.variants.torchscript_common import TORCHSCRIPT_WARNINGS
 
 DYNAMO = "dynamo"
 TORCHSCRIPT = "torchscript"
+
+TS_FRONTEND_DEPRECATION = Deprecation("Torch-TensorRT's TorchScript frontend", "torch_tensorrt 2.14", ("trt",),
+                                      (r"The torchscript frontend for Torch-TensorRT has been deprecated",))
+# the TorchScript the frontend compiles and saves: its way out is the dynamo frontend's variant
+TORCHSCRIPT_TO_TRT = Deprecation("TorchScript", "torch 2.14", ("trt",), TORCHSCRIPT_WARNINGS)
 
 
 def import_torch_tensorrt():
@@ -329,6 +338,7 @@ class TorchScriptFrontendVariant(TensorRTVariant):
     """Compiles the ScriptModule of ``depends_on`` with Torch-TensorRT's TorchScript frontend."""
 
     Options = TorchScriptOptions
+    deprecations = (TS_FRONTEND_DEPRECATION, TORCHSCRIPT_TO_TRT)
 
     def unavailable_reason(self, target: Target) -> str | None:
         device = target.device

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.core.procfs import available_bytes, process_facts
 from trtbench.core.env import torch_thread_facts
+from trtbench.core.deprecation import silenced
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
 from trtbench.building.copies import PrecisionCopy
@@ -94,9 +95,11 @@ class InProcess:
 def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "") -> Optional[Artifact]:
     """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
     its worker rebuilds it, and the artifact step reports any save failure itself). ``key`` names
-    the file where one variant is built at two precisions (``ort@int8``)."""
+    the file where one variant is built at two precisions (``ort@int8``). The warnings of its deprecations
+    are not shown: its build and its published save put them in its rows."""
     try:
-        artifacts = variant.save(built, folder, "timed-" + (key or variant.name).replace("@", "-"))
+        with silenced(variant.deprecations):
+            artifacts = variant.save(built, folder, "timed-" + (key or variant.name).replace("@", "-"))
     except Exception:  # noqa: BLE001 - the rebuild path still times it
         return None
     return artifacts[0] if artifacts else None

@@ -1,5 +1,6 @@
 """The latency scenario's report section: the speedup table and plots, the sweep, the reduced-precision
-rows, the recommendation under a p99 budget, build/cold-start/memory, isolation and warnings."""
+rows, the recommendation under a p99 budget, what upstream deprecates beside its successors, build/cold-start/memory,
+isolation and warnings."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Optional
 
 from trtbench.core.env import environment_name
 from trtbench.report.colors import VariantColors, variant_colors
+from trtbench.report.deprecations import deprecations_markdown
 from trtbench.report.sweeps import sweep_markdown, sweep_plots
 from trtbench.report.plots import latency_plot, speedup_plot
 from trtbench.report.reduced import reduced_precision_markdown, speed_accuracy_plot
@@ -16,6 +18,7 @@ from trtbench.report.knobs import knob_markdown
 from trtbench.report.regimes import regimes_json, regimes_markdown
 from trtbench.results.recommend import recommend, recommendation_markdown
 from trtbench.results.resultset import ResultSet
+from trtbench.results.successors import deprecations_of
 
 DEPLOYMENT_TEXT = (
     "Build time in this process; first call: the compile that torch.compile defers to it; artifact "
@@ -88,13 +91,18 @@ def latency_section(results: ResultSet, budget_ms: Optional[float]) -> ReportSec
     recommendations = recommend(results, budget_ms) if budget_ms is not None else []
     if recommendations:
         parts.append(recommendation_markdown(recommendations, results.environments))
+    deprecated = deprecations_markdown(results)
+    if deprecated:
+        parts.append(deprecated)
     deployment = deployment_table(results)
     if deployment:
         parts += ["## Build, cold start and memory", "", DEPLOYMENT_TEXT, "", deployment]
     isolation = isolation_table(results)
     if isolation:
         parts += ["## Isolation", "", ISOLATION_TEXT, "", isolation]
-    warned = sorted({(r.case.label, w) for r in results for w in r.warnings})
+    # a deprecation's note is said once, in its own section
+    warned = sorted({(r.case.label, w) for r in results for w in r.warnings
+                     if w not in {d.note for d in deprecations_of(r)}})
     if warned:
         parts += ["## Warnings captured", "", *[f"- {variant}: {w}" for variant, w in warned], ""]
     json = {"recommendations": [r.to_dict() for r in recommendations]} if recommendations else {}

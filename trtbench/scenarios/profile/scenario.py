@@ -49,7 +49,8 @@ def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]
               for name in profile_cfg.variants if name in outcomes and outcomes[name].built is not None]
     with progress.task(f"profile {profile_cfg.precision}", total=len(chosen) * len(labels)) as tick:
         profiles, caught = capture_warnings(lambda: run_profiles(
-            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, tick))
+            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, tick),
+            [d for p in chosen for d in p.variant.deprecations])
     if missing:
         caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
                   f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)

@@ -1,0 +1,64 @@
+"""An upstream deprecation of what a variant is built, saved or loaded with: what, in which release, what
+replaces it, and the warnings upstream says it with.
+
+A variant names its deprecations (``Variant.deprecations``); where it builds, saves or loads, those warnings are
+caught and said once, as the deprecation's :attr:`~Deprecation.note`, in the row's warnings
+(:func:`warning_lines`), or kept off the console where the row already says them (:func:`silenced`).
+Every other warning is kept as it was raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+DEPRECATION_CATEGORIES = (DeprecationWarning, FutureWarning)
+
+
+@dataclass(frozen=True)
+class Deprecation:
+    """``subject`` deprecated in ``since`` (a release: ``torch 2.14``); ``successors``: the variants that replace
+    it, timed beside it where a run lists them (``instead``: the way out in words, where no variant is it);
+    ``messages``: regular expressions matching the start of the warnings upstream deprecates it with (as
+    :func:`warnings.filterwarnings` matches them: ignoring case)."""
+
+    subject: str
+    since: str
+    successors: tuple[str, ...]
+    messages: tuple[str, ...]
+    instead: str = ""
+
+    @property
+    def note(self) -> str:
+        """The short status note a row carries and the report shows."""
+        way_out = self.instead or " / ".join(self.successors)
+        return f"{self.subject}: deprecated in {self.since}; successor: {way_out}"
+
+    def says(self, warning: warnings.WarningMessage) -> bool:
+        """Whether ``warning`` is upstream saying this deprecation."""
+        return (issubclass(warning.category, DEPRECATION_CATEGORIES)
+                and any(re.match(message, str(warning.message), re.IGNORECASE) for message in self.messages))
+
+
+def warning_lines(caught: Iterable[warnings.WarningMessage], deprecations: Sequence[Deprecation] = ()) -> list[str]:
+    """Each caught warning as ``Category: message``, once, sorted; one that a deprecation of ``deprecations``
+    says as that deprecation's note instead."""
+    lines = set()
+    for warning in caught:
+        said = next((d for d in deprecations if d.says(warning)), None)
+        lines.add(said.note if said is not None else f"{warning.category.__name__}: {warning.message}")
+    return sorted(lines)
+
+
+@contextlib.contextmanager
+def silenced(deprecations: Sequence[Deprecation]) -> Iterator[None]:
+    """Inside, the warnings ``deprecations`` say are not shown (the row says them); every other one is."""
+    with warnings.catch_warnings():
+        for deprecation in deprecations:
+            for message in deprecation.messages:
+                for category in DEPRECATION_CATEGORIES:
+                    warnings.filterwarnings("ignore", message=message, category=category)
+        yield
