@@ -1,8 +1,10 @@
 """The M/D/c queue that a sleeper served by ``c`` workers is: Poisson arrivals, ``c`` servers, one service time; its
-latencies simulated, M/D/1's late share from Erlang's formula, and the true peak at the p99 bound."""
+latencies simulated, M/D/1's late share from Erlang's formula, and the true peak at the p99 bound. And the M/G/c
+queue that a real run is: the same arrivals, each query's service time drawn from those the run recorded."""
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -57,3 +59,26 @@ def md_c_true_peak(service_s: float, servers: int, bound_s: float) -> float:
     share = ((lambda qps: md1_late_share(qps, service_s, bound_s)) if servers == 1
              else simulated_late_share(service_s, servers, bound_s))
     return highest_qps(share, servers / service_s)
+
+
+def mg_c_latencies(qps: float, services_s: np.ndarray, servers: int, gaps: np.ndarray) -> np.ndarray:
+    """The latency (s) of each query of an M/G/c queue, empty at its start: Poisson arrivals at ``qps`` (``gaps``
+    as for :func:`md_c_latencies`), FIFO from one queue, ``servers`` servers, query ``i`` served for ``services_s[i]``:
+    it starts when it arrives or when the first server frees, whichever is later."""
+    arrivals = np.cumsum(gaps / qps).tolist()
+    free = [0.0] * servers
+    ends = []
+    for arrival, service in zip(arrivals, services_s.tolist()):
+        end = max(arrival, free[0]) + service
+        heapq.heapreplace(free, end)
+        ends.append(end)
+    return np.array(ends) - np.array(arrivals)
+
+
+def mg_c_true_peak(services_s: np.ndarray, servers: int, bound_s: float, queries: int = 1_000_000) -> float:
+    """The M/G/c queue's peak at the p99 bound (steady state, from one long simulation): ``queries`` service times
+    drawn with replacement from ``services_s`` (a run's recorded ones), the same draws and arrivals at every QPS."""
+    rng = np.random.default_rng(2)
+    gaps, services = rng.exponential(1.0, queries), rng.choice(np.asarray(services_s, float), queries)
+    return highest_qps(lambda qps: float(np.mean(mg_c_latencies(qps, services, servers, gaps) > bound_s)),
+                       servers / float(np.mean(services)))

@@ -32,9 +32,10 @@ slope as well as its level). A step has ``max(min_queries, qps * min_duration_s)
 issues until both are met) and a schedule of its own (its repeat is its index): a step that replayed another's
 arrivals would see the same bursts again, and add less. The search stops once the interval is narrower than
 ``resolution`` of the estimate (or, where no step was ever over the allowed share, or none within it, once the
-bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in the budget (queries, or seconds) beside the
-confirming run at the interval's low end, which is made last (LoadGen's verdict at the load the interval vouches
-for) and is not fitted.
+bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in
+the budget (queries, or seconds) beside the confirming run at the interval's low end, which is made last (LoadGen's
+verdict at the load the interval vouches for), is not fitted, and has the queries LoadGen's verdict needs at the late
+share the curve expects there (``SearchPlan.verdict_queries``; docs/serving.md), kept back as the search goes.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ LEVEL = 0.9  # the interval's coverage
 SPREAD = 0.04  # a step beside the estimate is this share below or above it
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
 NEWTON_STEPS = 30
+CONFIRM_SHARE = 0.3  # the most of a search's budget kept back for its confirming run
 RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late query
 
 
@@ -102,7 +104,8 @@ class Budget:
 @dataclass(frozen=True)
 class SearchPlan:
     """How a search runs: the allowed late share, the pool's ``capacity`` (no queue completes more), LoadGen's
-    minimums per step, the ``resolution`` that stops it and its :class:`Budget`."""
+    minimums per step, the ``resolution`` that stops it and its :class:`Budget`; ``verdict_queries``: the queries
+    LoadGen's verdict needs to pass a run of a given late share (None where none do; without it, its minimums)."""
 
     allowed: float
     capacity: float
@@ -110,17 +113,25 @@ class SearchPlan:
     min_duration_s: float
     resolution: float
     budget: Budget
+    verdict_queries: Optional[Callable[[float], Optional[int]]] = None
 
     def queries_at(self, qps: float) -> int:
         """The queries of a step at ``qps``: LoadGen issues until both its minimums are met."""
         return max(self.min_queries, math.ceil(qps * self.min_duration_s))
+
+    def confirm_queries(self, qps: float, share: float) -> Optional[int]:
+        """The queries of a confirming run at ``qps`` where the late share is expected to be ``share``: LoadGen's
+        minimums, or more where its verdict needs them (None where no run passes)."""
+        needed = self.verdict_queries(share) if self.verdict_queries is not None else 0
+        return None if needed is None else max(self.queries_at(qps), needed)
 
 
 @dataclass(frozen=True)
 class Search:
     """A finished search: its steps in order, the estimate, why it stopped (``resolution`` or ``budget``), the
     confirming run at the interval's low end (a :class:`Step`; None where the budget left none), and the queries and
-    seconds it took (the confirming run's included)."""
+    seconds it took (the confirming run's included); ``expected``: the late share the fitted curve expects at the low
+    end, and the queries the confirming run needs there (None: no run passes)."""
 
     steps: tuple[Step, ...]
     estimate: Estimate
@@ -128,6 +139,7 @@ class Search:
     confirm: Optional[Step]
     queries: int
     seconds: float
+    expected: tuple[float, Optional[int]] = (math.nan, None)
 
 
 # run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made); queries: what the plan
@@ -215,7 +227,7 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
     except np.linalg.LinAlgError:
         return point, math.inf
     z = 1.6448536269514722  # the normal quantile at 0.95: a two-sided 90% interval
-    return point, math.exp(z * spread) - math.exp(-z * spread)
+    return point, math.exp(min(z * spread, 50.0)) - math.exp(-z * spread)  # no overflow where the fit is loose
 
 
 def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -282,8 +294,9 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
     current = Estimate(math.nan, math.nan, math.nan)
     while True:
         qps = _next_qps(steps, plan, point)
-        confirm_at = min(max(qps, point), plan.capacity) if math.isfinite(point) else qps  # the low end is below it
-        need = plan.queries_at(qps) + plan.queries_at(confirm_at)
+        # the confirming run's low end: the current interval's, or before one, SPREAD twice below the crossing
+        low = current.low if math.isfinite(current.low) else point * (1 - 2 * SPREAD)
+        need = plan.queries_at(qps) + _reserved(steps, plan, low)
         over_time = plan.budget.seconds is not None and clock() - started + need / qps > plan.budget.seconds
         if used + need > plan.budget.queries or over_time:
             break
@@ -305,13 +318,37 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
     return dataclasses.replace(_confirmed(run, plan, steps, current, (used, started, clock)), stopped_by=stopped_by)
 
 
+def expected_share(steps: Sequence[Step], qps: float) -> float:
+    """The late share the curve fitted to every step expects at ``qps`` (0 where no step saw a late query)."""
+    steps = [s for s in steps if s.queries]
+    if not any(s.late.any() for s in steps):
+        return 0.0
+    a, b, centre = fit_curve(steps)
+    return float(1 / (1 + np.exp(-(a + b * (math.log(qps) - centre)))))
+
+
+def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
+    """The queries a search keeps back for its confirming run at ``low``: what LoadGen's verdict needs at the late
+    share expected there, at most :data:`CONFIRM_SHARE` of the budget (nan: no crossing yet, and LoadGen's minimums
+    at the capacity)."""
+    if not (math.isfinite(low) and low > 0):
+        return plan.queries_at(plan.capacity)
+    needed = plan.confirm_queries(low, expected_share(steps, low))
+    cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
+    return min(cap, needed) if needed is not None else plan.queries_at(low)
+
+
 def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: tuple) -> Search:
-    """The search with its confirming run at the interval's low end, where there is one and the budget has room;
-    ``spent``: the queries used, when the search started and its clock."""
+    """The search with its confirming run at the interval's low end, of the queries LoadGen's verdict needs at the
+    late share expected there, where there is one and the budget has room for it; ``spent``: the queries used, when
+    the search started and its clock."""
     used, started, clock = spent
-    confirm = None
-    if current.low > 0 and used + plan.queries_at(current.low) <= plan.budget.queries:
-        late, made = run(current.low, len(steps), plan.queries_at(current.low))
+    confirm, expected = None, (math.nan, None)
+    if current.low > 0:
+        share = expected_share(steps, current.low)
+        expected = (share, plan.confirm_queries(current.low, share))
+    if expected[1] is not None and used + expected[1] <= plan.budget.queries:
+        late, made = run(current.low, len(steps), expected[1])
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
-    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started)
+    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started, expected)

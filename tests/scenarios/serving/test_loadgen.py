@@ -4,6 +4,8 @@ LoadGen's SUT and sample library, closes the session and keeps the summary and t
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 lg = pytest.importorskip("mlperf_loadgen")
@@ -60,5 +62,10 @@ def test_both_kinds_plan_the_joint_estimate_from_their_shared_settings():
 
     settings = LoadSettings(percentile=0.9, find_peak=True, min_duration_s=2.0, resolution=0.05,
                             search_queries=4000, search_minutes=1.5)
-    assert settings.search_plan(120.0) == SearchPlan(pytest.approx(0.1), 120.0, 500, 2.0, 0.05, Budget(4000, 90.0))
+    plan = settings.search_plan(120.0)
+    assert dataclasses.replace(plan, verdict_queries=None) == SearchPlan(pytest.approx(0.1), 120.0, 500, 2.0, 0.05,
+                                                                         Budget(4000, 90.0))
+    # the confirming run: LoadGen's early stopping at the settings' percentile (p90: 44 queries with none late)
+    assert plan.verdict_queries(0.0) == 44 and plan.confirm_queries(60.0, 0.0) == 500
+    assert plan.confirm_queries(60.0, 0.08) > 1000 and plan.confirm_queries(60.0, 0.1) is None
     assert LoadSettings(find_peak=True).search_plan(10.0).budget == Budget(10_000, None)

@@ -44,6 +44,8 @@ def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks
             late = late_count(run.latencies_ms, BOUND_MS)
             judged = passes(late, len(run.latencies_ms), 0.9, 0.9)
             assert run.within_bound == (run.summary.minimums_met and run.summary.performance_met and judged)
+            assert len(run.service_ms) == len(run.latencies_ms) and min(run.service_ms) >= CALL_S * 1e3, "each call"
+            assert all(s <= ms for s, ms in zip(run.service_ms, run.latencies_ms)), "a query's call is in its latency"
         peak = result.peak_run
         assert peak is None if result.peak_qps == 0 else peak.offered_qps == result.peak_qps and peak.within_bound
         assert (tmp_path / result.runs[0].log_dir / "mlperf_log_detail.txt").is_file()
@@ -65,8 +67,10 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert interval.stopped_by in ("budget", "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
     assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
-    if interval.low > 0:
+    if interval.confirm_valid is not None:
         confirm = runs[-1]
+        needed = interval.confirm_needs[1]
+        assert needed >= 44 and len(confirm.latencies_ms) >= needed, "sized for LoadGen's early stopping (p90: 44)"
         assert confirm.confirm and confirm.offered_qps == interval.low and result.peak_run == confirm
         assert interval.confirm_valid == confirm.summary.valid == confirm.within_bound
         late = late_count(confirm.latencies_ms, BOUND_MS) / len(confirm.latencies_ms)
@@ -88,6 +92,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     results.add(ServedCase(next(iter(results)).case.key, "env-a", (result,)))
     table = serving_markdown(results, [])
     assert f"| {interval.text(result.peak_qps)} |" in table and f"queries, " in table and "| joint-estimate/1 at 90% |" in table
+    median, p99, largest = result.service_tail_ms
+    assert CALL_S * 1e3 <= median <= p99 <= largest and f"| {median:.2f} / {p99:.2f} / {largest:.2f} |" in table
     assert f"stopped by {interval.stopped_by}" in table and ("LoadGen VALID at" in table or "LoadGen INVALID at" in table
                                                              or "no confirming run" in table)
     plot = late_share_plot(share_panels(results), "late.png")

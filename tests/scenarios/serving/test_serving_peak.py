@@ -11,6 +11,7 @@ benchmarks/serving_peak.py measures with LoadGen and worker processes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -19,7 +20,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from helpers.queue_model import PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak, simulated_late_share
+from helpers.queue_model import (PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak, mg_c_latencies,
+                                 mg_c_true_peak, simulated_late_share)
 from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
 from trtbench.measure.peak_estimate import Budget, Search, SearchPlan, Step, block_counts, replicate_counts, search_peak
@@ -31,9 +33,9 @@ from trtbench.scenarios.serving.vision.report import recommend_serving, serving_
 from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
 from trtbench.api import compare
 from trtbench.results.compare import compare_serving
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
-from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, late_count, least_queries, passes,
-                                             resolving_queries, rule_name)
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, searched_peak
+from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, early_stopping_queries,
+                                                     late_count, least_queries, passes, resolving_queries, rule_name)
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
 SERVICE_S = 0.0102  # the sleeper's call
@@ -169,46 +171,120 @@ def test_a_merge_of_peaks_found_by_different_rules_exits_2_naming_both(tmp_path,
 
 # ---- the joint estimate (validity: estimate, the default) ---------------------------------------------------------
 
-ESTIMATE_SEARCHES = 100
+ESTIMATE_SEARCHES = 40
 ESTIMATE_BUDGET = 10_000
+STEP_QUERIES = 500
+# (workers, bound in service times) where the estimate holds at 500-query steps (docs/serving.md: at longer bounds in
+# service times, several workers' late queries come in rare long episodes and the interval under-covers)
+GRID = ((1, 3), (1, 4), (1, 6), (2, 3), (4, 3))
 
 
-def estimate_searches(servers: int, step_queries: int, seed: int) -> list[Search]:
+def estimate_searches(servers: int, bound_s: float, seed: int, verdict=None) -> list[Search]:
     """``ESTIMATE_SEARCHES`` searches of the joint estimate as the server scenario runs them (``search_peak``, the
-    same code), each step a simulated LoadGen run of ``step_queries`` queries (LoadGen's minimum duration below it)
-    with its own arrivals, as each step has its own schedule seed."""
+    same code), each step a simulated LoadGen run of ``STEP_QUERIES`` queries (LoadGen's minimum duration below it)
+    with its own arrivals, as each step has its own schedule seed; ``verdict``: the plan's ``verdict_queries``."""
     rng = np.random.default_rng(seed)
-    plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, step_queries, 0.1, 0.02, Budget(ESTIMATE_BUDGET))
+    plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, STEP_QUERIES, 0.1, 0.02, Budget(ESTIMATE_BUDGET), verdict)
 
     def step(qps: float, repeat: int, queries: int):
-        return md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries)) > BOUND_S, None
+        return md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries)) > bound_s, None
     return [search_peak(step, plan, rng) for _ in range(ESTIMATE_SEARCHES)]
 
 
 @pytest.fixture(scope="module")
-def estimated(true_peak) -> dict[tuple[int, int], tuple[list[Search], float]]:
-    """(workers, queries a step) -> the searches and the true peak."""
-    return {(servers, queries): (estimate_searches(servers, queries, 100 * servers + queries), true_peak[servers])
-            for servers in (1, 2) for queries in (500, 1000)}
+def estimated() -> dict[tuple[int, int], tuple[list[Search], float]]:
+    """(workers, bound in service times) -> the searches (seeds not those the estimate was tuned on) and the true
+    peak; LoadGen's early stopping sizes the confirming runs."""
+    verdict = functools.partial(early_stopping_queries, percentile=PERCENTILE)
+    return {(servers, times): (estimate_searches(servers, times * SERVICE_S, 7919 * servers + times, verdict),
+                               md_c_true_peak(SERVICE_S, servers, times * SERVICE_S)) for servers, times in GRID}
 
 
-def test_the_joint_estimate_finds_the_true_peak_within_its_interval(estimated):
-    """The median estimate within 5% of the true peak at 500-query steps and 3% at 1000, the 90% interval covering
-    the true peak in 80% of the searches or more, none over 10,000 queries (the confirming run's included)."""
-    for (servers, queries), (searches, peak) in estimated.items():
+def covering_floor(searches: int, level: float = 0.9, risk: float = 0.01) -> int:
+    """The fewest of ``searches`` independent intervals of coverage ``level`` that cover the truth, but for a chance
+    of ``risk``: 31 of 40 at 90% and 1%."""
+    return max(t for t in range(searches + 1) if binomial_cdf(t - 1, searches, level) <= risk)
+
+
+def test_the_joint_estimate_finds_the_true_peak_within_its_interval_across_queues(estimated):
+    """On each queue of the grid (1, 2 and 4 workers, bounds 3-6 service times), at 500-query steps within 10,000
+    queries: the median estimate within 2% of the true peak, the 90% interval covering it in at least
+    :func:`covering_floor` of the searches (31 of 40: a 90% interval falls below that once in a hundred grids), its
+    median width 15-40% of the peak (20-38% on these seeds), no search over the budget and each confirming run at the
+    low end."""
+    assert covering_floor(ESTIMATE_SEARCHES) == 31
+    for queue, (searches, peak) in estimated.items():
         ratios = [s.estimate.qps / peak for s in searches]
-        margin = 0.05 if queries == 500 else 0.03
-        assert 1 - margin <= statistics.median(ratios) <= 1 + margin, (servers, queries, statistics.median(ratios))
+        assert 0.98 <= statistics.median(ratios) <= 1.02, (queue, statistics.median(ratios))
         covered = sum(s.estimate.low <= peak <= s.estimate.high for s in searches)
-        assert covered >= 0.8 * len(searches), (servers, queries, covered)
+        assert covered >= covering_floor(len(searches)), (queue, covered)
+        assert 0.15 <= statistics.median(s.estimate.width for s in searches) <= 0.4, queue
         assert max(s.queries for s in searches) <= ESTIMATE_BUDGET
-        bounded = [s for s in searches if s.estimate.low > 0]  # a low end of 0: no load to confirm
-        assert len(bounded) >= 0.95 * len(searches) and all(s.confirm.qps == s.estimate.low for s in bounded)
-        assert sum(s.stopped_by == "budget" for s in searches) >= 0.9 * len(searches), "2% is not reached in 10,000"
+        assert all(s.confirm.qps == s.estimate.low for s in searches if s.confirm is not None)
+
+
+def test_the_confirming_run_has_the_queries_loadgens_early_stopping_needs_at_the_expected_late_share(estimated):
+    """Each confirming run has what LoadGen's early stopping needs at the late share the fitted curve expects at the
+    low end (more than a step's 500 where that share is 0.2% or more), and passes it when its share is no more; a
+    search without one had not the queries left that LoadGen needs."""
+    searches, _ = estimated[1, 4]
+    confirmed = [s for s in searches if s.confirm is not None]
+    for search in searches:
+        if search.confirm is None:
+            assert search.expected[1] is None or search.queries + search.expected[1] > ESTIMATE_BUDGET
+    assert len(confirmed) >= len(searches) // 2
+    for search in confirmed:
+        share, needed = search.expected
+        assert needed == max(STEP_QUERIES, early_stopping_queries(share, PERCENTILE)) == search.confirm.queries
+        late = int(search.confirm.late.sum())
+        if late <= share * needed:
+            assert passes(late, needed, PERCENTILE, 0.99)
+    assert sum(s.confirm.queries > STEP_QUERIES for s in confirmed) >= len(confirmed) // 2
+    assert sum(passes(int(s.confirm.late.sum()), s.confirm.queries, PERCENTILE, 0.99) for s in confirmed) \
+        >= len(confirmed) // 2, "LoadGen's VALID at the low end, most of the time"
+
+
+def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it_needs():
+    """A verdict that needs more than the budget has left: no confirming run, and the interval says why."""
+    rng = np.random.default_rng(3)
+    plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 500, 0.1, 0.02, Budget(5000), lambda share: 40_000)
+    search = search_peak(lambda qps, repeat, queries: (
+        md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
+    assert search.confirm is None and search.expected[1] == 40_000 and search.queries <= 5000
+    peak, interval = searched_peak(search, 1 / SERVICE_S, None)
+    assert interval.confirm_needs == search.expected
+    assert (f"LoadGen no confirming run: LoadGen's early stopping needs 40000 queries to pass at the "
+            f"{search.expected[0]:.2%} late the fitted curve expects at {interval.low:.1f}, more than the budget had "
+            "left") in interval.text(peak)
+    stored = json.loads(json.dumps(interval.to_dict()))
+    assert PeakInterval.from_dict(stored).to_dict() == stored and stored["confirm_needs"][1] == 40_000
+
+
+def test_loadgens_early_stopping_queries_at_a_late_share():
+    assert early_stopping_queries(0.0, 0.99) == least_queries(0.99, 0.99) == 459
+    for share in (0.001, 0.002, 0.004, 0.008):
+        needed = early_stopping_queries(share, 0.99)
+        assert passes(math.ceil(share * needed), needed, 0.99, 0.99)
+        assert not passes(math.ceil(share * needed * 0.9), int(needed * 0.9), 0.99, 0.99)
+    assert 1400 <= early_stopping_queries(0.004, 0.99) <= 1700 and early_stopping_queries(0.01, 0.99) is None
+
+
+def test_the_m_g_c_queue_is_the_m_d_c_queue_at_one_service_time_and_a_tail_lowers_its_peak():
+    """One place simulates the queue a real run is (benchmarks/serving_peak.py): with every service time the same it is
+    the M/D/c queue, query for query; 2% of calls three times as long lower the peak below the M/D/c queue's at
+    their median."""
+    gaps = np.random.default_rng(4).exponential(1.0, 3000)
+    for servers in (1, 2, 4):
+        same = mg_c_latencies(80.0 * servers, np.full(3000, SERVICE_S), servers, gaps)
+        assert same == pytest.approx(md_c_latencies(80.0 * servers, SERVICE_S, servers, gaps), abs=1e-9)
+    services = np.where(np.arange(100) < 2, 3 * SERVICE_S, SERVICE_S)
+    tail = mg_c_true_peak(services, 1, BOUND_S, queries=40_000)
+    assert tail < 0.95 * md_c_true_peak(SERVICE_S, 1, BOUND_S)
+    assert mg_c_true_peak(np.full(10, SERVICE_S), 1, BOUND_S, queries=40_000) == pytest.approx(44.48, rel=0.05)
 
 
 def test_a_search_brackets_first_then_steps_beside_the_estimate(estimated):
-    searches, peak = estimated[1, 500]
+    searches, peak = estimated[1, 4]
     for search in searches[:10]:
         assert search.steps[0].qps == pytest.approx(0.5 / SERVICE_S), "the middle of [0, capacity] first"
         later = [s.qps / peak for s in search.steps[len(search.steps) // 2:]]

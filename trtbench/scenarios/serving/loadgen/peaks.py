@@ -18,7 +18,9 @@ class PeakInterval:
     """What a joint estimate gives beside its peak (:mod:`trtbench.measure.peak_estimate`): the 90% interval, why the
     search stopped (``resolution``: the interval narrower than it; ``budget``: the queries or time spent), the queries
     and seconds it took (the confirming run's included), and LoadGen's verdict on the confirming run at the interval's
-    low end with that run's late share (None: the budget left no room for it)."""
+    low end with that run's late share (None: the budget left no room for it); ``confirm_needs``: the late share the
+    fitted curve expects at the low end and the queries LoadGen's early stopping needs to pass a run there (None: no
+    run passes), what the confirming run was sized from."""
 
     low: float
     high: float
@@ -27,19 +29,32 @@ class PeakInterval:
     seconds: float
     confirm_valid: Optional[bool] = None
     confirm_late_share: Optional[float] = None
+    confirm_needs: Optional[tuple[float, Optional[int]]] = None
 
     def to_dict(self) -> dict:
         return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
                 "seconds": round(self.seconds, 3), "confirm_valid": self.confirm_valid,
-                "confirm_late_share": self.confirm_late_share}
+                "confirm_late_share": self.confirm_late_share,
+                "confirm_needs": None if self.confirm_needs is None else list(self.confirm_needs)}
 
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> Optional["PeakInterval"]:
-        return None if data is None else cls(**data)
+        if data is None:
+            return None
+        needs = data.get("confirm_needs")
+        return cls(**{**data, "confirm_needs": None if needs is None else tuple(needs)})
 
     @property
     def confirm_text(self) -> str:
-        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)``."""
+        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)``, or why no confirming run
+        was made."""
+        if self.confirm_valid is None and self.confirm_needs is not None and math.isfinite(self.confirm_needs[0]):
+            share, needed = self.confirm_needs
+            if needed is None:
+                return (f"no confirming run: the fitted curve expects {share:.2%} late at {self.low:.1f}, which no "
+                        "run passes by LoadGen's early stopping")
+            return (f"no confirming run: LoadGen's early stopping needs {needed} queries to pass at the {share:.2%} "
+                    f"late the fitted curve expects at {self.low:.1f}, more than the budget had left")
         if self.confirm_valid is None:
             return "no confirming run (budget spent)"
         if self.confirm_valid:
@@ -62,7 +77,7 @@ def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]
     if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
         return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share)
     return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
-                                      confirm_valid, share)
+                                      confirm_valid, share, search.expected)
 
 
 class RepeatedPeaks:

@@ -3,6 +3,7 @@ rule's confidence, the search's limits), and LoadGen's presence."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass, field
 from typing import Optional
@@ -10,7 +11,8 @@ from typing import Optional
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.measure.peak_estimate import Budget, SearchPlan
-from trtbench.scenarios.serving.loadgen.rule import ESTIMATE_QUERIES, least_queries, resolving_queries
+from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_QUERIES, early_stopping_queries, least_queries,
+                                                     resolving_queries)
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"
@@ -103,9 +105,11 @@ class LoadSettings:
     def search_plan(self, capacity: float) -> SearchPlan:
         """The joint estimate's plan (:func:`~trtbench.measure.peak_estimate.search_peak`) for these settings, from
         [0, ``capacity``] QPS: the late share the percentile allows, each step's minimums, the resolution and the
-        search's budget of queries (and minutes)."""
+        search's budget of queries (and minutes), and the queries LoadGen's early stopping needs to pass the confirming
+        run (:func:`~trtbench.scenarios.serving.loadgen.rule.early_stopping_queries`)."""
         return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
-                          Budget(self.search_queries, self.search_minutes and self.search_minutes * 60))
+                          Budget(self.search_queries, self.search_minutes and self.search_minutes * 60),
+                          functools.partial(early_stopping_queries, percentile=self.percentile))
 
     @property
     def estimates(self) -> bool:

@@ -279,8 +279,8 @@ def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: Decoder
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:
-        runs.append(decoder_run(servers, dataclasses.replace(load, seed=load.seed + index), serving, qps,
-                              folder / f"step-{index + 1}"))
+        step_load = dataclasses.replace(load, seed=load.seed + index, min_queries=queries)
+        runs.append(decoder_run(servers, step_load, serving, qps, folder / f"step-{index + 1}"))
         if runs[-1].error:
             raise _ServerFailed(runs[-1].error)
         return [q.late(load) for q in sorted(runs[-1].queries, key=lambda q: q.issued_s)], runs[-1]

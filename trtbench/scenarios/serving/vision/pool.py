@@ -77,6 +77,7 @@ class ServerSession:
         self.lock = threading.Lock()
         self.issued = 0
         self.answered: list[tuple[int, float]] = []  # per query: its issue index and its latency to completion (ms)
+        self.served: list[tuple[int, float]] = []  # per query: its issue index and its call's time in the worker (ms)
         self.lost_issues: list[int] = []  # the issue index of each query completed as lost
         self.batches: Counter[int] = Counter()  # calls per batch size
         self.lost = 0
@@ -114,6 +115,7 @@ class ServerSession:
                 return
             batch, closing = (gather(self.queue, first, first.issued_s + self.window_s, self.max_batch)
                               if self.max_batch > 1 else ([first], False))
+            sent = time.perf_counter()
             try:
                 worker.send_call(call_label(len(batch)))
                 worker.call_result(self.timeout_s)
@@ -124,6 +126,7 @@ class ServerSession:
             with self.lock:
                 self.batches[len(batch)] += 1
                 self.answered += [(q.index, (done - q.issued_s) * 1e3) for q in batch]
+                self.served += [(q.index, (done - sent) * 1e3) for q in batch]
             self.complete([q.id for q in batch])
 
     def _give_up(self, worker: Worker, batch: list[Query], err: WorkerError) -> None:
@@ -151,6 +154,12 @@ class ServerSession:
         """Each answered query's latency (ms), in the order LoadGen issued the queries (its schedule's order), not the
         order they completed in."""
         return [ms for _, ms in sorted(self.answered)]
+
+    @property
+    def service_ms(self) -> list[float]:
+        """Each answered query's service time (ms): its call from the dispatcher's send to the worker's result, in
+        issue order (a batch's queries share their call's)."""
+        return [ms for _, ms in sorted(self.served)]
 
     def close(self) -> None:
         """Stop the dispatchers (LoadGen has every query back by now)."""

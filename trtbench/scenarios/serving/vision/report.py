@@ -27,6 +27,7 @@ from trtbench.scenarios.serving.vision.result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",
            "peak QPS within bound", "p50 ms", "p90 ms", "p99 ms", "bound", "peak rule", "LoadGen verdict", "service ms",
+           "service at the queue ms (p50 / p99 / max)",
            "batch sizes used", "status", "LoadGen logs")
 
 
@@ -69,7 +70,8 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
             result.batching_text, peak,
             number_text(lat.get("p50"), 2), number_text(lat.get("p90"), 2), number_text(lat.get("p99"), 2),
             f"{result.percentile_key} <= {result.bound_ms:g} ms", result.peak_rule, verdict,
-            number_text(result.service_ms, 2), histogram,
+            number_text(result.service_ms, 2), " / ".join(f"{ms:.2f}" for ms in result.service_tail_ms or ()),
+            histogram,
             status.replace("\n", " "), f"`{result.log_dir}/`"]
 
 
@@ -92,7 +94,8 @@ def serving_markdown(results: ResultSet, plots: list[Plot]) -> str:
              "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
              "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
              "own (it also needs its early-stopping test, i.e. enough queries to show the percentile). Service: one "
-             "query alone in a worker.",
+             "query alone in a worker; at the queue: each served query's call in its worker over every run, its "
+             "median, p99 and largest (the tail that limits the peak).",
              "", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(record, result, results.environments, several))
               + " |" for record, result in pairs]

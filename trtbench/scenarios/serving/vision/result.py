@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
+
+import numpy as np
 
 from trtbench.core.part import register_part
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
@@ -28,6 +31,7 @@ class LoadGenRun:
     log_dir: str = ""  # relative to the run's output directory
     confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
     lost_at: tuple[int, ...] = ()  # where the lost queries were in issue order (counting every query issued)
+    service_ms: tuple[float, ...] = ()  # per answered query, its call in the worker (send to result), in issue order
 
     def late_flags(self, bound_ms: float) -> list[bool]:
         """Whether each query issued was late (over ``bound_ms``), in issue order; a lost query is late."""
@@ -38,7 +42,8 @@ class LoadGenRun:
         return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
                 "within_bound": self.within_bound, "latencies_ms": [round(v, 4) for v in self.latencies_ms],
                 "batches": {str(k): v for k, v in sorted(self.batches.items())}, "lost": self.lost,
-                "log_dir": self.log_dir, "confirm": self.confirm, "lost_at": list(self.lost_at)}
+                "log_dir": self.log_dir, "confirm": self.confirm, "lost_at": list(self.lost_at),
+                "service_ms": [round(v, 4) for v in self.service_ms]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoadGenRun":
@@ -47,7 +52,7 @@ class LoadGenRun:
                    latencies_ms=tuple(data.get("latencies_ms") or ()),
                    batches={int(k): v for k, v in (data.get("batches") or {}).items()}, lost=data.get("lost", 0),
                    log_dir=data.get("log_dir", ""), confirm=data.get("confirm", False),
-                   lost_at=tuple(data.get("lost_at") or ()))
+                   lost_at=tuple(data.get("lost_at") or ()), service_ms=tuple(data.get("service_ms") or ()))
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,15 @@ class ServingResult(RepeatedPeaks):
         if self.interval is not None:
             return next((r for r in self.runs if r.confirm), None)
         return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
+
+    @property
+    def service_tail_ms(self) -> Optional[tuple[float, float, float]]:
+        """The median, p99 (nearest rank) and largest service time of every query its runs answered (ms; each query's
+        call in its worker, what limits the peak); None where none was recorded."""
+        times = np.sort([ms for run in self.runs for ms in run.service_ms])
+        if not len(times):
+            return None
+        return float(np.median(times)), float(times[math.ceil(0.99 * len(times)) - 1]), float(times[-1])
 
     @property
     def batch_histogram(self) -> dict[int, int]:

@@ -43,15 +43,17 @@ SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the sear
 @dataclass(frozen=True)
 class OfferedLoad:
     """The load one LoadGen run offers: Poisson arrivals at ``qps``, from the schedule of ``repeat`` (the
-    peak search, or run at the target, it belongs to; each repeat has its own schedule seed)."""
+    peak search, or run at the target, it belongs to; each repeat has its own schedule seed); ``queries``: LoadGen's
+    min query count where the run needs more than the settings' (a joint estimate's confirming run)."""
 
     qps: float
     repeat: int
+    queries: Optional[int] = None
 
 
 def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
     """What one run of ``settings`` offers at ``load``, bounded by its latency bound (``p99_ms``)."""
-    return ServerLoad(load.qps, settings.percentile, (settings.min_duration_s, settings.queries),
+    return ServerLoad(load.qps, settings.percentile, (settings.min_duration_s, load.queries or settings.queries),
                       settings.seed + load.repeat, latency_ms=settings.p99_ms)
 
 
@@ -90,7 +92,8 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
            "estimate": late <= (1 - settings.percentile) * len(latencies)}[settings.validity]
     run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
                      latencies_ms=tuple(latencies), batches=dict(session.batches), lost=session.lost,
-                     log_dir=folder.relative_to(out_dir).as_posix(), lost_at=tuple(sorted(session.lost_issues)))
+                     log_dir=folder.relative_to(out_dir).as_posix(), lost_at=tuple(sorted(session.lost_issues)),
+                     service_ms=tuple(session.service_ms))
     return run, session.errors
 
 
@@ -155,7 +158,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
 
     def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
         progress(f"serve {result.log_dir} {result.label}: step {repeat + 1}, {qps:.1f} QPS offered")
-        run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat),
+        run, lost = loadgen_run(pool, result.workers, settings, OfferedLoad(qps, repeat, queries),
                                 out_dir / result.log_dir / f"s{repeat}-{qps:.1f}qps", out_dir)
         runs.append(run)
         if lost:
