@@ -66,6 +66,9 @@ class Variant(ABC):
     ``quantizes`` is True for a variant with an INT8 path: built at ``int8`` it quantizes its own
     build (``BuildContext.int8`` holds the calibration data and the budget); every other variant is
     skipped at int8 with that reason.
+    ``hints`` lists the precisions (of :data:`~trtbench.core.precision.HINTED`) its runtime reaches by a hint
+    on fp32's build rather than from the precision's model copy: it builds from fp32's model, inputs and
+    build steps, and takes the precision's inputs as its runtime's fp32 ones.
     """
 
     name: ClassVar[str]
@@ -77,6 +80,7 @@ class Variant(ABC):
     # how far, as a share of the output scale, its int8 file may move from its build when reloaded, where the file
     # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
     int8_reload_rtol: ClassVar[Optional[float]] = None
+    hints: ClassVar[tuple[str, ...]] = ()
 
     def unavailable_reason(self, target: Target) -> str | None:
         """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);
