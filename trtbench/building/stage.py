@@ -202,7 +202,7 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
     except Exception as err:  # this variant's failure; the others go on
         return BuildOutcome(variant, status=Status.FAILED,
                             reason=failures.reason(f"build {variant.name} {ctx.precision}", err))
-    if ctx.dtype == torch.bfloat16:  # every bf16 row says whether its device computes bf16 natively
+    if ctx.dtype == torch.bfloat16 and variant.runtime == "torch":  # whether torch computes its bf16 natively
         built.info.setdefault("bf16", bf16_compute(ctx.device).text)
     return BuildOutcome(variant, built=built, build_s=time.perf_counter() - start, peak_memory=memory,
                         warnings=caught)

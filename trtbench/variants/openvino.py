@@ -33,6 +33,16 @@ def import_openvino():
     return importlib.import_module("openvino")
 
 
+def no_kernels(core, precision: str) -> str | None:
+    """Why OpenVINO's CPU plugin cannot compute at its inference ``precision`` (bf16) here: it does not list it
+    among its optimization capabilities; None where it does."""
+    capabilities = list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+    if precision.upper() in capabilities:
+        return None
+    return (f"OpenVINO's CPU plugin has no {precision} kernels on this CPU ({bf16_compute('cpu').why.split(':')[0]}; "
+            f"its optimization capabilities: {', '.join(capabilities)})")
+
+
 class OpenVinoRunner:
     """A compiled OpenVINO model with one infer request, taking and returning torch tensors."""
 
@@ -63,6 +73,7 @@ class OpenVino(Variant):
     depends_on = "onnx"
     quantizes = True  # INT8: NNCF's post-training quantization (trtbench.quantize.openvino)
     hints = tuple(INFERENCE_PRECISION)
+    runtime = "openvino"
 
     def unavailable_reason(self, target: Target) -> str | None:
         device, precision = target.device, target.precision
@@ -74,6 +85,8 @@ class OpenVino(Variant):
             return f"openvino is not installed ({INSTALL})"
         if is_quantized(precision) and importlib.util.find_spec("nncf") is None:
             return "nncf is not installed (pip install 'trtbench[int8]')"
+        if precision in INFERENCE_PRECISION:
+            return no_kernels(import_openvino().Core(), INFERENCE_PRECISION[precision])
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:
@@ -90,8 +103,7 @@ class OpenVino(Variant):
         applied = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
         if applied != asked:  # the plugin quietly stays at f32 where the CPU cannot compute bf16
             raise Unavailable(f"OpenVINO's CPU plugin read back inference precision {applied} for the {asked} hint: "
-                              f"it has no {asked} kernels on this CPU ({bf16_compute('cpu').why.split(':')[0]}; the "
-                              f"plugin lists {', '.join(core.get_property('CPU', 'OPTIMIZATION_CAPABILITIES'))})")
+                              + (no_kernels(core, asked) or "it did not apply the hint"))
         info = {"openvino": ov.get_version(),  # the plugin's settings as it applied them, read back
                 "inference_num_threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
                 "inference_precision": applied,

@@ -122,6 +122,7 @@ class OrtVariant(Variant):
     """Runs the ``onnx`` step's model with ``provider`` (subclasses set ``name`` and ``provider``)."""
 
     depends_on = "onnx"
+    runtime = "onnxruntime"
     provider: str
     Options = OrtOptions
 
