@@ -17,8 +17,8 @@ NATIVE_HERE = bf16_compute("cpu").mode == "native"
 
 @pytest.fixture(scope="module")
 def bf16_run(tmp_path_factory):
-    """One run at fp32 and bf16 of eager, traced, exported, ort and openvino, in worker processes (the timing
-    workers rebuild eager at bf16 from the recipe, and load the saved files of the others)."""
+    """One run at fp32 and bf16 of eager, traced, exported, ort and openvino, timed in this process (a worker's
+    rebuild at bf16: tests/building/test_bf16_recipe.py)."""
     import copy
 
     import yaml
@@ -27,7 +27,7 @@ def bf16_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bf16")
     config = copy.deepcopy(TINY_CONFIG)
     config.update(precisions=["fp32", "bf16"], variants=["eager", "traced", "exported", "ort", "openvino"])
-    config["benchmark"].update(shapes=["opt"], isolation="process", processes=1)
+    config["benchmark"].update(shapes=["opt"])
     config["output"] = {"dir": str(out / "out"), "save_artifacts": True, "cold_start": False}
     path = out / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -74,6 +74,15 @@ def test_bf16_rows_are_compared_with_eager_fp32_and_eager_bf16(bf16_run):
         assert "bf16 (emulated) for eager, exported, traced" in report
     _, doc = rows(folder)
     assert {c["dtype"] for c in doc["ceilings"]} == {"float32", "bfloat16"}
+
+
+def test_bf16_files_are_published_against_bf16_tolerances(bf16_run):
+    from trtbench.artifacts.store import read_manifest
+
+    entries = read_manifest(bf16_run[1])["artifacts"]
+    published = {(e["variant"], e["precision"]): e["tolerance"] for e in entries}
+    assert published[("traced", "bf16")] == published[("exported", "bf16")] == {"atol": 1e-2, "rtol": 1e-1}
+    assert published[("traced", "fp32")] == {"atol": 1e-5, "rtol": 5e-3}
 
 
 def test_the_openvino_build_reads_back_its_precision():
