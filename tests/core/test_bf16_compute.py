@@ -1,5 +1,5 @@
 """The one native-bf16 test (core/env.py's bf16_compute), both branches from /proc/cpuinfo flags as Linux writes
-them, and the PyTorch decoders following it: bf16 runs everywhere, its record saying native or emulated."""
+them (the PyTorch decoders follow it: tests/decoders/test_bf16_decoders.py)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,6 @@ def test_avx512_without_bf16_units_is_emulated():
         compute = bf16_compute("cpu", flags)
         assert compute.mode == "emulated" and compute.unit is None
         assert compute.text.startswith("emulated (neither AVX512-BF16 nor AMX-BF16 in the CPU flags")
-
-
-def test_the_torch_decoders_run_bf16_and_say_how():
-    from trtbench.decoders.torch_model import torch_facts, torch_unavailable
-
-    assert torch_unavailable("eager", "bf16", "cpu") is None
-    assert "fp16 on CUDA only" in torch_unavailable("eager", "fp16", "cpu")
-    facts = torch_facts("bf16", "cpu")
-    assert facts["bf16"] == bf16_compute("cpu").text and "bf16" not in torch_facts("fp32", "cpu")
 
 
 def test_this_machine_is_read():
