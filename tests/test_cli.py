@@ -118,7 +118,8 @@ def test_variants_lists_options_and_why_trt_cannot_run_here(subprocess_env):
         assert "skipped: CUDA is not available" in proc.stdout
         from trtbench.core.env import bf16_compute
 
-        eager = proc.stdout.split("\neager: ", 1)[1].split("\nexported: ", 1)[0]  # eager's bf16 line: native or emulated
+        # eager's bf16 line: native or emulated, and why
+        eager = proc.stdout.split("\neager: ", 1)[1].split("\nexported: ", 1)[0]
         assert f"  bf16 here: {bf16_compute('cpu').text}" in eager
         trt_traced = proc.stdout.split("\ntrt_traced: ", 1)[1]
         assert "bf16 here: skipped: Torch-TensorRT's TorchScript frontend takes no bf16" in trt_traced

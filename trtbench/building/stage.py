@@ -146,12 +146,14 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
     there (``earlier``, by slot id)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
     the timed variants quantize (fp16 builds everything from its own half copy). ``build`` at fp32's dtype for a
-    float ``precision`` is its hinted pass (:func:`hinted_names`): only the variants that hint it build anew. A variant whose build, save or
-    check crashed an earlier process of the run (``ctx.crashed``) fails with that reason instead of building."""
+    float ``precision`` is its hinted pass (:func:`hinted_names`): only the variants that hint it build anew.
+    A variant whose build, save or check crashed an earlier process of the run (``ctx.crashed``) fails with that
+    reason instead of building."""
     precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
     # what builds anew: the variants of this precision; in the hinted pass (build.dtype is fp32's), those that hint it
-    own = slots if build.dtype == precision_dtype(precision) else {n for n in names if precision in get_variant(n).hints}
+    hinting = {n for n in names if precision in get_variant(n).hints}
+    own = slots if build.dtype == precision_dtype(precision) else hinting
     same_dtype = build.dtype == precision_dtype(group.reference_precision)
     reuse = {n: earlier[n] for n in names if precision != group.reference_precision and same_dtype
              and n not in own and n in earlier and earlier[n].built is not None}

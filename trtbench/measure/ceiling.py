@@ -262,12 +262,13 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
     unit = next((u for u in CPU_REDUCED_UNITS.get(dtype, []) if u[0] <= flags), None)
     if unit is None and dtype == torch.bfloat16:
         return {**fp32, "method": method, "vector_unit": f"{fp32['vector_unit']} (bf16 emulated in the fp32 units)",
-                "assumptions": [*fp32["assumptions"], "no AVX512-BF16 or AMX-BF16 in the CPU flags: torch converts bf16 "
-                                                      "to fp32 around fp32 arithmetic, so the peak is the fp32 units'"]}
+                "assumptions": [*fp32["assumptions"], "no AVX512-BF16 or AMX-BF16 in the CPU flags: torch converts "
+                                                      "bf16 to fp32 around fp32 arithmetic, so the peak is the fp32 "
+                                                      "units'"]}
     if unit is None:
         return {**fp32, "method": method, "flops_per_s": None,
-                "reason": f"no {'VNNI or AMX-INT8' if dtype == torch.int8 else 'unit'} for {dtype} in the CPU flags "
-                          f"(int8 dot products are emulated by AVX2 multiply-add sequences; no peak is stated for them)"}
+                "reason": "no VNNI or AMX-INT8 in the CPU flags (int8 dot products are then emulated by AVX2 "
+                          "multiply-add sequences; no peak is stated for them)"}
     _, name, per_cycle, times, how = unit
     per_cycle = per_cycle or times * fp32["flop_per_cycle"]
     cores, clock_ghz = fp32["cores"], fp32["clock_ghz"]

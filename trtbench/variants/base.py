@@ -81,7 +81,7 @@ class Variant(ABC):
     # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
     int8_reload_rtol: ClassVar[Optional[float]] = None
     hints: ClassVar[tuple[str, ...]] = ()
-    runtime: ClassVar[str] = "torch"  # whose kernels compute its calls: torch's, or onnxruntime's, openvino's, tensorrt's
+    runtime: ClassVar[str] = "torch"  # whose kernels compute its calls: torch, onnxruntime, openvino or tensorrt
 
     def unavailable_reason(self, target: Target) -> str | None:
         """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);
