@@ -125,6 +125,13 @@ def test_variants_lists_options_and_why_trt_cannot_run_here(subprocess_env):
     assert "builds from: traced" in proc.stdout and "min_block_size" in proc.stdout
     if not torch.cuda.is_available():
         assert "skipped: CUDA is not available" in proc.stdout
+        from trtbench.core.env import bf16_compute
+
+        # eager's bf16 line: native or emulated, and why
+        eager = proc.stdout.split("\neager: ", 1)[1].split("\nexported: ", 1)[0]
+        assert f"  bf16 here: {bf16_compute('cpu').text}" in eager
+        trt_traced = proc.stdout.split("\ntrt_traced: ", 1)[1]
+        assert "bf16 here: skipped: Torch-TensorRT's TorchScript frontend takes no bf16" in trt_traced
 
 
 def run_cli_in_a_fork(args: list[str], cwd: Path, out: Path, uid: int | None = None) -> tuple[int, str, str, list]:

@@ -335,7 +335,8 @@ def cmd_models(args) -> int:
 
 def cmd_variants(args) -> int:
 
-    from trtbench.config.plan import resolve_device
+    from trtbench.config.plan import resolve_device, why_unavailable
+    from trtbench.core.env import bf16_compute
     from trtbench.core.target import Target
     from trtbench.variants import get_variant, variant_names
 
@@ -343,6 +344,7 @@ def cmd_variants(args) -> int:
     for name in variant_names():
         variant = get_variant(name)
         reason = variant.unavailable_reason(Target(device))
+        bf16 = why_unavailable(name, device, "bf16")
         print(f"{name}: {variant.description}")
         if not variant.timed:
             print("  build step: built for the variants that start from it, not listed or timed itself")
@@ -351,6 +353,10 @@ def cmd_variants(args) -> int:
         if variant.option_names():
             print(f"  options: {', '.join(variant.option_names())}")
         print(f"  here ({device}): {'available' if reason is None else 'skipped: ' + reason}")
+        if variant.timed:
+            how = (bf16_compute(device).text if variant.runtime == "torch"
+                   else f"{variant.runtime}'s bf16 kernels, where the build finds them (else skipped, saying why)")
+            print(f"  bf16 here: {how if bf16 is None else 'skipped: ' + bf16}")
     return 0
 
 

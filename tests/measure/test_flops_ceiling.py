@@ -319,3 +319,43 @@ def test_measured_ceiling_stops_growing_the_matmul_once_a_size_gains_under_5_per
     monkeypatch.setattr(ceiling, "_time_matmuls", timed({8: 1e9, 16: 2e9, 32: 3e9}))
     growing = measured_matmul_ceiling(torch.device("cpu"), sizes=(8, 16, 32), repeats=2)
     assert set(growing["samples_flops_per_s"]) == {"8", "16", "32"} and growing["size"] == 32
+
+
+SAPPHIRE_RAPIDS = AVX512 + " avx512_vnni avx512_bf16 amx_bf16 amx_tile amx_int8"
+
+
+@pytest.mark.parametrize("flags, dtype, unit, per_cycle", [
+    (AVX512 + " avx512_bf16", torch.bfloat16, "AVX512-BF16", 128),  # twice AVX-512's 64 fp32 FLOP per cycle
+    (SAPPHIRE_RAPIDS, torch.bfloat16, "AMX-BF16", 1024),
+    (AVX512 + " avx512_vnni", torch.int8, "AVX512-VNNI", 256),
+    (AVX2 + " avx_vnni", torch.int8, "AVX-VNNI", 128),
+    (SAPPHIRE_RAPIDS, torch.int8, "AMX-INT8", 2048),
+])
+def test_bf16_and_int8_peaks_are_those_of_their_units(flags, dtype, unit, per_cycle):
+    peak = cpu_peak(2, cpuinfo(flags, cores=2), dtype=dtype)
+    assert (peak["vector_unit"], peak["flop_per_cycle"]) == (unit, per_cycle)
+    assert peak["flops_per_s"] == pytest.approx(2 * 2.3e9 * per_cycle)
+    assert peak["method"].startswith("cores x clock x " + ("int8 ops" if dtype == torch.int8 else "bf16 FLOP"))
+
+
+def test_without_bf16_units_bf16_reads_against_the_fp32_units():
+    fp32, bf16 = cpu_peak(2, cpuinfo(AVX512, cores=2)), cpu_peak(2, cpuinfo(AVX512, cores=2), dtype=torch.bfloat16)
+    assert bf16["flops_per_s"] == fp32["flops_per_s"] and "emulated" in bf16["vector_unit"]
+    assert any("no AVX512-BF16 or AMX-BF16" in line for line in bf16["assumptions"])
+
+
+def test_int8_without_vnni_states_no_peak_rather_than_fp32s():
+    """INT8 rows once read "384% of peak" against the fp32 peak; without VNNI or AMX there is no INT8 peak."""
+    peak = cpu_peak(2, cpuinfo(AVX2, cores=2), dtype=torch.int8)
+    assert peak["flops_per_s"] is None and "no VNNI or AMX-INT8" in peak["reason"]
+
+
+def test_int8_and_bf16_records_read_their_own_ceilings():
+    import dataclasses
+
+    from helpers.records import record
+    from trtbench.measure.ceiling import Ceiling
+
+    fp32 = record("ort", 1.0)
+    at = {p: dataclasses.replace(fp32, case=dataclasses.replace(fp32.case, precision=p)) for p in ("int8", "bf16")}
+    assert [Ceiling.scope_of(r)[2] for r in (fp32, at["int8"], at["bf16"])] == ["float32", "int8", "bfloat16"]

@@ -65,8 +65,9 @@ def openvino_model(torch, path, settings):
 
     request = openvino.Core().compile_model(path, settings["device"], settings["config"]).create_infer_request()
 
-    def run(*inputs):
-        arrays = [t.detach().cpu().contiguous().numpy() for t in inputs]
+    def run(*inputs):  # a bf16 row's inputs in fp32, as the model takes them (its bf16 is the plugin's hint)
+        arrays = [t.detach().cpu().contiguous().to(torch.float32 if t.dtype == torch.bfloat16 else t.dtype).numpy()
+                  for t in inputs]
         return [torch.from_numpy(out) for out in request.infer(arrays, share_inputs=True).to_tuple()]
 
     return run

@@ -3,8 +3,9 @@ and inputs at the precision's compute dtype.
 
 A build group holds every precision of a run (eager fp32 first, the reference of every reduced
 precision's rows, timed in the same rounds), so its precisions may differ in dtype: fp16 builds
-from a half copy of the model and runs on half inputs, while int8 shares fp32's copy (a quantized
-build keeps fp32 inputs and parameters, and reuses what fp32 built, like ``exported``).
+from a half copy of the model and runs on half inputs (bf16 from a bfloat16 one), while int8 shares fp32's
+copy (a quantized build keeps fp32 inputs and parameters, and reuses what fp32 built, like ``exported``).
+:func:`cast_to_precision` is the one step that makes a precision's model, here and in a timing worker's rebuild.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ class PrecisionCopy:
     inputs: dict[str, tuple]  # point label -> that point's inputs
 
 
+def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device,
+                      channels_last: bool) -> torch.nn.Module:
+    """``model``, cast in place to ``precision``'s dtype (parameters and buffers) on ``device``, in channels_last
+    memory format when asked: what a build at ``precision`` starts from."""
+    model = model.to(device, precision_dtype(precision))
+    return model.to(memory_format=torch.channels_last) if channels_last else model
+
+
 def precision_copies(model: torch.nn.Module, precisions: list[str], config, points,
                      device: torch.device) -> dict[str, PrecisionCopy]:
     """precision -> its :class:`PrecisionCopy`; precisions of one dtype share one (the same object)."""
@@ -36,9 +45,7 @@ def precision_copies(model: torch.nn.Module, precisions: list[str], config, poin
         dtype = precision_dtype(precision)
         if dtype in by_dtype:
             continue
-        cast = copy.deepcopy(model).to(device, dtype)
-        if config.channels_last:
-            cast = cast.to(memory_format=torch.channels_last)
+        cast = cast_to_precision(copy.deepcopy(model), precision, device, config.channels_last)
         by_dtype[dtype] = PrecisionCopy(dtype, cast, example_inputs(config, device, dtype),
                                         point_inputs(config, points, device, dtype))
     return {precision: by_dtype[precision_dtype(precision)] for precision in precisions}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import torch
 
-from trtbench.building.copies import PrecisionCopy
+from trtbench.building.copies import PrecisionCopy, cast_to_precision
 from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.allocator import mmap_threshold
 from trtbench.core.deprecation import silenced
@@ -142,12 +142,9 @@ class VariantRecipe:
             raise RuntimeError(f"{self.variant} at {self.precision} saves no file for its timing worker to load, and "
                                f"a quantized build is not redone in a worker; use benchmark.isolation: in_process")
 
-        dtype = precision_dtype(self.precision)
-        model = build_model(self.model).to(device, dtype)
-        if self.channels_last:
-            model = model.to(memory_format=torch.channels_last)
+        model = cast_to_precision(build_model(self.model), self.precision, device, self.channels_last)
         model.load_state_dict(payload["state_dict"])
-        ctx = BuildContext(device=device, precision=self.precision, dtype=dtype,
+        ctx = BuildContext(device=device, precision=self.precision, dtype=precision_dtype(self.precision),
                            example_inputs=tuple(_owned(v) for v in payload["example"]), shape_inputs=inputs,
                            input_specs=self.input_specs)
         with tempfile.TemporaryDirectory(prefix="trtbench-worker-") as logs:

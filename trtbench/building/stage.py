@@ -2,7 +2,7 @@
 a time (:func:`build_at`).
 
 A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
-a quantizer's :class:`~trtbench.quantize.common.QuantizationUnavailable`); one whose build raises
+found by its build: :class:`~trtbench.core.errors.Unavailable`); one whose build raises
 comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it. One that
 crashed an earlier process of the run natively fails with that reason, without building again; each build
 is marked in flight (:mod:`trtbench.core.inflight`) while it runs.
@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Option
 import torch
 
 from trtbench.core.deprecation import Deprecation, warning_lines
+from trtbench.core.env import bf16_compute
+from trtbench.core.errors import Unavailable
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import is_quantized, precision_dtype
 from trtbench.profiling.memory import track_peak
-from trtbench.quantize.common import QuantizationUnavailable
 from trtbench.core.status import Status
-from trtbench.variants import BuildContext, Built, Variant, get_variant
+from trtbench.variants import BuildContext, Built, Variant, build_order, get_variant
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
@@ -147,13 +148,18 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
     only build from (``exported``, ``onnx``) is reused from the group's reference precision where it built
     there (``earlier``, by slot id)
     and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
-    the timed variants quantize (fp16 builds everything from its own half copy). A variant whose build, save or
-    check crashed an earlier process of the run (``ctx.crashed``) fails with that reason instead of building."""
+    the timed variants quantize (fp16 builds everything from its own half copy). ``build`` at fp32's dtype for a
+    float ``precision`` is its hinted pass (:func:`hinted_names`): only the variants that hint it build anew.
+    A variant whose build, save or check crashed an earlier process of the run (``ctx.crashed``) fails with that
+    reason instead of building."""
     precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
-    same_dtype = precision_dtype(precision) == precision_dtype(group.reference_precision)
+    # what builds anew: the variants of this precision; in the hinted pass (build.dtype is fp32's), those that hint it
+    hinting = {n for n in names if precision in get_variant(n).hints}
+    own = slots if build.dtype == precision_dtype(precision) else hinting
+    same_dtype = build.dtype == precision_dtype(group.reference_precision)
     reuse = {n: earlier[n] for n in names if precision != group.reference_precision and same_dtype
-             and n not in slots and n in earlier and earlier[n].built is not None}
+             and n not in own and n in earlier and earlier[n].built is not None}
     build.built.update({n: outcome.built for n, outcome in reuse.items()})
     unavailable = {name: group.unavailable[group.slot_id(name, precision)] for name in slots
                    if group.slot_id(name, precision) in group.unavailable}
@@ -179,6 +185,15 @@ def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.
     return outcomes
 
 
+def hinted_names(names: list[str], precision: str) -> tuple[list[str], list[str]]:
+    """``names`` (in build order) split in two passes at ``precision``: what builds from the precision's own copy, and
+    what its runtime reaches by a hint (``Variant.hints``) with what that builds from, built from the reference's."""
+    hinted = [n for n in names if precision in get_variant(n).hints]
+    if not hinted:
+        return names, []
+    return build_order([n for n in names if n not in hinted and get_variant(n).timed]), build_order(hinted)
+
+
 def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, failures: FailureLog) -> BuildOutcome:
     start = time.perf_counter()
     try:
@@ -187,10 +202,12 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
                 lambda: capture_warnings(lambda: variant.build(model, ctx), variant.deprecations), ctx.device)
     except KeyboardInterrupt:
         raise
-    except QuantizationUnavailable as err:  # its INT8 path cannot run here (a library, CUDA, a setting it lacks)
+    except Unavailable as err:  # it cannot run here (a library, CUDA, a kernel or a precision its runtime lacks)
         return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
     except Exception as err:  # this variant's failure; the others go on
         return BuildOutcome(variant, status=Status.FAILED,
                             reason=failures.reason(f"build {variant.name} {ctx.precision}", err))
+    if ctx.dtype == torch.bfloat16 and variant.runtime == "torch":  # whether torch computes its bf16 natively
+        built.info.setdefault("bf16", bf16_compute(ctx.device).text)
     return BuildOutcome(variant, built=built, build_s=time.perf_counter() - start, peak_memory=memory,
                         warnings=caught)

@@ -46,7 +46,7 @@ def slot_id(name: str, precision: str, reference_precision: str) -> str:
 @dataclass
 class BuildGroup:
     """Cases one set of builds serves: one model at one thread count, every point, and every precision,
-    so that a reduced-precision row (fp16, int8) is timed in the same interleaved rounds as eager fp32,
+    so that a reduced-precision row (fp16, bf16, int8) is timed in the same interleaved rounds as eager fp32,
     its reference. Each precision builds from a model copy and inputs at its own compute dtype
     (:mod:`trtbench.building.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
 

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Optional
 
 import torch
 
@@ -35,6 +37,16 @@ def cpu_model() -> str:
 
 
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "amx_tile")  # x86 int8 dot-product units
+# x86 bf16 units, by /proc/cpuinfo flag, the stronger first: AMX's tile matmuls, AVX-512's bf16 dot products
+BF16_UNITS = {"amx_bf16": "AMX-BF16", "avx512_bf16": "AVX512-BF16"}
+NATIVE, EMULATED = "native", "emulated"  # how a build's bf16 is computed (Bf16Compute.mode)
+
+
+def cpu_flags(flags_text: str | None = None) -> set[str] | None:
+    """The CPU's flags from /proc/cpuinfo (``flags_text``: a flags line instead); None where it cannot be read."""
+    if flags_text is None:
+        flags_text = cpu_flags_text()
+    return None if flags_text is None else set(flags_text.split())
 
 
 def cpu_flags_text() -> str | None:
@@ -54,14 +66,43 @@ def cpu_int8_features(flags_text: str | None = None) -> dict:
 
     Without VNNI, x86 INT8 kernels emulate the dot products with AVX2 and INT8 often is no faster than fp32.
     ``flags_text``: the flags line (default: this machine's)."""
-    if flags_text is None:
-        flags_text = cpu_flags_text()
-        if flags_text is None:
-            return {"known": False}
-    flags = set(flags_text.split())
+    flags = cpu_flags(flags_text)
+    if flags is None:
+        return {"known": False}
     present = [flag for flag in INT8_FLAGS if flag in flags]
     return {"known": bool(flags), "flags": present, "vnni": bool({"avx512_vnni", "avx_vnni"} & flags),
             "amx": any(flag.startswith("amx") for flag in present)}
+
+
+@dataclass(frozen=True)
+class Bf16Compute:
+    """How bf16 is computed on a device: ``native`` on bf16 units (``unit``), or ``emulated`` (torch converts to
+    fp32 and back around fp32 arithmetic: bf16's accuracy, not its speed); ``why`` says which and how it was told."""
+
+    mode: str
+    unit: Optional[str]
+    why: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.mode} ({self.why})"
+
+
+def bf16_compute(device: torch.device | str = "cpu", flags_text: str | None = None) -> Bf16Compute:
+    """Whether ``device`` computes bf16 natively: on a CPU, AMX-BF16 or AVX512-BF16 in /proc/cpuinfo's flags
+    (``flags_text``: a flags line instead); on CUDA, bf16 tensor cores (compute capability 8.0 and later). The one
+    test of native bf16 that vision rows and decoders share: where it fails, torch still runs bf16, emulated."""
+    if torch.device(device).type == "cuda":
+        native = torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+        return Bf16Compute(NATIVE if native else EMULATED, "bf16 tensor cores" if native else None,
+                           "bf16 tensor cores (compute capability 8.0+)" if native
+                           else "no bf16 tensor cores before compute capability 8.0")
+    flags = cpu_flags(flags_text)
+    unit = next((name for flag, name in BF16_UNITS.items() if flag in (flags or ())), None)
+    if unit is not None:
+        return Bf16Compute(NATIVE, unit, f"{unit} in the CPU flags")
+    seen = "the CPU flags could not be read" if flags is None else "neither AVX512-BF16 nor AMX-BF16 in the CPU flags"
+    return Bf16Compute(EMULATED, None, f"{seen}: torch computes bf16 in fp32 units")
 
 
 def nvidia_driver_version() -> str | None:
@@ -108,6 +149,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpu_int8": cpu_int8_features(),
+        "bf16": bf16_compute(device).text,
         "default_threads": default_threads(),
         "device": str(device),
         "cpu_busy_at_start": cpu_busy_fraction(),

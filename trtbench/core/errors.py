@@ -23,6 +23,15 @@ class UserInputError(Exception):
         return text
 
 
+class Unavailable(Exception):
+    """A build finds it cannot run here (a runtime that read back another precision, a provider with no kernel
+    for it, a quantizer's missing library): the variant is skipped with ``reason``, never failed."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
 class DiskFullError(Exception):
     """A write that does not fit on its disk (a fault, exit 1): names the folder, bytes needed and bytes free."""
 

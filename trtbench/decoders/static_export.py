@@ -151,5 +151,5 @@ class StaticExportDecoder(TorchDecoder):
                     for p in index["programs"]}
         totals = {fact: round(sum(p[fact] for p in index["programs"]), 3) for fact in ("export_s", self.save_fact)}
         return StaticProgramSession(programs, tuple(index["eos"]), {
-            **torch_facts(index["precision"]), "decoder": self.name, "cache": "static (the program's buffers)",
+            **torch_facts(index["precision"], device), "decoder": self.name, "cache": "static (the program's buffers)",
             "programs": len(programs), **totals})

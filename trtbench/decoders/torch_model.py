@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from trtbench.core.env import torch_thread_facts
+from trtbench.core.env import bf16_compute, torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder
 
@@ -28,14 +28,13 @@ BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artif
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
     """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``: a precision it has no path to
-    (weight-only int8/int4 are the runtimes'), fp16 on a CPU, or bf16 on a CPU without native bf16."""
+    (weight-only int8/int4 are the runtimes'), or fp16 on a CPU. bf16 runs everywhere, as vision rows do: its
+    record says whether natively or emulated (:func:`torch_facts`)."""
     if precision not in DTYPES:
         return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
                f"openvino_genai)"
     if precision == "fp16" and device == "cpu":
         return f"{name} runs fp16 on CUDA only (a CPU computes half precision in bf16: list bf16)"
-    if precision == "bf16" and device == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        return "bf16: this CPU has no native bf16 (AVX512-BF16 or AMX)"
     return None
 
 
@@ -47,9 +46,12 @@ def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
     return path
 
 
-def torch_facts(precision: str) -> dict:
-    """The facts a PyTorch decoder's record states: its threads, torch's version, its dtype, streamed stamps."""
-    return {**torch_thread_facts(), "torch": torch.__version__, "dtype": precision, "per_token_times": "streamed"}
+def torch_facts(precision: str, device: str) -> dict:
+    """The facts a PyTorch decoder's record states: its threads, torch's version, its dtype, streamed stamps; at
+    bf16, whether ``device`` computes it natively or emulated (:func:`~trtbench.core.env.bf16_compute`)."""
+    bf16 = {"bf16": bf16_compute(device).text} if precision == "bf16" else {}
+    return {**torch_thread_facts(), "torch": torch.__version__, "dtype": precision, "per_token_times": "streamed",
+            **bf16}
 
 
 def load_folder(folder: Path, precision: str, device: str, threads: int) -> torch.nn.Module:
@@ -69,7 +71,7 @@ def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Modu
     artifact once published; see :func:`load_folder`), and the facts a record states (:func:`torch_facts`)."""
     spec = json.loads(Path(artifact).read_text())
     folder = Path(artifact).parent / spec["folder"]
-    return load_folder(folder, spec["precision"], device, threads), torch_facts(spec["precision"])
+    return load_folder(folder, spec["precision"], device, threads), torch_facts(spec["precision"], device)
 
 
 def teacher_forced_logits(model: torch.nn.Module, ids: np.ndarray) -> np.ndarray:

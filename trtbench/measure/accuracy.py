@@ -1,8 +1,8 @@
 """Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds.
 
 - ``elementwise`` (:class:`ElementwiseAccuracy`, :func:`elementwise_accuracy`): one call's outputs
-  against eager fp32's at the same point, within a scale-relative bound (``tolerances.fp32`` and
-  ``tolerances.fp16``: ``atol``, ``rtol``). It judges fp32 and fp16 builds.
+  against eager fp32's at the same point, within a scale-relative bound (``tolerances.fp32``,
+  ``tolerances.fp16`` and ``tolerances.bf16``: ``atol``, ``rtol``). It judges fp32, fp16 and bf16 builds.
 - ``int8`` (:class:`Int8Accuracy`, :func:`int8_accuracy` then :func:`judge_int8`): a quantized build
   over the evaluation samples. Element-wise closeness is the wrong judge for INT8: quantization moves
   every value a little by design. What matters is whether the task's answer holds, so this reports,
@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Optional, Sequence
 import torch
 from torch.utils._pytree import tree_flatten
 
-ELEMENTWISE = "elementwise"  # one call's outputs against eager fp32's at the same point (fp32, fp16)
+ELEMENTWISE = "elementwise"  # one call's outputs against eager fp32's at the same point (fp32, fp16, bf16)
 INT8 = "int8"  # a quantized build's outputs against eager fp32's over the evaluation samples
 TOP_K = 5
 

@@ -32,7 +32,7 @@ from typing import Callable, ClassVar, Optional
 import torch
 
 from trtbench.core.part import register_part
-from trtbench.core.precision import dtype_name, precision_dtype
+from trtbench.core.precision import compute_dtype, dtype_name
 
 # fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
 CPU_VECTOR_UNITS = [
@@ -42,6 +42,24 @@ CPU_VECTOR_UNITS = [
     ({"sse2"}, "SSE2", 8, "1 add + 1 multiply unit x 4 fp32 lanes"),
     ({"asimd"}, "Arm NEON", 16, "2 FMA units x 4 fp32 lanes x 2 FLOP per FMA"),
 ]
+# bf16 FLOP and int8 ops (a multiply and an add each count one) per cycle per core of the CPU's reduced-precision
+# units, the strongest first: (flags, name, per cycle, or None: ``times`` the fp32 vector unit's, times, how).
+CPU_REDUCED_UNITS = {
+    torch.bfloat16: [
+        ({"amx_bf16"}, "AMX-BF16", 1024, None, "TDPBF16PS: 16x16 fp32 += 16x32 bf16 x 32x16 bf16, 8192 multiply-adds "
+                                               "per 16 cycles (Intel's 1024 bf16 FLOP per cycle per core)"),
+        ({"avx512_bf16"}, "AVX512-BF16", None, 2, "VDPBF16PS: 32 bf16 products into 16 fp32 lanes, twice an fp32 "
+                                                  "FMA's FLOP per instruction"),
+    ],
+    torch.int8: [
+        ({"amx_int8"}, "AMX-INT8", 2048, None, "TDPBUSD: 16x16 int32 += 16x64 u8 x 64x16 s8, 16384 multiply-adds per "
+                                               "16 cycles (Intel's 2048 int8 ops per cycle per core)"),
+        ({"avx512_vnni"}, "AVX512-VNNI", None, 4, "VPDPBUSD: 64 u8 x s8 products into 16 int32 lanes, four times an "
+                                                  "fp32 FMA's operations per instruction"),
+        ({"avx_vnni"}, "AVX-VNNI", None, 4, "VPDPBUSD on 256 bits: 32 u8 x s8 products into 8 int32 lanes, four times "
+                                            "an fp32 FMA's operations per instruction"),
+    ],
+}
 CPU_ASSUMPTIONS = [
     "every thread runs on its own physical core (threads beyond the physical cores add nothing)",
     "the clock is the one named in clock_source; all-core turbo under AVX-512 load may differ",
@@ -204,10 +222,11 @@ def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.
 
 
 def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "",
-             measure_clock: Callable[[int], float | None] | None = None) -> dict:
+             measure_clock: Callable[[int], float | None] | None = None, dtype: torch.dtype = torch.float32) -> dict:
     """fp32 peak of ``threads`` cores: cores x clock x FLOP per cycle of the widest vector unit, corrected for
     the microarchitectures whose flags overstate it (:data:`CPU_CORRECTIONS`). The clock: :func:`cpu_clock`
-    (``measure_clock`` measures it where lscpu and cpufreq name no maximum; None: not measured)."""
+    (``measure_clock`` measures it where lscpu and cpufreq name no maximum; None: not measured). At bf16 or int8,
+    that of the CPU's bf16 or int8 unit instead (:func:`reduced_peak`)."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
     unit = next((u for u in CPU_VECTOR_UNITS if u[0] <= cpuinfo["flags"]), None)
@@ -229,7 +248,31 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
         result["assumptions"].append(
             f"the measured clock is the one a core reaches running scalar code (all cores under vector load may run "
             f"slower), from an fp64 add latency of {cycles} cycles for {latency_of} (source: {latency_source})")
-    return {**result, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
+    fp32 = {**result, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
+            "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
+    return fp32 if dtype == torch.float32 else reduced_peak(fp32, cpuinfo["flags"], dtype)
+
+
+def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
+    """The bf16 or int8 peak of the cores of ``fp32`` (:func:`cpu_peak`'s fp32 peak), from the strongest unit of
+    :data:`CPU_REDUCED_UNITS` in ``flags``. Without a bf16 unit torch computes bf16 in the fp32 units: the fp32 peak,
+    saying so. Without VNNI or AMX, int8 dot products take several AVX2 instructions each: no peak is stated."""
+    word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
+    method = f"cores x clock x {word} per cycle per core"
+    unit = next((u for u in CPU_REDUCED_UNITS.get(dtype, []) if u[0] <= flags), None)
+    if unit is None and dtype == torch.bfloat16:
+        return {**fp32, "method": method, "vector_unit": f"{fp32['vector_unit']} (bf16 emulated in the fp32 units)",
+                "assumptions": [*fp32["assumptions"], "no AVX512-BF16 or AMX-BF16 in the CPU flags: torch converts "
+                                                      "bf16 to fp32 around fp32 arithmetic, so the peak is the fp32 "
+                                                      "units'"]}
+    if unit is None:
+        return {**fp32, "method": method, "flops_per_s": None,
+                "reason": "no VNNI or AMX-INT8 in the CPU flags (int8 dot products are then emulated by AVX2 "
+                          "multiply-add sequences; no peak is stated for them)"}
+    _, name, per_cycle, times, how = unit
+    per_cycle = per_cycle or times * fp32["flop_per_cycle"]
+    cores, clock_ghz = fp32["cores"], fp32["clock_ghz"]
+    return {**fp32, "method": method, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
 
 
@@ -260,16 +303,16 @@ def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
 
 
 def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | None = None, tf32: bool = False) -> dict:
-    """The hardware's peak FLOP/s at ``dtype``: CPU vector units for ``threads`` cores, or a GPU datasheet
-    (fp32 at the TF32 tensor cores' peak when ``tf32``)."""
+    """The hardware's peak FLOP/s at ``dtype`` (int8: ops/s): CPU vector, bf16 or int8 units for ``threads`` cores, or
+    a GPU datasheet (fp32 at the TF32 tensor cores' peak when ``tf32``)."""
     device = torch.device(device)
     if device.type == "cuda":
         return gpu_peak(torch.cuda.get_device_name(device), dtype, tf32)
-    if dtype != torch.float32:
+    if dtype not in (torch.float32, *CPU_REDUCED_UNITS):
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
-                "reason": f"CPU peaks are computed for float32 only, not {dtype}"}
+                "reason": f"CPU peaks are computed for float32, bfloat16 and int8, not {dtype}"}
     return cpu_peak(threads or torch.get_num_threads(), _read("/proc/cpuinfo"), _lscpu(),
-                    _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock)
+                    _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock, dtype)
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
@@ -360,7 +403,9 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
         ceiling.update(peak_clock_ghz=peak.get("clock_ghz"), peak_clock_source=peak["clock_source"])
     if tf32:
         ceiling.update(math="tf32", math_note=TF32_NOTE)
-    if measure:
+    if measure and dtype == torch.int8:
+        ceiling.update(measured_note="no int8 matmul is measured (torch.mm has no int8 kernel)")
+    elif measure:
         measured = measured_matmul_ceiling(device, dtype, threads=threads, tf32=tf32)
         ceiling.update(measured_flops_per_s=measured["flops_per_s"], measured_method=measured["method"])
     return peak_not_below_measured(ceiling)
@@ -417,7 +462,7 @@ class Ceiling(DeviceCeiling):
     RESULTS_KEY: ClassVar[str] = "ceilings"
     UNIT: ClassVar[str] = "flops_per_s"  # peak_flops_per_s, measured_flops_per_s
 
-    dtype: str  # float32, float16, bfloat16: the compute dtype of its records' precisions
+    dtype: str  # float32, float16, bfloat16, int8: the compute dtype of its records' precisions (compute_dtype)
     threads: int
     values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
 
@@ -435,5 +480,5 @@ class Ceiling(DeviceCeiling):
     def scope_of(record) -> tuple:
         """The scope of the ceilings that apply to ``record`` (:class:`~trtbench.core.record.Record`)."""
         case = record.case
-        return (record.environment, case.device, dtype_name(precision_dtype(case.precision)), case.threads)
+        return (record.environment, case.device, dtype_name(compute_dtype(case.precision)), case.threads)
 

@@ -23,7 +23,7 @@ import torch
 from trtbench.artifacts.publish import publish
 from trtbench.artifacts.store import ArtifactStore, Saved
 from trtbench.building.copies import precision_copies
-from trtbench.building.stage import BuildOutcome, build_at, int8_setup_at, run_calibration
+from trtbench.building.stage import BuildOutcome, build_at, hinted_names, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
@@ -171,11 +171,18 @@ class Runner:
         for precision in group.precisions:
             names = (group.build_names_at(precision) if build_all
                      else build_order(self.state.saves_todo(group, precision)))
+            plain, hinted = hinted_names(names, precision)
             at = copies[precision]
             bctx = BuildContext(device=ctx.device, precision=precision, dtype=at.dtype, example_inputs=at.example,
                                 shape_inputs=at.inputs, input_specs=self.config.inputs,
                                 int8=int8_setup_at(self.config, self.calibration, group, at.model, precision))
-            outcomes.update(build_at(ctx, group, names, at.model, bctx, outcomes))
+            outcomes.update(build_at(ctx, group, plain, at.model, bctx, outcomes))
+            if hinted:  # a runtime's hint on fp32's model: built from the reference's copy and build steps
+                ref = copies[group.reference_precision]
+                hint = BuildContext(device=ctx.device, precision=precision, dtype=ref.dtype, example_inputs=ref.example,
+                                    shape_inputs=ref.inputs, input_specs=self.config.inputs)
+                for key, outcome in build_at(ctx, group, hinted, ref.model, hint, outcomes).items():
+                    outcomes.setdefault(key, outcome)
         return outcomes
 
     def _save(self, ctx: RunContext, group: BuildGroup, precision: str, outcome: BuildOutcome, at) -> None:

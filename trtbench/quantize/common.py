@@ -8,6 +8,8 @@ from typing import Sequence
 
 import torch
 
+from trtbench.core.errors import Unavailable
+
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
 
 
@@ -31,10 +33,6 @@ class QuantSettings:
 CalibrationBatches = Sequence[tuple[torch.Tensor, ...]]  # each item: one call's positional inputs
 
 
-class QuantizationUnavailable(Exception):
+class QuantizationUnavailable(Unavailable):
     """A backend's INT8 path cannot run here (library missing, version pair that does not work, no
     CUDA): the variant is skipped with ``reason``, never failed."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(reason)

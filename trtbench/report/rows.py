@@ -24,7 +24,7 @@ class Row:
     speedup: Optional[Interval]  # over eager fp32 at the same point, from the paired rounds
     fastest: bool
     ceiling: Optional[Ceiling] = None  # the device's FLOP/s ceilings where the record ran
-    precision_speedup: Optional[Interval] = None  # over eager at the row's own reduced float precision (fp16)
+    precision_speedup: Optional[Interval] = None  # over eager at the row's own reduced float precision (fp16, bf16)
     median: Optional[Interval] = None  # the median block with its two-level 95% CI
 
     @property

@@ -140,13 +140,26 @@ def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[
                                          for column in column_set.columns]
 
 
+def bf16_mode(record: Record) -> Optional[str]:
+    """``native`` or ``emulated``: how the record's bf16 build computed (its build info), None where it says nothing."""
+    text = (record.build.get("info") or {}).get("bf16")
+    return text.split(" ", 1)[0] if text else None
+
+
+def precision_text(record: Record) -> str:
+    """The record's precision, with how its bf16 is computed where the build says (``bf16 (emulated)``)."""
+    mode = bf16_mode(record)
+    return f"{record.case.precision} ({mode})" if mode else record.case.precision
+
+
 def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: ResultSet,
            table_rows: list[Row]) -> list[str]:
     r, c = row.record, row.record.case
     values = {
         "environment": environment_name(results.environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": c.precision, "threads": str(c.threads), "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
+        "precision": precision_text(r), "threads": str(c.threads), "knobs": c.knobs or "defaults",
+        "point": f"{c.point} ({c.shapes})",
         "status": _status_text(r),
         **{column.heading(table_rows): column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
@@ -235,8 +248,13 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    + "; its intervals cover that one process's rounds, not the luck of the next process (another "
                    "deployment's): run with benchmark.processes 3 or more for that.")
     if any(row.precision_speedup is not None for row in table_rows):
-        out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16) over the "
-                   "variant's, timed in the same rounds as it and eager fp32.")
+        out.append("vs eager same precision: eager's median at the row's own reduced float precision (fp16, bf16) "
+                   "over the variant's, timed in the same rounds as it and eager fp32.")
+    emulated = sorted({row.record.case.label for row in table_rows if bf16_mode(row.record) == "emulated"})
+    if emulated:
+        why = next(row.record.build["info"]["bf16"] for row in table_rows if bf16_mode(row.record) == "emulated")
+        out.append(f"bf16 (emulated) for {', '.join(emulated)}: {why.split('(', 1)[-1].rstrip(')')}, converting to "
+                   "and from fp32 around each op: these rows show bf16's accuracy, not the speed of bf16 units.")
     out += peak_notes(table_rows) + energy_notes(table_rows)
     out += own_stream_note(table_rows)
     return out

@@ -124,7 +124,7 @@ def recommendation_markdown(recommendations: list[Recommendation], environments:
     lines = [f"## Recommendation: p99 <= {budget:g} ms", "",
              "The highest throughput (samples/s at the median latency) among measured points whose p99 host "
              "latency is within the budget; only points that ran ok and passed their accuracy check count (the "
-             "accuracy floor: `tolerances`, i.e. atol/rtol against eager fp32 at fp32 and fp16, and at int8 the "
+             "accuracy floor: `tolerances`, i.e. atol/rtol against eager fp32 at fp32, fp16 and bf16, and at int8 the "
              "top-1 agreement and SQNR floors of `tolerances.int8`), and nothing is interpolated between measured "
              "batch sizes. A choice built with what upstream deprecates (TorchScript) gives way to its successor at "
              "the same point where that fits too and is within the interval of its speed (paired by round) or "

@@ -144,14 +144,14 @@ class ResultSet:
         return candidates[0] if len(candidates) == 1 else None
 
     def baseline(self, record: Record) -> Optional[Record]:
-        """Eager fp32 at the same point: the baseline of every precision's rows (int8, fp16), timed in
+        """Eager fp32 at the same point: the baseline of every precision's rows (int8, fp16, bf16), timed in
         their rounds. Eager fp32 is its own."""
         if record.case.variant == BASELINE_VARIANT and record.case.precision == REFERENCE:
             return record
         return self._eager_at(record, REFERENCE)
 
     def precision_baseline(self, record: Record) -> Optional[Record]:
-        """Eager at the record's own precision where that is a reduced float one (fp16), timed in the same
+        """Eager at the record's own precision where that is a reduced float one (fp16, bf16), timed in the same
         rounds: the second reference of a reduced-precision row. None at fp32 and at a quantized precision
         (eager has no INT8 build: eager fp32 is the only reference there)."""
         if record.case.precision == REFERENCE or is_quantized(record.case.precision):

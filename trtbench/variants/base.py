@@ -69,6 +69,9 @@ class Variant(ABC):
     skipped at int8 with that reason.
     ``deprecations``: what upstream deprecates of how it is built, saved or loaded (TorchScript), with the
     successors (:mod:`trtbench.core.deprecation`); its warnings become the row's note.
+    ``hints`` lists the precisions (of :data:`~trtbench.core.precision.HINTED`) its runtime reaches by a hint
+    on fp32's build rather than from the precision's model copy: it builds from fp32's model, inputs and
+    build steps, and takes the precision's inputs as its runtime's fp32 ones.
     """
 
     name: ClassVar[str]
@@ -81,6 +84,8 @@ class Variant(ABC):
     # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
     int8_reload_rtol: ClassVar[Optional[float]] = None
     deprecations: ClassVar[tuple[Deprecation, ...]] = ()
+    hints: ClassVar[tuple[str, ...]] = ()
+    runtime: ClassVar[str] = "torch"  # whose kernels compute its calls: torch, onnxruntime, openvino or tensorrt
 
     def unavailable_reason(self, target: Target) -> str | None:
         """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);

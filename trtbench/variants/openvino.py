@@ -1,8 +1,10 @@
 """OpenVINO on the CPU: the ``onnx`` build step's model, compiled by OpenVINO's CPU plugin.
 
 Threads are matched to the run's (``INFERENCE_NUM_THREADS``), with the ``LATENCY`` hint (one
-stream, as each timed call is one synchronous request). The inference precision is pinned:
-on CPUs with bf16 units OpenVINO otherwise computes an fp32 model in bf16 by default. The
+stream, as each timed call is one synchronous request). The inference precision is pinned to the
+row's: f32, where on CPUs with bf16 units OpenVINO would compute an fp32 model in bf16 by default, and
+bf16 at precision bf16, reached by that hint on fp32's model (``hints``). The plugin's read-back is
+the row's precision: where it stays f32 (a CPU without bf16 units), the bf16 row is skipped. The
 model is saved as OpenVINO IR, an ``.xml`` graph plus a ``.bin`` of weights (kept in fp32:
 ``save_model`` would compress them to fp16 by default).
 """
@@ -12,34 +14,33 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from trtbench.core.env import NATIVE, bf16_compute
+from trtbench.core.errors import Unavailable
 from trtbench.core.precision import is_quantized
-from trtbench.core.schema import join, require_choice
 from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"
-PRECISIONS = ("f32", "bf16")
+INFERENCE_PRECISION = {"bf16": "bf16"}  # the CPU plugin's inference precision hint at each hinted precision; else f32
 
 
 def import_openvino():
     return importlib.import_module("openvino")
 
 
-@dataclass
-class OpenVinoOptions:
-    """``inference_precision: bf16`` lets the CPU plugin compute in bfloat16 (on CPUs with bf16 units:
-    faster, less accurate; the build info records it). The default, f32, matches an fp32 run."""
-
-    inference_precision: str = "f32"
-
-    def validate(self, path: str) -> None:
-        require_choice(self.inference_precision, PRECISIONS, join(path, "inference_precision"))
+def no_kernels(core, precision: str) -> str | None:
+    """Why OpenVINO's CPU plugin cannot compute at its inference ``precision`` (bf16) here: it does not list it
+    among its optimization capabilities; None where it does."""
+    capabilities = list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+    if precision.upper() in capabilities:
+        return None
+    return (f"OpenVINO's CPU plugin has no {precision} kernels on this CPU ({bf16_compute('cpu').why.split(':')[0]}; "
+            f"its optimization capabilities: {', '.join(capabilities)})")
 
 
 class OpenVinoRunner:
@@ -50,9 +51,11 @@ class OpenVinoRunner:
         self.request = compiled.create_infer_request()
 
     def prepare(self, inputs: tuple) -> list:
+        """The inputs as arrays; a bf16 row's in fp32, as the model takes them (its bf16 is the plugin's)."""
         if len(inputs) != len(self.compiled.inputs):
             raise ValueError(f"the OpenVINO model takes {len(self.compiled.inputs)} input(s), got {len(inputs)}")
-        return [t.detach().cpu().contiguous().numpy() for t in inputs]
+        return [t.detach().cpu().contiguous().to(torch.float32 if t.dtype == torch.bfloat16 else t.dtype).numpy()
+                for t in inputs]
 
     def run(self, prepared: list) -> list[torch.Tensor]:
         # share_inputs: the request reads the arrays in place; outputs are copied out of the request.
@@ -65,10 +68,12 @@ class OpenVinoRunner:
 @register
 class OpenVino(Variant):
     name = "openvino"
-    description = "OpenVINO CPU plugin on the onnx export, threads matched (int8: NNCF); saves OpenVINO IR (.xml + .bin)"
-    Options = OpenVinoOptions
+    description = ("OpenVINO CPU plugin on the onnx export, threads matched (int8: NNCF; bf16: the inference precision "
+                   "hint); saves OpenVINO IR (.xml + .bin)")
     depends_on = "onnx"
     quantizes = True  # INT8: NNCF's post-training quantization (trtbench.quantize.openvino)
+    hints = tuple(INFERENCE_PRECISION)
+    runtime = "openvino"
 
     def unavailable_reason(self, target: Target) -> str | None:
         device, precision = target.device, target.precision
@@ -80,22 +85,29 @@ class OpenVino(Variant):
             return f"openvino is not installed ({INSTALL})"
         if is_quantized(precision) and importlib.util.find_spec("nncf") is None:
             return "nncf is not installed (pip install 'trtbench[int8]')"
+        if precision in INFERENCE_PRECISION:
+            return no_kernels(import_openvino().Core(), INFERENCE_PRECISION[precision])
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:
         ov = import_openvino()
-        options = ctx.options or OpenVinoOptions()
+        asked = INFERENCE_PRECISION.get(ctx.precision, "f32")
         config = {"INFERENCE_NUM_THREADS": torch.get_num_threads(), "PERFORMANCE_HINT": "LATENCY",
-                  "INFERENCE_PRECISION_HINT": options.inference_precision}
+                  "INFERENCE_PRECISION_HINT": asked}
         core = ov.Core()
         ov_model = core.read_model(str(ctx.built[self.depends_on].state.path))
         quantization = {}
         if is_quantized(ctx.precision):
             ov_model, quantization = self._quantize(core, ov_model, config, ctx)
         compiled = core.compile_model(ov_model, "CPU", config)
+        applied = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+        if applied != asked:  # the plugin quietly stays at f32 where the CPU cannot compute bf16
+            raise Unavailable(f"OpenVINO's CPU plugin read back inference precision {applied} for the {asked} hint: "
+                              + (no_kernels(core, asked) or "it did not apply the hint"))
         info = {"openvino": ov.get_version(),  # the plugin's settings as it applied them, read back
                 "inference_num_threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
-                "inference_precision": compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
+                "inference_precision": applied,
+                **({"bf16": f"{NATIVE} (OpenVINO's CPU plugin read back {applied})"} if applied == "bf16" else {}),
                 "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")),
                 "onnx": ctx.built[self.depends_on].info, **quantization}
         return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from trtbench.core.errors import Unavailable
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
 from trtbench.core.target import Target
@@ -121,6 +122,7 @@ class OrtVariant(Variant):
     """Runs the ``onnx`` step's model with ``provider`` (subclasses set ``name`` and ``provider``)."""
 
     depends_on = "onnx"
+    runtime = "onnxruntime"
     provider: str
     Options = OrtOptions
 
@@ -162,8 +164,7 @@ class OrtVariant(Variant):
         quantization = {}
         if is_quantized(ctx.precision):
             onnx_model, quantization = self._quantize(onnx_model, ctx, session_options, providers)
-        session = ort.InferenceSession(str(onnx_model.path), session_options,
-                                       providers=[(name, opts) for name, opts in providers])
+        session = self._session(ort, onnx_model, session_options, providers, ctx)
         used = session.get_providers()
         if used[0] != self.provider:
             raise RuntimeError(f"onnxruntime could not start {self.provider} and fell back to {used[0]} "
@@ -175,6 +176,23 @@ class OrtVariant(Variant):
                             "graph_optimization": options.graph_optimization}
         return Built(OrtRunner(session, ctx.device), info,
                      state={"onnx": onnx_model, "providers": providers, "session": session_settings})
+
+    def _session(self, ort, onnx_model, session_options, providers, ctx: BuildContext):
+        """The build's session; :class:`~trtbench.core.errors.Unavailable` where the model at a reduced float
+        precision has no kernel in the provider (NOT_IMPLEMENTED: the CPU provider has no bf16 Gemm) or an operator
+        whose ONNX schema takes no such type (INVALID_GRAPH: ONNX's Conv takes no bf16)."""
+        from onnxruntime.capi.onnxruntime_pybind11_state import InvalidGraph, NotImplemented as OrtNotImplemented
+
+        try:
+            return ort.InferenceSession(str(onnx_model.path), session_options,
+                                        providers=[(name, opts) for name, opts in providers])
+        except (OrtNotImplemented, InvalidGraph) as err:
+            message = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+            if ctx.dtype == torch.float32 or (isinstance(err, InvalidGraph) and "Type Error" not in message):
+                raise
+            what = "kernel" if isinstance(err, OrtNotImplemented) else "operator schema (INVALID_GRAPH)"
+            raise Unavailable(f"onnxruntime {ort.__version__}'s {self.provider} has no {ctx.precision} {what} for "
+                              f"this model: {message.split(' : ', 2)[-1].split('failed:')[-1]}") from err
 
     def _quantize(self, onnx_model, ctx: BuildContext, session_options, providers) -> tuple["QuantizedOnnx", dict]:
         """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers

@@ -15,8 +15,11 @@ API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its d
   so every setting is checked against its signature here instead.
 * 2.14 removed ``enabled_precisions`` and ``use_explicit_typing`` from
   ``torch_tensorrt.dynamo.compile`` (TensorRT 11 networks are always strongly typed: the
-  layer precision follows the dtypes of the model and inputs); ``torch_tensorrt.compile``
-  still takes ``enabled_precisions`` but uses it only for the TorchScript/FX frontends.
+  layer precision follows the dtypes of the model and inputs; ``dynamo/conversion/_TRTInterpreter.py``
+  creates every network with ``STRONGLY_TYPED`` but in the RTX build, which is strongly typed by
+  default): a bf16 model is a bf16 engine. ``torch_tensorrt.compile``
+  still takes ``enabled_precisions`` but uses it only for the TorchScript/FX frontends, and the
+  TorchScript frontend has no bf16 (``_enums.py`` ``dtype.to(_C.dtype)`` maps none: :data:`TS_DTYPES`).
 * The TorchScript frontend exists only when ``torch_tensorrt.ENABLED_FEATURES
   .torchscript_frontend`` is true (``libtorchtrt.so`` present); it is deprecated but still in
   2.14: ``ts/_compiler.py`` ``compile`` warns (DeprecationWarning) "The torchscript frontend for
@@ -54,6 +57,7 @@ import torch
 from trtbench.core.deprecation import Deprecation
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import save_through_memory
+from trtbench.core.precision import dtype_name, precision_dtype
 from trtbench.core.schema import join
 from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant
@@ -61,6 +65,8 @@ from trtbench.variants.torchscript_common import TORCHSCRIPT_WARNINGS
 
 DYNAMO = "dynamo"
 TORCHSCRIPT = "torchscript"
+# the dtypes the TorchScript frontend takes: those _enums.py ``dtype.to(_C.dtype)`` maps (no bfloat16)
+TS_DTYPES = (torch.bool, torch.int8, torch.int32, torch.long, torch.float16, torch.float32, torch.float64)
 
 TS_FRONTEND_DEPRECATION = Deprecation("Torch-TensorRT's TorchScript frontend", "torch_tensorrt 2.14", ("trt",),
                                       (r"The torchscript frontend for Torch-TensorRT has been deprecated",))
@@ -203,8 +209,8 @@ def contiguous(inputs: tuple) -> tuple:
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
     """Keyword arguments for ``torch_tensorrt.compile`` from the variant options and precision.
 
-    Precision: the model and inputs already carry ``dtype``. Where the installed frontend
-    still has weak-typing switches, they are set so TensorRT keeps that dtype.
+    Precision: the model and inputs already carry ``dtype`` (bf16 makes a bf16 engine: the network is strongly
+    typed). Where the installed frontend still has weak-typing switches, they are set so TensorRT keeps that dtype.
     Raises ValueError for a setting this torch_tensorrt's frontend does not accept.
     """
     params = compile_parameters(trt, frontend)
@@ -324,6 +330,8 @@ def build_info(trt, frontend: str, kwargs: dict, ctx: BuildContext, segments: di
 class TensorRTVariant(Variant):
     """What every TensorRT variant shares: contiguous inputs, and reloading its artifacts."""
 
+    runtime = "tensorrt"
+
     def prepare(self, built: Built, inputs: tuple) -> tuple:
         return contiguous(inputs)
 
@@ -342,6 +350,10 @@ class TorchScriptFrontendVariant(TensorRTVariant):
 
     def unavailable_reason(self, target: Target) -> str | None:
         device = target.device
+        if precision_dtype(target.precision) not in TS_DTYPES:
+            return (f"Torch-TensorRT's TorchScript frontend takes no {target.precision} (its dtypes: "
+                    f"{', '.join(dtype_name(d) for d in TS_DTYPES)}); list trt, whose strongly typed engine is "
+                    f"{target.precision}")
         reason = why_no_torch_tensorrt(device)
         if reason is None:
             trt = import_torch_tensorrt()

@@ -1,4 +1,4 @@
-"""Speedup over eager at the row's own reduced float precision (fp16 on CUDA): the second reference of
+"""Speedup over eager at the row's own reduced float precision (fp16 on CUDA, bf16): the second reference of
 a reduced-precision row, timed in the same interleaved rounds as it and as eager fp32 (whose speedup
 is the primary one). Shown only where some row has it."""
 

@@ -18,7 +18,7 @@ import torch
 
 from trtbench.core.case import BASELINE_VARIANT
 from trtbench.core.inflight import InFlight, in_flight
-from trtbench.core.precision import dtype_name
+from trtbench.core.precision import compute_dtype, dtype_name
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy, int8_where_timed
@@ -223,7 +223,7 @@ def ceilings_todo(ctx: RunContext, built: Testbed) -> Iterator[Ceiling]:
     """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per
     environment, device, dtype and threads."""
     group = built.group
-    timed = {built.copies[p].dtype for e, p in group.slots() if group.slot_id(e.name, p) not in group.unavailable}
+    timed = {compute_dtype(p) for e, p in group.slots() if group.slot_id(e.name, p) not in group.unavailable}
     for dtype in timed:
         key = (ctx.env_id, group.device, dtype_name(dtype), group.threads)
         if built.done.part(Ceiling.KIND, key) is None:
