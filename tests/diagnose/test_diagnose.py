@@ -12,6 +12,7 @@ import torch
 
 from helpers.planted import BLOCKS, planted_inputs, planted_net, planted_path
 from trtbench.config.config import Tolerance
+from trtbench.core.env import bf16_compute
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.graph import LayerGraph
 from trtbench.diagnose.harness import Settings, diagnose, tolerance_judge
@@ -83,6 +84,13 @@ def test_the_budget_stops_it_with_the_reason():
 def test_a_path_that_cannot_run_the_precision_says_why():
     diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("traced", "int8", CPU), settings([]))
     assert diagnosis.status == "unavailable" and "no int8 path" in diagnosis.reason and diagnosis.builds == 0
+
+
+def test_openvino_reaches_bf16_by_its_hint_and_says_why_where_the_cpu_has_no_bf16_units():
+    if bf16_compute(CPU).mode == "native":
+        pytest.skip("this CPU has bf16 units: openvino runs bf16 (benchmarks/diagnose_cost.py --planted)")
+    diagnosis = diagnose(planted_net("bf16", 1), planted_inputs(), Recipe("openvino", "bf16", CPU), settings([]))
+    assert diagnosis.status == "unavailable" and "no bf16 kernels" in diagnosis.reason and diagnosis.builds == 0
 
 
 def test_at_int8_the_largest_own_errors_are_the_layers_int8s_fallback_keeps_in_fp32():

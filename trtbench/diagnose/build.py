@@ -1,7 +1,8 @@
 """The one way the harness gets a build: variant V at precision P from a (possibly partial) model, through the
 project's build path (:func:`trtbench.building.stage.build_variants`, each variant's own ``build``).
 
-The model and inputs take the precision's compute dtype (:func:`compute_dtype`); at a quantized precision the
+The model and inputs take the precision's dtype, or stay fp32 where the variant's runtime reaches the precision
+by a hint on fp32's build (``Variant.hints``: OpenVINO's bf16); at a quantized precision the
 variant quantizes its build with its own quantizer, fully (the fallback is what the harness explains, so its
 budget is lifted here), calibrated on the run's samples and judged against this model's own fp32 outputs.
 """
@@ -20,7 +21,7 @@ import torch
 from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.inputs import InputConfig
 from trtbench.core.outdir import FailureLog
-from trtbench.core.precision import PRECISIONS, is_quantized, precision_dtype
+from trtbench.core.precision import is_quantized, precision_dtype
 from trtbench.core.target import Target
 from trtbench.variants import BuildContext, build_order, get_variant
 
@@ -31,14 +32,6 @@ class PathUnavailable(Exception):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(reason)
-
-
-def compute_dtype(precision: str) -> torch.dtype:
-    """The dtype of the model copy and float inputs at ``precision``. bf16 is cast here until
-    :mod:`trtbench.core.precision` knows it; then this is ``precision_dtype(precision)``."""
-    if precision == "bf16" and precision not in PRECISIONS:
-        return torch.bfloat16
-    return precision_dtype(precision)
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,8 @@ def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[.
     reason = unavailable(recipe)
     if reason:
         raise PathUnavailable(reason)
-    dtype = compute_dtype(recipe.precision)
+    hinted = recipe.precision in get_variant(recipe.variant).hints
+    dtype = torch.float32 if hinted else precision_dtype(recipe.precision)
     cast = copy.deepcopy(module).to(recipe.device, dtype).eval()
     inputs = tuple(_cast(t, recipe.device, dtype) for t in example)
     specs = _specs(inputs, recipe.int8 if is_quantized(recipe.precision) else None)
