@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.trtbench-installed
 
-.PHONY: run test
+.PHONY: run test system
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,5 +13,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/trtbench --config configs/resnet34.yaml
 
-test: $(STAMP)  # two test processes, each test file on one of them (its module fixtures built once)
+system:  # the browser and PostgreSQL the tests drive, where missing (root on Debian; elsewhere those tests skip)
+	scripts/system_packages.sh
+
+test: $(STAMP) system  # two test processes, each test file on one of them (its module fixtures built once)
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder

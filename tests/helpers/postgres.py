@@ -3,7 +3,7 @@ server, started through ``runuser -u postgres`` (it refuses to run as root) in a
 its socket (no TCP port), and stopped after.
 
 Without the package or root the tests that need it skip, saying how to install it; under ``CI=true`` they fail,
-since ``.ci/run`` installs it."""
+since ``make test`` installs it (scripts/system_packages.sh)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 
 BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
-INSTALL = "apt-get install -y postgresql (.ci/run does)"
+INSTALL = "apt-get install -y postgresql (make test does, as root: scripts/system_packages.sh)"
 
 
 def _missing() -> str | None:
