@@ -1,11 +1,11 @@
 """A small CNN with a planted reduced-precision fault inside one block: the study model of ``trtbench diagnose``.
 
-``planted_net(fault="bf16", at=k)``: block ``blocks.<k>`` adds a large offset to its activations and takes it away
-again, exact in fp32 and fp16 but ruinous in bf16, whose 8-bit significand at 2^14 has a spacing of 128: every
-activation rounds to the offset. ``fault="fp16"``: the block scales its activations by 2^20 and back, exact in fp32
-and bf16, but past fp16's largest value (65504), so they overflow to inf. Both are identical to the clean net
-(``fault=None``) in fp32; :func:`planted_path` is the module path a diagnosis must name. The diagnose tests and the
-GPU check (``scripts/gpu_check.sh``) build it from here.
+``planted_net(fault="bf16", at=k)``: block ``blocks.<k>`` adds 2^14 to its activations and takes it away again:
+fp32 rounds them there to 2^-9, bf16, whose 8-bit significand has a spacing of 128 at 2^14, to the offset itself.
+``fault="fp16"``: the block scales its activations by 2^20 and back, exact in fp32 and bf16, but past fp16's largest
+value (65504), so they overflow to inf. In fp32 both agree with the clean net (``fault=None``) within fp32's
+tolerance; :func:`planted_path` is the module path a diagnosis must name. The diagnose tests and the GPU check
+(``scripts/gpu_check.sh``) build it from here.
 """
 
 from __future__ import annotations
