@@ -53,7 +53,8 @@ class PlantedNet(nn.Module):
 def planted_net(fault: Optional[str] = None, at: int = 2, num_classes: int = 10) -> PlantedNet:
     """The net with ``fault`` (``bf16``, ``fp16`` or None) planted in block ``at``; seeded weights, eval mode."""
     if fault is not None and fault not in FAULTS:
-        raise UserInputError("model.kwargs.fault", f"unknown fault {fault!r}", f"use {' or '.join(FAULTS)}, or leave it out")
+        raise UserInputError("model.kwargs.fault", f"unknown fault {fault!r}",
+                             f"use {' or '.join(FAULTS)}, or leave it out")
     if not 0 <= at < BLOCKS:
         raise UserInputError("model.kwargs.at", f"no block {at}", f"use a block index from 0 to {BLOCKS - 1}")
     with torch.random.fork_rng(devices=[]):
