@@ -11,7 +11,7 @@ the builds made and announced (equal), the largest own error and the wall time. 
 batch 1, resnet18 localised in at most 3 minutes per variant on 2 cores. Run it on an otherwise idle machine.
 The tolerance is the config default of the precision (fp16's for bf16 until bf16 has its own).
 
-``--planted``: instead, the tests' planted nets (tests/helpers/planted.py: a bf16 resolution fault and an fp16 range
+``--planted``: instead, the built-in planted nets (trtbench/models/planted.py: a bf16 resolution fault and an fp16 range
 fault in block 1 and 3) on each listed variant, printing the layer named by taps and by splice against the planted
 one, for the paths too slow for the suite (every build an ONNX export or an Inductor compile).
 """
@@ -94,7 +94,8 @@ def main() -> None:
 
 def planted(variants: list[str]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from helpers.planted import planted_inputs, planted_net, planted_path
+    from helpers.planted import planted_inputs
+    from trtbench.models.planted import planted_net, planted_path
 
     tolerance = default_tolerances()["fp16"]
     for variant in variants:

@@ -4,7 +4,8 @@
     python3 scripts/gpu_check.py report DEVICE OUT     # OUT/report.md from OUT/parts.tsv and each part's results
 
 On ``cuda`` the parts are the GPU check; on ``cpu`` the same checks as a rehearsal, at smaller shapes and shares
-(fp16 and CUDA graphs need CUDA: those rows are left out there and the report says so).
+(fp16 and CUDA graphs need CUDA: those rows are left out there and the report says so; the fp16 localisation runs
+there on eager alone, for accuracy).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from trtbench.models.planted import planted_path
 
 TARGET = (0.97, 1.03)  # benchmarks/harness_fidelity.py's: trtbench's median over a reference's
 TORCH_PATHS = ["eager", "traced", "scripted", "exported", "compiled"]
@@ -36,6 +39,11 @@ SIZES = {
             "generate": {"prompt_tokens": [32], "new_tokens": [8], "batch": [1]},
             "llama_precisions": ["fp32", "bf16"], "shapes": ["opt"]},
 }
+# The fp16 localisation part: `trtbench diagnose` of the built-in planted_net, its fp16 range fault in block
+# PLANTED_AT, on each of LOCALISED's paths; a CPU localises fp16 on eager only (docs/accuracy.md, "The GPU check").
+PLANTED_AT = 3
+LOCALISED = ("eager", "compiled", "trt")
+LOCALISED_ON = {"cuda": ["eager", "trt", "compiled"], "cpu": ["eager", "trt"]}  # trt first: unavailable at no cost
 BENCHMARK = {"mode": "adaptive", "warmup": 1, "warmup_s": 0.5, "max_time_s": 3, "max_build_s": 90,
              "measure_ceiling": True}
 
@@ -48,7 +56,7 @@ def _vision(name: str, model: str, inputs: dict, precisions: list[str], variants
 
 def part_configs(device: str) -> dict[str, dict]:
     """Each part's config: the torch paths of resnet34, eager replaying a CUDA graph (CUDA only), the
-    compute-bound point, the tiny Llama's generate rows."""
+    compute-bound point, the tiny Llama's generate rows, the planted fp16 fault to localise."""
     size = SIZES[device]
     low, opt, high = size["resnet34"]
     configs = {"resnet34": _vision("resnet34", "resnet34", {"min_shape": low, "opt_shape": opt, "max_shape": high},
@@ -65,6 +73,11 @@ def part_configs(device: str) -> dict[str, dict]:
         "variants": ["eager", "compiled"], "precisions": size["llama_precisions"],
         "scenarios": [{"generate": {**size["generate"], "min_requests": 3, "max_requests": 10, "max_time_s": 10}}],
         "benchmark": {"max_build_s": 90}, "output": {"save_artifacts": False, "cold_start": False}}
+    configs["localise"] = {
+        "name": "localise", "model": {"source": "builtin", "name": "planted_net",
+                                      "kwargs": {"fault": "fp16", "at": PLANTED_AT}},
+        "inputs": [{"name": "input", "shape": [2, 3, 8, 8], "value_range": [0, 4]}],
+        "variants": LOCALISED_ON[device], "precisions": ["fp32", "fp16"], "benchmark": {"max_build_s": 90}}
     for config in configs.values():
         config["device"] = device
         if device == "cpu":  # a rehearsal on a shared machine: OpenMP's 2 threads ran resnet50 10x slower than 1
@@ -93,8 +106,9 @@ def _part_text(name: str, part: dict | None) -> str:
     if part is None:
         return f"| {name} | not run | | |"
     rc = part["rc"]
+    failed = "a path diverges, as planted; see below" if name == "localise" else "some row failed; see below"
     state = ("ran out of its share (stopped; its results so far are kept)" if rc in (124, 130, 137)
-             else "done" if rc == 0 else f"exit {rc}" + (" (some row failed; see below)" if rc == 1 else ""))
+             else "done" if rc == 0 else f"exit {rc}" + (f" ({failed})" if rc == 1 else ""))
     return f"| {name} | {state} | {part['took_s']:.0f} | {part['share_s']:.0f} |"
 
 
@@ -172,6 +186,44 @@ def fidelity_lines(out: Path, device: str) -> list[str]:
     return lines + [""]
 
 
+def _localised(diagnosis: dict | None, planted: str) -> str:
+    """One path's line: PASS where it names ``planted``, else what it found or why it could not run."""
+    if diagnosis is None:
+        return "NOT RUN: no diagnosis written (the part did not run, or ran out of its share before writing one)."
+    variant, status = diagnosis["variant"], diagnosis["status"]
+    builds = f"{diagnosis['builds']} builds, {diagnosis['builds_announced']} announced"
+    if status == "diverges" and diagnosis["named"] == planted:
+        how = ("by its splice and its taps" if diagnosis["confirmed"]
+               else f"by its splice (its taps named {diagnosis['tap_layer']})")
+        return f"PASS: names {planted}, the planted layer, {how}; {builds}."
+    if status == "diverges":
+        return f"FAIL: names {diagnosis['named']}, not the planted {planted}: {diagnosis['sentence']}"
+    if status == "agrees" and variant != "eager":
+        return (f"NOT LOCALISED: the whole {variant} fp16 build keeps the tolerance ({diagnosis['output']}), so "
+                f"there is no fault to name on this path: a compiler that fuses the planted scale-up and scale-down "
+                f"into one kernel computes them in fp32 and nothing overflows (docs/accuracy.md, Limits); {builds}.")
+    if status == "agrees":
+        return f"FAIL: eager rounds every op to fp16, yet the planted overflow did not show ({diagnosis['output']})."
+    label = {"unavailable": "SKIPPED", "stopped": "STOPPED"}.get(status, "FAIL")
+    return f"{label}: {diagnosis['reason']}"
+
+
+def localisation_lines(out: Path, device: str) -> list[str]:
+    """The fp16 localisation of the planted net on each path, one line each (``trtbench diagnose``'s JSON files)."""
+    planted = planted_path(PLANTED_AT)
+    lines = [f"`trtbench diagnose` at fp16 of the built-in planted_net, whose module {planted} scales its "
+             f"activations past fp16's range and back (exact in fp32): PASS where a path names {planted}.", ""]
+    for variant in LOCALISED:
+        if variant not in LOCALISED_ON[device]:
+            lines.append(f"- {variant}: not on the CPU rehearsal: a CPU localises fp16 on eager only, for accuracy "
+                         f"(compiled at fp16 keeps the tolerance on this net on a CPU: Inductor fuses the planted "
+                         f"overflow away; docs/accuracy.md, Limits).")
+            continue
+        path = out / "localise" / "diagnose" / f"{variant}-fp16-opt.json"
+        lines.append(f"- {variant}: {_localised(json.loads(path.read_text()) if path.is_file() else None, planted)}")
+    return lines + [""]
+
+
 def energy_lines(records: list[dict]) -> list[str]:
     energies = [(r.get("metrics") or {}).get("energy") for r in records if r.get("rounds")]
     measured = [e for e in energies if e and e.get("joules_per_call") is not None]
@@ -213,10 +265,10 @@ def write_report(device: str, out: Path) -> Path:
     if rehearsal:
         lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 64x64, its opt point "
                   "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts and "
-                  "fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only "
-                  "reference.", ""]
+                  "fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), torch.utils.benchmark as the only "
+                  "reference, and the fp16 localisation on eager only (for accuracy; nothing is timed at fp16).", ""]
     lines += ["## Parts", "", "| part | state | took s | share s |", "|---|---|---|---|"]
-    names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity"]
+    names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity", "localise"]
     optional = ("install", "cuda_graphs") if rehearsal else ()  # the rehearsal installs nothing and has no CUDA graphs
     lines += [_part_text(name, parts.get(name)) for name in names if name in parts or name not in optional] + [""]
     for name, title in (("resnet34", "resnet34 over the torch paths"), ("cuda_graphs", "eager replaying a CUDA graph")):
@@ -229,6 +281,7 @@ def write_report(device: str, out: Path) -> Path:
     lines += ["## Tiny Llama (generate)", "", f"See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
               else "No report (the part did not run or ran out of its share before writing one).", ""]
     lines += ["## Fidelity", ""] + fidelity_lines(out, device)
+    lines += ["## fp16 localisation (planted fault)", ""] + localisation_lines(out, device)
     lines += ["## Energy", ""] + energy_lines(_records(out, "resnet34") + _records(out, "resnet50"))
     path = out / "report.md"
     path.write_text("\n".join(lines))

@@ -18,9 +18,10 @@ import torch
 import yaml
 
 from helpers.cli import trtbench
-from helpers.planted import planted_config, planted_path
+from helpers.planted import planted_config
 from trtbench.config.config import bundled_config_dir, load_config
 from trtbench.core.env import default_threads
+from trtbench.models.planted import planted_path
 
 REPO = Path(__file__).resolve().parents[1]
 

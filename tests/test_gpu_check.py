@@ -1,5 +1,6 @@
 """scripts/gpu_check.py: the GPU check's configs (valid trtbench configs on either device) and its report, from each
-part's exit code and results (a part that ran out of its share says so, the others are reported)."""
+part's exit code and results (a part that ran out of its share says so, the others are reported); the fp16
+localisation part as the CPU rehearsal runs it (eager names the planted layer, trt is skipped with its reason)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from trtbench.config.config import config_from_dict
 from trtbench.config.plan import resolve
+from trtbench.models.planted import planted_path
+from trtbench.pipeline.diagnosis import Request, diagnose_config
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
 spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
@@ -21,13 +24,16 @@ spec.loader.exec_module(gpu_check)
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_every_part_config_is_a_valid_config(device):
     configs = gpu_check.part_configs(device)
-    assert set(configs) == {"resnet34", "resnet50", "tinyllama"} | ({"cuda_graphs"} if device == "cuda" else set())
+    assert set(configs) == ({"resnet34", "resnet50", "tinyllama", "localise"}
+                            | ({"cuda_graphs"} if device == "cuda" else set()))
     for config in configs.values():
         parsed = config_from_dict(config)
         assert parsed.benchmark.max_build_s == 90
         if device == "cpu":
             resolve(parsed)  # resolves on this machine, as the rehearsal does
     assert configs["resnet34"]["variants"] == ["eager", "traced", "scripted", "exported", "compiled"]
+    localised = {"eager", "trt", "compiled"} if device == "cuda" else {"eager", "trt"}
+    assert set(configs["localise"]["variants"]) == localised
 
 
 def record(variant: str, precision: str, median: float, **metrics) -> dict:
@@ -73,3 +79,51 @@ def test_the_report_gives_the_paired_fidelity_ratios(tmp_path):
     assert lines[0].startswith("trtbench's median at 2x3x64x64 fp32 over torch.utils.benchmark's Timer, in 2 pairs of "
                                "a trtbench worker and a reference process")
     assert "- eager: PASS: median ratio over 2 pairs timer 1.016 (1.000-1.031); the run's median 3.500 ms" in lines
+
+
+def test_the_cpu_rehearsal_localises_the_planted_fp16_fault_on_eager(tmp_path):
+    """The localise part's config and the script's command line (diagnose at fp16 into OUT/localise), then its
+    report: eager names the planted layer, trt is skipped with its reason, compiled is not run on a CPU."""
+    config = config_from_dict({**gpu_check.part_configs("cpu")["localise"],
+                               "output": {"dir": str(tmp_path / "localise")}})
+    outcome = diagnose_config(config, Request(precisions=["fp16"], minutes=1.0), say=lambda line: None)
+    assert outcome.exit_code == 1  # a path diverges, as planted
+    (tmp_path / "parts.tsv").write_text(f"localise\t{outcome.exit_code}\t12\t30\n")
+    report = gpu_check.write_report("cpu", tmp_path).read_text()
+    planted = planted_path(gpu_check.PLANTED_AT)
+    assert "| localise | exit 1 (a path diverges, as planted; see below) | 12 | 30 |" in report
+    assert f"- eager: PASS: names {planted}, the planted layer, by its splice and its taps" in report
+    assert "- trt: SKIPPED: CUDA is not available on this machine" in report
+    assert "- compiled: not on the CPU rehearsal: a CPU localises fp16 on eager only" in report
+
+
+def diagnosis(variant: str, status: str, **found) -> dict:
+    return {"variant": variant, "status": status, "named": None, "tap_layer": None, "confirmed": False, "reason": "",
+            "output": "", "sentence": "", "builds": 2, "builds_announced": 2, **found}
+
+
+def test_the_localisation_lines_never_pass_a_path_that_did_not_name_the_planted_layer(tmp_path):
+    folder = tmp_path / "localise" / "diagnose"
+    folder.mkdir(parents=True)
+    planted = planted_path(gpu_check.PLANTED_AT)
+    found = {"eager": diagnosis("eager", "diverges", named="blocks.1", tap_layer="blocks.1", confirmed=True,
+                                sentence="eager at fp16 diverges at blocks.1"),
+             "compiled": diagnosis("compiled", "agrees", output="max abs err 0.0008, rel 0.0003"),
+             "trt": diagnosis("trt", "unavailable", reason="torch_tensorrt is not installed", builds=0,
+                              builds_announced=0)}
+    for variant, entry in found.items():
+        (folder / f"{variant}-fp16-opt.json").write_text(json.dumps(entry))
+    lines = gpu_check.localisation_lines(tmp_path, "cuda")
+    assert f"- eager: FAIL: names blocks.1, not the planted {planted}: eager at fp16 diverges at blocks.1" in lines
+    assert any(line.startswith("- compiled: NOT LOCALISED: the whole compiled fp16 build keeps the tolerance "
+                               "(max abs err 0.0008, rel 0.0003)") for line in lines)
+    assert "- trt: SKIPPED: torch_tensorrt is not installed" in lines
+    (folder / "compiled-fp16-opt.json").unlink()
+    found = diagnosis("eager", "diverges", named=planted, tap_layer="blocks.2", builds=5, builds_announced=5)
+    (folder / "eager-fp16-opt.json").write_text(json.dumps(found))
+    lines = gpu_check.localisation_lines(tmp_path, "cuda")
+    assert f"- eager: PASS: names {planted}, the planted layer, by its splice (its taps named blocks.2); 5 builds, " \
+           "5 announced." in lines
+    assert "- compiled: NOT RUN: no diagnosis written (the part did not run, or ran out of its share before " \
+           "writing one)." in lines
+    assert not any("PASS" in line for line in lines if line.startswith(("- compiled", "- trt")))

@@ -1,4 +1,4 @@
-"""The diagnose harness on small CNNs with a planted fault (tests/helpers/planted.py): the exact module path named
+"""The diagnose harness on small CNNs with a planted fault (the built-in planted_net, trtbench/models/planted.py): the exact module path named
 by taps and by splice on eager and exported, at bf16 (a resolution fault) and fp16 (a range fault: eager fp16 on
 the CPU, for accuracy only), at two positions each, and on traced at one (ort, openvino, compiled and aoti build an
 ONNX export or an Inductor compile per build, too slow for the suite: ``benchmarks/diagnose_cost.py --planted``);
@@ -10,13 +10,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.planted import BLOCKS, planted_inputs, planted_net, planted_path
+from helpers.planted import planted_inputs
 from trtbench.config.config import Tolerance
 from trtbench.core.env import bf16_compute
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.graph import LayerGraph
 from trtbench.diagnose.harness import Settings, diagnose, tolerance_judge
 from trtbench.diagnose.splice import splice_count
+from trtbench.models.planted import BLOCKS, planted_net, planted_path
 
 CPU = torch.device("cpu")
 TOLERANCE = Tolerance(atol=1e-3, rtol=5e-2)  # fp16's default, for bf16 too here

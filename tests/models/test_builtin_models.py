@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning"), pyt
 
 DEPTHS = sorted(STAGE_DEPTHS)
 EXPECTED_NAMES = (
-    {"seed_resnet34", "cifar_resnet20", "cifar_resnet32", "cifar_resnet56"}
+    {"seed_resnet34", "cifar_resnet20", "cifar_resnet32", "cifar_resnet56", "planted_net"}
     | {f"plain_resnet{d}" for d in DEPTHS}
     | {f"bottleneck_resnet{d}" for d in DEPTHS}
 )
@@ -174,3 +174,18 @@ def test_study_resnet_sizes(depth):
     assert convs(bottleneck) == convs(large) == 1 + 3 * blocks + 3  # 28 for ResNet18 as profiled
     assert num_params(bottleneck) < num_params(large) < num_params(plain)
     assert large.layer1[0].conv1.out_channels == 4 * bottleneck.layer1[0].conv1.out_channels == 64
+
+
+@pytest.mark.parametrize("kwargs, key", [({"fault": "fp8"}, "model.kwargs.fault"), ({"at": 5}, "model.kwargs.at")])
+def test_planted_net_names_a_bad_fault_or_block(kwargs, key):
+    with pytest.raises(UserInputError) as info:
+        build("planted_net", **kwargs)
+    assert info.value.where == key
+
+
+def test_planted_net_agrees_with_the_clean_net_in_fp32():
+    x = torch.rand(2, 3, 8, 8) * 4
+    with torch.no_grad():
+        clean = build("planted_net")(x)
+        torch.testing.assert_close(build("planted_net", fault="fp16", at=1)(x), clean, rtol=0, atol=0)  # 2^20: exact
+        torch.testing.assert_close(build("planted_net", fault="bf16", at=1)(x), clean, rtol=0, atol=1e-2)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from helpers.planted import planted_config, planted_path
+from helpers.planted import planted_config
 from trtbench.config.config import config_from_dict
 from trtbench.core.status import Status
+from trtbench.models.planted import planted_path
 from trtbench.pipeline.diagnosis import diagnose_failing
 
 
