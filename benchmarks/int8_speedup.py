@@ -32,7 +32,7 @@ def cpu_flags() -> list[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return []
-    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
+    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
     have = set(line.split(":", 1)[-1].split())
     return [flag for flag in FLAGS if flag in have]
 

@@ -226,7 +226,7 @@ def write_report(device: str, out: Path) -> Path:
     compute = _records(out, "resnet50")
     lines += ["## Compute-bound point (resnet50)", "", compute_verdict(compute, device), ""] + vision_table(compute)
     llama = out / "tinyllama" / "report.md"
-    lines += ["## Tiny Llama (generate)", "", f"See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
+    lines += ["## Tiny Llama (generate)", "", "See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
               else "No report (the part did not run or ran out of its share before writing one).", ""]
     lines += ["## Fidelity", ""] + fidelity_lines(out, device)
     lines += ["## Energy", ""] + energy_lines(_records(out, "resnet34") + _records(out, "resnet50"))

@@ -38,7 +38,8 @@ TINY_CONFIG = {
     "variants": ["eager", "traced", "scripted"],
     "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
                   "measure_ceiling": False,  # the matmul ceiling takes seconds; its own tests time it
-                  "isolation": "in_process"},  # a worker per variant costs seconds; tests/workers/test_isolation.py runs them
+                  # a worker per variant costs seconds; tests/workers/test_isolation.py runs them
+                  "isolation": "in_process"},
     "output": {"cold_start": False},  # rows without cold-start metrics; test_artifacts turns them on
 }
 

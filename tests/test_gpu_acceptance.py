@@ -148,7 +148,8 @@ def test_compiled_fp16_is_beaten_or_why_it_was_not_timed_is_named(tmp_path, caps
     ("trt", "int8", "NVIDIA ModelOpt is not installed: pip install nvidia-modelopt", "trt int8 must run on a GPU machine"),
     ("eager", "fp16", "CUDA is not available on this machine", "eager fp16 must run on a GPU machine"),
     ("openvino", "fp16", "", "skipped with no reason"),
-    ("traced", "fp16", "it felt slow", "yet traced can run on cuda:0 here"),  # traced runs anywhere: the reason is false
+    # traced runs anywhere: the reason is false
+    ("traced", "fp16", "it felt slow", "yet traced can run on cuda:0 here"),
 ])
 def test_a_skipped_row_fails_unless_it_may_be_skipped_here(tmp_path, capsys, variant, precision, reason, problem):
     """A skipped TensorRT or eager row fails whatever its reason (on this CUDA-less machine trtbench itself

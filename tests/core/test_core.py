@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from helpers.records import record, two_variant_set
 from trtbench.scenarios.serving.vision.report import serving_of
@@ -19,7 +18,7 @@ from trtbench.core.case import Case
 from trtbench.cli import main
 from trtbench.config.config import config_from_dict
 from trtbench.core.errors import UserInputError
-from trtbench.config.plan import BuildGroup, ShapePoint, resolve, shape_points
+from trtbench.config.plan import ShapePoint, resolve, shape_points
 from trtbench.core.record import Record
 from trtbench.report.tables import csv_text
 from trtbench.results.resultset import SCHEMA_VERSION, ResultSet

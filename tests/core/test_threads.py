@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from trtbench.core.env import cgroup_cpu_quota, default_threads
-from helpers.paths import ASSETS, REPO
 
 HOST_CPUS = os.cpu_count()
 NO_LIMITS = {"environ": {}, "affinity": set(range(HOST_CPUS)), "self_cgroup": "0::/\n"}

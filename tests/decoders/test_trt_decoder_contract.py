@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -95,7 +95,8 @@ def fake_modules(recorder: Recorder) -> dict[str, types.ModuleType]:
     trt = types.ModuleType("torch_tensorrt")
     trt.dynamo = types.SimpleNamespace(compile=lambda program, **kwargs: recorder.calls.append(
         ("dynamo.compile", (program,), kwargs)) or program.module())
-    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/variants/test_trt_contract.py holds Input's keywords)
+    # the input specs, as given (tests/variants/test_trt_contract.py holds Input's keywords)
+    trt.Input = lambda **kwargs: kwargs
     modelopt = types.ModuleType("modelopt")
     modelopt.torch = types.ModuleType("modelopt.torch")
     modelopt.torch.quantization = mtq

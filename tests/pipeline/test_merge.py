@@ -20,7 +20,6 @@ from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
 from trtbench.report.sweeps import pareto_plot
 from trtbench.results.resultset import ResultSet
-from helpers.paths import ASSETS, REPO
 
 OTHER_ENV = "0th3rmach1ne"
 

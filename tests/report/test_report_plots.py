@@ -4,7 +4,6 @@ come as data, and the writer alone saves them."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -162,7 +162,8 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
-        elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool):
+        # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool):
+        elif op == "stream":
             _, label, marks = message  # ("step", k) the moment its k-th step exists, for each k in marks, then
             try:  # its token stamps (perf_counter: one clock for every process)
                 reply = _stream(calls[label], conn, marks)
@@ -170,7 +171,8 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(reply)
-        elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the
+        # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the
+        elif op == "admit":
             try:  # engine runs until no query is left in it, admitting those that arrive meanwhile, and answers
                 with torch.inference_mode():  # ("first", key) and ("done", key, stamps) as they happen
                     calls[ENGINE](message, conn)
