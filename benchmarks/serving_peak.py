@@ -8,8 +8,8 @@ trtbench/measure/peak_estimate.py): every step's late share fitted together, a 9
 ``max(min_queries, QPS x 10 s)`` queries within 10,000 queries a search, and a confirming run at the
 interval's low end. ``--repeats`` searches per worker count (schedule seeds 0, 1, ...) print each peak with
 its interval, queries, minutes, why it stopped and LoadGen's verdict at the low end; then their median
-against the M/D/c queue's true peak (the steady-state p99 within the bound: tests/scenarios/serving/test_serving_peak.py) at
-two service times:
+against the M/D/c queue's true peak (the steady-state p99 within the bound:
+tests/scenarios/serving/test_serving_peak.py) at two service times:
 
 - *queue*: what a worker is busy per query as the queue sees it, from the dispatcher's ``send_call``
   to its next query (the sleep, the pipe both ways, the dispatcher's bookkeeping and LoadGen's

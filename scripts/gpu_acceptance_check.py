@@ -13,7 +13,8 @@ verify` reloaded them all in a fresh process. Exit 0 when all pass.
 A skipped row passes when it has a reason and this machine agrees: trtbench's own judgement
 (:func:`trtbench.config.plan.why_unavailable`, the variant's ``unavailable_reason`` for the row's device
 and precision) still finds a reason it cannot run here. Eager at fp32 and fp16 and the TensorRT builds
-that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a WARN line with its reason.
+that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a
+WARN line with its reason.
 """
 
 from __future__ import annotations

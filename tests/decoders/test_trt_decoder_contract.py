@@ -3,10 +3,10 @@ the ``tools/llm`` sources it follows (tests/assets/tools_llm: pytorch/TensorRT a
 and its skip on a machine without CUDA.
 
 The decoder is built on the CPU through the FAKE torch_tensorrt (tests/fake_torch_tensorrt.py, whose signatures
-tests/variants/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the save's
-re-export are real, only the engine is a stand-in. Its calls are then judged against the wheel's sources, read
-with ``ast`` (never imported: TensorRT's native libraries cannot be installed here); the saved programs are loaded
-back in a session that must generate eager's tokens and logits.
+tests/variants/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the
+save's re-export are real, only the engine is a stand-in. Its calls are then judged against the wheel's sources, read
+with ``ast`` (never imported: TensorRT's native libraries cannot be installed here); the saved programs are loaded back
+in a session that must generate eager's tokens and logits.
 
 What the port (trtbench/decoders/static_cache.py) is held against in ``tools/llm``: the names of the cache inputs
 (``_k_input``/``_v_input`` after the key and value they cache), the cache's positions axis (dim 2 of every

@@ -1,8 +1,8 @@
 """FAKES of Torch-TensorRT and NVIDIA ModelOpt (neither installs without CUDA) and what the tests build through them.
 
 Torch-TensorRT's fake is tests/fake_torch_tensorrt.py (the real 2.14.0 front-end's argument rules, no engine);
-ModelOpt's here records its calls, with configs shaped as the real presets (tests/quantize/test_modelopt_contract.py holds
-both against the real wheels). The tensors stay on the CPU: the fakes run no engine."""
+ModelOpt's here records its calls, with configs shaped as the real presets (tests/quantize/test_modelopt_contract.py
+holds both against the real wheels). The tensors stay on the CPU: the fakes run no engine."""
 
 from __future__ import annotations
 

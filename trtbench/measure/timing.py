@@ -48,7 +48,8 @@ class TimingSettings:
 
     ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
     ``target_rel_ci`` (and at least ``min_iterations`` calls), or until ``max_time_s`` has passed
-    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations`` calls per variant.
+    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations``
+    calls per variant.
     """
 
     mode: str = "adaptive"  # adaptive | fixed

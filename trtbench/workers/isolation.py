@@ -4,9 +4,9 @@
 each load the variant's saved file (or rebuild it from the parent's exact weights) and time it on request
 (:mod:`trtbench.workers.loop`), as a deployment runs one runtime per process; each starts with its own start-up
 luck (:func:`trtbench.workers.loop.startup_luck`), so that what differs from one process to the next shows as
-variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`). ``in_process``: every variant is timed in the
-parent, each block followed by the same settle wait. Either way the timing loop, and so the
-interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
+variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`).
+``in_process``: every variant is timed in the parent, each block followed by the same settle wait. Either way the timing
+loop, and so the interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
 (:meth:`facts`): the method, the process, its threads and the runtime's spinning.
 """
 

@@ -2,7 +2,8 @@
 every decoder, how turns join, and the two-level statistics the record gives. The requests come from a fake of
 trtbench's own decoder worker (:class:`trtbench.workers.loop.Worker`: ``check(label)`` returning a
 :class:`~trtbench.workers.checked_call.CheckedCall` whose output holds the request's step timestamps, as
-``trtbench.building.decoder_recipe``'s calls return them); the real workers run in tests/scenarios/generate/test_generate_run.py."""
+``trtbench.building.decoder_recipe``'s calls return them); the real workers run in
+tests/scenarios/generate/test_generate_run.py."""
 
 from __future__ import annotations
 

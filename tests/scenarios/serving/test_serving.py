@@ -1,7 +1,8 @@
 """The serving scenario under MLPerf LoadGen: queueing theory, LoadGen's verdict, lost queries, config.
 
 A toy model that sleeps a fixed time per call is served by worker processes, in short runs: the
-machine is shared. The peak search's rule and bisection against the M/D/c queue: tests/scenarios/serving/test_serving_peak.py.
+machine is shared. The peak search's rule and bisection against the M/D/c queue:
+tests/scenarios/serving/test_serving_peak.py.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from toy_runtimes import SleepsPerCall
 
 def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks(tmp_path):
     """How close the peaks come to the M/D/c queue's is a matter of an idle machine and long steps:
-    benchmarks/serving_peak.py prints it, and tests/scenarios/serving/test_serving_peak.py proves the rule and the search on the
-    queue simulated. Here one short search per worker count (at p90, where 22 queries can pass), on a machine as
-    busy as CI's, and what must hold whatever the load: each search ran under LoadGen, judged its steps by the
-    rule, kept its peak and logs, and no peak exceeds the workers' capacity."""
+    benchmarks/serving_peak.py prints it, and tests/scenarios/serving/test_serving_peak.py proves the rule and the
+    search on the queue simulated. Here one short search per worker count (at p90, where 22 queries can pass), on a
+    machine as busy as CI's, and what must hold whatever the load: each search ran under LoadGen, judged its steps by
+    the rule, kept its peak and logs, and no peak exceeds the workers' capacity."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.8, min_queries=40,
                              workers=[1, 2], threads=1, repeats=1, search_steps=4, validity="bound")
     for result in serve_sleeper(tmp_path, settings):
@@ -56,7 +57,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     """The default rule on the sleeper at 1 worker (each further worker only imports torch again), with short steps
     and a small budget (a p90 bound, where a few dozen queries show a late share): every step a LoadGen run of its
     own schedule, the peak with its interval, LoadGen's verdict on the confirming run at the low end, the budget
-    kept, and every query's late flag in issue order. How close the peak comes to the queue's: tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
+    kept, and every query's late flag in issue order. How close the peak comes to the queue's:
+    tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.3, min_queries=40,
                              workers=[1], threads=1, search_queries=480)
     assert settings.peak_rule == "joint-estimate/1 at 90%" and settings.estimates

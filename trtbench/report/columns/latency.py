@@ -1,6 +1,7 @@
 """Latency: the median with its 95% CI (two-level: the rounds and the replicate processes, :mod:`trtbench.core.stats`),
 the tail, and what ended the timing. Host times (until the call returned and the device synchronized); the CUDA-event
-median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own (:func:`own_stream_note`)."""
+median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own
+(:func:`own_stream_note`)."""
 
 from __future__ import annotations
 

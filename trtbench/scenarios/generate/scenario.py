@@ -14,8 +14,8 @@ timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row s
 are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
 they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
 (:mod:`trtbench.scenarios.generate.memory`); a group's replicate processes that do not fit its budget together
-take turns (:func:`trtbench.workers.isolation.plan_turns`). Once a memory group's workers close, each of its slots whose logits
-kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate.publish`).
+take turns (:func:`trtbench.workers.isolation.plan_turns`). Once a memory group's workers close, each of its slots whose
+logits kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate.publish`).
 """
 
 from __future__ import annotations

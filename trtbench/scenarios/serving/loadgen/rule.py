@@ -88,7 +88,7 @@ def resolving_queries(percentile: float, confidence: float) -> int:
     ``z * sqrt(share * (1 - share) / n)`` near the allowed share, is :data:`MARGIN` of that share (``z`` the
     normal quantile at ``confidence``): 7227 at p99 and 0.9, 23813 at 0.99, 657 at p90 and 0.9. Fewer make
     the steps below the true peak fail more often, and the peak found lower: on the M/D/1 queue at a bound
-    four service times long (tests/scenarios/serving/test_serving_peak.py), the search's median peak is 0.96 of the true one
-    with these, 0.95 with a margin of 0.2, 0.80 with 1000 queries at 0.99."""
+    four service times long (tests/scenarios/serving/test_serving_peak.py), the search's median peak is 0.96 of the true
+    one with these, 0.95 with a margin of 0.2, 0.80 with 1000 queries at 0.99."""
     share, z = 1 - percentile, NormalDist().inv_cdf(confidence)
     return max(least_queries(percentile, confidence), math.ceil(z * z * (1 - share) / (share * MARGIN ** 2)))
