@@ -171,7 +171,8 @@ def main() -> None:
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
     parser.add_argument("--isolation", default="process", choices=["process", "in_process", "unset"])
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of: {', '.join(SETS)}")
-    parser.add_argument("--threads", type=int, default=THREADS, help="threads of trtbench's runs and of every alone process")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="threads of trtbench's runs and of every alone process")
     parser.add_argument("--processes", type=int, default=None,
                         help="trtbench's benchmark.processes (default: the config default, 3)")
     parser.add_argument("--allocator", default="default", choices=list(ALLOCATORS),

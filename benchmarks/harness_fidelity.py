@@ -188,7 +188,8 @@ def _group_of(plan, case: dict):
                 and group.knobs.text == case.get("knobs", "")
                 and any(p.label == case["point"] and [list(s) for s in p.shapes] == case["input_shapes"]
                         for p in group.points)
-                and any(e.name == case["variant"] and e.options_text == case.get("options", "") for e in group.variants))
+                and any(e.name == case["variant"] and e.options_text == case.get("options",
+                                                                                 "") for e in group.variants))
     return next((g for g in plan.groups if makes(g)), None)
 
 
@@ -215,7 +216,8 @@ class Reference:
         recipe_file.write_bytes(pickle.dumps((row.recipe, row.label)))
         env = worker_env(row.knobs, row.recipe.threads)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.process = subprocess.Popen([sys.executable, "-c", REFERENCE_SNIPPET, str(recipe_file)], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", REFERENCE_SNIPPET, str(recipe_file)],
+                                        stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env)
 
     def _answer(self) -> dict:

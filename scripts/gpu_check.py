@@ -43,7 +43,8 @@ BENCHMARK = {"mode": "adaptive", "warmup": 1, "warmup_s": 0.5, "max_time_s": 3, 
 def _vision(name: str, model: str, inputs: dict, precisions: list[str], variants: list) -> dict:
     return {"name": name, "model": {"source": "torchvision", "name": model},
             "inputs": [{"name": "input", "dtype": "float32", **inputs}], "precisions": precisions,
-            "variants": variants, "benchmark": dict(BENCHMARK), "output": {"save_artifacts": False, "cold_start": False}}
+            "variants": variants, "benchmark": dict(BENCHMARK),
+            "output": {"save_artifacts": False, "cold_start": False}}
 
 
 def part_configs(device: str) -> dict[str, dict]:

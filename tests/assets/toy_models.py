@@ -219,7 +219,8 @@ class SlowBuilds(TinyCNN):
 
         if torch.jit.is_tracing():
             time.sleep(self.TRACE_SLEEP_S)
-        elif torch.is_inference_mode_enabled() and str(os.getpid()) != os.environ.get("TOY_PARENT_PID", str(os.getpid())):
+        elif torch.is_inference_mode_enabled() and str(os.getpid()) != os.environ.get("TOY_PARENT_PID",
+                                                                                      str(os.getpid())):
             time.sleep(3600)
         return super().forward(x)
 

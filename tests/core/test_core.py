@@ -99,7 +99,8 @@ def test_the_speedup_is_over_the_eager_the_run_listed_with_its_options():
 
 def test_merged_runs_with_two_eager_baselines_at_a_point_pair_with_neither():
     results = ResultSet(environments={"env-a": {"id": "env-a"}})
-    plain, graphs, traced = record("eager", 10.0), with_options(record("eager", 8.0), CUDA_GRAPHS), record("traced", 4.0)
+    plain, graphs, traced = record("eager", 10.0), with_options(record("eager", 8.0), CUDA_GRAPHS), record("traced",
+                                                                                                           4.0)
     for r in (plain, graphs, traced):
         results.add(r)
     assert results.baseline(traced) is None and results.speedup(traced) is None

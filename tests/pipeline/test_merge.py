@@ -276,7 +276,8 @@ def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
             results.add(record)
         return results
 
-    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]), replicated("traced", np.full(8, 5.0), [1.0] * 3))
+    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]),
+                replicated("traced", np.full(8, 5.0), [1.0] * 3))
     again = run(replicated("eager", np.full(8, 12.0), [1.0, 1.02, 0.98], seed=4),
                 replicated("traced", np.full(8, 6.0), [1.0] * 3, seed=5))
     merged, notes = ResultSet.merge([first, again])

@@ -219,7 +219,8 @@ def test_run_profiles_needs_inputs_for_every_shape(model, inputs, tmp_path):
         run_profiles(cfg, [build("eager", model, inputs)], {"opt": inputs}, CPU, tmp_path)
 
 
-BASE = {"name": "t", "model": {"name": "resnet18"}, "inputs": [{"shape": [1, 3, 32, 32]}], "variants": ["eager", "traced"]}
+BASE = {"name": "t", "model": {"name": "resnet18"}, "inputs": [{"shape": [1, 3, 32, 32]}],
+        "variants": ["eager", "traced"]}
 
 
 @pytest.mark.parametrize("profile, where", [

@@ -213,9 +213,11 @@ def test_other_calibration_methods_are_refused_with_the_reason():
 def test_the_fallbacks_candidate_modules_are_the_ones_modelopt_quantizes_weights_of(modelopt_wheel):
     """modelopt/torch/quantization/nn/modules/quant_conv.py:43-181 registers the convolutions and
     quant_linear.py:38 ``nn.Linear``, each with a weight quantizer: WEIGHT_QUANTIZED names exactly those."""
-    sources = {file: modelopt_wheel.read(f"{MTQ}/nn/modules/{file}").decode() for file in ("quant_conv.py", "quant_linear.py")}
+    sources = {file: modelopt_wheel.read(f"{MTQ}/nn/modules/{file}").decode() for file in ("quant_conv.py",
+                                                                                           "quant_linear.py")}
     registered = {name for text in sources.values()
-                  for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Linear")
+                  for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                               "Linear")
                   if f'@QuantModuleRegistry.register({{nn.{name}: "nn.{name}"}})' in text}
     assert registered == {cls.__name__ for cls in modelopt_trt.WEIGHT_QUANTIZED}
 

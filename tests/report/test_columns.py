@@ -18,8 +18,11 @@ def calls_per_round():
         r = row.record
         return len(r.samples_ms) / len(r.rounds) if r.timed else None
 
-    column_set = register(ColumnSet("calls_per_round", columns=(Column("calls/round", lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
-                                    fields=("calls_per_round",), values=lambda row: {"calls_per_round": per_round(row)}))
+    column_set = register(ColumnSet("calls_per_round",
+                                    columns=(Column("calls/round",
+                                                    lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
+                                    fields=("calls_per_round",),
+                                    values=lambda row: {"calls_per_round": per_round(row)}))
     yield column_set
     unregister(column_set.name)
 
@@ -30,7 +33,8 @@ def test_a_column_set_in_one_file_is_a_column_everywhere(calls_per_round):
     assert header.endswith("| calls/round |")
     assert "calls/round" in text_table(results).splitlines()[0]
     csv_rows = list(csv.DictReader(io.StringIO(csv_text(results))))
-    assert {row["variant"]: row["calls_per_round"] for row in csv_rows} == {"eager": "3.0", "traced": "3.0", "scripted": ""}
+    assert {row["variant"]: row["calls_per_round"] for row in csv_rows} == {"eager": "3.0", "traced": "3.0",
+                                                                            "scripted": ""}
     assert "| 3.0 |" in markdown_table(results)
     assert csv_columns()[-2:] == ("calls_per_round", "fastest")
 

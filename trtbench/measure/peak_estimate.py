@@ -220,7 +220,8 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
         return point, math.inf
     share = 1 / (1 + np.exp(-(a[0] + b[0] * log_qps)))
     weight = queries * share * (1 - share)
-    info = np.array([[weight.sum(), (weight * log_qps).sum()], [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
+    info = np.array([[weight.sum(), (weight * log_qps).sum()],
+                     [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
     gradient = np.array([-1 / b[0], -(math.log(allowed / (1 - allowed)) - a[0]) / b[0] ** 2])
     try:
         spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))

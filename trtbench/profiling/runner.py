@@ -97,7 +97,8 @@ def run_profiles(profile_cfg: ProfileConfig, variants: Iterable[ProfiledVariant]
                     "settings": dataclasses.asdict(profile_cfg), "variants": {}}
     for name in profile_cfg.variants:
         if name not in variants:
-            result["variants"][name] = {"status": Status.SKIPPED, "reason": "the variant was not built (see its build status)"}
+            result["variants"][name] = {"status": Status.SKIPPED,
+                                        "reason": "the variant was not built (see its build status)"}
             continue
         profiled = variants[name]
         entry: dict = {"status": Status.OK}

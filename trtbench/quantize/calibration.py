@@ -180,7 +180,8 @@ def _images(cfg: CalibrationConfig, input_specs) -> CalibrationData:
     std = cfg.std or (IMAGENET_STD if channels == 3 else (sum(IMAGENET_STD) / 3,))
     for key, values in (("mean", mean), ("std", std)):
         if len(values) != channels:
-            raise UserInputError(f"calibration.{key}", f"has {len(values)} value(s), the input has {channels} channel(s)",
+            raise UserInputError(f"calibration.{key}",
+                                 f"has {len(values)} value(s), the input has {channels} channel(s)",
                                  f"give one value per channel, e.g. {list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
     resize = cfg.resize or round(min(height, width) * 256 / 224)
     steps = [transforms.Resize(resize), transforms.CenterCrop((height, width))]
@@ -220,7 +221,8 @@ def _load_arrays(path: Path, input_specs) -> dict[str, torch.Tensor]:
         raise UserInputError("calibration.path", f"{path}: cannot be read ({err})",
                              "save it with numpy.save / numpy.savez or torch.save (tensors only)") from err
     if not isinstance(data, dict):
-        raise UserInputError("calibration.path", f"{path}: holds a {type(data).__name__}, not arrays keyed by input name",
+        raise UserInputError("calibration.path",
+                             f"{path}: holds a {type(data).__name__}, not arrays keyed by input name",
                              f"save a mapping with keys {names}")
     return {str(k): torch.as_tensor(v) for k, v in data.items()}
 
@@ -246,7 +248,8 @@ def _tensors(cfg: CalibrationConfig, input_specs) -> CalibrationData:
     if labels is not None:
         counts.add(labels.shape[0])
     if len(counts) != 1:
-        raise UserInputError("calibration.path", f"{path}: the arrays hold different numbers of samples {sorted(counts)}",
+        raise UserInputError("calibration.path",
+                             f"{path}: the arrays hold different numbers of samples {sorted(counts)}",
                              "give every array (and labels) the same first dim")
     return _split(tensors, labels, cfg, _batch_size(input_specs), str(path))
 

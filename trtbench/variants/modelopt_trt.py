@@ -126,6 +126,7 @@ def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Te
     with torch.no_grad(), export_torch_mode():
         program = torch.export.export(quantized, export_examples(input_specs, tuple(example_inputs)),
                                       dynamic_shapes=dynamic_shapes(input_specs), strict=False)
-        compiled = torch_tensorrt.dynamo.compile(program, inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
+        compiled = torch_tensorrt.dynamo.compile(program,
+                                                 inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
                                                  **kwargs)
     return compiled, kwargs

@@ -90,7 +90,8 @@ class TensorRT(TensorRTVariant):
         info = {**build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled)), "quantizer": "modelopt",
                 **judged(guarded, result, ctx.int8, "the TensorRT INT8 engine")}
         state = {"compiled": compiled, "input_specs": ctx.input_specs,
-                 "example_inputs": export_examples(ctx.input_specs, ctx.example_inputs), "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
+                 "example_inputs": export_examples(ctx.input_specs, ctx.example_inputs),
+                 "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
         return Built(guarded, info, state=state)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:

@@ -160,7 +160,8 @@ class VariantWorkers:
         """Give process ``i`` of every slot still running, for each ``i`` of ``indices``, an idle worker, and build
         them; a slot any of whose processes fails is failed with that error."""
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
-        slots = sorted((k for k in self.recipes if k not in self.errors), key=lambda k: self.recipes[k].artifact is not None)
+        slots = sorted((k for k in self.recipes if k not in self.errors),
+                       key=lambda k: self.recipes[k].artifact is not None)
         wanted = {process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
         if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
             logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
@@ -269,7 +270,8 @@ def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, Pr
     """Where ``group``'s built variants (``outcomes``, by slot id; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
     config, device, log = ctx.config, ctx.device, ctx.log
-    built = {group.slot_id(e.name, p): p for e, p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
+    built = {group.slot_id(e.name, p): p for e,
+             p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
     log(f"start {len(built)} x {workers.processes} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")

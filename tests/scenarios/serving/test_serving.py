@@ -66,7 +66,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert result.status == "ok", result.reason
     interval, runs = result.interval, result.runs
     assert result.peak_rule == settings.peak_rule and len(result.peaks) == 1 and interval is not None
-    assert interval.stopped_by in ("budget", "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
+    assert interval.stopped_by in ("budget",
+                                   "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
     assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
     if interval.confirm_valid is not None:
@@ -196,7 +197,8 @@ def test_a_failed_serving_result_fails_the_run_and_is_named_in_the_notes():
     ok = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(50.0,))
     results.add(ServedCase(eager.case.key, "env-a", (ok,)))
     assert results.exit_code() == 0
-    failed = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99, peaks=(98.5,),
+    failed = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
+                           peaks=(98.5,),
                            status=Status.FAILED, reason="1 query(ies) lost at 147.7 QPS offered: server worker 0's "
                                                         "worker died during 'call' (killed by signal 9)")
     results.add(ServedCase(eager.case.key, "env-a", (ok, failed)))
@@ -221,7 +223,8 @@ SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
      "reaches 0.01 from 230 queries"),
     (["latency", {"serving": {**SERVER, "search_queries": 600}}], "scenarios[1].serving.search_queries",
      "600 queries cannot hold a step and its confirming run of 500 queries each"),
-    (["latency", {"serving": {**SERVER, "search_minutes": 0}}], "scenarios[1].serving.search_minutes", "must be positive"),
+    (["latency", {"serving": {**SERVER, "search_minutes": 0}}], "scenarios[1].serving.search_minutes",
+     "must be positive"),
     (["latency", {"serving": {**SERVER, "confidence": 1}}], "scenarios[1].serving.confidence", "between 0 and 1"),
     (["latency", {"serving": {**SERVER, "resolution": 0}}], "scenarios[1].serving.resolution", "between 0 and 1"),
     (["latency", {"serving": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].serving.batching.max_batch",

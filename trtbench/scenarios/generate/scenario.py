@@ -514,7 +514,8 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         baseline = context["baseline"]
         ready = context["worker"].get(slot, {})
         between = context["between"]
-        data.update(requests=requests_of(row.requests, row.blocks), metrics=metrics_of(row.requests, row.blocks, between),
+        data.update(requests=requests_of(row.requests, row.blocks),
+                    metrics=metrics_of(row.requests, row.blocks, between),
                     rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})

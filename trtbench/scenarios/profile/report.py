@@ -142,10 +142,12 @@ def profile_markdown(profiles: dict, where: str = "") -> str:
         rows = []
         for name, label, dims, train in trainings:
             if train["status"] == Status.OK:
-                rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"], _ms(train["forward_ms"]["median"]),
+                rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"],
+                             _ms(train["forward_ms"]["median"]),
                              _ms(train["step_ms"]["median"]), f"{100 * train['backward_and_step_share']:.0f}%",
                              train.get("note", "")])
             else:
                 rows.append([name, f"{label} ({dims})", "", "", "", "", "", _not_ok(train)])
-        lines += [_table(["variant", "shape", "optimizer", "loss", "forward", "step", "backward+step share", "note"], rows), ""]
+        lines += [_table(["variant", "shape", "optimizer", "loss", "forward", "step", "backward+step share", "note"],
+                         rows), ""]
     return "\n".join(lines)

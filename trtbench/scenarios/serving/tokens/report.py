@@ -115,7 +115,8 @@ def _series_name(part: ServedDecoder, result: DecoderServingResult, several_mode
 def decoder_share_panels(results) -> list[SharePanel]:
     """A late-share panel (:func:`~trtbench.scenarios.serving.loadgen.late_share.late_share_plot`) per result whose peak
     is a joint estimate."""
-    return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}", f"late share (over {result.bounds_text})",
+    return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}",
+                       f"late share (over {result.bounds_text})",
                        tuple(Step(step.offered_qps, step.repeat,
                                   np.array(step.late_flags(result.ttft_bound_ms, result.tpot_bound_ms), dtype=bool))
                              for step in result.steps if not step.confirm and step.queries),

@@ -43,7 +43,8 @@ class ServingPool:
         """Workers started with ``knobs`` (:mod:`trtbench.core.knobs`), ``threads`` each, running at once (a
         binding gives each cores of its own)."""
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
-        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
+        ready, errors = start_workers(named,
+                                      spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
         self.workers: list[Worker] = list(ready.values())
         if errors:
             self.close()
