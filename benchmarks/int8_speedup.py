@@ -63,7 +63,8 @@ def main() -> int:
     root = args.out or Path(tempfile.mkdtemp(prefix="int8-speedup-"))
     root.mkdir(parents=True, exist_ok=True)
     flags = cpu_flags()
-    print(f"CPU flags: {', '.join(flags) or 'unknown'}; VNNI: {'yes' if {'avx512_vnni', 'avx_vnni'} & set(flags) else 'no'}")
+    vnni = "yes" if {"avx512_vnni", "avx_vnni"} & set(flags) else "no"
+    print(f"CPU flags: {', '.join(flags) or 'unknown'}; VNNI: {vnni}")
     for model in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             out = root / f"{model}-b{batch}"

@@ -149,7 +149,8 @@ def main() -> int:
             peaks.append(result.peak_qps)
             calls.append(result.service_ms)
             print(f"  w{workers} seed {repeat}: {interval.text(result.peak_qps)}; {len(result.runs)} runs, "
-                  f"{minutes:.1f} min with the service time; {result.status}{': ' + result.reason if result.reason else ''}",
+                  f"{minutes:.1f} min with the service time; "
+                  f"{result.status}{': ' + result.reason if result.reason else ''}",
                   flush=True)
             tail = result.service_tail_ms
             if tail is None:  # no query answered: nothing to feed the queue

@@ -141,7 +141,8 @@ def compute_verdict(records: list[dict], device: str) -> str:
     if fp16 < fp32:
         return f"PASS: eager fp16 {fp16:.3f} ms < fp32 {fp32:.3f} ms ({fp32 / fp16:.2f}x)."
     return (f"FAIL: eager fp16 {fp16:.3f} ms is not below fp32 {fp32:.3f} ms; host share at return fp32 "
-            f"{launch.get('fp32')}, fp16 {launch.get('fp16')} (at 80% or more the call is launch-bound, not compute-bound).")
+            f"{launch.get('fp32')}, fp16 {launch.get('fp16')} (at 80% or more the call is launch-bound, "
+            "not compute-bound).")
 
 
 def fidelity_lines(out: Path, device: str) -> list[str]:
@@ -150,7 +151,7 @@ def fidelity_lines(out: Path, device: str) -> list[str]:
         return ["No fidelity figures (the part did not run or ran out of its share).", ""]
     found = json.loads(path.read_text())
     lo, hi = found["target"]
-    refs = "torch.utils.benchmark's Timer and triton's do_bench" if device == "cuda" else "torch.utils.benchmark's Timer"
+    refs = "torch.utils.benchmark's Timer" + (" and triton's do_bench" if device == "cuda" else "")
     shape = "x".join(map(str, found["spec"].get("shape") or [])) or "the run's opt point"
     how = (f"in {found['pairs']} pairs of a trtbench worker and a reference process, both built from the row's worker "
            f"recipe and timed side by side in time" if "pairs" in found
@@ -213,8 +214,8 @@ def write_report(device: str, out: Path) -> Path:
     lines = [f"# GPU check{' (CPU rehearsal)' if rehearsal else ''}", "", f"Device: {device}; {_versions()}.", ""]
     if rehearsal:
         lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 64x64, its opt point "
-                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts and "
-                  "fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only "
+                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts "
+                  "and fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), and torch.utils.benchmark as the only "
                   "reference.", ""]
     lines += ["## Parts", "", "| part | state | took s | share s |", "|---|---|---|---|"]
     names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity"]

@@ -20,7 +20,8 @@ ASSETS = Path(__file__).parent / "assets"
 REPO = Path(__file__).parent.parent
 sys.path.insert(0, str(ASSETS))
 # one timing process per variant unless a test asks for more (benchmark.processes): the default 3 would triple
-# every pipeline's workers; tests/workers/test_replicates.py runs several. Set here, it reaches the CLI's subprocesses too
+# every pipeline's workers; tests/workers/test_replicates.py runs several. Set here, it reaches the CLI's
+# subprocesses too
 os.environ["TRTBENCH_PROCESSES"] = "1"
 # OpenMP's threads sleep as soon as a parallel region ends, rather than spin-wait for the next: on a busy 2-core
 # machine the spinning of torch's second thread cost a tiny model's call about 15 ms of CPU (25x the call), in this

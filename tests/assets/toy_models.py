@@ -172,7 +172,8 @@ def tiny_bert() -> nn.Module:
 
 
 class ScriptedOffByOne(nn.Module):
-    """Adds 1 to its logits when scripted only: a variant that fails its accuracy check every time, deterministically."""
+    """Adds 1 to its logits when scripted only: a variant that fails its accuracy check every time,
+    deterministically."""
 
     def __init__(self):
         super().__init__()

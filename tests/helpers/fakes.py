@@ -144,7 +144,8 @@ def install_fakes(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
 
 
 def build_trt_int8(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
-    """``trt`` built at int8 from :class:`_SeededNet` through the fakes (tensors stay on the CPU): (built, fake trt, recorder)."""
+    """``trt`` built at int8 from :class:`_SeededNet` through the fakes (tensors stay on the CPU):
+    (built, fake trt, recorder)."""
     trt, recorder = install_fakes(patch, sensitive, **trt_kwargs)
     spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
     spec.validate("inputs[0]")

@@ -158,7 +158,8 @@ def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, capsys, tmp
     assert note in stderr and note in (out / "report.md").read_text()
     assert "eager fp32 b1 (1x3x16x16); " in stderr, "missing at every thread count"
     assert "traced fp32 b2 (2x3x16x16) (at 2 of 3 thread counts)" in stderr
-    kept = [r for r in ResultSet.load(out) if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
+    kept = [r for r in ResultSet.load(out)
+            if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
     assert len(kept) == 1 and kept[0].environment != OTHER_ENV, "the lone measurement is in the merge"
 
 

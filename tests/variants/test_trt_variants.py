@@ -68,8 +68,8 @@ def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, mo
 
 
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
-    assert get_variant("trt").unavailable_reason(Target(CPU,
-                                                        "fp32")) == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
+    reason = get_variant("trt").unavailable_reason(Target(CPU, "fp32"))
+    assert reason == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
 
 
 def test_available_with_cuda_and_torch_tensorrt(cuda_present, fake):

@@ -142,7 +142,8 @@ def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplot
     config = config_from_dict(tiny_config)
     (group,) = resolve(config).groups
     recipe = VariantRecipe.for_group(config, group, "eager", "fp32", Path("payload.pt"), CPU)
-    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; pickle.loads(sys.stdin.buffer.read()); "
+    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; "
+              "pickle.loads(sys.stdin.buffer.read()); "
               "print(sorted(m for m in sys.modules if m.startswith(('trtbench.config', 'matplotlib'))))")
     out = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(recipe), capture_output=True,
                          env=subprocess_env, check=True)
