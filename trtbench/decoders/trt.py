@@ -117,8 +117,9 @@ class TensorRTSession:
 
     def _module(self, batch: int, length: int):
         if (batch, length) not in self.modules:
-            raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, not ({batch}, {length}): "
-                             f"its engines have a static cache, built for the shapes the run's points need")
+            raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, "
+                             f"not ({batch}, {length}): its engines have a static cache, built for the shapes "
+                             "the run's points need")
         return self.modules[batch, length]
 
     def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -41,7 +41,8 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results survive."""
+    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results
+    survive."""
     try:
         return run()
     except NotSupported as err:

@@ -82,7 +82,8 @@ class CalibrationConfig:
         if self.source == "tensors":
             if not where.is_file():
                 raise UserInputError(schema.join(path, "path"), f"file not found: {where}",
-                                     "give a .npz, .pt or .npy file (relative paths resolve from the current directory)")
+                                     "give a .npz, .pt or .npy file "
+                                     "(relative paths resolve from the current directory)")
             if where.suffix not in TENSOR_SUFFIXES:
                 raise UserInputError(schema.join(path, "path"), f"{where.name}: not a {'/'.join(TENSOR_SUFFIXES)} file",
                                      "save the arrays with numpy.savez or torch.save, keyed by input name")
@@ -182,7 +183,8 @@ def _images(cfg: CalibrationConfig, input_specs) -> CalibrationData:
         if len(values) != channels:
             raise UserInputError(f"calibration.{key}",
                                  f"has {len(values)} value(s), the input has {channels} channel(s)",
-                                 f"give one value per channel, e.g. {list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
+                                 f"give one value per channel, e.g. "
+                                 f"{list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
     resize = cfg.resize or round(min(height, width) * 256 / 224)
     steps = [transforms.Resize(resize), transforms.CenterCrop((height, width))]
     if channels == 1:

@@ -180,12 +180,14 @@ def _row(head: str, c) -> str:
     """A table row: ``head`` (what is compared), then a change's times, speedup, interval and verdict."""
     if c.speedup is None:
         return f"{head}  |  |  |  | {c.verdict} |"
-    return f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |"
+    return (f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} "
+            f"| {c.verdict} |")
 
 
 def generate_changes_table(changes: list[GenerateChange]) -> str:
     """The generate comparison as a Markdown table: one row per time of each generate row of the new run."""
-    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI | verdict |",
+    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI "
+             "| verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for c in changes:
         lines.append(_row(f"| {c.model} | {c.point} | {c.decoder} | {c.precision} | {c.metric} |", c))

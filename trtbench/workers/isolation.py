@@ -183,7 +183,8 @@ class VariantWorkers:
         """What one more process of every slot would add: each slot's first process's peak RSS, less what an idle
         spawned worker (already counted as used) holds."""
         idle = [process_facts(w.process.pid).get("rss_mb", 0.0) for w in self._idle[:1]]
-        peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0 for slot in self.workers for w in self.workers[slot].values()]
+        peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0
+                 for slot in self.workers for w in self.workers[slot].values()]
         return int(sum(max(0.0, peak - (idle[0] if idle else 0.0)) for peak in peaks) * MIB)
 
     def next_turn(self) -> None:

@@ -36,8 +36,8 @@ from trtbench.scenarios.serving.loadgen.rule import passes
 from trtbench.scenarios.serving.loadgen.search import Bracket
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
 from trtbench.measure.peak_estimate import Budget, SearchPlan
-from trtbench.scenarios.serving.tokens.run import (PeakSearch, TokenLoad, DecoderServing, decoder_estimate, decoder_peak,
-                                                   decoder_run)
+from trtbench.scenarios.serving.tokens.run import (PeakSearch, TokenLoad, DecoderServing, decoder_estimate,
+                                                   decoder_peak, decoder_run)
 from trtbench.scenarios.serving.tokens.pool import DecoderPool, serving_requests
 
 TIMES = SleeperTimes(prefill_s=0.018, per_token_s=0.006, batch_growth=0.5)  # steps of 6, 9, 12, 15 ms at batch 1-4

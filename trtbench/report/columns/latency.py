@@ -44,8 +44,9 @@ def own_stream_note(rows: Sequence[Row]) -> list[str]:
                     if row.record.timed and own_stream(row.record)})
     if not named:
         return []
-    return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events recorded "
-            "on torch's stream around each call do not bracket its kernels; their times here are host times (the call "
+    return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events "
+            "recorded on torch's stream around each call do not bracket its kernels; their times here are host times "
+            "(the call "
             "returns once its outputs are ready), and results.csv leaves their device_median_ms empty."]
 
 

@@ -199,7 +199,8 @@ def recommendation_text(entry: dict, environments: dict) -> str:
                 f"configuration(s)")
     low, high = min(choice["peaks"]), max(choice["peaks"])
     return (f"{where}: under load, {choice['variant']} {choice['precision']} with {choice['workers']} worker(s) x "
-            f"{choice['threads']} thread(s), batching {choice['batching_text']}: {choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
+            f"{choice['threads']} thread(s), batching {choice['batching_text']}: "
+            f"{choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
             f"{entry['bounds']} (the most of {entry['candidates']} served configuration(s))")
 
 
