@@ -72,8 +72,8 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     # 1e9 FLOPs in a 5 ms median: 2e11 FLOP/s, all of the peak, twice the measured matmul
     assert loaded.ceiling_of(by_variant["traced"]).share(by_variant["traced"].achieved_flops_per_s, "peak") == \
         pytest.approx(1.0)
-    assert serving_of(loaded, by_variant["traced"])[0].peak_qps == 125.0 and serving_of(loaded,
-                                                                                        by_variant["eager"]) == ()
+    assert serving_of(loaded, by_variant["traced"])[0].peak_qps == 125.0
+    assert serving_of(loaded, by_variant["eager"]) == ()
     # another dtype or thread count has no ceiling measured
     fp16 = dataclasses.replace(traced, case=dataclasses.replace(traced.case, precision="fp16"))
     assert loaded.ceiling_of(fp16) is None

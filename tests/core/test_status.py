@@ -27,8 +27,8 @@ def _status_contexts(tree: ast.AST):
         elif isinstance(node, ast.keyword) and node.arg == "status":
             yield node.value
         elif isinstance(node, ast.Dict):
-            yield from (v for k,
-                        v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "status")
+            yield from (v for k, v in zip(node.keys, node.values)
+                        if isinstance(k, ast.Constant) and k.value == "status")
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_mentions_status(t) for t in targets):

@@ -66,8 +66,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert result.status == "ok", result.reason
     interval, runs = result.interval, result.runs
     assert result.peak_rule == settings.peak_rule and len(result.peaks) == 1 and interval is not None
-    assert interval.stopped_by in ("budget",
-                                   "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
+    assert interval.stopped_by in ("budget", "resolution")
+    assert interval.queries == sum(len(r.latencies_ms) for r in runs)
     assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
     if interval.confirm_valid is not None:
