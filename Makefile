@@ -13,5 +13,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/trtbench --config configs/resnet34.yaml
 
-test: $(STAMP)  # two test processes, each test file on one of them (its module fixtures built once)
+# ruff first (pyproject.toml's [tool.ruff]); then two test processes, each test file on one of them (its module
+# fixtures built once)
+test: $(STAMP)
+	$(VENV)/bin/ruff check trtbench tests benchmarks scripts
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
