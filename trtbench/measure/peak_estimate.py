@@ -1,41 +1,13 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
 steps.
 
-A serving step offers Poisson load at a rate ``qps`` and sees, in issue order, which of its queries were *late* (over
-the latency bound; a lost query is late). The late share rises with the load, and the peak is the load at which it
-reaches what the percentile allows (``allowed``: 1% at p99).
-
-**The fit.** The late share is fitted to every step together as a logistic curve in the log of the load,
-``logit(share) = a + b log(qps)``, by maximum likelihood on each step's late count of its queries. Logistic rather
-than isotonic: the peak is where the curve crosses the allowed share, and an isotonic fit is a staircase whose
-crossing jumps from one step's load to the next (it cannot say where between two steps the share crosses, and a
-search's steps near the peak are few); the logistic curve is smooth, two numbers, and uses a step's count above the
-allowed share as well as one below. A queue's late share is not exactly logistic over all loads, but the steps that
-carry the fit are those near the crossing (a step with no late query, far below, weighs little), where it is close.
-
-**The interval** is a 90% bootstrap that respects how the queries were made. Late queries come in bursts (a queue
-that fills: on the simulated M/D/1 and M/D/2 queues a step's late count varies about 4 and 15 times as much as a
-binomial's), and the steps of one repeat (a LoadGen schedule, seed + repeat) replay the same arrivals scaled to
-their rate, so their bursts fall at the same query indices at every step. So a replicate resamples *repeats* with
-replacement and, within each drawn repeat, *blocks* of :data:`BLOCK` consecutive query indices with replacement, the
-same blocks at every step of that repeat (a step shorter than the longest keeps the drawn blocks it has), and fits
-the curve again. Since a burst makes a step's late count right-skewed (most runs see fewer late queries than the
-mean, a few far more), the fit's crossing is biased upward (about 2% on the M/D/2 queue at 10,000 queries); the
-bootstrap measures that: the estimate is the fit less the replicates' median bias about it (``fit - (median -
-fit)``), and the interval the replicates' 5% and 95% quantiles less the same bias (the low end at least 0; a replicate
-whose curve does not rise with the load has no crossing, and counts as an unbounded peak).
-
-**The search** (:func:`search_peak`) brackets the peak first: bisection from [0, capacity] until one step's late
-share is within the allowed share and a higher step's is over it. Then each step goes where it informs the estimate
-most, beside the current fit's crossing, alternately :data:`SPREAD` below and above it (two sides fix the curve's
-slope as well as its level). A step has ``max(min_queries, qps * min_duration_s)`` queries (LoadGen's minimums: it
-issues until both are met) and a schedule of its own (its repeat is its index): a step that replayed another's
-arrivals would see the same bursts again, and add less. The search stops once the interval is narrower than
-``resolution`` of the estimate (or, where no step was ever over the allowed share, or none within it, once the
-bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in
-the budget (queries, or seconds) beside the confirming run at the interval's low end, which is made last (LoadGen's
-verdict at the load the interval vouches for), is not fitted, and has the queries LoadGen's verdict needs at the late
-share the curve expects there (``SearchPlan.verdict_queries``; docs/serving.md), kept back as the search goes.
+A step offers Poisson load at ``qps`` and sees, in issue order, which queries were *late* (over the bound; a lost
+query is late). The late share is fitted to every step together as a logistic curve in the log of the load; the peak
+is where it reaches what the percentile allows (``allowed``: 1% at p99). The interval is a bootstrap over repeats and
+blocks of :data:`BLOCK` queries, less the replicates' median bias. :func:`search_peak` brackets the peak by bisection,
+then places steps :data:`SPREAD` either side of the current crossing until the interval is within ``resolution`` or
+the budget, less the confirming run's share, is spent. Why each choice, and where the interval holds:
+docs/serving.md, "The joint estimate".
 """
 
 from __future__ import annotations
