@@ -1,19 +1,6 @@
 """Statistics derived from raw per-iteration samples (the samples themselves are kept too).
 
-The figures a report gives for a record are over its blocks (:class:`BlockSeries`: each block's median, with the
-replicate process that timed it and its global round), and each interval says which level of luck it covers:
-
-- :func:`median_interval` (the median's "±x%"): the rounds and the processes of one variant;
-- :func:`speedup_interval` (a speedup over eager, over eager at the same precision, INT8 over its own fp32): the
-  median of the rounds' paired ratios; the rounds both sides were timed in, resampled together (paired against
-  drift), and each side's processes on their own; with ``processes=False`` the rounds of these very processes only
-  (two regimes of one run);
-- :func:`unpaired_interval` (two runs in ``trtbench compare``, two settings of the knobs): each side's rounds and
-  processes on its own, nothing paired;
-- with one process and no pooled between-process variance, each covers that one process's rounds.
-
-:func:`summarize`'s ``median_ci_rel`` treats every call as independent (an order-statistic interval of the pooled
-calls); it describes a series of calls (the interference check, a profile), not a record's median.
+More: docs/measuring.md, "Module notes", trtbench/core/stats.py.
 """
 
 from __future__ import annotations

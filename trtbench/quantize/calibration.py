@@ -1,19 +1,7 @@
 """Calibration and evaluation data for quantized builds: the ``calibration:`` config section and its
 loaders.
 
-Sources:
-
-- ``random`` (the default): seeded inputs like the benchmark's; quantization runs, but the figures it
-  gives are not representative of real data, and the report says so;
-- ``images``: a folder of JPEG/PNG files decoded with PIL (torchvision's loader), resized, center-cropped
-  to the input's height and width and normalized (ImageNet mean and std by default); a folder of class
-  subfolders (``torchvision.datasets.ImageFolder``'s layout) also gives each image its label, the index of
-  its subfolder in sorted order;
-- ``tensors``: a ``.npz`` or ``.pt`` file of arrays keyed by input name (an optional ``labels`` array
-  too), or a ``.npy`` array for a model with one input; the first dim counts samples.
-
-The samples are shuffled (seeded), the first ``samples`` calibrate, the next ``eval_samples`` judge
-accuracy: the two never overlap. Both are cut into batches of the inputs' opt batch size.
+More: docs/int8.md, "Module notes", trtbench/quantize/calibration.py.
 """
 
 from __future__ import annotations

@@ -3,16 +3,7 @@
 The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
 (prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
 
-Each matching case (model, variant, options, precision, point, threads, device) is compared: the new run's speedup
-over the baseline, the baseline's median over the new run's (the direction of every speedup in trtbench: above 1 is
-faster), with a seeded bootstrap 95% confidence interval from their blocks in which each run's replicate processes
-are its sample (:func:`trtbench.core.stats.unpaired_interval`: each run's rounds and processes resampled
-on their own, topped up with the two runs' pooled between-process variance where a row's own is not resolved). A
-record of fewer than 3 rounds (a version 1 results.json keeps one) is compared on its calls instead. A change is
-reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at least 5% shorter or longer);
-otherwise it is within noise. The interval covers each run's rounds and process luck, not the machine's drift
-between the runs (other load, clock changes); where either run's points changed regime (:mod:`trtbench.core.regimes`),
-:func:`regime_lines` says so. Comparisons are printed, never saved.
+More: docs/comparing.md, "Module notes", trtbench/results/compare.py.
 """
 
 from __future__ import annotations

@@ -9,13 +9,7 @@ a re-export given the same ``dynamic_shapes`` as the build: without them ``save`
 every dynamic dim of an unnamed ``Input`` "_0", and two inputs with different ranges would
 clash); both need ``import torch_tensorrt`` before loading.
 
-At ``int8`` NVIDIA ModelOpt quantizes the model (``mtq.quantize`` with its INT8 default, calibrated
-on the run's calibration samples) within the accuracy budget, the layers that break it kept in
-floating point by ModelOpt's own quantizer config; the quantized model is exported with its
-quantizers as ``tensorrt.quantize_op`` and compiled (min_block_size 1) into an engine with Q/DQ
-layers, which is judged again on the evaluation samples (:mod:`trtbench.variants.modelopt_trt`).
-Its files also import ModelOpt before loading: a quantize op that TensorRT left to PyTorch runs
-through ModelOpt's registration of it.
+More: docs/tensorrt.md, "Module notes", trtbench/variants/trt.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """The generate scenario: a causal language model's time to first token, time per output token, tokens/s and
 E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
 
-The group's model is written once as a Hugging Face folder (:mod:`trtbench.models.hf_folder`), the common
-source every decoder builds from. Each decoder at each precision runs in ``benchmark.processes`` replicate worker
-processes of its own (:mod:`trtbench.workers.loop`, with a :class:`~trtbench.building.decoder_recipe.DecoderRecipe`;
-one with ``isolation: in_process``): each builds its artifact there with its own library, loads it and warms up.
-Their teacher-forced logits are then compared with eager fp32's (a miss fails its rows with the figures); at each
-point the decoders' requests are interleaved in rounds, one request per process of every decoder per round, each
-keeping its process and round, until the two-level interval of each E2E median is within ``target_rel_ci`` (at
-least ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row states the bytes a decode step reads
-(:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings (:mod:`trtbench.measure.bandwidth`)
-are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
-they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
-(:mod:`trtbench.scenarios.generate.memory`); a group's replicate processes that do not fit its budget together
-take turns (:func:`trtbench.workers.isolation.plan_turns`). Once a memory group's workers close, each of its slots whose
-logits kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate.publish`).
+More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
 """
 
 from __future__ import annotations

@@ -9,13 +9,7 @@ unlikely (probability at most ``1 - confidence``) were the true share exactly th
 ``P(Binomial(n, 1 - percentile) <= k) <= 1 - confidence`` (the Clopper-Pearson bound; LoadGen asks
 ``I_percentile(n - k, k + 1) <= 1 - confidence`` of the regularized incomplete beta, the same sum).
 
-The measured percentile within the bound (the rule before this one) passes half the runs at the true
-peak and, on a short run, many above it: a search that keeps the highest step that passed keeps a
-lucky one. This rule would pass a run at the true peak at most ``1 - confidence`` of the time were
-the queries independent; in a queue late queries come in bursts, and more pass (a third to a half
-on the simulated M/D/1 and M/D/2 queues, 2% or fewer at 1.08x the peak), so the search's peak is
-not biased upward; the queries per step set how far below the true peak it lands
-(:func:`resolving_queries`).
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/loadgen/rule.py.
 """
 
 from __future__ import annotations

@@ -3,25 +3,7 @@ or a static batch of queries gathered within a window. Under continuous batching
 servers, one per sequence it has room for (:class:`~trtbench.scenarios.serving.tokens.pool.EngineClient`), each serving
 one query at a time, so that here it is served as one query at a time is.
 
-LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
-(nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair
-(:mod:`trtbench.scenarios.serving.tokens.lengths`); a query asks for its sample's lengths. A query is one sequence: QPS,
-TTFT and TPOT count sequences, also when a server batches them. With ``batching``
-(:class:`~trtbench.scenarios.serving.loadgen.settings.BatchingConfig`), a server's dispatcher gathers up to
-``max_batch`` queued queries within ``window_ms`` of the first one's arrival
-(:mod:`trtbench.scenarios.serving.loadgen.batch_window`) and serves them as one request, padded to the longest prompt
-and generating the most new tokens its members ask for. The first token of every member is reported
-(``FirstTokenComplete``) the moment the batch's first step exists, and each member is completed with its own token count
-(``QuerySampleResponse(id, ptr, size, n_tokens)``, at least 2) the moment its own last step exists, so LoadGen's summary
-gives the TTFT and TPOT percentiles. The run keeps its own stamps too, one per token from the query's issue: TTFT (issue
-to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the gaps between consecutive tokens).
-
-A step passes by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the share of late queries, where a
-query is late when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is the share that is not.
-:func:`decoder_peak` bisects the offered QPS for the highest that passes
-(:mod:`trtbench.scenarios.serving.loadgen.search`);
-:func:`decoder_estimate` (the default, ``validity: estimate``) estimates the peak from every step's late queries
-together, with an interval (:mod:`trtbench.measure.peak_estimate`).
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py.
 """
 
 from __future__ import annotations

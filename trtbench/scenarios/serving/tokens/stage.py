@@ -4,20 +4,7 @@ counts, under LoadGen's token latencies (:mod:`trtbench.scenarios.serving.tokens
 serves each such point at its own lengths; an entry with ``lengths`` serves its drawn lengths once per slot, at the
 first served point.
 
-Each (point, serving entry, worker count) gets a pool of its own
-(:class:`~trtbench.scenarios.serving.tokens.pool.DecoderPool`): ``workers`` processes, each hosting the slot's
-:class:`~trtbench.building.decoder_recipe.DecoderRecipe` built from generate's model folder at the group's threads
-shared among them, with a request for every batch size up to the entry's ``max_batch`` and every pair of lengths its
-queries can ask for (:func:`~trtbench.scenarios.serving.tokens.pool.serving_requests`), serving one query (one sequence)
-at a time or a static batch gathered within the entry's window; or, under ``batching: {mode: continuous}``, hosting the
-decoder's continuous-batching engine, which each query joins as it arrives (a decoder without one is ``skipped``, naming
-those that have one). Before its first LoadGen run, a few requests of the shortest sample are made alone on its first
-worker: a search's upper end is the pool's capacity, ``workers`` times ``max_batch`` over their fastest E2E (no queue
-completes more), and where their fastest TTFT or TPOT is over its bound no load fits: the peak is 0 and no load is run.
-LoadGen's logs are kept under ``<out>/serving/<model>_<slot>_<point>_w<workers>[_s<entry>]/r<repeat>/`` with the
-workers' logs. A worker that dies fails that result with the reason and stops its search, keeping the peak found before;
-the other results go on, each on a fresh pool. The results are a part of their own per slot and point
-(:class:`ServedDecoder`), keyed as the generate row.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py.
 """
 
 from __future__ import annotations

@@ -5,15 +5,7 @@ seeded schedule, its minimum duration and query count, its validity rules and it
 (``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
 The SUT is a :class:`~trtbench.scenarios.serving.vision.pool.ServingPool` of worker processes.
 
-The peak QPS is searched by bisection over ``server_target_qps`` (:mod:`trtbench.scenarios.serving.loadgen.search`), one
-PerformanceOnly LoadGen run per step, between 0 and the pool's capacity (workers / fastest service time;
-with batching, the best of one query and a full batch per call), which no queue can exceed, until the
-peak is bracketed within the scenario's ``resolution``. LoadGen's own FindPeakPerformance mode runs in
-this version too, but it keeps the log of its last run only: the latency percentiles at each offered
-QPS (the plot's curve), and which steps passed, would be lost. A step passes when it is valid by the
-scenario's rule (:mod:`trtbench.scenarios.serving.loadgen.rule`: the late share's upper confidence bound); the search is
-repeated
-``repeats`` times, each with its own LoadGen schedule seed, and the spread of the peaks is reported.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/run.py.
 """
 
 from __future__ import annotations
