@@ -280,7 +280,8 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         bracket = _bracket(steps, plan)
         if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
             # no crossing within the bracket: the peak is its low end
-            return _confirmed(run, plan, steps, Estimate(bracket[0], bracket[0], bracket[1]), (used, started, clock))
+            bracketed = Estimate(bracket[0], bracket[0], bracket[1])
+            return _confirmed(run, plan, steps, bracketed, Spent(used, started, clock))
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
@@ -288,7 +289,8 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 break
     if stopped_by == "budget" and steps:
         current = estimate(steps, plan.allowed, rng)
-    return dataclasses.replace(_confirmed(run, plan, steps, current, (used, started, clock)), stopped_by=stopped_by)
+    return dataclasses.replace(_confirmed(run, plan, steps, current, Spent(used, started, clock)),
+                               stopped_by=stopped_by)
 
 
 def expected_share(steps: Sequence[Step], qps: float) -> float:
@@ -311,11 +313,19 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
     return min(cap, needed) if needed is not None else plan.queries_at(low)
 
 
-def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: tuple) -> Search:
+@dataclass(frozen=True)
+class Spent:
+    """What a search has spent: the queries its steps used, and when it started on its clock."""
+
+    queries: int
+    started: float
+    clock: Callable[[], float]
+
+
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: Spent) -> Search:
     """The search with its confirming run at the interval's low end, of the queries LoadGen's verdict needs at the
-    late share expected there, where there is one and the budget has room for it; ``spent``: the queries used, when
-    the search started and its clock."""
-    used, started, clock = spent
+    late share expected there, where there is one and the budget has room for it."""
+    used, started, clock = spent.queries, spent.started, spent.clock
     confirm, expected = None, (math.nan, None)
     if current.low > 0:
         share = expected_share(steps, current.low)

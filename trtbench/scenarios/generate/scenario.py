@@ -39,7 +39,7 @@ from trtbench.scenarios.generate.memory import (MIB, default_budget_bytes, own_r
 from trtbench.scenarios.generate.publish import GroupRecords, published_parts
 from trtbench.scenarios.generate.report import generate_section, generate_summary
 from trtbench.scenarios.generate.result import (GeneratePoint, Slot, GenerateRecord, e2e_converged, metrics_of,
-                                                pooled_variances, requests_of, speedups_of)
+                                                pooled_variances, requests_of, speedups_of, RequestSeries)
 from trtbench.workers.isolation import plan_turns, process_name
 from trtbench.workers.loop import Worker, WorkerError, close_workers, spawn_workers, start_workers
 
@@ -392,7 +392,8 @@ def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
                   "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
                                 for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
-    timed = [(row.requests, row.blocks) for row in rows.values() if row.status is Status.OK and row.requests]
+    timed = [RequestSeries(row.requests, row.blocks) for row in rows.values()
+             if row.status is Status.OK and row.requests]
     return _Timed(rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)})
 
 
@@ -510,7 +511,8 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
         data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
-            data["speedups"] = speedups_of((row.requests, row.blocks), (baseline.requests, baseline.blocks), between)
+            data["speedups"] = speedups_of(RequestSeries(row.requests, row.blocks),
+                                           RequestSeries(baseline.requests, baseline.blocks), between)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]

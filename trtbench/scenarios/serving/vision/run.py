@@ -110,7 +110,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
     if settings.estimates:
-        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, (out_dir, capacity),
+        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, out_dir, capacity,
                          progress)
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
@@ -139,12 +139,11 @@ class _LostQueries(Exception):
     """A step of a joint estimate lost queries: the search stops, and the result fails."""
 
 
-def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, where: tuple[Path, float],
+def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
     """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) with its steps LoadGen runs
-    on the pool, each of its own schedule (seed + its index); ``where``: the run's output folder and the pool's
-    capacity. A step that loses a query fails the result, with the steps made."""
-    out_dir, capacity = where
+    on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A step that loses
+    a query fails the result, with the steps made."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
