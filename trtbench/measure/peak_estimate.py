@@ -17,6 +17,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
+from statistics import NormalDist
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -24,6 +25,8 @@ import numpy as np
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
 REPLICATES = 400  # bootstrap replicates of an interval
 LEVEL = 0.9  # the interval's coverage
+# the normal quantile of a two-sided LEVEL interval: scipy's norm.ppf(0.95), without importing scipy.stats here
+Z_LEVEL = NormalDist().inv_cdf((1 + LEVEL) / 2)
 SPREAD = 0.04  # a step beside the estimate is this share below or above it
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
 NEWTON_STEPS = 30
@@ -199,8 +202,8 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
         spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
     except np.linalg.LinAlgError:
         return point, math.inf
-    z = 1.6448536269514722  # the normal quantile at 0.95: a two-sided 90% interval
-    return point, math.exp(min(z * spread, 50.0)) - math.exp(-z * spread)  # no overflow where the fit is loose
+    # no overflow where the fit is loose
+    return point, math.exp(min(Z_LEVEL * spread, 50.0)) - math.exp(-Z_LEVEL * spread)
 
 
 def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
