@@ -142,7 +142,7 @@ def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
         inside = range(regime.start, regime.end + 1)
         base_in, this_in = base.only_rounds(inside), this.only_rounds(inside)
         common = set(base_in.rounds) & set(this_in.rounds)
-        out.append(speedup_interval(base_in, this_in, between_var, processes=processes) if common else None)
+        out.append(speedup_interval(base_in, this_in, between_var, resample_processes=processes) if common else None)
     return out
 
 

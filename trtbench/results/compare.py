@@ -75,7 +75,7 @@ def _change(old: Record, new: Record, between: Optional[float], threshold: float
     base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
     base, this = old.block_series, new.block_series
     if min(len(set(base.rounds)), len(set(this.rounds))) >= 3:
-        interval = unpaired_interval(base, this, between).at(base_ms / new_ms)
+        interval = unpaired_interval(base, this, between).with_value(base_ms / new_ms)
         low, high = interval.low, interval.high
     else:
         low, high = bootstrap_median_ratio(base_samples, new_samples)  # each run's calls resampled
@@ -158,7 +158,7 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
             base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
             series = (request_series(old.data["requests"], metric), request_series(row.data["requests"], metric))
             if min(len(set(s.rounds)) for s in series) >= 3:
-                interval = unpaired_interval(*series, between[metric]).at(base_ms / new_ms)
+                interval = unpaired_interval(*series, between[metric]).with_value(base_ms / new_ms)
                 low, high = interval.low, interval.high
             else:
                 low, high = bootstrap_median_ratio(base_samples, new_samples)
