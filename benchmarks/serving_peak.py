@@ -4,7 +4,7 @@ Run:  .venv/bin/python benchmarks/serving_peak.py [--repeats 3] [--workers 2 1] 
 
 A toy runtime that sleeps 10.2 ms per call is served under MLPerf LoadGen by 2, then 1 worker(s), with a
 p99 bound of 40 ms and the server scenario's default rule, the joint estimate (``validity: estimate``,
-trtbench/measure/peak_estimate.py): every step's late share fitted together, a 90% interval, steps of
+trtbench/scenarios/serving/loadgen/peak_estimate.py): every step's late share fitted together, a 90% interval, steps of
 ``max(min_queries, QPS x 10 s)`` queries within 10,000 queries a search, and a confirming run at the
 interval's low end. ``--repeats`` searches per worker count (schedule seeds 0, 1, ...) print each peak with
 its interval, queries, minutes, why it stopped and LoadGen's verdict at the low end; then their median

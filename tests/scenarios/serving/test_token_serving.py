@@ -35,7 +35,7 @@ from trtbench.scenarios.serving.loadgen import BatchingConfig
 from trtbench.scenarios.serving.loadgen.rule import passes
 from trtbench.scenarios.serving.loadgen.search import Bracket
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
-from trtbench.measure.peak_estimate import Budget, SearchPlan
+from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan
 from trtbench.scenarios.serving.tokens.run import (PeakSearch, TokenLoad, DecoderServing, decoder_estimate,
                                                    decoder_peak, decoder_run)
 from trtbench.scenarios.serving.tokens.pool import DecoderPool, serving_requests

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 from matplotlib.figure import Figure
 
-from trtbench.measure.peak_estimate import Step, fit_curve
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step, fit_curve
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval

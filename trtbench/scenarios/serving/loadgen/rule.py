@@ -21,7 +21,8 @@ from typing import Iterable, Optional
 LEGACY_RULE = "measured-percentile"  # results written before peak_rule: the measured percentile within the bound
 LOADGEN_RULE = "loadgen-verdict"  # validity: loadgen: LoadGen's VALID (its early stopping at 0.99, and more)
 ESTIMATE_RULE = "joint-estimate/1 at 90%"  # validity: estimate: the late share fitted to every step together
-ESTIMATE_QUERIES = 500  # the default min_queries of a joint estimate's step (trtbench.measure.peak_estimate)
+# the default min_queries of a joint estimate's step (trtbench.scenarios.serving.loadgen.peak_estimate)
+ESTIMATE_QUERIES = 500
 LOADGEN_CONFIDENCE = 0.99  # LoadGen's early stopping's confidence (its Server scenario's VALID)
 MARGIN = 0.15  # the default queries per step put the bound's margin at 15% of the allowed late share
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.status import Status
 from trtbench.report.colors import marker
-from trtbench.measure.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot, ReportSection
 from trtbench.scenarios.serving.loadgen.late_share import SharePanel, late_share_plot

@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-import numpy as np
-
-from trtbench.measure.peak_estimate import Search, SearchPlan, search_peak
+from trtbench.scenarios.serving.loadgen.peak_estimate import Search, SearchPlan, StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.batch_window import gather
 from trtbench.scenarios.serving.loadgen.harness import Query, ServerLoad, run_loadgen
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
@@ -254,24 +252,18 @@ def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServ
 
 def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, plan: SearchPlan,
                    folder: Path) -> tuple[Optional[Search], list[DecoderRun]]:
-    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) over :func:`decoder_run` s
-    (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a query late when its
-    TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server failed stops the search:
-    the search is then None, and the last run's ``error`` says why."""
+    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) over
+    :func:`decoder_run` s (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a
+    query late when its TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server
+    failed stops the search: the search is then None, and the last run's ``error`` says why."""
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:
         step_load = dataclasses.replace(load, seed=load.seed + index, min_queries=queries)
         runs.append(decoder_run(servers, step_load, serving, qps, folder / f"step-{index + 1}"))
         if runs[-1].error:
-            raise _ServerFailed(runs[-1].error)
+            raise StepFailed(runs[-1].error)
         return [q.late(load) for q in sorted(runs[-1].queries, key=lambda q: q.issued_s)], runs[-1]
 
-    try:
-        return search_peak(step, plan, np.random.default_rng(load.seed)), runs
-    except _ServerFailed:
-        return None, runs
-
-
-class _ServerFailed(Exception):
-    """A step of a joint estimate whose server failed."""
+    search = search_or_stop(step, plan, load.seed)
+    return (None if isinstance(search, StepFailed) else search), runs

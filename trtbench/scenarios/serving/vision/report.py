@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
-from trtbench.measure.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step
 from trtbench.report.colors import VariantColors, marker, variant_colors
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
-
 from trtbench.core.knobs import Knobs
-from trtbench.measure.peak_estimate import search_peak
+from trtbench.scenarios.serving.loadgen.peak_estimate import StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.harness import ServerLoad, run_loadgen
 from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool, call_label
@@ -135,15 +133,11 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
 
 
-class _LostQueries(Exception):
-    """A step of a joint estimate lost queries: the search stops, and the result fails."""
-
-
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
-    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) with its steps LoadGen runs
-    on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A step that loses
-    a query fails the result, with the steps made."""
+    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) with its
+    steps LoadGen runs on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A
+    step that loses a query fails the result, with the steps made."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
@@ -153,14 +147,13 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
                                 out_dir / result.log_dir / f"s{repeat}-{qps:.1f}qps", out_dir)
         runs.append(run)
         if lost:
-            raise _LostQueries(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
-                               + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
+            raise StepFailed(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                             + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
         return run.late_flags(settings.p99_ms), run
 
-    try:
-        search = search_peak(step, plan, np.random.default_rng(settings.seed))
-    except _LostQueries as err:
-        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(err))
+    search = search_or_stop(step, plan, settings.seed)
+    if isinstance(search, StepFailed):
+        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
         confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
         runs[-1] = confirmed

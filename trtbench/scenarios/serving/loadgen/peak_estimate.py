@@ -22,6 +22,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from trtbench.scenarios.serving.loadgen.search import Bracket
+
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
 REPLICATES = 400  # bootstrap replicates of an interval
 LEVEL = 0.9  # the interval's coverage
@@ -240,7 +242,7 @@ def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
     return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
 
 
-def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, float]]:
+def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[Bracket]:
     """The bisection's bracket while the peak is not bracketed yet (no step within the allowed share below one over
     it): the highest load within it below the lowest over it (0 while none), and that lowest (the capacity while
     none); None once bracketed."""
@@ -249,7 +251,7 @@ def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, f
     if min(under, default=math.inf) < max(over, default=0.0):
         return None
     hi = min(over, default=plan.capacity)
-    return max((q for q in under if q < hi), default=0.0), hi
+    return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
 def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
@@ -257,8 +259,7 @@ def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
     bracket = _bracket(steps, plan)
     if bracket is None and math.isfinite(point):
         return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
-    lo, hi = bracket or (0.0, plan.capacity)
-    return (lo + hi) / 2
+    return (bracket or Bracket(0.0, plan.capacity)).qps
 
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
@@ -281,9 +282,9 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         used += len(late)
         point, independent_width = point_estimate(steps, plan.allowed)
         bracket = _bracket(steps, plan)
-        if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
+        if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
-            bracketed = Estimate(bracket[0], bracket[0], bracket[1])
+            bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
             return _confirmed(run, plan, steps, bracketed, Spent(used, started, clock))
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
@@ -338,3 +339,16 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
     return Search(tuple(steps), current, "resolution", confirm, used, clock() - started, expected)
+
+
+class StepFailed(Exception):
+    """A step of a search that failed (a lost query, a server that failed): the search stops."""
+
+
+def search_or_stop(run: RunStep, plan: SearchPlan, seed: int) -> Search | StepFailed:
+    """:func:`search_peak` over ``run``'s steps, seeded with ``seed``; or the :class:`StepFailed` a step raised, which
+    says why (the steps made are the caller's ``run``'s to keep)."""
+    try:
+        return search_peak(run, plan, np.random.default_rng(seed))
+    except StepFailed as failed:
+        return failed
