@@ -16,5 +16,8 @@ run: $(STAMP)
 system:  # the browser and PostgreSQL the tests drive, where missing (root on Debian; elsewhere those tests skip)
 	scripts/system_packages.sh
 
-test: $(STAMP) system  # two test processes, each test file on one of them (its module fixtures built once)
+# ruff first (pyproject.toml's [tool.ruff]); then two test processes, each test file on one of them (its module
+# fixtures built once)
+test: $(STAMP) system
+	$(VENV)/bin/ruff check trtbench tests benchmarks scripts
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder

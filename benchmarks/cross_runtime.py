@@ -18,26 +18,26 @@ eager-first-only truths ranged 1.75-2.0x), and its median over the alternations.
 
 trtbench: one run per set of variants (eager x ort, eager x openvino, eager x ort x openvino,
 eager x compiled, and all together), resnet18 at 1x3x224x224, 2 threads (``--threads``; the alone processes
-too), default adaptive timing, the config's default replicate processes (``--processes``), repeated in every alternation before the alone processes, so that the machine's drift
-falls on both sides alike. For each set it prints the median over its runs of the speedup trtbench reports (its two-level estimate) next
-to the truth's, with their ranges, and eager's median next to eager alone. Targets: every speedup within
-3% of the truth, eager's median within 5% of eager alone.
+too), default adaptive timing, the config's default replicate processes (``--processes``), repeated in every alternation
+before the alone processes, so that the machine's drift falls on both sides alike. For each set it prints the median
+over its runs of the speedup trtbench reports (its two-level estimate) next to the truth's, with their ranges, and
+eager's median next to eager alone. Targets: every speedup within 3% of the truth, eager's median within 5% of eager
+alone.
 
 ``--allocator`` is trtbench's ``benchmark.allocator``, and every alone process starts in the same state
 (:func:`trtbench.core.allocator.process_env`: under ``default`` the parent's ``LD_PRELOAD`` and
 ``MALLOC_*`` knobs are removed; ``tuned`` fixes glibc's thresholds), so each side's processes run as
-a deployment with that setting would. A runtime whose speed differs from process to process shows it here on both sides: on the
-2-core Zen 3 VM (2026-11-24), torch.compile'd resnet18 at batch 1 ran either about 1.05x or about 1.35x
-eager's time per fresh process, alone as well (1 of 6 and 2 of 4 alone processes fast, eager steady), so
-trtbench's worker processes landed in the fast mode more often (11 of 16 against 1 of 8 alone). The
-slow mode is page faults: about 3700 minor faults per call, because glibc ``munmap``s Inductor's
-intermediate buffers (above its mmap threshold) after each call and the next call faults them in again;
-a process whose allocation history raised glibc's dynamic threshold has none (with
-``MALLOC_MMAP_THRESHOLD_=268435456`` every process ran 31-32 ms, 0 faults). Both sides print page faults
-per call, so each process's mode shows; ``--allocator tuned`` gives every process on both sides one allocator
-state (with it, 3 alternations of eager+compiled and all agreed within 1.6%, compiled included).
-``--trtbench-src`` runs another checkout's trtbench (e.g. the code before a change), with
-``--isolation unset`` for a tree that has no such setting. Run it on an otherwise idle machine.
+a deployment with that setting would. A runtime whose speed differs from process to process shows it here on both sides:
+on the 2-core Zen 3 VM (2026-11-24), torch.compile'd resnet18 at batch 1 ran either about 1.05x or about 1.35x eager's
+time per fresh process, alone as well (1 of 6 and 2 of 4 alone processes fast, eager steady), so trtbench's worker
+processes landed in the fast mode more often (11 of 16 against 1 of 8 alone). The slow mode is page faults: about 3700
+minor faults per call, because glibc ``munmap``s Inductor's intermediate buffers (above its mmap threshold) after each
+call and the next call faults them in again; a process whose allocation history raised glibc's dynamic threshold has
+none (with ``MALLOC_MMAP_THRESHOLD_=268435456`` every process ran 31-32 ms, 0 faults). Both sides print page faults per
+call, so each process's mode shows; ``--allocator tuned`` gives every process on both sides one allocator state (with
+it, 3 alternations of eager+compiled and all agreed within 1.6%, compiled included). ``--trtbench-src`` runs another
+checkout's trtbench (e.g. the code before a change), with ``--isolation unset`` for a tree that has no such setting. Run
+it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -171,7 +171,8 @@ def main() -> None:
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
     parser.add_argument("--isolation", default="process", choices=["process", "in_process", "unset"])
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of: {', '.join(SETS)}")
-    parser.add_argument("--threads", type=int, default=THREADS, help="threads of trtbench's runs and of every alone process")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="threads of trtbench's runs and of every alone process")
     parser.add_argument("--processes", type=int, default=None,
                         help="trtbench's benchmark.processes (default: the config default, 3)")
     parser.add_argument("--allocator", default="default", choices=list(ALLOCATORS),

@@ -8,7 +8,8 @@ trtbench: one generate run per alternation on a config this file writes (a Llama
 decoders given), read back from its results.json: each decoder's median TTFT and TPOT.
 
 The truth: after each trtbench run, each runtime alone in a fresh process of its own, on the artifacts that run
-published (``OUT/artifacts/``, as its manifest names them), timed by its own tool, one warm-up request, then ``--requests``:
+published (``OUT/artifacts/``, as its manifest names them), timed by its own tool, one warm-up request, then
+``--requests``:
 
 * ort_genai: ONNX Runtime GenAI's generator loop, timed as onnxruntime-genai's
   ``benchmark/python/benchmark_e2e.py`` times it: the generator is made outside the timing (greedy,
@@ -114,11 +115,13 @@ elif kind == "eager":
         with torch.inference_mode():
             cache = DynamicCache(config=model.config)
             start = time.perf_counter()
-            token = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1].argmax(-1, keepdim=True)
+            logits = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1).logits
+            token = logits[:, -1].argmax(-1, keepdim=True)
             token.item()
             first = time.perf_counter()
             for _ in range(new_tokens - 1):
-                token = model(input_ids=token, cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1].argmax(-1, keepdim=True)
+                logits = model(input_ids=token, cache=cache, use_cache=True, logits_to_keep=1).logits
+                token = logits[:, -1].argmax(-1, keepdim=True)
                 token.item()
             end = time.perf_counter()
         return (first - start) * 1e3, (end - first) * 1e3 / (new_tokens - 1)

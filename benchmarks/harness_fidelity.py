@@ -141,7 +141,8 @@ def _record_error(record: dict, variant: str) -> str | None:
     process, or by workers that loaded a saved file rather than rebuilding the variant."""
     isolation = (record.get("metrics") or {}).get("isolation") or {}
     if isolation.get("method", "process") != "process":
-        return f"the run timed {variant} in its own process (benchmark.isolation: {isolation['method']}), not in workers"
+        return (f"the run timed {variant} in its own process (benchmark.isolation: {isolation['method']}), "
+                "not in workers")
     if isolation.get("hosts", "a rebuild") != "a rebuild":
         return f"the run's workers hosted {isolation['hosts']} for {variant}; only rebuilt variants are checked"
     return None
@@ -188,7 +189,8 @@ def _group_of(plan, case: dict):
                 and group.knobs.text == case.get("knobs", "")
                 and any(p.label == case["point"] and [list(s) for s in p.shapes] == case["input_shapes"]
                         for p in group.points)
-                and any(e.name == case["variant"] and e.options_text == case.get("options", "") for e in group.variants))
+                and any(e.name == case["variant"] and e.options_text == case.get("options", "")
+                        for e in group.variants))
     return next((g for g in plan.groups if makes(g)), None)
 
 
@@ -215,7 +217,8 @@ class Reference:
         recipe_file.write_bytes(pickle.dumps((row.recipe, row.label)))
         env = worker_env(row.knobs, row.recipe.threads)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.process = subprocess.Popen([sys.executable, "-c", REFERENCE_SNIPPET, str(recipe_file)], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", REFERENCE_SNIPPET, str(recipe_file)],
+                                        stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env)
 
     def _answer(self) -> dict:

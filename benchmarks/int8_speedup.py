@@ -32,7 +32,7 @@ def cpu_flags() -> list[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return []
-    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
+    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
     have = set(line.split(":", 1)[-1].split())
     return [flag for flag in FLAGS if flag in have]
 
@@ -63,7 +63,8 @@ def main() -> int:
     root = args.out or Path(tempfile.mkdtemp(prefix="int8-speedup-"))
     root.mkdir(parents=True, exist_ok=True)
     flags = cpu_flags()
-    print(f"CPU flags: {', '.join(flags) or 'unknown'}; VNNI: {'yes' if {'avx512_vnni', 'avx_vnni'} & set(flags) else 'no'}")
+    vnni = "yes" if {"avx512_vnni", "avx_vnni"} & set(flags) else "no"
+    print(f"CPU flags: {', '.join(flags) or 'unknown'}; VNNI: {vnni}")
     for model in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             out = root / f"{model}-b{batch}"

@@ -26,7 +26,7 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, md_c_true_peak  # noqa: E402
-from trtbench.measure.peak_estimate import Budget, SearchPlan, search_peak  # noqa: E402
+from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan, search_peak  # noqa: E402
 from trtbench.scenarios.serving.loadgen.rule import LOADGEN_CONFIDENCE, early_stopping_queries, passes  # noqa: E402
 
 # (workers, service ms, bound ms): issue 42's five queues, then 1, 2 and 4 workers at bounds of 3-10 service times

@@ -4,12 +4,12 @@ Run:  .venv/bin/python benchmarks/serving_peak.py [--repeats 3] [--workers 2 1] 
 
 A toy runtime that sleeps 10.2 ms per call is served under MLPerf LoadGen by 2, then 1 worker(s), with a
 p99 bound of 40 ms and the server scenario's default rule, the joint estimate (``validity: estimate``,
-trtbench/measure/peak_estimate.py): every step's late share fitted together, a 90% interval, steps of
+trtbench/scenarios/serving/loadgen/peak_estimate.py): every step's late share fitted together, a 90% interval, steps of
 ``max(min_queries, QPS x 10 s)`` queries within 10,000 queries a search, and a confirming run at the
 interval's low end. ``--repeats`` searches per worker count (schedule seeds 0, 1, ...) print each peak with
 its interval, queries, minutes, why it stopped and LoadGen's verdict at the low end; then their median
-against the M/D/c queue's true peak (the steady-state p99 within the bound: tests/scenarios/serving/test_serving_peak.py) at
-two service times:
+against the M/D/c queue's true peak (the steady-state p99 within the bound:
+tests/scenarios/serving/test_serving_peak.py) at two service times:
 
 - *queue*: what a worker is busy per query as the queue sees it, from the dispatcher's ``send_call``
   to its next query (the sleep, the pipe both ways, the dispatcher's bookkeeping and LoadGen's
@@ -149,7 +149,8 @@ def main() -> int:
             peaks.append(result.peak_qps)
             calls.append(result.service_ms)
             print(f"  w{workers} seed {repeat}: {interval.text(result.peak_qps)}; {len(result.runs)} runs, "
-                  f"{minutes:.1f} min with the service time; {result.status}{': ' + result.reason if result.reason else ''}",
+                  f"{minutes:.1f} min with the service time; "
+                  f"{result.status}{': ' + result.reason if result.reason else ''}",
                   flush=True)
             tail = result.service_tail_ms
             if tail is None:  # no query answered: nothing to feed the queue

@@ -53,7 +53,8 @@ def run(config: Path, out: Path, processes: int | None, src: Path | None) -> Res
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-m", "trtbench", "--config", str(config), "--output", str(out), "--fresh",
-                           "--quiet", *extra], capture_output=True, text=True, env=env, cwd=out.parent)  # not a checkout
+                           # not a checkout
+                           "--quiet", *extra], capture_output=True, text=True, env=env, cwd=out.parent)
     if done.returncode not in (0, 1):
         sys.exit(f"trtbench exited {done.returncode}:\n{done.stderr[-3000:]}")
     return ResultSet.load(out)

@@ -114,7 +114,8 @@ def main() -> int:
                 result = run([path, device, str(payload) if way == "worker" else "none", name])
                 bad += way != "fork-after-cuda" and not result.startswith("ok")
                 print(f"{name:8} {way:16} {result}", flush=True)
-        clean = subprocess.run([sys.executable, "-c", "import os, signal, sys, torch\n" + FORK_CLEAN, packages[dtypes[0]],
+        clean = subprocess.run([sys.executable, "-c", "import os, signal, sys, torch\n" + FORK_CLEAN,
+                                packages[dtypes[0]],
                                 device, str(dtypes[0])[6:]], capture_output=True, text=True, timeout=600)
         last = (clean.stdout.strip().splitlines() or [clean.stderr.strip()[-160:]])[-1]
         print(f"{str(dtypes[0])[6:]:8} {'fork-clean':16} {last}")

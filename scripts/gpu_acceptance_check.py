@@ -13,7 +13,8 @@ verify` reloaded them all in a fresh process. Exit 0 when all pass.
 A skipped row passes when it has a reason and this machine agrees: trtbench's own judgement
 (:func:`trtbench.config.plan.why_unavailable`, the variant's ``unavailable_reason`` for the row's device
 and precision) still finds a reason it cannot run here. Eager at fp32 and fp16 and the TensorRT builds
-that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a WARN line with its reason.
+that must run (:data:`REQUIRED`) must, so a skipped one fails whatever the reason. Each skipped variant is printed as a
+WARN line with its reason.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def skipped_warnings(rows: list[dict]) -> list[str]:
 
 def check_accuracy(rows: list[dict]) -> tuple[bool, str]:
     ran = [r for r in rows if r["status"] != Status.SKIPPED]  # a skipped row has no accuracy (check_skipped judges it)
-    bad = [describe(r) + ("" if r["status"] != Status.OK else " parity failed") for r in ran if r["parity_ok"] is not True]
+    bad = [describe(r) + ("" if r["status"] != Status.OK else " parity failed")
+           for r in ran if r["parity_ok"] is not True]
     return (not bad and bool(ran)), "; ".join(bad) if bad else f"{len(ran)} rows"
 
 
@@ -117,8 +119,8 @@ def check_fp16_speed(rows: list[dict]) -> tuple[bool, str]:
         against = at_opt.get((rival, "fp16"))
         if against is None or not against["median_ms"]:
             ok = ok and bool(against and against["reason"])
-            parts.append(f"{rival} fp16 not timed (" + ("not in the run" if against is None else
-                                                         f"{against['status']}: {against['reason'] or 'no reason'}") + ")")
+            why = "not in the run" if against is None else f"{against['status']}: {against['reason'] or 'no reason'}"
+            parts.append(f"{rival} fp16 not timed ({why})")
             continue
         speedups = []
         for variant in TRT:

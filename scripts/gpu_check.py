@@ -51,7 +51,8 @@ BENCHMARK = {"mode": "adaptive", "warmup": 1, "warmup_s": 0.5, "max_time_s": 3, 
 def _vision(name: str, model: str, inputs: dict, precisions: list[str], variants: list) -> dict:
     return {"name": name, "model": {"source": "torchvision", "name": model},
             "inputs": [{"name": "input", "dtype": "float32", **inputs}], "precisions": precisions,
-            "variants": variants, "benchmark": dict(BENCHMARK), "output": {"save_artifacts": False, "cold_start": False}}
+            "variants": variants, "benchmark": dict(BENCHMARK),
+            "output": {"save_artifacts": False, "cold_start": False}}
 
 
 def part_configs(device: str) -> dict[str, dict]:
@@ -154,7 +155,8 @@ def compute_verdict(records: list[dict], device: str) -> str:
     if fp16 < fp32:
         return f"PASS: eager fp16 {fp16:.3f} ms < fp32 {fp32:.3f} ms ({fp32 / fp16:.2f}x)."
     return (f"FAIL: eager fp16 {fp16:.3f} ms is not below fp32 {fp32:.3f} ms; host share at return fp32 "
-            f"{launch.get('fp32')}, fp16 {launch.get('fp16')} (at 80% or more the call is launch-bound, not compute-bound).")
+            f"{launch.get('fp32')}, fp16 {launch.get('fp16')} (at 80% or more the call is launch-bound, "
+            "not compute-bound).")
 
 
 def fidelity_lines(out: Path, device: str) -> list[str]:
@@ -163,7 +165,7 @@ def fidelity_lines(out: Path, device: str) -> list[str]:
         return ["No fidelity figures (the part did not run or ran out of its share).", ""]
     found = json.loads(path.read_text())
     lo, hi = found["target"]
-    refs = "torch.utils.benchmark's Timer and triton's do_bench" if device == "cuda" else "torch.utils.benchmark's Timer"
+    refs = "torch.utils.benchmark's Timer" + (" and triton's do_bench" if device == "cuda" else "")
     shape = "x".join(map(str, found["spec"].get("shape") or [])) or "the run's opt point"
     how = (f"in {found['pairs']} pairs of a trtbench worker and a reference process, both built from the row's worker "
            f"recipe and timed side by side in time" if "pairs" in found
@@ -264,8 +266,8 @@ def write_report(device: str, out: Path) -> Path:
     lines = [f"# GPU check{' (CPU rehearsal)' if rehearsal else ''}", "", f"Device: {device}; {_versions()}.", ""]
     if rehearsal:
         lines += ["A rehearsal of scripts/gpu_check.sh on the CPU: smaller shapes (resnet34 at 64x64, its opt point "
-                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts and "
-                  "fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), torch.utils.benchmark as the only "
+                  "only; resnet50 at batch 8, 64x64; a Llama of 2 layers), 1 thread, fp32 only for the vision parts "
+                  "and fp32/bf16 for the Llama (fp16 and CUDA graphs need CUDA), torch.utils.benchmark as the only "
                   "reference, and the fp16 localisation on eager only (for accuracy; nothing is timed at fp16).", ""]
     lines += ["## Parts", "", "| part | state | took s | share s |", "|---|---|---|---|"]
     names = ["install", "resnet34", "cuda_graphs", "resnet50", "tinyllama", "fidelity", "localise"]
@@ -278,7 +280,7 @@ def write_report(device: str, out: Path) -> Path:
     compute = _records(out, "resnet50")
     lines += ["## Compute-bound point (resnet50)", "", compute_verdict(compute, device), ""] + vision_table(compute)
     llama = out / "tinyllama" / "report.md"
-    lines += ["## Tiny Llama (generate)", "", f"See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
+    lines += ["## Tiny Llama (generate)", "", "See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
               else "No report (the part did not run or ran out of its share before writing one).", ""]
     lines += ["## Fidelity", ""] + fidelity_lines(out, device)
     lines += ["## fp16 localisation (planted fault)", ""] + localisation_lines(out, device)

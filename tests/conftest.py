@@ -20,7 +20,8 @@ ASSETS = Path(__file__).parent / "assets"
 REPO = Path(__file__).parent.parent
 sys.path.insert(0, str(ASSETS))
 # one timing process per variant unless a test asks for more (benchmark.processes): the default 3 would triple
-# every pipeline's workers; tests/workers/test_replicates.py runs several. Set here, it reaches the CLI's subprocesses too
+# every pipeline's workers; tests/workers/test_replicates.py runs several. Set here, it reaches the CLI's
+# subprocesses too
 os.environ["TRTBENCH_PROCESSES"] = "1"
 # OpenMP's threads sleep as soon as a parallel region ends, rather than spin-wait for the next: on a busy 2-core
 # machine the spinning of torch's second thread cost a tiny model's call about 15 ms of CPU (25x the call), in this
@@ -38,7 +39,8 @@ TINY_CONFIG = {
     "variants": ["eager", "traced", "scripted"],
     "benchmark": {"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 5, "shapes": ["min", "opt", "max"],
                   "measure_ceiling": False,  # the matmul ceiling takes seconds; its own tests time it
-                  "isolation": "in_process"},  # a worker per variant costs seconds; tests/workers/test_isolation.py runs them
+                  # a worker per variant costs seconds; tests/workers/test_isolation.py runs them
+                  "isolation": "in_process"},
     "output": {"cold_start": False},  # rows without cold-start metrics; test_artifacts turns them on
 }
 

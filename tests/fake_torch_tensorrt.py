@@ -276,7 +276,7 @@ def make_fake(version: str = VERSION, ts_frontend: bool = True, dynamo_params=DY
         if "truncate_long_and_double" in kwargs and settings.get("truncate_double"):
             raise ValueError('Provided configuration for "truncate_double" and deprecated API '
                              '"truncate_long_and_double", please only use "truncate_double"')
-        if settings.get("inputs") is None and settings.get("arg_inputs") is None and settings.get("kwarg_inputs") is None:
+        if all(settings.get(key) is None for key in ("inputs", "arg_inputs", "kwarg_inputs")):
             raise AssertionError("'arg_inputs', 'kwarg_inputs' and 'inputs' should not all be None.")
         device = Device._from(settings.get("device"))  # dynamo/utils.py to_torch_tensorrt_device
         # dynamo/runtime/_TorchTensorRTModule.py _resolve_target_device, run for every engine built:

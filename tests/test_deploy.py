@@ -166,7 +166,8 @@ def test_slurm_reruns_some_shards_of_n_when_n_is_given(stub):
     assert proc.returncode == 0, proc.stderr
     assert logged(env) == ["run", "--config", "m.yaml", "--shard", "1/3", "--output", "/scratch/out/shard-1", "--quiet"]
     _, without_n = array_task(stub, task=1, count=1, bottom=1, top=1)
-    assert without_n.returncode == 2 and "pass N: sbatch --array=1 matrix.sbatch CONFIG OUTPUT_DIR N" in without_n.stderr
+    assert without_n.returncode == 2
+    assert "pass N: sbatch --array=1 matrix.sbatch CONFIG OUTPUT_DIR N" in without_n.stderr
     _, beyond = array_task(stub, task=3, count=1, bottom=3, top=3, shards=3)
     assert beyond.returncode == 2 and "array task 3 is not a shard of 3 (0-2)" in beyond.stderr
 

@@ -44,7 +44,8 @@ def skipped_row(variant, precision, shape, reason):
 
 def write_run(out: Path, rows: list[dict], trt_saved=True) -> Path:
     (out / "artifacts").mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({"schema_version": 1, "environment": {"device": "cuda:0"}, "config": {},
+    (out / "results.json").write_text(json.dumps({"schema_version": 1, "environment": {"device": "cuda:0"},
+                                                  "config": {},
                                                         "results": rows}))
     artifacts = [{"variant": v, "precision": p, "file": f"{v}_{p}.ts"} for v, p in check.REQUIRED if trt_saved]
     (out / "artifacts" / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
@@ -145,10 +146,12 @@ def test_compiled_fp16_is_beaten_or_why_it_was_not_timed_is_named(tmp_path, caps
      "trt fp16 must run on a GPU machine"),
     ("trt_scripted", "fp16", "torch_tensorrt 2.14.0 has no TorchScript frontend (ir=\"ts\"); the 'trt' variant uses "
                              "the dynamo frontend", "trt_scripted fp16 must run on a GPU machine"),
-    ("trt", "int8", "NVIDIA ModelOpt is not installed: pip install nvidia-modelopt", "trt int8 must run on a GPU machine"),
+    ("trt", "int8", "NVIDIA ModelOpt is not installed: pip install nvidia-modelopt",
+     "trt int8 must run on a GPU machine"),
     ("eager", "fp16", "CUDA is not available on this machine", "eager fp16 must run on a GPU machine"),
     ("openvino", "fp16", "", "skipped with no reason"),
-    ("traced", "fp16", "it felt slow", "yet traced can run on cuda:0 here"),  # traced runs anywhere: the reason is false
+    # traced runs anywhere: the reason is false
+    ("traced", "fp16", "it felt slow", "yet traced can run on cuda:0 here"),
 ])
 def test_a_skipped_row_fails_unless_it_may_be_skipped_here(tmp_path, capsys, variant, precision, reason, problem):
     """A skipped TensorRT or eager row fails whatever its reason (on this CUDA-less machine trtbench itself

@@ -63,7 +63,8 @@ def test_the_report_names_a_part_that_ran_out_and_judges_the_others(tmp_path):
 
 
 def test_fp16_that_does_not_beat_fp32_fails_with_its_launch_share():
-    records = [record("eager", "fp32", 3.3, launch={"share": 0.95}), record("eager", "fp16", 4.9, launch={"share": 0.97})]
+    records = [record("eager", "fp32", 3.3, launch={"share": 0.95}),
+               record("eager", "fp16", 4.9, launch={"share": 0.97})]
     verdict = gpu_check.compute_verdict(records, "cuda")
     assert verdict.startswith("FAIL: eager fp16 4.900 ms is not below fp32 3.300 ms") and "fp16 0.97" in verdict
 

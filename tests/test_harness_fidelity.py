@@ -61,7 +61,8 @@ def test_a_row_timed_outside_rebuilt_workers_is_named():
     hosted = {"metrics": {"isolation": {"method": "process", "hosts": "the saved .onnx file"}}}
     assert "in its own process" in fidelity._record_error(in_process, "ort")
     assert "the saved .onnx file" in fidelity._record_error(hosted, "ort")
-    assert fidelity._record_error({"metrics": {"isolation": {"method": "process", "hosts": "a rebuild"}}}, "eager") is None
+    assert fidelity._record_error({"metrics": {"isolation": {"method": "process", "hosts": "a rebuild"}}},
+                                  "eager") is None
     assert fidelity._record_error({}, "eager") is None  # a result without isolation facts: workers, rebuilt
 
 

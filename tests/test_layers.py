@@ -21,7 +21,8 @@ import trtbench
 PACKAGE_DIR = Path(trtbench.__file__).parent
 
 # Bottom first. The top-level modules (__init__, __main__, cli, api) are the top.
-LAYERS = ["core", "models", "measure", "quantize", "variants", "decoders", "profiling", "building", "diagnose", "workers",
+LAYERS = ["core", "models", "measure", "quantize", "variants", "decoders", "profiling", "building", "diagnose",
+          "workers",
           "artifacts", "results", "history", "report", "scenarios", "config", "pipeline", "<top>"]
 
 

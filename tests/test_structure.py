@@ -7,8 +7,10 @@ so they are no way around the limit). Every ``def``, ``async def`` and ``lambda`
 is read with :mod:`ast`; a dataclass's generated ``__init__`` is not in the source, so not counted.
 Values that travel together belong in a small frozen dataclass named for what they are, and a run's
 config, device, environment, output folder, failure log, progress and timing in its
-:class:`~trtbench.core.context.RunContext`. A self-test proves the check finds an over-long
-function, method, async function and lambda in a snippet.
+:class:`~trtbench.core.context.RunContext`. Nor is a parameter a packed tuple: one annotated as a
+fixed-length tuple of different element types (``tuple[Path, float]``, also inside ``Optional`` or a
+union) is refused, while ``tuple[X, ...]`` and coordinates of one type (``tuple[int, int]``) are fine.
+Self-tests prove both checks on snippets.
 """
 
 from __future__ import annotations
@@ -93,4 +95,81 @@ def test_the_check_finds_every_kind_of_over_long_function():
         "snippet.py:22 positional_only (7)",
         "snippet.py:25 fetch (7)",
         "snippet.py:28 <lambda> (7)",
+    ]
+
+
+TUPLES = ("tuple", "Tuple", "typing.Tuple")
+WRAPPERS = ("Optional", "typing.Optional", "Union", "typing.Union")
+
+
+def _alternatives(annotation: ast.expr) -> list[ast.expr]:
+    """``annotation`` and, through ``Optional[...]``, ``Union[...]`` and ``A | B``, each type it allows."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return _alternatives(ast.parse(annotation.value, mode="eval").body)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _alternatives(annotation.left) + _alternatives(annotation.right)
+    if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value) in WRAPPERS:
+        members = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        return [a for member in members for a in _alternatives(member)]
+    return [annotation]
+
+
+def is_packed(annotation: ast.expr) -> bool:
+    """Whether ``annotation`` allows a fixed-length tuple whose elements are not all of one type."""
+    for kind in _alternatives(annotation):
+        if isinstance(kind, ast.Subscript) and ast.unparse(kind.value) in TUPLES:
+            elements = kind.slice.elts if isinstance(kind.slice, ast.Tuple) else [kind.slice]
+            names = [ast.unparse(e) for e in elements]
+            if "..." not in names and len(set(names)) > 1:
+                return True
+    return False
+
+
+def packed_parameters(source: str, where: str) -> list[str]:
+    """``where:line function(parameter: annotation)`` for every parameter in ``source`` annotated as a packed
+    tuple."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if arg.annotation is not None and is_packed(arg.annotation):
+                    found.append((node.lineno, f"{where}:{node.lineno} {node.name}({arg.arg}: "
+                                               f"{ast.unparse(arg.annotation)})"))
+    return [line for _, line in sorted(found)]
+
+
+def test_no_parameter_is_a_packed_tuple():
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        found += packed_parameters(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE_DIR.parent).as_posix())
+    assert not found, ("parameters that pack unrelated values into a tuple (name them: a frozen dataclass, or "
+                       "separate parameters):\n" + "\n".join(found))
+
+
+PACKED_SNIPPET = '''
+def coordinates(at: tuple[int, int], shape: tuple[int, ...], inputs: tuple, key: "tuple[str, str]"):
+    pass
+
+def where(where: tuple[Path, float]):
+    pass
+
+def maybe(who: Optional[tuple[str, int]] = None):
+    pass
+
+class Engine:
+    async def serve(self, hosts: "tuple[Recipe, Knobs]"):
+        pass
+
+def either(at: int | Tuple[str, int], rows: list[tuple[str, int]]):
+    pass
+'''
+
+
+def test_the_check_finds_packed_tuples_and_passes_coordinates():
+    assert packed_parameters(PACKED_SNIPPET, "snippet.py") == [
+        "snippet.py:5 where(where: tuple[Path, float])",
+        "snippet.py:8 maybe(who: Optional[tuple[str, int]])",
+        "snippet.py:12 serve(hosts: 'tuple[Recipe, Knobs]')",
+        "snippet.py:15 either(at: int | Tuple[str, int])",
     ]

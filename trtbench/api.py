@@ -8,13 +8,7 @@
   :func:`gate`: the history of runs (``trtbench history ...``, ``trtbench gate``), on a SQLite file or a
   PostgreSQL URL (default ``results/history.sqlite``).
 
-A result set's generate rows (:class:`~trtbench.scenarios.generate.result.GenerateRecord`: a decoder at a
-precision at a point, with its per-request series, metrics, speedups and accuracy in ``data``) are
-``results.parts("generate")``, as for every other part kind; iterating a result set gives the latency records.
-
-Each is a thin wrapper over the entry points the command line calls (:mod:`trtbench.cli`), with the
-same checks and the same :class:`~trtbench.core.errors.UserInputError` on bad input. Everything heavy
-(torch, the variants) is imported when a function is called, not when this module is.
+More: docs/api.md, "Module notes", trtbench/api.py.
 """
 
 from __future__ import annotations

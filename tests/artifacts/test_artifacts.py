@@ -134,17 +134,20 @@ def test_engine_built_elsewhere_is_refused_unless_forced(saved_run, tmp_path):
 
 # Where each variant's saved artifacts are reloaded with `trtbench verify` in a fresh process, which
 # imports only what the manifest names: only that shows the manifest names what the loader needs.
+BACKEND_RELOAD = ("test_backends.py::"
+                  "test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start")
+TRT_RELOAD = "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names"
 VERIFIED_IN_A_FRESH_PROCESS = {
     "traced": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
     "scripted": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
     "exported": "test_artifacts.py::test_verify_reloads_every_artifact_in_a_fresh_process",
-    "aoti": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
+    "aoti": BACKEND_RELOAD,
     "compiled": "test_int8_pt2e.py::test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process",  # saves at int8
-    "ort": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
-    "openvino": "test_backends.py::test_trtbench_verify_reloads_each_artifact_with_its_runtime_and_times_the_cold_start",
-    "trt": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
-    "trt_traced": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
-    "trt_scripted": "test_trt_variants.py::test_trt_artifacts_load_in_a_fresh_process_with_the_imports_their_manifest_names",
+    "ort": BACKEND_RELOAD,
+    "openvino": BACKEND_RELOAD,
+    "trt": TRT_RELOAD,
+    "trt_traced": TRT_RELOAD,
+    "trt_scripted": TRT_RELOAD,
 }
 
 

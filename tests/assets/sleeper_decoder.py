@@ -1,6 +1,6 @@
 """A stand-in decoder whose time to first token and time per output token are known, for the LLM serving tests
-(tests/scenarios/serving/test_token_serving.py): a fake of a model, named as one. Its "model folder" is a JSON file of its times
-(:func:`write_sleeper`); its build copies that file into the artifact folder and its session sleeps them.
+(tests/scenarios/serving/test_token_serving.py): a fake of a model, named as one. Its "model folder" is a JSON file of
+its times (:func:`write_sleeper`); its build copies that file into the artifact folder and its session sleeps them.
 
 A request of ``batch`` sequences sleeps ``prefill_s`` to its first step, then ``per_token_s * (1 + batch_growth *
 (batch - 1))`` per further step, on deadlines from its start (a late wake-up does not delay the next steps), so

@@ -172,7 +172,8 @@ def tiny_bert() -> nn.Module:
 
 
 class ScriptedOffByOne(nn.Module):
-    """Adds 1 to its logits when scripted only: a variant that fails its accuracy check every time, deterministically."""
+    """Adds 1 to its logits when scripted only: a variant that fails its accuracy check every time,
+    deterministically."""
 
     def __init__(self):
         super().__init__()
@@ -217,9 +218,10 @@ class SlowBuilds(TinyCNN):
         import os
         import time
 
+        pid = str(os.getpid())
         if torch.jit.is_tracing():
             time.sleep(self.TRACE_SLEEP_S)
-        elif torch.is_inference_mode_enabled() and str(os.getpid()) != os.environ.get("TOY_PARENT_PID", str(os.getpid())):
+        elif torch.is_inference_mode_enabled() and os.environ.get("TOY_PARENT_PID", pid) != pid:
             time.sleep(3600)
         return super().forward(x)
 

@@ -84,7 +84,8 @@ def test_non_positive_dimension(tiny_config, write_config, capsys):
 
 def test_unknown_torchvision_model(tiny_config, write_config, capsys):
     tiny_config["model"] = {"source": "torchvision", "name": "resnet35"}
-    expect_error(write_config(tiny_config), capsys, "model.name", "unknown torchvision model 'resnet35'", "did you mean")
+    expect_error(write_config(tiny_config), capsys, "model.name", "unknown torchvision model 'resnet35'",
+                 "did you mean")
 
 
 def test_unknown_model_source(tiny_config, write_config, capsys):

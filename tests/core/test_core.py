@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from helpers.records import record, two_variant_set
 from trtbench.scenarios.serving.vision.report import serving_of
@@ -19,7 +18,7 @@ from trtbench.core.case import Case
 from trtbench.cli import main
 from trtbench.config.config import config_from_dict
 from trtbench.core.errors import UserInputError
-from trtbench.config.plan import BuildGroup, ShapePoint, resolve, shape_points
+from trtbench.config.plan import ShapePoint, resolve, shape_points
 from trtbench.core.record import Record
 from trtbench.report.tables import csv_text
 from trtbench.results.resultset import SCHEMA_VERSION, ResultSet
@@ -93,14 +92,16 @@ def test_the_speedup_is_over_the_eager_the_run_listed_with_its_options():
         results.add(r)
     assert results.baseline(traced) is eager and results.baseline(eager) is eager
     assert results.speedup(traced).value == pytest.approx(2.5) and results.speedup(eager) is None
-    csv_rows = {row["variant"]: row for row in csv.DictReader(io.StringIO(csv_text(results))) if row["environment"] == "env-a"}
+    csv_rows = {row["variant"]: row for row in csv.DictReader(io.StringIO(csv_text(results)))
+                if row["environment"] == "env-a"}
     assert float(csv_rows["traced"]["speedup"]) == pytest.approx(2.5)
     assert csv_rows["eager"]["options"] == CUDA_GRAPHS and csv_rows["eager"]["speedup"] == ""
 
 
 def test_merged_runs_with_two_eager_baselines_at_a_point_pair_with_neither():
     results = ResultSet(environments={"env-a": {"id": "env-a"}})
-    plain, graphs, traced = record("eager", 10.0), with_options(record("eager", 8.0), CUDA_GRAPHS), record("traced", 4.0)
+    plain, traced = record("eager", 10.0), record("traced", 4.0)
+    graphs = with_options(record("eager", 8.0), CUDA_GRAPHS)
     for r in (plain, graphs, traced):
         results.add(r)
     assert results.baseline(traced) is None and results.speedup(traced) is None

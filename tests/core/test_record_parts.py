@@ -45,7 +45,8 @@ def test_the_core_record_imports_no_scenario():
 
 
 def served_case(r: Record, peak: float = 125.0) -> ServedCase:
-    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(peak,))
+    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99,
+                           peaks=(peak,))
     return ServedCase(r.case.key, r.environment, (result,))
 
 
@@ -71,7 +72,8 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     # 1e9 FLOPs in a 5 ms median: 2e11 FLOP/s, all of the peak, twice the measured matmul
     assert loaded.ceiling_of(by_variant["traced"]).share(by_variant["traced"].achieved_flops_per_s, "peak") == \
         pytest.approx(1.0)
-    assert serving_of(loaded, by_variant["traced"])[0].peak_qps == 125.0 and serving_of(loaded, by_variant["eager"]) == ()
+    assert serving_of(loaded, by_variant["traced"])[0].peak_qps == 125.0
+    assert serving_of(loaded, by_variant["eager"]) == ()
     # another dtype or thread count has no ceiling measured
     fp16 = dataclasses.replace(traced, case=dataclasses.replace(traced.case, precision="fp16"))
     assert loaded.ceiling_of(fp16) is None

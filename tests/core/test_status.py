@@ -27,7 +27,8 @@ def _status_contexts(tree: ast.AST):
         elif isinstance(node, ast.keyword) and node.arg == "status":
             yield node.value
         elif isinstance(node, ast.Dict):
-            yield from (v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "status")
+            yield from (v for k, v in zip(node.keys, node.values)
+                        if isinstance(k, ast.Constant) and k.value == "status")
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_mentions_status(t) for t in targets):
@@ -95,4 +96,5 @@ def test_the_record_and_its_parts_are_frozen():
         record.status = Status.FAILED
     failed = record.with_metrics(flops=3).failed("why")
     assert (record.status, record.metrics) == (Status.OK, {})
-    assert (failed.status, failed.reason, failed.metrics, failed.rounds) == (Status.FAILED, "why", {"flops": 3}, [[1.0]])
+    assert (failed.status, failed.reason, failed.metrics, failed.rounds) == (Status.FAILED, "why", {"flops": 3},
+                                                                             [[1.0]])

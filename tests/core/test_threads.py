@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from trtbench.core.env import cgroup_cpu_quota, default_threads
-from helpers.paths import ASSETS, REPO
 
 HOST_CPUS = os.cpu_count()
 NO_LIMITS = {"environ": {}, "affinity": set(range(HOST_CPUS)), "self_cgroup": "0::/\n"}
@@ -111,7 +110,8 @@ def test_a_run_resolved_in_a_one_cpu_slurm_task_defaults_to_one_thread():
     task would, with the environment Slurm gives it (its CPUs per task, no OMP_NUM_THREADS)."""
     from conftest import ASSETS, REPO, TINY_CONFIG
 
-    script = ("import json, sys; from trtbench.config.config import config_from_dict; from trtbench.config.plan import resolve; "
+    script = ("import json, sys; from trtbench.config.config import config_from_dict; "
+              "from trtbench.config.plan import resolve; "
               "from trtbench.core.env import collect_environment; import torch; "
               "plan = resolve(config_from_dict(json.loads(sys.argv[1]))); "
               "print(json.dumps([[g.threads for g in plan.groups], "

@@ -2,8 +2,8 @@
 program per (batch, cache length) in a build process of their own, and their artifacts run in a fresh process from
 their own files alone (the Hugging Face folder deleted, transformers never imported), matching eager fp32's greedy
 tokens and teacher-forced logits within the fp32 tolerances; a shape that was not built, and a build that fails,
-are clear errors; a build process dies with its worker. AOTInductor compiles are slow on 2 cores, so aoti builds one shape: its request's cache length is
-the teacher's length."""
+are clear errors; a build process dies with its worker. AOTInductor compiles are slow on 2 cores, so aoti builds one
+shape: its request's cache length is the teacher's length."""
 
 from __future__ import annotations
 

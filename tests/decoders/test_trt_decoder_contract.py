@@ -3,10 +3,10 @@ the ``tools/llm`` sources it follows (tests/assets/tools_llm: pytorch/TensorRT a
 and its skip on a machine without CUDA.
 
 The decoder is built on the CPU through the FAKE torch_tensorrt (tests/fake_torch_tensorrt.py, whose signatures
-tests/variants/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the save's
-re-export are real, only the engine is a stand-in. Its calls are then judged against the wheel's sources, read
-with ``ast`` (never imported: TensorRT's native libraries cannot be installed here); the saved programs are loaded
-back in a session that must generate eager's tokens and logits.
+tests/variants/test_trt_contract.py holds against the wheel): the export with the static cache, the rewrite and the
+save's re-export are real, only the engine is a stand-in. Its calls are then judged against the wheel's sources, read
+with ``ast`` (never imported: TensorRT's native libraries cannot be installed here); the saved programs are loaded back
+in a session that must generate eager's tokens and logits.
 
 What the port (trtbench/decoders/static_cache.py) is held against in ``tools/llm``: the names of the cache inputs
 (``_k_input``/``_v_input`` after the key and value they cache), the cache's positions axis (dim 2 of every
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,7 +150,8 @@ def test_the_compile_settings_are_tools_llms_as_2_14_names_them(wheel):
     assert "debug" in theirs and "debug" not in named
     assert "use_python_runtime" in theirs and any("`use_python_runtime` is deprecated" in s
                                                   for s in strings(function(wheel, DYNAMO_COMPILE)))
-    (block,) = [c for c in calls_to(run_llm, "arg_parser.add_argument") if ast.unparse(c.args[0]) == "'--min_block_size'"]
+    (block,) = [c for c in calls_to(run_llm, "arg_parser.add_argument")
+                if ast.unparse(c.args[0]) == "'--min_block_size'"]
     fake = fake_trt.make_fake()
     for precision in ("fp32", "fp16", "bf16"):
         ours = compile_settings(fake, precision, "cuda:0")
@@ -182,7 +182,8 @@ def test_the_cache_inputs_outputs_and_axis_are_static_cache_v2s():
     cats = [c for c in calls_to(v2, "gm.graph.create_node") if ast.unparse(c.args[1]) == "torch.ops.aten.cat.default"]
     assert cats and {ast.literal_eval(c.keywords[0].value.elts[1]) if c.keywords and c.keywords[0].arg == "args"
                      else None for c in cats} == {CACHE_DIM}
-    assert "new_outputs = current_outputs + tuple(kv_cache_for_graph)" in ast.unparse(top_function(v2, "add_kv_as_outputs"))
+    add_kv = ast.unparse(top_function(v2, "add_kv_as_outputs"))
+    assert "new_outputs = current_outputs + tuple(kv_cache_for_graph)" in add_kv
     assert "kv_cache_for_graph.extend([new_incoming_key_cache_node, new_incoming_value_cache_node])" in \
         ast.unparse(top_function(v2, "insert_kv_slicing_before_sdpa"))  # key then value, per attention call
     assigned = {ast.unparse(n) for n in ast.walk(top_function(tools_llm("cache_utils.py"), "get_kv_nodes"))
@@ -228,7 +229,8 @@ def test_the_decoder_builds_and_runs_on_the_configured_device(built, monkeypatch
     decoder = get_decoder("trt")
     session = decoder.load(built["artifact"], "cuda:1", 1)
     assert session.device == torch.device("cuda:1") and asked == ["cuda:1"]
-    assert decoder.unavailable_reason(Target(torch.device("cuda:1"), "fp32", "llama")) != "trt needs a CUDA GPU; device is cuda:1"
+    reason = decoder.unavailable_reason(Target(torch.device("cuda:1"), "fp32", "llama"))
+    assert reason != "trt needs a CUDA GPU; device is cuda:1"
 
 
 # --- where it cannot run ------------------------------------------------------------------------

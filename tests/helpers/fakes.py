@@ -1,8 +1,8 @@
 """FAKES of Torch-TensorRT and NVIDIA ModelOpt (neither installs without CUDA) and what the tests build through them.
 
 Torch-TensorRT's fake is tests/fake_torch_tensorrt.py (the real 2.14.0 front-end's argument rules, no engine);
-ModelOpt's here records its calls, with configs shaped as the real presets (tests/quantize/test_modelopt_contract.py holds
-both against the real wheels). The tensors stay on the CPU: the fakes run no engine."""
+ModelOpt's here records its calls, with configs shaped as the real presets (tests/quantize/test_modelopt_contract.py
+holds both against the real wheels). The tensors stay on the CPU: the fakes run no engine."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def fake_modules(recorder: Recorder) -> dict[str, types.ModuleType]:
     trt = types.ModuleType("torch_tensorrt")
     trt.dynamo = types.SimpleNamespace(compile=lambda program, **kwargs: recorder.calls.append(
         ("dynamo.compile", (program,), kwargs)) or program.module())
-    trt.Input = lambda **kwargs: kwargs  # the input specs, as given (tests/variants/test_trt_contract.py holds Input's keywords)
+    # the input specs, as given (tests/variants/test_trt_contract.py holds Input's keywords)
+    trt.Input = lambda **kwargs: kwargs
     modelopt = types.ModuleType("modelopt")
     modelopt.torch = types.ModuleType("modelopt.torch")
     modelopt.torch.quantization = mtq
@@ -143,7 +144,8 @@ def install_fakes(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
 
 
 def build_trt_int8(patch, sensitive: tuple[str, ...] = (), **trt_kwargs):
-    """``trt`` built at int8 from :class:`_SeededNet` through the fakes (tensors stay on the CPU): (built, fake trt, recorder)."""
+    """``trt`` built at int8 from :class:`_SeededNet` through the fakes (tensors stay on the CPU):
+    (built, fake trt, recorder)."""
     trt, recorder = install_fakes(patch, sensitive, **trt_kwargs)
     spec = InputConfig(name="input", min_shape=[1, 3, 8, 8], opt_shape=[2, 3, 8, 8], max_shape=[4, 3, 8, 8])
     spec.validate("inputs[0]")

@@ -14,7 +14,8 @@ import torch
 from helpers.timers import ScriptedCost
 from trtbench.measure.accuracy import elementwise_accuracy
 from trtbench.core.stats import bootstrap_median_ratio, median_ci_halfwidth, summarize
-from trtbench.measure.timing import CAPPED_MIN_ROUNDS, MIN_ROUNDS, RawTiming, TimingSettings, WarmedUp, measure_interleaved
+from trtbench.measure.timing import (CAPPED_MIN_ROUNDS, MIN_ROUNDS, RawTiming, TimingSettings, WarmedUp,
+                                     measure_interleaved)
 
 
 def test_summarize_matches_numpy():

@@ -14,7 +14,8 @@ from trtbench.models.seed_resnet34 import RESNET34_ARGS
 from trtbench.models.study_resnets import STAGE_DEPTHS
 
 # torch.jit.script/trace warn that they are deprecated; trtbench still benchmarks both.
-pytestmark = [pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning"), pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 DEPTHS = sorted(STAGE_DEPTHS)
 EXPECTED_NAMES = (

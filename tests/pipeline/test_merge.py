@@ -20,7 +20,6 @@ from trtbench.results.journal import Journal
 from trtbench.pipeline.merge import merge_runs
 from trtbench.report.sweeps import pareto_plot
 from trtbench.results.resultset import ResultSet
-from helpers.paths import ASSETS, REPO
 
 OTHER_ENV = "0th3rmach1ne"
 
@@ -159,7 +158,8 @@ def test_cases_missing_on_one_machine_are_reported_not_dropped(runs, capsys, tmp
     assert note in stderr and note in (out / "report.md").read_text()
     assert "eager fp32 b1 (1x3x16x16); " in stderr, "missing at every thread count"
     assert "traced fp32 b2 (2x3x16x16) (at 2 of 3 thread counts)" in stderr
-    kept = [r for r in ResultSet.load(out) if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
+    kept = [r for r in ResultSet.load(out)
+            if r.case.variant == "traced" and r.case.point == "b2" and r.case.threads == 3]
     assert len(kept) == 1 and kept[0].environment != OTHER_ENV, "the lone measurement is in the merge"
 
 
@@ -277,7 +277,8 @@ def test_merge_keeps_each_record_whole_and_never_pools_processes_across_runs():
             results.add(record)
         return results
 
-    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]), replicated("traced", np.full(8, 5.0), [1.0] * 3))
+    first = run(replicated("eager", np.full(8, 10.0), [1.0, 1.01, 0.99]),
+                replicated("traced", np.full(8, 5.0), [1.0] * 3))
     again = run(replicated("eager", np.full(8, 12.0), [1.0, 1.02, 0.98], seed=4),
                 replicated("traced", np.full(8, 6.0), [1.0] * 3, seed=5))
     merged, notes = ResultSet.merge([first, again])

@@ -219,7 +219,8 @@ def test_run_profiles_needs_inputs_for_every_shape(model, inputs, tmp_path):
         run_profiles(cfg, [build("eager", model, inputs)], {"opt": inputs}, CPU, tmp_path)
 
 
-BASE = {"name": "t", "model": {"name": "resnet18"}, "inputs": [{"shape": [1, 3, 32, 32]}], "variants": ["eager", "traced"]}
+BASE = {"name": "t", "model": {"name": "resnet18"}, "inputs": [{"shape": [1, 3, 32, 32]}],
+        "variants": ["eager", "traced"]}
 
 
 @pytest.mark.parametrize("profile, where", [
@@ -352,7 +353,8 @@ def test_profile_shapes_a_batch_sweep_does_not_have_are_said_not_dropped(tiny_co
     run_dict(tiny_config)
     profiles = json.loads((tmp_path / "out" / "results.json").read_text())["profiles"][0]["data"]
     assert profiles["variants"]["eager"]["shapes"] == {}
-    assert "profile.shapes opt: not profiled, this run has no such point (its points are b1, b2" in profiles["warnings"][0]
+    warning = profiles["warnings"][0]
+    assert "profile.shapes opt: not profiled, this run has no such point (its points are b1, b2" in warning
 
 
 def test_pipeline_reports_a_profile_precision_it_cannot_run(tiny_config, tmp_path):

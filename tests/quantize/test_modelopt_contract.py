@@ -213,9 +213,10 @@ def test_other_calibration_methods_are_refused_with_the_reason():
 def test_the_fallbacks_candidate_modules_are_the_ones_modelopt_quantizes_weights_of(modelopt_wheel):
     """modelopt/torch/quantization/nn/modules/quant_conv.py:43-181 registers the convolutions and
     quant_linear.py:38 ``nn.Linear``, each with a weight quantizer: WEIGHT_QUANTIZED names exactly those."""
-    sources = {file: modelopt_wheel.read(f"{MTQ}/nn/modules/{file}").decode() for file in ("quant_conv.py", "quant_linear.py")}
-    registered = {name for text in sources.values()
-                  for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Linear")
+    sources = {file: modelopt_wheel.read(f"{MTQ}/nn/modules/{file}").decode()
+               for file in ("quant_conv.py", "quant_linear.py")}
+    modules = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Linear")
+    registered = {name for text in sources.values() for name in modules
                   if f'@QuantModuleRegistry.register({{nn.{name}: "nn.{name}"}})' in text}
     assert registered == {cls.__name__ for cls in modelopt_trt.WEIGHT_QUANTIZED}
 
@@ -224,8 +225,10 @@ def test_the_loaders_modelopt_import_defines_the_quantize_op(modelopt_wheel):
     """A saved INT8 engine's loader imports MODELOPT_IMPORT: the package (its __init__ imports .nn, whose
     quantizers use tensor_quant) defines ``tensorrt::quantize_op`` at tensor_quant.py:224."""
     assert modelopt_trt.MODELOPT_IMPORT == "modelopt.torch.quantization"
-    assert 'torch.library.define(\n        "tensorrt::quantize_op"' in modelopt_wheel.read(f"{MTQ}/tensor_quant.py").decode()
-    assert "from .nn.modules.quant_module import QuantModuleRegistry" in modelopt_wheel.read(f"{MTQ}/__init__.py").decode()
+    tensor_quant = modelopt_wheel.read(f"{MTQ}/tensor_quant.py").decode()
+    assert 'torch.library.define(\n        "tensorrt::quantize_op"' in tensor_quant
+    package = modelopt_wheel.read(f"{MTQ}/__init__.py").decode()
+    assert "from .nn.modules.quant_module import QuantModuleRegistry" in package
 
 
 def test_the_trt_variants_int8_build_passes_only_named_parameters_of_dynamo_compile(wheel, monkeypatch):  # noqa: F811

@@ -18,8 +18,12 @@ def calls_per_round():
         r = row.record
         return len(r.samples_ms) / len(r.rounds) if r.timed else None
 
-    column_set = register(ColumnSet("calls_per_round", columns=(Column("calls/round", lambda row: "" if per_round(row) is None else f"{per_round(row):.1f}"),),
-                                    fields=("calls_per_round",), values=lambda row: {"calls_per_round": per_round(row)}))
+    def text(row):
+        return "" if per_round(row) is None else f"{per_round(row):.1f}"
+
+    column_set = register(ColumnSet("calls_per_round", columns=(Column("calls/round", text),),
+                                    fields=("calls_per_round",),
+                                    values=lambda row: {"calls_per_round": per_round(row)}))
     yield column_set
     unregister(column_set.name)
 
@@ -30,7 +34,8 @@ def test_a_column_set_in_one_file_is_a_column_everywhere(calls_per_round):
     assert header.endswith("| calls/round |")
     assert "calls/round" in text_table(results).splitlines()[0]
     csv_rows = list(csv.DictReader(io.StringIO(csv_text(results))))
-    assert {row["variant"]: row["calls_per_round"] for row in csv_rows} == {"eager": "3.0", "traced": "3.0", "scripted": ""}
+    assert {row["variant"]: row["calls_per_round"] for row in csv_rows} == {"eager": "3.0", "traced": "3.0",
+                                                                            "scripted": ""}
     assert "| 3.0 |" in markdown_table(results)
     assert csv_columns()[-2:] == ("calls_per_round", "fastest")
 
@@ -68,6 +73,7 @@ def test_ort_cuda_rows_are_read_by_host_time_and_the_report_says_why():
     results.add(record("ort_cuda", 8.0, device_rounds=device, build={"info": {"providers": used}}))
     results.add(record("ort", 9.0, build={"info": {"providers": ["CPUExecutionProvider"]}}))  # on the CPU: no note
     notes = [line for line in markdown_table(results).splitlines() if "stream of its own" in line]
-    assert len(notes) == 1 and notes[0].startswith("- ort_cuda fp32: ONNX Runtime's CUDA provider") and "host" in notes[0]
+    assert len(notes) == 1 and "host" in notes[0]
+    assert notes[0].startswith("- ort_cuda fp32: ONNX Runtime's CUDA provider")
     medians = {row["variant"]: row["device_median_ms"] for row in csv.DictReader(io.StringIO(csv_text(results)))}
     assert medians == {"eager": "0.5", "ort_cuda": "", "ort": ""}

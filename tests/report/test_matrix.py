@@ -31,7 +31,8 @@ def record(variant, batch, median, p99, env="A", model="m", status="ok", accurac
 
 
 def result_set(*records: Record) -> ResultSet:
-    results = ResultSet(environments={env: {"id": env, "cpu": f"cpu-{env}"} for env in {r.environment for r in records}})
+    environments = {r.environment for r in records}
+    results = ResultSet(environments={env: {"id": env, "cpu": f"cpu-{env}"} for env in environments})
     for r in records:
         results.add(r)
     return results

@@ -4,7 +4,6 @@ come as data, and the writer alone saves them."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -39,7 +38,8 @@ def served(r: Record) -> ServedCase:
     summary = parse_summary(SUMMARY_INVALID)
     runs = tuple(LoadGenRun(qps, 0, summary, True, (10.0,), {1: 1}, 0, f"serving/x/r0-s{i}")
                  for i, qps in enumerate((40.0, 60.0)))
-    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(60.0,),
+    result = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99,
+                           peaks=(60.0,),
                            runs=runs, log_dir="serving/x")
     return ServedCase(r.case.key, r.environment, (result,))
 
@@ -116,7 +116,8 @@ def speedups(by_variant: dict[str, float]) -> ResultSet:
         for variant, speedup in {"eager": 1.0, **by_variant}.items():
             case = Case(model="m", variant=variant, precision="fp32", point=point, input_shapes=((batch, 3, 8, 8),),
                         threads=2, device="cpu")
-            results.add(Record(case=case, environment="env", rounds=[[10.0 / speedup * f for f in (0.98, 1.0, 1.03)]] * 4))
+            results.add(Record(case=case, environment="env",
+                               rounds=[[10.0 / speedup * f for f in (0.98, 1.0, 1.03)]] * 4))
     return results
 
 

@@ -77,7 +77,8 @@ def test_a_scenario_that_raises_stops_the_run_with_exit_1_and_invents_no_rows(ta
 def test_a_killed_toy_run_resumes_keeping_its_journaled_parts(tally, tiny_config, write_config, tmp_path,
                                                              subprocess_env):
     out = tmp_path / "out"
-    env = {**subprocess_env, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(TESTS), subprocess_env["PYTHONPATH"]])}
+    env = {**subprocess_env,
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(TESTS), subprocess_env["PYTHONPATH"]])}
     script = ("import sys, test_scenario_plugin as t; t.register_tally(); "
               "from trtbench.cli import main; sys.exit(main(sys.argv[1:]))")
     yaml_config = write_config(tally_config(tiny_config, out, pause_s=3), "tally.yaml")

@@ -68,7 +68,8 @@ def test_a_torch_tensorrt_that_fails_to_import_is_a_skip_reason(cuda_present, mo
 
 
 def test_cpu_device_is_refused_even_with_cuda(cuda_present, fake):
-    assert get_variant("trt").unavailable_reason(Target(CPU, "fp32")) == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
+    reason = get_variant("trt").unavailable_reason(Target(CPU, "fp32"))
+    assert reason == "Torch-TensorRT needs a CUDA device, this run uses 'cpu'"
 
 
 def test_available_with_cuda_and_torch_tensorrt(cuda_present, fake):
@@ -250,7 +251,8 @@ def test_options_schema_rejects_bad_values():
         from_dict(DynamoOptions, {"optimization_level": 6}, "variants[1].trt")
     with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]: 'aten::add' is not an ATen overload name"):
         from_dict(DynamoOptions, {"torch_executed_ops": ["aten::add"]}, "variants[1].trt")
-    with pytest.raises(UserInputError, match=r"torch_executed_ops\[0\]: '.*' is not a TorchScript op name\n.*'aten::add'"):
+    with pytest.raises(UserInputError,
+                       match=r"torch_executed_ops\[0\]: '.*' is not a TorchScript op name\n.*'aten::add'"):
         from_dict(TorchScriptOptions, {"torch_executed_ops": ["torch.ops.aten.add.Tensor"]}, "variants[1].trt_traced")
     with pytest.raises(UserInputError, match="require_full_compilation"):
         from_dict(TorchScriptOptions, {"require_full_compilation": True, "torch_executed_ops": ["aten::add"]}, "v")
@@ -392,7 +394,8 @@ def test_fx_segments_counts_trt_and_pytorch_segments():
     b = graph.call_module("_run_on_gpu_1", (a,))
     c = graph.call_module("_run_on_acc_2", (b,))
     graph.output(c)
-    gm = torch.fx.GraphModule({"_run_on_acc_0": torch.nn.Identity(), "_run_on_gpu_1": torch.fx.symbolic_trace(TorchPart()),
+    gm = torch.fx.GraphModule({"_run_on_acc_0": torch.nn.Identity(),
+                               "_run_on_gpu_1": torch.fx.symbolic_trace(TorchPart()),
                                "_run_on_acc_2": torch.nn.Identity()}, graph)
     assert fx_segments(gm) == {"trt_segments": 2, "torch_segments": 1, "torch_ops": 2}
 

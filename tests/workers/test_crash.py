@@ -96,7 +96,8 @@ def _stopped_by(signum: int, smoke: Path, env: dict, out: Path) -> subprocess.Co
 
 def test_sigint_and_sigterm_still_stop_the_run(smoke, subprocess_env, tmp_path):
     config = yaml.safe_load(smoke.read_text())
-    config["benchmark"].update(warmup_s=600)  # a run the signal must stop: it cannot end first, however busy the machine
+    # a run the signal must stop: it cannot end first, however busy the machine
+    config["benchmark"].update(warmup_s=600)
     smoke.write_text(yaml.safe_dump(config))
     interrupted = _stopped_by(signal.SIGINT, smoke, subprocess_env, tmp_path / "int")
     assert interrupted.returncode == 130, interrupted.stderr

@@ -113,7 +113,8 @@ def test_a_worker_that_crashes_cannot_build_or_hangs_is_an_error_the_others_surv
     checked = ready["marks"].check("p")
     assert checked.output.shape == (256,), "the parent got the output"
     assert freed() == ["1"], "the worker freed the check's output before answering"
-    with pytest.raises(WorkerError, match=r"crash's worker died .*exit code 7.*last output:\n.*fatal error in kernel 3"):
+    with pytest.raises(WorkerError,
+                       match=r"crash's worker died .*exit code 7.*last output:\n.*fatal error in kernel 3"):
         ready["crash"].block("p", 1)
     assert len(ready["marks"].block("p", 3).host_ms) == 3
     assert freed() == ["1", "2", "3", "4"]
@@ -141,7 +142,8 @@ def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplot
     config = config_from_dict(tiny_config)
     (group,) = resolve(config).groups
     recipe = VariantRecipe.for_group(config, group, "eager", "fp32", Path("payload.pt"), CPU)
-    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; pickle.loads(sys.stdin.buffer.read()); "
+    script = ("import pickle, sys; from trtbench.workers.loop import worker_main; "
+              "pickle.loads(sys.stdin.buffer.read()); "
               "print(sorted(m for m in sys.modules if m.startswith(('trtbench.config', 'matplotlib'))))")
     out = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(recipe), capture_output=True,
                          env=subprocess_env, check=True)

@@ -77,7 +77,8 @@ def test_the_processes_of_every_variant_take_the_rounds_in_turn(runs):
         assert len(set(record.round_ids)) == len(record.round_ids)  # a round holds one block of the variant
         first = record.round_ids[0]
         assert record.processes == [(r - first) % 3 for r in record.round_ids], record.processes  # in turn
-        assert sum(len(block) for block, p in zip(record.rounds, record.processes) if p == 0) == 60  # fixed: per process
+        # fixed: per process
+        assert sum(len(block) for block, p in zip(record.rounds, record.processes) if p == 0) == 60
         facts = record.metrics["processes"]
         assert [f["process"] for f in facts] == [0, 1, 2]
         assert len({f["pid"] for f in facts}) == 3 and len({f["hash_seed"] for f in facts}) == 3

@@ -1,1 +1,2 @@
-"""Deployable artifacts: the accuracy-gated store with its manifest, publishing a build, and the fresh-process verify."""
+"""Deployable artifacts: the accuracy-gated store with its manifest, publishing a build, and the fresh-process
+verify."""

@@ -220,7 +220,8 @@ class _BuiltOutputs:
         """(inputs, output of the built variant) at ``label``."""
         if label not in self._outputs:
             with torch.inference_mode():
-                self._outputs[label] = self.variant.run(self.built, self.variant.prepare(self.built, self.inputs[label]))
+                self._outputs[label] = self.variant.run(self.built,
+                                                        self.variant.prepare(self.built, self.inputs[label]))
         return self.inputs[label], self._outputs[label]
 
     def runs(self) -> dict[str, tuple]:

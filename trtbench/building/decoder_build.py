@@ -11,8 +11,7 @@ worker's pid and the file to write the result to). The child builds with the dec
 dies with the worker (``PR_SET_PDEATHSIG``), so a worker killed mid-build leaves no build behind. A build that fails
 raises :class:`DecoderBuildError` with the end of the child's output (its traceback last).
 
-``build_peak_rss_mb`` is the larger of the child's RSS high-water mark (VmHWM: the interpreter, its imports and the
-build) and ``getrusage(RUSAGE_CHILDREN)``'s ``ru_maxrss`` of the processes it ran.
+More: docs/generate.md, "Module notes", trtbench/building/decoder_build.py.
 """
 
 from __future__ import annotations

@@ -5,15 +5,7 @@ so that it holds only what the decoder deploys, and warms up on each request it 
 the build's own peak resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``,
 VmRSS).
 
-The worker's calls (:meth:`DecoderRecipe.materialize`), each made by the parent through the worker's ``check``
-request (one untimed call, its output sent back with the call's peak memory): a label of ``requests`` is one
-generation request through the one harness (:func:`trtbench.measure.token_timing.timed_request`), returning its
-timestamps, its tokens and the session's facts at that moment; ``logits`` is the teacher-forced logits of
-``teacher``. A recipe with ``engine_batch`` (an LLM server's worker under continuous batching) loads the decoder's
-continuous-batching engine instead (:meth:`~trtbench.decoders.base.Decoder.load_engine`), warms it up on each
-request alone, and has one call, ``engine``, that the worker's ``admit`` requests make
-(:func:`trtbench.measure.engine_timing.serve_engine`). The worker is a fresh process, so its load time and its first
-request's time to first token are the artifact's cold start (``cold_start`` in its facts).
+More: docs/generate.md, "Module notes", trtbench/building/decoder_recipe.py.
 """
 
 from __future__ import annotations

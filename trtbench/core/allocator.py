@@ -1,28 +1,6 @@
 """The memory allocator a timed process runs with: a stated state, set in its environment when it starts.
 
-PyTorch's CPU deployment tools set it on purpose (``torch.backends.xeon.run_cpu`` and ``ipexrun``
-preload jemalloc or TCMalloc), and it changes what a variant costs: glibc hands blocks above its mmap
-threshold back to the OS on free, and a process that does so faults them in again on every call
-(thousands of page faults per call), while another whose allocation history raised the threshold
-does not. So every worker process (timing, serving, verify) starts in the state
-``benchmark.allocator`` names, and its rows say which:
-
-- ``default``: glibc as a fresh deployment starts: none of the knobs below set (the parent's
-  ``LD_PRELOAD`` and ``MALLOC_*`` tunables are removed from the worker's environment);
-- ``tuned``: glibc with a fixed mmap threshold and trim threshold (:data:`TUNED`), so buffers up to
-  the threshold come from the heap and stay there;
-- ``jemalloc``, ``tcmalloc``: the library preloaded (``LD_PRELOAD``); where it is not installed the
-  rows are skipped with the install line.
-
-glibc's state is not only its settings: its mmap threshold starts at 128 KiB and rises to the size of
-the largest mmapped block freed so far (up to 32 MiB), and its trim threshold to twice that. A process
-whose start-up freed a large block (say, weights it loaded and copied) keeps per-call buffers that a
-fresh deployment hands back to the OS, and so runs without the page faults the deployment pays on
-every call. :func:`mmap_threshold` reads that state without changing it, so a timed process can state
-what its start-up left (the workers load their payload file-backed, ``torch.load(mmap=True)``, so
-that only what the variant's own load, build and first calls do moves it, as in a deployment). Nor
-does a timed process keep blocks a deployment would not: one block left where a call's buffers were
-(say, a kept output) keeps them from the top of the heap, and spares calls the trim a deployment pays.
+More: docs/measuring.md, "Module notes", trtbench/core/allocator.py.
 """
 
 from __future__ import annotations

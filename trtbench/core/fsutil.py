@@ -116,7 +116,8 @@ def require_readable_file(path: str, key: str) -> Path:
 
     p = Path(path).expanduser()
     if not p.is_file():
-        raise UserInputError(key, f"file not found: {p}", "check the path (relative paths resolve from the current directory)")
+        raise UserInputError(key, f"file not found: {p}",
+                             "check the path (relative paths resolve from the current directory)")
     try:
         with p.open("rb") as fh:
             fh.read(1)

@@ -1,23 +1,6 @@
 """The CPU deployment knobs a timed process starts with: its allocator, its OpenMP runtime, its core binding.
 
-PyTorch's CPU launcher (``python -m torch.backends.xeon.run_cpu``), Intel's ``ipexrun`` and TorchServe's
-CPU launcher set these on purpose, and each changes what a variant costs, so every worker process
-(timing, serving, the fresh-process verify) starts with the :class:`Knobs` of its build group, and its
-rows say which:
-
-- ``allocator`` (:mod:`trtbench.core.allocator`): ``default`` (glibc as a fresh deployment starts),
-  ``tuned``, ``jemalloc``, ``tcmalloc``;
-- ``openmp``: ``default``, the OpenMP runtime PyTorch's wheel links (GNU libgomp), or ``intel``, Intel's
-  libiomp5 preloaded in its place (``pip install intel-openmp``), as ``run_cpu --enable-iomp`` does;
-- ``binding``: ``none`` (the OS places threads), or ``cores``: the process bound to cores of its own
-  (``sched_setaffinity``, which binds every runtime's threads: OpenMP's, ONNX Runtime's, OpenVINO's
-  TBB) and each OpenMP thread to one of them (``OMP_PROC_BIND=close``, ``OMP_PLACES`` the cores;
-  ``KMP_AFFINITY=granularity=fine,compact,1,0`` with Intel's runtime), as ``run_cpu`` binds with
-  ``numactl``/``taskset``. The n-th process of a pool that runs at once (a server's workers) gets the
-  n-th set of cores.
-
-A knob's unavailable setting (a library not installed, more cores asked than the process may use) gives
-the reason with the fix, and the group's rows are skipped with it.
+More: docs/measuring.md, "Module notes", trtbench/core/knobs.py.
 """
 
 from __future__ import annotations

@@ -83,7 +83,8 @@ class OutputDir:
 
 def _busy(path: Path, key: str) -> UserInputError:
     return UserInputError(key, f"another trtbench run is writing to '{path}'",
-                          "wait for it to finish, or give this run its own --output (each shard needs its own directory)")
+                          "wait for it to finish, or give this run its own --output "
+                          "(each shard needs its own directory)")
 
 
 def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str = "output.dir") -> dict[str, Path]:

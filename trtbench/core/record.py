@@ -142,7 +142,8 @@ class Record:
     def to_dict(self) -> dict:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
-                "device_rounds": self.device_rounds, "block_process": self.block_process, "block_round": self.block_round,
+                "device_rounds": self.device_rounds, "block_process": self.block_process,
+                "block_round": self.block_round,
                 "stopped_by": self.stopped_by, "parity": self.accuracy,
                 "build": self.build, "metrics": self.metrics, "warnings": self.warnings, "run_id": self.run_id}
 

@@ -1,21 +1,9 @@
 """The machine's regimes: stretches of a point's rounds in which every process of every variant ran at one speed.
 
-A machine can switch between speeds that every process shares at the same moment (on a 2-core Zen 4 VM, eager
-resnet18 at 23.5 and 28.5 ms per call, for seconds to minutes: docs/measuring.md). Pairing by round cancels that
-shift for a speedup, but not what it does to one variant more than another: a speedup can differ between regimes,
-and a run reports the regime most of its rounds fell in. So each point's rounds are split where their *common
-factor* changes level:
+Each point's rounds are split where their common factor (every block's log median less its own process's) changes
+level: change points by PELT (``ruptures``), neighbouring regimes closer than MIN_SHIFT joined.
 
-- per round, the median over every block of every process of every variant of log(block median) minus the log
-  median of that block's own process (each process's own offset and each variant's speed removed);
-- change points of that series by PELT (``ruptures``) with an L1 cost (medians, so a single slow round does not
-  split it), a penalty of PENALTY x sigma x log(n), sigma the noise of the series from its successive differences
-  (a median absolute deviation, which level shifts barely move), regimes at least MIN_REGIME_ROUNDS rounds long;
-- neighbouring regimes whose levels differ by less than MIN_SHIFT are joined: a regime is a change a reader
-  should know of.
-
-Long series are binned to at most MAX_POINTS medians of consecutive rounds first (PELT here is quadratic); a
-change point is then found to within a bin.
+More: docs/measuring.md, "Module notes", trtbench/core/regimes.py.
 """
 
 from __future__ import annotations
@@ -154,7 +142,7 @@ def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
         inside = range(regime.start, regime.end + 1)
         base_in, this_in = base.only_rounds(inside), this.only_rounds(inside)
         common = set(base_in.rounds) & set(this_in.rounds)
-        out.append(speedup_interval(base_in, this_in, between_var, processes=processes) if common else None)
+        out.append(speedup_interval(base_in, this_in, between_var, resample_processes=processes) if common else None)
     return out
 
 

@@ -82,11 +82,13 @@ def convert(value: Any, tp: Any, path: str) -> Any:
         return from_dict(tp, value, path)
     if origin is list:
         if not isinstance(value, list):
-            raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"write '{path}' as a YAML list, e.g. [1, 2]")
+            raise UserInputError(path, f"expected {describe(tp)}, got {value!r}",
+                                 f"write '{path}' as a YAML list, e.g. [1, 2]")
         return [convert(item, args[0], join(path, i)) for i, item in enumerate(value)] if args else list(value)
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
-            raise UserInputError(path, f"expected a mapping, got {value!r}", f"write '{path}' as a YAML mapping of key: value")
+            raise UserInputError(path, f"expected a mapping, got {value!r}",
+                                 f"write '{path}' as a YAML mapping of key: value")
         return dict(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -110,7 +112,8 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise UserInputError(where, f"expected a mapping, got {data!r}", f"write '{where}' as a YAML mapping of key: value")
+        raise UserInputError(where, f"expected a mapping, got {data!r}",
+                             f"write '{where}' as a YAML mapping of key: value")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
     owner: dict[str, str | None] = {}  # key -> the inline field that takes it (None: the field of that name)

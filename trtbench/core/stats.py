@@ -1,19 +1,6 @@
 """Statistics derived from raw per-iteration samples (the samples themselves are kept too).
 
-The figures a report gives for a record are over its blocks (:class:`BlockSeries`: each block's median, with the
-replicate process that timed it and its global round), and each interval says which level of luck it covers:
-
-- :func:`median_interval` (the median's "±x%"): the rounds and the processes of one variant;
-- :func:`speedup_interval` (a speedup over eager, over eager at the same precision, INT8 over its own fp32): the
-  median of the rounds' paired ratios; the rounds both sides were timed in, resampled together (paired against
-  drift), and each side's processes on their own; with ``processes=False`` the rounds of these very processes only
-  (two regimes of one run);
-- :func:`unpaired_interval` (two runs in ``trtbench compare``, two settings of the knobs): each side's rounds and
-  processes on its own, nothing paired;
-- with one process and no pooled between-process variance, each covers that one process's rounds.
-
-:func:`summarize`'s ``median_ci_rel`` treats every call as independent (an order-statistic interval of the pooled
-calls); it describes a series of calls (the interference check, a profile), not a record's median.
+More: docs/measuring.md, "Module notes", trtbench/core/stats.py.
 """
 
 from __future__ import annotations
@@ -97,7 +84,7 @@ class Interval:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def at(self, value: float) -> "Interval":
+    def with_value(self, value: float) -> "Interval":
         """This interval about ``value`` instead (the same statistic over calls rather than blocks, say), widened
         to hold it."""
         return Interval(value, min(self.low, value), max(self.high, value))
@@ -189,7 +176,7 @@ def pooled_between_variance(series) -> float | None:
     return weighted / dof if dof else None
 
 
-def _topup_variance(series: BlockSeries, between_var: float | None) -> float:
+def _process_variance_shortfall(series: BlockSeries, between_var: float | None) -> float:
     """The variance (log scale) of a normal offset added to each draw of the series' log median, so that its
     process level carries max(own, pooled) / processes where its own is not resolved (what resampling its own
     processes carries, own x (P - 1) / P / P, is left out). 0 where the row's own is resolved or none is known."""
@@ -230,11 +217,12 @@ def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
 
 
 def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: int,
-               processes: bool = True) -> np.ndarray:
+               resample_processes: bool = True) -> np.ndarray:
     """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale): each value weighs how often the
     draw picked its round (round indices resampled once per draw) times, for each of ``process_columns`` (each
     value's process on one side), how often it picked that process (each column's processes resampled on their
-    own; each once where not ``processes``: these very processes), plus a normal offset of sd ``topup``."""
+    own; each once where not ``resample_processes``: these very processes), plus a normal offset of sd
+    ``topup``."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(rounds)
     process_codes = [_codes(column) for column in process_columns]
@@ -242,7 +230,7 @@ def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: 
     for done in range(0, BOOTSTRAP_SAMPLES, _DRAWS_PER_CHUNK):
         draws = min(_DRAWS_PER_CHUNK, BOOTSTRAP_SAMPLES - done)
         factors = [(round_codes, _resample_counts(rng, draws, round_count))]
-        factors += [(codes, _resample_counts(rng, draws, count) if processes
+        factors += [(codes, _resample_counts(rng, draws, count) if resample_processes
                      else np.ones((draws, count), dtype=np.int32)) for codes, count in process_codes]
         chunks.append(_weighted_medians(values, factors) + rng.normal(size=draws) * topup)
     return np.concatenate(chunks)
@@ -251,7 +239,7 @@ def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: 
 def _median_draws(series: BlockSeries, between_var: float | None, seed: int) -> np.ndarray:
     """Bootstrap draws of the series' log median: its rounds and its processes resampled, plus its top-up."""
     return _bootstrap(np.log(np.asarray(series.medians, dtype=np.float64)), series.rounds, [series.processes],
-                      math.sqrt(_topup_variance(series, between_var)), seed)
+                      math.sqrt(_process_variance_shortfall(series, between_var)), seed)
 
 
 def _interval(value: float, log_draws: np.ndarray) -> Interval:
@@ -291,13 +279,13 @@ def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]
 
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
-                     seed: int = 0, processes: bool = True) -> Interval:
+                     seed: int = 0, resample_processes: bool = True) -> Interval:
     """The speedup of ``this`` over ``base``, paired by round: the median over the rounds both were timed in of the
     round's ratio (base block over this block; the median of every such pair where a round holds several blocks
     of a side), with its two-level 95% interval: round indices resampled once per draw and shared by both sides,
     each side's processes resampled independently (a pair weighs its round's count times each block's process
-    count), topped up as in :func:`median_interval`. ``processes=False``: the rounds alone, these very processes
-    held (what two stretches of one run timed by the same processes differ by: :mod:`trtbench.core.regimes`).
+    count), topped up as in :func:`median_interval`. ``resample_processes=False``: the rounds alone, these very
+    processes held (what two stretches of one run timed by the same processes differ by: :mod:`trtbench.core.regimes`).
 
     Paired, the blocks a round's ratio compares ran side by side, so the machine's speed moving between rounds
     cancels from each ratio; the ratio of the two sides' medians does not cancel it, and on a VM whose speed moved
@@ -310,9 +298,10 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     common = np.unique(rounds)
     if common.size < 3:
         return Interval(value, -math.inf, math.inf)
-    topup = math.sqrt(sum(_topup_variance(s.only_rounds(common), between_var) for s in (base, this))
-                      if processes else 0.0)
-    return _interval(value, _bootstrap(ratios, rounds, [base_processes, this_processes], topup, seed, processes))
+    topup = math.sqrt(sum(_process_variance_shortfall(s.only_rounds(common), between_var) for s in (base, this))
+                      if resample_processes else 0.0)
+    draws = _bootstrap(ratios, rounds, [base_processes, this_processes], topup, seed, resample_processes)
+    return _interval(value, draws)
 
 
 def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,

@@ -1,38 +1,6 @@
 """OpenVINO GenAI on the CPU: ``LLMPipeline`` on a stateful OpenVINO IR of the model.
 
-Export route: OpenVINO's own ``ov.convert_model`` on the transformers model, not optimum-intel. optimum-intel 2.2.0
-(the current release) pins ``transformers<5.6`` and would downgrade the project's transformers 5.24, so the IR is
-made here the way optimum-intel makes it (``optimum/exporters/openvino/stateful.py``): the model is traced with its
-KV cache as explicit inputs and outputs (``past_key_values.{i}.key``/``.value`` -> ``present.{i}.key``/``.value``,
-an SDPA attention, which OpenVINO converts to its ScaledDotProductAttention op), a ``beam_idx`` input gathers the
-cache rows, ``openvino._offline_transformations.apply_make_stateful_transformation`` turns the cache into states,
-and each state starts as zeros sized by the batch. int8/int4 are NNCF's weight compression of that IR
-(``INT8_ASYM``; ``INT4_SYM`` with groups of 32 on every layer NNCF compresses to 4 bits, as onnxruntime-genai's
-builder does by default, NNCF keeping the embedding and the last layer in 8 bits); bf16 is the fp32 IR run with
-the CPU plugin's bf16 inference precision, where the CPU has bf16 units. Weights are saved uncompressed
-(``save_model`` would store fp16 by default). The folder's tokenizer, when it has one, is converted with
-openvino_tokenizers next to the model; the pipeline is fed token ids, so it does not need one.
-
-Load: ``LLMPipeline(folder, "CPU", ...)`` with its default PagedAttention backend and latency-oriented scheduler, but
-prefix caching off (the pipeline turns it on by default, and a repeated prompt would then skip its prefill), the
-thread count, and the compute and KV-cache precisions of the row (f32 for fp32/int8/int4, bf16 for bf16: the
-plugin's defaults would be bf16 compute on a CPU with bf16 units and a u8 cache). CPU pinning stays at the
-plugin's default.
-
-Generate: ``GenerationConfig(max_new_tokens=min_new_tokens=new, ignore_eos=True, do_sample=False)`` (the runtime
-masks EOS until ``min_new_tokens``, as transformers does). At batch 1 a token streamer calls ``stamp()`` per token;
-OpenVINO GenAI streams only at batch 1, so at a larger batch ``stamp`` is not called, ``facts["per_token_times"]``
-says "from runtime metrics", and :meth:`OpenVinoGenAISession.step_times` gives each step's time from the
-pipeline's raw performance metrics.
-
-Continuous batching (LLM serving's ``batching: {mode: continuous}``, :meth:`OpenVinoGenAI.load_engine`): a
-``ContinuousBatchingPipeline`` on the same IR with the same CPU properties and scheduler settings, ``max_num_seqs``
-set to the batch's room; each query is ``add_request``-ed with the same greedy GenerationConfig, and after each
-``step()`` every handle that ``can_read()`` gives its new token ids. Its KV cache (``cache_size`` 0) grows as needed,
-as the LLMPipeline's does.
-
-Teacher-forced logits: OpenVINO Core compiles the same IR, and a fresh infer request runs the whole sequence
-(its states reset, ``beam_idx`` 0).
+More: docs/generate.md, "Module notes", trtbench/decoders/openvino_genai.py.
 """
 
 from __future__ import annotations

@@ -7,13 +7,7 @@ next to the model). int8 and int4 are the builder's weight-only MatMulNBits quan
 builder writes (``genai_config.json``, ``model.onnx`` and its external data, the tokenizer), with the thread count
 written into the decoder's session options.
 
-Generate: ``GeneratorParams`` with greedy search and ``min_length = max_length = prompt + new``, so the run has
-exactly ``new`` steps (the runtime masks EOS until ``min_length``, as transformers' ``min_new_tokens`` does);
-``append_tokens`` runs the prefill, and each ``generate_next_token`` yields one token per sequence (the first one
-samples the prefill's logits, the later ones run one decode step), stamped as it returns.
-
-Teacher-forced logits: the generator's own ``logits`` output after appending the whole sequence (the builder's
-graph returns the logits of every appended position).
+More: docs/generate.md, "Module notes", trtbench/decoders/ort_genai.py.
 """
 
 from __future__ import annotations

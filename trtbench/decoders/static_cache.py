@@ -10,21 +10,7 @@ caches as two new graph inputs at the cache's full static shape, writes the step
 before attending, and returns the updated caches as outputs after the logits (key then value, layer by layer);
 the model's own attention mask is dropped and replaced by causality over the cache.
 
-Where this differs from ``tools/llm``, and why:
-
-* The write position is the ``position_ids`` input (a tensor), not two integer inputs ``start_idx``/``end_idx``:
-  ``torch_tensorrt.save`` 2.14.0 accepts only tensors (or ``Input``) as ``arg_inputs`` (``_compile.py`` ``save``),
-  so a program with integer inputs cannot be saved as the artifact. The write is therefore
-  ``index_copy(cache, 2, positions, new)`` (the 2.14.0 wheel converts ``aten.index_copy``: ``impl/index_copy.py``)
-  in place of ``tools/llm``'s ``cat(cache[:, :, :start_idx], new, cache[:, :, end_idx:])``.
-* Attention reads the whole static cache under an explicit mask (a key at position ``j`` is seen by a query at
-  position ``p`` where ``j <= p``), not ``is_causal=True`` over the keys so far: ``tools/llm`` relies on its own
-  attention converter (``torchtrt_ext/sdpa_converter.py``: causal where the query and key lengths are equal, no
-  mask otherwise), whereas the explicit mask means the same in PyTorch and TensorRT, so the rewritten program is
-  checked against the model on the CPU (tests/decoders/test_trt_static_cache.py).
-* The rewrite runs on the exported program before compiling, and the result is exported again, rather than as a
-  lowering pass registered inside ``torch_tensorrt`` (``@_aten_lowering_pass``): the program TensorRT compiles
-  and the one saved then take the caches as ordinary inputs, and nothing global is registered.
+More: docs/generate.md, "Module notes", trtbench/decoders/static_cache.py.
 """
 
 from __future__ import annotations

@@ -10,14 +10,7 @@ saved by ``torch_tensorrt.save`` as an ExportedProgram, ``trt-<precision>-b<batc
 ``trt-<precision>.json``, which lists those files. Load: ``import torch_tensorrt`` (it registers the engine op),
 then ``torch.export.load`` of each file, so the programs timed are the saved ones.
 
-Generate, as ``generate_with_static_cache``: the prefill of the prompt at positions ``0..P-1``, then one call per
-token at its position, each call given the caches the previous one returned; greedy through
-:func:`~trtbench.decoders.torch_model.greedy_loop`, which stamps each step. A request starts from the caches the
-last one left: attention reads only positions up to the query's own, all written earlier in the same request, so
-nothing needs zeroing. Teacher-forced logits: the prefill of the whole sequence.
-
-Where it runs: a CUDA device with ``torch_tensorrt`` importable (else ``skipped``, with the reason), at fp32,
-fp16 (``use_fp32_acc``, as ``tools/llm`` sets for FP16) or bf16.
+More: docs/tensorrt.md, "Module notes", trtbench/decoders/trt.py.
 """
 
 from __future__ import annotations
@@ -117,8 +110,9 @@ class TensorRTSession:
 
     def _module(self, batch: int, length: int):
         if (batch, length) not in self.modules:
-            raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, not ({batch}, {length}): "
-                             f"its engines have a static cache, built for the shapes the run's points need")
+            raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, "
+                             f"not ({batch}, {length}): its engines have a static cache, built for the shapes "
+                             "the run's points need")
         return self.modules[batch, length]
 
     def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

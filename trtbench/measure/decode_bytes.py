@@ -1,19 +1,6 @@
 """The bytes a causal LM's decode step reads: its weights as deployed at the row's precision, plus its KV cache.
 
-A decode step at a small batch reads every weight once (whatever the batch) and the whole KV cache of every
-sequence, and little else, so those bytes over the step's time are the memory bandwidth it achieved. Counted:
-
-* weights: every matmul weight (each ``nn.Linear``'s, the LM head's included) and the other parameters (norms,
-  biases); the input embedding is left out, as a step reads only its tokens' rows of it (where the LM head
-  shares it, it is the LM head's weight and counted). fp32: 4 bytes each, bf16: 2. Weight-only int8/int4 are
-  counted as deployed, approximately: each matmul weight at 1 or 0.5 byte plus a 4-byte scale per block of
-  :data:`QUANT_BLOCK` weights (onnxruntime-genai's builder: symmetric, block 32; NNCF's int4 uses groups of 32,
-  its int8 one scale and zero point per channel, and it keeps the LM head at 8 bits), the other parameters at
-  fp32;
-* the KV cache: keys and values of every layer, ``2 x layers x kv_heads x head_dim x positions x batch`` elements
-  of 2 bytes at bf16 (and fp16), else 4 (weight-only int8/int4 keep an fp32 cache), at a step's KV position. Decode step
-  ``i`` (``i`` from 1 to ``new - 1``, making token ``i + 1`` of ``new``) attends over ``prompt + i`` positions, its
-  own included, so the mean over a request's steps is ``prompt + new / 2`` positions.
+More: docs/generate.md, "Module notes", trtbench/measure/decode_bytes.py.
 """
 
 from __future__ import annotations

@@ -106,7 +106,8 @@ class RaplCounter:
             self.zones = [_Zone(p / "energy_uj", int((p / "max_energy_range_uj").read_text()),
                                 int((p / "energy_uj").read_text())) for p in packages]
         except OSError as err:  # energy_uj is root-only on kernels since 5.10 (a side channel: CVE-2020-8694)
-            raise NoCounter(f"RAPL's counters under {root} cannot be read here ({err.strerror}: {err.filename})") from None
+            raise NoCounter(f"RAPL's counters under {root} cannot be read here "
+                            f"({err.strerror}: {err.filename})") from None
 
     def joules(self) -> float:
         return sum(zone.read() for zone in self.zones) / 1e6

@@ -1,21 +1,12 @@
 """Interleaved, synchronized timing of the variants of one shape point.
 
-The variants of a point are timed in rounds: each round runs a short block of calls of every
-variant, in an order that rotates from round to round. Drift of a shared machine (other load,
-clock changes, the first seconds of a process running slow) then hits every variant alike, and
-the paired rounds give each speedup a confidence interval (:func:`trtbench.core.stats.speedup_interval`).
-Every call is timed on its own with ``perf_counter_ns``, synchronized on CUDA, where CUDA events
-also time it on the device. The raw samples are the measurement; stats are derived elsewhere.
-
-A variant is timed through a :class:`BlockTimer`: in this process (:class:`CallTimer`) or in its
-own worker process (:class:`trtbench.workers.loop.WorkerTimer`); either way each block ends once the
-process's threads are idle (:mod:`trtbench.measure.settle`). A variant whose calls are short starts each
-block with a switch-in call, timed but kept apart from its samples: the first call after another
-variant ran refills the caches the other evicted (about 1 ms for a ResNet's weights: +5-7% on a
-15-25 ms call, measured on a Zen 5 VM), which a runtime deployed alone, calling back to back, never
-pays. With a baseline, a variant whose median is precise leaves the rounds while the baseline stays
-as their drift reference, and the baseline is then timed alone for the interference check
-(:mod:`trtbench.measure.interference`).
+The variants of a point are timed in rounds: each round runs a short block of calls of every variant, in an order
+that rotates, so that drift of a shared machine hits every variant alike and the paired rounds give each speedup an
+interval (:func:`trtbench.core.stats.speedup_interval`). Each call is timed on its own (``perf_counter_ns``,
+synchronized, with CUDA events on CUDA); the raw samples are the measurement. A variant is timed through a
+:class:`BlockTimer`, in this process (:class:`CallTimer`) or in its worker; short calls start each block with a
+switch-in call kept out of the samples; a precise variant may leave the rounds, and the baseline is then timed alone
+(:mod:`trtbench.measure.interference`). Why: docs/measuring.md.
 """
 
 from __future__ import annotations
@@ -48,7 +39,8 @@ class TimingSettings:
 
     ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
     ``target_rel_ci`` (and at least ``min_iterations`` calls), or until ``max_time_s`` has passed
-    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations`` calls per variant.
+    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations``
+    calls per variant.
     """
 
     mode: str = "adaptive"  # adaptive | fixed
@@ -58,10 +50,8 @@ class TimingSettings:
     target_rel_ci: float = 0.02  # adaptive: 95% CI half-width of the median, relative to it
     max_time_s: float = 20.0  # adaptive: cap on one point's timed rounds (all variants together)
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
-    # one variant's share of a round: calls are grouped to last about this long. After a switch from another
-    # variant a call runs slow for a few tens of ms (caches, TLB, sleeping threads): torch.compile'd resnet18 at
-    # 20 ms per call took 19.8, 19.3, 19.2, 18.9 ms in the calls after its switch-in call, 18.9 ms alone, so
-    # 0.05 s blocks (two calls) read it 4% slow (Xeon VM, 2026-11-25; benchmarks/NOTES.md)
+    # one variant's share of a round: calls are grouped to last about this long, so that the calls slowed by a
+    # switch from another variant weigh little (docs/measuring.md, "Interleaved rounds")
     block_s: float = 0.25
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
 
@@ -294,22 +284,15 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                         warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
     """Time every variant of one point in rotating rounds until ``timing`` says stop.
 
-    ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate worker
-    processes, process ``i`` the ``i``-th) or plain callables, timed here by a :class:`CallTimer`. A round is
-    one block of every active variant, in an order that rotates from cycle to cycle; a variant's processes take
-    the rounds in turn (round ``r``: process ``r mod P``), so that a cycle of P rounds times each process once,
-    and each process meets each place in the order. A round then stays as short as with one process: its
-    blocks, which the speedup pairs, lie side by side in time (a round of every process of every variant took
-    3x as long, and its round ratios spread 0.7-1.5x on a VM whose speed moves within seconds:
-    benchmarks/NOTES.md). Variants stop only at the end of a cycle. Each block keeps its process and round
-    (:attr:`RawTiming.block_process`, :attr:`RawTiming.block_round`).
-    ``tick`` is called once per round, outside the timed blocks. The garbage
-    collector is paused while timing, as ``timeit`` and ``torch.utils.benchmark`` do. In fixed mode
-    the last round is trimmed so each process gets exactly ``iterations`` samples. With a
-    ``baseline`` and at least one other variant, variants leave the rounds once precise (see
-    :func:`_finished`), and the baseline is then timed alone for a few blocks (in its first process): its
-    :attr:`RawTiming.alone` samples show whether the rounds disturbed it. ``warmed``: untimed
-    calls the variants made at this point just before (they count toward the warm-up).
+    ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate processes) or
+    plain callables, timed here by a :class:`CallTimer`. A round is one block of every active variant, in an order
+    that rotates each cycle; a variant's processes take the rounds in turn (round ``r``: process ``r mod P``), and
+    variants stop only at the end of a cycle (why: docs/measuring.md, "Replicate processes"). Each block keeps its
+    process and round. ``tick`` is called once per round, outside the timed blocks; the garbage collector is paused
+    while timing. Fixed mode trims the last round to ``iterations`` samples per process. With a ``baseline``,
+    precise variants leave the rounds (:func:`_finished`) and the baseline is then timed alone
+    (:attr:`RawTiming.alone`).
+    ``warmed``: untimed calls the variants made at this point just before (they count toward the warm-up).
     """
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}

@@ -88,7 +88,8 @@ def request_metrics(request: TimedRequest) -> RequestMetrics:
     return RequestMetrics(ttft_ms=ttft * 1e3, tpot_ms=decode * 1e3 / (new_tokens - 1), e2e_ms=e2e * 1e3,
                           itl_ms=tuple(float(g) for g in gaps),
                           decode_tokens_per_s=request.batch * (new_tokens - 1) / decode if decode > 0 else float("inf"),
-                          prefill_tokens_per_s=request.batch * request.prompt_tokens / ttft if ttft > 0 else float("inf"))
+                          prefill_tokens_per_s=(request.batch * request.prompt_tokens / ttft if ttft > 0
+                                                else float("inf")))
 
 
 def distribution(values_ms) -> dict:

@@ -116,7 +116,8 @@ def _transformers_config(name: str, kwargs: dict, key: str):
 def _import_factory(spec: str, key: str) -> Callable[..., nn.Module]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise UserInputError(key, f"'{spec}' is not of the form 'pkg.module:factory'", "write e.g. name: mypkg.models:build_model")
+        raise UserInputError(key, f"'{spec}' is not of the form 'pkg.module:factory'",
+                             "write e.g. name: mypkg.models:build_model")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
@@ -124,7 +125,8 @@ def _import_factory(spec: str, key: str) -> Callable[..., nn.Module]:
                              "install the package or add its folder to PYTHONPATH") from err
     factory = getattr(module, attr, None)
     if not callable(factory):
-        raise UserInputError(key, f"module '{module_name}' has no callable '{attr}'", "name a function or class that returns an nn.Module")
+        raise UserInputError(key, f"module '{module_name}' has no callable '{attr}'",
+                             "name a function or class that returns an nn.Module")
     return factory
 
 

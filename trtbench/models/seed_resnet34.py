@@ -11,10 +11,7 @@ those are kept on purpose because the study benchmarked this exact network:
 * the head is ``AvgPool2d(kernel_size=2)`` followed by flatten and a fixed ``Linear(4608, 1000)``,
   so the network only accepts 224x224 inputs (7x7x512 features pool to 3x3x512 = 4608).
 
-Submodule names follow the study's model (``Conv_1``, ``BN_1``, ``Conv2_x.layers.0.downsample``,
-``Final_layer``...), so a state dict saved from it loads here. Unlike the study's code, which
-also parked each block in the instance ``__dict__`` under its ``BlockN`` key, the blocks live only
-in a registered ``nn.Sequential``.
+More: docs/backends.md, "Module notes", trtbench/models/seed_resnet34.py.
 """
 
 from __future__ import annotations

@@ -8,29 +8,7 @@ stages, and every plain net is basic blocks at the usual stage depths), and bott
 runs 28 (25 block and stem convolutions + 3 projections: the first stage needs no projection,
 so a bottleneck block keeps the width of the basic block it replaces).
 
-Both families share everything outside the blocks: a 7x7 stride-2 convolution to 64 channels,
-BatchNorm, ReLU and a 3x3 stride-2 max-pool; four stages with 64, 128, 256 and 512 output
-channels and ``STAGE_DEPTHS[depth]`` blocks each, stride 2 at the start of stages 2-4 (on the
-block's 3x3 convolution); where the shape changes the shortcut is a 1x1 strided convolution plus
-BatchNorm; then global average pooling and ``Linear(512, num_classes)``. Convolutions have no bias.
-
-* ``plain_resnetD``: basic blocks (3x3 conv, BN, ReLU, 3x3 conv, BN, add, ReLU). The layout and
-  parameter names equal torchvision's ``resnet18``/``resnet34``, whose weights load into
-  ``plain_resnet18``/``plain_resnet34``; ``plain_resnet50`` has exactly ResNet34's layers.
-* ``bottleneck_resnetD``: bottleneck blocks (1x1 conv to ``hidden`` channels, BN, ReLU, 3x3 conv,
-  BN, ReLU, 1x1 conv back to the stage width, BN, add, ReLU) with ``hidden`` = width / 4
-  (16/32/64/128 per stage), or ``hidden`` = width (64/128/256/512) with ``large_mode=True``.
-  These are not torchvision's resnet50/101/152, whose bottleneck blocks widen the stage
-  outputs 4x (to 256...2048 channels).
-
-How the widths are chosen: a bottleneck block replaces a basic block one for one, with the same
-input and output width, and only its hidden width differs. Per output pixel a basic block at width C
-costs 18 C^2 multiply-adds, a bottleneck block C^2/4 + 9 C^2/16 + C^2/4 ~= 1.06 C^2 and a
-large-mode one 11 C^2. So at equal depth the bottleneck net does far fewer multiply-adds than the
-plain one, with large mode in between: the ordering the study reports (bottleneck ~5x faster than
-plain on its CPU, large mode ~2x the bottleneck time). Measured speed-ups are much smaller than
-these ratios, because the stem, pooling, BatchNorm and ReLU cost the same in both families and
-thin convolutions run less efficiently. Any input of at least 32x32 works; the study used 224x224.
+More: docs/backends.md, "Module notes", trtbench/models/study_resnets.py.
 """
 
 from __future__ import annotations

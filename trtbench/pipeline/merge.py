@@ -1,23 +1,6 @@
 """``trtbench merge DIR... --output DIR``: several runs (shards, machines) in one report.
 
-Each input's ``results.json`` is loaded (schema 1 to 5) and the records and their parts merged
-(:meth:`~trtbench.results.resultset.ResultSet.merge`); the output gets results.json, results.csv, plots and
-report.md as a run's does, with tables keyed by environment. Nothing is dropped silently; each of
-these becomes a note in the report and on stderr, and the exit code 1:
-
-- a case measured in more than one input in the same environment (the later input's record is kept);
-- cases measured in some environments but not in others (compared by model, variant, options,
-  precision and point, and how many thread counts each ran at: a machine's default is the CPUs a run may use there);
-- shards of a sharded run missing from the inputs, or given twice;
-- inputs whose run was interrupted;
-- inputs without a results.json: a run that was killed, cancelled or is still running (named with the
-  cases its journal holds), or one that never started. The others are merged all the same.
-
-Bad input (exit 2, nothing written): a results.json that cannot be read, no input that holds a run
-at all (neither a results.json nor a journal), or inputs whose results a scenario says do not compare
-(:meth:`~trtbench.scenarios.base.Scenario.check_merge`: serving peaks found by different rules), or a history
-that cannot be opened. The merged runs are appended to the history (:mod:`trtbench.pipeline.history`): each run
-once, by its id, so runs that appended themselves add nothing again.
+More: docs/matrices.md, "Module notes", trtbench/pipeline/merge.py.
 """
 
 from __future__ import annotations

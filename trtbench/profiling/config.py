@@ -78,7 +78,8 @@ class ProfileConfig:
     def validate(self, path: str) -> None:
         if self.precision is not None:
             schema.require_choice(self.precision, PRECISIONS, schema.join(path, "precision"))
-        for key, items, choices in (("variants", self.variants, variant_names()), ("shapes", self.shapes, SHAPE_LABELS)):
+        for key, items, choices in (("variants", self.variants, variant_names()),
+                                    ("shapes", self.shapes, SHAPE_LABELS)):
             where = schema.join(path, key)
             if not items:
                 raise UserInputError(where, "is empty", f"list at least one of: {', '.join(choices)}")
@@ -92,11 +93,13 @@ class ProfileConfig:
         run does not build are rejected; eager is always built), with its precision defaulted to the run's first."""
         for i, name in enumerate(self.variants):
             if name != "eager" and name not in variants:
-                raise UserInputError(schema.join(path, f"variants[{i}]"), f"'{name}' is not among the run's variants {variants}",
+                raise UserInputError(schema.join(path, f"variants[{i}]"),
+                                     f"'{name}' is not among the run's variants {variants}",
                                      f"add '{name}' to the top-level 'variants' list or remove it here")
         if self.precision is None:
             return dataclasses.replace(self, precision=precisions[0])
         if self.precision not in precisions:
-            raise UserInputError(schema.join(path, "precision"), f"'{self.precision}' is not among the run's precisions {precisions}",
+            raise UserInputError(schema.join(path, "precision"),
+                                 f"'{self.precision}' is not among the run's precisions {precisions}",
                                  f"use one of: {', '.join(precisions)}")
         return self

@@ -23,7 +23,8 @@ def fx_graph_module(module: Any) -> torch.fx.GraphModule:
         raise NotSupported(f"the built variant is a {type(module).__name__}, not an nn.Module")
     try:
         return torch.fx.symbolic_trace(module)
-    except Exception as err:  # FX raises many types (TraceError, TypeError, NotImplementedError...) for untraceable code
+    # FX raises many types (TraceError, TypeError, NotImplementedError...) for untraceable code
+    except Exception as err:
         raise NotSupported(f"torch.fx.symbolic_trace failed: {type(err).__name__}: {err}") from err
 
 

@@ -33,7 +33,8 @@ MAXRSS_METHOD = ("increase of getrusage ru_maxrss (lifetime RSS high-water mark)
 def parameter_summary(module: object) -> dict:
     """Counts and bytes of the module's parameters and buffers (zero for modules that hide them, e.g. engines)."""
     if not isinstance(module, torch.nn.Module):
-        return {"status": Status.UNSUPPORTED, "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
+        return {"status": Status.UNSUPPORTED,
+                "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
     params = list(module.parameters())
     buffers = list(module.buffers())
     return {

@@ -41,7 +41,8 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results survive."""
+    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results
+    survive."""
     try:
         return run()
     except NotSupported as err:
@@ -97,7 +98,8 @@ def run_profiles(profile_cfg: ProfileConfig, variants: Iterable[ProfiledVariant]
                     "settings": dataclasses.asdict(profile_cfg), "variants": {}}
     for name in profile_cfg.variants:
         if name not in variants:
-            result["variants"][name] = {"status": Status.SKIPPED, "reason": "the variant was not built (see its build status)"}
+            result["variants"][name] = {"status": Status.SKIPPED,
+                                        "reason": "the variant was not built (see its build status)"}
             continue
         profiled = variants[name]
         entry: dict = {"status": Status.OK}

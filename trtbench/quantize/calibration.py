@@ -1,19 +1,7 @@
 """Calibration and evaluation data for quantized builds: the ``calibration:`` config section and its
 loaders.
 
-Sources:
-
-- ``random`` (the default): seeded inputs like the benchmark's; quantization runs, but the figures it
-  gives are not representative of real data, and the report says so;
-- ``images``: a folder of JPEG/PNG files decoded with PIL (torchvision's loader), resized, center-cropped
-  to the input's height and width and normalized (ImageNet mean and std by default); a folder of class
-  subfolders (``torchvision.datasets.ImageFolder``'s layout) also gives each image its label, the index of
-  its subfolder in sorted order;
-- ``tensors``: a ``.npz`` or ``.pt`` file of arrays keyed by input name (an optional ``labels`` array
-  too), or a ``.npy`` array for a model with one input; the first dim counts samples.
-
-The samples are shuffled (seeded), the first ``samples`` calibrate, the next ``eval_samples`` judge
-accuracy: the two never overlap. Both are cut into batches of the inputs' opt batch size.
+More: docs/int8.md, "Module notes", trtbench/quantize/calibration.py.
 """
 
 from __future__ import annotations
@@ -82,7 +70,8 @@ class CalibrationConfig:
         if self.source == "tensors":
             if not where.is_file():
                 raise UserInputError(schema.join(path, "path"), f"file not found: {where}",
-                                     "give a .npz, .pt or .npy file (relative paths resolve from the current directory)")
+                                     "give a .npz, .pt or .npy file "
+                                     "(relative paths resolve from the current directory)")
             if where.suffix not in TENSOR_SUFFIXES:
                 raise UserInputError(schema.join(path, "path"), f"{where.name}: not a {'/'.join(TENSOR_SUFFIXES)} file",
                                      "save the arrays with numpy.savez or torch.save, keyed by input name")
@@ -180,8 +169,10 @@ def _images(cfg: CalibrationConfig, input_specs) -> CalibrationData:
     std = cfg.std or (IMAGENET_STD if channels == 3 else (sum(IMAGENET_STD) / 3,))
     for key, values in (("mean", mean), ("std", std)):
         if len(values) != channels:
-            raise UserInputError(f"calibration.{key}", f"has {len(values)} value(s), the input has {channels} channel(s)",
-                                 f"give one value per channel, e.g. {list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
+            raise UserInputError(f"calibration.{key}",
+                                 f"has {len(values)} value(s), the input has {channels} channel(s)",
+                                 f"give one value per channel, e.g. "
+                                 f"{list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
     resize = cfg.resize or round(min(height, width) * 256 / 224)
     steps = [transforms.Resize(resize), transforms.CenterCrop((height, width))]
     if channels == 1:
@@ -220,7 +211,8 @@ def _load_arrays(path: Path, input_specs) -> dict[str, torch.Tensor]:
         raise UserInputError("calibration.path", f"{path}: cannot be read ({err})",
                              "save it with numpy.save / numpy.savez or torch.save (tensors only)") from err
     if not isinstance(data, dict):
-        raise UserInputError("calibration.path", f"{path}: holds a {type(data).__name__}, not arrays keyed by input name",
+        raise UserInputError("calibration.path",
+                             f"{path}: holds a {type(data).__name__}, not arrays keyed by input name",
                              f"save a mapping with keys {names}")
     return {str(k): torch.as_tensor(v) for k, v in data.items()}
 
@@ -246,7 +238,8 @@ def _tensors(cfg: CalibrationConfig, input_specs) -> CalibrationData:
     if labels is not None:
         counts.add(labels.shape[0])
     if len(counts) != 1:
-        raise UserInputError("calibration.path", f"{path}: the arrays hold different numbers of samples {sorted(counts)}",
+        raise UserInputError("calibration.path",
+                             f"{path}: the arrays hold different numbers of samples {sorted(counts)}",
                              "give every array (and labels) the same first dim")
     return _split(tensors, labels, cfg, _batch_size(input_specs), str(path))
 

@@ -31,8 +31,8 @@ def _state_speedup(results: ResultSet, base: Record, this: Record) -> Optional[I
     """``base``'s median over ``this``'s, unpaired (timed in different rounds, by different processes)."""
     if not (base.timed and this.timed):
         return None
-    return unpaired_interval(base.block_series, this.block_series, results.between_variance(this.environment)).at(
-        base.stats.median / this.stats.median)
+    interval = unpaired_interval(base.block_series, this.block_series, results.between_variance(this.environment))
+    return interval.with_value(base.stats.median / this.stats.median)
 
 
 def _point_key(record: Record) -> tuple:

@@ -48,7 +48,8 @@ def run_intro(config) -> list[str]:
     models = ", ".join(f"`{m.id}`" for m in config.models)
     timed = any(Record in scenario.parts for scenario in config.scenarios)
     how = (f" {timing_text(config.benchmark)} Speedup is paired by round: the median over the rounds "
-           f"both were timed in at the same point of eager's block over the variant's, with a 95% CI from those rounds and each one's replicate processes (the headers say how many); "
+           f"both were timed in at the same point of eager's block over the variant's, with a 95% CI from those "
+           f"rounds and each one's replicate processes (the headers say how many); "
            f"parity compares with eager fp32." if timed else "")
     names = ", ".join(scenario.name for scenario in config.scenarios)
     return [f"# trtbench: {config.name}", "",

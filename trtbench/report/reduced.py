@@ -105,9 +105,11 @@ def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
             ax.errorbar([sqnr], [sp.value], yerr=[[low], [high]], fmt=marker(rank), color=color, capsize=3, label=name)
         for r in results:
             fp32 = results.speedup(r)
-            if r.case.model == model and r.case.precision == REFERENCE and r.timed and fp32 and r.case.variant != "eager":
+            reference = r.case.model == model and r.case.precision == REFERENCE and r.case.variant != "eager"
+            if reference and r.timed and fp32:
                 ax.axhline(fp32.value, linestyle=":", linewidth=1, color="grey")
-                ax.annotate(f"{r.case.label} fp32 {r.case.point}", (0.01, fp32.value), xycoords=("axes fraction", "data"),
+                ax.annotate(f"{r.case.label} fp32 {r.case.point}", (0.01, fp32.value),
+                            xycoords=("axes fraction", "data"),
                             fontsize=7, color="grey")
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xlabel("SQNR against eager fp32 (dB, higher is closer)")

@@ -3,16 +3,7 @@
 The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
 (prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
 
-Each matching case (model, variant, options, precision, point, threads, device) is compared: the new run's speedup
-over the baseline, the baseline's median over the new run's (the direction of every speedup in trtbench: above 1 is
-faster), with a seeded bootstrap 95% confidence interval from their blocks in which each run's replicate processes
-are its sample (:func:`trtbench.core.stats.unpaired_interval`: each run's rounds and processes resampled
-on their own, topped up with the two runs' pooled between-process variance where a row's own is not resolved). A
-record of fewer than 3 rounds (a version 1 results.json keeps one) is compared on its calls instead. A change is
-reported only when the whole interval lies beyond ``threshold`` (default 5%: a time at least 5% shorter or longer);
-otherwise it is within noise. The interval covers each run's rounds and process luck, not the machine's drift
-between the runs (other load, clock changes); where either run's points changed regime (:mod:`trtbench.core.regimes`),
-:func:`regime_lines` says so. Comparisons are printed, never saved.
+More: docs/comparing.md, "Module notes", trtbench/results/compare.py.
 """
 
 from __future__ import annotations
@@ -84,7 +75,7 @@ def _change(old: Record, new: Record, between: Optional[float], threshold: float
     base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
     base, this = old.block_series, new.block_series
     if min(len(set(base.rounds)), len(set(this.rounds))) >= 3:
-        interval = unpaired_interval(base, this, between).at(base_ms / new_ms)
+        interval = unpaired_interval(base, this, between).with_value(base_ms / new_ms)
         low, high = interval.low, interval.high
     else:
         low, high = bootstrap_median_ratio(base_samples, new_samples)  # each run's calls resampled
@@ -167,7 +158,7 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
             base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
             series = (request_series(old.data["requests"], metric), request_series(row.data["requests"], metric))
             if min(len(set(s.rounds)) for s in series) >= 3:
-                interval = unpaired_interval(*series, between[metric]).at(base_ms / new_ms)
+                interval = unpaired_interval(*series, between[metric]).with_value(base_ms / new_ms)
                 low, high = interval.low, interval.high
             else:
                 low, high = bootstrap_median_ratio(base_samples, new_samples)
@@ -180,12 +171,14 @@ def _row(head: str, c) -> str:
     """A table row: ``head`` (what is compared), then a change's times, speedup, interval and verdict."""
     if c.speedup is None:
         return f"{head}  |  |  |  | {c.verdict} |"
-    return f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} | {c.verdict} |"
+    return (f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} "
+            f"| {c.verdict} |")
 
 
 def generate_changes_table(changes: list[GenerateChange]) -> str:
     """The generate comparison as a Markdown table: one row per time of each generate row of the new run."""
-    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI | verdict |",
+    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI "
+             "| verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for c in changes:
         lines.append(_row(f"| {c.model} | {c.point} | {c.decoder} | {c.precision} | {c.metric} |", c))

@@ -1,23 +1,6 @@
 """What a scenario is: the :class:`Scenario` protocol, and the registry the config and the runner read.
 
-A scenario is one way of exercising a build group's variants (the interleaved latency timing, serving
-under LoadGen, a profile, ...). It says:
-
-- its config entry (:attr:`Scenario.name`, parsed by :meth:`Scenario.parse`) and the config sections
-  it needs (:attr:`Scenario.needs`), so a config is valid without what none of its scenarios need;
-- what it still owes for a build group (:meth:`Scenario.owes`), so a resumed run does only that;
-- what it runs, given the run's context and the group's built variants (:meth:`Scenario.run`),
-  yielding frozen result parts (:mod:`trtbench.core.part`) that save and load themselves; the
-  journal, the result set and merge handle them by kind, and a part whose ``fails_run`` is true
-  makes the run exit 1;
-- its section of the report, with its recommendation (:meth:`Scenario.report`), from a result
-  set alone, so a merge of several runs reports it too: a :class:`~trtbench.report.section.ReportSection`
-  whose figures come as data, for :mod:`trtbench.report.writer` to save (a scenario writes no file of
-  the report); and which result sets it refuses to merge (:meth:`Scenario.check_merge`), such as results
-  that do not compare.
-
-A new scenario is its module(s) plus one registration line: ``@register`` on the class, and its
-import in :mod:`trtbench.scenarios`. A test may register one of its own.
+More: docs/architecture.md, "Module notes", trtbench/scenarios/base.py.
 """
 
 from __future__ import annotations

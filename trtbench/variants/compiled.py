@@ -97,7 +97,8 @@ class Compiled(Variant):
             return self._build_int8(model, ctx, options)
         if options.cuda_graphs:
             cuda_graphs.check_can_capture(ctx)
-        compiled = torch.compile(model, backend=options.backend, mode=None if options.mode == "default" else options.mode,
+        compiled = torch.compile(model, backend=options.backend,
+                                 mode=None if options.mode == "default" else options.mode,
                                  dynamic=options.dynamic, fullgraph=options.fullgraph, **recompile_isolation())
         before = dynamo_counts()
         start = time.perf_counter()
@@ -142,7 +143,8 @@ class Compiled(Variant):
         start = time.perf_counter()
         with torch.inference_mode():
             compiled(*ctx.example_inputs)
-        info = {"backend": "inductor", "mode": options.mode, "dynamic": False, "first_call_s": time.perf_counter() - start,
+        info = {"backend": "inductor", "mode": options.mode, "dynamic": False,
+                "first_call_s": time.perf_counter() - start,
                 **judged(compiled, int8.quantized, ctx.int8, "the compiled int8 graph")}
         return Built(compiled, info, state={"graphs_after_first_call": dynamo_counts()["graphs"], "int8": int8,
                                             "program": program})

@@ -7,18 +7,7 @@ mtq.INT8_DEFAULT_CFG or mtq.FP8_DEFAULT_CFG, forward_loop=...)`` inserts calibra
 ``torch_tensorrt.dynamo.compile(..., min_block_size=1)``, whose converter turns those ops into
 TensorRT Q/DQ layers.
 
-Two departures from the example. From torch-tensorrt 2.14.0's own sources: its ``dynamo.compile``
-has no ``enabled_precisions`` parameter any more (networks are strongly typed; the Q/DQ layers set
-the precision) and would swallow it in ``**kwargs``, so it is not passed. And the engine serves the
-config's min..max like the fp32/fp16 ``trt`` build: the export keeps the config's dynamic dims and
-the compile gets ``torch_tensorrt.Input`` ranges (the converter of ``quantize_op`` is registered with
-``supports_dynamic_shapes=True``), with the variant's other compile settings.
-tests/quantize/test_modelopt_contract.py holds every name used here against the real wheels (file:line).
-
-Exclusion (the fallback's layers kept in floating point) is ModelOpt's own config: an entry
-``{"quantizer_name": "<module>.*", "enable": False}`` appended to ``quant_cfg`` (later entries
-override earlier ones). Neither library installs without CUDA, so both are imported lazily and
-:class:`QuantizationUnavailable` names what is missing.
+More: docs/tensorrt.md, "Module notes", trtbench/variants/modelopt_trt.py.
 """
 
 from __future__ import annotations
@@ -126,6 +115,7 @@ def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Te
     with torch.no_grad(), export_torch_mode():
         program = torch.export.export(quantized, export_examples(input_specs, tuple(example_inputs)),
                                       dynamic_shapes=dynamic_shapes(input_specs), strict=False)
-        compiled = torch_tensorrt.dynamo.compile(program, inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
+        compiled = torch_tensorrt.dynamo.compile(program,
+                                                 inputs=trt_inputs(torch_tensorrt, input_specs, example_inputs),
                                                  **kwargs)
     return compiled, kwargs

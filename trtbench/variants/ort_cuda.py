@@ -1,4 +1,5 @@
-"""ONNX Runtime on an NVIDIA GPU (``CUDAExecutionProvider``, from ``onnxruntime-gpu``), inputs bound in device memory."""
+"""ONNX Runtime on an NVIDIA GPU (``CUDAExecutionProvider``, from ``onnxruntime-gpu``), inputs bound in device
+memory."""
 
 from __future__ import annotations
 

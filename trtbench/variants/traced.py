@@ -29,5 +29,5 @@ class Traced(TorchScriptVariant):
         strict = (ctx.options or TraceOptions()).strict
         checks = [inputs for label, inputs in ctx.shape_inputs.items() if label != "opt"]
         traced = torch.jit.trace(model, ctx.example_inputs, check_inputs=checks or None, strict=strict)
-        return Built(traced, {"trace_checked_shapes": ["opt", *[l for l in ctx.shape_inputs if l != "opt"]],
+        return Built(traced, {"trace_checked_shapes": ["opt", *[label for label in ctx.shape_inputs if label != "opt"]],
                               "strict": strict})

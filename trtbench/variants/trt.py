@@ -9,13 +9,7 @@ a re-export given the same ``dynamic_shapes`` as the build: without them ``save`
 every dynamic dim of an unnamed ``Input`` "_0", and two inputs with different ranges would
 clash); both need ``import torch_tensorrt`` before loading.
 
-At ``int8`` NVIDIA ModelOpt quantizes the model (``mtq.quantize`` with its INT8 default, calibrated
-on the run's calibration samples) within the accuracy budget, the layers that break it kept in
-floating point by ModelOpt's own quantizer config; the quantized model is exported with its
-quantizers as ``tensorrt.quantize_op`` and compiled (min_block_size 1) into an engine with Q/DQ
-layers, which is judged again on the evaluation samples (:mod:`trtbench.variants.modelopt_trt`).
-Its files also import ModelOpt before loading: a quantize op that TensorRT left to PyTorch runs
-through ModelOpt's registration of it.
+More: docs/tensorrt.md, "Module notes", trtbench/variants/trt.py.
 """
 
 from __future__ import annotations
@@ -90,7 +84,8 @@ class TensorRT(TensorRTVariant):
         info = {**build_info(trt, DYNAMO, kwargs, ctx, fx_segments(compiled)), "quantizer": "modelopt",
                 **judged(guarded, result, ctx.int8, "the TensorRT INT8 engine")}
         state = {"compiled": compiled, "input_specs": ctx.input_specs,
-                 "example_inputs": export_examples(ctx.input_specs, ctx.example_inputs), "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
+                 "example_inputs": export_examples(ctx.input_specs, ctx.example_inputs),
+                 "imports": ["torch_tensorrt", MODELOPT_IMPORT]}
         return Built(guarded, info, state=state)
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:

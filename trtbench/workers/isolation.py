@@ -4,9 +4,9 @@
 each load the variant's saved file (or rebuild it from the parent's exact weights) and time it on request
 (:mod:`trtbench.workers.loop`), as a deployment runs one runtime per process; each starts with its own start-up
 luck (:func:`trtbench.workers.loop.startup_luck`), so that what differs from one process to the next shows as
-variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`). ``in_process``: every variant is timed in the
-parent, each block followed by the same settle wait. Either way the timing loop, and so the
-interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
+variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`).
+``in_process``: every variant is timed in the parent, each block followed by the same settle wait. Either way the timing
+loop, and so the interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
 (:meth:`facts`): the method, the process, its threads and the runtime's spinning.
 """
 
@@ -160,7 +160,8 @@ class VariantWorkers:
         """Give process ``i`` of every slot still running, for each ``i`` of ``indices``, an idle worker, and build
         them; a slot any of whose processes fails is failed with that error."""
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
-        slots = sorted((k for k in self.recipes if k not in self.errors), key=lambda k: self.recipes[k].artifact is not None)
+        slots = sorted((k for k in self.recipes if k not in self.errors),
+                       key=lambda k: self.recipes[k].artifact is not None)
         wanted = {process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
         if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
             logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
@@ -182,7 +183,8 @@ class VariantWorkers:
         """What one more process of every slot would add: each slot's first process's peak RSS, less what an idle
         spawned worker (already counted as used) holds."""
         idle = [process_facts(w.process.pid).get("rss_mb", 0.0) for w in self._idle[:1]]
-        peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0 for slot in self.workers for w in self.workers[slot].values()]
+        peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0
+                 for slot in self.workers for w in self.workers[slot].values()]
         return int(sum(max(0.0, peak - (idle[0] if idle else 0.0)) for peak in peaks) * MIB)
 
     def next_turn(self) -> None:
@@ -269,7 +271,8 @@ def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, Pr
     """Where ``group``'s built variants (``outcomes``, by slot id; built from ``copies``, by precision)
     are timed: ``workers`` get their variants here, or else this process times them."""
     config, device, log = ctx.config, ctx.device, ctx.log
-    built = {group.slot_id(e.name, p): p for e, p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
+    built = {group.slot_id(e.name, p): p for e,
+             p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}
     if workers is None:
         return InProcess(device, {k: outcomes[k].variant.thread_settings(outcomes[k].built) for k in built})
     log(f"start {len(built)} x {workers.processes} timing worker(s) for {group.model.id} {'+'.join(group.precisions)}")

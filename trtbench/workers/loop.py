@@ -10,10 +10,7 @@ timeout, the workers in ``recv``. After its block a worker waits until its own t
 (:func:`trtbench.measure.settle.wait_until_idle`) before it answers, so the next block starts on quiet
 cores, and it reports the CPU its process used while others were timed (about zero when settled).
 
-A worker is given a *recipe*: a picklable object whose ``materialize()`` returns, in the worker,
-``{point label: zero-argument callable}`` plus facts about its threads (see
-:class:`trtbench.building.recipe.VariantRecipe`). A worker that crashes or does not answer within
-its timeout is killed, and the error names what happened.
+More: docs/measuring.md, "Module notes", trtbench/workers/loop.py.
 """
 
 from __future__ import annotations
@@ -85,12 +82,6 @@ def _peak_rss_mb() -> float | None:
     return None
 
 
-# A request's handler returns only its reply: nothing a call made outlives the request. Kept through the timed
-# calls that follow, a block a call allocated would pin its place in glibc's heap, so later calls' freed buffers
-# stop reaching the heap's top and being trimmed, as a deployment's are (a compiled resnet18 worker then faulted
-# on some calls rather than on all, as it does alone: benchmarks/NOTES.md).
-
-
 def _check(call: Callable[[], Any], device: torch.device, path: str, meter) -> tuple:
     """The accuracy check's call (or a generate request), the device's energy counter ``meter`` read around it: its
     output written to ``path`` for the parent; the reply, its peak memory, warnings, time and energy."""
@@ -112,7 +103,11 @@ def _stream(call: Callable, conn: Connection, marks: frozenset[int]) -> tuple:
 
 def worker_main(fd: int) -> None:
     """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed:
-    build the recipe, then answer block, call, check and facts requests until told to exit."""
+    build the recipe, then answer block, call, check and facts requests until told to exit.
+
+    Each request's handler keeps only its reply: nothing a call made outlives the request, since a block a call
+    allocated, kept through the timed calls that follow, would pin its place in glibc's heap (docs/measuring.md,
+    "Module notes", trtbench/workers/loop.py)."""
     conn = Connection(fd)
     try:
         recipe = conn.recv()
@@ -162,17 +157,23 @@ def worker_main(fd: int) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("called", took_ms))
-        elif op == "stream":  # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool):
-            _, label, marks = message  # ("step", k) the moment its k-th step exists, for each k in marks, then
-            try:  # its token stamps (perf_counter: one clock for every process)
+        elif op == "stream":
+            # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool): it
+            # answers ("step", k) the moment its k-th step exists, for each k in marks, then its token stamps
+            # (perf_counter: one clock for every process)
+            _, label, marks = message
+            try:
                 reply = _stream(calls[label], conn, marks)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(reply)
-        elif op == "admit":  # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the
-            try:  # engine runs until no query is left in it, admitting those that arrive meanwhile, and answers
-                with torch.inference_mode():  # ("first", key) and ("done", key, stamps) as they happen
+        elif op == "admit":
+            # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the engine runs
+            # until no query is left in it, admitting those that arrive meanwhile, and answers ("first", key) and
+            # ("done", key, stamps) as they happen
+            try:
+                with torch.inference_mode():
                     calls[ENGINE](message, conn)
             except Exception:  # noqa: BLE001
                 conn.send(("error", traceback.format_exc()))
@@ -188,8 +189,10 @@ def worker_main(fd: int) -> None:
         elif op == "facts":
             peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
             conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
-        else:  # "exit": at once, its output flushed; tearing an interpreter with torch down takes a second or more of
-            sys.stdout.flush()  # CPU on a busy machine, and nothing of a worker's is left to write
+        else:
+            # "exit": at once, its output flushed; tearing an interpreter with torch down takes a second or more of
+            # CPU on a busy machine, and nothing of a worker's is left to write
+            sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
 
@@ -306,7 +309,8 @@ class Worker:
             written = os.path.join(folder, "output.pt")
             self._send(("check", label, written))
             _, memory, caught, call_s, energy = self._receive(f"check the output at {label}")
-            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)  # our worker's
+            # weights_only=False: the file is our own worker's
+            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)
 
     def send_call(self, label: str) -> None:
         """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""

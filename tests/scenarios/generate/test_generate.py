@@ -1,6 +1,7 @@
 """The generate scenario on a 2-layer, hidden-size-64 Llama with random weights: the compiled decoder against eager,
 the bad inputs that exit 2 naming their key, resume's bookkeeping and the memory budget's plan (a whole run and what
-it produced: tests/scenarios/generate/test_generate_run.py; exported's and aoti's builds: tests/decoders/test_decoder_builds.py)."""
+it produced: tests/scenarios/generate/test_generate_run.py; exported's and aoti's builds:
+tests/decoders/test_decoder_builds.py)."""
 
 from __future__ import annotations
 

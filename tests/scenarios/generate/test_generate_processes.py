@@ -2,21 +2,22 @@
 every decoder, how turns join, and the two-level statistics the record gives. The requests come from a fake of
 trtbench's own decoder worker (:class:`trtbench.workers.loop.Worker`: ``check(label)`` returning a
 :class:`~trtbench.workers.checked_call.CheckedCall` whose output holds the request's step timestamps, as
-``trtbench.building.decoder_recipe``'s calls return them); the real workers run in tests/scenarios/generate/test_generate_run.py."""
+``trtbench.building.decoder_recipe``'s calls return them); the real workers run in
+tests/scenarios/generate/test_generate_run.py."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 from trtbench.core.outdir import FailureLog
 from trtbench.core.status import Status
 from trtbench.scenarios.generate.scenario import GenerateSettings, _joined, _MemoryPlan, _rounds, _Row, _Timed
 from trtbench.scenarios.generate.memory import MIB
 from trtbench.scenarios.generate.report import process_line
-from trtbench.scenarios.generate.result import GeneratePoint, GenerateRecord, process_count, speedups_of
+from trtbench.scenarios.generate.result import (GeneratePoint, GenerateRecord, RequestSeries, process_count,
+                                              speedups_of)
 from trtbench.workers.checked_call import CheckedCall
 from trtbench.workers.loop import WorkerError
 
@@ -76,11 +77,11 @@ def test_the_speedup_interval_covers_the_processes_luck_that_one_process_alone_m
     """The issue's toy: one of three processes of a decoder is 8% slow. Its two-level interval holds both the fast
     processes' speedup (2.0) and the slow one's (1.85); process 0's rounds alone exclude the slow one's."""
     rows, _ = timed(tmp_path, {"eager": [1.0, 1.0, 1.0], "exported": [1.0, 1.0, 1.08]}, rounds=12)
-    eager, exported = ((rows[s].requests, rows[s].blocks) for s in ("eager", "exported"))
+    eager, exported = (RequestSeries(rows[s].requests, rows[s].blocks) for s in ("eager", "exported"))
     spread = speedups_of(exported, eager, {})["e2e_ms"]
     assert spread["low"] < 2.0 / 1.08 and spread["high"] > 2.0
-    first = [tuple(zip(*[(q, b) for q, b in zip(*row) if b[0] == 0])) for row in (exported, eager)]
-    alone = speedups_of(*[(list(q), list(b)) for q, b in first], {})["e2e_ms"]
+    first = [tuple(zip(*[(q, b) for q, b in zip(row.requests, row.blocks) if b[0] == 0])) for row in (exported, eager)]
+    alone = speedups_of(*[RequestSeries(list(q), list(b)) for q, b in first], {})["e2e_ms"]
     assert alone["low"] > 2.0 / 1.08 and alone["high"] - alone["low"] < (spread["high"] - spread["low"]) / 2
     assert speedups_of(eager, eager, {})["e2e_ms"] == {"value": 1.0, "low": 1.0, "high": 1.0}  # the reference's own
 

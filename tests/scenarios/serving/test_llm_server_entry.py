@@ -57,7 +57,8 @@ def served_config(out) -> dict:
     ([GENERATE, {"serving": {**SERVER, "percentile": 99}}], "scenarios[1].serving.percentile", "between 0 and 1"),
     ([GENERATE, {"serving": {**SERVER, "target_qps": 2}}], "scenarios[1].serving.target_qps", "beside 'latency'"),
     ([GENERATE, {"serving": {**SERVER, "qsp": 2}}], "scenarios[1].serving.qsp", "unknown key"),
-    ([{"generate": {"prompt_tokens": [8], "new_tokens": [4], "batch": [2]}}, {"serving": SERVER}], "scenarios[1].serving",
+    ([{"generate": {"prompt_tokens": [8], "new_tokens": [4], "batch": [2]}}, {"serving": SERVER}],
+     "scenarios[1].serving",
      "served at generate's points with batch 1, and scenarios[0].generate.batch lists none"),
     ([{"serving": SERVER}, GENERATE], "scenarios[0]", "needs the 'latency' scenario before it (or 'generate'"),
     ([GENERATE, {"serving": {**SERVER, "batching": {"max_batch": 0}}}], "scenarios[1].serving.batching.max_batch",
@@ -190,7 +191,8 @@ def test_a_generate_and_server_run_serves_each_point_and_reports_it(served):
     assert "| tiny-llama | p8-n4-b1 | eager | fp32 | 1 x 1 | p50 TTFT <= 5000 ms, TPOT <= 1000 ms | p 8 n 4 | " \
         "static, up to 2 in 5 ms |" in section
     assert "TTFT p50 / p50 ms" in section and "VALID" in section
-    assert "![decoder_serving](plots/decoder_serving.png)" in section and (out / "plots" / "decoder_serving.png").is_file()
+    assert "![decoder_serving](plots/decoder_serving.png)" in section
+    assert (out / "plots" / "decoder_serving.png").is_file()
     assert "## Recommendation under load (LLM serving)" in section and "tiny-llama p16-n4-b1: under load, eager fp32 " \
         "with 1 worker(s) x 1 thread(s), batching static, up to 2 in 5 ms:" in section
 
@@ -228,7 +230,8 @@ def test_a_decoder_without_an_engine_is_skipped_under_continuous_batching_naming
     assert "| continuous, up to 4 |" in report and "skipped: batching mode 'continuous'" in report
     doc = json.loads((out / "results.json").read_text())
     assert all(r["candidates"] == 1 and r["choice"]["batching"]["mode"] == "static"
-               for r in doc["decoder_serving_recommendations"] if r["point"] != KILLED), "a skipped result is no candidate"
+               for r in doc["decoder_serving_recommendations"] if r["point"] != KILLED), \
+        "a skipped result is no candidate"
 
 
 def resumable_copy(out, to, drop_points) -> None:

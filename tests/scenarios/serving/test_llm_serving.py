@@ -1,7 +1,7 @@
 """LLM serving under LoadGen's token latencies (issue 26): the summary's TTFT/TPOT percentiles, a query's
 stamps and lateness on either bound, and one run over an in-process stand-in. The peak search against a queue
-simulation, over a stand-in decoder in worker processes: tests/scenarios/serving/test_token_serving.py; real decoders' workers served
-from a config, a dead one included: tests/scenarios/serving/test_llm_server_entry.py."""
+simulation, over a stand-in decoder in worker processes: tests/scenarios/serving/test_token_serving.py; real decoders'
+workers served from a config, a dead one included: tests/scenarios/serving/test_llm_server_entry.py."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def test_a_run_closes_its_session_and_keeps_the_summary_and_detail_only(tmp_path
 
 
 def test_both_kinds_plan_the_joint_estimate_from_their_shared_settings():
-    from trtbench.measure.peak_estimate import Budget, SearchPlan
+    from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan
     from trtbench.scenarios.serving.loadgen import LoadSettings
 
     settings = LoadSettings(percentile=0.9, find_peak=True, min_duration_s=2.0, resolution=0.05,

@@ -1,7 +1,8 @@
 """The serving scenario under MLPerf LoadGen: queueing theory, LoadGen's verdict, lost queries, config.
 
 A toy model that sleeps a fixed time per call is served by worker processes, in short runs: the
-machine is shared. The peak search's rule and bisection against the M/D/c queue: tests/scenarios/serving/test_serving_peak.py.
+machine is shared. The peak search's rule and bisection against the M/D/c queue:
+tests/scenarios/serving/test_serving_peak.py.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from toy_runtimes import SleepsPerCall
 
 def test_a_peak_search_with_one_and_two_workers_runs_loadgen_and_keeps_its_peaks(tmp_path):
     """How close the peaks come to the M/D/c queue's is a matter of an idle machine and long steps:
-    benchmarks/serving_peak.py prints it, and tests/scenarios/serving/test_serving_peak.py proves the rule and the search on the
-    queue simulated. Here one short search per worker count (at p90, where 22 queries can pass), on a machine as
-    busy as CI's, and what must hold whatever the load: each search ran under LoadGen, judged its steps by the
-    rule, kept its peak and logs, and no peak exceeds the workers' capacity."""
+    benchmarks/serving_peak.py prints it, and tests/scenarios/serving/test_serving_peak.py proves the rule and the
+    search on the queue simulated. Here one short search per worker count (at p90, where 22 queries can pass), on a
+    machine as busy as CI's, and what must hold whatever the load: each search ran under LoadGen, judged its steps by
+    the rule, kept its peak and logs, and no peak exceeds the workers' capacity."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.8, min_queries=40,
                              workers=[1, 2], threads=1, repeats=1, search_steps=4, validity="bound")
     for result in serve_sleeper(tmp_path, settings):
@@ -56,7 +57,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     """The default rule on the sleeper at 1 worker (each further worker only imports torch again), with short steps
     and a small budget (a p90 bound, where a few dozen queries show a late share): every step a LoadGen run of its
     own schedule, the peak with its interval, LoadGen's verdict on the confirming run at the low end, the budget
-    kept, and every query's late flag in issue order. How close the peak comes to the queue's: tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
+    kept, and every query's late flag in issue order. How close the peak comes to the queue's:
+    tests/scenarios/serving/test_serving_peak.py (simulated), benchmarks/."""
     settings = ServingConfig(p99_ms=BOUND_MS, percentile=0.9, find_peak=True, min_duration_s=0.3, min_queries=40,
                              workers=[1], threads=1, search_queries=480)
     assert settings.peak_rule == "joint-estimate/1 at 90%" and settings.estimates
@@ -64,7 +66,8 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert result.status == "ok", result.reason
     interval, runs = result.interval, result.runs
     assert result.peak_rule == settings.peak_rule and len(result.peaks) == 1 and interval is not None
-    assert interval.stopped_by in ("budget", "resolution") and interval.queries == sum(len(r.latencies_ms) for r in runs)
+    assert interval.stopped_by in ("budget", "resolution")
+    assert interval.queries == sum(len(r.latencies_ms) for r in runs)
     assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
     if interval.confirm_valid is not None:
@@ -91,11 +94,12 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     results = two_variant_set("env-a")
     results.add(ServedCase(next(iter(results)).case.key, "env-a", (result,)))
     table = serving_markdown(results, [])
-    assert f"| {interval.text(result.peak_qps)} |" in table and f"queries, " in table and "| joint-estimate/1 at 90% |" in table
+    assert f"| {interval.text(result.peak_qps)} |" in table and "queries, " in table
+    assert "| joint-estimate/1 at 90% |" in table
     median, p99, largest = result.service_tail_ms
     assert CALL_S * 1e3 <= median <= p99 <= largest and f"| {median:.2f} / {p99:.2f} / {largest:.2f} |" in table
-    assert f"stopped by {interval.stopped_by}" in table and ("LoadGen VALID at" in table or "LoadGen INVALID at" in table
-                                                             or "no confirming run" in table)
+    assert f"stopped by {interval.stopped_by}" in table
+    assert "LoadGen VALID at" in table or "LoadGen INVALID at" in table or "no confirming run" in table
     plot = late_share_plot(share_panels(results), "late.png")
     assert plot is not None and save_plots(tmp_path, [plot])[0].stat().st_size > 10_000
 
@@ -194,7 +198,8 @@ def test_a_failed_serving_result_fails_the_run_and_is_named_in_the_notes():
     ok = ServingResult(loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peaks=(50.0,))
     results.add(ServedCase(eager.case.key, "env-a", (ok,)))
     assert results.exit_code() == 0
-    failed = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99, peaks=(98.5,),
+    failed = ServingResult(loadgen_scenario="server", workers=2, threads=1, bound_ms=40.0, percentile=0.99,
+                           peaks=(98.5,),
                            status=Status.FAILED, reason="1 query(ies) lost at 147.7 QPS offered: server worker 0's "
                                                         "worker died during 'call' (killed by signal 9)")
     results.add(ServedCase(eager.case.key, "env-a", (ok, failed)))
@@ -219,7 +224,8 @@ SERVER = {"p99_ms": 40, "find_peak": True, "workers": [1, 2]}
      "reaches 0.01 from 230 queries"),
     (["latency", {"serving": {**SERVER, "search_queries": 600}}], "scenarios[1].serving.search_queries",
      "600 queries cannot hold a step and its confirming run of 500 queries each"),
-    (["latency", {"serving": {**SERVER, "search_minutes": 0}}], "scenarios[1].serving.search_minutes", "must be positive"),
+    (["latency", {"serving": {**SERVER, "search_minutes": 0}}], "scenarios[1].serving.search_minutes",
+     "must be positive"),
     (["latency", {"serving": {**SERVER, "confidence": 1}}], "scenarios[1].serving.confidence", "between 0 and 1"),
     (["latency", {"serving": {**SERVER, "resolution": 0}}], "scenarios[1].serving.resolution", "between 0 and 1"),
     (["latency", {"serving": {**SERVER, "batching": {"max_batch": 8}}}], "scenarios[1].serving.batching.max_batch",

@@ -24,7 +24,8 @@ from helpers.queue_model import (PERCENTILE, highest_qps, md_c_latencies, md_c_t
                                  mg_c_true_peak, simulated_late_share)
 from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
-from trtbench.measure.peak_estimate import Budget, Search, SearchPlan, Step, block_counts, replicate_counts, search_peak
+from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, Search, SearchPlan, Step, block_counts,
+                                                              replicate_counts, search_peak)
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary

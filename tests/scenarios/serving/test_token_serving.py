@@ -12,10 +12,10 @@ scaled to its QPS, and the simulation replays the arrivals the real first step r
 QPS. So the two searches differ only in the servers. The simulated servers take the stand-in's times plus the
 engine's own cost per request (the dispatcher, the worker's messages: about 0.5 ms here), measured at saturation
 right before each search (:func:`engine_cost`), so at the load that search meets on a busy machine, since a peak
-moves by more than its share of the service time (1 ms of 36 moves it 3-5%). The percentile is p50 and a step 70 queries: a tail percentile on a busy 2-core machine
-judges its hiccups, not the servers (the bisection and the rule are the same at any percentile;
-tests/scenarios/serving/test_serving_peak.py proves them at p99 on many seeds). The bounds put each peak where a 1 ms error in the
-engine's cost moves it by less than 5%.
+moves by more than its share of the service time (1 ms of 36 moves it 3-5%). The percentile is p50 and a step 70
+queries: a tail percentile on a busy 2-core machine judges its hiccups, not the servers (the bisection and the rule are
+the same at any percentile; tests/scenarios/serving/test_serving_peak.py proves them at p99 on many seeds). The bounds
+put each peak where a 1 ms error in the engine's cost moves it by less than 5%.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from trtbench.scenarios.serving.loadgen import BatchingConfig
 from trtbench.scenarios.serving.loadgen.rule import passes
 from trtbench.scenarios.serving.loadgen.search import Bracket
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
-from trtbench.measure.peak_estimate import Budget, SearchPlan
-from trtbench.scenarios.serving.tokens.run import PeakSearch, TokenLoad, DecoderServing, decoder_estimate, decoder_peak, decoder_run
+from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan
+from trtbench.scenarios.serving.tokens.run import (PeakSearch, TokenLoad, DecoderServing, decoder_estimate,
+                                                   decoder_peak, decoder_run)
 from trtbench.scenarios.serving.tokens.pool import DecoderPool, serving_requests
 
 TIMES = SleeperTimes(prefill_s=0.018, per_token_s=0.006, batch_growth=0.5)  # steps of 6, 9, 12, 15 ms at batch 1-4

@@ -2,7 +2,9 @@
 registers it (:mod:`trtbench.report.columns.registry`); the tables iterate the registry. The built-in
 ones are imported here, in the order of their columns."""
 
-from trtbench.report.columns import build_time, latency, throughput, speedup, precision_speedup, flops, accuracy, processes, energy  # noqa: F401  (registration)
+# registration: each module registers its columns on import
+from trtbench.report.columns import (build_time, latency, throughput, speedup, precision_speedup,  # noqa: F401
+                                     flops, accuracy, processes, energy)
 from trtbench.report.columns.registry import Column, ColumnSet, register, registered, unregister
 
 __all__ = ["Column", "ColumnSet", "register", "registered", "unregister"]

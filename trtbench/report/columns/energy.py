@@ -50,9 +50,9 @@ def energy_notes(rows: Sequence[Row]) -> list[str]:
     if measured:
         sources = sorted({_energy(row)["source"] for row in measured})
         notes.append(f"J/inference: the device's energy counter ({', '.join(sources)}) read around each block of "
-                     "timed calls in the process that made them, less the idle draw read just before the point's rounds, "
-                     "per call; its interval is one process's (the spread of its blocks); avg W: the draw while the "
-                     "calls ran.")
+                     "timed calls in the process that made them, less the idle draw read just before the point's "
+                     "rounds, per call; its interval is one process's (the spread of its blocks); avg W: the draw "
+                     "while the calls ran.")
     states = {}
     for row in measured:
         text = _state_text(_energy(row).get("state_start"), _energy(row).get("state_end"))

@@ -1,6 +1,7 @@
 """Latency: the median with its 95% CI (two-level: the rounds and the replicate processes, :mod:`trtbench.core.stats`),
 the tail, and what ended the timing. Host times (until the call returned and the device synchronized); the CUDA-event
-median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own (:func:`own_stream_note`)."""
+median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own
+(:func:`own_stream_note`)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def own_stream_note(rows: Sequence[Row]) -> list[str]:
                     if row.record.timed and own_stream(row.record)})
     if not named:
         return []
-    return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events recorded "
-            "on torch's stream around each call do not bracket its kernels; their times here are host times (the call "
+    return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events "
+            "recorded on torch's stream around each call do not bracket its kernels; their times here are host times "
+            "(the call "
             "returns once its outputs are ready), and results.csv leaves their device_median_ms empty."]
 
 

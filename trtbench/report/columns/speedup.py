@@ -20,7 +20,8 @@ def speedup_text(interval: Optional[Interval]) -> str:
 
 
 SPEEDUP = register(ColumnSet(
-    "speedup", columns=(Column(lambda rows: f"speedup [{interval_coverage(rows)}]", lambda row: speedup_text(row.speedup)),),
+    "speedup",
+    columns=(Column(lambda rows: f"speedup [{interval_coverage(rows)}]", lambda row: speedup_text(row.speedup)),),
     fields=("speedup", "speedup_low", "speedup_high"),
     values=lambda row: {"speedup": row.speedup.value if row.speedup else None,
                         "speedup_low": row.speedup.low if row.speedup else None,

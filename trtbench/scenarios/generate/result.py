@@ -107,10 +107,21 @@ def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], nam
                        tuple(r for _, r in blocks))
 
 
-def pooled_variances(rows: list[tuple[list[RequestMetrics], list[tuple[int, int]]]]) -> dict:
-    """Per time, the between-process variance (log scale) pooled over ``rows`` (each a decoder's requests and
-    blocks at one point): :func:`~trtbench.core.stats.pooled_between_variance`, None where no row has 2 processes."""
-    return {name: pooled_between_variance([series_of(*row, name) for row in rows]) for name in TIMES + RATES}
+@dataclass(frozen=True)
+class RequestSeries:
+    """A decoder's requests at one point, in the order made, with each one's block: (replicate process, round)."""
+
+    requests: list[RequestMetrics]
+    blocks: list[tuple[int, int]]
+
+    def series(self, name: str) -> BlockSeries:
+        return series_of(self.requests, self.blocks, name)
+
+
+def pooled_variances(rows: list[RequestSeries]) -> dict:
+    """Per time, the between-process variance (log scale) pooled over ``rows`` (each a decoder's requests at one
+    point): :func:`~trtbench.core.stats.pooled_between_variance`, None where no row has 2 processes."""
+    return {name: pooled_between_variance([row.series(name) for row in rows]) for name in TIMES + RATES}
 
 
 def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]], target_rel_ci: float) -> bool:
@@ -134,16 +145,15 @@ def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], be
     return metrics
 
 
-def speedups_of(row: tuple[list[RequestMetrics], list[tuple[int, int]]],
-                baseline: tuple[list[RequestMetrics], list[tuple[int, int]]], between: dict) -> dict:
-    """The speedup over eager fp32 for TTFT, TPOT and E2E (each a decoder's requests and blocks), paired by round:
+def speedups_of(row: RequestSeries, baseline: RequestSeries, between: dict) -> dict:
+    """The speedup over eager fp32 for TTFT, TPOT and E2E, paired by round:
     the median of the ratios of eager's requests over this one's made in the same round, with the two-level 95%
     interval: the rounds both were timed in resampled together (a round's requests were made back to back), each
     side's processes on their own, topped up to the point's pooled between-process variance
     (``between``, by name)."""
     speedups = {}
     for name in TIMES:
-        base, this = series_of(*baseline, name), series_of(*row, name)
+        base, this = baseline.series(name), row.series(name)
         if base == this:  # eager fp32's own row: its reference, 1 exactly
             speedups[name] = {"value": 1.0, "low": 1.0, "high": 1.0}
             continue

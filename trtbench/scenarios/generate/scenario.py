@@ -1,21 +1,7 @@
 """The generate scenario: a causal language model's time to first token, time per output token, tokens/s and
 E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
 
-The group's model is written once as a Hugging Face folder (:mod:`trtbench.models.hf_folder`), the common
-source every decoder builds from. Each decoder at each precision runs in ``benchmark.processes`` replicate worker
-processes of its own (:mod:`trtbench.workers.loop`, with a :class:`~trtbench.building.decoder_recipe.DecoderRecipe`;
-one with ``isolation: in_process``): each builds its artifact there with its own library, loads it and warms up.
-Their teacher-forced logits are then compared with eager fp32's (a miss fails its rows with the figures); at each
-point the decoders' requests are interleaved in rounds, one request per process of every decoder per round, each
-keeping its process and round, until the two-level interval of each E2E median is within ``target_rel_ci`` (at
-least ``min_requests`` rounds, at most ``max_requests`` or ``max_time_s``). Every metric derives from the per-step
-timestamps of the one harness (:mod:`trtbench.measure.token_timing`). Each row states the bytes a decode step reads
-(:mod:`trtbench.measure.decode_bytes`), and the device's memory-bandwidth ceilings (:mod:`trtbench.measure.bandwidth`)
-are measured once per scope, before the workers start. Where the workers would not fit the memory budget together,
-they run in memory groups, one after the other, each with eager fp32 as the reference of its speedups
-(:mod:`trtbench.scenarios.generate.memory`); a group's replicate processes that do not fit its budget together
-take turns (:func:`trtbench.workers.isolation.plan_turns`). Once a memory group's workers close, each of its slots whose logits
-kept their tolerances publishes its artifact into the run's store (:mod:`trtbench.scenarios.generate.publish`).
+More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
 """
 
 from __future__ import annotations
@@ -53,7 +39,7 @@ from trtbench.scenarios.generate.memory import (MIB, default_budget_bytes, own_r
 from trtbench.scenarios.generate.publish import GroupRecords, published_parts
 from trtbench.scenarios.generate.report import generate_section, generate_summary
 from trtbench.scenarios.generate.result import (GeneratePoint, Slot, GenerateRecord, e2e_converged, metrics_of,
-                                                pooled_variances, requests_of, speedups_of)
+                                                pooled_variances, requests_of, speedups_of, RequestSeries)
 from trtbench.workers.isolation import plan_turns, process_name
 from trtbench.workers.loop import Worker, WorkerError, close_workers, spawn_workers, start_workers
 
@@ -406,7 +392,8 @@ def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
                   "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
                                 for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
-    timed = [(row.requests, row.blocks) for row in rows.values() if row.status is Status.OK and row.requests]
+    timed = [RequestSeries(row.requests, row.blocks) for row in rows.values()
+             if row.status is Status.OK and row.requests]
     return _Timed(rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)})
 
 
@@ -514,7 +501,8 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         baseline = context["baseline"]
         ready = context["worker"].get(slot, {})
         between = context["between"]
-        data.update(requests=requests_of(row.requests, row.blocks), metrics=metrics_of(row.requests, row.blocks, between),
+        data.update(requests=requests_of(row.requests, row.blocks),
+                    metrics=metrics_of(row.requests, row.blocks, between),
                     rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
@@ -523,7 +511,8 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
         data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
-            data["speedups"] = speedups_of((row.requests, row.blocks), (baseline.requests, baseline.blocks), between)
+            data["speedups"] = speedups_of(RequestSeries(row.requests, row.blocks),
+                                           RequestSeries(baseline.requests, baseline.blocks), between)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]

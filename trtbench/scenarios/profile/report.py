@@ -55,7 +55,8 @@ def _not_ok(section: dict) -> str:
 def _layers_md(layers: dict, top_k: int) -> list[str]:
     out = [f"**Layers** (FX interpreter, {layers['runs']} runs"
            + (", synchronized after every node" if layers["synchronized_per_node"] else "") + "): "
-           f"plain forward {_ms(layers['model_ms']['mean'])} ms; interpreted run {_ms(layers['interpreted_ms']['mean'])} ms, "
+           f"plain forward {_ms(layers['model_ms']['mean'])} ms; "
+           f"interpreted run {_ms(layers['interpreted_ms']['mean'])} ms, "
            f"of which the nodes take {_ms(layers['nodes_sum_ms'])} ms and interpreter overhead "
            f"{_ms(layers['overhead_ms'])} ms. % is the share of the interpreted run.", ""]
     if layers.get("plot"):
@@ -132,7 +133,8 @@ def profile_markdown(profiles: dict, where: str = "") -> str:
                                 ("operators", _operators_md), ("structure", _structure_md)):
                 section = shape.get(key)
                 if section is not None:
-                    lines += render(section) if section["status"] == Status.OK else [f"**{key.title()}**: {_not_ok(section)}", ""]
+                    ok = section["status"] == Status.OK
+                    lines += render(section) if ok else [f"**{key.title()}**: {_not_ok(section)}", ""]
             if "train" in shape:
                 trainings.append((name, label, shape["shape"], shape["train"]))
     if trainings:
@@ -142,10 +144,12 @@ def profile_markdown(profiles: dict, where: str = "") -> str:
         rows = []
         for name, label, dims, train in trainings:
             if train["status"] == Status.OK:
-                rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"], _ms(train["forward_ms"]["median"]),
+                rows.append([name, f"{label} ({dims})", train["optimizer"], train["loss"],
+                             _ms(train["forward_ms"]["median"]),
                              _ms(train["step_ms"]["median"]), f"{100 * train['backward_and_step_share']:.0f}%",
                              train.get("note", "")])
             else:
                 rows.append([name, f"{label} ({dims})", "", "", "", "", "", _not_ok(train)])
-        lines += [_table(["variant", "shape", "optimizer", "loss", "forward", "step", "backward+step share", "note"], rows), ""]
+        lines += [_table(["variant", "shape", "optimizer", "loss", "forward", "step", "backward+step share", "note"],
+                         rows), ""]
     return "\n".join(lines)

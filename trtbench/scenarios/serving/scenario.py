@@ -9,10 +9,7 @@ of worker processes (:mod:`.vision.stage`), with the peak QPS whose latency perc
 of the two a serving entry is (its :class:`ServingKind`) is settled once the scenarios before it are known
 (:meth:`Serving.placed`), and its settings are that kind's. This is the only module that sees both kinds.
 
-Written as a single-key mapping in the config's ``scenarios:`` list, e.g.
-``{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}`` after ``latency``, or
-``{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}`` after ``generate``. An entry still
-called ``server`` (its former name) is refused, naming the new one.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/scenario.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 from matplotlib.figure import Figure
 
-from trtbench.measure.peak_estimate import Step, fit_curve
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step, fit_curve
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
@@ -27,6 +27,14 @@ class SharePanel:
     interval: PeakInterval
 
 
+def _wilson(late: int, queries: int) -> tuple[float, float]:
+    """Wilson's 90% interval on the late share of ``queries`` independent queries, ``late`` of them late."""
+    from scipy.stats import binomtest
+
+    interval = binomtest(late, queries).proportion_ci(confidence_level=0.9, method="wilson")
+    return interval.low, interval.high
+
+
 def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
     """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
     with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
@@ -36,14 +44,11 @@ def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
         return None
     columns, rows = min(len(panels), 3), -(-len(panels) // 3)
     fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
-    z = 1.6448536269514722  # a two-sided 90% interval
     for i, panel in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
-        qps = np.array([s.qps for s in panel.steps])
-        n, share = np.array([s.queries for s in panel.steps], float), np.array([s.share for s in panel.steps])
-        middle = (share + z * z / (2 * n)) / (1 + z * z / n)
-        half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        ax.errorbar(qps, share, yerr=[np.clip(share - middle + half, 0, None), np.clip(middle + half - share, 0, None)],
+        qps, share = np.array([s.qps for s in panel.steps]), np.array([s.share for s in panel.steps])
+        low, high = np.array([_wilson(int(s.late.sum()), s.queries) for s in panel.steps]).T
+        ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
                     fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
         a, b, centre = fit_curve(panel.steps)
         grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)

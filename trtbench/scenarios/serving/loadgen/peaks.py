@@ -8,14 +8,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.measure.peak_estimate import Search
+from trtbench.scenarios.serving.loadgen.peak_estimate import Search
 
 Run = TypeVar("Run")
 
 
 @dataclass(frozen=True)
 class PeakInterval:
-    """What a joint estimate gives beside its peak (:mod:`trtbench.measure.peak_estimate`): the 90% interval, why the
+    """What a joint estimate gives beside its peak (:mod:`.peak_estimate`): the 90% interval, why the
     search stopped (``resolution``: the interval narrower than it; ``budget``: the queries or time spent), the queries
     and seconds it took (the confirming run's included), and LoadGen's verdict on the confirming run at the interval's
     low end with that run's late share (None: the budget left no room for it); ``confirm_needs``: the late share the
@@ -69,9 +69,9 @@ class PeakInterval:
 
 def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
     """A joint estimate's peak and :class:`PeakInterval` from its finished search
-    (:class:`~trtbench.measure.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its confirming run.
-    Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to the
-    capacity: it is not known."""
+    (:class:`~trtbench.scenarios.serving.loadgen.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its
+    confirming run. Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to
+    the capacity: it is not known."""
     estimate = search.estimate
     share = search.confirm.share if search.confirm is not None else None
     if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):

@@ -9,13 +9,7 @@ unlikely (probability at most ``1 - confidence``) were the true share exactly th
 ``P(Binomial(n, 1 - percentile) <= k) <= 1 - confidence`` (the Clopper-Pearson bound; LoadGen asks
 ``I_percentile(n - k, k + 1) <= 1 - confidence`` of the regularized incomplete beta, the same sum).
 
-The measured percentile within the bound (the rule before this one) passes half the runs at the true
-peak and, on a short run, many above it: a search that keeps the highest step that passed keeps a
-lucky one. This rule would pass a run at the true peak at most ``1 - confidence`` of the time were
-the queries independent; in a queue late queries come in bursts, and more pass (a third to a half
-on the simulated M/D/1 and M/D/2 queues, 2% or fewer at 1.08x the peak), so the search's peak is
-not biased upward; the queries per step set how far below the true peak it lands
-(:func:`resolving_queries`).
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/loadgen/rule.py.
 """
 
 from __future__ import annotations
@@ -27,7 +21,8 @@ from typing import Iterable, Optional
 LEGACY_RULE = "measured-percentile"  # results written before peak_rule: the measured percentile within the bound
 LOADGEN_RULE = "loadgen-verdict"  # validity: loadgen: LoadGen's VALID (its early stopping at 0.99, and more)
 ESTIMATE_RULE = "joint-estimate/1 at 90%"  # validity: estimate: the late share fitted to every step together
-ESTIMATE_QUERIES = 500  # the default min_queries of a joint estimate's step (trtbench.measure.peak_estimate)
+# the default min_queries of a joint estimate's step (trtbench.scenarios.serving.loadgen.peak_estimate)
+ESTIMATE_QUERIES = 500
 LOADGEN_CONFIDENCE = 0.99  # LoadGen's early stopping's confidence (its Server scenario's VALID)
 MARGIN = 0.15  # the default queries per step put the bound's margin at 15% of the allowed late share
 
@@ -47,11 +42,10 @@ def late_count(latencies_ms: Iterable[float], bound_ms: float) -> int:
 
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
-    """``P(X <= k)`` for ``X ~ Binomial(n, p)``, summed in log space (no term overflows at any ``n``)."""
-    log_p, log_q = math.log(p), math.log1p(-p)
-    head = math.lgamma(n + 1)
-    return math.fsum(math.exp(head - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
-                     for i in range(min(k, n) + 1))
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)``: scipy's, imported on first use (scipy.stats takes seconds)."""
+    from scipy.stats import binom
+
+    return float(binom.cdf(k, n, p))
 
 
 def passes(late: int, queries: int, percentile: float, confidence: float) -> bool:
@@ -88,7 +82,7 @@ def resolving_queries(percentile: float, confidence: float) -> int:
     ``z * sqrt(share * (1 - share) / n)`` near the allowed share, is :data:`MARGIN` of that share (``z`` the
     normal quantile at ``confidence``): 7227 at p99 and 0.9, 23813 at 0.99, 657 at p90 and 0.9. Fewer make
     the steps below the true peak fail more often, and the peak found lower: on the M/D/1 queue at a bound
-    four service times long (tests/scenarios/serving/test_serving_peak.py), the search's median peak is 0.96 of the true one
-    with these, 0.95 with a margin of 0.2, 0.80 with 1000 queries at 0.99."""
+    four service times long (tests/scenarios/serving/test_serving_peak.py), the search's median peak is 0.96 of the true
+    one with these, 0.95 with a margin of 0.2, 0.80 with 1000 queries at 0.99."""
     share, z = 1 - percentile, NormalDist().inv_cdf(confidence)
     return max(least_queries(percentile, confidence), math.ceil(z * z * (1 - share) / (share * MARGIN ** 2)))

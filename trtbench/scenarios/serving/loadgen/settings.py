@@ -10,7 +10,7 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.measure.peak_estimate import Budget, SearchPlan
+from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan
 from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_QUERIES, early_stopping_queries, least_queries,
                                                      resolving_queries)
 
@@ -38,8 +38,8 @@ class LoadSettings:
     minimums per run; the search's ``resolution`` and ``search_steps``; ``repeats`` and the schedule ``seed``.
 
     ``validity: estimate`` (the default) searches the peak by the joint estimate
-    (:mod:`trtbench.measure.peak_estimate`) within ``search_queries`` (and ``search_minutes``); ``bound`` bisects,
-    each step judged by the late share's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`).
+    (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`) within ``search_queries`` (and ``search_minutes``);
+    ``bound`` bisects, each step judged by the late share's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`).
 
     ``min_queries`` defaults, for a step of a joint estimate, to 500; for a bisection's, to the queries that resolve the
     peak (:func:`~trtbench.scenarios.serving.loadgen.rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed rate,
@@ -103,7 +103,7 @@ class LoadSettings:
         require_loadgen(path)
 
     def search_plan(self, capacity: float) -> SearchPlan:
-        """The joint estimate's plan (:func:`~trtbench.measure.peak_estimate.search_peak`) for these settings, from
+        """The joint estimate's plan (:func:`.peak_estimate.search_peak`) for these settings, from
         [0, ``capacity``] QPS: the late share the percentile allows, each step's minimums, the resolution and the
         search's budget of queries (and minutes), and the queries LoadGen's early stopping needs to pass the confirming
         run (:func:`~trtbench.scenarios.serving.loadgen.rule.early_stopping_queries`)."""

@@ -8,11 +8,10 @@ prompt_tokens and new_tokens of one of generate's points with batch 1, and each 
 ``lengths`` (:class:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths`), each query draws its lengths from that
 seeded spec, served once per decoder, at the first of those points. A query is late when its TTFT
 is over ``ttft_ms`` or its TPOT over ``tpot_ms``. The peak is the joint estimate from every step's late queries
-(``validity: estimate``, the default; :mod:`trtbench.measure.peak_estimate`), or with ``validity: bound`` a
-bisection whose runs pass by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the late share at
-``percentile`` and
-``confidence``, as the vision server's do (:class:`~trtbench.scenarios.serving.vision.config.ServingConfig`).
-"""
+(``validity: estimate``, the default; :mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), or with ``validity:
+bound`` a bisection whose runs pass by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the late
+share at ``percentile`` and ``confidence``, as the vision server's do
+(:class:`~trtbench.scenarios.serving.vision.config.ServingConfig`). """
 
 from __future__ import annotations
 

@@ -9,12 +9,7 @@ The worker's recipe carries a request for every batch size and every pair of len
 (:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
 its members ask for (:func:`request_label`).
 
-Under continuous batching the recipe's requests are of one query each, and a worker's queries go to its engine as
-they come (:meth:`~trtbench.workers.loop.Worker.send_admit`), each joining the running batch; an
-:class:`EngineClient`'s reader thread routes the engine's answers, ``("first", key)`` and ``("done", key, stamps)``,
-to the query they belong to. Its :meth:`~EngineClient.serve` serves one query, and ``engine_batch`` of them serve at
-once per worker (a dispatcher each), so the engine holds as many queries as arrive, up to its room, and the rest wait
-in LoadGen's queue.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/pool.py.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.status import Status
 from trtbench.report.colors import marker
-from trtbench.measure.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot, ReportSection
 from trtbench.scenarios.serving.loadgen.late_share import SharePanel, late_share_plot
@@ -115,7 +115,8 @@ def _series_name(part: ServedDecoder, result: DecoderServingResult, several_mode
 def decoder_share_panels(results) -> list[SharePanel]:
     """A late-share panel (:func:`~trtbench.scenarios.serving.loadgen.late_share.late_share_plot`) per result whose peak
     is a joint estimate."""
-    return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}", f"late share (over {result.bounds_text})",
+    return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}",
+                       f"late share (over {result.bounds_text})",
                        tuple(Step(step.offered_qps, step.repeat,
                                   np.array(step.late_flags(result.ttft_bound_ms, result.tpot_bound_ms), dtype=bool))
                              for step in result.steps if not step.confirm and step.queries),
@@ -198,7 +199,8 @@ def recommendation_text(entry: dict, environments: dict) -> str:
                 f"configuration(s)")
     low, high = min(choice["peaks"]), max(choice["peaks"])
     return (f"{where}: under load, {choice['variant']} {choice['precision']} with {choice['workers']} worker(s) x "
-            f"{choice['threads']} thread(s), batching {choice['batching_text']}: {choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
+            f"{choice['threads']} thread(s), batching {choice['batching_text']}: "
+            f"{choice['peak_qps']:.3g} QPS [{low:.3g}-{high:.3g}] within "
             f"{entry['bounds']} (the most of {entry['candidates']} served configuration(s))")
 
 

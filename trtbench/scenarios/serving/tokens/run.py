@@ -3,25 +3,7 @@ or a static batch of queries gathered within a window. Under continuous batching
 servers, one per sequence it has room for (:class:`~trtbench.scenarios.serving.tokens.pool.EngineClient`), each serving
 one query at a time, so that here it is served as one query at a time is.
 
-LoadGen runs with ``TestSettings.use_token_latencies`` and its ``ttft_latency`` / ``tpot_latency`` bounds
-(nanoseconds). Its query sample library holds the run's samples, each a (prompt_tokens, new_tokens) pair
-(:mod:`trtbench.scenarios.serving.tokens.lengths`); a query asks for its sample's lengths. A query is one sequence: QPS,
-TTFT and TPOT count sequences, also when a server batches them. With ``batching``
-(:class:`~trtbench.scenarios.serving.loadgen.settings.BatchingConfig`), a server's dispatcher gathers up to
-``max_batch`` queued queries within ``window_ms`` of the first one's arrival
-(:mod:`trtbench.scenarios.serving.loadgen.batch_window`) and serves them as one request, padded to the longest prompt
-and generating the most new tokens its members ask for. The first token of every member is reported
-(``FirstTokenComplete``) the moment the batch's first step exists, and each member is completed with its own token count
-(``QuerySampleResponse(id, ptr, size, n_tokens)``, at least 2) the moment its own last step exists, so LoadGen's summary
-gives the TTFT and TPOT percentiles. The run keeps its own stamps too, one per token from the query's issue: TTFT (issue
-to first token), TPOT ((E2E - TTFT) / (tokens - 1)), ITL (the gaps between consecutive tokens).
-
-A step passes by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the share of late queries, where a
-query is late when its TTFT is over the TTFT bound or its TPOT over the TPOT bound; goodput is the share that is not.
-:func:`decoder_peak` bisects the offered QPS for the highest that passes
-(:mod:`trtbench.scenarios.serving.loadgen.search`);
-:func:`decoder_estimate` (the default, ``validity: estimate``) estimates the peak from every step's late queries
-together, with an interval (:mod:`trtbench.measure.peak_estimate`).
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py.
 """
 
 from __future__ import annotations
@@ -37,9 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-import numpy as np
-
-from trtbench.measure.peak_estimate import Search, SearchPlan, search_peak
+from trtbench.scenarios.serving.loadgen.peak_estimate import Search, SearchPlan, StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.batch_window import gather
 from trtbench.scenarios.serving.loadgen.harness import Query, ServerLoad, run_loadgen
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
@@ -272,24 +252,18 @@ def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServ
 
 def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, plan: SearchPlan,
                    folder: Path) -> tuple[Optional[Search], list[DecoderRun]]:
-    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) over :func:`decoder_run` s
-    (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a query late when its
-    TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server failed stops the search:
-    the search is then None, and the last run's ``error`` says why."""
+    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) over
+    :func:`decoder_run` s (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a
+    query late when its TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server
+    failed stops the search: the search is then None, and the last run's ``error`` says why."""
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:
         step_load = dataclasses.replace(load, seed=load.seed + index, min_queries=queries)
         runs.append(decoder_run(servers, step_load, serving, qps, folder / f"step-{index + 1}"))
         if runs[-1].error:
-            raise _ServerFailed(runs[-1].error)
+            raise StepFailed(runs[-1].error)
         return [q.late(load) for q in sorted(runs[-1].queries, key=lambda q: q.issued_s)], runs[-1]
 
-    try:
-        return search_peak(step, plan, np.random.default_rng(load.seed)), runs
-    except _ServerFailed:
-        return None, runs
-
-
-class _ServerFailed(Exception):
-    """A step of a joint estimate whose server failed."""
+    search = search_or_stop(step, plan, load.seed)
+    return (None if isinstance(search, StepFailed) else search), runs

@@ -4,21 +4,7 @@ counts, under LoadGen's token latencies (:mod:`trtbench.scenarios.serving.tokens
 serves each such point at its own lengths; an entry with ``lengths`` serves its drawn lengths once per slot, at the
 first served point.
 
-Each (point, serving entry, worker count) gets a pool of its own
-(:class:`~trtbench.scenarios.serving.tokens.pool.DecoderPool`): ``workers`` processes, each hosting the slot's
-:class:`~trtbench.building.decoder_recipe.DecoderRecipe` built from generate's model folder at the group's threads shared
-among them, with a request for every batch size up to the entry's ``max_batch`` and every pair of lengths its queries
-can ask for (:func:`~trtbench.scenarios.serving.tokens.pool.serving_requests`), serving one query (one sequence) at a
-time or a static batch gathered within the entry's window; or, under ``batching: {mode: continuous}``, hosting the
-decoder's continuous-batching engine, which each query joins as it arrives (a decoder without one is
-``skipped``, naming those that have one). Before its first LoadGen run, a few requests
-of the shortest sample are made alone on its first worker: a search's upper end is the pool's capacity, ``workers``
-times ``max_batch`` over their fastest E2E (no queue completes more), and where their fastest TTFT or TPOT is over its
-bound no load fits: the peak is 0 and no load is run. LoadGen's logs are kept under
-``<out>/serving/<model>_<slot>_<point>_w<workers>[_s<entry>]/r<repeat>/`` with the workers' logs. A worker that dies
-fails that result with the reason and stops its search, keeping the peak found before; the other results go on, each
-on a fresh pool. The results are a part of their own per slot and point (:class:`ServedDecoder`), keyed as the
-generate row.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py.
 """
 
 from __future__ import annotations
@@ -131,7 +117,7 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
                         results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
                         continue
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
-                    results.append(_served(ctx, (recipe, group.knobs), lengths, settings, planned))
+                    results.append(_served(ctx, Hosts(recipe, group.knobs), lengths, settings, planned))
             yield ServedDecoder(ctx.env_id, group.model.id, group.threads, point.label, slot, row.decoder,
                                 row.precision, tuple(results))
 
@@ -147,7 +133,15 @@ def without_engine(decoder: str) -> Optional[str]:
             f"batching or with mode: static")
 
 
-def _served(ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryLengths, settings: DecoderServingConfig,
+@dataclasses.dataclass(frozen=True)
+class Hosts:
+    """What a pool's workers host (the decoder's recipe) and the knobs they start with."""
+
+    recipe: DecoderRecipe
+    knobs: Knobs
+
+
+def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
             result: DecoderServingResult) -> DecoderServingResult:
     """``result`` once served by workers hosting ``hosts`` (the recipe, and the knobs they start with): its steps and
     peaks, or why it failed (its steps and the peak found before kept)."""
@@ -189,15 +183,15 @@ class _TokenEngine:
     shortest sample takes alone, and each repeat's LoadGen runs as :class:`DecoderStep` s, logs under
     ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
 
-    def __init__(self, ctx: RunContext, hosts: tuple[DecoderRecipe, Knobs], lengths: QueryLengths,
-                 settings: DecoderServingConfig, result: DecoderServingResult):
-        recipe, knobs = hosts
+    def __init__(self, ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
+                 result: DecoderServingResult):
         self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
         self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
                               settings.percentile, settings.confidence)
         self.serving = DecoderServing(lengths.draw(), settings.batching.static if settings.batching else None)
         shutil.rmtree(self.folder, ignore_errors=True)  # logs of an earlier, unfinished serving of the same result
-        self.pool = DecoderPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder, knobs)
+        self.pool = DecoderPool(hosts.recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder,
+                                hosts.knobs)
         self.servers = self.pool.servers(settings.query_timeout_s)
 
     def alone(self, requests: int) -> dict:

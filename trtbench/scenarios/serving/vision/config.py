@@ -21,15 +21,13 @@ class ServingConfig(LoadSettings):
     (the rest: :class:`LoadSettings`).
 
     ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
-    peak with a 90% interval (:mod:`trtbench.measure.peak_estimate`), within ``search_queries`` queries (and
-    ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries (min_queries
-    500 by default), LoadGen's verdict taken on a confirming run at the interval's low end;
-    ``bound`` judges a run by the one-sided upper bound, at ``confidence``, on its share of
-    queries over ``p99_ms`` (:mod:`trtbench.scenarios.serving.loadgen.rule`), with LoadGen's min duration and queries
-    met and its measured percentile within the bound;
-    ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99, on LoadGen's
-    latencies). Both are reported either way.
-    """
+    peak with a 90% interval (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), within ``search_queries``
+    queries (and ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries
+    (min_queries 500 by default), LoadGen's verdict taken on a confirming run at the interval's low end; ``bound``
+    judges a run by the one-sided upper bound, at ``confidence``, on its share of queries over ``p99_ms``
+    (:mod:`trtbench.scenarios.serving.loadgen.rule`), with LoadGen's min duration and queries met and its measured
+    percentile within the bound; ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99,
+    on LoadGen's latencies). Both are reported either way. """
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None

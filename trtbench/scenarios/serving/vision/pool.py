@@ -7,12 +7,7 @@ one call, on inputs the worker prepared when it started (the query sample librar
 in the timed path, and a gathered batch runs the prepared batch of that size instead of
 concatenating its queries).
 
-A :class:`ServerSession` is one LoadGen run's SUT: ``issue`` queues the queries LoadGen sends, and
-one dispatcher thread per worker takes them from the queue (gathering up to ``max_batch`` of them
-within ``window_ms`` when batching), asks its worker for one synchronized call, waits and completes
-them with ``QuerySamplesComplete``. A worker silent past ``query_timeout_s`` is killed and its queries
-completed as *lost*; once no worker is left, every query still queued or issued is completed lost
-at once, so LoadGen, which waits for every sample it issued, ends the run.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py.
 """
 
 from __future__ import annotations
@@ -43,7 +38,8 @@ class ServingPool:
         """Workers started with ``knobs`` (:mod:`trtbench.core.knobs`), ``threads`` each, running at once (a
         binding gives each cores of its own)."""
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
-        ready, errors = start_workers(named, spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
+        ready, errors = start_workers(named,
+                                      spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
         self.workers: list[Worker] = list(ready.values())
         if errors:
             self.close()

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
-from trtbench.measure.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import Step
 from trtbench.report.colors import VariantColors, marker, variant_colors
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
@@ -129,7 +129,8 @@ def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | Non
         name = _series_name(record, result, several_models)
         color, rank = styles[name]
         qps = sorted(at)
-        ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3, color=color, label=name)
+        ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3, color=color,
+                label=name)
         ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4, color=color)
     for bound, key in sorted({(result.bound_ms, result.percentile_key) for _, result in pairs}):
         ax.axhline(bound, color="black", linestyle="--", linewidth=0.8)
@@ -203,7 +204,8 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
                 groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
+        ok = [(r, s) for r,
+              s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

@@ -5,15 +5,7 @@ seeded schedule, its minimum duration and query count, its validity rules and it
 (``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
 The SUT is a :class:`~trtbench.scenarios.serving.vision.pool.ServingPool` of worker processes.
 
-The peak QPS is searched by bisection over ``server_target_qps`` (:mod:`trtbench.scenarios.serving.loadgen.search`), one
-PerformanceOnly LoadGen run per step, between 0 and the pool's capacity (workers / fastest service time;
-with batching, the best of one query and a full batch per call), which no queue can exceed, until the
-peak is bracketed within the scenario's ``resolution``. LoadGen's own FindPeakPerformance mode runs in
-this version too, but it keeps the log of its last run only: the latency percentiles at each offered
-QPS (the plot's curve), and which steps passed, would be lost. A step passes when it is valid by the
-scenario's rule (:mod:`trtbench.scenarios.serving.loadgen.rule`: the late share's upper confidence bound); the search is
-repeated
-``repeats`` times, each with its own LoadGen schedule seed, and the spread of the peaks is reported.
+More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/run.py.
 """
 
 from __future__ import annotations
@@ -23,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
-
 from trtbench.core.knobs import Knobs
-from trtbench.measure.peak_estimate import search_peak
+from trtbench.scenarios.serving.loadgen.peak_estimate import StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.harness import ServerLoad, run_loadgen
 from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool, call_label
@@ -118,7 +108,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
     if settings.estimates:
-        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, (out_dir, capacity),
+        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, out_dir, capacity,
                          progress)
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
@@ -143,16 +133,11 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
     return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
 
 
-class _LostQueries(Exception):
-    """A step of a joint estimate lost queries: the search stops, and the result fails."""
-
-
-def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, where: tuple[Path, float],
+def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
-    """The joint estimate's search (:func:`~trtbench.measure.peak_estimate.search_peak`) with its steps LoadGen runs
-    on the pool, each of its own schedule (seed + its index); ``where``: the run's output folder and the pool's
-    capacity. A step that loses a query fails the result, with the steps made."""
-    out_dir, capacity = where
+    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) with its
+    steps LoadGen runs on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A
+    step that loses a query fails the result, with the steps made."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
@@ -162,14 +147,13 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
                                 out_dir / result.log_dir / f"s{repeat}-{qps:.1f}qps", out_dir)
         runs.append(run)
         if lost:
-            raise _LostQueries(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
-                               + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
+            raise StepFailed(f"{run.lost} query(ies) lost at {qps:.1f} QPS offered: " + "; ".join(lost)
+                             + f"; the peak search stopped at step {repeat + 1}, as a lost query fails the result")
         return run.late_flags(settings.p99_ms), run
 
-    try:
-        search = search_peak(step, plan, np.random.default_rng(settings.seed))
-    except _LostQueries as err:
-        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(err))
+    search = search_or_stop(step, plan, settings.seed)
+    if isinstance(search, StepFailed):
+        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
         confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
         runs[-1] = confirmed

@@ -85,7 +85,8 @@ def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
                         config, s, device, at.dtype), f"payload-{index}")
                     for index, settings in enumerate(config.serving)]
         for key, (precision, record, outcome) in entries.items():
-            artifact, variant, results = deployed_artifact(outcome.variant, outcome.built, folder, key), outcome.variant, []
+            artifact = deployed_artifact(outcome.variant, outcome.built, folder, key)
+            variant, results = outcome.variant, []
             for index, settings in enumerate(config.serving):
                 def recipe_for(threads: int, payload=payloads[index][precision]) -> VariantRecipe:
                     recipe = VariantRecipe.for_group(config, group, variant.name, precision, payload, device)

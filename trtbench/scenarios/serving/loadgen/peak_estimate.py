@@ -1,41 +1,13 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
 steps.
 
-A serving step offers Poisson load at a rate ``qps`` and sees, in issue order, which of its queries were *late* (over
-the latency bound; a lost query is late). The late share rises with the load, and the peak is the load at which it
-reaches what the percentile allows (``allowed``: 1% at p99).
-
-**The fit.** The late share is fitted to every step together as a logistic curve in the log of the load,
-``logit(share) = a + b log(qps)``, by maximum likelihood on each step's late count of its queries. Logistic rather
-than isotonic: the peak is where the curve crosses the allowed share, and an isotonic fit is a staircase whose
-crossing jumps from one step's load to the next (it cannot say where between two steps the share crosses, and a
-search's steps near the peak are few); the logistic curve is smooth, two numbers, and uses a step's count above the
-allowed share as well as one below. A queue's late share is not exactly logistic over all loads, but the steps that
-carry the fit are those near the crossing (a step with no late query, far below, weighs little), where it is close.
-
-**The interval** is a 90% bootstrap that respects how the queries were made. Late queries come in bursts (a queue
-that fills: on the simulated M/D/1 and M/D/2 queues a step's late count varies about 4 and 15 times as much as a
-binomial's), and the steps of one repeat (a LoadGen schedule, seed + repeat) replay the same arrivals scaled to
-their rate, so their bursts fall at the same query indices at every step. So a replicate resamples *repeats* with
-replacement and, within each drawn repeat, *blocks* of :data:`BLOCK` consecutive query indices with replacement, the
-same blocks at every step of that repeat (a step shorter than the longest keeps the drawn blocks it has), and fits
-the curve again. Since a burst makes a step's late count right-skewed (most runs see fewer late queries than the
-mean, a few far more), the fit's crossing is biased upward (about 2% on the M/D/2 queue at 10,000 queries); the
-bootstrap measures that: the estimate is the fit less the replicates' median bias about it (``fit - (median -
-fit)``), and the interval the replicates' 5% and 95% quantiles less the same bias (the low end at least 0; a replicate
-whose curve does not rise with the load has no crossing, and counts as an unbounded peak).
-
-**The search** (:func:`search_peak`) brackets the peak first: bisection from [0, capacity] until one step's late
-share is within the allowed share and a higher step's is over it. Then each step goes where it informs the estimate
-most, beside the current fit's crossing, alternately :data:`SPREAD` below and above it (two sides fix the curve's
-slope as well as its level). A step has ``max(min_queries, qps * min_duration_s)`` queries (LoadGen's minimums: it
-issues until both are met) and a schedule of its own (its repeat is its index): a step that replayed another's
-arrivals would see the same bursts again, and add less. The search stops once the interval is narrower than
-``resolution`` of the estimate (or, where no step was ever over the allowed share, or none within it, once the
-bisection's bracket is: the peak is then its low end, the interval the bracket), or when the next step would not fit in
-the budget (queries, or seconds) beside the confirming run at the interval's low end, which is made last (LoadGen's
-verdict at the load the interval vouches for), is not fitted, and has the queries LoadGen's verdict needs at the late
-share the curve expects there (``SearchPlan.verdict_queries``; docs/serving.md), kept back as the search goes.
+A step offers Poisson load at ``qps`` and sees, in issue order, which queries were *late* (over the bound; a lost
+query is late). The late share is fitted to every step together as a logistic curve in the log of the load; the peak
+is where it reaches what the percentile allows (``allowed``: 1% at p99). The interval is a bootstrap over repeats and
+blocks of :data:`BLOCK` queries, less the replicates' median bias. :func:`search_peak` brackets the peak by bisection,
+then places steps :data:`SPREAD` either side of the current crossing until the interval is within ``resolution`` or
+the budget, less the confirming run's share, is spent. Why each choice, and where the interval holds:
+docs/serving.md, "The joint estimate".
 """
 
 from __future__ import annotations
@@ -45,13 +17,18 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
+from statistics import NormalDist
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from trtbench.scenarios.serving.loadgen.search import Bracket
+
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
 REPLICATES = 400  # bootstrap replicates of an interval
 LEVEL = 0.9  # the interval's coverage
+# the normal quantile of a two-sided LEVEL interval: scipy's norm.ppf(0.95), without importing scipy.stats here
+Z_LEVEL = NormalDist().inv_cdf((1 + LEVEL) / 2)
 SPREAD = 0.04  # a step beside the estimate is this share below or above it
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
 NEWTON_STEPS = 30
@@ -220,14 +197,15 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
         return point, math.inf
     share = 1 / (1 + np.exp(-(a[0] + b[0] * log_qps)))
     weight = queries * share * (1 - share)
-    info = np.array([[weight.sum(), (weight * log_qps).sum()], [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
+    info = np.array([[weight.sum(), (weight * log_qps).sum()],
+                     [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
     gradient = np.array([-1 / b[0], -(math.log(allowed / (1 - allowed)) - a[0]) / b[0] ** 2])
     try:
         spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
     except np.linalg.LinAlgError:
         return point, math.inf
-    z = 1.6448536269514722  # the normal quantile at 0.95: a two-sided 90% interval
-    return point, math.exp(min(z * spread, 50.0)) - math.exp(-z * spread)  # no overflow where the fit is loose
+    # no overflow where the fit is loose
+    return point, math.exp(min(Z_LEVEL * spread, 50.0)) - math.exp(-Z_LEVEL * spread)
 
 
 def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,7 +242,7 @@ def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
     return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
 
 
-def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, float]]:
+def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[Bracket]:
     """The bisection's bracket while the peak is not bracketed yet (no step within the allowed share below one over
     it): the highest load within it below the lowest over it (0 while none), and that lowest (the capacity while
     none); None once bracketed."""
@@ -273,7 +251,7 @@ def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[tuple[float, f
     if min(under, default=math.inf) < max(over, default=0.0):
         return None
     hi = min(over, default=plan.capacity)
-    return max((q for q in under if q < hi), default=0.0), hi
+    return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
 def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
@@ -281,8 +259,7 @@ def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
     bracket = _bracket(steps, plan)
     if bracket is None and math.isfinite(point):
         return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
-    lo, hi = bracket or (0.0, plan.capacity)
-    return (lo + hi) / 2
+    return (bracket or Bracket(0.0, plan.capacity)).qps
 
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
@@ -305,9 +282,10 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         used += len(late)
         point, independent_width = point_estimate(steps, plan.allowed)
         bracket = _bracket(steps, plan)
-        if bracket is not None and bracket[1] - bracket[0] <= plan.resolution * bracket[0]:
+        if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
-            return _confirmed(run, plan, steps, Estimate(bracket[0], bracket[0], bracket[1]), (used, started, clock))
+            bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
+            return _confirmed(run, plan, steps, bracketed, Spent(used, started, clock))
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
@@ -315,7 +293,8 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 break
     if stopped_by == "budget" and steps:
         current = estimate(steps, plan.allowed, rng)
-    return dataclasses.replace(_confirmed(run, plan, steps, current, (used, started, clock)), stopped_by=stopped_by)
+    return dataclasses.replace(_confirmed(run, plan, steps, current, Spent(used, started, clock)),
+                               stopped_by=stopped_by)
 
 
 def expected_share(steps: Sequence[Step], qps: float) -> float:
@@ -338,11 +317,19 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
     return min(cap, needed) if needed is not None else plan.queries_at(low)
 
 
-def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: tuple) -> Search:
+@dataclass(frozen=True)
+class Spent:
+    """What a search has spent: the queries its steps used, and when it started on its clock."""
+
+    queries: int
+    started: float
+    clock: Callable[[], float]
+
+
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: Spent) -> Search:
     """The search with its confirming run at the interval's low end, of the queries LoadGen's verdict needs at the
-    late share expected there, where there is one and the budget has room for it; ``spent``: the queries used, when
-    the search started and its clock."""
-    used, started, clock = spent
+    late share expected there, where there is one and the budget has room for it."""
+    used, started, clock = spent.queries, spent.started, spent.clock
     confirm, expected = None, (math.nan, None)
     if current.low > 0:
         share = expected_share(steps, current.low)
@@ -352,3 +339,16 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
     return Search(tuple(steps), current, "resolution", confirm, used, clock() - started, expected)
+
+
+class StepFailed(Exception):
+    """A step of a search that failed (a lost query, a server that failed): the search stops."""
+
+
+def search_or_stop(run: RunStep, plan: SearchPlan, seed: int) -> Search | StepFailed:
+    """:func:`search_peak` over ``run``'s steps, seeded with ``seed``; or the :class:`StepFailed` a step raised, which
+    says why (the steps made are the caller's ``run``'s to keep)."""
+    try:
+        return search_peak(run, plan, np.random.default_rng(seed))
+    except StepFailed as failed:
+        return failed
