@@ -14,7 +14,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 
 from helpers.cli import trtbench

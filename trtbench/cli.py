@@ -9,7 +9,8 @@ from pathlib import Path
 
 from trtbench.core.errors import DiskFullError, UserInputError
 
-COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history", "gate")
+COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history",
+            "gate")
 HISTORY_ACTIONS = ("show", "runs", "export", "html", "ingest", "rebuild", "accept", "forget")
 
 
@@ -136,9 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
                                              "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
     history.add_argument("action", nargs="?", default="show", choices=HISTORY_ACTIONS,
-                         help="show (default): each series; runs: the stored runs; export: every point as CSV; html OUT.html: "
-                              "a page of every series; ingest DIR...: add runs' folders (each run once); rebuild DIR...: recreate the database "
-                              "from folders; accept RUN: its steps are the new normal; forget RUN: drop a bad run")
+                         help="show (default): each series; runs: the stored runs; export: every point as CSV; "
+                              "html OUT.html: a page of every series; ingest DIR...: add runs' folders (each run "
+                              "once); rebuild DIR...: recreate the database from folders; accept RUN: its steps are the "
+                              "new normal; forget RUN: drop a bad run")
     history.add_argument("targets", nargs="*", metavar="DIR|RUN", help="folders (ingest, rebuild), a run id (accept, "
                                                                         "forget) or the page to write (html)")
     history.add_argument("--model", help="series whose model id contains this")

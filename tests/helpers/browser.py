@@ -23,7 +23,8 @@ ALLOWED_SCHEMES = ("file:", "data:")
 
 
 def missing_browser(reason: str) -> None:
-    """Fail under CI (where make test installs the browser: scripts/system_packages.sh), skip elsewhere, naming the install line."""
+    """Fail under CI (where make test installs the browser: scripts/system_packages.sh), skip elsewhere, naming the
+    install line."""
     message = f"{reason}: {INSTALL}"
     if os.environ.get("CI") == "true":
         pytest.fail(message)

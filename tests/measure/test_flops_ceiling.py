@@ -55,7 +55,8 @@ AVX512 = "avx avx2 fma avx512f avx512dq avx512bw avx512vl"
     ("Xeon Silver 4114 (Skylake-SP)", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz",
                                               vendor="GenuineIntel", family=6, model_number=85), 32, "one AVX-512 FMA"),
     ("Xeon Bronze 3204 (Cascade Lake)", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Bronze 3204 CPU @ 1.90GHz",
-                                                vendor="GenuineIntel", family=6, model_number=85), 32, "one AVX-512 FMA"),
+                                                vendor="GenuineIntel", family=6, model_number=85), 32,
+     "one AVX-512 FMA"),
     ("Xeon Gold 5120", cpuinfo(AVX512, 1, model="Intel(R) Xeon(R) Gold 5120 CPU @ 2.20GHz", vendor="GenuineIntel",
                                family=6, model_number=85), 32, "one AVX-512 FMA"),
     # the flags are right for these

@@ -139,7 +139,8 @@ def test_missing_runtimes_are_skipped_with_the_install_command(tiny_config, tmp_
     outcome = run(tiny_config, tmp_path)
     reasons = {r.case.variant: r.reason for r in outcome.results if r.status == "skipped"}
     assert reasons == {"ort": "onnxruntime is not installed (pip install onnxruntime)",
-                       "openvino": "openvino is not installed (pip install openvino (or pip install 'trtbench[openvino]'))"}
+                       "openvino": "openvino is not installed (pip install openvino "
+                                   "(or pip install 'trtbench[openvino]'))"}
     assert outcome.exit_code == 0
 
 

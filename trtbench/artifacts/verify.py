@@ -146,7 +146,8 @@ def check_reproduces(job):
     if len(output) != len(expected) or any(o.shape != e.shape for o, e in zip(output, expected)):
         return {"ok": False, "error": "output structure differs from the recorded output", **cold}
     max_abs, ok = 0.0, True
-    for out, ref in zip(output, expected):  # the same scale-relative bound as trtbench.measure.accuracy.elementwise_accuracy
+    # the same scale-relative bound as trtbench.measure.accuracy.elementwise_accuracy
+    for out, ref in zip(output, expected):
         ref = ref.float()
         finite = torch.isfinite(ref)
         if not torch.equal(torch.isfinite(out), finite):

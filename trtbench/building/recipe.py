@@ -41,7 +41,8 @@ HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved fi
 # worker facts of a rebuild: what its first call cost, and whether torch.compile's replicate processes found
 # Inductor's on-disk cache (one per user, shared by a run's processes) warm
 REBUILD_FACTS = ("first_call_s", "fxgraph_cache_hits", "fxgraph_cache_misses")
-ALLOCATOR_STATE = "mmap_threshold_bytes"  # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
+# worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
+ALLOCATOR_STATE = "mmap_threshold_bytes"
 
 
 def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:

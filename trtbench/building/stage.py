@@ -31,7 +31,8 @@ from trtbench.core.status import Status
 from trtbench.variants import BuildContext, Built, Variant, build_order, get_variant
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext  # the plan's types; a worker rebuilding a variant imports this module, not the plan's
+    # the plan's types; a worker rebuilding a variant imports this module, not the plan's
+    from trtbench.core.context import RunContext
     from trtbench.config.plan import BuildGroup
 
 
@@ -117,8 +118,8 @@ def _within(outcome: BuildOutcome, max_build_s: Optional[float]) -> BuildOutcome
 def quantizes(group: BuildGroup, precision: str) -> bool:
     """Whether some variant of ``group`` is built at the quantized ``precision`` here (a decoder quantizes in
     its own builder)."""
-    return is_quantized(precision) and not group.decodes and any(group.slot_id(e.name, precision) not in group.unavailable
-                                           for e in group.entries_at(precision))
+    return is_quantized(precision) and not group.decodes and any(
+        group.slot_id(e.name, precision) not in group.unavailable for e in group.entries_at(precision))
 
 
 def run_calibration(plan):

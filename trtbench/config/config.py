@@ -486,7 +486,8 @@ def read_yaml(path: Path) -> Any:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(err, "problem", None) or str(err)
-        raise UserInputError(where, f"YAML syntax error: {problem}", "fix the YAML at that line (indentation, colons, brackets)") from err
+        raise UserInputError(where, f"YAML syntax error: {problem}",
+                             "fix the YAML at that line (indentation, colons, brackets)") from err
 
 
 def config_from_dict(data: Any) -> Config:
@@ -503,7 +504,8 @@ def load_config(path: str | Path, *, device: str | None = None, variants: list[s
     resolved = resolve_config_path(str(path))
     data = read_yaml(resolved)
     if not isinstance(data, dict):
-        raise UserInputError(str(resolved), "the config must be a YAML mapping", "start with 'name: ...' and 'model: ...' keys")
+        raise UserInputError(str(resolved), "the config must be a YAML mapping",
+                             "start with 'name: ...' and 'model: ...' keys")
     if device is not None:
         data["device"] = device
     if variants is not None:

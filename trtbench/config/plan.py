@@ -94,7 +94,8 @@ class BuildGroup:
         its dependency; none where the group's variants are decoders (its scenario builds those)."""
         if self.decodes:
             return []
-        runnable = [e.name for e in self.entries_at(precision) if self.slot_id(e.name, precision) not in self.unavailable]
+        runnable = [e.name for e in self.entries_at(precision)
+                    if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
 
     @property

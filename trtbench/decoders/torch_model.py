@@ -21,7 +21,8 @@ from trtbench.core.env import bf16_compute, torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # the precisions a PyTorch decoder runs at
+# the precisions a PyTorch decoder runs at
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ARTIFACT = "decoder.json"
 BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 

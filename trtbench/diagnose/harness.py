@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from trtbench.core.outdir import describe_error
+from trtbench.core.status import Status
 from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
@@ -170,7 +171,7 @@ def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Se
         return Diagnosis(**base, status="unavailable", reason=err.reason, builds=builds.count,
                          builds_announced=builds.announced)
     except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
-        return Diagnosis(**base, status="failed", reason=describe_error(err), builds=builds.count,
+        return Diagnosis(**base, status=Status.FAILED, reason=describe_error(err), builds=builds.count,
                          builds_announced=builds.announced)
 
 

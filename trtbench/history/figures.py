@@ -131,16 +131,16 @@ def record_figures(results: ResultSet, record: Record, key_of) -> list[Figure]:
     figures = []
     median = results.median_interval(record)
     if median is not None:
-        figures.append(Figure(key_of(case, "median"), "ok", _interval(median.value, median.low, median.high)))
-        figures.append(Figure(key_of(case, "p99"), "ok", _interval(record.stats.p99)))
+        figures.append(Figure(key_of(case, "median"), Status.OK, _interval(median.value, median.low, median.high)))
+        figures.append(Figure(key_of(case, "p99"), Status.OK, _interval(record.stats.p99)))
     speedup = results.speedup(record)
     if speedup is not None:
-        figures.append(Figure(key_of(case, "speedup"), "ok", _interval(speedup.value, speedup.low, speedup.high)))
+        figures.append(Figure(key_of(case, "speedup"), Status.OK, _interval(speedup.value, speedup.low, speedup.high)))
     if record.accuracy is not None:
-        status = "failed" if record.accuracy_failed else "ok"
+        status = Status.FAILED if record.accuracy_failed else Status.OK
         error = record.accuracy.get("max_abs_err")
         figures.append(Figure(key_of(case, "accuracy"), status, _interval(error),
-                              "" if status == "ok" else "accuracy below its tolerance"))
+                              "" if status == Status.OK else "accuracy below its tolerance"))
     return figures
 
 
@@ -155,7 +155,8 @@ def served_figures(results: ResultSet, part, key_of) -> list[Figure]:
                (f" batching {json.dumps(item['batching'], sort_keys=True)}" if item.get("batching") else "")
         interval = item.get("interval") or {}
         value = _interval(item.get("peak_qps"), interval.get("low"), interval.get("high"))
-        figures.append(Figure(key_of(record.case, name), str(item.get("status", "ok")), value, item.get("reason", "")))
+        status = str(item.get("status", Status.OK))
+        figures.append(Figure(key_of(record.case, name), status, value, item.get("reason", "")))
     return figures
 
 
@@ -163,14 +164,14 @@ def generate_figures(part, key) -> list[Figure]:
     """A generate row's TTFT and TPOT medians with their intervals (``key(figure)``: the key)."""
     data = part.to_dict()
     metrics = (data.get("data") or {}).get("metrics") or {}
-    if data["status"] != "ok" or not metrics:
+    if data["status"] != Status.OK or not metrics:
         return [Figure(key(name), data["status"], None, data.get("reason", "")) for name in ("ttft", "tpot")]
     figures = []
     for name in ("ttft", "tpot"):
         metric = metrics.get(f"{name}_ms") or {}
         median, rel = metric.get("median"), metric.get("median_ci_rel")
         finite = rel is not None and rel != float("inf")
-        figures.append(Figure(key(name), "ok", _interval(median, median * (1 - rel) if finite else None,
+        figures.append(Figure(key(name), Status.OK, _interval(median, median * (1 - rel) if finite else None,
                                                              median * (1 + rel) if finite else None)
                               if median else None))
     return figures

@@ -21,6 +21,7 @@ from typing import Optional
 
 from trtbench.core.errors import UserInputError
 from trtbench.core.steps import THRESHOLD, against, find_steps
+from trtbench.core.status import Status
 from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, interval_text, load_series,
                                      version_changes, worse)
 from trtbench.history.store import RunRow, Store
@@ -63,10 +64,10 @@ class GateSettings:
 
 def _status_regression(points: list[SeriesPoint], figure: str) -> Optional[str]:
     """A row that newly failed or was skipped, or an accuracy that newly fell below its tolerance."""
-    if len(points) < 2 or points[-2].status != "ok" or points[-1].status == "ok":
+    if len(points) < 2 or points[-2].status != Status.OK or points[-1].status == Status.OK:
         return None
     new = points[-1]
-    if figure == "accuracy" and new.status == "failed":
+    if figure == "accuracy" and new.status == Status.FAILED:
         return f"accuracy newly below its tolerance ({new.reason or 'failed'})"
     return f"newly {new.status}: {new.reason or 'no reason given'}"
 

@@ -209,7 +209,7 @@ class Store:
         value = figure.value
         self._execute("INSERT INTO points (run_id, series_id, status, value, low, high, reason) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                      (run_id, key.series_id, figure.status, *(
+                      (run_id, key.series_id, str(figure.status), *(
                           (value.value, value.low, value.high) if value is not None else (None, None, None)),
                        figure.reason))
 

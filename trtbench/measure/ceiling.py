@@ -149,7 +149,8 @@ def parse_cpuinfo(text: str) -> dict:
     cores = {(p.get("physical id"), p.get("core id")) for p in processors if "core id" in p}
     return {"flags": set((first.get("flags") or first.get("Features") or "").split()),
             "vendor": first.get("vendor_id", ""), "family": _int(first.get("cpu family")),
-            "model": _int(first.get("model")), "model_name": first.get("model name", ""), "cpu_mhz": float(first["cpu MHz"]) if "cpu MHz" in first else None,
+            "model": _int(first.get("model")), "model_name": first.get("model name", ""),
+            "cpu_mhz": float(first["cpu MHz"]) if "cpu MHz" in first else None,
             "physical_cores": len(cores) or len(processors)}
 
 

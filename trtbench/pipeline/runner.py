@@ -90,7 +90,8 @@ class Runner:
         interrupted = ended is RunStatus.INTERRUPTED
         results = self.state.result_set(earlier, environment, started, ended)
         self.store.entries = self.state.saved_entries
-        manifest = self.store.write_manifest(self.config.to_dict(), environment) if self.config.output.save_artifacts else None
+        manifest = (self.store.write_manifest(self.config.to_dict(), environment)
+                    if self.config.output.save_artifacts else None)
         head = ReportHead(run_intro(self.config), ended, manifest)
         sections = report_sections(results, self.config.budget.p99_ms)
         if ended is RunStatus.COMPLETE and self._builds_variants:

@@ -108,7 +108,9 @@ def isolation_table(results: ResultSet) -> str:
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
                  _knobs_text(facts),
-                 threads, spinning, f"{number_text(facts.get('settle_ms_median'), 1)} ({number_text(facts.get('settle_cpu_ms_median'), 1)})",
+                 threads, spinning,
+                 f"{number_text(facts.get('settle_ms_median'), 1)} "
+                 f"({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
                  number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),
                  number_text(facts.get("peak_rss_mb"), 0)]
@@ -208,7 +210,8 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
             out.append(f"interference at {r.case.model} {r.case.precision} {r.case.point}: {check.text()}; "
                        f"speedups there may not be what each runtime gives alone.")
     refaulting = [f"{r.case.label} {r.case.precision} {r.case.point} ({faults:.0f}/call)" for r in timed
-                  if (faults := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_median") or 0) >= REFAULTING]
+                  if (faults := (r.metrics.get("isolation") or {}).get("minor_faults_per_call_median") or 0)
+                  >= REFAULTING]
     if refaulting:
         out.append(f"page faults on every call for: {', '.join(refaulting)}: their process's allocator handed its "
                    "buffers back to the OS after each call, so their times, and speedups over them, include faulting "
@@ -237,12 +240,14 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    f"disturbed the next variant's block).")
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
-                   "speedup is paired by round: the median, over the rounds eager fp32 and the variant were both timed in "
+                   "speedup is paired by round: the median, over the rounds eager fp32 and the variant were both "
+                   "timed in "
                    "(at every precision), of eager's block over the variant's, its interval from those rounds and "
                    "each one's replicate processes.")
     single = [row for row in table_rows if row.record.timed and row.processes == 1]
     if single:
-        out.append("timed in one process: " + ("every row" if len(single) == len([r for r in table_rows if r.record.timed])
+        every = len(single) == len([r for r in table_rows if r.record.timed])
+        out.append("timed in one process: " + ("every row" if every
                                                else ", ".join(f"{row.record.case.label} {row.record.case.point}"
                                                               for row in single))
                    + "; its intervals cover that one process's rounds, not the luck of the next process (another "

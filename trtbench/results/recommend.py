@@ -41,8 +41,8 @@ def _point(record: Record) -> dict:
 def _describe(record: Record) -> str:
     c, stats = record.case, record.stats
     knob = f", {c.knobs}" if c.knobs else ""
-    return (f"{c.label} {c.precision}, batch {c.batch}, {c.threads} thread(s){knob}: {record.throughput:.1f} samples/s, "
-            f"p99 {stats.p99:.3f} ms, median {stats.median:.3f} ms")
+    return (f"{c.label} {c.precision}, batch {c.batch}, {c.threads} thread(s){knob}: "
+            f"{record.throughput:.1f} samples/s, p99 {stats.p99:.3f} ms, median {stats.median:.3f} ms")
 
 
 @dataclass(frozen=True)

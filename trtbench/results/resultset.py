@@ -266,7 +266,8 @@ class ResultSet:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise UserInputError(str(path), f"not valid JSON: {err}", "pass a results.json written by trtbench") from err
+            raise UserInputError(str(path), f"not valid JSON: {err}",
+                                 "pass a results.json written by trtbench") from err
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version not in READABLE_VERSIONS:
             raise UserInputError(str(path), f"unknown schema_version {version!r}",

@@ -220,9 +220,10 @@ class OrtVariant(Variant):
 
     def thread_settings(self, built: Built) -> dict:
         options = built.module.session.get_session_options()
-        return {"runtime_threads": options.intra_op_num_threads, "runtime_inter_op_threads": options.inter_op_num_threads,
-                "spinning": "session.intra_op.allow_spinning=" + _config_entry(options, "session.intra_op.allow_spinning",
-                                                                              "1 (onnxruntime default)")}
+        spinning = _config_entry(options, "session.intra_op.allow_spinning", "1 (onnxruntime default)")
+        return {"runtime_threads": options.intra_op_num_threads,
+                "runtime_inter_op_threads": options.inter_op_num_threads,
+                "spinning": "session.intra_op.allow_spinning=" + spinning}
 
     def prepare(self, built: Built, inputs: tuple):
         return built.module.prepare(inputs)

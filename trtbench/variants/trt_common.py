@@ -137,7 +137,8 @@ class TRTOptions:
         if self.min_block_size is not None and self.min_block_size < 1:
             raise UserInputError(join(path, "min_block_size"), f"got {self.min_block_size}", "use 1 or more")
         if self.workspace_size is not None and self.workspace_size < 0:
-            raise UserInputError(join(path, "workspace_size"), f"got {self.workspace_size}", "give a size in bytes (0 or more)")
+            raise UserInputError(join(path, "workspace_size"), f"got {self.workspace_size}",
+                                 "give a size in bytes (0 or more)")
         if self.require_full_compilation and self.torch_executed_ops:
             raise UserInputError(join(path, "torch_executed_ops"), "is set together with require_full_compilation",
                                  "ops forced to PyTorch contradict full compilation: drop one of the two")

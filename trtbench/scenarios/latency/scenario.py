@@ -9,6 +9,7 @@ with the others (:func:`trtbench.measure.timing.measure_interleaved`). The resul
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from dataclasses import replace
@@ -128,7 +129,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
             try:
                 with in_flight(InFlight("check", case.model, case.variant, case.precision, str(ctx.out_dir))):
                     prepared = variant.prepare(built, inputs[case.precision])
-                    call = (lambda v=variant, b=built, p=prepared: v.run(b, p))
+                    call = functools.partial(variant.run, built, prepared)
                     checked = isolation.check(key, point, call)  # in this process, with isolation in_process
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
                 fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
@@ -148,7 +149,8 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
         energy = PointEnergy.before_rounds(ctx.device) if timers else None  # the idle draw just before the rounds
         while timers:
             try:
-                measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device, ctx.timing, tick, baseline=BASELINE_VARIANT,
+                measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device,
+                                               ctx.timing, tick, baseline=BASELINE_VARIANT,
                                                warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
