@@ -139,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("action", nargs="?", default="show", choices=HISTORY_ACTIONS,
                          help="show (default): each series; runs: the stored runs; export: every point as CSV; "
                               "html OUT.html: a page of every series; ingest DIR...: add runs' folders (each run "
-                              "once); rebuild DIR...: recreate the database from folders; accept RUN: its steps are the "
-                              "new normal; forget RUN: drop a bad run")
+                              "once); rebuild DIR...: recreate the database from folders; accept RUN: its steps are "
+                              "the new normal; forget RUN: drop a bad run")
     history.add_argument("targets", nargs="*", metavar="DIR|RUN", help="folders (ingest, rebuild), a run id (accept, "
                                                                         "forget) or the page to write (html)")
     history.add_argument("--model", help="series whose model id contains this")

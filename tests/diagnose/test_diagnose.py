@@ -1,7 +1,8 @@
 """The diagnose harness on small CNNs with a planted fault (the built-in planted_net, trtbench/models/planted.py):
 the exact module path named by taps and by splice on eager and exported, at bf16 (a resolution fault) and fp16 (a
 range fault: eager fp16 on the CPU, for accuracy only), at two positions each, and on traced at one (ort,
-openvino, compiled and aoti build an ONNX export or an Inductor compile per build, too slow for the suite: ``benchmarks/diagnose_cost.py --planted``);
+openvino, compiled and aoti build an ONNX export or an Inductor compile per build, too slow for the suite:
+``benchmarks/diagnose_cost.py --planted``);
 nothing named on the clean net; the build count announced equal to the count made; the budget; INT8's agreement
 with the fallback. The command: tests/test_cli.py."""
 
