@@ -88,7 +88,8 @@ def test_regime_test_a_speedup_of_1_03_in_one_regime_and_1_06_in_the_other_is_na
     assert [r.rounds for r in regimes] == [regimes[0].end + 1, n - regimes[1].start]
     per_regime = regime_speedups(eager, variant, regimes)
     assert per_regime[0].value == pytest.approx(1.03, abs=0.01) and per_regime[1].value == pytest.approx(1.06, abs=0.01)
-    assert regime_dependent(regime_speedups(eager, variant, regimes, processes=False))  # the same processes in both
+    # the same processes in both
+    assert regime_dependent(regime_speedups(eager, variant, regimes, resample_processes=False))
     overall = speedup_interval(eager, variant)
     reported = covering(overall, per_regime)
     assert reported.low <= per_regime[0].low and reported.high >= per_regime[1].high  # both regimes, not their mix

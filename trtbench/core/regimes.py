@@ -132,17 +132,18 @@ def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
 
 
 def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
-                    between_var: float | None = None, processes: bool = True) -> list[Interval | None]:
+                    between_var: float | None = None, resample_processes: bool = True) -> list[Interval | None]:
     """The speedup of ``this`` over ``base`` in each regime (:func:`~trtbench.core.stats.speedup_interval` on the
-    regime's rounds, ``processes`` as there); None where the two share no round in it. Whether the speedup
+    regime's rounds, ``resample_processes`` as there); None where the two share no round in it. Whether the speedup
     differs between regimes is a question about the same processes (every process timed every regime), so
-    :func:`regime_dependent` is asked of the rounds-only intervals (``processes=False``)."""
+    :func:`regime_dependent` is asked of the rounds-only intervals (``resample_processes=False``)."""
     out = []
     for regime in regimes:
         inside = range(regime.start, regime.end + 1)
         base_in, this_in = base.only_rounds(inside), this.only_rounds(inside)
         common = set(base_in.rounds) & set(this_in.rounds)
-        out.append(speedup_interval(base_in, this_in, between_var, resample_processes=processes) if common else None)
+        out.append(speedup_interval(base_in, this_in, between_var, resample_processes=resample_processes)
+                   if common else None)
     return out
 
 

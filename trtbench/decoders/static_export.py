@@ -2,19 +2,7 @@
 program's buffers, one program per (batch, cache length) the artifact must serve, built and saved at build time,
 and a session that runs only those saved programs.
 
-Export: transformers' ``TorchExportableModuleWithStaticCache`` wraps the model with a ``StaticCache`` whose
-tensors it registers as the wrapper's buffers. A non-strict export swaps the module's buffers for its own tensors
-but not the cache layers' references to them, so the cache would be exported as constants that the graph
-mutates in place (AOTInductor refuses that: "mutating a non-functional tensor with a functional tensor"); here the
-wrapper's forward first points each cache layer at the module's buffers, so the program's cache is its buffers
-(``b_key_cache_0``...), updated in place by ``index_copy_`` on each call. The sequence length is dynamic (1 to the
-cache length), so one program runs the prefill and every one-token decode step; positions beyond the current one
-are masked from ``cache_position``, so a request needs no reset of the cache.
-
-Artifact: a folder ``<decoder>-<precision>`` holding one ``.pt2`` per shape and ``programs.json``: the decoder,
-the precision, the end-of-sequence ids the greedy loop masks, and per program its batch, cache length, file and
-the seconds its export and its save (``aoti``: its AOTInductor compile) took. The load reads only that folder,
-never the Hugging Face weights; a request at a shape that was not built is an error naming the built ones.
+More: docs/generate.md, "Module notes", trtbench/decoders/static_export.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds.
 
-- ``elementwise`` (:class:`ElementwiseAccuracy`, :func:`elementwise_accuracy`): one call's outputs
-  against eager fp32's at the same point, within a scale-relative bound (``tolerances.fp32``,
-  ``tolerances.fp16`` and ``tolerances.bf16``: ``atol``, ``rtol``). It judges fp32, fp16 and bf16 builds.
-- ``int8`` (:class:`Int8Accuracy`, :func:`int8_accuracy` then :func:`judge_int8`): a quantized build
-  over the evaluation samples. Element-wise closeness is the wrong judge for INT8: quantization moves
-  every value a little by design. What matters is whether the task's answer holds, so this reports,
-  over the evaluation samples: top-1 agreement and top-5 overlap with eager fp32 for classifier-shaped
-  outputs (``[N, C]``), the cosine similarity and the SQNR (signal-to-quantization-noise ratio, dB) of
-  every output, and, when the samples have labels, the top-1 accuracy of both. A build passes when it
-  keeps the budget (``tolerances.int8``: ``top1_agree_min``, ``sqnr_db_min``).
-
-A record keeps its judgement as ``Accuracy.to_dict()`` (:attr:`trtbench.core.record.Record.accuracy`,
-stored under the key ``parity`` in results.json and the journal); a judgement written without a
-``kind`` is an element-wise one.
+More: docs/accuracy.md, "Module notes", trtbench/measure/accuracy.py.
 """
 
 from __future__ import annotations

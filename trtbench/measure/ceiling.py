@@ -2,22 +2,7 @@
 
 Two ceilings, as each answers a different question:
 
-* :func:`theoretical_peak`: cores x clock x FLOP per cycle of the vector (CPU) or tensor
-  (GPU) units, from the hardware's description. No program reaches it; it says how much of
-  the silicon a run uses. A CPU's clock is its maximum where lscpu or cpufreq name it; VMs
-  often hide that, and then it is measured (:func:`measure_cpu_clock`), as the base clock
-  they do show is below what the cores run at. :func:`device_ceilings` keeps the peak from
-  reading below the measured matmul, and says so where it would have.
-* :func:`measured_matmul_ceiling`: the best FLOP/s PyTorch's own dense matmul reaches here,
-  at the run's dtype and threads: the best over several sizes and repeats, because one
-  timing of one size on a shared machine can read half of the true figure.
-
-On a CUDA device fp32 runs as TF32 where cuDNN or cuBLAS may use it (cuDNN's convolutions do by
-default): both ceilings then take that one math mode (:func:`fp32_math`), the peak the TF32 tensor
-cores' and the matmul measured with TF32 allowed, and the ceiling says so (``math``, ``math_note``).
-
-Every result is a dict that states its method and assumptions next to the number
-(``flops_per_s``, None when it cannot be known, with ``reason``).
+More: docs/measuring.md, "Module notes", trtbench/measure/ceiling.py.
 """
 
 from __future__ import annotations

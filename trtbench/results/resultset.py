@@ -3,26 +3,7 @@ result part (:mod:`trtbench.core.part`) by kind and key: the device's FLOP/s cei
 (environment, device, dtype, threads), a case's serving results (joined to its record by its key), a
 profile... Load, save, merge.
 
-``results.json`` (``schema_version`` 6)::
-
-    {"schema_version": 6, "trtbench_version": ...,
-     "environments": {"<id>": {...collect_environment()..., "machine": {...}}},
-     "runs": [{"run_id", "name", "config", "environment", "started_at", "finished_at", "status", "label",
-               "models": {model id: its hash}}],
-     "records": [Record.to_dict(), ...],
-     "<a part kind's RESULTS_KEY>": [part.to_dict(), ...],   # ceilings, serving, profiles, ...
-     "part_lists": [those keys],                              # read back as parts, registered or not
-     ...}                                                     # and the report's entries (recommendations)
-
-A record's ``case`` holds model, variant, options, precision, point (shape label), input_shapes,
-threads and device; ``rounds`` holds the raw host latencies (ms) per interleaved round. Stats and
-speedups are derived from those samples on load. Version 6 gave each run its ``run_id`` (each record names its
-run's), its models' hashes and its machine's fingerprint (the history's keys: :mod:`trtbench.history`). Versions 1
-to 5 are read too (version 4 kept a run's
-profile in its ``runs`` entry, read there by the profile scenario's report); version 1 has one
-``results`` row per variant x precision x shape; versions 2 and 3 keep the ceilings in each record's
-``metrics`` and version 3 a record's ``serving`` results in the record, lifted into their own
-places on reading.
+More (the layout of ``results.json``, ``schema_version`` 6): docs/outputs.md, "Module notes", trtbench/results/resultset.py.
 """
 
 from __future__ import annotations
@@ -210,7 +191,7 @@ class ResultSet:
         if not self.regime_speedups(record):
             return False
         return self._memo(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
-            base.block_series, record.block_series, self.regimes(record), processes=False)))
+            base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
         """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the

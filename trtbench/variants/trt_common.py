@@ -5,42 +5,7 @@ trtbench itself is imported. Everything that differs between Torch-TensorRT rele
 detected at run time from the installed package (its feature flags and the signatures
 of its compile functions), not from version numbers.
 
-API facts used here, as read in the torch_tensorrt 2.14.0 wheel (PyPI) and its docs
-(docs.pytorch.org/TensorRT):
-
-* ``torch_tensorrt.compile(module, ir=..., inputs=[torch_tensorrt.Input(...)], **kwargs)``
-  sends an ``ExportedProgram`` with ``ir="dynamo"`` to ``torch_tensorrt.dynamo.compile`` and
-  a ScriptModule with ``ir="ts"`` to ``torch_tensorrt.ts.compile``; the kwargs go to those.
-* ``torch_tensorrt.dynamo.compile`` accepts unknown keyword arguments silently (``**kwargs``),
-  so every setting is checked against its signature here instead.
-* 2.14 removed ``enabled_precisions`` and ``use_explicit_typing`` from
-  ``torch_tensorrt.dynamo.compile`` (TensorRT 11 networks are always strongly typed: the
-  layer precision follows the dtypes of the model and inputs; ``dynamo/conversion/_TRTInterpreter.py``
-  creates every network with ``STRONGLY_TYPED`` but in the RTX build, which is strongly typed by
-  default): a bf16 model is a bf16 engine. ``torch_tensorrt.compile``
-  still takes ``enabled_precisions`` but uses it only for the TorchScript/FX frontends, and the
-  TorchScript frontend has no bf16 (``_enums.py`` ``dtype.to(_C.dtype)`` maps none: :data:`TS_DTYPES`).
-* The TorchScript frontend exists only when ``torch_tensorrt.ENABLED_FEATURES
-  .torchscript_frontend`` is true (``libtorchtrt.so`` present); it is deprecated but still in
-  2.14: ``ts/_compiler.py`` ``compile`` warns (DeprecationWarning) "The torchscript frontend for
-  Torch-TensorRT has been deprecated" on every call. Its compile takes ``truncate_long_and_double``
-  and has no ``optimization_level``.
-* Devices: ``Device._from`` (``_Device.py``) keeps the index of a ``torch.device``, so a bare
-  ``cuda`` gives ``gpu_id=None`` and the dynamo runtime then targets ``"cuda:None"``
-  (``dynamo/runtime/_TorchTensorRTModule.py`` ``_resolve_target_device``); the TorchScript
-  frontend rejects every ``torch.device`` (``ts/_compile_spec.py`` ``_parse_device`` hands it to
-  ``ts/_Device.py`` ``TorchScriptDevice._from``, which reads ``.gpu_id``). Both frontends get a
-  ``torch_tensorrt.Device(gpu_id=N)`` with the index resolved (:func:`trt_device`).
-* Importing ``torch_tensorrt`` can fail with more than ImportError: a plain Exception without
-  TensorRT's libraries (``__init__.py``), RuntimeError from ``torch.cuda.current_device()``
-  evaluated as a default argument without CUDA (``ts/_compiler.py``), KeyError for a uid with
-  no passwd entry (``pwd.getpwuid`` in ``dynamo/_defaults.py``).
-* The runtime makes every input contiguous before each call (``dynamo/runtime/_TRTEngine.py``
-  ``execute``), so a channels_last input would pay a layout copy inside the timed call; the
-  variants hand it contiguous (NCHW) tensors from ``prepare``, outside the timed region.
-* The dynamo partitioner names TensorRT segments ``_run_on_acc_N`` and PyTorch segments
-  ``_run_on_gpu_N`` (children of the returned GraphModule); a TorchScript-frontend module
-  runs each engine through a ``tensorrt::execute_engine`` node.
+More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes", trtbench/variants/trt_common.py.
 """
 
 from __future__ import annotations
