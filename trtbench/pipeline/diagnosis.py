@@ -18,9 +18,9 @@ import torch
 from trtbench.config.plan import resolve_device, shape_points
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import point_inputs
-from trtbench.core.precision import REFERENCE, is_quantized
+from trtbench.core.precision import REFERENCE, is_quantized, precision_dtype
 from trtbench.core.status import Status
-from trtbench.diagnose.build import Recipe, compute_dtype
+from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
 from trtbench.models import build_model
 from trtbench.report.diagnosis import diagnosis_section
@@ -65,7 +65,7 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
     precisions = list(request.precisions or [p for p in config.precisions if p != REFERENCE] or [REFERENCE])
     for precision in precisions:
         try:
-            compute_dtype(precision)
+            precision_dtype(precision)
         except KeyError:
             raise UserInputError("--precision", f"unknown precision '{precision}'",
                                  "use fp32, fp16, bf16 or int8") from None
