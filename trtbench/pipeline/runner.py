@@ -42,7 +42,7 @@ from trtbench.report.markdown import run_intro
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.journal import Journal
 from trtbench.scenarios import Scenario, Testbed
-from trtbench.variants import BuildContext, build_order, get_variant
+from trtbench.variants import BuildContext, build_order
 
 
 class Runner:
@@ -141,14 +141,13 @@ class Runner:
     def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
         """precision -> the modules fp16's or bf16's accuracy fallback keeps in fp32 there
         (:func:`trtbench.diagnose.fallback.float_fallback`), for each float reduced precision some variant of
-        ``group`` builds from its own copy here; the cap is INT8's, ``calibration.max_fp32_layers``."""
+        ``group`` runs at here; the cap is INT8's, ``calibration.max_fp32_layers``."""
         from trtbench.diagnose.fallback import FallbackCase, float_fallback
 
         found = {}
         for precision in group.precisions:
-            own_copy = [e.name for e in group.entries_at(precision) if precision not in get_variant(e.name).hints
-                        and group.slot_id(e.name, precision) not in group.unavailable]
-            if precision_dtype(precision) not in (torch.float16, torch.bfloat16) or not own_copy:
+            runs = [e for e in group.entries_at(precision) if group.slot_id(e.name, precision) not in group.unavailable]
+            if precision_dtype(precision) not in (torch.float16, torch.bfloat16) or not runs:
                 continue
             labels = [label for label, out in references.outputs.items() if not isinstance(out, MissingReference)]
             inputs = point_inputs(self.config, group.points, ctx.device, torch.float32)
@@ -199,15 +198,16 @@ class Runner:
                                 shape_inputs=at.inputs, input_specs=self.config.inputs,
                                 int8=int8_setup_at(self.config, self.calibration, group, at.model, precision))
             built = build_at(ctx, group, plain, at.model, bctx, outcomes)
-            for outcome in built.values():  # the rows built from a copy that keeps modules in fp32 say so
-                if outcome.built is not None and at.fallback.facts:
-                    outcome.built.info["fp32_fallback"] = at.fallback.facts
+            for outcome in built.values():
+                _with_fallback(outcome, at)
             outcomes.update(built)
             if hinted:  # a runtime's hint on fp32's model: built from the reference's copy and build steps
                 ref = copies[group.reference_precision]
                 hint = BuildContext(device=ctx.device, precision=precision, dtype=ref.dtype, example_inputs=ref.example,
-                                    shape_inputs=ref.inputs, input_specs=self.config.inputs)
+                                    shape_inputs=ref.inputs, input_specs=self.config.inputs,
+                                    fp32_modules=at.fallback.modules)
                 for key, outcome in build_at(ctx, group, hinted, ref.model, hint, outcomes).items():
+                    _with_fallback(outcome, at)
                     outcomes.setdefault(key, outcome)
         return outcomes
 
@@ -220,6 +220,12 @@ class Runner:
         for record in published.records:
             self.state.keep(record)
         self.state.keep_saved(save_key(group, name, precision), published.entries)
+
+
+def _with_fallback(outcome: BuildOutcome, at) -> None:
+    """A row built at a precision whose accuracy fallback ran says so in its build info (``fp32_fallback``)."""
+    if outcome.built is not None and at.fallback.facts:
+        outcome.built.info["fp32_fallback"] = at.fallback.facts
 
 
 def run_config(plan: RunPlan, progress: Progress | None = None, fresh: bool = False) -> RunOutcome:
