@@ -1,7 +1,8 @@
 """The fp32 fallback's own steps on the planted nets (tests/helpers/planted.py), called directly: eager fp16 on the
 CPU (for accuracy only, never timed) keeps the fp16 range fault's module in fp32, at two positions; a clean net keeps
 nothing; a cap of 0 keeps nothing and says why; the precision's copy keeps the module in fp32 with casts at its edges,
-and a timing worker's rebuild from its recipe is the copy the parent built."""
+a timing worker's rebuild from its recipe is the copy the parent built; scripted, which cannot compile the casts,
+is skipped saying so."""
 
 from __future__ import annotations
 
@@ -62,3 +63,20 @@ def test_a_worker_rebuilds_the_kept_modules_from_its_recipe(tmp_path):
         built, rebuilt, whole = parent(*inputs), calls["opt"](), plain["opt"]()
     assert torch.equal(rebuilt, built)
     assert not torch.allclose(whole.float(), built.float(), atol=0.1)  # without the kept module: the fault
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+def test_scripted_is_skipped_where_modules_are_kept_saying_why():
+    from trtbench.core.errors import Unavailable
+    from trtbench.variants import BuildContext, get_variant
+
+    def model(kept: tuple) -> torch.nn.Module:
+        return cast_to_precision(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)), "bf16", CPU,
+                                 False, kept)
+
+    example = (torch.rand(2, 4).bfloat16(),)
+    ctx = BuildContext(CPU, "bf16", torch.bfloat16, example, {"opt": example}, [], fp32_modules=("1",))
+    with pytest.raises(Unavailable, match=r"cannot compile the casts .* keeps \(1\)"):
+        get_variant("scripted").build(model(("1",)), ctx)
+    ctx.fp32_modules = ()
+    assert get_variant("scripted").build(model(()), ctx).module(*example).dtype == torch.bfloat16

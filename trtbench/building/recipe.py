@@ -152,7 +152,7 @@ class VariantRecipe:
         model.load_state_dict(payload["state_dict"])
         ctx = BuildContext(device=device, precision=self.precision, dtype=precision_dtype(self.precision),
                            example_inputs=tuple(_owned(v) for v in payload["example"]), shape_inputs=inputs,
-                           input_specs=self.input_specs)
+                           input_specs=self.input_specs, fp32_modules=self.fp32_modules)
         with tempfile.TemporaryDirectory(prefix="trtbench-worker-") as logs:
             outcomes = build_variants(BuildList(build_order([self.variant]), self.options), model, ctx,
                                       FailureLog(Path(logs)))

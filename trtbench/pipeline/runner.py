@@ -196,7 +196,8 @@ class Runner:
             at = copies[precision]
             bctx = BuildContext(device=ctx.device, precision=precision, dtype=at.dtype, example_inputs=at.example,
                                 shape_inputs=at.inputs, input_specs=self.config.inputs,
-                                int8=int8_setup_at(self.config, self.calibration, group, at.model, precision))
+                                int8=int8_setup_at(self.config, self.calibration, group, at.model, precision),
+                                fp32_modules=at.fallback.modules)
             built = build_at(ctx, group, plain, at.model, bctx, outcomes)
             for outcome in built.values():
                 _with_fallback(outcome, at)
