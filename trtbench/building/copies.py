@@ -5,18 +5,31 @@ A build group holds every precision of a run (eager fp32 first, the reference of
 precision's rows, timed in the same rounds), so its precisions may differ in dtype: fp16 builds
 from a half copy of the model and runs on half inputs (bf16 from a bfloat16 one), while int8 shares fp32's
 copy (a quantized build keeps fp32 inputs and parameters, and reuses what fp32 built, like ``exported``).
-:func:`cast_to_precision` is the one step that makes a precision's model, here and in a timing worker's rebuild.
+:func:`cast_to_precision` is the one step that makes a precision's model, here and in a timing worker's rebuild,
+with the modules fp16's and bf16's accuracy fallback keeps in fp32 (casts at their edges, so every build from the
+copy inherits them: :mod:`trtbench.diagnose.fallback`).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
+from typing import Sequence
 
 import torch
 
 from trtbench.core.inputs import example_inputs, point_inputs
 from trtbench.core.precision import precision_dtype
+
+
+@dataclass(frozen=True)
+class Fp32Fallback:
+    """What fp16's or bf16's accuracy fallback keeps in fp32 at one precision: the module paths, and the facts
+    each row built from the copy reports (``fp32_fallback`` in its build info; empty where it did not run)."""
+
+    modules: tuple[str, ...] = ()
+    facts: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -27,25 +40,58 @@ class PrecisionCopy:
     model: torch.nn.Module  # cast to ``dtype`` on the run's device (channels_last when configured)
     example: tuple  # inputs at the config's opt shapes: builds trace/export there
     inputs: dict[str, tuple]  # point label -> that point's inputs
+    fallback: Fp32Fallback = Fp32Fallback()  # the modules kept in fp32 by the accuracy fallback
 
 
-def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device,
-                      channels_last: bool) -> torch.nn.Module:
+def _floats_to(value, dtype: torch.dtype):
+    """``value`` (a tensor, or a tuple or list of them) with its floating-point tensors cast to ``dtype``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_floats_to(v, dtype) for v in value)
+    return value
+
+
+def _inputs_to(dtype: torch.dtype, module: torch.nn.Module, args: tuple):
+    return _floats_to(args, dtype)
+
+
+def _outputs_to(dtype: torch.dtype, module: torch.nn.Module, args: tuple, output):
+    return _floats_to(output, dtype)
+
+
+def keep_fp32(model: torch.nn.Module, paths: Sequence[str], dtype: torch.dtype) -> torch.nn.Module:
+    """``model`` (at ``dtype``) with each module of ``paths`` back in fp32, its inputs cast to fp32 as they enter
+    and its outputs to ``dtype`` as they leave (forward hooks, which tracing and export inline)."""
+    for path in paths:
+        module = model.get_submodule(path)
+        module.float()
+        module.register_forward_pre_hook(functools.partial(_inputs_to, torch.float32))
+        module.register_forward_hook(functools.partial(_outputs_to, dtype))
+    return model
+
+
+def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device, channels_last: bool,
+                      fp32_modules: Sequence[str] = ()) -> torch.nn.Module:
     """``model``, cast in place to ``precision``'s dtype (parameters and buffers) on ``device``, in channels_last
-    memory format when asked: what a build at ``precision`` starts from."""
-    model = model.to(device, precision_dtype(precision))
+    memory format when asked, the modules of ``fp32_modules`` kept in fp32 (:func:`keep_fp32`): what a build at
+    ``precision`` starts from."""
+    dtype = precision_dtype(precision)
+    model = keep_fp32(model.to(device, dtype), fp32_modules if dtype != torch.float32 else (), dtype)
     return model.to(memory_format=torch.channels_last) if channels_last else model
 
 
-def precision_copies(model: torch.nn.Module, precisions: list[str], config, points,
-                     device: torch.device) -> dict[str, PrecisionCopy]:
-    """precision -> its :class:`PrecisionCopy`; precisions of one dtype share one (the same object)."""
+def precision_copies(model: torch.nn.Module, precisions: list[str], config, points, device: torch.device,
+                     fallbacks: dict[str, Fp32Fallback] | None = None) -> dict[str, PrecisionCopy]:
+    """precision -> its :class:`PrecisionCopy`, with the modules its accuracy fallback keeps in fp32 (``fallbacks``,
+    by precision); precisions of one dtype share one (the same object)."""
     by_dtype: dict[torch.dtype, PrecisionCopy] = {}
     for precision in precisions:
         dtype = precision_dtype(precision)
         if dtype in by_dtype:
             continue
-        cast = cast_to_precision(copy.deepcopy(model), precision, device, config.channels_last)
+        fallback = (fallbacks or {}).get(precision, Fp32Fallback())
+        cast = cast_to_precision(copy.deepcopy(model), precision, device, config.channels_last, fallback.modules)
         by_dtype[dtype] = PrecisionCopy(dtype, cast, example_inputs(config, device, dtype),
-                                        point_inputs(config, points, device, dtype))
+                                        point_inputs(config, points, device, dtype), fallback)
     return {precision: by_dtype[precision_dtype(precision)] for precision in precisions}

@@ -86,6 +86,7 @@ class VariantRecipe:
     input_specs: list  # trtbench.core.inputs.InputConfig
     payload: str  # write_payload's file
     artifact: Optional[Artifact] = None  # the parent's saved build, loaded instead of building
+    fp32_modules: tuple[str, ...] = ()  # the modules the accuracy fallback kept in fp32 (PrecisionCopy.fp32_modules)
 
     @classmethod
     def for_group(cls, config: Config, group: BuildGroup, variant: str, precision: str, payload: Path,
@@ -102,6 +103,10 @@ class VariantRecipe:
         """This recipe loading ``artifact`` (the parent's saved build; None: rebuilt), at ``threads`` where
         given (a serving worker's)."""
         return dataclasses.replace(self, artifact=artifact, threads=self.threads if threads is None else threads)
+
+    def keeping(self, fp32_modules: tuple[str, ...]) -> "VariantRecipe":
+        """This recipe rebuilding with ``fp32_modules`` kept in fp32, as its precision's copy in the parent."""
+        return dataclasses.replace(self, fp32_modules=tuple(fp32_modules))
 
     def materialize(self) -> tuple[dict[str, Any], dict]:
         torch.set_num_threads(self.threads)
@@ -143,11 +148,12 @@ class VariantRecipe:
             raise RuntimeError(f"{self.variant} at {self.precision} saves no file for its timing worker to load, and "
                                f"a quantized build is not redone in a worker; use benchmark.isolation: in_process")
 
-        model = cast_to_precision(build_model(self.model), self.precision, device, self.channels_last)
+        model = cast_to_precision(build_model(self.model), self.precision, device, self.channels_last,
+                                  self.fp32_modules)
         model.load_state_dict(payload["state_dict"])
         ctx = BuildContext(device=device, precision=self.precision, dtype=precision_dtype(self.precision),
                            example_inputs=tuple(_owned(v) for v in payload["example"]), shape_inputs=inputs,
-                           input_specs=self.input_specs)
+                           input_specs=self.input_specs, fp32_modules=self.fp32_modules)
         with tempfile.TemporaryDirectory(prefix="trtbench-worker-") as logs:
             outcomes = build_variants(BuildList(build_order([self.variant]), self.options), model, ctx,
                                       FailureLog(Path(logs)))

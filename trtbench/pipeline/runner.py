@@ -32,7 +32,8 @@ from trtbench.core.inputs import point_inputs
 from trtbench.core.outdir import FailureLog, OutputDir
 from trtbench.core.progress import Progress
 from trtbench.core.status import RunStatus, Status
-from trtbench.measure.references import References, eager_references
+from trtbench.core.precision import precision_dtype
+from trtbench.measure.references import MissingReference, References, eager_references
 from trtbench.models import build_model
 from trtbench.pipeline.history import append_history, check_history
 from trtbench.pipeline.sections import report_sections
@@ -117,7 +118,8 @@ class Runner:
         owing = [s for s in self.config.scenarios if s.owes(group, self.state)]
         builds = self._builds_variants
         with torch_settings(group.threads, self.config.benchmark.cudnn_benchmark):
-            copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device) if builds else {}
+            copies = precision_copies(model, group.precisions, self.config, group.points, ctx.device,
+                                      self._fallbacks(ctx, group, model, references)) if builds else {}
             prepared: dict[Scenario, object] = {}  # what each started before the build
             try:
                 for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
@@ -136,6 +138,25 @@ class Runner:
                     self._save(ctx, group, precision, outcomes[group.slot_id(name, precision)], copies[precision])
             for scenario in [s for s in owing if s.after_save]:
                 self._run_scenario(ctx, scenario, built, None)
+
+    def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
+        """precision -> the modules fp16's or bf16's accuracy fallback keeps in fp32 there
+        (:func:`trtbench.diagnose.fallback.float_fallback`), for each float reduced precision some variant of
+        ``group`` runs at here; the cap is INT8's, ``calibration.max_fp32_layers``."""
+        from trtbench.diagnose.fallback import FallbackCase, float_fallback
+
+        found = {}
+        for precision in group.precisions:
+            runs = [e for e in group.entries_at(precision) if group.slot_id(e.name, precision) not in group.unavailable]
+            if precision_dtype(precision) not in (torch.float16, torch.bfloat16) or not runs:
+                continue
+            labels = [label for label, out in references.outputs.items() if not isinstance(out, MissingReference)]
+            inputs = point_inputs(self.config, group.points, ctx.device, torch.float32)
+            case = FallbackCase({k: inputs[k] for k in labels if k in inputs}, references.outputs,
+                                self.config.tolerances[precision], self.config.calibration.max_fp32_layers)
+            if case.inputs:
+                found[precision] = float_fallback(model, precision, case, ctx.device, ctx.log)
+        return found
 
     def _diagnosis(self, results, ctx: RunContext) -> list:
         """The report's section diagnosing each row that failed its check (``diagnose: false`` turns it off); a
@@ -176,13 +197,19 @@ class Runner:
             at = copies[precision]
             bctx = BuildContext(device=ctx.device, precision=precision, dtype=at.dtype, example_inputs=at.example,
                                 shape_inputs=at.inputs, input_specs=self.config.inputs,
-                                int8=int8_setup_at(self.config, self.calibration, group, at.model, precision))
-            outcomes.update(build_at(ctx, group, plain, at.model, bctx, outcomes))
+                                int8=int8_setup_at(self.config, self.calibration, group, at.model, precision),
+                                fp32_modules=at.fallback.modules)
+            built = build_at(ctx, group, plain, at.model, bctx, outcomes)
+            for outcome in built.values():
+                _with_fallback(outcome, at)
+            outcomes.update(built)
             if hinted:  # a runtime's hint on fp32's model: built from the reference's copy and build steps
                 ref = copies[group.reference_precision]
                 hint = BuildContext(device=ctx.device, precision=precision, dtype=ref.dtype, example_inputs=ref.example,
-                                    shape_inputs=ref.inputs, input_specs=self.config.inputs)
+                                    shape_inputs=ref.inputs, input_specs=self.config.inputs,
+                                    fp32_modules=at.fallback.modules)
                 for key, outcome in build_at(ctx, group, hinted, ref.model, hint, outcomes).items():
+                    _with_fallback(outcome, at)
                     outcomes.setdefault(key, outcome)
         return outcomes
 
@@ -195,6 +222,12 @@ class Runner:
         for record in published.records:
             self.state.keep(record)
         self.state.keep_saved(save_key(group, name, precision), published.entries)
+
+
+def _with_fallback(outcome: BuildOutcome, at) -> None:
+    """A row built at a precision whose accuracy fallback ran says so in its build info (``fp32_fallback``)."""
+    if outcome.built is not None and at.fallback.facts:
+        outcome.built.info["fp32_fallback"] = at.fallback.facts
 
 
 def run_config(plan: RunPlan, progress: Progress | None = None, fresh: bool = False) -> RunOutcome:

@@ -8,6 +8,8 @@ alone quantized (every other one kept in fp32). Measuring a layer alone rather t
 finds layers that break accuracy together: an outlier activation between two layers is quantized when
 either of them is, so keeping just one of them in fp32 changes nothing. The most sensitive layers are
 then kept in fp32, one more at a time, until the budget is met or ``max_fp32_layers`` is reached.
+That loop (:func:`keep_in_fp32`) is a build with an exclusion list plus a judge (:class:`Excluding`): fp16's and
+bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs it too, ranking layers by their own error.
 """
 
 from __future__ import annotations
@@ -48,43 +50,85 @@ class Quantized:
                 "quantizations": self.attempts, "fallback_cost": self.cost, "calibration": self.calibration}
 
 
+@dataclass(frozen=True)
+class Excluding:
+    """A build with an exclusion list plus a judge, what the fallback loop runs: ``build(kept)`` makes the model
+    with the layers ``kept`` in fp32 (every other one at the reduced precision), ``judge(model)`` gives its
+    verdict (``.ok``, ``.reason``, ``.text()``); ``what`` says what misses (``INT8 misses the accuracy budget``)
+    and ``cap_key`` the config key of the cap."""
+
+    build: Callable[[tuple], Any]
+    judge: Callable[[Any], Any]
+    what: str
+    cap_key: str = "calibration.max_fp32_layers"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the loop found: the model that passed, the layers it keeps in fp32, its verdict, the full
+    reduced-precision model and its verdict, and the builds run."""
+
+    model: Any
+    kept: tuple
+    verdict: Any
+    full_model: Any
+    full: Any
+    attempts: int
+
+
+def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
+                 on_step: Callable[[str], None] = lambda text: None) -> Kept:
+    """The first build of ``path`` its judge passes: with nothing kept in fp32, else with the first of ``rank()``
+    (called only when the full build misses; the layers that break it first) kept in fp32 one more at a time, at
+    most ``cap``; raises :class:`AccuracyBudgetMissed` with the figures."""
+    full_model = path.build(())
+    full = path.judge(full_model)
+    if full.ok:
+        return Kept(full_model, (), full, full_model, full, 1)
+    missed = f"{path.what}: {full.reason} ({full.text()})"
+    if cap == 0:
+        raise AccuracyBudgetMissed(f"{missed}; no fallback ({path.cap_key} is 0)")
+    ranked = rank()
+    if not ranked:
+        raise AccuracyBudgetMissed(missed)
+    attempts, last, kept = 1, full, ()
+    for count in range(1, min(cap, len(ranked)) + 1):
+        kept = tuple(ranked[:count])
+        on_step(f"fallback: {', '.join(kept)} in fp32")
+        model = path.build(kept)
+        last = path.judge(model)
+        attempts += 1
+        if last.ok:
+            return Kept(model, kept, last, full_model, full, attempts)
+    raise AccuracyBudgetMissed(f"{missed}; with the {len(kept)} most sensitive layer(s) kept in fp32 "
+                               f"({', '.join(kept)}; {path.cap_key}) still {last.reason} ({last.text()})")
+
+
 def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: list[str], setup: Int8Setup,
                            on_step: Callable[[str], None] = lambda text: None) -> Quantized:
     """The first quantization that keeps ``setup.budget``: full INT8, else with the most sensitive of
-    ``layers`` kept in fp32 (at most ``setup.max_fp32_layers``); raises :class:`AccuracyBudgetMissed`."""
+    ``layers`` kept in fp32 (at most ``setup.max_fp32_layers``; :func:`keep_in_fp32`); raises
+    :class:`AccuracyBudgetMissed`."""
     settings = setup.settings
-    model = quantize(settings)
-    full = setup.evaluate(model)
-    if full.ok:
-        return Quantized(model, settings, full, full, calibration=setup.data.facts)
-    full_model = model
-    if setup.max_fp32_layers == 0 or not layers:
-        raise AccuracyBudgetMissed(f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); "
-                                   f"no fallback (calibration.max_fp32_layers is 0)" if layers else
-                                   f"INT8 misses the accuracy budget: {full.reason} ({full.text()})")
-    attempts = 1
-    alone: dict[str, Int8Accuracy] = {}
-    for layer in layers:  # sensitivity: each layer alone quantized
-        on_step(f"sensitivity: {layer} alone in INT8")
-        others = tuple(n for n in layers if n != layer)
-        alone[layer] = setup.evaluate(quantize(replace(settings, exclude=settings.exclude + others)))
-        attempts += 1
-    ranked = sorted(layers, key=lambda n: (alone[n].sqnr_db, alone[n].top1_agree or 0))  # the most sensitive first
-    sensitivity = {n: alone[n].sqnr_db for n in ranked}
-    last = full
-    for count in range(1, min(setup.max_fp32_layers, len(ranked)) + 1):
-        kept = tuple(ranked[:count])
-        on_step(f"fallback: {', '.join(kept)} in fp32")
-        model = quantize(replace(settings, exclude=settings.exclude + kept))
-        accuracy = setup.evaluate(model)
-        attempts += 1
-        last = accuracy
-        if accuracy.ok:
-            return Quantized(model, replace(settings, exclude=settings.exclude + kept), accuracy, full, sensitivity,
-                             attempts, fallback_cost(full_model, model, setup.data.evaluation[0]), setup.data.facts)
-    raise AccuracyBudgetMissed(
-        f"INT8 misses the accuracy budget: {full.reason} ({full.text()}); with the {len(kept)} most sensitive "
-        f"layer(s) kept in fp32 ({', '.join(kept)}; calibration.max_fp32_layers) still {last.reason} ({last.text()})")
+    path = Excluding(lambda kept: quantize(replace(settings, exclude=settings.exclude + kept)), setup.evaluate,
+                     "INT8 misses the accuracy budget")
+    sensitivity: dict[str, float] = {}
+
+    def rank() -> list[str]:
+        alone: dict[str, Int8Accuracy] = {}
+        for layer in layers:  # sensitivity: each layer alone quantized
+            on_step(f"sensitivity: {layer} alone in INT8")
+            alone[layer] = setup.evaluate(path.build(tuple(n for n in layers if n != layer)))
+        ranked = sorted(layers, key=lambda n: (alone[n].sqnr_db, alone[n].top1_agree or 0))  # the most sensitive first
+        sensitivity.update({n: alone[n].sqnr_db for n in ranked})
+        return ranked
+
+    found = keep_in_fp32(path, rank, setup.max_fp32_layers, on_step)
+    if not found.kept:
+        return Quantized(found.model, settings, found.verdict, found.full, calibration=setup.data.facts)
+    return Quantized(found.model, replace(settings, exclude=settings.exclude + found.kept), found.verdict, found.full,
+                     sensitivity, found.attempts + len(sensitivity),
+                     fallback_cost(found.full_model, found.model, setup.data.evaluation[0]), setup.data.facts)
 
 
 def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, what: str) -> dict:
@@ -98,9 +142,10 @@ def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, 
     return {"int8": quantized.info(), "accuracy": accuracy.to_dict(), "graph_accuracy": quantized.accuracy.to_dict()}
 
 
-def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
-    """What keeping layers in fp32 cost in speed: both models timed interleaved on one evaluation batch,
-    on its device (a quick estimate at build time; the run's rounds time the one that ships)."""
+def fallback_cost(full_model: Any, model: Any, batch: tuple, full_key: str = "full_int8_ms") -> dict:
+    """What keeping layers in fp32 cost in speed: both models timed interleaved on one batch, on its device (a
+    quick estimate at build time; the run's rounds time the one that ships); the full build's median under
+    ``full_key``."""
     import statistics
 
     import torch
@@ -112,5 +157,5 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple) -> dict:
         measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
                                        batch[0].device if batch else torch.device("cpu"), timing)
     full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
-    return {"full_int8_ms": round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
+    return {full_key: round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
             "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}

@@ -2,7 +2,9 @@
 row (speedup over eager fp32 and over the same variant at fp32, both with the 95% CI of the rounds
 they were timed in together; top-1 agreement, top-5 overlap and SQNR against eager fp32), with the
 verdicts a deployment engineer needs beside them: "INT8 is not faster here" when the interval says so,
-"this CPU has no VNNI" when its flags say so, and calibration on random inputs named as such."""
+"this CPU has no VNNI" when its flags say so, and calibration on random inputs named as such; and, for fp16 and bf16
+rows whose accuracy fallback kept modules in fp32 (or could not within its cap), which modules and what they cost in
+speed against the full reduced-precision build."""
 
 from __future__ import annotations
 
@@ -119,12 +121,43 @@ def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
     return finish(fig, file_name, caption="speed vs accuracy")
 
 
+def _float_fallbacks(results: ResultSet) -> list[Record]:
+    return [r for r in results if not is_quantized(r.case.precision) and r.build.get("info", {}).get("fp32_fallback")]
+
+
+def _fallback_row(r: Record) -> list[str]:
+    facts = r.build["info"]["fp32_fallback"]
+    cost = facts.get("fallback_cost") or {}
+    kept = ", ".join(facts.get("fp32_modules") or []) or "none"
+    slowdown = f"{cost['slowdown']:.2f}x" if cost.get("slowdown") is not None else ""
+    check = "ok" if (r.accuracy or {}).get("ok") else "FAIL"
+    check = check if r.status is Status.OK else f"{r.status}: {r.reason}"
+    notes = facts.get("missed") or f"full {r.case.precision}: {facts.get('full_accuracy', '')}"
+    return [r.case.label, r.case.precision, r.case.point, kept, slowdown, check, notes]
+
+
+def float_fallback_markdown(results: ResultSet) -> str:
+    """The fp16 and bf16 rows whose accuracy fallback ran (empty when none did)."""
+    rows = _float_fallbacks(results)
+    if not rows:
+        return ""
+    parts = ["## Layers kept in fp32 (fp16, bf16)", "",
+             "Where eager at a float reduced precision missed its tolerance against eager fp32, the modules with the "
+             "largest own error were kept in fp32, one more at a time (at most calibration.max_fp32_layers), in the "
+             "precision's model copy that every variant builds from. Cost: the latency with them in fp32 over the "
+             "full reduced-precision build's, timed interleaved on one point at build time.", "",
+             "| variant | precision | point | kept in fp32 | cost (x full) | check | notes |",
+             "|---|---|---|---|---|---|---|"]
+    parts += ["| " + " | ".join(c.replace("|", "/") for c in _fallback_row(r)) + " |" for r in rows]
+    return "\n".join(parts + [""])
+
+
 def reduced_precision_markdown(results: ResultSet, plots: list | None = None) -> str:
-    """The section (empty when no record is at a quantized precision); ``plots`` are its figures
-    (:class:`~trtbench.report.section.Plot`)."""
+    """The section (empty when no record is at a quantized precision and no fp16 or bf16 fallback ran); ``plots``
+    are its figures (:class:`~trtbench.report.section.Plot`)."""
     quantized = _quantized(results)
     if not quantized:
-        return ""
+        return float_fallback_markdown(results)
     parts = ["## Speed vs accuracy (INT8)", "", *[plot.markdown for plot in plots or []], "",
              "Speedup over eager fp32 and over the same variant at fp32, each timed in the same interleaved rounds "
              "(95% CI of the paired rounds). Accuracy against eager fp32 over the evaluation samples: top-1 agreement, "
@@ -141,4 +174,5 @@ def reduced_precision_markdown(results: ResultSet, plots: list | None = None) ->
             seen.add(r.case.label)
             parts.append("| " + " | ".join(c.replace("|", "/") for c in _row(results, r, first)) + " |")
         parts.append("")
-    return "\n".join(parts)
+    floats = float_fallback_markdown(results)
+    return "\n".join(parts + ([floats] if floats else []))

@@ -32,6 +32,7 @@ class BuildContext:
     options: Any = None
     built: dict = field(default_factory=dict)  # variant name -> Built, earlier builds at this precision
     int8: Any = None  # at a quantized precision: trtbench.quantize.setup.Int8Setup (calibration data, budget)
+    fp32_modules: tuple = ()  # at fp16 or bf16: the modules the accuracy fallback keeps in fp32 (in the model's copy)
 
 
 @dataclass

@@ -6,7 +6,9 @@ row's: f32, where on CPUs with bf16 units OpenVINO would compute an fp32 model i
 bf16 at precision bf16, reached by that hint on fp32's model (``hints``). The plugin's read-back is
 the row's precision: where it stays f32 (a CPU without bf16 units), the bf16 row is skipped. The
 model is saved as OpenVINO IR, an ``.xml`` graph plus a ``.bin`` of weights (kept in fp32:
-``save_model`` would compress them to fp16 by default).
+``save_model`` would compress them to fp16 by default). The modules the float accuracy fallback keeps in fp32
+(``BuildContext.fp32_modules``) keep their nodes at f32 under the hint: each one's operations get the
+``disable_fp16_compression`` runtime attribute (``precise_0``), which the plugin's precision enforcement skips.
 """
 
 from __future__ import annotations
@@ -27,6 +29,34 @@ from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"
 INFERENCE_PRECISION = {"bf16": "bf16"}  # the CPU plugin's inference precision hint at each hinted precision; else f32
+DISABLE_FP16_COMPRESSION = "precise_0"  # the rt_info key of ov::disable_fp16_compression (DisableFP16Compression)
+
+
+def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
+    """Names of the nodes of the ONNX model at ``path`` that ``torch.onnx.export(dynamo=True)`` placed inside one of
+    ``modules`` (module paths; its ``pkg.torch.onnx.name_scopes`` metadata)."""
+    import ast
+
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    found = set()
+    for node in model.graph.node:
+        for prop in node.metadata_props:
+            if prop.key == "pkg.torch.onnx.name_scopes" and set(ast.literal_eval(prop.value)) & set(modules):
+                found.add(node.name)
+    return found
+
+
+def keep_f32(ov_model, nodes: set[str]) -> int:
+    """Mark the operations of ``ov_model`` made from ONNX ``nodes`` (friendly names, or theirs with a ``/`` suffix)
+    to stay f32 under a lower inference precision; how many were marked."""
+    marked = 0
+    for op in ov_model.get_ops():
+        if op.get_friendly_name().split("/")[0] in nodes:
+            op.get_rt_info()[DISABLE_FP16_COMPRESSION] = ""
+            marked += 1
+    return marked
 
 
 def import_openvino():
@@ -96,9 +126,12 @@ class OpenVino(Variant):
                   "INFERENCE_PRECISION_HINT": asked}
         core = ov.Core()
         ov_model = core.read_model(str(ctx.built[self.depends_on].state.path))
-        quantization = {}
+        kept = {}  # what stays at fp32: INT8's fallback's layers, or the float fallback's modules' nodes
         if is_quantized(ctx.precision):
-            ov_model, quantization = self._quantize(core, ov_model, config, ctx)
+            ov_model, kept = self._quantize(core, ov_model, config, ctx)
+        elif ctx.fp32_modules:
+            kept = {"f32_nodes": keep_f32(ov_model, onnx_nodes_in(ctx.built[self.depends_on].state.path,
+                                                                 ctx.fp32_modules))}
         compiled = core.compile_model(ov_model, "CPU", config)
         applied = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
         if applied != asked:  # the plugin quietly stays at f32 where the CPU cannot compute bf16
@@ -109,7 +142,7 @@ class OpenVino(Variant):
                 "inference_precision": applied,
                 **({"bf16": f"{NATIVE} (OpenVINO's CPU plugin read back {applied})"} if applied == "bf16" else {}),
                 "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")),
-                "onnx": ctx.built[self.depends_on].info, **quantization}
+                "onnx": ctx.built[self.depends_on].info, **kept}
         return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})
 
     @staticmethod

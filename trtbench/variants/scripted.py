@@ -1,9 +1,12 @@
-"""``torch.jit.script``: TorchScript compiled from the model's Python source."""
+"""``torch.jit.script``: TorchScript compiled from the model's Python source. It cannot compile the Python forward
+hooks that cast at the edges of the modules fp16's and bf16's accuracy fallback keeps in fp32, so at a precision where
+the fallback kept some it is skipped, saying so (traced, exported and the rest carry them)."""
 
 from __future__ import annotations
 
 import torch
 
+from trtbench.core.errors import Unavailable
 from trtbench.variants import Built, BuildContext, register
 from trtbench.variants.torchscript_common import TorchScriptVariant
 
@@ -14,4 +17,7 @@ class Scripted(TorchScriptVariant):
     description = "torch.jit.script (fails on models whose Python TorchScript cannot compile)"
 
     def build(self, model, ctx: BuildContext) -> Built:
+        if ctx.fp32_modules:
+            raise Unavailable(f"torch.jit.script cannot compile the casts (Python forward hooks) around the modules "
+                              f"the fp32 fallback keeps ({', '.join(ctx.fp32_modules)}); traced and exported carry them")
         return Built(torch.jit.script(model))

@@ -146,7 +146,8 @@ class VariantWorkers:
             with in_flight(InFlight("save", group.model.id, variant.name, precisions[key], str(config.output.dir))):
                 artifact = deployed_artifact(variant, built, folder, key)  # the variant's own code, in this process
             self.recipes[key] = VariantRecipe.for_group(config, group, variant.name, precisions[key],
-                                                        payloads[precisions[key]], device).hosting(artifact)
+                                                        payloads[precisions[key]], device).hosting(artifact).keeping(
+                                                            copies[precisions[key]].fallback.modules)
         self._build([0])
         if self.processes > 1:
             self.plan = plan_turns(self.processes, self._extra_bytes(), available_bytes())

@@ -89,7 +89,8 @@ def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
             variant, results = outcome.variant, []
             for index, settings in enumerate(config.serving):
                 def recipe_for(threads: int, payload=payloads[index][precision]) -> VariantRecipe:
-                    recipe = VariantRecipe.for_group(config, group, variant.name, precision, payload, device)
+                    recipe = VariantRecipe.for_group(config, group, variant.name, precision, payload,
+                                                     device).keeping(copies[precision].fallback.modules)
                     return recipe.hosting(variant.at_threads(artifact, threads) if artifact else None, threads)
                 stem = (f"{group.model.id}_{record.case.label}_{precision}" + (f"_s{index}" if index else "")
                         + (f"_{group.knobs.text.replace('=', '-').replace(',', '_')}" if group.knobs.text else ""))
