@@ -4,7 +4,8 @@ modules with the largest own error are kept in fp32, one more at a time, until i
 It is INT8's loop (:func:`trtbench.quantize.fallback.keep_in_fp32`) over another build with an exclusion list, the
 precision's model copy with those modules in fp32 (:func:`trtbench.building.copies.cast_to_precision`), and another
 judge, the row's element-wise check at every point. The layers are ranked by the diagnose harness's own error
-(:func:`~trtbench.diagnose.taps.layer_errors` on eager at the precision, tapped; :func:`~trtbench.diagnose.floor.ranked`):
+(:func:`~trtbench.diagnose.taps.layer_errors` on eager at the precision, tapped;
+:func:`~trtbench.diagnose.floor.ranked`):
 one tapped build instead of one build per layer. Every variant built from the copy inherits the kept modules.
 """
 

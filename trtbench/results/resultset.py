@@ -3,7 +3,8 @@ result part (:mod:`trtbench.core.part`) by kind and key: the device's FLOP/s cei
 (environment, device, dtype, threads), a case's serving results (joined to its record by its key), a
 profile... Load, save, merge.
 
-More (the layout of ``results.json``, ``schema_version`` 6): docs/outputs.md, "Module notes", trtbench/results/resultset.py.
+More (the layout of ``results.json``, ``schema_version`` 6): docs/outputs.md, "Module notes",
+trtbench/results/resultset.py.
 """
 
 from __future__ import annotations

@@ -19,5 +19,6 @@ class Scripted(TorchScriptVariant):
     def build(self, model, ctx: BuildContext) -> Built:
         if ctx.fp32_modules:
             raise Unavailable(f"torch.jit.script cannot compile the casts (Python forward hooks) around the modules "
-                              f"the fp32 fallback keeps ({', '.join(ctx.fp32_modules)}); traced and exported carry them")
+                              f"the fp32 fallback keeps ({', '.join(ctx.fp32_modules)}); traced and exported carry "
+                              "them")
         return Built(torch.jit.script(model))

@@ -5,7 +5,8 @@ trtbench itself is imported. Everything that differs between Torch-TensorRT rele
 detected at run time from the installed package (its feature flags and the signatures
 of its compile functions), not from version numbers.
 
-More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes", trtbench/variants/trt_common.py.
+More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes",
+trtbench/variants/trt_common.py.
 """
 
 from __future__ import annotations
