@@ -165,7 +165,7 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
 
 @dataclass(frozen=True)
 class HistoryQuery:
-    """Which series :func:`history_series` reads (model and variant: the id contains the text; figure: exact;
+    """Which series :func:`history_series` reads (model: the id contains the text; variant and figure: exact;
     since: runs started at or after this ISO date or time) and the smallest relative step reported."""
 
     model: Optional[str] = None

@@ -3,6 +3,8 @@ over 1000 series each (seed 43), and what the noise model weighs."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from trtbench.core.stats import Interval
@@ -51,3 +53,8 @@ def test_the_series_scatter_keeps_a_noisy_series_quiet():
     points = [Interval(float(v), float(v * 0.995), float(v * 1.005)) for v in values]
     assert find_steps(points) == []
     assert against(points[:-1], Interval(10.9, 10.85, 10.95)) is None
+
+
+def test_a_series_whose_levels_cannot_be_compared_has_no_step_and_ends():
+    """Infinite values (every output overflowed) make every split's distance undefined: no step, no endless split."""
+    assert find_steps([Interval(math.inf, math.inf, math.inf)] * 6) == []

@@ -146,6 +146,18 @@ def test_bad_input_exits_2_naming_the_key(folders, tmp_path, capsys, args, where
     assert code == 2 and f"error: {where}" in err and "fix:" in err
 
 
+@pytest.mark.parametrize("args, key", [
+    (["--figures", "p95"], "--figures"),
+    (["--threshold", "5"], "--threshold"),
+    (["--history", "/proc/no/such/history.sqlite"], "--history"),
+])
+def test_bad_gate_flags_exit_2_naming_the_flag(folders, tmp_path, capsys, args, key):
+    store = tmp_path / "h.sqlite"
+    api.ingest(folders, store)
+    assert main(["gate", "--history", str(store), *args]) == 2
+    assert key in capsys.readouterr().err
+
+
 def test_no_history_is_bad_input(tmp_path, capsys):
     code, _, err = history(capsys, "--history", tmp_path / "none.sqlite")
     assert code == 2 and "history ingest" in err

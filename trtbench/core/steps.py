@@ -84,6 +84,8 @@ def _best_split(points: Sequence[Interval], scatter: Optional[float]) -> tuple[i
     :func:`difference` gives each split (with :func:`run_scatter` of its two sides where ``scatter`` is None),
     over the series' logs at once."""
     logs = np.log([p.value for p in points])
+    if not np.all(np.isfinite(logs)):
+        return 0, -1.0
     own = np.array([point_variance(p) for p in points])
     median_own = float(np.median(own))
     best = (0, -1.0)
@@ -106,11 +108,13 @@ def _best_split(points: Sequence[Interval], scatter: Optional[float]) -> tuple[i
 def _split(points: Sequence[Interval], offset: int, scatter: Optional[float], threshold: float) -> list[Step]:
     if len(points) < 2 * MIN_SIDE:
         return []
-    cut, _ = _best_split(points, scatter)
+    cut, best = _best_split(points, scatter)
+    if cut == 0 or not math.isfinite(best):
+        return []
     before, after = points[:cut], points[cut:]
     used = run_scatter([before, after]) if scatter is None else scatter
     change, z = difference(before, after, used)
-    if z < Z_STEP or abs(change) < threshold:
+    if not z >= Z_STEP or abs(change) < threshold:
         return []
     step = Step(offset + cut, level_interval(before, used), level_interval(after, used), change, z)
     return [*_split(before, offset, scatter, threshold), step, *_split(after, step.index, scatter, threshold)]

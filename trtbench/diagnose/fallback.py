@@ -23,8 +23,8 @@ from trtbench.core.precision import precision_dtype
 from trtbench.diagnose import floor
 from trtbench.diagnose.build import Recipe, build
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
-from trtbench.diagnose.taps import json_db, layer_errors
-from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
+from trtbench.diagnose.taps import json_db, layer_errors, output_leaves
+from trtbench.measure.accuracy import elementwise_accuracy
 from trtbench.quantize.fallback import AccuracyBudgetMissed, Excluding, fallback_cost, keep_in_fp32
 
 
@@ -84,7 +84,7 @@ def ranked_modules(model: torch.nn.Module, precision: str, inputs: tuple, device
     except UntraceableModel:
         return {}
     tapped = build(Recipe("eager", precision, device), graph.tapped(), inputs)
-    leaves = flatten_outputs(tapped(*inputs))
+    leaves = output_leaves(tapped(*inputs))
     taps = [t.to(device) for t in leaves[len(leaves) - len(graph.tap_names()):]]
     with torch.inference_mode():
         errors = floor.ranked(list(layer_errors(graph, inputs, taps)))

@@ -64,7 +64,11 @@ class LayerGraph:
                                    f"{str(err).splitlines()[0] if str(err) else ''}") from err
         self.module = fx.GraphModule(model, graph)
         self._nodes = {node.name: node for node in self.module.graph.nodes}
-        ShapeProp(self.module).propagate(*example)
+        try:
+            ShapeProp(self.module).propagate(*example)
+        except Exception as err:
+            raise UntraceableModel(f"the traced {type(model).__name__} does not run on the point's inputs: "
+                                   f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
         self.layers = self._layers()
 
     def _layers(self) -> list[Layer]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
-from torch.utils import _pytree as pytree
 
 from trtbench.core.outdir import describe_error
 from trtbench.core.status import Status
@@ -24,8 +23,8 @@ from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
 from trtbench.diagnose.splice import bisect, splice_count
-from trtbench.diagnose.taps import LayerError, json_db, layer_errors, sqnr_db
-from trtbench.measure.accuracy import elementwise_accuracy
+from trtbench.diagnose.taps import LayerError, json_db, layer_errors, output_leaves, sqnr_db
+from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
 
 Judge = Callable[[Any, Any], tuple[bool, str]]  # (output, fp32 reference) -> (within tolerance, the figures)
 
@@ -115,7 +114,7 @@ def tolerance_judge(tolerance) -> Judge:
     """A row's check as a ``Judge``: ``atol``/``rtol`` element-wise (float precisions) or an INT8 budget's SQNR."""
     if hasattr(tolerance, "sqnr_db_min"):
         def by_sqnr(output, reference) -> tuple[bool, str]:
-            outs, refs = _leaves(output), _leaves(reference)
+            outs, refs = flatten_outputs(output), flatten_outputs(reference)
             db = sqnr_db(outs, refs)
             return db >= tolerance.sqnr_db_min, f"SQNR {db:.1f} dB, at least {tolerance.sqnr_db_min:g} dB asked"
         return by_sqnr
@@ -124,10 +123,6 @@ def tolerance_judge(tolerance) -> Judge:
         accuracy = elementwise_accuracy(output, reference, tolerance.atol, tolerance.rtol)
         return accuracy.ok, f"max abs err {accuracy.max_abs_err:.3g}, rel {accuracy.max_rel_err:.3g}"
     return by_elements
-
-
-def _leaves(output) -> list[torch.Tensor]:
-    return [t.detach().float().cpu() for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
 
 
 class _Builds:
@@ -192,16 +187,17 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
         return Diagnosis(**base, status="agrees", builds=builds.count, builds_announced=builds.announced, **found)
     builds.announce(splice_count(len(graph.layers)), f"splices bisecting {len(graph.layers)} layers")
 
-    output_db = {0: math.inf, len(graph.layers): sqnr_db(_leaves(whole_output), _leaves(reference))}
+    output_db = {0: math.inf, len(graph.layers): sqnr_db(flatten_outputs(whole_output), flatten_outputs(reference))}
 
     def fails(boundary: int) -> bool:
         prefix, suffix = graph.split(boundary)
         built = builds.make(prefix, inputs)
-        cut = tuple(t.float().to(inputs[0].device) for t in _leaves(built(*inputs)))
+        cut = tuple(t.to(inputs[0].device, torch.float32) if t.is_floating_point() else t.to(inputs[0].device)
+                    for t in output_leaves(built(*inputs)))
         with torch.inference_mode():
             spliced = suffix(*inputs, *cut)
         missed = not judge(spliced, reference)[0]
-        output_db[boundary] = sqnr_db(_leaves(spliced), _leaves(reference))
+        output_db[boundary] = sqnr_db(flatten_outputs(spliced), flatten_outputs(reference))
         builds.settings.say(f"  splice of layers before {boundary} ({graph.layers[boundary - 1].path} last): "
                             f"{'misses' if missed else 'keeps'} the tolerance, output SQNR "
                             f"{output_db[boundary]:.1f} dB")
@@ -221,7 +217,7 @@ def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[Lay
     except PathUnavailable as err:
         return [], f"the tapped build did not build: {err.reason}"
     try:
-        leaves = _leaves(tapped(*inputs))
+        leaves = output_leaves(tapped(*inputs))
     except Exception as err:  # the path takes the build and not the call: the splices localise alone
         return [], f"the tapped build did not run: {describe_error(err)}"
     taps = leaves[len(leaves) - len(graph.tap_names()):]

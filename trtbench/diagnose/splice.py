@@ -28,7 +28,7 @@ class SpliceResult:
 
 def splice_count(layers: int) -> int:
     """The builds a bisection over ``layers`` layers makes."""
-    return max(1, math.ceil(math.log2(layers)))
+    return max(1, math.ceil(math.log2(layers))) if layers > 1 else 1
 
 
 def bisect(graph: LayerGraph, fails: Fails) -> SpliceResult:

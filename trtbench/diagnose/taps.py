@@ -19,6 +19,7 @@ from typing import Iterator, Optional, Sequence
 
 import torch
 from torch import fx
+from torch.utils import _pytree as pytree
 
 from trtbench.diagnose.graph import Layer, LayerGraph
 
@@ -73,11 +74,17 @@ def max_rel_err(outputs: Sequence[torch.Tensor], references: Sequence[torch.Tens
     return worst / scale if scale > 0 else worst
 
 
+def output_leaves(output) -> list[torch.Tensor]:
+    """Each tensor of a (possibly nested) output, detached, its dtype kept (a position id stays an integer)."""
+    return [t.detach() for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
+
+
 def layer_errors(graph: LayerGraph, inputs: tuple, tapped: Sequence[torch.Tensor]) -> Iterator[LayerError]:
     """Each layer's :class:`LayerError`, in graph order, from ``tapped`` (the tensors a tapped build returned on
     ``inputs`` after the model's own output, in :meth:`~trtbench.diagnose.graph.LayerGraph.tap_names` order)."""
     device = inputs[0].device if inputs else torch.device("cpu")
-    taps = {name: t.detach().to(device, torch.float32) for name, t in zip(graph.tap_names(), tapped)}
+    taps = {name: t.detach().to(device, torch.float32) if t.is_floating_point() else t.detach().to(device)
+            for name, t in zip(graph.tap_names(), tapped)}
     nodes = list(graph.module.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
     judged_at = {graph.node(name): position[graph.node(layer.nodes[-1])] for layer in graph.layers

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -115,7 +116,7 @@ def _entry_id(entry: dict) -> str:
 
 
 def _interval(value: Optional[float], low: Optional[float] = None, high: Optional[float] = None) -> Optional[Interval]:
-    if value is None or not value > 0:
+    if value is None or not 0 < value < math.inf:
         return None
     low = value if low is None or not low > 0 else low
     high = value if high is None or not high > 0 else high

@@ -27,6 +27,8 @@ from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, interval
 from trtbench.history.store import RunRow, Store
 
 DEFAULT_FIGURES = ("median", "speedup")
+# every figure the history keeps (trtbench.history.figures), by the first word of its name
+KNOWN_FIGURES = ("median", "p99", "speedup", "accuracy", "peak_qps", "ttft", "tpot")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,14 @@ class GateSettings:
 
     figures: tuple[str, ...] = DEFAULT_FIGURES
     threshold: float = THRESHOLD
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.figures if f not in KNOWN_FIGURES]
+        if unknown:
+            raise UserInputError("--figures", f"unknown figure(s): {', '.join(unknown)}",
+                                 f"name some of: {', '.join(KNOWN_FIGURES)}")
+        if not 0 <= self.threshold < 1:
+            raise UserInputError("--threshold", f"got {self.threshold}", "give a relative change in [0, 1), e.g. 0.05")
 
     def gates(self, figure: str) -> bool:
         return any(figure == f or figure.startswith(f + " ") for f in self.figures)

@@ -107,7 +107,7 @@ def series_steps(key: SeriesKey, points: list[SeriesPoint], threshold: float = T
 
 @dataclass(frozen=True)
 class SeriesFilter:
-    """Which series to read: model and variant (their id contains the text), figure (exact), runs started at or
+    """Which series to read: model (its id contains the text), variant and figure (exact), runs started at or
     after ``since`` (an ISO date or time); None: any."""
 
     model: Optional[str] = None

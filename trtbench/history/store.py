@@ -91,8 +91,12 @@ def _connect_postgres(url: str):
 
 
 def _connect_sqlite(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except (OSError, sqlite3.Error) as err:
+        raise UserInputError("--history", f"cannot open {path}: {err}",
+                             "give a writable SQLite file path or a postgresql:// URL") from err
     try:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         connection.execute("PRAGMA journal_mode = WAL")

@@ -111,7 +111,10 @@ def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[Re
 def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Diagnosis]:
     """Each of ``request``'s variants at each of its precisions (both given), diagnosed."""
     device = resolve_device(config.device)
-    model_cfg = next((m for m in config.models if m.id == request.model), config.models[0])
+    ids = [m.id for m in config.models]
+    if request.model is not None and request.model not in ids:
+        raise UserInputError("model", f"no model {request.model!r} in the config", f"name one of: {', '.join(ids)}")
+    model_cfg = config.models[ids.index(request.model)] if request.model is not None else config.models[0]
     model = build_model(model_cfg).to(device)
     point = next(p for p in shape_points(config) if p.label == request.point)
     inputs = point_inputs(config, [point], device, torch.float32)[point.label]

@@ -44,7 +44,7 @@ def append_history(where: Union[str, bool, None], results: ResultSet, out_dir: P
         with open_store(str(where)) as store:
             done = append(store, results, str(out_dir))
     except Exception as err:  # sqlite3, psycopg or a lost connection: the run's folder keeps its results
-        kind = "locked" if isinstance(err, sqlite3.OperationalError) else type(err).__name__
+        kind = "locked" if isinstance(err, sqlite3.OperationalError) and "locked" in str(err) else type(err).__name__
         return (f"history: not appended to {where} ({kind}: {err}); add it later: trtbench history ingest {out_dir} "
                 f"--history {where}")
     return f"{done.text(str(where))} in {time.perf_counter() - started:.2f} s"

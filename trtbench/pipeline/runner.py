@@ -143,7 +143,7 @@ class Runner:
         """precision -> the modules fp16's or bf16's accuracy fallback keeps in fp32 there
         (:func:`trtbench.diagnose.fallback.float_fallback`), for each float reduced precision some variant of
         ``group`` runs at here; the cap is INT8's, ``calibration.max_fp32_layers``."""
-        from trtbench.diagnose.fallback import FallbackCase, float_fallback
+        from trtbench.diagnose.fallback import FallbackCase, Fp32Fallback, float_fallback
 
         found = {}
         for precision in group.precisions:
@@ -154,8 +154,14 @@ class Runner:
             inputs = point_inputs(self.config, group.points, ctx.device, torch.float32)
             case = FallbackCase({k: inputs[k] for k in labels if k in inputs}, references.outputs,
                                 self.config.tolerances[precision], self.config.calibration.max_fp32_layers)
-            if case.inputs:
+            if not case.inputs:
+                continue
+            try:
                 found[precision] = float_fallback(model, precision, case, ctx.device, ctx.log)
+            except Exception as err:  # the precision builds in full, saying why no fallback was tried
+                reason = self.failures.reason(f"fp32 fallback at {precision}", err)
+                ctx.log(f"fp32 fallback at {precision}: {reason}")
+                found[precision] = Fp32Fallback((), {"fp32_modules": [], "missed": f"fallback failed: {reason}"})
         return found
 
     def _diagnosis(self, results, ctx: RunContext) -> list:
