@@ -1,6 +1,6 @@
-"""The fp32 fallback's own steps on the planted nets (tests/helpers/planted.py), called directly: eager fp16 on the
-CPU (for accuracy only, never timed) keeps the fp16 range fault's module in fp32, at two positions; a clean net keeps
-nothing; a cap of 0 keeps nothing and says why; the precision's copy keeps the module in fp32 with casts at its edges,
+"""The fp32 fallback's own steps on the planted nets (the built-in planted_net, trtbench/models/planted.py),
+called directly: eager fp16 on the CPU (for accuracy only, never timed) keeps the fp16 range fault's module in
+fp32, at two positions; a clean net keeps nothing; a cap of 0 keeps nothing and says why; the precision's copy keeps the module in fp32 with casts at its edges,
 a timing worker's rebuild from its recipe is the copy the parent built; scripted, which cannot compile the casts,
 is skipped saying so."""
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.planted import planted_inputs, planted_net, planted_path
+from helpers.planted import planted_inputs
+from trtbench.models.planted import planted_net, planted_path
 from trtbench.building.copies import Fp32Fallback, cast_to_precision
 from trtbench.config.config import default_tolerances
 from trtbench.diagnose.fallback import FallbackCase, float_fallback
@@ -54,7 +55,7 @@ def test_a_worker_rebuilds_the_kept_modules_from_its_recipe(tmp_path):
     parent = cast_to_precision(planted_net("bf16", 1), "bf16", CPU, False, kept)
     inputs = tuple(t.bfloat16() for t in planted_inputs())
     payload = write_payload(tmp_path / "payload.pt", parent, inputs, {"opt": inputs})
-    model = ModelConfig(source="python", name="helpers.planted:planted_net", kwargs={"fault": "bf16", "at": 1})
+    model = ModelConfig(source="builtin", name="planted_net", kwargs={"fault": "bf16", "at": 1})
     recipe = VariantRecipe(model, "eager", {}, "bf16", "cpu", 1, False, False,
                            [InputConfig(name="input", shape=[2, 3, 8, 8])], str(payload))
     calls, _ = recipe.keeping(kept).materialize()

@@ -1,5 +1,6 @@
 """fp16's and bf16's fp32 fallback through the real pipeline: the planted bf16 resolution fault
-(tests/helpers/planted.py) at two positions, one run of both nets at fp32 and bf16 on eager and exported. Eager bf16
+(the built-in planted_net, trtbench/models/planted.py) at two positions, one run of both nets at fp32 and bf16 on
+eager and exported. Eager bf16
 misses its tolerance, the fallback keeps exactly the planted module in fp32 in the bf16 copy, and both rows then
 pass, saying so in results.json's build info and in report.md's table."""
 
@@ -10,7 +11,8 @@ import json
 import pytest
 
 from conftest import run_dict
-from helpers.planted import planted_config, planted_path
+from helpers.planted import planted_config
+from trtbench.models.planted import planted_path
 
 POSITIONS = (1, 3)
 

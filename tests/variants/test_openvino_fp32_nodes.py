@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.planted import planted_inputs, planted_net, planted_path
+from helpers.planted import planted_inputs
+from trtbench.models.planted import planted_net, planted_path
 
 pytest.importorskip("openvino")
 
