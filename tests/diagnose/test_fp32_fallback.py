@@ -1,8 +1,8 @@
-"""The fp32 fallback's own steps on the planted nets (the built-in planted_net, trtbench/models/planted.py),
-called directly: eager fp16 on the CPU (for accuracy only, never timed) keeps the fp16 range fault's module in
-fp32, at two positions; a clean net keeps nothing; a cap of 0 keeps nothing and says why; the precision's copy keeps the module in fp32 with casts at its edges,
-a timing worker's rebuild from its recipe is the copy the parent built; scripted, which cannot compile the casts,
-is skipped saying so."""
+"""The fp32 fallback's own steps on the planted nets (the built-in planted_net, trtbench/models/planted.py), called
+directly: eager fp16 on the CPU (for accuracy only, never timed) keeps the fp16 range fault's module in fp32, at two
+positions; a clean net keeps nothing; a cap of 0 keeps nothing and says why; the precision's copy keeps the module
+in fp32 with casts at its edges, a timing worker's rebuild from its recipe is the copy the parent built; scripted,
+which cannot compile the casts, is skipped saying so."""
 
 from __future__ import annotations
 
