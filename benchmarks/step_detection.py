@@ -27,14 +27,16 @@ SEED = 43
 
 def measured(history: str) -> tuple[float, float]:
     """The median over the history's median series of their run-to-run scatter (log sd) and of their points'
-    relative interval half-widths, each series up to its first step."""
+    relative interval half-widths, each series up to its first step (accepted or not)."""
     from trtbench import api
 
     drifts, widths = [], []
     for series in api.history_series(history, api.HistoryQuery(figure="median")):
         points = [p.value for p in series.points if p.value is not None]
-        if series.steps:
-            points = points[:series.steps[0].step.index]
+        # the steps over every run (an accepted step no longer shows in the series' own steps)
+        steps = find_steps(points)
+        if steps:
+            points = points[:steps[0].index]
         if len(points) >= 3:
             drifts.append(run_scatter([points]))
             widths += [(p.high - p.low) / 2 / p.value for p in points]
