@@ -34,3 +34,14 @@ def test_a_history_that_names_no_store_is_bad_input(value):
     with pytest.raises(UserInputError) as info:
         config(history=value)
     assert info.value.where == "output.history" and info.value.hint
+
+
+def test_a_folder_named_in_results_appends_to_the_default_history_and_one_elsewhere_only_when_told():
+    from pathlib import Path
+
+    from trtbench.pipeline.history import history_for
+
+    assert history_for(None, Path("results/resnet34")) == "results/history.sqlite"  # the bundled configs' dir
+    assert history_for(None, Path("/tmp/mine")) is None
+    assert history_for(False, Path("results/resnet34")) is None
+    assert history_for("/tmp/h.sqlite", Path("/tmp/mine")) == "/tmp/h.sqlite"

@@ -1,7 +1,8 @@
 """A run's or a merge's figures appended to its history (:mod:`trtbench.history`), and where that history is.
 
 A run appends to ``output.history`` (``--history``): by default ``results/history.sqlite`` where its output folder
-is the default one, and nothing where the user named another folder, so that a default never writes outside it.
+lies in ``results/`` (the default one, or one named there, as the bundled configs do), and nothing where the user
+named a folder elsewhere, so that a default never writes outside the folders it owns.
 A ``--shard`` run appends nothing (its merge appends the whole), nor does an interrupted one. The store is
 checked before the run (bad input exits 2 with nothing written); a store that cannot take the run at the end
 (locked past its busy timeout, the server gone) costs a note, never the run: ``trtbench history ingest`` adds the
@@ -28,8 +29,9 @@ def check_history(where: Union[str, bool, None]) -> None:
         open_store(str(where)).close()
 
 
-def merge_history(history: Optional[str], out_dir: Path) -> Optional[str]:
-    """Where a merge appends: ``--history``, else the default store where its output is in the default root."""
+def history_for(history: Union[str, bool, None], out_dir: Path) -> Optional[str]:
+    """Where a run or a merge appends: ``output.history`` or ``--history`` (false: nowhere), else the default store
+    where its output folder is in the default root."""
     if history is not None:
         return history or None
     return str(RESULTS_ROOT / DEFAULT_HISTORY) if out_dir.resolve().parent == RESULTS_ROOT.resolve() else None

@@ -14,7 +14,7 @@ from trtbench.core.env import environment_name
 from trtbench.core.errors import UserInputError
 from trtbench.results.journal import JOURNAL_NAME, Journal
 from trtbench.core.record import Record
-from trtbench.pipeline.history import append_history, check_history, merge_history
+from trtbench.pipeline.history import append_history, check_history, history_for
 from trtbench.pipeline.sections import report_sections
 from trtbench.scenarios import registered
 from trtbench.report.writer import ReportHead, write_report
@@ -178,7 +178,7 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
 def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None,
                history: Optional[str] = None) -> MergeOutcome:
     """Merge the runs in ``dirs`` into ``out_dir`` and append them to the history (``history``: a store, "" for
-    none, None for the default: :func:`~trtbench.pipeline.history.merge_history`); see the module docstring."""
+    none, None for the default: :func:`~trtbench.pipeline.history.history_for`); see the module docstring."""
     out_dir = Path(out_dir)
     sets, missing = load_inputs(dirs)
     for i, d in enumerate(dirs):
@@ -189,7 +189,7 @@ def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[flo
                              "write the merge to a new directory; a run's own results stay as they are")
     for scenario in registered():
         scenario.check_merge(sets, [f"input {i + 1} ({d})" for i, d in enumerate(dirs)])
-    where = merge_history(history, out_dir)
+    where = history_for(history, out_dir)
     check_history(where)
     budget = budget_of(sets, p99_budget_ms)
     merged, notes = ResultSet.merge(sets)

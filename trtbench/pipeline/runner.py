@@ -35,7 +35,7 @@ from trtbench.core.status import RunStatus, Status
 from trtbench.core.precision import precision_dtype
 from trtbench.measure.references import MissingReference, References, eager_references
 from trtbench.models import build_model
-from trtbench.pipeline.history import append_history, check_history
+from trtbench.pipeline.history import append_history, check_history, history_for
 from trtbench.pipeline.sections import report_sections
 from trtbench.pipeline.state import RunOutcome, RunState, save_key
 from trtbench.report.markdown import run_intro
@@ -57,7 +57,8 @@ class Runner:
         self.store = ArtifactStore(self.out_dir / "artifacts", self.config.knob_settings[0])
         self.state = RunState(plan, Journal(self.out_dir))
         self.calibration = None  # trtbench.quantize.calibration.CalibrationData, loaded when a variant quantizes
-        self.history = None if plan.shard else self.config.output.history  # a shard's merge appends the whole
+        # a shard's merge appends the whole
+        self.history = None if plan.shard else history_for(self.config.output.history, self.out_dir)
 
     def run(self) -> RunOutcome:
         models = {m.id: build_model(m) for m in self.config.models}  # user errors surface before any write
