@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from trtbench.core.regimes import find_regimes
+from trtbench.analysis.regimes import find_regimes
 from trtbench.core.stats import BlockSeries, median_interval, speedup_interval
 
 

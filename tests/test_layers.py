@@ -21,9 +21,9 @@ import trtbench
 PACKAGE_DIR = Path(trtbench.__file__).parent
 
 # Bottom first. The top-level modules (__init__, __main__, cli, api) are the top.
-LAYERS = ["core", "models", "measure", "quantize", "variants", "decoders", "profiling", "building", "diagnose",
-          "workers",
-          "artifacts", "results", "history", "report", "scenarios", "config", "pipeline", "<top>"]
+LAYERS = ["core", "analysis", "models", "measure", "quantize", "variants", "decoders", "profiling", "building",
+          "diagnose", "workers", "artifacts", "results", "history", "report", "scenarios", "config", "pipeline",
+          "<top>"]
 
 
 def layer_of(module: str, package: str = "trtbench") -> str:

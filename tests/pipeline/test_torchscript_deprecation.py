@@ -74,7 +74,7 @@ def test_report_names_the_deprecation_with_the_successor_s_measured_speed(run):
     exported = next(r for r in results if r.case.variant == "exported")
     for name in ("traced", "scripted"):
         row = next(r for r in results if r.case.variant == name)
-        speed = results.paired_speedup(row, exported)
+        speed = results.analysis.paired_speedup(row, exported)
         line = next(line for line in section.splitlines() if line.startswith(f"| {name} | fp32 | opt "))
         assert f"| exported | {exported.stats.median:.3f} |" in line
         assert f"{speed.value:.2f}x [{speed.low:.2f}-{speed.high:.2f}] of its speed" in line

@@ -285,7 +285,8 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     of a side), with its two-level 95% interval: round indices resampled once per draw and shared by both sides,
     each side's processes resampled independently (a pair weighs its round's count times each block's process
     count), topped up as in :func:`median_interval`. ``resample_processes=False``: the rounds alone, these very
-    processes held (what two stretches of one run timed by the same processes differ by: :mod:`trtbench.core.regimes`).
+    processes held (what two stretches of one run timed by the same processes differ by:
+    :mod:`trtbench.analysis.regimes`).
 
     Paired, the blocks a round's ratio compares ran side by side, so the machine's speed moving between rounds
     cancels from each ratio; the ratio of the two sides' medians does not cancel it, and on a VM whose speed moved

@@ -5,16 +5,13 @@ buys the variant, and the setting recommended where it changes the answer.
 Within a setting, speedups are paired (eager and the variant were timed in the same interleaved rounds).
 Across settings they are not: each setting is a build group of its own, timed after the other in processes of
 its own, so the comparison of a variant with itself under the defaults resamples each side's rounds and replicate
-processes on its own (:func:`trtbench.core.stats.unpaired_interval`, with the environment's pooled between-process
-variance), and a setting is recommended only where that interval excludes 1.
+processes on its own (:meth:`trtbench.analysis.records.Analysis.unpaired_speedup`, with the environment's pooled
+between-process variance), and a setting is recommended only where that interval excludes 1.
 """
 
 from __future__ import annotations
 
-from typing import Optional
-
 from trtbench.core.record import Record
-from trtbench.core.stats import Interval, unpaired_interval
 from trtbench.report.columns.speedup import speedup_text
 from trtbench.report.text import ms_text
 from trtbench.results.resultset import ResultSet
@@ -25,14 +22,6 @@ TEXT = ("Each variant under each setting of the deployment knobs its worker star
         "over its median under these knobs, 95% CI from each setting's rounds and processes resampled on their own "
         "(the settings were timed one after the other in processes of their own, so the machine's drift between "
         "them is not cancelled).")
-
-
-def _state_speedup(results: ResultSet, base: Record, this: Record) -> Optional[Interval]:
-    """``base``'s median over ``this``'s, unpaired (timed in different rounds, by different processes)."""
-    if not (base.timed and this.timed):
-        return None
-    interval = unpaired_interval(base.block_series, this.block_series, results.between_variance(this.environment))
-    return interval.with_value(base.stats.median / this.stats.median)
 
 
 def _point_key(record: Record) -> tuple:
@@ -59,7 +48,8 @@ def knob_markdown(results: ResultSet) -> str:
         for label, states in by_label.items():
             default = states.get("")
             for state, record in states.items():
-                over_default = _state_speedup(results, default, record) if default is not None and state else None
+                over_default = (results.analysis.unpaired_speedup(default, record)
+                                if default is not None and state else None)
                 lines.append(f"| {model} | {precision} | {threads} | {point} | {label} | {state or 'defaults'} | "
                              f"{ms_text(record.stats.median)} | {speedup_text(results.speedup(record))} | "
                              f"{speedup_text(over_default)} |")
@@ -90,7 +80,7 @@ def _advice(results: ResultSet, label: str, point: str, states: dict[str, Record
     if default is None:
         return []
     gains = {state: gain for state, record in states.items() if state
-             and (gain := _state_speedup(results, default, record)) is not None and gain.low > 1}
+             and (gain := results.analysis.unpaired_speedup(default, record)) is not None and gain.low > 1}
     if not gains:
         return []
     best = max(gains, key=lambda state: gains[state].value)

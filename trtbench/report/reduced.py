@@ -30,7 +30,7 @@ def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
 
 def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
     """The variant's speedup at its quantized precision over its own fp32, paired by their common rounds."""
-    return results.paired_speedup(same_variant_fp32(results, record), record)
+    return results.analysis.paired_speedup(same_variant_fp32(results, record), record)
 
 
 def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:

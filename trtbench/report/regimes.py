@@ -1,11 +1,11 @@
 """The report's regimes: where a point's rounds fell into more than one of the machine's regimes
-(:mod:`trtbench.core.regimes`), each row's speedup per regime with its round count, and the rows whose speedup
+(:mod:`trtbench.analysis.regimes`), each row's speedup per regime with its round count, and the rows whose speedup
 depends on the regime; every point's regimes go to results.json (``regimes``), recomputable from the records."""
 
 from __future__ import annotations
 
 from trtbench.core.record import Record
-from trtbench.core.regimes import Regime
+from trtbench.analysis.regimes import Regime
 from trtbench.report.columns.speedup import speedup_text
 from trtbench.results.resultset import ResultSet
 
@@ -24,7 +24,7 @@ def points(results: ResultSet) -> list[tuple[list[Record], list[Regime]]]:
     for record in results:
         if record.timed:
             by_point.setdefault((record.case.baseline_id, record.environment), []).append(record)
-    return [(records, results.regimes(records[0])) for records in by_point.values()]
+    return [(records, results.analysis.regimes(records[0])) for records in by_point.values()]
 
 
 def _where(record: Record) -> str:
@@ -36,14 +36,14 @@ def _where(record: Record) -> str:
 def regimes_json(results: ResultSet) -> list[dict]:
     """Every point's regimes (start and end round, rounds, slowdown against its fastest regime), and where it had
     more than one, each row's speedup per regime and whether it is regime-dependent."""
-    out = []
+    out, analysis = [], results.analysis
     for records, regimes in points(results):
         c, rows = records[0].case, []
         for record in records:
-            per_regime = results.regime_speedups(record)
+            per_regime = analysis.regime_speedups(record)
             if per_regime:
                 rows.append({"variant": record.case.variant, "options": record.case.options,
-                             "precision": record.case.precision, "regime_dependent": results.regime_dependent(record),
+                             "precision": record.case.precision, "regime_dependent": analysis.regime_dependent(record),
                              "speedups": [None if i is None else i.to_dict() for i in per_regime]})
         out.append({"environment": records[0].environment, "model": c.model, "threads": c.threads, "knobs": c.knobs,
                     "point": c.point, "input_shapes": c.shapes, "regimes": [r.to_dict() for r in regimes],
@@ -64,11 +64,11 @@ def regimes_markdown(results: ResultSet) -> str:
                                                          for r in regimes) + " | regime-dependent |",
                   "|---|---|" + "---|" * len(regimes) + "---|"]
         for record in records:
-            per_regime = results.regime_speedups(record)
+            per_regime = results.analysis.regime_speedups(record)
             if per_regime:
                 lines.append(f"| {record.case.label} | {record.case.precision} | "
                              + " | ".join(speedup_text(i) for i in per_regime)
-                             + f" | {'yes' if results.regime_dependent(record) else 'no'} |")
+                             + f" | {'yes' if results.analysis.regime_dependent(record) else 'no'} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -76,7 +76,7 @@ def regimes_markdown(results: ResultSet) -> str:
 def regime_notes(results: ResultSet) -> list[str]:
     """A note naming the rows whose speedup depends on the machine's regime."""
     named = [f"{r.case.label} {r.case.precision} {r.case.point}" for r in results if r.timed
-             and results.regime_dependent(r)]
+             and results.analysis.regime_dependent(r)]
     if not named:
         return []
     return [f"regime-dependent speedups for: {', '.join(named)}: the machine changed speed during their point and "

@@ -33,14 +33,14 @@ def regimes_text(results: ResultSet, record: Record) -> str:
     """A row's regimes: ``one regime``, or its speedup in each (``rounds 0-24: 1.03x [1.01-1.05]; ...``)."""
     if not record.timed:
         return ""
-    regimes, speedups = results.regimes(record), results.regime_speedups(record)
+    regimes, speedups = results.analysis.regimes(record), results.analysis.regime_speedups(record)
     if len(regimes) < 2:
         return "one regime"
     if not speedups:
         return f"{len(regimes)} regimes"
     text = "; ".join(f"rounds {regime.start}-{regime.end}: {speedup_text(speedup) or 'none'}"
                      for regime, speedup in zip(regimes, speedups))
-    return text + (" (regime-dependent)" if results.regime_dependent(record) else "")
+    return text + (" (regime-dependent)" if results.analysis.regime_dependent(record) else "")
 
 
 def table_data(results: ResultSet) -> dict:

@@ -11,6 +11,7 @@ import io
 from dataclasses import dataclass
 from typing import Optional
 
+from trtbench.analysis.records import processes_disagree
 from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
@@ -232,7 +233,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    f"its synchronised time (at least {LAUNCH_BOUND_SHARE:.0%}), so the CPU launching kernels, not the "
                    "GPU, sets its time, and a faster kernel or precision barely shows; replay a CUDA graph "
                    "(cuda_graphs: true, or compiled with mode: reduce-overhead) or raise the batch.")
-    out += disagreement_notes(timed) + turn_notes(timed)
+    out += disagreement_notes([r for r in timed if processes_disagree(r)]) + turn_notes(timed)
     out += regime_notes(results) + deprecation_notes(results)
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:

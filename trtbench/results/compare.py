@@ -14,10 +14,11 @@ from typing import Optional
 
 import numpy as np
 
+from trtbench.analysis.records import Analysis, runs_ratio
 from trtbench.core.case import Case
 from trtbench.core.record import Record
+from trtbench.core.stats import BlockSeries, pooled_between_variance
 from trtbench.results.resultset import ResultSet
-from trtbench.core.stats import BlockSeries, bootstrap_median_ratio, pooled_between_variance, unpaired_interval
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def _verdict(low: float, high: float, threshold: float) -> str:
 def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[Change]:
     """Compare every record of ``new`` with the baseline's record of the same case (any environment)."""
     by_case = {record.case: record for record in base}
-    between = pooled_between_variance([r.block_series for r in [*base, *new] if r.timed])
+    between = Analysis([*base, *new]).between_variance()
     changes = []
     for record in new:
         old = by_case.get(record.case)
@@ -69,17 +70,10 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
 
 
 def _change(old: Record, new: Record, between: Optional[float], threshold: float) -> Change:
-    """``new`` against ``old``: the ratio of their calls' medians, its interval from their blocks with each run's
-    rounds and processes its sample; from their calls where either has fewer than 3 rounds."""
-    base_samples, new_samples = np.asarray(old.samples_ms), np.asarray(new.samples_ms)
-    base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
-    base, this = old.block_series, new.block_series
-    if min(len(set(base.rounds)), len(set(this.rounds))) >= 3:
-        interval = unpaired_interval(base, this, between).with_value(base_ms / new_ms)
-        low, high = interval.low, interval.high
-    else:
-        low, high = bootstrap_median_ratio(base_samples, new_samples)  # each run's calls resampled
-    return Change(new.case, base_ms, new_ms, base_ms / new_ms, low, high, _verdict(low, high, threshold),
+    """``new`` against ``old``: the ratio of their calls' medians with its interval (:func:`runs_ratio`)."""
+    ratio = runs_ratio(old.samples_ms, new.samples_ms, old.block_series, new.block_series, between)
+    return Change(new.case, float(np.median(old.samples_ms)), float(np.median(new.samples_ms)), ratio.value,
+                  ratio.low, ratio.high, _verdict(ratio.low, ratio.high, threshold),
                   f"{old.process_count}/{new.process_count}")
 
 
@@ -90,7 +84,7 @@ def regime_lines(name: str, results: ResultSet) -> list[str]:
         key = (record.case.baseline_id, record.environment)
         if record.timed and key not in seen:
             seen.add(key)
-            regimes = results.regimes(record)
+            regimes = results.analysis.regimes(record)
             if len(regimes) > 1:
                 c = record.case
                 out.append(f"{name}: {c.model} t{c.threads} {c.point} ({c.shapes}) ran in {len(regimes)} regimes: "
@@ -153,17 +147,12 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
             changes.append(GenerateChange(*head, "all", None, None, None, f"not comparable: {why}"))
             continue
         for metric in GENERATE_TIMES:
-            base_samples = np.asarray(old.data["requests"][metric], dtype=np.float64)
-            new_samples = np.asarray(row.data["requests"][metric], dtype=np.float64)
-            base_ms, new_ms = float(np.median(base_samples)), float(np.median(new_samples))
+            calls = (old.data["requests"][metric], row.data["requests"][metric])
             series = (request_series(old.data["requests"], metric), request_series(row.data["requests"], metric))
-            if min(len(set(s.rounds)) for s in series) >= 3:
-                interval = unpaired_interval(*series, between[metric]).with_value(base_ms / new_ms)
-                low, high = interval.low, interval.high
-            else:
-                low, high = bootstrap_median_ratio(base_samples, new_samples)
-            changes.append(GenerateChange(*head, metric, base_ms / new_ms, low, high, _verdict(low, high, threshold),
-                                          base_ms, new_ms))
+            ratio = runs_ratio(*calls, *series, between[metric])
+            changes.append(GenerateChange(*head, metric, ratio.value, ratio.low, ratio.high,
+                                          _verdict(ratio.low, ratio.high, threshold),
+                                          float(np.median(calls[0])), float(np.median(calls[1]))))
     return changes
 
 

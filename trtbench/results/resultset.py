@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
+from trtbench.analysis.records import Analysis
 from trtbench.core.case import BASELINE_VARIANT, Case, parse_shapes_text
 from trtbench.core.env import environment_id
 from trtbench.core.errors import UserInputError
@@ -22,8 +23,7 @@ from trtbench.core.part import Part, PartsByKind, part_type, part_types
 from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
-from trtbench.core.regimes import Regime, covering, find_regimes, regime_dependent, regime_speedups
-from trtbench.core.stats import Interval, median_interval, pooled_between_variance, speedup_interval
+from trtbench.core.stats import Interval
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
@@ -63,11 +63,11 @@ class ResultSet:
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
     _parts: PartsByKind = field(default_factory=PartsByKind)  # every part but the records
     _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
-    _derived: dict = field(default_factory=dict, repr=False, compare=False)  # intervals and regimes, dropped on add
+    _analysis: Optional[Analysis] = field(default=None, repr=False, compare=False)  # dropped on add
 
     def add(self, part: Part) -> None:
         """Add or replace a part (a record, a ceiling, a served case...) of the same key."""
-        self._derived.clear()
+        self._analysis = None
         if not isinstance(part, Record):
             self._parts.add(part)
             return
@@ -140,79 +140,27 @@ class ResultSet:
             return None
         return self._eager_at(record, record.case.precision)
 
+    @property
+    def analysis(self) -> Analysis:
+        """The statistics of the set's records (:class:`~trtbench.analysis.records.Analysis`: intervals, speedups
+        over :meth:`baseline`, regimes), made again after an add."""
+        if self._analysis is None:
+            self._analysis = Analysis(self, self.baseline)
+        return self._analysis
+
     def speedup(self, record: Record) -> Optional[Interval]:
         """This record's speedup over eager fp32, paired by round, with its two-level 95% CI
-        (:meth:`paired_speedup`)."""
-        return self.paired_speedup(self.baseline(record), record)
+        (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`)."""
+        return self.analysis.speedup(record)
 
     def precision_speedup(self, record: Record) -> Optional[Interval]:
         """Eager's median at the record's own precision over the record's (:meth:`precision_baseline`),
-        with its two-level 95% CI (:meth:`paired_speedup`)."""
-        return self.paired_speedup(self.precision_baseline(record), record)
-
-    def _memo(self, key: tuple, compute):
-        if key not in self._derived:
-            self._derived[key] = compute()
-        return self._derived[key]
-
-    def between_variance(self, environment: str) -> Optional[float]:
-        """The pooled between-process variance (log scale) of the environment's timed records
-        (:func:`~trtbench.core.stats.pooled_between_variance`): a run's rows, or one machine's of a merge."""
-        return self._memo(("between", environment), lambda: pooled_between_variance(
-            [r.block_series for r in self if r.timed and r.environment == environment]))
+        with its two-level 95% CI (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`)."""
+        return self.analysis.paired_speedup(self.precision_baseline(record), record)
 
     def median_interval(self, record: Record) -> Optional[Interval]:
         """The record's median block with its two-level 95% CI (None when not timed)."""
-        if not record.timed:
-            return None
-        return self._memo(("median", record.key), lambda: median_interval(
-            record.block_series, self.between_variance(record.environment)))
-
-    def regimes(self, record: Record) -> list[Regime]:
-        """The machine's regimes at the record's point (:func:`~trtbench.core.regimes.find_regimes` over every
-        record timed in its rounds: every variant and precision of its model at the point, in its environment)."""
-        key = (record.case.baseline_id, record.environment)
-        return self._memo(("regimes", key), lambda: find_regimes(
-            [r.block_series for r in self if r.timed and (r.case.baseline_id, r.environment) == key]))
-
-    def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
-        """The record's speedup over eager fp32 in each regime of its point (:meth:`regimes`); empty where the
-        point had one regime or the record has no speedup."""
-        base = self.baseline(record)
-        regimes = self.regimes(record) if record.timed else []
-        if len(regimes) < 2 or base is None or base is record or not base.timed:
-            return []
-        return self._memo(("regime speedups", base.key, record.key), lambda: regime_speedups(
-            base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
-
-    def regime_dependent(self, record: Record) -> bool:
-        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
-        same processes timed every regime: their luck is no difference between regimes)."""
-        base = self.baseline(record)
-        if not self.regime_speedups(record):
-            return False
-        return self._memo(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
-            base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
-
-    def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the
-        round's ratio, with the two-level 95% CI (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled
-        together, each one's processes on their own, the environment's pooled between-process variance). Where the
-        point spans regimes and the speedup differs between them (:meth:`regime_dependent`), the interval covers
-        every regime's. None without timings of both or a round they share."""
-        if base is None or base is record or not (base.timed and record.timed):
-            return None
-        return self._memo(("speedup", base.key, record.key), lambda: self._paired(base, record))
-
-    def _paired(self, base: Record, record: Record) -> Optional[Interval]:
-        """The speedup paired by round, the median of the rounds' ratios, with its two-level interval."""
-        pair = (base.block_series, record.block_series)
-        if not set(pair[0].rounds) & set(pair[1].rounds):
-            return None
-        overall = speedup_interval(*pair, self.between_variance(record.environment))
-        if len(self.regimes(record)) < 2 or base is not self.baseline(record):
-            return overall
-        return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall
+        return self.analysis.median_interval(record)
 
     def exit_code(self, interrupted: bool = False) -> int:
         """130 if interrupted; 1 if a run stopped on an error, or any part fails the run (a case that failed

@@ -1,6 +1,6 @@
 """A row built with what upstream deprecates (its note in the row's warnings: :mod:`trtbench.core.deprecation`),
 beside each successor variant timed at its point: the successor's speed over the row's, paired by round, with its
-95% interval (:meth:`~trtbench.results.resultset.ResultSet.paired_speedup`).
+95% interval (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`).
 
 Where the interval reaches 1, the successor is within the interval of the deprecated row's speed: moving costs
 nothing this run could measure. The report's recommendation and its section on deprecations read this.
@@ -70,6 +70,6 @@ def successors(results: ResultSet, record: Record) -> list[Successor]:
             there = next((r for r in results if r.case.variant == name and r.timed and r.environment ==
                           record.environment and r.case.precision == record.case.precision
                           and r.case.baseline_id == record.case.baseline_id), None)
-            speed = results.paired_speedup(record, there) if there is not None else None
+            speed = results.analysis.paired_speedup(record, there) if there is not None else None
             found.append(Successor(record, deprecation, name, there, speed))
     return found

@@ -1,44 +1,22 @@
 """Replicate processes: how many worker processes timed each row and how far apart their medians were, and the
-notes that name rows whose processes disagreed beyond their own rounds' noise, with what differed between them
-(the per-process facts each latency record keeps in ``metrics["processes"]``)."""
+notes that name rows whose processes disagreed beyond their own rounds' noise (both found by
+:mod:`trtbench.analysis.records`), with what differed between them (the per-process facts each latency record keeps
+in ``metrics["processes"]``)."""
 
 from __future__ import annotations
 
-import math
-from typing import Optional, Sequence
+from typing import Sequence
 
+from trtbench.analysis.records import process_spread
 from trtbench.core.allocator import threshold_text
 from trtbench.core.record import Record
-from trtbench.core.stats import median_interval
 from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.rows import Row
-
-DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: identical ones differ by 1-3%
 
 # what a process's facts say, and how the notes name each
 FACTS = (("minor_faults_per_call_median", "page faults/call"), ("voluntary_ctx_switches", "voluntary context switches"),
          ("involuntary_ctx_switches", "involuntary context switches"), ("cpu_migrations", "CPU migrations"),
          ("rss_mb", "RSS MB"))
-
-
-def process_spread(record: Record) -> Optional[float]:
-    """The slowest process's median block over the fastest's, less 1 (0.021: 2.1% apart); None under 2 processes."""
-    if not record.timed or record.process_count < 2:
-        return None
-    medians = record.block_series.process_medians().values()
-    return max(medians) / min(medians) - 1
-
-
-def processes_disagree(record: Record) -> bool:
-    """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
-    by DISAGREE or more (identical processes of one variant differ by 1-3% on a quiet machine: a spread the
-    intervals cover, not one to explain)."""
-    if not record.timed or record.process_count < 2:
-        return False
-    series = record.block_series
-    own = [median_interval(series.only_processes([p])) for p in sorted(set(series.processes))]
-    finite = [i for i in own if math.isfinite(i.low) and math.isfinite(i.high)]
-    return any(a.high < b.low and b.value / a.value - 1 >= DISAGREE for a in finite for b in finite)
 
 
 def _fact_text(value) -> str:
@@ -68,16 +46,16 @@ def _allocator_text(facts: dict) -> str:
                      for key, value in sorted(facts.items())) or "?"
 
 
-def disagreement_notes(records: Sequence[Record]) -> list[str]:
-    """A note naming the rows whose processes disagreed, each with its process medians and what differed."""
+def disagreement_notes(disagreeing: Sequence[Record]) -> list[str]:
+    """A note naming the rows whose processes disagreed
+    (:func:`~trtbench.analysis.records.processes_disagree`), each with its process medians and what differed."""
     named = []
-    for r in records:
-        if processes_disagree(r):
-            medians = ", ".join(f"{ms:.3f}" for _, ms in sorted(r.block_series.process_medians().items()))
-            what = "; ".join(differences(r)) or "none of their page faults, context switches, CPU migrations, RSS " \
-                                                "or allocator thresholds"
-            named.append(f"{r.case.label} {r.case.precision} {r.case.point} (process medians {medians} ms; "
-                         f"differed: {what})")
+    for r in disagreeing:
+        medians = ", ".join(f"{ms:.3f}" for _, ms in sorted(r.block_series.process_medians().items()))
+        what = "; ".join(differences(r)) or "none of their page faults, context switches, CPU migrations, RSS " \
+                                            "or allocator thresholds"
+        named.append(f"{r.case.label} {r.case.precision} {r.case.point} (process medians {medians} ms; "
+                     f"differed: {what})")
     if not named:
         return []
     return [f"processes disagreed beyond their own rounds' noise for: {'; '.join(named)}: each process has its own "

@@ -1,4 +1,4 @@
-"""The machine's regimes (trtbench.core.regimes): change points of a point's common factor, found on synthetic
+"""The machine's regimes (trtbench.analysis.regimes): change points of a point's common factor, found on synthetic
 round series with known changes, and the speedup per regime of a row whose speed depends on the regime."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from trtbench.core.regimes import (MIN_SHIFT, Regime, common_factor, covering, find_regimes, regime_dependent,
+from trtbench.analysis.regimes import (MIN_SHIFT, Regime, common_factor, covering, find_regimes, regime_dependent,
                                    regime_speedups)
 from trtbench.core.stats import BlockSeries, speedup_interval
 

@@ -3,7 +3,7 @@
 Each point's rounds are split where their common factor (every block's log median less its own process's) changes
 level: change points by PELT (``ruptures``), neighbouring regimes closer than MIN_SHIFT joined.
 
-More: docs/measuring.md, "Module notes", trtbench/core/regimes.py.
+More: docs/measuring.md, "Module notes", trtbench/analysis/regimes.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from helpers.records import regime_results, replicated
-from trtbench.report.columns.processes import differences, process_spread, processes_disagree
+from trtbench.analysis.records import process_spread, processes_disagree
+from trtbench.report.columns.processes import differences
 from trtbench.report.regimes import regimes_json, regimes_markdown
 from trtbench.report.tables import csv_text, markdown_table
 from trtbench.results.resultset import ResultSet
@@ -91,11 +92,11 @@ def regime_set() -> ResultSet:
 
 def test_a_point_spanning_two_regimes_gives_each_rows_speedup_per_regime(regime_set):
     scripted, traced = (next(r for r in regime_set if r.case.variant == v) for v in ("scripted", "traced"))
-    regimes = regime_set.regimes(scripted)
+    regimes = regime_set.analysis.regimes(scripted)
     assert len(regimes) == 2 and abs(regimes[1].start - 25) <= 2
-    per_regime = regime_set.regime_speedups(scripted)
+    per_regime = regime_set.analysis.regime_speedups(scripted)
     assert [round(i.value, 2) for i in per_regime] == [1.03, 1.06]
-    assert regime_set.regime_dependent(scripted) and not regime_set.regime_dependent(traced)
+    assert regime_set.analysis.regime_dependent(scripted) and not regime_set.analysis.regime_dependent(traced)
     reported = regime_set.speedup(scripted)
     assert reported.low <= per_regime[0].low and reported.high >= per_regime[1].high
     section = regimes_markdown(regime_set)

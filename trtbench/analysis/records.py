@@ -1,0 +1,142 @@
+"""The analysis of a set of records: each one's median with its interval, the speedups paired by round, the process
+variance pooled per environment, each point's regimes, how far apart a record's processes were, and the ratio of
+one case timed by two runs. Every reader (the result set, compare, the report, scripts/gpu_check.py) asks here.
+
+The estimators are :mod:`trtbench.core.stats`' (the two-level bootstrap), the regimes :mod:`.regimes`'.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+
+from trtbench.analysis.regimes import Regime, covering, find_regimes, regime_dependent, regime_speedups
+from trtbench.core.record import Record
+from trtbench.core.stats import (BlockSeries, Interval, bootstrap_median_ratio, median_interval,
+                                 pooled_between_variance, speedup_interval, unpaired_interval)
+
+DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: identical ones differ by 1-3%
+
+
+def _no_baseline(record: Record) -> Optional[Record]:
+    return None
+
+
+class Analysis:
+    """The figures of ``records``, each computed once: ``baseline(record)`` is the record a record's speedup is
+    over (eager fp32 at its point, :meth:`~trtbench.results.resultset.ResultSet.baseline`)."""
+
+    def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = _no_baseline):
+        self._timed = [r for r in records if r.timed]
+        self._baseline = baseline
+        self._memo: dict = {}
+
+    def _once(self, key: tuple, compute):
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def between_variance(self, environment: Optional[str] = None) -> Optional[float]:
+        """The pooled between-process variance (log scale, :func:`~trtbench.core.stats.pooled_between_variance`) of
+        the timed records of ``environment`` (a run's rows, or one machine's of a merge); of every one where None."""
+        return self._once(("between", environment), lambda: pooled_between_variance(
+            [r.block_series for r in self._timed if environment in (None, r.environment)]))
+
+    def median_interval(self, record: Record) -> Optional[Interval]:
+        """The record's median block with its two-level 95% CI (None when not timed)."""
+        if not record.timed:
+            return None
+        return self._once(("median", record.key), lambda: median_interval(
+            record.block_series, self.between_variance(record.environment)))
+
+    def regimes(self, record: Record) -> list[Regime]:
+        """The machine's regimes at the record's point (:func:`~trtbench.analysis.regimes.find_regimes` over every
+        record timed in its rounds: every variant and precision of its model at the point, in its environment)."""
+        key = (record.case.baseline_id, record.environment)
+        return self._once(("regimes", key), lambda: find_regimes(
+            [r.block_series for r in self._timed if (r.case.baseline_id, r.environment) == key]))
+
+    def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
+        """The record's speedup over its baseline in each regime of its point (:meth:`regimes`); empty where the
+        point had one regime or the record has no speedup."""
+        base = self._baseline(record)
+        regimes = self.regimes(record) if record.timed else []
+        if len(regimes) < 2 or base is None or base is record or not base.timed:
+            return []
+        return self._once(("regime speedups", base.key, record.key), lambda: regime_speedups(
+            base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
+
+    def regime_dependent(self, record: Record) -> bool:
+        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
+        same processes timed every regime: their luck is no difference between regimes)."""
+        base = self._baseline(record)
+        if not self.regime_speedups(record):
+            return False
+        return self._once(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
+            base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
+
+    def speedup(self, record: Record) -> Optional[Interval]:
+        """The record's speedup over its baseline (:meth:`paired_speedup`)."""
+        return self.paired_speedup(self._baseline(record), record)
+
+    def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
+        """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the
+        round's ratio, with the two-level 95% CI (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled
+        together, each one's processes on their own, the environment's pooled between-process variance). Where
+        ``base`` is the baseline, the point spans regimes and the speedup differs between them
+        (:meth:`regime_dependent`), the interval covers every regime's. None without timings of both or a round
+        they share."""
+        if base is None or base is record or not (base.timed and record.timed):
+            return None
+        return self._once(("speedup", base.key, record.key), lambda: self._paired(base, record))
+
+    def unpaired_speedup(self, base: Record, record: Record) -> Optional[Interval]:
+        """``base``'s median call over ``record``'s, the two timed in different rounds by different processes (two
+        settings of the knobs), with a 95% interval from each one's rounds and processes resampled on its own
+        (:func:`~trtbench.core.stats.unpaired_interval`, the environment's pooled between-process variance)."""
+        if not (base.timed and record.timed):
+            return None
+        interval = unpaired_interval(base.block_series, record.block_series, self.between_variance(record.environment))
+        return interval.with_value(base.stats.median / record.stats.median)
+
+    def _paired(self, base: Record, record: Record) -> Optional[Interval]:
+        pair = (base.block_series, record.block_series)
+        if not set(pair[0].rounds) & set(pair[1].rounds):
+            return None
+        overall = speedup_interval(*pair, self.between_variance(record.environment))
+        if len(self.regimes(record)) < 2 or base is not self._baseline(record):
+            return overall
+        return covering(overall, self.regime_speedups(record)) if self.regime_dependent(record) else overall
+
+
+def process_spread(record: Record) -> Optional[float]:
+    """The slowest process's median block over the fastest's, less 1 (0.021: 2.1% apart); None under 2 processes."""
+    if not record.timed or record.process_count < 2:
+        return None
+    medians = record.block_series.process_medians().values()
+    return max(medians) / min(medians) - 1
+
+
+def processes_disagree(record: Record) -> bool:
+    """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
+    by DISAGREE or more (identical processes of one variant differ by 1-3% on a quiet machine: a spread the
+    intervals cover, not one to explain)."""
+    if not record.timed or record.process_count < 2:
+        return False
+    series = record.block_series
+    own = [median_interval(series.only_processes([p])) for p in sorted(set(series.processes))]
+    finite = [i for i in own if math.isfinite(i.low) and math.isfinite(i.high)]
+    return any(a.high < b.low and b.value / a.value - 1 >= DISAGREE for a in finite for b in finite)
+
+
+def runs_ratio(base_calls, new_calls, base: BlockSeries, new: BlockSeries, between_var: Optional[float]) -> Interval:
+    """median(base_calls) / median(new_calls) of one case timed by two runs, with its 95% interval: unpaired at both
+    levels (:func:`~trtbench.core.stats.unpaired_interval`: each run's rounds and processes its sample, blocks
+    ``base`` and ``new``) where both have 3 rounds or more, else from the calls (each run's resampled)."""
+    base_calls, new_calls = np.asarray(base_calls, dtype=np.float64), np.asarray(new_calls, dtype=np.float64)
+    ratio = float(np.median(base_calls)) / float(np.median(new_calls))
+    if min(len(set(base.rounds)), len(set(new.rounds))) >= 3:
+        return unpaired_interval(base, new, between_var).with_value(ratio)
+    return Interval(ratio, *bootstrap_median_ratio(base_calls, new_calls))
