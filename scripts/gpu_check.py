@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+from trtbench.core.record import Record
 from trtbench.models.planted import planted_path
+from trtbench.report.columns.energy import energy_notes
+from trtbench.report.columns.speedup import speedup_text
+from trtbench.report.rows import Row
+from trtbench.results.resultset import ResultSet
 
 TARGET = (0.97, 1.03)  # benchmarks/harness_fidelity.py's: trtbench's median over a reference's
 TORCH_PATHS = ["eager", "traced", "scripted", "exported", "compiled"]
@@ -113,30 +117,31 @@ def _part_text(name: str, part: dict | None) -> str:
     return f"| {name} | {state} | {part['took_s']:.0f} | {part['share_s']:.0f} |"
 
 
-def _records(out: Path, name: str) -> list[dict]:
+def _results(out: Path, name: str) -> ResultSet:
+    """A part's results (empty where it wrote none)."""
     path = out / name / "results.json"
-    return json.loads(path.read_text()).get("records", []) if path.is_file() else []
+    return ResultSet.load(path) if path.is_file() else ResultSet()
 
 
-def _median(record: dict) -> float | None:
-    samples = [s for r in record.get("rounds") or [] for s in r]
-    return statistics.median(samples) if samples else None
+def _median(record: Record) -> float | None:
+    stats = record.stats
+    return None if stats is None else stats.median
 
 
-def _row(record: dict) -> str:
-    case, metrics = record["case"], record.get("metrics") or {}
+def _row(record: Record) -> str:
+    case, metrics = record.case, record.metrics
     median = _median(record)
     launch = (metrics.get("launch") or {}).get("share")
     energy = metrics.get("energy") or {}
     joules = energy.get("joules_per_call")
-    reason = (record.get("reason") or "").splitlines()[0][:160] if record.get("reason") else ""
-    return (f"| {case['variant']}{' ' + case['options'] if case.get('options') else ''} | {case['precision']} | "
-            f"{case['point']} | {record['status']} | {'' if median is None else f'{median:.3f}'} | "
+    reason = record.reason.splitlines()[0][:160] if record.reason else ""
+    return (f"| {case.variant}{' ' + case.options if case.options else ''} | {case.precision} | "
+            f"{case.point} | {record.status} | {'' if median is None else f'{median:.3f}'} | "
             f"{'' if launch is None else f'{launch:.0%}'} | {'' if joules is None else f'{joules:.4g}'} | "
             f"{'' if energy.get('average_power_w') is None else round(energy['average_power_w'])} | {reason} |")
 
 
-def vision_table(records: list[dict]) -> list[str]:
+def vision_table(records: list[Record]) -> list[str]:
     if not records:
         return ["No results (the part did not run, or stopped before its first row).", ""]
     lines = ["| variant | precision | point | status | median ms | host share at return | J/inference | avg W | "
@@ -144,16 +149,20 @@ def vision_table(records: list[dict]) -> list[str]:
     return lines + [_row(r) for r in records] + [""]
 
 
-def compute_verdict(records: list[dict], device: str) -> str:
-    medians = {r["case"]["precision"]: _median(r) for r in records if r["case"]["variant"] == "eager"}
+def compute_verdict(results: ResultSet, device: str) -> str:
+    """PASS where eager fp16's median is below fp32's, with fp16's speedup over fp32 as the report gives it."""
+    eager = {r.case.precision: r for r in results if r.case.variant == "eager"}
+    medians = {precision: _median(r) for precision, r in eager.items()}
     if device != "cuda":
         return "n/a on the CPU rehearsal: fp16 needs CUDA (fp32 timed only, as a rehearsal of the part)."
     fp32, fp16 = medians.get("fp32"), medians.get("fp16")
     if fp32 is None or fp16 is None:
         return f"FAIL: eager fp32 and fp16 were not both timed ({medians})."
-    launch = {r["case"]["precision"]: ((r.get("metrics") or {}).get("launch") or {}).get("share") for r in records}
+    launch = {r.case.precision: (r.metrics.get("launch") or {}).get("share") for r in results}
     if fp16 < fp32:
-        return f"PASS: eager fp16 {fp16:.3f} ms < fp32 {fp32:.3f} ms ({fp32 / fp16:.2f}x)."
+        speedup = results.speedup(eager["fp16"])
+        over = f" ({speedup_text(speedup)})" if speedup is not None else ""
+        return f"PASS: eager fp16 {fp16:.3f} ms < fp32 {fp32:.3f} ms{over}."
     return (f"FAIL: eager fp16 {fp16:.3f} ms is not below fp32 {fp32:.3f} ms; host share at return fp32 "
             f"{launch.get('fp32')}, fp16 {launch.get('fp16')} (at 80% or more the call is launch-bound, "
             "not compute-bound).")
@@ -226,16 +235,10 @@ def localisation_lines(out: Path, device: str) -> list[str]:
     return lines + [""]
 
 
-def energy_lines(records: list[dict]) -> list[str]:
-    energies = [(r.get("metrics") or {}).get("energy") for r in records if r.get("rounds")]
-    measured = [e for e in energies if e and e.get("joules_per_call") is not None]
-    reasons = sorted({e["unavailable"] for e in energies if e and "unavailable" in e})
-    if measured:
-        states = [(e.get("state_start"), e.get("state_end")) for e in measured if e.get("state_start")]
-        state = f"; device state at the first point: {states[0][0]} -> {states[0][1]}" if states else ""
-        return [f"Measured on {len(measured)} rows ({measured[0]['source']}; idle {measured[0]['idle_power_w']:.0f} W)"
-                f"{state}: see J/inference in the tables."] + [""]
-    return [f"Not measured: {'; '.join(reasons) or 'no timed row'}.", ""]
+def energy_lines(records: list[Record]) -> list[str]:
+    """The report's energy notes over ``records`` (:func:`~trtbench.report.columns.energy.energy_notes`)."""
+    notes = energy_notes([Row(r, None, False) for r in records]) or ["energy not measured: no timed row."]
+    return [f"- {note}" for note in notes] + [""]
 
 
 def _versions() -> str:
@@ -276,15 +279,16 @@ def write_report(device: str, out: Path) -> Path:
     for name, title in (("resnet34", "resnet34 over the torch paths"), ("cuda_graphs", "eager replaying a CUDA graph")):
         if name == "cuda_graphs" and rehearsal:
             continue
-        lines += [f"## {title}", ""] + vision_table(_records(out, name))
-    compute = _records(out, "resnet50")
-    lines += ["## Compute-bound point (resnet50)", "", compute_verdict(compute, device), ""] + vision_table(compute)
+        lines += [f"## {title}", ""] + vision_table(_results(out, name).records)
+    compute = _results(out, "resnet50")
+    lines += ["## Compute-bound point (resnet50)", "", compute_verdict(compute, device), ""]
+    lines += vision_table(compute.records)
     llama = out / "tinyllama" / "report.md"
     lines += ["## Tiny Llama (generate)", "", "See [tinyllama/report.md](tinyllama/report.md)." if llama.is_file()
               else "No report (the part did not run or ran out of its share before writing one).", ""]
     lines += ["## Fidelity", ""] + fidelity_lines(out, device)
     lines += ["## fp16 localisation (planted fault)", ""] + localisation_lines(out, device)
-    lines += ["## Energy", ""] + energy_lines(_records(out, "resnet34") + _records(out, "resnet50"))
+    lines += ["## Energy", ""] + energy_lines(_results(out, "resnet34").records + compute.records)
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path

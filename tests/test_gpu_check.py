@@ -12,8 +12,11 @@ import pytest
 
 from trtbench.config.config import config_from_dict
 from trtbench.config.plan import resolve
+from trtbench.core.case import Case
+from trtbench.core.record import Record
 from trtbench.models.planted import planted_path
 from trtbench.pipeline.diagnosis import Request, diagnose_config
+from trtbench.results.resultset import ResultSet
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
 spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
@@ -36,18 +39,27 @@ def test_every_part_config_is_a_valid_config(device):
     assert set(configs["localise"]["variants"]) == localised
 
 
-def record(variant: str, precision: str, median: float, **metrics) -> dict:
-    return {"case": {"variant": variant, "precision": precision, "point": "opt", "options": ""}, "status": "ok",
-            "reason": "", "rounds": [[median] * 3], "metrics": metrics}
+def record(variant: str, precision: str, median: float, **metrics) -> Record:
+    """A row timed in one round of 3 calls, beside the others at the point."""
+    case = Case(model="torchvision:resnet50", variant=variant, precision=precision, point="opt",
+                input_shapes=((64, 3, 224, 224),), threads=1, device="cuda")
+    return Record(case=case, environment="gpu", rounds=[[median] * 3], metrics=metrics)
+
+
+def results_of(*records: Record) -> ResultSet:
+    results = ResultSet(environments={"gpu": {"id": "gpu"}})
+    for one in records:
+        results.add(one)
+    return results
 
 
 def test_the_report_names_a_part_that_ran_out_and_judges_the_others(tmp_path):
     (tmp_path / "parts.tsv").write_text("resnet34\t124\t110\t110\nresnet50\t0\t20\t25\nfidelity\t0\t30\t50\n")
     (tmp_path / "resnet50").mkdir()
     unavailable = {"unavailable": "pynvml is not installed"}
-    (tmp_path / "resnet50" / "results.json").write_text(json.dumps({"records": [
-        record("eager", "fp32", 30.0, energy=unavailable, launch={"share": 0.1}),
-        record("eager", "fp16", 12.0, energy=unavailable, launch={"share": 0.2})]}))
+    results_of(record("eager", "fp32", 30.0, energy=unavailable, launch={"share": 0.1}),
+               record("eager", "fp16", 12.0, energy=unavailable, launch={"share": 0.2})).save(
+        tmp_path / "resnet50" / "results.json")
     (tmp_path / "fidelity.json").write_text(json.dumps({"target": [0.97, 1.03], "spec": {"shape": [2, 3, 224, 224]},
                                                         "variants": {
         "eager": {"trtbench_ms": 3.3, "ratios": {"timer": 1.01, "do_bench": 1.02}, "within": True},
@@ -58,15 +70,33 @@ def test_the_report_names_a_part_that_ran_out_and_judges_the_others(tmp_path):
     assert "PASS: eager fp16 12.000 ms < fp32 30.000 ms (2.50x)." in report
     assert "- eager: PASS: trtbench 3.300 ms; ratios timer 1.010, do_bench 1.020" in report
     assert "- compiled: FAIL: no timed compiled row at opt fp32" in report
-    assert "Not measured: pynvml is not installed." in report
+    assert "- energy not measured: pynvml is not installed." in report
     assert "| eager | fp16 | opt | ok | 12.000 | 20% |  |  |  |" in report
 
 
 def test_fp16_that_does_not_beat_fp32_fails_with_its_launch_share():
-    records = [record("eager", "fp32", 3.3, launch={"share": 0.95}),
-               record("eager", "fp16", 4.9, launch={"share": 0.97})]
+    records = results_of(record("eager", "fp32", 3.3, launch={"share": 0.95}),
+                         record("eager", "fp16", 4.9, launch={"share": 0.97}))
     verdict = gpu_check.compute_verdict(records, "cuda")
     assert verdict.startswith("FAIL: eager fp16 4.900 ms is not below fp32 3.300 ms") and "fp16 0.97" in verdict
+
+
+def test_the_verdict_gives_fp16s_paired_speedup_and_the_energy_section_the_reports_notes():
+    """fp16's speedup as the report gives it (paired by round, with its interval), and the report's energy notes."""
+    def timed(precision: str, ms: float, energy: dict) -> Record:
+        rounds = [[ms * f, ms, ms * (2 - f)] for f in (0.98, 0.99, 0.97, 0.995, 0.985)]
+        return Record(case=record("eager", precision, ms).case, environment="gpu", rounds=rounds,
+                      block_round=list(range(5)), block_process=[0] * 5, metrics={"energy": energy})
+    energy = {"joules_per_call": 0.5, "joules_per_call_ci": [0.4, 0.6], "source": "nvml", "idle_power_w": 60.0,
+              "average_power_w": 250.0}
+    results = results_of(timed("fp32", 30.0, energy), timed("fp16", 12.0, energy))
+    speedup = results.speedup(next(r for r in results if r.case.precision == "fp16"))
+    verdict = gpu_check.compute_verdict(results, "cuda")
+    assert verdict == (f"PASS: eager fp16 12.000 ms < fp32 30.000 ms ({speedup.value:.2f}x "
+                       f"[{speedup.low:.2f}-{speedup.high:.2f}]).")
+    lines = gpu_check.energy_lines(results.records)
+    assert lines[0].startswith("- J/inference: the device's energy counter (nvml) read around each block")
+    assert gpu_check.energy_lines([]) == ["- energy not measured: no timed row.", ""]
 
 
 def test_the_report_gives_the_paired_fidelity_ratios(tmp_path):

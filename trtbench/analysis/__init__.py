@@ -1,3 +1,1 @@
-"""The analysis of results: medians with their intervals, paired speedups, the pooled process variance and the
-machine's regimes, for every reader (:mod:`.records`, over :mod:`trtbench.core.stats`' estimators and
-:mod:`.regimes`' change points)."""
+"""The analysis of results: intervals, speedups, pooled process variance, regimes (:mod:`.records`)."""

@@ -1,9 +1,7 @@
 """The analysis of a set of records: each one's median with its interval, the speedups paired by round, the process
 variance pooled per environment, each point's regimes, how far apart a record's processes were, and the ratio of
-one case timed by two runs. Every reader (the result set, compare, the report, scripts/gpu_check.py) asks here.
-
-The estimators are :mod:`trtbench.core.stats`' (the two-level bootstrap), the regimes :mod:`.regimes`'.
-"""
+one case timed by two runs, over :mod:`trtbench.core.stats`' estimators and :mod:`.regimes`' change points. Every
+reader (the result set, compare, the report, scripts/gpu_check.py) asks here."""
 
 from __future__ import annotations
 
@@ -20,18 +18,17 @@ from trtbench.core.stats import (BlockSeries, Interval, bootstrap_median_ratio, 
 DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: identical ones differ by 1-3%
 
 
-def _no_baseline(record: Record) -> Optional[Record]:
-    return None
-
-
 class Analysis:
     """The figures of ``records``, each computed once: ``baseline(record)`` is the record a record's speedup is
     over (eager fp32 at its point, :meth:`~trtbench.results.resultset.ResultSet.baseline`)."""
 
-    def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = _no_baseline):
+    def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = lambda r: None):
         self._timed = [r for r in records if r.timed]
         self._baseline = baseline
         self._memo: dict = {}
+        self._points: dict[tuple, list[Record]] = {}
+        for r in self._timed:
+            self._points.setdefault((r.case.baseline_id, r.environment), []).append(r)
 
     def _once(self, key: tuple, compute):
         if key not in self._memo:
@@ -39,24 +36,26 @@ class Analysis:
         return self._memo[key]
 
     def between_variance(self, environment: Optional[str] = None) -> Optional[float]:
-        """The pooled between-process variance (log scale, :func:`~trtbench.core.stats.pooled_between_variance`) of
-        the timed records of ``environment`` (a run's rows, or one machine's of a merge); of every one where None."""
+        """The pooled between-process variance (log scale) of the timed records of ``environment`` (a run's rows,
+        or one machine's of a merge); of every one where None."""
         return self._once(("between", environment), lambda: pooled_between_variance(
             [r.block_series for r in self._timed if environment in (None, r.environment)]))
 
     def median_interval(self, record: Record) -> Optional[Interval]:
         """The record's median block with its two-level 95% CI (None when not timed)."""
-        if not record.timed:
-            return None
         return self._once(("median", record.key), lambda: median_interval(
-            record.block_series, self.between_variance(record.environment)))
+            record.block_series, self.between_variance(record.environment))) if record.timed else None
+
+    def points(self) -> list[tuple[list[Record], list[Regime]]]:
+        """Each point's timed records (every variant and precision timed in its rounds, in its environment) with
+        its regimes, in the order first seen."""
+        return [(records, self.regimes(records[0])) for records in self._points.values()]
 
     def regimes(self, record: Record) -> list[Regime]:
-        """The machine's regimes at the record's point (:func:`~trtbench.analysis.regimes.find_regimes` over every
-        record timed in its rounds: every variant and precision of its model at the point, in its environment)."""
+        """The machine's regimes at the record's point (:func:`~trtbench.analysis.regimes.find_regimes` over
+        :meth:`points`' records there)."""
         key = (record.case.baseline_id, record.environment)
-        return self._once(("regimes", key), lambda: find_regimes(
-            [r.block_series for r in self._timed if (r.case.baseline_id, r.environment) == key]))
+        return self._once(("regimes", key), lambda: find_regimes([r.block_series for r in self._points.get(key, [])]))
 
     def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
         """The record's speedup over its baseline in each regime of its point (:meth:`regimes`); empty where the
@@ -77,25 +76,17 @@ class Analysis:
         return self._once(("regime dependent", base.key, record.key), lambda: regime_dependent(regime_speedups(
             base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
 
-    def speedup(self, record: Record) -> Optional[Interval]:
-        """The record's speedup over its baseline (:meth:`paired_speedup`)."""
-        return self.paired_speedup(self._baseline(record), record)
-
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``record``'s speedup over ``base``, both timed in the same rounds: the median over those rounds of the
-        round's ratio, with the two-level 95% CI (:func:`~trtbench.core.stats.speedup_interval`: rounds resampled
-        together, each one's processes on their own, the environment's pooled between-process variance). Where
-        ``base`` is the baseline, the point spans regimes and the speedup differs between them
-        (:meth:`regime_dependent`), the interval covers every regime's. None without timings of both or a round
-        they share."""
+        """``record``'s speedup over ``base``, both timed in the same rounds, with its two-level 95% CI
+        (:func:`~trtbench.core.stats.speedup_interval`); where ``base`` is the baseline and the speedup is
+        :meth:`regime_dependent`, the interval covers every regime's. None without a round both were timed in."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return self._once(("speedup", base.key, record.key), lambda: self._paired(base, record))
 
     def unpaired_speedup(self, base: Record, record: Record) -> Optional[Interval]:
         """``base``'s median call over ``record``'s, the two timed in different rounds by different processes (two
-        settings of the knobs), with a 95% interval from each one's rounds and processes resampled on its own
-        (:func:`~trtbench.core.stats.unpaired_interval`, the environment's pooled between-process variance)."""
+        settings of the knobs), with its unpaired 95% CI (:func:`~trtbench.core.stats.unpaired_interval`)."""
         if not (base.timed and record.timed):
             return None
         interval = unpaired_interval(base.block_series, record.block_series, self.between_variance(record.environment))
@@ -132,9 +123,8 @@ def processes_disagree(record: Record) -> bool:
 
 
 def runs_ratio(base_calls, new_calls, base: BlockSeries, new: BlockSeries, between_var: Optional[float]) -> Interval:
-    """median(base_calls) / median(new_calls) of one case timed by two runs, with its 95% interval: unpaired at both
-    levels (:func:`~trtbench.core.stats.unpaired_interval`: each run's rounds and processes its sample, blocks
-    ``base`` and ``new``) where both have 3 rounds or more, else from the calls (each run's resampled)."""
+    """median(base_calls) / median(new_calls) of one case timed by two runs, with its 95% CI: unpaired over blocks
+    ``base`` and ``new`` where both have 3 rounds or more, else over the calls."""
     base_calls, new_calls = np.asarray(base_calls, dtype=np.float64), np.asarray(new_calls, dtype=np.float64)
     ratio = float(np.median(base_calls)) / float(np.median(new_calls))
     if min(len(set(base.rounds)), len(set(new.rounds))) >= 3:

@@ -40,10 +40,6 @@ class Regime:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "Regime":
-        return cls(int(data["start"]), int(data["end"]), int(data["rounds"]), float(data["slowdown"]))
-
 
 def common_factor(series: Iterable[BlockSeries]) -> tuple[np.ndarray, np.ndarray]:
     """(round ids in order, each round's common factor): the median over the round's blocks of log(block median)
@@ -141,9 +137,8 @@ def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
     for regime in regimes:
         inside = range(regime.start, regime.end + 1)
         base_in, this_in = base.only_rounds(inside), this.only_rounds(inside)
-        common = set(base_in.rounds) & set(this_in.rounds)
         out.append(speedup_interval(base_in, this_in, between_var, resample_processes=resample_processes)
-                   if common else None)
+                   if set(base_in.rounds) & set(this_in.rounds) else None)
     return out
 
 

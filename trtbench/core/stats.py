@@ -102,15 +102,8 @@ def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
     return float(low), float(high)
 
 
-# Two-level intervals. A point's timings are blocks: one block per (variant, replicate process, round), each
-# reduced to its median. Two kinds of luck move a block: the round it ran in (the machine's drift, shared by every
-# process of every variant timed in it) and the process that ran it (where its memory landed, its allocator state,
-# its cores: fixed for the process's life, as in a deployment). The bootstrap below resamples both levels:
-# round indices once per draw, shared by every series (so the pairing by round that cancels drift is kept), and
-# each series' processes on their own (a deployment gets one process's luck, drawn afresh). With few processes
-# (3 by default) a row's own between-process spread is poorly known: the run's rows pool theirs
-# (:func:`pooled_between_variance`), and a row with fewer than RESOLVED_PROCESSES takes the larger of its own and
-# the pooled figure, topping up what its resampled processes carry with a normal offset on the log scale.
+# Two-level intervals over blocks, rounds x replicate processes, each row's process level topped up to the run's
+# pooled figure: why, docs/measuring.md, "Two levels of luck: rounds and processes".
 
 RESOLVED_PROCESSES = 10  # a row with this many processes has its own between-process variance resolved
 _DRAWS_PER_CHUNK = 500  # bootstrap draws weighed at once (bounds memory for series of thousands of blocks)
@@ -286,12 +279,7 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
     each side's processes resampled independently (a pair weighs its round's count times each block's process
     count), topped up as in :func:`median_interval`. ``resample_processes=False``: the rounds alone, these very
     processes held (what two stretches of one run timed by the same processes differ by:
-    :mod:`trtbench.analysis.regimes`).
-
-    Paired, the blocks a round's ratio compares ran side by side, so the machine's speed moving between rounds
-    cancels from each ratio; the ratio of the two sides' medians does not cancel it, and on a VM whose speed moved
-    within seconds it moved about twice as much from run to run (benchmarks/NOTES.md). Infinite under 3 common
-    rounds; a ValueError without one."""
+    :mod:`trtbench.analysis.regimes`). Infinite under 3 common rounds; a ValueError without one."""
     ratios, rounds, base_processes, this_processes = _round_pairs(base, this)
     if not ratios.size:
         raise ValueError("the two series share no round to pair on")

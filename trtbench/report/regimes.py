@@ -5,7 +5,6 @@ depends on the regime; every point's regimes go to results.json (``regimes``), r
 from __future__ import annotations
 
 from trtbench.core.record import Record
-from trtbench.analysis.regimes import Regime
 from trtbench.report.columns.speedup import speedup_text
 from trtbench.results.resultset import ResultSet
 
@@ -15,16 +14,6 @@ TEXT = ("The machine ran at more than one speed during these points: every proce
         "each row's speedup is given per regime (95% CI, processes x that regime's rounds). A row whose speedups "
         "differ between regimes beyond their rounds' noise (the same processes timed every regime, so their luck is "
         "no difference) is regime-dependent: its speedup in the table has an interval that covers every regime's.")
-
-
-def points(results: ResultSet) -> list[tuple[list[Record], list[Regime]]]:
-    """Each point's timed records (every variant and precision timed in its rounds) with its regimes, in the order
-    first seen."""
-    by_point: dict[tuple, list[Record]] = {}
-    for record in results:
-        if record.timed:
-            by_point.setdefault((record.case.baseline_id, record.environment), []).append(record)
-    return [(records, results.analysis.regimes(records[0])) for records in by_point.values()]
 
 
 def _where(record: Record) -> str:
@@ -37,7 +26,7 @@ def regimes_json(results: ResultSet) -> list[dict]:
     """Every point's regimes (start and end round, rounds, slowdown against its fastest regime), and where it had
     more than one, each row's speedup per regime and whether it is regime-dependent."""
     out, analysis = [], results.analysis
-    for records, regimes in points(results):
+    for records, regimes in analysis.points():
         c, rows = records[0].case, []
         for record in records:
             per_regime = analysis.regime_speedups(record)
@@ -54,7 +43,7 @@ def regimes_json(results: ResultSet) -> list[dict]:
 def regimes_markdown(results: ResultSet) -> str:
     """The section: per point with more than one regime, its regimes and each row's speedup in each; empty where
     every point ran in one."""
-    spanning = [(records, regimes) for records, regimes in points(results) if len(regimes) > 1]
+    spanning = [(records, regimes) for records, regimes in results.analysis.points() if len(regimes) > 1]
     if not spanning:
         return ""
     lines = ["## Regimes", "", TEXT, ""]

@@ -16,7 +16,6 @@ import numpy as np
 
 from trtbench.analysis.records import Analysis, runs_ratio
 from trtbench.core.case import Case
-from trtbench.core.record import Record
 from trtbench.core.stats import BlockSeries, pooled_between_variance
 from trtbench.results.resultset import ResultSet
 
@@ -57,38 +56,32 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
     changes = []
     for record in new:
         old = by_case.get(record.case)
-        why = None
-        if old is None:
-            why = "not in the baseline"
-        elif not (old.timed and record.timed):
-            why = "no timings in one of the runs"
+        why = _why_not(old, old is not None and old.timed and record.timed, "no timings in one of the runs")
         if why:
-            changes.append(Change(record.case, None, None, None, None, None, f"not comparable: {why}"))
+            changes.append(Change(record.case, None, None, None, None, None, why))
             continue
-        changes.append(_change(old, record, between, threshold))
+        ratio = runs_ratio(old.samples_ms, record.samples_ms, old.block_series, record.block_series, between)
+        changes.append(Change(record.case, float(np.median(old.samples_ms)), float(np.median(record.samples_ms)),
+                              ratio.value, ratio.low, ratio.high, _verdict(ratio.low, ratio.high, threshold),
+                              f"{old.process_count}/{record.process_count}"))
     return changes
 
 
-def _change(old: Record, new: Record, between: Optional[float], threshold: float) -> Change:
-    """``new`` against ``old``: the ratio of their calls' medians with its interval (:func:`runs_ratio`)."""
-    ratio = runs_ratio(old.samples_ms, new.samples_ms, old.block_series, new.block_series, between)
-    return Change(new.case, float(np.median(old.samples_ms)), float(np.median(new.samples_ms)), ratio.value,
-                  ratio.low, ratio.high, _verdict(ratio.low, ratio.high, threshold),
-                  f"{old.process_count}/{new.process_count}")
+def _why_not(old, both_timed: bool, untimed: str) -> str:
+    """Why a row of the new run is not comparable (``untimed``: where either run has no timings); "" where it is."""
+    if old is None:
+        return "not comparable: not in the baseline"
+    return "" if both_timed else f"not comparable: {untimed}"
 
 
 def regime_lines(name: str, results: ResultSet) -> list[str]:
     """One line per point of ``results`` whose rounds fell into more than one of the machine's regimes."""
-    seen, out = set(), []
-    for record in results:
-        key = (record.case.baseline_id, record.environment)
-        if record.timed and key not in seen:
-            seen.add(key)
-            regimes = results.analysis.regimes(record)
-            if len(regimes) > 1:
-                c = record.case
-                out.append(f"{name}: {c.model} t{c.threads} {c.point} ({c.shapes}) ran in {len(regimes)} regimes: "
-                           + "; ".join(r.text() for r in regimes))
+    out = []
+    for records, regimes in results.analysis.points():
+        if len(regimes) > 1:
+            c = records[0].case
+            out.append(f"{name}: {c.model} t{c.threads} {c.point} ({c.shapes}) ran in {len(regimes)} regimes: "
+                       + "; ".join(r.text() for r in regimes))
     return out
 
 
@@ -138,13 +131,10 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
     for row in new.parts("generate"):
         old = by_key.get(_generate_key(row))
         head = (row.model, row.point, row.decoder, row.precision)
-        why = None
-        if old is None:
-            why = "not in the baseline"
-        elif not (old.data.get("requests") and row.data.get("requests")):
-            why = "no timed requests in one of the runs"
+        why = _why_not(old, bool(old and old.data.get("requests") and row.data.get("requests")),
+                       "no timed requests in one of the runs")
         if why:
-            changes.append(GenerateChange(*head, "all", None, None, None, f"not comparable: {why}"))
+            changes.append(GenerateChange(*head, "all", None, None, None, why))
             continue
         for metric in GENERATE_TIMES:
             calls = (old.data["requests"][metric], row.data["requests"][metric])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -63,11 +64,10 @@ class ResultSet:
     _eager: dict[tuple, dict[str, Record]] = field(default_factory=dict)
     _parts: PartsByKind = field(default_factory=PartsByKind)  # every part but the records
     _unread: dict[str, list] = field(default_factory=dict)  # results.json lists of no registered kind, kept
-    _analysis: Optional[Analysis] = field(default=None, repr=False, compare=False)  # dropped on add
 
     def add(self, part: Part) -> None:
         """Add or replace a part (a record, a ceiling, a served case...) of the same key."""
-        self._analysis = None
+        self.__dict__.pop("analysis", None)
         if not isinstance(part, Record):
             self._parts.add(part)
             return
@@ -140,22 +140,17 @@ class ResultSet:
             return None
         return self._eager_at(record, record.case.precision)
 
-    @property
+    @cached_property
     def analysis(self) -> Analysis:
-        """The statistics of the set's records (:class:`~trtbench.analysis.records.Analysis`: intervals, speedups
-        over :meth:`baseline`, regimes), made again after an add."""
-        if self._analysis is None:
-            self._analysis = Analysis(self, self.baseline)
-        return self._analysis
+        """The statistics of the set's records, speedups over :meth:`baseline`; made again after an add."""
+        return Analysis(self, self.baseline)
 
     def speedup(self, record: Record) -> Optional[Interval]:
-        """This record's speedup over eager fp32, paired by round, with its two-level 95% CI
-        (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`)."""
-        return self.analysis.speedup(record)
+        """The record's speedup over eager fp32 (:meth:`baseline`), paired by round, with its two-level 95% CI."""
+        return self.analysis.paired_speedup(self.baseline(record), record)
 
     def precision_speedup(self, record: Record) -> Optional[Interval]:
-        """Eager's median at the record's own precision over the record's (:meth:`precision_baseline`),
-        with its two-level 95% CI (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`)."""
+        """Eager's median at the record's own precision (:meth:`precision_baseline`) over the record's, as above."""
         return self.analysis.paired_speedup(self.precision_baseline(record), record)
 
     def median_interval(self, record: Record) -> Optional[Interval]:
