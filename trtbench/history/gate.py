@@ -22,9 +22,10 @@ from typing import Optional
 from trtbench.core.errors import UserInputError
 from trtbench.core.steps import THRESHOLD, against, find_steps
 from trtbench.core.status import Status
+from trtbench.history.figures import RunRow
 from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, interval_text, load_series,
                                      version_changes, worse)
-from trtbench.history.store import RunRow, Store
+from trtbench.history.store import Store
 
 DEFAULT_FIGURES = ("median", "speedup")
 # every figure the history keeps (trtbench.history.figures), by the first word of its name

@@ -14,8 +14,8 @@ from typing import Optional
 
 from trtbench.core.stats import Interval
 from trtbench.core.steps import THRESHOLD, Step, find_steps
-from trtbench.history.figures import SeriesKey
-from trtbench.history.store import RunRow, Store, open_store
+from trtbench.history.figures import RunRow, SeriesKey
+from trtbench.history.store import Store, open_store
 
 HIGHER_IS_BETTER = ("speedup", "peak_qps")  # figures that grow when things get better (the rest are times, errors)
 

@@ -10,8 +10,9 @@ import csv
 import io
 import json
 
+from trtbench.history.figures import RunRow
 from trtbench.history.series import Series, interval_text
-from trtbench.history.store import RunRow, Store
+from trtbench.history.store import Store
 
 CSV_FIELDS = ("model", "model_hash", "variant", "options", "precision", "point", "threads", "knobs", "device",
               "machine", "figure", "run_id", "started_at", "label", "status", "value", "low", "high", "reason",
