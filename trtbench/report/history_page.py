@@ -12,7 +12,8 @@ from typing import Mapping, Sequence
 from matplotlib.ticker import MaxNLocator
 
 from trtbench.core.stats import Interval
-from trtbench.history.series import Series, interval_text
+from trtbench.history.series import Series
+from trtbench.history.text import interval_text
 from trtbench.report.html import escape, filter_box, page
 
 WIDTH, HEIGHT = 760, 260
