@@ -28,7 +28,8 @@ JOURNAL_NAME = "journal.jsonl"
 
 
 def save_key(model: str, precision: str, variant: str) -> tuple:
-    """How the journal and the manifest name one variant's save (its artifacts, its crash)."""
+    """How the journal and the manifest name one variant's save (its artifacts, its crash): (model, precision,
+    variant)."""
     return (model, precision, variant)
 
 
