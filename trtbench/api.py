@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from trtbench.core.errors import UserInputError
+from trtbench.core.outdir import DEFAULT_HISTORY
 
 if TYPE_CHECKING:
     from trtbench.config.config import Config
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["load_config", "run", "load_results", "compare", "Comparison", "history_series", "ingest", "rebuild",
            "accept", "forget", "export_csv", "gate", "HistoryQuery"]
-DEFAULT_HISTORY = "results/history.sqlite"
 
 ConfigSource = Union[str, Path, Mapping]
 
@@ -259,4 +259,4 @@ def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = D
             raise UserInputError(str(run_dir), "the run has no figures to gate (no row, or no start time)",
                                  "gate the output folder of a run that measured something")
         append(store, results, str(run_dir))
-        return gate_run(store, runs[-1].run_id, settings)
+        return gate_run(store, runs[-1].run.run_id, settings)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from trtbench.core.errors import DiskFullError, UserInputError
+from trtbench.core.outdir import DEFAULT_HISTORY, RESULTS_ROOT
 
 COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history",
             "gate")
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="replicate worker processes per variant (overrides benchmark.processes; 1: one "
                                   "process each, a quick look whose intervals cover that process alone)")
         _add_budget_arg(parser_, "the config's budget.p99_ms")
-        _add_history_arg(parser_, "output.history: results/history.sqlite for the default output folder, else none")
+        _add_history_arg(parser_, f"output.history: {DEFAULT_HISTORY} for the default output folder, else none")
         parser_.add_argument("--label", help="the run's label in the history, a commit say (overrides output.label)")
     validate = sub.add_parser("validate", help="check a config without running it")
     validate.add_argument("config")
@@ -115,13 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
                                              "(BASELINE's median / NEW's) with its bootstrap CI")
     compare.add_argument("baseline", help="output directory (or results.json) of the baseline run")
     compare.add_argument("new", help="output directory (or results.json) of the run to compare")
-    compare.add_argument("--threshold", type=float, default=0.05,
-                         help="smallest relative change reported as faster/slower (default 0.05 = 5%%)")
+    _add_threshold_arg(compare, "change reported as faster/slower")
     merge = sub.add_parser("merge", help="merge runs (shards, machines) into one report: tables keyed by environment; "
                                           "mismatched or repeated cases are reported (exit 1), never dropped")
     merge.add_argument("dirs", nargs="+", metavar="DIR", help="output directories of the runs to merge")
     merge.add_argument("--output", required=True, help="directory for the merged results and report")
     _add_budget_arg(merge, "the budget the inputs' configs name")
+    _add_history_arg(merge, f"{DEFAULT_HISTORY} where --output is in ./{RESULTS_ROOT}, else none")
     diagnose = sub.add_parser("diagnose", help="where a reduced-precision build diverges from eager fp32: each "
                                                "layer's own and carried error, the layer named by taps and splices")
     diagnose.add_argument("--config", required=True, help="config file, or a bundled config name")
@@ -133,7 +134,6 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
     diagnose.add_argument("--minutes", type=_budget_arg, default=10.0,
                           help="budget of each diagnosis in minutes: it stops before a build past it (default: 10)")
-    _add_history_arg(merge, "results/history.sqlite where --output is in ./results, else none")
     history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
                                              "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
     history.add_argument("action", nargs="?", default="show", choices=HISTORY_ACTIONS,
@@ -150,9 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--since", help="points of runs started at or after this ISO date or time")
     history.add_argument("--csv", action="store_true", help="export: as CSV (the only format)")
     history.add_argument("--output", help="export: write the CSV to this file (default: standard output)")
-    history.add_argument("--threshold", type=float, default=0.05,
-                         help="smallest relative step reported (default 0.05 = 5%%)")
-    _add_history_arg(history, "results/history.sqlite")
+    _add_threshold_arg(history, "step reported")
+    _add_history_arg(history, DEFAULT_HISTORY)
     gate = sub.add_parser("gate", help="exit 1 if a run regressed against its history (each regression named, with "
                                        "intervals and what changed), 0 if not, 2 on bad input")
     gate.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
@@ -160,9 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "stored)")
     gate.add_argument("--figures", type=_variants_arg, default=None,
                       help="comma-separated figures held to their steps (default: median,speedup)")
-    gate.add_argument("--threshold", type=float, default=0.05,
-                      help="smallest relative change that regresses (default 0.05 = 5%%)")
-    _add_history_arg(gate, "results/history.sqlite")
+    _add_threshold_arg(gate, "change that regresses")
+    _add_history_arg(gate, DEFAULT_HISTORY)
     return parser
 
 
@@ -170,6 +168,11 @@ def _add_history_arg(parser_: argparse.ArgumentParser, default: str) -> None:
     parser_.add_argument("--history", metavar="PATH|URL",
                          help=f"the history: a SQLite file or a postgresql:// URL; 'false' for none "
                               f"(default: {default})")
+
+
+def _add_threshold_arg(parser_: argparse.ArgumentParser, what: str) -> None:
+    parser_.add_argument("--threshold", type=float, default=0.05,
+                         help=f"smallest relative {what} (default 0.05 = 5%%)")
 
 
 def _history_arg(text):
@@ -180,12 +183,10 @@ def _history_arg(text):
 
 
 def _store_of(args) -> str:
-    from trtbench.history.store import DEFAULT_HISTORY
-
     where = _history_arg(args.history)
     if where == "":
         raise UserInputError("--history", "false names no history", "give a SQLite file or a postgresql:// URL")
-    return where or f"results/{DEFAULT_HISTORY}"
+    return where or DEFAULT_HISTORY
 
 
 def cmd_history(args) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trtbench.core.record import Record
-from trtbench.core.status import RunStatus, Status
+from trtbench.core.status import DiagnosisStatus, RunStatus, Status
 from helpers.paths import REPO
 
 ROOT = REPO
@@ -65,6 +65,8 @@ def test_the_scan_finds_a_literal(tmp_path):
 def test_status_is_its_word_in_json_and_text():
     assert json.dumps({"status": Status.SKIPPED}) == '{"status": "skipped"}'
     assert f"{Status.FAILED}: x" == "failed: x" and str(RunStatus.COMPLETE) == "complete"
+    assert json.dumps({"status": DiagnosisStatus.AGREES}) == '{"status": "agrees"}'
+    assert f"{DiagnosisStatus.DIVERGES}" == "diverges" and DiagnosisStatus("stopped") is DiagnosisStatus.STOPPED
     assert [s for s in Status if s.final] == [Status.OK, Status.FAILED, Status.SKIPPED]
 
 

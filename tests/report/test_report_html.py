@@ -160,11 +160,11 @@ def test_the_history_page_charts_each_series_with_steps_and_environments_on_hove
     ActionChains(browser.driver).move_to_element(points[5]).perform()
     tip = browser.driver.find_element("id", "tip")
     assert tip.is_displayed() and "run-5" in tip.text and "onnxruntime 1.23.0" in tip.text
-    assert "11.5 [11.27-11.73] ms" in tip.text
+    assert "11.5 [11.27, 11.73] ms" in tip.text
     ActionChains(browser.driver).move_to_element(
         browser.driver.find_element("css selector", "section.series .stephit")).perform()
     assert "step at run run-4 (+15.0%)" in tip.text and "onnxruntime 1.22.0 -> 1.23.0" in tip.text
-    assert "before 10 [9.9-10.1] ms" in tip.text
+    assert "before 10 [9.9, 10.1] ms" in tip.text
     browser.driver.find_element("id", "filter").send_keys("eager")
     assert [s.is_displayed() for s in browser.driver.find_elements("css selector", "section.series")] == [False, True]
     assert browser.driver.save_screenshot(str(tmp_path / "history.png"))

@@ -30,11 +30,11 @@ from trtbench.core.case import options_text
 from trtbench.core.knobs import CHOICES as KNOB_CHOICES, Knobs
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import require_readable_file
+from trtbench.core.outdir import DEFAULT_HISTORY, RESULTS_ROOT
 from trtbench.core.inputs import SHAPE_LABELS, InputConfig
 from trtbench.models import ModelConfig
 from trtbench.core.precision import DECODER_PRECISIONS, PRECISIONS
 from trtbench.decoders import DECODERS
-from trtbench.history.store import DEFAULT_HISTORY
 from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile.scenario import Profile
@@ -389,8 +389,8 @@ class Config:
         f["tolerances"] = tolerances
         if f["output"].dir is None:
             history = f["output"].history
-            f["output"] = dataclasses.replace(f["output"], dir=str(Path("results") / f["name"]),
-                                              history=str(Path("results") / DEFAULT_HISTORY) if history is None
+            f["output"] = dataclasses.replace(f["output"], dir=str(RESULTS_ROOT / f["name"]),
+                                              history=DEFAULT_HISTORY if history is None
                                               else history)
         if f["profile"] is not None:
             f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")

@@ -23,7 +23,6 @@ from trtbench.core.fsutil import atomic_write_text
 
 INFLIGHT_ENV = "TRTBENCH_INFLIGHT"
 CRASH_LOG = "crash.log"
-DOING = {"build": "building", "save": "saving", "check": "checking"}
 
 
 @dataclass(frozen=True)
@@ -35,16 +34,6 @@ class InFlight:
     variant: str
     precision: str
     out_dir: str
-
-    @property
-    def key(self) -> tuple:
-        """As the journal names the variant's save: (model, precision, variant)."""
-        return (self.model, self.precision, self.variant)
-
-    def crash_reason(self, signal_name: str) -> str:
-        """Why the variant's rows failed, ``signal_name`` the one that killed the process (``signal 11, SIGSEGV``)."""
-        return (f"{self.stage} {self.variant} {self.precision}: the run process crashed (killed by {signal_name}) "
-                f"while {DOING[self.stage]} it; the run went on without it (see {CRASH_LOG})")
 
 
 @contextlib.contextmanager

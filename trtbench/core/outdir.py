@@ -1,5 +1,5 @@
 """The output directory: checked before anything is written, locked for one run at a time,
-and a log of the full traceback of every failure in it."""
+and a log of the full traceback of every failure in it; where run folders and the history go by default."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Mapping
 from trtbench.core.errors import UserInputError
 from trtbench.core.fsutil import atomic_write, ensure_writable_dir, write_bytes
 
+RESULTS_ROOT = Path("results")  # the default run folders' root, which the Docker recipe mounts
+DEFAULT_HISTORY = str(RESULTS_ROOT / "history.sqlite")  # the history runs in that root append to
 LOCK_NAME = ".trtbench.lock"
 FAILURE_LOG = "failures.log"
 _HELD: dict[Path, list] = {}  # folders this process has locked: [holders, the lock's fd]

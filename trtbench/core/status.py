@@ -1,4 +1,5 @@
-"""Every status trtbench gives: a row's (:class:`Status`) and a run's (:class:`RunStatus`).
+"""Every status trtbench gives: a row's (:class:`Status`), a run's (:class:`RunStatus`) and a diagnosis's
+(:class:`DiagnosisStatus`).
 
 They are string enums, so results.json keeps the plain words (``"ok"``) and reads them back."""
 
@@ -35,3 +36,13 @@ class RunStatus(_Word):
     COMPLETE = "complete"
     INTERRUPTED = "interrupted"
     FAILED = "failed"  # an error outside any one variant stopped it (the reason: failures.log)
+
+
+class DiagnosisStatus(_Word):
+    """What one diagnosis (``trtbench diagnose``) found."""
+
+    AGREES = "agrees"  # the output keeps the tolerance
+    DIVERGES = "diverges"  # it misses the tolerance: the splices bisect for the layer
+    UNAVAILABLE = "unavailable"  # the path cannot build here
+    FAILED = "failed"  # a build raised when called
+    STOPPED = "stopped"  # the budget in minutes ran out

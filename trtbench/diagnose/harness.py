@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from trtbench.core.outdir import describe_error
-from trtbench.core.status import Status
+from trtbench.core.status import DiagnosisStatus
 from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
@@ -44,14 +44,12 @@ class Settings:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """What one diagnosis found. ``status``: ``agrees`` (the output keeps the tolerance), ``diverges``,
-    ``unavailable`` (the path cannot build here), ``failed`` (a build raised when called) or ``stopped`` (the
-    budget ran out)."""
+    """What one diagnosis found (``status``: :class:`~trtbench.core.status.DiagnosisStatus`)."""
 
     variant: str
     precision: str
     point: str
-    status: str
+    status: DiagnosisStatus
     reason: str = ""
     output: str = ""  # the whole build's figures against fp32
     layers: list[LayerError] = field(default_factory=list)  # from the taps, in graph order
@@ -80,9 +78,9 @@ class Diagnosis:
 
     def sentence(self) -> str:
         """The named layer in one sentence, with what to do about it."""
-        if self.status == "agrees":
+        if self.status == DiagnosisStatus.AGREES:
             return f"Nothing diverges: {self.variant} at {self.precision} keeps the tolerance ({self.output})."
-        if self.status != "diverges":
+        if self.status != DiagnosisStatus.DIVERGES:
             return f"Not diagnosed: {self.reason}"
         if self.named is None:
             return (f"{self.variant} at {self.precision} misses the tolerance ({self.output}), but no single layer "
@@ -151,22 +149,22 @@ def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Se
     base = {"variant": recipe.variant, "precision": recipe.precision, "point": point}
     reason = unavailable(recipe)
     if reason:
-        return Diagnosis(**base, status="unavailable", reason=reason)
+        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=reason)
     try:
         graph = LayerGraph(model, inputs)
     except UntraceableModel as err:
-        return Diagnosis(**base, status="unavailable", reason=str(err))
+        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=str(err))
     builds = _Builds(recipe, settings)
     try:
         return _diagnose(graph, inputs, builds, base)
     except OutOfBudget as err:
-        return Diagnosis(**base, status="stopped", reason=str(err), builds=builds.count,
+        return Diagnosis(**base, status=DiagnosisStatus.STOPPED, reason=str(err), builds=builds.count,
                          builds_announced=builds.announced)
     except PathUnavailable as err:
-        return Diagnosis(**base, status="unavailable", reason=err.reason, builds=builds.count,
+        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=err.reason, builds=builds.count,
                          builds_announced=builds.announced)
     except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
-        return Diagnosis(**base, status=Status.FAILED, reason=describe_error(err), builds=builds.count,
+        return Diagnosis(**base, status=DiagnosisStatus.FAILED, reason=describe_error(err), builds=builds.count,
                          builds_announced=builds.announced)
 
 
@@ -184,7 +182,8 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
     found = {"output": figures, "layers": layers, "tap_layer": tap.path if tap else None, "tap_reason": tap_reason,
              "line_db": round(floor.line_db(builds.recipe.precision), 2), "median_own_db": floor.median_own_db(layers)}
     if ok:
-        return Diagnosis(**base, status="agrees", builds=builds.count, builds_announced=builds.announced, **found)
+        return Diagnosis(**base, status=DiagnosisStatus.AGREES, builds=builds.count,
+                         builds_announced=builds.announced, **found)
     builds.announce(splice_count(len(graph.layers)), f"splices bisecting {len(graph.layers)} layers")
 
     output_db = {0: math.inf, len(graph.layers): sqnr_db(flatten_outputs(whole_output), flatten_outputs(reference))}
@@ -206,8 +205,8 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
     result = bisect(graph, fails)
     step = None if result.layer is None else output_db[result.layer] - output_db[result.layer + 1]
     spliced = graph.layers[result.layer].path if step is not None and step >= floor.OUTLIER_DB else None
-    return Diagnosis(**base, status="diverges", splice_layer=spliced, splices=result.tried, builds=builds.count,
-                     builds_announced=builds.announced, splice_step_db=step, **found)
+    return Diagnosis(**base, status=DiagnosisStatus.DIVERGES, splice_layer=spliced, splices=result.tried,
+                     builds=builds.count, builds_announced=builds.announced, splice_step_db=step, **found)
 
 
 def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[LayerError], str]:

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from trtbench.core.case import Case
 from trtbench.core.env import machine_fingerprint
 from trtbench.core.record import Record
 from trtbench.core.stats import Interval
@@ -68,9 +69,9 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class StoredRun:
-    """One run as the history keeps it: its id, when it started, its name, status, label, the folder it was read
-    from, its environment's versions and its machine, and its figures."""
+class RunRow:
+    """A run as the history stores it: its id, start, name, status, label, the folder it was read from, its
+    environment's versions, its machine and whether its changes were accepted as the new normal."""
 
     run_id: str
     started_at: str
@@ -80,6 +81,14 @@ class StoredRun:
     source: str
     versions: dict
     machine: dict
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run of a result set as the history adds it: the run and its figures."""
+
+    run: RunRow
     figures: tuple[Figure, ...]
 
 
@@ -221,26 +230,13 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
     for i, run in enumerate(runs):
         env = results.environments.get(run.get("environment")) or {}
         if run.get("started_at") and figures[i]:
-            stored.append(StoredRun(ids[i], str(run["started_at"]), str(run.get("name") or ""),
-                                    str(run.get("status") or ""), str(run.get("label") or ""), source,
-                                    versions_of(env), env.get("machine") or machine_fingerprint(env),
-                                    tuple(figures[i])))
+            row = RunRow(ids[i], str(run["started_at"]), str(run.get("name") or ""), str(run.get("status") or ""),
+                         str(run.get("label") or ""), source, versions_of(env),
+                         env.get("machine") or machine_fingerprint(env), accepted=False)
+            stored.append(StoredRun(row, tuple(figures[i])))
     return stored
 
 
-@dataclass(frozen=True)
-class _DecoderCase:
-    """A generate row's fields as a case's, for its series key."""
-
-    model: str
-    variant: str
-    options: str
-    precision: str
-    point: str
-    threads: int
-    knobs: str
-    device: str
-
-
-def _decoder_case(part) -> _DecoderCase:
-    return _DecoderCase(part.model, part.decoder, part.slot, part.precision, part.point, part.threads, "", "")
+def _decoder_case(part) -> Case:
+    """A generate row as a case, for its series key: its slot in the options' place, no input shapes, no device."""
+    return Case(part.model, part.decoder, part.precision, part.point, (), part.threads, "", options=part.slot)

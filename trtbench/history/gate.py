@@ -22,9 +22,11 @@ from typing import Optional
 from trtbench.core.errors import UserInputError
 from trtbench.core.steps import THRESHOLD, against, find_steps
 from trtbench.core.status import Status
-from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, interval_text, load_series,
+from trtbench.history.figures import RunRow
+from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, load_series, since_accepted,
                                      version_changes, worse)
-from trtbench.history.store import RunRow, Store
+from trtbench.history.store import Store
+from trtbench.history.text import levels_text
 
 DEFAULT_FIGURES = ("median", "speedup")
 # every figure the history keeps (trtbench.history.figures), by the first word of its name
@@ -95,21 +97,19 @@ def _value_regression(points: list[SeriesPoint], figure: str, threshold: float) 
         else:
             changes = version_changes(valued[step.index - 1].run.versions, valued[step.index].run.versions)
             return (f"{step.change:+.1%} since run {valued[step.index].run.run_id} (not accepted): "
-                    f"{interval_text(step.before)} -> {interval_text(step.after)}; "
-                    f"{'; '.join(changes) or 'no version changed'}")
+                    f"{levels_text(step.before, step.after, changes)}")
     point = against([p.value for p in valued[:-1]], valued[-1].value, threshold)
     if point is None or not worse(figure, point.change):
         return None
     changes = version_changes(valued[-2].run.versions, valued[-1].run.versions)
-    return (f"{point.change:+.1%} against the {len(valued) - 1} run(s) before: {interval_text(point.before)} -> "
-            f"{interval_text(valued[-1].value)}; {'; '.join(changes) or 'no version changed'}")
+    return (f"{point.change:+.1%} against the {len(valued) - 1} run(s) before: "
+            f"{levels_text(point.before, valued[-1].value, changes)}")
 
 
 def _until(series: Series, run: RunRow) -> list[SeriesPoint]:
     """The series' points up to ``run`` (included), from the latest accepted run on."""
-    points = [p for p in series.points if (p.run.started_at, p.run.run_id) <= (run.started_at, run.run_id)]
-    start = max((i for i, p in enumerate(points) if p.run.accepted), default=0)
-    return points[start:]
+    return since_accepted([p for p in series.points
+                           if (p.run.started_at, p.run.run_id) <= (run.started_at, run.run_id)])
 
 
 def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings = GateSettings()) -> GateResult:

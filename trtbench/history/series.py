@@ -14,8 +14,8 @@ from typing import Optional
 
 from trtbench.core.stats import Interval
 from trtbench.core.steps import THRESHOLD, Step, find_steps
-from trtbench.history.figures import SeriesKey
-from trtbench.history.store import RunRow, Store, open_store
+from trtbench.history.figures import RunRow, SeriesKey
+from trtbench.history.store import Store, open_store
 
 HIGHER_IS_BETTER = ("speedup", "peak_qps")  # figures that grow when things get better (the rest are times, errors)
 
@@ -39,14 +39,6 @@ class FoundStep:
     first_run: RunRow
     regression: bool
     changes: tuple[str, ...]
-
-    def text(self) -> str:
-        """``+9.8% at run 3f2a... (2026-11-28T10:00:00): 10.0 [9.9, 10.1] -> 11.0 [10.9, 11.1]; torch ...``."""
-        before, after, run = self.step.before, self.step.after, self.first_run
-        what = "; ".join(self.changes) if self.changes else "no version changed"
-        label = f", {run.label}" if run.label else ""
-        return (f"{self.step.change:+.1%} ({'regression' if self.regression else 'improvement'}) from run "
-                f"{run.run_id} ({run.started_at}{label}): {interval_text(before)} -> {interval_text(after)}; {what}")
 
 
 @dataclass(frozen=True)
@@ -73,14 +65,6 @@ class Series:
                        for v in values)
 
 
-def interval_text(value: Optional[Interval]) -> str:
-    if value is None:
-        return "-"
-    if value.low == value.high == value.value:  # a figure without an interval (p99, accuracy)
-        return f"{value.value:.4g}"
-    return f"{value.value:.4g} [{value.low:.4g}, {value.high:.4g}]"
-
-
 def worse(figure: str, change: float) -> bool:
     """Whether a relative ``change`` of ``figure`` is for the worse."""
     higher = figure.startswith(HIGHER_IS_BETTER)
@@ -93,10 +77,15 @@ def version_changes(before: dict, after: dict) -> tuple[str, ...]:
     return tuple(f"{n} {before.get(n, '-')} -> {after.get(n, '-')}" for n in names if before.get(n) != after.get(n))
 
 
+def since_accepted(points: list[SeriesPoint]) -> list[SeriesPoint]:
+    """The points from the latest accepted run on (all where none was accepted)."""
+    start = max((i for i, p in enumerate(points) if p.run.accepted), default=0)
+    return points[start:]
+
+
 def series_steps(key: SeriesKey, points: list[SeriesPoint], threshold: float = THRESHOLD) -> tuple[FoundStep, ...]:
     """The steps of a series' valued points, from its latest accepted run on."""
-    start = max((i for i, p in enumerate(points) if p.run.accepted), default=0)
-    valued = [p for p in points[start:] if p.value is not None]
+    valued = [p for p in since_accepted(points) if p.value is not None]
     found = []
     for step in find_steps([p.value for p in valued], threshold):
         before, after = valued[step.index - 1].run, valued[step.index].run

@@ -19,9 +19,8 @@ from typing import Iterator, Optional
 
 from trtbench.core.errors import UserInputError
 from trtbench.core.stats import Interval
-from trtbench.history.figures import Figure, SeriesKey, StoredRun
+from trtbench.history.figures import Figure, RunRow, SeriesKey, StoredRun
 
-DEFAULT_HISTORY = "history.sqlite"
 BUSY_TIMEOUT_S = 60
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 INSTALL_HINT = "pip install 'trtbench[history-postgres]' (psycopg 3)"
@@ -44,22 +43,6 @@ STORE_VERSION = max(MIGRATIONS)
 TABLES = ("points", "series", "runs", "store_version")
 SERIES_COLUMNS = ("series_id", "model", "model_hash", "variant", "options", "precision_name", "point", "threads",
                   "knobs", "device", "machine", "figure")
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """A stored run: its id, start, name, status, label, the folder it was read from, its versions, its machine
-    and whether its changes were accepted as the new normal."""
-
-    run_id: str
-    started_at: str
-    name: str
-    status: str
-    label: str
-    source: str
-    versions: dict
-    machine: dict
-    accepted: bool
 
 
 @dataclass(frozen=True)
@@ -185,9 +168,10 @@ class Store:
                                  f"recreate it from the runs' folders: trtbench history rebuild DIR... "
                                  f"--history {self.where}") from err
 
-    def add(self, run: StoredRun) -> bool:
-        """Add ``run`` with its figures, in one transaction; False (nothing added) when its id is stored already,
+    def add(self, adding: StoredRun) -> bool:
+        """Add a run with its figures, in one transaction; False (nothing added) when its id is stored already,
         unless stored as a run that did not complete and now with another status (its resumption replaces it)."""
+        run = adding.run
         with self.transaction():
             stored = self._execute("SELECT status FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
             if stored is not None and (stored[0] == "complete" or stored[0] == run.status):
@@ -196,11 +180,11 @@ class Store:
                 self._execute("DELETE FROM points WHERE run_id = ?", (run.run_id,))
                 self._execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
             self._execute("INSERT INTO runs (run_id, started_at, name, status, source, versions, machine, accepted, "
-                          "label) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                          "label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           (run.run_id, run.started_at, run.name, run.status, run.source,
                            json.dumps(run.versions, sort_keys=True), json.dumps(run.machine, sort_keys=True),
-                           run.label))
-            for figure in {f.key.series_id: f for f in run.figures}.values():
+                           int(run.accepted), run.label))
+            for figure in {f.key.series_id: f for f in adding.figures}.values():
                 self._add_figure(run.run_id, figure)
         return True
 

@@ -1,4 +1,5 @@
-"""The history as text: each series' line (``trtbench history``), the stored runs, and every point as CSV.
+"""The history as text: intervals and steps, each series' line (``trtbench history``), the stored runs, and every
+point as CSV.
 
 The CSV is the same bytes from SQLite and PostgreSQL for the same runs: rows in series then start order, numbers
 as Python's shortest round-trip text, the versions as sorted JSON.
@@ -9,13 +10,38 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Optional, Sequence
 
-from trtbench.history.series import Series, interval_text
-from trtbench.history.store import RunRow, Store
+from trtbench.core.stats import Interval
+from trtbench.history.figures import RunRow
+from trtbench.history.series import FoundStep, Series
+from trtbench.history.store import Store
 
 CSV_FIELDS = ("model", "model_hash", "variant", "options", "precision", "point", "threads", "knobs", "device",
               "machine", "figure", "run_id", "started_at", "label", "status", "value", "low", "high", "reason",
               "versions")
+
+
+def interval_text(value: Optional[Interval]) -> str:
+    """``10 [9.9, 10.1]``; the value alone for a figure without an interval (p99, accuracy); ``-`` for none."""
+    if value is None:
+        return "-"
+    if value.low == value.high == value.value:
+        return f"{value.value:.4g}"
+    return f"{value.value:.4g} [{value.low:.4g}, {value.high:.4g}]"
+
+
+def levels_text(before: Optional[Interval], after: Optional[Interval], changes: Sequence[str]) -> str:
+    """``10 [9.9, 10.1] -> 11 [10.9, 11.1]; torch 2.13.0 -> 2.14.1`` (``no version changed`` where none did)."""
+    return f"{interval_text(before)} -> {interval_text(after)}; {'; '.join(changes) or 'no version changed'}"
+
+
+def step_text(found: FoundStep) -> str:
+    """``+9.8% (regression) from run 3f2a... (2026-11-28T10:00:00, label): 10 [9.9, 10.1] -> 11 [10.9, 11.1]; ...``."""
+    run, step = found.first_run, found.step
+    label = f", {run.label}" if run.label else ""
+    return (f"{step.change:+.1%} ({'regression' if found.regression else 'improvement'}) from run "
+            f"{run.run_id} ({run.started_at}{label}): {levels_text(step.before, step.after, found.changes)}")
 
 
 def series_lines(series: list[Series]) -> list[str]:
@@ -28,7 +54,7 @@ def series_lines(series: list[Series]) -> list[str]:
         value = interval_text(latest.value) if latest.value is not None else f"{latest.status}: {latest.reason}"
         lines.append(f"{one.key.label}: {value}  {one.trend()}  ({len(one.points)} run(s), latest "
                      f"{latest.run.run_id})")
-        lines += [f"  step {step.text()}" for step in one.steps]
+        lines += [f"  step {step_text(step)}" for step in one.steps]
     steps = sum(len(one.steps) for one in series)
     lines.append(f"{len(series)} series, {steps} step(s)")
     return lines

@@ -25,7 +25,7 @@ from typing import ClassVar, Optional
 import torch
 
 from trtbench.core.part import register_part
-from trtbench.measure.ceiling import DeviceCeiling
+from trtbench.measure.ceiling import DeviceCeiling, datasheet_row, not_in_table
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
 ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
@@ -56,12 +56,11 @@ def datasheet_bandwidth(device: str, gpu_name: str = "") -> dict:
     if not device.startswith("cuda"):
         return {"bytes_per_s": None, "reason": "unknown for a CPU: it depends on the memory fitted and the channels "
                                                 "populated, which trtbench does not read"}
-    entry = next(((label, tbs) for pattern, label, tbs in GPU_BANDWIDTH if re.search(pattern, gpu_name.upper())),
-                 None)
-    if entry is None:
-        return {"bytes_per_s": None, "reason": f"'{gpu_name}' is not in the table "
-                                               f"({', '.join(label for _, label, _ in GPU_BANDWIDTH)})"}
-    return {"bytes_per_s": entry[1] * 1e12, "table_entry": entry[0], "method": "NVIDIA datasheet memory bandwidth"}
+    row = datasheet_row(GPU_BANDWIDTH, gpu_name)
+    if row is None:
+        return {"bytes_per_s": None, "reason": not_in_table(GPU_BANDWIDTH, gpu_name)}
+    _, label, tbs = row
+    return {"bytes_per_s": tbs * 1e12, "table_entry": label, "method": "NVIDIA datasheet memory bandwidth"}
 
 
 def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[int, str]:

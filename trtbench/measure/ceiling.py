@@ -262,14 +262,23 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
 
 
+def datasheet_row(table: list, gpu_name: str) -> Optional[tuple]:
+    """The row of an NVIDIA datasheet ``table`` (name pattern, label, figures; most specific first) that names
+    ``gpu_name``; None where none does (:func:`not_in_table` says why)."""
+    return next((row for row in table if re.search(row[0], gpu_name.upper())), None)
+
+
+def not_in_table(table: list, gpu_name: str) -> str:
+    return f"'{gpu_name}' is not in the table ({', '.join(label for _, label, _ in table)})"
+
+
 def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
     """Datasheet peak of a known NVIDIA GPU at ``dtype`` (fp32 uses the TF32 tensor-core peak when ``tf32``)."""
     result = {"method": "NVIDIA datasheet peak, dense (no 2:4 sparsity), boost clock", "gpu": gpu_name}
-    entry = next(((label, peaks) for pattern, label, peaks in GPU_PEAKS if re.search(pattern, gpu_name.upper())), None)
-    if entry is None:
-        return {**result, "flops_per_s": None,
-                "reason": f"'{gpu_name}' is not in the table ({', '.join(label for _, label, _ in GPU_PEAKS)})"}
-    label, peaks = entry
+    row = datasheet_row(GPU_PEAKS, gpu_name)
+    if row is None:
+        return {**result, "flops_per_s": None, "reason": not_in_table(GPU_PEAKS, gpu_name)}
+    _, label, peaks = row
     if dtype in (torch.float16, torch.bfloat16):
         unit, tflops = "fp16/bf16 tensor cores", peaks["fp16"]
     elif dtype == torch.float32 and tf32 and peaks["tf32"]:

@@ -19,7 +19,7 @@ from trtbench.config.plan import resolve_device, shape_points
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import point_inputs
 from trtbench.core.precision import REFERENCE, is_quantized, precision_dtype
-from trtbench.core.status import Status
+from trtbench.core.status import DiagnosisStatus, Status
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
 from trtbench.models import build_model
@@ -52,7 +52,8 @@ class DiagnoseOutcome:
     @property
     def exit_code(self) -> int:
         """0 where every diagnosis agrees or cannot run here (skipped), else 1."""
-        return 0 if all(d.status in ("agrees", "unavailable") for d in self.diagnoses) else 1
+        passing = (DiagnosisStatus.AGREES, DiagnosisStatus.UNAVAILABLE)
+        return 0 if all(d.status in passing for d in self.diagnoses) else 1
 
 
 def _checked(config, request: Request) -> tuple[list[str], list[str]]:

@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Optional, Union
 
+from trtbench.core.outdir import DEFAULT_HISTORY, RESULTS_ROOT
 from trtbench.history.ingest import append
-from trtbench.history.store import DEFAULT_HISTORY, open_store
+from trtbench.history.store import open_store
 from trtbench.results.resultset import ResultSet
-
-RESULTS_ROOT = Path("results")  # the default run folders' root, which the Docker recipe mounts
 
 
 def check_history(where: Union[str, bool, None]) -> None:
@@ -34,7 +33,7 @@ def history_for(history: Union[str, bool, None], out_dir: Path) -> Optional[str]
     where its output folder is in the default root."""
     if history is not None:
         return history or None
-    return str(RESULTS_ROOT / DEFAULT_HISTORY) if out_dir.resolve().parent == RESULTS_ROOT.resolve() else None
+    return DEFAULT_HISTORY if out_dir.resolve().parent == RESULTS_ROOT.resolve() else None
 
 
 def append_history(where: Union[str, bool, None], results: ResultSet, out_dir: Path) -> str:

@@ -37,10 +37,10 @@ from trtbench.measure.references import MissingReference, References, eager_refe
 from trtbench.models import build_model
 from trtbench.pipeline.history import append_history, check_history, history_for
 from trtbench.pipeline.sections import report_sections
-from trtbench.pipeline.state import RunOutcome, RunState, save_key
+from trtbench.pipeline.state import RunOutcome, RunState
 from trtbench.report.markdown import run_intro
 from trtbench.report.writer import ReportHead, write_report
-from trtbench.results.journal import Journal
+from trtbench.results.journal import Journal, save_key
 from trtbench.scenarios import Scenario, Testbed
 from trtbench.variants import BuildContext, build_order
 
@@ -189,7 +189,7 @@ class Runner:
         if scenario.owes(built.group, self.state):
             for part in scenario.run(ctx, built, prepared):
                 if isinstance(part, Saved):
-                    self.state.keep_saved(save_key(built.group, part.variant, part.precision), part.entries)
+                    self.state.keep_saved(save_key(built.group.model.id, part.precision, part.variant), part.entries)
                 else:
                     self.state.keep(part)
 
@@ -228,7 +228,7 @@ class Runner:
             published = publish(ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)
         for record in published.records:
             self.state.keep(record)
-        self.state.keep_saved(save_key(group, name, precision), published.entries)
+        self.state.keep_saved(save_key(group.model.id, precision, name), published.entries)
 
 
 def _with_fallback(outcome: BuildOutcome, at) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trtbench.results.journal import Journal, JournalState
+from trtbench.results.journal import Journal, JournalState, save_key
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
@@ -42,13 +42,9 @@ class RunOutcome:
         return self.results.exit_code(self.interrupted)
 
 
-def save_key(group: BuildGroup, name: str, precision: str) -> tuple:
-    """How the journal and the manifest name one variant's save: (model, precision, variant)."""
-    return (group.model.id, precision, name)
-
-
 class RunState:
-    """The run's records by case key (in the order they came), and its saves by :func:`save_key`."""
+    """The run's records by case key (in the order they came), and its saves by
+    :func:`~trtbench.results.journal.save_key`."""
 
     def __init__(self, plan: RunPlan, journal: Journal):
         self.plan = plan
@@ -92,7 +88,7 @@ class RunState:
         for part in earlier.parts:  # a part that joins a record is kept with it; others by environment
             if part.environment == env_id and (part.key in kept or not part.JOINS_RECORD):
                 self.kept.add(part)
-        planned_saves = {save_key(g, e.name, p) for g in self.plan.groups for e, p in g.slots()}
+        planned_saves = {save_key(g.model.id, p, e.name) for g in self.plan.groups for e, p in g.slots()}
         self.saved.update({k: v for k, v in earlier.artifacts.items()  # saved here, in this environment: a save
                            if k in planned_saves and earlier.saved_in.get(k) == env_id})  # elsewhere is redone
         self.crashed = dict(earlier.crashes)
@@ -104,7 +100,7 @@ class RunState:
         stage fails it (:attr:`RunContext.crashed <trtbench.core.context.RunContext.crashed>`) where it has none."""
         for group in self.plan.groups:
             for entry, precision in group.slots():
-                key = save_key(group, entry.name, precision)
+                key = save_key(group.model.id, precision, entry.name)
                 if key not in self.crashed:
                     continue
                 for record in self.variant_records(group, entry.name, precision):
@@ -161,7 +157,7 @@ class RunState:
         """Variants at ``precision`` whose artifacts still need saving (the save step is journaled once done)."""
         if not self.save_artifacts:
             return []
-        return [n for n in group.build_names_at(precision) if save_key(group, n, precision) not in self.saved
+        return [n for n in group.build_names_at(precision) if save_key(group.model.id, precision, n) not in self.saved
                 and any(e.name == n for e in group.entries_at(precision))]
 
     def group_done(self, group: BuildGroup) -> bool:

@@ -24,11 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trtbench.core.inflight import CRASH_LOG, DOING, INFLIGHT_ENV, InFlight, read_in_flight
+from trtbench.core.inflight import CRASH_LOG, INFLIGHT_ENV, InFlight, read_in_flight
 
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
 PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+DOING = {"build": "building", "save": "saving", "check": "checking"}
 
 
 def supervised() -> bool:
@@ -54,7 +55,7 @@ def supervise(argv: list[str]) -> int:
                 break
             step = read_in_flight(marker)
             marker.unlink(missing_ok=True)
-            if step is None or step.key in {c.key for c in crashed}:
+            if step is None or _key(step) in {_key(c) for c in crashed}:
                 print(f"error: the run process crashed (killed by {signal_text(-code)}) outside any one variant's "
                       f"build, save or check; {CRASH_LOG} in the output directory has its native stack. What it "
                       f"measured is kept in its journal: the same command resumes it", file=sys.stderr)
@@ -72,15 +73,24 @@ def supervise(argv: list[str]) -> int:
     return code
 
 
+def _key(step: InFlight) -> tuple:
+    """The save key of the variant ``step`` belongs to (the journal's, imported after a crash only)."""
+    from trtbench.results.journal import save_key
+
+    return save_key(step.model, step.precision, step.variant)
+
+
 def _journal_crash(step: InFlight, number: int) -> None:
     """Journal the crash of ``step`` (so the relaunch fails its variant), note it below the stack in the crash log,
     and say so."""
     from trtbench.results.journal import Journal
 
-    out_dir = Path(step.out_dir)
-    Journal(out_dir).crash(step.key, step.crash_reason(signal_text(number)))
-    line = (f"the run process crashed (killed by {signal_text(number)}) while {DOING[step.stage]} {step.model} "
-            f"{step.variant} {step.precision}")
+    out_dir, crashed = Path(step.out_dir), f"the run process crashed (killed by {signal_text(number)})"
+    # the failed rows' reason, in results.json
+    reason = (f"{step.stage} {step.variant} {step.precision}: {crashed} while {DOING[step.stage]} it; the run went on "
+              f"without it (see {CRASH_LOG})")
+    Journal(out_dir).crash(_key(step), reason)
+    line = f"{crashed} while {DOING[step.stage]} {step.model} {step.variant} {step.precision}"
     with open(out_dir / CRASH_LOG, "a", encoding="utf-8") as log:
         log.write(f"trtbench: {line}: the stack above\n")
     print(f"trtbench: {line} (native stack: {out_dir / CRASH_LOG}); going on without it", file=sys.stderr)

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 from matplotlib.figure import Figure
 
+from trtbench.core.status import DiagnosisStatus
 from trtbench.diagnose.floor import OUTLIER_DB
 from trtbench.diagnose.harness import Diagnosis
 from trtbench.report.colors import PALETTE
@@ -32,9 +33,9 @@ def diagnosis_table(diagnosis: Diagnosis) -> str:
     """One diagnosis as Markdown: its sentence, its builds and its layers' table."""
     lines = [f"### {diagnosis.variant} at {diagnosis.precision}, point {diagnosis.point}", "",
              diagnosis.sentence(), ""]
-    if diagnosis.status in ("agrees", "diverges", "stopped"):
+    if diagnosis.status in (DiagnosisStatus.AGREES, DiagnosisStatus.DIVERGES, DiagnosisStatus.STOPPED):
         lines.append(f"Builds: {diagnosis.builds} made, {diagnosis.builds_announced} announced"
-                     + (f" ({diagnosis.reason})" if diagnosis.status == "stopped" else "") + ".")
+                     + (f" ({diagnosis.reason})" if diagnosis.status == DiagnosisStatus.STOPPED else "") + ".")
     if diagnosis.tap_reason:
         lines.append(f"No taps: {diagnosis.tap_reason}; the splices alone localise.")
     if diagnosis.line_db is not None:

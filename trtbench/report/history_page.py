@@ -13,6 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from trtbench.core.stats import Interval
 from trtbench.history.series import Series
+from trtbench.history.text import interval_text
 from trtbench.report.html import escape, filter_box, page
 
 WIDTH, HEIGHT = 760, 260
@@ -83,8 +84,8 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _interval_text(interval: Interval, unit: str) -> str:
-    return f"{_number(interval.value)} [{_number(interval.low)}-{_number(interval.high)}] {unit}"
+def _with_unit(interval: Interval, unit: str) -> str:
+    return f"{interval_text(interval)} {unit}"
 
 
 def _bounds(point: HistoryPoint) -> tuple[float, float]:
@@ -107,15 +108,15 @@ def _frame(series: HistorySeries) -> _Frame:
 
 def _point_tip(point: HistoryPoint, unit: str) -> str:
     lines = [f"run {point.run_id}", point.started_at,
-             _interval_text(Interval(point.value, point.low, point.high), unit)]
+             _with_unit(Interval(point.value, point.low, point.high), unit)]
     return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.environment.items())])
 
 
 def _step_tip(step: HistoryStep, series: HistorySeries) -> str:
     change = step.after.value / step.before.value - 1 if step.before.value else math.nan
     first = series.points[step.index].run_id if step.index < len(series.points) else "?"
-    return "\n".join([f"step at run {first} ({change:+.1%})", f"before {_interval_text(step.before, series.unit)}",
-                      f"after {_interval_text(step.after, series.unit)}",
+    return "\n".join([f"step at run {first} ({change:+.1%})", f"before {_with_unit(step.before, series.unit)}",
+                      f"after {_with_unit(step.after, series.unit)}",
                       f"changed: {step.change or 'nothing in the environment'}"])
 
 
@@ -178,7 +179,7 @@ def _summary(series: HistorySeries) -> str:
     last = series.points[-1]
     steps = len(series.steps)
     return (f"<p>Latest (run <code>{escape(last.run_id)}</code>): "
-            f"{escape(_interval_text(Interval(last.value, last.low, last.high), series.unit))}; "
+            f"{escape(_with_unit(Interval(last.value, last.low, last.high), series.unit))}; "
             f"{steps} step{'s' if steps != 1 else ''} found.</p>")
 
 

@@ -27,6 +27,12 @@ from trtbench.results.resultset import record_parts
 JOURNAL_NAME = "journal.jsonl"
 
 
+def save_key(model: str, precision: str, variant: str) -> tuple:
+    """How the journal and the manifest name one variant's save (its artifacts, its crash): (model, precision,
+    variant)."""
+    return (model, precision, variant)
+
+
 @dataclass
 class JournalState:
     """What an earlier, unfinished run left: final records and the parts joined to them (by kind, then key),
