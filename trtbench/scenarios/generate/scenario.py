@@ -130,15 +130,6 @@ def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np
 
 
 @dataclass(frozen=True)
-class _Process:
-    """Replicate process ``index`` of slot ``slot``, and its worker."""
-
-    slot: str
-    index: int
-    worker: Worker
-
-
-@dataclass(frozen=True)
 class _Timed:
     """A point's rows by slot and the figures they share, over the turns so far."""
 
@@ -452,7 +443,7 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, se
 
     def request(at: BlockAt) -> None:
         i = indices[at.variant][at.process]
-        _request(ctx, _Process(at.variant, i, workers[at.variant][i]), point, at.round, rows)
+        _request(ctx, workers[at.variant][i], point, dataclasses.replace(at, process=i), rows)
         if rows[at.variant].status is not Status.OK:
             rounds.leave(at.variant)
 
@@ -478,10 +469,10 @@ def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: li
     return None
 
 
-def _request(ctx, process: _Process, point: GeneratePoint, round_index: int, rows: dict[str, _Row]) -> None:
-    """One request by ``process`` at ``point`` in round ``round_index``, kept in its row with its block coordinates; a
-    worker error fails the slot."""
-    slot, i, worker = process.slot, process.index, process.worker
+def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[str, _Row]) -> None:
+    """One request by ``worker``, replicate process ``at.process`` of slot ``at.variant``, at ``point`` in round
+    ``at.round``, kept in its row with its block coordinates; a worker error fails the slot."""
+    slot, i = at.variant, at.process
     try:
         checked = worker.check(point.label)
     except WorkerError as err:
@@ -491,7 +482,7 @@ def _request(ctx, process: _Process, point: GeneratePoint, round_index: int, row
     out, row = checked.output, rows[slot]
     row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
                                                      point.prompt_tokens)))
-    row.blocks.append((i, round_index))
+    row.blocks.append((i, at.round))
     row.tokens = out["tokens"] if row.tokens is None else row.tokens
     row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
     row.facts = out["facts"]
