@@ -23,6 +23,7 @@ from typing import Callable, Optional, Protocol, runtime_checkable
 import torch
 
 from trtbench.measure.energy import EnergyCounter, counter_or_none
+from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
@@ -285,13 +286,12 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
     """Time every variant of one point in rotating rounds until ``timing`` says stop.
 
     ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate processes) or
-    plain callables, timed here by a :class:`CallTimer`. A round is one block of every active variant, in an order
-    that rotates each cycle; a variant's processes take the rounds in turn (round ``r``: process ``r mod P``), and
-    variants stop only at the end of a cycle (why: docs/measuring.md, "Replicate processes"). Each block keeps its
-    process and round. ``tick`` is called once per round, outside the timed blocks; the garbage collector is paused
-    while timing. Fixed mode trims the last round to ``iterations`` samples per process. With a ``baseline``,
-    precise variants leave the rounds (:func:`_finished`) and the baseline is then timed alone
-    (:attr:`RawTiming.alone`).
+    plain callables, timed here by a :class:`CallTimer`, in the point's rounds
+    (:class:`~trtbench.measure.rounds.Rounds`: a round is one block of every active variant, its processes taking
+    the rounds in turn). Each block keeps its process and round. ``tick`` is called once per round, outside the
+    timed blocks; the garbage collector is paused while timing. Fixed mode trims the last round to ``iterations``
+    samples per process. With a ``baseline``, precise variants leave the rounds (:func:`_finished`) and the
+    baseline is then timed alone (:attr:`RawTiming.alone`).
     ``warmed``: untimed calls the variants made at this point just before (they count toward the warm-up).
     """
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
@@ -306,33 +306,27 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         blocks = _block_sizes(call_s, timing, switch_ins)
         synchronize(device)
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
-        started = time.perf_counter()
-        rounds = 0
-        active = list(names)
-        cycle = max(len(timers_of) for timers_of in processes.values())
-        while active:
-            units = [(name, rounds % len(processes[name])) for name in active]
-            shift = (rounds // cycle) % len(units)
-            for name, i in units[shift:] + units[:shift]:
-                m = results[name]
-                calls = blocks[name]
-                if timing.mode == "fixed":
-                    calls = min(calls, timing.iterations - sum(len(r) for r, p in zip(m.rounds, m.block_process)
-                                                               if p == i))
-                if calls <= 0:
-                    continue
-                _keep(m, processes[name][i].block(calls, switch_ins[name]), i, rounds)
-            rounds += 1
-            tick()
-            if rounds % cycle:
-                continue  # a variant stops with as many rounds from each of its processes
+        rounds = Rounds({name: len(timers_of) for name, timers_of in processes.items()})
+
+        def block(at: BlockAt) -> None:
+            m, calls = results[at.variant], blocks[at.variant]
+            if timing.mode == "fixed":
+                calls = min(calls, timing.iterations - sum(len(r) for r, p in zip(m.rounds, m.block_process)
+                                                           if p == at.process))
+            if calls > 0:
+                _keep(m, processes[at.variant][at.process].block(calls, switch_ins[at.variant]), at.process, at.round)
+
+        def finished(rounds: Rounds) -> dict[str, str]:
             # the cap's minimum counts rounds in all: a speedup is paired by round, and three rounds cost as much
             # with 3 processes as with one (counted per process, they tripled the largest shape's time, where the
             # cap ends a point at its minimum: benchmarks/NOTES.md)
-            capped = time.perf_counter() - started >= timing.max_time_s and rounds >= CAPPED_MIN_ROUNDS
-            for name, reason in _finished(timing, results, active, rounds // cycle, capped, baseline).items():
-                results[name].stopped_by = reason
-                active.remove(name)
+            capped = time.perf_counter() - started >= timing.max_time_s and rounds.rounds >= CAPPED_MIN_ROUNDS
+            return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
+
+        started = time.perf_counter()
+        rounds.run(block, finished, tick)
+        for name, reason in rounds.stopped_by.items():
+            results[name].stopped_by = reason
         if baseline in results and len(names) > 1:
             results[baseline].alone = _time_alone(processes[baseline][0], blocks[baseline], ALONE_BLOCKS,
                                                   switch_ins[baseline])

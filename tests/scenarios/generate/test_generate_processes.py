@@ -1,23 +1,28 @@
-"""The generate scenario's replicate processes, without a model: how a point's rounds interleave every process of
-every decoder, how turns join, and the two-level statistics the record gives. The requests come from a fake of
-trtbench's own decoder worker (:class:`trtbench.workers.loop.Worker`: ``check(label)`` returning a
-:class:`~trtbench.workers.checked_call.CheckedCall` whose output holds the request's step timestamps, as
-``trtbench.building.decoder_recipe``'s calls return them); the real workers run in
-tests/scenarios/generate/test_generate_run.py."""
+"""The generate scenario's replicate processes, without a model: how a point's rounds interleave the processes of
+every decoder (the rounds latency's blocks take: trtbench/measure/rounds.py), how turns join, and the two-level
+statistics the record gives. The requests come from a fake of trtbench's own decoder worker
+(:class:`trtbench.workers.loop.Worker`: ``check(label)`` returning a :class:`~trtbench.workers.checked_call.CheckedCall`
+whose output holds the request's step timestamps, as ``trtbench.building.decoder_recipe``'s calls return them); the
+real workers run in tests/scenarios/generate/test_generate_run.py."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
+import torch
+
+from helpers.timers import ScriptedCost
 
 from trtbench.core.outdir import FailureLog
 from trtbench.core.status import Status
+from trtbench.measure.rounds import BlockAt, Rounds
+from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.scenarios.generate.scenario import GenerateSettings, _joined, _MemoryPlan, _rounds, _Row, _Timed
 from trtbench.scenarios.generate.memory import MIB
 from trtbench.scenarios.generate.report import process_line
 from trtbench.scenarios.generate.result import (GeneratePoint, GenerateRecord, RequestSeries, process_count,
-                                              speedups_of)
+                                                requests_per_process, speedups_of)
 from trtbench.workers.checked_call import CheckedCall
 from trtbench.workers.loop import WorkerError
 
@@ -59,18 +64,23 @@ def timed(tmp_path, factors: dict[str, list[float]], rounds: int = 12, fail: tup
     return rows, log
 
 
-def test_a_round_is_one_request_by_every_process_of_every_decoder_each_keeping_its_process_and_round(tmp_path):
+def test_a_round_is_one_request_of_every_decoder_its_processes_taking_the_rounds_in_turn(tmp_path):
+    """As latency's rounds (trtbench/measure/rounds.py): round r is made by process r mod 3 of every decoder, the
+    decoders' order rotating each cycle of 3 rounds; ``max_requests`` counts the requests of each process."""
     rows, log = timed(tmp_path, {"eager": [1.0, 1.0, 1.0], "exported": [1.0, 1.0, 1.0]}, rounds=4)
-    per_round = [log[6 * r:6 * (r + 1)] for r in range(4)]
-    assert all(sorted(calls) == sorted((s, i) for s in ("eager", "exported") for i in range(3)) for calls in per_round)
-    assert rows["exported"].blocks == [(i, r) for r in range(4) for i in range(3)]
-    assert len(rows["exported"].requests) == 12
+    cycle = [("eager", 0), ("exported", 0), ("eager", 1), ("exported", 1), ("eager", 2), ("exported", 2)]
+    swapped = [("exported", 0), ("eager", 0), ("exported", 1), ("eager", 1), ("exported", 2), ("eager", 2)]
+    assert log == cycle + swapped + cycle + swapped
+    for row in rows.values():
+        assert row.blocks == [(r % 3, r) for r in range(12)] and len(row.requests) == 12
 
 
-def test_a_process_that_dies_fails_its_decoder_and_the_others_go_on(tmp_path):
-    rows, _ = timed(tmp_path, {"eager": [1.0, 1.0], "exported": [1.0, 1.0]}, rounds=5, fail=("exported", 1))
+def test_a_process_that_dies_fails_its_decoder_at_once_and_the_others_go_on(tmp_path):
+    rows, log = timed(tmp_path, {"eager": [1.0, 1.0], "exported": [1.0, 1.0]}, rounds=5, fail=("exported", 1))
     assert rows["exported"].status is Status.FAILED and "exported (process 2) at p12-n4-b1" in rows["exported"].reason
-    assert rows["eager"].status is Status.OK and len({r for _, r in rows["eager"].blocks}) == 5
+    died = [k for k, who in enumerate(log) if who == ("exported", 1)][3]  # its fourth request, in round 7
+    assert died in (14, 15) and not [who for who in log[died + 1:] if who[0] == "exported"], "it leaves at once"
+    assert rows["eager"].status is Status.OK and rows["eager"].blocks == [(r % 2, r) for r in range(10)]
 
 
 def test_the_speedup_interval_covers_the_processes_luck_that_one_process_alone_misses(tmp_path):
@@ -97,7 +107,7 @@ def test_a_later_turns_rounds_follow_the_earlier_ones_and_the_baseline_is_the_jo
                    _Timed(second, {**shared, "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
     rows, joined = both.rows, both.shared
     assert joined["processes"]["eager"] == {0: {"pid": 10}, 1: {"pid": 11}, 2: {"pid": 12}}  # each turn's facts
-    assert rows["exported"].blocks == [(0, 0), (0, 1), (0, 2)] + [(1 + i, 3 + r) for r in range(3) for i in range(2)]
+    assert rows["exported"].blocks == [(0, 0), (0, 1), (0, 2)] + [(1 + r % 2, 3 + r) for r in range(6)]
     assert joined["baseline"] is rows["eager"] and joined["stopped_by"] == "max_requests, then max_requests"
     assert joined["between"]["e2e_ms"] is not None  # three processes a row: the pooled between-process variance
 
@@ -121,3 +131,34 @@ def test_the_report_states_the_process_count_and_old_records_read_as_one_process
     three = _part({"requests": {}, "processes": 3, "process_turns": [[0, 1], [2]]})
     line = process_line([three])
     assert "95% CI, 3 processes x rounds" in line and "eager in 2 turns" in line
+    rotated = {"requests": {"e2e_ms": [1.0] * 12}, "rounds": 12, "processes": 3}  # a request of one process a round
+    every = {**rotated, "rounds": 4}  # written before the rounds rotated the processes: every process a round
+    assert requests_per_process(rotated) == requests_per_process(every) == 4
+    assert requests_per_process({"rounds": 5}) == 5
+    assert "requests: requests per process x processes" in line
+
+
+def test_a_latency_round_and_a_generate_round_go_through_the_one_engine(tmp_path, monkeypatch):
+    """Followed through the calls, latency's blocks (measure_interleaved) and generate's requests (_rounds) are each
+    timed from the engine's run (trtbench/measure/rounds.py), at the coordinates it gives, which each block keeps."""
+    given: list[BlockAt] = []
+    run = Rounds.run
+
+    def spied(self, block, finished, tick=lambda: None):
+        def noted(at: BlockAt) -> None:
+            given.append(at)
+            block(at)
+        return run(self, noted, finished, tick)
+
+    monkeypatch.setattr(Rounds, "run", spied)
+    fixed = TimingSettings(mode="fixed", warmup=0, warmup_s=0, iterations=3, switch_in_below_s=0)
+    latency = measure_interleaved({n: [ScriptedCost(1.0), ScriptedCost(2.0)] for n in ("a", "b")},
+                                  torch.device("cpu"), fixed)
+    for name, m in latency.items():
+        assert [(at.process, at.round) for at in given if at.variant == name] == list(
+            zip(m.block_process, m.block_round)) == [(r % 2, r) for r in range(6)]
+    given.clear()
+    rows, _ = timed(tmp_path, {"eager": [1.0, 1.0], "exported": [1.0, 1.0]}, rounds=3)
+    for slot, row in rows.items():
+        assert [(at.process, at.round) for at in given if at.variant == slot] == row.blocks == [
+            (r % 2, r) for r in range(6)]

@@ -19,7 +19,7 @@ from trtbench.report.text import number_text
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.token_timing import DEFINITIONS, OUTPUT_LENGTH
-from trtbench.scenarios.generate.result import process_count
+from trtbench.scenarios.generate.result import process_count, requests_per_process
 
 HEADER = ("| point | variant | precision | status | TTFT ms | TPOT ms | E2E ms | decode tok/s | prefill tok/s "
           "| ITL p50 / p99 ms | TTFT x | TPOT x | E2E x | accuracy vs eager fp32 | decode GB/s (% triad, % datasheet) "
@@ -88,7 +88,7 @@ def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
                   *[_speedup(speedups.get(name)) for name in ("ttft_ms", "tpot_ms", "e2e_ms")],
                   _accuracy(data.get("accuracy")), bandwidth_text(part, ceiling),
                   f"{data['peak_rss_bytes'] / 2**20:.0f} / {data['kv_cache_bytes'] / 2**20:.3g}",
-                  f"{data['rounds']} x {process_count(data)} ({data['stopped_by']})"]
+                  f"{requests_per_process(data)} x {process_count(data)} ({data['stopped_by']})"]
     else:
         cells += [""] * 9 + [_accuracy(data.get("accuracy")), "", "", ""]
     return "| " + " | ".join(cells) + " |"
@@ -100,8 +100,8 @@ def process_line(parts: list) -> str:
     counts = {process_count(p.data) for p in parts if "requests" in p.data}
     turns = sorted({f"{p.slot} in {len(p.data['process_turns'])} turns" for p in parts if p.data.get("process_turns")})
     line = (f"Intervals (the medians' ± and the speedups'): {coverage_of(counts or {1})}; each decoder timed in "
-            f"{'/'.join(str(c) for c in sorted(counts or {1}))} replicate worker process(es), requests: rounds x "
-            f"processes.")
+            f"{'/'.join(str(c) for c in sorted(counts or {1}))} replicate worker process(es), requests: requests per "
+            f"process x processes.")
     return line + (f" Processes that did not fit the memory budget together took turns: {', '.join(turns)}."
                    if turns else "")
 
@@ -262,7 +262,8 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are over eager fp32, paired by round (the median of the ratios of "
               "eager's request over the row's made in the same round), with a two-level 95% "
               "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
-              "by every replicate process of every decoder), each side's processes on their own; the medians' ± "
+              "by one replicate process of every decoder, the processes taking the rounds in turn), each side's "
+              "processes on their own; the medians' ± "
               "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
               "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
               "prefix that matches eager's.", ""]

@@ -175,3 +175,9 @@ def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -
 def process_count(data: dict) -> int:
     """How many replicate processes a record's requests came from: 1 for a record written before they were kept."""
     return data.get("processes") or len(set(data.get("requests", {}).get("process", [0]))) or 1
+
+
+def requests_per_process(data: dict) -> int:
+    """How many requests each replicate process of a record made (its rounds, for a record of one process)."""
+    made = data.get("requests", {}).get("e2e_ms")
+    return len(made) // process_count(data) if made else data["rounds"]

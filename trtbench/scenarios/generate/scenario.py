@@ -29,6 +29,7 @@ from trtbench.measure.bandwidth import MemoryCeiling, memory_ceilings
 from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_counts
 from trtbench.measure.energy import PointEnergy
 from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
+from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.token_timing import TimedRequest, request_metrics
 from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
@@ -126,15 +127,6 @@ def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np
     run's seed and the point, so that a resumed run prompts a point as the first did."""
     return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
         min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
-
-
-@dataclass(frozen=True)
-class _Process:
-    """Replicate process ``index`` of slot ``slot``, and its worker."""
-
-    slot: str
-    index: int
-    worker: Worker
 
 
 @dataclass(frozen=True)
@@ -442,34 +434,45 @@ def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row],
 
 def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, settings: GenerateSettings,
             rows: dict[str, _Row], tick) -> str:
-    """Rounds at ``point``, each one request by every replicate process of every running slot (process by
-    process, the slots in turn), until each E2E median is known as well as its settings ask; why they stopped."""
+    """Rounds at ``point`` (:class:`~trtbench.measure.rounds.Rounds`: a round is one request of every running slot,
+    its replicate processes taking the rounds in turn) until each E2E median is known as well as its settings ask
+    (:func:`_stop`); why they stopped. A slot whose worker fails leaves the rounds at once."""
     started = time.perf_counter()
-    indices = sorted({i for found in workers.values() for i in found})
-    made = 0
-    while True:
-        for i in indices:
-            for slot, found in workers.items():
-                if rows[slot].status is Status.OK and i in found:
-                    _request(ctx, _Process(slot, i, found[i]), point, made, rows)
-        made += 1
-        tick()
-        done = [rows[slot] for slot in workers if rows[slot].status is Status.OK]
-        if not done:
-            return "no decoder left running"
-        if made >= settings.max_requests:
-            return "max_requests"
-        if made >= settings.min_requests:
-            if time.perf_counter() - started >= settings.max_time_s:
-                return "max_time_s"
-            if all(e2e_converged(row.requests, row.blocks, settings.target_rel_ci) for row in done):
-                return "target_rel_ci"
+    indices = {slot: sorted(found) for slot, found in workers.items() if rows[slot].status is Status.OK}
+    rounds = Rounds({slot: len(found) for slot, found in indices.items()})
+
+    def request(at: BlockAt) -> None:
+        i = indices[at.variant][at.process]
+        _request(ctx, workers[at.variant][i], point, dataclasses.replace(at, process=i), rows)
+        if rows[at.variant].status is not Status.OK:
+            rounds.leave(at.variant)
+
+    def finished(rounds: Rounds) -> dict[str, str]:
+        why = _stop(settings, rounds.cycles, time.perf_counter() - started, [rows[slot] for slot in rounds.active])
+        return dict.fromkeys(rounds.active, why) if why else {}
+
+    rounds.run(request, finished, tick)
+    return next(iter(rounds.stopped_by.values()), "no decoder left running")
 
 
-def _request(ctx, process: _Process, point: GeneratePoint, made: int, rows: dict[str, _Row]) -> None:
-    """One request by ``process`` at ``point`` in round ``made``, kept in its row with its block coordinates; a
-    worker error fails the slot."""
-    slot, i, worker = process.slot, process.index, process.worker
+def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: list[_Row]) -> Optional[str]:
+    """Why the rounds stop after ``cycles`` requests of each process, ``elapsed_s`` into the point, with ``running``
+    the rows still timed; None while they go on."""
+    if cycles >= settings.max_requests:
+        return "max_requests"
+    if cycles < settings.min_requests:
+        return None
+    if elapsed_s >= settings.max_time_s:
+        return "max_time_s"
+    if all(e2e_converged(row.requests, row.blocks, settings.target_rel_ci) for row in running):
+        return "target_rel_ci"
+    return None
+
+
+def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[str, _Row]) -> None:
+    """One request by ``worker``, replicate process ``at.process`` of slot ``at.variant``, at ``point`` in round
+    ``at.round``, kept in its row with its block coordinates; a worker error fails the slot."""
+    slot, i = at.variant, at.process
     try:
         checked = worker.check(point.label)
     except WorkerError as err:
@@ -479,7 +482,7 @@ def _request(ctx, process: _Process, point: GeneratePoint, made: int, rows: dict
     out, row = checked.output, rows[slot]
     row.requests.append(request_metrics(TimedRequest(out["start"], tuple(out["stamps"]), point.batch,
                                                      point.prompt_tokens)))
-    row.blocks.append((i, made))
+    row.blocks.append((i, at.round))
     row.tokens = out["tokens"] if row.tokens is None else row.tokens
     row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
     row.facts = out["facts"]

@@ -1,0 +1,68 @@
+"""Interleaved rounds: the one loop in which latency (:func:`trtbench.measure.timing.measure_interleaved`) and the
+generate scenario time the variants of a point.
+
+A round is one block of every active variant, in an order that rotates each cycle; a variant's replicate processes
+take the rounds in turn (round ``r``: process ``r mod P``), a cycle being the largest ``P`` rounds. Variants stop
+only at the end of a cycle. What a block is (calls, a request) and when to stop are the caller's. Why:
+docs/measuring.md, "Interleaved rounds".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class BlockAt:
+    """Where a block falls: ``variant``'s replicate process ``process`` (its place among the variant's processes),
+    in the point's round ``round``: the block coordinates the intervals resample."""
+
+    variant: str
+    process: int
+    round: int
+
+
+class Rounds:
+    """The rounds of one point over ``processes`` (each variant's number of replicate processes), in their order."""
+
+    def __init__(self, processes: dict[str, int]):
+        self.processes = dict(processes)
+        self.active = list(processes)
+        self.cycle = max(processes.values(), default=1)
+        self.rounds = 0  # rounds so far
+        self.stopped_by: dict[str, str] = {}  # the variants stopped at a cycle's end, with why
+
+    @property
+    def cycles(self) -> int:
+        """Whole cycles so far: rounds per process."""
+        return self.rounds // self.cycle
+
+    def order(self) -> list[BlockAt]:
+        """The next round's blocks: one of each active variant, by its process ``round mod P``, the variants'
+        order rotated by one place each cycle, so that each process meets each place."""
+        units = [BlockAt(name, self.rounds % self.processes[name], self.rounds) for name in self.active]
+        shift = self.cycles % len(units)
+        return units[shift:] + units[:shift]
+
+    def leave(self, variant: str) -> None:
+        """Take ``variant`` out of the rounds at once (one that failed: the round goes on without it)."""
+        if variant in self.active:
+            self.active.remove(variant)
+
+    def run(self, block: Callable[[BlockAt], None], finished: Callable[["Rounds"], dict[str, str]],
+            tick: Callable[[], None] = lambda: None) -> None:
+        """Rounds until no variant is active: ``block`` times each block of a round, ``tick`` is called after each
+        round, and at each cycle's end ``finished`` says which active variants stop, with why
+        (:attr:`stopped_by`)."""
+        while self.active:
+            for at in self.order():
+                if at.variant in self.active:
+                    block(at)
+            self.rounds += 1
+            tick()
+            if self.rounds % self.cycle or not self.active:
+                continue
+            for name, why in finished(self).items():
+                self.stopped_by[name] = why
+                self.leave(name)
