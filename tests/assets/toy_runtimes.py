@@ -227,3 +227,18 @@ class MarksFreedOutputs:
             return output
 
         return {"p": call}, {"runtime": "marks freed outputs"}
+
+
+@dataclass(frozen=True)
+class ListsModules:
+    """A server's toy model whose call ``x1`` does nothing and whose call ``modules`` returns the modules its process
+    has loaded under ``prefixes``."""
+
+    prefixes: tuple[str, ...] = ("trtbench.scenarios", "matplotlib")
+    device: str = "cpu"
+
+    def materialize(self):
+        import sys
+
+        return ({"x1": lambda: None, "modules": lambda: sorted(m for m in sys.modules if m.startswith(self.prefixes))},
+                {"runtime": "lists modules"})

@@ -23,8 +23,9 @@ from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure import energy
-from trtbench.measure.energy import NoCounter, PointEnergy, RaplCounter, energy_counter, energy_metrics
+from trtbench.measure.energy import NoCounter, RaplCounter, energy_counter
 from trtbench.measure.timing import time_calls
+from trtbench.measure.trackers.energy import EnergyTracker, PointEnergy, energy_metrics
 from trtbench.report.tables import csv_text, markdown_table
 from trtbench.results.resultset import ResultSet
 
@@ -136,9 +137,9 @@ def test_nvml_energy_per_call_is_above_the_idle_draw_with_clocks_and_temperature
         fake_nvml.call()
         time.sleep(0.002)
 
-    blocks = [time_calls(call, torch.device("cpu"), 5, meter=point.counter) for _ in range(6)]
-    assert all(b.energy_j >= 10.0 and b.energy_s >= 0.01 for b in blocks)
-    metrics = point.metrics([(b.energy_j, b.energy_s, len(b.host_ms)) for b in blocks])
+    blocks = [time_calls(call, torch.device("cpu"), 5, trackers=[EnergyTracker(point.counter)]) for _ in range(6)]
+    assert all(b.tracked["energy"][0] >= 10.0 and b.tracked["energy"][1:] >= (0.01, 5) for b in blocks)
+    metrics = point.after_rounds().metrics([b.tracked["energy"] for b in blocks])
     assert metrics["joules_per_call"] == pytest.approx(2.0, abs=0.05)
     low, high = metrics["joules_per_call_ci"]
     assert low <= metrics["joules_per_call"] <= high
@@ -232,5 +233,5 @@ def test_the_interleaved_rounds_keep_each_blocks_energy(tmp_path, monkeypatch):
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
     measured = measure_interleaved({"eager": call, "traced": call}, torch.device("cpu"), timing, baseline="eager")
     for raw in measured.values():
-        assert [calls for _, _, calls in raw.energy] == [len(r) for r in raw.rounds]
-        assert point.metrics(raw.energy)["joules_per_call"] == pytest.approx(1.0)
+        assert [calls for _, _, calls in raw.kept("energy")] == [len(r) for r in raw.rounds]
+        assert point.metrics(raw.kept("energy"))["joules_per_call"] == pytest.approx(1.0)

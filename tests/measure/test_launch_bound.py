@@ -1,5 +1,6 @@
 """Launch-bound rows: on CUDA, the host time until a call returns (before synchronising) against its
-synchronised time, kept per block by ``time_calls`` and named in the report's notes at 80% or more.
+synchronised time, kept per block by its tracker around ``time_calls``'s calls and named in the report's notes at
+80% or more.
 
 The CUDA path cannot run on this machine (no GPU): ``time_calls`` runs its CUDA branch against a fake of the
 two ``torch.cuda`` calls it makes, ``Event`` (``record()``, ``elapsed_time(end)`` in ms, as
@@ -17,8 +18,9 @@ import torch
 
 from trtbench.core.case import Case
 from trtbench.core.record import Record
-from trtbench.measure.launch import launch_metrics
 from trtbench.measure.timing import time_calls
+from trtbench.measure.trackers import block_trackers
+from trtbench.measure.trackers.launch import launch_metrics
 from trtbench.report.tables import notes
 from trtbench.results.resultset import ResultSet
 
@@ -59,13 +61,16 @@ def test_time_calls_keeps_the_host_time_until_a_cuda_call_returns(fake_gpu):
     def gpu_bound():  # queues 20 ms of kernels and returns at once
         fake_gpu[0] = 0.02
 
-    cuda = torch.device("cuda")
-    host, gpu = time_calls(host_bound, cuda, 5), time_calls(gpu_bound, cuda, 5)
-    assert host.returned_ms >= 20 and len(host.device_ms) == 5
-    assert gpu.returned_ms < 10 <= min(gpu.host_ms)  # sleeps are lower bounds: a loaded machine only lengthens them
-    assert launch_metrics([host.returned_ms], host.host_ms)["share"] >= 0.8
-    assert launch_metrics([gpu.returned_ms], gpu.host_ms)["share"] < 0.5
-    assert time_calls(host_bound, torch.device("cpu"), 2).returned_ms is None  # a CPU call returns when done
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    host = time_calls(host_bound, cuda, 5, trackers=block_trackers(cuda, None))
+    gpu = time_calls(gpu_bound, cuda, 5, trackers=block_trackers(cuda, None))
+    assert host.tracked["launch"] >= 20 and len(host.device_ms) == 5
+    # sleeps are lower bounds: a loaded machine only lengthens them
+    assert gpu.tracked["launch"] < 10 <= min(gpu.host_ms)
+    assert launch_metrics([host.tracked["launch"]], host.host_ms)["share"] >= 0.8
+    assert launch_metrics([gpu.tracked["launch"]], gpu.host_ms)["share"] < 0.5
+    # a CPU call returns when done: no launch tracker there, and the page faults' tracker still reads
+    assert set(time_calls(host_bound, cpu, 2, trackers=block_trackers(cpu, None)).tracked) == {"faults"}
 
 
 def test_the_notes_name_launch_bound_rows_with_the_way_out():

@@ -1,4 +1,4 @@
-"""Energy counters: how many joules the device used over a block of timed calls.
+"""Energy counters: how many joules the device has used, and its draw doing nothing.
 
 On a GPU, NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
 loaded; Volta and later), through ``pynvml`` (the ``nvidia-ml-py`` package: the ``energy`` extra), imported
@@ -8,27 +8,22 @@ package counters under ``/sys/class/powercap`` (``intel-rapl:<N>/energy_uj``, mi
 sub-zones (``intel-rapl:<N>:<M>``: core, uncore, DRAM) are parts of their package and are not added.
 
 Both counters are machine-wide: they count every process on the device (package), so a block's energy is
-read around that block's calls alone (:func:`trtbench.measure.timing.time_calls`, in the process that makes
-them), never over the interleaved rounds. The device's idle power, measured just before a point's rounds
-(:func:`idle_power_w`), is what it draws doing nothing; a call's energy is its block's minus that idle draw over
-the block's time, per call (:func:`energy_metrics`).
+read around that block's calls alone (:mod:`trtbench.measure.trackers.energy`, in the process that makes
+them), never over the interleaved rounds. The device's idle power (:func:`idle_power_w`) is what it draws doing
+nothing.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Protocol
 
-import numpy as np
 import torch
 
-from trtbench.core.stats import median_ci_halfwidth
-
 POWERCAP = Path("/sys/class/powercap")
-IDLE_S = 0.5  # the idle draw is read over this long before a point's rounds
+IDLE_S = 0.5  # the idle draw is read over this long
 
 
 class EnergyCounter(Protocol):
@@ -142,57 +137,9 @@ def idle_power_w(counter: EnergyCounter, seconds: float = IDLE_S) -> float:
     return (counter.joules() - start) / (time.perf_counter() - began)
 
 
-def energy_metrics(blocks: list[tuple[float, float, int]], idle_w: float, unit: str = "call") -> Optional[dict]:
-    """A record's energy from its ``blocks`` (joules, seconds, calls each) and the idle draw before them: joules
-    per ``unit`` above idle (the median over blocks, with its 95% interval: one process's, the blocks' spread),
-    the average power while the calls ran, and the idle power. None without blocks."""
-    blocks = [(j, s, n) for j, s, n in blocks if s > 0 and n > 0]
-    if not blocks:
-        return None
-    per = np.sort([(j - idle_w * s) / n for j, s, n in blocks])
-    half = median_ci_halfwidth(per)
-    median = float(np.median(per))
-    power = float(np.median([j / s for j, s, _ in blocks]))
-    return {f"joules_per_{unit}": median,
-            f"joules_per_{unit}_ci": [median - half, median + half] if math.isfinite(half) else None,
-            "average_power_w": power, "idle_power_w": idle_w, "blocks": len(blocks)}
-
-
 def counter_or_none(device: torch.device) -> Optional[EnergyCounter]:
     """:func:`energy_counter`, or None where there is none (a timing process then reads no energy)."""
     try:
         return energy_counter(device)
     except NoCounter:
         return None
-
-
-@dataclass
-class PointEnergy:
-    """What a point's rounds need to report energy: the counter (None: ``reason`` says why), the idle draw read
-    just before the rounds, and the device's clocks and temperature then."""
-
-    counter: Optional[EnergyCounter]
-    reason: str = ""
-    idle_w: float = 0.0
-    start: Optional[dict] = None
-    _end: Optional[dict] = None
-
-    @classmethod
-    def before_rounds(cls, device: torch.device) -> "PointEnergy":
-        try:
-            counter = energy_counter(device)
-        except NoCounter as err:
-            return cls(None, str(err))
-        return cls(counter, idle_w=idle_power_w(counter), start=counter.state())
-
-    def metrics(self, blocks: list[tuple[float, float, int]], unit: str = "call") -> dict:
-        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
-        counter, and the device's state at the start and the end of the rounds; without a counter, why."""
-        if self.counter is None:
-            return {"unavailable": self.reason}
-        if self._end is None:
-            self._end = self.counter.state()
-        energy = energy_metrics(blocks, self.idle_w, unit)
-        if energy is None:
-            return {"unavailable": f"no block of this row read the {self.counter.source} counter"}
-        return {"source": self.counter.source, **energy, "state_start": self.start, "state_end": self._end}

@@ -14,17 +14,16 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
-import resource
-import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 import torch
 
-from trtbench.measure.energy import EnergyCounter, counter_or_none
+from trtbench.measure.energy import counter_or_none
 from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.settle import Settle, wait_until_idle
+from trtbench.measure.trackers import Calls, Tracker, block_trackers
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
 MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds of each process
@@ -77,14 +76,16 @@ class RawTiming:
     unsettled: int = 0  # blocks after which the threads were still busy at the settle cap
     cpu_between_ms: list[float] = field(default_factory=list)  # per block: CPU its process used since the last
     alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
-    faults_per_call: list[float] = field(default_factory=list)  # per block: minor page faults per timed call
     switch_in_ms: list[float] = field(default_factory=list)  # per block: its switch-in call, kept out of the rounds
-    returned_ms: list[float] = field(default_factory=list)  # CUDA, per block: median host ms until a call returned
-    energy: list[tuple[float, float, int]] = field(default_factory=list)  # per block: joules, seconds, calls
+    tracked: dict[str, list] = field(default_factory=dict)  # per tracker key: its value of each block that read it
 
     @property
     def samples(self) -> list[float]:
         return [s for r in self.rounds for s in r]
+
+    def kept(self, key: str) -> list:
+        """The values the tracker ``key`` gave, one per block it read (:mod:`trtbench.measure.trackers`)."""
+        return self.tracked.get(key, [])
 
     @property
     def series(self) -> BlockSeries:
@@ -102,11 +103,8 @@ class Block:
     device_ms: Optional[list[float]] = None
     settle: Settle = Settle(0.0, True)
     cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
-    faults: Optional[int] = None  # minor page faults of the timer's process during the timed calls
     switch_in_ms: Optional[float] = None  # the block's first call, made before the timed ones (host ms)
-    returned_ms: Optional[float] = None  # CUDA: median host ms until a call returned, before synchronising
-    energy_j: Optional[float] = None  # the device's energy counter over the timed calls (measure/energy.py)...
-    energy_s: Optional[float] = None  # ...and the seconds it was read over
+    tracked: dict[str, Any] = field(default_factory=dict)  # each tracker's value over the timed calls, by its key
 
 
 @runtime_checkable
@@ -123,20 +121,12 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def minor_faults() -> int:
-    """This process's minor page faults so far (``getrusage``): a runtime whose allocator hands its
-    buffers back to the OS after each call (glibc ``munmap``s blocks above its mmap threshold) faults
-    its pages in again on every call, which costs time a warmed-up allocator does not."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
-               meter: Optional[EnergyCounter] = None) -> Block:
-    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms and the
-    median host ms until a call returned, before synchronising (:mod:`trtbench.measure.launch`), and the
-    minor page faults of this process during them (:func:`minor_faults`); with ``switch_in``, after one
-    call timed on its own (synchronized). With ``meter``, the device's energy counter read around the timed
-    calls (the counter is machine-wide: read around this block alone). The block's settle is the caller's."""
+               trackers: Sequence[Tracker] = ()) -> Block:
+    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms and the host
+    ms until each returned, before synchronising, with ``trackers`` read around them (each started, then each
+    stopped, in order: :mod:`trtbench.measure.trackers`); with ``switch_in``, after one call timed on its own
+    (synchronized). The block's settle is the caller's."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
@@ -145,8 +135,8 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
         fn()
         synchronize(device)
         switch_in_ms = (time.perf_counter_ns() - t0) / 1e6
-    faults = minor_faults()
-    energy_at = (meter.joules(), time.perf_counter()) if meter is not None else None
+    for tracker in trackers:
+        tracker.start()
     for _ in range(calls):
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -163,11 +153,10 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switc
             fn()
             t1 = time.perf_counter_ns()
         host.append((t1 - t0) / 1e6)
-    faults = minor_faults() - faults
-    energy = (meter.joules() - energy_at[0], time.perf_counter() - energy_at[1]) if energy_at else (None, None)
-    return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, faults=faults,
-                 switch_in_ms=switch_in_ms, returned_ms=statistics.median(returned) if returned else None,
-                 energy_j=energy[0], energy_s=energy[1])
+    timed = Calls(host, returned)
+    tracked = {tracker.key: value for tracker in trackers if (value := tracker.stop(timed)) is not None}
+    return Block(host, [s.elapsed_time(e) for s, e in events] if cuda else None, switch_in_ms=switch_in_ms,
+                 tracked=tracked)
 
 
 class CallTimer:
@@ -175,10 +164,10 @@ class CallTimer:
 
     def __init__(self, fn: Callable[[], object], device: torch.device, settle: bool = True):
         self.fn, self.device, self.settle = fn, device, settle
-        self.meter = counter_or_none(device)
+        self.trackers = block_trackers(device, counter_or_none(device))
 
     def block(self, calls: int, switch_in: bool = False) -> Block:
-        timed = time_calls(self.fn, self.device, calls, switch_in, self.meter)
+        timed = time_calls(self.fn, self.device, calls, switch_in, self.trackers)
         return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, True))
 
 
@@ -348,11 +337,7 @@ def _keep(m: RawTiming, block: Block, process: int, round_index: int) -> None:
     m.unsettled += not block.settle.idle
     if block.cpu_between_ms is not None:
         m.cpu_between_ms.append(block.cpu_between_ms)
-    if block.faults is not None:
-        m.faults_per_call.append(block.faults / len(block.host_ms))
     if block.switch_in_ms is not None:
         m.switch_in_ms.append(block.switch_in_ms)
-    if block.returned_ms is not None:
-        m.returned_ms.append(block.returned_ms)
-    if block.energy_j is not None:
-        m.energy.append((block.energy_j, block.energy_s, len(block.host_ms)))
+    for key, value in block.tracked.items():
+        m.tracked.setdefault(key, []).append(value)

@@ -15,7 +15,7 @@ from trtbench.analysis.records import processes_disagree
 from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
-from trtbench.measure.launch import LAUNCH_BOUND_SHARE, launch_bound_share
+from trtbench.measure.trackers.launch import LAUNCH_BOUND_SHARE, launch_bound_share
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
 from trtbench.report.columns.energy import energy_notes

@@ -8,7 +8,8 @@ parent keeps the interleaving: it asks one worker at a time for a block, and eve
 waits, blocked on its pipe. Nobody busy-waits: the parent blocks in ``poll``/``recv`` with a
 timeout, the workers in ``recv``. After its block a worker waits until its own threads are idle
 (:func:`trtbench.measure.settle.wait_until_idle`) before it answers, so the next block starts on quiet
-cores, and it reports the CPU its process used while others were timed (about zero when settled).
+cores, and it reports the CPU its process used while others were timed (about zero when settled). Each request is
+answered by its handler (:mod:`trtbench.workers.handlers`).
 
 More: docs/measuring.md, "Module notes", trtbench/workers/loop.py.
 """
@@ -28,16 +29,17 @@ import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from types import ModuleType
+from typing import Any, Optional, Protocol
 
 import torch
 
-from trtbench.building.decoder_recipe import ENGINE
 from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
-from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.measure.energy import counter_or_none
-from trtbench.measure.settle import wait_until_idle
-from trtbench.measure.timing import Block, synchronize, time_calls
+from trtbench.measure.timing import Block
+from trtbench.measure.trackers import block_trackers
+from trtbench.workers.checked_call import CheckedCall
+from trtbench.workers.handlers import HANDLERS, Hosted, handler_files, load
 
 
 class Recipe(Protocol):
@@ -71,54 +73,40 @@ class BuildTooSlow(WorkerError):
     are skipped with this reason (a limit the run was given, not a fault of the variant)."""
 
 
-def _peak_rss_mb() -> float | None:
-    """This process's RSS high-water mark (VmHWM: ru_maxrss would carry the parent's across exec)."""
-    try:
-        for line in open("/proc/self/status", encoding="ascii"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
+@dataclasses.dataclass(frozen=True)
+class Assignment:
+    """What a worker is given before it builds: the recipe it hosts, and the files of the modules whose handlers
+    answer requests beyond the timing worker's own, by module name (:func:`trtbench.workers.handlers.load`)."""
 
-
-def _check(call: Callable[[], Any], device: torch.device, path: str, meter) -> tuple:
-    """The accuracy check's call (or a generate request), the device's energy counter ``meter`` read around it: its
-    output written to ``path`` for the parent; the reply, its peak memory, warnings, time and energy."""
-    with torch.inference_mode():
-        checked = checked_call(call, device, meter)
-    # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
-    # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
-    torch.save(checked.output, path)
-    return ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
-
-
-def _stream(call: Callable, conn: Connection, marks: frozenset[int]) -> tuple:
-    """One generation request: ("step", k) sent the moment its k-th step exists, for each k in ``marks``; the
-    reply, its token stamps."""
-    with torch.inference_mode():
-        streamed = call(lambda steps: conn.send(("step", steps)) if steps in marks else None)
-    return ("streamed", tuple(streamed["stamps"]))
+    recipe: Recipe
+    handlers: dict[str, str]
 
 
 def worker_main(fd: int) -> None:
     """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed:
-    build the recipe, then answer block, call, check and facts requests until told to exit.
+    build the recipe, then answer each request by its handler (:data:`trtbench.workers.handlers.HANDLERS`)
+    until told to exit.
 
     Each request's handler keeps only its reply: nothing a call made outlives the request, since a block a call
     allocated, kept through the timed calls that follow, would pin its place in glibc's heap (docs/measuring.md,
     "Module notes", trtbench/workers/loop.py)."""
     conn = Connection(fd)
     try:
-        recipe = conn.recv()
-        if conn.recv() != ("build",):  # the parent paces the builds
+        assigned = conn.recv()
+        load(assigned.handlers)
+        # the parent paces the builds
+        if conn.recv() != ("build",):
             return
-        conn.send(("building",))  # imports done: the build's clock starts (benchmark.max_build_s)
-        calls, facts = recipe.materialize()
-        device = torch.device(recipe.device)
-        meter = counter_or_none(device)  # read around each block's calls: the counter is machine-wide
+        # imports done: the build's clock starts (benchmark.max_build_s)
+        conn.send(("building",))
+        calls, facts = assigned.recipe.materialize()
+        device = torch.device(assigned.recipe.device)
+        # read around each block's calls and each check: the counter is machine-wide
+        meter = counter_or_none(device)
+        hosted = Hosted(conn, calls, device, meter, block_trackers(device, meter))
         gc.collect()
-        gc.disable()  # as timeit does while timing; this process only times
+        # as timeit does while timing; this process only times
+        gc.disable()
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
         # READY_CPU_S: what this process cost to get here (imports, the payload, the load or rebuild, each point's
         # first call), the price of one more replicate process, in CPU seconds (all its threads)
@@ -126,75 +114,24 @@ def worker_main(fd: int) -> None:
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
         conn.send(("error", traceback.format_exc()))
         return
-    idle_since_cpu = time.process_time()
-    start_peak = None  # the RSS high-water mark of loading, before a check resets it to measure one call
+    hosted.idle_since_cpu = time.process_time()
     while True:
         try:
             message = conn.recv()
         except EOFError:  # the parent is gone
             return
-        op = message[0]
-        if op == "block":
-            _, label, count, switch_in = message
-            between = (time.process_time() - idle_since_cpu) * 1e3
-            try:
-                with torch.inference_mode():
-                    timed = time_calls(calls[label], device, count, switch_in, meter)
-            except Exception:  # noqa: BLE001
-                conn.send(("error", traceback.format_exc()))
-                continue
-            settle = wait_until_idle()
-            idle_since_cpu = time.process_time()
-            conn.send(("block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)))
-        elif op == "call":  # one synchronized call, for a server's query (trtbench.scenarios.serving.vision.pool)
-            try:
-                with torch.inference_mode():
-                    started = time.perf_counter_ns()
-                    calls[message[1]]()
-                    synchronize(device)
-                    took_ms = (time.perf_counter_ns() - started) / 1e6
-            except Exception:  # noqa: BLE001
-                conn.send(("error", traceback.format_exc()))
-                continue
-            conn.send(("called", took_ms))
-        elif op == "stream":
-            # one generation request for an LLM server's queries (trtbench.scenarios.serving.tokens.pool): it
-            # answers ("step", k) the moment its k-th step exists, for each k in marks, then its token stamps
-            # (perf_counter: one clock for every process)
-            _, label, marks = message
-            try:
-                reply = _stream(calls[label], conn, marks)
-            except Exception:  # noqa: BLE001
-                conn.send(("error", traceback.format_exc()))
-                continue
+        handler = HANDLERS.get(message[0])
+        try:
+            if handler is None:
+                raise WorkerError(f"no handler for the worker request '{message[0]}' (known: {', '.join(HANDLERS)}): "
+                                  "the module that handles it was not named when the worker was assigned")
+            reply = handler(hosted, message)
+        except Exception:  # noqa: BLE001
+            conn.send(("error", traceback.format_exc()))
+            continue
+        if reply is not None:
             conn.send(reply)
-        elif op == "admit":
-            # a query joining a continuous-batching engine (trtbench.scenarios.serving.tokens.pool): the engine runs
-            # until no query is left in it, admitting those that arrive meanwhile, and answers ("first", key) and
-            # ("done", key, stamps) as they happen
-            try:
-                with torch.inference_mode():
-                    calls[ENGINE](message, conn)
-            except Exception:  # noqa: BLE001
-                conn.send(("error", traceback.format_exc()))
-        elif op == "check":  # one call's output and peak memory, for the accuracy check (scenarios.latency)
-            start_peak = start_peak if start_peak is not None else _peak_rss_mb()
-            try:
-                reply = _check(calls[message[1]], device, message[2], meter)
-            except Exception:  # noqa: BLE001
-                conn.send(("error", traceback.format_exc()))
-                continue
-            wait_until_idle()  # a generate request is a check: the next worker's request starts on quiet cores
-            conn.send(reply)
-        elif op == "facts":
-            peaks = [p for p in (start_peak, _peak_rss_mb()) if p is not None]
-            conn.send(("facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}))
-        else:
-            # "exit": at once, its output flushed; tearing an interpreter with torch down takes a second or more of
-            # CPU on a busy machine, and nothing of a worker's is left to write
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
+        del reply
 
 
 class Worker:
@@ -226,26 +163,36 @@ class Worker:
         self.conn = Connection(ours.detach())
         self.facts: dict = dict(self.startup)
 
-    def assign(self, name: str, recipe: Recipe) -> None:
-        """Give the worker what it hosts (it builds on :meth:`start_build`)."""
+    def assign(self, name: str, recipe: Recipe, handlers: tuple[ModuleType, ...] = ()) -> None:
+        """Give the worker what it hosts (it builds on :meth:`start_build`), and the modules whose handlers answer
+        its requests beyond the timing worker's own (:mod:`trtbench.workers.handlers`)."""
         self.name = name
         try:
-            self.conn.send(recipe)
+            self.conn.send(Assignment(recipe, handler_files(handlers)))
         except (BrokenPipeError, OSError):
             self._reap(5)
             raise WorkerError(f"{name}'s worker died while starting ({self._exit_text()})" + self._log_tail()) from None
 
     def _receive(self, what: str) -> tuple:
+        """The answer to ``what``, within the worker timeout or the worker killed; its error a :class:`WorkerError`."""
         if not self.conn.poll(self.timeout_s):  # blocks in poll(2): no busy wait
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to '{what}' within {self.timeout_s:g} s "
                               f"(benchmark.worker_timeout_s) and was killed")
-        reply = self._take(what)
+        reply = self.take(what)
         if reply[0] == "error":
             raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
         return reply
 
-    def _take(self, what: str) -> tuple:
+    def answer(self, what: str, timeout_s: float, request: str) -> tuple:
+        """The answer to ``what``, within ``timeout_s`` or the worker killed (a :class:`WorkerError` naming the
+        ``request``: a stuck call never returns); its error a :class:`WorkerError`."""
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise WorkerError(f"{self.name}'s worker gave no answer to {request} within {timeout_s:g} s and was killed")
+        return self._receive(what)
+
+    def take(self, what: str) -> tuple:
         """The next message, waited for without a limit; a worker that died is a :class:`WorkerError`."""
         try:
             reply = self.conn.recv()
@@ -292,7 +239,7 @@ class Worker:
         self.facts = {**self.startup, **reply[1]}
         return self.facts
 
-    def _send(self, message: tuple) -> None:
+    def send(self, message: tuple) -> None:
         """Send a request to the running worker; one whose process is gone is a :class:`WorkerError`."""
         try:
             self.conn.send(message)
@@ -300,57 +247,21 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
 
     def block(self, label: str, calls: int, switch_in: bool = False) -> Block:
-        self._send(("block", label, calls, switch_in))
+        self.send(("block", label, calls, switch_in))
         return self._receive(f"time {calls} call(s) at {label}")[1]
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""
         with tempfile.TemporaryDirectory(prefix="trtbench-check-") as folder:
             written = os.path.join(folder, "output.pt")
-            self._send(("check", label, written))
+            self.send(("check", label, written))
             _, memory, caught, call_s, energy = self._receive(f"check the output at {label}")
             # weights_only=False: the file is our own worker's
             return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)
 
-    def send_call(self, label: str) -> None:
-        """Ask for one synchronized call at ``label``; :meth:`call_result` waits for its answer."""
-        self._send(("call", label))
-
-    def call_result(self, timeout_s: float) -> float:
-        """The ms the call asked for took in the worker; a worker silent for ``timeout_s`` is killed
-        (:class:`WorkerError`): a stuck call never returns."""
-        if not self.conn.poll(timeout_s):
-            self.kill()
-            raise WorkerError(f"{self.name}'s worker gave no answer to a call within {timeout_s:g} s and was killed")
-        return self._receive("call")[1]
-
-    def send_stream(self, label: str, marks: frozenset[int]) -> None:
-        """Ask for one generation request at ``label`` (a decoder's worker); :meth:`stream_reply` waits for the
-        moments its step counts in ``marks`` exist (its first token: 1), then for its end."""
-        self._send(("stream", label, marks))
-
-    def stream_reply(self, timeout_s: float) -> tuple:
-        """The next answer to a stream: ``("step", k)`` (its k-th step exists, k one of the marks) or
-        ``("streamed", token stamps)``; a worker silent for ``timeout_s`` is killed (:class:`WorkerError`)."""
-        if not self.conn.poll(timeout_s):
-            self.kill()
-            raise WorkerError(f"{self.name}'s worker gave no answer to a request within {timeout_s:g} s and was killed")
-        return self._receive("stream")
-
-    def send_admit(self, key: int, label: str) -> None:
-        """Admit one query, ``key``, asking for the request at ``label``, into the worker's continuous-batching
-        engine; :meth:`engine_reply` gives the engine's answers, of every query admitted."""
-        self._send(("admit", key, label))
-
-    def engine_reply(self) -> tuple:
-        """The engine's next answer, waited for without a limit (the caller times each query): ``("first", key)``,
-        ``("done", key, token stamps)`` or ``("error", traceback)`` (its engine failed, the worker lives on); a worker
-        that died is a :class:`WorkerError`."""
-        return self._take("serve queries")
-
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""
-        self._send(("facts",))
+        self.send(("facts",))
         self.facts.update(self._receive("facts")[1])
         return self.facts
 
@@ -428,11 +339,12 @@ class _Building:
 
 
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: int = 2,
-                  max_build_s: Optional[float] = None) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed)
-    and build; at most ``parallel`` build at once (memory: each holds a model). A build is killed after
-    the workers' timeout, or ``max_build_s`` after it began (the worker's imports done), if sooner
-    (:class:`BuildTooSlow`).
+                  max_build_s: Optional[float] = None,
+                  handlers: tuple[ModuleType, ...] = ()) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+    """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed), with the
+    ``handlers`` modules of the requests it answers beyond a timing worker's (:meth:`Worker.assign`), and build; at
+    most ``parallel`` build at once (memory: each holds a model). A build is killed after the workers' timeout, or
+    ``max_build_s`` after it began (the worker's imports done), if sooner (:class:`BuildTooSlow`).
 
     Returns the workers that are ready and, for the others, why not (their processes are gone).
     """
@@ -447,7 +359,7 @@ def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: i
         for (name, recipe), worker in zip(recipes.items(), spawned):
             workers[name] = worker
             try:
-                worker.assign(name, recipe)
+                worker.assign(name, recipe, handlers)
             except WorkerError as err:
                 errors[name] = err
         waiting = [name for name in workers if name not in errors]

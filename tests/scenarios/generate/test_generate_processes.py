@@ -18,6 +18,7 @@ from trtbench.core.outdir import FailureLog
 from trtbench.core.status import Status
 from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.timing import TimingSettings, measure_interleaved
+from trtbench.measure.trackers.energy import PointEnergy
 from trtbench.scenarios.generate.scenario import GenerateSettings, _joined, _MemoryPlan, _rounds, _Row, _Timed
 from trtbench.scenarios.generate.memory import MIB
 from trtbench.scenarios.generate.report import process_line
@@ -101,12 +102,17 @@ def test_a_later_turns_rounds_follow_the_earlier_ones_and_the_baseline_is_the_jo
     second, _ = timed(tmp_path, {"eager": [1.0, 1.0], "exported": [1.0, 1.0]}, rounds=3)
     second = {slot: _Row(Status.OK, "", row.requests, [(p + 1, r) for p, r in row.blocks], row.tokens)
               for slot, row in second.items()}  # the second turn's processes 1 and 2
-    shared = {"accuracy": {}, "reference_logits": None, "energy": None, "worker": {}, "stopped_by": "max_requests",
-              "memory": {}}
-    both = _joined(_joined(None, _Timed(first, {**shared, "processes": {"eager": {0: {"pid": 10}}}})),
-                   _Timed(second, {**shared, "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
+    shared = {"accuracy": {}, "reference_logits": None, "worker": {}, "stopped_by": "max_requests", "memory": {}}
+    energies = [PointEnergy(None, idle_w=50.0, start={"temperature_c": 40}, end={"temperature_c": 60}),
+                PointEnergy(None, idle_w=55.0, start={"temperature_c": 58}, end={"temperature_c": 70})]
+    both = _joined(_joined(None, _Timed(first, {**shared, "energy": energies[0],
+                                                "processes": {"eager": {0: {"pid": 10}}}})),
+                   _Timed(second, {**shared, "energy": energies[1],
+                                   "processes": {"eager": {1: {"pid": 11}, 2: {"pid": 12}}}}))
     rows, joined = both.rows, both.shared
     assert joined["processes"]["eager"] == {0: {"pid": 10}, 1: {"pid": 11}, 2: {"pid": 12}}  # each turn's facts
+    # the point's energy: the first turn's idle draw and state at the start, the last turn's state at the end
+    assert joined["energy"] == PointEnergy(None, idle_w=50.0, start={"temperature_c": 40}, end={"temperature_c": 70})
     assert rows["exported"].blocks == [(0, 0), (0, 1), (0, 2)] + [(1 + r % 2, 3 + r) for r in range(6)]
     assert joined["baseline"] is rows["eager"] and joined["stopped_by"] == "max_requests, then max_requests"
     assert joined["between"]["e2e_ms"] is not None  # three processes a row: the pooled between-process variance

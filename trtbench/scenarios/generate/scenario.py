@@ -27,7 +27,7 @@ from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
 from trtbench.measure.bandwidth import MemoryCeiling, memory_ceilings
 from trtbench.measure.decode_bytes import decode_step_bytes, kv_cache_bytes, weight_counts
-from trtbench.measure.energy import PointEnergy
+from trtbench.measure.trackers.energy import PointEnergy
 from trtbench.measure.logit_accuracy import logit_agreement, logit_misses, matching_prefix
 from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.token_timing import TimedRequest, request_metrics
@@ -357,7 +357,7 @@ def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], setti
             stopped_by = _rounds(ctx, workers, point, settings, point_rows, tick)
         memory = _peaks(workers, started)
         yield point, _Timed(point_rows, {"accuracy": accuracy, "reference_logits": reference, "stopped_by": stopped_by,
-                                  "energy": energy, "memory": memory,
+                                  "energy": energy.after_rounds(), "memory": memory,
                                   "worker": {slot: found[min(found)].facts for slot, found in workers.items()},
                                   "processes": {slot: {i: _process_facts(w) for i, w in found.items()}
                                                 for slot, found in workers.items()}})
@@ -373,14 +373,15 @@ def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
     """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
     next turn (``later``): each row's requests, their rounds following the earlier turns' (a turn's rounds pair among
     themselves); a slot failed in either turn failed with the first reason; the first turn's accuracy, reference and
-    facts, the last turn's memory and stop; eager fp32's joined row as the baseline and the between-process
-    variances pooled over the joined rows."""
+    facts, its energy's idle draw and start with the last turn's end, the last turn's memory and stop; eager fp32's
+    joined row as the baseline and the between-process variances pooled over the joined rows."""
     rows, shared = later.rows, later.shared
     if earlier is not None:
         before_rows, before = earlier.rows, earlier.shared
         offset = 1 + max((r for row in before_rows.values() for _, r in row.blocks), default=-1)
         rows = {slot: _join_rows(before_rows.get(slot), row, offset) for slot, row in rows.items()}
-        shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "energy", "worker")},
+        shared = {**shared, **{k: before[k] for k in ("accuracy", "reference_logits", "worker")},
+                  "energy": before["energy"].through(shared["energy"]),
                   "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
                                 for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"

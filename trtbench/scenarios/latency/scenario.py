@@ -24,10 +24,11 @@ from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy, int8_where_timed
 from trtbench.measure.ceiling import Ceiling, device_ceilings
-from trtbench.measure.energy import PointEnergy
-from trtbench.measure.launch import launch_metrics
 from trtbench.measure.references import MissingReference
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
+from trtbench.measure.trackers.energy import EnergyTracker, PointEnergy
+from trtbench.measure.trackers.faults import FaultsTracker, faults_metrics
+from trtbench.measure.trackers.launch import LaunchTracker, launch_metrics
 from trtbench.report.section import ReportSection
 from trtbench.scenarios.latency.report import latency_section
 from trtbench.results.recommend import recommend
@@ -74,10 +75,7 @@ def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
     facts = {**isolation.facts(name), "blocks": len(m.settle_s), "unsettled_blocks": m.unsettled,
              "settle_ms_median": _median([s * 1e3 for s in m.settle_s]),
              "settle_ms_max": round(max(m.settle_s) * 1e3, 3) if m.settle_s else None,
-             "settle_cpu_ms_median": _median(m.settle_cpu_ms),
-             "minor_faults_per_call_median": _median(m.faults_per_call),
-             "minor_faults_per_call_range": [round(min(m.faults_per_call), 1), round(max(m.faults_per_call), 1)]
-             if m.faults_per_call else None,
+             "settle_cpu_ms_median": _median(m.settle_cpu_ms), **faults_metrics(m.kept(FaultsTracker.key)),
              "switch_in_ms_median": _median(m.switch_in_ms)}
     if m.cpu_between_ms:
         facts["cpu_between_blocks_ms_median"] = _median(m.cpu_between_ms)
@@ -89,7 +87,7 @@ def _process_metrics(isolation: Isolation, name: str, m: RawTiming, ids: list[in
     """One dict per process that timed ``name`` (``ids``: the process index of each of ``m``'s process
     positions): its index, its facts (:meth:`Isolation.process_facts`) and its minor page faults per timed call."""
     facts = isolation.process_facts(name)
-    faults = m.faults_per_call if len(m.faults_per_call) == len(m.rounds) else []
+    faults = m.kept(FaultsTracker.key) if len(m.kept(FaultsTracker.key)) == len(m.rounds) else []
     return [{"process": ids[i], **facts.get(ids[i], {}),
              **({"minor_faults_per_call_median": _median([f for f, p in zip(faults, m.block_process) if p == i])}
                 if faults else {})} for i in range(len(ids))]
@@ -157,6 +155,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                                          reason=failures.reason(f"timing {failed.name} at {point}", failed.error))
                 del timers[failed.name]
                 continue
+            energy = energy.after_rounds()
             for name, measurement in measured.items():
                 fields = made[name]
                 ids = sorted(timers[name])  # measure_interleaved's process i is this turn's i-th
@@ -164,10 +163,10 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                               block_process=[ids[i] for i in measurement.block_process],
                               block_round=list(measurement.block_round), stopped_by=measurement.stopped_by)
                 fields["metrics"]["isolation"] = _isolation_metrics(isolation, name, measurement)
-                launch = launch_metrics(measurement.returned_ms, measurement.samples)
+                launch = launch_metrics(measurement.kept(LaunchTracker.key), measurement.samples)
                 if launch:
                     fields["metrics"]["launch"] = launch
-                fields["metrics"]["energy"] = energy.metrics(measurement.energy)
+                fields["metrics"]["energy"] = energy.metrics(measurement.kept(EnergyTracker.key))
                 fields["metrics"]["processes"] = _process_metrics(isolation, name, measurement, ids)
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,

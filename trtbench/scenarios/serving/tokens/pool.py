@@ -1,9 +1,9 @@
 """An LLM server's pool: one worker process per server, each hosting a generate decoder
 (:class:`~trtbench.building.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
 batch of them), or hosting its continuous-batching engine (the recipe's ``engine_batch``). A request streams back
-(:meth:`~trtbench.workers.loop.Worker.send_stream`): a message the moment its first step exists, and one the moment
-each member's last step exists, so that the parent reports them to LoadGen then, and its step stamps at the end
-(``time.perf_counter``: one clock for every process of the machine).
+(:func:`.messages.send_stream`): a message the moment its first step exists, and one the moment each member's last
+step exists, so that the parent reports them to LoadGen then, and its step stamps at the end (``time.perf_counter``:
+one clock for every process of the machine).
 
 The worker's recipe carries a request for every batch size and every pair of lengths a request can take
 (:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
@@ -25,7 +25,9 @@ import numpy as np
 
 from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
+from trtbench.scenarios.serving.tokens import messages
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
+from trtbench.scenarios.serving.tokens.messages import engine_reply, send_admit, send_stream, stream_reply
 from trtbench.scenarios.serving.tokens.run import Serve
 from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
 
@@ -51,8 +53,8 @@ def worker_server(worker: Worker, timeout_s: float) -> Serve:
 
     def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
         marks = frozenset({1, *(new for _, new in lengths)})
-        worker.send_stream(request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
-        while (reply := worker.stream_reply(timeout_s))[0] == "step":
+        send_stream(worker, request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
+        while (reply := stream_reply(worker, timeout_s))[0] == "step":
             reached(reply[1])
         return reply[1]
 
@@ -78,7 +80,7 @@ class EngineClient:
             with self.lock:
                 key = next(self.keys)
                 self.routes[key] = answers
-                self.worker.send_admit(key, request_label(1, prompt_tokens, new_tokens))
+                send_admit(self.worker, key, request_label(1, prompt_tokens, new_tokens))
             self._next(answers)
             reached(1)
             stamps = self._next(answers)[2]
@@ -104,7 +106,7 @@ class EngineClient:
         died (which ends the reading)."""
         while True:
             try:
-                answer = self.worker.engine_reply()
+                answer = engine_reply(self.worker)
             except WorkerError as err:
                 self._fail(err)
                 return
@@ -133,7 +135,7 @@ class DecoderPool:
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
         spawned = spawn_workers(count, timeout_s, log_dir, knobs, recipe.threads, at_once=True)
-        ready, errors = start_workers(recipes, spawned)
+        ready, errors = start_workers(recipes, spawned, handlers=(messages,))
         self.workers, self.engine_batch = list(ready.values()), recipe.engine_batch
         if errors:
             self.close()

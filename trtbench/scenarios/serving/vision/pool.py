@@ -1,11 +1,11 @@
 """The system under test of a serving scenario: worker processes hosting one variant, fed by dispatchers.
 
-A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.workers.loop`), each hosting the
-variant from its recipe at the intra-op threads the recipe sets (``torch.set_num_threads`` applies
-to a whole process, so workers are processes). Their calls are labelled ``x<k>``: ``k`` queries in
-one call, on inputs the worker prepared when it started (the query sample library: nothing is made
-in the timed path, and a gathered batch runs the prepared batch of that size instead of
-concatenating its queries).
+A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.workers.loop`; their ``call`` request:
+:mod:`.messages`), each hosting the variant from its recipe at the intra-op threads the recipe sets
+(``torch.set_num_threads`` applies to a whole process, so workers are processes). Their calls are labelled
+``x<k>``: ``k`` queries in one call, on inputs the worker prepared when it started (the query sample library: nothing
+is made in the timed path, and a gathered batch runs the prepared batch of that size instead of concatenating its
+queries).
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py.
 """
@@ -22,6 +22,8 @@ from typing import Any, Callable, Optional
 from trtbench.core.knobs import Knobs
 from trtbench.scenarios.serving.loadgen.batch_window import gather
 from trtbench.scenarios.serving.loadgen.harness import Query
+from trtbench.scenarios.serving.vision import messages
+from trtbench.scenarios.serving.vision.messages import call_result, send_call
 from trtbench.workers.loop import Recipe, Worker, WorkerError, spawn_workers, start_workers
 
 
@@ -38,8 +40,8 @@ class ServingPool:
         """Workers started with ``knobs`` (:mod:`trtbench.core.knobs`), ``threads`` each, running at once (a
         binding gives each cores of its own)."""
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
-        ready, errors = start_workers(named,
-                                      spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True))
+        spawned = spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True)
+        ready, errors = start_workers(named, spawned, handlers=(messages,))
         self.workers: list[Worker] = list(ready.values())
         if errors:
             self.close()
@@ -50,8 +52,8 @@ class ServingPool:
         worker = self.workers[0]
         took = []
         for _ in range(calls):
-            worker.send_call(label)
-            took.append(worker.call_result(timeout_s))
+            send_call(worker, label)
+            took.append(call_result(worker, timeout_s))
         return sorted(took)
 
     def close(self) -> None:
@@ -113,8 +115,8 @@ class ServerSession:
                               if self.max_batch > 1 else ([first], False))
             sent = time.perf_counter()
             try:
-                worker.send_call(call_label(len(batch)))
-                worker.call_result(self.timeout_s)
+                send_call(worker, call_label(len(batch)))
+                call_result(worker, self.timeout_s)
             except WorkerError as err:
                 self._give_up(worker, batch, err)
                 return

@@ -6,7 +6,7 @@ CPU issuing kernels (Python, the dispatcher, one launch per kernel) sets the cal
 for it: a faster GPU kernel would not show, and fp16 can read no faster than fp32 (resnet34 at batch 1-16
 on an H100 did: benchmarks/NOTES.md). The ways out are fewer launches (a CUDA graph: ``cuda_graphs: true``,
 or torch.compile's ``mode: reduce-overhead``) or more work per launch (a larger batch).
-:func:`trtbench.measure.timing.time_calls` keeps each block's median host time until return (CUDA only).
+Its tracker keeps each block's median host time until return (CUDA only).
 """
 
 from __future__ import annotations
@@ -14,7 +14,22 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
+from trtbench.measure.trackers.base import Calls
+
 LAUNCH_BOUND_SHARE = 0.8  # host time until the call returns over its synchronised time, at or above which it is named
+
+
+class LaunchTracker:
+    """The median host ms until a call of the block returned, before synchronising (CUDA: elsewhere a call returns
+    when done, and nothing is kept)."""
+
+    key = "launch"
+
+    def start(self) -> None:
+        """Nothing: :func:`~trtbench.measure.timing.time_calls` stamps each call's return."""
+
+    def stop(self, calls: Calls) -> Optional[float]:
+        return statistics.median(calls.returned_ms) if calls.returned_ms else None
 
 
 def launch_metrics(returned_ms: list[float], host_ms: list[float]) -> Optional[dict]:

@@ -1,0 +1,94 @@
+"""Energy per block: the device's energy counter (:mod:`trtbench.measure.energy`) read around a block's timed calls,
+and a record's joules per call above the idle draw read just before its point's rounds.
+
+A call's energy is its block's minus that idle draw over the block's time, per call (:func:`energy_metrics`);
+:class:`PointEnergy` holds what a point's records share: the counter, the idle draw, and the device's clocks and
+temperature at the start and the end of the rounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+
+from trtbench.core.stats import median_ci_halfwidth
+from trtbench.measure.energy import EnergyCounter, NoCounter, energy_counter, idle_power_w
+from trtbench.measure.trackers.base import Calls
+
+
+class EnergyTracker:
+    """The joules and seconds of the device's energy ``counter`` over a block, with its calls."""
+
+    key = "energy"
+
+    def __init__(self, counter: EnergyCounter):
+        self.counter = counter
+        self.at = (0.0, 0.0)
+
+    def start(self) -> None:
+        self.at = (self.counter.joules(), time.perf_counter())
+
+    def stop(self, calls: Calls) -> tuple[float, float, int]:
+        return self.counter.joules() - self.at[0], time.perf_counter() - self.at[1], len(calls.host_ms)
+
+
+def energy_metrics(blocks: list[tuple[float, float, int]], idle_w: float, unit: str = "call") -> Optional[dict]:
+    """A record's energy from its ``blocks`` (joules, seconds, calls each) and the idle draw before them: joules
+    per ``unit`` above idle (the median over blocks, with its 95% interval: one process's, the blocks' spread),
+    the average power while the calls ran, and the idle power. None without blocks."""
+    blocks = [(j, s, n) for j, s, n in blocks if s > 0 and n > 0]
+    if not blocks:
+        return None
+    per = np.sort([(j - idle_w * s) / n for j, s, n in blocks])
+    half = median_ci_halfwidth(per)
+    median = float(np.median(per))
+    power = float(np.median([j / s for j, s, _ in blocks]))
+    return {f"joules_per_{unit}": median,
+            f"joules_per_{unit}_ci": [median - half, median + half] if math.isfinite(half) else None,
+            "average_power_w": power, "idle_power_w": idle_w, "blocks": len(blocks)}
+
+
+@dataclass(frozen=True)
+class PointEnergy:
+    """What a point's records need to report energy: the counter (None: ``reason`` says why), the idle draw read
+    just before the rounds, and the device's clocks and temperature then (``start``) and after them (``end``, from
+    :meth:`after_rounds`)."""
+
+    counter: Optional[EnergyCounter]
+    reason: str = ""
+    idle_w: float = 0.0
+    start: Optional[dict] = None
+    end: Optional[dict] = None
+
+    @classmethod
+    def before_rounds(cls, device: torch.device) -> "PointEnergy":
+        try:
+            counter = energy_counter(device)
+        except NoCounter as err:
+            return cls(None, str(err))
+        return cls(counter, idle_w=idle_power_w(counter), start=counter.state())
+
+    def after_rounds(self) -> "PointEnergy":
+        """This point's energy with the device's state now, at the end of its rounds."""
+        return dataclasses.replace(self, end=self.counter.state()) if self.counter is not None else self
+
+    def through(self, later: "PointEnergy") -> "PointEnergy":
+        """This point's energy over its rounds and a later turn's (``later``): this one's idle draw and start,
+        ``later``'s end."""
+        return dataclasses.replace(self, end=later.end)
+
+    def metrics(self, blocks: list[tuple[float, float, int]], unit: str = "call") -> dict:
+        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
+        counter, and the device's state at the start and the end of the rounds; without a counter, why."""
+        if self.counter is None:
+            return {"unavailable": self.reason}
+        energy = energy_metrics(blocks, self.idle_w, unit)
+        if energy is None:
+            return {"unavailable": f"no block of this row read the {self.counter.source} counter"}
+        return {"source": self.counter.source, **energy, "state_start": self.start, "state_end": self.end}

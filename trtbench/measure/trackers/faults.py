@@ -1,0 +1,38 @@
+"""Page faults: the minor page faults of the timing process per timed call of a block.
+
+A runtime whose allocator hands its buffers back to the OS after each call (glibc ``munmap``s blocks above its mmap
+threshold) faults its pages in again on every call, which costs time a warmed-up allocator does not.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+
+from trtbench.measure.trackers.base import Calls
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far (``getrusage``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+class FaultsTracker:
+    """Minor page faults per timed call of a block."""
+
+    key = "faults"
+
+    def __init__(self):
+        self.at = 0
+
+    def start(self) -> None:
+        self.at = minor_faults()
+
+    def stop(self, calls: Calls) -> float:
+        return (minor_faults() - self.at) / len(calls.host_ms)
+
+
+def faults_metrics(per_call: list[float]) -> dict:
+    """A record's page-fault facts (``metrics.isolation``) from its blocks' faults per call: their median and range."""
+    return {"minor_faults_per_call_median": round(statistics.median(per_call), 3) if per_call else None,
+            "minor_faults_per_call_range": [round(min(per_call), 1), round(max(per_call), 1)] if per_call else None}

@@ -1,0 +1,35 @@
+"""A vision server's worker request, ``call``: one synchronized call for a query (or a gathered batch), answered
+with its time in the worker; the handler, run in the worker (:mod:`trtbench.workers.handlers`), and the parent's
+side. Only the worker layer and the layers below it are imported here: the worker loads this file on its own."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from trtbench.measure.timing import synchronize
+from trtbench.workers.handlers import Hosted, handles
+from trtbench.workers.loop import Worker
+
+
+@handles("call")
+def _call(hosted: Hosted, message: tuple) -> tuple:
+    """``("call", label)``: the call at ``label``, synchronized; the reply, its ms."""
+    with torch.inference_mode():
+        started = time.perf_counter_ns()
+        hosted.calls[message[1]]()
+        synchronize(hosted.device)
+        took_ms = (time.perf_counter_ns() - started) / 1e6
+    return "called", took_ms
+
+
+def send_call(worker: Worker, label: str) -> None:
+    """Ask ``worker`` for one synchronized call at ``label``; :func:`call_result` waits for its answer."""
+    worker.send(("call", label))
+
+
+def call_result(worker: Worker, timeout_s: float) -> float:
+    """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed
+    (:class:`~trtbench.workers.loop.WorkerError`): a stuck call never returns."""
+    return worker.answer("call", timeout_s, "a call")[1]

@@ -1,0 +1,138 @@
+"""What a worker answers: a table from a request's type (its first item) to the handler that answers it.
+
+The timing worker's own requests are here: ``block``, ``check``, ``facts`` and ``exit``. A layer above adds its own
+from a module of its own, whose handlers register with :func:`handles`: its workers are spawned naming that module
+(:func:`trtbench.workers.loop.spawn_workers`'s ``handlers``), and each worker loads it at start (:func:`load`), so
+that this layer never names the requests of the layers above it (serving's ``call``, ``stream``, ``admit``).
+Why a module is loaded by its file: docs/architecture.md, "Worker requests".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from types import ModuleType
+from typing import Any, Callable, Optional
+
+import torch
+
+from trtbench.measure.energy import EnergyCounter
+from trtbench.measure.settle import wait_until_idle
+from trtbench.measure.timing import time_calls
+from trtbench.measure.trackers import Tracker
+from trtbench.workers.checked_call import checked_call
+
+
+@dataclass
+class Hosted:
+    """What a worker's handlers work on: its channel to the parent, its calls by point label and their device, the
+    device's energy counter (None: none readable), the trackers read around each timed block, the CPU time when it
+    last answered a block, and its RSS high-water mark before a check first reset it (None: not yet)."""
+
+    conn: Connection
+    calls: dict[str, Any]
+    device: torch.device
+    meter: Optional[EnergyCounter]
+    trackers: tuple[Tracker, ...]
+    idle_since_cpu: float = 0.0
+    start_peak: Optional[float] = None
+
+
+Handler = Callable[[Hosted, tuple], Optional[tuple]]  # the request -> its reply (None: it answered on its own)
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(kind: str) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of requests of type ``kind``; a second handler of one type is
+    an error."""
+
+    def register(handler: Handler) -> Handler:
+        known = HANDLERS.get(kind)
+        if known is not None and (known.__module__, known.__qualname__) != (handler.__module__, handler.__qualname__):
+            raise ValueError(f"worker request '{kind}' has two handlers: {known.__module__}.{known.__qualname__} and "
+                             f"{handler.__module__}.{handler.__qualname__}")
+        HANDLERS[kind] = handler
+        return handler
+
+    return register
+
+
+def handler_files(modules: tuple[ModuleType, ...]) -> dict[str, str]:
+    """The file of each of ``modules`` by its name: what a worker is told to load (:func:`load`)."""
+    return {module.__name__: module.__file__ for module in modules}
+
+
+def load(files: dict[str, str]) -> None:
+    """Run each handler module (its file by its name) in this process, under its own name, without its packages'
+    ``__init__`` modules: a scenario's package imports every scenario and their reports, a second of CPU and
+    matplotlib in every worker, while a handler module imports only the layers below."""
+    for name, path in files.items():
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's RSS high-water mark (VmHWM: ru_maxrss would carry the parent's across exec)."""
+    try:
+        for line in open("/proc/self/status", encoding="ascii"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+@handles("block")
+def _block(hosted: Hosted, message: tuple) -> tuple:
+    """``("block", label, calls, switch_in)``: a timed block (:func:`~trtbench.measure.timing.time_calls`), answered
+    once this process's threads are idle, with the CPU it used while others were timed."""
+    _, label, count, switch_in = message
+    between = (time.process_time() - hosted.idle_since_cpu) * 1e3
+    with torch.inference_mode():
+        timed = time_calls(hosted.calls[label], hosted.device, count, switch_in, hosted.trackers)
+    settle = wait_until_idle()
+    hosted.idle_since_cpu = time.process_time()
+    return "block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)
+
+
+@handles("check")
+def _check(hosted: Hosted, message: tuple) -> tuple:
+    """``("check", label, path)``: the accuracy check's call (or a generate request), the energy counter read around
+    it, its output written to ``path`` for the parent; the reply: its peak memory, warnings, time and energy."""
+    _, label, path = message
+    hosted.start_peak = hosted.start_peak if hosted.start_peak is not None else _peak_rss_mb()
+    with torch.inference_mode():
+        checked = checked_call(hosted.calls[label], hosted.device, hosted.meter)
+    # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
+    # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
+    torch.save(checked.output, path)
+    reply = ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
+    del checked
+    # a generate request is a check: the next worker's request starts on quiet cores
+    wait_until_idle()
+    return reply
+
+
+@handles("facts")
+def _facts(hosted: Hosted, message: tuple) -> tuple:
+    """``("facts",)``: the peak RSS, loading's or any call's since."""
+    peaks = [p for p in (hosted.start_peak, _peak_rss_mb()) if p is not None]
+    return "facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}
+
+
+@handles("exit")
+def _exit(hosted: Hosted, message: tuple) -> None:
+    """``("exit",)``: at once, its output flushed; tearing an interpreter with torch down takes a second or more of
+    CPU on a busy machine, and nothing of a worker's is left to write."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
