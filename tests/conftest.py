@@ -173,13 +173,15 @@ def pytest_pyfunc_call(pyfuncitem):
 
 @pytest.fixture(autouse=True)
 def torch_threads_kept():
-    """Each test starts with this process's torch thread count: a decoder loaded here (its ``load`` sets the
-    threads it deploys with, as in its worker) must not change what later tests in this process read."""
+    """Each test starts with this process's torch thread count and cuDNN autotuning flag: a decoder loaded here or
+    a recipe materialized here (each sets what it deploys with, as in its worker) must not change what later tests
+    in this process read."""
     import torch
 
-    threads = torch.get_num_threads()
+    threads, cudnn_benchmark = torch.get_num_threads(), torch.backends.cudnn.benchmark
     yield
     torch.set_num_threads(threads)
+    torch.backends.cudnn.benchmark = cudnn_benchmark
 
 
 @pytest.fixture
