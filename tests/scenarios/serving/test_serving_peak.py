@@ -382,3 +382,15 @@ def test_a_merge_keeps_the_joint_estimates_intervals(tmp_path):
     merged = merge_runs([str(first), str(second)], tmp_path / "m").results
     intervals = sorted((r.interval.low, r.interval.high) for part in merged.parts("served") for r in part.results)
     assert intervals == [(38.0, 42.0), (41.0, 47.0)]
+
+
+def test_an_invalid_confirming_run_says_it_saw_more_late_queries_than_it_was_sized_for():
+    """LoadGen fails a confirming run that saw more late queries than the fitted curve expected: the verdict says
+    both shares; one that saw no more than expected (or was not sized) gives its late share alone."""
+    over = PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069, (0.0041, 1307))
+    assert over.confirm_text == ("INVALID at 101.8 (late share 0.69%: more than the 0.41% the fitted curve expected "
+                                 "there, which the run was sized to pass)")
+    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069).confirm_text == \
+        "INVALID at 101.8 (late share 0.69%)"
+    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, True, 0.003, (0.0041, 1307)).confirm_text == \
+        "VALID at 101.8"

@@ -46,8 +46,8 @@ class PeakInterval:
 
     @property
     def confirm_text(self) -> str:
-        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)``, or why no confirming run
-        was made."""
+        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)`` (with why, where the run saw
+        more late queries than it was sized for), or why no confirming run was made."""
         if self.confirm_valid is None and self.confirm_needs is not None and math.isfinite(self.confirm_needs[0]):
             share, needed = self.confirm_needs
             if needed is None:
@@ -59,6 +59,10 @@ class PeakInterval:
             return "no confirming run (budget spent)"
         if self.confirm_valid:
             return f"VALID at {self.low:.1f}"
+        expected = self.confirm_needs[0] if self.confirm_needs is not None else math.nan
+        if math.isfinite(expected) and self.confirm_late_share > expected:
+            return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the {expected:.2%} "
+                    "the fitted curve expected there, which the run was sized to pass)")
         return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
 
     def text(self, peak: float) -> str:
