@@ -61,8 +61,8 @@ class PeakInterval:
             return f"VALID at {self.low:.1f}"
         expected = self.confirm_needs[0] if self.confirm_needs is not None else math.nan
         if math.isfinite(expected) and self.confirm_late_share > expected:
-            return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the {expected:.2%} "
-                    "the fitted curve expected there, which the run was sized to pass)")
+            return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the "
+                    f"{expected:.2%} the fitted curve expected there, which the run was sized to pass)")
         return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
 
     def text(self, peak: float) -> str:
