@@ -10,6 +10,7 @@ errors as nvidia-ml-py 13.615.71's ``pynvml.py`` defines them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
@@ -23,7 +24,7 @@ from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.measure import energy
-from trtbench.measure.energy import NoCounter, RaplCounter, energy_counter
+from trtbench.measure.energy import EnergyReading, NoCounter, RaplCounter, energy_counter
 from trtbench.measure.timing import time_calls
 from trtbench.measure.trackers.energy import EnergyTracker, PointEnergy, energy_metrics
 from trtbench.report.tables import csv_text, markdown_table
@@ -138,7 +139,8 @@ def test_nvml_energy_per_call_is_above_the_idle_draw_with_clocks_and_temperature
         time.sleep(0.002)
 
     blocks = [time_calls(call, torch.device("cpu"), 5, trackers=[EnergyTracker(point.counter)]) for _ in range(6)]
-    assert all(b.tracked["energy"][0] >= 10.0 and b.tracked["energy"][1:] >= (0.01, 5) for b in blocks)
+    energies = [b.tracked["energy"] for b in blocks]
+    assert all(e.joules >= 10.0 and (e.seconds, e.units) >= (0.01, 5) for e in energies)
     metrics = point.after_rounds().metrics([b.tracked["energy"] for b in blocks])
     assert metrics["joules_per_call"] == pytest.approx(2.0, abs=0.05)
     low, high = metrics["joules_per_call_ci"]
@@ -158,7 +160,8 @@ def test_no_pynvml_or_no_counter_says_why(monkeypatch, fake_nvml):
 
 
 def test_energy_metrics_subtract_the_idle_draw_per_call():
-    metrics = energy_metrics([(12.0, 0.1, 5), (13.0, 0.1, 5), (12.5, 0.1, 5)], idle_w=20.0)
+    metrics = energy_metrics([EnergyReading(12.0, 0.1, 5), EnergyReading(13.0, 0.1, 5), EnergyReading(12.5, 0.1, 5)],
+                             idle_w=20.0)
     assert metrics["joules_per_call"] == pytest.approx((12.5 - 2.0) / 5)
     assert metrics["average_power_w"] == pytest.approx(125.0) and metrics["idle_power_w"] == 20.0
     assert energy_metrics([], 20.0) is None
@@ -207,7 +210,7 @@ def test_a_generate_request_reads_the_counter_around_it_and_reports_joules_per_t
     requests = []
     for _ in range(5):  # a request of batch 2 x 4 new tokens: its GPU spends 2 J per token
         checked = checked_call(lambda: [fake_nvml.call() for _ in range(8)], torch.device("cpu"), point.counter)
-        requests.append((*checked.energy, 2 * 4))
+        requests.append(dataclasses.replace(checked.energy, units=2 * 4))
     energy = point.metrics(requests, unit="token")
     assert energy["joules_per_token"] == pytest.approx(2.0, abs=0.05) and energy["source"] == "nvml"
     data = {"metrics": {"tpot_ms": {"median": 1.0}}, "energy": energy}
@@ -233,5 +236,5 @@ def test_the_interleaved_rounds_keep_each_blocks_energy(tmp_path, monkeypatch):
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
     measured = measure_interleaved({"eager": call, "traced": call}, torch.device("cpu"), timing, baseline="eager")
     for raw in measured.values():
-        assert [calls for _, _, calls in raw.kept("energy")] == [len(r) for r in raw.rounds]
+        assert [energy.units for energy in raw.kept("energy")] == [len(r) for r in raw.rounds]
         assert point.metrics(raw.kept("energy"))["joules_per_call"] == pytest.approx(1.0)

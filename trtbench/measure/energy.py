@@ -40,6 +40,16 @@ class EnergyCounter(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class EnergyReading:
+    """The device's energy counter over some work: the joules it counted, the seconds it was read over, and the
+    units of work done in them (calls, or a request's output tokens)."""
+
+    joules: float
+    seconds: float
+    units: int = 1
+
+
 class NoCounter(Exception):
     """No energy counter is readable for the device; its message says why."""
 

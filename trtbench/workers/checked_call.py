@@ -15,7 +15,7 @@ import torch
 
 from trtbench.building.stage import capture_warnings
 from trtbench.profiling.memory import track_peak
-from trtbench.measure.energy import EnergyCounter
+from trtbench.measure.energy import EnergyCounter, EnergyReading
 from trtbench.measure.timing import synchronize
 
 
@@ -25,7 +25,7 @@ class CheckedCall:
     peak_memory: dict  # trtbench.profiling.memory.track_peak's
     warnings: list[str]
     call_s: float
-    energy: Optional[tuple[float, float]] = None  # joules and seconds of the device's energy counter around the call
+    energy: Optional[EnergyReading] = None  # the device's energy counter around the call
 
 
 def checked_call(call: Callable[[], Any], device: torch.device, meter: Optional[EnergyCounter] = None) -> CheckedCall:
@@ -36,7 +36,7 @@ def checked_call(call: Callable[[], Any], device: torch.device, meter: Optional[
         output = call()
         synchronize(device)
         took = time.perf_counter() - started
-        return output, took, (meter.joules() - joules, took) if meter is not None else None
+        return output, took, EnergyReading(meter.joules() - joules, took) if meter is not None else None
 
     ((output, call_s, energy), memory), caught = capture_warnings(lambda: track_peak(timed, device))
     return CheckedCall(output, memory, caught, call_s, energy)

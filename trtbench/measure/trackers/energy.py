@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from trtbench.core.stats import median_ci_halfwidth
-from trtbench.measure.energy import EnergyCounter, NoCounter, energy_counter, idle_power_w
+from trtbench.measure.energy import EnergyCounter, EnergyReading, NoCounter, energy_counter, idle_power_w
 from trtbench.measure.trackers.base import Calls
 
 
@@ -34,21 +34,22 @@ class EnergyTracker:
     def start(self) -> None:
         self.at = (self.counter.joules(), time.perf_counter())
 
-    def stop(self, calls: Calls) -> tuple[float, float, int]:
-        return self.counter.joules() - self.at[0], time.perf_counter() - self.at[1], len(calls.host_ms)
+    def stop(self, calls: Calls) -> EnergyReading:
+        return EnergyReading(self.counter.joules() - self.at[0], time.perf_counter() - self.at[1], len(calls.host_ms))
 
 
-def energy_metrics(blocks: list[tuple[float, float, int]], idle_w: float, unit: str = "call") -> Optional[dict]:
-    """A record's energy from its ``blocks`` (joules, seconds, calls each) and the idle draw before them: joules
+def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call") -> Optional[dict]:
+    """A record's energy from its ``blocks`` (each one's reading, its units the ``unit``) and the idle draw before
+    them: joules
     per ``unit`` above idle (the median over blocks, with its 95% interval: one process's, the blocks' spread),
     the average power while the calls ran, and the idle power. None without blocks."""
-    blocks = [(j, s, n) for j, s, n in blocks if s > 0 and n > 0]
+    blocks = [b for b in blocks if b.seconds > 0 and b.units > 0]
     if not blocks:
         return None
-    per = np.sort([(j - idle_w * s) / n for j, s, n in blocks])
+    per = np.sort([(b.joules - idle_w * b.seconds) / b.units for b in blocks])
     half = median_ci_halfwidth(per)
     median = float(np.median(per))
-    power = float(np.median([j / s for j, s, _ in blocks]))
+    power = float(np.median([b.joules / b.seconds for b in blocks]))
     return {f"joules_per_{unit}": median,
             f"joules_per_{unit}_ci": [median - half, median + half] if math.isfinite(half) else None,
             "average_power_w": power, "idle_power_w": idle_w, "blocks": len(blocks)}
@@ -83,7 +84,7 @@ class PointEnergy:
         ``later``'s end."""
         return dataclasses.replace(self, end=later.end)
 
-    def metrics(self, blocks: list[tuple[float, float, int]], unit: str = "call") -> dict:
+    def metrics(self, blocks: list[EnergyReading], unit: str = "call") -> dict:
         """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
         counter, and the device's state at the start and the end of the rounds; without a counter, why."""
         if self.counter is None:

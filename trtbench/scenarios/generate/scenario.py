@@ -148,7 +148,7 @@ class _Row:
     tokens: Any = None  # the first request's tokens
     peak_bytes: int = 0
     facts: dict = field(default_factory=dict)  # the session's facts at the last request
-    energy: list = field(default_factory=list)  # per request: joules, seconds, output tokens (measure/energy.py)
+    energy: list = field(default_factory=list)  # per request: its EnergyReading, in output tokens
 
 
 @register
@@ -488,7 +488,7 @@ def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[
     row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
     row.facts = out["facts"]
     if checked.energy is not None:
-        row.energy.append((*checked.energy, point.batch * point.new_tokens))
+        row.energy.append(dataclasses.replace(checked.energy, units=point.batch * point.new_tokens))
 
 
 def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:
