@@ -78,13 +78,8 @@ def flatten_outputs(output: Any) -> list[torch.Tensor]:
 
 
 def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) -> ElementwiseAccuracy:
-    """Compare every output tensor with the reference, relative to the reference's scale.
-
-    A tensor passes when ``max |out - ref| <= atol + rtol * max |ref|`` and its non-finite
-    values (NaN, inf) sit where the reference has them. The bound is scale-relative, not
-    element-wise: an element-wise rtol fails on every near-zero logit, which TF32 or fp16
-    rounding moves by a tiny amount of the output's scale.
-    """
+    """Compare every output tensor with the reference: it passes when ``max |out - ref| <= atol + rtol * max |ref|``
+    and its non-finite values sit where the reference has them (docs/accuracy.md, "The check")."""
     outs, refs = flatten_outputs(output), flatten_outputs(reference)
     if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
         shapes = ([tuple(o.shape) for o in outs], [tuple(r.shape) for r in refs])
@@ -128,8 +123,8 @@ def _classifier(t: torch.Tensor) -> bool:
 
 def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
                   labels: Optional[torch.Tensor] = None) -> Int8Accuracy:
-    """Compare a build's outputs with eager fp32's, batch by batch (each a model output pytree);
-    ``labels``: the class of every evaluation sample, in order, when known. No verdict yet (:func:`judge_int8`)."""
+    """Compare a build's outputs with eager fp32's, batch by batch; ``labels``: each evaluation sample's class, when
+    known. No verdict yet (:func:`judge_int8`)."""
     outs = [flatten_outputs(o) for o in outputs]
     refs = [flatten_outputs(r) for r in references]
     if not outs or len(outs) != len(refs) or any(len(o) != len(r) for o, r in zip(outs, refs)):
@@ -170,13 +165,9 @@ def judge_int8(accuracy: Int8Accuracy, budget) -> Int8Accuracy:
 
 
 def int8_where_timed(built: dict, output: Any, reference: Any, budget) -> dict:
-    """A quantized build's judgement ``built`` (:meth:`Int8Accuracy.to_dict`, over the evaluation samples when it
-    was built) with its judgement where it is timed, kept under ``where_timed``: ``output``, the call its timing
-    worker made at the point (the shipped file where one ships), against eager fp32's ``reference`` there, by
-    the same figures, and judged by the budget's SQNR. The point's inputs are seeded random ones, not task
-    samples: their top-1 agreement is kept but not judged (random inputs sit near ties between classes, where
-    one flipped sample of 32 reads 0.969), while the SQNR measures the quantization noise on any input in the
-    range the build was calibrated for. It passes only where both judgements keep the budget."""
+    """A quantized build's judgement ``built`` (over the evaluation samples) with its judgement where it is timed
+    (``output`` against eager fp32's ``reference`` at the point), kept under ``where_timed`` and judged by the
+    budget's SQNR alone (docs/int8.md). It passes only where both keep the budget."""
     timed = judge_int8(int8_accuracy([output], [reference]), replace(budget, top1_agree_min=None))
     reason = timed.reason and (f"where timed: {timed.reason} (the point's inputs are seeded random ones: outside the "
                                f"range the build was calibrated on, give the input a value_range inside it)")

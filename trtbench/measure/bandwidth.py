@@ -1,17 +1,7 @@
-"""How fast the device's memory could be read: a measured STREAM-like triad ceiling and its datasheet figure.
+"""How fast the device's memory could be read: a measured STREAM triad (:func:`measured_triad`) and the datasheet
+figure (:func:`datasheet_bandwidth`), kept together as a :class:`MemoryCeiling`.
 
-Two figures, as :mod:`trtbench.measure.ceiling` gives two for FLOP/s:
-
-* :func:`measured_triad`: STREAM's triad, ``a = b + s * c`` over float64 arrays several times the last-level
-  cache (:data:`CACHE_MULTIPLE`, sized from sysfs on a CPU and from the device's L2 on a GPU, capped by the free
-  memory), run by PyTorch's ``torch.add(b, c, alpha=s, out=a)`` (no temporary; on the CPU it runs on the run's
-  threads) and synchronized on a GPU; the best of ``repeats`` timed calls after one untimed call. Bytes are
-  counted as STREAM counts them: 3 arrays x 8 bytes per element (two read, one written; the write-allocate read
-  of ``a`` that a CPU also makes is not counted, so a CPU's bus moves up to 4/3 of it).
-* :func:`datasheet_bandwidth`: the memory bandwidth NVIDIA's datasheet states for a known GPU; None for a CPU,
-  whose bandwidth depends on the memory fitted and the channels populated, which trtbench cannot read.
-
-:class:`MemoryCeiling` keeps both for one environment, device and thread count, as a result part.
+More: docs/generate.md, "How close to the limit".
 """
 
 from __future__ import annotations
@@ -25,6 +15,7 @@ from typing import ClassVar, Optional
 import torch
 
 from trtbench.core.part import register_part
+from trtbench.core.procfs import available_bytes
 from trtbench.measure.ceiling import DeviceCeiling, datasheet_row, not_in_table
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
@@ -51,8 +42,7 @@ GPU_BANDWIDTH = [
 
 
 def datasheet_bandwidth(device: str, gpu_name: str = "") -> dict:
-    """The datasheet memory bandwidth of ``device`` (a GPU named ``gpu_name`` in :data:`GPU_BANDWIDTH`), with
-    ``reason`` where it is not known."""
+    """The datasheet memory bandwidth of ``device`` (a GPU named ``gpu_name``), with ``reason`` where unknown."""
     if not device.startswith("cuda"):
         return {"bytes_per_s": None, "reason": "unknown for a CPU: it depends on the memory fitted and the channels "
                                                 "populated, which trtbench does not read"}
@@ -64,8 +54,7 @@ def datasheet_bandwidth(device: str, gpu_name: str = "") -> dict:
 
 
 def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[int, str]:
-    """Bytes of the CPU's last-level caches together (each distinct instance of the highest level sysfs lists,
-    by its ``shared_cpu_list``), and where that came from."""
+    """Bytes of the CPU's last-level caches together (each instance by its ``shared_cpu_list``), and whence."""
     found: dict[tuple[int, str], int] = {}
     for index in root.glob("cpu[0-9]*/cache/index[0-9]*"):
         try:
@@ -94,13 +83,13 @@ def _size_bytes(text: str) -> int:
 def _free_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    match = re.search(r"^MemAvailable:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
-    return int(match.group(1)) << 10 if match else 1 << 32
+    available = available_bytes()
+    return 1 << 32 if available is None else available
 
 
 def triad_array_bytes(device: torch.device) -> tuple[int, str]:
-    """Bytes of each triad array on ``device``: :data:`CACHE_MULTIPLE` times its last-level cache, capped so that
-    the three take at most :data:`MEMORY_SHARE` of the free memory; how it was sized."""
+    """Bytes of each triad array on ``device`` (:data:`CACHE_MULTIPLE` x its last-level cache, capped by
+    :data:`MEMORY_SHARE` of the free memory), and how it was sized."""
     if device.type == "cuda":
         cache = torch.cuda.get_device_properties(device).L2_cache_size
         source = f"the device's {cache >> 20} MiB L2"
@@ -114,8 +103,8 @@ def triad_array_bytes(device: torch.device) -> tuple[int, str]:
 
 def measured_triad(device: torch.device, threads: Optional[int] = None, array_bytes: Optional[int] = None,
                    repeats: int = 5) -> dict:
-    """The best bytes/s of STREAM's triad on ``device`` (see the module docstring); ``array_bytes`` sizes each
-    array (default :func:`triad_array_bytes`), ``threads`` sets torch's CPU threads for the measurement only."""
+    """The best bytes/s of STREAM's triad on ``device``, each array ``array_bytes`` (default
+    :func:`triad_array_bytes`), at ``threads`` for the measurement only."""
     device = torch.device(device)
     sized = (array_bytes, "given") if array_bytes else triad_array_bytes(device)
     n = max(1, sized[0] // ELEMENT_BYTES)
@@ -146,16 +135,9 @@ def _time_triad(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> float:
     return time.perf_counter() - start
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
 def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
-    """The memory-bandwidth ceilings of ``device`` at ``threads``: the datasheet figure and, when ``measure``
-    (``benchmark.measure_ceiling``), the measured triad."""
+    """The memory-bandwidth ceilings of ``device`` at ``threads``: the datasheet figure and, when ``measure``, the
+    measured triad."""
     device = torch.device(device)
     gpu_name = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     sheet = datasheet_bandwidth(str(device), gpu_name)
@@ -171,8 +153,7 @@ def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
 @register_part
 @dataclass(frozen=True)
 class MemoryCeiling(DeviceCeiling):
-    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count:
-    stored once in the results, shared by every generate row measured there."""
+    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count."""
 
     KIND: ClassVar[str] = "memory_ceiling"
     RESULTS_KEY: ClassVar[str] = "memory_ceilings"

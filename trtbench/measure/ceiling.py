@@ -1,7 +1,5 @@
 """How fast the device could go: its theoretical peak FLOP/s and a measured dense-matmul ceiling.
 
-Two ceilings, as each answers a different question:
-
 More: docs/measuring.md, "Module notes", trtbench/measure/ceiling.py.
 """
 
@@ -157,10 +155,9 @@ def add_latency(cpuinfo: dict) -> tuple | None:
 
 def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
               measure_clock: Callable[[int], float | None] | None = None) -> tuple[float | None, str]:
-    """The CPU clock in GHz and where it came from: lscpu's max MHz, the kernel's max frequency, else the
-    higher of the clock measured by ``measure_clock(add latency in cycles)`` (:func:`measure_cpu_clock`;
-    only for a microarchitecture in :data:`FP64_ADD_LATENCY`) and the one /proc/cpuinfo states
-    (:func:`nominal_clock`: a base clock, below what the cores reach)."""
+    """The CPU clock in GHz and where it came from: lscpu's max MHz, the kernel's max frequency, else the higher of
+    ``measure_clock(add latency in cycles)`` (for a microarchitecture in :data:`FP64_ADD_LATENCY`) and
+    :func:`nominal_clock`."""
     match = re.search(r"^CPU max MHz:\s*([\d.]+)", lscpu_text, re.M)
     if match and float(match.group(1)) > 0:
         return float(match.group(1)) / 1e3, "lscpu 'CPU max MHz'"
@@ -182,15 +179,9 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
 
 
 def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.05) -> float | None:
-    """The clock, in GHz, that one core of this CPU runs at, measured: ``latency_cycles`` over the time of one
-    dependent fp64 add.
-
-    ATen's CPU ``cumsum`` adds each element to a running sum it keeps in a register (and may not reassociate:
-    no fast-math), so over a float64 vector it is a chain of dependent adds, one add latency each; its loads
-    and stores are independent of the chain and hide behind it. The time per add is the slope between two
-    lengths (the call's fixed overhead drops out), the best of ``calls`` timings of each, after ``warmup_s``
-    of the same work so that the core has left its idle clock. A core that was preempted reads slower, never
-    faster. None when the slope is not positive. Assumes the add latency of :data:`FP64_ADD_LATENCY`."""
+    """The clock, in GHz, one core of this CPU runs at: ``latency_cycles`` over the time of one dependent fp64 add
+    in ``cumsum``, the slope between two lengths, best of ``calls`` each after ``warmup_s``; None when the slope
+    is not positive."""
     vectors = [(torch.ones(n, dtype=torch.float64), torch.empty(n, dtype=torch.float64)) for n in CLOCK_CHAIN]
     deadline = time.perf_counter() + warmup_s
     while time.perf_counter() < deadline:
@@ -209,10 +200,8 @@ def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.
 
 def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "",
              measure_clock: Callable[[int], float | None] | None = None, dtype: torch.dtype = torch.float32) -> dict:
-    """fp32 peak of ``threads`` cores: cores x clock x FLOP per cycle of the widest vector unit, corrected for
-    the microarchitectures whose flags overstate it (:data:`CPU_CORRECTIONS`). The clock: :func:`cpu_clock`
-    (``measure_clock`` measures it where lscpu and cpufreq name no maximum; None: not measured). At bf16 or int8,
-    that of the CPU's bf16 or int8 unit instead (:func:`reduced_peak`)."""
+    """The peak of ``threads`` cores at ``dtype``: cores x :func:`cpu_clock` x FLOP per cycle of the widest vector
+    unit (:data:`CPU_CORRECTIONS` applied), or of its bf16 or int8 unit (:func:`reduced_peak`)."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
     unit = next((u for u in CPU_VECTOR_UNITS if u[0] <= cpuinfo["flags"]), None)
@@ -240,9 +229,8 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
 
 
 def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
-    """The bf16 or int8 peak of the cores of ``fp32`` (:func:`cpu_peak`'s fp32 peak), from the strongest unit of
-    :data:`CPU_REDUCED_UNITS` in ``flags``. Without a bf16 unit torch computes bf16 in the fp32 units: the fp32 peak,
-    saying so. Without VNNI or AMX, int8 dot products take several AVX2 instructions each: no peak is stated."""
+    """The bf16 or int8 peak of the cores of ``fp32`` (:func:`cpu_peak`'s), from the strongest unit of
+    :data:`CPU_REDUCED_UNITS` in ``flags``: without a bf16 unit the fp32 peak, without an int8 unit none."""
     word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
     method = f"cores x clock x {word} per cycle per core"
     unit = next((u for u in CPU_REDUCED_UNITS.get(dtype, []) if u[0] <= flags), None)
@@ -263,8 +251,7 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
 
 
 def datasheet_row(table: list, gpu_name: str) -> Optional[tuple]:
-    """The row of an NVIDIA datasheet ``table`` (name pattern, label, figures; most specific first) that names
-    ``gpu_name``; None where none does (:func:`not_in_table` says why)."""
+    """The row of an NVIDIA datasheet ``table`` (name pattern, label, figures) that names ``gpu_name``, or None."""
     return next((row for row in table if re.search(row[0], gpu_name.upper())), None)
 
 
@@ -291,9 +278,8 @@ def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
 
 
 def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
-    """The math fp32 work runs in on ``device``: ``tf32`` on a CUDA device where cuDNN's convolutions
-    (``torch.backends.cudnn.allow_tf32``, on by default) or cuBLAS's matmuls
-    (``torch.backends.cuda.matmul.allow_tf32``, off by default) may use TF32, else ``fp32``."""
+    """The math fp32 work runs in on ``device``: ``tf32`` on CUDA where cuDNN's convolutions or cuBLAS's matmuls
+    may use TF32, else ``fp32``."""
     return "tf32" if torch.device(device).type == "cuda" and (cudnn_tf32 or matmul_tf32) else "fp32"
 
 
@@ -306,18 +292,14 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
     if dtype not in (torch.float32, *CPU_REDUCED_UNITS):
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
                 "reason": f"CPU peaks are computed for float32, bfloat16 and int8, not {dtype}"}
-    return cpu_peak(threads or torch.get_num_threads(), _read("/proc/cpuinfo"), _lscpu(),
-                    _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock, dtype)
+    return cpu_peak(threads or torch.get_num_threads(), read_or_empty("/proc/cpuinfo"), _lscpu(),
+                    read_or_empty("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock, dtype)
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
                             repeats: int = 5, threads: int | None = None, tf32: bool = False) -> dict:
-    """Best FLOP/s of ``torch.mm`` on n x n matrices, over ``sizes`` and ``repeats`` timed calls of each.
-
-    Each size gets one untimed warm-up call; each timed call is synchronized (CUDA events on
-    a GPU). ``threads`` sets torch's CPU threads, and ``tf32`` allows cuBLAS TF32 for fp32
-    (``torch.backends.cuda.matmul.allow_tf32``), for the measurement only.
-    """
+    """Best FLOP/s of ``torch.mm`` on n x n matrices, over ``sizes`` and ``repeats`` synchronized calls of each;
+    ``threads`` and ``tf32`` hold for the measurement only."""
     device = torch.device(device)
     sizes = tuple(sizes or DEFAULT_SIZES["cuda" if device.type == "cuda" else "cpu"])
     previous_threads, previous_tf32 = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32
@@ -371,7 +353,7 @@ def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.strip().isdigit() else None
 
 
-def _read(path: str) -> str:
+def read_or_empty(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError:
@@ -386,9 +368,8 @@ def _lscpu() -> str:
 
 
 def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, measure: bool) -> dict:
-    """The device's FLOP/s ceilings at ``dtype`` and ``threads``: the hardware peak, and the measured
-    matmul ceiling when ``measure`` (``benchmark.measure_ceiling``), both in one math mode
-    (:func:`fp32_math`: TF32 where this process lets cuDNN or cuBLAS use it for fp32, as the timed rows do)."""
+    """The device's FLOP/s ceilings at ``dtype`` and ``threads``: the hardware peak and, when ``measure``, the
+    measured matmul, both in one math mode (:func:`fp32_math`)."""
     tf32 = dtype == torch.float32 and fp32_math(device, torch.backends.cudnn.allow_tf32,
                                                 torch.backends.cuda.matmul.allow_tf32) == "tf32"
     peak = theoretical_peak(device, dtype, threads, tf32)
@@ -407,8 +388,7 @@ def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, meas
 
 
 def peak_not_below_measured(ceiling: dict) -> dict:
-    """``ceiling`` with its peak raised to the measured matmul where it read below it (the clock it used is
-    below what the cores ran at), and ``peak_note`` saying so; as it is otherwise."""
+    """``ceiling`` with its peak raised to the measured matmul where it read below it, and ``peak_note`` saying so."""
     peak, measured = ceiling.get("peak_flops_per_s"), ceiling.get("measured_flops_per_s")
     if not peak or not measured or measured <= peak:
         return ceiling
@@ -422,9 +402,8 @@ def peak_not_below_measured(ceiling: dict) -> dict:
 
 @dataclass(frozen=True)
 class DeviceCeiling:
-    """A device's ceilings in one environment, a result part stored once and shared by the rows measured there:
-    it joins no record and fails no run (a ceiling that could not be measured says so in its ``values``, whose
-    ceilings are ``{which}_{UNIT}``)."""
+    """A device's ceilings in one environment, a result part shared by the rows measured there (``values``: the
+    ceilings as ``{which}_{UNIT}``)."""
 
     JOINS_RECORD: ClassVar[bool] = False
     fails_run: ClassVar[bool] = False
@@ -449,9 +428,8 @@ class DeviceCeiling:
 @register_part
 @dataclass(frozen=True)
 class Ceiling(DeviceCeiling):
-    """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and
-    thread count: stored once in the results, shared by every record measured there
-    (:meth:`trtbench.results.resultset.ResultSet.ceiling_of`)."""
+    """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and thread
+    count."""
 
     KIND: ClassVar[str] = "ceiling"
     RESULTS_KEY: ClassVar[str] = "ceilings"
@@ -462,14 +440,9 @@ class Ceiling(DeviceCeiling):
     values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
 
     @property
-    def scope(self) -> tuple:
-        """Identifies where these ceilings hold: (environment, device, compute dtype, threads); one per scope."""
-        return (self.environment, self.device, self.dtype, self.threads)
-
-    @property
     def key(self) -> tuple:
-        """Its identity as a result part: its scope."""
-        return self.scope
+        """Where these ceilings hold: (environment, device, compute dtype, threads)."""
+        return (self.environment, self.device, self.dtype, self.threads)
 
     @staticmethod
     def scope_of(record) -> tuple:

@@ -1,16 +1,6 @@
-"""Energy counters: how many joules the device has used, and its draw doing nothing.
-
-On a GPU, NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
-loaded; Volta and later), through ``pynvml`` (the ``nvidia-ml-py`` package: the ``energy`` extra), imported
-only when a CUDA run asks; NVML also gives the SM and memory clocks and the temperature. On a CPU, RAPL's
-package counters under ``/sys/class/powercap`` (``intel-rapl:<N>/energy_uj``, microjoules, which wrap at
-``max_energy_range_uj``; AMD's Zen exposes the same files on newer kernels), summed over packages; the
-sub-zones (``intel-rapl:<N>:<M>``: core, uncore, DRAM) are parts of their package and are not added.
-
-Both counters are machine-wide: they count every process on the device (package), so a block's energy is
-read around that block's calls alone (:mod:`trtbench.measure.trackers.energy`, in the process that makes
-them), never over the interleaved rounds. The device's idle power (:func:`idle_power_w`) is what it draws doing
-nothing.
+"""Energy counters: how many joules the device has used (NVML's on a GPU, RAPL's package counters on a CPU, the
+sub-zones left out as parts of their package), and its draw doing nothing. Both count every process on the
+device: docs/measuring.md, "Energy per inference".
 """
 
 from __future__ import annotations

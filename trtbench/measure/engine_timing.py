@@ -1,12 +1,6 @@
 """How queries are timed in a continuous-batching engine (:class:`~trtbench.decoders.base.BatchingEngine`): each
-query's tokens are stamped (``time.perf_counter``) the moment the engine step that made them returns, so its TTFT and
-TPOT derive from one stamp per token, as a request's do in :mod:`.token_timing`.
-
-:func:`serve_engine` runs in an LLM server's worker (:mod:`trtbench.workers.loop`'s ``admit`` request): it admits
-the query it was given, then steps the engine until no sequence is left in it, before each step admitting every query
-that has arrived on the channel since, so that a query joins the running batch at the next step. It answers on the
-channel as things happen: ``("first", key)`` the moment a query's first token exists, ``("done", key, stamps)`` the
-moment its last does (its stamps, one per token).
+query's tokens are stamped (``time.perf_counter``) the moment the engine step that made them returns, one stamp per
+token, as a request's are in :mod:`.token_timing` (docs/serving.md, "Continuous batching").
 """
 
 from __future__ import annotations
@@ -16,9 +10,9 @@ from typing import Any
 
 
 def serve_engine(engine: Any, requests: dict, admit: tuple, channel: Any) -> None:
-    """Serve ``admit`` (``("admit", key, label)``: the query ``key`` asking for the prompt and new tokens of
-    ``requests[label]``) and the queries admitted on ``channel`` (a ``multiprocessing.connection.Connection``) while
-    any is in ``engine``. An ``("exit",)`` on the channel ends the process (its parent closes it)."""
+    """Serve ``admit`` (``("admit", key, label)``: query ``key`` asks for ``requests[label]``'s prompt and new tokens)
+    and each query admitted on ``channel`` before a step, while any is in ``engine``, answering ``("first", key)``
+    and ``("done", key, stamps)`` as they happen. An ``("exit",)`` on the channel ends the process."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]

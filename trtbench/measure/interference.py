@@ -1,12 +1,6 @@
-"""Did timing the variants together disturb them? The baseline in the rounds against the baseline alone.
-
-After a point's rounds, the baseline is timed for a few blocks with no other variant between
-them (:attr:`trtbench.measure.timing.RawTiming.alone`), in its first replicate process, and compared with that
-process's blocks in the rounds. When their 95% CIs do not overlap, or its
-median there differs from its median in the rounds by more than 5% while the alone run is
-precise enough to tell (its own CI within 5%; a few slow calls on a noisy machine are not), the
-variants timed beside it disturbed it (or the machine changed), and the report names them. Derived from the raw samples
-each time, like every statistic.
+"""Did timing the variants together disturb them? The baseline's blocks in the rounds against the blocks timed
+alone after them (:attr:`trtbench.measure.timing.RawTiming.alone`), in its first process (docs/measuring.md,
+"Interference check").
 """
 
 from __future__ import annotations
@@ -59,8 +53,7 @@ class InterferenceCheck:
 def interference_check(record) -> Optional[InterferenceCheck]:
     """The check of a baseline record measured with others (None where there was none)."""
     data = record.metrics.get("interference")
-    # the alone blocks ran in the baseline's first process: against that process's blocks in the rounds, so that
-    # another process's own offset does not read as interference
+    # against the first process's blocks alone: another process's own offset is no interference
     in_rounds = [s for block, p in zip(record.rounds, record.processes) if p == 0 for s in block]
     if not data or not data.get("alone_ms") or not in_rounds:
         return None

@@ -1,10 +1,7 @@
-"""Interleaved rounds: the one loop in which latency (:func:`trtbench.measure.timing.measure_interleaved`) and the
-generate scenario time the variants of a point.
+"""Interleaved rounds: the one loop in which latency and the generate scenario time the variants of a point.
 
-A round is one block of every active variant, in an order that rotates each cycle; a variant's replicate processes
-take the rounds in turn (round ``r``: process ``r mod P``), a cycle being the largest ``P`` rounds. Variants stop
-only at the end of a cycle. What a block is (calls, a request) and when to stop are the caller's. Why:
-docs/measuring.md, "Interleaved rounds".
+A round is one block of every active variant; what a block is and when to stop are the caller's. Why:
+docs/measuring.md, "A round".
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class BlockAt:
-    """Where a block falls: ``variant``'s replicate process ``process`` (its place among the variant's processes),
-    in the point's round ``round``: the block coordinates the intervals resample."""
+    """Where a block falls: ``variant``'s replicate process ``process``, in the point's round ``round``."""
 
     variant: str
     process: int
@@ -52,9 +48,8 @@ class Rounds:
 
     def run(self, block: Callable[[BlockAt], None], finished: Callable[["Rounds"], dict[str, str]],
             tick: Callable[[], None] = lambda: None) -> None:
-        """Rounds until no variant is active: ``block`` times each block of a round, ``tick`` is called after each
-        round, and at each cycle's end ``finished`` says which active variants stop, with why
-        (:attr:`stopped_by`)."""
+        """Rounds until no variant is active: ``block`` times each block, ``tick`` follows each round, and at each
+        cycle's end ``finished`` says which variants stop, with why (:attr:`stopped_by`)."""
         while self.active:
             for at in self.order():
                 if at.variant in self.active:

@@ -1,15 +1,6 @@
 """Wait until a process's own threads have gone idle: the measured settle gap between blocks.
 
-Runtimes keep cores busy after a call returns: ONNX Runtime's intra-op threads spin
-(``session.intra_op.allow_spinning`` is on by default), OpenMP workers spin before they sleep,
-and OpenVINO's TBB workers linger. On shared cores, whatever is timed next competes with them.
-After a block of calls the process polls its own threads every ``WINDOW_S``: it is idle once
-``IDLE_WINDOWS`` polls in a row find no other thread of it runnable (state ``R`` in
-``/proc/self/task/*/stat``; a spinning thread is runnable even while the scheduler has preempted
-it, so a busy machine cannot fake idleness, as it could with CPU time alone). Where ``/proc`` is
-missing, a poll is idle when the process used almost no CPU over it. The CPU the process used
-while settling (``time.process_time``: every thread, dead ones included) is what spinning cost.
-The wait is measured, not guessed, and a cap bounds it for a runtime whose threads never rest.
+More: docs/measuring.md, "Module notes", trtbench/measure/settle.py.
 """
 
 from __future__ import annotations
@@ -29,8 +20,8 @@ TASKS = "/proc/self/task"
 
 @dataclass(frozen=True)
 class Settle:
-    """How long a process took to go idle after a block, the CPU its threads used meanwhile (what
-    spinning costs), and whether it went idle within the cap."""
+    """How long a process took to go idle after a block, whether it did within the cap, and the CPU its threads
+    used meanwhile."""
 
     wait_s: float
     idle: bool
@@ -38,8 +29,7 @@ class Settle:
 
 
 def runnable_threads(tasks: str = TASKS) -> Optional[int]:
-    """How many threads of this process other than the caller are running or runnable (None
-    where the kernel does not say)."""
+    """How many threads of this process other than the caller are runnable (None where the kernel does not say)."""
     me = threading.get_native_id()
     try:
         ids = os.listdir(tasks)

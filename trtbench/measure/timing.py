@@ -1,12 +1,8 @@
-"""Interleaved, synchronized timing of the variants of one shape point.
+"""Interleaved, synchronized timing of the variants of one shape point, in rounds of blocks of calls.
 
-The variants of a point are timed in rounds: each round runs a short block of calls of every variant, in an order
-that rotates, so that drift of a shared machine hits every variant alike and the paired rounds give each speedup an
-interval (:func:`trtbench.core.stats.speedup_interval`). Each call is timed on its own (``perf_counter_ns``,
-synchronized, with CUDA events on CUDA); the raw samples are the measurement. A variant is timed through a
-:class:`BlockTimer`, in this process (:class:`CallTimer`) or in its worker; short calls start each block with a
-switch-in call kept out of the samples; a precise variant may leave the rounds, and the baseline is then timed alone
-(:mod:`trtbench.measure.interference`). Why: docs/measuring.md.
+Each call is timed on its own (``perf_counter_ns``, synchronized, with CUDA events on CUDA); the raw samples are the
+measurement. A variant is timed through a :class:`BlockTimer`, in this process (:class:`CallTimer`) or in its worker.
+Why: docs/measuring.md.
 """
 
 from __future__ import annotations
@@ -35,13 +31,8 @@ AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts wit
 
 @dataclass
 class TimingSettings:
-    """How long to time each shape point (``benchmark:`` keys of the config).
-
-    ``adaptive`` (the default) runs rounds until every variant's median has a 95% CI within
-    ``target_rel_ci`` (and at least ``min_iterations`` calls), or until ``max_time_s`` has passed
-    for the point (but never fewer than three rounds, which a speedup's paired CI needs). ``fixed`` runs ``iterations``
-    calls per variant.
-    """
+    """How long to time each shape point (``benchmark:`` keys of the config; docs/measuring.md, "Adaptive
+    timing")."""
 
     mode: str = "adaptive"  # adaptive | fixed
     warmup: int = 5  # untimed calls per variant before the first round, at least...
@@ -50,21 +41,14 @@ class TimingSettings:
     target_rel_ci: float = 0.02  # adaptive: 95% CI half-width of the median, relative to it
     max_time_s: float = 20.0  # adaptive: cap on one point's timed rounds (all variants together)
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
-    # one variant's share of a round: calls are grouped to last about this long, so that the calls slowed by a
-    # switch from another variant weigh little (docs/measuring.md, "Interleaved rounds")
-    block_s: float = 0.25
+    block_s: float = 0.25  # one variant's share of a round (docs/measuring.md, "Interleaved rounds")
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
 
 
 @dataclass
 class RawTiming:
-    """Raw samples of one variant at one point: host ms per call, one list per round it was timed in,
-    and what its process did around each block. The measurement proper, with its statistics, is the
-    :class:`~trtbench.core.record.Record` made from it.
-
-    A variant that left the rounds early (its median's CI reached the target) has fewer rounds
-    than the baseline; its round ``i`` was still timed beside the baseline's round ``i``.
-    """
+    """Raw samples of one variant at one point: host ms per call, one list per block it was timed in, and what its
+    process did around each block."""
 
     rounds: list[list[float]] = field(default_factory=list)
     block_process: list[int] = field(default_factory=list)  # per entry of rounds: the replicate process that timed it
@@ -89,8 +73,7 @@ class RawTiming:
 
     @property
     def series(self) -> BlockSeries:
-        """Each block's median with its process and round: what the two-level intervals resample (blocks kept
-        without them read as one process's, in round order, as an old record's do)."""
+        """Each block's median with its process and round (none kept: one process's, in round order)."""
         return BlockSeries.of_blocks(self.rounds, self.block_process or [0] * len(self.rounds),
                                      self.block_round or range(len(self.rounds)))
 
@@ -109,8 +92,8 @@ class Block:
 
 @runtime_checkable
 class BlockTimer(Protocol):
-    """Times blocks of calls of one variant at one point: in this process or in its worker. With
-    ``switch_in``, one call precedes the ``calls`` timed ones, timed apart (:attr:`Block.switch_in_ms`)."""
+    """Times blocks of calls of one variant at one point; with ``switch_in``, one call precedes the ``calls`` timed
+    ones, timed apart (:attr:`Block.switch_in_ms`)."""
 
     def block(self, calls: int, switch_in: bool = False) -> Block: ...
 
@@ -123,10 +106,9 @@ def synchronize(device: torch.device) -> None:
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
                trackers: Sequence[Tracker] = ()) -> Block:
-    """``calls`` timed calls of ``fn``: host ms each (``perf_counter_ns``), on CUDA CUDA-event ms and the host
-    ms until each returned, before synchronising, with ``trackers`` read around them (each started, then each
-    stopped, in order: :mod:`trtbench.measure.trackers`); with ``switch_in``, after one call timed on its own
-    (synchronized). The block's settle is the caller's."""
+    """``calls`` timed calls of ``fn`` (host ms each; on CUDA also CUDA-event ms and the host ms until each returned),
+    with ``trackers`` read around them; with ``switch_in``, after one call timed on its own. The settle is the
+    caller's."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
@@ -173,9 +155,8 @@ class CallTimer:
 
 @dataclass(frozen=True)
 class WarmedUp:
-    """Untimed calls every variant of a point already made there just before its rounds (the
-    accuracy check's, :mod:`trtbench.workers.checked_call`): one each, ``call_s`` their times, over
-    ``elapsed_s``. They count toward the point's warm-up."""
+    """The accuracy check's untimed calls at a point, one per variant (``call_s``, over ``elapsed_s``): they count
+    toward the point's warm-up."""
 
     call_s: dict[str, float]
     elapsed_s: float
@@ -183,9 +164,8 @@ class WarmedUp:
 
 def _warm_up(timers: dict[str, list[BlockTimer]], timing: TimingSettings,
              warmed: Optional[WarmedUp] = None) -> dict[str, float]:
-    """Untimed calls, interleaved over every process of every variant, until each process had ``warmup`` and the
-    point ``warmup_s`` (``warmed`` counting); returns each variant's latest call time (s, its first process's) to
-    size its blocks."""
+    """Untimed calls, interleaved, until each process had ``warmup`` and the point ``warmup_s`` (``warmed``
+    counting); returns each variant's latest call time (s, its first process's)."""
     counted = warmed is not None and set(timers) <= set(warmed.call_s)
     last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
     calls = 1 if counted else 0
@@ -203,13 +183,6 @@ def _warm_up(timers: dict[str, list[BlockTimer]], timing: TimingSettings,
     return last
 
 
-def _switch_ins(call_s: dict[str, float], timing: TimingSettings) -> dict[str, bool]:
-    """Which variants start each block with a switch-in call: those whose call is shorter than
-    ``switch_in_below_s``, for which the cache refill after a switch (about a millisecond) is a
-    share of a call that matters; at 0.1 s it is about 1%, half the default CI target."""
-    return {name: s < timing.switch_in_below_s for name, s in call_s.items()}
-
-
 def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: dict[str, bool]) -> dict[str, int]:
     """Timed calls per block: fixed mode splits the iterations into rounds; adaptive fills ``block_s``,
     with at least ``AFTER_SWITCH_IN`` calls after a switch-in call, which they then share."""
@@ -221,10 +194,8 @@ def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: d
 
 
 def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float]) -> bool:
-    """Whether ``m``'s median is known to ``target_rel_ci``: the two-level 95% interval of its block medians
-    (rounds and processes resampled, :func:`trtbench.core.stats.median_interval`; ``between_var``: the point's
-    pooled between-process variance, for a variant with too few processes to resolve its own), after at least
-    ``min_iterations`` calls."""
+    """Whether ``m``'s median's two-level 95% interval (``between_var``: the point's pooled between-process variance)
+    is within ``target_rel_ci``, after at least ``min_iterations`` calls."""
     if len(m.samples) < timing.min_iterations:
         return False
     return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
@@ -232,15 +203,9 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
               baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after this many ``cycles`` (rounds per process: a cycle is a round of each
-    of a variant's processes), with why; ``capped``: the point's time cap has passed, after its minimum rounds.
-    The precision target counts rounds per process (``MIN_ROUNDS``), since a median's interval resamples each
-    process's blocks.
-
-    With a ``baseline`` a variant whose median is precise leaves the rounds on its own, while the
-    baseline stays as long as any other variant is timed: it is the drift reference their paired
-    speedups need. Without one, all stop together.
-    """
+    """The active variants that stop after this many ``cycles``, with why; ``capped``: the point's time cap has
+    passed. With a ``baseline``, a precise variant leaves on its own and the baseline stays while any other is
+    timed; without one, all stop together."""
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
@@ -250,9 +215,9 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
         return {n: "target_rel_ci" if n in precise else "max_time_s" for n in active}  # a row that got there says so
     if cycles < MIN_ROUNDS:
         return {}
-    if baseline is None or baseline not in active:
-        if baseline is None:
-            return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
+    if baseline is None:
+        return {n: "target_rel_ci" for n in active} if len(precise) == len(active) else {}
+    if baseline not in active:
         return {n: "target_rel_ci" for n in precise}
     others = [n for n in active if n != baseline]
     leaving = {n: "target_rel_ci" for n in precise if n != baseline}
@@ -261,28 +226,13 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
     return leaving
 
 
-def _time_alone(timer: BlockTimer, calls: int, blocks: int, switch_in: bool) -> list[float]:
-    """The baseline timed with no other variant between its blocks (the interference check)."""
-    samples: list[float] = []
-    for _ in range(blocks):
-        samples += timer.block(calls, switch_in).host_ms
-    return samples
-
-
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
                         timing: TimingSettings, tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
                         warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
-    """Time every variant of one point in rotating rounds until ``timing`` says stop.
-
-    ``timers`` are :class:`BlockTimer` s (a variant's worker), lists of them (a variant's replicate processes) or
-    plain callables, timed here by a :class:`CallTimer`, in the point's rounds
-    (:class:`~trtbench.measure.rounds.Rounds`: a round is one block of every active variant, its processes taking
-    the rounds in turn). Each block keeps its process and round. ``tick`` is called once per round, outside the
-    timed blocks; the garbage collector is paused while timing. Fixed mode trims the last round to ``iterations``
-    samples per process. With a ``baseline``, precise variants leave the rounds (:func:`_finished`) and the
-    baseline is then timed alone (:attr:`RawTiming.alone`).
-    ``warmed``: untimed calls the variants made at this point just before (they count toward the warm-up).
-    """
+    """Time every variant of one point in rotating rounds (:class:`~trtbench.measure.rounds.Rounds`) until
+    ``timing`` says stop, the garbage collector paused. ``timers``: :class:`BlockTimer` s, lists of them (replicate
+    processes) or plain callables (timed by a :class:`CallTimer`). ``tick`` is called once per round; with a
+    ``baseline``, it is then timed alone (:attr:`RawTiming.alone`)."""
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}
     names = list(processes)
@@ -291,7 +241,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
     gc.disable()
     try:
         call_s = _warm_up(processes, timing, warmed)
-        switch_ins = _switch_ins(call_s, timing)
+        switch_ins = {name: s < timing.switch_in_below_s for name, s in call_s.items()}
         blocks = _block_sizes(call_s, timing, switch_ins)
         synchronize(device)
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
@@ -306,9 +256,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 _keep(m, processes[at.variant][at.process].block(calls, switch_ins[at.variant]), at.process, at.round)
 
         def finished(rounds: Rounds) -> dict[str, str]:
-            # the cap's minimum counts rounds in all: a speedup is paired by round, and three rounds cost as much
-            # with 3 processes as with one (counted per process, they tripled the largest shape's time, where the
-            # cap ends a point at its minimum: benchmarks/NOTES.md)
+            # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
             capped = time.perf_counter() - started >= timing.max_time_s and rounds.rounds >= CAPPED_MIN_ROUNDS
             return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
 
@@ -317,8 +265,9 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         for name, reason in rounds.stopped_by.items():
             results[name].stopped_by = reason
         if baseline in results and len(names) > 1:
-            results[baseline].alone = _time_alone(processes[baseline][0], blocks[baseline], ALONE_BLOCKS,
-                                                  switch_ins[baseline])
+            alone = processes[baseline][0]
+            results[baseline].alone = [s for _ in range(ALONE_BLOCKS)
+                                       for s in alone.block(blocks[baseline], switch_ins[baseline]).host_ms]
         return results
     finally:
         if gc_was_enabled:

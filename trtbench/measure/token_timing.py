@@ -1,9 +1,5 @@
-"""How a generation request is timed, and every token metric, from one timestamp per generated step.
-
-The one harness (:func:`timed_request`) notes the time before it calls a decoder session's ``generate``
-and the time at each ``stamp()`` the session makes as a step's tokens exist (the first at the first
-token). Every metric of every decoder derives from those times alone (:func:`request_metrics`), with
-one definition each (:data:`DEFINITIONS`, which the report prints).
+"""How a generation request is timed (:func:`timed_request`: one timestamp per generated step), and every token
+metric from those times alone (:func:`request_metrics`), with one definition each (:data:`DEFINITIONS`).
 """
 
 from __future__ import annotations
@@ -51,10 +47,8 @@ class RequestMetrics:
 
 def timed_request(session, prompt: np.ndarray, new_tokens: int,
                   on_step: Optional[Callable[[int], None]] = None) -> TimedRequest:
-    """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step;
-    ``on_step(steps)``, where given, is called as soon as each step is stamped, with the steps stamped so far (a
-    server reports a batch's first token at 1, and each sequence's completion at its own length).
-    A session whose stamps or tokens do not match ``new_tokens`` is an error, not a measurement."""
+    """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step; ``on_step``
+    gets the steps stamped so far as each is. Stamps or tokens that do not match ``new_tokens`` raise."""
     stamps: list[float] = []
 
     def stamp() -> None:

@@ -1,11 +1,6 @@
 """Trackers: what is read around each timed block of calls, in the process that makes them, one module each: page
-faults (:mod:`.faults`), the launch-bound share on CUDA (:mod:`.launch`), energy (:mod:`.energy`).
-
-A tracker (:class:`~.base.Tracker`) starts just before a block's timed calls and stops just after them, giving its
-value for the block. :func:`~trtbench.measure.timing.time_calls` keeps each value in its block's ``tracked`` by the
-tracker's ``key``, and :class:`~trtbench.measure.timing.RawTiming` a list of them per key, one per block
-(:meth:`~trtbench.measure.timing.RawTiming.kept`); the tracker's module summarises that list for a record. A new
-tracker: its module here, and its line in :func:`block_trackers`.
+faults (:mod:`.faults`), the launch-bound share on CUDA (:mod:`.launch`), energy (:mod:`.energy`). A new tracker:
+docs/architecture.md, "Adding a per-block measurement (a tracker)".
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ __all__ = ["Calls", "Tracker", "block_trackers"]
 
 
 def block_trackers(device: torch.device, counter: Optional[EnergyCounter]) -> tuple[Tracker, ...]:
-    """The trackers of a process timing on ``device``: page faults; on CUDA, the launch-bound share; with the
-    device's energy ``counter`` (None: none readable), energy."""
+    """The trackers of a process timing on ``device``: page faults, the launch-bound share on CUDA, energy with a
+    ``counter``."""
     return (FaultsTracker(), *((LaunchTracker(),) if device.type == "cuda" else ()),
             *((EnergyTracker(counter),) if counter is not None else ()))

@@ -1,9 +1,5 @@
-"""Energy per block: the device's energy counter (:mod:`trtbench.measure.energy`) read around a block's timed calls,
-and a record's joules per call above the idle draw read just before its point's rounds.
-
-A call's energy is its block's minus that idle draw over the block's time, per call (:func:`energy_metrics`);
-:class:`PointEnergy` holds what a point's records share: the counter, the idle draw, and the device's clocks and
-temperature at the start and the end of the rounds.
+"""Energy per block: the device's energy counter read around a block's timed calls, and a record's joules per call
+above the idle draw read just before its point's rounds (docs/measuring.md, "Energy per inference").
 """
 
 from __future__ import annotations
@@ -39,10 +35,9 @@ class EnergyTracker:
 
 
 def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call") -> Optional[dict]:
-    """A record's energy from its ``blocks`` (each one's reading, its units the ``unit``) and the idle draw before
-    them: joules
-    per ``unit`` above idle (the median over blocks, with its 95% interval: one process's, the blocks' spread),
-    the average power while the calls ran, and the idle power. None without blocks."""
+    """A record's energy from its ``blocks`` and the idle draw before them: joules per ``unit`` above idle (the
+    median over blocks, with its 95% interval), the average power while the calls ran, and the idle power; None
+    without blocks."""
     blocks = [b for b in blocks if b.seconds > 0 and b.units > 0]
     if not blocks:
         return None
@@ -57,9 +52,8 @@ def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call
 
 @dataclass(frozen=True)
 class PointEnergy:
-    """What a point's records need to report energy: the counter (None: ``reason`` says why), the idle draw read
-    just before the rounds, and the device's clocks and temperature then (``start``) and after them (``end``, from
-    :meth:`after_rounds`)."""
+    """What a point's records share for energy: the counter (None: ``reason`` says why), the idle draw before the
+    rounds, and the device's state then (``start``) and after them (``end``)."""
 
     counter: Optional[EnergyCounter]
     reason: str = ""
@@ -80,13 +74,12 @@ class PointEnergy:
         return dataclasses.replace(self, end=self.counter.state()) if self.counter is not None else self
 
     def through(self, later: "PointEnergy") -> "PointEnergy":
-        """This point's energy over its rounds and a later turn's (``later``): this one's idle draw and start,
-        ``later``'s end."""
+        """This point's energy through a later turn's rounds: ``later``'s end."""
         return dataclasses.replace(self, end=later.end)
 
     def metrics(self, blocks: list[EnergyReading], unit: str = "call") -> dict:
-        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`: joules per ``unit``), with the
-        counter, and the device's state at the start and the end of the rounds; without a counter, why."""
+        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`) and the device's state; without a
+        counter, why."""
         if self.counter is None:
             return {"unavailable": self.reason}
         energy = energy_metrics(blocks, self.idle_w, unit)

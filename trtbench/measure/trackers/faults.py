@@ -1,7 +1,5 @@
-"""Page faults: the minor page faults of the timing process per timed call of a block.
-
-A runtime whose allocator hands its buffers back to the OS after each call (glibc ``munmap``s blocks above its mmap
-threshold) faults its pages in again on every call, which costs time a warmed-up allocator does not.
+"""Page faults: the minor page faults of the timing process per timed call of a block (why: docs/measuring.md,
+"The Isolation table and page faults").
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""Launch-bound calls on CUDA: a call whose host returns only near the end of its synchronised time.
-
-A CUDA call returns to the host as soon as its kernels are queued; the synchronisation after it waits for
-the GPU to finish them. When the host time until the call returns is most of the synchronised time, the
-CPU issuing kernels (Python, the dispatcher, one launch per kernel) sets the call's time and the GPU waits
-for it: a faster GPU kernel would not show, and fp16 can read no faster than fp32 (resnet34 at batch 1-16
-on an H100 did: benchmarks/NOTES.md). The ways out are fewer launches (a CUDA graph: ``cuda_graphs: true``,
-or torch.compile's ``mode: reduce-overhead``) or more work per launch (a larger batch).
-Its tracker keeps each block's median host time until return (CUDA only).
+"""Launch-bound calls on CUDA: a call whose host returns only near the end of its synchronised time (why:
+docs/measuring.md, "Launch-bound calls (CUDA)"). Its tracker keeps each block's median host time until return.
 """
 
 from __future__ import annotations
@@ -20,8 +13,7 @@ LAUNCH_BOUND_SHARE = 0.8  # host time until the call returns over its synchronis
 
 
 class LaunchTracker:
-    """The median host ms until a call of the block returned, before synchronising (CUDA: elsewhere a call returns
-    when done, and nothing is kept)."""
+    """The median host ms until a call of the block returned, before synchronising (CUDA only)."""
 
     key = "launch"
 
@@ -33,8 +25,8 @@ class LaunchTracker:
 
 
 def launch_metrics(returned_ms: list[float], host_ms: list[float]) -> Optional[dict]:
-    """A record's ``metrics.launch``: the median over blocks of the host time until each call returned (before
-    synchronising), the median synchronised host time, and their ratio; None without CUDA blocks."""
+    """A record's ``metrics.launch``: the median host time until return, the median synchronised host time, and
+    their ratio; None without CUDA blocks."""
     if not returned_ms or not host_ms:
         return None
     returned, synchronised = statistics.median(returned_ms), statistics.median(host_ms)
@@ -43,7 +35,6 @@ def launch_metrics(returned_ms: list[float], host_ms: list[float]) -> Optional[d
 
 
 def launch_bound_share(metrics: dict) -> Optional[float]:
-    """The share of a record's ``metrics`` where its call is launch-bound (at least :data:`LAUNCH_BOUND_SHARE`),
-    else None."""
+    """The share of a record's ``metrics`` where it is at least :data:`LAUNCH_BOUND_SHARE`, else None."""
     share = (metrics.get("launch") or {}).get("share")
     return share if share is not None and share >= LAUNCH_BOUND_SHARE else None
