@@ -1,13 +1,10 @@
-"""What was measured: a frozen, hashable :class:`Case` (after ``torch.utils.benchmark``'s TaskSpec).
-
-A case names the model, the variant with its options, the precision, the shape point (its
-label and the concrete input shapes), the threads and the device. Two records with equal
-cases measured the same thing; with the environment id (:mod:`trtbench.core.env`) a case keys a
-record in a :class:`~trtbench.results.resultset.ResultSet`.
+"""What was measured: a frozen, hashable :class:`Case` (after ``torch.utils.benchmark``'s TaskSpec); with the
+environment id it keys a record in a :class:`~trtbench.results.resultset.ResultSet`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -57,12 +54,8 @@ class Case:
 
     @property
     def baseline_id(self) -> tuple:
-        """Identifies, with a precision and an environment, the eager records a case's speedups are
-        measured against (eager fp32, and eager at the case's own precision where that is a reduced float
-        one, with the options its run listed): everything but the variant, its options and the precision;
-        so eager under the same deployment knobs.
-        Every precision of a model is timed in the rounds of eager fp32, its reference
-        (:func:`trtbench.config.plan.group_precisions`)."""
+        """Identifies, with a precision and an environment, the eager records a case's speedups are measured
+        against: everything but the variant, its options and the precision."""
         return (self.model, self.point, self.input_shapes, self.threads, self.device, self.knobs)
 
     @property
@@ -86,8 +79,6 @@ class Case:
 
 def options_text(options) -> str:
     """A variant's options as canonical JSON of the fields that differ from the defaults."""
-    import dataclasses
-
     if options is None or not dataclasses.is_dataclass(options):
         return ""
     defaults = type(options)()

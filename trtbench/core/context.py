@@ -26,8 +26,7 @@ class RunContext:
     environment: dict  # trtbench.core.env.collect_environment(); its "id" names the records' environment
     failures: FailureLog
     progress: Progress
-    crashed: dict = field(default_factory=dict)  # (model, precision, variant) -> why its build, save or check
-    # crashed an earlier run process (trtbench.pipeline.supervisor): it fails with that reason, not built again
+    crashed: dict = field(default_factory=dict)  # (model, precision, variant) -> why it crashed an earlier process
 
     @property
     def config(self) -> Config:

@@ -1,10 +1,5 @@
-"""An upstream deprecation of what a variant is built, saved or loaded with: what, in which release, what
-replaces it, and the warnings upstream says it with.
-
-A variant names its deprecations (``Variant.deprecations``); where it builds, saves or loads, those warnings are
-caught and said once, as the deprecation's :attr:`~Deprecation.note`, in the row's warnings
-(:func:`warning_lines`), or kept off the console where the row already says them (:func:`silenced`).
-Every other warning is kept as it was raised.
+"""An upstream deprecation of what a variant is built, saved or loaded with: what, in which release, what replaces
+it, and the warnings upstream says it with, which a row says once as the deprecation's :attr:`~Deprecation.note`.
 """
 
 from __future__ import annotations
@@ -20,10 +15,9 @@ DEPRECATION_CATEGORIES = (DeprecationWarning, FutureWarning)
 
 @dataclass(frozen=True)
 class Deprecation:
-    """``subject`` deprecated in ``since`` (a release: ``torch 2.14``); ``successors``: the variants that replace
-    it, timed beside it where a run lists them (``instead``: the way out in words, where no variant is it);
-    ``messages``: regular expressions matching the start of the warnings upstream deprecates it with (as
-    :func:`warnings.filterwarnings` matches them: ignoring case)."""
+    """``subject`` deprecated in ``since`` (``torch 2.14``); ``successors``: the variants that replace it
+    (``instead``: the way out in words, where no variant is it); ``messages``: regular expressions matching the
+    start of upstream's warnings, ignoring case."""
 
     subject: str
     since: str

@@ -24,16 +24,20 @@ BUSY_THRESHOLD = 0.25  # share of CPU time used by others before the run that ea
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name (from /proc/cpuinfo on Linux)."""
+def _cpuinfo_value(prefixes: tuple[str, ...]) -> str | None:
+    """The value of /proc/cpuinfo's first line that starts with one of ``prefixes`` ("" where none does; None where
+    the file cannot be read)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return next((line.split(":", 1)[1] for line in fh if line.startswith(prefixes)), "")
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return None
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name (from /proc/cpuinfo on Linux)."""
+    name = _cpuinfo_value(("model name",))
+    return name.strip() if name else platform.processor() or platform.machine()
 
 
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16", "amx_tile")  # x86 int8 dot-product units
@@ -51,21 +55,11 @@ def cpu_flags(flags_text: str | None = None) -> set[str] | None:
 
 def cpu_flags_text() -> str | None:
     """The CPU's flags line from /proc/cpuinfo (x86 ``flags``, Arm ``Features``); None where it cannot be read."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith(("flags", "Features")):
-                    return line.split(":", 1)[1]
-    except OSError:
-        return None
-    return ""
+    return _cpuinfo_value(("flags", "Features"))
 
 
 def cpu_int8_features(flags_text: str | None = None) -> dict:
-    """The CPU's INT8 dot-product units, from /proc/cpuinfo's flags (VNNI: AVX-512 VNNI or AVX-VNNI; AMX).
-
-    Without VNNI, x86 INT8 kernels emulate the dot products with AVX2 and INT8 often is no faster than fp32.
-    ``flags_text``: the flags line (default: this machine's)."""
+    """The CPU's INT8 dot-product units (VNNI, AMX) in ``flags_text`` (default: this machine's flags line)."""
     flags = cpu_flags(flags_text)
     if flags is None:
         return {"known": False}
@@ -89,9 +83,8 @@ class Bf16Compute:
 
 
 def bf16_compute(device: torch.device | str = "cpu", flags_text: str | None = None) -> Bf16Compute:
-    """Whether ``device`` computes bf16 natively: on a CPU, AMX-BF16 or AVX512-BF16 in /proc/cpuinfo's flags
-    (``flags_text``: a flags line instead); on CUDA, bf16 tensor cores (compute capability 8.0 and later). The one
-    test of native bf16 that vision rows and decoders share: where it fails, torch still runs bf16, emulated."""
+    """Whether ``device`` computes bf16 natively: on a CPU, AMX-BF16 or AVX512-BF16 in the flags (``flags_text``, or
+    this machine's); on CUDA, bf16 tensor cores (compute capability 8.0 and later)."""
     if torch.device(device).type == "cuda":
         native = torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
         return Bf16Compute(NATIVE if native else EMULATED, "bf16 tensor cores" if native else None,
@@ -133,12 +126,8 @@ def gpu_info(device: torch.device) -> dict:
 
 
 def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
-    """Everything a reader needs to reproduce or compare a result.
-
-    ``cudnn_benchmark`` is the cuDNN autotuning setting the run measures with (the config's
-    ``benchmark.cudnn_benchmark``, set around each build group), not torch's flag at the time
-    this is called, before the run has set it.
-    """
+    """Everything a reader needs to reproduce or compare a result; ``cudnn_benchmark``: the config's setting, which
+    the run sets around each build group."""
     import torchvision
 
     env = {
@@ -165,14 +154,9 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
 
 
 def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[float, str] | None:
-    """The tightest CFS CPU quota on this process, in CPUs, and the file that sets it (None: no quota).
-
-    Read from the process's cgroup (``self_cgroup``: the text of /proc/self/cgroup) and each of its
-    ancestors under ``root``: cgroup v2 ``cpu.max`` (``QUOTA PERIOD``, or ``max``), in ``root`` or, on a
-    hybrid host, ``root/unified``; cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (quota -1: none)
-    in the cpu controller's mount. A Kubernetes CPU limit is such a quota, while os.cpu_count() still
-    shows every CPU of the host.
-    """
+    """The tightest CFS CPU quota on this process, in CPUs, and the file that sets it (None: no quota), from its
+    cgroup (``self_cgroup``: /proc/self/cgroup's text) and its ancestors under ``root``, v2 ``cpu.max`` (in ``root``
+    or ``root/unified``) or v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``."""
     if self_cgroup is None:
         try:
             self_cgroup = Path("/proc/self/cgroup").read_text(encoding="utf-8")
@@ -194,8 +178,8 @@ def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -
 
 
 def _cgroup_dirs(mounts: list[Path], path: str) -> list[Path]:
-    """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts``; a mount's
-    own directory is the cgroup of a container that sees only its own (cgroup namespace)."""
+    """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts`` (a mount's own
+    directory: a container's cgroup namespace)."""
     cgroup = PurePosixPath(path.strip() or "/")
     relative = [cgroup.relative_to("/"), *(parent.relative_to("/") for parent in cgroup.parents)]
     dirs: list[Path] = []
@@ -222,14 +206,9 @@ def _v1_quota(quota_path: Path, period_path: Path) -> list[tuple[float, str]]:
 
 def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] | None = None,
                     cgroup_root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> dict:
-    """The thread count a run uses where its config names none, and where it comes from.
-
-    ``OMP_NUM_THREADS`` when set (as torch itself reads it); else the CPUs this process may use, the
-    fewest of: os.cpu_count(); its CPU affinity (``sched_getaffinity``: taskset, or a Slurm or
-    Kubernetes CPU set); its cgroup CPU quota (:func:`cgroup_cpu_quota`, rounded down, at least 1); and
-    the Slurm job's ``SLURM_CPUS_PER_TASK`` (a cluster that does not bind tasks to their CPUs still
-    allots them).
-    """
+    """The thread count a run uses where its config names none, and where it comes from: ``OMP_NUM_THREADS`` when
+    set, else the fewest of os.cpu_count(), the CPU affinity, the cgroup CPU quota (rounded down, at least 1) and
+    ``SLURM_CPUS_PER_TASK`` (docs/config.md, "Benchmark settings")."""
     omp = environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
@@ -282,9 +261,8 @@ MACHINE_KEYS = ("cpu", "cpu_count", "gpu_name", "gpu_memory_gib")  # what the ma
 
 
 def machine_fingerprint(env: dict, flags_text: str | None = None) -> dict:
-    """The machine a run measured on, as a history series keys it: the CPU model, its flags (the whole
-    /proc/cpuinfo line, sorted; an old result's INT8 subset where that is all it kept) and cores, the GPU's name
-    and memory, with their ``id``. Never the hostname, the load or anything else that drifts between runs."""
+    """The machine a run measured on, as a history series keys it: the CPU model, its sorted flags (``flags_text``;
+    else an old result's INT8 subset) and cores, the GPU's name and memory, with their ``id``."""
     if flags_text is not None:
         flags = sorted(set(flags_text.split()))
     else:

@@ -1,10 +1,6 @@
-"""FLOPs of one forward pass, counted by ``torch.utils.flop_counter.FlopCounterMode`` on the eager model.
-
-The counter adds up the floating-point operations of the ops it has formulas for (matmuls,
-convolutions, attention, their batched forms): one multiply-add counts as 2 FLOPs.
-Elementwise ops, normalisation and pooling are not counted; in conv and matmul networks
-they are a small share. The count is a property of the model and input shape, not of a
-variant: FLOPs / latency is any variant's achieved FLOP/s at that shape.
+"""FLOPs of one forward pass, counted by ``torch.utils.flop_counter.FlopCounterMode`` on the eager model (matmuls,
+convolutions and attention, a multiply-add as 2 FLOPs; elementwise ops, normalisation and pooling not counted): a
+property of the model and input shape, so FLOPs / latency is any variant's achieved FLOP/s there.
 """
 
 from __future__ import annotations

@@ -16,10 +16,8 @@ from trtbench.core.errors import DiskFullError, UserInputError
 
 
 def ensure_writable_dir(path: Path | str) -> None:
-    """Raise UserInputError unless this process can write ``path`` (or create it), writing nothing.
-
-    A folder that does not exist yet is judged by its nearest existing parent, where it would be made.
-    """
+    """Raise UserInputError unless this process can write ``path`` (or its nearest existing parent), writing
+    nothing."""
     target = Path(path).absolute()
     existing = target
     while not existing.exists():
@@ -98,13 +96,8 @@ def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -
 
 
 def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:
-    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path``.
-
-    ``torch.jit.save`` and ``torch.export.save`` given a path, and ``torch.export.save`` given an open
-    file too, write through a C++ stream writer that aborts the whole process when the disk fills
-    (exit 134, torch 2.14.1); into a buffer they cannot fail that way, and the Python write that
-    follows raises instead. The price is one copy of the file in memory while it is written.
-    """
+    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path`` (why:
+    docs/artifacts.md)."""
     buffer = io.BytesIO()
     save(buffer)
     write_bytes(path, buffer.getbuffer())
@@ -112,8 +105,6 @@ def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:
 
 def require_readable_file(path: str, key: str) -> Path:
     """Return ``path`` as a Path, or raise naming ``key`` when it is missing or unreadable."""
-    from trtbench.core.errors import UserInputError
-
     p = Path(path).expanduser()
     if not p.is_file():
         raise UserInputError(key, f"file not found: {p}",

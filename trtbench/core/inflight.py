@@ -1,12 +1,6 @@
-"""What a supervisor of the run process (:mod:`trtbench.pipeline.supervisor`) sees of it: the step of one variant
-that runs the variant's native code in the run process itself (its build; its save, with the reload checks of
-its files; its first call, checked against the reference), marked while it runs, and the native stack of a crash.
-
-The supervisor names the marker's file in the run process's environment (``TRTBENCH_INFLIGHT``); a process
-without it (the Python API, the tests) marks nothing. A step marks itself with :func:`in_flight`: the file is
-written (atomically) before the step and removed after it, however it ends, but for a native crash of the process,
-which leaves it naming the step that crashed. :func:`native_crash_log` has ``faulthandler`` write the stack of
-such a crash to ``<output>/crash.log``.
+"""What a supervisor of the run process (:mod:`trtbench.pipeline.supervisor`) sees of it: the variant step running
+native code in it (build, save, check), marked in the file ``TRTBENCH_INFLIGHT`` names while it runs (no such
+variable: nothing is marked), and the native stack of a crash (docs/resuming.md, "Native crashes").
 """
 
 from __future__ import annotations
@@ -38,7 +32,7 @@ class InFlight:
 
 @contextlib.contextmanager
 def in_flight(step: InFlight) -> Iterator[None]:
-    """Mark ``step`` as running for the supervisor, if there is one, until it ends."""
+    """Mark ``step`` as running for the supervisor, if there is one, until it ends (a native crash leaves it)."""
     where = os.environ.get(INFLIGHT_ENV)
     if not where:
         yield

@@ -92,11 +92,8 @@ def batch_shapes(input_specs, batch: int) -> list[list[int]]:
 
 def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.device,
                 float_dtype: torch.dtype | None = None) -> tuple:
-    """One tensor per input spec at ``shapes``; float inputs are cast to ``float_dtype`` when given.
-
-    The same seed gives the same values whatever the device, so every variant and every
-    precision sees the same data.
-    """
+    """One tensor per input spec at ``shapes``, the same for a seed whatever the device; float inputs are cast to
+    ``float_dtype`` when given."""
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for spec, shape in zip(input_specs, shapes):

@@ -37,8 +37,8 @@ class Knobs:
 
     @property
     def text(self) -> str:
-        """The knobs set away from their defaults, canonical (``allocator=tcmalloc,binding=cores``; "" for
-        none): a case's key carries it, so cases under the defaults keep the keys they had before."""
+        """The knobs set away from their defaults, canonical (``allocator=tcmalloc,binding=cores``; "" for none), as
+        a case's key carries them."""
         default = Knobs()
         return ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
                         if getattr(self, f.name) != getattr(default, f.name))
@@ -48,16 +48,12 @@ class Knobs:
         """:attr:`text`, or ``defaults``, for tables."""
         return self.text or "defaults"
 
-    @classmethod
-    def from_text(cls, text: str) -> "Knobs":
-        return cls(**dict(item.split("=", 1) for item in text.split(",") if item))
-
     def to_dict(self) -> dict:
         return asdict(self)
 
     def unavailable_reason(self, target: Target) -> Optional[str]:
-        """Why a process cannot start with these knobs here, with the fix (None: it can); ``target``'s
-        ``processes`` that run at once, each on ``threads`` cores, for the binding."""
+        """Why a process cannot start with these knobs here, with the fix (None: it can); ``target``: the processes
+        that run at once and their threads, for the binding."""
         threads, processes = target.threads, target.processes
         reason = allocator_state.missing_library(self.allocator)
         if reason is None and self.openmp == "intel" and _intel_openmp() is None:
@@ -69,9 +65,8 @@ class Knobs:
         return reason
 
     def env(self, base: dict, threads: int = 1, slot: int = 0) -> dict:
-        """``base`` for a process that starts with these knobs: every knob of another setting removed, then
-        these set; ``slot``: which of the processes that run at once this is (its cores, for the binding).
-        Raises ValueError where a setting is unavailable (:meth:`unavailable_reason`)."""
+        """``base`` for a process that starts with these knobs (``slot``: which of the processes that run at once,
+        for the binding): every other setting's knobs removed, these set; ValueError where one is unavailable."""
         out = allocator_state.process_env(self.allocator, {k: v for k, v in base.items() if k not in BINDING_VARS})
         if self.openmp == "intel":
             library = _intel_openmp()

@@ -21,13 +21,9 @@ _HELD: dict[Path, list] = {}  # folders this process has locked: [holders, the l
 
 
 class OutputDir:
-    """``<out>``: created if missing, refused (exit 2) when it is a file, unwritable or in use.
-
-    The lock is an ``flock`` on ``<out>/.trtbench.lock``: the kernel drops it when the process
-    dies however it dies, so a killed run never leaves a stale lock behind its resume. A second hold
-    in the same process is refused too, unless it ``joins`` (the report's files written inside a run):
-    it then shares the hold, and the last to let go releases the lock.
-    """
+    """``<out>``: created if missing, refused (exit 2) when it is a file, unwritable or in use; locked by an
+    ``flock`` on ``<out>/.trtbench.lock``, which the kernel drops when the process dies. A second hold in this
+    process is refused too, unless it ``joins`` (then the last to let go releases the lock)."""
 
     def __init__(self, path: str | Path, key: str = "output.dir", joins: bool = False):
         self.path = Path(path)
@@ -90,9 +86,8 @@ def _busy(path: Path, key: str) -> UserInputError:
 
 
 def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str = "output.dir") -> dict[str, Path]:
-    """Write ``files`` (a path under ``out_dir`` -> its bytes, or its text as UTF-8) into ``out_dir``, each
-    atomically, in their order, while holding its lock: joined where this process's run holds it, taken
-    (and refused naming ``key`` where another process holds it) where not. Returns each file's path."""
+    """Write ``files`` (a path under ``out_dir`` -> its bytes, or its text as UTF-8) atomically, in their order,
+    holding ``out_dir``'s lock (joined where this process holds it); returns each file's path."""
     written = {}
     with OutputDir(out_dir, key=key, joins=True) as folder:
         for name, content in files.items():

@@ -1,9 +1,6 @@
-"""Result parts: the frozen values a scenario returns (a latency record, a device's ceilings, a served
-case's LoadGen results, a profile), each saving and loading itself.
-
-The journal, the result set and merge handle parts through this protocol only, so a new scenario's
-part needs no edit there. Each part type names its ``KIND`` (the journal line's kind) and its
-``RESULTS_KEY`` (its list in results.json), and registers itself here when its module is imported.
+"""Result parts: the frozen values a scenario returns (a latency record, a device's ceilings, a served case's
+LoadGen results, a profile), each saving and loading itself; the journal, the result set and merge handle parts
+through this protocol only, and each part type registers itself here when its module is imported.
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ class Part(Protocol):
 
 
 class PartsByKind:
-    """Parts other than records, by kind and then key: a later part with the same key replaces the earlier.
-    What a journal left, what a run has kept and what a result set holds each keep theirs in one."""
+    """Parts other than records, by kind and then key: a later part with the same key replaces the earlier."""
 
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[tuple, Part]] = {}

@@ -1,11 +1,6 @@
-"""Precisions a variant can be built and benchmarked at.
-
-``fp32``, ``fp16`` and ``bf16`` are floating dtypes of the parameters and float inputs. ``int8`` is a
-quantized build: the model and its inputs stay fp32, and a variant that has an INT8 path
-quantizes its own build with its backend's quantizer (:mod:`trtbench.quantize`), calibrated on
-the run's calibration data. A runtime may reach ``bf16`` by a hint instead (:data:`HINTED`): OpenVINO
-compiles fp32's model with its bf16 inference precision. Every reduced precision is compared with eager
-**fp32** (the reference), timed in the same interleaved rounds; fp16 and bf16 rows also with eager at theirs.
+"""Precisions a variant can be built and benchmarked at: ``fp32``, ``fp16`` and ``bf16`` are floating dtypes of the
+parameters and float inputs; ``int8`` is a quantized build (:mod:`trtbench.quantize`) whose model and inputs stay
+fp32. Every one is compared with eager fp32 (docs/measuring.md, "Reduced precision against eager fp32").
 """
 
 from __future__ import annotations
@@ -15,11 +10,9 @@ import torch
 PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
                                       "int8": torch.float32}
 REFERENCE = "fp32"  # every speedup and accuracy figure is against eager at this precision
-DECODER_PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")  # those of a decoder (trtbench.decoders): floats
-# (fp16: trt on a GPU), and the runtimes' weight-only int8/int4
+DECODER_PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")  # a decoder's: floats, and weight-only int8/int4
 QUANTIZED = ("int8",)  # precisions a variant reaches by quantizing its build (inputs and parameters stay fp32)
-HINTED = ("bf16",)  # precisions a runtime may reach by a hint on fp32's build (Variant.hints: OpenVINO's inference
-# precision), where torch paths cast the model instead
+HINTED = ("bf16",)  # precisions a runtime may reach by a hint on fp32's build (Variant.hints: OpenVINO's)
 
 
 def precision_dtype(name: str) -> torch.dtype:

@@ -1,9 +1,5 @@
-"""Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet.
-
-While timing, no display thread may run: alive-progress animates from a background thread, and
-on a small CPU that thread preempts the intra-op (OpenMP) workers in the middle of timed calls,
-which inflates the very latencies being measured. Timing tasks therefore get a status line that
-is redrawn only from the caller's ``tick()``, between rounds, outside the timed blocks.
+"""Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet; a timing task
+gets a line redrawn only from its ``tick()`` (docs/measuring.md, "No display thread while timing").
 """
 
 from __future__ import annotations

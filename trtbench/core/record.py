@@ -1,9 +1,5 @@
-"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples.
-
-A record is made once by the measure stage; a later stage (the save, the run's facts about a build)
-derives a new record with ``with_*`` rather than changing it. Statistics are never stored as the
-truth: :attr:`Record.stats` derives them from the raw samples each time, so merged or resumed
-records stay consistent.
+"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples; a later stage derives a
+new record (``with_*``), and statistics are derived from the samples each time, never stored.
 """
 
 from __future__ import annotations
@@ -21,10 +17,7 @@ from trtbench.core.status import Status
 @register_part
 @dataclass(frozen=True)
 class Record:
-    """One case measured in one environment: status, raw samples per round, accuracy, build facts.
-
-    What other stages found about the case (its serving results), or about what it ran on (the
-    device's ceilings), are parts of their own, joined to it by :class:`~trtbench.results.resultset.ResultSet`."""
+    """One case measured in one environment: status, raw samples per block, accuracy, build facts."""
 
     KIND: ClassVar[str] = "record"
     JOINS_RECORD: ClassVar[bool] = False
@@ -37,9 +30,7 @@ class Record:
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
     stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
-    # per entry of ``rounds``: the replicate worker process (0, 1, ...) that timed the block, and the point's global
-    # round index it was timed in (blocks of every process of every variant in one round share it). None: a result
-    # written before replicate processes, read as one process whose blocks are rounds 0, 1, ... in order
+    # per entry of ``rounds``: the replicate process that timed it and the point's round (None: an older result)
     block_process: Optional[list[int]] = None
     block_round: Optional[list[int]] = None
     accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
@@ -96,8 +87,7 @@ class Record:
 
     @cached_property
     def block_series(self) -> BlockSeries:
-        """Each block's median (ms) with its process and global round: what the two-level intervals resample
-        (:mod:`trtbench.core.stats`). Blocks without samples are left out. Computed once per record (frozen)."""
+        """Each block's median (ms) with its process and global round; blocks without samples left out."""
         return BlockSeries.of_blocks(self.rounds, self.processes, self.round_ids)
 
     @property
@@ -143,8 +133,7 @@ class Record:
         return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
                 "status": self.status, "reason": self.reason, "rounds": self.rounds,
                 "device_rounds": self.device_rounds, "block_process": self.block_process,
-                "block_round": self.block_round,
-                "stopped_by": self.stopped_by, "parity": self.accuracy,
+                "block_round": self.block_round, "stopped_by": self.stopped_by, "parity": self.accuracy,
                 "build": self.build, "metrics": self.metrics, "warnings": self.warnings, "run_id": self.run_id}
 
     @classmethod

@@ -1,10 +1,5 @@
-"""Typed dataclasses from plain YAML data, with errors that name the key path and the fix.
-
-A config section is a dataclass; its fields and annotations are the schema. ``from_dict``
-rejects unknown keys (suggesting the closest known one), wrong types and missing required
-fields, and always says where (``benchmark.iterations``) and how to fix it. A field made with
-:func:`inline` holds a dataclass whose keys are written in the section itself, not under a key of
-their own (``benchmark.iterations`` goes to ``BenchmarkConfig.timing``).
+"""Typed dataclasses from plain YAML data, with errors that name the key path (``benchmark.iterations``) and the fix:
+a config section is a dataclass, its fields and annotations the schema.
 """
 
 from __future__ import annotations
@@ -44,9 +39,7 @@ def describe(tp: Any) -> str:
         return text + " (or null)" if type(None) in args else text
     if origin is list:
         return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
+    if origin is dict or dataclasses.is_dataclass(tp):
         return "a mapping"
     return _TYPE_NAMES.get(tp, getattr(tp, "__name__", str(tp)))
 
@@ -92,22 +85,15 @@ def convert(value: Any, tp: Any, path: str) -> Any:
         return dict(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if tp in (int, float) and isinstance(value, bool):
-        raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"set '{path}' to {describe(tp)}")
-    if isinstance(tp, type) and not isinstance(value, tp):
+    if (tp in (int, float) and isinstance(value, bool)) or (isinstance(tp, type) and not isinstance(value, tp)):
         raise UserInputError(path, f"expected {describe(tp)}, got {value!r}", f"set '{path}' to {describe(tp)}")
     return value
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating keys and types recursively.
-
-    Parsing converts, checking does not: a ``prepare(fields, path)`` method of the dataclass (if any)
-    turns the typed fields (defaults filled in) into the ones it is built with (a static shape into
-    min/opt/max, variant names into typed entries), raising on what it cannot convert; after
-    construction a ``validate(path)`` method (if any) runs the section's own cross-field checks,
-    changing nothing.
-    """
+    """Build dataclass ``cls`` from ``data``, validating keys and types recursively. A ``prepare(fields, path)``
+    method of ``cls`` (if any) converts the typed fields before construction; a ``validate(path)`` method (if any)
+    then runs the section's cross-field checks, changing nothing."""
     where = path or "config"
     if data is None:
         data = {}

@@ -91,8 +91,7 @@ class Interval:
 
 
 def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
-    """Seeded bootstrap 95% interval of median(base) / median(this), each series resampled on its own (two runs'
-    samples: :mod:`trtbench.results.compare`)."""
+    """Seeded bootstrap 95% interval of median(base) / median(this), each series resampled on its own."""
     base, this = np.asarray(base, dtype=np.float64), np.asarray(this, dtype=np.float64)
     rng = np.random.default_rng(seed)
     base_picks = rng.integers(0, base.size, size=(BOOTSTRAP_SAMPLES, base.size))
@@ -102,8 +101,7 @@ def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
     return float(low), float(high)
 
 
-# Two-level intervals over blocks, rounds x replicate processes, each row's process level topped up to the run's
-# pooled figure: why, docs/measuring.md, "Two levels of luck: rounds and processes".
+# Two-level intervals over blocks: docs/measuring.md, "Two levels of luck: rounds and processes".
 
 RESOLVED_PROCESSES = 10  # a row with this many processes has its own between-process variance resolved
 _DRAWS_PER_CHUNK = 500  # bootstrap draws weighed at once (bounds memory for series of thousands of blocks)
@@ -151,15 +149,14 @@ class BlockSeries:
         return {int(p): float(np.median(medians[processes == p])) for p in np.unique(processes)}
 
     def between_variance(self) -> float | None:
-        """The variance (ddof 1) of the log of each process's median block: the row's own between-process
-        variance (it includes the small part each process median's own noise adds). None under 2 processes."""
+        """The variance (ddof 1) of the log of each process's median block; None under 2 processes."""
         logs = np.log(list(self.process_medians().values()))
         return float(np.var(logs, ddof=1)) if logs.size > 1 else None
 
 
 def pooled_between_variance(series) -> float | None:
-    """The run's between-process variance on the log scale: each row's own (:meth:`BlockSeries.between_variance`)
-    weighted by its degrees of freedom (processes - 1). None when no row has 2 or more processes."""
+    """The rows' own between-process variances (log scale) weighted by their processes - 1; None where no row has
+    2 processes."""
     weighted, dof = 0.0, 0
     for one in series:
         own = one.between_variance()
@@ -170,9 +167,8 @@ def pooled_between_variance(series) -> float | None:
 
 
 def _process_variance_shortfall(series: BlockSeries, between_var: float | None) -> float:
-    """The variance (log scale) of a normal offset added to each draw of the series' log median, so that its
-    process level carries max(own, pooled) / processes where its own is not resolved (what resampling its own
-    processes carries, own x (P - 1) / P / P, is left out). 0 where the row's own is resolved or none is known."""
+    """The variance (log scale) of the normal offset that tops the series' process level up to max(own, pooled) /
+    processes, less what resampling its own carries; 0 where its own is resolved or none is known."""
     count, own = series.process_count, series.between_variance()
     if count >= RESOLVED_PROCESSES or between_var is None and own is None:
         return 0.0
@@ -193,9 +189,8 @@ def _codes(values) -> tuple[np.ndarray, int]:
 
 
 def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
-    """Per draw, the weighted median of ``values``, each weighed by the product over ``factors`` ((codes, counts):
-    each value's code, and how often each draw picked each code, draws x codes) of how often the draw picked it;
-    NaN for a draw that picked none of them."""
+    """Per draw, the median of ``values`` weighed by the product over ``factors`` ((codes, counts per draw x code))
+    of how often the draw picked each value's code; NaN for a draw that picked none."""
     order = np.argsort(values)
     weights = None
     for codes, counts in factors:
@@ -211,11 +206,9 @@ def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
 
 def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: int,
                resample_processes: bool = True) -> np.ndarray:
-    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale): each value weighs how often the
-    draw picked its round (round indices resampled once per draw) times, for each of ``process_columns`` (each
-    value's process on one side), how often it picked that process (each column's processes resampled on their
-    own; each once where not ``resample_processes``: these very processes), plus a normal offset of sd
-    ``topup``."""
+    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale), each weighing its round's draws times
+    its process's in each of ``process_columns`` (held at once each where not ``resample_processes``), plus a
+    normal offset of sd ``topup``."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(rounds)
     process_codes = [_codes(column) for column in process_columns]
@@ -244,10 +237,8 @@ def _interval(value: float, log_draws: np.ndarray) -> Interval:
 
 
 def median_interval(series: BlockSeries, between_var: float | None = None, seed: int = 0) -> Interval:
-    """The median block (ms) with its two-level 95% interval: the rounds and the processes resampled, the
-    process level topped up to ``between_var`` (the run's pooled between-process variance, log scale) where the
-    series' own is not resolved. With one process and no ``between_var`` it covers the rounds of that one process.
-    Infinite under 3 rounds."""
+    """The median block (ms) with its two-level 95% interval (``between_var``: the run's pooled between-process
+    variance, log scale); infinite under 3 rounds."""
     if not series.medians:
         raise ValueError("no blocks to take the median of")
     value = float(np.median(series.medians))
@@ -257,9 +248,8 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
 
 
 def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]:
-    """Every pair of a ``base`` block and a ``this`` block timed in the same round (one per round where each
-    variant's processes take the rounds in turn): the log of the base's median over this one's, the round, the base
-    block's process and this block's process."""
+    """Every pair of a ``base`` and a ``this`` block timed in the same round: the log of their medians' ratio, the
+    round, and each block's process."""
     mine: dict[int, list[tuple[float, int]]] = {}
     for median, process, index in zip(this.medians, this.processes, this.rounds):
         mine.setdefault(index, []).append((math.log(median), process))
@@ -273,13 +263,9 @@ def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                      seed: int = 0, resample_processes: bool = True) -> Interval:
-    """The speedup of ``this`` over ``base``, paired by round: the median over the rounds both were timed in of the
-    round's ratio (base block over this block; the median of every such pair where a round holds several blocks
-    of a side), with its two-level 95% interval: round indices resampled once per draw and shared by both sides,
-    each side's processes resampled independently (a pair weighs its round's count times each block's process
-    count), topped up as in :func:`median_interval`. ``resample_processes=False``: the rounds alone, these very
-    processes held (what two stretches of one run timed by the same processes differ by:
-    :mod:`trtbench.analysis.regimes`). Infinite under 3 common rounds; a ValueError without one."""
+    """The speedup of ``this`` over ``base``, the median of their rounds' ratios, with its two-level 95% interval
+    (``resample_processes=False``: the rounds alone, these very processes held). Infinite under 3 common rounds; a
+    ValueError without one."""
     ratios, rounds, base_processes, this_processes = _round_pairs(base, this)
     if not ratios.size:
         raise ValueError("the two series share no round to pair on")
@@ -295,10 +281,8 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
 
 def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                       seed: int = 0) -> Interval:
-    """median(base) / median(this) for two series timed in different rounds (two runs; two settings of the knobs,
-    each a build group timed after the other), with a 95% interval from each resampled on its own at both levels:
-    its rounds and its processes (topped up as in :func:`median_interval`). Nothing pairs them, so the machine's
-    drift between them is not cancelled. Infinite where either has under 3 rounds."""
+    """median(base) / median(this) for two series timed in different rounds, with a 95% interval from each resampled
+    on its own at both levels. Infinite where either has under 3 rounds."""
     value = float(np.median(base.medians) / np.median(this.medians))
     if min(len(set(base.rounds)), len(set(this.rounds))) < 3:
         return Interval(value, -math.inf, math.inf)

@@ -1,13 +1,6 @@
-"""Steps in a series of runs' figures: change points weighed by each point's own interval and the series' scatter.
-
-Each point is a figure of one run with its 95% interval (none for a figure measured without one). On the log
-scale a point's variance is its interval's (half-width / 1.96, squared) plus the series' run-to-run scatter,
-which a run's own interval leaves out: the points' scatter about their own side's mean, pooled, less their own
-variance (:func:`run_scatter`). The fit (:func:`find_steps`) is binary segmentation: the split whose two sides'
-weighted means differ most, in standard errors, is a step when they differ by at least ``Z_STEP`` standard errors
-and by ``threshold`` in relative size; each side is then split again. Each side holds at least ``MIN_SIDE``
-points, so a step at the very end needs two runs after it; one newest point against the ones before it is
-:func:`against`, the gate's compare. Why: docs/comparing.md.
+"""Steps in a series of runs' figures: change points weighed by each point's own interval and the series' scatter,
+found by binary segmentation (:func:`find_steps`); one newest point against the ones before it is :func:`against`.
+Why: docs/comparing.md, "Steps, weighed honestly".
 """
 
 from __future__ import annotations
@@ -80,9 +73,8 @@ def difference(before: Sequence[Interval], after: Sequence[Interval], scatter: f
 
 
 def _best_split(points: Sequence[Interval], scatter: Optional[float]) -> tuple[int, float]:
-    """The split (its index) whose sides' levels differ most in standard errors, and that many: what
-    :func:`difference` gives each split (with :func:`run_scatter` of its two sides where ``scatter`` is None),
-    over the series' logs at once."""
+    """The split (its index) whose sides' levels differ most in standard errors (:func:`difference`, vectorized),
+    and that many."""
     logs = np.log([p.value for p in points])
     if not np.all(np.isfinite(logs)):
         return 0, -1.0
@@ -122,8 +114,8 @@ def _split(points: Sequence[Interval], offset: int, scatter: Optional[float], th
 
 def find_steps(points: Sequence[Interval], threshold: float = THRESHOLD,
                scatter: Optional[float] = None) -> list[Step]:
-    """The steps of a series in order (see the module docstring); ``scatter``: the run-to-run scatter on the log
-    scale (default: :func:`run_scatter` of each candidate split's two sides)."""
+    """The steps of a series in order; ``scatter``: the run-to-run scatter on the log scale (default:
+    :func:`run_scatter` of each candidate split's two sides)."""
     return _split(list(points), 0, scatter, threshold)
 
 

@@ -12,9 +12,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Target:
-    """The ``device`` and ``precision`` a variant or decoder is asked to run at (the device is None only where
-    none is in question: a worker's knobs), a transformers config's ``model_type`` (for decoders), and the
-    ``processes`` that run at once, each on ``threads`` cores (for the knobs' core binding)."""
+    """The ``device`` (None for a worker's knobs) and ``precision`` to run at, a transformers ``model_type`` (for
+    decoders), and the ``processes`` that run at once, each on ``threads`` cores (for the knobs' binding)."""
 
     device: Optional[torch.device] = None
     precision: str = "fp32"
