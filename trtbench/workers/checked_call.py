@@ -1,8 +1,5 @@
-"""The accuracy check's call: one untimed call of a variant at a point, where the variant is timed.
-
-It gives the output (judged against the eager reference), the memory high-water mark during the
-call, the warnings it raised, and how long it took. Being an untimed call at that point, it also
-counts as one of the point's warm-up calls (:class:`trtbench.measure.timing.WarmedUp`).
+"""The accuracy check's call: one untimed call of a variant at a point, where the variant is timed, with its output,
+peak memory, warnings and time; it counts toward the point's warm-up (:class:`trtbench.measure.timing.WarmedUp`).
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ class CheckedCall:
 
 
 def checked_call(call: Callable[[], Any], device: torch.device, meter: Optional[EnergyCounter] = None) -> CheckedCall:
-    """The call, synchronized; with ``meter``, the device's energy counter read around it (a generate request's
-    energy per output token: :mod:`trtbench.measure.energy`)."""
+    """The call, synchronized; with ``meter``, the device's energy counter read around it."""
     def timed():
         joules, started = meter.joules() if meter is not None else None, time.perf_counter()
         output = call()

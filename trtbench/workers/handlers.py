@@ -1,10 +1,6 @@
-"""What a worker answers: a table from a request's type (its first item) to the handler that answers it.
-
-The timing worker's own requests are here: ``block``, ``check``, ``facts`` and ``exit``. A layer above adds its own
-from a module of its own, whose handlers register with :func:`handles`: its workers are spawned naming that module
-(:func:`trtbench.workers.loop.spawn_workers`'s ``handlers``), and each worker loads it at start (:func:`load`), so
-that this layer never names the requests of the layers above it (serving's ``call``, ``stream``, ``admit``).
-Why a module is loaded by its file: docs/architecture.md, "Worker requests".
+"""What a worker answers: a table from a request's type (its first item) to the handler that answers it; the timing
+worker's own (``block``, ``check``, ``facts``, ``exit``) are here, a layer above registers its own from a module of
+its own (docs/architecture.md, "Worker requests").
 """
 
 from __future__ import annotations
@@ -30,9 +26,9 @@ from trtbench.workers.checked_call import checked_call
 
 @dataclass
 class Hosted:
-    """What a worker's handlers work on: its channel to the parent, its calls by point label and their device, the
-    device's energy counter (None: none readable), the trackers read around each timed block, the CPU time when it
-    last answered a block, and its RSS high-water mark before a check first reset it (None: not yet)."""
+    """What a worker's handlers work on: its channel, its calls by point label, their device, its energy counter
+    (None: none readable) and trackers, the CPU time when it last answered a block, and its RSS high-water mark
+    before its first check (None: not yet)."""
 
     conn: Connection
     calls: dict[str, Any]
@@ -48,8 +44,7 @@ HANDLERS: dict[str, Handler] = {}
 
 
 def handles(kind: str) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler of requests of type ``kind``; a second handler of one type is
-    an error."""
+    """Register the decorated function as the handler of requests of type ``kind`` (one handler per type)."""
 
     def register(handler: Handler) -> Handler:
         known = HANDLERS.get(kind)
@@ -69,8 +64,7 @@ def handler_files(modules: tuple[ModuleType, ...]) -> dict[str, str]:
 
 def load(files: dict[str, str]) -> None:
     """Run each handler module (its file by its name) in this process, under its own name, without its packages'
-    ``__init__`` modules: a scenario's package imports every scenario and their reports, a second of CPU and
-    matplotlib in every worker, while a handler module imports only the layers below."""
+    ``__init__`` modules."""
     for name, path in files.items():
         if name in sys.modules:
             continue
@@ -106,14 +100,13 @@ def _block(hosted: Hosted, message: tuple) -> tuple:
 
 @handles("check")
 def _check(hosted: Hosted, message: tuple) -> tuple:
-    """``("check", label, path)``: the accuracy check's call (or a generate request), the energy counter read around
-    it, its output written to ``path`` for the parent; the reply: its peak memory, warnings, time and energy."""
+    """``("check", label, path)``: the accuracy check's call (or a generate request), its output written to
+    ``path``; the reply: its peak memory, warnings, time and energy."""
     _, label, path = message
     hosted.start_peak = hosted.start_peak if hosted.start_peak is not None else _peak_rss_mb()
     with torch.inference_mode():
         checked = checked_call(hosted.calls[label], hosted.device, hosted.meter)
-    # written from the tensors' own memory: serializing to bytes here would allocate and free blocks of the
-    # output's size, and move glibc's thresholds as a deployment's calls do not (core/allocator.py)
+    # from the tensors' own memory: bytes here would move glibc's thresholds (docs/measuring.md, page faults)
     torch.save(checked.output, path)
     reply = ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
     del checked
@@ -131,8 +124,7 @@ def _facts(hosted: Hosted, message: tuple) -> tuple:
 
 @handles("exit")
 def _exit(hosted: Hosted, message: tuple) -> None:
-    """``("exit",)``: at once, its output flushed; tearing an interpreter with torch down takes a second or more of
-    CPU on a busy machine, and nothing of a worker's is left to write."""
+    """``("exit",)``: at once, its output flushed (nothing of a worker's is left to write)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -1,13 +1,6 @@
-"""Where each variant is timed: in this process, or in worker processes of its own (the default).
-
-``process`` (:class:`VariantWorkers`): ``benchmark.processes`` replicate workers per variant of a build group
-each load the variant's saved file (or rebuild it from the parent's exact weights) and time it on request
-(:mod:`trtbench.workers.loop`), as a deployment runs one runtime per process; each starts with its own start-up
-luck (:func:`trtbench.workers.loop.startup_luck`), so that what differs from one process to the next shows as
-variance between them. Where they would not fit in memory together, sets of them take turns (:func:`plan_turns`).
-``in_process``: every variant is timed in the parent, each block followed by the same settle wait. Either way the timing
-loop, and so the interleaving, is :func:`trtbench.measure.timing.measure_interleaved`'s. Each record states how it ran
-(:meth:`facts`): the method, the process, its threads and the runtime's spinning.
+"""Where each variant is timed: in worker processes of its own (``process``, :class:`VariantWorkers`: replicate
+workers per variant, taking turns where they do not fit in memory together), or in this process (``in_process``).
+Why: docs/measuring.md, "Each runtime in its own process" and "Replicate processes".
 """
 
 from __future__ import annotations
@@ -43,15 +36,13 @@ SETTLED = "each block ends when its process's threads are idle (measured settle 
 
 
 class Isolation(Protocol):
-    """Where a build group's variants are timed: each slot in one or more replicate processes, all of a turn's
-    alive at once (:attr:`turns` of them take turns where they would not fit in memory together)."""
+    """Where a build group's variants are timed: each slot in one or more replicate processes, over :attr:`turns`."""
 
     method: str
     turns: int
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
-        """The accuracy check's call of ``variant`` at ``label``, made where the variant is timed (in every
-        process of this turn; the first's is judged)."""
+        """The accuracy check's call of ``variant`` at ``label``, made where it is timed (the first process's)."""
         ...
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
@@ -93,10 +84,8 @@ class InProcess:
 
 
 def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "") -> Optional[Artifact]:
-    """The variant's deployable file saved into ``folder`` (None: it saves none, or could not; then
-    its worker rebuilds it, and the artifact step reports any save failure itself). ``key`` names
-    the file where one variant is built at two precisions (``ort@int8``). The warnings of its deprecations
-    are not shown: its build and its published save put them in its rows."""
+    """The variant's deployable file saved into ``folder``, its deprecations' warnings silenced (None: it saves none,
+    or could not, and its worker rebuilds it); ``key`` names the file (``ort@int8``)."""
     try:
         with silenced(variant.deprecations):
             artifacts = variant.save(built, folder, "timed-" + (key or variant.name).replace("@", "-"))
@@ -106,10 +95,9 @@ def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "
 
 
 class VariantWorkers:
-    """``processes`` replicate worker processes per variant of one build group (:attr:`Isolation.turns`), spawned
-    when the group starts (they import torch while this process builds), given their variants once built, closed
-    together. Process 0 of every slot builds first; its peak RSS is the estimate for its siblings, and as many of
-    them as fit in the memory available (:func:`plan_turns`) build beside it; the rest take turns."""
+    """``processes`` replicate worker processes per variant of one build group, spawned when the group starts,
+    given their variants once built, closed together; process 0 of every slot builds first, and its peak RSS plans
+    the turns of the others (:func:`plan_turns`)."""
 
     method = "process"
 
@@ -136,10 +124,9 @@ class VariantWorkers:
 
     def start(self, config, group, builds: dict[str, tuple[Variant, Built]], precisions: dict[str, str],
               copies: dict[str, PrecisionCopy], device: torch.device) -> "VariantWorkers":
-        """Write ``group``'s weights and inputs once per compute dtype (``copies``, by precision: the
-        model copies the parent built from) and each variant's deployable file, then give each variant its
-        first process, plan the turns from their memory, and start the first turn's other processes.
-        ``builds`` and ``precisions`` are by slot id (``ort``, ``ort@int8``, ``trt@fp16``)."""
+        """Write ``group``'s weights and inputs once per precision's ``copies`` and each variant's deployable file,
+        start each slot's first process, plan the turns, and start the first turn's others. ``builds`` and
+        ``precisions`` are by slot id (``ort@int8``)."""
         folder = Path(self._folder.name)
         payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
         for key, (variant, built) in builds.items():
@@ -158,8 +145,8 @@ class VariantWorkers:
         return self
 
     def _build(self, indices: list[int]) -> None:
-        """Give process ``i`` of every slot still running, for each ``i`` of ``indices``, an idle worker, and build
-        them; a slot any of whose processes fails is failed with that error."""
+        """Build process ``i`` of every slot still running, for each ``i`` of ``indices``, on idle workers; a slot any
+        of whose processes fails is failed with that error."""
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         slots = sorted((k for k in self.recipes if k not in self.errors),
                        key=lambda k: self.recipes[k].artifact is not None)
@@ -181,8 +168,7 @@ class VariantWorkers:
                     self.errors[slot] = errors[name]
 
     def _extra_bytes(self) -> int:
-        """What one more process of every slot would add: each slot's first process's peak RSS, less what an idle
-        spawned worker (already counted as used) holds."""
+        """What one more process of every slot would add: each first process's peak RSS, less an idle worker's."""
         idle = [process_facts(w.process.pid).get("rss_mb", 0.0) for w in self._idle[:1]]
         peaks = [w.refresh_facts().get("peak_rss_mb") or 0.0
                  for slot in self.workers for w in self.workers[slot].values()]
@@ -196,8 +182,7 @@ class VariantWorkers:
         self._build(self.plan[self.turn])
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
-        """Each process's own call: accuracy is judged on what is timed (the deployed file, where one ships);
-        the first process's is returned, each of the others' warms that process up."""
+        """Each process's own call (each warms its process up); the first's is returned."""
         checked = [worker.check(label) for worker in self._processes(variant).values()]
         return checked[0]
 
@@ -216,8 +201,8 @@ class VariantWorkers:
         return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(), **facts}
 
     def process_facts(self, variant: str) -> dict[int, dict]:
-        """Each process of this turn: its pid, start-up luck, RSS, what it cost to get ready, context switches, CPU
-        migrations and allocator."""
+        """Each process of this turn: its pid, start-up luck, RSS, ready cost, context switches, migrations and
+        allocator."""
         found = {}
         for i, worker in self.workers.get(variant, {}).items():
             facts = _refreshed(worker)
@@ -247,10 +232,8 @@ def _refreshed(worker: Worker) -> dict:
 
 def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
                share: float = AVAILABLE_SHARE) -> list[list[int]]:
-    """The process indices of each turn: process 0 of every slot is alive; each further set of processes (one per
-    slot) needs ``extra_bytes`` of ``available`` (MemAvailable now; its ``share``, the rest the margin; the
-    generate scenario gives what its memory budget leaves beside process 0, all of it). As many sets as fit run in
-    each turn. Unknown availability: every process at once."""
+    """The process indices of each turn: as many sets of processes (one per slot, each needing ``extra_bytes``) as
+    fit in ``share`` of ``available`` run in each turn beside process 0; unknown availability: all at once."""
     if available is None or extra_bytes <= 0:
         return [list(range(processes))]
     at_once = max(1, min(processes, 1 + int(available * share // extra_bytes)))
@@ -258,8 +241,8 @@ def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
 
 
 def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
-    """With ``isolation: process``, a worker per variant of ``group`` that can run here, spawned now so
-    that they import torch while this process builds; None when this process times them."""
+    """With ``isolation: process``, a worker per variant of ``group`` that can run here, spawned now; None when this
+    process times them."""
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())

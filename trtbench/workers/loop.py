@@ -1,15 +1,5 @@
-"""A timing worker: one process that hosts one variant and times blocks of its calls on request.
-
-No runtime is deployed sharing a process with other runtimes' thread pools, so each variant is
-timed in a process of its own: a fresh interpreter (``python -c``, as ``spawn`` would, since CUDA
-and thread pools do not survive ``fork``; unlike multiprocessing's spawn it never re-runs the
-caller's ``__main__``), talking over a socket pair wrapped in a multiprocessing ``Connection``. The
-parent keeps the interleaving: it asks one worker at a time for a block, and every other worker
-waits, blocked on its pipe. Nobody busy-waits: the parent blocks in ``poll``/``recv`` with a
-timeout, the workers in ``recv``. After its block a worker waits until its own threads are idle
-(:func:`trtbench.measure.settle.wait_until_idle`) before it answers, so the next block starts on quiet
-cores, and it reports the CPU its process used while others were timed (about zero when settled). Each request is
-answered by its handler (:mod:`trtbench.workers.handlers`).
+"""A timing worker: one process that hosts one variant and times blocks of its calls on request, answering each
+request by its handler (:mod:`trtbench.workers.handlers`).
 
 More: docs/measuring.md, "Module notes", trtbench/workers/loop.py.
 """
@@ -56,11 +46,9 @@ READY_CPU_S = "ready_cpu_s"  # worker fact: CPU seconds the process used until r
 
 
 def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
-    """What a fresh process's start-up draws differently from the next one's in a deployment: its hash seed
-    (``PYTHONHASHSEED``, 1 to 2**32 - 1: set or dict orders, the layout of what start-up allocates) and its
-    environment's size (a padding variable of 0 to :data:`MAX_PADDING` bytes: where its stack starts). Each worker
-    draws its own, as Stabilizer randomizes layout, so that layout luck shows as variance between processes rather
-    than a bias fixed for the run."""
+    """A fresh worker's own start-up luck (docs/measuring.md, "Replicate processes"): its hash seed
+    (``PYTHONHASHSEED``, 1 to 2**32 - 1) and its environment's size (a padding variable of 0 to :data:`MAX_PADDING`
+    bytes)."""
     return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
 
 
@@ -83,13 +71,8 @@ class Assignment:
 
 
 def worker_main(fd: int) -> None:
-    """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed:
-    build the recipe, then answer each request by its handler (:data:`trtbench.workers.handlers.HANDLERS`)
-    until told to exit.
-
-    Each request's handler keeps only its reply: nothing a call made outlives the request, since a block a call
-    allocated, kept through the timed calls that follow, would pin its place in glibc's heap (docs/measuring.md,
-    "Module notes", trtbench/workers/loop.py)."""
+    """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed: build the
+    recipe, then answer each request by its handler, keeping only its reply, until told to exit."""
     conn = Connection(fd)
     try:
         assigned = conn.recv()
@@ -138,10 +121,8 @@ class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
     def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None, env: Optional[dict] = None):
-        """Start the process, which imports torch and waits for its recipe (:meth:`assign`): started
-        early, it imports while this process still builds. ``log``: a file for its stdout and stderr
-        (None: this process's). ``env``: its environment, with the deployment knobs it starts with
-        (:func:`trtbench.core.knobs.worker_env`; None: this one's, with the knobs' defaults)."""
+        """Start the process, which imports torch and waits for its recipe (:meth:`assign`); ``log``: a file for its
+        output (None: this process's); ``env``: its environment (None: this one's, under the knobs' defaults)."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(env if env is not None else worker_env(Knobs()))
@@ -167,11 +148,16 @@ class Worker:
         """Give the worker what it hosts (it builds on :meth:`start_build`), and the modules whose handlers answer
         its requests beyond the timing worker's own (:mod:`trtbench.workers.handlers`)."""
         self.name = name
+        self._send_starting(Assignment(recipe, handler_files(handlers)))
+
+    def _send_starting(self, message: Any) -> None:
+        """Send ``message`` to the worker as it starts; one that died is a :class:`WorkerError` with its output."""
         try:
-            self.conn.send(Assignment(recipe, handler_files(handlers)))
+            self.conn.send(message)
         except (BrokenPipeError, OSError):
             self._reap(5)
-            raise WorkerError(f"{name}'s worker died while starting ({self._exit_text()})" + self._log_tail()) from None
+            raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
+                              + self._log_tail()) from None
 
     def _receive(self, what: str) -> tuple:
         """The answer to ``what``, within the worker timeout or the worker killed; its error a :class:`WorkerError`."""
@@ -223,12 +209,7 @@ class Worker:
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def start_build(self) -> None:
-        try:
-            self.conn.send(("build",))
-        except (BrokenPipeError, OSError):
-            self._reap(5)
-            raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
-                              + self._log_tail()) from None
+        self._send_starting(("build",))
 
     def finish_build(self) -> Optional[dict]:
         """The build's next answer: None where the worker says it began building (its imports are done),
@@ -286,8 +267,7 @@ class Worker:
 
 
 def close_workers(workers: list[Worker]) -> None:
-    """Close ``workers``, all asked to exit first so that they shut down at once (an interpreter with torch
-    takes a second or more to exit on a busy machine)."""
+    """Close ``workers``, all asked to exit first so that they shut down at once."""
     for worker in workers:
         worker.ask_exit()
     for worker in workers:
@@ -306,9 +286,8 @@ class WorkerTimer:
 
 def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None, knobs: Knobs = Knobs(),
                   threads: int = 1, at_once: bool = False) -> list[Worker]:
-    """``count`` worker processes started with ``knobs`` for ``threads`` threads each, importing while the
-    caller goes on (output in ``log_dir``/worker-<i>.log). ``at_once``: they run at the same time (a
-    server's pool), so each is bound to cores of its own where ``knobs`` bind; else one runs at a time."""
+    """``count`` worker processes started with ``knobs`` for ``threads`` threads each (output in
+    ``log_dir``/worker-<i>.log); ``at_once``: they run at the same time, each bound to cores of its own."""
     return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None,
                    worker_env(knobs, threads, i if at_once else 0)) for i in range(count)]
 
@@ -341,13 +320,9 @@ class _Building:
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: int = 2,
                   max_build_s: Optional[float] = None,
                   handlers: tuple[ModuleType, ...] = ()) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Give each recipe one of the ``spawned`` workers (as many as recipes; the rest are closed), with the
-    ``handlers`` modules of the requests it answers beyond a timing worker's (:meth:`Worker.assign`), and build; at
-    most ``parallel`` build at once (memory: each holds a model). A build is killed after the workers' timeout, or
-    ``max_build_s`` after it began (the worker's imports done), if sooner (:class:`BuildTooSlow`).
-
-    Returns the workers that are ready and, for the others, why not (their processes are gone).
-    """
+    """Give each recipe one of the ``spawned`` workers (the rest are closed) with the ``handlers`` modules, and build,
+    at most ``parallel`` at once, each killed after the workers' timeout or ``max_build_s`` after it began, if
+    sooner. Returns the workers that are ready and, for the others, why not (their processes are gone)."""
     workers: dict[str, Worker] = {}
     building: dict[Connection, _Building] = {}
     ready: dict[str, Worker] = {}
