@@ -1,7 +1,4 @@
-"""Noise-aware comparison of two runs' results.json (same config, e.g. before/after a change).
-
-The generate scenario's rows are compared too (:func:`compare_generate`): a decoder at a precision at a point
-(prompt tokens x new tokens x batch) of one model and thread count, on its per-request TTFT, TPOT and E2E.
+"""Noise-aware comparison of two runs' results.json: latency rows, generate rows and served peaks.
 
 More: docs/comparing.md, "Module notes", trtbench/results/compare.py.
 """
@@ -35,9 +32,8 @@ class Change:
 
 
 def _verdict(low: float, high: float, threshold: float) -> str:
-    """The verdict on a speedup's interval: ``faster`` when all of it means a time at least ``threshold``
-    shorter (speedup above 1 / (1 - threshold)), ``slower`` when all of it means one at least ``threshold``
-    longer (below 1 / (1 + threshold)), ``no change`` when it lies between those, else ``within noise``."""
+    """The verdict on a speedup's interval: ``faster`` above 1 / (1 - threshold), ``slower`` below
+    1 / (1 + threshold), ``no change`` between them, else ``within noise``."""
     faster = 1 / (1 - threshold) if threshold < 1 else math.inf
     slower = 1 / (1 + threshold)
     if low > faster:
@@ -111,18 +107,16 @@ def _generate_key(row) -> tuple:
 
 
 def request_series(requests: dict, metric: str) -> BlockSeries:
-    """A generate row's stored requests of ``metric`` as blocks (a request is one), each with its replicate process
-    and round; a row written before they were kept: one process, request i in round i."""
+    """A generate row's stored requests of ``metric`` as blocks, each with its process and round (none kept: one
+    process, request i in round i)."""
     values = requests[metric]
     return BlockSeries(tuple(values), tuple(requests.get("process", [0] * len(values))),
                        tuple(requests.get("round", range(len(values)))))
 
 
 def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[GenerateChange]:
-    """Compare every generate row of ``new`` with the baseline's row of the same model, threads, point, decoder
-    and precision: per time, the ratio of the medians of the per-request series the rows keep, with an unpaired
-    two-level 95% interval (each run's rounds and replicate processes its sample, topped up to the between-process
-    variance pooled over both runs' rows); from their requests alone where either has fewer than 3 rounds."""
+    """Compare every generate row of ``new`` with the baseline's row of the same model, threads, point, decoder and
+    precision: per time, the ratio of the medians of their requests, with its unpaired two-level 95% interval."""
     by_key = {_generate_key(row): row for row in base.parts("generate")}
     timed = [row.data["requests"] for row in [*base.parts("generate"), *new.parts("generate")]
              if row.data.get("requests")]
@@ -178,10 +172,8 @@ def changes_table(changes: list[Change]) -> str:
 
 @dataclass(frozen=True)
 class ServingChange:
-    """A served case's peak in the new run against the same case's in the baseline, at the same workers, threads,
-    batching and bound: each peak with its interval (a joint estimate's 90% interval; a search repeated under an
-    older rule: its lowest and highest peak), and the verdict: ``higher`` or ``lower`` when the intervals do not
-    overlap, else ``intervals overlap``; ``not comparable: <why>`` where the rules differ or the baseline has none."""
+    """A served case's peak in the new run against the baseline's at the same serving configuration, each with its
+    interval, and the verdict (``higher``, ``lower``, ``intervals overlap`` or ``not comparable: <why>``)."""
 
     label: str
     base: Optional[tuple[float, float, float]]  # peak, low, high
@@ -200,8 +192,7 @@ def _serving_key(case_key: str, result) -> tuple:
 
 
 def compare_serving(base: ResultSet, new: ResultSet) -> list[ServingChange]:
-    """Compare every served peak of ``new`` with the baseline's at the same case and serving configuration: the
-    peaks and their intervals side by side, a change called only where the intervals do not overlap."""
+    """Compare every served peak of ``new`` with the baseline's at the same case and serving configuration."""
     old = {_serving_key(part.case_key, r): r for part in base.parts("served") for r in part.results if r.peaks}
     cases = {record.key[0]: record.case for record in new}
     changes = []

@@ -1,16 +1,5 @@
-"""Crash-safe progress of a run: one JSON line per completed case (and per part joined to cases: a
-case's serving results, a device's ceilings, any scenario's part), appended as it completes.
-
-A run killed by SIGKILL, the OOM killer or a preempted pod keeps every line it appended; the
-same command on the same output directory reads them back and measures only what is missing.
-Each line is written with one ``write`` on an ``O_APPEND`` descriptor and fsync'd, so lines
-never interleave; a line cut short by a crash is ignored on reading. A later line for the same
-case replaces an earlier one (a save that fails after timing, say). A ``run`` line keeps the run's id, which its
-resumption keeps. A ``crash`` line names a variant whose
-build, save or check crashed the run process natively (:mod:`trtbench.pipeline.supervisor` writes it): the
-resumed run fails it with that reason instead of trying it again. A run that completes every
-case ends its journal with a ``complete`` line: nothing is left to resume, so running the same
-command again measures anew.
+"""Crash-safe progress of a run: one JSON line per completed case and per other part, appended as it completes, read
+back by the same command to measure only what is missing (docs/resuming.md, "Resume").
 """
 
 from __future__ import annotations
@@ -28,15 +17,13 @@ JOURNAL_NAME = "journal.jsonl"
 
 
 def save_key(model: str, precision: str, variant: str) -> tuple:
-    """How the journal and the manifest name one variant's save (its artifacts, its crash): (model, precision,
-    variant)."""
+    """How the journal and the manifest name one variant's save (its artifacts, its crash)."""
     return (model, precision, variant)
 
 
 @dataclass
 class JournalState:
-    """What an earlier, unfinished run left: final records and the parts joined to them (by kind, then key),
-    saved artifacts, environments."""
+    """What an earlier, unfinished run left: final records, other parts, saved artifacts, environments."""
 
     records: dict[str, Record] = field(default_factory=dict)  # case key -> record
     parts: PartsByKind = field(default_factory=PartsByKind)  # every other part
@@ -96,8 +83,8 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
     def read(self) -> JournalState:
-        """Everything earlier runs completed; interrupted cases, torn lines and lines of a kind no
-        registered part type reads are left out."""
+        """Everything earlier runs completed; interrupted cases, torn lines and lines of no registered kind left
+        out."""
         state, environment = JournalState(), ""
         if not self.path.is_file():
             return state

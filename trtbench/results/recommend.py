@@ -1,17 +1,6 @@
-"""The p99-budget recommendation: per environment and model, the measured point (variant, precision,
-batch size, threads) with the highest throughput whose p99 latency stays within the budget.
-
-A pure function of a :class:`~trtbench.results.resultset.ResultSet` and the budget, so a merge of several
-runs recomputes it from the merged records. Only measured points count: records that are ``ok``,
-have timing samples and passed their accuracy check against eager fp32. Nothing is interpolated
-between batch sizes. When no point fits, the one with the lowest p99 is named as the closest.
-
-The choice weighs what upstream deprecates: where it is a TorchScript row (:mod:`trtbench.results.successors`), the
-recommendation names its successor at the same point, and ships it instead where that is within the interval of
-the choice's speed (or faster) and fits the budget; else it says what moving would cost.
-
-Under load, the server scenario answers the same question from its own results
-(:mod:`trtbench.scenarios.serving.vision.report`).
+"""The p99-budget recommendation: per environment and model, the measured point (variant, precision, batch size,
+threads) with the highest throughput whose p99 latency stays within the budget, a pure function of a
+:class:`~trtbench.results.resultset.ResultSet` and the budget (docs/matrices.md, "Recommendation").
 """
 
 from __future__ import annotations
@@ -59,8 +48,7 @@ class Recommendation:
 
     @property
     def instead(self) -> Optional[Successor]:
-        """The successor to ship instead of a deprecated choice: measured ok, within the budget, and within the
-        interval of the choice's speed or faster (the fastest such)."""
+        """The fastest successor of a deprecated choice that is eligible, within the budget and as fast."""
         fit = [s for s in self.successors
                if s.as_fast and eligible(s.record) and s.record.stats.p99 <= self.p99_budget_ms]
         return max(fit, key=lambda s: s.speed.value, default=None)
@@ -100,10 +88,8 @@ class Recommendation:
 
 
 def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
-    """One :class:`Recommendation` per (environment, model) present in ``results``, in first-seen order.
-
-    Ties in throughput go to the lower p99.
-    """
+    """One :class:`Recommendation` per (environment, model) in ``results``, in first-seen order; ties in throughput
+    go to the lower p99."""
     groups: dict[tuple[str, str], list[Record]] = {}
     for record in results:
         groups.setdefault((record.environment, record.case.model), []).append(record)

@@ -1,10 +1,7 @@
-"""A set of results: :class:`~trtbench.core.record.Record` keyed by (case, environment), and every other
-result part (:mod:`trtbench.core.part`) by kind and key: the device's FLOP/s ceilings, stored once per
-(environment, device, dtype, threads), a case's serving results (joined to its record by its key), a
-profile... Load, save, merge.
+"""A set of results: records keyed by (case, environment), and every other result part by kind and key. Load, save,
+merge.
 
-More (the layout of ``results.json``, ``schema_version`` 6): docs/outputs.md, "Module notes",
-trtbench/results/resultset.py.
+More (the layout of ``results.json``): docs/outputs.md, "Module notes", trtbench/results/resultset.py.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ from trtbench.core.stats import Interval
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
-SCHEMA_VERSION = 6  # 3: records may carry serving results; int8. 4: ceilings, serving apart. 5: every part by kind.
-# 6: run ids, model hashes, machine fingerprints
+SCHEMA_VERSION = 6  # what each version changed: docs/outputs.md, "Module notes"
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 NOT_PARTS = ("schema_version", "trtbench_version", "environments", "runs", "records", "part_lists")
 SERVED_KIND = "served"  # schema 3 kept a case's serving results in its record, as this kind's part
@@ -37,8 +33,7 @@ RENAMED_KEYS = {"llm_serving": "decoder_serving"}  # a part list's former key ->
 
 
 def record_parts(item: dict) -> list[Part]:
-    """A record as written (``Record.to_dict()``), and the parts that schema 3 and earlier kept in it: its
-    device's ceilings (among its metrics) and its serving results."""
+    """A record as written, and the parts that schema 3 and earlier kept in it (its ceilings, its serving results)."""
     metrics = dict(item.get("metrics") or {})
     ceiling_values = metrics.pop("ceiling", None)
     record = Record.from_dict({**item, "metrics": metrics})
@@ -54,8 +49,7 @@ def record_parts(item: dict) -> list[Part]:
 
 @dataclass
 class ResultSet:
-    """Records of one or more runs, the parts joined to them (by kind, then key), and the environments
-    they ran in."""
+    """Records of one or more runs, the other parts (by kind, then key), and the environments they ran in."""
 
     environments: dict[str, dict] = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
@@ -89,8 +83,7 @@ class ResultSet:
         return list(self._parts)
 
     def record_of(self, key: tuple) -> Optional[Record]:
-        """The record whose key (case key, environment) is ``key``: the one a part of a kind that
-        ``JOINS_RECORD`` (a served case) joins."""
+        """The record whose key (case key, environment) is ``key``."""
         return self._records.get(key)
 
     def ceiling_of(self, record: Record) -> Optional[Ceiling]:
@@ -115,27 +108,20 @@ class ResultSet:
         return self._records.get((case.key, environment))
 
     def _eager_at(self, record: Record, precision: str) -> Optional[Record]:
-        """The eager record at ``precision`` at the record's point, in its environment, with the options
-        its run listed (``eager: {cuda_graphs: true}`` is the baseline of that run).
-
-        None when there is none, or when merged runs left several eager records there (eager with
-        different options): which one a record was measured beside cannot be told, and its rounds
-        pair only with that one's.
-        """
+        """The eager record at ``precision`` at the record's point, in its environment, whatever its options; None
+        where there is none, or several (merged runs: which one the record was timed beside cannot be told)."""
         candidates = list(self._eager.get((record.case.baseline_id, precision, record.environment), {}).values())
         return candidates[0] if len(candidates) == 1 else None
 
     def baseline(self, record: Record) -> Optional[Record]:
-        """Eager fp32 at the same point: the baseline of every precision's rows (int8, fp16, bf16), timed in
-        their rounds. Eager fp32 is its own."""
+        """Eager fp32 at the same point: the baseline of every precision's rows (eager fp32's own)."""
         if record.case.variant == BASELINE_VARIANT and record.case.precision == REFERENCE:
             return record
         return self._eager_at(record, REFERENCE)
 
     def precision_baseline(self, record: Record) -> Optional[Record]:
-        """Eager at the record's own precision where that is a reduced float one (fp16, bf16), timed in the same
-        rounds: the second reference of a reduced-precision row. None at fp32 and at a quantized precision
-        (eager has no INT8 build: eager fp32 is the only reference there)."""
+        """Eager at the record's own precision where that is a reduced float one (fp16, bf16); None at fp32 and at a
+        quantized precision."""
         if record.case.precision == REFERENCE or is_quantized(record.case.precision):
             return None
         return self._eager_at(record, record.case.precision)
@@ -252,10 +238,9 @@ class ResultSet:
 
     @classmethod
     def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
-        """One set with every record and part; a (case, environment) measured twice keeps the later one, noted,
-        with the later one's serving results (none where it was not served). A record is kept whole, never pooled
-        with another input's: different runs' processes share no rounds to pair on. A point whose records come from
-        more than one input is noted for that reason (its speedups would pair blocks not timed together)."""
+        """One set with every record and part, and notes: a (case, environment) measured twice keeps the later
+        record whole, with its joined parts; a point whose records come from several inputs is noted (docs/matrices.md,
+        "Merge")."""
         merged, notes = cls(), []
         source: dict[tuple, int] = {}  # a kept record's key -> its input's number
         for i, other in enumerate(sets):

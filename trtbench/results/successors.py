@@ -1,9 +1,6 @@
-"""A row built with what upstream deprecates (its note in the row's warnings: :mod:`trtbench.core.deprecation`),
-beside each successor variant timed at its point: the successor's speed over the row's, paired by round, with its
-95% interval (:meth:`~trtbench.analysis.records.Analysis.paired_speedup`).
-
-Where the interval reaches 1, the successor is within the interval of the deprecated row's speed: moving costs
-nothing this run could measure. The report's recommendation and its section on deprecations read this.
+"""A row built with what upstream deprecates, beside each successor variant timed at its point: the successor's
+speed over the row's, paired by round, with its 95% interval (where it reaches 1, moving costs nothing this run
+could measure).
 """
 
 from __future__ import annotations
@@ -26,9 +23,8 @@ def deprecations_of(record: Record) -> tuple[Deprecation, ...]:
 
 @dataclass(frozen=True)
 class Successor:
-    """``variant``, which replaces ``deprecated``'s ``deprecation``, at ``deprecated``'s point: its record there
-    (None: not timed there) and its speed over the deprecated row's (``speed``: >1 faster; None without both
-    timed in shared rounds)."""
+    """``variant``, which replaces ``deprecated``'s ``deprecation``, at its point: its record there (None: not timed)
+    and its ``speed`` over the deprecated row's (>1 faster; None without shared rounds)."""
 
     deprecated: Record
     deprecation: Deprecation
@@ -62,8 +58,7 @@ class Successor:
 
 
 def successors(results: ResultSet, record: Record) -> list[Successor]:
-    """Each successor of each deprecation ``record`` carries, at its point (model, shapes, threads, device, knobs),
-    precision and environment, in the deprecation's order; empty for a row that carries none."""
+    """Each successor of each deprecation ``record`` carries, at its point, precision and environment, in order."""
     found = []
     for deprecation in deprecations_of(record):
         for name in deprecation.successors:
