@@ -68,7 +68,8 @@ def test_ceilings_are_stored_once_and_joined_to_every_record_they_apply_to(tmp_p
     assert [s["case_key"] for s in doc["serving"]] == [traced.case.key]
     loaded = ResultSet.load(tmp_path)
     by_variant = {r.case.variant: r for r in loaded}
-    assert loaded.ceiling_of(by_variant["eager"]) == loaded.ceiling_of(by_variant["traced"]) == results.ceilings[0]
+    assert (loaded.ceiling_of(by_variant["eager"]) == loaded.ceiling_of(by_variant["traced"])
+            == results.parts(Ceiling.KIND)[0])
     # 1e9 FLOPs in a 5 ms median: 2e11 FLOP/s, all of the peak, twice the measured matmul
     assert loaded.ceiling_of(by_variant["traced"]).share(by_variant["traced"].achieved_flops_per_s, "peak") == \
         pytest.approx(1.0)
@@ -90,7 +91,7 @@ def test_an_old_file_has_its_per_record_ceilings_and_serving_lifted_into_place(t
                                                        "runs": [], "records": records}))
     loaded = ResultSet.load(tmp_path)
     assert [r.metrics for r in loaded] == [{"flops": 1e9}, {"flops": 1e9}]
-    assert loaded.ceilings == [Ceiling("env-a", "cpu", "float32", 2, CEILING)]
+    assert loaded.parts(Ceiling.KIND) == [Ceiling("env-a", "cpu", "float32", 2, CEILING)]
     assert serving_of(loaded, loaded.get(traced.case, "env-a")) == (served.results if version == 3 else ())
     again = ResultSet.from_dict(json.loads(json.dumps(loaded.to_dict())))
     assert again.to_dict() == loaded.to_dict()
@@ -107,7 +108,7 @@ def test_a_merge_keeps_every_ceiling_and_the_serving_of_the_record_it_keeps():
     second.add(Ceiling("env-b", "cpu", "float32", 2, {**CEILING, "peak_flops_per_s": 1e11}))
     second.add(traced)  # measured again, not served this time
     merged, notes = ResultSet.merge([first, second])
-    assert len(notes) == 1 and len(merged.ceilings) == 2
+    assert len(notes) == 1 and len(merged.parts(Ceiling.KIND)) == 2
     assert merged.ceiling_of(other_env).values["peak_flops_per_s"] == 1e11
     assert serving_of(merged, traced) == ()  # the later record's, not the replaced one's
     merged, _ = ResultSet.merge([second, first])

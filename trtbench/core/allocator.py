@@ -1,7 +1,5 @@
-"""The memory allocator a timed process runs with: a stated state, set in its environment when it starts.
-
-More: docs/measuring.md, "Module notes", trtbench/core/allocator.py.
-"""
+"""The memory allocator a timed process runs with: a stated state, set in its environment when it starts
+(more: docs/measuring.md, "Module notes", trtbench/core/allocator.py)."""
 
 from __future__ import annotations
 
@@ -21,14 +19,12 @@ LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr
 
 
 def find_library(name: str, dirs: Optional[Iterable[str]] = None) -> Optional[Path]:
-    """The library file ``name`` in the first of ``dirs`` (default :data:`LIBRARY_DIRS`) that has it; None
-    when none does."""
+    """The library file ``name`` in the first of ``dirs`` (default :data:`LIBRARY_DIRS`) that has it, or None."""
     return next((Path(d) / name for d in (dirs or LIBRARY_DIRS) if (Path(d) / name).is_file()), None)
 
 
 def library_path(allocator: str, dirs: Optional[Iterable[str]] = None) -> Optional[Path]:
-    """The preloaded ``allocator``'s library file in ``dirs`` (default :data:`LIBRARY_DIRS`; None when it is
-    not installed)."""
+    """The preloaded ``allocator``'s library file in ``dirs`` (None when it is not installed)."""
     return find_library(PRELOADED[allocator][0], dirs)
 
 
@@ -62,8 +58,7 @@ _IS_MMAPPED = 0x2  # glibc's chunk flag in the size word before a block (malloc/
 
 
 def _glibc():
-    """This process's C library, where its ``malloc`` is glibc's own (None where another allocator is
-    preloaded, or the C library is not glibc)."""
+    """This process's C library where its ``malloc`` is glibc's own, else None."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.gnu_get_libc_version  # noqa: B018 - only glibc has it

@@ -1,6 +1,5 @@
 """What was measured: a frozen, hashable :class:`Case` (after ``torch.utils.benchmark``'s TaskSpec); with the
-environment id it keys a record in a :class:`~trtbench.results.resultset.ResultSet`.
-"""
+environment id it keys a record."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ class Case:
 
     @property
     def baseline_id(self) -> tuple:
-        """Identifies, with a precision and an environment, the eager records a case's speedups are measured
-        against: everything but the variant, its options and the precision."""
+        """Identifies, with a precision and an environment, the eager records of its speedups."""
         return (self.model, self.point, self.input_shapes, self.threads, self.device, self.knobs)
 
     @property

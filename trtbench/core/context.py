@@ -19,8 +19,7 @@ if TYPE_CHECKING:  # types only: the context is built at the top (trtbench.pipel
 
 @dataclass(frozen=True)
 class RunContext:
-    """One run's config, device, environment, output folder, failure log, progress and timing settings, and the
-    variants that crashed an earlier process of the run."""
+    """One run's plan, environment, failure log, progress, and the variants that crashed earlier."""
 
     plan: RunPlan
     environment: dict  # trtbench.core.env.collect_environment(); its "id" names the records' environment

@@ -1,6 +1,5 @@
-"""An upstream deprecation of what a variant is built, saved or loaded with: what, in which release, what replaces
-it, and the warnings upstream says it with, which a row says once as the deprecation's :attr:`~Deprecation.note`.
-"""
+"""An upstream deprecation of what a variant is built, saved or loaded with: what, since when, what replaces it, and
+the warnings upstream says it with (a row says them once, as its :attr:`~Deprecation.note`)."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ class Deprecation:
 
 
 def warning_lines(caught: Iterable[warnings.WarningMessage], deprecations: Sequence[Deprecation] = ()) -> list[str]:
-    """Each caught warning as ``Category: message``, once, sorted; one that a deprecation of ``deprecations``
-    says as that deprecation's note instead."""
+    """Each caught warning as ``Category: message``, once, sorted; a deprecation's as its note."""
     lines = set()
     for warning in caught:
         said = next((d for d in deprecations if d.says(warning)), None)

@@ -1,6 +1,5 @@
-"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; the torch settings a
-build group runs under (:func:`torch_settings`), and the thread facts of the process that times it
-(:func:`torch_thread_facts`)."""
+"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; the torch settings a build group
+runs under, and the thread facts of the process that times it."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def _cpuinfo_value(prefixes: tuple[str, ...]) -> str | None:
-    """The value of /proc/cpuinfo's first line that starts with one of ``prefixes`` ("" where none does; None where
-    the file cannot be read)."""
+    """/proc/cpuinfo's first line's value for one of ``prefixes`` ("" for none; None: unreadable)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             return next((line.split(":", 1)[1] for line in fh if line.startswith(prefixes)), "")
@@ -70,8 +68,7 @@ def cpu_int8_features(flags_text: str | None = None) -> dict:
 
 @dataclass(frozen=True)
 class Bf16Compute:
-    """How bf16 is computed on a device: ``native`` on bf16 units (``unit``), or ``emulated`` (torch converts to
-    fp32 and back around fp32 arithmetic: bf16's accuracy, not its speed); ``why`` says which and how it was told."""
+    """How bf16 is computed on a device (``native`` on ``unit``, or ``emulated``), and ``why``."""
 
     mode: str
     unit: Optional[str]
@@ -126,8 +123,7 @@ def gpu_info(device: torch.device) -> dict:
 
 
 def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
-    """Everything a reader needs to reproduce or compare a result; ``cudnn_benchmark``: the config's setting, which
-    the run sets around each build group."""
+    """Everything a reader needs to reproduce or compare a result."""
     import torchvision
 
     env = {
@@ -178,8 +174,7 @@ def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -
 
 
 def _cgroup_dirs(mounts: list[Path], path: str) -> list[Path]:
-    """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts`` (a mount's own
-    directory: a container's cgroup namespace)."""
+    """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts``."""
     cgroup = PurePosixPath(path.strip() or "/")
     relative = [cgroup.relative_to("/"), *(parent.relative_to("/") for parent in cgroup.parents)]
     dirs: list[Path] = []

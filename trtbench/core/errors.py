@@ -24,8 +24,7 @@ class UserInputError(Exception):
 
 
 class Unavailable(Exception):
-    """A build finds it cannot run here (a runtime that read back another precision, a provider with no kernel
-    for it, a quantizer's missing library): the variant is skipped with ``reason``, never failed."""
+    """A build that finds it cannot run here: the variant is skipped with ``reason``, never failed."""
 
     def __init__(self, reason: str):
         self.reason = reason

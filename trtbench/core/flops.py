@@ -1,7 +1,5 @@
-"""FLOPs of one forward pass, counted by ``torch.utils.flop_counter.FlopCounterMode`` on the eager model (matmuls,
-convolutions and attention, a multiply-add as 2 FLOPs; elementwise ops, normalisation and pooling not counted): a
-property of the model and input shape, so FLOPs / latency is any variant's achieved FLOP/s there.
-"""
+"""FLOPs of one forward pass, counted by ``FlopCounterMode`` on the eager model (matmuls, convolutions, attention;
+a multiply-add is 2 FLOPs): a property of the model and input shape, so FLOPs / latency is any variant's FLOP/s."""
 
 from __future__ import annotations
 

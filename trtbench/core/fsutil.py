@@ -16,8 +16,7 @@ from trtbench.core.errors import DiskFullError, UserInputError
 
 
 def ensure_writable_dir(path: Path | str) -> None:
-    """Raise UserInputError unless this process can write ``path`` (or its nearest existing parent), writing
-    nothing."""
+    """Raise UserInputError unless this process can write ``path`` (or create it), writing nothing."""
     target = Path(path).absolute()
     existing = target
     while not existing.exists():
@@ -80,8 +79,7 @@ def require_space(folder: Path, needed: int, what: str) -> None:
 
 
 def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -> None:
-    """Write ``data`` to ``path``; a full disk raises DiskFullError naming ``what`` (the file's name unless given)
-    and leaves no partial file."""
+    """Write ``data`` to ``path``; a full disk raises DiskFullError naming ``what``, leaving no file."""
     path = Path(path)
     what = what or path.name
     require_space(path.parent, len(data), what)
@@ -96,8 +94,7 @@ def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -
 
 
 def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:
-    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path`` (why:
-    docs/artifacts.md)."""
+    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path``."""
     buffer = io.BytesIO()
     save(buffer)
     write_bytes(path, buffer.getbuffer())

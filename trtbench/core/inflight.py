@@ -1,7 +1,5 @@
-"""What a supervisor of the run process (:mod:`trtbench.pipeline.supervisor`) sees of it: the variant step running
-native code in it (build, save, check), marked in the file ``TRTBENCH_INFLIGHT`` names while it runs (no such
-variable: nothing is marked), and the native stack of a crash (docs/resuming.md, "Native crashes").
-"""
+"""What a supervisor of the run process sees of it: the variant step running native code in it, marked in the file
+``TRTBENCH_INFLIGHT`` names, and the native stack of a crash (docs/resuming.md, "Native crashes")."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ def read_in_flight(path: Path) -> Optional[InFlight]:
 
 @contextlib.contextmanager
 def native_crash_log(out_dir: Path) -> Iterator[None]:
-    """Under a supervisor, have ``faulthandler`` append the stack of a native crash to ``<out_dir>/crash.log`` (removed
-    again where the run ends with it empty)."""
+    """Under a supervisor, have ``faulthandler`` append a native crash's stack to ``crash.log``."""
     if not os.environ.get(INFLIGHT_ENV):
         yield
         return

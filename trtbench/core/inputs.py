@@ -120,8 +120,7 @@ def to_memory_format(inputs: tuple, channels_last: bool) -> tuple:
 
 
 def point_inputs(config, points, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
-    """The inputs at each of ``points`` (:class:`~trtbench.config.plan.ShapePoint`), by label, in the config's
-    memory format."""
+    """The inputs at each of ``points``, by label, in the config's memory format."""
     return {p.label: to_memory_format(make_inputs(config.inputs, [list(s) for s in p.shapes], config.benchmark.seed,
                                                   device, dtype), config.channels_last)
             for p in points}

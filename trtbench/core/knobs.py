@@ -1,7 +1,5 @@
-"""The CPU deployment knobs a timed process starts with: its allocator, its OpenMP runtime, its core binding.
-
-More: docs/measuring.md, "Module notes", trtbench/core/knobs.py.
-"""
+"""The CPU deployment knobs a timed process starts with: its allocator, its OpenMP runtime, its core binding
+(more: docs/measuring.md, "Module notes", trtbench/core/knobs.py)."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ class Knobs:
 
     @property
     def text(self) -> str:
-        """The knobs set away from their defaults, canonical (``allocator=tcmalloc,binding=cores``; "" for none), as
-        a case's key carries them."""
+        """The knobs set away from their defaults, canonical (``allocator=tcmalloc,binding=cores``)."""
         default = Knobs()
         return ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
                         if getattr(self, f.name) != getattr(default, f.name))

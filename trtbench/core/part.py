@@ -1,7 +1,5 @@
-"""Result parts: the frozen values a scenario returns (a latency record, a device's ceilings, a served case's
-LoadGen results, a profile), each saving and loading itself; the journal, the result set and merge handle parts
-through this protocol only, and each part type registers itself here when its module is imported.
-"""
+"""Result parts: the frozen values a scenario returns (a record, a device's ceilings, a served case's results...),
+each saving and loading itself, registered here; the journal, the result set and merge use this protocol only."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Precisions a variant can be built and benchmarked at: ``fp32``, ``fp16`` and ``bf16`` are floating dtypes of the
-parameters and float inputs; ``int8`` is a quantized build (:mod:`trtbench.quantize`) whose model and inputs stay
-fp32. Every one is compared with eager fp32 (docs/measuring.md, "Reduced precision against eager fp32").
-"""
+"""Precisions a variant can be built and benchmarked at: floating dtypes, and ``int8``, a quantized build whose
+model and inputs stay fp32 (docs/measuring.md, "Reduced precision against eager fp32")."""
 
 from __future__ import annotations
 
@@ -30,14 +28,12 @@ def is_quantized(name: str) -> bool:
 
 
 def compute_dtype(name: str) -> torch.dtype:
-    """The dtype a build at ``name`` computes in, whose FLOP/s ceilings its rows are read against: int8 for a
-    quantized precision, else its floating dtype."""
+    """The dtype a build at ``name`` computes in: int8 where quantized, else its floating dtype."""
     return torch.int8 if is_quantized(name) else precision_dtype(name)
 
 
 def float_precision(name: str) -> str:
-    """The float precision whose dtype and tolerances a build at ``name`` has: itself, or the
-    reference for a quantized precision (its inputs and parameters stay fp32)."""
+    """The float precision of a build at ``name``: itself, or fp32 where quantized."""
     return REFERENCE if is_quantized(name) else name
 
 

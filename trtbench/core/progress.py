@@ -1,6 +1,5 @@
 """Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet; a timing task
-gets a line redrawn only from its ``tick()`` (docs/measuring.md, "No display thread while timing").
-"""
+gets a line redrawn only from its ``tick()`` (docs/measuring.md, "No display thread while timing")."""
 
 from __future__ import annotations
 

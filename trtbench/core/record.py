@@ -1,6 +1,5 @@
 """What a measurement produced: a frozen :class:`Record` per case, with its raw samples; a later stage derives a
-new record (``with_*``), and statistics are derived from the samples each time, never stored.
-"""
+new record (``with_*``), and statistics are derived from the samples each time, never stored."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Registries of plug-ins by name: variants, decoders and scenarios each keep their classes in one
-:class:`Registry`. A plug-in package (one whose every module registers one thing when imported) names
-itself, and its modules are imported at the first lookup."""
+"""Registries of plug-ins by name (variants, decoders, scenarios); a plug-in package's modules, each registering
+one thing, are imported at the first lookup."""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ class Registry(Generic[T]):
         return cls
 
     def hint(self, name: object, among: Optional[list[str]] = None) -> str:
-        """How to fix an unknown ``name``: the close one among ``among`` (by default every registered name), or
-        all of them."""
+        """How to fix an unknown ``name``: the close one among ``among`` (default: all), or all of them."""
         known = self.names() if among is None else among
         return suggest(name, known) or f"known {self.what}s: {', '.join(known) or 'none'}"
 

@@ -1,7 +1,5 @@
-"""Statistics derived from raw per-iteration samples (the samples themselves are kept too).
-
-More: docs/measuring.md, "Module notes", trtbench/core/stats.py.
-"""
+"""Statistics derived from raw per-iteration samples, which are kept too (more: docs/measuring.md, "Module
+notes", trtbench/core/stats.py)."""
 
 from __future__ import annotations
 
@@ -85,8 +83,7 @@ class Interval:
         return asdict(self)
 
     def with_value(self, value: float) -> "Interval":
-        """This interval about ``value`` instead (the same statistic over calls rather than blocks, say), widened
-        to hold it."""
+        """This interval about ``value`` instead, widened to hold it."""
         return Interval(value, min(self.low, value), max(self.high, value))
 
 
@@ -155,8 +152,7 @@ class BlockSeries:
 
 
 def pooled_between_variance(series) -> float | None:
-    """The rows' own between-process variances (log scale) weighted by their processes - 1; None where no row has
-    2 processes."""
+    """The rows' between-process variances weighted by their processes - 1 (None: no row has 2)."""
     weighted, dof = 0.0, 0
     for one in series:
         own = one.between_variance()
@@ -237,8 +233,7 @@ def _interval(value: float, log_draws: np.ndarray) -> Interval:
 
 
 def median_interval(series: BlockSeries, between_var: float | None = None, seed: int = 0) -> Interval:
-    """The median block (ms) with its two-level 95% interval (``between_var``: the run's pooled between-process
-    variance, log scale); infinite under 3 rounds."""
+    """The median block (ms) with its two-level 95% interval; infinite under 3 rounds."""
     if not series.medians:
         raise ValueError("no blocks to take the median of")
     value = float(np.median(series.medians))
@@ -248,8 +243,7 @@ def median_interval(series: BlockSeries, between_var: float | None = None, seed:
 
 
 def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]:
-    """Every pair of a ``base`` and a ``this`` block timed in the same round: the log of their medians' ratio, the
-    round, and each block's process."""
+    """Each pair of same-round blocks: the log of their medians' ratio, its round and their processes."""
     mine: dict[int, list[tuple[float, int]]] = {}
     for median, process, index in zip(this.medians, this.processes, this.rounds):
         mine.setdefault(index, []).append((math.log(median), process))
@@ -281,8 +275,7 @@ def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | 
 
 def unpaired_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                       seed: int = 0) -> Interval:
-    """median(base) / median(this) for two series timed in different rounds, with a 95% interval from each resampled
-    on its own at both levels. Infinite where either has under 3 rounds."""
+    """median(base) / median(this) with each resampled on its own; infinite under 3 rounds."""
     value = float(np.median(base.medians) / np.median(this.medians))
     if min(len(set(base.rounds)), len(set(this.rounds))) < 3:
         return Interval(value, -math.inf, math.inf)

@@ -1,7 +1,5 @@
-"""Every status trtbench gives: a row's (:class:`Status`), a run's (:class:`RunStatus`) and a diagnosis's
-(:class:`DiagnosisStatus`).
-
-They are string enums, so results.json keeps the plain words (``"ok"``) and reads them back."""
+"""Every status trtbench gives, as string enums whose words results.json keeps: a row's (:class:`Status`), a run's
+(:class:`RunStatus`) and a diagnosis's (:class:`DiagnosisStatus`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Steps in a series of runs' figures: change points weighed by each point's own interval and the series' scatter,
-found by binary segmentation (:func:`find_steps`); one newest point against the ones before it is :func:`against`.
-Why: docs/comparing.md, "Steps, weighed honestly".
-"""
+"""Steps in a series of runs' figures: change points weighed by each point's own interval and the series' scatter
+(why: docs/comparing.md, "Steps, weighed honestly")."""
 
 from __future__ import annotations
 
@@ -73,8 +71,7 @@ def difference(before: Sequence[Interval], after: Sequence[Interval], scatter: f
 
 
 def _best_split(points: Sequence[Interval], scatter: Optional[float]) -> tuple[int, float]:
-    """The split (its index) whose sides' levels differ most in standard errors (:func:`difference`, vectorized),
-    and that many."""
+    """The split whose sides differ most in standard errors, and that many."""
     logs = np.log([p.value for p in points])
     if not np.all(np.isfinite(logs)):
         return 0, -1.0
@@ -114,8 +111,7 @@ def _split(points: Sequence[Interval], offset: int, scatter: Optional[float], th
 
 def find_steps(points: Sequence[Interval], threshold: float = THRESHOLD,
                scatter: Optional[float] = None) -> list[Step]:
-    """The steps of a series in order; ``scatter``: the run-to-run scatter on the log scale (default:
-    :func:`run_scatter` of each candidate split's two sides)."""
+    """The steps of a series in order; ``scatter``: the run-to-run scatter (default: estimated)."""
     return _split(list(points), 0, scatter, threshold)
 
 

@@ -1,7 +1,5 @@
-"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds.
-
-More: docs/accuracy.md, "Module notes", trtbench/measure/accuracy.py.
-"""
+"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds (more: docs/accuracy.md,
+"Module notes", trtbench/measure/accuracy.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ TOP_K = 5
 
 
 class Accuracy:
-    """A judgement of a build's outputs against eager fp32's: its ``kind``, the verdict ``ok`` and, when
-    it fails, the ``reason``. Each kind is a subclass with its own figures."""
+    """A judgement of a build's outputs against eager fp32's: ``kind``, ``ok`` and ``reason``."""
 
     kind: ClassVar[str]
     ok: bool
@@ -153,8 +150,7 @@ def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
 
 
 def judge_int8(accuracy: Int8Accuracy, budget) -> Int8Accuracy:
-    """``accuracy`` with its verdict against ``budget`` (``top1_agree_min``, ``sqnr_db_min``; a
-    ``top1_agree_min`` of None judges the SQNR alone)."""
+    """``accuracy`` judged by ``budget`` (a ``top1_agree_min`` of None: the SQNR alone)."""
     misses = []
     if None not in (accuracy.top1_agree, budget.top1_agree_min) and accuracy.top1_agree < budget.top1_agree_min:
         misses.append(f"top-1 agreement {accuracy.top1_agree:.3f} < {budget.top1_agree_min}")

@@ -1,8 +1,5 @@
-"""How fast the device's memory could be read: a measured STREAM triad (:func:`measured_triad`) and the datasheet
-figure (:func:`datasheet_bandwidth`), kept together as a :class:`MemoryCeiling`.
-
-More: docs/generate.md, "How close to the limit".
-"""
+"""How fast the device's memory could be read: a measured STREAM triad and the datasheet figure, kept as a
+:class:`MemoryCeiling` (more: docs/generate.md, "How close to the limit")."""
 
 from __future__ import annotations
 
@@ -136,8 +133,7 @@ def _time_triad(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> float:
 
 
 def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
-    """The memory-bandwidth ceilings of ``device`` at ``threads``: the datasheet figure and, when ``measure``, the
-    measured triad."""
+    """The datasheet bandwidth of ``device`` and, when ``measure``, its measured triad."""
     device = torch.device(device)
     gpu_name = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     sheet = datasheet_bandwidth(str(device), gpu_name)

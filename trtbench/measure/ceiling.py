@@ -1,7 +1,5 @@
-"""How fast the device could go: its theoretical peak FLOP/s and a measured dense-matmul ceiling.
-
-More: docs/measuring.md, "Module notes", trtbench/measure/ceiling.py.
-"""
+"""How fast the device could go: its theoretical peak FLOP/s and a measured dense-matmul ceiling (more:
+docs/measuring.md, "Module notes", trtbench/measure/ceiling.py)."""
 
 from __future__ import annotations
 
@@ -138,8 +136,7 @@ def parse_cpuinfo(text: str) -> dict:
 
 
 def nominal_clock(cpuinfo: dict) -> tuple[float | None, str]:
-    """The clock /proc/cpuinfo states: the GHz in the model name (the base clock), or 'cpu MHz' (the current
-    or, in a VM, nominal clock)."""
+    """The clock /proc/cpuinfo states (the model name's GHz, or 'cpu MHz'), and whence."""
     match = re.search(r"@\s*([\d.]+)\s*GHz", cpuinfo["model_name"])
     if match:
         return float(match.group(1)), "model name (base clock)"
@@ -278,8 +275,7 @@ def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
 
 
 def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
-    """The math fp32 work runs in on ``device``: ``tf32`` on CUDA where cuDNN's convolutions or cuBLAS's matmuls
-    may use TF32, else ``fp32``."""
+    """``tf32`` on CUDA where cuDNN or cuBLAS may use TF32 for fp32, else ``fp32``."""
     return "tf32" if torch.device(device).type == "cuda" and (cudnn_tf32 or matmul_tf32) else "fp32"
 
 
@@ -298,8 +294,7 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
                             repeats: int = 5, threads: int | None = None, tf32: bool = False) -> dict:
-    """Best FLOP/s of ``torch.mm`` on n x n matrices, over ``sizes`` and ``repeats`` synchronized calls of each;
-    ``threads`` and ``tf32`` hold for the measurement only."""
+    """Best FLOP/s of ``torch.mm`` on n x n matrices over ``sizes``, ``repeats`` calls each."""
     device = torch.device(device)
     sizes = tuple(sizes or DEFAULT_SIZES["cuda" if device.type == "cuda" else "cpu"])
     previous_threads, previous_tf32 = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32
@@ -428,8 +423,7 @@ class DeviceCeiling:
 @register_part
 @dataclass(frozen=True)
 class Ceiling(DeviceCeiling):
-    """A device's FLOP/s ceilings (:func:`device_ceilings`) in one environment at one compute dtype and thread
-    count."""
+    """A device's FLOP/s ceilings in one environment at one compute dtype and thread count."""
 
     KIND: ClassVar[str] = "ceiling"
     RESULTS_KEY: ClassVar[str] = "ceilings"

@@ -1,7 +1,5 @@
-"""The bytes a causal LM's decode step reads: its weights as deployed at the row's precision, plus its KV cache.
-
-More: docs/generate.md, "Module notes", trtbench/measure/decode_bytes.py.
-"""
+"""The bytes a causal LM's decode step reads: its weights as deployed at the row's precision, plus its KV cache
+(more: docs/generate.md, "Module notes", trtbench/measure/decode_bytes.py)."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def kv_cache_bytes(config, batch: int, positions: float, precision: str) -> floa
 
 
 def decode_step_bytes(counts: dict, config, shape: tuple[int, int, int], precision: str) -> dict:
-    """The bytes a decode step reads on average over a request of ``shape`` (prompt tokens, new tokens, batch):
-    its weights and its KV cache at the mean decode position."""
+    """The bytes a decode step of a request of ``shape`` reads: weights and mean-position KV cache."""
     prompt, new, batch = shape
     position = prompt + new / 2
     weights, kv = weight_bytes(counts, precision), kv_cache_bytes(config, batch, position, precision)

@@ -1,7 +1,5 @@
-"""Energy counters: how many joules the device has used (NVML's on a GPU, RAPL's package counters on a CPU, the
-sub-zones left out as parts of their package), and its draw doing nothing. Both count every process on the
-device: docs/measuring.md, "Energy per inference".
-"""
+"""Energy counters: the joules the device has used (NVML's on a GPU, RAPL's package counters on a CPU), and its draw
+doing nothing (docs/measuring.md, "Energy per inference")."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ class EnergyCounter(Protocol):
 
 @dataclass(frozen=True)
 class EnergyReading:
-    """The device's energy counter over some work: the joules it counted, the seconds it was read over, and the
-    units of work done in them (calls, or a request's output tokens)."""
+    """The joules counted over ``seconds`` of some work, and its ``units`` (calls, tokens)."""
 
     joules: float
     seconds: float
@@ -112,8 +109,7 @@ class RaplCounter:
 
 
 def energy_counter(device: torch.device, powercap: Optional[Path] = None) -> EnergyCounter:
-    """The energy counter of ``device``: NVML's on CUDA, RAPL's on a CPU; :class:`NoCounter` with the reason
-    where none is readable."""
+    """The energy counter of ``device`` (NVML's, RAPL's); :class:`NoCounter` where none reads."""
     if device.type == "cuda":
         try:
             import pynvml

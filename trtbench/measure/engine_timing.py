@@ -1,7 +1,5 @@
-"""How queries are timed in a continuous-batching engine (:class:`~trtbench.decoders.base.BatchingEngine`): each
-query's tokens are stamped (``time.perf_counter``) the moment the engine step that made them returns, one stamp per
-token, as a request's are in :mod:`.token_timing` (docs/serving.md, "Continuous batching").
-"""
+"""How queries are timed in a continuous-batching engine: each query's tokens stamped as the step that made them
+returns, one stamp per token (docs/serving.md, "Continuous batching")."""
 
 from __future__ import annotations
 

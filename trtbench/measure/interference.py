@@ -1,7 +1,5 @@
-"""Did timing the variants together disturb them? The baseline's blocks in the rounds against the blocks timed
-alone after them (:attr:`trtbench.measure.timing.RawTiming.alone`), in its first process (docs/measuring.md,
-"Interference check").
-"""
+"""Did timing the variants together disturb them? The baseline's blocks in the rounds against those timed alone
+after them (docs/measuring.md, "Interference check")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A decoder's accuracy against eager fp32 that works with random weights: its teacher-forced logits compared
-position by position, and the length of its greedy output that matches eager's.
-
-Random weights give near-tied logits, so top-1 agreement counts only the positions where eager's top two
-logits differ by more than a margin, and says how many positions that left.
-"""
+"""A decoder's accuracy against eager fp32 that works with random weights: teacher-forced logits compared position
+by position (top-1 only where eager's top two differ by a margin), and the greedy output's matching length."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def logit_misses(found: dict, tolerance) -> list[str]:
 
 
 def matching_prefix(tokens: np.ndarray, reference: np.ndarray) -> int:
-    """How many leading tokens of ``tokens`` equal ``reference``'s (both batch x tokens, or one sequence): the
-    shortest such prefix over the batch's sequences."""
+    """How many leading tokens match ``reference``'s: the shortest over the batch."""
     got, ref = np.atleast_2d(tokens), np.atleast_2d(reference)
     length = min(got.shape[1], ref.shape[1])
     differ = got[:, :length] != ref[:, :length]

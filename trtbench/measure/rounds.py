@@ -1,8 +1,5 @@
-"""Interleaved rounds: the one loop in which latency and the generate scenario time the variants of a point.
-
-A round is one block of every active variant; what a block is and when to stop are the caller's. Why:
-docs/measuring.md, "A round".
-"""
+"""Interleaved rounds: the one loop in which latency and the generate scenario time the variants of a point; what a
+block is and when to stop are the caller's (docs/measuring.md, "A round")."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ class Rounds:
         return self.rounds // self.cycle
 
     def order(self) -> list[BlockAt]:
-        """The next round's blocks: one of each active variant, by its process ``round mod P``, the variants'
-        order rotated by one place each cycle, so that each process meets each place."""
+        """The next round's blocks: one per active variant, by process ``round mod P``, rotated per cycle."""
         units = [BlockAt(name, self.rounds % self.processes[name], self.rounds) for name in self.active]
         shift = self.cycles % len(units)
         return units[shift:] + units[:shift]

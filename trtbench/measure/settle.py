@@ -1,7 +1,5 @@
-"""Wait until a process's own threads have gone idle: the measured settle gap between blocks.
-
-More: docs/measuring.md, "Module notes", trtbench/measure/settle.py.
-"""
+"""Wait until a process's own threads have gone idle: the measured settle gap between blocks (more:
+docs/measuring.md, "Module notes", trtbench/measure/settle.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,7 @@ TASKS = "/proc/self/task"
 
 @dataclass(frozen=True)
 class Settle:
-    """How long a process took to go idle after a block, whether it did within the cap, and the CPU its threads
-    used meanwhile."""
+    """How long a process took to go idle, whether within the cap, and the CPU used meanwhile."""
 
     wait_s: float
     idle: bool

@@ -1,9 +1,5 @@
-"""Interleaved, synchronized timing of the variants of one shape point, in rounds of blocks of calls.
-
-Each call is timed on its own (``perf_counter_ns``, synchronized, with CUDA events on CUDA); the raw samples are the
-measurement. A variant is timed through a :class:`BlockTimer`, in this process (:class:`CallTimer`) or in its worker.
-Why: docs/measuring.md.
-"""
+"""Interleaved timing of the variants of one shape point, in rounds of blocks of calls, each call timed on its own
+and synchronized, through a :class:`BlockTimer` in this process or in a worker (why: docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -31,8 +27,7 @@ AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts wit
 
 @dataclass
 class TimingSettings:
-    """How long to time each shape point (``benchmark:`` keys of the config; docs/measuring.md, "Adaptive
-    timing")."""
+    """How long to time each shape point (the config's ``benchmark:`` keys)."""
 
     mode: str = "adaptive"  # adaptive | fixed
     warmup: int = 5  # untimed calls per variant before the first round, at least...
@@ -47,8 +42,7 @@ class TimingSettings:
 
 @dataclass
 class RawTiming:
-    """Raw samples of one variant at one point: host ms per call, one list per block it was timed in, and what its
-    process did around each block."""
+    """Raw samples of one variant at one point: host ms per call, per block, and its facts."""
 
     rounds: list[list[float]] = field(default_factory=list)
     block_process: list[int] = field(default_factory=list)  # per entry of rounds: the replicate process that timed it
@@ -155,8 +149,7 @@ class CallTimer:
 
 @dataclass(frozen=True)
 class WarmedUp:
-    """The accuracy check's untimed calls at a point, one per variant (``call_s``, over ``elapsed_s``): they count
-    toward the point's warm-up."""
+    """The accuracy check's untimed calls at a point (``call_s``, over ``elapsed_s``)."""
 
     call_s: dict[str, float]
     elapsed_s: float
@@ -184,8 +177,7 @@ def _warm_up(timers: dict[str, list[BlockTimer]], timing: TimingSettings,
 
 
 def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: dict[str, bool]) -> dict[str, int]:
-    """Timed calls per block: fixed mode splits the iterations into rounds; adaptive fills ``block_s``,
-    with at least ``AFTER_SWITCH_IN`` calls after a switch-in call, which they then share."""
+    """Timed calls per block: the iterations split into rounds (fixed), or ``block_s``'s worth."""
     if timing.mode == "fixed":
         per_round = math.ceil(timing.iterations / min(FIXED_ROUNDS, timing.iterations))
         return {name: per_round for name in call_s}

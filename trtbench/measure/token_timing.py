@@ -1,6 +1,5 @@
-"""How a generation request is timed (:func:`timed_request`: one timestamp per generated step), and every token
-metric from those times alone (:func:`request_metrics`), with one definition each (:data:`DEFINITIONS`).
-"""
+"""How a generation request is timed (one timestamp per generated step), and every token metric from those times
+alone (:func:`request_metrics`), with one definition each (:data:`DEFINITIONS`)."""
 
 from __future__ import annotations
 
@@ -95,6 +94,5 @@ def distribution(values_ms) -> dict:
 
 
 def step_medians(requests: list[RequestMetrics]) -> list[float]:
-    """The median gap of each decode step across ``requests``: step i (its KV cache at prompt + i + 1
-    positions) is the gap between tokens i and i + 1."""
+    """The median gap of each decode step (between tokens i and i + 1) across ``requests``."""
     return [round(float(v), 3) for v in np.median(np.asarray([r.itl_ms for r in requests]), axis=0)]

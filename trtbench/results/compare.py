@@ -1,7 +1,5 @@
-"""Noise-aware comparison of two runs' results.json: latency rows, generate rows and served peaks.
-
-More: docs/comparing.md, "Module notes", trtbench/results/compare.py.
-"""
+"""Noise-aware comparison of two runs' results.json: latency rows, generate rows and served peaks (more:
+docs/comparing.md, "Module notes", trtbench/results/compare.py)."""
 
 from __future__ import annotations
 
@@ -83,8 +81,7 @@ def regime_lines(name: str, results: ResultSet) -> list[str]:
 
 @dataclass(frozen=True)
 class GenerateChange:
-    """One time (``metric``: ttft_ms, tpot_ms or e2e_ms) of a generate row of the new run against the same row of
-    the baseline; the figures as in :class:`Change`."""
+    """One time (``metric``) of a generate row against the baseline's, as a :class:`Change`."""
 
     model: str
     point: str
@@ -107,8 +104,7 @@ def _generate_key(row) -> tuple:
 
 
 def request_series(requests: dict, metric: str) -> BlockSeries:
-    """A generate row's stored requests of ``metric`` as blocks, each with its process and round (none kept: one
-    process, request i in round i)."""
+    """A generate row's requests of ``metric`` as blocks, with their processes and rounds."""
     values = requests[metric]
     return BlockSeries(tuple(values), tuple(requests.get("process", [0] * len(values))),
                        tuple(requests.get("round", range(len(values)))))

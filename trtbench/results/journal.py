@@ -1,6 +1,5 @@
-"""Crash-safe progress of a run: one JSON line per completed case and per other part, appended as it completes, read
-back by the same command to measure only what is missing (docs/resuming.md, "Resume").
-"""
+"""Crash-safe progress of a run: one JSON line per completed case and part, appended as it completes, read back by
+the same command to measure only what is missing (docs/resuming.md, "Resume")."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
     def read(self) -> JournalState:
-        """Everything earlier runs completed; interrupted cases, torn lines and lines of no registered kind left
-        out."""
+        """Everything earlier runs completed; torn lines and lines of no registered kind left out."""
         state, environment = JournalState(), ""
         if not self.path.is_file():
             return state

@@ -1,7 +1,5 @@
-"""The p99-budget recommendation: per environment and model, the measured point (variant, precision, batch size,
-threads) with the highest throughput whose p99 latency stays within the budget, a pure function of a
-:class:`~trtbench.results.resultset.ResultSet` and the budget (docs/matrices.md, "Recommendation").
-"""
+"""The p99-budget recommendation: per environment and model, the measured point with the highest throughput whose
+p99 latency stays within the budget (docs/matrices.md, "Recommendation")."""
 
 from __future__ import annotations
 
@@ -88,8 +86,7 @@ class Recommendation:
 
 
 def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
-    """One :class:`Recommendation` per (environment, model) in ``results``, in first-seen order; ties in throughput
-    go to the lower p99."""
+    """One :class:`Recommendation` per (environment, model); ties in throughput go to the lower p99."""
     groups: dict[tuple[str, str], list[Record]] = {}
     for record in results:
         groups.setdefault((record.environment, record.case.model), []).append(record)

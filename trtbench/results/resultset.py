@@ -1,8 +1,5 @@
-"""A set of results: records keyed by (case, environment), and every other result part by kind and key. Load, save,
-merge.
-
-More (the layout of ``results.json``): docs/outputs.md, "Module notes", trtbench/results/resultset.py.
-"""
+"""A set of results: records keyed by (case, environment), every other part by kind and key; load, save, merge
+(more, the layout of ``results.json``: docs/outputs.md, "Module notes", trtbench/results/resultset.py)."""
 
 from __future__ import annotations
 
@@ -90,10 +87,6 @@ class ResultSet:
         """The ceilings of the device ``record`` ran on, at its dtype and threads (None when not measured)."""
         return self.part(Ceiling.KIND, Ceiling.scope_of(record))
 
-    @property
-    def ceilings(self) -> list[Ceiling]:
-        return self.parts(Ceiling.KIND)
-
     def __iter__(self) -> Iterator[Record]:
         return iter(self._records.values())
 
@@ -120,8 +113,7 @@ class ResultSet:
         return self._eager_at(record, REFERENCE)
 
     def precision_baseline(self, record: Record) -> Optional[Record]:
-        """Eager at the record's own precision where that is a reduced float one (fp16, bf16); None at fp32 and at a
-        quantized precision."""
+        """Eager at the record's reduced float precision (fp16, bf16), else None."""
         if record.case.precision == REFERENCE or is_quantized(record.case.precision):
             return None
         return self._eager_at(record, record.case.precision)

@@ -1,7 +1,5 @@
 """A row built with what upstream deprecates, beside each successor variant timed at its point: the successor's
-speed over the row's, paired by round, with its 95% interval (where it reaches 1, moving costs nothing this run
-could measure).
-"""
+speed over the row's, paired by round, with its 95% interval."""
 
 from __future__ import annotations
 

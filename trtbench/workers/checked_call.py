@@ -1,6 +1,5 @@
-"""The accuracy check's call: one untimed call of a variant at a point, where the variant is timed, with its output,
-peak memory, warnings and time; it counts toward the point's warm-up (:class:`trtbench.measure.timing.WarmedUp`).
-"""
+"""The accuracy check's call: one untimed call of a variant at a point, where it is timed, with its output, peak
+memory, warnings and time; it counts toward the point's warm-up."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What a worker answers: a table from a request's type (its first item) to the handler that answers it; the timing
-worker's own (``block``, ``check``, ``facts``, ``exit``) are here, a layer above registers its own from a module of
-its own (docs/architecture.md, "Worker requests").
-"""
+"""What a worker answers: a table from a request's type (its first item) to its handler; the timing worker's own
+are here, a layer above registers its own (docs/architecture.md, "Worker requests")."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from trtbench.core.procfs import proc_kib
 from trtbench.measure.energy import EnergyCounter
 from trtbench.measure.settle import wait_until_idle
 from trtbench.measure.timing import time_calls
@@ -63,8 +62,7 @@ def handler_files(modules: tuple[ModuleType, ...]) -> dict[str, str]:
 
 
 def load(files: dict[str, str]) -> None:
-    """Run each handler module (its file by its name) in this process, under its own name, without its packages'
-    ``__init__`` modules."""
+    """Run each handler module from its file, under its name, without its packages' ``__init__``."""
     for name, path in files.items():
         if name in sys.modules:
             continue
@@ -76,13 +74,8 @@ def load(files: dict[str, str]) -> None:
 
 def _peak_rss_mb() -> float | None:
     """This process's RSS high-water mark (VmHWM: ru_maxrss would carry the parent's across exec)."""
-    try:
-        for line in open("/proc/self/status", encoding="ascii"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
+    kib = proc_kib("/proc/self/status", "VmHWM")
+    return None if kib is None else kib / 1024
 
 
 @handles("block")

@@ -1,7 +1,5 @@
-"""Where each variant is timed: in worker processes of its own (``process``, :class:`VariantWorkers`: replicate
-workers per variant, taking turns where they do not fit in memory together), or in this process (``in_process``).
-Why: docs/measuring.md, "Each runtime in its own process" and "Replicate processes".
-"""
+"""Where each variant is timed: in replicate worker processes of its own (``process``), taking turns where they do
+not fit in memory together, or in this process (``in_process``; why: docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -241,8 +239,7 @@ def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
 
 
 def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
-    """With ``isolation: process``, a worker per variant of ``group`` that can run here, spawned now; None when this
-    process times them."""
+    """With ``isolation: process``, workers for ``group``'s variants, spawned now; else None."""
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())

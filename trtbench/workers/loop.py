@@ -1,8 +1,5 @@
-"""A timing worker: one process that hosts one variant and times blocks of its calls on request, answering each
-request by its handler (:mod:`trtbench.workers.handlers`).
-
-More: docs/measuring.md, "Module notes", trtbench/workers/loop.py.
-"""
+"""A timing worker: one process that hosts one variant and times blocks of its calls on request, each answered
+by its handler (more: docs/measuring.md, "Module notes", trtbench/workers/loop.py)."""
 
 from __future__ import annotations
 
@@ -63,8 +60,7 @@ class BuildTooSlow(WorkerError):
 
 @dataclasses.dataclass(frozen=True)
 class Assignment:
-    """What a worker is given before it builds: the recipe it hosts, and the files of the modules whose handlers
-    answer requests beyond the timing worker's own, by module name (:func:`trtbench.workers.handlers.load`)."""
+    """What a worker is given before it builds: its recipe and its handler modules' files."""
 
     recipe: Recipe
     handlers: dict[str, str]

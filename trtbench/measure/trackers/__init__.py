@@ -1,7 +1,5 @@
-"""Trackers: what is read around each timed block of calls, in the process that makes them, one module each: page
-faults (:mod:`.faults`), the launch-bound share on CUDA (:mod:`.launch`), energy (:mod:`.energy`). A new tracker:
-docs/architecture.md, "Adding a per-block measurement (a tracker)".
-"""
+"""Trackers: what is read around each timed block of calls, in the process that makes them, one module each (a new
+one: docs/architecture.md, "Adding a per-block measurement (a tracker)")."""
 
 from __future__ import annotations
 
@@ -19,7 +17,6 @@ __all__ = ["Calls", "Tracker", "block_trackers"]
 
 
 def block_trackers(device: torch.device, counter: Optional[EnergyCounter]) -> tuple[Tracker, ...]:
-    """The trackers of a process timing on ``device``: page faults, the launch-bound share on CUDA, energy with a
-    ``counter``."""
+    """The trackers of a process on ``device``: faults, launch share on CUDA, energy with a counter."""
     return (FaultsTracker(), *((LaunchTracker(),) if device.type == "cuda" else ()),
             *((EnergyTracker(counter),) if counter is not None else ()))

@@ -8,8 +8,7 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Calls:
-    """The timed calls of a block, as a tracker sees them at its stop: host ms each, and on CUDA the host ms until
-    each returned, before synchronising (empty elsewhere)."""
+    """A block's timed calls: host ms each, and on CUDA the host ms until each returned."""
 
     host_ms: list[float]
     returned_ms: list[float]

@@ -1,6 +1,5 @@
 """Energy per block: the device's energy counter read around a block's timed calls, and a record's joules per call
-above the idle draw read just before its point's rounds (docs/measuring.md, "Energy per inference").
-"""
+above the idle draw read before its point's rounds (docs/measuring.md, "Energy per inference")."""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call
 
 @dataclass(frozen=True)
 class PointEnergy:
-    """What a point's records share for energy: the counter (None: ``reason`` says why), the idle draw before the
-    rounds, and the device's state then (``start``) and after them (``end``)."""
+    """What a point's records share for energy: counter, idle draw, state at start and end."""
 
     counter: Optional[EnergyCounter]
     reason: str = ""

@@ -1,6 +1,5 @@
 """Page faults: the minor page faults of the timing process per timed call of a block (why: docs/measuring.md,
-"The Isolation table and page faults").
-"""
+"The Isolation table and page faults")."""
 
 from __future__ import annotations
 

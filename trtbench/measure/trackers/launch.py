@@ -1,6 +1,5 @@
-"""Launch-bound calls on CUDA: a call whose host returns only near the end of its synchronised time (why:
-docs/measuring.md, "Launch-bound calls (CUDA)"). Its tracker keeps each block's median host time until return.
-"""
+"""Launch-bound calls on CUDA: the host returns only near the end of the synchronised time (why:
+docs/measuring.md, "Launch-bound calls (CUDA)"); its tracker keeps each block's median host ms until return."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ class LaunchTracker:
 
 
 def launch_metrics(returned_ms: list[float], host_ms: list[float]) -> Optional[dict]:
-    """A record's ``metrics.launch``: the median host time until return, the median synchronised host time, and
-    their ratio; None without CUDA blocks."""
+    """A record's ``metrics.launch``: median host ms until return, synchronised, and their ratio."""
     if not returned_ms or not host_ms:
         return None
     returned, synchronised = statistics.median(returned_ms), statistics.median(host_ms)
