@@ -90,9 +90,8 @@ def _heap_serves(libc, size: int) -> bool:
 
 
 def mmap_threshold() -> Optional[int]:
-    """The largest of :data:`PROBE_SIZES` that glibc serves from its heap now (0: none, as in a fresh
-    process; the threshold lies between it and the next size), read without moving the threshold. None
-    where ``malloc`` is not glibc's (jemalloc or TCMalloc preloaded)."""
+    """The largest of :data:`PROBE_SIZES` glibc serves from its heap now (0: none), read without moving
+    the threshold; None where ``malloc`` is not glibc's."""
     libc = _glibc()
     if libc is None:
         return None

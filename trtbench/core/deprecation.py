@@ -14,9 +14,8 @@ DEPRECATION_CATEGORIES = (DeprecationWarning, FutureWarning)
 
 @dataclass(frozen=True)
 class Deprecation:
-    """``subject`` deprecated in ``since`` (``torch 2.14``); ``successors``: the variants that replace it
-    (``instead``: the way out in words, where no variant is it); ``messages``: regular expressions matching the
-    start of upstream's warnings, ignoring case."""
+    """``subject`` deprecated in ``since``, replaced by ``successors`` (or ``instead``, in words); ``messages``:
+    regular expressions matching the start of upstream's warnings, ignoring case."""
 
     subject: str
     since: str

@@ -80,8 +80,7 @@ class Bf16Compute:
 
 
 def bf16_compute(device: torch.device | str = "cpu", flags_text: str | None = None) -> Bf16Compute:
-    """Whether ``device`` computes bf16 natively: on a CPU, AMX-BF16 or AVX512-BF16 in the flags (``flags_text``, or
-    this machine's); on CUDA, bf16 tensor cores (compute capability 8.0 and later)."""
+    """Whether ``device`` computes bf16 natively (a CPU's AMX or AVX512 bf16 flags; CUDA's bf16 tensor cores)."""
     if torch.device(device).type == "cuda":
         native = torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
         return Bf16Compute(NATIVE if native else EMULATED, "bf16 tensor cores" if native else None,
@@ -151,8 +150,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
 
 def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[float, str] | None:
     """The tightest CFS CPU quota on this process, in CPUs, and the file that sets it (None: no quota), from its
-    cgroup (``self_cgroup``: /proc/self/cgroup's text) and its ancestors under ``root``, v2 ``cpu.max`` (in ``root``
-    or ``root/unified``) or v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``."""
+    cgroup (``self_cgroup``: /proc/self/cgroup's text) and its ancestors under ``root``, v2 or v1."""
     if self_cgroup is None:
         try:
             self_cgroup = Path("/proc/self/cgroup").read_text(encoding="utf-8")
@@ -201,9 +199,8 @@ def _v1_quota(quota_path: Path, period_path: Path) -> list[tuple[float, str]]:
 
 def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] | None = None,
                     cgroup_root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> dict:
-    """The thread count a run uses where its config names none, and where it comes from: ``OMP_NUM_THREADS`` when
-    set, else the fewest of os.cpu_count(), the CPU affinity, the cgroup CPU quota (rounded down, at least 1) and
-    ``SLURM_CPUS_PER_TASK`` (docs/config.md, "Benchmark settings")."""
+    """The thread count a run uses where its config names none, and where it comes from (docs/config.md,
+    "Benchmark settings")."""
     omp = environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
@@ -256,8 +253,7 @@ MACHINE_KEYS = ("cpu", "cpu_count", "gpu_name", "gpu_memory_gib")  # what the ma
 
 
 def machine_fingerprint(env: dict, flags_text: str | None = None) -> dict:
-    """The machine a run measured on, as a history series keys it: the CPU model, its sorted flags (``flags_text``;
-    else an old result's INT8 subset) and cores, the GPU's name and memory, with their ``id``."""
+    """The machine a run measured on, as a history series keys it (its CPU, flags, cores and GPU), with its ``id``."""
     if flags_text is not None:
         flags = sorted(set(flags_text.split()))
     else:

@@ -2,11 +2,8 @@
 
 
 class UserInputError(Exception):
-    """Bad input (config, file, flag): the CLI prints it and exits with code 2.
-
-    ``where`` names the offending config key path (``benchmark.iterations``) or file,
-    and ``hint`` says how to fix it.
-    """
+    """Bad input (config, file, flag) the CLI prints, exiting with code 2: ``where`` names the config key path
+    or file, ``hint`` the fix."""
 
     exit_code = 2
 

@@ -92,8 +92,7 @@ def batch_shapes(input_specs, batch: int) -> list[list[int]]:
 
 def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.device,
                 float_dtype: torch.dtype | None = None) -> tuple:
-    """One tensor per input spec at ``shapes``, the same for a seed whatever the device; float inputs are cast to
-    ``float_dtype`` when given."""
+    """One tensor per input spec at ``shapes``, seeded, the same on any device (floats cast to ``float_dtype``)."""
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for spec, shape in zip(input_specs, shapes):

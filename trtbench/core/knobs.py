@@ -49,8 +49,7 @@ class Knobs:
         return asdict(self)
 
     def unavailable_reason(self, target: Target) -> Optional[str]:
-        """Why a process cannot start with these knobs here, with the fix (None: it can); ``target``: the processes
-        that run at once and their threads, for the binding."""
+        """Why a process cannot start with these knobs on ``target``, with the fix (None: it can)."""
         threads, processes = target.threads, target.processes
         reason = allocator_state.missing_library(self.allocator)
         if reason is None and self.openmp == "intel" and _intel_openmp() is None:

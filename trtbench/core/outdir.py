@@ -21,9 +21,8 @@ _HELD: dict[Path, list] = {}  # folders this process has locked: [holders, the l
 
 
 class OutputDir:
-    """``<out>``: created if missing, refused (exit 2) when it is a file, unwritable or in use; locked by an
-    ``flock`` on ``<out>/.trtbench.lock``, which the kernel drops when the process dies. A second hold in this
-    process is refused too, unless it ``joins`` (then the last to let go releases the lock)."""
+    """``<out>``, created if missing, refused (exit 2) when a file, unwritable or in use; locked by an ``flock`` the
+    kernel drops when the process dies (a second hold in this process only where it ``joins``)."""
 
     def __init__(self, path: str | Path, key: str = "output.dir", joins: bool = False):
         self.path = Path(path)
@@ -86,8 +85,7 @@ def _busy(path: Path, key: str) -> UserInputError:
 
 
 def write_files(out_dir: str | Path, files: Mapping[str, bytes | str], key: str = "output.dir") -> dict[str, Path]:
-    """Write ``files`` (a path under ``out_dir`` -> its bytes, or its text as UTF-8) atomically, in their order,
-    holding ``out_dir``'s lock (joined where this process holds it); returns each file's path."""
+    """Write ``files`` (path under ``out_dir`` -> bytes or text) atomically under ``out_dir``'s lock; their paths."""
     written = {}
     with OutputDir(out_dir, key=key, joins=True) as folder:
         for name, content in files.items():

@@ -32,9 +32,7 @@ def _task_sum(pid: int, name: str, field: str) -> Optional[int]:
 
 
 def process_facts(pid: int) -> dict:
-    """A live process's resident memory (MiB, ``VmRSS``), voluntary and involuntary context switches (of all its
-    threads, ``status``) and CPU migrations (``se.nr_migrations`` of ``sched``, where the kernel exposes it), from
-    ``/proc/<pid>``; keys absent where unknown."""
+    """A live process's RSS (MiB), context switches and CPU migrations of all its threads; keys absent where unknown."""
     rss = proc_kib(f"/proc/{pid}/status", "VmRSS")
     found = {"rss_mb": round(rss / 1024, 1) if rss is not None else None,
              "voluntary_ctx_switches": _task_sum(pid, "status", "voluntary_ctxt_switches"),

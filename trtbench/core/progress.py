@@ -23,10 +23,7 @@ class Progress:
 
     @contextmanager
     def task(self, title: str, total: Optional[int] = None, timed: bool = False) -> Iterator[Callable[[], None]]:
-        """Yield a ``tick()`` to call once per step; ``total=None`` is open-ended.
-
-        ``timed=True`` marks a task whose steps surround timed code: it never starts a thread.
-        """
+        """Yield a ``tick()`` to call once per step (``total=None``: open-ended); ``timed=True``: never a thread."""
         if self.bars and not timed:
             from alive_progress import alive_bar
 

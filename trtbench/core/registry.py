@@ -20,9 +20,8 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
-    """Classes by their ``name`` attribute, in registration order. ``what`` words an unknown-name error
-    ("variant"); ``package``, where given, is a plug-in package whose modules (but ``base``) are imported at
-    the first lookup, so each registers itself."""
+    """Classes by their ``name`` attribute, in registration order (``package``: loaded at first
+    lookup; ``what`` words an unknown name)."""
 
     def __init__(self, what: str, package: Optional[str] = None):
         self.what = what

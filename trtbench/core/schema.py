@@ -90,9 +90,8 @@ def convert(value: Any, tp: Any, path: str) -> Any:
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating keys and types recursively. A ``prepare(fields, path)``
-    method of ``cls`` (if any) converts the typed fields before construction; a ``validate(path)`` method (if any)
-    then runs the section's cross-field checks, changing nothing."""
+    """Build dataclass ``cls`` from ``data``, validating keys and types recursively, then its ``prepare(fields,
+    path)`` (converting) and ``validate(path)`` (checking) methods, where it has them."""
     where = path or "config"
     if data is None:
         data = {}

@@ -1,5 +1,5 @@
-"""Statistics derived from raw per-iteration samples, which are kept too (more: docs/measuring.md, "Module
-notes", trtbench/core/stats.py)."""
+"""Statistics derived from raw per-iteration samples, which are kept too (more: docs/measuring.md,
+"Module notes", trtbench/core/stats.py)."""
 
 from __future__ import annotations
 
@@ -98,8 +98,6 @@ def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
     return float(low), float(high)
 
 
-# Two-level intervals over blocks: docs/measuring.md, "Two levels of luck: rounds and processes".
-
 RESOLVED_PROCESSES = 10  # a row with this many processes has its own between-process variance resolved
 _DRAWS_PER_CHUNK = 500  # bootstrap draws weighed at once (bounds memory for series of thousands of blocks)
 
@@ -129,14 +127,14 @@ class BlockSeries:
 
     def only_rounds(self, rounds) -> "BlockSeries":
         """The blocks timed in ``rounds`` (global round indices)."""
-        return self._kept(np.isin(np.asarray(self.rounds, dtype=np.int64), np.asarray(list(rounds), dtype=np.int64)))
+        return self._kept(self.rounds, rounds)
 
     def only_processes(self, processes) -> "BlockSeries":
         """The blocks timed by ``processes`` (replicate process indices)."""
-        return self._kept(np.isin(np.asarray(self.processes, dtype=np.int64),
-                                  np.asarray(list(processes), dtype=np.int64)))
+        return self._kept(self.processes, processes)
 
-    def _kept(self, keep: np.ndarray) -> "BlockSeries":
+    def _kept(self, column: tuple[int, ...], wanted) -> "BlockSeries":
+        keep = np.isin(np.asarray(column, dtype=np.int64), np.asarray(list(wanted), dtype=np.int64))
         return BlockSeries(*(tuple(np.asarray(values)[keep].tolist()) for values in
                              (self.medians, self.processes, self.rounds)))
 
@@ -185,8 +183,7 @@ def _codes(values) -> tuple[np.ndarray, int]:
 
 
 def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
-    """Per draw, the median of ``values`` weighed by the product over ``factors`` ((codes, counts per draw x code))
-    of how often the draw picked each value's code; NaN for a draw that picked none."""
+    """Per draw, the median of ``values`` weighed by how often the draw picked each of their codes in ``factors``."""
     order = np.argsort(values)
     weights = None
     for codes, counts in factors:
@@ -202,9 +199,8 @@ def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
 
 def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: int,
                resample_processes: bool = True) -> np.ndarray:
-    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale), each weighing its round's draws times
-    its process's in each of ``process_columns`` (held at once each where not ``resample_processes``), plus a
-    normal offset of sd ``topup``."""
+    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale) over resampled rounds and
+    ``process_columns``, plus a normal offset of sd ``topup``."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(rounds)
     process_codes = [_codes(column) for column in process_columns]
@@ -258,8 +254,7 @@ def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                      seed: int = 0, resample_processes: bool = True) -> Interval:
     """The speedup of ``this`` over ``base``, the median of their rounds' ratios, with its two-level 95% interval
-    (``resample_processes=False``: the rounds alone, these very processes held). Infinite under 3 common rounds; a
-    ValueError without one."""
+    (``resample_processes=False``: rounds alone); infinite under 3 common rounds, a ValueError without one."""
     ratios, rounds, base_processes, this_processes = _round_pairs(base, this)
     if not ratios.size:
         raise ValueError("the two series share no round to pair on")

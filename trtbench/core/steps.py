@@ -20,8 +20,7 @@ Z95 = 1.959964
 
 @dataclass(frozen=True)
 class Step:
-    """A change of level at point ``index`` (the first point after it): each side's level with its 95% interval,
-    their relative change (after / before - 1) and how many standard errors it is."""
+    """A change of level at point ``index``: each side's level with its interval, the relative change and its z."""
 
     index: int
     before: Interval
@@ -38,8 +37,7 @@ def point_variance(point: Interval) -> float:
 
 
 def run_scatter(segments: Sequence[Sequence[Interval]]) -> float:
-    """The run-to-run scatter on the log scale beyond the points' own intervals: the points' scatter about their
-    own segment's mean, pooled over ``segments``, less the points' median own variance (0 with too few points)."""
+    """The run-to-run scatter (log scale) beyond the points' own intervals, pooled over ``segments``."""
     points = [p for segment in segments for p in segment]
     free = len(points) - len(segments)
     if free < 1:
@@ -117,8 +115,7 @@ def find_steps(points: Sequence[Interval], threshold: float = THRESHOLD,
 
 def against(baseline: Sequence[Interval], point: Interval, threshold: float = THRESHOLD,
             scatter: Optional[float] = None) -> Optional[Step]:
-    """``point`` against its baseline's level, as a step when it differs beyond the noise (``Z_POINT`` standard
-    errors: its own interval, the baseline's and the scatter) and by at least ``threshold``; else None."""
+    """``point`` against its baseline's level: a step where it differs beyond noise and ``threshold``, else None."""
     if not baseline:
         return None
     scatter = run_scatter([baseline]) if scatter is None else scatter

@@ -95,7 +95,7 @@ def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) 
         ok = ok and tensor_err <= atol + rtol * tensor_scale
         max_abs, max_ref = max(max_abs, tensor_err), max(max_ref, tensor_scale)
     top1 = None
-    if outs and outs[0].dim() == 2 and outs[0].shape[-1] > 1:  # classifier logits [N, C]
+    if outs and _classifier(outs[0]):
         top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean())
     return ElementwiseAccuracy(max_abs_err=max_abs, max_rel_err=max_abs / max_ref if max_ref > 0 else max_abs,
                                top1_agree=top1, ok=ok, atol=atol, rtol=rtol)
@@ -120,14 +120,13 @@ def _classifier(t: torch.Tensor) -> bool:
 
 def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
                   labels: Optional[torch.Tensor] = None) -> Int8Accuracy:
-    """Compare a build's outputs with eager fp32's, batch by batch; ``labels``: each evaluation sample's class, when
-    known. No verdict yet (:func:`judge_int8`)."""
+    """Compare a build's outputs with eager fp32's, batch by batch (``labels``: each sample's class); no verdict."""
     outs = [flatten_outputs(o) for o in outputs]
     refs = [flatten_outputs(r) for r in references]
     if not outs or len(outs) != len(refs) or any(len(o) != len(r) for o, r in zip(outs, refs)):
         raise ValueError("the build's outputs and eager fp32's differ in structure")
-    joined_out = [torch.cat([batch[i] for batch in outs]) for i in range(len(outs[0]))]
-    joined_ref = [torch.cat([batch[i] for batch in refs]) for i in range(len(refs[0]))]
+    joined_out, joined_ref = ([torch.cat([batch[i] for batch in each]) for i in range(len(each[0]))]
+                              for each in (outs, refs))
     for o, r in zip(joined_out, joined_ref):
         if o.shape != r.shape:
             raise ValueError(f"output shape {tuple(o.shape)} differs from eager fp32's {tuple(r.shape)}")
@@ -161,9 +160,7 @@ def judge_int8(accuracy: Int8Accuracy, budget) -> Int8Accuracy:
 
 
 def int8_where_timed(built: dict, output: Any, reference: Any, budget) -> dict:
-    """A quantized build's judgement ``built`` (over the evaluation samples) with its judgement where it is timed
-    (``output`` against eager fp32's ``reference`` at the point), kept under ``where_timed`` and judged by the
-    budget's SQNR alone (docs/int8.md). It passes only where both keep the budget."""
+    """``built`` (the INT8 judgement) with its judgement where timed (``where_timed``, by the budget's SQNR alone)."""
     timed = judge_int8(int8_accuracy([output], [reference]), replace(budget, top1_agree_min=None))
     reason = timed.reason and (f"where timed: {timed.reason} (the point's inputs are seeded random ones: outside the "
                                f"range the build was calibrated on, give the input a value_range inside it)")

@@ -85,8 +85,7 @@ def _free_bytes(device: torch.device) -> int:
 
 
 def triad_array_bytes(device: torch.device) -> tuple[int, str]:
-    """Bytes of each triad array on ``device`` (:data:`CACHE_MULTIPLE` x its last-level cache, capped by
-    :data:`MEMORY_SHARE` of the free memory), and how it was sized."""
+    """Bytes of each triad array on ``device`` (a multiple of its last-level cache, capped by free memory), and how."""
     if device.type == "cuda":
         cache = torch.cuda.get_device_properties(device).L2_cache_size
         source = f"the device's {cache >> 20} MiB L2"
@@ -100,8 +99,7 @@ def triad_array_bytes(device: torch.device) -> tuple[int, str]:
 
 def measured_triad(device: torch.device, threads: Optional[int] = None, array_bytes: Optional[int] = None,
                    repeats: int = 5) -> dict:
-    """The best bytes/s of STREAM's triad on ``device``, each array ``array_bytes`` (default
-    :func:`triad_array_bytes`), at ``threads`` for the measurement only."""
+    """The best bytes/s of STREAM's triad on ``device`` (``threads`` for the measurement only)."""
     device = torch.device(device)
     sized = (array_bytes, "given") if array_bytes else triad_array_bytes(device)
     n = max(1, sized[0] // ELEMENT_BYTES)

@@ -152,9 +152,7 @@ def add_latency(cpuinfo: dict) -> tuple | None:
 
 def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
               measure_clock: Callable[[int], float | None] | None = None) -> tuple[float | None, str]:
-    """The CPU clock in GHz and where it came from: lscpu's max MHz, the kernel's max frequency, else the higher of
-    ``measure_clock(add latency in cycles)`` (for a microarchitecture in :data:`FP64_ADD_LATENCY`) and
-    :func:`nominal_clock`."""
+    """The CPU clock in GHz and where it came from: lscpu's, cpufreq's, or the higher of the measured and nominal."""
     match = re.search(r"^CPU max MHz:\s*([\d.]+)", lscpu_text, re.M)
     if match and float(match.group(1)) > 0:
         return float(match.group(1)) / 1e3, "lscpu 'CPU max MHz'"
@@ -176,9 +174,7 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
 
 
 def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.05) -> float | None:
-    """The clock, in GHz, one core of this CPU runs at: ``latency_cycles`` over the time of one dependent fp64 add
-    in ``cumsum``, the slope between two lengths, best of ``calls`` each after ``warmup_s``; None when the slope
-    is not positive."""
+    """The clock, in GHz, one core of this CPU runs at, from a chain of dependent fp64 adds; None where unreadable."""
     vectors = [(torch.ones(n, dtype=torch.float64), torch.empty(n, dtype=torch.float64)) for n in CLOCK_CHAIN]
     deadline = time.perf_counter() + warmup_s
     while time.perf_counter() < deadline:
@@ -226,8 +222,7 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
 
 
 def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
-    """The bf16 or int8 peak of the cores of ``fp32`` (:func:`cpu_peak`'s), from the strongest unit of
-    :data:`CPU_REDUCED_UNITS` in ``flags``: without a bf16 unit the fp32 peak, without an int8 unit none."""
+    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest unit of :data:`CPU_REDUCED_UNITS` in ``flags``."""
     word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
     method = f"cores x clock x {word} per cycle per core"
     unit = next((u for u in CPU_REDUCED_UNITS.get(dtype, []) if u[0] <= flags), None)
@@ -280,8 +275,7 @@ def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
 
 
 def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | None = None, tf32: bool = False) -> dict:
-    """The hardware's peak FLOP/s at ``dtype`` (int8: ops/s): CPU vector, bf16 or int8 units for ``threads`` cores, or
-    a GPU datasheet (fp32 at the TF32 tensor cores' peak when ``tf32``)."""
+    """The hardware's peak FLOP/s at ``dtype`` (int8: ops/s): the CPU's for ``threads`` cores, or a GPU datasheet's."""
     device = torch.device(device)
     if device.type == "cuda":
         return gpu_peak(torch.cuda.get_device_name(device), dtype, tf32)
@@ -363,8 +357,7 @@ def _lscpu() -> str:
 
 
 def device_ceilings(device: torch.device, dtype: torch.dtype, threads: int, measure: bool) -> dict:
-    """The device's FLOP/s ceilings at ``dtype`` and ``threads``: the hardware peak and, when ``measure``, the
-    measured matmul, both in one math mode (:func:`fp32_math`)."""
+    """The device's FLOP/s ceilings at ``dtype`` and ``threads``: its peak and, when ``measure``, the matmul's."""
     tf32 = dtype == torch.float32 and fp32_math(device, torch.backends.cudnn.allow_tf32,
                                                 torch.backends.cuda.matmul.allow_tf32) == "tf32"
     peak = theoretical_peak(device, dtype, threads, tf32)
@@ -397,8 +390,7 @@ def peak_not_below_measured(ceiling: dict) -> dict:
 
 @dataclass(frozen=True)
 class DeviceCeiling:
-    """A device's ceilings in one environment, a result part shared by the rows measured there (``values``: the
-    ceilings as ``{which}_{UNIT}``)."""
+    """A device's ceilings in one environment, shared by its rows (``values``: ``{which}_{UNIT}``)."""
 
     JOINS_RECORD: ClassVar[bool] = False
     fails_run: ClassVar[bool] = False

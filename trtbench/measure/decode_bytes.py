@@ -12,8 +12,7 @@ FLOAT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 def weight_counts(model: torch.nn.Module) -> dict:
-    """Parameters of ``model`` a decode step reads: ``matmul`` (every ``nn.Linear`` weight) and ``other`` (the
-    rest but the input embedding, which a step reads a row of per token: ``embedding``)."""
+    """Parameters a decode step reads: ``matmul`` (``nn.Linear`` weights), ``other``, and the input ``embedding``."""
     linear = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)}
     embedding = model.get_input_embeddings().weight
     params = {id(p): p.numel() for p in model.parameters()}

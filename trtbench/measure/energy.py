@@ -51,8 +51,7 @@ class NvmlCounter:
         nvml.nvmlInit()
         index = device.index if device.index is not None else torch.cuda.current_device()
         uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
-        # NVML numbers GPUs as the driver does, CUDA as CUDA_VISIBLE_DEVICES orders them: the UUID names the one;
-        # where it is not found (a torch that words it otherwise), the index, right without CUDA_VISIBLE_DEVICES
+        # NVML numbers GPUs as the driver does, CUDA as CUDA_VISIBLE_DEVICES orders them: the UUID, else the index
         try:
             self.handle = nvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
         except nvml.NVMLError:

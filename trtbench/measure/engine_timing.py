@@ -8,9 +8,8 @@ from typing import Any
 
 
 def serve_engine(engine: Any, requests: dict, admit: tuple, channel: Any) -> None:
-    """Serve ``admit`` (``("admit", key, label)``: query ``key`` asks for ``requests[label]``'s prompt and new tokens)
-    and each query admitted on ``channel`` before a step, while any is in ``engine``, answering ``("first", key)``
-    and ``("done", key, stamps)`` as they happen. An ``("exit",)`` on the channel ends the process."""
+    """Serve ``admit`` (``("admit", key, label)``) and each query admitted on ``channel`` while any is in ``engine``,
+    answering ``("first", key)`` and ``("done", key, stamps)``; ``("exit",)`` ends the process."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]

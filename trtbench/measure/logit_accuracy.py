@@ -7,9 +7,8 @@ import numpy as np
 
 
 def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) -> dict:
-    """``logits`` against ``reference`` (both seq x vocab, or 1 x seq x vocab): the max abs error, the lowest
-    and the median cosine over positions, and top-1 agreement over the positions whose reference top-two
-    margin exceeds ``margin`` (``top1_positions`` of ``positions``; None where none is left)."""
+    """``logits`` against ``reference`` (seq x vocab): max abs error, lowest and median cosine, and top-1 agreement
+    over the positions whose reference top-two margin exceeds ``margin`` (None where none)."""
     got = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
     ref = np.asarray(reference, dtype=np.float64).reshape(-1, np.shape(reference)[-1])
     if got.shape != ref.shape:
@@ -26,8 +25,7 @@ def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) ->
 
 
 def logit_misses(found: dict, tolerance) -> list[str]:
-    """How :func:`logit_agreement`'s ``found`` misses ``tolerance`` (its ``cosine_min`` and ``top1_agree_min``),
-    each with the figures; empty when it keeps both. Top-1 agreement over no decided position is no miss."""
+    """How :func:`logit_agreement`'s ``found`` misses ``tolerance``, with the figures (empty: it keeps it)."""
     misses = []
     if found["cosine_min"] < tolerance.cosine_min:
         misses.append(f"cosine {found['cosine_min']:.6f} < {tolerance.cosine_min}")

@@ -44,8 +44,7 @@ class Rounds:
 
     def run(self, block: Callable[[BlockAt], None], finished: Callable[["Rounds"], dict[str, str]],
             tick: Callable[[], None] = lambda: None) -> None:
-        """Rounds until no variant is active: ``block`` times each block, ``tick`` follows each round, and at each
-        cycle's end ``finished`` says which variants stop, with why (:attr:`stopped_by`)."""
+        """Rounds until no variant is active; at each cycle's end ``finished`` says which stop, with why."""
         while self.active:
             for at in self.order():
                 if at.variant in self.active:

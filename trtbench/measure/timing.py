@@ -86,8 +86,7 @@ class Block:
 
 @runtime_checkable
 class BlockTimer(Protocol):
-    """Times blocks of calls of one variant at one point; with ``switch_in``, one call precedes the ``calls`` timed
-    ones, timed apart (:attr:`Block.switch_in_ms`)."""
+    """Times blocks of calls of one variant at one point (``switch_in``: after one call timed apart)."""
 
     def block(self, calls: int, switch_in: bool = False) -> Block: ...
 
@@ -100,9 +99,8 @@ def synchronize(device: torch.device) -> None:
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
                trackers: Sequence[Tracker] = ()) -> Block:
-    """``calls`` timed calls of ``fn`` (host ms each; on CUDA also CUDA-event ms and the host ms until each returned),
-    with ``trackers`` read around them; with ``switch_in``, after one call timed on its own. The settle is the
-    caller's."""
+    """``calls`` timed calls of ``fn`` (host ms; on CUDA, event ms and ms until return), ``trackers`` read around
+    them; with ``switch_in``, after one call timed on its own. The settle is the caller's."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
@@ -157,8 +155,7 @@ class WarmedUp:
 
 def _warm_up(timers: dict[str, list[BlockTimer]], timing: TimingSettings,
              warmed: Optional[WarmedUp] = None) -> dict[str, float]:
-    """Untimed calls, interleaved, until each process had ``warmup`` and the point ``warmup_s`` (``warmed``
-    counting); returns each variant's latest call time (s, its first process's)."""
+    """Untimed calls, interleaved, until warm (``warmed`` counting); each variant's latest call time (s)."""
     counted = warmed is not None and set(timers) <= set(warmed.call_s)
     last = {name: warmed.call_s[name] if counted else 0.0 for name in timers}
     calls = 1 if counted else 0
@@ -186,8 +183,7 @@ def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: d
 
 
 def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float]) -> bool:
-    """Whether ``m``'s median's two-level 95% interval (``between_var``: the point's pooled between-process variance)
-    is within ``target_rel_ci``, after at least ``min_iterations`` calls."""
+    """Whether ``m``'s median's two-level 95% interval is within ``target_rel_ci``, after ``min_iterations``."""
     if len(m.samples) < timing.min_iterations:
         return False
     return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
@@ -195,9 +191,8 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
               baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after this many ``cycles``, with why; ``capped``: the point's time cap has
-    passed. With a ``baseline``, a precise variant leaves on its own and the baseline stays while any other is
-    timed; without one, all stop together."""
+    """The active variants that stop after ``cycles`` (``capped``: past the time cap), with why; a ``baseline`` stays
+    while any other is timed, and without one all stop together."""
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
@@ -221,10 +216,9 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
                         timing: TimingSettings, tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
                         warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
-    """Time every variant of one point in rotating rounds (:class:`~trtbench.measure.rounds.Rounds`) until
-    ``timing`` says stop, the garbage collector paused. ``timers``: :class:`BlockTimer` s, lists of them (replicate
-    processes) or plain callables (timed by a :class:`CallTimer`). ``tick`` is called once per round; with a
-    ``baseline``, it is then timed alone (:attr:`RawTiming.alone`)."""
+    """Time every variant of one point in rounds until ``timing`` says stop, the garbage collector paused;
+    ``timers``: block timers, lists of them (processes) or callables. ``tick`` follows each round; a ``baseline``
+    is then timed alone."""
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}
     names = list(processes)

@@ -22,8 +22,7 @@ OUTPUT_LENGTH = "output length is fixed: greedy, EOS ignored, exactly new_tokens
 
 @dataclass(frozen=True)
 class TimedRequest:
-    """One request: when it started and when each step's tokens existed (``time.perf_counter`` seconds),
-    its batch and prompt length, and the tokens it returned (int64, batch x new_tokens)."""
+    """One request: its start and step stamps (``perf_counter`` s), batch, prompt length and tokens."""
 
     start: float
     stamps: tuple[float, ...]

@@ -111,8 +111,7 @@ def request_series(requests: dict, metric: str) -> BlockSeries:
 
 
 def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> list[GenerateChange]:
-    """Compare every generate row of ``new`` with the baseline's row of the same model, threads, point, decoder and
-    precision: per time, the ratio of the medians of their requests, with its unpaired two-level 95% interval."""
+    """Compare every generate row of ``new`` with the baseline's same row, per time, unpaired."""
     by_key = {_generate_key(row): row for row in base.parts("generate")}
     timed = [row.data["requests"] for row in [*base.parts("generate"), *new.parts("generate")]
              if row.data.get("requests")]
@@ -168,8 +167,7 @@ def changes_table(changes: list[Change]) -> str:
 
 @dataclass(frozen=True)
 class ServingChange:
-    """A served case's peak in the new run against the baseline's at the same serving configuration, each with its
-    interval, and the verdict (``higher``, ``lower``, ``intervals overlap`` or ``not comparable: <why>``)."""
+    """A served case's peak and interval in both runs at one serving configuration, and the verdict."""
 
     label: str
     base: Optional[tuple[float, float, float]]  # peak, low, high

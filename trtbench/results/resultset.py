@@ -101,8 +101,7 @@ class ResultSet:
         return self._records.get((case.key, environment))
 
     def _eager_at(self, record: Record, precision: str) -> Optional[Record]:
-        """The eager record at ``precision`` at the record's point, in its environment, whatever its options; None
-        where there is none, or several (merged runs: which one the record was timed beside cannot be told)."""
+        """The eager record at ``precision`` at the record's point; None where none, or several (merged runs)."""
         candidates = list(self._eager.get((record.case.baseline_id, precision, record.environment), {}).values())
         return candidates[0] if len(candidates) == 1 else None
 
@@ -136,8 +135,7 @@ class ResultSet:
         return self.analysis.median_interval(record)
 
     def exit_code(self, interrupted: bool = False) -> int:
-        """130 if interrupted; 1 if a run stopped on an error, or any part fails the run (a case that failed
-        or failed its accuracy check, a failed serving result...); else 0."""
+        """130 if interrupted; 1 if the run stopped on an error or any part fails the run; else 0."""
         if interrupted:
             return 130
         stopped = any(run.get("status") == RunStatus.FAILED for run in self.runs)  # by an error outside a variant
@@ -230,9 +228,7 @@ class ResultSet:
 
     @classmethod
     def merge(cls, sets: list["ResultSet"]) -> tuple["ResultSet", list[str]]:
-        """One set with every record and part, and notes: a (case, environment) measured twice keeps the later
-        record whole, with its joined parts; a point whose records come from several inputs is noted (docs/matrices.md,
-        "Merge")."""
+        """One set with every record and part, and notes (docs/matrices.md, "Merge")."""
         merged, notes = cls(), []
         source: dict[tuple, int] = {}  # a kept record's key -> its input's number
         for i, other in enumerate(sets):
@@ -247,8 +243,7 @@ class ResultSet:
                 source[record.key] = i + 1
             for part in other._parts:
                 earlier = merged.part(part.KIND, part.key)
-                # a device's ceilings measured by several inputs on one machine are one fact; any other part
-                # measured twice is said
+                # a device's ceilings measured by several inputs on one machine are one fact, not noted
                 if (not part.JOINS_RECORD and earlier is not None and earlier != part
                         and not isinstance(part, (Ceiling, MemoryCeiling))):
                     notes.append(f"{part.KIND} {', '.join(map(str, part.key))}: in more than one input; "

@@ -21,8 +21,7 @@ def deprecations_of(record: Record) -> tuple[Deprecation, ...]:
 
 @dataclass(frozen=True)
 class Successor:
-    """``variant``, which replaces ``deprecated``'s ``deprecation``, at its point: its record there (None: not timed)
-    and its ``speed`` over the deprecated row's (>1 faster; None without shared rounds)."""
+    """``variant``, replacing ``deprecation``, at ``deprecated``'s point: its record and ``speed`` (>1 faster)."""
 
     deprecated: Record
     deprecation: Deprecation

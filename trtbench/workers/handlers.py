@@ -25,9 +25,8 @@ from trtbench.workers.checked_call import checked_call
 
 @dataclass
 class Hosted:
-    """What a worker's handlers work on: its channel, its calls by point label, their device, its energy counter
-    (None: none readable) and trackers, the CPU time when it last answered a block, and its RSS high-water mark
-    before its first check (None: not yet)."""
+    """What a worker's handlers work on: its channel, calls by label, device, energy counter and trackers, the CPU
+    time of its last block's answer, and its RSS high-water mark before its first check."""
 
     conn: Connection
     calls: dict[str, Any]
@@ -80,8 +79,7 @@ def _peak_rss_mb() -> float | None:
 
 @handles("block")
 def _block(hosted: Hosted, message: tuple) -> tuple:
-    """``("block", label, calls, switch_in)``: a timed block (:func:`~trtbench.measure.timing.time_calls`), answered
-    once this process's threads are idle, with the CPU it used while others were timed."""
+    """``("block", label, calls, switch_in)``: a timed block, answered once settled, with the CPU between."""
     _, label, count, switch_in = message
     between = (time.process_time() - hosted.idle_since_cpu) * 1e3
     with torch.inference_mode():
@@ -93,8 +91,7 @@ def _block(hosted: Hosted, message: tuple) -> tuple:
 
 @handles("check")
 def _check(hosted: Hosted, message: tuple) -> tuple:
-    """``("check", label, path)``: the accuracy check's call (or a generate request), its output written to
-    ``path``; the reply: its peak memory, warnings, time and energy."""
+    """``("check", label, path)``: the accuracy check's call, its output to ``path``; memory, warnings, time, energy."""
     _, label, path = message
     hosted.start_peak = hosted.start_peak if hosted.start_peak is not None else _peak_rss_mb()
     with torch.inference_mode():

@@ -10,10 +10,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 import torch
 
-
-if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
-
 from trtbench.workers.checked_call import CheckedCall, checked_call
 from trtbench.core.procfs import available_bytes, process_facts
 from trtbench.core.env import torch_thread_facts
@@ -26,6 +22,9 @@ from trtbench.building.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantReci
 from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import (READY_CPU_S, Worker, WorkerError, WorkerTimer, close_workers, spawn_workers,
                                    start_workers)
+
+if TYPE_CHECKING:
+    from trtbench.core.context import RunContext
 
 MIB = 2**20
 SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
@@ -82,8 +81,7 @@ class InProcess:
 
 
 def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "") -> Optional[Artifact]:
-    """The variant's deployable file saved into ``folder``, its deprecations' warnings silenced (None: it saves none,
-    or could not, and its worker rebuilds it); ``key`` names the file (``ort@int8``)."""
+    """The variant's deployable file saved into ``folder`` (None: none or failed; its worker rebuilds it)."""
     try:
         with silenced(variant.deprecations):
             artifacts = variant.save(built, folder, "timed-" + (key or variant.name).replace("@", "-"))
@@ -93,9 +91,8 @@ def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "
 
 
 class VariantWorkers:
-    """``processes`` replicate worker processes per variant of one build group, spawned when the group starts,
-    given their variants once built, closed together; process 0 of every slot builds first, and its peak RSS plans
-    the turns of the others (:func:`plan_turns`)."""
+    """``processes`` replicate workers per variant of one build group, spawned as it starts, closed together; process
+    0 of every slot builds first, its peak RSS planning the others' turns."""
 
     method = "process"
 
@@ -122,9 +119,8 @@ class VariantWorkers:
 
     def start(self, config, group, builds: dict[str, tuple[Variant, Built]], precisions: dict[str, str],
               copies: dict[str, PrecisionCopy], device: torch.device) -> "VariantWorkers":
-        """Write ``group``'s weights and inputs once per precision's ``copies`` and each variant's deployable file,
-        start each slot's first process, plan the turns, and start the first turn's others. ``builds`` and
-        ``precisions`` are by slot id (``ort@int8``)."""
+        """Write the weights and inputs per precision's ``copies`` and each deployable file, build each slot's first
+        process, plan the turns, and start the first turn's others (``builds``, ``precisions``: by slot id)."""
         folder = Path(self._folder.name)
         payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
         for key, (variant, built) in builds.items():
@@ -230,8 +226,7 @@ def _refreshed(worker: Worker) -> dict:
 
 def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
                share: float = AVAILABLE_SHARE) -> list[list[int]]:
-    """The process indices of each turn: as many sets of processes (one per slot, each needing ``extra_bytes``) as
-    fit in ``share`` of ``available`` run in each turn beside process 0; unknown availability: all at once."""
+    """The process indices of each turn, as many sets as fit in ``share`` of ``available`` (unknown: one turn)."""
     if available is None or extra_bytes <= 0:
         return [list(range(processes))]
     at_once = max(1, min(processes, 1 + int(available * share // extra_bytes)))
@@ -249,8 +244,7 @@ def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],
                     workers: Optional[VariantWorkers]) -> Isolation:
-    """Where ``group``'s built variants (``outcomes``, by slot id; built from ``copies``, by precision)
-    are timed: ``workers`` get their variants here, or else this process times them."""
+    """Where ``group``'s built variants are timed: given to ``workers``, or else in this process."""
     config, device, log = ctx.config, ctx.device, ctx.log
     built = {group.slot_id(e.name, p): p for e,
              p in group.slots() if outcomes[group.slot_id(e.name, p)].built is not None}

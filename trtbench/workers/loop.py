@@ -43,9 +43,7 @@ READY_CPU_S = "ready_cpu_s"  # worker fact: CPU seconds the process used until r
 
 
 def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
-    """A fresh worker's own start-up luck (docs/measuring.md, "Replicate processes"): its hash seed
-    (``PYTHONHASHSEED``, 1 to 2**32 - 1) and its environment's size (a padding variable of 0 to :data:`MAX_PADDING`
-    bytes)."""
+    """A fresh worker's own start-up luck: its hash seed and its environment's size (a padding variable)."""
     return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
 
 
@@ -54,8 +52,7 @@ class WorkerError(RuntimeError):
 
 
 class BuildTooSlow(WorkerError):
-    """A worker did not build its variant within ``benchmark.max_build_s`` and was killed: the variant's rows
-    are skipped with this reason (a limit the run was given, not a fault of the variant)."""
+    """A worker still building at ``benchmark.max_build_s``, killed: its variant's rows are skipped."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +64,7 @@ class Assignment:
 
 
 def worker_main(fd: int) -> None:
-    """The timing worker's request loop, in the child process, on the socket ``fd`` its parent passed: build the
-    recipe, then answer each request by its handler, keeping only its reply, until told to exit."""
+    """The timing worker's loop on socket ``fd``: build the recipe, then answer each request until told to exit."""
     conn = Connection(fd)
     try:
         assigned = conn.recv()
@@ -80,15 +76,11 @@ def worker_main(fd: int) -> None:
         conn.send(("building",))
         calls, facts = assigned.recipe.materialize()
         device = torch.device(assigned.recipe.device)
-        # read around each block's calls and each check: the counter is machine-wide
         meter = counter_or_none(device)
         hosted = Hosted(conn, calls, device, meter, block_trackers(device, meter))
         gc.collect()
-        # as timeit does while timing; this process only times
         gc.disable()
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
-        # READY_CPU_S: what this process cost to get here (imports, the payload, the load or rebuild, each point's
-        # first call), the price of one more replicate process, in CPU seconds (all its threads)
         conn.send(("ready", {"pid": os.getpid(), **bound, **facts, READY_CPU_S: round(time.process_time(), 2)}))
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
         conn.send(("error", traceback.format_exc()))
@@ -282,8 +274,7 @@ class WorkerTimer:
 
 def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None, knobs: Knobs = Knobs(),
                   threads: int = 1, at_once: bool = False) -> list[Worker]:
-    """``count`` worker processes started with ``knobs`` for ``threads`` threads each (output in
-    ``log_dir``/worker-<i>.log); ``at_once``: they run at the same time, each bound to cores of its own."""
+    """``count`` workers started with ``knobs`` (``at_once``: each bound to its own cores), logs in ``log_dir``."""
     return [Worker(f"worker {i}", timeout_s, log_dir / f"worker-{i}.log" if log_dir else None,
                    worker_env(knobs, threads, i if at_once else 0)) for i in range(count)]
 
@@ -316,9 +307,8 @@ class _Building:
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: int = 2,
                   max_build_s: Optional[float] = None,
                   handlers: tuple[ModuleType, ...] = ()) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Give each recipe one of the ``spawned`` workers (the rest are closed) with the ``handlers`` modules, and build,
-    at most ``parallel`` at once, each killed after the workers' timeout or ``max_build_s`` after it began, if
-    sooner. Returns the workers that are ready and, for the others, why not (their processes are gone)."""
+    """Give each recipe one of ``spawned`` (the rest closed) with ``handlers``, and build, ``parallel`` at once, each
+    killed at the timeout or ``max_build_s``; the ready workers, and why not for the others."""
     workers: dict[str, Worker] = {}
     building: dict[Connection, _Building] = {}
     ready: dict[str, Worker] = {}

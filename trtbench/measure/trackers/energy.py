@@ -34,9 +34,8 @@ class EnergyTracker:
 
 
 def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call") -> Optional[dict]:
-    """A record's energy from its ``blocks`` and the idle draw before them: joules per ``unit`` above idle (the
-    median over blocks, with its 95% interval), the average power while the calls ran, and the idle power; None
-    without blocks."""
+    """A record's energy: joules per ``unit`` above the idle draw (median over ``blocks``, with its 95% interval), the
+    average and idle power; None without blocks."""
     blocks = [b for b in blocks if b.seconds > 0 and b.units > 0]
     if not blocks:
         return None
@@ -76,8 +75,7 @@ class PointEnergy:
         return dataclasses.replace(self, end=later.end)
 
     def metrics(self, blocks: list[EnergyReading], unit: str = "call") -> dict:
-        """A record's ``metrics.energy`` from its blocks (:func:`energy_metrics`) and the device's state; without a
-        counter, why."""
+        """A record's ``metrics.energy`` from its blocks and the device's state; without a counter, why."""
         if self.counter is None:
             return {"unavailable": self.reason}
         energy = energy_metrics(blocks, self.idle_w, unit)
