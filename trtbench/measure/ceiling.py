@@ -174,7 +174,7 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
 
 
 def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.05) -> float | None:
-    """The clock, in GHz, one core of this CPU runs at, from a chain of dependent fp64 adds; None where unreadable."""
+    """The clock, in GHz, of one core of this CPU, from a chain of dependent fp64 adds (None: no positive slope)."""
     vectors = [(torch.ones(n, dtype=torch.float64), torch.empty(n, dtype=torch.float64)) for n in CLOCK_CHAIN]
     deadline = time.perf_counter() + warmup_s
     while time.perf_counter() < deadline:
