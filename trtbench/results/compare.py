@@ -143,26 +143,24 @@ def _row(head: str, c) -> str:
             f"| {c.verdict} |")
 
 
+def _table(columns: str, rows: list[str]) -> str:
+    """A Markdown table of ``columns`` (``a | b``) over ``rows``."""
+    return "\n".join([f"| {columns} |", "|" + "---|" * (columns.count("|") + 1), *rows]) + "\n"
+
+
 def generate_changes_table(changes: list[GenerateChange]) -> str:
     """The generate comparison as a Markdown table: one row per time of each generate row of the new run."""
-    lines = ["| model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI "
-             "| verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for c in changes:
-        lines.append(_row(f"| {c.model} | {c.point} | {c.decoder} | {c.precision} | {c.metric} |", c))
-    return "\n".join(lines) + "\n"
+    return _table("model | point | decoder | precision | time | base ms | new ms | speedup (base/new) | 95% CI "
+                  "| verdict",
+                  [_row(f"| {c.model} | {c.point} | {c.decoder} | {c.precision} | {c.metric} |", c) for c in changes])
 
 
 def changes_table(changes: list[Change]) -> str:
     """The comparison as a Markdown table: the new run's speedup over the baseline (base ms / new ms)."""
-    lines = ["| model | variant | precision | threads | point | processes (base/new) | base ms | new ms | "
-             "speedup (base/new) | 95% CI, each run's processes x rounds | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for c in changes:
-        k = c.case
-        lines.append(_row(f"| {k.model} | {k.label} | {k.precision} | {k.threads} | {k.point} ({k.shapes}) | "
-                          f"{c.processes} |", c))
-    return "\n".join(lines) + "\n"
+    rows = [_row(f"| {c.case.model} | {c.case.label} | {c.case.precision} | {c.case.threads} | {c.case.point} "
+                 f"({c.case.shapes}) | {c.processes} |", c) for c in changes]
+    return _table("model | variant | precision | threads | point | processes (base/new) | base ms | new ms | speedup "
+                  "(base/new) | 95% CI, each run's processes x rounds | verdict", rows)
 
 
 @dataclass(frozen=True)
@@ -210,7 +208,5 @@ def serving_changes_table(changes: list[ServingChange]) -> str:
     """The serving comparison as a Markdown table: each served peak of the new run beside the baseline's."""
     def peak(value: Optional[tuple[float, float, float]]) -> str:
         return "" if value is None else f"{value[0]:.1f} [{value[1]:.1f}-{value[2]:.1f}]"
-    lines = ["| served | peak rule | base peak QPS [interval] | new peak QPS [interval] | verdict |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {c.label} | {c.rule} | {peak(c.base)} | {peak(c.new)} | {c.verdict} |" for c in changes]
-    return "\n".join(lines) + "\n"
+    return _table("served | peak rule | base peak QPS [interval] | new peak QPS [interval] | verdict",
+                  [f"| {c.label} | {c.rule} | {peak(c.base)} | {peak(c.new)} | {c.verdict} |" for c in changes])
