@@ -1,12 +1,6 @@
-"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row.
-
-A figure is one number of one row with its interval where it has one: a record's ``median`` (its two-level
-interval) and ``p99`` (none), its ``speedup`` over eager fp32 (its interval), its ``accuracy`` (the largest error,
-``ok`` or ``failed`` against its tolerance); a served case's ``peak_qps`` per serving setting (its joint estimate's
-interval); a generate row's ``ttft`` and ``tpot`` (their medians' intervals). A row that failed or was skipped
-gives its figures with that status and no value. Runs are read only through ``ResultSet.load`` (schemas 1-6); a
-run of schema 5 or earlier gets a derived id, its records its run by environment, and a model hash derived from
-its config's model entry.
+"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row, each
+with its interval where it has one (the figures: docs/outputs.md, "The history"). A run of schema 5 or earlier gets
+a derived id, its records its run by environment, and a model hash derived from its config's model entry.
 """
 
 from __future__ import annotations
