@@ -1,15 +1,9 @@
 """A run: per build group: build -> each scenario the config lists -> save -> (scenarios that read the
 saved files) -> report.
 
-The build is :func:`~trtbench.building.stage.build_at` (a :class:`~trtbench.building.stage.BuildOutcome` per
-variant); each scenario (:class:`~trtbench.scenarios.base.Scenario`) runs on the built group and yields
-frozen result parts; the save is :func:`~trtbench.artifacts.publish.publish` (the files published and
-the records as they now stand). This module names no scenario: it runs the config's list in a loop,
-and :class:`~trtbench.pipeline.state.RunState` keeps and journals every part, so a run killed outright
-resumes where it stopped. One failing variant never stops the others; Ctrl-C stops the run and what
-was measured is written, the rest marked ``interrupted``. Each variant's build and save is marked in flight
-(:mod:`trtbench.core.inflight`), so that one crashing this process natively fails alone
-(:mod:`trtbench.pipeline.supervisor`).
+It names no scenario: it runs the config's list in a loop, and :class:`~trtbench.pipeline.state.RunState` keeps
+and journals every part they yield. Each variant's build and save is marked in flight
+(:mod:`trtbench.core.inflight`). The pipeline and its failures: docs/architecture.md, docs/resuming.md.
 """
 
 from __future__ import annotations
