@@ -25,8 +25,7 @@ FRESH_FIGURES = ("load_s", "first_token_ms", "max_abs_err")  # of the fresh-proc
 
 @dataclass(frozen=True)
 class DecoderBuild:
-    """Decoder ``decoder`` at ``precision`` of model ``model``: its ``artifact`` (what its build returned) under
-    its build folder ``out_dir``, deployed on ``device`` with ``threads`` threads."""
+    """A decoder's build: its ``artifact`` (what its build returned) under its build folder ``out_dir``."""
 
     decoder: str
     precision: str

@@ -44,8 +44,7 @@ WORKER = Path(__file__).with_name("verify.py")
 
 @dataclass(frozen=True)
 class ArtifactSource:
-    """What a variant's files are saved from, as their manifest entries name it: ``built``, the build of
-    ``variant`` at ``precision`` on ``device``, of the model whose id is ``model``."""
+    """What a variant's files are saved from, as their manifest entries name it."""
 
     variant: Variant
     built: Built
@@ -67,9 +66,8 @@ class PublishCheck:
 
 @dataclass(frozen=True)
 class Saved:
-    """What a scenario that builds and saves its own artifacts (the generate scenario's decoders) yields beside its
-    result parts: the manifest entries of variant ``variant``'s save at ``precision`` (none: nothing was published),
-    which the run journals and lists in the manifest as it does the save stage's."""
+    """What a scenario that saves its own artifacts (generate's decoders) yields beside its parts: the manifest
+    entries of one save (none: nothing was published), journaled and listed as the save stage's are."""
 
     variant: str
     precision: str

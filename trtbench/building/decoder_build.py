@@ -35,8 +35,7 @@ class DecoderBuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class DecoderBuild:
-    """Decoder ``decoder`` at ``precision``, built from the Hugging Face folder ``source`` into ``out_dir`` with
-    ``threads`` threads, for the (batch, cache length) ``shapes`` it must serve, on ``device``."""
+    """A decoder's build from the Hugging Face folder ``source``, for the (batch, cache length) ``shapes``."""
 
     decoder: str
     precision: str

@@ -51,8 +51,7 @@ def timed_load(load: Callable[[], T]) -> tuple[T, LoadTiming]:
 
 @dataclass(frozen=True)
 class DecoderRecipe:
-    """Decoder ``decoder`` at ``precision``, built from folder ``source`` into ``out_dir``, run on ``device``
-    with ``threads`` threads; ``requests``: call label -> (prompt, int64 batch x prompt_len; new tokens)."""
+    """A worker's decoder; ``requests``: call label -> (prompt, int64 batch x prompt_len; new tokens)."""
 
     decoder: str
     precision: str

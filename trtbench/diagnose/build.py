@@ -32,9 +32,8 @@ class PathUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Recipe:
-    """How every build of one diagnosis is made: the variant, the precision, the device, the variant's options,
-    the INT8 setup where the precision quantizes (:class:`~trtbench.quantize.setup.Int8Setup`) and where the
-    failure log goes."""
+    """How every build of one diagnosis is made (``int8``: the :class:`~trtbench.quantize.setup.Int8Setup` where
+    the precision quantizes)."""
 
     variant: str
     precision: str

@@ -27,8 +27,7 @@ from trtbench.quantize.fallback import AccuracyBudgetMissed, Excluding, fallback
 
 @dataclass(frozen=True)
 class FallbackCase:
-    """What the fallback judges a precision on: each point's fp32 inputs and eager fp32's outputs there (by point
-    label), the precision's tolerance (``atol``, ``rtol``) and the cap on modules kept in fp32."""
+    """What the fallback judges a precision on, by point label, and the cap on modules kept in fp32."""
 
     inputs: dict[str, tuple]
     references: dict[str, Any]

@@ -23,8 +23,7 @@ VERSION_KEYS = ("python", "torch", "torchvision", "driver", "cuda", "cudnn")
 
 @dataclass(frozen=True)
 class SeriesKey:
-    """What a series is one figure of: the model (its id, for people, and its hash), the variant and its options,
-    the precision, the point, the threads, the knobs (the allocator among them), the device and the machine."""
+    """What a series is one figure of (the model's id is for people; its hash identifies it)."""
 
     model: str
     model_hash: str
@@ -53,8 +52,8 @@ class SeriesKey:
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of one row of a run: its series, status, value with its interval (None where the row did not run
-    or the figure has no interval: ``low`` and ``high`` then equal the value) and the reason it has none."""
+    """One figure of one row of a run (``value`` None where the row did not run; without an interval, ``low`` and
+    ``high`` equal the value)."""
 
     key: SeriesKey
     status: str
@@ -64,8 +63,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class RunRow:
-    """A run as the history stores it: its id, start, name, status, label, the folder it was read from, its
-    environment's versions, its machine and whether its changes were accepted as the new normal."""
+    """A run as the history stores it (``source``: the folder it was read from)."""
 
     run_id: str
     started_at: str
@@ -87,8 +85,7 @@ class StoredRun:
 
 
 def versions_of(environment: dict) -> dict:
-    """The versions a run ran with, flat: python, torch, torchvision, the driver, CUDA, cuDNN, each optional
-    library, and the allocator where the environment names one."""
+    """The versions a run ran with, flat: :data:`VERSION_KEYS` and each optional library."""
     versions = {key: str(environment[key]) for key in VERSION_KEYS if environment.get(key) is not None}
     versions.update({name: str(v) for name, v in sorted((environment.get("libraries") or {}).items())})
     return versions

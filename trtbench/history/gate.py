@@ -24,8 +24,7 @@ KNOWN_FIGURES = ("median", "p99", "speedup", "accuracy", "peak_qps", "ttft", "tp
 
 @dataclass(frozen=True)
 class Regression:
-    """One regression of the gated run: its series' label and what regressed, with intervals and the versions
-    that changed."""
+    """One regression of the gated run: its series' label and what regressed."""
 
     series: str
     text: str

@@ -29,8 +29,7 @@ class SeriesPoint:
 
 @dataclass(frozen=True)
 class FoundStep:
-    """A step of a series: the change (levels before and after, with intervals), the first run after it, whether
-    it is a regression for this figure, and the versions that changed across it (``torch 2.13.0 -> 2.14.1``)."""
+    """A step of a series and the versions that changed across it (``torch 2.13.0 -> 2.14.1``)."""
 
     step: Step
     first_run: RunRow

@@ -40,8 +40,7 @@ class MergeOutcome:
 
 
 def load_inputs(dirs: list[str]) -> tuple[list[ResultSet], list[str]]:
-    """Each input's results, and a note for each input without a results.json (:func:`missing_note`),
-    for which an empty set stands in so that every input keeps its number."""
+    """Each input's results (an empty set where it has no results.json, so each keeps its number), and its notes."""
     sets, notes = [], []
     for i, text in enumerate(dirs):
         path = Path(text)

@@ -37,8 +37,7 @@ class RunOutcome:
 
 
 class RunState:
-    """The run's records by case key (in the order they came), and its saves by
-    :func:`~trtbench.results.journal.save_key`."""
+    """The run's records by case key (in the order they came), its other parts, and its saves by save key."""
 
     def __init__(self, plan: RunPlan, journal: Journal):
         self.plan = plan

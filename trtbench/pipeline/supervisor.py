@@ -38,8 +38,7 @@ def signal_text(number: int) -> str:
 
 
 def supervise(argv: list[str]) -> int:
-    """Run ``trtbench <argv>`` in a child process until it ends other than by a crash in one variant's build, save
-    or check; see the module docstring. Returns the exit code."""
+    """Run ``trtbench <argv>`` in a child process, relaunched after each crash in one variant's step; the exit code."""
     crashed: list[InFlight] = []
     with tempfile.TemporaryDirectory(prefix="trtbench-") as folder:
         marker = Path(folder) / "inflight.json"
@@ -76,8 +75,7 @@ def _key(step: InFlight) -> tuple:
 
 
 def _journal_crash(step: InFlight, number: int) -> None:
-    """Journal the crash of ``step`` (so the relaunch fails its variant), note it below the stack in the crash log,
-    and say so."""
+    """Journal the crash of ``step`` (the relaunch fails its variant), note it in the crash log, and say so."""
     from trtbench.results.journal import Journal
 
     out_dir, crashed = Path(step.out_dir), f"the run process crashed (killed by {signal_text(number)})"
@@ -125,8 +123,7 @@ def _run_child(argv: list[str], env: dict) -> int:
 
 
 def _die_of(number: int) -> None:
-    """End this process by signal ``number``, as the child ended: the caller sees what it would have without the
-    supervisor."""
+    """End this process by signal ``number``, as the child ended."""
     with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
         signal.signal(number, signal.SIG_DFL)
     os.kill(os.getpid(), number)

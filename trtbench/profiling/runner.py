@@ -28,8 +28,7 @@ TRACE_DIR = "profiles"
 
 @dataclass(frozen=True)
 class ProfiledVariant:
-    """A variant to profile: its name, the variant and its build, and the files it saved (their sizes are
-    reported with its memory)."""
+    """A variant to profile, with the files it saved (their sizes are reported with its memory)."""
 
     name: str
     variant: Variant
@@ -38,8 +37,7 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results
-    survive."""
+    """Run one section; one that cannot apply or breaks is recorded, not raised."""
     try:
         return run()
     except NotSupported as err:

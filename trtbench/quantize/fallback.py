@@ -59,8 +59,7 @@ class Excluding:
 
 @dataclass(frozen=True)
 class Kept:
-    """What the loop found: the model that passed, the layers it keeps in fp32, its verdict, the full
-    reduced-precision model and its verdict, and the builds run."""
+    """What the loop found: the passing model and the full one, with their verdicts, and the builds run."""
 
     model: Any
     kept: tuple
