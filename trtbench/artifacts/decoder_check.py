@@ -1,13 +1,7 @@
-"""A published decoder artifact checked in the verify worker's fresh process (:mod:`trtbench.artifacts.verify`, a
-job of kind ``decoder``), as a deployment would start it: loaded with its decoder's own ``load``, one request
-made (the run's first request, which the artifact was built to serve), then its teacher-forced logits held
-against the saved eager fp32 ones by the run's own accuracy rule (:mod:`trtbench.measure.logit_accuracy`) and
-tolerances. Its files' SHA-256 were checked before this runs.
-
-The reference file (``<stem>.ref.npz``, :mod:`trtbench.artifacts.decoder_publish`) holds ``teacher`` (int64,
-1 x seq), eager fp32's ``logits`` of it (float32, 1 x seq x vocab), and the first request's ``prompt`` (int64,
-batch x prompt_len) and ``new_tokens``.
-"""
+"""A published decoder artifact checked in the verify worker's fresh process (a job of kind ``decoder``): loaded
+with its decoder's own ``load``, the run's first request made, then its teacher-forced logits held against the
+saved eager fp32 ones (``<stem>.ref.npz``: :class:`~trtbench.artifacts.decoder_publish.DecoderReference`) by the
+run's own accuracy rule (:mod:`trtbench.measure.logit_accuracy`)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Publishing a decoder's artifact (:mod:`trtbench.decoders`) into the run's artifact store, once its
 teacher-forced logits kept their tolerances against eager fp32's.
 
-A decoder builds its artifact, a file or folder, into a build folder of its own; the artifact is whatever that
-folder holds, plus what the decoder names outside it (the PyTorch decoders' ``decoder.json`` names the model's
-Hugging Face folder). Published, it is one self-contained folder ``<stem>/`` in the store: the build folder's
-files moved in (its worker has closed), what lies outside brought in (:meth:`Decoder.self_contained`; a model
-folder already published in this run is hard-linked, not copied again) and named relatively, so that it loads
-after the output folder moves. Beside it, ``<stem>.ref.npz`` holds what verify re-checks it with: the teacher
-token sequence, eager fp32's logits of it and the run's first request. Before the folder appears it loads and
-passes that check in a fresh process (:func:`~trtbench.artifacts.store.verify_artifact`, as ``trtbench verify``
-runs it); its manifest entry lists every file with its SHA-256 and size, and that check's cold start.
+Published, it is one self-contained folder ``<stem>/``: its build folder's files moved in, what the decoder names
+outside it brought in (:meth:`Decoder.self_contained`), with ``<stem>.ref.npz`` beside it; it appears only once it
+passes :func:`~trtbench.artifacts.store.verify_artifact` in a fresh process (docs/artifacts.md).
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ FRESH_FIGURES = ("load_s", "first_token_ms", "max_abs_err")  # of the fresh-proc
 
 @dataclass(frozen=True)
 class DecoderBuild:
-    """Decoder ``decoder`` at ``precision`` of model ``model``: its ``artifact`` (what its build returned) under
-    its build folder ``out_dir``, deployed on ``device`` with ``threads`` threads."""
+    """A decoder's build: its ``artifact`` (what its build returned) under its build folder ``out_dir``."""
 
     decoder: str
     precision: str
@@ -46,9 +39,8 @@ class DecoderBuild:
 @dataclass(frozen=True)
 class DecoderReference:
     """What a decoder's artifact is re-checked with: ``teacher`` (int64, 1 x seq), eager fp32's ``logits`` of it
-    (float32, 1 x seq x vocab), the tolerance it kept (``cosine_min``, ``top1_agree_min``, ``top1_margin``) and the
-    ``accuracy`` figures it kept it with; and the run's first request (``prompt``, int64 batch x prompt_len, of
-    ``new_tokens``), made first in a fresh process to time the cold start."""
+    (float32, 1 x seq x vocab), the tolerance and ``accuracy`` figures it kept, and the run's first request
+    (``prompt``, int64 batch x prompt_len, of ``new_tokens``)."""
 
     teacher: np.ndarray
     logits: np.ndarray
@@ -67,9 +59,8 @@ class DecoderPublisher:
         self._brought: dict[Path, Path] = {}  # a folder outside an artifact -> its published copy
 
     def publish(self, build: DecoderBuild, reference: DecoderReference, stem: str) -> dict:
-        """Publish ``build``'s artifact as ``<stem>/`` with ``<stem>.ref.npz`` (see the module docstring) and return
-        its manifest entry; ArtifactLoadError where it does not load and keep its tolerance in a fresh process
-        (nothing is published then)."""
+        """Publish ``build``'s artifact as ``<stem>/`` with ``<stem>.ref.npz``; its manifest entry. ArtifactLoadError
+        (nothing published) where it does not load and keep its tolerance in a fresh process."""
         self.directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
@@ -93,9 +84,8 @@ class DecoderPublisher:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _gather(self, build: DecoderBuild, folder: Path) -> tuple[Path, dict[Path, Path]]:
-        """Into the new ``folder``: the build folder's files moved, and what the artifact names outside it brought in
-        (:meth:`Decoder.self_contained`); the artifact's path there, and what was brought in (outside -> its path
-        relative to ``folder``)."""
+        """The build folder's files moved into the new ``folder`` and what the artifact names outside it brought in;
+        the artifact's path there, and what was brought in (outside -> its path relative to ``folder``)."""
         folder.mkdir()
         for path in build.out_dir.iterdir():
             shutil.move(path, folder / path.name)

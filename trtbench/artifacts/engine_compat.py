@@ -1,12 +1,6 @@
-"""What a TensorRT artifact depends on, and whether this machine can load it.
-
-A serialized TensorRT engine is not portable: by default it loads only in the TensorRT
-version that built it, and only on the GPU architecture (compute capability) it was
-built for (TensorRT docs: "Engine Compatibility" and the support matrix's "Engine
-Portability"; engines built with the version-compatible or hardware-compatible options
-are the exception, and trtbench builds neither). The manifest records
-:func:`engine_environment` next to each TRT artifact and ``trtbench verify`` compares it
-with the current one through :func:`check_engine_compat` (``--force`` overrides).
+"""What a TensorRT artifact depends on, and whether this machine can load it: the manifest records
+:func:`engine_environment` next to each TRT artifact and ``trtbench verify`` compares it with the current one
+through :func:`check_engine_compat` (docs/tensorrt.md, "Deploying a saved engine").
 """
 
 from __future__ import annotations
@@ -19,11 +13,8 @@ from trtbench.core.env import nvidia_driver_version
 
 
 def _module_version(name: str) -> str | None:
-    """``name.__version__``; None when it is not installed; what went wrong when importing it fails.
-
-    Importing torch_tensorrt can raise more than ImportError (RuntimeError without CUDA, KeyError
-    for a uid with no passwd entry, a plain Exception without TensorRT's libraries).
-    """
+    """``name.__version__``; None when it is not installed; what went wrong when importing it fails (importing
+    torch_tensorrt can raise more than ImportError)."""
     try:
         module = importlib.import_module(name)
     except (ImportError, OSError):
@@ -34,11 +25,8 @@ def _module_version(name: str) -> str | None:
 
 
 def engine_environment(device: torch.device | str | None = None) -> dict:
-    """Versions and GPU identity a TensorRT engine is bound to (JSON-serialisable).
-
-    Keys: torch, torch_tensorrt, tensorrt, cuda, gpu, compute_capability, driver; a value
-    is None where the component is absent (no torch_tensorrt, no GPU, no nvidia-smi).
-    """
+    """Versions and GPU identity a TensorRT engine is bound to: torch, torch_tensorrt, tensorrt, cuda, gpu,
+    compute_capability, driver, each None where the component is absent."""
     env = {"torch": torch.__version__, "torch_tensorrt": _module_version("torch_tensorrt"),
            "tensorrt": _module_version("tensorrt"), "cuda": torch.version.cuda,
            "gpu": None, "compute_capability": None, "driver": None}

@@ -1,11 +1,8 @@
 """The save stage: a variant's deployable files, published only once they are known to ship.
 
-A variant is saved once its every point ran, was accurate, and was timed. Its files are written
-with the variant's own ``save()``, reloaded with its ``load()`` at every benchmarked shape, and
-loaded again in a fresh process (:class:`~trtbench.artifacts.store.ArtifactStore`). The stage returns
-what it published and the variant's records as they now stand: a variant whose file cannot ship
-(it does not reload, or the disk is full) fails with the reason, its timings kept; an inaccurate
-one is not saved, and its records say so.
+A variant is saved once its every point ran, was accurate, and was timed (the store checks its files). The stage
+returns what it published and the variant's records as they now stand: failed with the reason where a file cannot
+ship, their timings kept; an inaccurate one is not saved, and says so.
 """
 
 from __future__ import annotations
@@ -48,10 +45,8 @@ def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
 
 
 def _checked_by_worker(records: list[Record]) -> str | None:
-    """The suffix of the saved file that the variant's timing worker loaded and ran at every one of its
-    points, its outputs within tolerance of the reference there (None: no worker did). Only for float
-    precisions: a quantized build is judged on evaluation samples instead, so its files are always
-    reloaded here."""
+    """The suffix of the saved file that the variant's timing worker loaded and ran accurately at every one of its
+    points (None: no worker did)."""
     hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
     if len(hosted) != 1 or None in hosted or any(r.accuracy is None or not r.accuracy.get("ok") for r in records):
         return None
@@ -59,22 +54,16 @@ def _checked_by_worker(records: list[Record]) -> str | None:
 
 
 def reload_tolerance(tolerance, variant):
-    """How closely ``variant``'s quantized file must reproduce its build when reloaded (here and in a fresh
-    process): within fp32's ``tolerance``, as an ONNX Runtime, OpenVINO, AOTInductor or TensorRT file carries
-    the kernels its build ran (each reproduced its build exactly on the digits CNN: max error 0.0), or within
-    the variant's ``int8_reload_rtol`` of the output scale where its file is compiled again at load
-    (``compiled``'s PT2E program). Its accuracy is judged on evaluation samples and where it is timed
-    (trtbench.measure.accuracy), not by this."""
+    """How closely ``variant``'s quantized file must reproduce its build when reloaded: within fp32's
+    ``tolerance``, or within the variant's ``int8_reload_rtol`` of the output scale where it has one."""
     allowance = variant.int8_reload_rtol
     return tolerance if allowance is None else dataclasses.replace(tolerance, rtol=max(tolerance.rtol, allowance))
 
 
 def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, records: list[Record],
             at: PrecisionCopy) -> Published:
-    """Save ``outcome``'s variant into ``store`` if its ``records`` allow it: all its points, of one model
-    and precision, which name the save. Its files are checked on ``at``'s inputs (the copy of the model
-    it was built from), within the run's tolerance at that precision, and the model's weights must be
-    free in the artifacts folder before writing."""
+    """Save ``outcome``'s variant into ``store`` if its ``records`` (all its points, of one model and precision)
+    allow it, its files checked on the inputs of ``at``, the copy of the model it was built from."""
     ok_rows = [r for r in records if r.status is Status.OK]
     if outcome.built is None or not ok_rows:
         return Published((), tuple(records))

@@ -8,6 +8,7 @@ reproduces its reference output in a fresh process, the way a deployment would l
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import itertools
 import json
@@ -43,8 +44,7 @@ WORKER = Path(__file__).with_name("verify.py")
 
 @dataclass(frozen=True)
 class ArtifactSource:
-    """What a variant's files are saved from, as their manifest entries name it: ``built``, the build of
-    ``variant`` at ``precision`` on ``device``, of the model whose id is ``model``."""
+    """What a variant's files are saved from, as their manifest entries name it."""
 
     variant: Variant
     built: Built
@@ -55,11 +55,8 @@ class ArtifactSource:
 
 @dataclass(frozen=True)
 class PublishCheck:
-    """What each saved file is checked with before it is published: ``inputs`` maps shape labels to the
-    inputs of that point, where the reloaded file must reproduce the built variant's outputs within
-    ``tolerance``; the reference input/output kept beside the file (and rerun in a fresh process) is the
-    one at ``reference_shape``. The file of suffix ``checked_by_worker`` is not reloaded in this process:
-    the variant's timing worker already loaded that file of this build and ran it at every point."""
+    """What each saved file is checked with before it is published: the inputs by shape label, the tolerance, the
+    shape whose input/output is kept beside the file, and the suffix of the file the timing worker already ran."""
 
     inputs: dict[str, tuple]
     reference_shape: str
@@ -69,9 +66,8 @@ class PublishCheck:
 
 @dataclass(frozen=True)
 class Saved:
-    """What a scenario that builds and saves its own artifacts (the generate scenario's decoders) yields beside its
-    result parts: the manifest entries of variant ``variant``'s save at ``precision`` (none: nothing was published),
-    which the run journals and lists in the manifest as it does the save stage's."""
+    """What a scenario that saves its own artifacts (generate's decoders) yields beside its parts: the manifest
+    entries of one save (none: nothing was published), journaled and listed as the save stage's are."""
 
     variant: str
     precision: str
@@ -88,20 +84,9 @@ class ArtifactStore:
 
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
              expected_bytes: int = 0) -> list[dict]:
-        """Save ``source``'s build, check each file in this process and in a fresh one, then publish it with
-        its reference input/output.
-
-        Every saved file is reloaded in this process with the variant's own ``load`` and must reproduce
-        the built variant's outputs at every shape of ``check.inputs`` (a dynamic-shape artifact that
-        lost its range fails here); otherwise ValueError says where it differs. The exception is the
-        file of suffix ``check.checked_by_worker``: the variant's timing worker already loaded that file
-        of this build, saved by the same ``save()``, and ran it at every point, its outputs checked
-        against the reference there. Then every file must load and reproduce the reference output in a
-        fresh process (:func:`verify_artifact`); otherwise ArtifactLoadError says why. Files appear only
-        once they pass both; each entry's ``fresh_process_check`` holds that check's cold start.
-        ``expected_bytes`` (the model's weights) must be free before anything is written; a disk that
-        fills anyway raises DiskFullError naming the folder, and nothing is left behind.
-        """
+        """Save ``source``'s build, reload each file here (ValueError) and in a fresh process (ArtifactLoadError),
+        then publish the files that pass both with their reference input/output; their manifest entries.
+        ``expected_bytes`` must be free first; a disk that fills raises DiskFullError, nothing left behind."""
         if not source.variant.saves_files:
             return []
         stem = stem or f"{source.variant.name}_{source.precision}"
@@ -257,13 +242,8 @@ def read_manifest(out_dir: Path) -> dict:
 
 
 def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
-    """Reload one artifact in a fresh process and rerun its reference: a variant's file on its reference input,
-    or a decoder's artifact (an entry of kind ``decoder``: :func:`decoder_job`) on its teacher-forced sequence.
-
-    Besides ``ok`` and ``max_abs_err``, the row has the cold start the worker measured: ``load_s`` (the
-    loader's import and load) and ``first_call_ms`` (its first forward pass) or, for a decoder,
-    ``first_token_ms`` (its first request's first token).
-    """
+    """Reload one artifact (a variant's file or a decoder's artifact) in a fresh process and rerun its reference;
+    the row has ``ok``, ``max_abs_err`` and the cold start: ``load_s`` and ``first_call_ms`` (``first_token_ms``)."""
     directory = Path(directory).absolute()
     job = decoder_job(entry, directory) if entry.get("kind") == DECODER_KIND else {
         "path": str(directory / entry["file"]), "loader": entry["loader"],
@@ -283,9 +263,8 @@ DECODER_KIND = "decoder"  # a manifest entry's kind for a decoder's artifact (tr
 
 
 def decoder_job(entry: dict, directory: Path) -> dict:
-    """The verify worker's job for a decoder's artifact (trtbench.artifacts.decoder_check): every file of its
-    folder and its reference checked by SHA-256, the artifact loaded with the decoder's own ``load`` (from the
-    trtbench this process runs), and its teacher-forced logits held against the saved eager fp32 ones."""
+    """The verify worker's job for a decoder's artifact (:mod:`trtbench.artifacts.decoder_check`): its files'
+    SHA-256, and its teacher-forced logits held against the saved eager fp32 ones."""
     reference = entry["reference"]
     files = [*entry["files"], reference]
     return {"kind": DECODER_KIND, "name": entry["file"], "decoder": entry["variant"],
@@ -296,11 +275,8 @@ def decoder_job(entry: dict, directory: Path) -> dict:
 
 
 class FreshProcesses:
-    """The verify worker, serving jobs: a process that has imported torch and nothing of trtbench and
-    runs each job in a fork of itself (see verify_worker.py). One serves this whole process; it is
-    started again when the environment it was started with has changed (a new ``PYTHONPATH``) or
-    when it died, and is ended at exit (or, should this process be killed, when its stdin closes).
-    """
+    """The verify worker: a process that has imported torch and nothing of trtbench, running each job in a fork
+    of itself. One serves this process, started again when its environment changed or it died, ended at exit."""
 
     _shared: "FreshProcesses | None" = None
 
@@ -342,26 +318,20 @@ class FreshProcesses:
     def close(self) -> None:
         """End the worker and the job it may be running (its process group)."""
         atexit.unregister(self.close)
-        if self.proc.returncode is None:  # not reaped yet, so its process group id is still its own
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # a fork that outlived it goes too
-            except ProcessLookupError:  # the group has already ended
-                pass
+        # not reaped yet, so its process group id is still its own; a fork that outlived it goes too
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.log):
-            try:
+            # a broken pipe has nothing left to flush
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:  # a broken pipe has nothing left to flush
-                pass
 
 
 def verify_manifest(out_dir: Path, force: bool = False) -> list[dict]:
-    """Verify every artifact in the manifest (the variants' files and the decoders' artifacts); returns one row
-    per artifact with ``ok`` and ``error``.
-
-    A TensorRT engine built for another TensorRT version or GPU architecture is not loaded
-    (it would fail or misbehave) unless ``force``; its row says why.
-    """
+    """Verify every artifact in the manifest; one row per artifact with ``ok`` and ``error``. A TensorRT engine
+    built for another TensorRT version or GPU architecture is not loaded unless ``force``: its row says why."""
     manifest = read_manifest(out_dir)
     directory = Path(manifest["_dir"])
     rows = []

@@ -1,17 +1,9 @@
 """Reload saved artifacts the way a deployment would, each in a fresh process, and time their cold start.
 
-Started by trtbench as ``python verify_worker.py`` and fed one JSON job per line on stdin, it
-imports torch and nothing of trtbench, then runs each job in a fork of itself: every artifact
-loads in a process that no earlier job, and no model code, has touched, which proves it loads
-with its runtime alone: torch (``torch.jit.load``, ``torch.export.load``, ``aoti_load_package``),
-onnxruntime or openvino, plus the imports the manifest names. A decoder's artifact (a job of kind
-``decoder``) is deployed through its decoder's own ``load``, so its fork imports trtbench's decoders
-(:mod:`trtbench.artifacts.decoder_check`) and nothing else of it. Forking saves Python's and torch's
-start-up (seconds) per artifact. It prints one JSON object per job: {"ok": bool, "max_abs_err":
-float, "error": str, "load_s": float, "first_call_ms": float, "warnings": [...]}. ``load_s`` runs
-from importing the runtime (torch itself is already imported) to a callable model;
-``first_call_ms`` is its first forward pass on the reference input, the cold request a fresh
-server answers.
+Run as ``python verify.py`` and fed one JSON job per line on stdin, it imports torch and nothing of trtbench,
+runs each job in a fork of itself and prints one JSON object per job: {"ok": bool, "max_abs_err": float,
+"error": str, "load_s": float, "first_call_ms": float, "warnings": [...]}. A decoder's job loads through its
+decoder's own ``load`` (:mod:`trtbench.artifacts.decoder_check`), the only trtbench its fork imports.
 """
 
 import hashlib
@@ -74,9 +66,7 @@ def openvino_model(torch, path, settings):
 
 
 def compiled(torch, module, settings):
-    """``torch.compile`` of a loaded program as its manifest says it was compiled (PT2E int8: static
-    shapes, called with Inductor's freezing on, which lowers its quantize/dequantize patterns to int8
-    kernels); the first call compiles."""
+    """``torch.compile`` of a loaded program as its manifest says it was compiled; the first call compiles."""
     compiled_module = torch.compile(module, mode=settings["mode"], dynamic=settings["dynamic"])
 
     def run(*inputs):

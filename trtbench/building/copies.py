@@ -1,13 +1,7 @@
-"""What a build group's variants at one precision build from and are timed on: a copy of the model
-and inputs at the precision's compute dtype.
-
-A build group holds every precision of a run (eager fp32 first, the reference of every reduced
-precision's rows, timed in the same rounds), so its precisions may differ in dtype: fp16 builds
-from a half copy of the model and runs on half inputs (bf16 from a bfloat16 one), while int8 shares fp32's
-copy (a quantized build keeps fp32 inputs and parameters, and reuses what fp32 built, like ``exported``).
-:func:`cast_to_precision` is the one step that makes a precision's model, here and in a timing worker's rebuild,
-with the modules fp16's and bf16's accuracy fallback keeps in fp32 (casts at their edges, so every build from the
-copy inherits them: :mod:`trtbench.diagnose.fallback`).
+"""What a build group's variants at one precision build from and are timed on: a copy of the model and inputs at
+the precision's compute dtype (int8 shares fp32's). :func:`cast_to_precision` is the one step that makes a
+precision's model, here and in a timing worker's rebuild, with the modules fp16's and bf16's accuracy fallback
+keeps in fp32.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""A decoder's build in a process of its own, so that the worker that loads and times the artifact holds only what
-its decoder deploys: the Hugging Face model a build loads, the exporter's and compiler's state and whatever the
-build's libraries keep end with the build's process. A decoder whose build loads nothing (``builds_apart`` False:
-eager's and compiled's write a file naming the model folder; ort_genai's runs onnxruntime-genai's model builder,
-which is a process of its own already) builds in the worker, which saves starting an interpreter that imports
-torch and every decoder (:func:`build_decoder` chooses).
+"""A decoder's build in a process of its own where it loads anything (``Decoder.builds_apart``), else in the worker.
 
 The worker runs ``python -m trtbench.building.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
 worker's pid and the file to write the result to). The child builds with the decoder's own
-:meth:`~trtbench.decoders.base.Decoder.build` and writes the artifact's path and its own peak resident memory; it
-dies with the worker (``PR_SET_PDEATHSIG``), so a worker killed mid-build leaves no build behind. A build that fails
-raises :class:`DecoderBuildError` with the end of the child's output (its traceback last).
+:meth:`~trtbench.decoders.base.Decoder.build`, writes the artifact's path and its own peak resident memory, and
+dies with the worker (``PR_SET_PDEATHSIG``); a failed build raises :class:`DecoderBuildError` with the end of its
+output.
 
 More: docs/generate.md, "Module notes", trtbench/building/decoder_build.py.
 """
@@ -40,8 +35,7 @@ class DecoderBuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class DecoderBuild:
-    """Decoder ``decoder`` at ``precision``, built from the Hugging Face folder ``source`` into ``out_dir`` with
-    ``threads`` threads, for the (batch, cache length) ``shapes`` it must serve, on ``device``."""
+    """A decoder's build from the Hugging Face folder ``source``, for the (batch, cache length) ``shapes``."""
 
     decoder: str
     precision: str

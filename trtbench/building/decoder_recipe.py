@@ -1,9 +1,5 @@
-"""How a worker gets its decoder: it has the decoder's artifact built from the model's Hugging Face folder with the
-decoder's own library, in a process of its own where the build loads anything (:mod:`trtbench.building.decoder_build`),
-for every (batch, cache length) its requests and its teacher-forced sequence need, loads it as a deployment would,
-so that it holds only what the decoder deploys, and warms up on each request it will be timed on. Its facts state
-the build's own peak resident memory (``build_peak_rss_mb``) and its own after the load (``rss_after_load_mb``,
-VmRSS).
+"""How a worker gets its decoder: the artifact built (:mod:`trtbench.building.decoder_build`) for every (batch,
+cache length) it must serve, loaded as a deployment would, and warmed up on each request it will be timed on.
 
 More: docs/generate.md, "Module notes", trtbench/building/decoder_recipe.py.
 """
@@ -55,8 +51,7 @@ def timed_load(load: Callable[[], T]) -> tuple[T, LoadTiming]:
 
 @dataclass(frozen=True)
 class DecoderRecipe:
-    """Decoder ``decoder`` at ``precision``, built from folder ``source`` into ``out_dir``, run on ``device``
-    with ``threads`` threads; ``requests``: call label -> (prompt, int64 batch x prompt_len; new tokens)."""
+    """A worker's decoder; ``requests``: call label -> (prompt, int64 batch x prompt_len; new tokens)."""
 
     decoder: str
     precision: str

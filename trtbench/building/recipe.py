@@ -1,15 +1,7 @@
-"""How a timing worker gets its variant: the deployed file, loaded, or else the same build.
-
-A variant that ships a file (``.onnx``, OpenVINO IR, ``.pt2``, TorchScript) reaches its worker as
-that file: the parent saves its build with the variant's own ``save()``, and the worker loads it
-with the variant's own ``load()``, as a deployment would. A variant that saves nothing (eager,
-torch.compile) is rebuilt: the worker builds the model from its config, loads the parent's exact
-weights (a plain ``torch.save`` of tensors, loaded file-backed with ``weights_only=True``), and builds the
-variant with the same code the parent used (:func:`trtbench.building.stage.build_variants`). The inputs of
-every point come in the same file. The worker then runs each point once, so first-call work
-(torch.compile's compile, lazy initialisation) stays out of the timed blocks. Nothing else it does
-before the timed calls moves the allocator's state (:mod:`trtbench.core.allocator`): what the worker
-times starts as a deployment that loads the same file and calls it.
+"""How a timing worker gets its variant: the deployed file, loaded with the variant's own ``load()``, or else the
+same build: the model from its config with the parent's exact weights and the points' inputs (one
+:func:`write_payload` file, loaded file-backed), built by :func:`trtbench.building.stage.build_variants`. The worker
+runs each point once before timing (docs/measuring.md, "Each runtime in its own process").
 """
 
 from __future__ import annotations
@@ -91,10 +83,8 @@ class VariantRecipe:
     @classmethod
     def for_group(cls, config: Config, group: BuildGroup, variant: str, precision: str, payload: Path,
                   device: torch.device) -> "VariantRecipe":
-        """The recipe of ``variant`` at ``precision`` of build ``group`` (its model, its variants' options,
-        its threads) under the run's ``config`` (cuDNN autotuning, memory format, inputs), loading
-        ``payload`` (:func:`write_payloads`), rebuilt in the worker. The timing workers and the serving
-        workers get their recipes here; :meth:`hosting` makes one load a saved file instead."""
+        """The recipe of ``variant`` at ``precision`` of build ``group`` under the run's ``config``, loading
+        ``payload`` (:func:`write_payloads`), rebuilt in the worker (:meth:`hosting` loads a saved file instead)."""
         return cls(model=group.model, variant=variant, options=group.variant_options(), precision=precision,
                    device=str(device), threads=group.threads, cudnn_benchmark=config.benchmark.cudnn_benchmark,
                    channels_last=config.channels_last, input_specs=config.inputs, payload=str(payload))

@@ -1,13 +1,6 @@
 """The build stage: every variant of one build group, each after what it builds from, a precision at
-a time (:func:`build_at`).
-
-A variant that cannot run here comes back ``skipped`` with the reason (known before it builds, or
-found by its build: :class:`~trtbench.core.errors.Unavailable`); one whose build raises
-comes back ``failed`` (its traceback in the failure log); its dependents skip or fail with it. One that
-crashed an earlier process of the run natively fails with that reason, without building again; each build
-is marked in flight (:mod:`trtbench.core.inflight`) while it runs.
-Warnings are captured, not printed, and reported with the variant; those that say one of its upstream
-deprecations (``Variant.deprecations``: TorchScript's) as that deprecation's note.
+a time (:func:`build_at`). A variant that cannot run here comes back ``skipped`` with the reason, one whose build
+raises ``failed``, its dependents with it; warnings are captured and reported with the variant.
 """
 
 from __future__ import annotations
@@ -66,13 +59,9 @@ def capture_warnings(fn: Callable[[], Any], deprecations: Sequence[Deprecation] 
 
 @dataclass(frozen=True)
 class BuildList:
-    """The variants to build, by name, in order (dependencies first); each one's options, by name (one
-    absent builds with its defaults); the ones that cannot build here, by name, with the reason
-    (they come back skipped, and what builds from them with them); those whose build crashed an
-    earlier process of the run, with the reason (they come back failed, with what builds from them); and
-    ``max_build_s`` (``benchmark.max_build_s``): a build that took longer comes back skipped, saying so (a
-    build in this process cannot be stopped midway; a timing worker's is killed at the limit:
-    :func:`trtbench.workers.loop.start_workers`)."""
+    """The variants to build, by name, in order (dependencies first); each one's options, by name (absent: its
+    defaults); the ones that cannot build here (skipped) and those whose build crashed an earlier process of the
+    run (failed), with the reason; and ``max_build_s``: a build that took longer comes back skipped."""
 
     names: Sequence[str]
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -145,14 +134,10 @@ def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module
 
 def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, build: BuildContext,
              earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
-    """Build ``names`` at ``build.precision``, by slot id, failures logged in the run's failure log. What they
-    only build from (``exported``, ``onnx``) is reused from the group's reference precision where it built
-    there (``earlier``, by slot id)
-    and ``precision`` has its dtype: at a quantized precision the model and inputs are the same, and only
-    the timed variants quantize (fp16 builds everything from its own half copy). ``build`` at fp32's dtype for a
-    float ``precision`` is its hinted pass (:func:`hinted_names`): only the variants that hint it build anew.
-    A variant whose build, save or check crashed an earlier process of the run (``ctx.crashed``) fails with that
-    reason instead of building."""
+    """Build ``names`` at ``build.precision``, by slot id. What they only build from is reused from the group's
+    reference precision (``earlier``, by slot id) where ``precision`` has its dtype; ``build`` at fp32's dtype for a
+    float ``precision`` is its hinted pass (:func:`hinted_names`). A variant that crashed an earlier process of
+    the run (``ctx.crashed``) fails with that reason instead of building."""
     precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
     # what builds anew: the variants of this precision; in the hinted pass (build.dtype is fp32's), those that hint it

@@ -1,10 +1,6 @@
 """The one way the harness gets a build: variant V at precision P from a (possibly partial) model, through the
-project's build path (:func:`trtbench.building.stage.build_variants`, each variant's own ``build``).
-
-The model and inputs take the precision's dtype, or stay fp32 where the variant's runtime reaches the precision
-by a hint on fp32's build (``Variant.hints``: OpenVINO's bf16); at a quantized precision the
-variant quantizes its build with its own quantizer, fully (the fallback is what the harness explains, so its
-budget is lifted here), calibrated on the run's samples and judged against this model's own fp32 outputs.
+project's build path (:func:`trtbench.building.stage.build_variants`, each variant's own ``build``); at a quantized
+precision fully quantized, with no budget (docs/accuracy.md, "At INT8").
 """
 
 from __future__ import annotations
@@ -36,9 +32,8 @@ class PathUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Recipe:
-    """How every build of one diagnosis is made: the variant, the precision, the device, the variant's options,
-    the INT8 setup where the precision quantizes (:class:`~trtbench.quantize.setup.Int8Setup`) and where the
-    failure log goes."""
+    """How every build of one diagnosis is made (``int8``: the :class:`~trtbench.quantize.setup.Int8Setup` where
+    the precision quantizes)."""
 
     variant: str
     precision: str

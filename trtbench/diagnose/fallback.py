@@ -1,12 +1,9 @@
 """fp16's and bf16's accuracy fallback: where eager at the precision misses its tolerance against eager fp32, the
 modules with the largest own error are kept in fp32, one more at a time, until it passes or the cap is reached.
 
-It is INT8's loop (:func:`trtbench.quantize.fallback.keep_in_fp32`) over another build with an exclusion list, the
-precision's model copy with those modules in fp32 (:func:`trtbench.building.copies.cast_to_precision`), and another
-judge, the row's element-wise check at every point. The layers are ranked by the diagnose harness's own error
-(:func:`~trtbench.diagnose.taps.layer_errors` on eager at the precision, tapped;
-:func:`~trtbench.diagnose.floor.ranked`):
-one tapped build instead of one build per layer. Every variant built from the copy inherits the kept modules.
+INT8's loop (:func:`trtbench.quantize.fallback.keep_in_fp32`) over the precision's model copy with those modules in
+fp32 (:func:`trtbench.building.copies.cast_to_precision`), judged by the row's element-wise check at every point
+(docs/accuracy.md, "fp32 fallback for fp16 and bf16").
 """
 
 from __future__ import annotations
@@ -30,8 +27,7 @@ from trtbench.quantize.fallback import AccuracyBudgetMissed, Excluding, fallback
 
 @dataclass(frozen=True)
 class FallbackCase:
-    """What the fallback judges a precision on: each point's fp32 inputs and eager fp32's outputs there (by point
-    label), the precision's tolerance (``atol``, ``rtol``) and the cap on modules kept in fp32."""
+    """What the fallback judges a precision on, by point label, and the cap on modules kept in fp32."""
 
     inputs: dict[str, tuple]
     references: dict[str, Any]

@@ -1,11 +1,5 @@
-"""Which layer is named: the first, in graph order, whose own error stands out against what a healthy layer gets
-at the precision.
-
-A layer stands out when its own SQNR is both below the precision's line (what rounding to the precision's
-significand keeps, 6 dB a bit, less a margin: for fp32 that is fp64's floor) and more than a margin below the
-median of the other layers' own SQNR in this build (the outlier rule: at bf16 every healthy layer's own error is
-near 2^-9, and it is that level, not fp32's, that a faulty layer must stand out from). Exact layers (ReLU, pooling:
-an own SQNR of inf) and unjudged ones are left out of the median. docs/accuracy.md gives the reasons.
+"""Which layer is named: the first, in graph order, whose own SQNR is both below the precision's line and more
+than ``OUTLIER_DB`` below the median of the build's other judged, inexact layers (docs/accuracy.md, "The floor").
 """
 
 from __future__ import annotations

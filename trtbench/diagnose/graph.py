@@ -1,9 +1,6 @@
-"""A model as layers in graph order, named by module path, and the graphs the harness builds from it.
-
-``torch.fx`` traces the model (leaf modules: those of ``torch.nn`` without children); consecutive nodes of one
-innermost module make one layer (``layer3.1.conv2``; functional ops between modules belong to the module whose
-``forward`` runs them, and top-level ones are named by their first node). :meth:`LayerGraph.tapped` returns every
-layer's outputs besides the model's; :meth:`LayerGraph.split` cuts it at a layer boundary into a prefix and a suffix.
+"""A model as layers in graph order, named by module path (docs/accuracy.md, "Names"), and the graphs the harness
+builds from it: :meth:`LayerGraph.tapped` returns every layer's outputs besides the model's; :meth:`LayerGraph.split`
+cuts it at a layer boundary into a prefix and a suffix.
 """
 
 from __future__ import annotations
@@ -60,15 +57,14 @@ class LayerGraph:
         try:
             graph = _Tracer().trace(model)
         except Exception as err:
-            raise UntraceableModel(f"torch.fx cannot trace {type(model).__name__}: {type(err).__name__}: "
-                                   f"{str(err).splitlines()[0] if str(err) else ''}") from err
+            raise UntraceableModel(f"torch.fx cannot trace {type(model).__name__}: {_first_line(err)}") from err
         self.module = fx.GraphModule(model, graph)
         self._nodes = {node.name: node for node in self.module.graph.nodes}
         try:
             ShapeProp(self.module).propagate(*example)
         except Exception as err:
             raise UntraceableModel(f"the traced {type(model).__name__} does not run on the point's inputs: "
-                                   f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+                                   f"{_first_line(err)}") from err
         self.layers = self._layers()
 
     def _layers(self) -> list[Layer]:
@@ -139,6 +135,10 @@ class LayerGraph:
                 senv[node] = suffix.node_copy(node, lambda n: senv[n])
         prefix.output(tuple(penv[n] for n in crossing))
         return _pruned(fx.GraphModule(self.module, prefix)), _pruned(fx.GraphModule(self.module, suffix))
+
+
+def _first_line(err: Exception) -> str:
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
 
 
 def _is_tensor(node: fx.Node) -> bool:

@@ -1,11 +1,5 @@
-"""One diagnosis: a variant at a precision on one point's inputs, localised by its taps and by splice bisection.
-
-The builds are announced before they start, in two steps: the variant whole and tapped (2 builds), then, where
-the whole build misses the tolerance, the splices (:func:`~trtbench.diagnose.splice.splice_count`); the count at
-the end equals what was announced unless the budget in minutes stopped it, which the result says. A layer is
-named where the splices end at one whose splice loses at least ``OUTLIER_DB`` of output SQNR (error that builds up
-across layers crosses the tolerance somewhere, in small steps); the taps' layer
-(:func:`~trtbench.diagnose.floor.named_layer`) is confirmed when the splices name the same.
+"""One diagnosis: a variant at a precision on one point's inputs, localised by its taps and by splice bisection,
+its builds announced before they start and bounded by a budget in minutes (docs/accuracy.md, "Splices").
 """
 
 from __future__ import annotations
@@ -155,17 +149,18 @@ def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Se
     except UntraceableModel as err:
         return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=str(err))
     builds = _Builds(recipe, settings)
+
+    def ended(status: DiagnosisStatus, why: str) -> Diagnosis:
+        return Diagnosis(**base, status=status, reason=why, builds=builds.count, builds_announced=builds.announced)
+
     try:
         return _diagnose(graph, inputs, builds, base)
     except OutOfBudget as err:
-        return Diagnosis(**base, status=DiagnosisStatus.STOPPED, reason=str(err), builds=builds.count,
-                         builds_announced=builds.announced)
+        return ended(DiagnosisStatus.STOPPED, str(err))
     except PathUnavailable as err:
-        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=err.reason, builds=builds.count,
-                         builds_announced=builds.announced)
+        return ended(DiagnosisStatus.UNAVAILABLE, err.reason)
     except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
-        return Diagnosis(**base, status=DiagnosisStatus.FAILED, reason=describe_error(err), builds=builds.count,
-                         builds_announced=builds.announced)
+        return ended(DiagnosisStatus.FAILED, describe_error(err))
 
 
 def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> Diagnosis:

@@ -1,9 +1,6 @@
 """Splice bisection: the model's layers before boundary k built as the variant, the rest run in eager fp32, and k
-bisected to the first boundary whose output misses the tolerance. It needs no names and no taps, so it localises
-on every path, and it confirms a tap's localisation (tapping adds outputs, which can change what a compiler fuses).
-
-The splices are made on a range of boundaries padded to a power of two, so their count is known before the first
-build: ``ceil(log2(layers))``; a boundary past the last layer builds the whole model through the splice.
+bisected, over boundaries padded to a power of two, to the first whose output misses the tolerance
+(docs/accuracy.md, "Splices"); a boundary past the last layer builds the whole model through the splice.
 """
 
 from __future__ import annotations

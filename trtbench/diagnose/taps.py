@@ -1,14 +1,7 @@
-"""Each layer's error from one call of a tapped build, compared as the fp32 reference streams through the graph.
-
-The tapped build returns every layer's outputs (:meth:`~trtbench.diagnose.graph.LayerGraph.tapped`). Walking the
-fp32 graph node by node, each layer is judged twice as its last node runs, and each reference value is dropped
-after its last use:
-
-- **carried** error: the build's output of the layer against fp32's on the reference's input (what reaches it);
-- **own** error: against the same layer run in fp32 on the build's own input to it, so the error that came
-  from upstream cancels and only what this layer adds is left. It is judged only while that input still agrees
-  with fp32's (carried SQNR at least ``INPUT_DB``): past a diverged layer the input is far outside what the layer
-  sees from fp32 (an INT8 layer's calibrated range, say), and its error there says nothing about the layer (None).
+"""Each layer's error from one call of a tapped build, compared as the fp32 reference streams through the graph,
+each reference value dropped after its last use: **carried** (the build's output of the layer against fp32's) and
+**own** (against the layer run in fp32 on the build's own input to it; None where that input's carried SQNR is
+under ``INPUT_DB``). The reasons: docs/accuracy.md, "Taps".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row.
-
-A figure is one number of one row with its interval where it has one: a record's ``median`` (its two-level
-interval) and ``p99`` (none), its ``speedup`` over eager fp32 (its interval), its ``accuracy`` (the largest error,
-``ok`` or ``failed`` against its tolerance); a served case's ``peak_qps`` per serving setting (its joint estimate's
-interval); a generate row's ``ttft`` and ``tpot`` (their medians' intervals). A row that failed or was skipped
-gives its figures with that status and no value. Runs are read only through ``ResultSet.load`` (schemas 1-6); a
-run of schema 5 or earlier gets a derived id, its records its run by environment, and a model hash derived from
-its config's model entry.
+"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row, each
+with its interval where it has one (the figures: docs/outputs.md, "The history"). A run of schema 5 or earlier gets
+a derived id, its records its run by environment, and a model hash derived from its config's model entry.
 """
 
 from __future__ import annotations
@@ -29,8 +23,7 @@ VERSION_KEYS = ("python", "torch", "torchvision", "driver", "cuda", "cudnn")
 
 @dataclass(frozen=True)
 class SeriesKey:
-    """What a series is one figure of: the model (its id, for people, and its hash), the variant and its options,
-    the precision, the point, the threads, the knobs (the allocator among them), the device and the machine."""
+    """What a series is one figure of (the model's id is for people; its hash identifies it)."""
 
     model: str
     model_hash: str
@@ -59,8 +52,8 @@ class SeriesKey:
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of one row of a run: its series, status, value with its interval (None where the row did not run
-    or the figure has no interval: ``low`` and ``high`` then equal the value) and the reason it has none."""
+    """One figure of one row of a run (``value`` None where the row did not run; without an interval, ``low`` and
+    ``high`` equal the value)."""
 
     key: SeriesKey
     status: str
@@ -70,8 +63,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class RunRow:
-    """A run as the history stores it: its id, start, name, status, label, the folder it was read from, its
-    environment's versions, its machine and whether its changes were accepted as the new normal."""
+    """A run as the history stores it (``source``: the folder it was read from)."""
 
     run_id: str
     started_at: str
@@ -93,8 +85,7 @@ class StoredRun:
 
 
 def versions_of(environment: dict) -> dict:
-    """The versions a run ran with, flat: python, torch, torchvision, the driver, CUDA, cuDNN, each optional
-    library, and the allocator where the environment names one."""
+    """The versions a run ran with, flat: :data:`VERSION_KEYS` and each optional library."""
     versions = {key: str(environment[key]) for key in VERSION_KEYS if environment.get(key) is not None}
     versions.update({name: str(v) for name, v in sorted((environment.get("libraries") or {}).items())})
     return versions

@@ -1,17 +1,6 @@
-"""``trtbench gate``: whether a run regressed against its history.
-
-For each series the run has a point in (its points up to the run, from the latest accepted run on):
-
-- a row that newly failed or was newly skipped (the point before was ok), and an accuracy that newly fell below
-  its tolerance, regress whatever the figure;
-- a gated figure regresses where the series' latest step (:func:`~trtbench.core.steps.find_steps`) lies at or
-  before the run and is for the worse: the baseline is the segment before that step until the step is accepted
-  (``trtbench history accept RUN``); with no such step, the run's own point against the segment it would join
-  (:func:`~trtbench.core.steps.against`: a step at the very end, seen from one run).
-
-By default the gated figures are the absolute medians and the speedups over eager: a speedup is timed in the
-same rounds as its baseline, so machine drift cancels in it, but a change that slows eager and a variant alike
-(a new torch) shows only in the medians; each is held to the run-to-run scatter of its own series.
+"""``trtbench gate``: whether a run regressed against its history, series by series from the latest accepted run
+on: a row newly failed or skipped, or a gated figure's latest step (else the run's own point) for the worse
+(docs/comparing.md, "The history and the gate").
 """
 
 from __future__ import annotations
@@ -35,8 +24,7 @@ KNOWN_FIGURES = ("median", "p99", "speedup", "accuracy", "peak_qps", "ttft", "tp
 
 @dataclass(frozen=True)
 class Regression:
-    """One regression of the gated run: its series' label and what regressed, with intervals and the versions
-    that changed."""
+    """One regression of the gated run: its series' label and what regressed."""
 
     series: str
     text: str

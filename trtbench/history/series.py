@@ -1,10 +1,7 @@
-"""Series of the history, as plain data: each series' points in ``started_at`` order, its steps, and what changed.
-
-A series is one figure under one key (:class:`~trtbench.history.figures.SeriesKey`); the environment's versions
-are not in the key but beside each point, and a step names the versions that differ across it (the last run
-before against the first after). Steps are :func:`~trtbench.core.steps.find_steps` over the series' points that
-have a value, from its latest accepted run on. :func:`load_series` (on an open store) and :func:`read_history`
-(on its path or URL) are what the command line, the gate and the history's HTML page read.
+"""Series of the history, as plain data: each series' points in ``started_at`` order, its steps
+(:func:`~trtbench.core.steps.find_steps` from its latest accepted run on), and the versions that changed across
+each. :func:`load_series` (on an open store) and :func:`read_history` (on its path or URL) are what the command
+line, the gate and the history's HTML page read.
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ class SeriesPoint:
 
 @dataclass(frozen=True)
 class FoundStep:
-    """A step of a series: the change (levels before and after, with intervals), the first run after it, whether
-    it is a regression for this figure, and the versions that changed across it (``torch 2.13.0 -> 2.14.1``)."""
+    """A step of a series and the versions that changed across it (``torch 2.13.0 -> 2.14.1``)."""
 
     step: Step
     first_run: RunRow

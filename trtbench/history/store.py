@@ -1,11 +1,6 @@
-"""The history's database: SQLite (a file, the default ``results/history.sqlite``) or PostgreSQL (a URL).
-
-One schema, written once for both through DB-API (stdlib ``sqlite3``; ``psycopg`` 3, the ``history-postgres``
-extra): three tables, ``runs`` (one row per run, by ``run_id``), ``series`` (one row per series key) and
-``points`` (a run's figure in a series, with its interval), and ``store_version``, the schema's own version,
-migrated forward on opening (:data:`MIGRATIONS`; version 2 added ``runs.label``). A run is added whole in one
-transaction, once: adding it again adds nothing. SQLite runs in WAL mode with a busy timeout, so runs on one host
-may append at once; its locking is not reliable on a network file system (``deploy/README.md``).
+"""The history's database: SQLite (a file, the default ``results/history.sqlite``) or PostgreSQL (a URL), one
+schema for both through DB-API, migrated forward on opening (:data:`MIGRATIONS`). A run is added whole in one
+transaction, once. The tables and the reasons: docs/outputs.md, "The history".
 """
 
 from __future__ import annotations
@@ -177,8 +172,7 @@ class Store:
             if stored is not None and (stored[0] == "complete" or stored[0] == run.status):
                 return False
             if stored is not None:
-                self._execute("DELETE FROM points WHERE run_id = ?", (run.run_id,))
-                self._execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
+                self._delete(run.run_id)
             self._execute("INSERT INTO runs (run_id, started_at, name, status, source, versions, machine, accepted, "
                           "label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           (run.run_id, run.started_at, run.name, run.status, run.source,
@@ -236,8 +230,11 @@ class Store:
     def forget(self, run_id: str) -> None:
         """Drop a run and its points (its folder keeps it: ``ingest`` adds it back)."""
         with self.transaction():
-            self._execute("DELETE FROM points WHERE run_id = ?", (run_id,))
-            self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            self._delete(run_id)
+
+    def _delete(self, run_id: str) -> None:
+        self._execute("DELETE FROM points WHERE run_id = ?", (run_id,))
+        self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
 
     def clear(self) -> None:
         """Drop every table and create the schema anew (PostgreSQL's rebuild)."""

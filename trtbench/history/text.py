@@ -1,8 +1,6 @@
 """The history as text: intervals and steps, each series' line (``trtbench history``), the stored runs, and every
-point as CSV.
-
-The CSV is the same bytes from SQLite and PostgreSQL for the same runs: rows in series then start order, numbers
-as Python's shortest round-trip text, the versions as sorted JSON.
+point as CSV (the same bytes from SQLite and PostgreSQL: rows in series then start order, numbers as Python's
+shortest round-trip text, the versions as sorted JSON).
 """
 
 from __future__ import annotations

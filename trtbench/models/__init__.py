@@ -157,19 +157,19 @@ def _check_transformers_model(model_cfg, path: str) -> None:
 
 def transformers_model_type(model_cfg) -> str:
     """The transformers model type (``llama``) of a transformers model: its name, or its folder's config."""
-    if model_cfg.path is None:
-        return model_cfg.name
-    return json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text()).get("model_type", "")
+    return model_cfg.name if model_cfg.path is None else _folder_config(model_cfg).get("model_type", "")
 
 
 def transformers_max_positions(model_cfg) -> int | None:
     """The most positions (prompt plus new tokens) a transformers model takes: its config's
     ``max_position_embeddings`` (None where it states none)."""
-    if model_cfg.path is not None:
-        config = json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text())
-    else:
-        config = _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict()
+    config = (_folder_config(model_cfg) if model_cfg.path is not None
+              else _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict())
     return config.get("max_position_embeddings") or config.get("n_positions")
+
+
+def _folder_config(model_cfg) -> dict:
+    return json.loads((Path(model_cfg.path).expanduser() / "config.json").read_text())
 
 
 def check_model_exists(model_cfg, path: str) -> None:
@@ -225,9 +225,8 @@ def _instantiate(model_cfg) -> nn.Module:
 
 
 def build_model(model_cfg) -> nn.Module:
-    """Instantiate the configured model in eval mode on the CPU, with random or local weights. Random weights are
-    drawn from torch's CPU generator seeded with RANDOM_WEIGHTS_SEED (the caller's generator is left as it was), so
-    every run, resume and machine builds the same model and judges the same accuracy."""
+    """Instantiate the configured model in eval mode on the CPU, with local weights or random ones seeded with
+    RANDOM_WEIGHTS_SEED (the caller's generator left as it was), the same on every run, resume and machine."""
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_WEIGHTS_SEED)

@@ -1,9 +1,6 @@
-"""A causal language model as a Hugging Face folder: the common source every decoder builds from.
-
-The folder holds what ``save_pretrained`` writes (``config.json``, the weights, the generation config)
-and a tokenizer: the local folder's own where it has one, else a small offline one written here, a
-word-level vocabulary of the model's size (``t<i>`` for id ``i``), since prompts are token ids and
-only the builders that insist on a tokenizer (ONNX Runtime GenAI's, OpenVINO GenAI's) read it.
+"""A causal language model as a Hugging Face folder, the common source every decoder builds from: what
+``save_pretrained`` writes and a tokenizer, the local folder's own or an offline word-level one (``t<i>`` for id
+``i``; prompts are token ids, and only the builders that insist on a tokenizer read it).
 """
 
 from __future__ import annotations

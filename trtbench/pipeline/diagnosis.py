@@ -34,8 +34,7 @@ BUDGET_MISSED = "misses the accuracy budget"
 
 @dataclass(frozen=True)
 class Request:
-    """What to diagnose: the variants and precisions (None: the config's), the point's label and the minutes each
-    diagnosis may take."""
+    """What to diagnose (None: the config's variants, precisions, first model) and the minutes each may take."""
 
     variants: Optional[Sequence[str]] = None
     precisions: Optional[Sequence[str]] = None

@@ -1,12 +1,6 @@
-"""A run's or a merge's figures appended to its history (:mod:`trtbench.history`), and where that history is.
-
-A run appends to ``output.history`` (``--history``): by default ``results/history.sqlite`` where its output folder
-lies in ``results/`` (the default one, or one named there, as the bundled configs do), and nothing where the user
-named a folder elsewhere, so that a default never writes outside the folders it owns.
-A ``--shard`` run appends nothing (its merge appends the whole), nor does an interrupted one. The store is
-checked before the run (bad input exits 2 with nothing written); a store that cannot take the run at the end
-(locked past its busy timeout, the server gone) costs a note, never the run: ``trtbench history ingest`` adds the
-folder later.
+"""A run's or a merge's figures appended to its history (:mod:`trtbench.history`), and where that history is
+(docs/outputs.md, "The history"): checked before the run, appended at its end, where a store that cannot take
+the run costs a note, never the run.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ class MergeOutcome:
 
 
 def load_inputs(dirs: list[str]) -> tuple[list[ResultSet], list[str]]:
-    """Each input's results, and a note for each input without a results.json (:func:`missing_note`),
-    for which an empty set stands in so that every input keeps its number."""
+    """Each input's results (an empty set where it has no results.json, so each keeps its number), and its notes."""
     sets, notes = [], []
     for i, text in enumerate(dirs):
         path = Path(text)
@@ -58,8 +57,7 @@ def load_inputs(dirs: list[str]) -> tuple[list[ResultSet], list[str]]:
 
 
 def missing_note(number: int, path: Path) -> str:
-    """Why input ``number`` has no results, and what its journal holds: the cases measured before the run
-    stopped, which the same command resumes from."""
+    """Why input ``number`` has no results, and the cases its journal holds."""
     where = f"input {number} ({path}) has no results.json"
     if not path.exists():
         return (f"input {number} ({path}) does not exist: its run never started (a task cancelled or never "
@@ -95,11 +93,8 @@ def _comparable(record: Record) -> tuple:
 
 
 def coverage_notes(results: ResultSet) -> list[str]:
-    """One note per environment that lacks cases another environment measured.
-
-    Cases are compared by model, variant, options, precision and point; a machine's thread counts are
-    its own (the default is the CPUs a run may use there), so those are compared by how many each case was run at.
-    """
+    """One note per environment that lacks cases another environment measured (thread counts compared by how many
+    each case was run at)."""
     by_env: dict[str, Counter] = {}
     for record in results:
         by_env.setdefault(record.environment, Counter())[_comparable(record)] += 1

@@ -1,15 +1,9 @@
 """A run: per build group: build -> each scenario the config lists -> save -> (scenarios that read the
 saved files) -> report.
 
-The build is :func:`~trtbench.building.stage.build_at` (a :class:`~trtbench.building.stage.BuildOutcome` per
-variant); each scenario (:class:`~trtbench.scenarios.base.Scenario`) runs on the built group and yields
-frozen result parts; the save is :func:`~trtbench.artifacts.publish.publish` (the files published and
-the records as they now stand). This module names no scenario: it runs the config's list in a loop,
-and :class:`~trtbench.pipeline.state.RunState` keeps and journals every part, so a run killed outright
-resumes where it stopped. One failing variant never stops the others; Ctrl-C stops the run and what
-was measured is written, the rest marked ``interrupted``. Each variant's build and save is marked in flight
-(:mod:`trtbench.core.inflight`), so that one crashing this process natively fails alone
-(:mod:`trtbench.pipeline.supervisor`).
+It names no scenario: it runs the config's list in a loop, and :class:`~trtbench.pipeline.state.RunState` keeps
+and journals every part they yield. Each variant's build and save is marked in flight
+(:mod:`trtbench.core.inflight`). The pipeline and its failures: docs/architecture.md, docs/resuming.md.
 """
 
 from __future__ import annotations
@@ -141,9 +135,8 @@ class Runner:
                 self._run_scenario(ctx, scenario, built, None)
 
     def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
-        """precision -> the modules fp16's or bf16's accuracy fallback keeps in fp32 there
-        (:func:`trtbench.diagnose.fallback.float_fallback`), for each float reduced precision some variant of
-        ``group`` runs at here; the cap is INT8's, ``calibration.max_fp32_layers``."""
+        """precision -> what fp16's or bf16's accuracy fallback keeps in fp32 there, for each float reduced
+        precision some variant of ``group`` runs at here."""
         from trtbench.diagnose.fallback import FallbackCase, Fp32Fallback, float_fallback
 
         found = {}
@@ -179,8 +172,7 @@ class Runner:
 
     @property
     def _builds_variants(self) -> bool:
-        """Whether this runner builds the variants (from example inputs): where some listed scenario reads
-        ``inputs:``; the others bring their own build path."""
+        """Whether this runner builds the variants: where some listed scenario reads ``inputs:``."""
         return any("inputs" in s.needs for s in self.config.scenarios)
 
     def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: Testbed, prepared) -> None:
@@ -221,8 +213,7 @@ class Runner:
         return outcomes
 
     def _save(self, ctx: RunContext, group: BuildGroup, precision: str, outcome: BuildOutcome, at) -> None:
-        """The save stage for one variant at ``precision`` (built from copy ``at``); the state journals that
-        it is done."""
+        """The save stage for one variant at ``precision`` (built from copy ``at``), journaled once done."""
         name = outcome.variant.name
         with in_flight(InFlight("save", group.model.id, name, precision, str(self.out_dir))):
             published = publish(ctx, self.store, outcome, self.state.variant_records(group, name, precision), at)

@@ -1,12 +1,6 @@
-"""What a run has done so far: the records, the other parts its scenarios returned (a device's ceilings,
-serving results, a profile...) and the saves, each appended to the journal as it is kept, and what an
-earlier, unfinished run into the same directory left.
-
-The stages never change each other's values: a scenario yields parts and the save stage returns
-manifest entries, and :meth:`RunState.keep` (``keep_saved``) files them by key, a later derivation of
-a record replacing the earlier one. What each scenario still owes a build group is read from here
-(:meth:`~trtbench.scenarios.base.Scenario.owes`), so a resumed run does only that.
-:class:`RunOutcome` is what the whole run gives its caller.
+"""What a run has done so far: the records, the other parts its scenarios returned and the saves, each filed by
+key (a later derivation of a record replacing the earlier one) and appended to the journal as it is kept, and what
+an earlier, unfinished run into the same directory left; :class:`RunOutcome` is what the whole run gives its caller.
 """
 
 from __future__ import annotations
@@ -43,8 +37,7 @@ class RunOutcome:
 
 
 class RunState:
-    """The run's records by case key (in the order they came), and its saves by
-    :func:`~trtbench.results.journal.save_key`."""
+    """The run's records by case key (in the order they came), its other parts, and its saves by save key."""
 
     def __init__(self, plan: RunPlan, journal: Journal):
         self.plan = plan
@@ -74,9 +67,8 @@ class RunState:
         return earlier
 
     def resume(self, earlier: JournalState, env_id: str) -> int:
-        """Keep the earlier run's final records of planned cases measured in this same environment,
-        whole points only: the variants of a point are timed together (their speedups pair their
-        rounds), so a point the kill cut between two journal lines is measured again, all of it."""
+        """Keep the earlier run's final records of planned cases measured in this same environment, whole points
+        only (docs/resuming.md); the number of cases kept."""
         for group in self.plan.groups:
             for point in group.points:
                 keys = [group.case(entry, point, precision).key for entry, precision in group.slots()]

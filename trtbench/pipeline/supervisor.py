@@ -1,16 +1,11 @@
 """The supervisor of a run: ``trtbench run`` (and ``profile``) on the command line runs the pipeline in a child
-process, the same command, and watches it, so that a native crash of one variant fails that variant alone.
+process, the same command, and watches it, so that a native crash of one variant fails that variant alone
+(docs/resuming.md, "Native crashes").
 
-The child marks each variant's build, save (the reload checks of its files too) and checked first call while
-it runs it (:mod:`trtbench.core.inflight`), in a file named here, and has ``faulthandler`` write the native
-stack of a crash to ``<output>/crash.log``. When the child dies by a crash signal (:data:`CRASH_SIGNALS`) inside such a
-step, the supervisor journals the crash (a ``crash`` line, :mod:`trtbench.results.journal`) and starts the same command
-again, without ``--fresh``: it resumes from the journal, keeping what was measured, and fails that variant at that
-precision with the reason instead of trying it again (:meth:`~trtbench.pipeline.state.RunState.begin`). Each relaunch
-needs a crash at a variant not crashed before, so there are at most as many as the run has variants and precisions; a
-crash outside any marked step ends the run with a message, what it measured kept for the same command to resume. Any
-other end of the child is the command's: its exit code (1 where a variant crashed), or the signal that stopped it
-(SIGINT, SIGTERM, SIGKILL...), which the supervisor passes on and then dies of.
+When the child dies by a crash signal (:data:`CRASH_SIGNALS`) inside a step it marked in flight
+(:mod:`trtbench.core.inflight`), the supervisor journals the crash and starts the same command again, without
+``--fresh``; each relaunch needs a crash at a variant not crashed before. Any other end of the child is the
+command's: its exit code, or the signal that stopped it, which the supervisor passes on and then dies of.
 """
 
 from __future__ import annotations
@@ -43,8 +38,7 @@ def signal_text(number: int) -> str:
 
 
 def supervise(argv: list[str]) -> int:
-    """Run ``trtbench <argv>`` in a child process until it ends other than by a crash in one variant's build, save
-    or check; see the module docstring. Returns the exit code."""
+    """Run ``trtbench <argv>`` in a child process, relaunched after each crash in one variant's step; the exit code."""
     crashed: list[InFlight] = []
     with tempfile.TemporaryDirectory(prefix="trtbench-") as folder:
         marker = Path(folder) / "inflight.json"
@@ -81,8 +75,7 @@ def _key(step: InFlight) -> tuple:
 
 
 def _journal_crash(step: InFlight, number: int) -> None:
-    """Journal the crash of ``step`` (so the relaunch fails its variant), note it below the stack in the crash log,
-    and say so."""
+    """Journal the crash of ``step`` (the relaunch fails its variant), note it in the crash log, and say so."""
     from trtbench.results.journal import Journal
 
     out_dir, crashed = Path(step.out_dir), f"the run process crashed (killed by {signal_text(number)})"
@@ -130,8 +123,7 @@ def _run_child(argv: list[str], env: dict) -> int:
 
 
 def _die_of(number: int) -> None:
-    """End this process by signal ``number``, as the child ended: the caller sees what it would have without the
-    supervisor."""
+    """End this process by signal ``number``, as the child ended."""
     with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
         signal.signal(number, signal.SIG_DFL)
     os.kill(os.getpid(), number)

@@ -59,11 +59,8 @@ class TrainConfig:
 
 @dataclass
 class ProfileConfig:
-    """Where the time and memory go: layers, operators, memory, structure, training step.
-
-    Runs on the builds of one ``precision`` (default: the run's first) for the listed
-    ``variants`` at the listed ``shapes`` (labels of the config's min/opt/max shapes).
-    """
+    """Where the time and memory go (layers, operators, memory, structure, training step), on the builds of one
+    ``precision`` (default: the run's first) for the listed ``variants`` at the listed ``shapes`` labels."""
 
     enabled: bool = True
     precision: Optional[str] = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Union
 
 import torch
@@ -11,10 +12,8 @@ from trtbench.profiling import NotSupported
 
 
 def fx_graph_module(module: Any) -> torch.fx.GraphModule:
-    """The module as a GraphModule: itself when it is one (torch.export), else ``symbolic_trace``.
-
-    Raises :class:`NotSupported` for TorchScript modules, non-modules and models FX cannot trace.
-    """
+    """The module as a GraphModule: itself when it is one (torch.export), else ``symbolic_trace``;
+    :class:`NotSupported` for TorchScript modules, non-modules and models FX cannot trace."""
     if isinstance(module, torch.fx.GraphModule):
         return module
     if isinstance(module, torch.jit.ScriptModule):
@@ -56,10 +55,9 @@ def node_parameters(gm: torch.fx.GraphModule, node: torch.fx.Node) -> int:
     count = 0
     for arg in node.all_input_nodes:
         if arg.op == "get_attr":
-            try:
+            # a buffer or a constant is not a parameter
+            with contextlib.suppress(AttributeError):
                 count += gm.get_parameter(arg.target).numel()
-            except AttributeError:  # a buffer or a constant, not a parameter
-                pass
     return count
 
 

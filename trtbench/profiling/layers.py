@@ -1,9 +1,5 @@
-"""Per-layer timing: an FX interpreter that times every node of the graph over several runs.
-
-Each node is timed on the host with ``perf_counter_ns``; on CUDA the device is synchronized
-after every node so a node's time includes its kernels. The whole-model time of the same
-interpreted runs is reported next to the node times (their difference is the interpreter's
-own per-node overhead), and so is the plain, uninstrumented forward time.
+"""Per-layer timing: an FX interpreter that times every node of the graph over several runs (synchronizing after
+each node on CUDA), beside the interpreted and the plain whole-model times (docs/profiling.md).
 """
 
 from __future__ import annotations
@@ -57,12 +53,8 @@ class NodeTimer(torch.fx.Interpreter):
 
 
 def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, warmup: int) -> dict:
-    """Time every node of ``module``'s FX graph over ``runs`` passes (after ``warmup``).
-
-    Returns per-node rows in execution order, an aggregation by layer type, and the
-    interpreted and plain whole-model times. Raises ``NotSupported`` when the module has no
-    FX graph (TorchScript, TensorRT engines, untraceable code).
-    """
+    """Time every node of ``module``'s FX graph over ``runs`` passes (after ``warmup``): per-node rows in execution
+    order, totals by layer type, and the interpreted and plain whole-model times; ``NotSupported`` without a graph."""
     gm = fx_graph_module(module)
     timer = NodeTimer(gm, device)
     model_ns: list[int] = []

@@ -1,12 +1,5 @@
-"""Memory: parameter and buffer sizes, peak memory of one forward pass, artifact sizes on disk.
-
-Peak memory on CUDA is PyTorch's allocator high-water mark (``max_memory_allocated`` after
-``reset_peak_memory_stats``). On the CPU it is the growth of the process's resident set
-during the pass: on Linux the RSS high-water mark (``VmHWM``) is reset to the current RSS by
-writing ``5`` to ``/proc/self/clear_refs`` after freed heap memory has been returned to the
-OS (``malloc_trim``), so memory the allocator would otherwise reuse silently is counted too.
-Where that reset is not permitted, the increase of ``getrusage``'s lifetime ``ru_maxrss`` is
-reported instead, which is only a lower bound.
+"""Memory: parameter and buffer sizes, peak memory of one forward pass (each method: :data:`CUDA_METHOD`,
+:data:`HWM_METHOD`, :data:`MAXRSS_METHOD`; docs/profiling.md), artifact sizes on disk.
 """
 
 from __future__ import annotations
@@ -81,11 +74,8 @@ def _maxrss_bytes() -> int:
 
 
 def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, dict]:
-    """Call ``fn`` once; return its result and the memory high-water mark during the call.
-
-    ``peak_bytes`` is the high-water mark (host RSS; on CUDA, the device's allocated bytes),
-    ``baseline_bytes`` what was in use before and ``step_bytes`` their difference.
-    """
+    """Call ``fn`` once; its result and the memory high-water mark during the call: ``peak_bytes`` (host RSS; on
+    CUDA, the device's allocated bytes), ``baseline_bytes`` what was in use before, ``step_bytes`` the difference."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -95,14 +85,10 @@ def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, 
         peak, method = torch.cuda.max_memory_allocated(device), CUDA_METHOD
     else:
         _malloc_trim()
-        if _reset_rss_high_water_mark():
-            baseline = proc_status_bytes("VmRSS")
-            result = fn()
-            peak, method = proc_status_bytes("VmHWM"), HWM_METHOD
-        else:
-            baseline = _maxrss_bytes()
-            result = fn()
-            peak, method = _maxrss_bytes(), MAXRSS_METHOD
+        hwm = _reset_rss_high_water_mark()
+        baseline = proc_status_bytes("VmRSS") if hwm else _maxrss_bytes()
+        result = fn()
+        peak, method = (proc_status_bytes("VmHWM"), HWM_METHOD) if hwm else (_maxrss_bytes(), MAXRSS_METHOD)
     return result, {"status": Status.OK, "method": method, "baseline_bytes": baseline, "peak_bytes": peak,
                     "step_bytes": max(0, peak - baseline)}
 

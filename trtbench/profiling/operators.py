@@ -15,15 +15,9 @@ from trtbench.core.status import Status
 
 def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,
                       trace_path: Path | None = None, record_shapes: bool = False) -> dict:
-    """Profile ``runs`` calls of ``fn`` (after one warm-up call) and tabulate the top-``top_k`` operators.
-
-    Rows are sorted by self time: self CPU time on the CPU, self device time on CUDA (both
-    the kernels and the operators that launched them are listed, as in torch.profiler's own
-    table; ``on`` says which). Times are per run (profiled totals divided by ``runs``);
-    ``pct`` is the share of the total self CPU time, or on CUDA of the total kernel time. When
-    ``trace_path`` is given the Chrome trace is written there atomically (open it in
-    chrome://tracing or https://ui.perfetto.dev).
-    """
+    """Profile ``runs`` calls of ``fn`` (after one warm-up call) and tabulate the top-``top_k`` operators by self
+    time (CPU; on CUDA, device), per run; ``pct`` is the share of the total self CPU (CUDA: kernel) time. The
+    Chrome trace goes to ``trace_path`` where given."""
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.no_grad():

@@ -1,8 +1,5 @@
-"""Run the configured profile sections over variants and shapes.
-
-:func:`run_profiles` returns plain data for the ``profiles`` section of results.json and
-writes Chrome traces under ``<out_dir>/profiles`` (paths in the data are relative to
-``out_dir``). Presenting it is :mod:`trtbench.scenarios.profile.report`'s job.
+"""Run the configured profile sections over variants and shapes: plain data for results.json's ``profiles``, and
+Chrome traces under ``<out_dir>/profiles`` (paths in the data relative to ``out_dir``).
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ TRACE_DIR = "profiles"
 
 @dataclass(frozen=True)
 class ProfiledVariant:
-    """A variant to profile: its name, the variant and its build, and the files it saved (their sizes are
-    reported with its memory)."""
+    """A variant to profile, with the files it saved (their sizes are reported with its memory)."""
 
     name: str
     variant: Variant
@@ -41,8 +37,7 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; a section that cannot apply or breaks is recorded, not raised, so the run's other results
-    survive."""
+    """Run one section; one that cannot apply or breaks is recorded, not raised."""
     try:
         return run()
     except NotSupported as err:
@@ -62,8 +57,8 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
     if cfg.memory:
         entry["memory"] = _section(lambda: peak_memory(lambda: variant.run(built, prepared), device))
     if cfg.layers.enabled:
-        layers = _section(lambda: profile_layers(built.module, inputs, device, cfg.layers.runs, cfg.layers.warmup))
-        entry["layers"] = layers
+        entry["layers"] = _section(lambda: profile_layers(built.module, inputs, device, cfg.layers.runs,
+                                                          cfg.layers.warmup))
     if cfg.operators.enabled:
         trace = Path(TRACE_DIR) / f"{stem}.trace.json" if cfg.operators.trace else None
         operators = _section(lambda: profile_operators(
@@ -82,13 +77,8 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
 
 def run_profiles(profile_cfg: ProfileConfig, variants: Iterable[ProfiledVariant], inputs_by_shape: dict[str, tuple],
                  device: torch.device, out_dir: Path, tick: Callable[[], None] = lambda: None) -> dict:
-    """Profile each configured variant at each configured shape; JSON-serialisable results.
-
-    ``variants`` are the built variants of ``profile_cfg.precision`` (a configured variant missing
-    here, e.g. one that failed to build, is reported as skipped); ``inputs_by_shape`` maps every
-    label in ``profile_cfg.shapes`` to the inputs at that shape, on ``device``. ``tick`` is called
-    after each variant x shape (progress bars).
-    """
+    """Profile each configured variant (of those built: ``variants``; others skipped) at each configured shape
+    (``inputs_by_shape``: label -> inputs on ``device``); JSON-serialisable results. ``tick`` after each one."""
     variants = {profiled.name: profiled for profiled in variants}
     missing = [label for label in profile_cfg.shapes if label not in inputs_by_shape]
     if missing:

@@ -23,12 +23,8 @@ def _shapes(meta: Any) -> Any:
 
 
 def layer_table(module: Any, inputs: tuple) -> dict:
-    """Run ShapeProp over the module's FX graph and list every compute node with its output shape.
-
-    ``parameters`` counts what a node uses: its module's parameters for ``call_module``
-    nodes, parameters read through ``get_attr`` inputs otherwise (e.g. torch.export graphs).
-    Raises ``NotSupported`` when the module has no FX graph.
-    """
+    """Every compute node of the module's FX graph with its output shape (ShapeProp) and the parameters it uses;
+    ``NotSupported`` when the module has no FX graph."""
     gm = fx_graph_module(module)
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)

@@ -26,13 +26,8 @@ LABELS_KEY = "labels"
 
 @dataclass
 class CalibrationConfig:
-    """Where calibration and evaluation samples come from, how many, and how quantizers use them.
-
-    ``method``: how activation ranges are taken from the calibration samples (minmax, entropy,
-    percentile). ``max_fp32_layers``: the most layers the accuracy fallback may keep in fp32 (0: no
-    fallback). ``resize``: the shorter side before the center crop (images; default: the crop's
-    size x 256/224, as ImageNet evaluation does); ``mean``/``std``: per channel (ImageNet's by default).
-    """
+    """Where calibration and evaluation samples come from, how many, and how quantizers use them (each key:
+    docs/config.md)."""
 
     source: str = "random"
     path: Optional[str] = None

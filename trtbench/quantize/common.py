@@ -15,11 +15,8 @@ CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
 
 @dataclass(frozen=True)
 class QuantSettings:
-    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32.
-
-    ``exclude`` names layers the way the backend's own exclusion does: ONNX node names for ORT
-    (``nodes_to_exclude``), OpenVINO operation names for NNCF (``IgnoredScope(names=...)``), module
-    qualified names for PT2E (a quantizer config of ``None`` for that module)."""
+    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32, named as the
+    backend's own exclusion names them (ONNX node, OpenVINO operation or module qualified names)."""
 
     method: str = "minmax"
     per_channel: bool = True

@@ -1,15 +1,9 @@
-"""Quantize within the accuracy budget, keeping the layers that break it in fp32.
+"""Quantize within the accuracy budget, keeping the layers that break it in fp32 (docs/int8.md, "Fallback").
 
 Backend-agnostic: a backend gives ``quantize(settings)`` (its own quantizer, with its own exclusion of
-``settings.exclude``: ORT ``nodes_to_exclude``, NNCF ``ignored_scope``, a PT2E quantizer config of
-``None``) returning a callable model, and the names of its quantizable layers. Full INT8 is tried
-first. When it misses the budget, each layer's sensitivity is measured: the output SQNR with that layer
-alone quantized (every other one kept in fp32). Measuring a layer alone rather than leaving it alone out
-finds layers that break accuracy together: an outlier activation between two layers is quantized when
-either of them is, so keeping just one of them in fp32 changes nothing. The most sensitive layers are
-then kept in fp32, one more at a time, until the budget is met or ``max_fp32_layers`` is reached.
-That loop (:func:`keep_in_fp32`) is a build with an exclusion list plus a judge (:class:`Excluding`): fp16's and
-bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs it too, ranking layers by their own error.
+``settings.exclude``) returning a callable model, and the names of its quantizable layers. The loop
+(:func:`keep_in_fp32`) is a build with an exclusion list plus a judge (:class:`Excluding`), which fp16's and
+bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs too.
 """
 
 from __future__ import annotations
@@ -65,8 +59,7 @@ class Excluding:
 
 @dataclass(frozen=True)
 class Kept:
-    """What the loop found: the model that passed, the layers it keeps in fp32, its verdict, the full
-    reduced-precision model and its verdict, and the builds run."""
+    """What the loop found: the passing model and the full one, with their verdicts, and the builds run."""
 
     model: Any
     kept: tuple
@@ -143,9 +136,8 @@ def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, 
 
 
 def fallback_cost(full_model: Any, model: Any, batch: tuple, full_key: str = "full_int8_ms") -> dict:
-    """What keeping layers in fp32 cost in speed: both models timed interleaved on one batch, on its device (a
-    quick estimate at build time; the run's rounds time the one that ships); the full build's median under
-    ``full_key``."""
+    """What keeping layers in fp32 cost in speed: both models timed interleaved on one batch, on its device; the
+    full build's median under ``full_key``."""
     import statistics
 
     import torch

@@ -1,16 +1,9 @@
 """INT8 for the ``openvino`` variant: NNCF post-training quantization of the OpenVINO model.
 
 ``nncf.quantize`` inserts FakeQuantize ops on activations and compresses weights to int8 constants
-(``Constant(i8) -> Convert -> Multiply``); the OpenVINO CPU plugin runs those patterns as int8
-kernels. Exclusion is NNCF's own ``IgnoredScope(names=...)`` of OpenVINO operation names, and
-:func:`quantize_openvino_with_accuracy_control` is NNCF's own fallback,
-``nncf.quantize_with_accuracy_control``.
-
-Which layers stayed fp32 is read from the quantized model (:func:`fp32_layers_openvino`): NNCF's
-accuracy control does not return them. Its ``QuantizationAccuracyRestorerReport`` (the reverted
-operations) is local to ``QuantizationAccuracyRestorer._apply`` and only logged by
-``_print_report`` (nncf 3.4, nncf/quantization/algorithms/accuracy_control/algorithm.py:226, :461);
-``quantize_with_accuracy_control`` returns the model alone (nncf/quantization/quantize_model.py:280).
+(``Constant(i8) -> Convert -> Multiply``), which the OpenVINO CPU plugin runs as int8 kernels. Exclusion is
+NNCF's ``IgnoredScope(names=...)`` of OpenVINO operation names; which layers stayed fp32 is read from the
+quantized model (:func:`fp32_layers_openvino`).
 """
 
 from __future__ import annotations
@@ -39,9 +32,7 @@ def _nncf():
 
 
 def _range_estimator(nncf, method: str):
-    """NNCF's activation range estimator for a calibration method: ``minmax`` is MINMAX,
-    ``percentile`` is MEAN_QUANTILE (mean of per-sample quantiles), ``entropy`` is HISTOGRAM (the
-    range of least quantization error on the histogram; NNCF has no KL-divergence estimator)."""
+    """NNCF's activation range estimator for a calibration method."""
     from nncf.quantization.range_estimator import RangeEstimatorParametersSet
 
     return {"minmax": RangeEstimatorParametersSet.MINMAX, "percentile": RangeEstimatorParametersSet.MEAN_QUANTILE,
@@ -95,11 +86,8 @@ class AccuracyControl:
 
 def quantize_openvino_with_accuracy_control(ov_model, calibration: CalibrationBatches, control: AccuracyControl,
                                             settings: QuantSettings = QuantSettings()) -> tuple[Any, list[str]]:
-    """``nncf.quantize_with_accuracy_control``: quantize, then revert the operations that cost the most
-    accuracy to fp32 until ``control``'s metric drops by at most its ``max_drop`` from the fp32 model's.
-
-    Returns the model and the names of its quantizable operations left in fp32 beyond
-    ``settings.exclude``."""
+    """``nncf.quantize_with_accuracy_control`` judged by ``control``: the model, and the names of its quantizable
+    operations left in fp32 beyond ``settings.exclude``."""
     nncf = _nncf()
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 

@@ -34,8 +34,7 @@ def _reader(input_names: Sequence[str], calibration: CalibrationBatches):
 
 def cpu_quant_types() -> dict:
     """``quantize_static``'s types for this CPU, as its docstring's "Choosing parameters for CPU inference"
-    advises: x86 takes unsigned 8-bit activations and signed 8-bit weights, with ``reduce_range`` (7-bit
-    weights, against integer saturation) where the CPU has no VNNI; Arm takes signed 8-bit for both."""
+    advises: x86 u8 activations and s8 weights (``reduce_range`` without VNNI), Arm s8 for both."""
     import platform
 
     from trtbench.core.env import cpu_int8_features
@@ -48,10 +47,7 @@ def cpu_quant_types() -> dict:
 def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibration: CalibrationBatches,
                   settings: QuantSettings, calibration_cache: Path | None = None) -> Path:
     """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``.
-
-    ``calibration_cache``: a JSON file of the activation ranges (``quantize_static``'s
-    ``calibration_cache_path``): written by the first call, read by later ones (the fallback's retries
-    quantize the same model on the same samples, with other layers excluded)."""
+    ``calibration_cache``: a JSON file of the activation ranges, written by the first call, read by later ones."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 

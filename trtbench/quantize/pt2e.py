@@ -1,16 +1,9 @@
 """INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao.
 
-``torch.export`` captures the model, torchao's ``X86InductorQuantizer`` annotates it (its default
-x86 config: uint8 per-tensor activations, int8 per-channel symmetric weights), ``prepare_pt2e``
-inserts observers, the calibration batches run through it, and ``convert_pt2e`` leaves a graph of
-``quantized_decomposed`` quantize/dequantize ops around fp32 conv/linear. Inductor turns those
-patterns into oneDNN int8 kernels (``onednn.qconv_pointwise``, ``onednn.qlinear_pointwise``) only
-when freezing is on: torchao registers them as freezing patterns
-(torchao/quantization/pt2e/inductor_passes/x86.py, ``register_freezing_graph_pattern``), which is
-why :class:`CompiledPT2E` and :func:`aoti_package_pt2e` turn freezing on.
-
-Exclusion (the fallback's layers kept in fp32) is the quantizer's own: a module-name config of
-``None`` (``X86InductorQuantizer.set_module_name_qconfig(name, None)``).
+``torch.export`` captures the model, torchao's ``X86InductorQuantizer`` annotates it (a layer kept in fp32: a
+module-name config of ``None``), the calibration batches run through ``prepare_pt2e``'s observers, and
+``convert_pt2e`` leaves ``quantized_decomposed`` quantize/dequantize ops around fp32 conv/linear, which Inductor
+lowers to oneDNN int8 kernels only with freezing on (docs/int8.md, "compiled and aoti run Inductor's int8 kernels").
 """
 
 from __future__ import annotations
@@ -30,7 +23,7 @@ from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable
 QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
 _QUANTIZED_OPS_NAMESPACE = "quantized_decomposed"  # torch.ops.quantized_decomposed.{quantize,dequantize}_per_*
 _WEIGHT_OPS = {"conv1d", "conv2d", "linear"}  # aten ops whose args[1] is the layer's weight
-INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns (see the module docstring)
+INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns
 
 
 def _torchao():
@@ -55,13 +48,8 @@ def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
 
 
 def _quantization_config(settings: QuantSettings, observer, xiq):
-    """The x86 default config, with the activation observer of ``settings.method``.
-
-    ``minmax`` is ``MinMaxObserver``; ``entropy`` and ``percentile`` are the x86 default,
-    ``HistogramObserver``, which searches the histogram for the range of least quantization error
-    (torchao has neither a KL-divergence nor a percentile observer). Weights stay per-channel:
-    with per-tensor weights Inductor keeps fp32 convolutions (no ``onednn.qconv_pointwise`` in the
-    compiled code, measured with torch 2.14.1 and torchao 0.18), so that is refused, not run."""
+    """The x86 default config (``HistogramObserver``), with ``MinMaxObserver`` for ``minmax``; per-tensor weights
+    are refused."""
     if not settings.per_channel:
         raise QuantizationUnavailable("PT2E on x86 lowers int8 convolutions only with per-channel weights "
                                       "(per-tensor ones stay fp32 kernels): use per_channel: true")
@@ -80,19 +68,9 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
-    """``model`` (eval mode) quantized to INT8 by PT2E: a GraphModule of quantize/dequantize ops
-    around fp32 conv/linear, for :class:`CompiledPT2E` or :func:`aoti_package_pt2e`.
-
-    ``dynamic_shapes`` goes to ``torch.export.export``; by default the batch dimension is dynamic.
-    Layers named in ``settings.exclude`` (module qualified names) stay fp32.
-
-    The capture is strict (Dynamo), as torchao's own tests capture for this quantizer
-    (test/quantization/pt2e/test_x86inductor_quantizer.py, ``_test_quantizer``): the quantizer finds
-    its fusion patterns (conv + add + relu) by each node's ``source_fn_stack``, which only a strict
-    export records, one entry per call. A non-strict export leaves torch's ``get_source_partitions``
-    to group nodes by the module that ran them, so a module called twice (the one ``self.relu`` of
-    torchvision's BasicBlock) becomes one partition with two outputs and the quantizer raises "Input
-    partition has more than one output node" (torch 2.14.1, torchao 0.18)."""
+    """``model`` (eval mode), captured by a strict export, quantized to INT8 by PT2E: a GraphModule of
+    quantize/dequantize ops around fp32 conv/linear. ``dynamic_shapes`` goes to ``torch.export.export`` (by
+    default the batch dimension is dynamic); the modules named in ``settings.exclude`` stay fp32."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
@@ -145,18 +123,8 @@ def fp32_layers_pt2e(gm: torch.fx.GraphModule) -> list[str]:
 
 
 class CompiledPT2E:
-    """``torch.compile`` of a quantized graph, called with Inductor's freezing on so that it lowers
-    to int8 kernels; the first call (and each new shape) compiles.
-
-    Freezing is patched in around each call (``torch._inductor.config.patch``) rather than set for
-    the process, so other compiled variants in the process keep their settings; the patch costs
-    microseconds a call. Shapes are static (``dynamic=False``, one graph per shape): with torch
-    2.14.1 and torchao 0.18, a frozen int8 graph with a dynamic batch fails its own stride asserts
-    on the second shape ("expected size 16==16, stride 1==64"), and ``options={"freezing": True}``
-    fails in ``onednn.qconv_prepack``'s fake-tensor propagation; both measured here.
-
-    ``settings`` (mode, dynamic, inductor_configs) is how it compiles, as the manifest records it for
-    a deployment (trtbench.artifacts.verify compiles a loaded program the same way)."""
+    """``torch.compile`` of a quantized graph with static shapes, each call under Inductor's freezing so that it
+    lowers to int8 kernels; ``settings`` is how it compiles, as the manifest records it for a deployment."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
         self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}
@@ -168,17 +136,8 @@ class CompiledPT2E:
 
 
 def aoti_package_pt2e(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], package_path: Path) -> Path:
-    """An AOTInductor package (``.pt2``) of a quantized graph with Inductor's int8 kernels, for the
-    shapes of ``example_inputs`` only; load it with ``torch._inductor.aoti_load_package``.
-
-    Freezing, which lowers the quantize/dequantize patterns to oneDNN int8 kernels, runs only with grad
-    off (``torch/_inductor/compile_fx.py``: ``if config.freezing and not torch.is_grad_enabled()``), so
-    export and compile run under ``torch.no_grad()``. With grad on, the package keeps fp32
-    ``aten.convolution`` between quantize/dequantize ops: right numerics, but slower than fp32
-    (resnet50 batch 8: 0.88-1.13x eager fp32 against 3.10x for the same graph compiled, measured here).
-    The shapes are static: with torch 2.14.1 and torchao 0.18, the frozen package of a dynamic batch
-    computes wrong outputs (top-1 agreement 0.03 with the quantized graph on the digits CNN, measured
-    here); :func:`aoti_int8_unavailable` skips dynamic inputs with that reason."""
+    """An AOTInductor package (``.pt2``) of a quantized graph with Inductor's int8 kernels, exported and compiled
+    with grad off (freezing runs only so), for the shapes of ``example_inputs`` only."""
     with torch.inference_mode(False), torch.no_grad():
         program = torch.export.export(gm, tuple(example_inputs))
         return Path(torch._inductor.aoti_compile_and_package(program, package_path=str(package_path),
