@@ -1,10 +1,6 @@
 """Static batching's gathering, shared by the vision and the LLM servers: a dispatcher that took a first query
-from the queue waits for more until the batch is full or the window after the first query's arrival ends.
-
-The queue is a ``queue.Queue`` of issued queries, fed by LoadGen's issue callback, with ``None`` as the sentinel
-that tells a dispatcher to stop. Its waiting getters are served in the order they began to wait, so a query that
-arrives while another dispatcher idles goes to the one waiting longest, gathering or idle.
-"""
+from the queue waits for more until the batch is full or the window after the first query's arrival ends. The queue
+holds issued queries, with ``None`` as the sentinel that tells a dispatcher to stop."""
 
 from __future__ import annotations
 

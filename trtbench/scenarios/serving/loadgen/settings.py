@@ -34,25 +34,15 @@ class BatchingConfig:
 @dataclass(frozen=True)
 class LoadSettings:
     """What both kinds of ``serving`` entry share: Poisson arrivals at a fixed rate or the peak found by a search
-    (``find_peak``), judged at ``percentile``; served by each count of ``workers``, optionally ``batching``; LoadGen's
-    minimums per run; the search's ``resolution`` and ``search_steps``; ``repeats`` and the schedule ``seed``.
-
-    ``validity: estimate`` (the default) searches the peak by the joint estimate
-    (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`) within ``search_queries`` (and ``search_minutes``);
-    ``bound`` bisects, each step judged by the late share's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`).
-
-    ``min_queries`` defaults, for a step of a joint estimate, to 500; for a bisection's, to the queries that resolve the
-    peak (:func:`~trtbench.scenarios.serving.loadgen.rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed rate,
-    to the fewest with which a run can pass (:func:`~trtbench.scenarios.serving.loadgen.rule.least_queries`: 230); a
-    search with fewer than those fewest is refused, as none of its steps could pass.
-    """
+    (``find_peak``, by the joint estimate or, with ``validity: bound``, bisection), judged at ``percentile``, served by
+    each count of ``workers``; LoadGen's minimums per run, and the search's limits."""
 
     percentile: float = 0.99
     find_peak: bool = False
     workers: list[int] = field(default_factory=lambda: [1])
     batching: Optional[BatchingConfig] = None
     min_duration_s: float = 10.0
-    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see above
+    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see queries
     confidence: float = 0.9  # of the late share's upper bound (LoadGen's early stopping: 0.99)
     repeats: int = 3  # peak searches (or runs at a fixed rate); the spread is reported
     resolution: float = 0.02  # a search stops once the peak is bracketed within this share of itself
@@ -64,9 +54,8 @@ class LoadSettings:
     validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
     def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
-        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate, of which
-        exactly one with ``find_peak`` is given; ``by_bound``: runs are judged by the late share's bound, so a
-        search needs its fewest queries."""
+        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate;
+        ``by_bound``: runs are judged by the late share's bound."""
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
                                  f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")
@@ -103,10 +92,8 @@ class LoadSettings:
         require_loadgen(path)
 
     def search_plan(self, capacity: float) -> SearchPlan:
-        """The joint estimate's plan (:func:`.peak_estimate.search_peak`) for these settings, from
-        [0, ``capacity``] QPS: the late share the percentile allows, each step's minimums, the resolution and the
-        search's budget of queries (and minutes), and the queries LoadGen's early stopping needs to pass the confirming
-        run (:func:`~trtbench.scenarios.serving.loadgen.rule.early_stopping_queries`)."""
+        """The joint estimate's plan (:func:`.peak_estimate.search_peak`) for these settings, from [0, ``capacity``]
+        QPS."""
         return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
                           Budget(self.search_queries, self.search_minutes and self.search_minutes * 60),
                           functools.partial(early_stopping_queries, percentile=self.percentile))
@@ -118,15 +105,14 @@ class LoadSettings:
 
     @property
     def queries(self) -> int:
-        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring; a step of
-        a joint estimate: 500)."""
+        """LoadGen's min query count per run: ``min_queries``, or by default 500 for a joint estimate's step, the
+        queries that resolve the peak for a bisection's, the fewest with which a run can pass at a fixed rate."""
         if self.min_queries is not None:
             return self.min_queries
         if self.estimates:
             return ESTIMATE_QUERIES
         rule = resolving_queries if self.find_peak else least_queries
         return rule(self.percentile, self.confidence)
-
 
 
 def require_loadgen(path: str) -> None:
