@@ -1,17 +1,7 @@
-"""The settings of a ``serving`` entry beside a generate scenario: LLM serving under LoadGen's token latencies
-(:mod:`trtbench.scenarios.serving.tokens.stage`), e.g. ``{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true,
-workers: [1]}}``.
-
-A query is one sequence: QPS, TTFT and TPOT count sequences, also when a worker serves a static batch of them, or
-runs them in a continuous batch (``batching``, :class:`DecoderBatching`). Without ``lengths``, a query has the
-prompt_tokens and new_tokens of one of generate's points with batch 1, and each such point is served; with
-``lengths`` (:class:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths`), each query draws its lengths from that
-seeded spec, served once per decoder, at the first of those points. A query is late when its TTFT
-is over ``ttft_ms`` or its TPOT over ``tpot_ms``. The peak is the joint estimate from every step's late queries
-(``validity: estimate``, the default; :mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), or with ``validity:
-bound`` a bisection whose runs pass by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the late
-share at ``percentile`` and ``confidence``, as the vision server's do
-(:class:`~trtbench.scenarios.serving.vision.config.ServingConfig`). """
+"""The settings of a ``serving`` entry beside a generate scenario: LLM serving under LoadGen's token latencies, e.g.
+``{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}``. A query is one sequence, late when its
+TTFT is over ``ttft_ms`` or its TPOT over ``tpot_ms`` (docs/serving.md, "LLM serving under token latencies").
+"""
 
 from __future__ import annotations
 
@@ -33,12 +23,9 @@ TOKEN_VALIDITY_RULES = ("estimate", "bound")  # LoadGen's verdict (the vision se
 
 @dataclass(frozen=True)
 class DecoderBatching:
-    """How a worker batches its queries. ``static``: its dispatcher gathers up to ``max_batch`` queued queries within
-    ``window_ms`` of the first one's arrival and serves them as one request
-    (:mod:`trtbench.scenarios.serving.loadgen.batch_window`, as the vision serving does). ``continuous``: each query
-    joins the worker's continuous-batching engine the moment it arrives, with up to ``max_batch`` sequences in flight,
-    and leaves it at its last token (decoders whose ``Decoder`` declares ``continuous_batching``; the others' results
-    are skipped, naming those that have it)."""
+    """How a worker batches its queries: ``static``, up to ``max_batch`` queued queries gathered within ``window_ms``
+    and served as one request; ``continuous``, each query joins the worker's engine as it arrives, up to
+    ``max_batch`` in flight."""
 
     mode: str = "static"
     max_batch: int = 4
@@ -72,10 +59,7 @@ class DecoderBatching:
 class DecoderServingConfig(LoadSettings):
     """LoadGen's Server scenario with token latencies over generate's decoders: Poisson arrivals at ``qps``, or the
     peak QPS found by a search (``find_peak``), valid while the ``percentile`` TTFT stays within ``ttft_ms`` and the
-    ``percentile`` TPOT within ``tpot_ms`` (the rest, ``min_queries``' default included:
-    :class:`~trtbench.scenarios.serving.loadgen.settings.LoadSettings`). Each worker serves one request at a time, a
-    static batch of queries gathered within a window, or a continuous batch (``batching``: :class:`DecoderBatching`).
-    """
+    ``percentile`` TPOT within ``tpot_ms``."""
 
     batching: Optional[DecoderBatching] = None
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``
@@ -120,8 +104,8 @@ class DecoderServingConfig(LoadSettings):
         return self.lengths if self.lengths is not None else QueryLengths.fixed(point.prompt_tokens, point.new_tokens)
 
     def check_against_generate(self, config: Any, path: str) -> None:
-        """Some generate entry must have a point at batch 1: a query is one sequence, served at those points; the
-        longest sequence ``lengths`` can draw must fit every model's positions (generate checks its own points)."""
+        """Some generate entry must have a point at batch 1, and the longest sequence ``lengths`` can draw must fit
+        every model's positions."""
         generate = [(i, s) for i, s in enumerate(config.scenarios) if s.name == "generate"]
         if not any(SERVED_BATCH in s.settings.batch for _, s in generate):
             where = f"scenarios[{generate[0][0]}].generate.batch" if generate else "scenarios"

@@ -1,8 +1,5 @@
-"""The LLM serving section of a report: a table of each decoder slot's peak QPS at each point under its TTFT and TPOT
-bounds, with its throughput, its queries' TTFT/TPOT/ITL percentiles, goodput and LoadGen's own figures at the peak;
-a plot of the TTFT and TPOT percentiles against the offered QPS with both bounds drawn; and the recommendation under
-load: per environment, model, point and bounds, the accurate slot with the highest peak QPS (a pure function of the
-results, so a merge recomputes it)."""
+"""The LLM serving section of a report: a table of each decoder slot's peak QPS under its TTFT and TPOT bounds, a plot
+of both percentiles against the offered QPS, and the recommendation under load (a pure function of the results)."""
 
 from __future__ import annotations
 
@@ -113,8 +110,7 @@ def _series_name(part: ServedDecoder, result: DecoderServingResult, several_mode
 
 
 def decoder_share_panels(results) -> list[SharePanel]:
-    """A late-share panel (:func:`~trtbench.scenarios.serving.loadgen.late_share.late_share_plot`) per result whose peak
-    is a joint estimate."""
+    """A late-share panel per result whose peak is a joint estimate."""
     return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}",
                        f"late share (over {result.bounds_text})",
                        tuple(Step(step.offered_qps, step.repeat,
@@ -125,9 +121,8 @@ def decoder_share_panels(results) -> list[SharePanel]:
 
 
 def decoder_serving_plot(results, file_name: str) -> Optional[Plot]:
-    """TTFT (left) and TPOT (right) at the bounds' percentile, from the queries' own stamps, against offered QPS: a line
-    per slot, point and worker count through the median over repeats at each offered QPS (each step a dot), each
-    bound drawn as a dashed line; None when nothing was served."""
+    """TTFT (left) and TPOT (right) at the bounds' percentile against offered QPS, a line per slot, point and worker
+    count through the median over repeats (each step a dot), each bound dashed; None when nothing was served."""
     pairs = [(part, result) for part, result in served_decoders(results) if any(s.queries for s in result.steps)]
     if not pairs:
         return None
@@ -165,9 +160,8 @@ def _accurate(results, part: ServedDecoder) -> bool:
 
 
 def recommend_decoder_serving(results) -> list[dict]:
-    """Per environment, model, threads, point and bounds with peak searches (first-seen order): the accurate slot,
-    worker count and batching whose peak QPS is the highest (ties to fewer workers), None where no load passed (a
-    skipped result is no candidate)."""
+    """Per environment, model, threads, point and bounds with peak searches: the accurate slot, worker count and
+    batching whose peak QPS is the highest (ties to fewer workers), None where no load passed."""
     groups: dict[tuple, list[tuple[ServedDecoder, DecoderServingResult]]] = {}
     for part, result in served_decoders(results):
         if result.peaks or result.status is Status.FAILED:
@@ -205,8 +199,7 @@ def recommendation_text(entry: dict, environments: dict) -> str:
 
 
 def decoder_serving_section(results) -> Optional[ReportSection]:
-    """The section: its Markdown (table, plots, recommendation), its plots and its results.json entries; None without
-    LLM serving."""
+    """The section; None without LLM serving."""
     plots = [plot for plot in (decoder_serving_plot(results, "decoder_serving.png"),
                                late_share_plot(decoder_share_panels(results), "decoder_serving_late_share.png"))
              if plot is not None]

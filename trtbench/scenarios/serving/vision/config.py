@@ -1,5 +1,4 @@
-"""The settings of a vision serving entry: one ``{serving: {...}}`` entry beside latency in a config's ``scenarios:``
-list (what both kinds share: :mod:`trtbench.scenarios.serving.loadgen.settings`)."""
+"""The settings of a vision serving entry: a ``{serving: {...}}`` entry beside latency."""
 
 from __future__ import annotations
 
@@ -17,17 +16,8 @@ VALIDITY_RULES = ("estimate", "bound", "loadgen")
 @dataclass(frozen=True)
 class ServingConfig(LoadSettings):
     """LoadGen's Server scenario over the latency scenario's variants: Poisson arrivals at ``target_qps``, or the
-    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
-    (the rest: :class:`LoadSettings`).
-
-    ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
-    peak with a 90% interval (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), within ``search_queries``
-    queries (and ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries
-    (min_queries 500 by default), LoadGen's verdict taken on a confirming run at the interval's low end; ``bound``
-    judges a run by the one-sided upper bound, at ``confidence``, on its share of queries over ``p99_ms``
-    (:mod:`trtbench.scenarios.serving.loadgen.rule`), with LoadGen's min duration and queries met and its measured
-    percentile within the bound; ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99,
-    on LoadGen's latencies). Both are reported either way. """
+    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``;
+    ``validity``: ``estimate`` (the joint estimate), ``bound`` (the late share's bound) or ``loadgen`` (its verdict)."""
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None

@@ -1,8 +1,5 @@
-"""The serving section of a report: a table of each variant's peak QPS under its bound, a plot of the
-bound's latency percentile against the offered QPS, one line per variant and worker count, and the
-recommendation under load: per environment, model and bound, the variant, workers and batching with
-the highest peak QPS that stayed within the bound, queueing included (a pure function of the results,
-so a merge recomputes it)."""
+"""The serving section of a report: a table of each variant's peak QPS under its bound, a plot of the bound's
+percentile against the offered QPS, and the recommendation under load (a pure function of the results)."""
 
 from __future__ import annotations
 
@@ -109,10 +106,8 @@ def _series_name(record: Record, result: ServingResult, several_models: bool) ->
 
 
 def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Optional[Plot]:
-    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration
-    through the median over repeats at each offered QPS (each run a dot), in its variant's colour (``colors``:
-    the run's; by default, from ``results``), a variant's lines told apart by marker; each bound drawn as a
-    dashed line; None when nothing was served."""
+    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration through
+    the median over repeats (each run a dot), each bound dashed; None when nothing was served."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
         return None
@@ -154,8 +149,8 @@ def share_panels(results: ResultSet) -> list[SharePanel]:
 
 @dataclass(frozen=True)
 class ServingRecommendation:
-    """Under load, for one model in one environment and one latency bound: the variant, worker count,
-    threads and batching whose peak QPS within the bound is the highest (serving results only)."""
+    """Under load, for one model in one environment and one latency bound: the served configuration whose peak QPS
+    within the bound is the highest."""
 
     environment: str
     model: str
@@ -193,9 +188,8 @@ class ServingRecommendation:
 
 
 def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
-    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches, first-seen order.
-
-    A candidate is a peak search that ran ok on a record that passed its accuracy check; ties go to fewer workers."""
+    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches: the accurate, ok
+    search with the highest peak (ties to fewer workers)."""
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
     for record in results:
         for result in serving_of(results, record):
@@ -204,8 +198,7 @@ def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
                 groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r,
-              s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy and r.accuracy.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

@@ -1,10 +1,5 @@
 """The serving scenario: one variant served under LoadGen's Server load, at each worker count.
 
-LoadGen (``mlperf_loadgen``) drives every run: Poisson arrivals at ``server_target_qps`` from its
-seeded schedule, its minimum duration and query count, its validity rules and its MLPerf logs
-(``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
-The SUT is a :class:`~trtbench.scenarios.serving.vision.pool.ServingPool` of worker processes.
-
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/run.py.
 """
 
@@ -32,9 +27,8 @@ SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the sear
 
 @dataclass(frozen=True)
 class OfferedLoad:
-    """The load one LoadGen run offers: Poisson arrivals at ``qps``, from the schedule of ``repeat`` (the
-    peak search, or run at the target, it belongs to; each repeat has its own schedule seed); ``queries``: LoadGen's
-    min query count where the run needs more than the settings' (a joint estimate's confirming run)."""
+    """The load one LoadGen run offers: Poisson arrivals at ``qps`` from the schedule of ``repeat``; ``queries``:
+    LoadGen's min query count where the run needs more than the settings' (a confirming run)."""
 
     qps: float
     repeat: int
@@ -50,9 +44,7 @@ def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
 @dataclass(frozen=True)
 class ServingWorkers:
     """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
-    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets no
-    threads per worker; a worker must be up within ``start_timeout_s``, started with ``knobs``
-    (:mod:`trtbench.core.knobs`)."""
+    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets none."""
 
     recipe_for: Callable[[int], Recipe]
     default_threads: int
@@ -62,10 +54,8 @@ class ServingWorkers:
 
 def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: OfferedLoad, folder: Path,
                 out_dir: Path) -> tuple[LoadGenRun, list[str]]:
-    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers; its logs in ``folder``
-    (under ``out_dir``, which the run's ``log_dir`` is relative to).
-
-    Returns the run and why queries were lost (empty when none was)."""
+    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers, its logs in ``folder``: the
+    run and why queries were lost (empty when none was)."""
     batching = settings.batching
 
     def open_session(lg) -> ServerSession:
@@ -88,8 +78,8 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
 
 
 def _capacity(pool: ServingPool, workers: int, settings: ServingConfig) -> tuple[float, float, float]:
-    """One query's service time (ms): the median and the fastest of a few calls alone; and the most QPS the
-    pool could complete at the fastest (no queue can do more, and a stall while timing cannot lower it)."""
+    """One query's service time (ms), the median and the fastest of a few calls alone; and the most QPS the pool
+    could complete at the fastest."""
     took = pool.time_call(call_label(1), SERVICE_CALLS, settings.query_timeout_s)
     per_call = 1e3 / took[0]
     if settings.batching is not None:
@@ -135,9 +125,8 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
 
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
-    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) with its
-    steps LoadGen runs on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A
-    step that loses a query fails the result, with the steps made."""
+    """The joint estimate's search with its steps LoadGen runs on the pool; a step that loses a query fails the
+    result, with the steps made."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
@@ -163,9 +152,8 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
                     settings: ServingConfig) -> tuple[list[float], str]:
-    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat`` (the
-    repeats done, and this repeat's highest load within the bound so far, ``bracket.lo``, when one was),
-    and a sentence saying so."""
+    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat``, and a sentence
+    saying so."""
     lo = bracket.lo
     where = (f"the peak search stopped early, at step {bracket.steps + 1} (of at most {settings.search_steps}) "
              f"of search {repeat + 1} of {settings.repeats}, as a lost query fails the result")
@@ -177,10 +165,8 @@ def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
 
 def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
-    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``; logs under
-    ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool (a run
-    uses its first workers). A pool that fails to start, or a count that loses a query, gives failed
-    results (with the runs made) and the other counts still run."""
+    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``, logs under
+    ``<out_dir>/serving/<name>_w<workers>/``; counts at the same threads per worker share one pool."""
     threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
                   for workers in settings.workers}
     results: dict[int, ServingResult] = {}
