@@ -9,8 +9,7 @@ from trtbench.core.status import Status
 
 
 def layer_plots(profiles: dict, prefix: str = "") -> list[Plot]:
-    """Each per-layer profile's slowest layers (files named ``layers_<prefix>...``: a report of several profiles
-    gives each its own), each file's path noted in its entry, where the Markdown finds it."""
+    """Each per-layer profile's slowest layers (files ``layers_<prefix>...``), each file's path noted in its entry."""
     if profiles.get("status") != Status.OK:
         return []
     top_k = profiles["settings"]["layers"]["top_k"]
