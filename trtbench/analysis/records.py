@@ -1,7 +1,6 @@
 """The analysis of a set of records: each one's median with its interval, the speedups paired by round, the process
-variance pooled per environment, each point's regimes, how far apart a record's processes were, and the ratio of
-one case timed by two runs, over :mod:`trtbench.core.stats`' estimators and :mod:`.regimes`' change points. Every
-reader (the result set, compare, the report, scripts/gpu_check.py) asks here."""
+variance pooled per environment, each point's regimes, and how far apart a record's processes were; every reader
+(the result set, compare, the report, scripts/gpu_check.py) asks here."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: 
 
 class Analysis:
     """The figures of ``records``, each computed once: ``baseline(record)`` is the record a record's speedup is
-    over (eager fp32 at its point, :meth:`~trtbench.results.resultset.ResultSet.baseline`)."""
+    over."""
 
     def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = lambda r: None):
         self._timed = [r for r in records if r.timed]
@@ -36,8 +35,8 @@ class Analysis:
         return self._memo[key]
 
     def between_variance(self, environment: Optional[str] = None) -> Optional[float]:
-        """The pooled between-process variance (log scale) of the timed records of ``environment`` (a run's rows,
-        or one machine's of a merge); of every one where None."""
+        """The pooled between-process variance (log scale) of the timed records of ``environment`` (all where
+        None)."""
         return self._once(("between", environment), lambda: pooled_between_variance(
             [r.block_series for r in self._timed if environment in (None, r.environment)]))
 
@@ -47,13 +46,11 @@ class Analysis:
             record.block_series, self.between_variance(record.environment))) if record.timed else None
 
     def points(self) -> list[tuple[list[Record], list[Regime]]]:
-        """Each point's timed records (every variant and precision timed in its rounds, in its environment) with
-        its regimes, in the order first seen."""
+        """Each point's timed records with its regimes, in the order first seen."""
         return [(records, self.regimes(records[0])) for records in self._points.values()]
 
     def regimes(self, record: Record) -> list[Regime]:
-        """The machine's regimes at the record's point (:func:`~trtbench.analysis.regimes.find_regimes` over
-        :meth:`points`' records there)."""
+        """The machine's regimes at the record's point."""
         key = (record.case.baseline_id, record.environment)
         return self._once(("regimes", key), lambda: find_regimes([r.block_series for r in self._points.get(key, [])]))
 
@@ -68,8 +65,7 @@ class Analysis:
             base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
 
     def regime_dependent(self, record: Record) -> bool:
-        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
-        same processes timed every regime: their luck is no difference between regimes)."""
+        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals."""
         base = self._baseline(record)
         if not self.regime_speedups(record):
             return False
@@ -77,16 +73,14 @@ class Analysis:
             base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``record``'s speedup over ``base``, both timed in the same rounds, with its two-level 95% CI
-        (:func:`~trtbench.core.stats.speedup_interval`); where ``base`` is the baseline and the speedup is
-        :meth:`regime_dependent`, the interval covers every regime's. None without a round both were timed in."""
+        """``record``'s speedup over ``base``, both timed in the same rounds, with its two-level 95% CI (covering every
+        regime's where it is :meth:`regime_dependent`); None without a round both were timed in."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return self._once(("speedup", base.key, record.key), lambda: self._paired(base, record))
 
     def unpaired_speedup(self, base: Record, record: Record) -> Optional[Interval]:
-        """``base``'s median call over ``record``'s, the two timed in different rounds by different processes (two
-        settings of the knobs), with its unpaired 95% CI (:func:`~trtbench.core.stats.unpaired_interval`)."""
+        """``base``'s median call over ``record``'s, timed in different rounds, with its unpaired 95% CI."""
         if not (base.timed and record.timed):
             return None
         interval = unpaired_interval(base.block_series, record.block_series, self.between_variance(record.environment))
@@ -112,8 +106,7 @@ def process_spread(record: Record) -> Optional[float]:
 
 def processes_disagree(record: Record) -> bool:
     """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
-    by DISAGREE or more (identical processes of one variant differ by 1-3% on a quiet machine: a spread the
-    intervals cover, not one to explain)."""
+    by DISAGREE or more."""
     if not record.timed or record.process_count < 2:
         return False
     series = record.block_series

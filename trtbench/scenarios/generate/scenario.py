@@ -71,8 +71,8 @@ class GenerateSettings:
             if value < 2:
                 raise UserInputError(schema.join(path, f"new_tokens[{i}]"), f"is {value}: TPOT and decode tokens/s "
                                      f"need at least two new tokens", "use new_tokens of 2 or more")
-        for name in ("min_requests", "max_requests", "max_time_s", "target_rel_ci", "memory_budget_mb"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("min_requests", "max_requests", "max_time_s", "target_rel_ci",
+                                              "memory_budget_mb"), path)
         if self.min_requests > self.max_requests:
             raise UserInputError(schema.join(path, "min_requests"), f"{self.min_requests} is above max_requests "
                                  f"{self.max_requests}", "make min_requests at most max_requests")

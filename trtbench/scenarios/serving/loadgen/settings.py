@@ -27,8 +27,7 @@ class BatchingConfig:
     window_ms: float = 2.0
 
     def validate(self, path: str) -> None:
-        for name in ("max_batch", "window_ms"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("max_batch", "window_ms"), path)
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,8 @@ class LoadSettings:
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
                                  f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")
-        for name in (rate, "min_duration_s", "min_queries", "repeats", "search_steps", "query_timeout_s",
-                     "search_queries", "search_minutes"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, (rate, "min_duration_s", "min_queries", "repeats", "search_steps",
+                                              "query_timeout_s", "search_queries", "search_minutes"), path)
         if self.estimates and self.search_queries < 2 * self.queries:
             raise UserInputError(schema.join(path, "search_queries"),
                                  f"{self.search_queries} queries cannot hold a step and its confirming run of "

@@ -33,8 +33,7 @@ class DecoderBatching:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.mode, BATCHING_MODES, schema.join(path, "mode"))
-        for name in ("max_batch", "window_ms"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("max_batch", "window_ms"), path)
         if self.mode == "continuous" and self.window_ms is not None:
             raise UserInputError(schema.join(path, "window_ms"), "is static batching's gathering window, and "
                                  "continuous batching gathers nothing: each query joins the running batch as it "

@@ -38,8 +38,7 @@ class LengthDistribution:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.distribution, DISTRIBUTIONS, schema.join(path, "distribution"))
-        for name in ("low", "high", "step", "median", "sigma"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("low", "high", "step", "median", "sigma"), path)
         if self.high < self.low:
             raise UserInputError(schema.join(path, "high"), f"is below low ({self.high} < {self.low})",
                                  "give high >= low")

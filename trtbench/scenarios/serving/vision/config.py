@@ -28,8 +28,7 @@ class ServingConfig(LoadSettings):
             raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
                                  "give the latency bound in ms, e.g. p99_ms: 40")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
-        for name in ("p99_ms", "threads"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("p99_ms", "threads"), path)
         self.validate_load(path, "target_qps", self.validity == "bound")
 
     @property
