@@ -1,8 +1,5 @@
 """The generate scenario's report section: the metric definitions, a table per build group of every decoder's
-TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32, accuracy and the memory bandwidth a decode step achieved
-against the device's ceilings, the recommendation per point (the
-accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
-step's latency against its KV position, and decode tokens/s against batch."""
+figures, the cold starts, energy and memory, the recommendation per point, and two plots."""
 
 from __future__ import annotations
 
@@ -58,7 +55,7 @@ def _accuracy(accuracy: Optional[dict]) -> str:
 
 
 def _variant(part) -> str:
-    """The decoder's name, flagged where its per-token times are not streamed (taken from its runtime's metrics)."""
+    """The decoder's name, flagged where its per-token times are not streamed."""
     how = part.data.get("facts", {}).get("per_token_times", "streamed")
     return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
 
@@ -95,8 +92,7 @@ def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
 
 
 def process_line(parts: list) -> str:
-    """What the table's intervals cover, as the latency table's header says it (``95% CI, 3 processes x rounds``),
-    and the rows whose replicate processes took turns for memory."""
+    """What the table's intervals cover, and the rows whose replicate processes took turns for memory."""
     counts = {process_count(p.data) for p in parts if "requests" in p.data}
     turns = sorted({f"{p.slot} in {len(p.data['process_turns'])} turns" for p in parts if p.data.get("process_turns")})
     line = (f"Intervals (the medians' ± and the speedups'): {coverage_of(counts or {1})}; each decoder timed in "
@@ -107,9 +103,8 @@ def process_line(parts: list) -> str:
 
 
 def memory_lines(parts: list) -> list[str]:
-    """The decoder workers' memory groups, as Markdown: each group's workers with their estimated and peak resident
-    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the
-    budget."""
+    """The decoder workers' memory groups, as Markdown: each group's workers' estimated and peak memory, and the run's
+    peak while the group ran, against the budget."""
     groups: dict[tuple, dict] = {}
     for part in parts:
         memory = part.data.get("memory")
@@ -134,9 +129,8 @@ def memory_lines(parts: list) -> list[str]:
 
 
 def cold_starts(parts: list) -> list[str]:
-    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), and
-    its published artifact's in the verify worker's fresh process, once per build group and slot, as Markdown
-    lines."""
+    """Each timed decoder's cold start in its fresh worker process, and its published artifact's, once per build group
+    and slot, as Markdown lines."""
     seen, rows = set(), []
     for part in _timed(parts):
         facts = part.data.get("facts", {})
@@ -181,8 +175,8 @@ def _timed(parts: list) -> list:
 
 
 def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
-    """The median latency of each decode step against the KV cache's length at that step, a line per row; None
-    when no row was timed."""
+    """The median latency of each decode step against the KV cache's length, a line per row; None when no row was
+    timed."""
     timed = _timed(parts)
     if not timed:
         return None
@@ -231,8 +225,7 @@ def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
 
 
 def energy_lines(parts: list) -> list[str]:
-    """Joules per output token of each timed row (its requests' energy above the idle draw, over batch x
-    new_tokens), or why there is none, once per reason (:mod:`trtbench.measure.energy`)."""
+    """Joules per output token of each timed row, or why there is none, once per reason."""
     energies = [(part, part.data["energy"]) for part in _timed(parts) if part.data.get("energy")]
     reasons = sorted({e["unavailable"] for _, e in energies if "unavailable" in e})
     measured = [(part, e) for part, e in energies if e.get("joules_per_token") is not None]
@@ -252,8 +245,7 @@ def energy_lines(parts: list) -> list[str]:
 
 
 def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict) -> Optional[ReportSection]:
-    """The section (its Markdown, plots and results.json entries), from the generate parts and the memory ceilings
-    alone (None: there are no parts)."""
+    """The section from the generate parts and the memory ceilings (None: there are no parts)."""
     if not parts:
         return None
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
@@ -282,9 +274,7 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines += [BANDWIDTH_NOTE, "", *ceiling_notes(ceilings), ""]
     if notes:
         lines += ["Not timed:", "", *notes, ""]
-    lines += cold_starts(parts)
-    lines += energy_lines(parts)
-    lines += memory_lines(parts)
+    lines += cold_starts(parts) + energy_lines(parts) + memory_lines(parts)
     plots = [plot for plot in (steps_plot(parts, "generate_steps.png"), batch_plot(parts, "generate_batch.png"))
              if plot is not None]
     lines += [plot.markdown for plot in plots] + ([""] if plots else [])
