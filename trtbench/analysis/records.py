@@ -18,8 +18,7 @@ DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: 
 
 
 class Analysis:
-    """The figures of ``records``, each computed once: ``baseline(record)`` is the record a record's speedup is
-    over."""
+    """The figures of ``records``, each computed once, speedups over ``baseline(record)``."""
 
     def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = lambda r: None):
         self._timed = [r for r in records if r.timed]
@@ -35,8 +34,7 @@ class Analysis:
         return self._memo[key]
 
     def between_variance(self, environment: Optional[str] = None) -> Optional[float]:
-        """The pooled between-process variance (log scale) of the timed records of ``environment`` (all where
-        None)."""
+        """The pooled between-process variance (log scale) of ``environment``'s timed records."""
         return self._once(("between", environment), lambda: pooled_between_variance(
             [r.block_series for r in self._timed if environment in (None, r.environment)]))
 
@@ -55,8 +53,7 @@ class Analysis:
         return self._once(("regimes", key), lambda: find_regimes([r.block_series for r in self._points.get(key, [])]))
 
     def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
-        """The record's speedup over its baseline in each regime of its point (:meth:`regimes`); empty where the
-        point had one regime or the record has no speedup."""
+        """The record's speedup over its baseline in each regime of its point; empty under 2 regimes."""
         base = self._baseline(record)
         regimes = self.regimes(record) if record.timed else []
         if len(regimes) < 2 or base is None or base is record or not base.timed:
@@ -105,8 +102,7 @@ def process_spread(record: Record) -> Optional[float]:
 
 
 def processes_disagree(record: Record) -> bool:
-    """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
-    by DISAGREE or more."""
+    """Whether two of the record's processes lie DISAGREE or more apart beyond their own intervals."""
     if not record.timed or record.process_count < 2:
         return False
     series = record.block_series

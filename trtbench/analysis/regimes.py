@@ -109,8 +109,7 @@ def _joined(values: np.ndarray, starts: list[int]) -> list[int]:
 
 
 def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
-    """The regimes of a point whose variants' blocks are ``series`` (every one timed at the point), in round
-    order; one regime where nothing changed; none without blocks."""
+    """The regimes of a point whose variants' blocks are ``series``, in round order."""
     round_ids, factor = common_factor(series)
     if not round_ids.size:
         return []

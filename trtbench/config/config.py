@@ -386,8 +386,7 @@ class Config:
 
     @property
     def knob_settings(self) -> list[Knobs]:
-        """The deployment knobs to time under: every combination of the swept knobs, each other knob as
-        ``benchmark`` sets it."""
+        """Every combination of the swept knobs, each other knob as ``benchmark`` sets it."""
         axes = [getattr(self.sweep, knob, None) or [getattr(self.benchmark, knob)] for knob in KNOB_CHOICES]
         return [Knobs(**dict(zip(KNOB_CHOICES, values))) for values in itertools.product(*axes)]
 
@@ -470,8 +469,7 @@ def config_from_dict(data: Any) -> Config:
 
 def load_config(path: str | Path, *, device: str | None = None, variants: list[str] | None = None,
                 output_dir: str | None = None, profile: bool = False) -> Config:
-    """Read a config file, apply command-line overrides (``profile=True`` turns the ``profile:`` section on), and
-    validate it."""
+    """Read a config file, apply command-line overrides, and validate it."""
     resolved = resolve_config_path(str(path))
     data = read_yaml(resolved)
     if not isinstance(data, dict):

@@ -80,8 +80,7 @@ class BuildGroup:
         return [(entry, precision) for precision in self.precisions for entry in self.entries_at(precision)]
 
     def build_names_at(self, precision: str) -> list[str]:
-        """Variants with a case at ``precision`` that can run here, plus what they build from, each after
-        its dependency; none where the group's variants are decoders."""
+        """Runnable variants with a case at ``precision`` and what they build from, in build order."""
         if self.decodes:
             return []
         runnable = [e.name for e in self.entries_at(precision)
@@ -151,8 +150,7 @@ def resolve_device(device: str) -> torch.device:
 
 
 def shape_points(config: Config) -> list[ShapePoint]:
-    """The swept batch sizes, else the benchmark's shape labels (static inputs: one ``opt`` point), less those whose
-    shapes repeat an earlier one."""
+    """The swept batch sizes, else the shape labels (static inputs: ``opt``), each shape once."""
     specs = config.inputs
     if config.sweep is not None and config.sweep.batch:
         candidates = [(f"b{n}", batch_shapes(specs, n)) for n in config.sweep.batch]
@@ -170,8 +168,7 @@ def shape_points(config: Config) -> list[ShapePoint]:
 
 
 def why_unavailable(name: str, device: torch.device, precision: str) -> str | None:
-    """Why variant ``name``, or a variant it builds from, cannot run at ``precision`` on ``device``; None when it
-    can."""
+    """Why variant ``name``, or one it builds from, cannot run here; None when it can."""
     reason = unsupported_reason(precision, device)
     if reason:
         return reason
@@ -198,8 +195,7 @@ def why_decoder_unavailable(name: str, device: torch.device, precision: str, mod
 
 
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
-    """Why each variant (or decoder) of the group that cannot run here cannot, by slot id (none can where a knob its
-    workers start with cannot be set)."""
+    """Why each variant (or decoder) of the group that cannot run here cannot, by slot id."""
     missing = group.knobs.unavailable_reason(Target(device, threads=group.threads))
     reasons = {group.slot_id(entry.name, precision): missing or (
         why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes

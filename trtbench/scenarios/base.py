@@ -91,8 +91,7 @@ class Scenario(ABC):
 
     @abstractmethod
     def run(self, ctx: RunContext, built: Testbed, prepared: Any) -> Iterable[Part]:
-        """Exercise the group's variants; yield each part as it is final (and, for artifacts it saves itself, each
-        :class:`~trtbench.artifacts.store.Saved`)."""
+        """Exercise the group's variants; yield each part (and each :class:`Saved`) as it is final."""
 
     @classmethod
     def report(cls, results: ResultSet, budget_ms: Optional[float]) -> Optional[ReportSection]:
@@ -101,8 +100,7 @@ class Scenario(ABC):
 
     @classmethod
     def check_merge(cls, sets: list[ResultSet], names: list[str]) -> None:
-        """Raise UserInputError, naming the input (``names[i]`` for ``sets[i]``), when its results in ``sets`` do not
-        compare."""
+        """Raise UserInputError naming ``names[i]`` when its results in ``sets`` do not compare."""
 
     @classmethod
     def summary(cls, results: ResultSet, budget_ms: Optional[float]) -> list[str]:

@@ -29,8 +29,7 @@ def own_rss_bytes() -> int:
 
 
 def worker_bytes(parameters: int, precision: str, kv_bytes: int) -> int:
-    """The estimated peak of a decoder worker: a fixed overhead, the fp32 weights, the weights at ``precision`` where
-    that is not fp32, and the KV cache."""
+    """The estimated peak of a decoder worker at ``precision`` (docs/generate.md, "Memory")."""
     weights = parameters * 4 + (int(parameters * WEIGHT_BYTES.get(precision, 4.0)) if precision != "fp32" else 0)
     return WORKER_OVERHEAD_BYTES + weights + kv_bytes
 

@@ -26,8 +26,7 @@ class GroupRecords:
 
 def published_parts(ctx, built, publisher: DecoderPublisher, recipes: dict[str, DecoderRecipe], slots: dict,
                     timed: GroupRecords) -> Iterator:
-    """The saves of one memory group's slots and their rows as they now stand; a slot already saved in this run is not
-    saved again."""
+    """The saves of one memory group's slots not saved yet, and their rows as they now stand."""
     group, rows, shared = built.group, timed.records, timed.shared
     reference = shared["reference_logits"]
     for slot, records in rows.items():

@@ -103,8 +103,7 @@ def process_line(parts: list) -> str:
 
 
 def memory_lines(parts: list) -> list[str]:
-    """The decoder workers' memory groups, as Markdown: each group's workers' estimated and peak memory, and the run's
-    peak while the group ran, against the budget."""
+    """The decoder workers' memory groups, as Markdown lines."""
     groups: dict[tuple, dict] = {}
     for part in parts:
         memory = part.data.get("memory")
@@ -129,8 +128,7 @@ def memory_lines(parts: list) -> list[str]:
 
 
 def cold_starts(parts: list) -> list[str]:
-    """Each timed decoder's cold start in its fresh worker process, and its published artifact's, once per build group
-    and slot, as Markdown lines."""
+    """Each timed decoder's cold start, and its published artifact's, as Markdown lines."""
     seen, rows = set(), []
     for part in _timed(parts):
         facts = part.data.get("facts", {})
@@ -175,8 +173,7 @@ def _timed(parts: list) -> list:
 
 
 def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
-    """The median latency of each decode step against the KV cache's length, a line per row; None when no row was
-    timed."""
+    """Each decode step's median latency against the KV cache's length; None when none was timed."""
     timed = _timed(parts)
     if not timed:
         return None
@@ -192,8 +189,7 @@ def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
 
 
 def batch_plot(parts: list, file_name: str) -> Optional[Plot]:
-    """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
-    without a line of two batch sizes."""
+    """Median decode tokens/s against batch, a line per row's settings; None without two batches."""
     lines: dict[str, dict[int, float]] = {}
     for part in _timed(parts):
         name = f"{part.decoder} {part.precision} p{part.data['prompt_tokens']}-n{part.data['new_tokens']}"

@@ -152,8 +152,7 @@ def speedups_of(row: RequestSeries, baseline: RequestSeries, between: dict) -> d
 
 
 def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -> dict:
-    """The per-request series the record keeps (ms), in the order made, with each request's ``process`` and global
-    ``round``."""
+    """The per-request series the record keeps (ms), with each request's ``process`` and ``round``."""
     return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
             "process": [p for p, _ in blocks], "round": [r for _, r in blocks]}
 

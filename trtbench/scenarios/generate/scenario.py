@@ -111,8 +111,7 @@ class GenerateWorkers:
 
 
 def replicate(recipe: DecoderRecipe, index: int) -> DecoderRecipe:
-    """Replicate process ``index``'s recipe: process 0 builds in the slot's folder (the one published), each further
-    one beside it."""
+    """Replicate process ``index``'s recipe: 0 builds in the slot's folder, others beside it."""
     return recipe if index == 0 else dataclasses.replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
 
 
@@ -122,8 +121,7 @@ def decoder_folder(model_id: str) -> str:
 
 
 def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
-    """Each point's prompt: token ids drawn uniformly past the special tokens, seeded by the run's seed and the
-    point."""
+    """Each point's prompt: token ids past the special tokens, seeded by the run's seed and point."""
     return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
         min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
 
@@ -287,8 +285,7 @@ class _MemoryPlan:
         return cls(estimates, budget, *plan_groups(estimates, budget, BASELINE_VARIANT))
 
     def turns(self, index: int, processes: int) -> list[list[int]]:
-        """The replicate process indices of each turn of group ``index``
-        (:func:`~trtbench.workers.isolation.plan_turns`)."""
+        """The replicate process indices of each turn of group ``index``."""
         need = sum(self.estimates[slot] for slot in self.groups[index])
         return plan_turns(processes, need, self.budget - need, share=1.0)
 
@@ -315,8 +312,7 @@ def _killed(worker: Worker, err: WorkerError) -> WorkerError:
 
 
 def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
-    """The turn's memory so far: each slot's highest peak RSS over its processes and its first process's pid, this
-    process's RSS, and the run's peak (this process plus every worker's peak)."""
+    """The turn's memory so far: each slot's peak RSS and pid, this process's RSS, the run's peak."""
     peaks, pids, total = {}, {}, 0.0
     for slot, found in workers.items():
         for i, worker in sorted(found.items()):
@@ -445,8 +441,7 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, se
 
 
 def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: list[_Row]) -> Optional[str]:
-    """Why the rounds stop after ``cycles`` requests of each process, ``elapsed_s`` into the point; None while they
-    go on."""
+    """Why the rounds stop after ``cycles`` requests a process, ``elapsed_s`` in; None until then."""
     if cycles >= settings.max_requests:
         return "max_requests"
     if cycles < settings.min_requests:
@@ -459,8 +454,7 @@ def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: li
 
 
 def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[str, _Row]) -> None:
-    """One request by ``worker`` at ``point``, kept in its slot's row with its block coordinates ``at``; a worker
-    error fails the slot."""
+    """One request by ``worker`` at ``point`` into its slot's row; a worker error fails the slot."""
     slot, i = at.variant, at.process
     try:
         checked = worker.check(point.label)

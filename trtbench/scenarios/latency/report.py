@@ -52,8 +52,7 @@ def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
 
 
 def latency_plots(results: ResultSet, colors: VariantColors) -> list[Plot]:
-    """Latency and speedup figures, ``latency.png`` and ``speedup.png``; with several environments, one pair per
-    environment, ``latency-<environment id>.png``."""
+    """``latency.png`` and ``speedup.png`` (with several environments, a pair per environment)."""
     sets = _by_environment(results)
     plots = []
     for env, part in sets.items():
@@ -64,8 +63,7 @@ def latency_plots(results: ResultSet, colors: VariantColors) -> list[Plot]:
 
 
 def latency_section(results: ResultSet, budget_ms: Optional[float]) -> ReportSection:
-    """The section: its Markdown, its figures, and its results.json entries (``recommendations`` with a p99 budget,
-    ``regimes``)."""
+    """The section: its Markdown, its figures and its results.json entries."""
     parts = ["## Speedup", "", markdown_table(results)]
     colors = variant_colors(results)  # a pure function of the results: every section's plots agree
     plots = latency_plots(results, colors)

@@ -107,8 +107,7 @@ def _memory_md(entry: dict) -> list[str]:
 
 
 def profile_markdown(profiles: dict, where: str = "") -> str:
-    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason);
-    ``where`` names its model and machine when a report has several."""
+    """The Markdown of the ``profiles`` data; ``where`` names its model and machine."""
     lines = [f"## Profile ({where + ', ' if where else ''}{profiles['precision']}, {profiles['device']})", ""]
     if profiles["status"] != Status.OK:
         return "\n".join(lines + [_not_ok(profiles), ""])

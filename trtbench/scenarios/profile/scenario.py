@@ -49,8 +49,7 @@ class ProfilePart:
 
 @register
 class Profile(Scenario):
-    """Where one variant's time and memory go, once per run, on the first build group at the profile's
-    precision; its settings are the config's ``profile:`` section (on when that section is)."""
+    """Where one variant's time and memory go, once per run; on when the config has ``profile:``."""
 
     name = "profile"
     parts = (ProfilePart,)

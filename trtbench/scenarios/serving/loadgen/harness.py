@@ -18,8 +18,7 @@ KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 
 @dataclass(frozen=True)
 class Query:
-    """One query LoadGen issued: its id, its sample, when it was issued (``time.perf_counter()``) and its place in
-    issue order (from 0)."""
+    """One query LoadGen issued: its id, sample, issue time and place in issue order (from 0)."""
 
     id: int
     sample: int

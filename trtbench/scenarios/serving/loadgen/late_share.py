@@ -16,8 +16,7 @@ from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 @dataclass(frozen=True)
 class SharePanel:
-    """One joint estimate as :func:`late_share_plot` draws it: its fitted steps (the confirming run left out), the
-    allowed late share, the peak and its interval."""
+    """One joint estimate as :func:`late_share_plot` draws it (the confirming run left out)."""
 
     title: str
     ylabel: str

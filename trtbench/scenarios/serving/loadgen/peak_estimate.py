@@ -30,8 +30,7 @@ RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a search: the load offered, its repeat (LoadGen schedule), each query's late flag in issue order,
-    and what the caller's step returned (``run``)."""
+    """One step of a search: its load, repeat, each query's late flag in issue order, its ``run``."""
 
     qps: float
     repeat: int
@@ -112,8 +111,7 @@ RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
 
 
 def _fit(late: np.ndarray, queries: np.ndarray, log_qps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The logistic curve's (a, b) per row of ``late`` and ``queries`` (replicates x steps), by Newton's method;
-    ``log_qps`` centred by the caller."""
+    """The logistic curve's (a, b) per row of ``late`` and ``queries`` (replicates x steps)."""
     rows = late.shape[0]
     pooled = np.clip(late.sum(1) / np.maximum(queries.sum(1), 1), 1e-4, 1 - 1e-4)
     a, b = np.log(pooled / (1 - pooled)), np.full(rows, 5.0)

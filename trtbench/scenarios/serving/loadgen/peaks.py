@@ -43,8 +43,7 @@ class PeakInterval:
 
     @property
     def confirm_text(self) -> str:
-        """LoadGen's verdict at the low end, ``VALID at 41.0`` or ``INVALID at 41.0 (late share 1.30%)``, or why no
-        confirming run was made."""
+        """LoadGen's verdict at the low end, or why no confirming run was made."""
         if self.confirm_valid is None and self.confirm_needs is not None and math.isfinite(self.confirm_needs[0]):
             share, needed = self.confirm_needs
             if needed is None:
@@ -80,8 +79,7 @@ def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]
 
 
 class RepeatedPeaks:
-    """Mixin of a serving result holding ``peaks``: per repeat, the highest offered QPS whose run passed (0 when none
-    did); empty at a fixed rate."""
+    """Mixin of a serving result holding ``peaks``: per repeat, the highest load that passed."""
 
     peaks: tuple[float, ...]
     interval: Optional[PeakInterval]  # a joint estimate's (validity: estimate), with its one peak; None otherwise

@@ -23,8 +23,7 @@ MARGIN = 0.15  # the default queries per step put the bound's margin at 15% of t
 
 
 def rule_name(validity: str, confidence: float) -> str:
-    """The name results record the rule under: ``joint-estimate/1 at 90%``, ``late-share-bound/1 at 0.9`` (at
-    ``confidence``) or ``loadgen-verdict``."""
+    """The name results record the rule under (``late-share-bound/1 at 0.9``, ...)."""
     if validity == "estimate":
         return ESTIMATE_RULE
     return LOADGEN_RULE if validity == "loadgen" else f"late-share-bound/1 at {confidence:g}"

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Bracket:
-    """The highest load that passed (``lo``, 0 while none has), the lowest that failed (``hi``, the capacity
-    until one has), and the steps run."""
+    """The highest load that passed (``lo``), the lowest that failed (``hi``), and the steps run."""
 
     lo: float
     hi: float

@@ -20,8 +20,7 @@ INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, 
 
 @dataclass(frozen=True)
 class BatchingConfig:
-    """Dynamic batching: queued queries are gathered until ``max_batch`` of them or ``window_ms`` after
-    the first, whichever comes first, and run as one call at that batch size."""
+    """Dynamic batching: up to ``max_batch`` queued queries within ``window_ms`` as one call."""
 
     max_batch: int = 4
     window_ms: float = 2.0
@@ -90,8 +89,7 @@ class LoadSettings:
         require_loadgen(path)
 
     def search_plan(self, capacity: float) -> SearchPlan:
-        """The joint estimate's plan (:func:`.peak_estimate.search_peak`) for these settings, from [0, ``capacity``]
-        QPS."""
+        """The joint estimate's plan for these settings, from [0, ``capacity``] QPS."""
         return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
                           Budget(self.search_queries, self.search_minutes and self.search_minutes * 60),
                           functools.partial(early_stopping_queries, percentile=self.percentile))

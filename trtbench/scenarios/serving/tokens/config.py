@@ -103,8 +103,7 @@ class DecoderServingConfig(LoadSettings):
         return self.lengths if self.lengths is not None else QueryLengths.fixed(point.prompt_tokens, point.new_tokens)
 
     def check_against_generate(self, config: Any, path: str) -> None:
-        """Some generate entry must have a point at batch 1, and the longest sequence ``lengths`` can draw must fit
-        every model's positions."""
+        """Generate must have a point at batch 1, and ``lengths`` must fit every model's positions."""
         generate = [(i, s) for i, s in enumerate(config.scenarios) if s.name == "generate"]
         if not any(SERVED_BATCH in s.settings.batch for _, s in generate):
             where = f"scenarios[{generate[0][0]}].generate.batch" if generate else "scenarios"

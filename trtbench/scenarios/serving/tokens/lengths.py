@@ -73,8 +73,7 @@ Length = Union[tuple[int, ...], LengthDistribution]  # the values a query draws 
 
 @dataclass(frozen=True)
 class QueryLengths:
-    """Each query's (prompt_tokens, new_tokens): ``samples`` pairs drawn with ``seed``, each length from its own
-    :data:`Length`."""
+    """Each query's (prompt_tokens, new_tokens): ``samples`` pairs drawn with ``seed``."""
 
     prompt_tokens: Any
     new_tokens: Any

@@ -24,8 +24,7 @@ def _stream(hosted: Hosted, message: tuple) -> tuple:
 
 @handles("admit")
 def _admit(hosted: Hosted, message: tuple) -> None:
-    """``("admit", key, label)``: the query ``key`` joins the engine
-    (:func:`trtbench.measure.engine_timing.serve_engine`)."""
+    """``("admit", key, label)``: the query ``key`` joins the engine."""
     with torch.inference_mode():
         hosted.calls[ENGINE](message, hosted.conn)
 
@@ -36,8 +35,7 @@ def send_stream(worker: Worker, label: str, marks: frozenset[int]) -> None:
 
 
 def stream_reply(worker: Worker, timeout_s: float) -> tuple:
-    """The next answer to a stream, ``("step", k)`` or ``("streamed", token stamps)``; a worker silent for
-    ``timeout_s`` is killed."""
+    """The next answer to a stream; a worker silent for ``timeout_s`` is killed."""
     return worker.answer("stream", timeout_s, "a request")
 
 

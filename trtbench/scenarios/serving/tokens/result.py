@@ -21,8 +21,7 @@ ROUNDING = 4  # decimals kept of a query's ms
 
 @dataclass(frozen=True)
 class DecoderStep:
-    """One LoadGen run at ``offered_qps``: LoadGen's summary and what the queries' own token stamps gave; ``error``:
-    why a worker failed during it."""
+    """One LoadGen run at ``offered_qps``; ``error``: why a worker failed during it."""
 
     offered_qps: float
     repeat: int  # which peak search (or run at the fixed qps) it belongs to
@@ -54,8 +53,7 @@ class DecoderStep:
         return [ttft > ttft_bound_ms or tpot > tpot_bound_ms for ttft, tpot in zip(self.ttft_ms, self.tpot_ms)]
 
     def percentile_ms(self, metric: str, percentile: float) -> Optional[float]:
-        """The ``percentile`` (0.99: p99) of ``ttft`` or ``tpot`` over the queries, by nearest rank; None without
-        queries."""
+        """The ``percentile`` of ``ttft`` or ``tpot`` by nearest rank; None without queries."""
         values = self.ttft_ms if metric == "ttft" else self.tpot_ms
         return nearest_rank(values, percentile * 100) if values else None
 

@@ -33,8 +33,7 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the pass rule's confidence and
-    LoadGen's schedule seed."""
+    """One step's settings: both bounds (ms), the run's minimums, the rule's confidence, the seed."""
 
     ttft_ms: float
     tpot_ms: float
@@ -47,8 +46,7 @@ class TokenLoad:
 
 @dataclass(frozen=True)
 class DecoderServing:
-    """The query sample library, each sample a (prompt_tokens, new_tokens) pair, and static batching (None: one query
-    at a time)."""
+    """The query sample library of (prompt_tokens, new_tokens) pairs, and static batching."""
 
     samples: tuple[tuple[int, int], ...]
     batching: Optional[BatchingConfig] = None
@@ -65,8 +63,7 @@ class PeakSearch:
 
 @dataclass(frozen=True)
 class QueryStamps:
-    """One query's token stamps, in ms from its issue; when it was issued, its sample and the batch it was served
-    in."""
+    """One query's token stamps in ms from its issue, its issue time, sample and batch."""
 
     tokens_ms: tuple[float, ...]
     issued_s: float = 0.0
@@ -224,8 +221,7 @@ def decoder_run(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServi
 
 def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, search: PeakSearch,
                folder: Path) -> tuple[float, list[DecoderRun]]:
-    """The highest offered QPS that passes, bisected by ``search``, and the runs; a run whose server failed stops
-    the search."""
+    """The highest offered QPS that passes, bisected by ``search``, and the runs."""
     bracket, runs = Bracket(0.0, search.capacity), []
     while not bracket.done(search.resolution, search.max_steps):
         run = decoder_run(servers, load, serving, bracket.qps, folder / f"step-{bracket.steps + 1}")
@@ -238,8 +234,7 @@ def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServ
 
 def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, plan: SearchPlan,
                    folder: Path) -> tuple[Optional[Search], list[DecoderRun]]:
-    """The joint estimate's search over :func:`decoder_run` s, and the runs; the search is None where a run's server
-    failed."""
+    """The joint estimate's search (None where a server failed), and the runs."""
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:

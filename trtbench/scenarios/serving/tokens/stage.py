@@ -58,8 +58,7 @@ def servable(row: GenerateRecord) -> bool:
 
 
 def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
-    """The (slot, point) pairs of ``group`` still to serve: those generate has not timed yet, and those whose row
-    is ok and accurate but not served."""
+    """The (slot, point) pairs of ``group`` not timed yet, or ok and accurate but not served."""
     if not decoder_servers(config):
         return []
     rows = {(p.point, p.slot): p for p in done.parts(GenerateRecord.KIND)
@@ -183,8 +182,7 @@ class _TokenEngine:
         self.servers = self.pool.servers(settings.query_timeout_s)
 
     def alone(self, requests: int) -> dict:
-        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` requests of the shortest sample, made one at a time on
-        the first worker."""
+        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` of the shortest sample alone."""
         shortest, made = min(self.serving.samples, key=sum), []
         for _ in range(requests):
             start = time.perf_counter()
@@ -194,8 +192,7 @@ class _TokenEngine:
         return {name: round(min(m[i] for m in made), 4) for i, name in enumerate(("ttft_ms", "tpot_ms", "e2e_ms"))}
 
     def repeat(self, repeat: int, capacity: float) -> tuple[Optional[float], list[DecoderStep]]:
-        """Search ``repeat`` by bisection from [0, ``capacity``], or its run at the fixed qps: the peak (None at a
-        fixed qps) and the steps."""
+        """Search ``repeat`` by bisection, or its run at the fixed qps: the peak (or None), the steps."""
         settings, where = self.settings, self.folder / f"r{repeat}"
         load = dataclasses.replace(self.load, seed=settings.seed + repeat)
         if settings.find_peak:

@@ -55,8 +55,7 @@ class ServingPool:
 
 
 class ServerSession:
-    """One LoadGen run's SUT over the first ``workers`` of a pool; ``complete(ids)`` reports finished queries to
-    LoadGen."""
+    """One LoadGen run's SUT over a pool's first ``workers``; ``complete(ids)`` tells LoadGen."""
 
     def __init__(self, pool: ServingPool, workers: int, complete: Callable[[list[int]], Any], timeout_s: float,
                  max_batch: int = 1, window_ms: float = 0.0):
@@ -145,8 +144,7 @@ class ServerSession:
 
     @property
     def service_ms(self) -> list[float]:
-        """Each answered query's service time (ms): its call from the dispatcher's send to the worker's result, in
-        issue order."""
+        """Each answered query's service time (ms) in the worker, in issue order."""
         return [ms for _, ms in sorted(self.served)]
 
     def close(self) -> None:

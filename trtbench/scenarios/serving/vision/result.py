@@ -56,8 +56,7 @@ class LoadGenRun:
 
 @dataclass(frozen=True)
 class ServingResult(RepeatedPeaks):
-    """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario; a joint estimate has
-    one peak and its ``interval``."""
+    """A variant served by ``workers`` processes x ``threads`` threads under one serving entry."""
 
     loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
     workers: int
@@ -81,16 +80,14 @@ class ServingResult(RepeatedPeaks):
 
     @property
     def peak_run(self) -> Optional[LoadGenRun]:
-        """The run that stands for the peak (:meth:`median_peak_run`); a joint estimate's: its confirming run, None
-        where it had none."""
+        """The run that stands for the peak; a joint estimate's: its confirming run."""
         if self.interval is not None:
             return next((r for r in self.runs if r.confirm), None)
         return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
 
     @property
     def service_tail_ms(self) -> Optional[tuple[float, float, float]]:
-        """The median, p99 (nearest rank) and largest service time (ms) of every query its runs answered; None where
-        none was recorded."""
+        """The median, p99 and largest service time (ms) of every query answered; None without."""
         times = np.sort([ms for run in self.runs for ms in run.service_ms])
         if not len(times):
             return None

@@ -54,8 +54,7 @@ class ServingWorkers:
 
 def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: OfferedLoad, folder: Path,
                 out_dir: Path) -> tuple[LoadGenRun, list[str]]:
-    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers, its logs in ``folder``: the
-    run and why queries were lost (empty when none was)."""
+    """One LoadGen run offering ``load`` to a pool's first ``workers``, and why queries were lost."""
     batching = settings.batching
 
     def open_session(lg) -> ServerSession:
@@ -78,8 +77,7 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
 
 
 def _capacity(pool: ServingPool, workers: int, settings: ServingConfig) -> tuple[float, float, float]:
-    """One query's service time (ms), the median and the fastest of a few calls alone; and the most QPS the pool
-    could complete at the fastest."""
+    """One query's median and fastest service time alone (ms), and the pool's capacity (QPS)."""
     took = pool.time_call(call_label(1), SERVICE_CALLS, settings.query_timeout_s)
     per_call = 1e3 / took[0]
     if settings.batching is not None:
@@ -125,8 +123,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
 
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
-    """The joint estimate's search with its steps LoadGen runs on the pool; a step that loses a query fails the
-    result, with the steps made."""
+    """The joint estimate's search on the pool; a step that loses a query fails the result."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
@@ -152,8 +149,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
                     settings: ServingConfig) -> tuple[list[float], str]:
-    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat``, and a sentence
-    saying so."""
+    """The peaks to keep when a fault stops the search of ``repeat``, and why."""
     lo = bracket.lo
     where = (f"the peak search stopped early, at step {bracket.steps + 1} (of at most {settings.search_steps}) "
              f"of search {repeat + 1} of {settings.repeats}, as a lost query fails the result")

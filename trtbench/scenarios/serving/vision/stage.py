@@ -42,8 +42,7 @@ def serving_point(group, inputs: list):
 
 
 def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
-    """The cases (by slot id, with their precision and record) of ``group`` at the served point still to serve:
-    those not timed yet, and those timed ok and accurate and not served yet."""
+    """The cases (slot id -> precision, record) of ``group`` not timed yet, or not served yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
