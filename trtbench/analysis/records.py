@@ -1,6 +1,5 @@
-"""The analysis of a set of records: each one's median with its interval, the speedups paired by round, the process
-variance pooled per environment, each point's regimes, and how far apart a record's processes were; every reader
-(the result set, compare, the report, scripts/gpu_check.py) asks here."""
+"""The analysis of a set of records (medians and speedups with their intervals, pooled process variance, regimes,
+process spread); every reader asks here."""
 
 from __future__ import annotations
 

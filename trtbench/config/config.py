@@ -1,7 +1,5 @@
 """The run config: dataclasses that are the YAML schema and the Python API. ``load_config(path)`` reads YAML,
-validates every key and returns a :class:`Config`; parsing converts (``prepare``), ``validate`` only checks. Loading
-writes nothing and depends on nothing about the machine (that is :mod:`trtbench.config.plan`'s), so a config loads
-anywhere.
+validates every key and returns a :class:`Config`, writing nothing and reading nothing of the machine.
 """
 
 from __future__ import annotations
@@ -176,9 +174,8 @@ TOLERANCE_TYPES = {"fp32": Tolerance, "fp16": Tolerance, "bf16": Tolerance, "int
 
 @dataclass
 class LogitTolerance:
-    """What a decoder's teacher-forced logits must keep against eager fp32's over one token sequence: the
-    lowest cosine of any position's logits, and the share of positions whose top-1 token agrees, counted
-    only where eager's top two logits differ by more than ``top1_margin`` (random weights give near ties)."""
+    """What a decoder's teacher-forced logits must keep against eager fp32's: the lowest cosine of any position's,
+    and the share of positions whose top-1 token agrees where eager's top two differ by more than ``top1_margin``."""
 
     cosine_min: float = 0.9999
     top1_agree_min: float = 1.0

@@ -1,7 +1,5 @@
-"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run. Everything
-that depends on the machine is decided here, once, before a run: the device, the default thread count, which variants
-can run and why the others cannot.
-"""
+"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run (the device,
+the default thread count, which variants can run and why the others cannot)."""
 
 from __future__ import annotations
 

@@ -22,9 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Testbed:
-    """One build group once built, the testbed every scenario runs on: ``outcomes`` by slot id, ``copies`` (the model
-    and inputs) by precision, eager fp32's ``references``, what the run has ``done`` so far, and the group's ``model``
-    (eager fp32, on the CPU); where no scenario reads ``inputs:``, no variant is built."""
+    """One build group once built: ``outcomes`` by slot id, ``copies`` by precision, eager fp32's ``references``,
+    what the run has ``done`` so far, and the group's ``model`` (eager fp32, on the CPU)."""
 
     group: BuildGroup
     outcomes: dict

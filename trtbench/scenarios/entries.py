@@ -1,6 +1,4 @@
-"""The config's ``scenarios:`` list: each entry a registered scenario's name (``latency``), or a single-key mapping
-from its name to its settings, which the scenario parses itself.
-"""
+"""The config's ``scenarios:`` list: each entry a scenario's name, or a single-key mapping to its settings."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The generate scenario's memory budget: each decoder worker's estimated footprint, and the groups of workers that
-fit the budget together, each with eager fp32 (the reference) so that speedups stay paired within a group
-(docs/generate.md, "Memory").
-"""
+"""The generate scenario's memory budget: each decoder worker's estimate, and the groups of workers that fit it
+together, each with eager fp32 (docs/generate.md, "Memory")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The generate scenario's save: once a memory group's workers have closed, each of its slots whose logits kept their
-tolerances publishes its artifact (:class:`~trtbench.artifacts.decoder_publish.DecoderPublisher`), and its rows are
-yielded again with the artifact's cold start (``published``), or failed where it cannot ship.
-"""
+"""The generate scenario's save: each accurate slot of a closed memory group publishes its artifact, and its rows
+are yielded again with the artifact's cold start, or failed where it cannot ship."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The generate scenario: a causal language model's time to first token, time per output token, tokens/s and
-E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
+"""The generate scenario: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder.
 
 More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
 """
@@ -360,8 +359,7 @@ def _process_facts(worker: Worker) -> dict:
 
 def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
     """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
-    next turn (``later``), the later turn's rounds numbered on; a slot failed in either turn failed with the first
-    reason."""
+    next turn (``later``), its rounds numbered on; a slot failed in either turn fails with the first reason."""
     rows, shared = later.rows, later.shared
     if earlier is not None:
         before_rows, before = earlier.rows, earlier.shared

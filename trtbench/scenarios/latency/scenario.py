@@ -1,7 +1,5 @@
-"""The latency scenario (the default): every variant of a build group at one shape point, one call at a time,
-checked against the eager fp32 reference from a call where it is timed, then timed interleaved with the others
-(:func:`trtbench.measure.timing.measure_interleaved`): one :class:`~trtbench.core.record.Record` per requested variant.
-"""
+"""The latency scenario (the default): every variant of a build group at each point checked against eager fp32 and
+timed interleaved, one call at a time: one :class:`~trtbench.core.record.Record` per requested variant."""
 
 from __future__ import annotations
 
@@ -166,9 +164,8 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
 
 
 def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
-    """Each slot's record of a point from the turns so far (``earlier``) and of the next turn (``later``, in the
-    same slot order) as one, the later turn's rounds numbered on; a slot failed in either turn is failed with the
-    first reason."""
+    """Each slot's records of a point over the turns so far (``earlier``) and the next (``later``) as one, its rounds
+    numbered on; a slot failed in either turn fails with the first reason."""
     offset = 1 + max((r for record in earlier for r in record.round_ids), default=-1)
     joined = []
     for before, after in zip(earlier, later):

@@ -1,6 +1,5 @@
-"""The serving scenario: serving under MLPerf LoadGen's Poisson load, of what the scenario listed before it made:
-beside ``latency`` its vision variants (:mod:`.vision`), beside ``generate`` its decoders (:mod:`.tokens`). Which of
-the two kinds an entry is (its :class:`ServingKind`) is settled once the scenarios before it are known.
+"""The serving scenario: serving under MLPerf LoadGen's Poisson load, of what the scenario listed before it made
+(latency's variants, or generate's decoders: its :class:`ServingKind`).
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/scenario.py.
 """

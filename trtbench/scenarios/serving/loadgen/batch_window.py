@@ -1,6 +1,4 @@
-"""Static batching's gathering, shared by the vision and the LLM servers: a dispatcher that took a first query
-from the queue waits for more until the batch is full or the window after the first query's arrival ends. The queue
-holds issued queries, with ``None`` as the sentinel that tells a dispatcher to stop."""
+"""Static batching's gathering, for the vision and the LLM servers, from a queue of issued queries (``None``: stop)."""
 
 from __future__ import annotations
 
@@ -10,8 +8,7 @@ from typing import Any
 
 
 def gather(pending: queue.Queue, first: Any, deadline_s: float, max_batch: int) -> tuple[list, bool]:
-    """``first`` and the queries taken from ``pending`` until ``max_batch`` of them or ``deadline_s``
-    (``time.perf_counter``) passes, whichever comes first (past the deadline: those already queued); and
+    """``first`` and the queries taken from ``pending`` until ``max_batch`` of them or ``deadline_s`` passes; and
     whether the session is closing (a sentinel was taken)."""
     batch = [first]
     while len(batch) < max_batch:

@@ -1,7 +1,5 @@
-"""One LoadGen Server run, for both kinds of serving: its ``TestSettings`` and ``LogSettings``, the SUT and query
-sample library constructed, the test started, both destroyed, and the logs kept (:data:`KEPT_LOGS`). A kind brings
-its session (``open_session(lg)``) and the load (:class:`ServerLoad`), bounded by one latency or by TTFT and TPOT.
-"""
+"""One LoadGen Server run, for both kinds of serving: its settings, the SUT and sample library, the test, and the
+logs kept (:data:`KEPT_LOGS`); a kind brings its session and the load (:class:`ServerLoad`)."""
 
 from __future__ import annotations
 

@@ -93,9 +93,8 @@ class SearchPlan:
 
 @dataclass(frozen=True)
 class Search:
-    """A finished search: why it stopped (``resolution`` or ``budget``), its confirming run at the interval's low end
-    (None where the budget left none); ``expected``: the late share expected there, and the queries the confirming run
-    needs (None: no run passes)."""
+    """A finished search: why it stopped, its confirming run at the interval's low end (or None); ``expected``: the late
+    share expected there and the queries the confirming run needs (None: no run passes)."""
 
     steps: tuple[Step, ...]
     estimate: Estimate

@@ -15,9 +15,8 @@ Run = TypeVar("Run")
 
 @dataclass(frozen=True)
 class PeakInterval:
-    """What a joint estimate gives beside its peak (:mod:`.peak_estimate`): the 90% interval, why the search stopped,
-    what it took, and LoadGen's verdict on the confirming run at the low end (None: no room for it);
-    ``confirm_needs``: :attr:`~.peak_estimate.Search.expected`."""
+    """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, and
+    LoadGen's verdict on the confirming run (None: no room for it); ``confirm_needs``: the search's ``expected``."""
 
     low: float
     high: float

@@ -1,8 +1,5 @@
-"""Whether one LoadGen run is within the latency bound: the pass rule of a serving step, the queries a
-step needs, and the name a result records its rule under (``peak_rule``).
-
-The rule is LoadGen's early-stopping test at the scenario's ``confidence``: ``k`` late of ``n`` queries pass when
-``P(Binomial(n, 1 - percentile) <= k) <= 1 - confidence``.
+"""Whether one LoadGen run is within the latency bound, ``k`` late of ``n`` queries passing when
+``P(Binomial(n, 1 - percentile) <= k) <= 1 - confidence``; the queries a step needs; the rule's name.
 
 More: docs/serving.md, "Which step passes", "Module notes", trtbench/scenarios/serving/loadgen/rule.py.
 """

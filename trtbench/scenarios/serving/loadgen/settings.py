@@ -32,8 +32,7 @@ class BatchingConfig:
 @dataclass(frozen=True)
 class LoadSettings:
     """What both kinds of ``serving`` entry share: Poisson arrivals at a fixed rate or the peak found by a search
-    (``find_peak``, by the joint estimate or, with ``validity: bound``, bisection), judged at ``percentile``, served by
-    each count of ``workers``; LoadGen's minimums per run, and the search's limits."""
+    (``find_peak``), judged at ``percentile``, served by each count of ``workers``; the runs' and searches' limits."""
 
     percentile: float = 0.99
     find_peak: bool = False

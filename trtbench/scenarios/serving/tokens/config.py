@@ -1,7 +1,5 @@
-"""The settings of a ``serving`` entry beside a generate scenario: LLM serving under LoadGen's token latencies, e.g.
-``{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}``. A query is one sequence, late when its
-TTFT is over ``ttft_ms`` or its TPOT over ``tpot_ms`` (docs/serving.md, "LLM serving under token latencies").
-"""
+"""The settings of a ``serving`` entry beside generate: LLM serving under LoadGen's token latencies (docs/serving.md,
+"LLM serving under token latencies")."""
 
 from __future__ import annotations
 
@@ -23,9 +21,8 @@ TOKEN_VALIDITY_RULES = ("estimate", "bound")  # LoadGen's verdict (the vision se
 
 @dataclass(frozen=True)
 class DecoderBatching:
-    """How a worker batches its queries: ``static``, up to ``max_batch`` queued queries gathered within ``window_ms``
-    and served as one request; ``continuous``, each query joins the worker's engine as it arrives, up to
-    ``max_batch`` in flight."""
+    """How a worker batches its queries: ``static`` (gathered within ``window_ms``, served as one request) or
+    ``continuous`` (each joins the worker's engine as it arrives), up to ``max_batch`` at once."""
 
     mode: str = "static"
     max_batch: int = 4
@@ -56,9 +53,8 @@ class DecoderBatching:
 
 @dataclass(frozen=True)
 class DecoderServingConfig(LoadSettings):
-    """LoadGen's Server scenario with token latencies over generate's decoders: Poisson arrivals at ``qps``, or the
-    peak QPS found by a search (``find_peak``), valid while the ``percentile`` TTFT stays within ``ttft_ms`` and the
-    ``percentile`` TPOT within ``tpot_ms``."""
+    """LoadGen's Server scenario with token latencies over generate's decoders, valid while the ``percentile`` TTFT
+    stays within ``ttft_ms`` and TPOT within ``tpot_ms``."""
 
     batching: Optional[DecoderBatching] = None
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``

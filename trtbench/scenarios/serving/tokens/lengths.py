@@ -1,6 +1,5 @@
-"""The lengths an LLM server's queries ask for: each query's prompt tokens and new tokens, fixed or drawn with a
-seed from a list or a named distribution (:class:`LengthDistribution`), at most :data:`MOST_DISTINCT` values a
-length (a worker warms up a request for each). In a config (the ``lengths:`` key of a serving entry)::
+"""The lengths an LLM server's queries ask for, fixed or drawn with a seed from a list or a named distribution, at
+most :data:`MOST_DISTINCT` values a length. In a config (the ``lengths:`` key of a serving entry)::
 
     lengths: {prompt_tokens: [32, 64, 128],
               new_tokens: {distribution: lognormal, median: 32, sigma: 0.6, low: 8, high: 128, step: 8},

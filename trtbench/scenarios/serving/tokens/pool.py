@@ -1,6 +1,5 @@
-"""An LLM server's pool: one worker process per server, each hosting a generate decoder and serving one request at
-a time (one query, or a static batch of them) or hosting its continuous-batching engine; a request streams its steps
-back as they exist.
+"""An LLM server's pool: one worker process per server, each hosting a generate decoder (or its continuous-batching
+engine), a request streaming its steps back as they exist.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/pool.py.
 """

@@ -78,9 +78,8 @@ class DecoderStep:
 
 @dataclass(frozen=True)
 class DecoderServingResult(RepeatedPeaks):
-    """A decoder served at one point by ``workers`` processes x ``threads`` threads under serving entry ``entry`` (its
-    index among the serving entries); ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests alone;
-    ``capacity_qps``: the search's upper end."""
+    """A decoder served at one point by ``workers`` processes x ``threads`` threads under serving entry ``entry``;
+    ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests alone."""
 
     entry: int
     workers: int

@@ -1,5 +1,4 @@
-"""LoadGen's server scenario with token latencies, over servers that each serve one query at a time or a static
-batch of queries gathered within a window (a worker's engine is several servers, one per sequence it has room for).
+"""LoadGen's server scenario with token latencies, over servers that each serve one query or static batch at a time.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py.
 """

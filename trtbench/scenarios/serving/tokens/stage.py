@@ -1,5 +1,4 @@
-"""The LLM serving stage: after a build group's generate rows, each decoder slot whose row at a served point is ok
-and accurate is served under every ``serving`` entry beside generate, at each of its worker counts.
+"""The LLM serving stage: each ok, accurate generate row at a served point, served under every entry beside generate.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py.
 """

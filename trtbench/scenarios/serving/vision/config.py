@@ -15,9 +15,8 @@ VALIDITY_RULES = ("estimate", "bound", "loadgen")
 
 @dataclass(frozen=True)
 class ServingConfig(LoadSettings):
-    """LoadGen's Server scenario over the latency scenario's variants: Poisson arrivals at ``target_qps``, or the
-    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``;
-    ``validity``: ``estimate`` (the joint estimate), ``bound`` (the late share's bound) or ``loadgen`` (its verdict)."""
+    """LoadGen's Server scenario over the latency scenario's variants, valid while the ``percentile`` latency stays
+    within ``p99_ms``."""
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None

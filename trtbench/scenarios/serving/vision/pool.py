@@ -1,6 +1,5 @@
 """The system under test of a serving scenario: worker processes hosting one variant (:class:`ServingPool`), fed by
-dispatchers (:class:`ServerSession`); a call labelled ``x<k>`` runs ``k`` queries at once on inputs the worker
-prepared when it started.
+dispatchers (:class:`ServerSession`); a call ``x<k>`` runs ``k`` queries on inputs the worker prepared.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py.
 """

@@ -1,7 +1,5 @@
-"""The run's serving stage: after a build group's latency points, each serving entry serves each variant that built
-and passed its accuracy check, at the config's opt shape and at every precision, in worker processes hosting it as
-the timing workers do (:class:`~trtbench.building.recipe.VariantRecipe`) with the query inputs prepared there.
-"""
+"""The run's serving stage: each serving entry serves each accurate variant at the opt shape and every precision,
+in worker processes hosting it as the timing workers do."""
 
 from __future__ import annotations
 
