@@ -171,7 +171,8 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     if reason:
         return reason
     if is_quantized(precision) and not get_variant(name).quantizes:
-        return f"{name} has no {precision.upper()} path (variants that quantize: {', '.join(quantizing_variants())})"
+        quantizing = ", ".join(n for n in variant_names() if get_variant(n).quantizes)
+        return f"{name} has no {precision.upper()} path (variants that quantize: {quantizing})"
     step = name
     while step:  # the variant itself, then each variant it builds from
         variant = get_variant(step)
@@ -180,11 +181,6 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
             return reason if step == name else f"needs {step}, which cannot run here: {reason}"
         step = variant.depends_on
     return None
-
-
-def quantizing_variants() -> list[str]:
-    """Variants with an INT8 path (``Variant.quantizes``)."""
-    return [name for name in variant_names() if get_variant(name).quantizes]
 
 
 def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:

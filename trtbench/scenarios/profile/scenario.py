@@ -39,8 +39,7 @@ class ProfilePart:
         return (self.environment, self.model, self.precision)
 
     def to_dict(self) -> dict:
-        return {"environment": self.environment, "model": self.model, "precision": self.precision,
-                "data": self.data}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ProfilePart":

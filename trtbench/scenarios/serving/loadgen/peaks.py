@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
 from trtbench.scenarios.serving.loadgen.peak_estimate import Search
+from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
 
@@ -82,6 +83,11 @@ class RepeatedPeaks:
 
     peaks: tuple[float, ...]
     interval: Optional[PeakInterval]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
+    percentile: float  # the bounds apply to it (0.99: p99)
+
+    @property
+    def percentile_key(self) -> str:
+        return percentile_label(self.percentile * 100)
 
     @property
     def peak_qps(self) -> Optional[float]:
@@ -98,7 +104,9 @@ class RepeatedPeaks:
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],
                         completed_qps: Callable[[Run], float]) -> Optional[Run]:
         """The run that ``passed`` at the highest offered QPS in the repeat whose peak is the median; without a
-        search, the run whose completed rate is the median."""
+        search, the run whose completed rate is the median; a joint estimate's: its confirming run."""
+        if self.interval is not None:
+            return next((r for r in runs if r.confirm), None)
         if not runs:
             return None
         if not self.peaks:

@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 from trtbench.core import schema
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
-from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.generate import DecoderPoint
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
@@ -100,10 +100,6 @@ class DecoderServingResult(RepeatedPeaks):
     interval: Optional[PeakInterval] = None  # a joint estimate's (its one peak's); None for a bisection's
 
     @property
-    def percentile_key(self) -> str:
-        return percentile_label(self.percentile * 100)
-
-    @property
     def bounds_text(self) -> str:
         """``p99 TTFT <= 2000 ms, TPOT <= 200 ms``."""
         return f"{self.percentile_key} TTFT <= {self.ttft_bound_ms:g} ms, TPOT <= {self.tpot_bound_ms:g} ms"
@@ -129,9 +125,7 @@ class DecoderServingResult(RepeatedPeaks):
 
     @property
     def peak_step(self) -> Optional[DecoderStep]:
-        """The step that stands for the peak (:meth:`median_peak_run`); a joint estimate's: its confirming run."""
-        if self.interval is not None:
-            return next((s for s in self.steps if s.confirm), None)
+        """The step that stands for the peak (:meth:`median_peak_run`)."""
         return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
 
     def to_dict(self) -> dict:

@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from trtbench.core.part import register_part
-from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.serving.loadgen.rule import LEGACY_RULE
 from trtbench.core.status import Status
@@ -75,14 +75,8 @@ class ServingResult(RepeatedPeaks):
     interval: Optional[PeakInterval] = None
 
     @property
-    def percentile_key(self) -> str:
-        return percentile_label(self.percentile * 100)
-
-    @property
     def peak_run(self) -> Optional[LoadGenRun]:
-        """The run that stands for the peak; a joint estimate's: its confirming run."""
-        if self.interval is not None:
-            return next((r for r in self.runs if r.confirm), None)
+        """The run that stands for the peak (:meth:`median_peak_run`)."""
         return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
 
     @property
