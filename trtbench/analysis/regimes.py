@@ -39,8 +39,7 @@ class Regime:
 
 
 def common_factor(series: Iterable[BlockSeries]) -> tuple[np.ndarray, np.ndarray]:
-    """(round ids in order, each round's common factor): the median over the round's blocks of log(block median)
-    less the log median of the block's own process."""
+    """(round ids in order, each round's common factor: its blocks' median log speed about their process's)."""
     rounds, centred = [], []
     for one in series:
         logs, processes = np.log(np.asarray(one.medians, dtype=np.float64)), np.asarray(one.processes)
@@ -66,8 +65,7 @@ def _noise(values: np.ndarray) -> float:
 
 
 def _may_split(values: np.ndarray) -> bool:
-    """Whether ``values`` can hold two regimes at all: MIN_REGIME_ROUNDS rounds each, whose medians (between the
-    second smallest and second largest value) lie MIN_SHIFT apart."""
+    """Whether ``values`` can hold two regimes of MIN_REGIME_ROUNDS rounds MIN_SHIFT apart at all."""
     if values.size < 2 * MIN_REGIME_ROUNDS:
         return False
     ordered = np.sort(values)
@@ -123,8 +121,7 @@ def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
 
 def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
                     between_var: float | None = None, resample_processes: bool = True) -> list[Interval | None]:
-    """The speedup of ``this`` over ``base`` in each regime (``resample_processes`` as
-    :func:`~trtbench.core.stats.speedup_interval`'s); None where the two share no round in it."""
+    """The speedup of ``this`` over ``base`` in each regime; None where the two share no round in it."""
     out = []
     for regime in regimes:
         inside = range(regime.start, regime.end + 1)

@@ -312,8 +312,7 @@ class Config:
 
     @staticmethod
     def prepare(fields: dict, path: str) -> dict:
-        """The parsed sections as a run reads them (``model`` as the one entry of ``models``, the variants and
-        tolerances typed, the defaults filled in), checked in the order they depend on each other."""
+        """The parsed sections as a run reads them, checked in the order they depend on each other."""
         f = dict(fields)
         if (f["model"] is None) == (not f["models"]):
             raise UserInputError("model", "give exactly one of 'model' (one model) and 'models' (a list)",

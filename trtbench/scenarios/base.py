@@ -60,8 +60,7 @@ class Scenario(ABC):
     listed: ClassVar[bool] = True  # written in the config's scenarios: list (profile has a section of its own)
 
     def placed(self, before: list["Scenario"], key: str) -> "Scenario":
-        """This entry once the scenarios listed before it are known: itself, where each scenario it :attr:`requires`
-        is among them (a scenario that serves what an earlier one made returns its settled form)."""
+        """This entry once the scenarios listed before it are known (UserInputError where it lacks one)."""
         for needed in self.requires:
             if not any(s.name == needed for s in before):
                 raise UserInputError(key, f"'{self.name}' needs the '{needed}' scenario before it",

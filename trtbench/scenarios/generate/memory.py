@@ -33,8 +33,7 @@ def worker_bytes(parameters: int, precision: str, kv_bytes: int) -> int:
 
 
 def plan_groups(estimates: dict[str, int], budget: int, reference: str) -> tuple[list[list[str]], dict[str, str]]:
-    """The slots of ``estimates`` (slot -> bytes) in groups whose sum fits ``budget``, each led by ``reference``; and
-    the slots that do not fit even beside the reference alone, with why."""
+    """The slots in groups that fit ``budget``, each led by ``reference``; and those that fit none."""
     base = estimates.get(reference, 0)
     groups: list[list[str]] = []
     too_big: dict[str, str] = {}

@@ -40,8 +40,7 @@ class GeneratePoint:
 
 @dataclass(frozen=True)
 class DecoderPoint:
-    """Where a result part of a decoder belongs (slot ``slot`` of its build group at generate point ``point``); a
-    generate row and what serving that decoder there gave share it, and so their key."""
+    """Where a decoder's result part belongs: its key, shared by its generate row and its serving."""
 
     environment: str
     model: str
@@ -125,8 +124,7 @@ def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]],
 
 
 def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], between: dict) -> dict:
-    """Each time's and rate's summary over ``requests`` with its median's two-level interval (``median_ci_rel``), the
-    ITL distribution, and the median decode-step latency at each KV position."""
+    """Each time's and rate's summary over ``requests``, the ITL distribution and each step's median."""
     metrics = {}
     for name in TIMES + RATES:
         metrics[name] = summarize([getattr(r, name) for r in requests]).to_dict()

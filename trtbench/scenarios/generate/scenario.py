@@ -82,8 +82,7 @@ class GenerateSettings:
 
 
 class GenerateWorkers:
-    """The replicate worker processes of one turn of a memory group: process ``i`` of every decoder slot, for each
-    ``i`` of the turn, each building its slot's artifact in a folder of its own."""
+    """The replicate worker processes of one turn of a memory group, process ``i`` of every slot."""
 
     def __init__(self, recipes: dict[str, DecoderRecipe], indices: list[int], timeout_s: float, knobs: Knobs,
                  threads: int):
@@ -331,8 +330,7 @@ def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
 
 def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], settings: GenerateSettings,
                 tolerances: dict, slots: dict) -> Iterator[tuple[GeneratePoint, _Timed]]:
-    """Start one turn of a memory group's replicate workers (``timing``), check their logits and time them at each
-    of ``points``; yield each point with its rows by slot and what the rows share."""
+    """One turn of a memory group's workers (``timing``) checked and timed: each point's rows."""
     started = time.time()
     workers, errors = timing.start()
     rows = {slot: _Row() for slot in (*workers, *errors)}
@@ -472,8 +470,7 @@ def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[
 
 
 def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:
-    """The part of slot ``who`` at ``point``; ``context``: its accuracy and sizes and, where it was timed, what the
-    point's rows share."""
+    """The part of slot ``who`` at ``point``; ``context``: its accuracy, sizes and shared figures."""
     slot, name, precision = who.id, who.decoder, who.precision
     data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
                   "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],

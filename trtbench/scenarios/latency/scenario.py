@@ -78,8 +78,7 @@ def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
 
 
 def _process_metrics(isolation: Isolation, name: str, m: RawTiming, ids: list[int]) -> list[dict]:
-    """One dict per process that timed ``name`` (``ids``: the process index of each of ``m``'s process
-    positions): its index, its facts and its minor page faults per timed call."""
+    """One dict per process that timed ``name``: its index, facts and minor page faults per call."""
     facts = isolation.process_facts(name)
     faults = m.kept(FaultsTracker.key) if len(m.kept(FaultsTracker.key)) == len(m.rounds) else []
     return [{"process": ids[i], **facts.get(ids[i], {}),
@@ -185,8 +184,7 @@ def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
 
 
 def with_run_info(built: Testbed, points: list) -> list[Record]:
-    """The records of ``points`` whose variant knows facts only after every point ran (compiled's
-    recompilations), with those facts joined to their build info."""
+    """The records of ``points`` whose variant knows facts only after every point ran, joined."""
     group, outcomes, records = built.group, built.outcomes, built.done.records
     derived = []
     for entry, precision in group.slots():

@@ -85,8 +85,7 @@ class Profile(Scenario):
 
 
 def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:
-    """The run's profile of the built group's variants at the profile's precision, at the points ``settings.shapes``
-    names; a label the run has no point for (a batch sweep names its points b<N>) is said in its warnings."""
+    """The run's profile of the built group's variants at the profile's precision and shapes."""
     group, precision, device = built.group, settings.precision, ctx.device
     outcomes = {e.name: built.outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
                 if group.slot_id(e.name, precision) in built.outcomes}

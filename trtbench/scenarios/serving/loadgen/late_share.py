@@ -35,8 +35,7 @@ def _wilson(late: int, queries: int) -> tuple[float, float]:
 
 
 def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
-    """The late share against the offered QPS, one panel per estimate: every step's share with its Wilson interval,
-    the fitted curve, the allowed share and the estimate with its interval; None without a panel with steps."""
+    """The late share against the offered QPS, one panel per estimate; None without steps."""
     panels = [panel for panel in panels if panel.steps]
     if not panels:
         return None

@@ -245,8 +245,7 @@ def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 clock: Callable[[], float] = time.monotonic) -> Search:
-    """The steps, each made by ``run``, until the interval is within the resolution or the budget is spent, then the
-    confirming run; the bootstrap runs only where it may stop the search, and once at the end."""
+    """The steps ``run`` makes until the interval is within the resolution or the budget is spent."""
     started, steps, used, point, stopped_by = clock(), [], 0, math.nan, "budget"
     current = Estimate(math.nan, math.nan, math.nan)
     while True:
@@ -287,8 +286,7 @@ def expected_share(steps: Sequence[Step], qps: float) -> float:
 
 
 def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
-    """The queries a search keeps back for its confirming run at ``low``: what LoadGen's verdict needs there, at most
-    :data:`CONFIRM_SHARE` of the budget (no crossing yet: LoadGen's minimums at the capacity)."""
+    """The queries a search keeps back for its confirming run at ``low``."""
     if not (math.isfinite(low) and low > 0):
         return plan.queries_at(plan.capacity)
     needed = plan.confirm_queries(low, expected_share(steps, low))

@@ -68,8 +68,7 @@ class PeakInterval:
 
 
 def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
-    """A joint estimate's peak and :class:`PeakInterval` from its finished search, ``confirm_valid`` LoadGen's verdict
-    on its confirming run; where the steps fixed no crossing, 0 in [0, capacity]."""
+    """A joint estimate's peak and :class:`PeakInterval` (0 in [0, capacity] without a crossing)."""
     estimate = search.estimate
     share = search.confirm.share if search.confirm is not None else None
     if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):

@@ -51,8 +51,7 @@ class LoadSettings:
     validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
     def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
-        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate;
-        ``by_bound``: runs are judged by the late share's bound."""
+        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the fixed rate's key."""
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
                                  f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")

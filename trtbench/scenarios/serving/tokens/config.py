@@ -53,8 +53,7 @@ class DecoderBatching:
 
 @dataclass(frozen=True)
 class DecoderServingConfig(LoadSettings):
-    """LoadGen's Server scenario with token latencies over generate's decoders, valid while the ``percentile`` TTFT
-    stays within ``ttft_ms`` and TPOT within ``tpot_ms``."""
+    """LoadGen's Server scenario with token latencies over generate's decoders, and its bounds."""
 
     batching: Optional[DecoderBatching] = None
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``

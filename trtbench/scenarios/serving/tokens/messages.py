@@ -45,6 +45,5 @@ def send_admit(worker: Worker, key: int, label: str) -> None:
 
 
 def engine_reply(worker: Worker) -> tuple:
-    """The engine's next answer, waited for without a limit: ``("first", key)``, ``("done", key, token stamps)`` or
-    ``("error", traceback)``."""
+    """The engine's next answer (``first``, ``done`` or ``error``), waited for without a limit."""
     return worker.take("serve queries")

@@ -30,8 +30,7 @@ def request_label(batch: int, prompt_tokens: int, new_tokens: int) -> str:
 
 
 def serving_requests(lengths: QueryLengths, max_batch: int, vocab: int, seed: int = 0) -> dict[str, tuple]:
-    """The requests of a server's recipe: one per batch size up to ``max_batch`` and per pair of the lengths'
-    distinct values, its prompt ids drawn with ``seed`` past the special tokens."""
+    """The requests of a server's recipe: one per batch size and pair of lengths, prompts seeded."""
     prompts, news = lengths.values("prompt_tokens"), lengths.values("new_tokens")
     ids = np.random.default_rng(seed).integers(min(3, vocab - 1), vocab, size=(max_batch, max(prompts)), dtype=np.int64)
     return {request_label(batch, prompt, new): (ids[:batch, :prompt], new)

@@ -121,8 +121,7 @@ def decoder_share_panels(results) -> list[SharePanel]:
 
 
 def decoder_serving_plot(results, file_name: str) -> Optional[Plot]:
-    """TTFT (left) and TPOT (right) at the bounds' percentile against offered QPS, a line per slot, point and worker
-    count through the median over repeats (each step a dot), each bound dashed; None when nothing was served."""
+    """TTFT and TPOT at the bounds' percentile against offered QPS; None when nothing was served."""
     pairs = [(part, result) for part, result in served_decoders(results) if any(s.queries for s in result.steps)]
     if not pairs:
         return None
@@ -160,8 +159,7 @@ def _accurate(results, part: ServedDecoder) -> bool:
 
 
 def recommend_decoder_serving(results) -> list[dict]:
-    """Per environment, model, threads, point and bounds with peak searches: the accurate slot, worker count and
-    batching whose peak QPS is the highest (ties to fewer workers), None where no load passed."""
+    """Per environment, model, threads, point and bounds: the accurate result with the highest peak."""
     groups: dict[tuple, list[tuple[ServedDecoder, DecoderServingResult]]] = {}
     for part, result in served_decoders(results):
         if result.peaks or result.status is Status.FAILED:

@@ -78,8 +78,7 @@ class DecoderStep:
 
 @dataclass(frozen=True)
 class DecoderServingResult(RepeatedPeaks):
-    """A decoder served at one point by ``workers`` processes x ``threads`` threads under serving entry ``entry``;
-    ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests alone."""
+    """A decoder served at one point by ``workers`` processes under serving entry ``entry``."""
 
     entry: int
     workers: int
@@ -115,8 +114,7 @@ class DecoderServingResult(RepeatedPeaks):
 
     @property
     def batching_text(self) -> str:
-        """``static, up to 2 in 5 ms`` (a static batch gathered within the window), ``continuous, up to 4`` (in
-        flight in an engine), or ``1 at a time``."""
+        """``static, up to 2 in 5 ms``, ``continuous, up to 4`` or ``1 at a time``."""
         if self.batching is None:
             return "1 at a time"
         if self.batching.get("mode") == "continuous":

@@ -75,8 +75,7 @@ def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
 
 
 def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
-    """Serve every ok, accurate, not yet served generate row of the built group under every serving entry beside
-    generate; each slot's part at a point yielded once it has been served under all of them."""
+    """Serve every ok, accurate, not yet served generate row of the built group, a part at a time."""
     group, config = built.group, ctx.config
     rows = {(p.point, p.slot): p for p in built.done.parts(GenerateRecord.KIND)
             if (p.environment, p.model, p.threads) == (ctx.env_id, group.model.id, group.threads)}
@@ -166,8 +165,7 @@ def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: Deco
 
 
 class _TokenEngine:
-    """A pool of ``result.workers`` workers hosting ``hosts``, serving queries of ``lengths``: what a request takes
-    alone, and LoadGen runs as :class:`DecoderStep` s. Raises WorkerError when the pool does not start."""
+    """A pool serving queries of ``lengths`` under LoadGen (WorkerError where it does not start)."""
 
     def __init__(self, ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
                  result: DecoderServingResult):

@@ -15,8 +15,7 @@ VALIDITY_RULES = ("estimate", "bound", "loadgen")
 
 @dataclass(frozen=True)
 class ServingConfig(LoadSettings):
-    """LoadGen's Server scenario over the latency scenario's variants, valid while the ``percentile`` latency stays
-    within ``p99_ms``."""
+    """LoadGen's Server scenario over the latency scenario's variants, bounded by ``p99_ms``."""
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None

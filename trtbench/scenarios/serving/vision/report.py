@@ -106,8 +106,7 @@ def _series_name(record: Record, result: ServingResult, several_models: bool) ->
 
 
 def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Optional[Plot]:
-    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration through
-    the median over repeats (each run a dot), each bound dashed; None when nothing was served."""
+    """The bound's percentile against offered QPS, a line per served result; None without any."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
         return None
@@ -149,8 +148,7 @@ def share_panels(results: ResultSet) -> list[SharePanel]:
 
 @dataclass(frozen=True)
 class ServingRecommendation:
-    """Under load, for one model in one environment and one latency bound: the served configuration whose peak QPS
-    within the bound is the highest."""
+    """Under load, per model, environment and bound: the served result with the highest peak."""
 
     environment: str
     model: str
@@ -188,8 +186,7 @@ class ServingRecommendation:
 
 
 def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
-    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches: the accurate, ok
-    search with the highest peak (ties to fewer workers)."""
+    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches."""
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
     for record in results:
         for result in serving_of(results, record):

@@ -27,8 +27,7 @@ SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the sear
 
 @dataclass(frozen=True)
 class OfferedLoad:
-    """The load one LoadGen run offers: Poisson arrivals at ``qps`` from the schedule of ``repeat``; ``queries``:
-    LoadGen's min query count where the run needs more than the settings' (a confirming run)."""
+    """The load of one LoadGen run: Poisson arrivals at ``qps`` from ``repeat``'s schedule."""
 
     qps: float
     repeat: int
@@ -43,8 +42,7 @@ def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
 
 @dataclass(frozen=True)
 class ServingWorkers:
-    """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
-    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets none."""
+    """The worker processes hosting the served variant: ``recipe_for(threads)`` gives their recipe."""
 
     recipe_for: Callable[[int], Recipe]
     default_threads: int
@@ -161,8 +159,7 @@ def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
 
 def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
-    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``, logs under
-    ``<out_dir>/serving/<name>_w<workers>/``; counts at the same threads per worker share one pool."""
+    """Serve the variant ``hosts`` host once per worker count, logs under ``serving/<name>_w<n>/``."""
     threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
                   for workers in settings.workers}
     results: dict[int, ServingResult] = {}

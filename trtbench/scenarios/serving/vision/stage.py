@@ -56,8 +56,7 @@ def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
 
 
 def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
-    """Serve every variant of the built group timed ok, accurate and not served yet, under every serving entry, at
-    its precision; each variant's results yielded once it has been served under all of them."""
+    """Serve every ok, accurate, not yet served variant of the built group, a case at a time."""
     config, group, outcomes, copies = ctx.config, built.group, built.outcomes, built.copies
     device, out_dir, log = ctx.device, ctx.out_dir, ctx.log
     entries = {key: (precision, record, outcomes[key])  # slot id -> (precision, record, outcome)
