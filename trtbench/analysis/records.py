@@ -111,8 +111,7 @@ def processes_disagree(record: Record) -> bool:
 
 
 def runs_ratio(base_calls, new_calls, base: BlockSeries, new: BlockSeries, between_var: Optional[float]) -> Interval:
-    """median(base_calls) / median(new_calls) of one case timed by two runs, with its 95% CI: unpaired over blocks
-    ``base`` and ``new`` where both have 3 rounds or more, else over the calls."""
+    """median(base_calls) / median(new_calls) of one case timed by two runs, with its unpaired 95% CI."""
     base_calls, new_calls = np.asarray(base_calls, dtype=np.float64), np.asarray(new_calls, dtype=np.float64)
     ratio = float(np.median(base_calls)) / float(np.median(new_calls))
     if min(len(set(base.rounds)), len(set(new.rounds))) >= 3:

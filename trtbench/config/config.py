@@ -157,8 +157,7 @@ class Tolerance:
 
 @dataclass
 class Int8Budget:
-    """The accuracy a quantized build must keep against eager fp32 over the evaluation samples: the share of samples
-    whose top-1 class agrees and the SQNR of every output."""
+    """The accuracy a quantized build must keep against eager fp32: top-1 agreement and each output's SQNR."""
 
     top1_agree_min: float = 0.99
     sqnr_db_min: float = 20.0

@@ -38,8 +38,7 @@ def slot_id(name: str, precision: str, reference_precision: str) -> str:
 
 @dataclass
 class BuildGroup:
-    """Cases one set of builds serves: one model at one thread count, every point and every precision (the
-    reference first); ``listed``: the precisions the config asked for."""
+    """Cases one set of builds serves: one model at one thread count, every point and every precision."""
 
     model: ModelConfig
     precisions: list[str]

@@ -83,8 +83,7 @@ class Scenario(ABC):
         """Whether it still has something to run for ``group``, given what the run has ``done``."""
 
     def prepare(self, ctx: RunContext, group: BuildGroup) -> Any:
-        """Start what it needs before the group builds (worker processes, say), or None; :meth:`run` gets it back, and
-        the runner calls its ``close()`` once the scenarios before the save have run (never for ``after_save``)."""
+        """Start what it needs before the group builds (worker processes, say); :meth:`run` gets it back."""
         return None
 
     @abstractmethod

@@ -356,8 +356,7 @@ def _process_facts(worker: Worker) -> dict:
 
 
 def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
-    """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
-    next turn (``later``), its rounds numbered on; a slot failed in either turn fails with the first reason."""
+    """A point's rows and shared figures over the turns so far (``earlier``) and the next (``later``)."""
     rows, shared = later.rows, later.shared
     if earlier is not None:
         before_rows, before = earlier.rows, earlier.shared
@@ -385,8 +384,7 @@ def _join_rows(before: Optional[_Row], after: _Row, offset: int) -> _Row:
 
 def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row], tolerances: dict,
               slots: dict) -> tuple[dict, Any]:
-    """Each ready slot's teacher-forced logits against eager fp32's (a slot that misses its tolerance, or any of whose
-    workers fails, is failed in ``rows``); the figures by slot, and eager fp32's logits (None where it has none)."""
+    """Each ready slot's teacher-forced logits against eager fp32's (a miss fails its row), and eager's."""
     logits, figures = {}, {}
     for slot, found in workers.items():
         for i, worker in sorted(found.items()):

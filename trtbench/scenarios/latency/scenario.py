@@ -92,8 +92,7 @@ def _median(values: list[float]) -> float | None:
 
 def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                   tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order: checked
-    and timed where ``isolation`` puts each variant, the slot ``eager`` the rounds' baseline."""
+    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order."""
     group, outcomes = built.group, built.outcomes
     slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
@@ -163,8 +162,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
 
 
 def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
-    """Each slot's records of a point over the turns so far (``earlier``) and the next (``later``) as one, its rounds
-    numbered on; a slot failed in either turn fails with the first reason."""
+    """Each slot's records of a point over the turns so far (``earlier``) and the next (``later``) as one."""
     offset = 1 + max((r for record in earlier for r in record.round_ids), default=-1)
     joined = []
     for before, after in zip(earlier, later):

@@ -30,8 +30,7 @@ from trtbench.scenarios.serving.tokens.stage import serve_decoders, unserved_dec
 
 @dataclass(frozen=True)
 class ServingKind:
-    """What a serving entry serves, by the scenario listed before it (``beside``), and its steps: ``check(settings,
-    config, key)``, ``owes(config, group, done)`` and ``serve(ctx, built)``, which yields its parts."""
+    """What a serving entry serves, by the scenario listed before it (``beside``), and its steps."""
 
     beside: str
     settings: type

@@ -8,8 +8,7 @@ from typing import Any
 
 
 def gather(pending: queue.Queue, first: Any, deadline_s: float, max_batch: int) -> tuple[list, bool]:
-    """``first`` and the queries taken from ``pending`` until ``max_batch`` of them or ``deadline_s`` passes; and
-    whether the session is closing (a sentinel was taken)."""
+    """``first`` and the queries gathered from ``pending`` by ``deadline_s``, and whether it is closing."""
     batch = [first]
     while len(batch) < max_batch:
         remaining = deadline_s - time.perf_counter()

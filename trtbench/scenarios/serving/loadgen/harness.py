@@ -76,8 +76,7 @@ def log_settings(lg, folder: Path):
 
 def run_loadgen(open_session: Callable[[Any], Session], samples: int, load: ServerLoad,
                 folder: Path) -> tuple[Session, LoadGenSummary]:
-    """One LoadGen Server run offering ``load`` to the session ``open_session(lg)`` makes, over a library of
-    ``samples`` samples (LoadGen loads none), its logs in ``folder``: the session, closed, and LoadGen's summary."""
+    """One LoadGen Server run offering ``load`` to ``open_session(lg)``: the session, and LoadGen's summary."""
     lg = importlib.import_module(LOADGEN_MODULE)
     folder.mkdir(parents=True, exist_ok=True)
     session = open_session(lg)

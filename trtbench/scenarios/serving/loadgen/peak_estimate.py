@@ -70,8 +70,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """How a search runs; ``verdict_queries``: the queries LoadGen's verdict needs to pass a run of a given late
-    share (None where none do; without it, its minimums)."""
+    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run)."""
 
     allowed: float
     capacity: float

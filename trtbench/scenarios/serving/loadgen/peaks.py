@@ -102,8 +102,7 @@ class RepeatedPeaks:
 
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],
                         completed_qps: Callable[[Run], float]) -> Optional[Run]:
-        """The run that ``passed`` at the highest offered QPS in the repeat whose peak is the median; without a
-        search, the run whose completed rate is the median; a joint estimate's: its confirming run."""
+        """The run that stands for the peak: the median repeat's highest that ``passed``, or its confirming run."""
         if self.interval is not None:
             return next((r for r in runs if r.confirm), None)
         if not runs:

@@ -99,8 +99,7 @@ class LoadSettings:
 
     @property
     def queries(self) -> int:
-        """LoadGen's min query count per run: ``min_queries``, or by default 500 for a joint estimate's step, the
-        queries that resolve the peak for a bisection's, the fewest with which a run can pass at a fixed rate."""
+        """LoadGen's min query count per run: ``min_queries``, or its default for the kind of run."""
         if self.min_queries is not None:
             return self.min_queries
         if self.estimates:

@@ -13,8 +13,7 @@ from trtbench.workers.loop import Worker
 
 @handles("stream")
 def _stream(hosted: Hosted, message: tuple) -> tuple:
-    """``("stream", label, marks)``: the request at ``label``, sending ``("step", k)`` the moment its k-th step
-    exists, for each k in ``marks``; the reply, its token stamps."""
+    """``("stream", label, marks)``: the request at ``label``, its steps in ``marks`` announced; its stamps."""
     _, label, marks = message
     conn = hosted.conn
     with torch.inference_mode():

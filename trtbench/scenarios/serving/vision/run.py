@@ -139,8 +139,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     if isinstance(search, StepFailed):
         return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
-        confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
-        runs[-1] = confirmed
+        runs[-1] = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
     peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
     return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
 
