@@ -236,12 +236,11 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
     if not isinstance(entries, list) or not entries:
         raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
                              "write e.g. variants: [eager, traced, scripted]")
-    parsed, seen = [], set()
+    parsed: list[VariantEntry] = []
     for i, entry in enumerate(entries):
         key = f"{path}[{i}]"
         if isinstance(entry, VariantEntry):
             parsed.append(entry)
-            seen.add(entry.name)
             continue
         if isinstance(entry, dict) and len(entry) == 1:
             name, options = next(iter(entry.items()))
@@ -259,9 +258,8 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
             also = f"; {', '.join(others)} build from it too" if others else ""
             raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
                                  f"list {first} instead (it builds {name} first){also}")
-        if name in seen:
+        if any(v.name == name for v in parsed):
             raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
-        seen.add(name)
         parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
     return parsed
 
@@ -361,8 +359,7 @@ class Config:
         if f["output"].dir is None:
             history = f["output"].history
             f["output"] = dataclasses.replace(f["output"], dir=str(RESULTS_ROOT / f["name"]),
-                                              history=DEFAULT_HISTORY if history is None
-                                              else history)
+                                              history=DEFAULT_HISTORY if history is None else history)
         if f["profile"] is not None:
             f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
             if f["profile"].enabled:

@@ -34,8 +34,7 @@ from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.report.section import ReportSection
 from trtbench.scenarios.base import Scenario, register
-from trtbench.scenarios.generate.memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
-                                                worker_bytes)
+from trtbench.scenarios.generate.memory import MIB, default_budget_bytes, own_rss_bytes, plan_groups, worker_bytes
 from trtbench.scenarios.generate.publish import GroupRecords, published_parts
 from trtbench.scenarios.generate.report import generate_section, generate_summary
 from trtbench.scenarios.generate.result import (GeneratePoint, Slot, GenerateRecord, e2e_converged, metrics_of,

@@ -91,7 +91,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
-                  tick: Callable[[], None] = lambda: None) -> list[Record]:
+                  tick: Callable[[], None]) -> list[Record]:
     """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order."""
     group, outcomes = built.group, built.outcomes
     slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]

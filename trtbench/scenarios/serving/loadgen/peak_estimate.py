@@ -208,15 +208,14 @@ def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates
     return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
 
 
-def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
-             replicates: int = REPLICATES) -> Estimate:
+def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator) -> Estimate:
     """The peak from every step together, and its 90% interval by the block bootstrap."""
     steps = [s for s in steps if s.queries]
     point, _ = point_estimate(steps, allowed)
     if not math.isfinite(point):
         return Estimate(point, math.nan, math.nan)
     log_qps, centre = _centred(steps)
-    boot_late, boot_queries = replicate_counts(steps, rng, replicates)
+    boot_late, boot_queries = replicate_counts(steps, rng, REPLICATES)
     crossings = _crossing(*_fit(boot_late, boot_queries, np.broadcast_to(log_qps, boot_late.shape)), allowed, centre)
     crossings = np.where(np.isnan(crossings), np.inf, crossings)  # no crossing: the curve never rose, a peak unbounded
     low, middle, high = np.quantile(crossings, [(1 - LEVEL) / 2, 0.5, (1 + LEVEL) / 2], method="inverted_cdf")
@@ -242,17 +241,16 @@ def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
     return (bracket or Bracket(0.0, plan.capacity)).qps
 
 
-def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
-                clock: Callable[[], float] = time.monotonic) -> Search:
+def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Search:
     """The steps ``run`` makes until the interval is within the resolution or the budget is spent."""
-    started, steps, used, point, stopped_by = clock(), [], 0, math.nan, "budget"
+    started, steps, used, point, stopped_by = time.monotonic(), [], 0, math.nan, "budget"
     current = Estimate(math.nan, math.nan, math.nan)
     while True:
         qps = _next_qps(steps, plan, point)
         # the confirming run's low end: the current interval's, or before one, SPREAD twice below the crossing
         low = current.low if math.isfinite(current.low) else point * (1 - 2 * SPREAD)
         need = plan.queries_at(qps) + _reserved(steps, plan, low)
-        over_time = plan.budget.seconds is not None and clock() - started + need / qps > plan.budget.seconds
+        over_time = plan.budget.seconds is not None and time.monotonic() - started + need / qps > plan.budget.seconds
         if used + need > plan.budget.queries or over_time:
             break
         late, made = run(qps, len(steps), plan.queries_at(qps))
@@ -263,7 +261,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
             bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
-            return _confirmed(run, plan, steps, bracketed, Spent(used, started, clock))
+            return _confirmed(run, plan, steps, bracketed, used, started)
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
@@ -271,7 +269,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 break
     if stopped_by == "budget" and steps:
         current = estimate(steps, plan.allowed, rng)
-    return dataclasses.replace(_confirmed(run, plan, steps, current, Spent(used, started, clock)),
+    return dataclasses.replace(_confirmed(run, plan, steps, current, used, started),
                                stopped_by=stopped_by)
 
 
@@ -293,18 +291,10 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
     return min(cap, needed) if needed is not None else plan.queries_at(low)
 
 
-@dataclass(frozen=True)
-class Spent:
-    """What a search has spent: the queries its steps used, and when it started on its clock."""
-
-    queries: int
-    started: float
-    clock: Callable[[], float]
-
-
-def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: Spent) -> Search:
-    """The search with its confirming run at the interval's low end, where the budget has room for it."""
-    used, started, clock = spent.queries, spent.started, spent.clock
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
+               started: float) -> Search:
+    """The search, ``used`` queries since ``started`` (``time.monotonic``), with its confirming run at the interval's
+    low end where the budget has room for it."""
     confirm, expected = None, (math.nan, None)
     if current.low > 0:
         share = expected_share(steps, current.low)
@@ -313,7 +303,7 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
         late, made = run(current.low, len(steps), expected[1])
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
-    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started, expected)
+    return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected)
 
 
 class StepFailed(Exception):

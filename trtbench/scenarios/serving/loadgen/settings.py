@@ -112,5 +112,4 @@ def require_loadgen(path: str) -> None:
     """Exit 2 naming the extra when MLPerf LoadGen cannot be imported."""
     if importlib.util.find_spec(LOADGEN_MODULE) is None:
         raise UserInputError(path, f"serving scenarios need MLPerf LoadGen ('{LOADGEN_MODULE}'), which is not "
-                             "installed",
-                             INSTALL_HINT)
+                             "installed", INSTALL_HINT)

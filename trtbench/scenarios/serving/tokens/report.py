@@ -136,8 +136,7 @@ def decoder_serving_plot(results, file_name: str) -> Optional[Plot]:
                 if step.queries:
                     at.setdefault(round(step.offered_qps, 3), []).append(step.percentile_ms(metric, result.percentile))
             qps = sorted(at)
-            line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3,
-                            label=name)
+            line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3, label=name)
             ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4,
                        color=line.get_color())
     for metric, ax in axes.items():

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.scenarios.serving.loadgen.peak_estimate import Step
-from trtbench.report.colors import VariantColors, marker, variant_colors
+from trtbench.report.colors import marker, variant_colors
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
 from trtbench.report.text import number_text
@@ -105,7 +105,7 @@ def _series_name(record: Record, result: ServingResult, several_models: bool) ->
         f"{result.label}" + ("" if result.peaks else " (fixed load)")
 
 
-def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Optional[Plot]:
+def serving_plot(results: ResultSet, file_name: str) -> Optional[Plot]:
     """The bound's percentile against offered QPS, a line per served result; None without any."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
@@ -113,7 +113,7 @@ def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | Non
     fig = Figure(figsize=(10.0, 4.8))
     ax = fig.add_subplot()
     several_models = len({record.case.model for record, _ in pairs}) > 1
-    styles = (colors or variant_colors(results)).styles(
+    styles = variant_colors(results).styles(
         {_series_name(record, result, several_models): record.case.label for record, result in pairs})
     for record, result in pairs:
         at: dict[float, list[float]] = {}  # offered QPS -> the percentile of each run there (repeats)

@@ -121,8 +121,7 @@ class ServingResult(RepeatedPeaks):
                    bound_ms=data["bound_ms"], percentile=data["percentile"],
                    peak_rule=data.get("peak_rule", LEGACY_RULE), batching=data.get("batching"),
                    status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""),
-                   service_ms=data.get("service_ms"),
-                   peaks=tuple(data.get("peaks") or ()),
+                   service_ms=data.get("service_ms"), peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
                    interval=PeakInterval.from_dict(data.get("interval")))
