@@ -385,9 +385,7 @@ class Config:
     @property
     def thread_counts(self) -> list[Optional[int]]:
         """The thread counts to run at (None: the default, the CPUs this process may use)."""
-        if self.sweep is not None and self.sweep.threads:
-            return list(self.sweep.threads)
-        return [self.benchmark.threads]
+        return list(self.sweep.threads) if self.sweep is not None and self.sweep.threads else [self.benchmark.threads]
 
     def to_dict(self) -> dict:
         """The resolved config as plain data (for results.json and the manifest), keyed as the YAML is."""

@@ -89,8 +89,8 @@ class BuildGroup:
         """:meth:`build_names_at` the group's reference precision."""
         return self.build_names_at(self.reference_precision)
 
-    def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
-        return Case(model=self.model.id, variant=entry.name, precision=precision or self.reference_precision,
+    def case(self, entry: VariantEntry, point: ShapePoint, precision: str) -> Case:
+        return Case(model=self.model.id, variant=entry.name, precision=precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
                     options=entry.options_text, knobs=self.knobs.text)
 

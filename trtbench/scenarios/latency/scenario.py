@@ -256,9 +256,7 @@ class Latency(Scenario):
 
     @classmethod
     def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        if not len(results):
-            return None
-        return latency_section(results, budget_ms)
+        return latency_section(results, budget_ms) if len(results) else None
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

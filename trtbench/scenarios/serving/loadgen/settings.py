@@ -50,7 +50,7 @@ class LoadSettings:
     search_minutes: Optional[float] = None  # validity: estimate: and the minutes it may take (None: no limit)
     validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
-    def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
+    def validate_load(self, path: str, rate: str, by_bound: bool) -> None:
         """Exit 2 naming the key where the shared settings are wrong; ``rate``: the fixed rate's key."""
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
