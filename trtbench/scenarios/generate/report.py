@@ -248,13 +248,12 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
              "harness for every variant:", ""]
     lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
     lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are over eager fp32, paired by round (the median of the ratios of "
-              "eager's request over the row's made in the same round), with a two-level 95% "
-              "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
-              "by one replicate process of every decoder, the processes taking the rounds in turn), each side's "
-              "processes on their own; the medians' ± "
-              "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
-              "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
-              "prefix that matches eager's.", ""]
+              "eager's request over the row's made in the same round), with a two-level 95% interval: the rounds both "
+              "were timed in resampled together (a round's requests are made back to back by one replicate process of "
+              "every decoder, the processes taking the rounds in turn), each side's processes on their own; the "
+              "medians' ± likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager "
+              "fp32's at every position (top-1 counted where eager's top two differ by more than the margin), and the "
+              "greedy prefix that matches eager's.", ""]
     groups: dict[tuple, list] = {}
     for part in parts:
         groups.setdefault((part.environment, part.model, part.threads), []).append(part)

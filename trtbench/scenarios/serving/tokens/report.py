@@ -25,22 +25,21 @@ COLUMNS = ("model", "point", "variant", "precision", "workers x threads", "bound
            "LoadGen TTFT / TPOT pB ms", "LoadGen verdict", "peak rule", "steps: offered QPS pass|FAIL (late/queries)",
            "status", "LoadGen logs")
 DEFINITIONS = (
-    "A query is one sequence: at a generate point with batch 1 (its prompt and new tokens), or drawn from the "
-    "entry's `lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, a static "
-    "batch of them gathered within a window, or a continuous batch that each query joins as it arrives (batching: "
-    "its mode); QPS, TTFT and TPOT count sequences. LoadGen issues "
-    "queries as Poisson arrivals at each offered QPS, with token latencies (`use_token_latencies`, the first token "
-    "reported through `FirstTokenComplete`, `n_tokens` at completion). "
-    "TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: the gaps "
-    "between consecutive tokens; all from the queries' own token stamps. A query is late when its TTFT or its TPOT "
-    "is over its bound; goodput is the share that is not. Peak rule `joint-estimate/1 at 90%`: the peak is the load "
-    "at which the late share fitted to every step reaches the share the percentile allows [its 90% interval], with "
-    "the queries and minutes the search took, why it stopped and LoadGen's verdict on a confirming run at the "
+    "A query is one sequence: at a generate point with batch 1 (its prompt and new tokens), or drawn from the entry's "
+    "`lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, a static batch of them "
+    "gathered within a window, or a continuous batch that each query joins as it arrives (batching: its mode); QPS, "
+    "TTFT and TPOT count sequences. LoadGen issues queries as Poisson arrivals at each offered QPS, with token "
+    "latencies (`use_token_latencies`, the first token reported through `FirstTokenComplete`, `n_tokens` at "
+    "completion). TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: "
+    "the gaps between consecutive tokens; all from the queries' own token stamps. A query is late when its TTFT or its "
+    "TPOT is over its bound; goodput is the share that is not. Peak rule `joint-estimate/1 at 90%`: the peak is the "
+    "load at which the late share fitted to every step reaches the share the percentile allows [its 90% interval], "
+    "with the queries and minutes the search took, why it stopped and LoadGen's verdict on a confirming run at the "
     "interval's low end (the figures are that run's). Peak rule `late-share-bound/1 at C`: a step passes when the "
-    "one-sided upper bound at confidence C on the late share is within the share the percentile allows, with "
-    "LoadGen's minimum duration and queries met; the peak is the median over the searches of the highest offered "
-    "QPS that passed [lowest-highest], the figures those of the step at the peak (at a fixed qps, its run); a step "
-    "is marked pass or FAIL by that bound under either rule. LoadGen's verdict also asks its own "
+    "one-sided upper bound at confidence C on the late share is within the share the percentile allows, with LoadGen's "
+    "minimum duration and queries met; the peak is the median over the searches of the highest offered QPS that passed "
+    "[lowest-highest], the figures those of the step at the peak (at a fixed qps, its run); a step is marked pass or "
+    "FAIL by that bound under either rule. LoadGen's verdict also asks its own "
     "early stopping (at 0.99) and its percentiles, from its schedule.")
 
 

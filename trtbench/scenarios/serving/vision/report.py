@@ -83,16 +83,15 @@ def serving_markdown(results: ResultSet, plots: list[Plot]) -> str:
              "intra-op threads each), one synchronized call per query (or per gathered batch). Peak QPS: the median "
              "over the repeated searches of the highest offered QPS whose run passed [lowest-highest]; the latencies "
              "are LoadGen's, at that peak; with the rule `joint-estimate/1 at 90%`, the load at which the late share "
-             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and "
-             "minutes the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a "
-             "confirming run at the interval's low end (the latencies are that run's). Other peak rules: how a run "
-             "passed: `late-share-bound/1 at C`, when the upper "
-             "bound at confidence C on its share of queries over the bound is within the share the percentile "
-             "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
-             "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
-             "own (it also needs its early-stopping test, i.e. enough queries to show the percentile). Service: one "
-             "query alone in a worker; at the queue: each served query's call in its worker over every run, its "
-             "median, p99 and largest (the tail that limits the peak).",
+             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and minutes "
+             "the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a confirming "
+             "run at the interval's low end (the latencies are that run's). Other peak rules: how a run passed: "
+             "`late-share-bound/1 at C`, when the upper bound at confidence C on its share of queries over the bound "
+             "is within the share the percentile allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; "
+             "`measured-percentile`, results from before the rule was recorded, judged by the measured percentile "
+             "alone (biased upward). Verdict: LoadGen's own (it also needs its early-stopping test, i.e. enough "
+             "queries to show the percentile). Service: one query alone in a worker; at the queue: each served query's "
+             "call in its worker over every run, its median, p99 and largest (the tail that limits the peak).",
              "", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(record, result, results.environments, several))
               + " |" for record, result in pairs]
