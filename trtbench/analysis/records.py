@@ -69,8 +69,7 @@ class Analysis:
             base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``record``'s speedup over ``base``, both timed in the same rounds, with its two-level 95% CI (covering every
-        regime's where it is :meth:`regime_dependent`); None without a round both were timed in."""
+        """``record``'s paired speedup over ``base`` with its two-level 95% CI; None without a shared round."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return self._once(("speedup", base.key, record.key), lambda: self._paired(base, record))

@@ -21,8 +21,7 @@ MAX_POINTS = 60
 
 @dataclass(frozen=True)
 class Regime:
-    """Rounds ``start`` to ``end`` (global round indices, both included) of a point, ``rounds`` of them timed, at
-    ``slowdown`` times the common speed of the point's fastest regime (1.0: the fastest)."""
+    """Rounds ``start`` to ``end`` of a point, ``rounds`` timed, ``slowdown`` times its fastest regime's time."""
 
     start: int
     end: int

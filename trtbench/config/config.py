@@ -33,9 +33,6 @@ from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.measure.timing import TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 
-DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
-
-
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
 PROCESSES = 3  # benchmark.processes' default: replicate worker processes per variant
 PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets another default (the test suite's: 1)
@@ -416,7 +413,7 @@ def check_device(device: str, path: str) -> None:
         return
     if device.startswith("cuda:") and device.partition(":")[2].isdigit():
         return
-    raise UserInputError(path, f"unknown device '{device}'", DEVICE_HINT)
+    raise UserInputError(path, f"unknown device '{device}'", "use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
 def bundled_config_dir() -> Path:

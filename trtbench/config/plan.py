@@ -31,8 +31,7 @@ class ShapePoint:
 
 
 def slot_id(name: str, precision: str, reference_precision: str) -> str:
-    """One variant at one precision within a build group: its name at the group's reference precision,
-    ``name@precision`` at the others (``ort@int8``)."""
+    """A variant's id in a build group: its name, or ``name@precision`` off the reference (``ort@int8``)."""
     return name if precision == reference_precision else f"{name}@{precision}"
 
 

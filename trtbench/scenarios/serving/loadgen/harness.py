@@ -26,8 +26,7 @@ class Query:
 
 @dataclass(frozen=True)
 class ServerLoad:
-    """What one run offers and how it is bounded: Poisson arrivals at ``qps`` from schedule ``seed``, and the bound
-    at ``percentile``: ``latency_ms`` (one query's latency) or ``token_ms`` (its TTFT and TPOT)."""
+    """One run's load: Poisson arrivals at ``qps`` from ``seed``, and its bound(s) at ``percentile``."""
 
     qps: float
     percentile: float

@@ -293,8 +293,7 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
 
 def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
                started: float) -> Search:
-    """The search, ``used`` queries since ``started`` (``time.monotonic``), with its confirming run at the interval's
-    low end where the budget has room for it."""
+    """The search, ``used`` queries since ``started``, with its confirming run where the budget allows."""
     confirm, expected = None, (math.nan, None)
     if current.low > 0:
         share = expected_share(steps, current.low)

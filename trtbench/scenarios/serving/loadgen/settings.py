@@ -31,8 +31,7 @@ class BatchingConfig:
 
 @dataclass(frozen=True)
 class LoadSettings:
-    """What both kinds of ``serving`` entry share: Poisson arrivals at a fixed rate or the peak found by a search
-    (``find_peak``), judged at ``percentile``, served by each count of ``workers``; the runs' and searches' limits."""
+    """What both kinds of ``serving`` entry share: the load, its percentile, the workers, the limits."""
 
     percentile: float = 0.99
     find_peak: bool = False
