@@ -105,11 +105,6 @@ class DecoderRun:
     batches: dict[int, int] = field(default_factory=dict)
 
     @property
-    def goodput(self) -> float:
-        """The share of queries within both bounds."""
-        return 1 - self.late / len(self.queries) if self.queries else 0.0
-
-    @property
     def request_per_s(self) -> float:
         return len(self.queries) / self.duration_s
 
