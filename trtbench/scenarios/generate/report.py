@@ -155,9 +155,8 @@ def recommendations(parts: list) -> list[dict]:
     """Per build group and point: the ok (so accurate) row with the lowest median TPOT, and with the lowest TTFT."""
     found = []
     groups: dict[tuple, list] = {}
-    for part in parts:
-        if part.status is Status.OK and part.data.get("metrics"):
-            groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
+    for part in _timed(parts):
+        groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
     for (environment, model, threads, point), rows in groups.items():
         entry = {"environment": environment, "model": model, "threads": threads, "point": point}
         for name, metric in (("lowest_tpot", "tpot_ms"), ("lowest_ttft", "ttft_ms")):

@@ -187,11 +187,10 @@ class ServingRecommendation:
 def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
     """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches."""
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
-    for record in results:
-        for result in serving_of(results, record):
-            if result.peaks or result.status is not Status.OK:
-                key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
-                groups.setdefault(key, []).append((record, result))
+    for record, result in served(results):
+        if result.peaks or result.status is not Status.OK:
+            key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
+            groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
         ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy and r.accuracy.get("ok")]
