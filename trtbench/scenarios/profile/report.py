@@ -42,12 +42,9 @@ def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-UNSUPPORTED_TEXT = "not supported for this variant"
-
-
 def _not_ok(section: dict) -> str:
     status = Status(section["status"])
-    text = UNSUPPORTED_TEXT if status is Status.UNSUPPORTED else status.value
+    text = "not supported for this variant" if status is Status.UNSUPPORTED else status.value
     return f"_{text}: {section.get('reason') or section.get('error')}_"
 
 
