@@ -89,13 +89,13 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
            progress: Callable[[str], None]) -> ServingResult:
     folder = out_dir / result.log_dir
     service_ms, fastest_ms, capacity = _capacity(pool, result.workers, settings)
+    result = dataclasses.replace(result, service_ms=service_ms)
     if settings.find_peak and fastest_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
-        return dataclasses.replace(result, service_ms=service_ms, peaks=(0.0,) * settings.repeats,
+        return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
     if settings.estimates:
-        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, out_dir, capacity,
-                         progress)
+        return _estimate(pool, result, settings, out_dir, capacity, progress)
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
     for repeat in range(settings.repeats):
@@ -111,12 +111,12 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 if not settings.target_qps:
                     peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
                     reason += f"; {stopped}"
-                return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
-                                           peaks=tuple(peaks), reason=reason)
+                return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks),
+                                           reason=reason)
             bracket = bracket.after(run.within_bound)
         if not settings.target_qps:
             peaks.append(bracket.lo)
-    return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+    return dataclasses.replace(result, runs=tuple(runs), peaks=tuple(peaks))
 
 
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
