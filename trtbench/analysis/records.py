@@ -1,7 +1,5 @@
-"""The analysis of a set of records: each one's median with its interval, the speedups paired by round, the process
-variance pooled per environment, each point's regimes, how far apart a record's processes were, and the ratio of
-one case timed by two runs, over :mod:`trtbench.core.stats`' estimators and :mod:`.regimes`' change points. Every
-reader (the result set, compare, the report, scripts/gpu_check.py) asks here."""
+"""The analysis of a set of records (medians and speedups with their intervals, pooled process variance, regimes,
+process spread); every reader asks here."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ DISAGREE = 0.03  # processes this far apart (beyond their intervals) are named: 
 
 
 class Analysis:
-    """The figures of ``records``, each computed once: ``baseline(record)`` is the record a record's speedup is
-    over (eager fp32 at its point, :meth:`~trtbench.results.resultset.ResultSet.baseline`)."""
+    """The figures of ``records``, each computed once, speedups over ``baseline(record)``."""
 
     def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = lambda r: None):
         self._timed = [r for r in records if r.timed]
@@ -36,8 +33,7 @@ class Analysis:
         return self._memo[key]
 
     def between_variance(self, environment: Optional[str] = None) -> Optional[float]:
-        """The pooled between-process variance (log scale) of the timed records of ``environment`` (a run's rows,
-        or one machine's of a merge); of every one where None."""
+        """The pooled between-process variance (log scale) of ``environment``'s timed records."""
         return self._once(("between", environment), lambda: pooled_between_variance(
             [r.block_series for r in self._timed if environment in (None, r.environment)]))
 
@@ -47,19 +43,16 @@ class Analysis:
             record.block_series, self.between_variance(record.environment))) if record.timed else None
 
     def points(self) -> list[tuple[list[Record], list[Regime]]]:
-        """Each point's timed records (every variant and precision timed in its rounds, in its environment) with
-        its regimes, in the order first seen."""
+        """Each point's timed records with its regimes, in the order first seen."""
         return [(records, self.regimes(records[0])) for records in self._points.values()]
 
     def regimes(self, record: Record) -> list[Regime]:
-        """The machine's regimes at the record's point (:func:`~trtbench.analysis.regimes.find_regimes` over
-        :meth:`points`' records there)."""
+        """The machine's regimes at the record's point."""
         key = (record.case.baseline_id, record.environment)
         return self._once(("regimes", key), lambda: find_regimes([r.block_series for r in self._points.get(key, [])]))
 
     def regime_speedups(self, record: Record) -> list[Optional[Interval]]:
-        """The record's speedup over its baseline in each regime of its point (:meth:`regimes`); empty where the
-        point had one regime or the record has no speedup."""
+        """The record's speedup over its baseline in each regime of its point; empty under 2 regimes."""
         base = self._baseline(record)
         regimes = self.regimes(record) if record.timed else []
         if len(regimes) < 2 or base is None or base is record or not base.timed:
@@ -68,8 +61,7 @@ class Analysis:
             base.block_series, record.block_series, regimes, self.between_variance(record.environment)))
 
     def regime_dependent(self, record: Record) -> bool:
-        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals (the
-        same processes timed every regime: their luck is no difference between regimes)."""
+        """Whether the record's speedup differs between its point's regimes beyond their rounds' intervals."""
         base = self._baseline(record)
         if not self.regime_speedups(record):
             return False
@@ -77,16 +69,13 @@ class Analysis:
             base.block_series, record.block_series, self.regimes(record), resample_processes=False)))
 
     def paired_speedup(self, base: Optional[Record], record: Record) -> Optional[Interval]:
-        """``record``'s speedup over ``base``, both timed in the same rounds, with its two-level 95% CI
-        (:func:`~trtbench.core.stats.speedup_interval`); where ``base`` is the baseline and the speedup is
-        :meth:`regime_dependent`, the interval covers every regime's. None without a round both were timed in."""
+        """``record``'s paired speedup over ``base`` with its two-level 95% CI; None without a shared round."""
         if base is None or base is record or not (base.timed and record.timed):
             return None
         return self._once(("speedup", base.key, record.key), lambda: self._paired(base, record))
 
     def unpaired_speedup(self, base: Record, record: Record) -> Optional[Interval]:
-        """``base``'s median call over ``record``'s, the two timed in different rounds by different processes (two
-        settings of the knobs), with its unpaired 95% CI (:func:`~trtbench.core.stats.unpaired_interval`)."""
+        """``base``'s median call over ``record``'s, timed in different rounds, with its unpaired 95% CI."""
         if not (base.timed and record.timed):
             return None
         interval = unpaired_interval(base.block_series, record.block_series, self.between_variance(record.environment))
@@ -111,9 +100,7 @@ def process_spread(record: Record) -> Optional[float]:
 
 
 def processes_disagree(record: Record) -> bool:
-    """Whether two of the record's processes' medians lie apart beyond each one's own interval (its rounds only),
-    by DISAGREE or more (identical processes of one variant differ by 1-3% on a quiet machine: a spread the
-    intervals cover, not one to explain)."""
+    """Whether two of the record's processes lie DISAGREE or more apart beyond their own intervals."""
     if not record.timed or record.process_count < 2:
         return False
     series = record.block_series
@@ -123,8 +110,7 @@ def processes_disagree(record: Record) -> bool:
 
 
 def runs_ratio(base_calls, new_calls, base: BlockSeries, new: BlockSeries, between_var: Optional[float]) -> Interval:
-    """median(base_calls) / median(new_calls) of one case timed by two runs, with its 95% CI: unpaired over blocks
-    ``base`` and ``new`` where both have 3 rounds or more, else over the calls."""
+    """median(base_calls) / median(new_calls) of one case timed by two runs, with its unpaired 95% CI."""
     base_calls, new_calls = np.asarray(base_calls, dtype=np.float64), np.asarray(new_calls, dtype=np.float64)
     ratio = float(np.median(base_calls)) / float(np.median(new_calls))
     if min(len(set(base.rounds)), len(set(new.rounds))) >= 3:

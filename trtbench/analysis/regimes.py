@@ -1,8 +1,5 @@
 """The machine's regimes: stretches of a point's rounds in which every process of every variant ran at one speed.
 
-Each point's rounds are split where their common factor (every block's log median less its own process's) changes
-level: change points by PELT (``ruptures``), neighbouring regimes closer than MIN_SHIFT joined.
-
 More: docs/measuring.md, "Module notes", trtbench/analysis/regimes.py.
 """
 
@@ -24,8 +21,7 @@ MAX_POINTS = 60
 
 @dataclass(frozen=True)
 class Regime:
-    """Rounds ``start`` to ``end`` (global round indices, both included) of a point, ``rounds`` of them timed, at
-    ``slowdown`` times the common speed of the point's fastest regime (1.0: the fastest)."""
+    """Rounds ``start`` to ``end`` of a point, ``rounds`` timed, ``slowdown`` times its fastest regime's time."""
 
     start: int
     end: int
@@ -42,8 +38,7 @@ class Regime:
 
 
 def common_factor(series: Iterable[BlockSeries]) -> tuple[np.ndarray, np.ndarray]:
-    """(round ids in order, each round's common factor): the median over the round's blocks of log(block median)
-    minus the log median of the block's own process of its own variant."""
+    """(round ids in order, each round's common factor: its blocks' median log speed about their process's)."""
     rounds, centred = [], []
     for one in series:
         logs, processes = np.log(np.asarray(one.medians, dtype=np.float64)), np.asarray(one.processes)
@@ -69,10 +64,7 @@ def _noise(values: np.ndarray) -> float:
 
 
 def _may_split(values: np.ndarray) -> bool:
-    """Whether ``values`` can hold two regimes at all: MIN_REGIME_ROUNDS rounds each, whose medians lie MIN_SHIFT
-    apart. A regime's median lies between the series' second smallest and second largest value (it has 3 rounds
-    or more), so a series whose values bar one at each end lie closer is one regime, and the search (and the
-    import of ruptures, which takes seconds) is skipped."""
+    """Whether ``values`` can hold two regimes of MIN_REGIME_ROUNDS rounds MIN_SHIFT apart at all."""
     if values.size < 2 * MIN_REGIME_ROUNDS:
         return False
     ordered = np.sort(values)
@@ -114,8 +106,7 @@ def _joined(values: np.ndarray, starts: list[int]) -> list[int]:
 
 
 def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
-    """The regimes of a point whose variants' blocks are ``series`` (every one timed at the point), in round
-    order; one regime where nothing changed; none without blocks."""
+    """The regimes of a point whose variants' blocks are ``series``, in round order."""
     round_ids, factor = common_factor(series)
     if not round_ids.size:
         return []
@@ -129,10 +120,7 @@ def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
 
 def regime_speedups(base: BlockSeries, this: BlockSeries, regimes: list[Regime],
                     between_var: float | None = None, resample_processes: bool = True) -> list[Interval | None]:
-    """The speedup of ``this`` over ``base`` in each regime (:func:`~trtbench.core.stats.speedup_interval` on the
-    regime's rounds, ``resample_processes`` as there); None where the two share no round in it. Whether the speedup
-    differs between regimes is a question about the same processes (every process timed every regime), so
-    :func:`regime_dependent` is asked of the rounds-only intervals (``resample_processes=False``)."""
+    """The speedup of ``this`` over ``base`` in each regime; None where the two share no round in it."""
     out = []
     for regime in regimes:
         inside = range(regime.start, regime.end + 1)

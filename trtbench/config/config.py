@@ -1,14 +1,5 @@
-"""The run config: dataclasses that are the YAML schema and the Python API, a validated model of what
-the user asked for; what a run does with it on this machine (points, build groups) is resolved from
-it by :mod:`trtbench.config.plan`.
-
-``load_config(path)`` reads YAML, validates every key (unknown keys, types, shape bounds,
-counts, model and variant names, device syntax) and returns a :class:`Config`. Parsing converts
-(``prepare``: a static shape into min/opt/max, variant names into typed entries); ``validate``
-only checks. Nothing is
-written to disk while loading, so a bad config leaves no output behind. Loading depends on
-nothing about the machine: whether CUDA or a backend is present is decided when a run is
-resolved (:mod:`trtbench.config.plan`), so a config (and its results) can be read anywhere.
+"""The run config: dataclasses that are the YAML schema and the Python API. ``load_config(path)`` reads YAML,
+validates every key and returns a :class:`Config`, writing nothing and reading nothing of the machine.
 """
 
 from __future__ import annotations
@@ -42,9 +33,6 @@ from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.measure.timing import TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 
-DEVICE_HINT = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
-
-
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
 PROCESSES = 3  # benchmark.processes' default: replicate worker processes per variant
 PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets another default (the test suite's: 1)
@@ -66,9 +54,7 @@ TIMING_KEYS = tuple(f.name for f in dataclasses.fields(TimingSettings))  # bench
 
 @dataclass
 class BenchmarkConfig:
-    """How to time, which shapes, threads, seed. The keys of how long each point is timed (``mode``,
-    ``warmup``, ``iterations``, ...) sit in this section and make up ``timing``, the
-    :class:`~trtbench.measure.timing.TimingSettings` a run times with."""
+    """How to time, which shapes, threads, seed; the timing keys (``mode``, ``warmup``, ...) make up ``timing``."""
 
     timing: TimingSettings = schema.inline(TimingSettings)  # keys: TIMING_KEYS
     shapes: list[str] = field(default_factory=lambda: list(SHAPE_LABELS))
@@ -121,8 +107,7 @@ class BenchmarkConfig:
 
 @dataclass
 class SweepConfig:
-    """A matrix: batch sizes (within every dynamic batch dim's [min, max]), precisions, thread counts and
-    deployment knobs (each setting timed against eager under the same; see :attr:`Config.knob_settings`)."""
+    """A matrix: batch sizes, precisions, thread counts and deployment knobs (:attr:`Config.knob_settings`)."""
 
     batch: list[int] = field(default_factory=list)
     precisions: list[str] = field(default_factory=list)
@@ -132,20 +117,16 @@ class SweepConfig:
     binding: list[str] = field(default_factory=list)
 
     def validate(self, path: str) -> None:
-        for key in ("batch", "threads"):
+        choices = {"precisions": tuple(PRECISIONS), **KNOB_CHOICES}
+        for key in ("batch", "threads", *choices):
             values = getattr(self, key)
             for i, value in enumerate(values):
-                schema.require_positive(value, schema.join(path, f"{key}[{i}]"))
-            if len(set(values)) != len(values):
+                if key in choices:
+                    schema.require_choice(value, choices[key], schema.join(path, f"{key}[{i}]"))
+                else:
+                    schema.require_positive(value, schema.join(path, f"{key}[{i}]"))
+            if key != "precisions" and len(set(values)) != len(values):
                 raise UserInputError(schema.join(path, key), f"has duplicates: {values}", "list each value once")
-        for i, p in enumerate(self.precisions):
-            schema.require_choice(p, tuple(PRECISIONS), schema.join(path, f"precisions[{i}]"))
-        for knob, choices in KNOB_CHOICES.items():
-            values = getattr(self, knob)
-            for i, value in enumerate(values):
-                schema.require_choice(value, choices, schema.join(path, f"{knob}[{i}]"))
-            if len(set(values)) != len(values):
-                raise UserInputError(schema.join(path, knob), f"has duplicates: {values}", "list each value once")
 
 
 @dataclass
@@ -173,8 +154,7 @@ class Tolerance:
 
 @dataclass
 class Int8Budget:
-    """The accuracy a quantized build must keep against eager fp32 over the evaluation samples: the
-    share of samples whose top-1 class agrees (classifier-shaped outputs) and the SQNR of every output."""
+    """The accuracy a quantized build must keep against eager fp32: top-1 agreement and each output's SQNR."""
 
     top1_agree_min: float = 0.99
     sqnr_db_min: float = 20.0
@@ -190,9 +170,8 @@ TOLERANCE_TYPES = {"fp32": Tolerance, "fp16": Tolerance, "bf16": Tolerance, "int
 
 @dataclass
 class LogitTolerance:
-    """What a decoder's teacher-forced logits must keep against eager fp32's over one token sequence: the
-    lowest cosine of any position's logits, and the share of positions whose top-1 token agrees, counted
-    only where eager's top two logits differ by more than ``top1_margin`` (random weights give near ties)."""
+    """What a decoder's teacher-forced logits must keep against eager fp32's: the lowest cosine of any position's,
+    and the share of positions whose top-1 token agrees where eager's top two differ by more than ``top1_margin``."""
 
     cosine_min: float = 0.9999
     top1_agree_min: float = 1.0
@@ -208,16 +187,13 @@ class LogitTolerance:
 
 
 def default_logit_tolerances() -> dict[str, LogitTolerance]:
-    """A decoder's logit tolerances at each precision (``tolerances:`` of a generate config): fp32 must match
-    to rounding; fp16, bf16 and weight-only int8/int4 keep the logits' direction and most confident tokens."""
+    """A decoder's logit tolerances at each precision (``tolerances:`` of a generate config)."""
     return {"fp32": LogitTolerance(), "fp16": LogitTolerance(0.99, 0.9, 1e-2), "bf16": LogitTolerance(0.99, 0.9, 1e-2),
             "int8": LogitTolerance(0.98, 0.8, 1e-2), "int4": LogitTolerance(0.9, 0.6, 5e-2)}
 
 
 def default_tolerances() -> dict[str, Any]:
-    # fp32 allows TF32 math on GPUs (cuDNN convolutions, TensorRT by default): about 5e-4 of the
-    # output scale for a ResNet34, so 5e-3 leaves a margin and still fails any real error. bf16 keeps 8
-    # significant bits to fp16's 11 (docs/accuracy.md: why these bounds).
+    """The default tolerance at each precision (docs/accuracy.md says why these bounds)."""
     return {"fp32": Tolerance(atol=1e-5, rtol=5e-3), "fp16": Tolerance(atol=1e-3, rtol=5e-2),
             "bf16": Tolerance(atol=1e-2, rtol=1e-1), "int8": Int8Budget()}
 
@@ -228,10 +204,8 @@ class OutputConfig:
 
     dir: Optional[str] = None
     save_artifacts: bool = True
-    cold_start: bool = True  # rows carry their file's load time and first call in a fresh process (every saved
-    # file is loaded there before it is published, whatever this says)
-    # the history store the run appends to: a SQLite file's path or a postgresql:// URL, or false for none; unset:
-    # results/history.sqlite where the output folder is the default one, else none (trtbench.history)
+    cold_start: bool = True  # rows carry their file's load time and first call in a fresh process
+    # a SQLite file's path, a postgresql:// URL or false; unset: results/history.sqlite with the default output dir
     history: Union[str, bool, None] = None
     label: Optional[str] = None  # the run's label in the history (a commit, say)
 
@@ -259,12 +233,11 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
     if not isinstance(entries, list) or not entries:
         raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
                              "write e.g. variants: [eager, traced, scripted]")
-    parsed, seen = [], set()
+    parsed: list[VariantEntry] = []
     for i, entry in enumerate(entries):
         key = f"{path}[{i}]"
         if isinstance(entry, VariantEntry):
             parsed.append(entry)
-            seen.add(entry.name)
             continue
         if isinstance(entry, dict) and len(entry) == 1:
             name, options = next(iter(entry.items()))
@@ -282,9 +255,8 @@ def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
             also = f"; {', '.join(others)} build from it too" if others else ""
             raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
                                  f"list {first} instead (it builds {name} first){also}")
-        if name in seen:
+        if any(v.name == name for v in parsed):
             raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
-        seen.add(name)
         parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
     return parsed
 
@@ -312,10 +284,7 @@ def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
 
 @dataclass
 class Config:
-    """A whole run. Build one with :func:`load_config` or :func:`config_from_dict`.
-
-    ``model`` names one model; ``models`` a list of them (compared in one report).
-    """
+    """A whole run (:func:`load_config`, :func:`config_from_dict`): ``model`` names one model, ``models`` several."""
 
     name: str
     inputs: list[InputConfig] = field(default_factory=list)  # needed where a scenario needs it (all built in do)
@@ -337,10 +306,7 @@ class Config:
 
     @staticmethod
     def prepare(fields: dict, path: str) -> dict:
-        """The parsed sections as a run reads them, checked in the order they depend on each other:
-        ``model`` as the one entry of ``models``, a sweep's precisions as ``precisions``, the variants as
-        :class:`VariantEntry` items, the tolerances typed (defaults for the precisions not given), the
-        default output dir, the parsed scenarios."""
+        """The parsed sections as a run reads them, checked in the order they depend on each other."""
         f = dict(fields)
         if (f["model"] is None) == (not f["models"]):
             raise UserInputError("model", "give exactly one of 'model' (one model) and 'models' (a list)",
@@ -390,8 +356,7 @@ class Config:
         if f["output"].dir is None:
             history = f["output"].history
             f["output"] = dataclasses.replace(f["output"], dir=str(RESULTS_ROOT / f["name"]),
-                                              history=DEFAULT_HISTORY if history is None
-                                              else history)
+                                              history=DEFAULT_HISTORY if history is None else history)
         if f["profile"] is not None:
             f["profile"] = f["profile"].for_run([v.name for v in f["variants"]], f["precisions"], "profile")
             if f["profile"].enabled:
@@ -410,20 +375,14 @@ class Config:
 
     @property
     def knob_settings(self) -> list[Knobs]:
-        """The deployment knobs to time under (:mod:`trtbench.core.knobs`): every combination of the swept
-        knobs (``sweep.allocator``, ``sweep.openmp``, ``sweep.binding``), each other knob as ``benchmark``
-        sets it. A sweep that leaves out the defaults also times eager under them
-        (:func:`trtbench.config.plan.resolve`), so the table shows what a knob buys as well as what each
-        variant buys under it."""
+        """Every combination of the swept knobs, each other knob as ``benchmark`` sets it."""
         axes = [getattr(self.sweep, knob, None) or [getattr(self.benchmark, knob)] for knob in KNOB_CHOICES]
         return [Knobs(**dict(zip(KNOB_CHOICES, values))) for values in itertools.product(*axes)]
 
     @property
     def thread_counts(self) -> list[Optional[int]]:
         """The thread counts to run at (None: the default, the CPUs this process may use)."""
-        if self.sweep is not None and self.sweep.threads:
-            return list(self.sweep.threads)
-        return [self.benchmark.threads]
+        return list(self.sweep.threads) if self.sweep is not None and self.sweep.threads else [self.benchmark.threads]
 
     def to_dict(self) -> dict:
         """The resolved config as plain data (for results.json and the manifest), keyed as the YAML is."""
@@ -454,7 +413,7 @@ def check_device(device: str, path: str) -> None:
         return
     if device.startswith("cuda:") and device.partition(":")[2].isdigit():
         return
-    raise UserInputError(path, f"unknown device '{device}'", DEVICE_HINT)
+    raise UserInputError(path, f"unknown device '{device}'", "use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
 def bundled_config_dir() -> Path:
@@ -497,10 +456,7 @@ def config_from_dict(data: Any) -> Config:
 
 def load_config(path: str | Path, *, device: str | None = None, variants: list[str] | None = None,
                 output_dir: str | None = None, profile: bool = False) -> Config:
-    """Read a config file, apply command-line overrides, and validate it.
-
-    ``profile=True`` turns the ``profile:`` section on (with its defaults when the file has none).
-    """
+    """Read a config file, apply command-line overrides, and validate it."""
     resolved = resolve_config_path(str(path))
     data = read_yaml(resolved)
     if not isinstance(data, dict):

@@ -1,11 +1,5 @@
-"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run.
-
-Everything that depends on the machine is decided here, once, before a run: the device
-(``auto`` -> CUDA when present), the default thread count (the CPUs this process may use:
-:func:`trtbench.core.env.default_threads`), which variants can run (CUDA,
-importable backends) and why the others cannot. How long each point is timed (the
-:class:`~trtbench.measure.timing.TimingSettings`) is the config's. The config itself loads anywhere.
-"""
+"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run (the device,
+the default thread count, which variants can run and why the others cannot)."""
 
 from __future__ import annotations
 
@@ -37,21 +31,13 @@ class ShapePoint:
 
 
 def slot_id(name: str, precision: str, reference_precision: str) -> str:
-    """Identifies one variant at one precision within a build group (the group's builds, timers and
-    workers are keyed by it): the variant's name at the group's reference precision, ``name@precision``
-    at the others (``ort@int8``)."""
+    """A variant's id in a build group: its name, or ``name@precision`` off the reference (``ort@int8``)."""
     return name if precision == reference_precision else f"{name}@{precision}"
 
 
 @dataclass
 class BuildGroup:
-    """Cases one set of builds serves: one model at one thread count, every point, and every precision,
-    so that a reduced-precision row (fp16, bf16, int8) is timed in the same interleaved rounds as eager fp32,
-    its reference. Each precision builds from a model copy and inputs at its own compute dtype
-    (:mod:`trtbench.building.copies`; int8 keeps fp32's: a quantized build has fp32 inputs and parameters).
-
-    ``precisions`` lists the group's precisions, the reference first; ``listed`` those the config asked
-    for (eager fp32 is timed as the reference of int8 rows even when fp32 is not listed)."""
+    """Cases one set of builds serves: one model at one thread count, every point and every precision."""
 
     model: ModelConfig
     precisions: list[str]
@@ -70,7 +56,7 @@ class BuildGroup:
 
     @property
     def reference_precision(self) -> str:
-        """The group's first precision, that of its eager reference (fp32: :func:`group_precisions`)."""
+        """The group's first precision, that of its eager reference."""
         return self.precisions[0]
 
     def slot_id(self, name: str, precision: str) -> str:
@@ -90,8 +76,7 @@ class BuildGroup:
         return [(entry, precision) for precision in self.precisions for entry in self.entries_at(precision)]
 
     def build_names_at(self, precision: str) -> list[str]:
-        """Variants with a case at ``precision`` that can run here, plus what they build from, each after
-        its dependency; none where the group's variants are decoders (its scenario builds those)."""
+        """Runnable variants with a case at ``precision`` and what they build from, in build order."""
         if self.decodes:
             return []
         runnable = [e.name for e in self.entries_at(precision)
@@ -103,8 +88,8 @@ class BuildGroup:
         """:meth:`build_names_at` the group's reference precision."""
         return self.build_names_at(self.reference_precision)
 
-    def case(self, entry: VariantEntry, point: ShapePoint, precision: str | None = None) -> Case:
-        return Case(model=self.model.id, variant=entry.name, precision=precision or self.reference_precision,
+    def case(self, entry: VariantEntry, point: ShapePoint, precision: str) -> Case:
+        return Case(model=self.model.id, variant=entry.name, precision=precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
                     options=entry.options_text, knobs=self.knobs.text)
 
@@ -129,8 +114,7 @@ class RunPlan:
         return [case for group in self.groups for case in group.cases()]
 
     def shard_lines(self) -> list[str]:
-        """This shard's share of the matrix, and a warning when there are more shards than build groups
-        (the shards beyond them have nothing to run). Empty when the run is not sharded."""
+        """This shard's share of the matrix, and a warning when there are more shards than build groups."""
         if self.shard is None:
             return []
         index, count = self.shard
@@ -162,10 +146,7 @@ def resolve_device(device: str) -> torch.device:
 
 
 def shape_points(config: Config) -> list[ShapePoint]:
-    """The swept batch sizes, else the benchmark's shape labels (static inputs: one ``opt`` point).
-
-    Labels whose shapes repeat an earlier one are dropped.
-    """
+    """The swept batch sizes, else the shape labels (static inputs: ``opt``), each shape once."""
     specs = config.inputs
     if config.sweep is not None and config.sweep.batch:
         candidates = [(f"b{n}", batch_shapes(specs, n)) for n in config.sweep.batch]
@@ -183,13 +164,13 @@ def shape_points(config: Config) -> list[ShapePoint]:
 
 
 def why_unavailable(name: str, device: torch.device, precision: str) -> str | None:
-    """Why variant ``name`` cannot run at ``precision`` on ``device`` on this machine: the precision,
-    the variant's own ``unavailable_reason``, or that of a variant it builds from. None when it can."""
+    """Why variant ``name``, or one it builds from, cannot run here; None when it can."""
     reason = unsupported_reason(precision, device)
     if reason:
         return reason
     if is_quantized(precision) and not get_variant(name).quantizes:
-        return f"{name} has no {precision.upper()} path (variants that quantize: {', '.join(quantizing_variants())})"
+        quantizing = ", ".join(n for n in variant_names() if get_variant(n).quantizes)
+        return f"{name} has no {precision.upper()} path (variants that quantize: {quantizing})"
     step = name
     while step:  # the variant itself, then each variant it builds from
         variant = get_variant(step)
@@ -200,21 +181,13 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     return None
 
 
-def quantizing_variants() -> list[str]:
-    """Variants with an INT8 path (``Variant.quantizes``)."""
-    return [name for name in variant_names() if get_variant(name).quantizes]
-
-
 def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
-    """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model`` (its library, precision, or
-    the model's architecture); None when it can."""
+    """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model``; None when it can."""
     return get_decoder(name).unavailable_reason(Target(device, precision, transformers_model_type(model)))
 
 
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
-    """Why each variant (or decoder) of the group cannot run here, by slot id (only those that cannot): none can
-    where a knob its workers start with cannot be set here (a library not installed: the reason gives the
-    install line)."""
+    """Why each variant (or decoder) of the group that cannot run here cannot, by slot id."""
     missing = group.knobs.unavailable_reason(Target(device, threads=group.threads))
     reasons = {group.slot_id(entry.name, precision): missing or (
         why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes
@@ -223,9 +196,7 @@ def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
 
 
 def group_precisions(precisions: list[str]) -> list[str]:
-    """A build group's precisions: every reduced precision (fp16, int8) is compared with eager fp32 in
-    the same interleaved rounds, so all share one group, the reference first (timed as eager fp32
-    alone when not listed), then the others in the config's order."""
+    """A build group's precisions: the reference first, then the others in the config's order."""
     return [REFERENCE] + [p for p in precisions if p != REFERENCE]
 
 
@@ -239,11 +210,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
-    """The run's build groups on this machine; with ``shard=(i, n)`` only every n-th group from the i-th.
-
-    Shards split by build group, so the cases that share a build (and their eager baseline)
-    always land in the same shard, and any scheduler can run the shards independently.
-    """
+    """The run's build groups on this machine; with ``shard=(i, n)`` only every n-th group from the i-th."""
     device = resolve_device(config.device)
     threads_default = default_threads()["threads"]
     listed_eager = next((v for v in config.variants if v.name == "eager"), VariantEntry("eager"))

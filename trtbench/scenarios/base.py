@@ -1,7 +1,5 @@
-"""What a scenario is: the :class:`Scenario` protocol, and the registry the config and the runner read.
-
-More: docs/architecture.md, "Module notes", trtbench/scenarios/base.py.
-"""
+"""What a scenario is: the :class:`Scenario` protocol, and the registry the config and the runner read
+(docs/architecture.md, "Module notes", trtbench/scenarios/base.py)."""
 
 from __future__ import annotations
 
@@ -24,14 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Testbed:
-    """One build group once built: the testbed every scenario runs on (its plan: a config.plan.BuildGroup).
-
-    ``outcomes``: slot id -> :class:`~trtbench.building.stage.BuildOutcome`; ``copies``: precision ->
-    :class:`~trtbench.building.copies.PrecisionCopy` (the model and inputs at its dtype); ``references``:
-    eager fp32's outputs and FLOPs at each point; ``tolerances``: precision -> its accuracy tolerance;
-    ``done``: what the run has so far (records by case key, parts by kind, saved files); ``model``: the group's
-    model as built (eager, fp32, on the CPU). Where no listed scenario reads ``inputs:`` the runner builds no
-    variant: ``outcomes`` and ``copies`` are empty and ``references`` is None."""
+    """One build group once built: ``outcomes`` by slot id, ``copies`` by precision, eager fp32's ``references``,
+    what the run has ``done`` so far, and the group's ``model`` (eager fp32, on the CPU)."""
 
     group: BuildGroup
     outcomes: dict
@@ -53,8 +45,7 @@ class Scenario(ABC):
     after_save: ClassVar[bool] = False  # runs once the group's artifacts are saved (it reads them)
     repeatable: ClassVar[bool] = False  # may be listed more than once (with other settings)
     example: ClassVar[str] = ""  # its entry as written in the scenarios: list, for error messages
-    decodes: ClassVar[bool] = False  # its variants: entries name decoders (trtbench.decoders), which it builds
-    # itself from the model's folder, at the precisions decoders have (DECODER_PRECISIONS)
+    decodes: ClassVar[bool] = False  # its variants: entries name decoders, which it builds itself
 
     def __init__(self, settings: Any = None):
         self.settings = settings
@@ -69,10 +60,7 @@ class Scenario(ABC):
     listed: ClassVar[bool] = True  # written in the config's scenarios: list (profile has a section of its own)
 
     def placed(self, before: list["Scenario"], key: str) -> "Scenario":
-        """This entry once the scenarios listed before it (``before``) are known, ``key`` its place in the list:
-        itself, where each scenario it :attr:`requires` is among them (UserInputError naming ``key`` otherwise). A
-        scenario that serves what an earlier one made (serving: the latency scenario's variants, or generate's
-        decoders) returns its settled form."""
+        """This entry once the scenarios listed before it are known (UserInputError where it lacks one)."""
         for needed in self.requires:
             if not any(s.name == needed for s in before):
                 raise UserInputError(key, f"'{self.name}' needs the '{needed}' scenario before it",
@@ -81,8 +69,7 @@ class Scenario(ABC):
         return self
 
     def entry(self) -> Any:
-        """Its config entry as plain data, as results.json keeps the config: its name, or a mapping from its
-        name to its settings."""
+        """Its config entry as plain data: its name, or a mapping from its name to its settings."""
         if self.settings is None:
             return self.name
         settings = self.settings
@@ -96,28 +83,21 @@ class Scenario(ABC):
         """Whether it still has something to run for ``group``, given what the run has ``done``."""
 
     def prepare(self, ctx: RunContext, group: BuildGroup) -> Any:
-        """Start what it needs before the group builds (worker processes, say), or None; called only where it
-        :meth:`owes` the group something, and not for an ``after_save`` scenario (its ``run`` gets None).
-        :meth:`run` gets it back, and the runner calls its ``close()`` once the scenarios before the save
-        have run."""
+        """Start what it needs before the group builds (worker processes, say); :meth:`run` gets it back."""
         return None
 
     @abstractmethod
     def run(self, ctx: RunContext, built: Testbed, prepared: Any) -> Iterable[Part]:
-        """Exercise the group's variants; yield each part as it is final, so a kill loses only the rest. A scenario
-        that builds and saves its own artifacts (generate's decoders) also yields each save's manifest entries
-        (:class:`~trtbench.artifacts.store.Saved`), which the run keeps as it keeps the save stage's."""
+        """Exercise the group's variants; yield each part (and each :class:`Saved`) as it is final."""
 
     @classmethod
     def report(cls, results: ResultSet, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        """Its section of the report from ``results`` alone (a run's or a merge's), its figures as data (the writer
-        saves them; a scenario writes no file); None when it has nothing."""
+        """Its section of the report from ``results`` alone (a run's or a merge's); None when it has nothing."""
         return None
 
     @classmethod
     def check_merge(cls, sets: list[ResultSet], names: list[str]) -> None:
-        """Raise UserInputError, naming the input (``names[i]`` for ``sets[i]``), when its results in ``sets``
-        do not compare, so a merge must not put them in one report; by default they do."""
+        """Raise UserInputError naming ``names[i]`` when its results in ``sets`` do not compare."""
 
     @classmethod
     def summary(cls, results: ResultSet, budget_ms: Optional[float]) -> list[str]:

@@ -1,9 +1,4 @@
-"""The config's ``scenarios:`` list, read through the scenario registry.
-
-An entry is a registered scenario's name (``latency``), or a single-key mapping from its name to its
-settings (``{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}``). Each scenario parses its own
-settings (:meth:`~trtbench.scenarios.base.Scenario.parse`) and says which scenarios must come before it.
-"""
+"""The config's ``scenarios:`` list: each entry a scenario's name, or a single-key mapping to its settings."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ def _example() -> str:
 
 
 def parse_scenarios(entries: Any, path: str) -> list[Scenario]:
-    """The scenarios listed at ``path``, each once, each after the ones it requires (its
-    :meth:`~trtbench.scenarios.base.Scenario.placed` form)."""
+    """The scenarios listed at ``path``, each in its :meth:`~trtbench.scenarios.base.Scenario.placed` form."""
     if not isinstance(entries, list) or not entries:
         raise UserInputError(path, f"expected a non-empty list, got {entries!r}", _example())
     parsed: list[Scenario] = []

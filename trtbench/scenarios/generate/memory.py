@@ -1,12 +1,5 @@
-"""The generate scenario's memory budget: each decoder worker's estimated footprint, and the groups of workers that
-fit the budget together, each with eager fp32 (the reference) so that speedups stay paired within a group.
-
-A worker's estimate is a fixed overhead (an interpreter with torch and transformers imported: 530 MB of VmHWM
-measured on this project's machine, taken as 600 MiB), the model's fp32 weights (every decoder builds from the
-fp32 source folder), its weights at the slot's precision where that is not fp32, and the KV cache at the largest
-point. The budget is ``memory_budget_mb`` of the generate entry, or by default 80% of the memory the kernel says
-is available (``MemAvailable``) when the run starts the group.
-"""
+"""The generate scenario's memory budget: each decoder worker's estimate, and the groups of workers that fit it
+together, each with eager fp32 (docs/generate.md, "Memory")."""
 
 from __future__ import annotations
 
@@ -34,14 +27,13 @@ def own_rss_bytes() -> int:
 
 
 def worker_bytes(parameters: int, precision: str, kv_bytes: int) -> int:
-    """The estimated peak of a decoder worker (see the module docstring)."""
+    """The estimated peak of a decoder worker at ``precision`` (docs/generate.md, "Memory")."""
     weights = parameters * 4 + (int(parameters * WEIGHT_BYTES.get(precision, 4.0)) if precision != "fp32" else 0)
     return WORKER_OVERHEAD_BYTES + weights + kv_bytes
 
 
 def plan_groups(estimates: dict[str, int], budget: int, reference: str) -> tuple[list[list[str]], dict[str, str]]:
-    """The slots of ``estimates`` (slot -> bytes, in run order) in groups whose sum fits ``budget``, each led by
-    ``reference`` where it is listed; and the slots that do not fit even beside the reference alone, with why."""
+    """The slots in groups that fit ``budget``, each led by ``reference``; and those that fit none."""
     base = estimates.get(reference, 0)
     groups: list[list[str]] = []
     too_big: dict[str, str] = {}

@@ -1,11 +1,5 @@
-"""The generate scenario's save: once a memory group's workers have closed, each of its decoder slots whose
-teacher-forced logits kept their tolerances publishes its artifact into the run's store
-(:class:`~trtbench.artifacts.decoder_publish.DecoderPublisher`: self-contained, checked in a fresh process, listed
-in the manifest with every file's SHA-256). A slot that missed its tolerances publishes nothing. Its rows are
-yielded again with the published artifact's cold start in that fresh process (``published``, where
-``output.cold_start`` asks for it), or failed with the reason where it cannot ship, their timings kept, as the
-variants' save stage does (:mod:`trtbench.artifacts.publish`).
-"""
+"""The generate scenario's save: each accurate slot of a closed memory group publishes its artifact, and its rows
+are yielded again with the artifact's cold start, or failed where it cannot ship."""
 
 from __future__ import annotations
 
@@ -30,10 +24,7 @@ class GroupRecords:
 
 def published_parts(ctx, built, publisher: DecoderPublisher, recipes: dict[str, DecoderRecipe], slots: dict,
                     timed: GroupRecords) -> Iterator:
-    """The saves of one memory group's slots and their rows as they now stand. ``timed``: the group's rows by slot
-    (as yielded), and what its points shared (each slot's ``accuracy``, eager fp32's ``reference_logits`` and each
-    worker's ready ``facts``). A slot already saved in this run (eager fp32 of an earlier memory group; another
-    thread count's) is not saved again."""
+    """The saves of one memory group's slots not saved yet, and their rows as they now stand."""
     group, rows, shared = built.group, timed.records, timed.shared
     reference = shared["reference_logits"]
     for slot, records in rows.items():

@@ -1,8 +1,5 @@
 """The generate scenario's report section: the metric definitions, a table per build group of every decoder's
-TTFT, TPOT, E2E, tokens/s, ITL, speedups over eager fp32, accuracy and the memory bandwidth a decode step achieved
-against the device's ceilings, the recommendation per point (the
-accurate decoder and precision with the lowest TPOT, and with the lowest TTFT), and two plots: the decode
-step's latency against its KV position, and decode tokens/s against batch."""
+figures, the cold starts, energy and memory, the recommendation per point, and two plots."""
 
 from __future__ import annotations
 
@@ -58,7 +55,7 @@ def _accuracy(accuracy: Optional[dict]) -> str:
 
 
 def _variant(part) -> str:
-    """The decoder's name, flagged where its per-token times are not streamed (taken from its runtime's metrics)."""
+    """The decoder's name, flagged where its per-token times are not streamed."""
     how = part.data.get("facts", {}).get("per_token_times", "streamed")
     return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
 
@@ -95,8 +92,7 @@ def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
 
 
 def process_line(parts: list) -> str:
-    """What the table's intervals cover, as the latency table's header says it (``95% CI, 3 processes x rounds``),
-    and the rows whose replicate processes took turns for memory."""
+    """What the table's intervals cover, and the rows whose replicate processes took turns for memory."""
     counts = {process_count(p.data) for p in parts if "requests" in p.data}
     turns = sorted({f"{p.slot} in {len(p.data['process_turns'])} turns" for p in parts if p.data.get("process_turns")})
     line = (f"Intervals (the medians' ± and the speedups'): {coverage_of(counts or {1})}; each decoder timed in "
@@ -107,9 +103,7 @@ def process_line(parts: list) -> str:
 
 
 def memory_lines(parts: list) -> list[str]:
-    """The decoder workers' memory groups, as Markdown: each group's workers with their estimated and peak resident
-    memory (VmHWM), and the run's peak while the group ran (this process plus its workers' peaks), against the
-    budget."""
+    """The decoder workers' memory groups, as Markdown lines."""
     groups: dict[tuple, dict] = {}
     for part in parts:
         memory = part.data.get("memory")
@@ -134,9 +128,7 @@ def memory_lines(parts: list) -> list[str]:
 
 
 def cold_starts(parts: list) -> list[str]:
-    """Each timed decoder's cold start in its fresh worker process (build, load, first request's first token), and
-    its published artifact's in the verify worker's fresh process, once per build group and slot, as Markdown
-    lines."""
+    """Each timed decoder's cold start, and its published artifact's, as Markdown lines."""
     seen, rows = set(), []
     for part in _timed(parts):
         facts = part.data.get("facts", {})
@@ -163,9 +155,8 @@ def recommendations(parts: list) -> list[dict]:
     """Per build group and point: the ok (so accurate) row with the lowest median TPOT, and with the lowest TTFT."""
     found = []
     groups: dict[tuple, list] = {}
-    for part in parts:
-        if part.status is Status.OK and part.data.get("metrics"):
-            groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
+    for part in _timed(parts):
+        groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
     for (environment, model, threads, point), rows in groups.items():
         entry = {"environment": environment, "model": model, "threads": threads, "point": point}
         for name, metric in (("lowest_tpot", "tpot_ms"), ("lowest_ttft", "ttft_ms")):
@@ -181,8 +172,7 @@ def _timed(parts: list) -> list:
 
 
 def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
-    """The median latency of each decode step against the KV cache's length at that step, a line per row; None
-    when no row was timed."""
+    """Each decode step's median latency against the KV cache's length; None when none was timed."""
     timed = _timed(parts)
     if not timed:
         return None
@@ -198,8 +188,7 @@ def steps_plot(parts: list, file_name: str) -> Optional[Plot]:
 
 
 def batch_plot(parts: list, file_name: str) -> Optional[Plot]:
-    """Median decode tokens/s against batch, a line per decoder, precision, prompt and output length; None
-    without a line of two batch sizes."""
+    """Median decode tokens/s against batch, a line per row's settings; None without two batches."""
     lines: dict[str, dict[int, float]] = {}
     for part in _timed(parts):
         name = f"{part.decoder} {part.precision} p{part.data['prompt_tokens']}-n{part.data['new_tokens']}"
@@ -231,8 +220,7 @@ def ceiling_notes(ceilings: list[MemoryCeiling]) -> list[str]:
 
 
 def energy_lines(parts: list) -> list[str]:
-    """Joules per output token of each timed row (its requests' energy above the idle draw, over batch x
-    new_tokens), or why there is none, once per reason (:mod:`trtbench.measure.energy`)."""
+    """Joules per output token of each timed row, or why there is none, once per reason."""
     energies = [(part, part.data["energy"]) for part in _timed(parts) if part.data.get("energy")]
     reasons = sorted({e["unavailable"] for _, e in energies if "unavailable" in e})
     measured = [(part, e) for part, e in energies if e.get("joules_per_token") is not None]
@@ -252,21 +240,19 @@ def energy_lines(parts: list) -> list[str]:
 
 
 def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: dict) -> Optional[ReportSection]:
-    """The section (its Markdown, plots and results.json entries), from the generate parts and the memory ceilings
-    alone (None: there are no parts)."""
+    """The section from the generate parts and the memory ceilings (None: there are no parts)."""
     if not parts:
         return None
     lines = ["## Generate", "", "Every figure derives from one timestamp per generated step, taken by the same "
              "harness for every variant:", ""]
     lines += [f"- **{name}**: {text}" for name, text in DEFINITIONS.items()]
     lines += [f"- {OUTPUT_LENGTH}.", "- Speedups (x) are over eager fp32, paired by round (the median of the ratios of "
-              "eager's request over the row's made in the same round), with a two-level 95% "
-              "interval: the rounds both were timed in resampled together (a round's requests are made back to back "
-              "by one replicate process of every decoder, the processes taking the rounds in turn), each side's "
-              "processes on their own; the medians' ± "
-              "likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager fp32's at "
-              "every position (top-1 counted where eager's top two differ by more than the margin), and the greedy "
-              "prefix that matches eager's.", ""]
+              "eager's request over the row's made in the same round), with a two-level 95% interval: the rounds both "
+              "were timed in resampled together (a round's requests are made back to back by one replicate process of "
+              "every decoder, the processes taking the rounds in turn), each side's processes on their own; the "
+              "medians' ± likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager "
+              "fp32's at every position (top-1 counted where eager's top two differ by more than the margin), and the "
+              "greedy prefix that matches eager's.", ""]
     groups: dict[tuple, list] = {}
     for part in parts:
         groups.setdefault((part.environment, part.model, part.threads), []).append(part)
@@ -282,9 +268,7 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines += [BANDWIDTH_NOTE, "", *ceiling_notes(ceilings), ""]
     if notes:
         lines += ["Not timed:", "", *notes, ""]
-    lines += cold_starts(parts)
-    lines += energy_lines(parts)
-    lines += memory_lines(parts)
+    lines += cold_starts(parts) + energy_lines(parts) + memory_lines(parts)
     plots = [plot for plot in (steps_plot(parts, "generate_steps.png"), batch_plot(parts, "generate_batch.png"))
              if plot is not None]
     lines += [plot.markdown for plot in plots] + ([""] if plots else [])

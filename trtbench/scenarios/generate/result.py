@@ -1,6 +1,5 @@
-"""The generate scenario's result part: one decoder at one precision at one point (prompt tokens x new tokens x
-batch) of a build group, with its requests' metrics, its speedups over eager fp32 and its accuracy; and how a
-point's requests become those figures."""
+"""The generate scenario's result part, one decoder at one precision at one point of a build group, and how a
+point's requests become its figures."""
 
 from __future__ import annotations
 
@@ -41,9 +40,7 @@ class GeneratePoint:
 
 @dataclass(frozen=True)
 class DecoderPoint:
-    """Where a result part of a decoder belongs: decoder ``decoder`` at ``precision`` (slot ``slot`` of its build
-    group of ``model`` at ``threads``) at generate point ``point``, in ``environment``. A generate row and what
-    serving that decoder there gave share it, and so their key."""
+    """Where a decoder's result part belongs: its key, shared by its generate row and its serving."""
 
     environment: str
     model: str
@@ -72,9 +69,8 @@ POINT_FIELDS = ("environment", "model", "threads", "point", "slot", "decoder", "
 
 @dataclass(frozen=True)
 class GenerateRecord(DecoderPoint):
-    """Decoder ``decoder`` at ``precision`` (slot ``slot`` of its build group) at point ``point``: ``data`` holds
-    the point's settings, the per-request series (``requests``), their summaries (``metrics``), the speedups
-    over eager fp32 (``speedups``), the accuracy against it (``accuracy``) and the worker's ``facts``."""
+    """A decoder at one point: ``data`` holds the point's settings, the per-request series (``requests``), their
+    summaries (``metrics``), the ``speedups`` over eager fp32, the ``accuracy`` and the worker's ``facts``."""
 
     KIND: ClassVar[str] = "generate"
     JOINS_RECORD: ClassVar[bool] = False
@@ -101,8 +97,7 @@ class GenerateRecord(DecoderPoint):
 
 
 def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], name: str) -> BlockSeries:
-    """Metric ``name`` of ``requests`` as blocks (a request is the generate scenario's block), each with its
-    replicate process and global round from ``blocks``."""
+    """Metric ``name`` of ``requests`` as blocks, each with its replicate process and global round from ``blocks``."""
     return BlockSeries(tuple(getattr(r, name) for r in requests), tuple(p for p, _ in blocks),
                        tuple(r for _, r in blocks))
 
@@ -119,22 +114,17 @@ class RequestSeries:
 
 
 def pooled_variances(rows: list[RequestSeries]) -> dict:
-    """Per time, the between-process variance (log scale) pooled over ``rows`` (each a decoder's requests at one
-    point): :func:`~trtbench.core.stats.pooled_between_variance`, None where no row has 2 processes."""
+    """Per time, the between-process variance (log scale) pooled over ``rows``, None where no row has 2 processes."""
     return {name: pooled_between_variance([row.series(name) for row in rows]) for name in TIMES + RATES}
 
 
 def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]], target_rel_ci: float) -> bool:
-    """Whether the median E2E of ``requests`` is known to within ``target_rel_ci``: its two-level 95% interval's
-    half-width over the median (the rounds and the replicate processes resampled)."""
+    """Whether the two-level 95% interval of the median E2E of ``requests`` is within ``target_rel_ci`` of it."""
     return median_interval(series_of(requests, blocks, "e2e_ms")).rel_halfwidth <= target_rel_ci
 
 
 def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], between: dict) -> dict:
-    """Each time's and rate's summary over ``requests`` (median, percentiles), the median's interval
-    (``median_ci_rel``) two-level over the rounds and processes of ``blocks``, topped up to the point's pooled
-    between-process variance (``between``, by name); the ITL distribution over every gap, and the median
-    decode-step latency at each KV position."""
+    """Each time's and rate's summary over ``requests``, the ITL distribution and each step's median."""
     metrics = {}
     for name in TIMES + RATES:
         metrics[name] = summarize([getattr(r, name) for r in requests]).to_dict()
@@ -146,11 +136,7 @@ def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], be
 
 
 def speedups_of(row: RequestSeries, baseline: RequestSeries, between: dict) -> dict:
-    """The speedup over eager fp32 for TTFT, TPOT and E2E, paired by round:
-    the median of the ratios of eager's requests over this one's made in the same round, with the two-level 95%
-    interval: the rounds both were timed in resampled together (a round's requests were made back to back), each
-    side's processes on their own, topped up to the point's pooled between-process variance
-    (``between``, by name)."""
+    """The speedup over eager fp32 for TTFT, TPOT and E2E, paired by round, with its two-level 95% interval."""
     speedups = {}
     for name in TIMES:
         base, this = baseline.series(name), row.series(name)
@@ -164,10 +150,7 @@ def speedups_of(row: RequestSeries, baseline: RequestSeries, between: dict) -> d
 
 
 def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -> dict:
-    """The per-request series the record keeps (ms), in the order made, with each request's block coordinates: the
-    replicate worker process that made it (``process``) and the global round it was made in (``round``), as a
-    latency record's ``block_process`` and ``block_round`` give a block's (a request is the generate scenario's
-    block)."""
+    """The per-request series the record keeps (ms), with each request's ``process`` and ``round``."""
     return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
             "process": [p for p, _ in blocks], "round": [r for _, r in blocks]}
 

@@ -1,5 +1,4 @@
-"""The generate scenario: a causal language model's time to first token, time per output token, tokens/s and
-E2E on every listed decoder (:mod:`trtbench.decoders`), at each point prompt_tokens x new_tokens x batch.
+"""The generate scenario: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder.
 
 More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
 """
@@ -35,8 +34,7 @@ from trtbench.models import transformers_max_positions
 from trtbench.models.hf_folder import write_model_folder
 from trtbench.report.section import ReportSection
 from trtbench.scenarios.base import Scenario, register
-from trtbench.scenarios.generate.memory import (MIB, default_budget_bytes, own_rss_bytes, plan_groups,
-                                                worker_bytes)
+from trtbench.scenarios.generate.memory import MIB, default_budget_bytes, own_rss_bytes, plan_groups, worker_bytes
 from trtbench.scenarios.generate.publish import GroupRecords, published_parts
 from trtbench.scenarios.generate.report import generate_section, generate_summary
 from trtbench.scenarios.generate.result import (GeneratePoint, Slot, GenerateRecord, e2e_converged, metrics_of,
@@ -71,8 +69,8 @@ class GenerateSettings:
             if value < 2:
                 raise UserInputError(schema.join(path, f"new_tokens[{i}]"), f"is {value}: TPOT and decode tokens/s "
                                      f"need at least two new tokens", "use new_tokens of 2 or more")
-        for name in ("min_requests", "max_requests", "max_time_s", "target_rel_ci", "memory_budget_mb"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("min_requests", "max_requests", "max_time_s", "target_rel_ci",
+                                              "memory_budget_mb"), path)
         if self.min_requests > self.max_requests:
             raise UserInputError(schema.join(path, "min_requests"), f"{self.min_requests} is above max_requests "
                                  f"{self.max_requests}", "make min_requests at most max_requests")
@@ -83,9 +81,7 @@ class GenerateSettings:
 
 
 class GenerateWorkers:
-    """The replicate worker processes of one turn of a memory group (:mod:`trtbench.scenarios.generate.memory`):
-    process ``i`` of every decoder slot, for each ``i`` of the turn, spawned when the turn starts and closed together
-    before the next turn or group starts. Each builds its slot's artifact in a folder of its own."""
+    """The replicate worker processes of one turn of a memory group, process ``i`` of every slot."""
 
     def __init__(self, recipes: dict[str, DecoderRecipe], indices: list[int], timeout_s: float, knobs: Knobs,
                  threads: int):
@@ -112,8 +108,7 @@ class GenerateWorkers:
 
 
 def replicate(recipe: DecoderRecipe, index: int) -> DecoderRecipe:
-    """Replicate process ``index``'s recipe: process 0 builds in the slot's folder (the one published), each further
-    one in a folder of its own beside it."""
+    """Replicate process ``index``'s recipe: 0 builds in the slot's folder, others beside it."""
     return recipe if index == 0 else dataclasses.replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
 
 
@@ -123,8 +118,7 @@ def decoder_folder(model_id: str) -> str:
 
 
 def _prompts(points: list[GeneratePoint], vocab: int, seed: int) -> dict[str, np.ndarray]:
-    """Each point's prompt: token ids drawn uniformly from the vocabulary past the special tokens, seeded by the
-    run's seed and the point, so that a resumed run prompts a point as the first did."""
+    """Each point's prompt: token ids past the special tokens, seeded by the run's seed and point."""
     return {p.label: np.random.default_rng([seed, p.prompt_tokens, p.new_tokens, p.batch]).integers(
         min(3, vocab - 1), vocab, size=(p.batch, p.prompt_tokens), dtype=np.int64) for p in points}
 
@@ -153,7 +147,7 @@ class _Row:
 
 @register
 class Generate(Scenario):
-    """Decoders of a causal LM, request by request, interleaved in rounds (see the module docstring)."""
+    """Decoders of a causal LM, request by request, interleaved in rounds."""
 
     name = "generate"
     needs = ()
@@ -209,7 +203,7 @@ class Generate(Scenario):
         untimed = {slot: _Row(Status.SKIPPED, group.unavailable.get(slot) or plan.too_big[slot])
                    for slot in slots if slot in group.unavailable or slot in plan.too_big}
         scope = (ctx.env_id, group.device, group.threads)
-        if built.done.part(MemoryCeiling.KIND, scope) is None:  # measured before the workers start, on quiet cores
+        if built.done.part(MemoryCeiling.KIND, scope) is None:
             yield MemoryCeiling(*scope, values=memory_ceilings(ctx.device, group.threads,
                                                                ctx.config.benchmark.measure_ceiling))
 
@@ -268,8 +262,7 @@ class Generate(Scenario):
 
 @dataclass(frozen=True)
 class _MemoryPlan:
-    """The decoder workers' memory groups (:mod:`trtbench.scenarios.generate.memory`): each slot's estimate, the
-    budget, the groups in the order they run and the slots that fit in none, with why."""
+    """The decoder workers' memory groups (:mod:`trtbench.scenarios.generate.memory`)."""
 
     estimates: dict[str, int]
     budget: int
@@ -289,15 +282,12 @@ class _MemoryPlan:
         return cls(estimates, budget, *plan_groups(estimates, budget, BASELINE_VARIANT))
 
     def turns(self, index: int, processes: int) -> list[list[int]]:
-        """The replicate process indices of each turn of group ``index``: process 0 of each of its slots fits the
-        budget, each further set (one process per slot) needs as much again, and as many sets as the budget leaves
-        room for run at once (:func:`~trtbench.workers.isolation.plan_turns`)."""
+        """The replicate process indices of each turn of group ``index``."""
         need = sum(self.estimates[slot] for slot in self.groups[index])
         return plan_turns(processes, need, self.budget - need, share=1.0)
 
     def recorded(self, index: int) -> list[str]:
-        """The slots whose rows group ``index`` gives: eager fp32's only in the first group (the later ones time it
-        again as their own reference)."""
+        """The slots whose rows group ``index`` gives: eager fp32's only in the first group."""
         members = self.groups[index]
         return members if index == 0 else [slot for slot in members if slot != BASELINE_VARIANT]
 
@@ -319,9 +309,7 @@ def _killed(worker: Worker, err: WorkerError) -> WorkerError:
 
 
 def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
-    """The turn's memory so far: each slot's highest peak RSS over its processes (VmHWM; a dead worker's last known)
-    and its first process's pid, this process's RSS now, and the run's peak while the turn runs (this process plus
-    every worker's peak: an upper bound)."""
+    """The turn's memory so far: each slot's peak RSS and pid, this process's RSS, the run's peak."""
     peaks, pids, total = {}, {}, 0.0
     for slot, found in workers.items():
         for i, worker in sorted(found.items()):
@@ -341,10 +329,7 @@ def _peaks(workers: dict[str, dict[int, Worker]], started: float) -> dict:
 
 def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], settings: GenerateSettings,
                 tolerances: dict, slots: dict) -> Iterator[tuple[GeneratePoint, _Timed]]:
-    """Start one turn of a memory group's replicate workers (``timing``), check their logits and time them at each
-    of ``points``; yield each point with its rows by slot and what the rows share (accuracy by slot, eager fp32's
-    teacher-forced logits, why the rounds stopped, eager fp32's row, each slot's first process's facts, the memory
-    figures, the between-process variances pooled over the point's rows)."""
+    """One turn of a memory group's workers (``timing``) checked and timed: each point's rows."""
     started = time.time()
     workers, errors = timing.start()
     rows = {slot: _Row() for slot in (*workers, *errors)}
@@ -352,7 +337,7 @@ def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], setti
     accuracy, reference = _accuracy(ctx, workers, rows, tolerances, slots)
     for point in points:
         point_rows = {slot: _Row(row.status, row.reason) for slot, row in rows.items()}
-        energy = PointEnergy.before_rounds(ctx.device)  # the idle draw just before the point's rounds
+        energy = PointEnergy.before_rounds(ctx.device)
         with ctx.progress.task(f"generate {point.label} {'+'.join(rows)}", timed=True) as tick:
             stopped_by = _rounds(ctx, workers, point, settings, point_rows, tick)
         memory = _peaks(workers, started)
@@ -364,17 +349,13 @@ def _time_group(ctx, timing: GenerateWorkers, points: list[GeneratePoint], setti
 
 
 def _process_facts(worker: Worker) -> dict:
-    """What a replicate process was: its pid, start-up luck (hash seed, environment padding) and peak RSS so far."""
+    """What a replicate process was: its pid, start-up luck and peak RSS so far."""
     return {"pid": worker.process.pid, **{k: worker.facts[k] for k in ("hash_seed", "env_padding_bytes", "peak_rss_mb")
                                           if k in worker.facts}}
 
 
 def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
-    """A point's rows by slot and shared figures over the turns so far (``earlier``, None before the first) and the
-    next turn (``later``): each row's requests, their rounds following the earlier turns' (a turn's rounds pair among
-    themselves); a slot failed in either turn failed with the first reason; the first turn's accuracy, reference and
-    facts, its energy's idle draw and start with the last turn's end, the last turn's memory and stop; eager fp32's
-    joined row as the baseline and the between-process variances pooled over the joined rows."""
+    """A point's rows and shared figures over the turns so far (``earlier``) and the next (``later``)."""
     rows, shared = later.rows, later.shared
     if earlier is not None:
         before_rows, before = earlier.rows, earlier.shared
@@ -402,9 +383,7 @@ def _join_rows(before: Optional[_Row], after: _Row, offset: int) -> _Row:
 
 def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row], tolerances: dict,
               slots: dict) -> tuple[dict, Any]:
-    """Each ready slot's teacher-forced logits against eager fp32's, from the first of its processes (each process
-    makes the call, which warms it up; a slot that misses its precision's tolerance, or any of whose workers fails,
-    is failed in ``rows``); the figures by slot, and eager fp32's logits (None where it has none)."""
+    """Each ready slot's teacher-forced logits against eager fp32's (a miss fails its row), and eager's."""
     logits, figures = {}, {}
     for slot, found in workers.items():
         for i, worker in sorted(found.items()):
@@ -435,9 +414,7 @@ def _accuracy(ctx, workers: dict[str, dict[int, Worker]], rows: dict[str, _Row],
 
 def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, settings: GenerateSettings,
             rows: dict[str, _Row], tick) -> str:
-    """Rounds at ``point`` (:class:`~trtbench.measure.rounds.Rounds`: a round is one request of every running slot,
-    its replicate processes taking the rounds in turn) until each E2E median is known as well as its settings ask
-    (:func:`_stop`); why they stopped. A slot whose worker fails leaves the rounds at once."""
+    """Rounds of one request of every running slot at ``point`` until :func:`_stop`; why they stopped."""
     started = time.perf_counter()
     indices = {slot: sorted(found) for slot, found in workers.items() if rows[slot].status is Status.OK}
     rounds = Rounds({slot: len(found) for slot, found in indices.items()})
@@ -457,8 +434,7 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, se
 
 
 def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: list[_Row]) -> Optional[str]:
-    """Why the rounds stop after ``cycles`` requests of each process, ``elapsed_s`` into the point, with ``running``
-    the rows still timed; None while they go on."""
+    """Why the rounds stop after ``cycles`` requests a process, ``elapsed_s`` in; None until then."""
     if cycles >= settings.max_requests:
         return "max_requests"
     if cycles < settings.min_requests:
@@ -471,8 +447,7 @@ def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: li
 
 
 def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[str, _Row]) -> None:
-    """One request by ``worker``, replicate process ``at.process`` of slot ``at.variant``, at ``point`` in round
-    ``at.round``, kept in its row with its block coordinates; a worker error fails the slot."""
+    """One request by ``worker`` at ``point`` into its slot's row; a worker error fails the slot."""
     slot, i = at.variant, at.process
     try:
         checked = worker.check(point.label)
@@ -492,9 +467,7 @@ def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[
 
 
 def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:
-    """The part of slot ``who`` at ``point``; ``context``: its accuracy,
-    its KV cache's bytes at the last token, the bytes a decode step reads and, where it was timed, why the rounds
-    stopped, eager fp32's row (the baseline), the worker's facts and the memory group's figures."""
+    """The part of slot ``who`` at ``point``; ``context``: its accuracy, sizes and shared figures."""
     slot, name, precision = who.id, who.decoder, who.precision
     data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
                   "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],
@@ -502,9 +475,7 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
-        baseline = context["baseline"]
-        ready = context["worker"].get(slot, {})
-        between = context["between"]
+        baseline, ready, between = context["baseline"], context["worker"].get(slot, {}), context["between"]
         data.update(requests=requests_of(row.requests, row.blocks),
                     metrics=metrics_of(row.requests, row.blocks, between),
                     rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),

@@ -1,6 +1,4 @@
-"""The latency scenario's report section: the speedup table and plots, the sweep, the reduced-precision
-rows, the recommendation under a p99 budget, what upstream deprecates beside its successors, build/cold-start/memory,
-isolation and warnings."""
+"""The latency scenario's report section: the speedup table and plots, then each other table of the records."""
 
 from __future__ import annotations
 
@@ -54,9 +52,7 @@ def _by_environment(results: ResultSet) -> dict[str, ResultSet]:
 
 
 def latency_plots(results: ResultSet, colors: VariantColors) -> list[Plot]:
-    """Latency and speedup figures, ``latency.png`` and ``speedup.png`` (none when no record has timings); with
-    several environments (a merge), one pair per environment, ``latency-<environment id>.png``, each variant in
-    its colour of ``colors`` (the same in every plot)."""
+    """``latency.png`` and ``speedup.png`` (with several environments, a pair per environment)."""
     sets = _by_environment(results)
     plots = []
     for env, part in sets.items():
@@ -67,33 +63,20 @@ def latency_plots(results: ResultSet, colors: VariantColors) -> list[Plot]:
 
 
 def latency_section(results: ResultSet, budget_ms: Optional[float]) -> ReportSection:
-    """The section: its Markdown, its figures, and what it adds to results.json, recomputable from the records:
-    with a p99 budget, a ``recommendations`` list (:meth:`trtbench.results.recommend.Recommendation.to_dict`);
-    where a point was timed, a ``regimes`` list (:func:`trtbench.report.regimes.regimes_json`)."""
+    """The section: its Markdown, its figures and its results.json entries."""
     parts = ["## Speedup", "", markdown_table(results)]
     colors = variant_colors(results)  # a pure function of the results: every section's plots agree
     plots = latency_plots(results, colors)
     parts += [plot.markdown for plot in plots] + ([""] if plots else [])
     sweep = sweep_plots(results, budget_ms, colors)
-    if sweep:
-        parts.append(sweep_markdown(results, sweep))
     tradeoff = speed_accuracy_plot(results, "int8_speed_accuracy.png", colors)
     tradeoffs = [tradeoff] if tradeoff is not None else []
-    reduced = reduced_precision_markdown(results, tradeoffs)
-    if reduced:
-        parts.append(reduced)
-    regimes = regimes_markdown(results)
-    if regimes:
-        parts.append(regimes)
-    knobs = knob_markdown(results)
-    if knobs:
-        parts.append(knobs)
     recommendations = recommend(results, budget_ms) if budget_ms is not None else []
-    if recommendations:
-        parts.append(recommendation_markdown(recommendations, results.environments))
-    deprecated = deprecations_markdown(results)
-    if deprecated:
-        parts.append(deprecated)
+    texts = [sweep_markdown(results, sweep) if sweep else "", reduced_precision_markdown(results, tradeoffs),
+             regimes_markdown(results), knob_markdown(results),
+             recommendation_markdown(recommendations, results.environments) if recommendations else "",
+             deprecations_markdown(results)]
+    parts += [text for text in texts if text]
     deployment = deployment_table(results)
     if deployment:
         parts += ["## Build, cold start and memory", "", DEPLOYMENT_TEXT, "", deployment]

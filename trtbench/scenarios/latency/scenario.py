@@ -1,11 +1,5 @@
-"""The latency scenario (the default): every variant of a build group at one shape point, one call at a time.
-
-Inputs are prepared by each variant outside the timed region; each variant's output is checked
-against the eager fp32 reference, from a call where it is timed (its worker, which hosts the
-deployed file where the variant ships one); then every variant that ran is timed, interleaved
-with the others (:func:`trtbench.measure.timing.measure_interleaved`). The result is one
-:class:`~trtbench.core.record.Record` per requested variant, whatever happened to it.
-"""
+"""The latency scenario (the default): every variant of a build group at each point checked against eager fp32 and
+timed interleaved, one call at a time: one :class:`~trtbench.core.record.Record` per requested variant."""
 
 from __future__ import annotations
 
@@ -84,8 +78,7 @@ def _isolation_metrics(isolation: Isolation, name: str, m: RawTiming) -> dict:
 
 
 def _process_metrics(isolation: Isolation, name: str, m: RawTiming, ids: list[int]) -> list[dict]:
-    """One dict per process that timed ``name`` (``ids``: the process index of each of ``m``'s process
-    positions): its index, its facts (:meth:`Isolation.process_facts`) and its minor page faults per timed call."""
+    """One dict per process that timed ``name``: its index, facts and minor page faults per call."""
     facts = isolation.process_facts(name)
     faults = m.kept(FaultsTracker.key) if len(m.kept(FaultsTracker.key)) == len(m.rounds) else []
     return [{"process": ids[i], **facts.get(ids[i], {}),
@@ -98,14 +91,8 @@ def _median(values: list[float]) -> float | None:
 
 
 def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
-                  tick: Callable[[], None] = lambda: None) -> list[Record]:
-    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order.
-
-    Accuracy and peak memory are checked, and the timing runs, where ``isolation`` puts each variant
-    (its own worker process by default), against eager fp32's outputs there. The slot id ``eager``
-    (eager at the group's first precision) is the baseline of the rounds. Each record is made once, at
-    the end.
-    """
+                  tick: Callable[[], None]) -> list[Record]:
+    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order."""
     group, outcomes = built.group, built.outcomes
     slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
@@ -113,7 +100,6 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
     failures, point = ctx.failures, point.label
     made: dict[str, dict] = {}  # slot id -> the Record fields found so far
     timers: dict[str, dict[int, _Tagged]] = {}  # slot id -> its processes' timers, by process index
-    point = slots[0][1].point
     checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
     started = time.perf_counter()
     with torch.inference_mode():
@@ -144,7 +130,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                 continue
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
             timers[key] = {i: _Tagged(key, timer) for i, timer in processes.items()}
-        energy = PointEnergy.before_rounds(ctx.device) if timers else None  # the idle draw just before the rounds
+        energy = PointEnergy.before_rounds(ctx.device) if timers else None
         while timers:
             try:
                 measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device,
@@ -176,9 +162,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
 
 
 def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
-    """Each slot's record of a point from the turns so far (``earlier``) and of the next turn (``later``, in the
-    same slot order) as one: its blocks, whose rounds follow the earlier turns' (the rounds of one turn pair among
-    themselves), and each turn's processes; a slot that failed in either turn is failed with the first reason."""
+    """Each slot's records of a point over the turns so far (``earlier``) and the next (``later``) as one."""
     offset = 1 + max((r for record in earlier for r in record.round_ids), default=-1)
     joined = []
     for before, after in zip(earlier, later):
@@ -198,8 +182,7 @@ def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
 
 
 def with_run_info(built: Testbed, points: list) -> list[Record]:
-    """The records of ``points`` whose variant knows facts only after every point ran (compiled's
-    recompilations), with those facts joined to their build info."""
+    """The records of ``points`` whose variant knows facts only after every point ran, joined."""
     group, outcomes, records = built.group, built.outcomes, built.done.records
     derived = []
     for entry, precision in group.slots():
@@ -221,8 +204,7 @@ def points_todo(group, done) -> list:
 
 
 def ceilings_todo(ctx: RunContext, built: Testbed) -> Iterator[Ceiling]:
-    """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per
-    environment, device, dtype and threads."""
+    """The device's FLOP/s ceilings at each dtype some variant of the group is timed at, once per scope."""
     group = built.group
     timed = {compute_dtype(p) for e, p in group.slots() if group.slot_id(e.name, p) not in group.unavailable}
     for dtype in timed:
@@ -274,9 +256,7 @@ class Latency(Scenario):
 
     @classmethod
     def report(cls, results, budget_ms: Optional[float]) -> Optional[ReportSection]:
-        if not len(results):
-            return None
-        return latency_section(results, budget_ms)
+        return latency_section(results, budget_ms) if len(results) else None
 
     @classmethod
     def summary(cls, results, budget_ms: Optional[float]) -> list[str]:

@@ -9,8 +9,7 @@ from trtbench.core.status import Status
 
 
 def layer_plots(profiles: dict, prefix: str = "") -> list[Plot]:
-    """Each per-layer profile's slowest layers (files named ``layers_<prefix>...``: a report of several profiles
-    gives each its own), each file's path noted in its entry, where the Markdown finds it."""
+    """Each per-layer profile's slowest layers (files ``layers_<prefix>...``), each file's path noted in its entry."""
     if profiles.get("status") != Status.OK:
         return []
     top_k = profiles["settings"]["layers"]["top_k"]
@@ -43,12 +42,9 @@ def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-UNSUPPORTED_TEXT = "not supported for this variant"
-
-
 def _not_ok(section: dict) -> str:
     status = Status(section["status"])
-    text = UNSUPPORTED_TEXT if status is Status.UNSUPPORTED else status.value
+    text = "not supported for this variant" if status is Status.UNSUPPORTED else status.value
     return f"_{text}: {section.get('reason') or section.get('error')}_"
 
 
@@ -108,8 +104,7 @@ def _memory_md(entry: dict) -> list[str]:
 
 
 def profile_markdown(profiles: dict, where: str = "") -> str:
-    """Report sections for the ``profiles`` data of :func:`run_profiles` (or a skipped profile's reason);
-    ``where`` names its model and machine when a report has several."""
+    """The Markdown of the ``profiles`` data; ``where`` names its model and machine."""
     lines = [f"## Profile ({where + ', ' if where else ''}{profiles['precision']}, {profiles['device']})", ""]
     if profiles["status"] != Status.OK:
         return "\n".join(lines + [_not_ok(profiles), ""])

@@ -1,6 +1,5 @@
-"""The profile scenario: where one variant's time and memory go (layers, operators, memory, structure,
-a training step), once per run at the profile's precision; the sections themselves are
-:mod:`trtbench.profiling`'s, and :mod:`trtbench.scenarios.profile.report` presents them."""
+"""The profile scenario: where one variant's time and memory go, once per run at the profile's precision (the
+sections themselves: :mod:`trtbench.profiling`)."""
 
 from __future__ import annotations
 
@@ -22,45 +21,8 @@ from trtbench.scenarios.profile.report import layer_plots, profile_markdown
 
 
 @dataclass(frozen=True)
-class ProfileRequest:
-    """What to profile: the profile's settings, a build group's variants at its precision (``outcomes``:
-    name -> BuildOutcome), the ``points`` of ``settings.shapes`` found among the group's ``all_points``,
-    and their ``inputs`` by point label."""
-
-    settings: ProfileConfig
-    outcomes: dict
-    points: list
-    inputs: dict
-    all_points: list
-
-
-def profile_group(request: ProfileRequest, ctx, artifacts: dict[str, list[Path]]) -> dict:
-    """Profile ``request``'s variants at its points; a point label the run does not have (a batch sweep
-    names its points b<N>) is said in the result's warnings, not dropped silently."""
-    profile_cfg, outcomes, points = request.settings, request.outcomes, request.points
-    inputs, all_points = request.inputs, request.all_points
-    device, out_dir, progress = ctx.device, ctx.out_dir, ctx.progress
-    reason = unsupported_reason(profile_cfg.precision, device)
-    if reason:
-        return {"status": Status.SKIPPED, "reason": reason, "precision": profile_cfg.precision, "device": str(device)}
-    labels = [p.label for p in points]
-    missing = [label for label in profile_cfg.shapes if label not in labels]
-    chosen = [ProfiledVariant(name, outcomes[name].variant, outcomes[name].built, tuple(artifacts.get(name, ())))
-              for name in profile_cfg.variants if name in outcomes and outcomes[name].built is not None]
-    with progress.task(f"profile {profile_cfg.precision}", total=len(chosen) * len(labels)) as tick:
-        profiles, caught = capture_warnings(lambda: run_profiles(
-            dataclasses.replace(profile_cfg, shapes=labels), chosen, inputs, device, out_dir, tick),
-            [d for p in chosen for d in p.variant.deprecations])
-    if missing:
-        caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
-                  f"{', '.join(p.label for p in all_points)}: a batch sweep replaces min/opt/max)"] + list(caught)
-    profiles["warnings"] = caught
-    return profiles
-
-
-@dataclass(frozen=True)
 class ProfilePart:
-    """The run's profile (:func:`profile_group`'s data) of one model at the profile's precision."""
+    """The run's profile (:func:`profile_stage`'s data) of one model at the profile's precision."""
 
     KIND: ClassVar[str] = "profile"
     JOINS_RECORD: ClassVar[bool] = False
@@ -77,8 +39,7 @@ class ProfilePart:
         return (self.environment, self.model, self.precision)
 
     def to_dict(self) -> dict:
-        return {"environment": self.environment, "model": self.model, "precision": self.precision,
-                "data": self.data}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ProfilePart":
@@ -87,8 +48,7 @@ class ProfilePart:
 
 @register
 class Profile(Scenario):
-    """Where one variant's time and memory go, once per run, on the first build group at the profile's
-    precision; its settings are the config's ``profile:`` section (on when that section is)."""
+    """Where one variant's time and memory go, once per run; on when the config has ``profile:``."""
 
     name = "profile"
     parts = (ProfilePart,)
@@ -125,11 +85,25 @@ class Profile(Scenario):
 
 
 def profile_stage(ctx, built, settings: ProfileConfig, artifacts: dict[str, list[Path]]) -> dict:
-    """The run's profile on the built group at the profile's precision (its variants there, its inputs from
-    the group's copy at that precision), at the points ``settings.shapes`` names."""
-    group, precision = built.group, settings.precision
-    at_precision = {e.name: built.outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
-                    if group.slot_id(e.name, precision) in built.outcomes}
+    """The run's profile of the built group's variants at the profile's precision and shapes."""
+    group, precision, device = built.group, settings.precision, ctx.device
+    outcomes = {e.name: built.outcomes[group.slot_id(e.name, precision)] for e in group.entries_at(precision)
+                if group.slot_id(e.name, precision) in built.outcomes}
     points = [p for p in group.points if p.label in settings.shapes]
     inputs = {p.label: built.copies[precision].inputs[p.label] for p in points}
-    return profile_group(ProfileRequest(settings, at_precision, points, inputs, group.points), ctx, artifacts)
+    reason = unsupported_reason(precision, device)
+    if reason:
+        return {"status": Status.SKIPPED, "reason": reason, "precision": precision, "device": str(device)}
+    labels = [p.label for p in points]
+    missing = [label for label in settings.shapes if label not in labels]
+    chosen = [ProfiledVariant(name, outcomes[name].variant, outcomes[name].built, tuple(artifacts.get(name, ())))
+              for name in settings.variants if name in outcomes and outcomes[name].built is not None]
+    with ctx.progress.task(f"profile {precision}", total=len(chosen) * len(labels)) as tick:
+        profiles, caught = capture_warnings(lambda: run_profiles(
+            dataclasses.replace(settings, shapes=labels), chosen, inputs, device, ctx.out_dir, tick),
+            [d for p in chosen for d in p.variant.deprecations])
+    if missing:
+        caught = [f"profile.shapes {', '.join(missing)}: not profiled, this run has no such point (its points are "
+                  f"{', '.join(p.label for p in group.points)}: a batch sweep replaces min/opt/max)"] + list(caught)
+    profiles["warnings"] = caught
+    return profiles

@@ -1,13 +1,5 @@
-"""The serving scenario: serving under MLPerf LoadGen's Poisson load, of what the scenario listed before it made.
-
-Beside ``latency`` it serves each vision variant that the latency scenario timed ok and found accurate, by a pool
-of worker processes (:mod:`.vision.stage`), with the peak QPS whose latency percentile stays within a bound
-(:class:`~.vision.config.ServingConfig`; its section and recommendation: :mod:`.vision.report`). Beside
-``generate`` it serves each decoder whose generate rows are ok and accurate under LoadGen's token latencies
-(:mod:`.tokens.stage`), with the peak QPS whose TTFT and TPOT percentiles stay within their bounds
-(:class:`~.tokens.config.DecoderServingConfig`; :mod:`.tokens.report`). Users write ``serving:`` either way; which
-of the two a serving entry is (its :class:`ServingKind`) is settled once the scenarios before it are known
-(:meth:`Serving.placed`), and its settings are that kind's. This is the only module that sees both kinds.
+"""The serving scenario: serving under MLPerf LoadGen's Poisson load, of what the scenario listed before it made
+(latency's variants, or generate's decoders: its :class:`ServingKind`).
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/scenario.py.
 """
@@ -38,10 +30,7 @@ from trtbench.scenarios.serving.tokens.stage import serve_decoders, unserved_dec
 
 @dataclass(frozen=True)
 class ServingKind:
-    """What a serving entry serves, by the scenario listed before it (``beside``): its settings' class, the config
-    sections it reads, whether it serves decoders (a decoding config's), its entry as written, and its three steps:
-    ``check(settings, config, key)`` against the rest of the config, ``owes(config, group, done)`` and
-    ``serve(ctx, built)``, which yields its parts. Each kind's first entry serves every entry of that kind."""
+    """What a serving entry serves, by the scenario listed before it (``beside``), and its steps."""
 
     beside: str
     settings: type
@@ -87,8 +76,7 @@ class Serving(Scenario):
         return cls(written=(value, key))
 
     def placed(self, before: list[Scenario], key: str) -> "Serving":
-        """The entry as the kind of serving the nearest latency or generate scenario before it makes it; a key of the
-        other kind is refused, naming it and this kind's keys."""
+        """The entry as the kind of serving the nearest latency or generate scenario before it makes it."""
         kind = next((k for s in reversed(before) for k in KINDS if k.beside == s.name), None)
         if kind is None:
             raise UserInputError(key, "'serving' needs the 'latency' scenario before it (or 'generate', to serve "
@@ -121,9 +109,7 @@ class Serving(Scenario):
 
     @classmethod
     def check_merge(cls, sets, names: list[str]) -> None:
-        """Peaks found by different rules do not compare (:mod:`trtbench.scenarios.serving.loadgen.rule`): refused,
-        naming two inputs and their rules (or the one input whose peaks mix them), the vision and the LLM serving peaks
-        each apart."""
+        """Refuse inputs whose serving peaks were found by different rules, the vision and LLM peaks each apart."""
         for rules_of in (peak_rules, decoder_peak_rules):
             rules = [(name, rule) for results, name in zip(sets, names) for rule in sorted(rules_of(results))]
             for (first, rule), (name, other) in zip(rules, rules[1:]):

@@ -1,10 +1,4 @@
-"""Static batching's gathering, shared by the vision and the LLM servers: a dispatcher that took a first query
-from the queue waits for more until the batch is full or the window after the first query's arrival ends.
-
-The queue is a ``queue.Queue`` of issued queries, fed by LoadGen's issue callback, with ``None`` as the sentinel
-that tells a dispatcher to stop. Its waiting getters are served in the order they began to wait, so a query that
-arrives while another dispatcher idles goes to the one waiting longest, gathering or idle.
-"""
+"""Static batching's gathering, for the vision and the LLM servers, from a queue of issued queries (``None``: stop)."""
 
 from __future__ import annotations
 
@@ -14,9 +8,7 @@ from typing import Any
 
 
 def gather(pending: queue.Queue, first: Any, deadline_s: float, max_batch: int) -> tuple[list, bool]:
-    """``first`` and the queries taken from ``pending`` until ``max_batch`` of them or ``deadline_s``
-    (``time.perf_counter``) passes, whichever comes first (past the deadline: those already queued); and
-    whether the session is closing (a sentinel was taken)."""
+    """``first`` and the queries gathered from ``pending`` by ``deadline_s``, and whether it is closing."""
     batch = [first]
     while len(batch) < max_batch:
         remaining = deadline_s - time.perf_counter()

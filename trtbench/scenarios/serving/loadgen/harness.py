@@ -1,11 +1,5 @@
-"""One LoadGen Server run, for both kinds of serving: its ``TestSettings`` and ``LogSettings``, the SUT and query
-sample library constructed, the test started, both destroyed, and the logs kept.
-
-A kind brings its session (``open_session(lg)``: LoadGen's ``issue(samples)`` and ``flush()`` callbacks, and a
-``close()`` that stops it once LoadGen has every query back) and the load (:class:`ServerLoad`); the run's bound is
-one latency (vision) or LoadGen's token latencies, TTFT and TPOT (``use_token_latencies``). Both run with the trace
-off, and keep :data:`KEPT_LOGS`, the summary and the detail, in their folder: the (empty) accuracy log goes.
-"""
+"""One LoadGen Server run, for both kinds of serving: its settings, the SUT and sample library, the test, and the
+logs kept (:data:`KEPT_LOGS`); a kind brings its session and the load (:class:`ServerLoad`)."""
 
 from __future__ import annotations
 
@@ -22,8 +16,7 @@ KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 
 @dataclass(frozen=True)
 class Query:
-    """One query LoadGen issued: its id, its sample (an index into the library), when it was issued
-    (``time.perf_counter()``) and its place in issue order (the schedule's, from 0)."""
+    """One query LoadGen issued: its id, sample, issue time and place in issue order (from 0)."""
 
     id: int
     sample: int
@@ -33,9 +26,7 @@ class Query:
 
 @dataclass(frozen=True)
 class ServerLoad:
-    """What one run offers and how it is bounded: Poisson arrivals at ``qps`` from schedule ``seed``, LoadGen's
-    minimums, and the bound at ``percentile``: ``latency_ms`` (one query's latency) or ``token_ms`` (its TTFT and
-    TPOT, for LoadGen's token latencies)."""
+    """One run's load: Poisson arrivals at ``qps`` from ``seed``, and its bound(s) at ``percentile``."""
 
     qps: float
     percentile: float
@@ -84,9 +75,7 @@ def log_settings(lg, folder: Path):
 
 def run_loadgen(open_session: Callable[[Any], Session], samples: int, load: ServerLoad,
                 folder: Path) -> tuple[Session, LoadGenSummary]:
-    """One LoadGen Server run offering ``load`` to the session ``open_session(lg)`` makes, over a library of
-    ``samples`` samples (they live in the servers: LoadGen loads nothing); its logs in ``folder``, of which
-    :data:`KEPT_LOGS` stay. The session (closed however the run ends) and LoadGen's summary."""
+    """One LoadGen Server run offering ``load`` to ``open_session(lg)``: the session, and LoadGen's summary."""
     lg = importlib.import_module(LOADGEN_MODULE)
     folder.mkdir(parents=True, exist_ok=True)
     session = open_session(lg)

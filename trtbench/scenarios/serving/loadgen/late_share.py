@@ -16,8 +16,7 @@ from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 @dataclass(frozen=True)
 class SharePanel:
-    """One joint estimate as :func:`late_share_plot` draws it: its title, what late means (``ylabel``), its fitted
-    steps (the confirming run left out), the allowed late share, the peak and its interval."""
+    """One joint estimate as :func:`late_share_plot` draws it (the confirming run left out)."""
 
     title: str
     ylabel: str
@@ -36,9 +35,7 @@ def _wilson(late: int, queries: int) -> tuple[float, float]:
 
 
 def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
-    """Why each joint estimate's peak is where it is: the late share against the offered QPS, one panel per estimate,
-    with every step's share and its 90% interval (Wilson's, as if the queries were independent), the curve fitted to
-    them, the share the percentile allows and the estimate with its interval; None without a panel with steps."""
+    """The late share against the offered QPS, one panel per estimate; None without steps."""
     panels = [panel for panel in panels if panel.steps]
     if not panels:
         return None

@@ -1,13 +1,6 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
-steps.
-
-A step offers Poisson load at ``qps`` and sees, in issue order, which queries were *late* (over the bound; a lost
-query is late). The late share is fitted to every step together as a logistic curve in the log of the load; the peak
-is where it reaches what the percentile allows (``allowed``: 1% at p99). The interval is a bootstrap over repeats and
-blocks of :data:`BLOCK` queries, less the replicates' median bias. :func:`search_peak` brackets the peak by bisection,
-then places steps :data:`SPREAD` either side of the current crossing until the interval is within ``resolution`` or
-the budget, less the confirming run's share, is spent. Why each choice, and where the interval holds:
-docs/serving.md, "The joint estimate".
+steps: the late share fitted to every step as a logistic curve in the log of the load, the peak where it reaches the
+allowed share, the interval a block bootstrap less its median bias (docs/serving.md, "The joint estimate").
 """
 
 from __future__ import annotations
@@ -27,7 +20,6 @@ from trtbench.scenarios.serving.loadgen.search import Bracket
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
 REPLICATES = 400  # bootstrap replicates of an interval
 LEVEL = 0.9  # the interval's coverage
-# the normal quantile of a two-sided LEVEL interval: scipy's norm.ppf(0.95), without importing scipy.stats here
 Z_LEVEL = NormalDist().inv_cdf((1 + LEVEL) / 2)
 SPREAD = 0.04  # a step beside the estimate is this share below or above it
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
@@ -38,8 +30,7 @@ RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a search: the load offered, the repeat (LoadGen schedule) it replayed, and each query's late flag
-    in issue order; ``run``: what the caller's step returned (its LoadGen run)."""
+    """One step of a search: its load, repeat, each query's late flag in issue order, its ``run``."""
 
     qps: float
     repeat: int
@@ -57,8 +48,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Estimate:
-    """The load at which the fitted late share reaches the allowed share, and its 90% interval (nan where the steps
-    do not fix a crossing yet)."""
+    """The peak and its 90% interval (nan where the steps fix no crossing yet)."""
 
     qps: float
     low: float
@@ -80,9 +70,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """How a search runs: the allowed late share, the pool's ``capacity`` (no queue completes more), LoadGen's
-    minimums per step, the ``resolution`` that stops it and its :class:`Budget`; ``verdict_queries``: the queries
-    LoadGen's verdict needs to pass a run of a given late share (None where none do; without it, its minimums)."""
+    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run)."""
 
     allowed: float
     capacity: float
@@ -97,18 +85,15 @@ class SearchPlan:
         return max(self.min_queries, math.ceil(qps * self.min_duration_s))
 
     def confirm_queries(self, qps: float, share: float) -> Optional[int]:
-        """The queries of a confirming run at ``qps`` where the late share is expected to be ``share``: LoadGen's
-        minimums, or more where its verdict needs them (None where no run passes)."""
+        """The queries of a confirming run at ``qps`` at an expected late ``share`` (None where no run passes)."""
         needed = self.verdict_queries(share) if self.verdict_queries is not None else 0
         return None if needed is None else max(self.queries_at(qps), needed)
 
 
 @dataclass(frozen=True)
 class Search:
-    """A finished search: its steps in order, the estimate, why it stopped (``resolution`` or ``budget``), the
-    confirming run at the interval's low end (a :class:`Step`; None where the budget left none), and the queries and
-    seconds it took (the confirming run's included); ``expected``: the late share the fitted curve expects at the low
-    end, and the queries the confirming run needs there (None: no run passes)."""
+    """A finished search: why it stopped, its confirming run at the interval's low end (or None); ``expected``: the late
+    share expected there and the queries the confirming run needs (None: no run passes)."""
 
     steps: tuple[Step, ...]
     estimate: Estimate
@@ -119,19 +104,17 @@ class Search:
     expected: tuple[float, Optional[int]] = (math.nan, None)
 
 
-# run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made); queries: what the plan
-# asks of it (a LoadGen run decides its own count from its minimums)
+# run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made)
 RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
 
 
 def _fit(late: np.ndarray, queries: np.ndarray, log_qps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The logistic curve's (a, b) per row of ``late`` and ``queries`` (replicates x steps), by Newton's method from
-    the curve through the pooled share; ``log_qps`` centred by the caller."""
+    """The logistic curve's (a, b) per row of ``late`` and ``queries`` (replicates x steps)."""
     rows = late.shape[0]
     pooled = np.clip(late.sum(1) / np.maximum(queries.sum(1), 1), 1e-4, 1 - 1e-4)
     a, b = np.log(pooled / (1 - pooled)), np.full(rows, 5.0)
     for _ in range(NEWTON_STEPS):
-        share = 1 / (1 + np.exp(-(a[:, None] + b[:, None] * log_qps)))
+        share = _logistic(a[:, None], b[:, None], log_qps)
         residual, weight = late - queries * share, queries * share * (1 - share)
         g0, g1 = residual.sum(1), (residual * log_qps).sum(1)
         h00, h01, h11 = weight.sum(1) + RIDGE, (weight * log_qps).sum(1), (weight * log_qps ** 2).sum(1) + RIDGE
@@ -139,9 +122,14 @@ def _fit(late: np.ndarray, queries: np.ndarray, log_qps: np.ndarray) -> tuple[np
         da, db = (h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det
         scale = np.minimum(1.0, 5.0 / np.maximum(np.abs(da) + np.abs(db), 1e-12))  # damped: no overshoot to +-inf
         a, b = a + scale * da, b + scale * db
-        if np.all(np.abs(scale * da) + np.abs(scale * db) < 1e-9):  # converged (quadratically, in a few steps)
+        if np.all(np.abs(scale * da) + np.abs(scale * db) < 1e-9):
             break
     return a, b
+
+
+def _logistic(a, b, log_qps):
+    """The late share the curve ``(a, b)`` gives at ``log_qps`` (centred)."""
+    return 1 / (1 + np.exp(-(a + b * log_qps)))
 
 
 def _crossing(a: np.ndarray, b: np.ndarray, allowed: float, centre: float) -> np.ndarray:
@@ -152,8 +140,7 @@ def _crossing(a: np.ndarray, b: np.ndarray, allowed: float, centre: float) -> np
 
 
 def block_counts(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray]:
-    """Each step's late queries and queries per block of :data:`BLOCK` query indices (steps x blocks; a step
-    shorter than the longest has zeros beyond its queries)."""
+    """Each step's late queries and queries per block of :data:`BLOCK` query indices (steps x blocks)."""
     blocks = max(-(-s.queries // BLOCK) for s in steps)
     late, queries = np.zeros((len(steps), blocks)), np.zeros((len(steps), blocks))
     for i, step in enumerate(steps):
@@ -163,28 +150,24 @@ def block_counts(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray]:
     return late, queries
 
 
-def _curve(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Each step's late queries and queries per block (:func:`block_counts`), its log load less their mean, and
-    that mean."""
+def _centred(steps: Sequence[Step]) -> tuple[np.ndarray, float]:
+    """Each step's log load less their mean, and that mean."""
     log_qps = np.log([s.qps for s in steps])
-    late, queries = block_counts(steps)
-    return late, queries, log_qps - log_qps.mean(), float(log_qps.mean())
+    return log_qps - log_qps.mean(), float(log_qps.mean())
 
 
 def fit_curve(steps: Sequence[Step]) -> tuple[float, float, float]:
     """The logistic curve fitted to every step: ``(a, b, centre)``, the late share at ``qps`` being
     ``1 / (1 + exp(-(a + b (log(qps) - centre))))``."""
-    log_qps = np.log([s.qps for s in steps])
-    centre = float(log_qps.mean())
+    log_qps, centre = _centred(steps)
     late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
-    a, b = _fit(late[None], queries[None], (log_qps - centre)[None])
+    a, b = _fit(late[None], queries[None], log_qps[None])
     return float(a[0]), float(b[0]), centre
 
 
 def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]:
     """The load where the curve fitted to every step reaches ``allowed`` (nan where none), and the width over it of
-    the 90% interval were the queries independent (the fit's Fisher information): late queries come in bursts, so the
-    true interval is wider, and a search asks for the bootstrap's only once this one is narrow enough."""
+    the 90% interval were the queries independent (from the fit's Fisher information)."""
     steps = [s for s in steps if s.queries]
     if not any(s.late.any() for s in steps):
         return math.nan, math.inf
@@ -195,7 +178,7 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
     point = float(_crossing(a, b, allowed, centre)[0])
     if not math.isfinite(point):
         return point, math.inf
-    share = 1 / (1 + np.exp(-(a[0] + b[0] * log_qps)))
+    share = _logistic(a[0], b[0], log_qps)
     weight = queries * share * (1 - share)
     info = np.array([[weight.sum(), (weight * log_qps).sum()],
                      [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
@@ -210,8 +193,7 @@ def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]
 
 def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
     """Each bootstrap replicate's late queries and queries per step (replicates x steps): repeats drawn with
-    replacement, and within each drawn repeat blocks of query indices drawn with replacement, the same blocks at every
-    step of the repeat (the module docstring)."""
+    replacement, and within each one blocks of query indices, the same blocks at every step of the repeat."""
     late, queries = block_counts(steps)
     repeats = sorted({s.repeat for s in steps})
     index = np.array([repeats.index(s.repeat) for s in steps])
@@ -226,15 +208,14 @@ def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates
     return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
 
 
-def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
-             replicates: int = REPLICATES) -> Estimate:
-    """The peak from every step together, and its 90% interval by the block bootstrap of the module docstring."""
+def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator) -> Estimate:
+    """The peak from every step together, and its 90% interval by the block bootstrap."""
     steps = [s for s in steps if s.queries]
     point, _ = point_estimate(steps, allowed)
     if not math.isfinite(point):
         return Estimate(point, math.nan, math.nan)
-    _, _, log_qps, centre = _curve(steps)
-    boot_late, boot_queries = replicate_counts(steps, rng, replicates)
+    log_qps, centre = _centred(steps)
+    boot_late, boot_queries = replicate_counts(steps, rng, REPLICATES)
     crossings = _crossing(*_fit(boot_late, boot_queries, np.broadcast_to(log_qps, boot_late.shape)), allowed, centre)
     crossings = np.where(np.isnan(crossings), np.inf, crossings)  # no crossing: the curve never rose, a peak unbounded
     low, middle, high = np.quantile(crossings, [(1 - LEVEL) / 2, 0.5, (1 + LEVEL) / 2], method="inverted_cdf")
@@ -243,9 +224,7 @@ def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator,
 
 
 def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[Bracket]:
-    """The bisection's bracket while the peak is not bracketed yet (no step within the allowed share below one over
-    it): the highest load within it below the lowest over it (0 while none), and that lowest (the capacity while
-    none); None once bracketed."""
+    """The bisection's bracket while no step within the allowed share lies below one over it; None once one does."""
     over = [s.qps for s in steps if s.share > plan.allowed]
     under = [s.qps for s in steps if s.share <= plan.allowed]
     if min(under, default=math.inf) < max(over, default=0.0):
@@ -262,19 +241,16 @@ def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
     return (bracket or Bracket(0.0, plan.capacity)).qps
 
 
-def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
-                clock: Callable[[], float] = time.monotonic) -> Search:
-    """Steps placed and judged as the module docstring says, then the confirming run; ``run`` makes one step. The
-    bootstrap runs only where it may stop the search (enough late queries, and an interval narrow enough were they
-    independent), and once at the end."""
-    started, steps, used, point, stopped_by = clock(), [], 0, math.nan, "budget"
+def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Search:
+    """The steps ``run`` makes until the interval is within the resolution or the budget is spent."""
+    started, steps, used, point, stopped_by = time.monotonic(), [], 0, math.nan, "budget"
     current = Estimate(math.nan, math.nan, math.nan)
     while True:
         qps = _next_qps(steps, plan, point)
         # the confirming run's low end: the current interval's, or before one, SPREAD twice below the crossing
         low = current.low if math.isfinite(current.low) else point * (1 - 2 * SPREAD)
         need = plan.queries_at(qps) + _reserved(steps, plan, low)
-        over_time = plan.budget.seconds is not None and clock() - started + need / qps > plan.budget.seconds
+        over_time = plan.budget.seconds is not None and time.monotonic() - started + need / qps > plan.budget.seconds
         if used + need > plan.budget.queries or over_time:
             break
         late, made = run(qps, len(steps), plan.queries_at(qps))
@@ -285,7 +261,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
         if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
             bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
-            return _confirmed(run, plan, steps, bracketed, Spent(used, started, clock))
+            return _confirmed(run, plan, steps, bracketed, used, started)
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             current = estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
@@ -293,7 +269,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator,
                 break
     if stopped_by == "budget" and steps:
         current = estimate(steps, plan.allowed, rng)
-    return dataclasses.replace(_confirmed(run, plan, steps, current, Spent(used, started, clock)),
+    return dataclasses.replace(_confirmed(run, plan, steps, current, used, started),
                                stopped_by=stopped_by)
 
 
@@ -303,13 +279,11 @@ def expected_share(steps: Sequence[Step], qps: float) -> float:
     if not any(s.late.any() for s in steps):
         return 0.0
     a, b, centre = fit_curve(steps)
-    return float(1 / (1 + np.exp(-(a + b * (math.log(qps) - centre)))))
+    return float(_logistic(a, b, math.log(qps) - centre))
 
 
 def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
-    """The queries a search keeps back for its confirming run at ``low``: what LoadGen's verdict needs at the late
-    share expected there, at most :data:`CONFIRM_SHARE` of the budget (nan: no crossing yet, and LoadGen's minimums
-    at the capacity)."""
+    """The queries a search keeps back for its confirming run at ``low``."""
     if not (math.isfinite(low) and low > 0):
         return plan.queries_at(plan.capacity)
     needed = plan.confirm_queries(low, expected_share(steps, low))
@@ -317,19 +291,9 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
     return min(cap, needed) if needed is not None else plan.queries_at(low)
 
 
-@dataclass(frozen=True)
-class Spent:
-    """What a search has spent: the queries its steps used, and when it started on its clock."""
-
-    queries: int
-    started: float
-    clock: Callable[[], float]
-
-
-def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, spent: Spent) -> Search:
-    """The search with its confirming run at the interval's low end, of the queries LoadGen's verdict needs at the
-    late share expected there, where there is one and the budget has room for it."""
-    used, started, clock = spent.queries, spent.started, spent.clock
+def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
+               started: float) -> Search:
+    """The search, ``used`` queries since ``started``, with its confirming run where the budget allows."""
     confirm, expected = None, (math.nan, None)
     if current.low > 0:
         share = expected_share(steps, current.low)
@@ -338,7 +302,7 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
         late, made = run(current.low, len(steps), expected[1])
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
-    return Search(tuple(steps), current, "resolution", confirm, used, clock() - started, expected)
+    return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected)
 
 
 class StepFailed(Exception):
@@ -346,8 +310,7 @@ class StepFailed(Exception):
 
 
 def search_or_stop(run: RunStep, plan: SearchPlan, seed: int) -> Search | StepFailed:
-    """:func:`search_peak` over ``run``'s steps, seeded with ``seed``; or the :class:`StepFailed` a step raised, which
-    says why (the steps made are the caller's ``run``'s to keep)."""
+    """:func:`search_peak` over ``run``'s steps, seeded with ``seed``; or the :class:`StepFailed` a step raised."""
     try:
         return search_peak(run, plan, np.random.default_rng(seed))
     except StepFailed as failed:

@@ -9,18 +9,15 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
 from trtbench.scenarios.serving.loadgen.peak_estimate import Search
+from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
 
 
 @dataclass(frozen=True)
 class PeakInterval:
-    """What a joint estimate gives beside its peak (:mod:`.peak_estimate`): the 90% interval, why the
-    search stopped (``resolution``: the interval narrower than it; ``budget``: the queries or time spent), the queries
-    and seconds it took (the confirming run's included), and LoadGen's verdict on the confirming run at the interval's
-    low end with that run's late share (None: the budget left no room for it); ``confirm_needs``: the late share the
-    fitted curve expects at the low end and the queries LoadGen's early stopping needs to pass a run there (None: no
-    run passes), what the confirming run was sized from."""
+    """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, and
+    LoadGen's verdict on the confirming run (None: no room for it); ``confirm_needs``: the search's ``expected``."""
 
     low: float
     high: float
@@ -46,8 +43,7 @@ class PeakInterval:
 
     @property
     def confirm_text(self) -> str:
-        """LoadGen's verdict at the low end: ``VALID``, or ``INVALID (late share 1.3%)`` (with why, where the run saw
-        more late queries than it was sized for), or why no confirming run was made."""
+        """LoadGen's verdict at the low end, or why no confirming run was made."""
         if self.confirm_valid is None and self.confirm_needs is not None and math.isfinite(self.confirm_needs[0]):
             share, needed = self.confirm_needs
             if needed is None:
@@ -72,10 +68,7 @@ class PeakInterval:
 
 
 def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
-    """A joint estimate's peak and :class:`PeakInterval` from its finished search
-    (:class:`~trtbench.scenarios.serving.loadgen.peak_estimate.Search`), ``confirm_valid`` LoadGen's verdict on its
-    confirming run. Where the steps never fixed a crossing (the budget spent first), the peak is 0 and the interval 0 to
-    the capacity: it is not known."""
+    """A joint estimate's peak and :class:`PeakInterval` (0 in [0, capacity] without a crossing)."""
     estimate = search.estimate
     share = search.confirm.share if search.confirm is not None else None
     if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
@@ -85,11 +78,15 @@ def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]
 
 
 class RepeatedPeaks:
-    """Mixin of a serving result holding ``peaks``: per repeat, the highest offered QPS whose run passed (0 when none
-    did); empty for runs at a fixed rate, without a search."""
+    """Mixin of a serving result holding ``peaks``: per repeat, the highest load that passed."""
 
     peaks: tuple[float, ...]
     interval: Optional[PeakInterval]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
+    percentile: float  # the bounds apply to it (0.99: p99)
+
+    @property
+    def percentile_key(self) -> str:
+        return percentile_label(self.percentile * 100)
 
     @property
     def peak_qps(self) -> Optional[float]:
@@ -105,8 +102,9 @@ class RepeatedPeaks:
 
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],
                         completed_qps: Callable[[Run], float]) -> Optional[Run]:
-        """The run that ``passed`` at the highest offered QPS in the repeat whose peak is the median; without a
-        search, the run whose completed rate is the median. Each run has ``repeat`` and ``offered_qps``."""
+        """The run that stands for the peak: the median repeat's highest that ``passed``, or its confirming run."""
+        if self.interval is not None:
+            return next((r for r in runs if r.confirm), None)
         if not runs:
             return None
         if not self.peaks:

@@ -1,11 +1,5 @@
-"""The peak search's bracket: bisection over the offered QPS for the highest load whose run passes.
-
-It starts at [0, capacity] (no queue completes more than the pool's capacity). Each step offers the
-middle of the bracket: a run that passes raises its low end, one that fails lowers its high end. The
-search stops once the bracket is within ``resolution`` of its low end (the highest load that passed:
-the peak), or after ``max_steps`` runs. From [0, capacity], a peak at a share ``s`` of the capacity is
-resolved to 2% in ``log2(1 / (0.02 s))`` steps: 7 at a third to four fifths of it.
-"""
+"""The peak search's bracket: bisection over the offered QPS, from [0, capacity], for the highest load whose run
+passes (docs/serving.md, "Bisection")."""
 
 from __future__ import annotations
 
@@ -15,8 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Bracket:
-    """The highest load that passed (``lo``, 0 while none has), the lowest that failed (``hi``, the capacity
-    until one has), and the steps run."""
+    """The highest load that passed (``lo``), the lowest that failed (``hi``), and the steps run."""
 
     lo: float
     hi: float

@@ -20,39 +20,25 @@ INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, 
 
 @dataclass(frozen=True)
 class BatchingConfig:
-    """Dynamic batching: queued queries are gathered until ``max_batch`` of them or ``window_ms`` after
-    the first, whichever comes first, and run as one call at that batch size."""
+    """Dynamic batching: up to ``max_batch`` queued queries within ``window_ms`` as one call."""
 
     max_batch: int = 4
     window_ms: float = 2.0
 
     def validate(self, path: str) -> None:
-        for name in ("max_batch", "window_ms"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("max_batch", "window_ms"), path)
 
 
 @dataclass(frozen=True)
 class LoadSettings:
-    """What both kinds of ``serving`` entry share: Poisson arrivals at a fixed rate or the peak found by a search
-    (``find_peak``), judged at ``percentile``; served by each count of ``workers``, optionally ``batching``; LoadGen's
-    minimums per run; the search's ``resolution`` and ``search_steps``; ``repeats`` and the schedule ``seed``.
-
-    ``validity: estimate`` (the default) searches the peak by the joint estimate
-    (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`) within ``search_queries`` (and ``search_minutes``);
-    ``bound`` bisects, each step judged by the late share's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`).
-
-    ``min_queries`` defaults, for a step of a joint estimate, to 500; for a bisection's, to the queries that resolve the
-    peak (:func:`~trtbench.scenarios.serving.loadgen.rule.resolving_queries`: 7227 at p99 and 0.9) and, at a fixed rate,
-    to the fewest with which a run can pass (:func:`~trtbench.scenarios.serving.loadgen.rule.least_queries`: 230); a
-    search with fewer than those fewest is refused, as none of its steps could pass.
-    """
+    """What both kinds of ``serving`` entry share: the load, its percentile, the workers, the limits."""
 
     percentile: float = 0.99
     find_peak: bool = False
     workers: list[int] = field(default_factory=lambda: [1])
     batching: Optional[BatchingConfig] = None
     min_duration_s: float = 10.0
-    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see above
+    min_queries: Optional[int] = None  # LoadGen's min query count per run; default: see queries
     confidence: float = 0.9  # of the late share's upper bound (LoadGen's early stopping: 0.99)
     repeats: int = 3  # peak searches (or runs at a fixed rate); the spread is reported
     resolution: float = 0.02  # a search stops once the peak is bracketed within this share of itself
@@ -63,16 +49,13 @@ class LoadSettings:
     search_minutes: Optional[float] = None  # validity: estimate: and the minutes it may take (None: no limit)
     validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
-    def validate_load(self, path: str, rate: str, by_bound: bool = True) -> None:
-        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the key of the fixed rate, of which
-        exactly one with ``find_peak`` is given; ``by_bound``: runs are judged by the late share's bound, so a
-        search needs its fewest queries."""
+    def validate_load(self, path: str, rate: str, by_bound: bool) -> None:
+        """Exit 2 naming the key where the shared settings are wrong; ``rate``: the fixed rate's key."""
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
                                  f"write e.g. find_peak: true (search the peak QPS) or {rate}: 50")
-        for name in (rate, "min_duration_s", "min_queries", "repeats", "search_steps", "query_timeout_s",
-                     "search_queries", "search_minutes"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, (rate, "min_duration_s", "min_queries", "repeats", "search_steps",
+                                              "query_timeout_s", "search_queries", "search_minutes"), path)
         if self.estimates and self.search_queries < 2 * self.queries:
             raise UserInputError(schema.join(path, "search_queries"),
                                  f"{self.search_queries} queries cannot hold a step and its confirming run of "
@@ -103,10 +86,7 @@ class LoadSettings:
         require_loadgen(path)
 
     def search_plan(self, capacity: float) -> SearchPlan:
-        """The joint estimate's plan (:func:`.peak_estimate.search_peak`) for these settings, from
-        [0, ``capacity``] QPS: the late share the percentile allows, each step's minimums, the resolution and the
-        search's budget of queries (and minutes), and the queries LoadGen's early stopping needs to pass the confirming
-        run (:func:`~trtbench.scenarios.serving.loadgen.rule.early_stopping_queries`)."""
+        """The joint estimate's plan for these settings, from [0, ``capacity``] QPS."""
         return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
                           Budget(self.search_queries, self.search_minutes and self.search_minutes * 60),
                           functools.partial(early_stopping_queries, percentile=self.percentile))
@@ -118,8 +98,7 @@ class LoadSettings:
 
     @property
     def queries(self) -> int:
-        """LoadGen's min query count per run: ``min_queries``, or its default (see the class docstring; a step of
-        a joint estimate: 500)."""
+        """LoadGen's min query count per run: ``min_queries``, or its default for the kind of run."""
         if self.min_queries is not None:
             return self.min_queries
         if self.estimates:
@@ -128,10 +107,8 @@ class LoadSettings:
         return rule(self.percentile, self.confidence)
 
 
-
 def require_loadgen(path: str) -> None:
     """Exit 2 naming the extra when MLPerf LoadGen cannot be imported."""
     if importlib.util.find_spec(LOADGEN_MODULE) is None:
         raise UserInputError(path, f"serving scenarios need MLPerf LoadGen ('{LOADGEN_MODULE}'), which is not "
-                             "installed",
-                             INSTALL_HINT)
+                             "installed", INSTALL_HINT)

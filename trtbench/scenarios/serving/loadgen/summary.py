@@ -1,9 +1,9 @@
-"""LoadGen's ``mlperf_log_summary.txt``, parsed: the verdict, its constraints, rates and latency percentiles,
-and with token latencies (``TestSettings.use_token_latencies``) the first-token (TTFT) and time-per-output-token
-(TPOT) percentiles and the completed tokens per second."""
+"""LoadGen's ``mlperf_log_summary.txt``, parsed: the verdict, its constraints, rates and latency percentiles (with
+token latencies, TTFT and TPOT too)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +46,7 @@ class LoadGenSummary:
                 and self.constraints.get("Min queries satisfied", False))
 
     def to_dict(self) -> dict:
-        return {"valid": self.valid, "scheduled_qps": self.scheduled_qps, "completed_qps": self.completed_qps,
-                "latency_ms": dict(self.latency_ms), "constraints": dict(self.constraints),
-                "ttft_ms": dict(self.ttft_ms), "tpot_ms": dict(self.tpot_ms),
-                "completed_tokens_per_s": self.completed_tokens_per_s}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoadGenSummary":

@@ -1,17 +1,5 @@
-"""The settings of a ``serving`` entry beside a generate scenario: LLM serving under LoadGen's token latencies
-(:mod:`trtbench.scenarios.serving.tokens.stage`), e.g. ``{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true,
-workers: [1]}}``.
-
-A query is one sequence: QPS, TTFT and TPOT count sequences, also when a worker serves a static batch of them, or
-runs them in a continuous batch (``batching``, :class:`DecoderBatching`). Without ``lengths``, a query has the
-prompt_tokens and new_tokens of one of generate's points with batch 1, and each such point is served; with
-``lengths`` (:class:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths`), each query draws its lengths from that
-seeded spec, served once per decoder, at the first of those points. A query is late when its TTFT
-is over ``ttft_ms`` or its TPOT over ``tpot_ms``. The peak is the joint estimate from every step's late queries
-(``validity: estimate``, the default; :mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), or with ``validity:
-bound`` a bisection whose runs pass by :mod:`trtbench.scenarios.serving.loadgen.rule`'s one-sided bound on the late
-share at ``percentile`` and ``confidence``, as the vision server's do
-(:class:`~trtbench.scenarios.serving.vision.config.ServingConfig`). """
+"""The settings of a ``serving`` entry beside generate: LLM serving under LoadGen's token latencies (docs/serving.md,
+"LLM serving under token latencies")."""
 
 from __future__ import annotations
 
@@ -33,12 +21,8 @@ TOKEN_VALIDITY_RULES = ("estimate", "bound")  # LoadGen's verdict (the vision se
 
 @dataclass(frozen=True)
 class DecoderBatching:
-    """How a worker batches its queries. ``static``: its dispatcher gathers up to ``max_batch`` queued queries within
-    ``window_ms`` of the first one's arrival and serves them as one request
-    (:mod:`trtbench.scenarios.serving.loadgen.batch_window`, as the vision serving does). ``continuous``: each query
-    joins the worker's continuous-batching engine the moment it arrives, with up to ``max_batch`` sequences in flight,
-    and leaves it at its last token (decoders whose ``Decoder`` declares ``continuous_batching``; the others' results
-    are skipped, naming those that have it)."""
+    """How a worker batches its queries: ``static`` (gathered within ``window_ms``, served as one request) or
+    ``continuous`` (each joins the worker's engine as it arrives), up to ``max_batch`` at once."""
 
     mode: str = "static"
     max_batch: int = 4
@@ -46,8 +30,7 @@ class DecoderBatching:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.mode, BATCHING_MODES, schema.join(path, "mode"))
-        for name in ("max_batch", "window_ms"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("max_batch", "window_ms"), path)
         if self.mode == "continuous" and self.window_ms is not None:
             raise UserInputError(schema.join(path, "window_ms"), "is static batching's gathering window, and "
                                  "continuous batching gathers nothing: each query joins the running batch as it "
@@ -70,12 +53,7 @@ class DecoderBatching:
 
 @dataclass(frozen=True)
 class DecoderServingConfig(LoadSettings):
-    """LoadGen's Server scenario with token latencies over generate's decoders: Poisson arrivals at ``qps``, or the
-    peak QPS found by a search (``find_peak``), valid while the ``percentile`` TTFT stays within ``ttft_ms`` and the
-    ``percentile`` TPOT within ``tpot_ms`` (the rest, ``min_queries``' default included:
-    :class:`~trtbench.scenarios.serving.loadgen.settings.LoadSettings`). Each worker serves one request at a time, a
-    static batch of queries gathered within a window, or a continuous batch (``batching``: :class:`DecoderBatching`).
-    """
+    """LoadGen's Server scenario with token latencies over generate's decoders, and its bounds."""
 
     batching: Optional[DecoderBatching] = None
     ttft_ms: Optional[float] = None  # the bound on time to first token, in ms, at ``percentile``
@@ -120,8 +98,7 @@ class DecoderServingConfig(LoadSettings):
         return self.lengths if self.lengths is not None else QueryLengths.fixed(point.prompt_tokens, point.new_tokens)
 
     def check_against_generate(self, config: Any, path: str) -> None:
-        """Some generate entry must have a point at batch 1: a query is one sequence, served at those points; the
-        longest sequence ``lengths`` can draw must fit every model's positions (generate checks its own points)."""
+        """Generate must have a point at batch 1, and ``lengths`` must fit every model's positions."""
         generate = [(i, s) for i, s in enumerate(config.scenarios) if s.name == "generate"]
         if not any(SERVED_BATCH in s.settings.batch for _, s in generate):
             where = f"scenarios[{generate[0][0]}].generate.batch" if generate else "scenarios"

@@ -1,12 +1,5 @@
-"""The lengths an LLM server's queries ask for: each query's prompt tokens and new tokens, drawn from a seeded
-distribution, besides fixed lengths.
-
-LoadGen's query sample library holds ``samples`` samples, each a (prompt_tokens, new_tokens) pair drawn with
-``seed`` (:meth:`QueryLengths.draw`); LoadGen picks a sample for each query, and the server serves that length.
-Each length is given as one value, a list (each query draws one of them, uniformly), or a named distribution with
-its parameters (:class:`LengthDistribution`). A worker warms up a request for every distinct length it may serve,
-so the draws keep few distinct values: a named distribution's draws are rounded to a multiple of its ``step``, and
-a length has at most :data:`MOST_DISTINCT` values. In a config (the ``lengths:`` key of a serving entry)::
+"""The lengths an LLM server's queries ask for, fixed or drawn with a seed from a list or a named distribution, at
+most :data:`MOST_DISTINCT` values a length. In a config (the ``lengths:`` key of a serving entry)::
 
     lengths: {prompt_tokens: [32, 64, 128],
               new_tokens: {distribution: lognormal, median: 32, sigma: 0.6, low: 8, high: 128, step: 8},
@@ -32,9 +25,8 @@ LEAST = {"prompt_tokens": 1, "new_tokens": 2}  # LoadGen's TPOT needs two tokens
 
 @dataclass(frozen=True)
 class LengthDistribution:
-    """A named distribution of one length: ``uniform`` over the multiples of ``step`` from ``low`` to ``high``, or
-    ``lognormal`` (``median`` and ``sigma``, the standard deviation of its log), rounded to the nearest of those
-    and kept within [``low``, ``high``]."""
+    """A named distribution of one length over the multiples of ``step`` from ``low`` to ``high``: ``uniform``, or
+    ``lognormal`` (``median``, and ``sigma`` of its log) rounded to the nearest of them."""
 
     distribution: str
     low: int
@@ -45,8 +37,7 @@ class LengthDistribution:
 
     def validate(self, path: str) -> None:
         schema.require_choice(self.distribution, DISTRIBUTIONS, schema.join(path, "distribution"))
-        for name in ("low", "high", "step", "median", "sigma"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("low", "high", "step", "median", "sigma"), path)
         if self.high < self.low:
             raise UserInputError(schema.join(path, "high"), f"is below low ({self.high} < {self.low})",
                                  "give high >= low")
@@ -81,8 +72,7 @@ Length = Union[tuple[int, ...], LengthDistribution]  # the values a query draws 
 
 @dataclass(frozen=True)
 class QueryLengths:
-    """Each query's (prompt_tokens, new_tokens): ``samples`` pairs drawn with ``seed``, each length from its own
-    :data:`Length` (a config gives one value, a list or a :class:`LengthDistribution` mapping)."""
+    """Each query's (prompt_tokens, new_tokens): ``samples`` pairs drawn with ``seed``."""
 
     prompt_tokens: Any
     new_tokens: Any

@@ -1,7 +1,6 @@
 """An LLM server's worker requests: ``stream``, one generation request whose steps are announced as they exist, and
-``admit``, a query joining the worker's continuous-batching engine; the handlers, run in the worker
-(:mod:`trtbench.workers.handlers`), and the parent's side. Only the worker layer and the layers below it are imported
-here: the worker loads this file on its own."""
+``admit``, a query joining the worker's continuous-batching engine; the handlers and the parent's side. The worker
+loads this file on its own: it imports only the worker layer and those below it."""
 
 from __future__ import annotations
 
@@ -14,9 +13,7 @@ from trtbench.workers.loop import Worker
 
 @handles("stream")
 def _stream(hosted: Hosted, message: tuple) -> tuple:
-    """``("stream", label, marks)``: the request at ``label``, sending ``("step", k)`` the moment its k-th step
-    exists, for each k in ``marks``; the reply, its token stamps (``time.perf_counter``: one clock for every
-    process)."""
+    """``("stream", label, marks)``: the request at ``label``, its steps in ``marks`` announced; its stamps."""
     _, label, marks = message
     conn = hosted.conn
     with torch.inference_mode():
@@ -26,34 +23,26 @@ def _stream(hosted: Hosted, message: tuple) -> tuple:
 
 @handles("admit")
 def _admit(hosted: Hosted, message: tuple) -> None:
-    """``("admit", key, label)``: the query ``key`` joins the engine, which runs until no query is left in it,
-    admitting those that arrive meanwhile, and answers ``("first", key)`` and ``("done", key, stamps)`` as they
-    happen (:func:`trtbench.measure.engine_timing.serve_engine`)."""
+    """``("admit", key, label)``: the query ``key`` joins the engine."""
     with torch.inference_mode():
         hosted.calls[ENGINE](message, hosted.conn)
 
 
 def send_stream(worker: Worker, label: str, marks: frozenset[int]) -> None:
-    """Ask ``worker`` (a decoder's) for one generation request at ``label``; :func:`stream_reply` waits for the
-    moments its step counts in ``marks`` exist (its first token: 1), then for its end."""
+    """Ask ``worker`` for one generation request at ``label``, announcing its steps in ``marks``."""
     worker.send(("stream", label, marks))
 
 
 def stream_reply(worker: Worker, timeout_s: float) -> tuple:
-    """The next answer to a stream: ``("step", k)`` (its k-th step exists, k one of the marks) or
-    ``("streamed", token stamps)``; a worker silent for ``timeout_s`` is killed
-    (:class:`~trtbench.workers.loop.WorkerError`)."""
+    """The next answer to a stream; a worker silent for ``timeout_s`` is killed."""
     return worker.answer("stream", timeout_s, "a request")
 
 
 def send_admit(worker: Worker, key: int, label: str) -> None:
-    """Admit one query, ``key``, asking for the request at ``label``, into ``worker``'s continuous-batching engine;
-    :func:`engine_reply` gives the engine's answers, of every query admitted."""
+    """Admit query ``key``, asking for the request at ``label``, into ``worker``'s continuous-batching engine."""
     worker.send(("admit", key, label))
 
 
 def engine_reply(worker: Worker) -> tuple:
-    """The engine's next answer, waited for without a limit (the caller times each query): ``("first", key)``,
-    ``("done", key, token stamps)`` or ``("error", traceback)`` (its engine failed, the worker lives on); a worker
-    that died is a :class:`~trtbench.workers.loop.WorkerError`."""
+    """The engine's next answer (``first``, ``done`` or ``error``), waited for without a limit."""
     return worker.take("serve queries")

@@ -1,13 +1,5 @@
-"""An LLM server's pool: one worker process per server, each hosting a generate decoder
-(:class:`~trtbench.building.decoder_recipe.DecoderRecipe`) and serving one request at a time (one query, or a static
-batch of them), or hosting its continuous-batching engine (the recipe's ``engine_batch``). A request streams back
-(:func:`.messages.send_stream`): a message the moment its first step exists, and one the moment each member's last
-step exists, so that the parent reports them to LoadGen then, and its step stamps at the end (``time.perf_counter``:
-one clock for every process of the machine).
-
-The worker's recipe carries a request for every batch size and every pair of lengths a request can take
-(:func:`serving_requests`): a batch of mixed lengths pads to its longest prompt and generates the most new tokens
-its members ask for (:func:`request_label`).
+"""An LLM server's pool: one worker process per server, each hosting a generate decoder (or its continuous-batching
+engine), a request streaming its steps back as they exist.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/pool.py.
 """
@@ -38,9 +30,7 @@ def request_label(batch: int, prompt_tokens: int, new_tokens: int) -> str:
 
 
 def serving_requests(lengths: QueryLengths, max_batch: int, vocab: int, seed: int = 0) -> dict[str, tuple]:
-    """The requests of a server's recipe (``DecoderRecipe.requests``): one per batch size up to ``max_batch`` and
-    per pair of the lengths' distinct prompt and new-token counts, its prompt token ids drawn with ``seed``
-    from the vocabulary past the special tokens (the same rows, cut to each length)."""
+    """The requests of a server's recipe: one per batch size and pair of lengths, prompts seeded."""
     prompts, news = lengths.values("prompt_tokens"), lengths.values("new_tokens")
     ids = np.random.default_rng(seed).integers(min(3, vocab - 1), vocab, size=(max_batch, max(prompts)), dtype=np.int64)
     return {request_label(batch, prompt, new): (ids[:batch, :prompt], new)
@@ -48,8 +38,7 @@ def serving_requests(lengths: QueryLengths, max_batch: int, vocab: int, seed: in
 
 
 def worker_server(worker: Worker, timeout_s: float) -> Serve:
-    """A server of :mod:`trtbench.scenarios.serving.tokens.run` that sends each request to ``worker``: the request of
-    its batch size at its longest prompt and most new tokens."""
+    """A server that sends each request to ``worker``, at its longest prompt and most new tokens."""
 
     def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
         marks = frozenset({1, *(new for _, new in lengths)})
@@ -72,8 +61,7 @@ class EngineClient:
         threading.Thread(target=self._read, daemon=True).start()
 
     def serve(self, lengths: Sequence[tuple[int, int]], reached: Callable[[int], None]) -> Sequence[float]:
-        """One query (``lengths`` holds its one (prompt_tokens, new_tokens)) through the engine: ``reached(1)`` at its
-        first token, ``reached(new_tokens)`` at its last; its token stamps."""
+        """One query (``lengths`` holds its one pair) through the engine; its token stamps."""
         (prompt_tokens, new_tokens), = lengths
         answers: queue.Queue = queue.Queue()
         try:
@@ -102,8 +90,7 @@ class EngineClient:
         return answer
 
     def _read(self) -> None:
-        """Route each answer to its query; an engine's error fails every query in flight, and so does a worker that
-        died (which ends the reading)."""
+        """Route each answer to its query; an engine's error, or the worker's death, fails every query in flight."""
         while True:
             try:
                 answer = engine_reply(self.worker)
@@ -125,8 +112,7 @@ class EngineClient:
 
 
 class DecoderPool:
-    """``count`` workers serving ``recipe`` (each builds into a folder of its own under the recipe's ``out_dir``),
-    started with ``knobs`` and the recipe's threads, each bound to cores of its own where the knobs bind."""
+    """``count`` workers serving ``recipe``, each building into a folder of its own, started with ``knobs``."""
 
     def __init__(self, recipe: DecoderRecipe, count: int, timeout_s: float, log_dir: Optional[Path] = None,
                  knobs: Knobs = Knobs()):
@@ -142,8 +128,7 @@ class DecoderPool:
             raise WorkerError("; ".join(str(err) for err in errors.values()))
 
     def servers(self, timeout_s: float) -> list[Serve]:
-        """One server per worker, or ``engine_batch`` per worker's engine, each query answered within ``timeout_s``
-        or the worker killed."""
+        """One server per worker, or ``engine_batch`` per worker's engine."""
         if not self.engine_batch:
             return [worker_server(worker, timeout_s) for worker in self.workers]
         clients = [EngineClient(worker, timeout_s) for worker in self.workers]

@@ -1,8 +1,5 @@
-"""The LLM serving section of a report: a table of each decoder slot's peak QPS at each point under its TTFT and TPOT
-bounds, with its throughput, its queries' TTFT/TPOT/ITL percentiles, goodput and LoadGen's own figures at the peak;
-a plot of the TTFT and TPOT percentiles against the offered QPS with both bounds drawn; and the recommendation under
-load: per environment, model, point and bounds, the accurate slot with the highest peak QPS (a pure function of the
-results, so a merge recomputes it)."""
+"""The LLM serving section of a report: a table of each decoder slot's peak QPS under its TTFT and TPOT bounds, a plot
+of both percentiles against the offered QPS, and the recommendation under load (a pure function of the results)."""
 
 from __future__ import annotations
 
@@ -28,22 +25,21 @@ COLUMNS = ("model", "point", "variant", "precision", "workers x threads", "bound
            "LoadGen TTFT / TPOT pB ms", "LoadGen verdict", "peak rule", "steps: offered QPS pass|FAIL (late/queries)",
            "status", "LoadGen logs")
 DEFINITIONS = (
-    "A query is one sequence: at a generate point with batch 1 (its prompt and new tokens), or drawn from the "
-    "entry's `lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, a static "
-    "batch of them gathered within a window, or a continuous batch that each query joins as it arrives (batching: "
-    "its mode); QPS, TTFT and TPOT count sequences. LoadGen issues "
-    "queries as Poisson arrivals at each offered QPS, with token latencies (`use_token_latencies`, the first token "
-    "reported through `FirstTokenComplete`, `n_tokens` at completion). "
-    "TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: the gaps "
-    "between consecutive tokens; all from the queries' own token stamps. A query is late when its TTFT or its TPOT "
-    "is over its bound; goodput is the share that is not. Peak rule `joint-estimate/1 at 90%`: the peak is the load "
-    "at which the late share fitted to every step reaches the share the percentile allows [its 90% interval], with "
-    "the queries and minutes the search took, why it stopped and LoadGen's verdict on a confirming run at the "
+    "A query is one sequence: at a generate point with batch 1 (its prompt and new tokens), or drawn from the entry's "
+    "`lengths` (p: prompt tokens, n: new tokens); a worker process serves one query at a time, a static batch of them "
+    "gathered within a window, or a continuous batch that each query joins as it arrives (batching: its mode); QPS, "
+    "TTFT and TPOT count sequences. LoadGen issues queries as Poisson arrivals at each offered QPS, with token "
+    "latencies (`use_token_latencies`, the first token reported through `FirstTokenComplete`, `n_tokens` at "
+    "completion). TTFT: a query's issue to its first token, queueing included; TPOT: (E2E - TTFT) / (tokens - 1); ITL: "
+    "the gaps between consecutive tokens; all from the queries' own token stamps. A query is late when its TTFT or its "
+    "TPOT is over its bound; goodput is the share that is not. Peak rule `joint-estimate/1 at 90%`: the peak is the "
+    "load at which the late share fitted to every step reaches the share the percentile allows [its 90% interval], "
+    "with the queries and minutes the search took, why it stopped and LoadGen's verdict on a confirming run at the "
     "interval's low end (the figures are that run's). Peak rule `late-share-bound/1 at C`: a step passes when the "
-    "one-sided upper bound at confidence C on the late share is within the share the percentile allows, with "
-    "LoadGen's minimum duration and queries met; the peak is the median over the searches of the highest offered "
-    "QPS that passed [lowest-highest], the figures those of the step at the peak (at a fixed qps, its run); a step "
-    "is marked pass or FAIL by that bound under either rule. LoadGen's verdict also asks its own "
+    "one-sided upper bound at confidence C on the late share is within the share the percentile allows, with LoadGen's "
+    "minimum duration and queries met; the peak is the median over the searches of the highest offered QPS that passed "
+    "[lowest-highest], the figures those of the step at the peak (at a fixed qps, its run); a step is marked pass or "
+    "FAIL by that bound under either rule. LoadGen's verdict also asks its own "
     "early stopping (at 0.99) and its percentiles, from its schedule.")
 
 
@@ -113,8 +109,7 @@ def _series_name(part: ServedDecoder, result: DecoderServingResult, several_mode
 
 
 def decoder_share_panels(results) -> list[SharePanel]:
-    """A late-share panel (:func:`~trtbench.scenarios.serving.loadgen.late_share.late_share_plot`) per result whose peak
-    is a joint estimate."""
+    """A late-share panel per result whose peak is a joint estimate."""
     return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}",
                        f"late share (over {result.bounds_text})",
                        tuple(Step(step.offered_qps, step.repeat,
@@ -125,9 +120,7 @@ def decoder_share_panels(results) -> list[SharePanel]:
 
 
 def decoder_serving_plot(results, file_name: str) -> Optional[Plot]:
-    """TTFT (left) and TPOT (right) at the bounds' percentile, from the queries' own stamps, against offered QPS: a line
-    per slot, point and worker count through the median over repeats at each offered QPS (each step a dot), each
-    bound drawn as a dashed line; None when nothing was served."""
+    """TTFT and TPOT at the bounds' percentile against offered QPS; None when nothing was served."""
     pairs = [(part, result) for part, result in served_decoders(results) if any(s.queries for s in result.steps)]
     if not pairs:
         return None
@@ -142,8 +135,7 @@ def decoder_serving_plot(results, file_name: str) -> Optional[Plot]:
                 if step.queries:
                     at.setdefault(round(step.offered_qps, 3), []).append(step.percentile_ms(metric, result.percentile))
             qps = sorted(at)
-            line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3,
-                            label=name)
+            line, = ax.plot(qps, [statistics.median(at[q]) for q in qps], marker=marker(rank), markersize=3, label=name)
             ax.scatter([q for q in qps for _ in at[q]], [ms for q in qps for ms in at[q]], s=8, alpha=0.4,
                        color=line.get_color())
     for metric, ax in axes.items():
@@ -165,9 +157,7 @@ def _accurate(results, part: ServedDecoder) -> bool:
 
 
 def recommend_decoder_serving(results) -> list[dict]:
-    """Per environment, model, threads, point and bounds with peak searches (first-seen order): the accurate slot,
-    worker count and batching whose peak QPS is the highest (ties to fewer workers), None where no load passed (a
-    skipped result is no candidate)."""
+    """Per environment, model, threads, point and bounds: the accurate result with the highest peak."""
     groups: dict[tuple, list[tuple[ServedDecoder, DecoderServingResult]]] = {}
     for part, result in served_decoders(results):
         if result.peaks or result.status is Status.FAILED:
@@ -205,8 +195,7 @@ def recommendation_text(entry: dict, environments: dict) -> str:
 
 
 def decoder_serving_section(results) -> Optional[ReportSection]:
-    """The section: its Markdown (table, plots, recommendation), its plots and its results.json entries; None without
-    LLM serving."""
+    """The section; None without LLM serving."""
     plots = [plot for plot in (decoder_serving_plot(results, "decoder_serving.png"),
                                late_share_plot(decoder_share_panels(results), "decoder_serving_late_share.png"))
              if plot is not None]

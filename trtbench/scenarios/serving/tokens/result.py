@@ -1,7 +1,6 @@
-"""What LLM serving (a ``serving`` entry beside generate) produced: one LoadGen run with token latencies
-(:class:`DecoderStep`), a decoder served at one point by one worker count under one serving entry
-(:class:`DecoderServingResult`), and a decoder slot's results at one point (:class:`ServedDecoder`): a part keyed
-as the generate row it serves, journaled, resumed and merged as every part is."""
+"""What LLM serving produced: one LoadGen run with token latencies (:class:`DecoderStep`), a decoder served by one
+worker count under one entry (:class:`DecoderServingResult`), and a slot's results at one point (:class:`ServedDecoder`,
+a part keyed as the generate row it serves)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from typing import ClassVar, Optional
 from trtbench.core import schema
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
-from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.generate import DecoderPoint
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
@@ -22,10 +21,7 @@ ROUNDING = 4  # decimals kept of a query's ms
 
 @dataclass(frozen=True)
 class DecoderStep:
-    """One LoadGen run at ``offered_qps``: LoadGen's summary (its TTFT/TPOT percentiles and verdict), and what the
-    queries' own token stamps gave: each query's TTFT and TPOT (ms), the ITL percentiles over every gap, the late
-    queries (over either bound), whether the run passed the scenario's rule, the request and output-token rates;
-    ``error``: why a worker failed during it (the run does not pass)."""
+    """One LoadGen run at ``offered_qps``; ``error``: why a worker failed during it."""
 
     offered_qps: float
     repeat: int  # which peak search (or run at the fixed qps) it belongs to
@@ -53,13 +49,11 @@ class DecoderStep:
         return 1 - self.late / self.queries if self.queries else 0.0
 
     def late_flags(self, ttft_bound_ms: float, tpot_bound_ms: float) -> list[bool]:
-        """Whether each answered query was late (its TTFT or TPOT over its bound), in the order kept (issue order for
-        runs of a joint estimate)."""
+        """Whether each answered query was late (its TTFT or TPOT over its bound), in the order kept."""
         return [ttft > ttft_bound_ms or tpot > tpot_bound_ms for ttft, tpot in zip(self.ttft_ms, self.tpot_ms)]
 
     def percentile_ms(self, metric: str, percentile: float) -> Optional[float]:
-        """The ``percentile`` (0.99: p99) of ``ttft`` or ``tpot`` over the queries, by nearest rank as LoadGen takes
-        it; None without queries."""
+        """The ``percentile`` of ``ttft`` or ``tpot`` by nearest rank; None without queries."""
         values = self.ttft_ms if metric == "ttft" else self.tpot_ms
         return nearest_rank(values, percentile * 100) if values else None
 
@@ -84,15 +78,7 @@ class DecoderStep:
 
 @dataclass(frozen=True)
 class DecoderServingResult(RepeatedPeaks):
-    """A decoder served at one point by ``workers`` processes x ``threads`` threads under serving entry ``entry`` (its
-    index among the config's serving entries): both bounds at ``percentile``, the rule its steps passed by, its
-    ``steps`` and, per repeat of a search, its peak (the highest offered QPS that passed; 0 when none did; none at a
-    fixed qps). ``service``: the fastest TTFT, TPOT and E2E (ms) of a few requests made alone on the pool's first
-    worker before its first LoadGen run; ``capacity_qps``: the search's upper end, ``workers`` times the batch over
-    that E2E. ``batching``: the entry's batching (``mode``: static or continuous, ``max_batch``, and a static batch's
-``window_ms``; None: one query at a time);
-    ``lengths``: what its queries asked for
-    (:meth:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths.to_dict`)."""
+    """A decoder served at one point by ``workers`` processes under serving entry ``entry``."""
 
     entry: int
     workers: int
@@ -101,21 +87,16 @@ class DecoderServingResult(RepeatedPeaks):
     tpot_bound_ms: float
     percentile: float
     peak_rule: str
-    status: Status = Status.OK  # failed: a worker that died or did not start, a request past its timeout; skipped:
-    # continuous batching asked of a decoder without an engine
+    status: Status = Status.OK
     reason: str = ""
     service: dict = field(default_factory=dict)  # ttft_ms, tpot_ms, e2e_ms
     capacity_qps: Optional[float] = None
     peaks: tuple[float, ...] = ()
     steps: tuple[DecoderStep, ...] = ()
     log_dir: str = ""  # relative to the run's output directory
-    batching: Optional[dict] = None
+    batching: Optional[dict] = None  # mode, max_batch and a static batch's window_ms; None: one query at a time
     lengths: dict = field(default_factory=dict)
     interval: Optional[PeakInterval] = None  # a joint estimate's (its one peak's); None for a bisection's
-
-    @property
-    def percentile_key(self) -> str:
-        return percentile_label(self.percentile * 100)
 
     @property
     def bounds_text(self) -> str:
@@ -133,8 +114,7 @@ class DecoderServingResult(RepeatedPeaks):
 
     @property
     def batching_text(self) -> str:
-        """``static, up to 2 in 5 ms`` (a static batch gathered within the window), ``continuous, up to 4`` (in
-        flight in an engine), or ``1 at a time``."""
+        """``static, up to 2 in 5 ms``, ``continuous, up to 4`` or ``1 at a time``."""
         if self.batching is None:
             return "1 at a time"
         if self.batching.get("mode") == "continuous":
@@ -143,10 +123,7 @@ class DecoderServingResult(RepeatedPeaks):
 
     @property
     def peak_step(self) -> Optional[DecoderStep]:
-        """The step that passed at the highest offered QPS in the repeat whose peak is the median; at a fixed qps the
-        run whose completed rate is the median; a joint estimate's: its confirming run (None where it had none)."""
-        if self.interval is not None:
-            return next((s for s in self.steps if s.confirm), None)
+        """The step that stands for the peak (:meth:`median_peak_run`)."""
         return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
 
     def to_dict(self) -> dict:
@@ -174,9 +151,7 @@ class DecoderServingResult(RepeatedPeaks):
 @register_part
 @dataclass(frozen=True)
 class ServedDecoder(DecoderPoint):
-    """What the serving entries beside generate gave one decoder slot at one generate point in one environment: its
-    results per serving entry and worker count, keyed as the generate row it serves
-    (:class:`~trtbench.scenarios.generate.GenerateRecord`)."""
+    """What the serving entries beside generate gave one decoder slot at one generate point in one environment."""
 
     KIND: ClassVar[str] = "served_decoder"
     JOINS_RECORD: ClassVar[bool] = False

@@ -1,7 +1,4 @@
-"""LoadGen's server scenario with token latencies, over servers that each serve one query (one sequence) at a time,
-or a static batch of queries gathered within a window. Under continuous batching a worker's engine is several
-servers, one per sequence it has room for (:class:`~trtbench.scenarios.serving.tokens.pool.EngineClient`), each serving
-one query at a time, so that here it is served as one query at a time is.
+"""LoadGen's server scenario with token latencies, over servers that each serve one query or static batch at a time.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py.
 """
@@ -27,17 +24,15 @@ from trtbench.scenarios.serving.loadgen.settings import BatchingConfig
 from trtbench.scenarios.serving.loadgen.rule import passes
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
-# serve(lengths, reached) -> the request's step stamps (time.perf_counter(), one per step, as many as the most new
-# tokens in ``lengths``); lengths: each sequence's (prompt_tokens, new_tokens), one request of len(lengths)
-# sequences; it calls reached(k) as soon as its k-th step exists, for k = 1 and each sequence's new_tokens
+# serve(lengths, reached) -> the request's step stamps; lengths: each sequence's (prompt_tokens, new_tokens); it
+# calls reached(k) as soon as its k-th step exists, for k = 1 and each sequence's new_tokens
 Serve = Callable[[Sequence[tuple[int, int]], Callable[[int], None]], Sequence[float]]
 PERCENTILES = (50.0, 90.0, 99.0)
 
 
 @dataclass(frozen=True)
 class TokenLoad:
-    """One step's settings: both bounds (ms, at ``percentile``), the run's minimums, the confidence of the pass
-    rule's bound (:mod:`trtbench.scenarios.serving.loadgen.rule`) and LoadGen's schedule seed (the arrivals)."""
+    """One step's settings: both bounds (ms), the run's minimums, the rule's confidence, the seed."""
 
     ttft_ms: float
     tpot_ms: float
@@ -50,9 +45,7 @@ class TokenLoad:
 
 @dataclass(frozen=True)
 class DecoderServing:
-    """What the servers serve and how: the query sample library, each sample a (prompt_tokens, new_tokens) pair
-    (:meth:`~trtbench.scenarios.serving.tokens.lengths.QueryLengths.draw`), and static batching (None: one query at a
-    time)."""
+    """The query sample library of (prompt_tokens, new_tokens) pairs, and static batching."""
 
     samples: tuple[tuple[int, int], ...]
     batching: Optional[BatchingConfig] = None
@@ -60,8 +53,7 @@ class DecoderServing:
 
 @dataclass(frozen=True)
 class PeakSearch:
-    """The peak search's bisection: from [0, ``capacity``] (QPS) until the peak is bracketed within ``resolution``
-    of itself, or after ``max_steps`` runs (:mod:`trtbench.scenarios.serving.loadgen.search`)."""
+    """The peak search's bisection from [0, ``capacity``] (QPS)."""
 
     capacity: float
     resolution: float = 0.02
@@ -70,8 +62,7 @@ class PeakSearch:
 
 @dataclass(frozen=True)
 class QueryStamps:
-    """One query's token stamps, in ms from its issue; when it was issued (``time.perf_counter``), the sample it
-    asked for (an index into the run's samples) and the batch it was served in."""
+    """One query's token stamps in ms from its issue, its issue time, sample and batch."""
 
     tokens_ms: tuple[float, ...]
     issued_s: float = 0.0
@@ -102,9 +93,7 @@ def nearest_rank(values: Sequence[float], pct: float) -> float:
 
 @dataclass(frozen=True)
 class DecoderRun:
-    """One LoadGen run at ``qps`` offered: its summary, the queries' own stamps, whether it passed and the requests
-    its servers ran per batch size; ``error``: why a server failed (its queries were completed empty so that
-    LoadGen ends, and the run does not pass)."""
+    """One LoadGen run at ``qps`` offered; ``error``: why a server failed (the run does not pass)."""
 
     qps: float
     summary: LoadGenSummary
@@ -116,11 +105,6 @@ class DecoderRun:
     batches: dict[int, int] = field(default_factory=dict)
 
     @property
-    def goodput(self) -> float:
-        """The share of queries within both bounds."""
-        return 1 - self.late / len(self.queries) if self.queries else 0.0
-
-    @property
     def request_per_s(self) -> float:
         return len(self.queries) / self.duration_s
 
@@ -130,8 +114,7 @@ class DecoderRun:
 
     @property
     def most_in_flight(self) -> int:
-        """The most queries generating at once, each from its first token to its last (its stamps): with one worker,
-        1 one at a time, up to the batch when batching."""
+        """The most queries generating at once, each from its first token to its last."""
         events = sorted((q.issued_s + ms / 1e3, change) for q in self.queries
                         for ms, change in ((q.tokens_ms[0], 1), (q.tokens_ms[-1], -1)))
         running = most = 0
@@ -149,8 +132,7 @@ class DecoderRun:
 
 
 class _Servers:
-    """A dispatcher thread per server, each taking LoadGen's issued queries from one queue: one at a time, or a
-    batch gathered within the window."""
+    """A dispatcher thread per server, each taking LoadGen's issued queries from one queue."""
 
     def __init__(self, lg, servers: Sequence[Serve], serving: DecoderServing):
         self.lg, self.samples, self.batching, self.pending = lg, serving.samples, serving.batching, queue.Queue()
@@ -177,8 +159,7 @@ class _Servers:
             self._serve(serve, batch)
 
     def _serve(self, serve: Serve, batch: list[Query]) -> None:
-        """One request of ``batch``'s queries: each member's first token reported at the first step, each completed
-        at its own last step (or at the end, by a server that could not say when its steps existed)."""
+        """One request of ``batch``'s queries, each member's first token and completion reported as they exist."""
         lg, (pointer, size) = self.lg, self.reply.buffer_info()
         lengths = [self.samples[q.sample] for q in batch]
         reported: set[int] = set()
@@ -220,10 +201,8 @@ class _Servers:
 
 def decoder_run(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, qps: float,
                 folder: Path) -> DecoderRun:
-    """One LoadGen run offering ``qps`` to ``servers`` serving ``serving``'s samples (one query at a time, or in
-    static batches), its logs in ``folder``, judged by the late share's bound."""
+    """One LoadGen run offering ``qps`` to ``servers``, its logs in ``folder``, judged by the late share's bound."""
     start = time.perf_counter()
-    # the prompts live in the servers: a sample is only its lengths
     pool, summary = run_loadgen(lambda lg: _Servers(lg, servers, serving), len(serving.samples),
                                 ServerLoad(qps, load.percentile, (load.min_duration_s, load.min_queries), load.seed,
                                            token_ms=(load.ttft_ms, load.tpot_ms)), folder)
@@ -236,10 +215,7 @@ def decoder_run(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServi
 
 def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, search: PeakSearch,
                folder: Path) -> tuple[float, list[DecoderRun]]:
-    """The highest offered QPS that passes, bisected by ``search``, and the runs (:func:`decoder_run`; logs under
-    ``folder/step-N``). Every step offers the same schedule (``load.seed``) scaled to its QPS, so that the steps
-    differ in the load alone. A run whose server failed stops the search: the peak is the highest that passed
-    before it, and the last run's ``error`` says why."""
+    """The highest offered QPS that passes, bisected by ``search``, and the runs."""
     bracket, runs = Bracket(0.0, search.capacity), []
     while not bracket.done(search.resolution, search.max_steps):
         run = decoder_run(servers, load, serving, bracket.qps, folder / f"step-{bracket.steps + 1}")
@@ -252,10 +228,7 @@ def decoder_peak(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServ
 
 def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServing, plan: SearchPlan,
                    folder: Path) -> tuple[Optional[Search], list[DecoderRun]]:
-    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) over
-    :func:`decoder_run` s (logs under ``folder/step-N``), each step of its own schedule (``load.seed`` + its index), a
-    query late when its TTFT or TPOT is over its bound, in issue order; the confirming run last. A run whose server
-    failed stops the search: the search is then None, and the last run's ``error`` says why."""
+    """The joint estimate's search (None where a server failed), and the runs."""
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:

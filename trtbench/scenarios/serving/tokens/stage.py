@@ -1,8 +1,4 @@
-"""The LLM serving stage: after a build group's generate rows, each decoder slot whose row at a served point (generate's
-points at batch 1) is ok and accurate is served under every ``serving`` entry beside generate, at each of its worker
-counts, under LoadGen's token latencies (:mod:`trtbench.scenarios.serving.tokens.run`). An entry without ``lengths``
-serves each such point at its own lengths; an entry with ``lengths`` serves its drawn lengths once per slot, at the
-first served point.
+"""The LLM serving stage: each ok, accurate generate row at a served point, served under every entry beside generate.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py.
 """
@@ -43,8 +39,7 @@ def decoder_servers(config) -> list[DecoderServingConfig]:
 
 
 def entries_at(config, point: GeneratePoint) -> list[tuple[int, DecoderServingConfig]]:
-    """The serving entries (index, settings) served at ``point``: those without ``lengths`` at every served point,
-    those with ``lengths`` at the first."""
+    """The serving entries (index, settings) served at ``point``: those with ``lengths`` only at the first."""
     first = served_points(config)[0]
     return [(index, settings) for index, settings in enumerate(decoder_servers(config))
             if settings.lengths is None or point == first]
@@ -62,8 +57,7 @@ def servable(row: GenerateRecord) -> bool:
 
 
 def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
-    """The (slot, point) pairs of ``group`` still to serve given what the run has ``done``: those generate has not
-    timed yet (it runs first), and those whose row is ok and accurate but not served."""
+    """The (slot, point) pairs of ``group`` not timed yet, or ok and accurate but not served."""
     if not decoder_servers(config):
         return []
     rows = {(p.point, p.slot): p for p in done.parts(GenerateRecord.KIND)
@@ -81,9 +75,7 @@ def unserved_decoders(config, group, done) -> list[tuple[str, GeneratePoint]]:
 
 
 def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
-    """Serve every ok, accurate, not yet served generate row of the built group
-    (:class:`~trtbench.scenarios.base.Testbed`) under every serving entry beside generate; each slot's part at a
-    point yielded as soon as it has been served under all of them, so a kill loses only the one being served."""
+    """Serve every ok, accurate, not yet served generate row of the built group, a part at a time."""
     group, config = built.group, ctx.config
     rows = {(p.point, p.slot): p for p in built.done.parts(GenerateRecord.KIND)
             if (p.environment, p.model, p.threads) == (ctx.env_id, group.model.id, group.threads)}
@@ -123,8 +115,7 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
 
 
 def without_engine(decoder: str) -> Optional[str]:
-    """Why ``decoder`` cannot be served with ``batching: {mode: continuous}`` (it has no continuous-batching engine,
-    naming the decoders that have one), or None where it can."""
+    """Why ``decoder`` cannot be served with ``batching: {mode: continuous}``, or None where it can."""
     if get_decoder(decoder).continuous_batching:
         return None
     having = [name for name in decoder_names() if get_decoder(name).continuous_batching]
@@ -143,8 +134,7 @@ class Hosts:
 
 def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
             result: DecoderServingResult) -> DecoderServingResult:
-    """``result`` once served by workers hosting ``hosts`` (the recipe, and the knobs they start with): its steps and
-    peaks, or why it failed (its steps and the peak found before kept)."""
+    """``result`` once served by workers hosting ``hosts``: its steps and peaks, or why it failed."""
     steps: list[DecoderStep] = []
     peaks: list[float] = []
     try:
@@ -175,13 +165,7 @@ def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: Deco
 
 
 class _TokenEngine:
-    """The one place that calls the token-serving engine (:mod:`trtbench.scenarios.serving.tokens.pool`,
-    :mod:`trtbench.scenarios.serving.tokens.run`): a pool of
-    ``result.workers`` workers hosting ``hosts`` (a recipe, started with the knobs), serving queries of ``lengths``
-    (LoadGen's sample library drawn from it) one at a time, in the entry's static batches or in each worker's
-    continuous-batching engine; what a request of the
-    shortest sample takes alone, and each repeat's LoadGen runs as :class:`DecoderStep` s, logs under
-    ``<out>/<result.log_dir>/r<repeat>`` (the folder emptied first). Raises WorkerError when the pool does not start."""
+    """A pool serving queries of ``lengths`` under LoadGen (WorkerError where it does not start)."""
 
     def __init__(self, ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
                  result: DecoderServingResult):
@@ -195,8 +179,7 @@ class _TokenEngine:
         self.servers = self.pool.servers(settings.query_timeout_s)
 
     def alone(self, requests: int) -> dict:
-        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` requests of the shortest sample (the fewest tokens),
-        made one at a time on the first worker."""
+        """The fastest TTFT, TPOT and E2E (ms) of ``requests`` of the shortest sample alone."""
         shortest, made = min(self.serving.samples, key=sum), []
         for _ in range(requests):
             start = time.perf_counter()
@@ -206,8 +189,7 @@ class _TokenEngine:
         return {name: round(min(m[i] for m in made), 4) for i, name in enumerate(("ttft_ms", "tpot_ms", "e2e_ms"))}
 
     def repeat(self, repeat: int, capacity: float) -> tuple[Optional[float], list[DecoderStep]]:
-        """Search ``repeat`` (its own schedule seed), bisecting from [0, ``capacity``], or its run at the fixed qps:
-        the peak (None at a fixed qps) and the steps. A step whose worker failed ends it (its ``error``)."""
+        """Search ``repeat`` by bisection, or its run at the fixed qps: the peak (or None), the steps."""
         settings, where = self.settings, self.folder / f"r{repeat}"
         load = dataclasses.replace(self.load, seed=settings.seed + repeat)
         if settings.find_peak:
@@ -227,9 +209,7 @@ class _TokenEngine:
                          run.batches, run.most_in_flight)
 
     def estimate(self, result: DecoderServingResult) -> DecoderServingResult:
-        """The joint estimate from [0, the capacity] (:func:`~trtbench.scenarios.serving.tokens.run.decoder_estimate`),
-        logs under ``step-<n>``: its peak with the interval, LoadGen's verdict on the confirming run at the low end. A
-        step whose worker failed fails the result, with the steps made."""
+        """``result`` with the joint estimate's peak and interval; a step whose worker failed fails it."""
         settings = self.settings
         search, runs = decoder_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
                                         settings.search_plan(result.capacity_qps), self.folder)
@@ -252,8 +232,7 @@ class _TokenEngine:
 
 
 def _brief(error: str) -> str:
-    """An error in a line: each of its parts (``; ``-joined) as its first and last lines (what happened, and a
-    traceback's exception)."""
+    """An error in a line: each of its ``; ``-joined parts as its first and last lines."""
     parts = []
     for part in error.split("; ") if error else []:
         lines = [line.strip() for line in part.strip().splitlines() if line.strip()]

@@ -1,5 +1,4 @@
-"""The settings of a vision serving entry: one ``{serving: {...}}`` entry beside latency in a config's ``scenarios:``
-list (what both kinds share: :mod:`trtbench.scenarios.serving.loadgen.settings`)."""
+"""The settings of a vision serving entry: a ``{serving: {...}}`` entry beside latency."""
 
 from __future__ import annotations
 
@@ -16,18 +15,7 @@ VALIDITY_RULES = ("estimate", "bound", "loadgen")
 
 @dataclass(frozen=True)
 class ServingConfig(LoadSettings):
-    """LoadGen's Server scenario over the latency scenario's variants: Poisson arrivals at ``target_qps``, or the
-    peak QPS found by a search (``find_peak``), valid while the ``percentile`` latency stays within ``p99_ms``
-    (the rest: :class:`LoadSettings`).
-
-    ``validity``: ``estimate`` (the default) fits the late share to every step of a search together and gives the
-    peak with a 90% interval (:mod:`trtbench.scenarios.serving.loadgen.peak_estimate`), within ``search_queries``
-    queries (and ``search_minutes``, where given) a search, a step ``max(min_queries, qps * min_duration_s)`` queries
-    (min_queries 500 by default), LoadGen's verdict taken on a confirming run at the interval's low end; ``bound``
-    judges a run by the one-sided upper bound, at ``confidence``, on its share of queries over ``p99_ms``
-    (:mod:`trtbench.scenarios.serving.loadgen.rule`), with LoadGen's min duration and queries met and its measured
-    percentile within the bound; ``loadgen`` takes LoadGen's own verdict (its early stopping is the same bound at 0.99,
-    on LoadGen's latencies). Both are reported either way. """
+    """LoadGen's Server scenario over the latency scenario's variants, bounded by ``p99_ms``."""
 
     p99_ms: Optional[float] = None  # the latency bound, in ms, at ``percentile``
     target_qps: Optional[float] = None
@@ -38,8 +26,7 @@ class ServingConfig(LoadSettings):
             raise UserInputError(schema.join(path, "p99_ms"), "required key is missing",
                                  "give the latency bound in ms, e.g. p99_ms: 40")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
-        for name in ("p99_ms", "threads"):
-            schema.require_positive(getattr(self, name), schema.join(path, name))
+        schema.require_positive_fields(self, ("p99_ms", "threads"), path)
         self.validate_load(path, "target_qps", self.validity == "bound")
 
     @property

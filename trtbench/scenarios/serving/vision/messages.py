@@ -1,6 +1,6 @@
 """A vision server's worker request, ``call``: one synchronized call for a query (or a gathered batch), answered
-with its time in the worker; the handler, run in the worker (:mod:`trtbench.workers.handlers`), and the parent's
-side. Only the worker layer and the layers below it are imported here: the worker loads this file on its own."""
+with its time in the worker; the handler and the parent's side. The worker loads this file on its own: it imports
+only the worker layer and those below it."""
 
 from __future__ import annotations
 
@@ -30,6 +30,5 @@ def send_call(worker: Worker, label: str) -> None:
 
 
 def call_result(worker: Worker, timeout_s: float) -> float:
-    """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed
-    (:class:`~trtbench.workers.loop.WorkerError`): a stuck call never returns."""
+    """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed."""
     return worker.answer("call", timeout_s, "a call")[1]

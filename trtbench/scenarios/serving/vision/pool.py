@@ -1,11 +1,5 @@
-"""The system under test of a serving scenario: worker processes hosting one variant, fed by dispatchers.
-
-A :class:`ServingPool` starts ``count`` timing workers (:mod:`trtbench.workers.loop`; their ``call`` request:
-:mod:`.messages`), each hosting the variant from its recipe at the intra-op threads the recipe sets
-(``torch.set_num_threads`` applies to a whole process, so workers are processes). Their calls are labelled
-``x<k>``: ``k`` queries in one call, on inputs the worker prepared when it started (the query sample library: nothing
-is made in the timed path, and a gathered batch runs the prepared batch of that size instead of concatenating its
-queries).
+"""The system under test of a serving scenario: worker processes hosting one variant (:class:`ServingPool`), fed by
+dispatchers (:class:`ServerSession`); a call ``x<k>`` runs ``k`` queries on inputs the worker prepared.
 
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py.
 """
@@ -37,8 +31,6 @@ class ServingPool:
 
     def __init__(self, recipes: list[Recipe], timeout_s: float, log_dir: Optional[Path] = None,
                  knobs: Knobs = Knobs(), threads: int = 1):
-        """Workers started with ``knobs`` (:mod:`trtbench.core.knobs`), ``threads`` each, running at once (a
-        binding gives each cores of its own)."""
         named = {f"server worker {i}": recipe for i, recipe in enumerate(recipes)}
         spawned = spawn_workers(len(named), timeout_s, log_dir, knobs, threads, at_once=True)
         ready, errors = start_workers(named, spawned, handlers=(messages,))
@@ -62,10 +54,7 @@ class ServingPool:
 
 
 class ServerSession:
-    """One LoadGen run's SUT over the first ``workers`` of a pool (see the module docstring).
-
-    ``complete(ids)`` reports finished queries to LoadGen (``QuerySamplesComplete``).
-    """
+    """One LoadGen run's SUT over a pool's first ``workers``; ``complete(ids)`` tells LoadGen."""
 
     def __init__(self, pool: ServingPool, workers: int, complete: Callable[[list[int]], Any], timeout_s: float,
                  max_batch: int = 1, window_ms: float = 0.0):
@@ -149,14 +138,12 @@ class ServerSession:
 
     @property
     def latencies_ms(self) -> list[float]:
-        """Each answered query's latency (ms), in the order LoadGen issued the queries (its schedule's order), not the
-        order they completed in."""
+        """Each answered query's latency (ms), in issue order."""
         return [ms for _, ms in sorted(self.answered)]
 
     @property
     def service_ms(self) -> list[float]:
-        """Each answered query's service time (ms): its call from the dispatcher's send to the worker's result, in
-        issue order (a batch's queries share their call's)."""
+        """Each answered query's service time (ms) in the worker, in issue order."""
         return [ms for _, ms in sorted(self.served)]
 
     def close(self) -> None:

@@ -1,8 +1,5 @@
-"""The serving section of a report: a table of each variant's peak QPS under its bound, a plot of the
-bound's latency percentile against the offered QPS, one line per variant and worker count, and the
-recommendation under load: per environment, model and bound, the variant, workers and batching with
-the highest peak QPS that stayed within the bound, queueing included (a pure function of the results,
-so a merge recomputes it)."""
+"""The serving section of a report: a table of each variant's peak QPS under its bound, a plot of the bound's
+percentile against the offered QPS, and the recommendation under load (a pure function of the results)."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
 from trtbench.scenarios.serving.loadgen.peak_estimate import Step
-from trtbench.report.colors import VariantColors, marker, variant_colors
+from trtbench.report.colors import marker, variant_colors
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
 from trtbench.report.text import number_text
@@ -86,16 +83,15 @@ def serving_markdown(results: ResultSet, plots: list[Plot]) -> str:
              "intra-op threads each), one synchronized call per query (or per gathered batch). Peak QPS: the median "
              "over the repeated searches of the highest offered QPS whose run passed [lowest-highest]; the latencies "
              "are LoadGen's, at that peak; with the rule `joint-estimate/1 at 90%`, the load at which the late share "
-             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and "
-             "minutes the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a "
-             "confirming run at the interval's low end (the latencies are that run's). Other peak rules: how a run "
-             "passed: `late-share-bound/1 at C`, when the upper "
-             "bound at confidence C on its share of queries over the bound is within the share the percentile "
-             "allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; `measured-percentile`, results from before "
-             "the rule was recorded, judged by the measured percentile alone (biased upward). Verdict: LoadGen's "
-             "own (it also needs its early-stopping test, i.e. enough queries to show the percentile). Service: one "
-             "query alone in a worker; at the queue: each served query's call in its worker over every run, its "
-             "median, p99 and largest (the tail that limits the peak).",
+             "fitted to every step reaches the share the percentile allows [its 90% interval], the queries and minutes "
+             "the search took, why it stopped (its resolution, or its budget), and LoadGen's verdict on a confirming "
+             "run at the interval's low end (the latencies are that run's). Other peak rules: how a run passed: "
+             "`late-share-bound/1 at C`, when the upper bound at confidence C on its share of queries over the bound "
+             "is within the share the percentile allows (1% at p99); `loadgen-verdict`, LoadGen's VALID; "
+             "`measured-percentile`, results from before the rule was recorded, judged by the measured percentile "
+             "alone (biased upward). Verdict: LoadGen's own (it also needs its early-stopping test, i.e. enough "
+             "queries to show the percentile). Service: one query alone in a worker; at the queue: each served query's "
+             "call in its worker over every run, its median, p99 and largest (the tail that limits the peak).",
              "", "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in _cells(record, result, results.environments, several))
               + " |" for record, result in pairs]
@@ -108,18 +104,15 @@ def _series_name(record: Record, result: ServingResult, several_models: bool) ->
         f"{result.label}" + ("" if result.peaks else " (fixed load)")
 
 
-def serving_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Optional[Plot]:
-    """The bound's percentile (LoadGen's) against offered QPS, a line per variant and serving configuration
-    through the median over repeats at each offered QPS (each run a dot), in its variant's colour (``colors``:
-    the run's; by default, from ``results``), a variant's lines told apart by marker; each bound drawn as a
-    dashed line; None when nothing was served."""
+def serving_plot(results: ResultSet, file_name: str) -> Optional[Plot]:
+    """The bound's percentile against offered QPS, a line per served result; None without any."""
     pairs = [(record, result) for record, result in served(results) if result.runs]
     if not pairs:
         return None
     fig = Figure(figsize=(10.0, 4.8))
     ax = fig.add_subplot()
     several_models = len({record.case.model for record, _ in pairs}) > 1
-    styles = (colors or variant_colors(results)).styles(
+    styles = variant_colors(results).styles(
         {_series_name(record, result, several_models): record.case.label for record, result in pairs})
     for record, result in pairs:
         at: dict[float, list[float]] = {}  # offered QPS -> the percentile of each run there (repeats)
@@ -154,8 +147,7 @@ def share_panels(results: ResultSet) -> list[SharePanel]:
 
 @dataclass(frozen=True)
 class ServingRecommendation:
-    """Under load, for one model in one environment and one latency bound: the variant, worker count,
-    threads and batching whose peak QPS within the bound is the highest (serving results only)."""
+    """Under load, per model, environment and bound: the served result with the highest peak."""
 
     environment: str
     model: str
@@ -193,19 +185,15 @@ class ServingRecommendation:
 
 
 def recommend_serving(results: ResultSet) -> list[ServingRecommendation]:
-    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches, first-seen order.
-
-    A candidate is a peak search that ran ok on a record that passed its accuracy check; ties go to fewer workers."""
+    """One :class:`ServingRecommendation` per (environment, model, bound) with peak searches."""
     groups: dict[tuple, list[tuple[Record, ServingResult]]] = {}
-    for record in results:
-        for result in serving_of(results, record):
-            if result.peaks or result.status is not Status.OK:
-                key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
-                groups.setdefault(key, []).append((record, result))
+    for record, result in served(results):
+        if result.peaks or result.status is not Status.OK:
+            key = (record.environment, record.case.model, result.bound_ms, result.percentile_key)
+            groups.setdefault(key, []).append((record, result))
     out = []
     for (environment, model, bound, key), pairs in groups.items():
-        ok = [(r, s) for r,
-              s in pairs if s.status is Status.OK and s.peaks and r.accuracy is not None and r.accuracy.get("ok")]
+        ok = [(r, s) for r, s in pairs if s.status is Status.OK and s.peaks and r.accuracy and r.accuracy.get("ok")]
         fitting = [(r, s) for r, s in ok if s.peak_qps > 0]
         choice = max(fitting, key=lambda pair: (pair[1].peak_qps, -pair[1].workers), default=None)
         out.append(ServingRecommendation(environment, model, bound, key, len(ok), choice))

@@ -1,5 +1,5 @@
 """What a serving scenario produced for one variant at one worker count, and a served case's results
-(:class:`ServedCase`): frozen, journaled beside its record and joined to it by case key."""
+(:class:`ServedCase`), joined to its record by case key."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from trtbench.core.part import register_part
-from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
+from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
 from trtbench.scenarios.serving.loadgen.rule import LEGACY_RULE
 from trtbench.core.status import Status
@@ -24,8 +24,7 @@ class LoadGenRun:
     repeat: int  # which peak search (or run at the target) it belongs to
     summary: LoadGenSummary
     within_bound: bool  # valid by the scenario's rule (ServingConfig.validity)
-    latencies_ms: tuple[float, ...] = ()  # per answered query, issue to completion, measured at the SUT, in issue order
-    # (LoadGen's schedule; results written before the joint estimate: in completion order)
+    latencies_ms: tuple[float, ...] = ()  # per answered query, issue to completion at the SUT, in issue order
     batches: dict[int, int] = field(default_factory=dict)  # calls per batch size
     lost: int = 0
     log_dir: str = ""  # relative to the run's output directory
@@ -57,15 +56,7 @@ class LoadGenRun:
 
 @dataclass(frozen=True)
 class ServingResult(RepeatedPeaks):
-    """A variant served by ``workers`` processes x ``threads`` threads under one serving scenario.
-
-    ``peaks``: per repeat, the highest offered QPS whose run stayed within the bound (0 when none did);
-    for a run at a fixed ``target_qps`` there is no search and ``peaks`` is empty; a joint estimate (``validity:
-    estimate``) has one peak, its ``interval`` and its runs in issue order of their queries. ``peak_rule``: the name of
-    the rule that judged its runs (:func:`~trtbench.scenarios.serving.loadgen.rule.rule_name`); results written before
-    it was recorded read as :data:`~trtbench.scenarios.serving.loadgen.rule.LEGACY_RULE`, the measured percentile within
-    the bound.
-    """
+    """A variant served by ``workers`` processes x ``threads`` threads under one serving entry."""
 
     loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
     workers: int
@@ -84,22 +75,13 @@ class ServingResult(RepeatedPeaks):
     interval: Optional[PeakInterval] = None
 
     @property
-    def percentile_key(self) -> str:
-        return percentile_label(self.percentile * 100)
-
-    @property
     def peak_run(self) -> Optional[LoadGenRun]:
-        """The run within the bound at the highest offered QPS, in the repeat whose peak is the median;
-        with a fixed target: the run at the target nearest the median completed rate; a joint estimate's: its
-        confirming run (LoadGen's verdict at the interval's low end), None where it had none."""
-        if self.interval is not None:
-            return next((r for r in self.runs if r.confirm), None)
+        """The run that stands for the peak (:meth:`median_peak_run`)."""
         return self.median_peak_run(self.runs, lambda r: r.within_bound, lambda r: r.summary.completed_qps or 0.0)
 
     @property
     def service_tail_ms(self) -> Optional[tuple[float, float, float]]:
-        """The median, p99 (nearest rank) and largest service time of every query its runs answered (ms; each query's
-        call in its worker, what limits the peak); None where none was recorded."""
+        """The median, p99 and largest service time (ms) of every query answered; None without."""
         times = np.sort([ms for run in self.runs for ms in run.service_ms])
         if not len(times):
             return None
@@ -139,8 +121,7 @@ class ServingResult(RepeatedPeaks):
                    bound_ms=data["bound_ms"], percentile=data["percentile"],
                    peak_rule=data.get("peak_rule", LEGACY_RULE), batching=data.get("batching"),
                    status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""),
-                   service_ms=data.get("service_ms"),
-                   peaks=tuple(data.get("peaks") or ()),
+                   service_ms=data.get("service_ms"), peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
                    interval=PeakInterval.from_dict(data.get("interval")))
@@ -149,9 +130,7 @@ class ServingResult(RepeatedPeaks):
 @register_part
 @dataclass(frozen=True)
 class ServedCase:
-    """What the serving scenarios gave one case (one variant at the served point) in one environment: a
-    part of the results joined to the case's record by case key
-    (:func:`trtbench.scenarios.serving.vision.report.serving_of`)."""
+    """What the serving scenarios gave one case (one variant at the served point) in one environment."""
 
     KIND: ClassVar[str] = "served"
     JOINS_RECORD: ClassVar[bool] = True  # one case's serving results, keyed as its record

@@ -1,10 +1,5 @@
 """The serving scenario: one variant served under LoadGen's Server load, at each worker count.
 
-LoadGen (``mlperf_loadgen``) drives every run: Poisson arrivals at ``server_target_qps`` from its
-seeded schedule, its minimum duration and query count, its validity rules and its MLPerf logs
-(``mlperf_log_summary.txt`` and ``mlperf_log_detail.txt``, kept per run under the output directory).
-The SUT is a :class:`~trtbench.scenarios.serving.vision.pool.ServingPool` of worker processes.
-
 More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/run.py.
 """
 
@@ -32,9 +27,7 @@ SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the sear
 
 @dataclass(frozen=True)
 class OfferedLoad:
-    """The load one LoadGen run offers: Poisson arrivals at ``qps``, from the schedule of ``repeat`` (the
-    peak search, or run at the target, it belongs to; each repeat has its own schedule seed); ``queries``: LoadGen's
-    min query count where the run needs more than the settings' (a joint estimate's confirming run)."""
+    """The load of one LoadGen run: Poisson arrivals at ``qps`` from ``repeat``'s schedule."""
 
     qps: float
     repeat: int
@@ -49,10 +42,7 @@ def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
 
 @dataclass(frozen=True)
 class ServingWorkers:
-    """The worker processes that host the served variant: ``recipe_for(threads)`` is a worker's recipe at
-    that many threads; ``default_threads`` are shared among a pool's workers where the scenario sets no
-    threads per worker; a worker must be up within ``start_timeout_s``, started with ``knobs``
-    (:mod:`trtbench.core.knobs`)."""
+    """The worker processes hosting the served variant: ``recipe_for(threads)`` gives their recipe."""
 
     recipe_for: Callable[[int], Recipe]
     default_threads: int
@@ -62,10 +52,7 @@ class ServingWorkers:
 
 def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: OfferedLoad, folder: Path,
                 out_dir: Path) -> tuple[LoadGenRun, list[str]]:
-    """One LoadGen Server run offering ``load`` to the pool's first ``workers`` workers; its logs in ``folder``
-    (under ``out_dir``, which the run's ``log_dir`` is relative to).
-
-    Returns the run and why queries were lost (empty when none was)."""
+    """One LoadGen run offering ``load`` to a pool's first ``workers``, and why queries were lost."""
     batching = settings.batching
 
     def open_session(lg) -> ServerSession:
@@ -88,8 +75,7 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
 
 
 def _capacity(pool: ServingPool, workers: int, settings: ServingConfig) -> tuple[float, float, float]:
-    """One query's service time (ms): the median and the fastest of a few calls alone; and the most QPS the
-    pool could complete at the fastest (no queue can do more, and a stall while timing cannot lower it)."""
+    """One query's median and fastest service time alone (ms), and the pool's capacity (QPS)."""
     took = pool.time_call(call_label(1), SERVICE_CALLS, settings.query_timeout_s)
     per_call = 1e3 / took[0]
     if settings.batching is not None:
@@ -103,13 +89,13 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
            progress: Callable[[str], None]) -> ServingResult:
     folder = out_dir / result.log_dir
     service_ms, fastest_ms, capacity = _capacity(pool, result.workers, settings)
+    result = dataclasses.replace(result, service_ms=service_ms)
     if settings.find_peak and fastest_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
-        return dataclasses.replace(result, service_ms=service_ms, peaks=(0.0,) * settings.repeats,
+        return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
     if settings.estimates:
-        return _estimate(pool, dataclasses.replace(result, service_ms=service_ms), settings, out_dir, capacity,
-                         progress)
+        return _estimate(pool, result, settings, out_dir, capacity, progress)
     runs: list[LoadGenRun] = []
     peaks: list[float] = []
     for repeat in range(settings.repeats):
@@ -125,19 +111,17 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 if not settings.target_qps:
                     peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
                     reason += f"; {stopped}"
-                return dataclasses.replace(result, status=Status.FAILED, service_ms=service_ms, runs=tuple(runs),
-                                           peaks=tuple(peaks), reason=reason)
+                return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks),
+                                           reason=reason)
             bracket = bracket.after(run.within_bound)
         if not settings.target_qps:
             peaks.append(bracket.lo)
-    return dataclasses.replace(result, service_ms=service_ms, runs=tuple(runs), peaks=tuple(peaks))
+    return dataclasses.replace(result, runs=tuple(runs), peaks=tuple(peaks))
 
 
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
               progress: Callable[[str], None]) -> ServingResult:
-    """The joint estimate's search (:func:`~trtbench.scenarios.serving.loadgen.peak_estimate.search_or_stop`) with its
-    steps LoadGen runs on the pool, each of its own schedule (seed + its index); ``out_dir``: the run's output folder. A
-    step that loses a query fails the result, with the steps made."""
+    """The joint estimate's search on the pool; a step that loses a query fails the result."""
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
 
@@ -155,17 +139,14 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     if isinstance(search, StepFailed):
         return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
-        confirmed = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
-        runs[-1] = confirmed
+        runs[-1] = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
     peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
     return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
 
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
                     settings: ServingConfig) -> tuple[list[float], str]:
-    """The peaks to keep when a fault stops the search at the step after ``bracket`` of ``repeat`` (the
-    repeats done, and this repeat's highest load within the bound so far, ``bracket.lo``, when one was),
-    and a sentence saying so."""
+    """The peaks to keep when a fault stops the search of ``repeat``, and why."""
     lo = bracket.lo
     where = (f"the peak search stopped early, at step {bracket.steps + 1} (of at most {settings.search_steps}) "
              f"of search {repeat + 1} of {settings.repeats}, as a lost query fails the result")
@@ -177,10 +158,7 @@ def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
 
 def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
-    """Serve the variant that ``hosts``' workers host, once per worker count of ``settings``; logs under
-    ``<out_dir>/serving/<name>_w<workers>/``. Counts at the same threads per worker share one pool (a run
-    uses its first workers). A pool that fails to start, or a count that loses a query, gives failed
-    results (with the runs made) and the other counts still run."""
+    """Serve the variant ``hosts`` host once per worker count, logs under ``serving/<name>_w<n>/``."""
     threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
                   for workers in settings.workers}
     results: dict[int, ServingResult] = {}

@@ -1,14 +1,5 @@
-"""The run's serving stage: after a build group's latency points, each serving scenario serves each
-variant that built and passed its accuracy check, at the config's opt shape and at every precision
-of the run (INT8 rows serve their quantized file), in worker processes.
-
-Its workers host the variant as the timing workers do (:class:`~trtbench.building.recipe.VariantRecipe`:
-the deployed file, set up for the serving workers' threads, or, for a variant that saves none, a
-rebuild from the parent's exact weights), with the serving inputs prepared
-in the worker: one query at the opt shape, or with batching one sample (leading dim 1) and every
-batch of 1 to ``max_batch`` samples. The results are a part of their own (:class:`ServedCase`), joined
-to the variant's record at that point by its case key.
-"""
+"""The run's serving stage: each serving entry serves each accurate variant at the opt shape and every precision,
+in worker processes hosting it as the timing workers do."""
 
 from __future__ import annotations
 
@@ -49,9 +40,7 @@ def serving_point(group, inputs: list):
 
 
 def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
-    """The cases (by slot id, with their precision and record) of ``group``'s variants at the served point
-    that the serving scenarios of ``config`` still have to serve, at any precision: those with no record
-    yet (the latency scenario has not timed them), and those timed ok and accurate and not served yet."""
+    """The cases (slot id -> precision, record) of ``group`` not timed yet, or not served yet."""
     if not config.serving:
         return {}
     point = serving_point(group, config.inputs)
@@ -67,10 +56,7 @@ def unserved(config, group, done) -> dict[str, tuple[str, Optional[Record]]]:
 
 
 def serve_group(ctx: RunContext, built) -> Iterator[ServedCase]:
-    """Serve every variant of the built group (:class:`~trtbench.scenarios.base.Testbed`) timed ok,
-    accurate and not served yet, under every serving entry of the config, at its precision (from its copy
-    at that precision's dtype): each variant's results, yielded as soon as it has been served under all of
-    them, so a kill loses only the variant being served."""
+    """Serve every ok, accurate, not yet served variant of the built group, a case at a time."""
     config, group, outcomes, copies = ctx.config, built.group, built.outcomes, built.copies
     device, out_dir, log = ctx.device, ctx.out_dir, ctx.log
     entries = {key: (precision, record, outcomes[key])  # slot id -> (precision, record, outcome)
