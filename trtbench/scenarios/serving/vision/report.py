@@ -164,12 +164,13 @@ class ServingRecommendation:
         record, result = self.choice
         low, high = result.peak_spread
         run = result.peak_run
+        there = ("no confirming run there" if run is None else
+                 f"{result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
+                 "there")
         return (f"{where}: under load, {record.case.label} {record.case.precision} with {result.workers} worker(s) x "
                 f"{result.threads} thread(s), batching {result.batching_text}: "
                 f"{result.peak_qps:.1f} QPS [{low:.1f}-{high:.1f}] within {bound} "
-                f"({result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
-                f"there; "
-                f"the most of {self.candidates} served configuration(s))")
+                f"({there}; the most of {self.candidates} served configuration(s))")
 
     def to_dict(self) -> dict:
         choice = None
