@@ -11,6 +11,7 @@ benchmarks/serving_peak.py measures with LoadGen and worker processes.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -394,3 +395,30 @@ def test_an_invalid_confirming_run_says_it_saw_more_late_queries_than_it_was_siz
         "INVALID at 101.8 (late share 0.69%)"
     assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, True, 0.003, (0.0041, 1307)).confirm_text == \
         "VALID at 101.8"
+
+
+def test_a_recommended_joint_estimate_without_a_confirming_run_says_so():
+    results = estimated_set(40.0, 38.0, 42.0)
+    served = results.parts(ServedCase.KIND)[0]
+    unconfirmed = dataclasses.replace(served.results[0], runs=())
+    results = two_variant_set()
+    results.add(ServedCase(served.case_key, served.environment, (unconfirmed,)))
+    text = recommend_serving(results)[0].text(results.environments)
+    assert "40.0 QPS [38.0-42.0] within p99 <= 40 ms (no confirming run there;" in text
+
+
+def test_a_search_that_is_late_down_to_a_tenth_of_the_capacity_stops_there_and_says_why():
+    plan = SearchPlan(0.01, 200.0, 300, 4.0, 0.02, Budget(3000))
+    offered = []
+
+    def every_query_late(qps: float, repeat: int, queries: int):
+        offered.append(qps)
+        return np.ones(queries, bool), None
+
+    search = search_peak(every_query_late, plan, np.random.default_rng(0))
+    assert offered == [100.0, 50.0, 25.0, 12.5] and search.stopped_by == "floor" and search.confirm is None
+    peak, interval = searched_peak(search, plan.capacity, None)
+    assert (peak, interval.low, interval.high) == (0.0, 0.0, 12.5)
+    assert interval.text(peak) == ("below 12.5 (1300 queries, 0.0 min): more than the allowed share late at 12.5 QPS, "
+                                   "a tenth of the capacity or less, where queries hardly queue: the service time "
+                                   "alone misses the bound")

@@ -25,6 +25,7 @@ SPREAD = 0.04  # a step beside the estimate is this share below or above it
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
 NEWTON_STEPS = 30
 CONFIRM_SHARE = 0.3  # the most of a search's budget kept back for its confirming run
+FLOOR = 0.1  # at this share of the capacity queries hardly queue: late there, no lower step tells more
 RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late query
 
 
@@ -258,6 +259,9 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
         used += len(late)
         point, independent_width = point_estimate(steps, plan.allowed)
         bracket = _bracket(steps, plan)
+        if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
+            return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, used,
+                          time.monotonic() - started)
         if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
             bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)

@@ -63,6 +63,10 @@ class PeakInterval:
 
     def text(self, peak: float) -> str:
         """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
+        if self.stopped_by == "floor":
+            return (f"below {self.high:.1f} ({self.queries} queries, {self.seconds / 60:.1f} min): more than the "
+                    f"allowed share late at {self.high:.1f} QPS, a tenth of the capacity or less, where queries hardly "
+                    "queue: the service time alone misses the bound")
         return (f"{peak:.1f} [{self.low:.1f}-{self.high:.1f}] (90%; {self.queries} queries, {self.seconds / 60:.1f} "
                 f"min, stopped by {self.stopped_by}; LoadGen {self.confirm_text})")
 
