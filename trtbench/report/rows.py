@@ -1,8 +1,5 @@
 """The rows of the speedup table: each record with its speedup, its median's interval and whether it is the
-fastest at its point.
-
-Rows are grouped by point (environment, model, precision, threads, knobs, shapes) and ranked by median
-latency within it; the fastest variant that passed its accuracy check is marked.
+fastest at its point (among those that passed their accuracy check), ranked by median within each point.
 """
 
 from __future__ import annotations
@@ -35,13 +32,12 @@ class Row:
 
 def interval_coverage(table_rows) -> str:
     """What the intervals of ``table_rows`` cover, for a column header: ``95% CI, 3 processes x rounds``, or
-    ``95% CI, 1 process x rounds`` where each row was timed in one process (its interval says nothing of the
-    next process's luck); ``95% CI, processes x rounds`` where the rows differ."""
+    ``95% CI, processes x rounds`` where the rows' counts differ."""
     return coverage_of({row.processes for row in table_rows if row.record.timed})
 
 
 def coverage_of(counts: set[int]) -> str:
-    """What intervals over rows timed in ``counts`` replicate processes each cover (see :func:`interval_coverage`)."""
+    """What intervals over rows timed in ``counts`` replicate processes each cover."""
     if len(counts) != 1:
         return "95% CI, processes x rounds"
     (count,) = counts
