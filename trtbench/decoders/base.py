@@ -58,7 +58,6 @@ class Decoder(ABC):
     continuous-batching engine sets ``continuous_batching`` and implements :meth:`load_engine`."""
 
     name: ClassVar[str]
-    extra: ClassVar[str] = ""  # the pip extra that installs its library ("" = core)
     precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
     # its build runs in a process of its own (False: the build loads nothing, so it runs in the worker)
     builds_apart: ClassVar[bool] = True

@@ -58,7 +58,6 @@ def greedy_config(genai, new_tokens: int):
 @register_decoder
 class OpenVinoGenAI(Decoder):
     name = "openvino_genai"
-    extra = "genai"
     precisions = ("fp32", "bf16", "int8", "int4")
     continuous_batching = True
 

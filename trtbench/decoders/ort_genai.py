@@ -40,7 +40,6 @@ def session_options(threads: int) -> dict:
 @register_decoder
 class OrtGenAI(Decoder):
     name = "ort_genai"
-    extra = "genai"
     precisions = ("fp32", "int8", "int4")
     builds_apart = False  # the model builder already runs in a process of its own: the build loads nothing here
 

@@ -92,16 +92,13 @@ class TensorRTSession:
         self.eos = tuple(spec["eos"])
         self.facts = facts
 
-    def _module(self, batch: int, length: int):
+    def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """A call of the engine for (batch, length) on ids and positions: its logits; it keeps the caches returned."""
         if (batch, length) not in self.modules:
             raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, "
                              f"not ({batch}, {length}): its engines have a static cache, built for the shapes "
                              "the run's points need")
-        return self.modules[batch, length]
-
-    def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """A call of the engine for (batch, length) on ids and positions: its logits; it keeps the caches returned."""
-        module = self._module(batch, length)
+        module = self.modules[batch, length]
 
         def step(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             logits, *caches = module(ids.to(self.device), positions.to(self.device), *self.caches[batch, length])

@@ -44,10 +44,6 @@ def import_onnxruntime():
     return importlib.import_module("onnxruntime")
 
 
-def numpy_dtype(dtype: torch.dtype):
-    return torch.empty((), dtype=dtype).numpy().dtype
-
-
 def _config_entry(options, key: str, default: str) -> str:
     """A session config entry as set, or ``default`` where it was left unset (ORT raises then)."""
     try:
@@ -109,7 +105,8 @@ class OrtRunner:
         tensors = [t.detach().contiguous() for t in inputs]
         binding = self.session.io_binding()
         for name, t in zip(self.input_names, tensors):
-            binding.bind_input(name, "cuda", t.device.index, numpy_dtype(t.dtype), tuple(t.shape), t.data_ptr())
+            numpy_dtype = torch.empty((), dtype=t.dtype).numpy().dtype
+            binding.bind_input(name, "cuda", t.device.index, numpy_dtype, tuple(t.shape), t.data_ptr())
         for name in self.output_names:
             binding.bind_output(name, "cuda", tensors[0].device.index if tensors else 0)
         torch.cuda.synchronize(self.device)  # the inputs are written before ONNX Runtime's stream reads them

@@ -69,12 +69,6 @@ def has_ts_frontend(trt) -> bool:
     return hasattr(trt, "ts")
 
 
-def compile_parameters(trt, frontend: str) -> set[str]:
-    """Keyword parameters the frontend's compile function accepts in this torch_tensorrt."""
-    fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
-    return {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
-
-
 @dataclass
 class TRTOptions:
     """Torch-TensorRT compile settings (the ``{trt: {...}}`` keys of a config); unset (null) ones are not passed."""
@@ -156,15 +150,11 @@ def inference_copy(module):
     return frozen
 
 
-def contiguous(inputs: tuple) -> tuple:
-    """The inputs in contiguous (NCHW for 4-D) layout, the one the TensorRT runtime copies them into."""
-    return tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs)
-
-
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
     """Keyword arguments for ``torch_tensorrt.compile`` from the variant options; where the installed frontend still
     has weak-typing switches, set so TensorRT keeps ``dtype``. ValueError for a setting the frontend does not take."""
-    params = compile_parameters(trt, frontend)
+    fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
+    params = {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
     kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
                               "require_full_compilation": options.require_full_compilation}
     if "use_explicit_typing" in params:
@@ -199,12 +189,6 @@ def describe_settings(kwargs: dict) -> dict:
         return str(value)  # torch.dtype, torch_tensorrt.Device
 
     return {key: plain(value) for key, value in kwargs.items()}
-
-
-def describe_inputs(input_specs, example_inputs) -> list[dict]:
-    return [{"name": spec.name, "min_shape": list(spec.min_shape), "opt_shape": list(spec.opt_shape),
-             "max_shape": list(spec.max_shape), "dtype": str(example.dtype)}
-            for spec, example in zip(input_specs, example_inputs)]
 
 
 def check_input_ranges(input_specs, inputs) -> None:
@@ -269,8 +253,11 @@ def ts_segments(module: torch.jit.ScriptModule) -> dict:
 
 
 def build_info(trt, frontend: str, kwargs: dict, ctx: BuildContext, segments: dict) -> dict:
+    inputs = [{"name": spec.name, "min_shape": list(spec.min_shape), "opt_shape": list(spec.opt_shape),
+               "max_shape": list(spec.max_shape), "dtype": str(example.dtype)}
+              for spec, example in zip(ctx.input_specs, ctx.example_inputs)]
     return {"frontend": frontend, "torch_tensorrt": version_of(trt), "compile_settings": describe_settings(kwargs),
-            "inputs": describe_inputs(ctx.input_specs, ctx.example_inputs), "segments": segments}
+            "inputs": inputs, "segments": segments}
 
 
 class TensorRTVariant(Variant):
@@ -279,7 +266,8 @@ class TensorRTVariant(Variant):
     runtime = "tensorrt"
 
     def prepare(self, built: Built, inputs: tuple) -> tuple:
-        return contiguous(inputs)
+        """The inputs in contiguous (NCHW for 4-D) layout, the one the TensorRT runtime copies them into."""
+        return tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs)
 
     def load(self, artifact: Artifact, device: torch.device):
         import_torch_tensorrt()  # registers the TensorRT engine class first
