@@ -58,12 +58,11 @@ class Aoti(Variant):
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        if is_quantized(precision):
+        if is_quantized(target.precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(device)
-        return cuda_load_crash(device, torch.__version__)
+            return pt2e_unavailable(target.device)
+        return cuda_load_crash(target.device, torch.__version__)
 
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package

@@ -65,8 +65,7 @@ class Variant(ABC):
     depends_on: ClassVar[Optional[str]] = None  # a variant whose build this one starts from (built first)
     timed: ClassVar[bool] = True  # False: a build step (onnx), built for its dependents, never timed or listed
     quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes (BuildContext.int8)
-    # how far, as a share of the output scale, its int8 file may move from its build when reloaded; None: within
-    # fp32's tolerance
+    # how far its reloaded int8 file may move from its build, a share of the output scale (None: fp32's tolerance)
     int8_reload_rtol: ClassVar[Optional[float]] = None
     # what upstream deprecates of how it is built, saved or loaded; its warnings become the row's note
     deprecations: ClassVar[tuple[Deprecation, ...]] = ()

@@ -71,11 +71,10 @@ class Compiled(Variant):
     int8_reload_rtol = 0.02  # its int8 file is compiled again where it is loaded (docs/int8.md)
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        if is_quantized(precision):
+        if is_quantized(target.precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(device)
+            return pt2e_unavailable(target.device)
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:

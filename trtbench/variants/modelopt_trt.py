@@ -17,8 +17,7 @@ from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable
 
 MODELOPT_IMPORT = "modelopt.torch.quantization"  # registers tensorrt::quantize_op (tensor_quant.py)
 CONFIGS = {"int8": "INT8_DEFAULT_CFG", "fp8": "FP8_DEFAULT_CFG"}  # precision -> ModelOpt's default config
-# Modules whose weights (and inputs) ModelOpt quantizes, registered in modelopt/torch/quantization/nn/modules/
-# quant_conv.py and quant_linear.py: the fallback's candidates to keep in floating point
+# modules whose weights ModelOpt quantizes (its nn/modules/quant_conv.py, quant_linear.py): the fallback's candidates
 WEIGHT_QUANTIZED = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                     nn.Linear)
 

@@ -35,12 +35,11 @@ class TensorRT(TensorRTVariant):
     quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        reason = why_no_torch_tensorrt(device)
-        if reason is None and is_quantized(precision):
+        reason = why_no_torch_tensorrt(target.device)
+        if reason is None and is_quantized(target.precision):
             from trtbench.variants.modelopt_trt import modelopt_unavailable
 
-            reason = modelopt_unavailable()
+            return modelopt_unavailable()
         return reason
 
     def build(self, model, ctx: BuildContext) -> Built:
