@@ -18,13 +18,12 @@ from trtbench.core.env import torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
-from trtbench.decoders.torch_model import eos_ids, greedy_loop
+from trtbench.decoders.torch_model import DTYPES, eos_ids, greedy_loop
 from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device,
                                           version_of, why_no_torch_tensorrt)
 
 INSTALL = "pip install torch-tensorrt==2.14.0 (a CUDA build of torch 2.14 and TensorRT 11.1 come with it)"
 NAME = "trt"
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def compile_settings(trt, precision: str, device: str) -> dict:
