@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from trtbench.core.record import Record
 from trtbench.report.columns.speedup import speedup_text
+from trtbench.report.rows import grouped
 from trtbench.report.text import ms_text
 from trtbench.results.resultset import ResultSet
 
@@ -32,10 +33,7 @@ def knob_markdown(results: ResultSet) -> str:
              "| model | precision | threads | point | variant | knobs | median ms | over eager (same knobs) | "
              "over itself under the defaults |", "|---|---|---|---|---|---|---|---|---|"]
     advice: list[str] = []
-    points: dict[tuple, list[Record]] = {}
-    for record in records:
-        points.setdefault(_point_key(record), []).append(record)
-    for (_, model, precision, threads, point, _), at_point in points.items():
+    for (_, model, precision, threads, point, _), at_point in grouped(records, _point_key).items():
         by_label: dict[str, dict[str, Record]] = {}
         for record in at_point:
             by_label.setdefault(record.case.label, {})[record.case.knobs] = record

@@ -4,13 +4,24 @@ fastest at its point (among those that passed their accuracy check), ranked by m
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TypeVar
 
 from trtbench.measure.ceiling import Ceiling
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.core.stats import Interval
+
+T = TypeVar("T")
+
+
+def grouped(items: Iterable[T], key: Callable[[T], Hashable]) -> dict[Hashable, list[T]]:
+    """``items`` by ``key``, groups and their members in the order first seen."""
+    groups: dict[Hashable, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -51,11 +62,8 @@ def _point_key(r: Record) -> tuple:
 
 def rows(results: ResultSet) -> list[Row]:
     """Every record, points in the order first seen, ranked by median within each point (timed first)."""
-    groups: dict[tuple, list[Record]] = {}
-    for record in results:
-        groups.setdefault(_point_key(record), []).append(record)
     out = []
-    for records in groups.values():
+    for records in grouped(results, _point_key).values():
         timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
         passing = [r for r in timed if not r.accuracy_failed]
         best = passing[0] if passing else None

@@ -18,6 +18,7 @@ from trtbench.results.recommend import eligible
 from trtbench.core.record import Record
 from trtbench.report.colors import VariantColors, marker, variant_colors
 from trtbench.report.plots import finish, label_axes
+from trtbench.report.rows import grouped
 from trtbench.report.section import Plot
 from trtbench.results.resultset import ResultSet
 
@@ -43,10 +44,7 @@ def _labeller(records: list[Record], environments: dict) -> Callable[[Record], s
 def _series(results: ResultSet) -> dict[str, list[Record]]:
     """Measured records by series name, each series sorted by batch size."""
     records = measured(results)
-    label = _labeller(records, results.environments)
-    series: dict[str, list[Record]] = {}
-    for r in records:
-        series.setdefault(label(r), []).append(r)
+    series = grouped(records, _labeller(records, results.environments))
     return {name: sorted(rs, key=lambda r: r.case.batch) for name, rs in series.items()}
 
 
@@ -65,11 +63,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 
 def fronts(results: ResultSet) -> dict[tuple[str, str], list[Record]]:
     """Per (environment, model): the measured points on the p99-throughput Pareto front, by p99."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for r in measured(results):
-        groups.setdefault((r.environment, r.case.model), []).append(r)
     out = {}
-    for key, records in groups.items():
+    for key, records in grouped(measured(results), lambda r: (r.environment, r.case.model)).items():
         on_front = pareto_front([(r.stats.p99, r.throughput) for r in records])
         out[key] = sorted((r for r, keep in zip(records, on_front) if keep), key=lambda r: r.stats.p99)
     return out

@@ -25,7 +25,7 @@ from trtbench.report.columns.processes import disagreement_notes, turn_notes
 from trtbench.report.deprecations import DEPRECATED_MARK, deprecation_notes
 from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
-from trtbench.report.rows import Row, rows
+from trtbench.report.rows import Row, grouped, rows
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.results.successors import deprecations_of
@@ -53,11 +53,8 @@ def deployment_table(results: ResultSet) -> str:
     """Per variant build: build time, compile on first call, cold start of the saved file, peak memory."""
     lines = ["| model | variant | precision | threads | build s | first call s | artifact load s | "
              "cold first call ms | peak MiB build | peak MiB run |", "|---|---|---|---|---|---|---|---|---|---|"]
-    builds: dict[tuple, list[Record]] = {}
-    for r in results:
-        if r.status is Status.OK:
-            c = r.case
-            builds.setdefault((r.environment, c.model, c.label, c.precision, c.threads), []).append(r)
+    builds = grouped((r for r in results if r.status is Status.OK),
+                     lambda r: (r.environment, r.case.model, r.case.label, r.case.precision, r.case.threads))
     for (_, model, label, precision, threads), records in builds.items():
         first = records[0]
         cold = first.metrics.get("cold_start") or []
