@@ -38,7 +38,8 @@ def import_module(name: str):
 
 def cpu_properties(artifact: Path, threads: int) -> dict:
     """The CPU plugin's properties for the precision the artifact was built at."""
-    compute, cache = RUNTIME_PRECISION[json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))["precision"]]
+    precision = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))["precision"]
+    compute, cache = RUNTIME_PRECISION[precision]
     return {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": compute, "KV_CACHE_PRECISION": cache}
 
 
