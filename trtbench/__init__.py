@@ -1,9 +1,7 @@
 """trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config.
 
-The Python API (:mod:`trtbench.api`): ``load_config``, ``run``, ``load_results`` and ``compare``; the history's
-``history_series``, ``ingest``, ``rebuild``, ``accept``, ``forget``, ``export_csv`` and ``gate``.
-They are resolved on first use (PEP 562), so ``import trtbench`` stays cheap: worker processes import
-trtbench's submodules, and nothing heavy is loaded for them here.
+The Python API (:mod:`trtbench.api`) is resolved on first use (PEP 562), so ``import trtbench`` stays cheap for
+the worker processes that import trtbench's submodules.
 """
 
 from trtbench.core.version import __version__  # noqa: F401

@@ -1,12 +1,5 @@
-"""trtbench's Python API: what a notebook or a CI script calls, also importable as ``trtbench.<name>``.
-
-- :func:`load_config`: a YAML file (or a bundled config's name) or a dict -> a validated config;
-- :func:`run`: run a config -> the run's outcome (its result set, files and exit code);
-- :func:`load_results`: a run's output folder or its ``results.json`` -> the result set;
-- :func:`compare`: two result sets -> the comparison ``trtbench compare`` prints;
-- :func:`history_series`, :func:`ingest`, :func:`rebuild`, :func:`accept`, :func:`forget`, :func:`export_csv`,
-  :func:`gate`: the history of runs (``trtbench history ...``, ``trtbench gate``), on a SQLite file or a
-  PostgreSQL URL (default ``results/history.sqlite``).
+"""trtbench's Python API: what a notebook or a CI script calls, also importable as ``trtbench.<name>``: configs,
+runs, result sets and their comparison, and the history of runs (on a SQLite file or a PostgreSQL URL).
 
 More: docs/api.md, "Module notes", trtbench/api.py.
 """
@@ -40,13 +33,8 @@ ConfigSource = Union[str, Path, Mapping]
 
 def load_config(source: ConfigSource, *, device: Optional[str] = None, variants: Optional[list[str]] = None,
                 output_dir: Optional[str] = None, profile: bool = False) -> "Config":
-    """A validated config from a YAML file path, a bundled config's name (``"resnet34"``), or a dict.
-
-    The keyword arguments are the command line's overrides (``--device``, ``--variants``, ``--output``,
-    ``trtbench profile``). A dict is the YAML's content as plain data; it is copied, never changed.
-    Bad input raises :class:`~trtbench.core.errors.UserInputError`, naming the key and the fix, as
-    ``trtbench validate`` reports it. Nothing is written.
-    """
+    """A validated config from a YAML file path, a bundled config's name (``"resnet34"``), or a dict (copied), with
+    the command line's overrides; bad input raises :class:`~trtbench.core.errors.UserInputError`."""
     from trtbench.config.config import config_from_dict
     from trtbench.config.config import load_config as load_file
 
@@ -72,15 +60,8 @@ def load_config(source: ConfigSource, *, device: Optional[str] = None, variants:
 def run(config: Union["Config", ConfigSource], *, fresh: bool = False,
         shard: Union[str, tuple[int, int], None] = None, p99_budget_ms: Optional[float] = None,
         quiet: bool = False) -> "RunOutcome":
-    """Run a config as ``trtbench run`` does; returns the run's outcome.
-
-    ``config`` is a loaded config, or anything :func:`load_config` takes. The outcome has ``results``
-    (the :class:`~trtbench.results.resultset.ResultSet`), ``out_dir``, ``files`` (``json``, ``csv``,
-    ``markdown``, ...), ``interrupted``, ``resumed`` and ``exit_code`` (the CLI's: 0, 1 or 130). As on
-    the command line, a run into a folder an unfinished run left resumes it unless ``fresh``; ``shard``
-    is ``"I/N"`` or ``(I, N)``; ``p99_budget_ms`` overrides the config's ``budget.p99_ms`` (the config
-    passed in is not changed); ``quiet`` silences the progress lines.
-    """
+    """Run a config (or anything :func:`load_config` takes) as ``trtbench run`` does; returns the run's outcome.
+    ``shard`` is ``"I/N"`` or ``(I, N)``; ``p99_budget_ms`` overrides the config's ``budget.p99_ms``."""
     from trtbench.config.config import Config
     from trtbench.config.plan import parse_shard, resolve
     from trtbench.core.progress import Progress
@@ -105,12 +86,11 @@ def load_results(path: Union[str, Path]) -> "ResultSet":
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two result sets compared case by case: what ``trtbench compare`` prints is ``str(comparison)``.
-    ``changes`` are the latency cases, ``generate`` the generate rows' times (TTFT, TPOT, E2E)."""
+    """Two result sets compared case by case: what ``trtbench compare`` prints is ``str(comparison)``."""
 
-    changes: tuple["Change", ...]
+    changes: tuple["Change", ...]  # the latency cases
     threshold: float
-    generate: tuple["GenerateChange", ...] = ()
+    generate: tuple["GenerateChange", ...] = ()  # the generate rows' times (TTFT, TPOT, E2E)
     regimes: tuple[str, ...] = ()  # each run's points whose rounds fell into more than one of the machine's regimes
     serving: tuple["ServingChange", ...] = ()  # each served peak beside the baseline's, with their intervals
 
@@ -127,8 +107,7 @@ class Comparison:
         return self.of("slower")
 
     def table(self) -> str:
-        """The Markdown tables: one row per case of the new set, then (when it has any) one per time of each of
-        its generate rows."""
+        """The Markdown tables: one row per case of the new set, then its generate rows' and served peaks'."""
         from trtbench.results.compare import changes_table, generate_changes_table, serving_changes_table
 
         tables = [changes_table(list(self.changes))] if self.changes or not (self.generate or self.serving) else []
@@ -149,10 +128,8 @@ class Comparison:
 
 def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str, Path], *,
             threshold: float = 0.05) -> Comparison:
-    """Compare ``new`` with ``baseline`` as ``trtbench compare`` does: per matching case, the ratio of
-    medians with a bootstrap 95% CI (each run's replicate processes its sample), called faster or slower only when
-    the whole interval lies beyond ``threshold``, and each run's points that spanned the machine's regimes. Either
-    side is a result set or what :func:`load_results` takes."""
+    """Compare ``new`` with ``baseline`` (result sets, or what :func:`load_results` takes) as ``trtbench compare``
+    does: faster or slower only where the ratio's whole 95% interval lies beyond ``threshold``."""
     from trtbench.results.compare import compare_generate, compare_runs, compare_serving, regime_lines
     from trtbench.results.resultset import ResultSet
 
@@ -182,9 +159,7 @@ def _existing(where: Union[str, Path]) -> str:
 
 
 def history_series(where: Union[str, Path] = DEFAULT_HISTORY, query: HistoryQuery = HistoryQuery()) -> list["Series"]:
-    """The history's series as ``trtbench history`` lists them: each a
-    :class:`~trtbench.history.series.Series` (its key, its points in start order with their runs' versions, its
-    steps with what changed across each)."""
+    """The history's series as ``trtbench history`` lists them (:class:`~trtbench.history.series.Series`)."""
     from trtbench.history.series import SeriesFilter, read_history
 
     keep = SeriesFilter(query.model, query.variant, query.figure, query.since)
@@ -238,11 +213,8 @@ def export_csv(where: Union[str, Path] = DEFAULT_HISTORY) -> str:
 
 def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = DEFAULT_HISTORY, *,
          figures: Optional[list[str]] = None, threshold: float = 0.05) -> "GateResult":
-    """Gate a run against its history as ``trtbench gate`` does: its ``exit_code`` is 1 with a regression (each
-    named, with intervals and what changed), else 0; bad input raises
-    :class:`~trtbench.core.errors.UserInputError` (exit 2). ``run_dir``: a run's folder, added to the history
-    first if missing (its last run is gated); None: the latest stored run. ``figures``: those held to their steps
-    (default median and speedup)."""
+    """Gate a run against its history as ``trtbench gate`` does (``exit_code`` 1 with a regression, else 0).
+    ``run_dir``: a run's folder, added to the history first if missing; None: the latest stored run."""
     from trtbench.history.figures import stored_runs
     from trtbench.history.gate import DEFAULT_FIGURES, GateSettings, gate_run
     from trtbench.history.ingest import append

@@ -25,8 +25,6 @@ def _processes_arg(text: str) -> int:
     return int(text)
 
 
-# ---- matrices (issue 10): --p99-budget, merge -----------------------------------------------
-
 def _budget_arg(text: str) -> float:
     try:
         value = float(text)
@@ -44,8 +42,7 @@ def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None
 
 
 def _print_results(results, p99_budget_ms) -> None:
-    """The latency rows (where there are any), what else failed, and each scenario's recommendation (the
-    p99-budget one, the one under load...)."""
+    """The latency rows (where there are any), what else failed, and each scenario's recommendation."""
     from trtbench.pipeline.sections import summary_lines
     from trtbench.report.tables import failed_part_notes, text_table
 
@@ -70,8 +67,6 @@ def cmd_merge(args) -> int:
     if outcome.history:
         print(outcome.history, file=sys.stderr)
     return outcome.exit_code
-
-# ---- end of matrices ------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,6 +189,7 @@ def cmd_history(args) -> int:
     from trtbench.history.text import run_lines, series_lines
 
     where, targets = _store_of(args), args.targets
+    query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
     if targets and args.action in ("show", "runs", "export"):
         raise UserInputError(targets[0], f"'history {args.action}' takes no folder or run",
                              "trtbench history ingest DIR... adds folders; accept and forget take a run")
@@ -223,7 +219,6 @@ def cmd_history(args) -> int:
         from trtbench.report.history_page import from_history
         from trtbench.report.writer import write_history_page
 
-        query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
         print(f"history page: {write_history_page(Path(targets[0]), from_history(api.history_series(where, query)))}")
     elif args.action == "runs":
         from trtbench.history.ingest import existing
@@ -232,7 +227,6 @@ def cmd_history(args) -> int:
         with open_store(existing(where)) as store:
             print("\n".join(run_lines(store.runs())))
     else:
-        query = api.HistoryQuery(args.model, args.variant, args.figure, args.since, args.threshold)
         print("\n".join(series_lines(api.history_series(where, query))))
     return 0
 
@@ -319,7 +313,7 @@ def cmd_validate(args) -> int:
 
     config = load_config(args.config)
     for model in config.models:
-        build_model(model)  # constructor arguments and weights are only checked by building the model
+        build_model(model)
     print(f"{args.config}: ok ({', '.join(m.id for m in config.models)}, variants {', '.join(config.variant_names)}, "
           f"precisions {', '.join(config.precisions)}, device {config.device})")
     return 0
@@ -337,7 +331,6 @@ def cmd_models(args) -> int:
 
 
 def cmd_variants(args) -> int:
-
     from trtbench.config.plan import resolve_device, why_unavailable
     from trtbench.core.env import bf16_compute
     from trtbench.core.target import Target
@@ -381,18 +374,14 @@ def cmd_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``trtbench`` console script; returns the exit code.
-
-    Called as the command (``argv`` None), a run goes under a supervisor (:mod:`trtbench.pipeline.supervisor`):
-    the pipeline runs in a child process, so that a variant that crashes it natively fails alone. Called with
-    ``argv``, everything runs in this process."""
+    """Entry point of the ``trtbench`` console script; returns the exit code. Called as the command (``argv``
+    None), a run goes under a supervisor (:mod:`trtbench.pipeline.supervisor`); with ``argv``, all runs here."""
     command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
-    # torchao (imported by transformers where it is installed) registers its enums with torch's pytree, which
-    # torch 2.14 answers with a deprecation warning per enum: nothing a user of trtbench can act on
+    # torchao's enums registered with torch 2.14's pytree warn once each: nothing a user can act on
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
     handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
                 "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,

@@ -1,6 +1,4 @@
-"""Decoder registry: the deployment paths of a causal language model that the generate scenario times (eager,
-compiled, exported, AOTInductor, ONNX Runtime GenAI, OpenVINO GenAI). Each module in this package defines and
-registers one decoder (:mod:`.base` holds the interface); adding one is adding a module."""
+"""Decoder registry: each module in this package registers one decoder (:mod:`.base` holds the interface)."""
 
 from __future__ import annotations
 

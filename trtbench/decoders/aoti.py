@@ -1,9 +1,5 @@
-"""``aoti``: the static-cache program of ``exported`` (:mod:`trtbench.decoders.static_export`), compiled ahead of
-time by AOTInductor into a shared library per batch size and cache length, packaged as a ``.pt2``
-(``torch._inductor.aoti_compile_and_package``) and loaded with ``torch._inductor.aoti_load_package``, so that no
-Python graph runs: each call is one call into the compiled model. The cache stays the program's buffers,
-updated in place by the compiled kernels across calls (the teacher-forced logits and greedy tokens match eager's).
-``compile_s`` states the AOTInductor compile (with the C++ compile) of all programs, ``export_s`` their export."""
+"""``aoti``: ``exported``'s static-cache programs compiled ahead of time by AOTInductor, a ``.pt2`` package per
+batch size and cache length; ``compile_s`` states their compile, ``export_s`` their export."""
 
 from __future__ import annotations
 

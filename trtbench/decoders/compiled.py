@@ -1,8 +1,5 @@
-"""``compiled``: a static KV cache (transformers' ``StaticCache``, sized prompt + new tokens) with the model's
-forward under ``torch.compile``, called explicitly for the prefill and for each decode step (transformers
-compiles a static cache by itself only on CUDA). The first request of each shape compiles (its time is
-``compile_s``); ``compiled_graphs`` counts the graphs Dynamo made, and ``recompiles`` the requests that compiled
-at a shape an earlier request had already compiled."""
+"""``compiled``: a static KV cache (``StaticCache``) with the model's forward under ``torch.compile``, called for
+the prefill and each decode step; its facts count ``compile_s``, ``compiled_graphs`` and ``recompiles``."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ class CompiledSession:
                       "recompiles": 0}
 
     def _account(self, shape: tuple, graphs: int, started: float) -> None:
-        """After a call of ``shape`` that began with ``graphs`` graphs at ``started``: where it compiled, its time
-        is compile time (with one call's work), and a recompile where that shape had run before."""
+        """After a call of ``shape`` that compiled: its time is compile time, a recompile where it had run before."""
         if _graphs() > graphs:
             self.facts.update(compile_s=round(self.facts["compile_s"] + time.perf_counter() - started, 3),
                               compiled_graphs=_graphs(), recompiles=self.facts["recompiles"] + (shape in self.shapes))

@@ -1,5 +1,4 @@
-"""``eager``: the transformers model as it is, a dynamic KV cache (``DynamicCache``) grown one step at a time,
-greedy; each step is one forward call, so each is stamped as its tokens exist."""
+"""``eager``: the transformers model as it is, with a dynamic KV cache (``DynamicCache``), one forward per step."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``exported``: ``torch.export`` of the model's forward with a static KV cache held as the program's buffers, one
-program per batch size and cache length the run serves, its sequence length dynamic so that the same program runs
-the prefill and each one-token decode step (:mod:`trtbench.decoders.static_export`). The build exports and saves
-each program with ``torch.export.save``; the load reads those ``.pt2`` files alone with ``torch.export.load`` and
-runs each as its unflattened module (the ExportedProgram's ``module()``). Each file holds the weights; once loaded,
-every program's parameters are the first program's (:func:`share_parameters`), so the worker keeps one copy
-(the tiny Llama of configs/tinyllama.yaml, 3 programs: 852 MiB of RSS after the load instead of 1011; eager's
-worker: 768). ``export_s``, ``save_s`` and ``programs`` state what the build took."""
+"""``exported``: the static-cache programs of :mod:`trtbench.decoders.static_export`, saved with
+``torch.export.save`` and loaded with ``torch.export.load``, their parameters shared once loaded."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ from trtbench.decoders.static_export import StaticExportDecoder, StaticProgramSe
 
 
 def share_parameters(modules: list[torch.nn.Module]) -> None:
-    """Make every module's parameters the first module's of the same name (the modules are programs of one model),
-    so that the others' copies are freed."""
+    """Make every module's parameters the first module's of the same name, so that the others' copies are freed."""
     first = dict(modules[0].named_parameters())
     for module in modules[1:]:
         for name, _ in list(module.named_parameters()):

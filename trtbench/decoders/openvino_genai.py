@@ -24,12 +24,10 @@ SETTINGS_FILE = "trtbench_decoder.json"  # in the artifact: the precision it was
 COPIED_FILES = ("config.json", "generation_config.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 INT4_GROUP_SIZE = 32
-# CPU plugin settings per precision: compute precision and KV-cache precision (the plugin's defaults are bf16
-# compute on CPUs with bf16 units and a u8 cache; pinned so that each precision is the one its row names).
+# CPU plugin settings per precision, pinned to the row's: compute precision and KV-cache precision
 RUNTIME_PRECISION = {"fp32": ("f32", "f32"), "bf16": ("bf16", "bf16"), "int8": ("f32", "f32"),
                      "int4": ("f32", "f32")}
-# model_type of the causal LMs this export was checked on (fp32 logits and greedy tokens at batch 1 and 2 equal to
-# transformers'): each keeps one key and one value tensor per layer in a DynamicCache, which the trace relies on.
+# model_type of the causal LMs this export was checked on (each keeps one key and one value per layer)
 MODEL_TYPES = ("gemma", "gpt2", "llama", "mistral", "phi3", "qwen2", "qwen3")
 TRACE_BATCH, TRACE_PAST, TRACE_NEW = 2, 3, 4  # example shapes for tracing (all dimensions stay dynamic)
 
@@ -38,15 +36,29 @@ def import_module(name: str):
     return importlib.import_module(name)
 
 
-def cpu_properties(precision: str, threads: int) -> dict:
+def cpu_properties(artifact: Path, threads: int) -> dict:
+    """The CPU plugin's properties for the precision the artifact was built at."""
+    precision = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))["precision"]
     compute, cache = RUNTIME_PRECISION[precision]
     return {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": compute, "KV_CACHE_PRECISION": cache}
+
+
+def runtime_facts(genai, properties: dict) -> dict:
+    """What a session's and an engine's records state of the runtime."""
+    return {"threads": properties["INFERENCE_NUM_THREADS"], "runtime": f"openvino-genai {genai.__version__}",
+            "inference_precision": properties["INFERENCE_PRECISION_HINT"],
+            "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA", "prefix_caching": False}
+
+
+def greedy_config(genai, new_tokens: int):
+    """Greedy generation of exactly ``new_tokens``, EOS ignored."""
+    return genai.GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, ignore_eos=True,
+                                  do_sample=False)
 
 
 @register_decoder
 class OpenVinoGenAI(Decoder):
     name = "openvino_genai"
-    extra = "genai"
     precisions = ("fp32", "bf16", "int8", "int4")
     continuous_batching = True
 
@@ -90,12 +102,10 @@ class OpenVinoGenAI(Decoder):
         return artifact
 
     def load(self, artifact: Path, device: str, threads: int) -> "OpenVinoGenAISession":
-        settings = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))
-        return OpenVinoGenAISession(artifact, cpu_properties(settings["precision"], threads))
+        return OpenVinoGenAISession(artifact, cpu_properties(artifact, threads))
 
     def load_engine(self, artifact: Path, device: str, threads: int, max_batch: int) -> "OpenVinoGenAIEngine":
-        settings = json.loads((artifact / SETTINGS_FILE).read_text(encoding="utf-8"))
-        return OpenVinoGenAIEngine(artifact, cpu_properties(settings["precision"], threads), max_batch)
+        return OpenVinoGenAIEngine(artifact, cpu_properties(artifact, threads), max_batch)
 
 
 def stateful_ir(source: Path):
@@ -116,9 +126,7 @@ def stateful_ir(source: Path):
                *[torch.zeros(past_shape) for _ in range(2 * layers)])
     shapes = [ov.PartialShape([-1, -1])] * 3 + [ov.PartialShape([-1, kv_heads, -1, head_dim])] * (2 * layers)
     with torch.no_grad(), warnings.catch_warnings():
-        # The trace fixes the branches transformers takes on shapes (a cache that is not empty, a full attention
-        # mask, a multi-token query's attention path): each holds for every length, since the pipeline passes the
-        # whole mask and the general attention path also serves one-token queries.
+        # the branches the trace fixes on shapes hold for every length (docs/generate.md)
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         model = ov.convert_model(_explicit_cache_module()(hf), example_input=example, input=shapes)
     past = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
@@ -132,8 +140,7 @@ def stateful_ir(source: Path):
 
 
 def _explicit_cache_module():
-    """A torch module class taking the KV cache as tensors (one key and one value per layer) and returning the
-    logits and the grown cache as tensors, so that tracing sees the cache as inputs and outputs."""
+    """A torch module class taking and returning the KV cache as tensors (one key and one value per layer)."""
     torch = import_module("torch")
     cache_utils = import_module("transformers.cache_utils")
 
@@ -146,7 +153,7 @@ def _explicit_cache_module():
             cache = cache_utils.DynamicCache()
             cache.layers = []
             for key, value in zip(past[0::2], past[1::2]):
-                # A layer holding the past as it is (DynamicLayer's lazy start would trace a constant empty tensor).
+                # initialized, as DynamicLayer's lazy start would trace a constant empty tensor
                 layer = cache_utils.DynamicLayer()
                 layer.keys, layer.values, layer.device, layer.is_initialized = key, value, key.device, True
                 cache.layers.append(layer)
@@ -214,16 +221,11 @@ class OpenVinoGenAISession:
                                                **properties)
         self.request = None
         self._step_times: Optional[np.ndarray] = None
-        self.facts = {"threads": properties["INFERENCE_NUM_THREADS"],
-                      "runtime": f"openvino-genai {self.genai.__version__}",
-                      "inference_precision": properties["INFERENCE_PRECISION_HINT"],
-                      "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA",
-                      "prefix_caching": False, "per_token_times": "streamed"}
+        self.facts = {**runtime_facts(self.genai, properties), "per_token_times": "streamed"}
 
     def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
         batch = prompt.shape[0]
-        config = self.genai.GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, ignore_eos=True,
-                                             do_sample=False)
+        config = greedy_config(self.genai, new_tokens)
         ids = np.ascontiguousarray(prompt, dtype=np.int64)
         if batch == 1:
             self._step_times = None
@@ -242,8 +244,8 @@ class OpenVinoGenAISession:
         return tokens
 
     def step_times(self) -> Optional[np.ndarray]:
-        """After a generate() that did not stream (batch > 1): float64 (new_tokens,), the moment each step's tokens
-        existed, in seconds on ``time.perf_counter()``'s clock. None after a streamed generate()."""
+        """After a generate() that did not stream (batch > 1): float64 (new_tokens,), each step's
+        ``time.perf_counter()`` moment in seconds; None after a streamed one."""
         return self._step_times
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
@@ -272,17 +274,12 @@ class OpenVinoGenAIEngine:
         scheduler.max_num_seqs = max_batch
         self.pipeline = self.genai.ContinuousBatchingPipeline(str(artifact), scheduler, "CPU", properties)
         self.handles: dict = {}
-        self.facts = {"threads": properties["INFERENCE_NUM_THREADS"],
-                      "runtime": f"openvino-genai {self.genai.__version__}",
-                      "inference_precision": properties["INFERENCE_PRECISION_HINT"],
-                      "kv_cache_precision": properties["KV_CACHE_PRECISION"], "attention_backend": "PA",
-                      "prefix_caching": False, "engine": "ContinuousBatchingPipeline", "max_num_seqs": max_batch}
+        self.facts = {**runtime_facts(self.genai, properties), "engine": "ContinuousBatchingPipeline",
+                      "max_num_seqs": max_batch}
 
     def add(self, key: int, prompt: np.ndarray, new_tokens: int) -> None:
-        config = self.genai.GenerationConfig(max_new_tokens=new_tokens, min_new_tokens=new_tokens, ignore_eos=True,
-                                             do_sample=False)
         ids = self.ov.Tensor(np.ascontiguousarray(prompt, dtype=np.int64))
-        self.handles[key] = self.pipeline.add_request(key, ids, config)
+        self.handles[key] = self.pipeline.add_request(key, ids, greedy_config(self.genai, new_tokens))
 
     def step(self) -> dict[int, list[int]]:
         self.pipeline.step()
@@ -307,9 +304,7 @@ class OpenVinoGenAIEngine:
 
 
 def _scheduler_config(genai):
-    """The pipeline's default (its PagedAttention backend's latency-oriented scheduler: no limit on the tokens of a
-    step) without prefix caching, which it turns on by default: requests that repeat a prompt would reuse its cached
-    KV blocks and skip the prefill."""
+    """The pipeline's default scheduler (no limit on the tokens of a step) without prefix caching."""
     config = genai.SchedulerConfig()
     config.max_num_batched_tokens = np.iinfo(np.int64).max
     config.enable_prefix_caching = False
@@ -331,8 +326,8 @@ def _stamping_streamer(genai, stamp: Callable[[], None]):
 
 
 def _token_times(raw, start: float, end: float) -> np.ndarray:
-    """Each step's time from the raw metrics' ``m_new_token_times`` (milliseconds of std::chrono::steady_clock,
-    which on Linux is CLOCK_MONOTONIC, the clock of ``time.perf_counter``), checked to lie within the call."""
+    """Each step's time in seconds from the raw metrics' ``m_new_token_times`` (milliseconds of steady_clock,
+    CLOCK_MONOTONIC on Linux as ``time.perf_counter``), checked to lie within the call."""
     times = np.asarray(raw.m_new_token_times, dtype=np.float64) / 1000.0
     if times.size == 0 or times[0] < start or times[-1] > end:
         raise RuntimeError(f"OpenVINO GenAI's token times ({times[:1]}..{times[-1:]} s) do not fall within the "

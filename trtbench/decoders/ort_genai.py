@@ -1,11 +1,5 @@
-"""ONNX Runtime GenAI on the CPU: the model that onnxruntime-genai's model builder makes from the folder.
-
-Build: ``python -m onnxruntime_genai.models.builder -i FOLDER -o OUT -p fp32|int8|int4 -e cpu -c CACHE`` in a
-subprocess, offline (``HF_HUB_OFFLINE``; the folder holds the weights and the tokenizer, which the builder copies
-next to the model). int8 and int4 are the builder's weight-only MatMulNBits quantization at its CPU defaults
-(symmetric, block 32, accuracy level 4: int8 activations in the quantized MatMuls). The artifact is the folder the
-builder writes (``genai_config.json``, ``model.onnx`` and its external data, the tokenizer), with the thread count
-written into the decoder's session options.
+"""ONNX Runtime GenAI on the CPU: the model that onnxruntime-genai's model builder makes from the folder, run in
+a subprocess; the artifact is the folder it writes, with the thread count in the decoder's session options.
 
 More: docs/generate.md, "Module notes", trtbench/decoders/ort_genai.py.
 """
@@ -27,8 +21,7 @@ from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 
 INSTALL = "pip install 'trtbench[genai]'"
-# model_type (config.json) of the causal LMs whose architecture onnxruntime-genai 0.18's builder dispatches on
-# (onnxruntime_genai/models/builder.py, create_model). GPT-2 is not among them.
+# the model_types (config.json) onnxruntime-genai 0.18's builder can build
 MODEL_TYPES = ("gemma", "gemma2", "gemma3_text", "granite", "llama", "mistral", "nemotron", "olmo", "phi", "phi3",
                "qwen2", "qwen3", "smollm3")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
@@ -47,7 +40,6 @@ def session_options(threads: int) -> dict:
 @register_decoder
 class OrtGenAI(Decoder):
     name = "ort_genai"
-    extra = "genai"
     precisions = ("fp32", "int8", "int4")
     builds_apart = False  # the model builder already runs in a process of its own: the build loads nothing here
 

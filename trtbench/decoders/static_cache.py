@@ -1,14 +1,6 @@
-"""A causal LM's static KV cache as explicit inputs and outputs of its exported graph, for Torch-TensorRT.
-
-A port of the static cache of Torch-TensorRT's ``tools/llm`` (pytorch/TensorRT at d7f2062810, where
-``tools/llm`` last changed in f59c9b1acd; no 2.14 tag or branch is published, and the 2.14.0 wheel does not ship
-``tools/llm``): ``static_cache_v2.py`` (``insert_static_cache_v2``, ``add_kv_cache_inputs``,
-``insert_kv_slicing_before_sdpa``, ``add_kv_as_outputs``) and ``cache_utils.py`` (``get_kv_nodes``,
-``_add_graph_input``). As there, the graph of ``torch.export`` of the model (no cache of its own: ``use_cache``
-off) is rewritten so that every attention call (``scaled_dot_product_attention``) gets its layer's key and value
-caches as two new graph inputs at the cache's full static shape, writes the step's keys and values into them
-before attending, and returns the updated caches as outputs after the logits (key then value, layer by layer);
-the model's own attention mask is dropped and replaced by causality over the cache.
+"""A causal LM's static KV cache as explicit inputs and outputs of its exported graph, for Torch-TensorRT: a port
+of Torch-TensorRT's ``tools/llm`` static cache, where each attention call gets its layer's key and value caches as
+graph inputs, writes the step into them and returns them after the logits.
 
 More: docs/generate.md, "Module notes", trtbench/decoders/static_cache.py.
 """
@@ -20,7 +12,7 @@ from typing import Optional
 import torch
 from torch.fx import GraphModule, Node
 
-ATTENTION = torch.ops.aten.scaled_dot_product_attention.default  # kept whole by torch.export and torch_tensorrt 2.14
+ATTENTION = torch.ops.aten.scaled_dot_product_attention.default
 CACHE_DIM = 2  # (batch, heads, positions, head_dim): the positions axis of a key or value cache
 
 
@@ -41,10 +33,8 @@ def attention_nodes(gm: GraphModule) -> list[Node]:
 
 
 def add_graph_input(gm: GraphModule, name: str, val: Optional[torch.Tensor] = None) -> Node:
-    """A new positional input of ``gm`` after its last one, its pytree input spec extended to match, and its
-    ``val``/``tensor_meta`` set from ``val`` in the graph's fake mode (``cache_utils._add_graph_input``, which
-    appends to the spec's children in place; torch 2.14 deprecates that, so the spec is made anew here, for a
-    graph whose inputs are all positional)."""
+    """A new positional input of ``gm`` after its last one, its pytree input spec made anew to match, and its
+    ``val``/``tensor_meta`` set from ``val`` in the graph's fake mode (``cache_utils._add_graph_input``)."""
     from torch._export.utils import _detect_fake_mode_from_gm
     from torch.fx.passes.shape_prop import _extract_tensor_metadata
     from torch.utils._pytree import tree_structure
@@ -66,8 +56,7 @@ def add_graph_input(gm: GraphModule, name: str, val: Optional[torch.Tensor] = No
 
 
 def add_cache_inputs(gm: GraphModule, attention: list[Node], length: int) -> list[tuple[Node, Node]]:
-    """One (key, value) pair of cache inputs per attention call, ``length`` positions long, named after the key
-    and value they cache (``add_kv_cache_inputs``: there the length is the largest the sequence dim may take)."""
+    """One (key, value) pair of cache inputs per attention call, ``length`` positions long (``add_kv_cache_inputs``)."""
     caches = []
     for node in attention:
         pair = []
@@ -87,9 +76,8 @@ def _call(gm: GraphModule, target, *args, **kwargs) -> Node:
 
 def insert_cache_updates(gm: GraphModule, attention: list[Node], caches: list[tuple[Node, Node]],
                          length: int) -> list[Node]:
-    """Before each attention call: its key and value written into its caches at the step's positions, and the
-    call made over the whole updated caches with a causal mask by position (``insert_kv_slicing_before_sdpa``).
-    The positions are the first row of ``position_ids`` (every sequence of a batch is at the same positions).
+    """Before each attention call: its key and value written into its caches at the positions of ``position_ids``'
+    first row, and the call made over the whole caches with a causal mask (``insert_kv_slicing_before_sdpa``).
     Returns the updated caches, key then value per call."""
     position_ids = gm.graph.find_nodes(op="placeholder", sort=True)[1]
     device = attention[0].args[0].meta["val"].device
@@ -112,8 +100,7 @@ def insert_cache_updates(gm: GraphModule, attention: list[Node], caches: list[tu
 
 
 def add_cache_outputs(gm: GraphModule, updated: list[Node]) -> None:
-    """The graph's outputs become its logits followed by the updated caches (``add_kv_as_outputs``), returned as
-    one flat tuple."""
+    """The graph's outputs become its logits followed by the updated caches, one flat tuple (``add_kv_as_outputs``)."""
     from torch.utils._pytree import tree_structure
 
     output = next(node for node in gm.graph.nodes if node.op == "output")
@@ -153,11 +140,10 @@ def cache_inputs(program: torch.export.ExportedProgram) -> list[torch.Tensor]:
 
 
 def export_with_static_cache(model: torch.nn.Module, batch: int, length: int) -> torch.export.ExportedProgram:
-    """``model`` (a transformers causal LM on its device, SDPA attention) exported for ``batch`` sequences with a
-    static KV cache of ``length`` positions as inputs and outputs; the step's length (1 up to ``length``) is
-    dynamic, so one program runs the prefill and every decode step."""
+    """``model`` (SDPA attention) exported for ``batch`` sequences with a static KV cache of ``length`` positions as
+    inputs and outputs; the step's length (1 up to ``length``) is dynamic."""
     device = next(model.parameters()).device
-    example = 2  # a length of 1 would be specialised away (a cache holds at least a prompt token and 2 new ones)
+    example = 2
     ids = torch.zeros((batch, example), dtype=torch.int64, device=device)
     positions = torch.arange(example, device=device).unsqueeze(0)
     seq = torch.export.Dim("seq_len", min=1, max=length)

@@ -1,6 +1,5 @@
-"""What ``exported`` and ``aoti`` share: ``torch.export`` of the model's forward with a static KV cache held as the
-program's buffers, one program per (batch, cache length) the artifact must serve, built and saved at build time,
-and a session that runs only those saved programs.
+"""What ``exported`` and ``aoti`` share: ``torch.export`` of the forward with a static KV cache held as the
+program's buffers, one program per (batch, cache length), and a session that runs only those saved programs.
 
 More: docs/generate.md, "Module notes", trtbench/decoders/static_export.py.
 """
@@ -24,8 +23,7 @@ EXAMPLE_SEQ = 2  # the example's sequence length at export (1 would specialize t
 
 
 def static_cache_module(model: torch.nn.Module, batch: int, length: int) -> torch.nn.Module:
-    """``model`` wrapped with a static cache of ``batch`` x ``length`` positions held as the wrapper's buffers:
-    ``forward(input_ids, cache_position)`` -> the logits of every given position."""
+    """``model`` wrapped with a static cache of ``batch`` x ``length`` positions held as the wrapper's buffers."""
     from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
 
     class StaticCacheModule(TorchExportableModuleWithStaticCache):
@@ -40,8 +38,7 @@ def static_cache_module(model: torch.nn.Module, batch: int, length: int) -> torc
 
 
 def export_static(model: torch.nn.Module, batch: int, length: int) -> torch.export.ExportedProgram:
-    """The exported program of ``model`` with a static cache of ``batch`` x ``length``, its sequence length
-    dynamic from 1 to ``length``."""
+    """The exported program of ``model`` with a static cache of ``batch`` x ``length``, its sequence dynamic."""
     if length < EXAMPLE_SEQ:
         raise ValueError(f"a static-cache program needs a cache of at least {EXAMPLE_SEQ} positions, not {length}")
     seq = torch.export.Dim("seq", min=1, max=length)
@@ -90,8 +87,7 @@ class StaticProgramSession:
 
 
 class StaticExportDecoder(TorchDecoder):
-    """A decoder whose artifact is a static-cache program per shape (see the module docstring); a subclass names
-    itself, how a program is saved (``save_program``; its time is the ``save_fact`` of the facts) and loaded."""
+    """A decoder whose artifact is a static-cache program per shape; a subclass says how one is saved and loaded."""
 
     save_fact: ClassVar[str]  # the fact that sums the programs' save times, e.g. "compile_s"
     builds_apart = True  # the build loads the model, exports and compiles

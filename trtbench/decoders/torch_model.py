@@ -1,11 +1,5 @@
-"""What the PyTorch decoders share: their artifact (the model's Hugging Face folder at a dtype), loading it,
-teacher-forced logits, and the greedy loop that stamps each step.
-
-``eager`` and ``compiled`` deploy the model as transformers saves it (``compiled`` compiles at its first call,
-as torch.compile does in a deployment), so their artifact is a small file naming the folder and the dtype
-(``decoder.json``) rather than a copy of the weights; published, the folder is brought in beside it as ``model/``
-and named relatively (:meth:`TorchDecoder.self_contained`). ``exported`` and ``aoti`` deploy programs built from
-the model (:mod:`trtbench.decoders.static_export`).
+"""What the PyTorch decoders share: their artifact (``decoder.json``, naming the model's Hugging Face folder and
+dtype), loading it, teacher-forced logits, and the greedy loop that stamps each step.
 """
 
 from __future__ import annotations
@@ -28,9 +22,8 @@ BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artif
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
-    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``: a precision it has no path to
-    (weight-only int8/int4 are the runtimes'), or fp16 on a CPU. bf16 runs everywhere, as vision rows do: its
-    record says whether natively or emulated (:func:`torch_facts`)."""
+    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device`` (a precision it has no path to, fp16
+    on a CPU), or None."""
     if precision not in DTYPES:
         return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
                f"openvino_genai)"
@@ -48,16 +41,14 @@ def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
 
 
 def torch_facts(precision: str, device: str) -> dict:
-    """The facts a PyTorch decoder's record states: its threads, torch's version, its dtype, streamed stamps; at
-    bf16, whether ``device`` computes it natively or emulated (:func:`~trtbench.core.env.bf16_compute`)."""
+    """The facts a PyTorch decoder's record states: threads, torch's version, dtype, streamed stamps, bf16's kind."""
     bf16 = {"bf16": bf16_compute(device).text} if precision == "bf16" else {}
     return {**torch_thread_facts(), "torch": torch.__version__, "dtype": precision, "per_token_times": "streamed",
             **bf16}
 
 
 def load_folder(folder: Path, precision: str, device: str, threads: int) -> torch.nn.Module:
-    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype, with
-    ``threads`` intra-op threads."""
+    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
@@ -68,8 +59,7 @@ def load_folder(folder: Path, precision: str, device: str, threads: int) -> torc
 
 
 def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
-    """The causal LM an artifact of :func:`write_artifact` names (its folder absolute as built, relative to the
-    artifact once published; see :func:`load_folder`), and the facts a record states (:func:`torch_facts`)."""
+    """The causal LM an artifact of :func:`write_artifact` names, and the facts a record states."""
     spec = json.loads(Path(artifact).read_text())
     folder = Path(artifact).parent / spec["folder"]
     return load_folder(folder, spec["precision"], device, threads), torch_facts(spec["precision"], device)
@@ -94,11 +84,9 @@ def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
 def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
                 prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None],
                 eos: tuple[int, ...] = ()) -> np.ndarray:
-    """Greedy generation of exactly ``new_tokens`` per sequence: ``prefill(ids)`` and ``decode(tokens, position)``
-    return the last position's logits (batch x vocab); ``stamp()`` as each step's tokens exist (they are on the
-    host: the argmax is read, so the step has finished). The ``eos`` ids are never picked, as ONNX Runtime GenAI
-    and OpenVINO GenAI block them until the minimum length (transformers' ``min_new_tokens``), so every
-    decoder's greedy tokens are the same sequence."""
+    """Greedy generation of exactly ``new_tokens`` per sequence, the ``eos`` ids never picked: ``prefill(ids)`` and
+    ``decode(tokens, position)`` return the last position's logits (batch x vocab); ``stamp()`` once each step's
+    tokens are on the host."""
     prompt_len = prompt.shape[1]
     generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
 
@@ -120,23 +108,20 @@ def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callabl
 
 
 class TorchDecoder(Decoder):
-    """What the PyTorch decoders share as decoders: their precisions, why one cannot run, and their artifact
-    (:func:`write_artifact`); each subclass names itself and loads its own session."""
+    """What the PyTorch decoders share as decoders: precisions, why one cannot run, the artifact."""
 
     precisions = tuple(DTYPES)
     builds_apart = False  # the build writes decoder.json
 
     def unavailable_reason(self, target: Target) -> Optional[str]:
-        precision, device = target.precision, str(target.device)
-        return torch_unavailable(self.name, precision, device)
+        return torch_unavailable(self.name, target.precision, str(target.device))
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...], device: str) -> Path:
         return write_artifact(source, precision, out_dir)
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
-        """Where the artifact is :func:`write_artifact`'s ``decoder.json``, the model folder it names brought in
-        beside it as ``model/``."""
+        """Where the artifact is ``decoder.json``, the model folder it names brought in beside it as ``model/``."""
         if artifact.name != ARTIFACT:
             return
         spec = json.loads(artifact.read_text())

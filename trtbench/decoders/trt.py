@@ -1,14 +1,5 @@
-"""``trt``: Torch-TensorRT on a CUDA GPU with a static KV cache, as Torch-TensorRT's ``tools/llm`` runs a causal LM
-(``run_llm.py`` ``get_model`` and ``compile_torchtrt``, ``utils.py`` ``export_llm`` and
-``generate_with_static_cache``, pytorch/TensorRT at d7f2062810).
-
-Build, for each (batch, cache length) the artifact must serve: the model loaded as ``get_model`` loads it (SDPA
-attention, no cache of its own, cast to the precision), exported with the sequence length dynamic and its KV cache
-made explicit inputs and outputs (:mod:`trtbench.decoders.static_cache`, the port of ``tools/llm``'s static cache),
-compiled by ``torch_tensorrt.dynamo.compile`` with ``compile_torchtrt``'s settings (:func:`compile_settings`), and
-saved by ``torch_tensorrt.save`` as an ExportedProgram, ``trt-<precision>-b<batch>-l<length>.pt2``. The artifact is
-``trt-<precision>.json``, which lists those files. Load: ``import torch_tensorrt`` (it registers the engine op),
-then ``torch.export.load`` of each file, so the programs timed are the saved ones.
+"""``trt``: Torch-TensorRT on a CUDA GPU with a static KV cache, as Torch-TensorRT's ``tools/llm`` runs a causal LM:
+an engine per (batch, cache length), each saved by ``torch_tensorrt.save`` and listed by ``trt-<precision>.json``.
 
 More: docs/tensorrt.md, "Module notes", trtbench/decoders/trt.py.
 """
@@ -27,36 +18,30 @@ from trtbench.core.env import torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
-from trtbench.decoders.torch_model import eos_ids, greedy_loop
+from trtbench.decoders.torch_model import DTYPES, eos_ids, greedy_loop
 from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device,
                                           version_of, why_no_torch_tensorrt)
 
 INSTALL = "pip install torch-tensorrt==2.14.0 (a CUDA build of torch 2.14 and TensorRT 11.1 come with it)"
 NAME = "trt"
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def compile_settings(trt, precision: str, device: str) -> dict:
-    """``run_llm.py`` ``compile_torchtrt``'s keywords to ``torch_tensorrt.dynamo.compile``, as 2.14.0 names them:
-    ``use_fp32_acc`` at fp16, ``disable_tf32``, ``offload_module_to_cpu``, ``min_block_size`` 1 (its default), the
-    device (a ``torch_tensorrt.Device`` with the index resolved, as the vision ``trt`` variant passes it). Left out:
-    ``use_python_runtime`` (deprecated in 2.14: ignored, with a warning) and ``debug`` (not a parameter in 2.14;
-    ``**kwargs`` would swallow it)."""
+    """``run_llm.py`` ``compile_torchtrt``'s keywords to ``torch_tensorrt.dynamo.compile``, as 2.14.0 names them."""
     return {"device": trt_device(trt, torch.device(device)), "use_fp32_acc": precision == "fp16",
             "disable_tf32": True, "offload_module_to_cpu": True, "min_block_size": 1}
 
 
 def engine_inputs(trt, program: torch.export.ExportedProgram, batch: int, length: int) -> list:
-    """One ``torch_tensorrt.Input`` per input of ``program``: the token ids and positions from 1 to ``length``
-    tokens (the engine tuned for 1, the decode step that every token after the first takes), the caches static."""
+    """One ``torch_tensorrt.Input`` per input of ``program``: ids and positions of 1 to ``length`` tokens (tuned for
+    1), the caches static."""
     steps = [trt.Input(min_shape=(rows, 1), opt_shape=(rows, 1), max_shape=(rows, length), dtype=torch.int64)
              for rows in (batch, 1)]  # input_ids (batch, seq), position_ids (1, seq)
     return steps + [trt.Input(shape=tuple(c.shape), dtype=c.dtype) for c in cache_inputs(program)]
 
 
 def load_causal_lm(source: Path, precision: str, device: str) -> torch.nn.Module:
-    """The folder's causal LM as ``run_llm.py`` ``get_model`` loads it: SDPA attention, ``use_cache`` off, in eval
-    mode at the precision's dtype on ``device``."""
+    """The folder's causal LM as ``run_llm.py`` ``get_model`` loads it: SDPA attention, ``use_cache`` off."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
@@ -81,9 +66,7 @@ def build_program(trt, model: torch.nn.Module, shape: tuple[int, int], settings:
 
 def build_artifact(trt, model: torch.nn.Module, precision: str, out_dir: Path,
                    shapes: tuple[tuple[int, int], ...], device: str) -> Path:
-    """An engine per (batch, cache length) of ``shapes`` built from ``model`` (at ``precision``, on ``device``) by
-    ``trt`` for ``device`` (a bare ``cuda``: the current CUDA device), saved under ``out_dir``, and the artifact
-    that lists them."""
+    """An engine per (batch, cache length) of ``shapes``, saved under ``out_dir``, and the artifact listing them."""
     settings = compile_settings(trt, precision, device)
     out_dir.mkdir(parents=True, exist_ok=True)
     programs, started = [], time.perf_counter()
@@ -108,17 +91,13 @@ class TensorRTSession:
         self.eos = tuple(spec["eos"])
         self.facts = facts
 
-    def _module(self, batch: int, length: int):
+    def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """A call of the engine for (batch, length) on ids and positions: its logits; it keeps the caches returned."""
         if (batch, length) not in self.modules:
             raise ValueError(f"trt was built for (batch, cache length) {sorted(self.modules)}, "
                              f"not ({batch}, {length}): its engines have a static cache, built for the shapes "
                              "the run's points need")
-        return self.modules[batch, length]
-
-    def _steps(self, batch: int, length: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """A call of the engine for (batch, length) on token ids and their positions, which keeps the caches it
-        returns for the next call; its logits."""
-        module = self._module(batch, length)
+        module = self.modules[batch, length]
 
         def step(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             logits, *caches = module(ids.to(self.device), positions.to(self.device), *self.caches[batch, length])

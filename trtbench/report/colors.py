@@ -1,12 +1,5 @@
-"""One colour per variant across every plot of a run.
-
-Each plot draws a series per variant (with the precision, threads or model beside it where they vary).
-Left to matplotlib's colour cycle, a series takes the colour of its place in that plot, so a variant
-missing from one plot (eager, the baseline, has no speedup bar) shifts every colour after it:
-``ort`` was blue in the speedup plot and orange in the latency plot. :func:`variant_colors` builds
-one mapping from variant label to colour from the run's records, and every plot of the report asks
-it. Series that share a variant (``ort fp32`` and ``ort int8``) share its colour and differ by hatch
-(bars) or marker (points and lines): :meth:`VariantColors.styles`.
+"""One colour per variant across every plot of a run (:func:`variant_colors`); series that share a variant share
+its colour and differ by hatch or marker (:meth:`VariantColors.styles`).
 """
 
 from __future__ import annotations
@@ -64,6 +57,5 @@ def marker(rank: int) -> str:
 
 
 def legend_beside(ax, **kwargs):
-    """The axes' legend to the right of them, where it covers no bar, line or label (``fig.tight_layout``
-    makes room for it)."""
+    """The axes' legend to the right of them, clear of what they draw (``fig.tight_layout`` makes room)."""
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)

@@ -29,8 +29,8 @@ def deprecated_labels(results: ResultSet) -> dict[Deprecation, list[str]]:
 
 
 def deprecation_notes(results: ResultSet) -> list[str]:
-    """The speedup table's note (the terminal's too): which rows upstream deprecates (a successor variant replaces
-    them: the rows its status marks), and where their successors' speed is; empty where none is."""
+    """The speedup table's note: which rows upstream deprecates with a successor, and where their successors' speed
+    is; empty where none is."""
     labels = {d: names for d, names in deprecated_labels(results).items() if d.successors}
     if not labels:
         return []

@@ -89,8 +89,8 @@ def _with_unit(interval: Interval, unit: str) -> str:
 
 
 def _bounds(point: HistoryPoint) -> tuple[float, float]:
-    low = point.low if math.isfinite(point.low) else point.value
-    high = point.high if math.isfinite(point.high) else point.value
+    """The point's interval, each bound that is not finite at the value."""
+    low, high = (bound if math.isfinite(bound) else point.value for bound in (point.low, point.high))
     return low, high
 
 

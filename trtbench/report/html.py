@@ -1,6 +1,5 @@
-"""An offline HTML page: one file that opens from ``file://`` with nothing fetched (no CDN, no server, and a
-Content-Security-Policy that forbids any request but ``data:`` images), its style and its little vanilla
-JavaScript inline (``assets/page.css``, ``assets/page.js``), and its data as JSON in a script element."""
+"""An offline HTML page: one file that opens from ``file://`` with nothing fetched (its Content-Security-Policy
+forbids any request but ``data:`` images), its style and script inline, its data as JSON in a script element."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def inline(markdown: str) -> str:
 
 
 def blocks(lines: Sequence[str]) -> list[str]:
-    """Lines of the report's Markdown as HTML: its ``#`` and ``##`` headings, its list items (``- ``, ``1. ``) as lists,
-    the rest as paragraphs."""
+    """Lines of the report's Markdown as HTML: ``#`` and ``##`` headings, list items as lists, the rest paragraphs."""
     out, items = [], []
     for line in [*lines, ""]:
         item = _ITEM.match(line)
@@ -68,8 +66,7 @@ def data_script(element_id: str, data: Any) -> str:
 
 
 def filter_box(selector: str, placeholder: str) -> str:
-    """A text box that shows only the elements matching ``selector`` whose text holds every word typed, and the
-    count it shows."""
+    """A text box that shows only the elements matching ``selector`` whose text holds every word typed."""
     return (f'<div class="controls"><input type="search" id="filter" data-filter="{escape(selector)}" '
             f'data-count="shown" placeholder="{escape(placeholder)}" aria-label="filter">'
             f'<span id="shown"></span></div>')

@@ -1,18 +1,13 @@
 """The deployment-knob section of the report: each variant under each setting of the knobs (``sweep.allocator``,
-``sweep.openmp``, ``sweep.binding``), with what it buys over eager under that setting and what the setting
-buys the variant, and the setting recommended where it changes the answer.
-
-Within a setting, speedups are paired (eager and the variant were timed in the same interleaved rounds).
-Across settings they are not: each setting is a build group of its own, timed after the other in processes of
-its own, so the comparison of a variant with itself under the defaults resamples each side's rounds and replicate
-processes on its own (:meth:`trtbench.analysis.records.Analysis.unpaired_speedup`, with the environment's pooled
-between-process variance), and a setting is recommended only where that interval excludes 1.
+``sweep.openmp``, ``sweep.binding``), its speedup over eager under that setting (paired) and over itself under the
+defaults (unpaired), and the setting recommended where that interval excludes 1.
 """
 
 from __future__ import annotations
 
 from trtbench.core.record import Record
 from trtbench.report.columns.speedup import speedup_text
+from trtbench.report.rows import grouped
 from trtbench.report.text import ms_text
 from trtbench.results.resultset import ResultSet
 
@@ -38,10 +33,7 @@ def knob_markdown(results: ResultSet) -> str:
              "| model | precision | threads | point | variant | knobs | median ms | over eager (same knobs) | "
              "over itself under the defaults |", "|---|---|---|---|---|---|---|---|---|"]
     advice: list[str] = []
-    points: dict[tuple, list[Record]] = {}
-    for record in records:
-        points.setdefault(_point_key(record), []).append(record)
-    for (_, model, precision, threads, point, _), at_point in points.items():
+    for (_, model, precision, threads, point, _), at_point in grouped(records, _point_key).items():
         by_label: dict[str, dict[str, Record]] = {}
         for record in at_point:
             by_label.setdefault(record.case.label, {})[record.case.knobs] = record

@@ -15,7 +15,7 @@ from trtbench.results.resultset import ResultSet
 def environment_lines(env: dict) -> list[str]:
     """Bullet lines naming what the numbers were measured on."""
     libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
-    threads = env.get("default_threads")  # absent in results written before it was recorded
+    threads = env.get("default_threads")
     allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
     lines = [f"- **{environment_name(env)}**: device {env.get('device')}; CPU {env.get('cpu')} "
              f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
@@ -43,8 +43,7 @@ def timing_text(bench) -> str:
 
 
 def run_intro(config) -> list[str]:
-    """A run report's title and how it measured, from its config: how its rows were timed where a listed
-    scenario makes rows (records)."""
+    """A run report's title and how it measured, from its config (how its rows were timed, where it makes rows)."""
     models = ", ".join(f"`{m.id}`" for m in config.models)
     timed = any(Record in scenario.parts for scenario in config.scenarios)
     how = (f" {timing_text(config.benchmark)} Speedup is paired by round: the median over the rounds "
@@ -57,8 +56,7 @@ def run_intro(config) -> list[str]:
 
 
 def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> str:
-    """The whole report as Markdown: ``head``'s intro lines (:func:`run_intro`, or a merge's), the
-    environments, then the scenarios' ``sections``, then the artifacts."""
+    """The whole report as Markdown: ``head``'s intro, the environments, the scenarios' ``sections``, the artifacts."""
     parts = list(head.intro)
     for env in results.environments.values():
         parts += environment_lines(env)

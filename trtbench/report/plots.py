@@ -1,10 +1,8 @@
-"""Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers.
+"""Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers, drawn without pyplot.
 
-Figures are drawn without pyplot (no display, no global state); :mod:`trtbench.report.writer` saves them.
-Each function returns a :class:`~trtbench.report.section.Plot` (the figure, the file name it is saved as, the
-bar values actually drawn), or None when there is nothing to plot. A variant has the colour the run's
-:class:`~trtbench.report.colors.VariantColors` gives it, in every plot; legends sit beside the axes, clear of
-the bars and their labels. :func:`finish` is every figure's last step.
+Each function returns a :class:`~trtbench.report.section.Plot`, or None when there is nothing to plot; a variant
+has the colour the run's :class:`~trtbench.report.colors.VariantColors` gives it; :func:`finish` is every figure's
+last step.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ def label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
 
 
 def finish(fig: Figure, file_name: str, legend=None, caption: Optional[str] = None) -> Plot:
-    """The figure done: the legend of ``legend`` (an axes) beside it, clear of what it draws, and the figure laid
-    out; the :class:`~trtbench.report.section.Plot` the writer saves as ``file_name``."""
+    """The figure laid out, with the legend of ``legend`` (an axes) beside it: the Plot saved as ``file_name``."""
     if legend is not None:
         legend_beside(legend, fontsize="small")
     fig.tight_layout()
@@ -49,8 +46,7 @@ def _series_label(record: Record, varying: set[str]) -> str:
 
 
 def _grouped(results: ResultSet, value) -> tuple[list[str], dict[str, str], dict]:
-    """Points (x groups), series (name -> its variant label) and {(series, point): value} for timed records
-    with a value."""
+    """Points (x groups), series (name -> its variant label) and {(series, point): value} of timed records."""
     ok = [r for r in results if r.timed and value(r) is not None]
     varying = {key for key, get in (("model", lambda c: c.model), ("precision", lambda c: c.precision),
                                     ("threads", lambda c: c.threads)) if len({get(r.case) for r in ok}) > 1}
@@ -80,35 +76,28 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
 
 def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
                  colors: VariantColors | None = None) -> Plot | None:
-    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin); ``colors``: the
-    run's (by default, from ``results``)."""
+    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin)."""
     shapes, series, cells = _grouped(results, lambda r: r.stats)
     if not cells:
         return None
     styles = (colors or variant_colors(results)).styles(series)
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
     for offset, name in zip(offsets, series):
-        xs, med, p90, p99 = [], [], [], []
-        for x, shape in enumerate(shapes):
-            if (name, shape) in cells:
-                stats = cells[(name, shape)]
-                xs.append(x + offset)
-                med.append(stats.median)
-                p90.append(stats.p90)
-                p99.append(stats.p99)
+        got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
+        xs, med = [x for x, _ in got], [stats.median for _, stats in got]
         bars = ax.bar(xs, med, width, label=name, color=styles[name][0], hatch=hatch(styles[name][1]))
         color = bars.patches[0].get_facecolor()
-        ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p99, med)]], fmt="none",
+        ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p99 - stats.median for _, stats in got]], fmt="none",
                     ecolor="black", elinewidth=0.8, capsize=3)
-        ax.errorbar(xs, med, yerr=[[0] * len(med), [b - m for b, m in zip(p90, med)]], fmt="none",
+        ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p90 - stats.median for _, stats in got]], fmt="none",
                     ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
     return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, file_name)
 
 
 def speedup_plot(results: ResultSet, file_name: str, title: str = "Speedup vs eager",
                  colors: VariantColors | None = None) -> Plot | None:
-    """Speedup bars per point and variant with their 95% CI, and a line at 1x; ``colors``: the run's (by
-    default, from ``results``: eager, which has no bar here, keeps its colour)."""
+    """Speedup bars per point and variant with their 95% CI, and a line at 1x (eager, with no bar, keeps its
+    colour)."""
     shapes, series, cells = _grouped(results, results.speedup)
     if not cells:
         return None

@@ -1,10 +1,6 @@
-"""The reduced-precision section of the report: per model, speed against accuracy for every quantized
-row (speedup over eager fp32 and over the same variant at fp32, both with the 95% CI of the rounds
-they were timed in together; top-1 agreement, top-5 overlap and SQNR against eager fp32), with the
-verdicts a deployment engineer needs beside them: "INT8 is not faster here" when the interval says so,
-"this CPU has no VNNI" when its flags say so, and calibration on random inputs named as such; and, for fp16 and bf16
-rows whose accuracy fallback kept modules in fp32 (or could not within its cap), which modules and what they cost in
-speed against the full reduced-precision build."""
+"""The reduced-precision section of the report: per model, speed against accuracy for every quantized row, with
+its verdicts ("INT8 is not faster here", "this CPU has no VNNI", random calibration); and the fp16 and bf16 rows
+whose accuracy fallback kept modules in fp32, with what they cost."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
 
 
 def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:
-    """Whether the measured interval fails to show a gain: over the variant's own fp32 where it was
-    timed, else over eager fp32 (a lower bound at or under 1)."""
+    """Whether the interval over the variant's own fp32 (else over eager fp32) fails to show a gain."""
     interval = over_fp32 or speedup
     return interval is not None and interval.low <= 1.0
 
@@ -66,10 +61,9 @@ def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
     top1 = ""
     if accuracy.get("top1") is not None:
         top1 = f"{accuracy['top1']:.3f} / {accuracy['top1_reference']:.3f}"
-    cells = [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
-             number_text(accuracy.get("top1_agree"), 3), number_text(accuracy.get("top5_overlap"), 3),
-             number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
-    return cells
+    return [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
+            number_text(accuracy.get("top1_agree"), 3), number_text(accuracy.get("top5_overlap"), 3),
+            number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
 
 
 def _quantized(results: ResultSet) -> list[Record]:
@@ -77,12 +71,8 @@ def _quantized(results: ResultSet) -> list[Record]:
 
 
 def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
-    """Per model, each timed quantized row as a point: speedup over eager fp32 (with its 95% CI as a bar)
-    against SQNR (dB) against eager fp32, in its variant's colour (``colors``, a
-    :class:`~trtbench.report.colors.VariantColors`: the run's; by default, from ``results``), a variant's
-    points told apart by marker; the reference fp32 backends at their speedup on a line.
-    Returns the :class:`~trtbench.report.section.Plot` to save as ``file_name``, or None when no quantized row was timed
-    and judged."""
+    """Per model, each timed quantized row's speedup over eager fp32 (with its 95% CI) against its SQNR, the fp32
+    backends at their speedup on a line; None when no quantized row was timed and judged."""
     from matplotlib.figure import Figure
 
     from trtbench.report.colors import legend_beside, marker, variant_colors
@@ -111,8 +101,7 @@ def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
             if reference and r.timed and fp32:
                 ax.axhline(fp32.value, linestyle=":", linewidth=1, color="grey")
                 ax.annotate(f"{r.case.label} fp32 {r.case.point}", (0.01, fp32.value),
-                            xycoords=("axes fraction", "data"),
-                            fontsize=7, color="grey")
+                            xycoords=("axes fraction", "data"), fontsize=7, color="grey")
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xlabel("SQNR against eager fp32 (dB, higher is closer)")
         ax.set_ylabel("speedup over eager fp32 (95% CI)")
@@ -153,8 +142,7 @@ def float_fallback_markdown(results: ResultSet) -> str:
 
 
 def reduced_precision_markdown(results: ResultSet, plots: list | None = None) -> str:
-    """The section (empty when no record is at a quantized precision and no fp16 or bf16 fallback ran); ``plots``
-    are its figures (:class:`~trtbench.report.section.Plot`)."""
+    """The section with its ``plots`` (empty when no record is quantized and no fp16 or bf16 fallback ran)."""
     quantized = _quantized(results)
     if not quantized:
         return float_fallback_markdown(results)

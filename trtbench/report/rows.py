@@ -1,19 +1,27 @@
 """The rows of the speedup table: each record with its speedup, its median's interval and whether it is the
-fastest at its point.
-
-Rows are grouped by point (environment, model, precision, threads, knobs, shapes) and ranked by median
-latency within it; the fastest variant that passed its accuracy check is marked.
+fastest at its point (among those that passed their accuracy check), ranked by median within each point.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TypeVar
 
 from trtbench.measure.ceiling import Ceiling
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.core.stats import Interval
+
+T = TypeVar("T")
+
+
+def grouped(items: Iterable[T], key: Callable[[T], Hashable]) -> dict[Hashable, list[T]]:
+    """``items`` by ``key``, groups and their members in the order first seen."""
+    groups: dict[Hashable, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -35,13 +43,12 @@ class Row:
 
 def interval_coverage(table_rows) -> str:
     """What the intervals of ``table_rows`` cover, for a column header: ``95% CI, 3 processes x rounds``, or
-    ``95% CI, 1 process x rounds`` where each row was timed in one process (its interval says nothing of the
-    next process's luck); ``95% CI, processes x rounds`` where the rows differ."""
+    ``95% CI, processes x rounds`` where the rows' counts differ."""
     return coverage_of({row.processes for row in table_rows if row.record.timed})
 
 
 def coverage_of(counts: set[int]) -> str:
-    """What intervals over rows timed in ``counts`` replicate processes each cover (see :func:`interval_coverage`)."""
+    """What intervals over rows timed in ``counts`` replicate processes each cover."""
     if len(counts) != 1:
         return "95% CI, processes x rounds"
     (count,) = counts
@@ -55,11 +62,8 @@ def _point_key(r: Record) -> tuple:
 
 def rows(results: ResultSet) -> list[Row]:
     """Every record, points in the order first seen, ranked by median within each point (timed first)."""
-    groups: dict[tuple, list[Record]] = {}
-    for record in results:
-        groups.setdefault(_point_key(record), []).append(record)
     out = []
-    for records in groups.values():
+    for records in grouped(results, _point_key).values():
         timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
         passing = [r for r in timed if not r.accuracy_failed]
         best = passing[0] if passing else None

@@ -1,7 +1,5 @@
-"""``report.html``: a run's (or a merge's) report as one offline page: its head, the ranked speedup table
-(sortable by a header's click, filterable by words) with each row's intervals, process spread, regimes and
-failure reason, its notes, and every figure of every section as a PNG data URI (the bytes of ``plots/``).
-The table's data is embedded as JSON (each row's cells and its results.csv fields; no raw rounds)."""
+"""``report.html``: a run's (or a merge's) report as one offline page: its head, the ranked, sortable and
+filterable speedup table (its data embedded as JSON), its notes, and every figure as a PNG data URI."""
 
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ from trtbench.report.html import blocks, data_script, escape, filter_box, inline
 from trtbench.report.markdown import environment_lines
 from trtbench.report.tables import csv_values, failed_part_notes, speedup_table
 from trtbench.results.resultset import ResultSet
-
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,6 @@ def regimes_text(results: ResultSet, record: Record) -> str:
 def table_data(results: ResultSet) -> dict:
     """The table as the page's JSON: its columns, and per row (ranked) its status, cells and results.csv fields."""
     table = speedup_table(results)
-    # the reason beside the status; the regimes last
     at = table.columns.index("status") + 1
     rows = [{"status": str(row.record.status), "values": csv_values(row),
              "cells": [str(rank), *cells[:at], row.record.reason or "", *cells[at:], regimes_text(results, row.record)]}

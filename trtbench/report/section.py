@@ -1,8 +1,5 @@
-"""A scenario's section of the report, as data: its Markdown, the entries it adds to results.json, and its figures.
-
-A section writes nothing: each figure comes as a :class:`Plot`, the drawn matplotlib figure with the file name
-it is saved under (in the output folder's ``plots/``), and the Markdown refers to it by that path;
-:mod:`trtbench.report.writer` saves every file."""
+"""A scenario's section of the report, as data: its Markdown, the entries it adds to results.json, and its figures
+(each a :class:`Plot`, which :mod:`trtbench.report.writer` saves under ``plots/``)."""
 
 from __future__ import annotations
 

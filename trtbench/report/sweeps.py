@@ -1,14 +1,7 @@
-"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front.
-
-They are drawn when the measured records span more than one batch size. Only the points a
-recommendation may choose from are drawn (:func:`trtbench.results.recommend.eligible`: ok, timed, accuracy
-check passed). There is one line per variant; the model, precision, threads, non-batch input dims
-and environment join its label when they vary, so a merge of several machines shows one series per
-machine. A series has its variant's colour (:mod:`trtbench.report.colors`: the same in every plot of
-the run), and series of one variant differ by marker. Each function returns a
-:class:`~trtbench.report.section.Plot` holding the values read back from the drawn axes (its ``series``, by
-gid ``kind|series``: ``median``, ``p99`` and ``throughput`` are lines against batch size, ``points`` a series'
-points on the Pareto chart, ``front`` a Pareto front, ``budget`` the p99 budget line).
+"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front, drawn when the
+eligible records span more than one batch size. Each :class:`~trtbench.report.section.Plot`'s ``series`` go by gid
+``kind|series``: ``median``, ``p99`` and ``throughput`` lines against batch size, ``points`` a series' points on
+the Pareto chart, ``front`` a Pareto front, ``budget`` the p99 budget line.
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ from trtbench.results.recommend import eligible
 from trtbench.core.record import Record
 from trtbench.report.colors import VariantColors, marker, variant_colors
 from trtbench.report.plots import finish, label_axes
+from trtbench.report.rows import grouped
 from trtbench.report.section import Plot
 from trtbench.results.resultset import ResultSet
 
@@ -50,10 +44,7 @@ def _labeller(records: list[Record], environments: dict) -> Callable[[Record], s
 def _series(results: ResultSet) -> dict[str, list[Record]]:
     """Measured records by series name, each series sorted by batch size."""
     records = measured(results)
-    label = _labeller(records, results.environments)
-    series: dict[str, list[Record]] = {}
-    for r in records:
-        series.setdefault(label(r), []).append(r)
+    series = grouped(records, _labeller(records, results.environments))
     return {name: sorted(rs, key=lambda r: r.case.batch) for name, rs in series.items()}
 
 
@@ -64,8 +55,7 @@ def _styles(series: dict[str, list[Record]], colors: VariantColors | None, resul
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
-    """For (latency, throughput) pairs: True where no other point has latency <= and throughput >=,
-    one of them strictly (lower latency and higher throughput are better)."""
+    """For (latency, throughput) pairs: True where no other point is at least as good on both, better on one."""
     def beaten(p):
         return any(q[0] <= p[0] and q[1] >= p[1] and (q[0] < p[0] or q[1] > p[1]) for q in points)
     return [not beaten(p) for p in points]
@@ -73,11 +63,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 
 def fronts(results: ResultSet) -> dict[tuple[str, str], list[Record]]:
     """Per (environment, model): the measured points on the p99-throughput Pareto front, by p99."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for r in measured(results):
-        groups.setdefault((r.environment, r.case.model), []).append(r)
     out = {}
-    for key, records in groups.items():
+    for key, records in grouped(measured(results), lambda r: (r.environment, r.case.model)).items():
         on_front = pareto_front([(r.stats.p99, r.throughput) for r in records])
         out[key] = sorted((r for r, keep in zip(records, on_front) if keep), key=lambda r: r.stats.p99)
     return out
@@ -104,8 +91,7 @@ def _batch_axes(series: dict[str, list[Record]], ylabel: str, title: str):
 
 def latency_vs_batch_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[float] = None,
                           colors: VariantColors | None = None) -> Plot | None:
-    """Median (solid) and p99 (dashed) latency against batch size, in each series' variant colour; the budget
-    line. ``colors``: the run's (by default, from ``results``)."""
+    """Median (solid) and p99 (dashed) latency against batch size, and the budget line."""
     if not is_sweep(results):
         return None
     series = _series(results)
@@ -125,8 +111,7 @@ def latency_vs_batch_plot(results: ResultSet, file_name: str, p99_budget_ms: Opt
 
 
 def throughput_vs_batch_plot(results: ResultSet, file_name: str, colors: VariantColors | None = None) -> Plot | None:
-    """Throughput (samples/s at the median latency) against batch size, one line per series, in its variant's
-    colour (``colors``: the run's; by default, from ``results``)."""
+    """Throughput (samples/s at the median latency) against batch size, one line per series."""
     if not is_sweep(results):
         return None
     series = _series(results)
@@ -141,9 +126,8 @@ def throughput_vs_batch_plot(results: ResultSet, file_name: str, colors: Variant
 
 def pareto_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[float] = None,
                 colors: VariantColors | None = None) -> Plot | None:
-    """Throughput against p99 latency for every measured point (labelled with its batch size), in its variant's
-    colour (``colors``: the run's; by default, from ``results``), the Pareto front of each environment and model
-    drawn through its points, and the budget line."""
+    """Throughput against p99 latency for every measured point (labelled with its batch size), the Pareto front of
+    each environment and model, and the budget line."""
     series = _series(results)
     if not series:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Optional
 
 from trtbench.analysis.records import processes_disagree
@@ -24,7 +25,7 @@ from trtbench.report.columns.processes import disagreement_notes, turn_notes
 from trtbench.report.deprecations import DEPRECATED_MARK, deprecation_notes
 from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
-from trtbench.report.rows import Row, rows
+from trtbench.report.rows import Row, grouped, rows
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.results.successors import deprecations_of
@@ -34,6 +35,9 @@ FASTEST_MARK = "*"
 REFAULTING = 1000  # minor page faults per timed call (4 MiB of fresh pages) that the notes name a row for
 IDENTITY_FIELDS = ("environment", "model", "variant", "options", "precision", "threads", "device", "point",
                    "input_shapes", "batch", "status", "reason")
+# the table's identity columns before the point, each with what a record's value is (None: always shown)
+IDENTITY_COLUMNS = (("environment", "environment"), ("model", "case.model"), ("variant", None),
+                    ("precision", "case.precision"), ("threads", "case.threads"), ("knobs", "case.knobs"))
 
 
 def csv_columns() -> tuple[str, ...]:
@@ -49,11 +53,8 @@ def deployment_table(results: ResultSet) -> str:
     """Per variant build: build time, compile on first call, cold start of the saved file, peak memory."""
     lines = ["| model | variant | precision | threads | build s | first call s | artifact load s | "
              "cold first call ms | peak MiB build | peak MiB run |", "|---|---|---|---|---|---|---|---|---|---|"]
-    builds: dict[tuple, list[Record]] = {}
-    for r in results:
-        if r.status is Status.OK:
-            c = r.case
-            builds.setdefault((r.environment, c.model, c.label, c.precision, c.threads), []).append(r)
+    builds = grouped((r for r in results if r.status is Status.OK),
+                     lambda r: (r.environment, r.case.model, r.case.label, r.case.precision, r.case.threads))
     for (_, model, label, precision, threads), records in builds.items():
         first = records[0]
         cold = first.metrics.get("cold_start") or []
@@ -124,21 +125,9 @@ def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
 
 
 def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
-    """Identity columns (model/precision/threads/knobs/environment only when they vary), then the column
-    sets'."""
-    records = results.records
-    cols = []
-    if len({r.environment for r in records}) > 1:
-        cols.append("environment")
-    if len({r.case.model for r in records}) > 1:
-        cols.append("model")
-    cols.append("variant")
-    if len({r.case.precision for r in records}) > 1:
-        cols.append("precision")
-    if len({r.case.threads for r in records}) > 1:
-        cols.append("threads")
-    if len({r.case.knobs for r in records}) > 1:
-        cols.append("knobs")
+    """Identity columns (all but the variant only when they vary), then the column sets'."""
+    cols = [name for name, value in IDENTITY_COLUMNS
+            if value is None or len({attrgetter(value)(r) for r in results.records}) > 1]
     return cols + ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
                                          for column in column_set.columns]
 
@@ -191,13 +180,8 @@ def failed_part_notes(results: ResultSet) -> list[str]:
 def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     """Reasons for rows that are not ok (deduplicated), and what limited the timing; ``table_rows`` is
     :func:`rows` of ``results``, already computed by the caller."""
-    seen, out = set(), []
-    for r in results:
-        if r.status is not Status.OK and r.reason:
-            note = f"{r.case.model} {r.case.label} {r.case.precision}: {r.status}: {r.reason}"
-            if note not in seen:
-                seen.add(note)
-                out.append(note)
+    out = list(dict.fromkeys(f"{r.case.model} {r.case.label} {r.case.precision}: {r.status}: {r.reason}"
+                             for r in results if r.status is not Status.OK and r.reason))
     timed = [r for r in results if r.timed]
     if any(r.stats.noisy for r in timed):
         out.append("noisy rows (IQR/median above 10%) have wide intervals; compare them with care.")
@@ -242,9 +226,8 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
     if any(row.fastest for row in table_rows):
         out.append(f"{FASTEST_MARK} fastest variant at its point among those that passed the accuracy check; "
                    "speedup is paired by round: the median, over the rounds eager fp32 and the variant were both "
-                   "timed in "
-                   "(at every precision), of eager's block over the variant's, its interval from those rounds and "
-                   "each one's replicate processes.")
+                   "timed in (at every precision), of eager's block over the variant's, its interval from those "
+                   "rounds and each one's replicate processes.")
     single = [row for row in table_rows if row.record.timed and row.processes == 1]
     if single:
         every = len(single) == len([r for r in table_rows if r.record.timed])

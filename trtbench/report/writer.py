@@ -1,9 +1,6 @@
 """Writes a run's (or a merge's) outputs atomically: results.json, results.csv, plots, report.md and report.html;
-and the history's page: the one place a report's files are written.
-
-Each scenario's section (:class:`~trtbench.report.section.ReportSection`: its Markdown, its results.json entries
-and its figures, as data) comes in from the caller, which asks every registered scenario for it
-(:meth:`trtbench.scenarios.base.Scenario.report`): the report itself names no scenario."""
+and the history's page: the one place a report's files are written. Each scenario's section comes in from the
+caller (:meth:`trtbench.scenarios.base.Scenario.report`): the report itself names no scenario."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ from trtbench.results.resultset import ResultSet
 
 @dataclass(frozen=True)
 class ReportHead:
-    """What heads a report: its intro lines (a run's, from its config, or a merge's), how the run ended,
-    and its artifact manifest."""
+    """What heads a report: its intro lines (a run's or a merge's), how the run ended, and its artifact manifest."""
 
     intro: Sequence[str]
     ended: str = "complete"  # trtbench.core.status.RunStatus: complete, interrupted, failed
@@ -34,8 +30,7 @@ class ReportHead:
 
 
 def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
-    """Each figure as PNG bytes under its path in the output folder, closed once drawn (its artists cleared: this
-    is its last reader)."""
+    """Each figure as PNG bytes under its path in the output folder, its artists cleared once drawn."""
     files = {}
     for plot in plots:
         buffer = io.BytesIO()
@@ -47,10 +42,8 @@ def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
 
 def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
                  sections: Sequence[ReportSection], key: str = "output.dir") -> dict[str, Path]:
-    """Write every output file into ``out_dir``, each atomically, while its lock is held (the run's own, or taken
-    here for a merge, refused naming ``key`` where another run holds it); ``sections`` are the scenarios', in
-    order: their Markdown, their entries for results.json and their figures (under ``plots/``, and in report.html
-    as the same PNG bytes). Returns the files' paths by kind."""
+    """Write every output file into ``out_dir``, each atomically, under its lock (refused naming ``key`` where
+    another run holds it), with the scenarios' ``sections`` in order. Returns the files' paths by kind."""
     data = results.to_dict()
     for section in sections:
         data.update(section.json)
@@ -75,8 +68,7 @@ def write_history_page(path: Path, series: Sequence[HistorySeries], title: str =
 
 
 def write_diagnosis(folder: Path, section: ReportSection, stems: Sequence[str]) -> dict[str, Path]:
-    """``trtbench diagnose``'s files into ``folder`` (a run's ``diagnose/``): each diagnosis's JSON as
-    ``<variant>-<precision>-<point>.json`` (``stems``, in the order of ``section.json["diagnoses"]``), the Markdown
-    as ``report.md`` and the figures under ``plots/``. Returns each file's path by name."""
+    """``trtbench diagnose``'s files into ``folder``: each diagnosis's JSON as ``<stem>.json`` (``stems`` in the
+    order of ``section.json["diagnoses"]``), ``report.md`` and the figures. Returns each file's path by name."""
     files = {f"{stem}.json": json_text(entry) for stem, entry in zip(stems, section.json["diagnoses"])}
     return write_files(folder, {**files, **png_files(section.plots), "report.md": section.markdown}, key="output.dir")

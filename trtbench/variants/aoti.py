@@ -1,10 +1,5 @@
-"""AOTInductor: the ``exported`` program compiled ahead of time into a ``.pt2`` package.
-
-``torch._inductor.aoti_compile_and_package`` compiles the ExportedProgram (with the config's
-dynamic dims, which the export kept) into a shared library packaged with its weights; a
-deployment loads it with ``torch._inductor.aoti_load_package`` (no Python model code needed).
-The package is built into a temporary directory, loaded from there to be timed, and copied
-into the artifacts when saved.
+"""AOTInductor: the ``exported`` program (its dynamic dims kept) compiled ahead of time into a ``.pt2`` package,
+built into a temporary directory, loaded from there to be timed, and copied into the artifacts when saved.
 """
 
 from __future__ import annotations
@@ -22,10 +17,7 @@ from trtbench.core.schema import join, suggest
 from trtbench.core.target import Target
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
-# The newest torch whose aoti_load_package crashed trtbench's timing worker with SIGSEGV on a GPU, at every point
-# (torch 2.11.0+cu130 on an H100, issue 34); no later torch has been run there yet. The worker is a fresh
-# interpreter (trtbench.workers.loop: never a fork), so fork after CUDA initialisation is not the cause there;
-# scripts/aoti_cuda_repro.py loads a package in the ways that differ, for a GPU session to narrow it down.
+# the newest torch whose aoti_load_package crashed the timing worker on a GPU (docs/backends.md, Options)
 CUDA_LOAD_CRASHED = (2, 11)
 
 
@@ -42,8 +34,7 @@ def cuda_load_crash(device: torch.device, version: str) -> str | None:
 
 @dataclass
 class AotiOptions:
-    """``inductor_configs``: Inductor settings for the compile, e.g. ``{max_autotune: true}`` or
-    ``{freezing: true}`` (names as in ``torch._inductor.config``, dotted for nested ones)."""
+    """``inductor_configs``: Inductor settings for the compile (names as in ``torch._inductor.config``)."""
 
     inductor_configs: dict = field(default_factory=dict)
 
@@ -67,12 +58,11 @@ class Aoti(Variant):
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        if is_quantized(precision):
+        if is_quantized(target.precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(device)
-        return cuda_load_crash(device, torch.__version__)
+            return pt2e_unavailable(target.device)
+        return cuda_load_crash(target.device, torch.__version__)
 
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package
@@ -89,8 +79,7 @@ class Aoti(Variant):
         return Built(aoti_load_package(package), info, state=state)
 
     def _build_int8(self, model, ctx: BuildContext, options: AotiOptions) -> Built:
-        """The PT2E-quantized graph packaged by AOTInductor with freezing, for static input shapes only
-        (see :func:`~trtbench.quantize.pt2e.aoti_package_pt2e`)."""
+        """The PT2E-quantized graph packaged by AOTInductor with freezing, for static input shapes only."""
         from torch._inductor import aoti_load_package
 
         from trtbench.quantize.fallback import judged

@@ -49,48 +49,32 @@ class Artifact:
     """A deployable file a variant saved, and how a fresh process loads it."""
 
     path: Path
-    loader: str  # how the verify worker loads it: "torch.jit.load", "torch.export.load", "aoti_load_package",
-    # "onnxruntime" or "openvino"
+    loader: str  # how the verify worker loads it: "torch.jit.load", "torch.export.load", "onnxruntime", ...
     imports: list[str] = field(default_factory=list)  # modules to import before loading (e.g. torch_tensorrt)
     companions: list[Path] = field(default_factory=list)  # files ``path`` needs beside it (OpenVINO .bin)
     settings: dict = field(default_factory=dict)  # what the loader needs besides the file (ONNX Runtime providers)
-    outputs: list[str] = field(default_factory=list)  # names of the tensors the loaded file returns, in order,
-    # where the variant knows them (exported, aoti: see variants.exported.flat_outputs)
+    outputs: list[str] = field(default_factory=list)  # names of the tensors the loaded file returns, where known
 
 
 class Variant(ABC):
-    """Base class: subclass, set ``name``, implement ``build``; register with ``@register``.
-
-    ``depends_on`` names a variant whose build this one starts from (it is built first).
-    ``Options`` is a dataclass: the YAML schema of the variant's options.
-    ``timed`` is False for a build step that other variants start from (``onnx``): it is built
-    when a dependent needs it, never timed, and cannot be listed in a config.
-    ``quantizes`` is True for a variant with an INT8 path: built at ``int8`` it quantizes its own
-    build (``BuildContext.int8`` holds the calibration data and the budget); every other variant is
-    skipped at int8 with that reason.
-    ``deprecations``: what upstream deprecates of how it is built, saved or loaded (TorchScript), with the
-    successors (:mod:`trtbench.core.deprecation`); its warnings become the row's note.
-    ``hints`` lists the precisions (of :data:`~trtbench.core.precision.HINTED`) its runtime reaches by a hint
-    on fp32's build rather than from the precision's model copy: it builds from fp32's model, inputs and
-    build steps, and takes the precision's inputs as its runtime's fp32 ones.
-    """
+    """Base class: subclass, set ``name``, implement ``build``; register with ``@register``."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
-    Options: ClassVar[type] = NoOptions
-    depends_on: ClassVar[Optional[str]] = None
-    timed: ClassVar[bool] = True
-    quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes with its backend's quantizer
-    # how far, as a share of the output scale, its int8 file may move from its build when reloaded, where the file
-    # is compiled again at load (compiled's); None: it must reproduce its build within fp32's tolerance
+    Options: ClassVar[type] = NoOptions  # a dataclass: the YAML schema of the variant's options
+    depends_on: ClassVar[Optional[str]] = None  # a variant whose build this one starts from (built first)
+    timed: ClassVar[bool] = True  # False: a build step (onnx), built for its dependents, never timed or listed
+    quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes (BuildContext.int8)
+    # how far its reloaded int8 file may move from its build, a share of the output scale (None: fp32's tolerance)
     int8_reload_rtol: ClassVar[Optional[float]] = None
+    # what upstream deprecates of how it is built, saved or loaded; its warnings become the row's note
     deprecations: ClassVar[tuple[Deprecation, ...]] = ()
+    # precisions its runtime reaches by a hint on fp32's build (its model, inputs and build steps)
     hints: ClassVar[tuple[str, ...]] = ()
     runtime: ClassVar[str] = "torch"  # whose kernels compute its calls: torch, onnxruntime, openvino or tensorrt
 
     def unavailable_reason(self, target: Target) -> str | None:
-        """Why this variant cannot run at ``target``'s device and precision here (a missing library, the device);
-        None when it can."""
+        """Why this variant cannot run at ``target``'s device and precision here, or None."""
         return None
 
     @abstractmethod
@@ -98,8 +82,7 @@ class Variant(ABC):
         """Turn the eager model (already on the device, in the run dtype) into this variant."""
 
     def prepare(self, built: Built, inputs: tuple) -> Any:
-        """Turn the harness's torch inputs into what ``run`` takes (numpy arrays, an IOBinding,
-        contiguous tensors...). Called outside the timed region, once per shape point."""
+        """Turn the harness's torch inputs into what ``run`` takes, outside the timed region, once per shape point."""
         return inputs
 
     def run(self, built: Built, prepared: Any) -> Any:
@@ -107,8 +90,7 @@ class Variant(ABC):
         return built.module(*prepared)
 
     def thread_settings(self, built: Built) -> dict:
-        """The runtime's own thread settings (pool sizes, spinning) for the report's isolation table;
-        torch's intra-/inter-op threads are recorded for every variant."""
+        """The runtime's own thread settings (pool sizes, spinning) for the report's isolation table."""
         return {}
 
     def run_info(self, built: Built) -> dict:
@@ -129,10 +111,8 @@ class Variant(ABC):
         raise NotImplementedError(f"variant {self.name} saves no artifacts")
 
     def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
-        """``artifact`` set up so that :meth:`load` runs it on ``threads`` intra-op threads. The default
-        keeps it: torch-based loaders follow ``torch.set_num_threads``, which the loading process sets;
-        a runtime whose file carries its own thread setting (ONNX Runtime's session, OpenVINO's
-        config) overrides this."""
+        """``artifact`` set up so that :meth:`load` runs it on ``threads`` intra-op threads (torch-based loaders
+        follow ``torch.set_num_threads``, which the loading process sets)."""
         return artifact
 
     @classmethod

@@ -1,14 +1,7 @@
 """``torch.compile``: TorchDynamo captures the model and a backend (Inductor by default) compiles it.
 
-Compilation is lazy: ``torch.compile`` returns at once and the first call compiles. The build
-makes that first call at the opt shape, under ``torch.inference_mode`` like the timed runs (a
-different grad mode would fail dynamo's guards and recompile), and reports its time as
-``first_call_s``. Each shape the benchmark then visits may recompile; ``run_info`` reports how
-many graphs dynamo compiled after the first call (``torch._dynamo.utils.counters``). Each build
-is its own recompile region (``isolate_recompiles``, where this torch has it: 2.14 does, the 2.11 of
-some CUDA images does not, and there each build has its worker process to itself anyway), so an fp16
-build neither reuses nor counts against the fp32 one. Nothing deployable comes out of it: the ``aoti`` variant compiles
-the exported graph ahead of time into a ``.pt2`` file.
+The build makes the first call, which compiles, at the opt shape (``first_call_s``); ``run_info`` counts the
+graphs dynamo compiled after it. Nothing deployable comes out of it at float precisions (see ``aoti``).
 """
 
 from __future__ import annotations
@@ -47,10 +40,7 @@ def recompile_isolation() -> dict:
 
 @dataclass
 class CompileOptions:
-    """``torch.compile`` arguments. ``dynamic: null`` lets dynamo mark a dim dynamic once it changes
-    (the first new shape recompiles); ``true`` compiles dynamic dims from the start; ``false``
-    compiles each shape separately. ``cuda_graphs: true`` replays the compiled forward as one
-    CUDA graph (CUDA, static shapes; ``mode: reduce-overhead`` does this inside Inductor)."""
+    """``torch.compile`` arguments; ``cuda_graphs: true`` replays the compiled forward as one CUDA graph."""
 
     backend: str = "inductor"
     mode: str = "default"
@@ -78,17 +68,13 @@ class Compiled(Variant):
                    "(int8: PT2E via torchao, compiled with freezing; saves the quantized graph as .pt2)")
     Options = CompileOptions
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, then Inductor's int8 kernels (trtbench.quantize.pt2e)
-    # its int8 file is the PT2E program, compiled again where it is loaded: two compiles of one program gave outputs
-    # up to 1.6% of the output scale apart on a mini ResNet (torch 2.14.1, torchao 0.18), one int8 step near the
-    # output; see tests/quantize/test_int8_pt2e.py
-    int8_reload_rtol = 0.02
+    int8_reload_rtol = 0.02  # its int8 file is compiled again where it is loaded (docs/int8.md)
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        if is_quantized(precision):
+        if is_quantized(target.precision):
             from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(device)
+            return pt2e_unavailable(target.device)
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:
@@ -121,22 +107,16 @@ class Compiled(Variant):
         return Built(module, info, state={"graphs_after_first_call": after["graphs"]})
 
     def _build_int8(self, model, ctx: BuildContext, options: CompileOptions) -> Built:
-        """The PT2E-quantized graph compiled by Inductor with freezing (its int8 kernels are freezing
-        patterns); static shapes, one graph per shape (see :class:`~trtbench.quantize.pt2e.CompiledPT2E`)."""
+        """The PT2E-quantized graph, exported once, compiled by Inductor with freezing; one graph per shape."""
         from trtbench.quantize.fallback import judged
         from trtbench.quantize.pt2e import CompiledPT2E
+        from trtbench.variants.exported import export_examples
         from trtbench.variants.pt2e_build import quantize_model
 
         if options.backend != "inductor" or options.cuda_graphs or options.dynamic:
             raise ValueError("compiled at int8 runs Inductor's int8 kernels with static shapes: leave backend, "
                              "dynamic and cuda_graphs at their defaults")
         int8 = quantize_model(model, ctx)
-        # what save() writes, exported once here (the timing worker's handoff and the published file both save
-        # it); the build compiles that same program, so what is judged and timed is the program a deployment
-        # loads (compiles of one PT2E int8 program still differ by up to 1.6% of the output scale, measured:
-        # see int8_reload_rtol)
-        from trtbench.variants.exported import export_examples
-
         program = torch.export.export(int8.graph, export_examples(ctx.input_specs, ctx.example_inputs),
                                       dynamic_shapes=int8.dynamic_shapes)
         compiled = CompiledPT2E(program.module(), mode=None if options.mode == "default" else options.mode)
@@ -150,11 +130,8 @@ class Compiled(Variant):
                                             "program": program})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
-        """At int8 the quantized graph, as an exported program, with the ``torch.compile`` settings that
-        make it run Inductor's int8 kernels (``settings["compile"]``: ``torch.export.load``, then compile
-        it so, as :meth:`load` and the fresh-process check do; run as loaded, the graph computes the
-        quantize/dequantize arithmetic in fp32, which rounds otherwise); at float precisions nothing:
-        see ``aoti``."""
+        """At int8 the quantized program, with the ``torch.compile`` settings that make it run Inductor's int8
+        kernels (``settings["compile"]``); at float precisions nothing: see ``aoti``."""
         int8 = built.state.get("int8")
         if int8 is None:
             return []

@@ -1,13 +1,5 @@
-"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (registers no variant).
-
-A CUDA graph records the kernels of one forward pass once and replays them with a single
-launch, which removes the per-kernel CPU launch cost. It replays on the buffers it was
-captured with, so it needs static shapes: each call copies its inputs into those buffers and
-replays, inside the timed call, as a deployment copies each request's input (and as
-``torch.compile``'s ``mode: reduce-overhead`` does inside its call); a replay returns the same
-output tensors, overwritten each time. The capture follows the whole-network recipe of
-``torch.cuda.graph``: warm up on a side stream (lazy initialisation must not happen during
-capture), then capture (:func:`capture`).
+"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (registers no variant):
+each call copies its inputs into the captured buffers and replays, returning the same output tensors each time.
 """
 
 from __future__ import annotations

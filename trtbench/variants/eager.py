@@ -26,4 +26,3 @@ class Eager(Variant):
             cuda_graphs.check_can_capture(ctx)
             return Built(cuda_graphs.GraphReplay(model, ctx.example_inputs), {"cuda_graphs": True})
         return Built(model)
-

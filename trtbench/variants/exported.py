@@ -1,10 +1,5 @@
-"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``.
-
-A model whose output is a container (a dict, a dataclass, a Hugging Face ``ModelOutput``) is
-exported through :class:`FlatOutputs`, which returns its tensors as a flat tuple: a ``.pt2``
-records the Python type of its output, and loading it where that type is not registered with
-torch's pytree (any process that has not imported the model's code, and for ``ModelOutput``
-even one that has) fails. The tensors' names are kept in the build info and the manifest.
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``; a model whose output is
+a container is exported through :class:`FlatOutputs`, its tensors' names kept in the build info and the manifest.
 """
 
 from __future__ import annotations
@@ -22,12 +17,8 @@ PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that exp
 
 
 def dynamic_shapes(input_specs) -> tuple:
-    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ.
-
-    Inputs that have a dynamic dim at the same position with the same range share one
-    ``Dim`` (the batch of ``input_ids`` and ``attention_mask``, say): torch.export needs dims
-    that the model relates to be one symbol.
-    """
+    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ; dims at the same position with
+    the same range share one ``Dim``, as torch.export needs dims that the model relates to be one symbol."""
     shared: dict[tuple, object] = {}
     specs = []
     for spec in input_specs:
@@ -43,15 +34,8 @@ def dynamic_shapes(input_specs) -> tuple:
 
 
 def export_examples(input_specs, example_inputs: tuple) -> tuple:
-    """``example_inputs`` (at the opt shape) with every dynamic dim that is 1 there grown to 2 (or its
-    max, when that is less): what torch.export traces at.
-
-    torch.export specialises a size-1 example dim to the constant 1 ("Constraints violated"), so a
-    dynamic batch served at opt 1 exports from a batch of 2; the program keeps the dim's full range
-    from :func:`dynamic_shapes`, min 1 included. The grown tensor repeats the example along that dim,
-    in its memory format. Only the export's example changes: the opt shape of every optimisation
-    profile and the shapes timed stay the config's.
-    """
+    """``example_inputs`` (at the opt shape) with every dynamic dim that is 1 there grown to 2 (or its max, when
+    that is less) by repeating the example: what torch.export traces at."""
     grown = []
     for spec, example in zip(input_specs, example_inputs):
         if isinstance(example, torch.Tensor):
@@ -63,8 +47,7 @@ def export_examples(input_specs, example_inputs: tuple) -> tuple:
 
 
 class FlatOutputs(torch.nn.Module):
-    """``model`` with its output flattened to the tuple of its tensors, in pytree order (the order in
-    which trtbench.measure.accuracy compares them with eager's container)."""
+    """``model`` with its output flattened to the tuple of its tensors, in pytree order."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
@@ -82,8 +65,7 @@ def _key_name(key) -> str:
 
 
 def _spec_names(spec, prefix: str) -> list[str]:
-    """Leaf names from a TreeSpec alone: a node's context names its children when it is their keys
-    (a Mapping such as ``ModelOutput``), else they are numbered."""
+    """Leaf names from a TreeSpec alone: by a node's context where it holds its children's keys, else numbered."""
     if spec.is_leaf():
         return [prefix]
     children = [spec.child(i) for i in range(spec.num_children)]
@@ -96,24 +78,19 @@ def _spec_names(spec, prefix: str) -> list[str]:
 
 def output_names(output) -> list[str]:
     """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output``
-    for a lone tensor. Key paths where the pytree node has them; a node registered without them
-    (transformers registers ``ModelOutput`` so) is named by :func:`_spec_names`."""
+    for a lone tensor (by key paths, else by :func:`_spec_names` for a node registered without them)."""
     try:
         paths, _ = pytree.tree_flatten_with_path(output)
         named = [(".".join(_key_name(k) for k in path), leaf) for path, leaf in paths]
-    except ValueError:  # "Did not find a flatten_with_keys_fn for type ..."
+    except ValueError:
         leaves, spec = pytree.tree_flatten(output)
         named = list(zip(_spec_names(spec, ""), leaves))
     return [name or "output" for name, leaf in named if isinstance(leaf, torch.Tensor)]
 
 
 def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.nn.Module, list[str], str | None]:
-    """``model`` to export, the names of its output tensors, and the container type it flattened
-    (None when the output already is a tensor or a tuple or list of tensors, and is exported as is).
-
-    Runs ``model`` once on ``example_inputs`` to see its output. Raises TypeError for an output that
-    holds something pytree cannot flatten (an unregistered class): its tensors would be lost.
-    """
+    """``model`` to export, the names of its output tensors, and the container type it flattened (None where the
+    output is a tensor or a tuple or list of them); TypeError for an output pytree cannot flatten."""
     with torch.no_grad():
         output = model(*example_inputs)
     names = output_names(output)

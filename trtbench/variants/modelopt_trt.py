@@ -1,11 +1,5 @@
-"""INT8 / FP8 for the ``trt`` variant on CUDA: NVIDIA ModelOpt quantizes, Torch-TensorRT compiles.
-
-As pytorch/TensorRT's ``examples/dynamo/vgg16_ptq.py`` does: ``mtq.quantize(model,
-mtq.INT8_DEFAULT_CFG or mtq.FP8_DEFAULT_CFG, forward_loop=...)`` inserts calibrated
-``TensorQuantizer`` modules in place, then the model is exported under ``torch.no_grad()`` and
-``export_torch_mode()`` (the quantizers export as ``torch.ops.tensorrt.quantize_op``) and compiled by
-``torch_tensorrt.dynamo.compile(..., min_block_size=1)``, whose converter turns those ops into
-TensorRT Q/DQ layers.
+"""INT8 / FP8 for the ``trt`` variant on CUDA: NVIDIA ModelOpt quantizes (``mtq.quantize``), Torch-TensorRT
+compiles the exported model, its quantizers into TensorRT Q/DQ layers.
 
 More: docs/tensorrt.md, "Module notes", trtbench/variants/modelopt_trt.py.
 """
@@ -23,8 +17,7 @@ from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable
 
 MODELOPT_IMPORT = "modelopt.torch.quantization"  # registers tensorrt::quantize_op (tensor_quant.py)
 CONFIGS = {"int8": "INT8_DEFAULT_CFG", "fp8": "FP8_DEFAULT_CFG"}  # precision -> ModelOpt's default config
-# Modules whose weights (and inputs) ModelOpt quantizes, registered in modelopt/torch/quantization/nn/modules/
-# quant_conv.py and quant_linear.py: the fallback's candidates to keep in floating point
+# modules whose weights ModelOpt quantizes (its nn/modules/quant_conv.py, quant_linear.py): the fallback's candidates
 WEIGHT_QUANTIZED = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                     nn.Linear)
 
@@ -58,10 +51,7 @@ def quantizable_layers_modelopt(model: nn.Module) -> list[str]:
 
 
 def modelopt_config(mtq, precision: str, settings: QuantSettings) -> dict:
-    """ModelOpt's default config for ``precision``, with the layers of ``settings.exclude`` disabled.
-
-    The defaults calibrate by ``algorithm: max`` with per-channel int8 weights; a calibration method
-    or per-tensor weights other than that is not offered here rather than silently ignored."""
+    """ModelOpt's default config for ``precision``, with the layers of ``settings.exclude`` disabled."""
     if precision not in CONFIGS:
         raise ValueError(f"precision {precision!r}: ModelOpt's defaults here are {', '.join(CONFIGS)}")
     if settings.method != "minmax" or not settings.per_channel:
@@ -96,11 +86,8 @@ def quantize_modelopt(model: nn.Module, calibration: CalibrationBatches, setting
 
 def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Tensor], device: torch.device,
                          input_specs: Sequence, settings: dict):
-    """A ModelOpt-quantized model compiled by Torch-TensorRT's dynamo frontend for the config's
-    min..max shapes (exported with its dynamic dims from the opt-shape ``example_inputs``; ModelOpt's
-    quantize op converts with dynamic shapes), with the variant's compile ``settings``
-    (:func:`trtbench.variants.trt_common.compile_kwargs`) and min_block_size 1, so no Q/DQ pair is left
-    to PyTorch. Returns (the compiled module, the settings passed)."""
+    """A ModelOpt-quantized model compiled by Torch-TensorRT's dynamo frontend for the config's min..max shapes,
+    with the variant's compile ``settings`` and min_block_size 1. Returns (the compiled module, the settings)."""
     from trtbench.variants.exported import dynamic_shapes, export_examples
     from trtbench.variants.trt_common import trt_inputs
 

@@ -1,10 +1,6 @@
-"""``onnx``: the ``exported`` program translated to ONNX with ``torch.onnx.export(..., dynamo=True)``.
-
-A build step, not a timed variant: ``ort``, ``ort_cuda``, ``ort_trt`` and ``openvino`` start from
-it, and a config lists those instead. Exporting the ExportedProgram (rather than the module)
-keeps its dynamic dims, which become symbolic dims of the ONNX inputs. The model is written
-to a temporary directory for the runtimes to load; each variant that ships it writes its own
-copy with :meth:`OnnxModel.save`.
+"""``onnx``: the ``exported`` program translated to ONNX with ``torch.onnx.export(..., dynamo=True)``, a build
+step (not timed) that ``ort``, ``ort_cuda``, ``ort_trt`` and ``openvino`` start from; written to a temporary
+directory, and each variant that ships it writes its own copy with :meth:`OnnxModel.save`.
 """
 
 from __future__ import annotations
@@ -35,11 +31,8 @@ class OnnxModel:
         return [value.name for value in self.program.model.graph.inputs]
 
     def save(self, destination: Path) -> list[Path]:
-        """Write the model to ``destination``; returns the other files it wrote there and needs.
-
-        ONNX keeps weights beyond its 2 GB protobuf limit in an external data file beside the
-        model (``ONNXProgram.save`` decides); that file is returned so it ships with it.
-        """
+        """Write the model to ``destination``; returns the other files it wrote there and needs (the external
+        data file of weights beyond ONNX's 2 GB limit)."""
         before = set(destination.parent.iterdir())
         self.program.save(str(destination))
         return sorted(set(destination.parent.iterdir()) - before - {destination})

@@ -1,14 +1,7 @@
-"""OpenVINO on the CPU: the ``onnx`` build step's model, compiled by OpenVINO's CPU plugin.
+"""OpenVINO on the CPU: the ``onnx`` build step's model, compiled by OpenVINO's CPU plugin with the run's threads,
+the ``LATENCY`` hint and the row's inference precision (bf16 by a hint on fp32's model); saved as OpenVINO IR.
 
-Threads are matched to the run's (``INFERENCE_NUM_THREADS``), with the ``LATENCY`` hint (one
-stream, as each timed call is one synchronous request). The inference precision is pinned to the
-row's: f32, where on CPUs with bf16 units OpenVINO would compute an fp32 model in bf16 by default, and
-bf16 at precision bf16, reached by that hint on fp32's model (``hints``). The plugin's read-back is
-the row's precision: where it stays f32 (a CPU without bf16 units), the bf16 row is skipped. The
-model is saved as OpenVINO IR, an ``.xml`` graph plus a ``.bin`` of weights (kept in fp32:
-``save_model`` would compress them to fp16 by default). The modules the float accuracy fallback keeps in fp32
-(``BuildContext.fp32_modules``) keep their nodes at f32 under the hint: each one's operations get the
-``disable_fp16_compression`` runtime attribute (``precise_0``), which the plugin's precision enforcement skips.
+More: docs/backends.md, "Module notes", trtbench/variants/openvino.py.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ DISABLE_FP16_COMPRESSION = "precise_0"  # the rt_info key of ov::disable_fp16_co
 
 
 def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
-    """Names of the nodes of the ONNX model at ``path`` that ``torch.onnx.export(dynamo=True)`` placed inside one of
-    ``modules`` (module paths; its ``pkg.torch.onnx.name_scopes`` metadata)."""
+    """Names of the nodes of the ONNX model at ``path`` placed inside one of ``modules`` (by their name scopes)."""
     import ast
 
     import onnx
@@ -64,8 +56,7 @@ def import_openvino():
 
 
 def no_kernels(core, precision: str) -> str | None:
-    """Why OpenVINO's CPU plugin cannot compute at its inference ``precision`` (bf16) here: it does not list it
-    among its optimization capabilities; None where it does."""
+    """Why OpenVINO's CPU plugin cannot compute at inference ``precision`` (bf16) here, or None."""
     capabilities = list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
     if precision.upper() in capabilities:
         return None
@@ -88,7 +79,6 @@ class OpenVinoRunner:
                 for t in inputs]
 
     def run(self, prepared: list) -> list[torch.Tensor]:
-        # share_inputs: the request reads the arrays in place; outputs are copied out of the request.
         return [torch.from_numpy(out) for out in self.request.infer(prepared, share_inputs=True).to_tuple()]
 
     def __call__(self, *inputs):
@@ -147,8 +137,7 @@ class OpenVino(Variant):
 
     @staticmethod
     def _quantize(core, ov_model, config: dict, ctx: BuildContext) -> tuple[Any, dict]:
-        """The model quantized to INT8 by NNCF within the accuracy budget (layers that break it kept in
-        fp32 through NNCF's ignored scope), and the build facts (accuracy, the layers kept in fp32)."""
+        """The model quantized to INT8 by NNCF within the accuracy budget, and the build facts."""
         from trtbench.quantize.fallback import quantize_within_budget
         from trtbench.quantize.openvino import quantizable_layers_openvino, quantize_openvino
 

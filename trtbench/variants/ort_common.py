@@ -1,15 +1,8 @@
-"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt`` (this module registers none).
+"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt`` (this module registers none): the
+``onnx`` step's model in an ``InferenceSession`` with one execution provider and the run's torch thread count,
+its inputs numpy arrays (CPU) or an IOBinding over the tensors' device memory (CUDA); it saves the ``.onnx``.
 
-Each variant runs the ``onnx`` build step's model in an ``onnxruntime.InferenceSession`` with
-one execution provider. ``intra_op_num_threads`` is the run's torch thread count at build
-time, so both sides of a comparison use the same cores. Inputs become what the session takes
-before timing: numpy arrays on the CPU, an IOBinding over the torch tensors' device memory on
-CUDA (no copies in the timed call). Outputs come back as torch tensors. The saved artifact is
-the ``.onnx`` file, which a deployment loads with onnxruntime alone.
-
-``onnxruntime`` is imported only when an ORT variant is checked or built. A session whose
-provider failed to load falls back to the CPU with only a logged warning; the build checks
-the providers the session really uses and fails instead.
+More: docs/backends.md, "Module notes", trtbench/variants/ort_common.py.
 """
 
 from __future__ import annotations
@@ -51,16 +44,27 @@ def import_onnxruntime():
     return importlib.import_module("onnxruntime")
 
 
-def numpy_dtype(dtype: torch.dtype):
-    return torch.empty((), dtype=dtype).numpy().dtype
-
-
 def _config_entry(options, key: str, default: str) -> str:
     """A session config entry as set, or ``default`` where it was left unset (ORT raises then)."""
     try:
         return options.get_session_config_entry(key)
-    except RuntimeError:  # onnxruntime raises for a key that was never set
+    except RuntimeError:
         return default
+
+
+def session_options(ort, settings: dict):
+    """``SessionOptions`` with the ``settings``' intra-op threads and graph optimization (none: ORT's defaults)."""
+    options = ort.SessionOptions()
+    if settings:
+        options.intra_op_num_threads = settings["intra_op_num_threads"]
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
+                                                   OPTIMIZATION_LEVELS[settings["graph_optimization"]])
+    return options
+
+
+def inference_session(ort, path: Path, options, providers: list):
+    """An ``InferenceSession`` on the file at ``path`` with ``[[provider, options], ...]``."""
+    return ort.InferenceSession(str(path), options, providers=[(name, opts) for name, opts in providers])
 
 
 def cuda_device_id(device: torch.device) -> str:
@@ -101,7 +105,8 @@ class OrtRunner:
         tensors = [t.detach().contiguous() for t in inputs]
         binding = self.session.io_binding()
         for name, t in zip(self.input_names, tensors):
-            binding.bind_input(name, "cuda", t.device.index, numpy_dtype(t.dtype), tuple(t.shape), t.data_ptr())
+            numpy_dtype = torch.empty((), dtype=t.dtype).numpy().dtype
+            binding.bind_input(name, "cuda", t.device.index, numpy_dtype, tuple(t.shape), t.data_ptr())
         for name in self.output_names:
             binding.bind_output(name, "cuda", tensors[0].device.index if tensors else 0)
         torch.cuda.synchronize(self.device)  # the inputs are written before ONNX Runtime's stream reads them
@@ -156,36 +161,29 @@ class OrtVariant(Variant):
         ort = import_onnxruntime()
         options = ctx.options or OrtOptions()
         onnx_model = ctx.built[self.depends_on].state
-        session_options = ort.SessionOptions()
-        session_options.intra_op_num_threads = torch.get_num_threads()
-        session_options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
-                                                           OPTIMIZATION_LEVELS[options.graph_optimization])
+        settings = {"intra_op_num_threads": torch.get_num_threads(), "graph_optimization": options.graph_optimization}
         providers = self.providers(ctx, onnx_model.input_names)
         quantization = {}
         if is_quantized(ctx.precision):
-            onnx_model, quantization = self._quantize(onnx_model, ctx, session_options, providers)
-        session = self._session(ort, onnx_model, session_options, providers, ctx)
+            onnx_model, quantization = self._quantize(onnx_model, ctx, session_options(ort, settings), providers)
+        session = self._session(ort, onnx_model, session_options(ort, settings), providers, ctx)
         used = session.get_providers()
         if used[0] != self.provider:
             raise RuntimeError(f"onnxruntime could not start {self.provider} and fell back to {used[0]} "
                                f"(see its log above for why)")
-        info = {"onnxruntime": ort.__version__, "providers": used, "intra_op_num_threads": torch.get_num_threads(),
-                "graph_optimization": options.graph_optimization, "onnx": ctx.built[self.depends_on].info,
+        info = {"onnxruntime": ort.__version__, "providers": used, **settings, "onnx": ctx.built[self.depends_on].info,
                 **quantization}
-        session_settings = {"intra_op_num_threads": torch.get_num_threads(),
-                            "graph_optimization": options.graph_optimization}
         return Built(OrtRunner(session, ctx.device), info,
-                     state={"onnx": onnx_model, "providers": providers, "session": session_settings})
+                     state={"onnx": onnx_model, "providers": providers, "session": settings})
 
-    def _session(self, ort, onnx_model, session_options, providers, ctx: BuildContext):
+    def _session(self, ort, onnx_model, options, providers, ctx: BuildContext):
         """The build's session; :class:`~trtbench.core.errors.Unavailable` where the model at a reduced float
         precision has no kernel in the provider (NOT_IMPLEMENTED: the CPU provider has no bf16 Gemm) or an operator
         whose ONNX schema takes no such type (INVALID_GRAPH: ONNX's Conv takes no bf16)."""
         from onnxruntime.capi.onnxruntime_pybind11_state import InvalidGraph, NotImplemented as OrtNotImplemented
 
         try:
-            return ort.InferenceSession(str(onnx_model.path), session_options,
-                                        providers=[(name, opts) for name, opts in providers])
+            return inference_session(ort, onnx_model.path, options, providers)
         except (OrtNotImplemented, InvalidGraph) as err:
             message = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
             if ctx.dtype == torch.float32 or (isinstance(err, InvalidGraph) and "Type Error" not in message):
@@ -194,7 +192,7 @@ class OrtVariant(Variant):
             raise Unavailable(f"onnxruntime {ort.__version__}'s {self.provider} has no {ctx.precision} {what} for "
                               f"this model: {message.split(' : ', 2)[-1].split('failed:')[-1]}") from err
 
-    def _quantize(self, onnx_model, ctx: BuildContext, session_options, providers) -> tuple["QuantizedOnnx", dict]:
+    def _quantize(self, onnx_model, ctx: BuildContext, options, providers) -> tuple["QuantizedOnnx", dict]:
         """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers
         that break it kept in fp32), and the build facts (accuracy, the layers kept in fp32)."""
         from trtbench.quantize.fallback import quantize_within_budget
@@ -208,8 +206,7 @@ class OrtVariant(Variant):
             path = quantize_onnx(onnx_model.path, Path(workdir.name) / f"int8-{len(files)}.onnx",
                                  onnx_model.input_names, ctx.int8.calibration, settings,
                                  calibration_cache=Path(workdir.name) / "ranges.json")
-            runner = OrtRunner(ort.InferenceSession(str(path), session_options,
-                                                    providers=[(name, opts) for name, opts in providers]), ctx.device)
+            runner = OrtRunner(inference_session(ort, path, options, providers), ctx.device)
             files[id(runner)] = path
             return runner
 
@@ -247,11 +244,5 @@ class OrtVariant(Variant):
     def load(self, artifact: Artifact, device: torch.device):
         """The saved model in a session set up as the build's was (threads, graph optimization)."""
         ort = import_onnxruntime()
-        providers = [(name, opts) for name, opts in artifact.settings["providers"]]
-        session_options = ort.SessionOptions()
-        saved = artifact.settings.get("session") or {}
-        if saved:
-            session_options.intra_op_num_threads = saved["intra_op_num_threads"]
-            session_options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
-                                                               OPTIMIZATION_LEVELS[saved["graph_optimization"]])
-        return OrtRunner(ort.InferenceSession(str(artifact.path), session_options, providers=providers), device)
+        options = session_options(ort, artifact.settings.get("session") or {})
+        return OrtRunner(inference_session(ort, artifact.path, options, artifact.settings["providers"]), device)

@@ -1,10 +1,5 @@
 """ONNX Runtime's TensorRT execution provider (from ``onnxruntime-gpu``), with the CUDA provider for what TensorRT
-does not take.
-
-The provider builds its TensorRT engine for one optimization profile: the config's min/opt/max
-shapes of every dynamic input (``trt_profile_*_shapes``); without it, each new shape rebuilds
-the engine.
-"""
+does not take; its engine's profile is the config's min/opt/max shapes (``trt_profile_*_shapes``)."""
 
 from __future__ import annotations
 

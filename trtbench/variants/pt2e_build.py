@@ -1,11 +1,6 @@
 """The ``compiled`` and ``aoti`` variants at ``int8``: the model quantized by PT2E (torchao's x86
 quantizer, :mod:`trtbench.quantize.pt2e`) within the accuracy budget, the layers that break it kept
 in fp32 (:func:`trtbench.quantize.fallback.quantize_within_budget`).
-
-The fallback judges each candidate as a converted graph (quantize/dequantize ops around fp32
-convolutions: the arithmetic of the int8 kernels). What ships, the ``torch.compile`` of that graph or
-its AOTInductor package, is then judged again on the same evaluation samples: its own accuracy is the
-row's, and a build whose kernels miss the budget fails with the figures.
 """
 
 from __future__ import annotations
@@ -18,13 +13,9 @@ import torch
 from trtbench.quantize.fallback import Quantized, quantize_within_budget
 from trtbench.variants import BuildContext
 
-# torch's own registration of the quantized_decomposed ops a converted graph calls; a fresh process
-# that loads the saved graph imports it first (the manifest's imports)
+# what a fresh process that loads the saved graph imports first (the manifest's imports): torch's registration of
+# the quantized_decomposed ops, and torchao's Inductor passes for the x86 quantizer's graphs (docs/int8.md)
 DECOMPOSED_OPS_MODULE = "torch.ao.quantization.fx._decomposed"
-# torchao's Inductor passes for the graphs its x86 quantizer makes (the int8 weight prepack and the
-# conv/linear + post-op fusions), registered when this module is imported
-# (torchao/quantization/pt2e/quantizer/x86_inductor_quantizer.py, its last lines); a fresh process
-# that compiles the saved graph without them gets other kernels, which round otherwise
 INDUCTOR_PASSES_MODULE = "torchao.quantization.pt2e.quantizer.x86_inductor_quantizer"
 
 
@@ -49,10 +40,8 @@ class Pt2eInt8:
 
 
 def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
-    """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the
-    config's min/max give them. Where a variant built earlier at this precision (``ctx.built``) quantized it
-    already (``compiled`` and ``aoti`` both build from it), its graph is the one returned: the same model,
-    calibration and budget quantize alike, and calibrating and the fallback's judging again took seconds."""
+    """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the config's
+    min/max give them; the graph a variant built earlier at this precision quantized, where one did."""
     earlier = next((built.state["int8"] for built in ctx.built.values()
                     if isinstance(built.state, dict) and isinstance(built.state.get("int8"), Pt2eInt8)), None)
     if earlier is not None:

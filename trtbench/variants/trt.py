@@ -1,13 +1,5 @@
-"""Torch-TensorRT, dynamo frontend: ``torch.export`` of the eager model, compiled with ``ir="dynamo"``.
-
-The export uses the example inputs at the opt shape (a dynamic dim that is 1 there grown to 2,
-which torch.export would otherwise specialise away: :func:`~trtbench.variants.exported.export_examples`)
-and the config's dynamic dims; the engine is built for the config's min/opt/max.
-Saved twice: TorchScript (``torch_tensorrt.save(..., output_format="torchscript")``, a trace
-with the export's example tensors) and ExportedProgram (``output_format="exported_program"``,
-a re-export given the same ``dynamic_shapes`` as the build: without them ``save`` would name
-every dynamic dim of an unnamed ``Input`` "_0", and two inputs with different ranges would
-clash); both need ``import torch_tensorrt`` before loading.
+"""Torch-TensorRT, dynamo frontend: ``torch.export`` of the eager model, compiled with ``ir="dynamo"`` into an
+engine for the config's min/opt/max; saved as TorchScript (``.ts``) and as an ExportedProgram (``.pt2``).
 
 More: docs/tensorrt.md, "Module notes", trtbench/variants/trt.py.
 """
@@ -43,12 +35,11 @@ class TensorRT(TensorRTVariant):
     quantizes = True  # INT8: ModelOpt's post-training quantization (trtbench.variants.modelopt_trt)
 
     def unavailable_reason(self, target: Target) -> str | None:
-        device, precision = target.device, target.precision
-        reason = why_no_torch_tensorrt(device)
-        if reason is None and is_quantized(precision):
+        reason = why_no_torch_tensorrt(target.device)
+        if reason is None and is_quantized(target.precision):
             from trtbench.variants.modelopt_trt import modelopt_unavailable
 
-            reason = modelopt_unavailable()
+            return modelopt_unavailable()
         return reason
 
     def build(self, model, ctx: BuildContext) -> Built:

@@ -1,9 +1,5 @@
-"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (this module registers none).
-
-``torch_tensorrt`` is imported only when a TRT variant is checked or built, never when
-trtbench itself is imported. Everything that differs between Torch-TensorRT releases is
-detected at run time from the installed package (its feature flags and the signatures
-of its compile functions), not from version numbers.
+"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (this module registers none); ``torch_tensorrt`` is
+imported on first use, and what differs between its releases is read from the installed package.
 
 More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes",
 trtbench/variants/trt_common.py.
@@ -73,20 +69,9 @@ def has_ts_frontend(trt) -> bool:
     return hasattr(trt, "ts")
 
 
-def compile_parameters(trt, frontend: str) -> set[str]:
-    """Keyword parameters the frontend's compile function accepts in this torch_tensorrt."""
-    fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
-    return {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
-
-
 @dataclass
 class TRTOptions:
-    """Torch-TensorRT compile settings (the ``{trt: {...}}`` keys of a config).
-
-    Unset (null) settings are not passed, so Torch-TensorRT's own defaults apply.
-    ``allow_tf32: false`` builds FP32 layers without TF32 (``disable_tf32``), for a
-    like-for-like comparison with PyTorch's default FP32 matmul.
-    """
+    """Torch-TensorRT compile settings (the ``{trt: {...}}`` keys of a config); unset (null) ones are not passed."""
 
     optimization_level: Optional[int] = None  # TensorRT builder optimization level 0-5
     min_block_size: Optional[int] = None  # fewest consecutive convertible ops that form a TRT segment
@@ -94,7 +79,7 @@ class TRTOptions:
     require_full_compilation: bool = False  # fail instead of running unsupported ops in PyTorch
     torch_executed_ops: list[str] = field(default_factory=list)  # ops forced to run in PyTorch
     truncate_double: bool = False  # convert float64 weights/ops to float32
-    allow_tf32: bool = True
+    allow_tf32: bool = True  # false: FP32 layers without TF32 (disable_tf32), as PyTorch's default FP32 matmul
 
     def validate(self, path: str) -> None:
         if self.optimization_level is not None and not 0 <= self.optimization_level <= 5:
@@ -156,11 +141,8 @@ def trt_device(trt, device: torch.device):
 
 
 def inference_copy(module):
-    """A copy of ``module`` whose parameters do not require grad, to compile from.
-
-    The eager, traced and scripted variants share their parameter tensors, so they are not
-    touched. (``no_grad``: a ScriptModule's deepcopy otherwise yields non-leaf clones.)
-    """
+    """A copy of ``module`` whose parameters do not require grad, to compile from (the eager, traced and scripted
+    variants share theirs); copied under ``no_grad``, else a ScriptModule's copy yields non-leaf clones."""
     with torch.no_grad():
         frozen = copy.deepcopy(module)
     for param in frozen.parameters():
@@ -168,19 +150,11 @@ def inference_copy(module):
     return frozen
 
 
-def contiguous(inputs: tuple) -> tuple:
-    """The inputs in contiguous (NCHW for 4-D) layout, the one the TensorRT runtime copies them into."""
-    return tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs)
-
-
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
-    """Keyword arguments for ``torch_tensorrt.compile`` from the variant options and precision.
-
-    Precision: the model and inputs already carry ``dtype`` (bf16 makes a bf16 engine: the network is strongly
-    typed). Where the installed frontend still has weak-typing switches, they are set so TensorRT keeps that dtype.
-    Raises ValueError for a setting this torch_tensorrt's frontend does not accept.
-    """
-    params = compile_parameters(trt, frontend)
+    """Keyword arguments for ``torch_tensorrt.compile`` from the variant options; where the installed frontend still
+    has weak-typing switches, set so TensorRT keeps ``dtype``. ValueError for a setting the frontend does not take."""
+    fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
+    params = {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
     kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
                               "require_full_compilation": options.require_full_compilation}
     if "use_explicit_typing" in params:
@@ -217,12 +191,6 @@ def describe_settings(kwargs: dict) -> dict:
     return {key: plain(value) for key, value in kwargs.items()}
 
 
-def describe_inputs(input_specs, example_inputs) -> list[dict]:
-    return [{"name": spec.name, "min_shape": list(spec.min_shape), "opt_shape": list(spec.opt_shape),
-             "max_shape": list(spec.max_shape), "dtype": str(example.dtype)}
-            for spec, example in zip(input_specs, example_inputs)]
-
-
 def check_input_ranges(input_specs, inputs) -> None:
     """Raise ValueError when an input's rank or any dim lies outside the engine's [min, max]."""
     if len(inputs) != len(input_specs):
@@ -253,11 +221,8 @@ class RangeGuard:
 
 
 def fx_segments(gm: torch.fx.GraphModule) -> dict:
-    """TensorRT vs PyTorch segments of a dynamo-compiled GraphModule.
-
-    ``torch_ops`` counts the call_function nodes PyTorch runs: those inside ``_run_on_gpu_N``
-    segments plus any left in the top-level graph (tuple indexing excluded).
-    """
+    """TensorRT vs PyTorch segments of a dynamo-compiled GraphModule; ``torch_ops`` counts the call_function nodes
+    PyTorch runs, in its segments and the top-level graph (tuple indexing excluded)."""
     trt = torch_segments = torch_ops = 0
     for name, child in gm.named_children():
         if name.startswith("_run_on_acc"):
@@ -270,10 +235,8 @@ def fx_segments(gm: torch.fx.GraphModule) -> dict:
 
 
 def ts_segments(module: torch.jit.ScriptModule) -> dict:
-    """TensorRT engines vs PyTorch ops of a TorchScript-frontend module (its inlined forward graph).
-
-    A PyTorch segment is a maximal run of ``aten::`` nodes between engine calls.
-    """
+    """TensorRT engines vs PyTorch ops of a TorchScript-frontend module; a PyTorch segment is a maximal run of
+    ``aten::`` nodes between engine calls."""
     trt = torch_segments = torch_ops = 0
     in_torch_run = False
     for node in module.inlined_graph.nodes():
@@ -290,8 +253,11 @@ def ts_segments(module: torch.jit.ScriptModule) -> dict:
 
 
 def build_info(trt, frontend: str, kwargs: dict, ctx: BuildContext, segments: dict) -> dict:
+    inputs = [{"name": spec.name, "min_shape": list(spec.min_shape), "opt_shape": list(spec.opt_shape),
+               "max_shape": list(spec.max_shape), "dtype": str(example.dtype)}
+              for spec, example in zip(ctx.input_specs, ctx.example_inputs)]
     return {"frontend": frontend, "torch_tensorrt": version_of(trt), "compile_settings": describe_settings(kwargs),
-            "inputs": describe_inputs(ctx.input_specs, ctx.example_inputs), "segments": segments}
+            "inputs": inputs, "segments": segments}
 
 
 class TensorRTVariant(Variant):
@@ -300,7 +266,8 @@ class TensorRTVariant(Variant):
     runtime = "tensorrt"
 
     def prepare(self, built: Built, inputs: tuple) -> tuple:
-        return contiguous(inputs)
+        """The inputs in contiguous (NCHW for 4-D) layout, the one the TensorRT runtime copies them into."""
+        return tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs)
 
     def load(self, artifact: Artifact, device: torch.device):
         import_torch_tensorrt()  # registers the TensorRT engine class first

@@ -11,7 +11,7 @@ def accuracy_text(accuracy: dict | None) -> str:
     """``ok``/``FAIL`` with the worst absolute error and top-1 agreement; ``-`` when unchecked."""
     if not accuracy:
         return "-"
-    if accuracy.get("kind") == INT8:  # over the evaluation samples, and where timed (none in older results)
+    if accuracy.get("kind") == INT8:
         top1, timed = accuracy.get("top1_agree"), accuracy.get("where_timed")
         figures = (f"top1 {top1:.1%}, " if top1 is not None else "") + f"SQNR {accuracy['sqnr_db']:.1f} dB"
         figures += f"; where timed SQNR {timed['sqnr_db']:.1f} dB" if timed else ""

@@ -1,6 +1,5 @@
-"""Energy: joules per inference above the device's idle draw, with its interval, and the average power
-while the calls ran (a record's ``metrics.energy``: :mod:`trtbench.measure.energy`); where no counter was
-readable, the columns are absent and a note says why."""
+"""Energy: joules per inference above the device's idle draw, with its interval, and the average power while the
+calls ran (``metrics.energy``); where no counter was readable, the columns are absent and a note says why."""
 
 from __future__ import annotations
 

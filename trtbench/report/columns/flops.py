@@ -31,9 +31,8 @@ def _shown(rows: Sequence[Row]) -> bool:
 
 
 def peak_notes(rows: Sequence[Row]) -> list[str]:
-    """What "% peak" is a share of, once per ceiling the shown rows use: the peak, how it was found (for a CPU,
-    where its clock came from), its math mode where fp32 runs as TF32, and where it read below the measured
-    matmul, that; then the rows above 100% of their peak (:func:`over_peak_note`)."""
+    """What "% peak" is a share of, once per ceiling the shown rows use (the peak, how it was found, its notes);
+    then the rows above 100% of their peak."""
     if not _shown(rows):
         return []
     ceilings = {row.ceiling.key: row.ceiling for row in rows

@@ -1,7 +1,5 @@
-"""Latency: the median with its 95% CI (two-level: the rounds and the replicate processes, :mod:`trtbench.core.stats`),
-the tail, and what ended the timing. Host times (until the call returned and the device synchronized); the CUDA-event
-median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own
-(:func:`own_stream_note`)."""
+"""Latency: the median with its two-level 95% CI, the tail, and what ended the timing, in host times; the CUDA-event
+median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own."""
 
 from __future__ import annotations
 
@@ -31,9 +29,8 @@ def _p99_cell(row: Row) -> str:
 
 
 def own_stream(record: Record) -> bool:
-    """Whether ``record``'s runtime ran its CUDA work on a stream of its own: ONNX Runtime with its CUDA or
-    TensorRT provider first in the providers its session used (build info ``providers``), whose kernels the CUDA
-    events the timing records on torch's stream do not bracket."""
+    """Whether ``record``'s runtime ran its CUDA work on a stream of its own (ONNX Runtime with its CUDA or TensorRT
+    provider first), whose kernels the CUDA events on torch's stream do not bracket."""
     providers = ((record.build or {}).get("info") or {}).get("providers") or [None]
     return providers[0] in (CUDA, TENSORRT)
 
@@ -46,8 +43,7 @@ def own_stream_note(rows: Sequence[Row]) -> list[str]:
         return []
     return [f"{', '.join(named)}: ONNX Runtime's CUDA provider runs on a stream of its own, so the CUDA events "
             "recorded on torch's stream around each call do not bracket its kernels; their times here are host times "
-            "(the call "
-            "returns once its outputs are ready), and results.csv leaves their device_median_ms empty."]
+            "(the call returns once its outputs are ready), and results.csv leaves their device_median_ms empty."]
 
 
 def _values(row: Row) -> dict:

@@ -1,7 +1,5 @@
 """Replicate processes: how many worker processes timed each row and how far apart their medians were, and the
-notes that name rows whose processes disagreed beyond their own rounds' noise (both found by
-:mod:`trtbench.analysis.records`), with what differed between them (the per-process facts each latency record keeps
-in ``metrics["processes"]``)."""
+notes that name rows whose processes disagreed, with what differed between them (``metrics["processes"]``)."""
 
 from __future__ import annotations
 
@@ -47,8 +45,7 @@ def _allocator_text(facts: dict) -> str:
 
 
 def disagreement_notes(disagreeing: Sequence[Record]) -> list[str]:
-    """A note naming the rows whose processes disagreed
-    (:func:`~trtbench.analysis.records.processes_disagree`), each with its process medians and what differed."""
+    """A note naming the rows whose processes disagreed, each with its process medians and what differed."""
     named = []
     for r in disagreeing:
         medians = ", ".join(f"{ms:.3f}" for _, ms in sorted(r.block_series.process_medians().items()))
@@ -64,8 +61,7 @@ def disagreement_notes(disagreeing: Sequence[Record]) -> list[str]:
 
 
 def turn_notes(records: Sequence[Record]) -> list[str]:
-    """A note naming the points whose processes took turns for memory (``metrics["process_turns"]``: every
-    replicate process of every variant alive at once would not have fitted the machine)."""
+    """A note naming the points whose processes took turns for memory (``metrics["process_turns"]``)."""
     turns = {f"{r.case.model} {r.case.point}": r.metrics["process_turns"] for r in records
              if (r.metrics.get("process_turns") or 0) > 1}
     if not turns:

@@ -1,8 +1,5 @@
-"""The column registry: a :class:`ColumnSet` declares some report columns and their CSV fields, and the
-tables iterate :func:`registered`, so adding columns is one module that calls :func:`register`.
-
-A column set reads a table row (its :class:`~trtbench.core.record.Record`, speedups, ceiling); the
-record's own ``metrics`` are measured values (FLOPs, peak memory, cold start) that columns may show."""
+"""The column registry: a :class:`ColumnSet` declares some report columns (read from a table row) and their CSV
+fields, and the tables iterate :func:`registered`, so adding columns is one module that calls :func:`register`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Speedup over eager fp32 at the same point (every precision's reference), with its two-level 95% CI: the
-rounds both were timed in, resampled together, and each one's replicate processes (:mod:`trtbench.core.stats`)."""
+"""Speedup over eager fp32 at the same point (every precision's reference), with its two-level 95% CI."""
 
 from __future__ import annotations
 
@@ -19,10 +18,13 @@ def speedup_text(interval: Optional[Interval]) -> str:
     return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
 
 
+def interval_values(name: str, interval: Optional[Interval]) -> dict:
+    """The CSV fields ``name``, ``name_low`` and ``name_high`` of ``interval`` (None where there is none)."""
+    return {name: interval.value if interval else None, f"{name}_low": interval.low if interval else None,
+            f"{name}_high": interval.high if interval else None}
+
+
 SPEEDUP = register(ColumnSet(
     "speedup",
     columns=(Column(lambda rows: f"speedup [{interval_coverage(rows)}]", lambda row: speedup_text(row.speedup)),),
-    fields=("speedup", "speedup_low", "speedup_high"),
-    values=lambda row: {"speedup": row.speedup.value if row.speedup else None,
-                        "speedup_low": row.speedup.low if row.speedup else None,
-                        "speedup_high": row.speedup.high if row.speedup else None}))
+    fields=("speedup", "speedup_low", "speedup_high"), values=lambda row: interval_values("speedup", row.speedup)))
