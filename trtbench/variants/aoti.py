@@ -67,7 +67,7 @@ class Aoti(Variant):
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package
 
-        options = ctx.options or AotiOptions()
+        options = self.options_of(ctx)
         if is_quantized(ctx.precision):
             return self._build_int8(model, ctx, options)
         program = ctx.built[self.depends_on].state

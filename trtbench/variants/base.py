@@ -77,6 +77,10 @@ class Variant(ABC):
         """Why this variant cannot run at ``target``'s device and precision here, or None."""
         return None
 
+    def options_of(self, ctx: BuildContext) -> Any:
+        """The build's options: the config's, else the defaults of :attr:`Options`."""
+        return ctx.options or self.Options()
+
     @abstractmethod
     def build(self, model: torch.nn.Module, ctx: BuildContext) -> Built:
         """Turn the eager model (already on the device, in the run dtype) into this variant."""

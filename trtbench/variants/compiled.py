@@ -78,7 +78,7 @@ class Compiled(Variant):
         return None
 
     def build(self, model, ctx: BuildContext) -> Built:
-        options = ctx.options or CompileOptions()
+        options = self.options_of(ctx)
         if is_quantized(ctx.precision):
             return self._build_int8(model, ctx, options)
         if options.cuda_graphs:

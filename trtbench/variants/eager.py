@@ -22,7 +22,7 @@ class Eager(Variant):
     Options = EagerOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
-        if (ctx.options or EagerOptions()).cuda_graphs:
+        if self.options_of(ctx).cuda_graphs:
             cuda_graphs.check_can_capture(ctx)
             return Built(cuda_graphs.GraphReplay(model, ctx.example_inputs), {"cuda_graphs": True})
         return Built(model)

@@ -122,7 +122,7 @@ class Exported(Variant):
     Options = ExportOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
-        strict = (ctx.options or ExportOptions()).strict
+        strict = self.options_of(ctx).strict
         examples = export_examples(ctx.input_specs, ctx.example_inputs)
         exportable, names, flattened = flat_outputs(model, examples)
         shapes = dynamic_shapes(ctx.input_specs)

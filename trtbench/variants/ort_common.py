@@ -159,7 +159,7 @@ class OrtVariant(Variant):
 
     def build(self, model, ctx: BuildContext) -> Built:
         ort = import_onnxruntime()
-        options = ctx.options or OrtOptions()
+        options = self.options_of(ctx)
         onnx_model = ctx.built[self.depends_on].state
         settings = {"intra_op_num_threads": torch.get_num_threads(), "graph_optimization": options.graph_optimization}
         providers = self.providers(ctx, onnx_model.input_names)

@@ -26,7 +26,7 @@ class Traced(TorchScriptVariant):
     Options = TraceOptions
 
     def build(self, model, ctx: BuildContext) -> Built:
-        strict = (ctx.options or TraceOptions()).strict
+        strict = self.options_of(ctx).strict
         checks = [inputs for label, inputs in ctx.shape_inputs.items() if label != "opt"]
         traced = torch.jit.trace(model, ctx.example_inputs, check_inputs=checks or None, strict=strict)
         return Built(traced, {"trace_checked_shapes": ["opt", *[label for label in ctx.shape_inputs if label != "opt"]],

@@ -44,7 +44,7 @@ class TensorRT(TensorRTVariant):
 
     def build(self, model, ctx: BuildContext) -> Built:
         trt = import_torch_tensorrt()
-        options = ctx.options or DynamoOptions()
+        options = self.options_of(ctx)
         if is_quantized(ctx.precision):
             return self._build_int8(trt, model, ctx, options)
         examples = export_examples(ctx.input_specs, ctx.example_inputs)  # opt stays the config's in the profile

@@ -298,7 +298,7 @@ class TorchScriptFrontendVariant(TensorRTVariant):
 
     def build(self, model, ctx: BuildContext) -> Built:
         trt = import_torch_tensorrt()
-        options = ctx.options or TorchScriptOptions()
+        options = self.options_of(ctx)
         script_module = inference_copy(ctx.built[self.depends_on].module)
         kwargs = compile_kwargs(trt, TORCHSCRIPT, options, ctx.dtype, ctx.device)
         compiled = trt.compile(script_module, ir="ts", inputs=trt_inputs(trt, ctx.input_specs, ctx.example_inputs),
