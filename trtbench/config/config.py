@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import yaml
 
@@ -228,58 +228,65 @@ class VariantEntry:
         return options_text(self.options)
 
 
-def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
-    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
+def _entry_list(entries: Any, path: str, example: str,
+                parse: Callable[[Any, str, list[VariantEntry]], VariantEntry]) -> list[VariantEntry]:
+    """A ``variants`` list, each entry through ``parse(entry, key, parsed so far)``."""
     if not isinstance(entries, list) or not entries:
-        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
-                             "write e.g. variants: [eager, traced, scripted]")
+        raise UserInputError(path, f"expected a non-empty list, got {entries!r}", f"write e.g. variants: {example}")
     parsed: list[VariantEntry] = []
     for i, entry in enumerate(entries):
-        key = f"{path}[{i}]"
-        if isinstance(entry, VariantEntry):
-            parsed.append(entry)
-            continue
-        if isinstance(entry, dict) and len(entry) == 1:
-            name, options = next(iter(entry.items()))
-        elif isinstance(entry, str):
-            name, options = entry, None
-        else:
-            raise UserInputError(key, f"expected a variant name or {{name: {{options}}}}, got {entry!r}",
-                                 "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
-        cls = variant_class(name)
-        if cls is None:
-            raise UserInputError(key, f"unknown variant '{name}'", VARIANTS.hint(name))
-        if not cls.timed:
-            dependents = [n for n in variant_names() if variant_class(n).depends_on == name]
-            first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
-            also = f"; {', '.join(others)} build from it too" if others else ""
-            raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
-                                 f"list {first} instead (it builds {name} first){also}")
-        if any(v.name == name for v in parsed):
-            raise UserInputError(key, f"variant '{name}' is listed twice", "list each variant once")
-        parsed.append(VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}")))
+        parsed.append(parse(entry, f"{path}[{i}]", parsed))
     return parsed
+
+
+def _listed_once(name: str, key: str, parsed: list[VariantEntry], noun: str) -> None:
+    if any(v.name == name for v in parsed):
+        raise UserInputError(key, f"{noun} '{name}' is listed twice", f"list each {noun} once")
+
+
+def _variant_entry(entry: Any, key: str, parsed: list[VariantEntry]) -> VariantEntry:
+    if isinstance(entry, VariantEntry):
+        return entry
+    if isinstance(entry, dict) and len(entry) == 1:
+        name, options = next(iter(entry.items()))
+    elif isinstance(entry, str):
+        name, options = entry, None
+    else:
+        raise UserInputError(key, f"expected a variant name or {{name: {{options}}}}, got {entry!r}",
+                             "write e.g. 'traced' or '{trt: {min_block_size: 3}}'")
+    cls = variant_class(name)
+    if cls is None:
+        raise UserInputError(key, f"unknown variant '{name}'", VARIANTS.hint(name))
+    if not cls.timed:
+        dependents = [n for n in variant_names() if variant_class(n).depends_on == name]
+        first, *others = sorted(dependents, key=lambda n: (len(n), n))  # the plainest one first: ort
+        also = f"; {', '.join(others)} build from it too" if others else ""
+        raise UserInputError(key, f"'{name}' is a build step, not a variant to time",
+                             f"list {first} instead (it builds {name} first){also}")
+    _listed_once(name, key, parsed, "variant")
+    return VariantEntry(name=name, options=schema.from_dict(cls.Options, options, f"{key}.{name}"))
+
+
+def _decoder_entry(entry: Any, key: str, parsed: list[VariantEntry]) -> VariantEntry:
+    name = entry.name if isinstance(entry, VariantEntry) else entry
+    if not isinstance(name, str):
+        raise UserInputError(key, f"expected a decoder name, got {entry!r}",
+                             "decoders take no options: write e.g. 'compiled'")
+    if DECODERS.find(name) is None:
+        raise UserInputError(key, f"unknown decoder '{name}' (the generate scenario's variants are decoders)",
+                             DECODERS.hint(name))
+    _listed_once(name, key, parsed, "decoder")
+    return VariantEntry(name=name)
+
+
+def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
+    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
+    return _entry_list(entries, path, "[eager, traced, scripted]", _variant_entry)
 
 
 def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
     """The ``variants`` list of a config whose scenarios time decoders: registered decoder names, each once."""
-    if not isinstance(entries, list) or not entries:
-        raise UserInputError(path, f"expected a non-empty list, got {entries!r}",
-                             "write e.g. variants: [eager, compiled, ort_genai]")
-    parsed: list[VariantEntry] = []
-    for i, entry in enumerate(entries):
-        key = f"{path}[{i}]"
-        name = entry.name if isinstance(entry, VariantEntry) else entry
-        if not isinstance(name, str):
-            raise UserInputError(key, f"expected a decoder name, got {entry!r}",
-                                 "decoders take no options: write e.g. 'compiled'")
-        if DECODERS.find(name) is None:
-            raise UserInputError(key, f"unknown decoder '{name}' (the generate scenario's variants are decoders)",
-                                 DECODERS.hint(name))
-        if any(v.name == name for v in parsed):
-            raise UserInputError(key, f"decoder '{name}' is listed twice", "list each decoder once")
-        parsed.append(VariantEntry(name=name))
-    return parsed
+    return _entry_list(entries, path, "[eager, compiled, ort_genai]", _decoder_entry)
 
 
 @dataclass

@@ -7,7 +7,8 @@ last step.
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from matplotlib.figure import Figure
 
@@ -74,48 +75,74 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
     return finish(fig, file_name, legend=ax)
 
 
-def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
-                 colors: VariantColors | None = None) -> Plot | None:
-    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin)."""
-    shapes, series, cells = _grouped(results, lambda r: r.stats)
+@dataclass(frozen=True)
+class _SeriesBars:
+    """One series' bars as drawn, and its cells at their x positions."""
+
+    bars: Any
+    cells: list
+
+
+@dataclass(frozen=True)
+class _BarChart:
+    """A bars-per-shape chart as drawn: its figure and axes, the shapes along x, each series' bars."""
+
+    fig: Figure
+    ax: Any
+    shapes: list[str]
+    series: list[_SeriesBars]
+
+
+def _bar_chart(results: ResultSet, cell_of: Callable, height: Callable[[Any], float],
+               colors: VariantColors | None) -> _BarChart | None:
+    """One bar per series at each shape, ``height(cell)`` high (None without a cell)."""
+    shapes, series, cells = _grouped(results, cell_of)
     if not cells:
         return None
     styles = (colors or variant_colors(results)).styles(series)
     fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
+    drawn = []
     for offset, name in zip(offsets, series):
         got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
-        xs, med = [x for x, _ in got], [stats.median for _, stats in got]
-        bars = ax.bar(xs, med, width, label=name, color=styles[name][0], hatch=hatch(styles[name][1]))
-        color = bars.patches[0].get_facecolor()
-        ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p99 - stats.median for _, stats in got]], fmt="none",
-                    ecolor="black", elinewidth=0.8, capsize=3)
-        ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p90 - stats.median for _, stats in got]], fmt="none",
-                    ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
-    return _finish_shape_axes(fig, ax, shapes, "latency (ms): median, whiskers p90 / p99", title, file_name)
+        bars = ax.bar([x for x, _ in got], [height(cell) for _, cell in got], width, label=name,
+                      color=styles[name][0], hatch=hatch(styles[name][1]))
+        drawn.append(_SeriesBars(bars, got))
+    return _BarChart(fig, ax, shapes, drawn)
+
+
+def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
+                 colors: VariantColors | None = None) -> Plot | None:
+    """Median latency bars per point and variant, whiskers to p90 (thick) and p99 (thin)."""
+    chart = _bar_chart(results, lambda r: r.stats, lambda stats: stats.median, colors)
+    if chart is None:
+        return None
+    for drawn in chart.series:
+        xs, med = [x for x, _ in drawn.cells], [stats.median for _, stats in drawn.cells]
+        color = drawn.bars.patches[0].get_facecolor()
+        chart.ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p99 - stats.median for _, stats in drawn.cells]],
+                          fmt="none", ecolor="black", elinewidth=0.8, capsize=3)
+        chart.ax.errorbar(xs, med, yerr=[[0] * len(med), [stats.p90 - stats.median for _, stats in drawn.cells]],
+                          fmt="none", ecolor=tuple(0.5 * c for c in color[:3]), elinewidth=2.5)
+    return _finish_shape_axes(chart.fig, chart.ax, chart.shapes, "latency (ms): median, whiskers p90 / p99", title,
+                              file_name)
 
 
 def speedup_plot(results: ResultSet, file_name: str, title: str = "Speedup vs eager",
                  colors: VariantColors | None = None) -> Plot | None:
     """Speedup bars per point and variant with their 95% CI, and a line at 1x (eager, with no bar, keeps its
     colour)."""
-    shapes, series, cells = _grouped(results, results.speedup)
-    if not cells:
+    chart = _bar_chart(results, results.speedup, lambda interval: interval.value, colors)
+    if chart is None:
         return None
-    styles = (colors or variant_colors(results)).styles(series)
-    fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
-    for offset, name in zip(offsets, series):
-        got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
-        values = [iv.value for _, iv in got]
-        bars = ax.bar([x for x, _ in got], values, width, label=name, color=styles[name][0],
-                      hatch=hatch(styles[name][1]))
-        finite = [(x, iv) for x, iv in got if iv.low != float("-inf")]
+    for drawn in chart.series:
+        finite = [(x, iv) for x, iv in drawn.cells if iv.low != float("-inf")]
         if finite:
-            ax.errorbar([x for x, _ in finite], [iv.value for _, iv in finite],
-                        yerr=[[iv.value - iv.low for _, iv in finite], [iv.high - iv.value for _, iv in finite]],
-                        fmt="none", ecolor="black", elinewidth=0.8, capsize=3)
-        ax.bar_label(bars, fmt="%.2fx", fontsize="x-small")
-    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    return _finish_shape_axes(fig, ax, shapes, "speedup vs eager (x), 95% CI", title, file_name)
+            chart.ax.errorbar([x for x, _ in finite], [iv.value for _, iv in finite],
+                              yerr=[[iv.value - iv.low for _, iv in finite], [iv.high - iv.value for _, iv in finite]],
+                              fmt="none", ecolor="black", elinewidth=0.8, capsize=3)
+        chart.ax.bar_label(drawn.bars, fmt="%.2fx", fontsize="x-small")
+    chart.ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    return _finish_shape_axes(chart.fig, chart.ax, chart.shapes, "speedup vs eager (x), 95% CI", title, file_name)
 
 
 def top_layers_plot(nodes: list[dict], file_name: str, top_k: int, title: str = "Slowest layers") -> Plot | None:
