@@ -18,6 +18,7 @@ import functools
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,8 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, md_c_true_peak  # noqa: E402
-from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan, search_peak  # noqa: E402
+from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, Estimate, SearchPlan,  # noqa: E402
+                                                              search_peak)
 from trtbench.scenarios.serving.loadgen.rule import LOADGEN_CONFIDENCE, early_stopping_queries, passes  # noqa: E402
 
 # (workers, service ms, bound ms): issue 42's five queues, then 1, 2 and 4 workers at bounds of 3-10 service times
@@ -47,6 +49,23 @@ def searches(queue: tuple[int, float, float], count: int, step_queries: int, bud
     return [search_peak(step, plan, rng) for _ in range(count)]
 
 
+@dataclass(frozen=True)
+class Held:
+    """How estimates of one queue held: the median over the true peak, the share of intervals covering it, and the
+    median width over the peak."""
+
+    ratio: float
+    covered: float
+    width: float
+
+
+def held(estimates: list[Estimate], peak: float) -> Held:
+    """How ``estimates`` held against the true ``peak``."""
+    return Held(statistics.median(e.qps / peak for e in estimates),
+                float(np.mean([e.low <= peak <= e.high for e in estimates])),
+                statistics.median(e.width for e in estimates))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--searches", type=int, default=60)
@@ -61,13 +80,11 @@ def main() -> int:
         started = time.monotonic()
         peak = md_c_true_peak(queue[1] / 1e3, queue[0], queue[2] / 1e3)
         found = searches(queue, args.searches, args.step_queries, args.budget, args.seed + i)
-        ratio = statistics.median(s.estimate.qps / peak for s in found)
-        covered = np.mean([s.estimate.low <= peak <= s.estimate.high for s in found])
-        width = statistics.median(s.estimate.width for s in found)
+        got = held([s.estimate for s in found], peak)
         confirmed = [s.confirm for s in found if s.confirm is not None]
         valid = sum(passes(int(c.late.sum()), c.queries, PERCENTILE, LOADGEN_CONFIDENCE) for c in confirmed)
-        print(f"| {queue[0]} worker(s), {queue[1]:g} ms, bound {queue[2]:g} ms (peak {peak:.1f}) | {ratio:.3f} | "
-              f"{covered:.2f} | {width:.3f} | {len(confirmed) / len(found):.2f} | {valid / len(found):.2f} | "
+        print(f"| {queue[0]} worker(s), {queue[1]:g} ms, bound {queue[2]:g} ms (peak {peak:.1f}) | {got.ratio:.3f} | "
+              f"{got.covered:.2f} | {got.width:.3f} | {len(confirmed) / len(found):.2f} | {valid / len(found):.2f} | "
               f"({time.monotonic() - started:.0f} s)", flush=True)
     return 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, md_c_true_peak  # noqa: E402
 from trtbench.scenarios.serving.loadgen import peak_estimate as pe  # noqa: E402
+from peak_estimate_grid import QUEUES, held  # noqa: E402
 
 LEVEL = 0.9
 REPS = 1000  # simulated runs per table load
@@ -35,8 +35,6 @@ TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # table loads, over the model
 KAPPA_LO, KAPPA_HI, KAPPA_POINTS = 0.5, 2.0, 400
 LONG = 1_000_000  # queries of the steady-state run
 BUDGET = 9500  # queries in steps a search (no confirming run)
-QUEUES = ((1, 10.2, 40.0), (2, 10.2, 40.0), (1, 5.0, 30.0), (3, 5.0, 30.0), (2, 20.0, 100.0),
-          *((workers, 10.0, 10.0 * times) for workers in (1, 2, 4) for times in (3, 4, 6, 10)))
 
 
 @dataclass(frozen=True)
@@ -106,19 +104,8 @@ def steady_peak(model: Model, allowed: float) -> float:
     return float((lo + hi) / 2)
 
 
-@dataclass(frozen=True)
-class QEstimate:
-    qps: float
-    low: float
-    high: float
-
-    @property
-    def width(self) -> float:
-        return (self.high - self.low) / self.qps if self.qps > 0 and math.isfinite(self.high - self.low) else math.inf
-
-
 def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarray, allowed: float,
-             seed: int = 5) -> QEstimate:
+             seed: int = 5) -> pe.Estimate:
     """kappa by inverting the test on the total late count; the peak is the model's over kappa."""
     n_max = int(queries.max())
     cum, log_loads = table(model, max(n_max, 500))
@@ -147,16 +134,16 @@ def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarra
     kappa_lo = kappas[ok_lo[0]] if len(ok_lo) else kappas[-1]
     centre = np.nonzero(mid <= 0.5)[0]
     kappa = kappas[centre[0]] if len(centre) else kappas[-1]
-    return QEstimate(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo)
+    return pe.Estimate(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo)
 
 
-def steps_estimate(model: Model, steps: list) -> QEstimate:
+def steps_estimate(model: Model, steps: list) -> pe.Estimate:
     """:func:`estimate` over the search's steps."""
     return estimate(model, np.array([s.qps for s in steps]), np.array([s.queries for s in steps]),
                     np.array([s.late.sum() for s in steps], float), 1 - PERCENTILE)
 
 
-def search(model: Model, run, plan: pe.SearchPlan) -> QEstimate:
+def search(model: Model, run, plan: pe.SearchPlan) -> pe.Estimate:
     """Bisection until a step is late, then steps 4% either side of the running estimate, until the budget."""
     steps, used, point = [], 0, math.nan
     while True:
@@ -172,7 +159,7 @@ def search(model: Model, run, plan: pe.SearchPlan) -> QEstimate:
         point = steps_estimate(model, steps).qps if any(s.late.any() for s in steps) else math.nan
 
 
-def fixed(model: Model, run, peak: float) -> QEstimate:
+def fixed(model: Model, run, peak: float) -> pe.Estimate:
     """19 steps of 500 queries alternately 4% above and below the true peak."""
     loads = peak * np.array([0.96 if i % 2 else 1.04 for i in range(19)])
     late = np.array([run(qps, 500).sum() for qps in loads], float)
@@ -200,11 +187,9 @@ def main() -> int:
         def run(qps: float, queries: int) -> np.ndarray:
             return md_c_latencies(qps, service_s, servers, rng.exponential(1.0, queries)) > bound_s
         found = [fixed(model, run, peak) if args.fixed else search(model, run, plan) for _ in range(args.searches)]
-        ratio = statistics.median(f.qps / peak for f in found)
-        covers = np.mean([f.low <= peak <= f.high for f in found])
-        width = statistics.median(f.width for f in found)
+        got = held(found, peak)
         print(f"| {servers} worker(s), {service_ms:g} ms, bound {bound_ms:g} ms | {peak:.1f} "
-              f"({steady_peak(model, 1 - PERCENTILE):.1f}) | {ratio:.3f} | {covers:.2f} | {width:.3f} | "
+              f"({steady_peak(model, 1 - PERCENTILE):.1f}) | {got.ratio:.3f} | {got.covered:.2f} | {got.width:.3f} | "
               f"({time.monotonic() - started:.0f} s)", flush=True)
     return 0
 
