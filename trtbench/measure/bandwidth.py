@@ -7,11 +7,10 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import Optional
 
 import torch
 
-from trtbench.core.part import register_part
 from trtbench.core.procfs import available_bytes
 from trtbench.measure.ceiling import DeviceCeiling, datasheet_row, not_in_table
 
@@ -144,19 +143,10 @@ def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
     return values
 
 
-@register_part
 @dataclass(frozen=True)
-class MemoryCeiling(DeviceCeiling):
-    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count."""
-
-    KIND: ClassVar[str] = "memory_ceiling"
-    RESULTS_KEY: ClassVar[str] = "memory_ceilings"
-    UNIT: ClassVar[str] = "bytes_per_s"  # datasheet_bytes_per_s, measured_bytes_per_s
+class MemoryCeiling(DeviceCeiling, kind="memory_ceiling", results_key="memory_ceilings", unit="bytes_per_s"):
+    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`: datasheet_bytes_per_s, measured_bytes_per_s) in
+    one environment at one thread count."""
 
     threads: int
     values: dict  # memory_ceilings(): datasheet_bytes_per_s, datasheet_source, measured_bytes_per_s where measured
-
-    @property
-    def key(self) -> tuple:
-        """Where these ceilings hold: (environment, device, threads)."""
-        return (self.environment, self.device, self.threads)

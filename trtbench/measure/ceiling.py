@@ -390,14 +390,28 @@ def peak_not_below_measured(ceiling: dict) -> dict:
 
 @dataclass(frozen=True)
 class DeviceCeiling:
-    """A device's ceilings in one environment, shared by its rows (``values``: ``{which}_{UNIT}``)."""
+    """A device's ceilings in one environment, shared by its rows (``values``: ``{which}_{UNIT}``). A subclass names
+    its part's ``kind``, ``results_key`` and ``unit`` on its class line, and is registered as a part; its fields
+    before ``values`` say where its ceilings hold (its :attr:`key`)."""
 
     JOINS_RECORD: ClassVar[bool] = False
     fails_run: ClassVar[bool] = False
+    KIND: ClassVar[str]
+    RESULTS_KEY: ClassVar[str]
     UNIT: ClassVar[str]
 
     environment: str
     device: str
+
+    def __init_subclass__(cls, kind: str, results_key: str, unit: str, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.KIND, cls.RESULTS_KEY, cls.UNIT = kind, results_key, unit
+        register_part(cls)
+
+    @property
+    def key(self) -> tuple:
+        """Where these ceilings hold: every field but ``values`` (environment, device, then the subclass's own)."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "values")
 
     def share(self, achieved: Optional[float], which: str) -> Optional[float]:
         """``achieved`` (in :attr:`UNIT`) as a share of the ``which`` ceiling (None when unknown)."""
@@ -412,27 +426,17 @@ class DeviceCeiling:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
-@register_part
 @dataclass(frozen=True)
-class Ceiling(DeviceCeiling):
-    """A device's FLOP/s ceilings in one environment at one compute dtype and thread count."""
-
-    KIND: ClassVar[str] = "ceiling"
-    RESULTS_KEY: ClassVar[str] = "ceilings"
-    UNIT: ClassVar[str] = "flops_per_s"  # peak_flops_per_s, measured_flops_per_s
+class Ceiling(DeviceCeiling, kind="ceiling", results_key="ceilings", unit="flops_per_s"):
+    """A device's FLOP/s ceilings (peak_flops_per_s, measured_flops_per_s) in one environment at one compute dtype
+    and thread count."""
 
     dtype: str  # float32, float16, bfloat16, int8: the compute dtype of its records' precisions (compute_dtype)
     threads: int
     values: dict  # device_ceilings(): peak_flops_per_s, peak_method, ..., measured_flops_per_s where measured
-
-    @property
-    def key(self) -> tuple:
-        """Where these ceilings hold: (environment, device, compute dtype, threads)."""
-        return (self.environment, self.device, self.dtype, self.threads)
 
     @staticmethod
     def scope_of(record) -> tuple:
         """The scope of the ceilings that apply to ``record`` (:class:`~trtbench.core.record.Record`)."""
         case = record.case
         return (record.environment, case.device, dtype_name(compute_dtype(case.precision)), case.threads)
-
