@@ -12,7 +12,8 @@ from typing import Optional
 import torch
 
 from trtbench.core.procfs import available_bytes
-from trtbench.measure.ceiling import DeviceCeiling, datasheet_row, not_in_table
+from trtbench.measure.ceiling import DeviceCeiling
+from trtbench.measure.datasheets import memory_bandwidths, not_in_table, row_covering
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
 ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
@@ -20,33 +21,15 @@ MEMORY_SHARE = 0.5  # the three arrays take at most this share of the free memor
 ELEMENT_BYTES = 8  # float64, as STREAM
 TRIAD_SCALAR = 3.0
 
-# NVIDIA datasheet memory bandwidth in TB/s, by device name; most specific first.
-GPU_BANDWIDTH = [
-    (r"\bH200\b", "H200 (SXM and NVL)", 4.8),
-    (r"\bH100\b.*\bNVL\b", "H100 NVL", 3.9),
-    (r"\bH100\b.*\bPCIE\b", "H100 PCIe", 2.0),
-    (r"\bH100\b", "H100 SXM", 3.35),
-    (r"\bA100\b.*80GB.*\bPCIE\b", "A100 80GB PCIe", 1.935),
-    (r"\bA100\b.*80GB", "A100 80GB SXM", 2.039),
-    (r"\bA100\b", "A100 40GB", 1.555),
-    (r"\bL40S\b", "L40S", 0.864),
-    (r"\bL4\b", "L4", 0.3),
-    (r"\bA10\b", "A10", 0.6),
-    (r"\bT4\b", "T4", 0.32),
-    (r"\bV100\b", "V100", 0.9),
-]
-
-
 def datasheet_bandwidth(device: str, gpu_name: str = "") -> dict:
     """The datasheet memory bandwidth of ``device`` (a GPU named ``gpu_name``), with ``reason`` where unknown."""
     if not device.startswith("cuda"):
         return {"bytes_per_s": None, "reason": "unknown for a CPU: it depends on the memory fitted and the channels "
                                                 "populated, which trtbench does not read"}
-    row = datasheet_row(GPU_BANDWIDTH, gpu_name)
+    row = row_covering(memory_bandwidths(), gpu_name)
     if row is None:
-        return {"bytes_per_s": None, "reason": not_in_table(GPU_BANDWIDTH, gpu_name)}
-    _, label, tbs = row
-    return {"bytes_per_s": tbs * 1e12, "table_entry": label, "method": "NVIDIA datasheet memory bandwidth"}
+        return {"bytes_per_s": None, "reason": not_in_table(memory_bandwidths(), gpu_name)}
+    return {"bytes_per_s": row.tb_per_s * 1e12, "table_entry": row.label, "method": "NVIDIA datasheet memory bandwidth"}
 
 
 def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[int, str]:

@@ -14,6 +14,7 @@ import torch
 
 from trtbench.core.part import register_part
 from trtbench.core.precision import compute_dtype, dtype_name
+from trtbench.measure.datasheets import gpu_peaks, not_in_table, row_covering
 
 # fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
 CPU_VECTOR_UNITS = [
@@ -79,21 +80,6 @@ CPU_CORRECTIONS = [
      32, "1 FMA unit x 16 fp32 lanes x 2 FLOP per FMA",
      "Intel ARK '# of AVX-512 FMA Units' = 1 for 1st/2nd generation Xeon Scalable Bronze and Silver and for 1st "
      "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
-]
-
-# NVIDIA datasheet peaks in TFLOP/s, dense (without 2:4 sparsity), at boost clock. Most specific name first.
-GPU_PEAKS = [
-    (r"\bH200\b.*\bNVL\b", "H200 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5}),
-    (r"\bH200\b", "H200 SXM", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),
-    (r"\bH100\b.*\bNVL\b", "H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5}),
-    (r"\bH100\b.*\bPCIE\b", "H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0}),
-    (r"\bH100\b", "H100 SXM", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),
-    (r"\bA100\b", "A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0}),
-    (r"\bL40S\b", "L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0}),
-    (r"\bL4\b", "L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0}),
-    (r"\bA10\b", "A10", {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0}),
-    (r"\bT4\b", "T4", {"fp32": 8.1, "tf32": None, "fp16": 65.0}),
-    (r"\bV100\b", "V100 SXM2", {"fp32": 15.7, "tf32": None, "fp16": 125.0}),
 ]
 
 # Latency in cycles of a scalar fp64 add, by microarchitecture (recognised as CPU_CORRECTIONS are), for
@@ -242,31 +228,21 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
 
 
-def datasheet_row(table: list, gpu_name: str) -> Optional[tuple]:
-    """The row of an NVIDIA datasheet ``table`` (name pattern, label, figures) that names ``gpu_name``, or None."""
-    return next((row for row in table if re.search(row[0], gpu_name.upper())), None)
-
-
-def not_in_table(table: list, gpu_name: str) -> str:
-    return f"'{gpu_name}' is not in the table ({', '.join(label for _, label, _ in table)})"
-
-
 def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
     """Datasheet peak of a known NVIDIA GPU at ``dtype`` (fp32 uses the TF32 tensor-core peak when ``tf32``)."""
     result = {"method": "NVIDIA datasheet peak, dense (no 2:4 sparsity), boost clock", "gpu": gpu_name}
-    row = datasheet_row(GPU_PEAKS, gpu_name)
-    if row is None:
-        return {**result, "flops_per_s": None, "reason": not_in_table(GPU_PEAKS, gpu_name)}
-    _, label, peaks = row
+    peaks = row_covering(gpu_peaks(), gpu_name)
+    if peaks is None:
+        return {**result, "flops_per_s": None, "reason": not_in_table(gpu_peaks(), gpu_name)}
     if dtype in (torch.float16, torch.bfloat16):
-        unit, tflops = "fp16/bf16 tensor cores", peaks["fp16"]
-    elif dtype == torch.float32 and tf32 and peaks["tf32"]:
-        unit, tflops = "TF32 tensor cores (TF32 is allowed for fp32 convolutions or matmuls)", peaks["tf32"]
+        unit, tflops = "fp16/bf16 tensor cores", peaks.fp16
+    elif dtype == torch.float32 and tf32 and peaks.tf32:
+        unit, tflops = "TF32 tensor cores (TF32 is allowed for fp32 convolutions or matmuls)", peaks.tf32
     elif dtype == torch.float32:
-        unit, tflops = "fp32 CUDA cores", peaks["fp32"]
+        unit, tflops = "fp32 CUDA cores", peaks.fp32
     else:
-        return {**result, "table_entry": label, "flops_per_s": None, "reason": f"no peak listed for {dtype}"}
-    return {**result, "table_entry": label, "unit": unit, "flops_per_s": tflops * 1e12}
+        return {**result, "table_entry": peaks.label, "flops_per_s": None, "reason": f"no peak listed for {dtype}"}
+    return {**result, "table_entry": peaks.label, "unit": unit, "flops_per_s": tflops * 1e12}
 
 
 def fp32_math(device: torch.device, cudnn_tf32: bool, matmul_tf32: bool) -> str:
