@@ -9,7 +9,7 @@ bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from trtbench.measure.accuracy import Int8Accuracy
 from trtbench.quantize.common import QuantSettings
@@ -44,15 +44,28 @@ class Quantized:
                 "quantizations": self.attempts, "fallback_cost": self.cost, "calibration": self.calibration}
 
 
+class Verdict(Protocol):
+    """A judge's verdict on a build (INT8's :class:`~trtbench.measure.accuracy.Int8Accuracy`, fp16's and bf16's
+    :class:`~trtbench.diagnose.fallback.FloatVerdict`): whether it passes, why not, and its figures in words."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    def text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Excluding:
     """A build with an exclusion list plus a judge, what the fallback loop runs: ``build(kept)`` makes the model
     with the layers ``kept`` in fp32 (every other one at the reduced precision), ``judge(model)`` gives its
-    verdict (``.ok``, ``.reason``, ``.text()``); ``what`` says what misses (``INT8 misses the accuracy budget``)
-    and ``cap_key`` the config key of the cap."""
+    verdict; ``what`` says what misses (``INT8 misses the accuracy budget``) and ``cap_key`` the config key of the
+    cap."""
 
-    build: Callable[[tuple], Any]
-    judge: Callable[[Any], Any]
+    build: Callable[[tuple[str, ...]], Callable[..., Any]]
+    judge: Callable[[Callable[..., Any]], Verdict]
     what: str
     cap_key: str = "calibration.max_fp32_layers"
 
@@ -61,11 +74,11 @@ class Excluding:
 class Kept:
     """What the loop found: the passing model and the full one, with their verdicts, and the builds run."""
 
-    model: Any
-    kept: tuple
-    verdict: Any
-    full_model: Any
-    full: Any
+    model: Callable[..., Any]
+    kept: tuple[str, ...]
+    verdict: Verdict
+    full_model: Callable[..., Any]
+    full: Verdict
     attempts: int
 
 
