@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from trtbench.core.record import Record
@@ -57,7 +59,7 @@ def _grouped(results: ResultSet, value) -> tuple[list[str], dict[str, str], dict
     return shapes, series, cells
 
 
-def _shape_bar_axes(n_shapes: int, n_series: int) -> tuple[Figure, object, list[float], float]:
+def _shape_bar_axes(n_shapes: int, n_series: int) -> tuple[Figure, Axes, list[float], float]:
     """A figure sized for bar groups (one per shape, one bar per series) and each bar's x offset and width."""
     fig = Figure(figsize=(max(6.0, 1.6 * n_shapes * n_series ** 0.5 + 3), 4.5))
     width = BAR_GROUP_WIDTH / n_series
@@ -77,10 +79,11 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
 
 @dataclass(frozen=True)
 class _SeriesBars:
-    """One series' bars as drawn, and its cells at their x positions."""
+    """One series' bars as drawn, and its cells at their x positions (a cell: what ``cell_of`` gave for a record, its
+    stats or its speedup interval)."""
 
-    bars: Any
-    cells: list
+    bars: BarContainer
+    cells: list[tuple[float, Any]]
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ class _BarChart:
     """A bars-per-shape chart as drawn: its figure and axes, the shapes along x, each series' bars."""
 
     fig: Figure
-    ax: Any
+    ax: Axes
     shapes: list[str]
     series: list[_SeriesBars]
 
