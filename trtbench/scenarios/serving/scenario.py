@@ -17,6 +17,7 @@ from trtbench.report.section import ReportSection, joined
 from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.scenarios.serving.loadgen.late_share import late_share_plot
+from trtbench.scenarios.serving.loadgen.settings import LoadSettings
 from trtbench.scenarios.serving.vision.report import (peak_rules, recommend_serving, serving_markdown, serving_plot,
                                                       serving_recommendation_markdown, share_panels)
 from trtbench.scenarios.serving.vision.result import ServedCase
@@ -33,7 +34,7 @@ class ServingKind:
     """What a serving entry serves, by the scenario listed before it (``beside``), and its steps."""
 
     beside: str
-    settings: type
+    settings: type[LoadSettings]
     needs: tuple[str, ...]
     decodes: bool
     example: str
