@@ -16,7 +16,8 @@ KEPT_LOGS = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
 
 @dataclass(frozen=True)
 class Query:
-    """One query LoadGen issued: its id, sample, issue time and place in issue order (from 0)."""
+    """One query LoadGen issued: its id, its sample's index in the library (vision serving's library holds one), its
+    issue time (``perf_counter`` s) and its place in issue order (from 0; counted by vision serving)."""
 
     id: int
     sample: int
