@@ -14,34 +14,8 @@ import torch
 
 from trtbench.core.part import register_part
 from trtbench.core.precision import compute_dtype, dtype_name
-from trtbench.measure.datasheets import gpu_peaks, not_in_table, row_covering
+from trtbench.measure.datasheets import cpu_reduced_units, cpu_vector_units, gpu_peaks, not_in_table, row_covering
 
-# fp32 FLOP per cycle per core, by the widest vector unit in the CPU flags (x86 "flags", Arm "Features").
-CPU_VECTOR_UNITS = [
-    ({"avx512f"}, "AVX-512", 64, "2 FMA units x 16 fp32 lanes x 2 FLOP per FMA"),
-    ({"avx2", "fma"}, "AVX2+FMA", 32, "2 FMA units x 8 fp32 lanes x 2 FLOP per FMA"),
-    ({"avx"}, "AVX", 16, "1 add + 1 multiply unit x 8 fp32 lanes"),
-    ({"sse2"}, "SSE2", 8, "1 add + 1 multiply unit x 4 fp32 lanes"),
-    ({"asimd"}, "Arm NEON", 16, "2 FMA units x 4 fp32 lanes x 2 FLOP per FMA"),
-]
-# bf16 FLOP and int8 ops (a multiply and an add each count one) per cycle per core of the CPU's reduced-precision
-# units, the strongest first: (flags, name, per cycle, or None: ``times`` the fp32 vector unit's, times, how).
-CPU_REDUCED_UNITS = {
-    torch.bfloat16: [
-        ({"amx_bf16"}, "AMX-BF16", 1024, None, "TDPBF16PS: 16x16 fp32 += 16x32 bf16 x 32x16 bf16, 8192 multiply-adds "
-                                               "per 16 cycles (Intel's 1024 bf16 FLOP per cycle per core)"),
-        ({"avx512_bf16"}, "AVX512-BF16", None, 2, "VDPBF16PS: 32 bf16 products into 16 fp32 lanes, twice an fp32 "
-                                                  "FMA's FLOP per instruction"),
-    ],
-    torch.int8: [
-        ({"amx_int8"}, "AMX-INT8", 2048, None, "TDPBUSD: 16x16 int32 += 16x64 u8 x 64x16 s8, 16384 multiply-adds per "
-                                               "16 cycles (Intel's 2048 int8 ops per cycle per core)"),
-        ({"avx512_vnni"}, "AVX512-VNNI", None, 4, "VPDPBUSD: 64 u8 x s8 products into 16 int32 lanes, four times an "
-                                                  "fp32 FMA's operations per instruction"),
-        ({"avx_vnni"}, "AVX-VNNI", None, 4, "VPDPBUSD on 256 bits: 32 u8 x s8 products into 8 int32 lanes, four times "
-                                            "an fp32 FMA's operations per instruction"),
-    ],
-}
 CPU_ASSUMPTIONS = [
     "every thread runs on its own physical core (threads beyond the physical cores add nothing)",
     "the clock is the one named in clock_source; all-core turbo under AVX-512 load may differ",
@@ -183,20 +157,20 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
     unit (:data:`CPU_CORRECTIONS` applied), or of its bf16 or int8 unit (:func:`reduced_peak`)."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
-    unit = next((u for u in CPU_VECTOR_UNITS if u[0] <= cpuinfo["flags"]), None)
+    unit = row_covering(cpu_vector_units(), cpuinfo["flags"])
     cores = min(threads, cpuinfo["physical_cores"])
     result = {"method": "cores x clock x fp32 FLOP per cycle per core", "cores": cores, "threads": threads,
               "clock_ghz": clock_ghz, "clock_source": clock_source, "assumptions": [*CPU_ASSUMPTIONS, FLAGS_ASSUMPTION]}
     if unit is None or clock_ghz is None:
         why = "no known vector unit in the CPU flags" if unit is None else clock_source
         return {**result, "flops_per_s": None, "reason": why}
-    _, name, per_cycle, how = unit
+    name, per_cycle, how = unit.name, unit.flop_per_cycle, unit.how
     correction = next((c for c in CPU_CORRECTIONS if c[1](cpuinfo)), None)
     if correction is not None:
         microarchitecture, _, per_cycle, how, source = correction
         result.update(microarchitecture=microarchitecture, assumptions=[
             *CPU_ASSUMPTIONS, f"{per_cycle} fp32 FLOP per cycle per core for {microarchitecture} ({how}), not the "
-                              f"{unit[2]} its {name} flags suggest; source: {source}"])
+                              f"{unit.flop_per_cycle} its {name} flags suggest; source: {source}"])
     if clock_source.startswith("measured clock"):
         latency_of, _, cycles, latency_source = add_latency(cpuinfo)
         result["assumptions"].append(
@@ -208,10 +182,11 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
 
 
 def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
-    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest unit of :data:`CPU_REDUCED_UNITS` in ``flags``."""
+    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest of its reduced units (:func:`cpu_reduced_units`)
+    in ``flags``."""
     word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
     method = f"cores x clock x {word} per cycle per core"
-    unit = next((u for u in CPU_REDUCED_UNITS.get(dtype, []) if u[0] <= flags), None)
+    unit = row_covering(cpu_reduced_units().get(dtype, ()), flags)
     if unit is None and dtype == torch.bfloat16:
         return {**fp32, "method": method, "vector_unit": f"{fp32['vector_unit']} (bf16 emulated in the fp32 units)",
                 "assumptions": [*fp32["assumptions"], "no AVX512-BF16 or AMX-BF16 in the CPU flags: torch converts "
@@ -221,11 +196,10 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
         return {**fp32, "method": method, "flops_per_s": None,
                 "reason": "no VNNI or AMX-INT8 in the CPU flags (int8 dot products are then emulated by AVX2 "
                           "multiply-add sequences; no peak is stated for them)"}
-    _, name, per_cycle, times, how = unit
-    per_cycle = per_cycle or times * fp32["flop_per_cycle"]
+    per_cycle = unit.per_cycle or unit.times * fp32["flop_per_cycle"]
     cores, clock_ghz = fp32["cores"], fp32["clock_ghz"]
-    return {**fp32, "method": method, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
-            "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
+    return {**fp32, "method": method, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": unit.name,
+            "flop_per_cycle": per_cycle, "flop_per_cycle_from": unit.how}
 
 
 def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
@@ -255,7 +229,7 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
     device = torch.device(device)
     if device.type == "cuda":
         return gpu_peak(torch.cuda.get_device_name(device), dtype, tf32)
-    if dtype not in (torch.float32, *CPU_REDUCED_UNITS):
+    if dtype not in (torch.float32, *cpu_reduced_units()):
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
                 "reason": f"CPU peaks are computed for float32, bfloat16 and int8, not {dtype}"}
     return cpu_peak(threads or torch.get_num_threads(), read_or_empty("/proc/cpuinfo"), _lscpu(),

@@ -1,5 +1,6 @@
-"""NVIDIA's datasheet figures by GPU, kept in ``datasheets.yaml`` beside this module and read into named rows: memory
-bandwidth (:func:`memory_bandwidths`) and dense peaks (:func:`gpu_peaks`), and the row that covers a device."""
+"""Datasheet figures, kept in ``datasheets.yaml`` beside this module and read into named rows: NVIDIA's memory
+bandwidth (:func:`memory_bandwidths`) and dense peaks (:func:`gpu_peaks`) by GPU, a CPU's fp32 vector units
+(:func:`cpu_vector_units`) and bf16 and int8 units (:func:`cpu_reduced_units`); and the row that covers a device."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Optional, Sequence, TypeVar
+from typing import Optional, Sequence, TypeVar, Union
 
+import torch
 import yaml
 
 
 @dataclass(frozen=True)
 class GpuRow:
-    """A row of a datasheet table: the GPUs it covers (``pattern``, a regular expression searched for in the
-    upper-cased device name) and its ``label``."""
+    """A row of a GPU table: the GPUs it covers (``pattern``, a regular expression searched for in the upper-cased
+    device name) and its ``label``."""
 
     pattern: str
     label: str
@@ -41,12 +43,41 @@ class Peaks(GpuRow):
     fp16: float
 
 
-Row = TypeVar("Row", bound=GpuRow)
+@dataclass(frozen=True)
+class CpuUnit:
+    """A row of a CPU table: a unit, ``name``, that a CPU has when its flags hold all of the unit's ``flags``."""
+
+    flags: frozenset[str]
+    name: str
+
+    def covers(self, cpu_flags: set[str]) -> bool:
+        return self.flags <= cpu_flags
 
 
-def row_covering(table: Sequence[Row], gpu_name: str) -> Optional[Row]:
-    """The first row of ``table`` (most specific first) that covers ``gpu_name``, or None."""
-    return next((row for row in table if row.covers(gpu_name)), None)
+@dataclass(frozen=True)
+class VectorUnit(CpuUnit):
+    """A CPU's fp32 vector unit: fp32 FLOP per cycle per core, and ``how`` that count comes about."""
+
+    flop_per_cycle: int
+    how: str
+
+
+@dataclass(frozen=True)
+class ReducedUnit(CpuUnit):
+    """A CPU's bf16 or int8 unit: bf16 FLOP or int8 ops per cycle per core, ``per_cycle`` as stated or (None)
+    ``times`` the fp32 vector unit's, and ``how``."""
+
+    per_cycle: Optional[int]
+    times: Optional[int]
+    how: str
+
+
+Row = TypeVar("Row", bound=Union[GpuRow, CpuUnit])
+
+
+def row_covering(table: Sequence[Row], device: str | set[str]) -> Optional[Row]:
+    """The first row of ``table`` that covers ``device`` (a GPU's name, a CPU's flags), or None."""
+    return next((row for row in table if row.covers(device)), None)
 
 
 def not_in_table(table: Sequence[GpuRow], gpu_name: str) -> str:
@@ -61,6 +92,18 @@ def memory_bandwidths() -> tuple[Bandwidth, ...]:
 @cache
 def gpu_peaks() -> tuple[Peaks, ...]:
     return tuple(Peaks(**row) for row in _sheets()["peak_tflops"])
+
+
+@cache
+def cpu_vector_units() -> tuple[VectorUnit, ...]:
+    return tuple(VectorUnit(**{**row, "flags": frozenset(row["flags"])}) for row in _sheets()["cpu_vector_units"])
+
+
+@cache
+def cpu_reduced_units() -> dict[torch.dtype, tuple[ReducedUnit, ...]]:
+    """Each reduced compute dtype's units (bfloat16, int8), the strongest first."""
+    return {getattr(torch, dtype): tuple(ReducedUnit(**{**row, "flags": frozenset(row["flags"])}) for row in rows)
+            for dtype, rows in _sheets()["cpu_reduced_units"].items()}
 
 
 @cache
