@@ -26,51 +26,83 @@ FLAGS_ASSUMPTION = (
     "one AVX-512 FMA port (Bronze, Silver, Gold 51xx but 5122), which are recognised from /proc/cpuinfo and "
     "corrected; other CPUs with fewer or narrower FMA units than this (none known to this table) peak lower")
 
-# Microarchitectures whose flags overstate their vector units, recognised from /proc/cpuinfo's vendor_id,
-# cpu family, model and model name: (name, applies to, fp32 FLOP per cycle per core, how, source).
+
+@dataclass(frozen=True)
+class Correction:
+    """A microarchitecture whose flags overstate its vector units, recognised from /proc/cpuinfo's vendor_id, cpu
+    family, model and model name (``applies`` to :func:`parse_cpuinfo`'s dict): its fp32 FLOP per cycle per core,
+    how, and the source."""
+
+    microarchitecture: str
+    applies: Callable[[dict], bool]
+    flop_per_cycle: int
+    how: str
+    source: str
+
+
+@dataclass(frozen=True)
+class AddLatency:
+    """A microarchitecture's latency in cycles of a scalar fp64 add (``applies`` as :class:`Correction`'s), and the
+    source."""
+
+    microarchitecture: str
+    applies: Callable[[dict], bool]
+    cycles: int
+    source: str
+
+
 CPU_CORRECTIONS = [
-    ("AMD Zen/Zen+ (family 17h, models 00h-2Fh)",
-     lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x17 and c["model"] is not None and c["model"] < 0x30,
-     16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
-         "halves",
-     "AMD Software Optimization Guide for AMD Family 17h Processors (pub. 55723), floating-point unit: four "
-     "128-bit pipes, 256-bit AVX ops split into two 128-bit ops; family 17h models 30h and later are Zen 2, "
-     "with 256-bit datapaths"),
-    ("Hygon Dhyana (family 18h, the Zen core)",
-     lambda c: c["vendor"] == "HygonGenuine" and c["family"] == 0x18,
-     16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
-         "halves",
-     "Hygon family 18h is built on AMD's Zen core (as Linux arch/x86/kernel/cpu/hygon.c handles it); see the "
-     "AMD Family 17h Software Optimization Guide (pub. 55723)"),
-    ("AMD Zen 4 (family 19h with AVX-512)",
-     lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x19 and "avx512f" in c["flags"],
-     32, "2 FMA units x 8 fp32 lanes (256-bit datapaths) x 2 FLOP per FMA: a 512-bit op runs as two 256-bit halves",
-     "Software Optimization Guide for the AMD Zen4 Microarchitecture (pub. 57647), floating-point unit: "
-     "512-bit instructions are executed over the 256-bit datapaths in two passes; Zen 3 (family 19h without "
-     "AVX-512) has the full 256-bit AVX2 rate"),
-    ("Intel Xeon Scalable with one AVX-512 FMA unit (Bronze 31xx/32xx, Silver 41xx/42xx, Gold 51xx but 5122)",
-     lambda c: c["vendor"] == "GenuineIntel" and "avx512f" in c["flags"] and re.search(
-         r"\bXeon\(R\) (?:Bronze 3[12]\d\d|Silver 4[12]\d\d|Gold 51(?!22)\d\d)", c["model_name"]) is not None,
-     32, "1 FMA unit x 16 fp32 lanes x 2 FLOP per FMA",
-     "Intel ARK '# of AVX-512 FMA Units' = 1 for 1st/2nd generation Xeon Scalable Bronze and Silver and for 1st "
-     "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
+    Correction(
+        "AMD Zen/Zen+ (family 17h, models 00h-2Fh)",
+        lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x17 and c["model"] is not None
+        and c["model"] < 0x30,
+        16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
+            "halves",
+        "AMD Software Optimization Guide for AMD Family 17h Processors (pub. 55723), floating-point unit: four "
+        "128-bit pipes, 256-bit AVX ops split into two 128-bit ops; family 17h models 30h and later are Zen 2, "
+        "with 256-bit datapaths"),
+    Correction(
+        "Hygon Dhyana (family 18h, the Zen core)",
+        lambda c: c["vendor"] == "HygonGenuine" and c["family"] == 0x18,
+        16, "2 FMA units x 4 fp32 lanes (128-bit datapaths) x 2 FLOP per FMA: a 256-bit AVX2 op runs as two 128-bit "
+            "halves",
+        "Hygon family 18h is built on AMD's Zen core (as Linux arch/x86/kernel/cpu/hygon.c handles it); see the "
+        "AMD Family 17h Software Optimization Guide (pub. 55723)"),
+    Correction(
+        "AMD Zen 4 (family 19h with AVX-512)",
+        lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x19 and "avx512f" in c["flags"],
+        32, "2 FMA units x 8 fp32 lanes (256-bit datapaths) x 2 FLOP per FMA: a 512-bit op runs as two 256-bit halves",
+        "Software Optimization Guide for the AMD Zen4 Microarchitecture (pub. 57647), floating-point unit: "
+        "512-bit instructions are executed over the 256-bit datapaths in two passes; Zen 3 (family 19h without "
+        "AVX-512) has the full 256-bit AVX2 rate"),
+    Correction(
+        "Intel Xeon Scalable with one AVX-512 FMA unit (Bronze 31xx/32xx, Silver 41xx/42xx, Gold 51xx but 5122)",
+        lambda c: c["vendor"] == "GenuineIntel" and "avx512f" in c["flags"] and re.search(
+            r"\bXeon\(R\) (?:Bronze 3[12]\d\d|Silver 4[12]\d\d|Gold 51(?!22)\d\d)", c["model_name"]) is not None,
+        32, "1 FMA unit x 16 fp32 lanes x 2 FLOP per FMA",
+        "Intel ARK '# of AVX-512 FMA Units' = 1 for 1st/2nd generation Xeon Scalable Bronze and Silver and for 1st "
+        "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
 ]
 
-# Latency in cycles of a scalar fp64 add, by microarchitecture (recognised as CPU_CORRECTIONS are), for
-# measure_cpu_clock: (name, applies to, cycles, source). Where none applies, the clock is not measured.
+# Latency in cycles of a scalar fp64 add, by microarchitecture, for measure_cpu_clock. Where none applies, the clock
+# is not measured.
 _HASWELL_BROADWELL = {0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56}
 _SKYLAKE_TO_ICE_LAKE = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7}
 FP64_ADD_LATENCY = [
-    ("AMD Zen 5 (family 1Ah)", lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x1A, 2,
-     "AMD's Software Optimization Guide for the Zen 5 microarchitecture: FADD latency 2, down from Zen 4's 3"),
-    ("AMD Zen to Zen 4 (families 17h and 19h, Hygon 18h)",
-     lambda c: (c["vendor"] == "AuthenticAMD" and c["family"] in (0x17, 0x19))
-     or (c["vendor"] == "HygonGenuine" and c["family"] == 0x18), 3,
-     "AMD Software Optimization Guides for family 17h (pub. 55723) and for Zen 3 and Zen 4: FADD latency 3"),
-    ("Intel Haswell/Broadwell", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
-     and c["model"] in _HASWELL_BROADWELL, 3, "Agner Fog, instruction tables: ADDSD latency 3"),
-    ("Intel Skylake to Ice Lake", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
-     and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
+    AddLatency(
+        "AMD Zen 5 (family 1Ah)", lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x1A, 2,
+        "AMD's Software Optimization Guide for the Zen 5 microarchitecture: FADD latency 2, down from Zen 4's 3"),
+    AddLatency(
+        "AMD Zen to Zen 4 (families 17h and 19h, Hygon 18h)",
+        lambda c: (c["vendor"] == "AuthenticAMD" and c["family"] in (0x17, 0x19))
+        or (c["vendor"] == "HygonGenuine" and c["family"] == 0x18), 3,
+        "AMD Software Optimization Guides for family 17h (pub. 55723) and for Zen 3 and Zen 4: FADD latency 3"),
+    AddLatency(
+        "Intel Haswell/Broadwell", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
+        and c["model"] in _HASWELL_BROADWELL, 3, "Agner Fog, instruction tables: ADDSD latency 3"),
+    AddLatency(
+        "Intel Skylake to Ice Lake", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
+        and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
 ]
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
 PLAUSIBLE_GHZ = (0.5, 7.0)  # a measured clock outside this is taken as a chain that was not latency-bound
@@ -105,9 +137,9 @@ def nominal_clock(cpuinfo: dict) -> tuple[float | None, str]:
     return None, "no clock found in lscpu, cpufreq or /proc/cpuinfo"
 
 
-def add_latency(cpuinfo: dict) -> tuple | None:
+def add_latency(cpuinfo: dict) -> AddLatency | None:
     """The :data:`FP64_ADD_LATENCY` entry of this CPU, None when its microarchitecture is not in the table."""
-    return next((entry for entry in FP64_ADD_LATENCY if entry[1](cpuinfo)), None)
+    return next((entry for entry in FP64_ADD_LATENCY if entry.applies(cpuinfo)), None)
 
 
 def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
@@ -122,9 +154,8 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
     latency = add_latency(cpuinfo)
     if measure_clock is None or latency is None:
         return nominal, nominal_source
-    microarchitecture, _, cycles, _ = latency
-    measured = measure_clock(cycles)
-    how = f"a chain of dependent fp64 adds at {cycles} cycles each ({microarchitecture})"
+    measured = measure_clock(latency.cycles)
+    how = f"a chain of dependent fp64 adds at {latency.cycles} cycles each ({latency.microarchitecture})"
     if measured is None or not PLAUSIBLE_GHZ[0] <= measured <= PLAUSIBLE_GHZ[1]:
         reading = "no reading" if measured is None else f"{measured:.2f} GHz, not plausible"
         return nominal, f"{nominal_source}; the measured clock gave {reading}"
@@ -165,17 +196,18 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
         why = "no known vector unit in the CPU flags" if unit is None else clock_source
         return {**result, "flops_per_s": None, "reason": why}
     name, per_cycle, how = unit.name, unit.flop_per_cycle, unit.how
-    correction = next((c for c in CPU_CORRECTIONS if c[1](cpuinfo)), None)
+    correction = next((c for c in CPU_CORRECTIONS if c.applies(cpuinfo)), None)
     if correction is not None:
-        microarchitecture, _, per_cycle, how, source = correction
+        per_cycle, how, microarchitecture = correction.flop_per_cycle, correction.how, correction.microarchitecture
         result.update(microarchitecture=microarchitecture, assumptions=[
             *CPU_ASSUMPTIONS, f"{per_cycle} fp32 FLOP per cycle per core for {microarchitecture} ({how}), not the "
-                              f"{unit.flop_per_cycle} its {name} flags suggest; source: {source}"])
+                              f"{unit.flop_per_cycle} its {name} flags suggest; source: {correction.source}"])
     if clock_source.startswith("measured clock"):
-        latency_of, _, cycles, latency_source = add_latency(cpuinfo)
+        latency = add_latency(cpuinfo)
         result["assumptions"].append(
             f"the measured clock is the one a core reaches running scalar code (all cores under vector load may run "
-            f"slower), from an fp64 add latency of {cycles} cycles for {latency_of} (source: {latency_source})")
+            f"slower), from an fp64 add latency of {latency.cycles} cycles for {latency.microarchitecture} (source: "
+            f"{latency.source})")
     fp32 = {**result, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": name,
             "flop_per_cycle": per_cycle, "flop_per_cycle_from": how}
     return fp32 if dtype == torch.float32 else reduced_peak(fp32, cpuinfo["flags"], dtype)
