@@ -13,6 +13,7 @@ loads 4% either side of the true peak instead of the search's placing.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -21,19 +22,20 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
-from helpers.queue_model import PERCENTILE, md_c_latencies, md_c_true_peak  # noqa: E402
+from helpers.queue_model import PERCENTILE, md_c_latencies, mg_c_latencies  # noqa: E402
 from trtbench.scenarios.serving.loadgen import peak_estimate as pe  # noqa: E402
-from peak_estimate_grid import QUEUES, held  # noqa: E402
+from peak_estimate_grid import QUEUES, held, true_peak  # noqa: E402
 
 LEVEL = 0.9
-REPS = 1000  # simulated runs per table load
+REPS = 4000  # simulated runs per table load
 TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # table loads, over the model's capacity
 KAPPA_LO, KAPPA_HI, KAPPA_POINTS = 0.5, 2.0, 400
-LONG = 1_000_000  # queries of the steady-state run
+LONG, LONG_RUNS = 1_000_000, 4  # queries of a steady-state run, and the runs averaged
 BUDGET = 9500  # queries in steps a search (no confirming run)
 
 
@@ -91,13 +93,14 @@ def table(model: Model, n_max: int, seed: int = 11):
 @lru_cache(maxsize=8)
 def steady_peak(model: Model, allowed: float) -> float:
     """The load where the steady-state late share reaches ``allowed`` (one long run per load, common draws)."""
-    rng = np.random.default_rng(3)
-    gaps = rng.exponential(1.0, (1, LONG))
-    services = rng.choice(np.asarray(model.services), (1, LONG))
+    draws = []
+    for seed in range(LONG_RUNS):
+        rng = np.random.default_rng(3 + seed)
+        draws.append((rng.exponential(1.0, (1, LONG)), rng.choice(np.asarray(model.services), (1, LONG))))
     lo, hi = 0.3 * model.capacity, model.capacity
     for _ in range(4):
         loads = np.linspace(lo, hi, 12)
-        share = _simulate(model, loads, gaps, services)[:, 0, 2000:].mean(1)
+        share = np.mean([_simulate(model, loads, gaps, services)[:, 0, 2000:].mean(1) for gaps, services in draws], 0)
         over = np.nonzero(share > allowed)[0]
         first = over[0] if len(over) else len(loads)
         lo, hi = loads[max(first - 1, 0)], loads[min(first, len(loads) - 1)]
@@ -137,9 +140,56 @@ def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarra
     return pe.Estimate(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo)
 
 
+BIN_EDGES = np.array([0, 1, 2, 3, 5, 9, 17, 33, 65, 129, 257, 10**9])  # late-count bins: 0, 1, 2, 3-4, 5-8, ...
+SMOOTH = 0.5  # pseudo-count a bin
+
+
+@lru_cache(maxsize=64)
+def bin_probs(model: Model, queries: int) -> np.ndarray:
+    """P(late count's bin | table load) at ``queries`` queries a step (loads x bins), smoothed."""
+    cum, _ = table(model, max(queries, 500))
+    counts = cum[:, :, queries - 1]
+    which = np.searchsorted(BIN_EDGES, counts, side="right") - 1
+    hist = np.stack([np.bincount(row, minlength=len(BIN_EDGES) - 1) for row in which]).astype(float)
+    return (hist + SMOOTH) / (REPS + SMOOTH * hist.shape[1])
+
+
+def likelihood_estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarray,
+                        allowed: float) -> pe.Estimate:
+    """kappa from the steps' binned late counts' likelihood (each step its own simulated distribution); the interval
+    is the posterior's 5-95% under a flat prior in log kappa (or the likelihood-ratio set with LIKELIHOOD_RATIO)."""
+    _, log_loads = table(model, max(int(queries.max()), 500))
+    peak_model = steady_peak(model, allowed)
+    kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
+    x = np.log(kappas)[:, None] + np.log(qps)[None, :]
+    pos = np.clip((x - log_loads[0]) / (log_loads[1] - log_loads[0]), 0, len(log_loads) - 1.000001)
+    i0 = np.floor(pos).astype(int)
+    w = pos - i0
+    loglik = np.zeros(KAPPA_POINTS)
+    for j in range(len(qps)):
+        probs = bin_probs(model, int(queries[j]))
+        b = int(np.searchsorted(BIN_EDGES, late[j], side="right") - 1)
+        p = (1 - w[:, j]) * probs[i0[:, j], b] + w[:, j] * probs[i0[:, j] + 1, b]
+        loglik += np.log(p)
+    if LIKELIHOOD_RATIO:
+        best = int(loglik.argmax())
+        inside = np.nonzero(loglik >= loglik[best] - 1.3528)[0]
+        return pe.Estimate(peak_model / kappas[best], peak_model / kappas[inside[-1]], peak_model / kappas[inside[0]])
+    post = np.exp(loglik - loglik.max())
+    cdf = np.cumsum(post) / post.sum()
+    at = lambda q: kappas[min(int(np.searchsorted(cdf, q)), KAPPA_POINTS - 1)]  # noqa: E731
+    return pe.Estimate(peak_model / at(0.5), peak_model / at(0.95), peak_model / at(0.05))
+
+
+DESIGN = (1 - pe.SPREAD, 1 + pe.SPREAD)  # the steps after the bisection, over the running estimate
+LIKELIHOOD = False
+LIKELIHOOD_RATIO = False
+
+
 def steps_estimate(model: Model, steps: list) -> pe.Estimate:
     """:func:`estimate` over the search's steps."""
-    return estimate(model, np.array([s.qps for s in steps]), np.array([s.queries for s in steps]),
+    chosen = likelihood_estimate if LIKELIHOOD else estimate
+    return chosen(model, np.array([s.qps for s in steps]), np.array([s.queries for s in steps]),
                     np.array([s.late.sum() for s in steps], float), 1 - PERCENTILE)
 
 
@@ -148,7 +198,7 @@ def search(model: Model, run, plan: pe.SearchPlan) -> pe.Estimate:
     steps, used, point = [], 0, math.nan
     while True:
         if math.isfinite(point):
-            qps = min(point * (1 + (pe.SPREAD if len(steps) % 2 else -pe.SPREAD)), plan.capacity)
+            qps = point * DESIGN[len(steps) % len(DESIGN)]
         else:
             qps = (pe._bracket(steps, plan) or pe.Bracket(0.0, plan.capacity)).qps
         queries = plan.queries_at(qps)
@@ -163,7 +213,71 @@ def fixed(model: Model, run, peak: float) -> pe.Estimate:
     """19 steps of 500 queries alternately 4% above and below the true peak."""
     loads = peak * np.array([0.96 if i % 2 else 1.04 for i in range(19)])
     late = np.array([run(qps, 500).sum() for qps in loads], float)
-    return estimate(model, loads, np.full(19, 500), late, 1 - PERCENTILE)
+    return (likelihood_estimate if LIKELIHOOD else estimate)(model, loads, np.full(19, 500), late, 1 - PERCENTILE)
+
+
+STALL_LO, STALL_HI, STALL_POINTS = 1e-5, 3e-2, 40  # the load-free late share's grid (a query's chance of a stall)
+SHARE_LOADS, SHARE_QUERIES = 40, 300_000  # the steady-state late share's curve: loads, queries a load
+
+
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: tuple) -> list[float]:
+    order = np.argsort(values, axis=None)
+    cdf = np.cumsum(weights.ravel()[order]) / weights.sum()
+    return [float(values.ravel()[order][min(int(np.searchsorted(cdf, q)), cdf.size - 1)]) for q in qs]
+
+
+def real_estimate(path: Path) -> str:
+    """A saved sleeper search (serving_peak.py --save) read through the M/G/c queue fed its own service times, with a
+    load scale kappa and a load-free stall share: their posterior, and the peak where the late share reaches 1%."""
+    data = json.loads(path.read_text())
+    servers, bound_s = data["workers"], data["bound_ms"] / 1e3
+    runs = data["runs"]
+    services = tuple(ms / 1e3 for run in runs for ms in run["service_ms"])
+    model = Model(services, servers, bound_s)
+    counts, sizes, loads = [], [], []
+    for run in runs:
+        lost, answered = set(run["lost_at"]), iter(run["latencies_ms"])
+        flags = [True if i in lost else next(answered) > data["bound_ms"]
+                 for i in range(len(run["latencies_ms"]) + len(lost))]
+        counts.append(int(sum(flags)))
+        sizes.append(len(flags))
+        loads.append(run["offered_qps"])
+    table.cache_clear()
+    cum, log_loads = table(model, max(sizes))
+    stalls = np.exp(np.linspace(math.log(STALL_LO), math.log(STALL_HI), STALL_POINTS))
+    kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
+    loglik = np.zeros((KAPPA_POINTS, STALL_POINTS))
+    for k, n, qps in zip(counts, sizes, loads):
+        model_counts = cum[:, :, n - 1]
+        pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1] for row in model_counts]) / REPS
+        c = np.arange(k + 1)
+        stall = scipy.stats.binom.pmf((k - c)[:, None], (n - c)[:, None], stalls[None, :])  # (k+1) x stalls
+        at_load = pmf @ stall  # table loads x stalls
+        pos = np.clip((np.log(kappas * qps) - log_loads[0]) / (log_loads[1] - log_loads[0]), 0,
+                      len(log_loads) - 1.000001)
+        i0 = np.floor(pos).astype(int)
+        w = (pos - i0)[:, None]
+        loglik += np.log(np.maximum((1 - w) * at_load[i0] + w * at_load[i0 + 1], 1e-300))
+    post = np.exp(loglik - loglik.max())
+    rng = np.random.default_rng(2)
+    gaps, draws = rng.exponential(1.0, SHARE_QUERIES), rng.choice(np.asarray(services), SHARE_QUERIES)
+    grid = np.linspace(0.3, 1.0, SHARE_LOADS) * model.capacity
+    share = np.maximum.accumulate([float(np.mean(mg_c_latencies(q, draws, servers, gaps)[2000:] > bound_s))
+                                   for q in grid])
+    allowed = 1 - PERCENTILE
+
+    def peak_at(budget: np.ndarray) -> np.ndarray:
+        return np.where(budget > share[0], np.interp(budget, share, grid), 0.0)
+    peaks = peak_at(allowed - stalls)[None, :] / kappas[:, None]
+    peak_q = _weighted_quantiles(peaks, post, (0.05, 0.5, 0.95))
+    kappa_q = _weighted_quantiles(np.broadcast_to(kappas[:, None], post.shape), post, (0.05, 0.5, 0.95))
+    stall_q = _weighted_quantiles(np.broadcast_to(stalls[None, :], post.shape), post, (0.05, 0.5, 0.95))
+    mgc = float(peak_at(np.array(allowed)))
+    est = data["peak_qps"]
+    return (f"| {servers} | {data['seed']} | {est:.1f} ({est / mgc:.3f}) | {peak_q[1]:.1f} [{peak_q[0]:.1f}-"
+            f"{peak_q[2]:.1f}] ({peak_q[1] / mgc:.3f}) | {kappa_q[1]:.3f} [{kappa_q[0]:.3f}-{kappa_q[2]:.3f}] | "
+            f"{100 * stall_q[1]:.3f} [{100 * stall_q[0]:.3f}-{100 * stall_q[2]:.3f}] | {mgc:.1f} | "
+            f"{', '.join(f'{q:.0f}:{k}/{n}' for q, k, n in zip(loads, counts, sizes))} |")
 
 
 def main() -> int:
@@ -171,7 +285,21 @@ def main() -> int:
     parser.add_argument("--searches", type=int, default=20)
     parser.add_argument("--queues", default="", help="comma-separated indices into QUEUES (default: all)")
     parser.add_argument("--fixed", action="store_true", help="steps at fixed loads around the true peak")
+    parser.add_argument("--real", type=Path, nargs="*", default=(),
+                        help="saved sleeper searches (serving_peak.py --save) to read through the queue model")
+    parser.add_argument("--design", default="", help="comma-separated step loads over the estimate")
+    parser.add_argument("--likelihood", choices=("", "posterior", "ratio"), default="")
     args = parser.parse_args()
+    global LIKELIHOOD, LIKELIHOOD_RATIO, DESIGN
+    DESIGN = tuple(float(x) for x in args.design.split(",")) if args.design else DESIGN
+    LIKELIHOOD, LIKELIHOOD_RATIO = bool(args.likelihood), args.likelihood == "ratio"
+    if args.real:
+        print("| workers | seed | package's peak (/ M/G/c) | queue model's peak [90%] (/ M/G/c) | kappa [90%] | "
+              "stall % [90%] | M/G/c peak | steps (QPS: late / queries) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for path in args.real:
+            print(real_estimate(path), flush=True)
+        return 0
     picked = [int(i) for i in args.queues.split(",")] if args.queues else range(len(QUEUES))
     print("| queue | true peak (model's) | median found / true | covers | width |")
     print("|---|---|---|---|---|")
@@ -179,7 +307,7 @@ def main() -> int:
         servers, service_ms, bound_ms = QUEUES[i]
         service_s, bound_s = service_ms / 1e3, bound_ms / 1e3
         started = time.monotonic()
-        peak = md_c_true_peak(service_s, servers, bound_s)
+        peak = true_peak(QUEUES[i])
         model = Model((service_s,), servers, bound_s)
         rng = np.random.default_rng(5000 + i)
         plan = pe.SearchPlan(1 - PERCENTILE, servers / service_s, 500, 0.1, 0.02, pe.Budget(10_000))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
 import statistics
@@ -129,6 +130,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 1])
     parser.add_argument("--min-queries", type=int, default=500)
     parser.add_argument("--priority", type=int, default=None, help="nice value to run at (default: unchanged)")
+    parser.add_argument("--save", type=Path, default=None,
+                        help="a folder to write each search's runs to (w<workers>_s<seed>.json), for "
+                             "benchmarks/peak_queue_model.py --real")
     args = parser.parse_args()
     if args.priority is not None:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)
@@ -152,6 +156,12 @@ def main() -> int:
                   f"{minutes:.1f} min with the service time; "
                   f"{result.status}{': ' + result.reason if result.reason else ''}",
                   flush=True)
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"w{workers}_s{repeat}.json").write_text(json.dumps(
+                    {"workers": workers, "seed": repeat, "bound_ms": BOUND_MS, "peak_qps": result.peak_qps,
+                     "interval": interval.to_dict() if interval else None,
+                     "runs": [run.to_dict() for run in result.runs]}))
             tail = result.service_tail_ms
             if tail is None:  # no query answered: nothing to feed the queue
                 continue
