@@ -1,13 +1,19 @@
 """Issue 42's candidate: the serving peak from an M/G/c queue model fed the recorded service times, calibrated by
-the steps' late counts (one load scale, kappa), on the grid of ``peak_estimate_grid.py``. A prototype, not the package's
-estimator: benchmarks/NOTES.md, "A queue-model estimate, prototyped", says what it gives and what it lacks.
+the steps' late counts (one load scale, kappa), on the grid of ``peak_estimate_grid.py`` or on saved real searches.
+A prototype, not the package's estimator: benchmarks/NOTES.md, "A queue-model estimate, prototyped" and "The queue
+model's likelihood, and real runs read through it", say what it gives and what it lacks.
 
 Run:  .venv/bin/python benchmarks/peak_queue_model.py [--searches 20] [--queues 0,3,16] [--fixed]
+          [--likelihood posterior|ratio] [--design 0.96,1.04,1.12]
+      .venv/bin/python benchmarks/peak_queue_model.py --real DIR/*.json   (from serving_peak.py --save DIR)
 
 The model is simulated step by step from an empty queue (as every LoadGen step starts): a table of cumulative late
-counts at log-spaced loads. The 90% interval inverts the test on the steps' total late count (every kappa whose 5%
-tails hold the observed total); the peak is the model's steady-state peak over kappa. ``--fixed``: 19 steps at fixed
-loads 4% either side of the true peak instead of the search's placing.
+counts at log-spaced loads. Without ``--likelihood`` the 90% interval inverts the test on the steps' total late
+count; with it, each step's count is scored against its own simulated distribution (the posterior's 5-95%, or the
+likelihood-ratio set). The peak is the model's steady-state peak over kappa. ``--fixed``: 19 steps at fixed loads
+4% either side of the true peak instead of the search's placing; ``--design``: the search's step loads over its
+running estimate after the bisection. ``--real``: each saved search through the M/G/c queue of its own service
+times, with kappa and a load-free stall share.
 """
 
 from __future__ import annotations
@@ -220,6 +226,24 @@ STALL_LO, STALL_HI, STALL_POINTS = 1e-5, 3e-2, 40  # the load-free late share's 
 SHARE_LOADS, SHARE_QUERIES = 40, 300_000  # the steady-state late share's curve: loads, queries a load
 
 
+REAL_REPS, LOAD_CHUNK = 1000, 10  # a real run's simulated runs per load, and the loads simulated at once
+
+
+def counts_at(model: Model, sizes: list[int], seed: int = 11):
+    """Late counts (loads x REAL_REPS) of runs from an empty queue after each of ``sizes`` queries, at the table's
+    loads, and those loads' logs; simulated a few loads at a time (a long confirming run would not fit at once)."""
+    rng = np.random.default_rng(seed)
+    n_max = max(sizes)
+    loads = model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
+    gaps = rng.exponential(1.0, (REAL_REPS, n_max))
+    services = rng.choice(np.asarray(model.services), (REAL_REPS, n_max))
+    wanted = np.array(sorted(set(sizes))) - 1
+    parts = [np.cumsum(_simulate(model, loads[i:i + LOAD_CHUNK], gaps, services), 2, dtype=np.int32)[:, :, wanted]
+             for i in range(0, len(loads), LOAD_CHUNK)]
+    joined = np.concatenate(parts, 0)
+    return {n: joined[:, :, j] for j, n in enumerate(wanted + 1)}, np.log(loads)
+
+
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: tuple) -> list[float]:
     order = np.argsort(values, axis=None)
     cdf = np.cumsum(weights.ravel()[order]) / weights.sum()
@@ -242,14 +266,13 @@ def real_estimate(path: Path) -> str:
         counts.append(int(sum(flags)))
         sizes.append(len(flags))
         loads.append(run["offered_qps"])
-    table.cache_clear()
-    cum, log_loads = table(model, max(sizes))
+    at_size, log_loads = counts_at(model, sizes)
     stalls = np.exp(np.linspace(math.log(STALL_LO), math.log(STALL_HI), STALL_POINTS))
     kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
     loglik = np.zeros((KAPPA_POINTS, STALL_POINTS))
     for k, n, qps in zip(counts, sizes, loads):
-        model_counts = cum[:, :, n - 1]
-        pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1] for row in model_counts]) / REPS
+        pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1]
+                        for row in at_size[n]]) / REAL_REPS
         c = np.arange(k + 1)
         stall = scipy.stats.binom.pmf((k - c)[:, None], (n - c)[:, None], stalls[None, :])  # (k+1) x stalls
         at_load = pmf @ stall  # table loads x stalls
