@@ -72,7 +72,7 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
     if interval.confirm_valid is not None:
         confirm = runs[-1]
-        needed = interval.confirm_needs[1]
+        needed = interval.confirm_needs.queries
         assert needed >= 44 and len(confirm.latencies_ms) >= needed, "sized for LoadGen's early stopping (p90: 44)"
         assert confirm.confirm and confirm.offered_qps == interval.low and result.peak_run == confirm
         assert interval.confirm_valid == confirm.summary.valid == confirm.within_bound

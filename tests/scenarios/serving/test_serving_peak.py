@@ -25,8 +25,8 @@ from helpers.queue_model import (PERCENTILE, highest_qps, md_c_latencies, md_c_t
                                  mg_c_true_peak, simulated_late_share)
 from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, Search, SearchPlan, Step, block_counts,
-                                                              replicate_counts, search_peak)
+from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, ConfirmNeeds, Search, SearchPlan, Step,
+                                                              block_counts, replicate_counts, search_peak)
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
@@ -233,10 +233,10 @@ def test_the_confirming_run_has_the_queries_loadgens_early_stopping_needs_at_the
     confirmed = [s for s in searches if s.confirm is not None]
     for search in searches:
         if search.confirm is None:
-            assert search.expected[1] is None or search.queries + search.expected[1] > ESTIMATE_BUDGET
+            assert search.expected.queries is None or search.queries + search.expected.queries > ESTIMATE_BUDGET
     assert len(confirmed) >= len(searches) // 2
     for search in confirmed:
-        share, needed = search.expected
+        share, needed = search.expected.late_share, search.expected.queries
         assert needed == max(STEP_QUERIES, early_stopping_queries(share, PERCENTILE)) == search.confirm.queries
         late = int(search.confirm.late.sum())
         if late <= share * needed:
@@ -252,14 +252,16 @@ def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it
     plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 500, 0.1, 0.02, Budget(5000), lambda share: 40_000)
     search = search_peak(lambda qps, repeat, queries: (
         md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
-    assert search.confirm is None and search.expected[1] == 40_000 and search.queries <= 5000
+    assert search.confirm is None and search.expected.queries == 40_000 and search.queries <= 5000
     peak, interval = searched_peak(search, 1 / SERVICE_S, None)
     assert interval.confirm_needs == search.expected
     assert (f"LoadGen no confirming run: LoadGen's early stopping needs 40000 queries to pass at the "
-            f"{search.expected[0]:.2%} late the fitted curve expects at {interval.low:.1f}, more than the budget had "
-            "left") in interval.text(peak)
+            f"{search.expected.late_share:.2%} late the fitted curve expects at {interval.low:.1f}, more than the "
+            "budget had left") in interval.text(peak)
     stored = json.loads(json.dumps(interval.to_dict()))
-    assert PeakInterval.from_dict(stored).to_dict() == stored and stored["confirm_needs"][1] == 40_000
+    assert PeakInterval.from_dict(stored).to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
+    older = {**stored, "confirm_needs": [stored["confirm_needs"]["late_share"], 40_000]}
+    assert PeakInterval.from_dict(older) == PeakInterval.from_dict(stored), "results written before it was named"
 
 
 def test_loadgens_early_stopping_queries_at_a_late_share():
@@ -388,12 +390,12 @@ def test_a_merge_keeps_the_joint_estimates_intervals(tmp_path):
 def test_an_invalid_confirming_run_says_it_saw_more_late_queries_than_it_was_sized_for():
     """LoadGen fails a confirming run that saw more late queries than the fitted curve expected: the verdict says
     both shares; one that saw no more than expected (or was not sized) gives its late share alone."""
-    over = PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069, (0.0041, 1307))
+    over = PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069, ConfirmNeeds(0.0041, 1307))
     assert over.confirm_text == ("INVALID at 101.8 (late share 0.69%: more than the 0.41% the fitted curve expected "
                                  "there, which the run was sized to pass)")
     assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069).confirm_text == \
         "INVALID at 101.8 (late share 0.69%)"
-    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, True, 0.003, (0.0041, 1307)).confirm_text == \
+    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, True, 0.003, ConfirmNeeds(0.0041, 1307)).confirm_text == \
         "VALID at 101.8"
 
 

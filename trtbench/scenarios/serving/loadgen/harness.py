@@ -27,14 +27,17 @@ class Query:
 
 @dataclass(frozen=True)
 class ServerLoad:
-    """One run's load: Poisson arrivals at ``qps`` from ``seed``, and its bound(s) at ``percentile``."""
+    """One run's load: Poisson arrivals at ``qps`` from ``seed``, LoadGen's minimums, and its bound(s) at
+    ``percentile``: ``latency_ms``, or ``ttft_ms`` and ``tpot_ms`` for token latencies."""
 
     qps: float
     percentile: float
-    minimums: tuple[float, int]  # (min_duration_s, min_queries)
+    min_duration_s: float
+    min_queries: int
     seed: int
     latency_ms: Optional[float] = None
-    token_ms: Optional[tuple[float, float]] = None
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
 
 
 class Session(Protocol):
@@ -53,14 +56,14 @@ def loadgen_settings(lg, load: ServerLoad):
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
     test.server_target_qps = load.qps
-    if load.token_ms is not None:
+    if load.ttft_ms is not None:
         test.use_token_latencies = True
-        test.ttft_latency, test.tpot_latency = (int(ms * 1e6) for ms in load.token_ms)
+        test.ttft_latency, test.tpot_latency = int(load.ttft_ms * 1e6), int(load.tpot_ms * 1e6)
     else:
         test.server_target_latency_ns = int(load.latency_ms * 1e6)
     test.server_target_latency_percentile = load.percentile
-    test.min_duration_ms = int(load.minimums[0] * 1e3)
-    test.min_query_count = load.minimums[1]
+    test.min_duration_ms = int(load.min_duration_s * 1e3)
+    test.min_query_count = load.min_queries
     test.schedule_rng_seed = load.seed
     return test
 

@@ -92,9 +92,18 @@ class SearchPlan:
 
 
 @dataclass(frozen=True)
+class ConfirmNeeds:
+    """What a confirming run at the interval's low end needs: the ``late_share`` expected there (nan: no estimate) and
+    its ``queries`` (None: no run passes)."""
+
+    late_share: float = math.nan
+    queries: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class Search:
-    """A finished search: why it stopped, its confirming run at the interval's low end (or None); ``expected``: the late
-    share expected there and the queries the confirming run needs (None: no run passes)."""
+    """A finished search: why it stopped, its confirming run at the interval's low end (or None), and what that run
+    needs (``expected``)."""
 
     steps: tuple[Step, ...]
     estimate: Estimate
@@ -102,7 +111,7 @@ class Search:
     confirm: Optional[Step]
     queries: int
     seconds: float
-    expected: tuple[float, Optional[int]] = (math.nan, None)
+    expected: ConfirmNeeds = ConfirmNeeds()
 
 
 # run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made)
@@ -298,12 +307,12 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
 def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
                started: float) -> Search:
     """The search, ``used`` queries since ``started``, with its confirming run where the budget allows."""
-    confirm, expected = None, (math.nan, None)
+    confirm, expected = None, ConfirmNeeds()
     if current.low > 0:
         share = expected_share(steps, current.low)
-        expected = (share, plan.confirm_queries(current.low, share))
-    if expected[1] is not None and used + expected[1] <= plan.budget.queries:
-        late, made = run(current.low, len(steps), expected[1])
+        expected = ConfirmNeeds(share, plan.confirm_queries(current.low, share))
+    if expected.queries is not None and used + expected.queries <= plan.budget.queries:
+        late, made = run(current.low, len(steps), expected.queries)
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
     return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected)

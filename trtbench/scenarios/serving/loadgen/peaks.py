@@ -3,12 +3,13 @@ spread, and the run (or step) that stands for them."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import Search
+from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, Search
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
@@ -17,7 +18,8 @@ Run = TypeVar("Run")
 @dataclass(frozen=True)
 class PeakInterval:
     """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, and
-    LoadGen's verdict on the confirming run (None: no room for it); ``confirm_needs``: the search's ``expected``."""
+    LoadGen's verdict on the confirming run (None: no room for it); ``confirm_needs``: the search's ``expected``
+    (read from a list ``[late_share, queries]`` in results written before it was named)."""
 
     low: float
     high: float
@@ -26,26 +28,31 @@ class PeakInterval:
     seconds: float
     confirm_valid: Optional[bool] = None
     confirm_late_share: Optional[float] = None
-    confirm_needs: Optional[tuple[float, Optional[int]]] = None
+    confirm_needs: Optional[ConfirmNeeds] = None
 
     def to_dict(self) -> dict:
         return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
                 "seconds": round(self.seconds, 3), "confirm_valid": self.confirm_valid,
                 "confirm_late_share": self.confirm_late_share,
-                "confirm_needs": None if self.confirm_needs is None else list(self.confirm_needs)}
+                "confirm_needs": None if self.confirm_needs is None else dataclasses.asdict(self.confirm_needs)}
 
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> Optional["PeakInterval"]:
         if data is None:
             return None
         needs = data.get("confirm_needs")
-        return cls(**{**data, "confirm_needs": None if needs is None else tuple(needs)})
+        if isinstance(needs, list):
+            needs = ConfirmNeeds(*needs)
+        elif needs is not None:
+            needs = ConfirmNeeds(**needs)
+        return cls(**{**data, "confirm_needs": needs})
 
     @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        if self.confirm_valid is None and self.confirm_needs is not None and math.isfinite(self.confirm_needs[0]):
-            share, needed = self.confirm_needs
+        needs = self.confirm_needs
+        if self.confirm_valid is None and needs is not None and math.isfinite(needs.late_share):
+            share, needed = needs.late_share, needs.queries
             if needed is None:
                 return (f"no confirming run: the fitted curve expects {share:.2%} late at {self.low:.1f}, which no "
                         "run passes by LoadGen's early stopping")
@@ -55,7 +62,7 @@ class PeakInterval:
             return "no confirming run (budget spent)"
         if self.confirm_valid:
             return f"VALID at {self.low:.1f}"
-        expected = self.confirm_needs[0] if self.confirm_needs is not None else math.nan
+        expected = self.confirm_needs.late_share if self.confirm_needs is not None else math.nan
         if math.isfinite(expected) and self.confirm_late_share > expected:
             return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the "
                     f"{expected:.2%} the fitted curve expected there, which the run was sized to pass)")

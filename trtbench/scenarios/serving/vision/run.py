@@ -36,7 +36,7 @@ class OfferedLoad:
 
 def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
     """What one run of ``settings`` offers at ``load``, bounded by its latency bound (``p99_ms``)."""
-    return ServerLoad(load.qps, settings.percentile, (settings.min_duration_s, load.queries or settings.queries),
+    return ServerLoad(load.qps, settings.percentile, settings.min_duration_s, load.queries or settings.queries,
                       settings.seed + load.repeat, latency_ms=settings.p99_ms)
 
 
