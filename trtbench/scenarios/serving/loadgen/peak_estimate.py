@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -91,6 +91,10 @@ class SearchPlan:
         return None if needed is None else max(self.queries_at(qps), needed)
 
 
+# why a search stopped: its query or time budget spent, its interval narrow enough, or late at a tenth of the capacity
+StopReason = Literal["budget", "resolution", "floor"]
+
+
 @dataclass(frozen=True)
 class ConfirmNeeds:
     """What a confirming run at the interval's low end needs: the ``late_share`` expected there (nan: no estimate) and
@@ -107,7 +111,7 @@ class Search:
 
     steps: tuple[Step, ...]
     estimate: Estimate
-    stopped_by: str
+    stopped_by: StopReason
     confirm: Optional[Step]
     queries: int
     seconds: float

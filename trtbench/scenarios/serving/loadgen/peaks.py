@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, Search
+from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, Search, StopReason
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
@@ -23,7 +23,7 @@ class PeakInterval:
 
     low: float
     high: float
-    stopped_by: str
+    stopped_by: StopReason
     queries: int
     seconds: float
     confirm_valid: Optional[bool] = None
