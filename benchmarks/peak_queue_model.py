@@ -190,10 +190,13 @@ def likelihood_estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late
 DESIGN = (1 - pe.SPREAD, 1 + pe.SPREAD)  # the steps after the bisection, over the running estimate
 LIKELIHOOD = False
 LIKELIHOOD_RATIO = False
+STALL = False
 
 
 def steps_estimate(model: Model, steps: list) -> pe.Estimate:
     """:func:`estimate` over the search's steps."""
+    if STALL:
+        return stall_estimate(model, steps)
     chosen = likelihood_estimate if LIKELIHOOD else estimate
     return chosen(model, np.array([s.qps for s in steps]), np.array([s.queries for s in steps]),
                     np.array([s.late.sum() for s in steps], float), 1 - PERCENTILE)
@@ -203,7 +206,7 @@ def search(model: Model, run, plan: pe.SearchPlan) -> pe.Estimate:
     """Bisection until a step is late, then steps 4% either side of the running estimate, until the budget."""
     steps, used, point = [], 0, math.nan
     while True:
-        if math.isfinite(point):
+        if math.isfinite(point) and point > 0:
             qps = point * DESIGN[len(steps) % len(DESIGN)]
         else:
             qps = (pe._bracket(steps, plan) or pe.Bracket(0.0, plan.capacity)).qps
@@ -250,29 +253,41 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: tuple) -> l
     return [float(values.ravel()[order][min(int(np.searchsorted(cdf, q)), cdf.size - 1)]) for q in qs]
 
 
-def real_estimate(path: Path) -> str:
-    """A saved sleeper search (serving_peak.py --save) read through the M/G/c queue fed its own service times, with a
-    load scale kappa and a load-free stall share: their posterior, and the peak where the late share reaches 1%."""
-    data = json.loads(path.read_text())
-    servers, bound_s = data["workers"], data["bound_ms"] / 1e3
-    runs = data["runs"]
-    services = tuple(ms / 1e3 for run in runs for ms in run["service_ms"])
-    model = Model(services, servers, bound_s)
-    counts, sizes, loads = [], [], []
-    for run in runs:
-        lost, answered = set(run["lost_at"]), iter(run["latencies_ms"])
-        flags = [True if i in lost else next(answered) > data["bound_ms"]
-                 for i in range(len(run["latencies_ms"]) + len(lost))]
-        counts.append(int(sum(flags)))
-        sizes.append(len(flags))
-        loads.append(run["offered_qps"])
-    at_size, log_loads = counts_at(model, sizes)
+@dataclass(frozen=True)
+class StallPosterior:
+    """The posterior (kappa x stall share, unnormalised) over its grids, and the peak at each pair."""
+
+    kappas: np.ndarray
+    stalls: np.ndarray
+    weights: np.ndarray
+    peaks: np.ndarray
+
+    def quantiles(self, values: np.ndarray) -> list[float]:
+        return _weighted_quantiles(np.broadcast_to(values, self.weights.shape), self.weights, (0.05, 0.5, 0.95))
+
+
+@lru_cache(maxsize=8)
+def share_curve(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """The model's steady-state late share at SHARE_LOADS loads up to its capacity (monotone), and those loads."""
+    rng = np.random.default_rng(2)
+    gaps, draws = rng.exponential(1.0, SHARE_QUERIES), rng.choice(np.asarray(model.services), SHARE_QUERIES)
+    grid = np.linspace(0.3, 1.0, SHARE_LOADS) * model.capacity
+    if len(set(model.services)) == 1:
+        late = _simulate(model, grid, gaps[None], draws[None])[:, 0, 2000:]
+        return np.maximum.accumulate(late.mean(1)), grid
+    return np.maximum.accumulate([float(np.mean(mg_c_latencies(q, draws, model.servers, gaps)[2000:] > model.bound_s))
+                                  for q in grid]), grid
+
+
+def stall_posterior(model: Model, at_size: dict, log_loads: np.ndarray, steps: list[tuple[float, int, int]]):
+    """kappa and a load-free stall share from the steps' late counts ((qps, queries, late) each): each count scored
+    exactly against the model's simulated counts at its size (``at_size``: loads x runs) plus a binomial of stalls."""
     stalls = np.exp(np.linspace(math.log(STALL_LO), math.log(STALL_HI), STALL_POINTS))
     kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
     loglik = np.zeros((KAPPA_POINTS, STALL_POINTS))
-    for k, n, qps in zip(counts, sizes, loads):
-        pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1]
-                        for row in at_size[n]]) / REAL_REPS
+    for qps, n, k in steps:
+        runs = at_size[n]
+        pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1] for row in runs]) / runs.shape[1]
         c = np.arange(k + 1)
         stall = scipy.stats.binom.pmf((k - c)[:, None], (n - c)[:, None], stalls[None, :])  # (k+1) x stalls
         at_load = pmf @ stall  # table loads x stalls
@@ -281,26 +296,44 @@ def real_estimate(path: Path) -> str:
         i0 = np.floor(pos).astype(int)
         w = (pos - i0)[:, None]
         loglik += np.log(np.maximum((1 - w) * at_load[i0] + w * at_load[i0 + 1], 1e-300))
-    post = np.exp(loglik - loglik.max())
-    rng = np.random.default_rng(2)
-    gaps, draws = rng.exponential(1.0, SHARE_QUERIES), rng.choice(np.asarray(services), SHARE_QUERIES)
-    grid = np.linspace(0.3, 1.0, SHARE_LOADS) * model.capacity
-    share = np.maximum.accumulate([float(np.mean(mg_c_latencies(q, draws, servers, gaps)[2000:] > bound_s))
-                                   for q in grid])
-    allowed = 1 - PERCENTILE
+    share, grid = share_curve(model)
+    budget = (1 - PERCENTILE) - stalls
+    peaks = np.where(budget > share[0], np.interp(budget, share, grid), 0.0)[None, :] / kappas[:, None]
+    return StallPosterior(kappas[:, None], stalls[None, :], np.exp(loglik - loglik.max()), peaks)
 
-    def peak_at(budget: np.ndarray) -> np.ndarray:
-        return np.where(budget > share[0], np.interp(budget, share, grid), 0.0)
-    peaks = peak_at(allowed - stalls)[None, :] / kappas[:, None]
-    peak_q = _weighted_quantiles(peaks, post, (0.05, 0.5, 0.95))
-    kappa_q = _weighted_quantiles(np.broadcast_to(kappas[:, None], post.shape), post, (0.05, 0.5, 0.95))
-    stall_q = _weighted_quantiles(np.broadcast_to(stalls[None, :], post.shape), post, (0.05, 0.5, 0.95))
-    mgc = float(peak_at(np.array(allowed)))
+
+def stall_estimate(model: Model, steps: list) -> pe.Estimate:
+    """The grid's search steps through :func:`stall_posterior` (the table's runs as the model's counts)."""
+    cum, log_loads = table(model, max(500, max(s.queries for s in steps)))
+    at_size = {s.queries: cum[:, :, s.queries - 1] for s in steps}
+    post = stall_posterior(model, at_size, log_loads, [(s.qps, s.queries, int(s.late.sum())) for s in steps])
+    low, mid, high = post.quantiles(post.peaks)
+    return pe.Estimate(mid, low, high)
+
+
+def real_estimate(path: Path) -> str:
+    """A saved sleeper search (serving_peak.py --save) read through the M/G/c queue fed its own service times, with a
+    load scale kappa and a load-free stall share: their posterior, and the peak where the late share reaches 1%."""
+    data = json.loads(path.read_text())
+    servers, bound_s = data["workers"], data["bound_ms"] / 1e3
+    runs = data["runs"]
+    model = Model(tuple(ms / 1e3 for run in runs for ms in run["service_ms"]), servers, bound_s)
+    steps = []
+    for run in runs:
+        lost, answered = set(run["lost_at"]), iter(run["latencies_ms"])
+        flags = [True if i in lost else next(answered) > data["bound_ms"]
+                 for i in range(len(run["latencies_ms"]) + len(lost))]
+        steps.append((run["offered_qps"], len(flags), int(sum(flags))))
+    at_size, log_loads = counts_at(model, [n for _, n, _ in steps])
+    post = stall_posterior(model, at_size, log_loads, steps)
+    peak_q, kappa_q, stall_q = post.quantiles(post.peaks), post.quantiles(post.kappas), post.quantiles(post.stalls)
+    share, grid = share_curve(model)
+    mgc = float(np.interp(1 - PERCENTILE, share, grid))
     est = data["peak_qps"]
     return (f"| {servers} | {data['seed']} | {est:.1f} ({est / mgc:.3f}) | {peak_q[1]:.1f} [{peak_q[0]:.1f}-"
             f"{peak_q[2]:.1f}] ({peak_q[1] / mgc:.3f}) | {kappa_q[1]:.3f} [{kappa_q[0]:.3f}-{kappa_q[2]:.3f}] | "
             f"{100 * stall_q[1]:.3f} [{100 * stall_q[0]:.3f}-{100 * stall_q[2]:.3f}] | {mgc:.1f} | "
-            f"{', '.join(f'{q:.0f}:{k}/{n}' for q, k, n in zip(loads, counts, sizes))} |")
+            f"{', '.join(f'{q:.0f}:{k}/{n}' for q, n, k in steps)} |")
 
 
 def main() -> int:
@@ -311,9 +344,11 @@ def main() -> int:
     parser.add_argument("--real", type=Path, nargs="*", default=(),
                         help="saved sleeper searches (serving_peak.py --save) to read through the queue model")
     parser.add_argument("--design", default="", help="comma-separated step loads over the estimate")
-    parser.add_argument("--likelihood", choices=("", "posterior", "ratio"), default="")
+    parser.add_argument("--likelihood", choices=("", "posterior", "ratio", "stall"), default="",
+                        help="stall: the posterior over kappa and a load-free stall share, as --real reads")
     args = parser.parse_args()
-    global LIKELIHOOD, LIKELIHOOD_RATIO, DESIGN
+    global LIKELIHOOD, LIKELIHOOD_RATIO, DESIGN, STALL
+    STALL = args.likelihood == "stall"
     DESIGN = tuple(float(x) for x in args.design.split(",")) if args.design else DESIGN
     LIKELIHOOD, LIKELIHOOD_RATIO = bool(args.likelihood), args.likelihood == "ratio"
     if args.real:
