@@ -226,6 +226,7 @@ def fixed(model: Model, run, peak: float) -> pe.Estimate:
 
 
 STALL_LO, STALL_HI, STALL_POINTS = 1e-5, 3e-2, 40  # the load-free late share's grid (a query's chance of a stall)
+STALL_SPIKE = 0.0  # the prior's weight on the grid's lowest stall share (as good as none); 0: flat in the log
 SHARE_LOADS, SHARE_QUERIES = 40, 300_000  # the steady-state late share's curve: loads, queries a load
 
 
@@ -296,6 +297,9 @@ def stall_posterior(model: Model, at_size: dict, log_loads: np.ndarray, steps: l
         i0 = np.floor(pos).astype(int)
         w = (pos - i0)[:, None]
         loglik += np.log(np.maximum((1 - w) * at_load[i0] + w * at_load[i0 + 1], 1e-300))
+    prior = np.full(STALL_POINTS, (1 - STALL_SPIKE) / (STALL_POINTS - 1))
+    prior[0] = STALL_SPIKE if STALL_SPIKE > 0 else prior[1]
+    loglik += np.log(prior)[None, :]
     share, grid = share_curve(model)
     budget = (1 - PERCENTILE) - stalls
     peaks = np.where(budget > share[0], np.interp(budget, share, grid), 0.0)[None, :] / kappas[:, None]
@@ -343,12 +347,16 @@ def main() -> int:
     parser.add_argument("--fixed", action="store_true", help="steps at fixed loads around the true peak")
     parser.add_argument("--real", type=Path, nargs="*", default=(),
                         help="saved sleeper searches (serving_peak.py --save) to read through the queue model")
+    parser.add_argument("--stall-spike", type=float, default=0.0,
+                        help="with --likelihood stall or --real: the prior's weight on no stalls (0: flat in the log)")
     parser.add_argument("--design", default="", help="comma-separated step loads over the estimate")
     parser.add_argument("--likelihood", choices=("", "posterior", "ratio", "stall"), default="",
                         help="stall: the posterior over kappa and a load-free stall share, as --real reads")
     args = parser.parse_args()
     global LIKELIHOOD, LIKELIHOOD_RATIO, DESIGN, STALL
     STALL = args.likelihood == "stall"
+    global STALL_SPIKE
+    STALL_SPIKE = args.stall_spike
     DESIGN = tuple(float(x) for x in args.design.split(",")) if args.design else DESIGN
     LIKELIHOOD, LIKELIHOOD_RATIO = bool(args.likelihood), args.likelihood == "ratio"
     if args.real:
