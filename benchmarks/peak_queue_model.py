@@ -7,13 +7,13 @@ Run:  .venv/bin/python benchmarks/peak_queue_model.py [--searches 20] [--queues 
           [--likelihood posterior|ratio] [--design 0.96,1.04,1.12]
       .venv/bin/python benchmarks/peak_queue_model.py --real DIR/*.json   (from serving_peak.py --save DIR)
 
-The model is simulated step by step from an empty queue (as every LoadGen step starts): a table of cumulative late
-counts at log-spaced loads. Without ``--likelihood`` the 90% interval inverts the test on the steps' total late
-count; with it, each step's count is scored against its own simulated distribution (the posterior's 5-95%, or the
-likelihood-ratio set). The peak is the model's steady-state peak over kappa. ``--fixed``: 19 steps at fixed loads
-4% either side of the true peak instead of the search's placing; ``--design``: the search's step loads over its
-running estimate after the bisection. ``--real``: each saved search through the M/G/c queue of its own service
-times, with kappa and a load-free stall share.
+The model is simulated step by step from an empty queue (as every LoadGen step starts): a table of late counts at
+log-spaced loads after each step size. Without ``--likelihood`` the 90% interval inverts the test on the steps' total
+late count; with it, each step's count is scored against its own simulated distribution (the posterior's 5-95%, or the
+likelihood-ratio set). The peak is the model's steady-state peak over kappa. ``--fixed``: 19 steps at fixed loads 4%
+either side of the true peak instead of the search's placing; ``--design``: the search's step loads over its running
+estimate after the bisection. ``--real``: each saved search through the M/G/c queue of its own service times, with kappa
+and a load-free stall share.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, mg_c_latencies  # noqa: E402
 from trtbench.scenarios.serving.loadgen import peak_estimate as pe  # noqa: E402
+from trtbench.scenarios.serving.vision.result import LoadGenRun  # noqa: E402
 from peak_estimate_grid import QUEUES, held, true_peak  # noqa: E402
 
 LEVEL = 0.9
@@ -43,6 +44,8 @@ TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # table loads, over the model
 KAPPA_LO, KAPPA_HI, KAPPA_POINTS = 0.5, 2.0, 400
 LONG, LONG_RUNS = 1_000_000, 4  # queries of a steady-state run, and the runs averaged
 BUDGET = 9500  # queries in steps a search (no confirming run)
+KAPPAS = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
+REAL_REPS, LOAD_CHUNK = 1000, 10  # a real run's simulated runs per load, and the loads simulated at once
 
 
 @dataclass(frozen=True)
@@ -85,15 +88,33 @@ def _simulate(model: Model, loads: np.ndarray, gaps: np.ndarray, services: np.nd
     return late.reshape(k, reps, n)
 
 
+def table_loads(model: Model) -> np.ndarray:
+    """The table's log-spaced loads, over the model's capacity from TABLE_LO to TABLE_HI."""
+    return model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
+
+
 @lru_cache(maxsize=8)
-def table(model: Model, n_max: int, seed: int = 11):
-    """Cumulative late counts (loads x reps x queries) at log-spaced loads, and those loads' logs."""
+def counts_at(model: Model, sizes: tuple[int, ...], reps: int = REPS, seed: int = 11) -> dict[int, np.ndarray]:
+    """Late counts (loads x ``reps``) of runs from an empty queue after each of ``sizes`` queries, at
+    :func:`table_loads`; simulated a few loads at a time (a long confirming run would not fit at once)."""
     rng = np.random.default_rng(seed)
-    loads = model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
-    gaps = rng.exponential(1.0, (REPS, n_max))
-    services = rng.choice(np.asarray(model.services), (REPS, n_max))
-    late = _simulate(model, loads, gaps, services)
-    return np.cumsum(late, 2, dtype=np.int32), np.log(loads)
+    n_max = max(sizes)
+    loads = table_loads(model)
+    gaps = rng.exponential(1.0, (reps, n_max))
+    services = rng.choice(np.asarray(model.services), (reps, n_max))
+    wanted = np.array(sorted(set(sizes))) - 1
+    parts = [np.cumsum(_simulate(model, loads[i:i + LOAD_CHUNK], gaps, services), 2, dtype=np.int32)[:, :, wanted]
+             for i in range(0, len(loads), LOAD_CHUNK)]
+    joined = np.concatenate(parts, 0)
+    return {int(n): joined[:, :, j] for j, n in enumerate(wanted + 1)}
+
+
+def _between(log_loads: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the log loads ``x`` fall in the table: the index of the table load below each, and the weight of the
+    one above (clipped to the table)."""
+    pos = np.clip((x - log_loads[0]) / (log_loads[1] - log_loads[0]), 0, len(log_loads) - 1.000001)
+    below = np.floor(pos).astype(int)
+    return below, pos - below
 
 
 @lru_cache(maxsize=8)
@@ -116,20 +137,17 @@ def steady_peak(model: Model, allowed: float) -> float:
 def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarray, allowed: float,
              seed: int = 5) -> pe.Estimate:
     """kappa by inverting the test on the total late count; the peak is the model's over kappa."""
-    n_max = int(queries.max())
-    cum, log_loads = table(model, max(n_max, 500))
+    at_size = counts_at(model, tuple(int(n) for n in queries))
+    log_loads = np.log(table_loads(model))
     peak_model = steady_peak(model, allowed)
     rng = np.random.default_rng(seed)
     steps = len(qps)
     perm = np.stack([rng.permutation(REPS) for _ in range(steps)])  # steps x draws
-    kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
-    x = np.log(kappas)[:, None] + np.log(qps)[None, :]  # kappa x steps
-    pos = np.clip((x - log_loads[0]) / (log_loads[1] - log_loads[0]), 0, len(log_loads) - 1.000001)
-    i0 = np.floor(pos).astype(int)
-    w = pos - i0
+    kappas = KAPPAS
+    i0, w = _between(log_loads, np.log(kappas)[:, None] + np.log(qps)[None, :])  # kappa x steps
     total = np.zeros((KAPPA_POINTS, REPS))
     for j in range(steps):
-        counts = cum[:, perm[j], queries[j] - 1]  # loads x draws
+        counts = at_size[int(queries[j])][:, perm[j]]  # loads x draws
         total += (1 - w[:, j, None]) * counts[i0[:, j]] + w[:, j, None] * counts[i0[:, j] + 1]
     observed = float(late.sum())
     below = (total < observed - 1e-9).mean(1)
@@ -153,8 +171,7 @@ SMOOTH = 0.5  # pseudo-count a bin
 @lru_cache(maxsize=64)
 def bin_probs(model: Model, queries: int) -> np.ndarray:
     """P(late count's bin | table load) at ``queries`` queries a step (loads x bins), smoothed."""
-    cum, _ = table(model, max(queries, 500))
-    counts = cum[:, :, queries - 1]
+    counts = counts_at(model, (queries,))[queries]
     which = np.searchsorted(BIN_EDGES, counts, side="right") - 1
     hist = np.stack([np.bincount(row, minlength=len(BIN_EDGES) - 1) for row in which]).astype(float)
     return (hist + SMOOTH) / (REPS + SMOOTH * hist.shape[1])
@@ -164,13 +181,10 @@ def likelihood_estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late
                         allowed: float) -> pe.Estimate:
     """kappa from the steps' binned late counts' likelihood (each step its own simulated distribution); the interval
     is the posterior's 5-95% under a flat prior in log kappa (or the likelihood-ratio set with LIKELIHOOD_RATIO)."""
-    _, log_loads = table(model, max(int(queries.max()), 500))
+    log_loads = np.log(table_loads(model))
     peak_model = steady_peak(model, allowed)
-    kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
-    x = np.log(kappas)[:, None] + np.log(qps)[None, :]
-    pos = np.clip((x - log_loads[0]) / (log_loads[1] - log_loads[0]), 0, len(log_loads) - 1.000001)
-    i0 = np.floor(pos).astype(int)
-    w = pos - i0
+    kappas = KAPPAS
+    i0, w = _between(log_loads, np.log(kappas)[:, None] + np.log(qps)[None, :])
     loglik = np.zeros(KAPPA_POINTS)
     for j in range(len(qps)):
         probs = bin_probs(model, int(queries[j]))
@@ -230,23 +244,6 @@ STALL_SPIKE = 0.0  # the prior's weight on the grid's lowest stall share (as goo
 SHARE_LOADS, SHARE_QUERIES = 40, 300_000  # the steady-state late share's curve: loads, queries a load
 
 
-REAL_REPS, LOAD_CHUNK = 1000, 10  # a real run's simulated runs per load, and the loads simulated at once
-
-
-def counts_at(model: Model, sizes: list[int], seed: int = 11):
-    """Late counts (loads x REAL_REPS) of runs from an empty queue after each of ``sizes`` queries, at the table's
-    loads, and those loads' logs; simulated a few loads at a time (a long confirming run would not fit at once)."""
-    rng = np.random.default_rng(seed)
-    n_max = max(sizes)
-    loads = model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
-    gaps = rng.exponential(1.0, (REAL_REPS, n_max))
-    services = rng.choice(np.asarray(model.services), (REAL_REPS, n_max))
-    wanted = np.array(sorted(set(sizes))) - 1
-    parts = [np.cumsum(_simulate(model, loads[i:i + LOAD_CHUNK], gaps, services), 2, dtype=np.int32)[:, :, wanted]
-             for i in range(0, len(loads), LOAD_CHUNK)]
-    joined = np.concatenate(parts, 0)
-    return {n: joined[:, :, j] for j, n in enumerate(wanted + 1)}, np.log(loads)
-
 
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: tuple) -> list[float]:
     order = np.argsort(values, axis=None)
@@ -280,11 +277,11 @@ def share_curve(model: Model) -> tuple[np.ndarray, np.ndarray]:
                                   for q in grid]), grid
 
 
-def stall_posterior(model: Model, at_size: dict, log_loads: np.ndarray, steps: list[tuple[float, int, int]]):
+def stall_posterior(model: Model, at_size: dict, steps: list[tuple[float, int, int]]):
     """kappa and a load-free stall share from the steps' late counts ((qps, queries, late) each): each count scored
     exactly against the model's simulated counts at its size (``at_size``: loads x runs) plus a binomial of stalls."""
     stalls = np.exp(np.linspace(math.log(STALL_LO), math.log(STALL_HI), STALL_POINTS))
-    kappas = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
+    kappas = KAPPAS
     loglik = np.zeros((KAPPA_POINTS, STALL_POINTS))
     for qps, n, k in steps:
         runs = at_size[n]
@@ -292,10 +289,8 @@ def stall_posterior(model: Model, at_size: dict, log_loads: np.ndarray, steps: l
         c = np.arange(k + 1)
         stall = scipy.stats.binom.pmf((k - c)[:, None], (n - c)[:, None], stalls[None, :])  # (k+1) x stalls
         at_load = pmf @ stall  # table loads x stalls
-        pos = np.clip((np.log(kappas * qps) - log_loads[0]) / (log_loads[1] - log_loads[0]), 0,
-                      len(log_loads) - 1.000001)
-        i0 = np.floor(pos).astype(int)
-        w = (pos - i0)[:, None]
+        i0, w = _between(np.log(table_loads(model)), np.log(kappas * qps))
+        w = w[:, None]
         loglik += np.log(np.maximum((1 - w) * at_load[i0] + w * at_load[i0 + 1], 1e-300))
     prior = np.full(STALL_POINTS, (1 - STALL_SPIKE) / (STALL_POINTS - 1))
     prior[0] = STALL_SPIKE if STALL_SPIKE > 0 else prior[1]
@@ -308,9 +303,8 @@ def stall_posterior(model: Model, at_size: dict, log_loads: np.ndarray, steps: l
 
 def stall_estimate(model: Model, steps: list) -> pe.Estimate:
     """The grid's search steps through :func:`stall_posterior` (the table's runs as the model's counts)."""
-    cum, log_loads = table(model, max(500, max(s.queries for s in steps)))
-    at_size = {s.queries: cum[:, :, s.queries - 1] for s in steps}
-    post = stall_posterior(model, at_size, log_loads, [(s.qps, s.queries, int(s.late.sum())) for s in steps])
+    at_size = counts_at(model, tuple(s.queries for s in steps))
+    post = stall_posterior(model, at_size, [(s.qps, s.queries, int(s.late.sum())) for s in steps])
     low, mid, high = post.quantiles(post.peaks)
     return pe.Estimate(mid, low, high)
 
@@ -322,14 +316,9 @@ def real_estimate(path: Path) -> str:
     servers, bound_s = data["workers"], data["bound_ms"] / 1e3
     runs = data["runs"]
     model = Model(tuple(ms / 1e3 for run in runs for ms in run["service_ms"]), servers, bound_s)
-    steps = []
-    for run in runs:
-        lost, answered = set(run["lost_at"]), iter(run["latencies_ms"])
-        flags = [True if i in lost else next(answered) > data["bound_ms"]
-                 for i in range(len(run["latencies_ms"]) + len(lost))]
-        steps.append((run["offered_qps"], len(flags), int(sum(flags))))
-    at_size, log_loads = counts_at(model, [n for _, n, _ in steps])
-    post = stall_posterior(model, at_size, log_loads, steps)
+    flags = [(run["offered_qps"], LoadGenRun.from_dict(run).late_flags(data["bound_ms"])) for run in runs]
+    steps = [(qps, len(late), sum(late)) for qps, late in flags]
+    post = stall_posterior(model, counts_at(model, tuple(n for _, n, _ in steps), REAL_REPS), steps)
     peak_q, kappa_q, stall_q = post.quantiles(post.peaks), post.quantiles(post.kappas), post.quantiles(post.stalls)
     share, grid = share_curve(model)
     mgc = float(np.interp(1 - PERCENTILE, share, grid))
