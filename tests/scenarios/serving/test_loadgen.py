@@ -10,17 +10,17 @@ import pytest
 
 lg = pytest.importorskip("mlperf_loadgen")
 
-from trtbench.scenarios.serving.loadgen import KEPT_LOGS, ServerLoad, loadgen_settings, log_settings, run_loadgen  # noqa: E402,E501
+from trtbench.scenarios.serving.loadgen import KEPT_LOGS, LatencyBound, ServerLoad, loadgen_settings, log_settings, run_loadgen  # noqa: E402,E501
 
 
 def test_a_latency_bound_and_token_latencies_set_loadgens_server_settings():
-    vision = loadgen_settings(lg, ServerLoad(40.0, 0.99, 2.5, 300, 7, latency_ms=25.0))
+    vision = loadgen_settings(lg, ServerLoad(40.0, 7, 2.5, 300, LatencyBound(0.99, latency_ms=25.0)))
     assert vision.scenario == lg.TestScenario.Server and vision.mode == lg.TestMode.PerformanceOnly
     assert (vision.server_target_qps, vision.server_target_latency_ns, vision.server_target_latency_percentile) == \
         (40.0, 25_000_000, 0.99)
     assert (vision.min_duration_ms, vision.min_query_count, vision.schedule_rng_seed) == (2500, 300, 7)
     assert not vision.use_token_latencies
-    tokens = loadgen_settings(lg, ServerLoad(3.0, 0.9, 1.0, 50, 0, ttft_ms=2000.0, tpot_ms=200.0))
+    tokens = loadgen_settings(lg, ServerLoad(3.0, 0, 1.0, 50, LatencyBound(0.9, ttft_ms=2000.0, tpot_ms=200.0)))
     assert tokens.use_token_latencies and (tokens.ttft_latency, tokens.tpot_latency) == (2_000_000_000, 200_000_000)
     assert tokens.server_target_latency_percentile == 0.9
 
@@ -50,7 +50,8 @@ class AnswersAtOnce:
 
 def test_a_run_closes_its_session_and_keeps_the_summary_and_detail_only(tmp_path):
     folder = tmp_path / "run"
-    session, summary = run_loadgen(AnswersAtOnce, 1, ServerLoad(500.0, 0.9, 0.1, 64, 0, latency_ms=1000.0), folder)
+    load = ServerLoad(500.0, 0, 0.1, 64, LatencyBound(0.9, latency_ms=1000.0))
+    session, summary = run_loadgen(AnswersAtOnce, 1, load, folder)
     assert session.closed and session.issued >= 64
     assert sorted(p.name for p in folder.iterdir()) == sorted(KEPT_LOGS)
     assert summary.minimums_met and summary.completed_qps, summary

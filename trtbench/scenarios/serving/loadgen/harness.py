@@ -26,18 +26,25 @@ class Query:
 
 
 @dataclass(frozen=True)
-class ServerLoad:
-    """One run's load: Poisson arrivals at ``qps`` from ``seed``, LoadGen's minimums, and its bound(s) at
-    ``percentile``: ``latency_ms``, or ``ttft_ms`` and ``tpot_ms`` for token latencies."""
+class LatencyBound:
+    """What LoadGen holds ``percentile`` of queries to: ``latency_ms``, or ``ttft_ms`` and ``tpot_ms``."""
 
-    qps: float
     percentile: float
-    min_duration_s: float
-    min_queries: int
-    seed: int
     latency_ms: Optional[float] = None
     ttft_ms: Optional[float] = None
     tpot_ms: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ServerLoad:
+    """One run's load: Poisson arrivals at ``qps`` from ``seed``, at least ``min_duration_s`` and ``min_queries``
+    long (LoadGen's minimums), held to ``bound``."""
+
+    qps: float
+    seed: int
+    min_duration_s: float
+    min_queries: int
+    bound: LatencyBound
 
 
 class Session(Protocol):
@@ -56,12 +63,13 @@ def loadgen_settings(lg, load: ServerLoad):
     test.scenario = lg.TestScenario.Server
     test.mode = lg.TestMode.PerformanceOnly
     test.server_target_qps = load.qps
-    if load.ttft_ms is not None:
+    bound = load.bound
+    if bound.ttft_ms is not None:
         test.use_token_latencies = True
-        test.ttft_latency, test.tpot_latency = int(load.ttft_ms * 1e6), int(load.tpot_ms * 1e6)
+        test.ttft_latency, test.tpot_latency = int(bound.ttft_ms * 1e6), int(bound.tpot_ms * 1e6)
     else:
-        test.server_target_latency_ns = int(load.latency_ms * 1e6)
-    test.server_target_latency_percentile = load.percentile
+        test.server_target_latency_ns = int(bound.latency_ms * 1e6)
+    test.server_target_latency_percentile = bound.percentile
     test.min_duration_ms = int(load.min_duration_s * 1e3)
     test.min_query_count = load.min_queries
     test.schedule_rng_seed = load.seed

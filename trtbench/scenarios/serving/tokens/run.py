@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 
 from trtbench.scenarios.serving.loadgen.peak_estimate import Search, SearchPlan, StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.batch_window import gather
-from trtbench.scenarios.serving.loadgen.harness import Query, ServerLoad, run_loadgen
+from trtbench.scenarios.serving.loadgen.harness import LatencyBound, Query, ServerLoad, run_loadgen
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary, percentile_label
 from trtbench.scenarios.serving.loadgen.settings import BatchingConfig
 from trtbench.scenarios.serving.loadgen.rule import passes
@@ -204,8 +204,9 @@ def decoder_run(servers: Sequence[Serve], load: TokenLoad, serving: DecoderServi
     """One LoadGen run offering ``qps`` to ``servers``, its logs in ``folder``, judged by the late share's bound."""
     start = time.perf_counter()
     pool, summary = run_loadgen(lambda lg: _Servers(lg, servers, serving), len(serving.samples),
-                                ServerLoad(qps, load.percentile, load.min_duration_s, load.min_queries, load.seed,
-                                           ttft_ms=load.ttft_ms, tpot_ms=load.tpot_ms), folder)
+                                ServerLoad(qps, load.seed, load.min_duration_s, load.min_queries,
+                                           LatencyBound(load.percentile, ttft_ms=load.ttft_ms, tpot_ms=load.tpot_ms)),
+                                folder)
     duration = time.perf_counter() - start
     queries, error = tuple(pool.stamps), "; ".join(dict.fromkeys(pool.errors))
     late = sum(1 for q in queries if q.late(load))

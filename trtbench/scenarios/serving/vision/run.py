@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from trtbench.core.knobs import Knobs
 from trtbench.scenarios.serving.loadgen.peak_estimate import StepFailed, search_or_stop
-from trtbench.scenarios.serving.loadgen.harness import ServerLoad, run_loadgen
+from trtbench.scenarios.serving.loadgen.harness import LatencyBound, ServerLoad, run_loadgen
 from trtbench.scenarios.serving.vision.config import ServingConfig
 from trtbench.scenarios.serving.vision.pool import ServerSession, ServingPool, call_label
 from trtbench.scenarios.serving.loadgen.peaks import searched_peak
@@ -36,8 +36,8 @@ class OfferedLoad:
 
 def server_load(settings: ServingConfig, load: OfferedLoad) -> ServerLoad:
     """What one run of ``settings`` offers at ``load``, bounded by its latency bound (``p99_ms``)."""
-    return ServerLoad(load.qps, settings.percentile, settings.min_duration_s, load.queries or settings.queries,
-                      settings.seed + load.repeat, latency_ms=settings.p99_ms)
+    return ServerLoad(load.qps, settings.seed + load.repeat, settings.min_duration_s, load.queries or settings.queries,
+                      LatencyBound(settings.percentile, latency_ms=settings.p99_ms))
 
 
 @dataclass(frozen=True)
