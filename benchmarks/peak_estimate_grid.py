@@ -29,6 +29,7 @@ sys.path[:0] = [str(TESTS)]
 from helpers.queue_model import PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak  # noqa: E402
 from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, Estimate, SearchPlan,  # noqa: E402
                                                               search_peak)
+from trtbench.scenarios.serving.loadgen.queue_model import QueueModel  # noqa: E402
 from trtbench.scenarios.serving.loadgen.rule import LOADGEN_CONFIDENCE, early_stopping_queries, passes  # noqa: E402
 
 # (workers, service ms, bound ms): issue 42's five queues, then 1, 2 and 4 workers at bounds of 3-10 service times
@@ -36,6 +37,7 @@ QUEUES = ((1, 10.2, 40.0), (2, 10.2, 40.0), (1, 5.0, 30.0), (3, 5.0, 30.0), (2, 
           *((workers, 10.0, 10.0 * times) for workers in (1, 2, 4) for times in (3, 4, 6, 10)))
 
 
+LOGISTIC = False  # --logistic: no queue model, as for batching and token serving
 TRUTH_RUNS, TRUTH_QUERIES = 8, 2_000_000  # long runs averaged for a several-worker queue's true peak
 
 
@@ -59,8 +61,10 @@ def searches(queue: tuple[int, float, float], count: int, step_queries: int, bud
     servers, service_ms, bound_ms = queue
     service_s, bound_s = service_ms / 1e3, bound_ms / 1e3
     rng = np.random.default_rng(seed)
+    model = QueueModel((service_s,), servers, bound_s)
     plan = SearchPlan(1 - PERCENTILE, servers / service_s, step_queries, 0.1, 0.02, Budget(budget),
-                      functools.partial(early_stopping_queries, percentile=PERCENTILE))
+                      functools.partial(early_stopping_queries, percentile=PERCENTILE),
+                      None if LOGISTIC else lambda steps: model)
 
     def step(qps: float, repeat: int, queries: int):
         return md_c_latencies(qps, service_s, servers, rng.exponential(1.0, queries)) > bound_s, None
@@ -90,11 +94,17 @@ def main() -> int:
     parser.add_argument("--step-queries", type=int, default=500)
     parser.add_argument("--budget", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1000, help="the first queue's seed; each next queue's is one more")
+    parser.add_argument("--queues", default="", help="comma-separated indices into QUEUES (default: all)")
+    parser.add_argument("--logistic", action="store_true", help="the logistic curve (no queue model) reads the steps")
     args = parser.parse_args()
+    global LOGISTIC
+    LOGISTIC = args.logistic
     print(f"{args.searches} searches a queue, steps of {args.step_queries} queries, {args.budget} queries a search")
     print("| queue | median found / true | 90% interval covers | median width | confirmed | LoadGen VALID |")
     print("|---|---|---|---|---|---|")
     for i, queue in enumerate(QUEUES):
+        if args.queues and str(i) not in args.queues.split(","):
+            continue
         started = time.monotonic()
         peak = true_peak(queue)
         found = searches(queue, args.searches, args.step_queries, args.budget, args.seed + i)

@@ -1,6 +1,8 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
-steps: the late share fitted to every step as a logistic curve in the log of the load, the peak where it reaches the
-allowed share, the interval a block bootstrap less its median bias (docs/serving.md, "The joint estimate").
+steps. Where the plan knows the queue (:mod:`.queue_model`), the steps are read through it: one load scale from their
+late counts, the peak the model's over it. Elsewhere the late share is fitted to every step as a logistic curve in the
+log of the load, the peak where it reaches the allowed share, the interval a block bootstrap less its median bias
+(docs/serving.md, "The joint estimate").
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any, Callable, Literal, Optional, Sequence
 
 import numpy as np
 
+from trtbench.scenarios.serving.loadgen.queue_model import (Posterior, QueueModel, posterior, steady_peak,
+                                                            steady_share)
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
@@ -71,7 +75,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run)."""
+    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run);
+    ``queue``: the queue the steps so far were served by (None: none known, the logistic curve reads them)."""
 
     allowed: float
     capacity: float
@@ -80,6 +85,7 @@ class SearchPlan:
     resolution: float
     budget: Budget
     verdict_queries: Optional[Callable[[float], Optional[int]]] = None
+    queue: Optional[Callable[[Sequence[Step]], QueueModel]] = None
 
     def queries_at(self, qps: float) -> int:
         """The queries of a step at ``qps``: LoadGen issues until both its minimums are met."""
@@ -270,31 +276,53 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
         late, made = run(qps, len(steps), plan.queries_at(qps))
         steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
         used += len(late)
-        point, independent_width = point_estimate(steps, plan.allowed)
+        if plan.queue is not None:
+            current = queue_estimate(plan.queue(steps), steps, plan.allowed)
+            point, independent_width = current.qps, current.width
+        else:
+            point, independent_width = point_estimate(steps, plan.allowed)
         bracket = _bracket(steps, plan)
         if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
             return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, used,
                           time.monotonic() - started)
-        if bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
+        if plan.queue is None and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
             bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
             return _confirmed(run, plan, steps, bracketed, used, started)
         if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
-            current = estimate(steps, plan.allowed, rng)
+            current = current if plan.queue is not None else estimate(steps, plan.allowed, rng)
             if current.width <= plan.resolution:
                 stopped_by = "resolution"
                 break
-    if stopped_by == "budget" and steps:
+    if stopped_by == "budget" and steps and plan.queue is None:
         current = estimate(steps, plan.allowed, rng)
     return dataclasses.replace(_confirmed(run, plan, steps, current, used, started),
                                stopped_by=stopped_by)
 
 
-def expected_share(steps: Sequence[Step], qps: float) -> float:
-    """The late share the curve fitted to every step expects at ``qps`` (0 where no step saw a late query)."""
+def _load_scale(model: QueueModel, steps: Sequence[Step]) -> Posterior:
+    return posterior(model, [s.qps for s in steps], [s.queries for s in steps], [int(s.late.sum()) for s in steps])
+
+
+def queue_estimate(model: QueueModel, steps: Sequence[Step], allowed: float) -> Estimate:
+    """The model's steady-state peak over the load scale the steps' late counts give (its posterior's median), and the
+    90% interval from the posterior's 5% and 95% (nan where no step saw a late query)."""
+    steps = [s for s in steps if s.queries]
+    if not any(s.late.any() for s in steps):
+        return Estimate(math.nan, math.nan, math.nan)
+    scale, peak = _load_scale(model, steps), steady_peak(model, allowed)
+    return Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2), peak / scale.kappa((1 - LEVEL) / 2))
+
+
+def expected_share(steps: Sequence[Step], plan: SearchPlan, qps: float) -> float:
+    """The late share expected at ``qps`` in the steady state: the plan's queue's at the load scale the steps give,
+    or the curve fitted to every step's (0 where no step saw a late query)."""
     steps = [s for s in steps if s.queries]
     if not any(s.late.any() for s in steps):
         return 0.0
+    if plan.queue is not None:
+        model = plan.queue(steps)
+        return steady_share(model, qps * _load_scale(model, steps).kappa(0.5))
     a, b, centre = fit_curve(steps)
     return float(_logistic(a, b, math.log(qps) - centre))
 
@@ -303,7 +331,7 @@ def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
     """The queries a search keeps back for its confirming run at ``low``."""
     if not (math.isfinite(low) and low > 0):
         return plan.queries_at(plan.capacity)
-    needed = plan.confirm_queries(low, expected_share(steps, low))
+    needed = plan.confirm_queries(low, expected_share(steps, plan, low))
     cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
     return min(cap, needed) if needed is not None else plan.queries_at(low)
 
@@ -313,7 +341,7 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
     """The search, ``used`` queries since ``started``, with its confirming run where the budget allows."""
     confirm, expected = None, ConfirmNeeds()
     if current.low > 0:
-        share = expected_share(steps, current.low)
+        share = expected_share(steps, plan, current.low)
         expected = ConfirmNeeds(share, plan.confirm_queries(current.low, share))
     if expected.queries is not None and used + expected.queries <= plan.budget.queries:
         late, made = run(current.low, len(steps), expected.queries)
