@@ -47,9 +47,10 @@ def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
         low, high = np.array([_wilson(int(s.late.sum()), s.queries) for s in panel.steps]).T
         ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
                     fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
-        a, b, centre = fit_curve(panel.steps)
         grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
-        ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
+        if panel.interval.read_by == "curve":
+            a, b, centre = fit_curve(panel.steps)
+            ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
         ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
         ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
         ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,

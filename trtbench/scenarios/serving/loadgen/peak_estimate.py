@@ -26,6 +26,7 @@ REPLICATES = 400  # bootstrap replicates of an interval
 LEVEL = 0.9  # the interval's coverage
 Z_LEVEL = NormalDist().inv_cdf((1 + LEVEL) / 2)
 SPREAD = 0.04  # a step beside the estimate is this share below or above it
+QUEUE_STEPS = (0.96, 1.04, 1.12)  # read through a queue model: the steps over the estimate, in turn, past the capacity
 MIN_LATE = 30  # fewer late queries in all, and the interval is not trusted to stop a search
 NEWTON_STEPS = 30
 CONFIRM_SHARE = 0.3  # the most of a search's budget kept back for its confirming run
@@ -99,6 +100,8 @@ class SearchPlan:
 
 # why a search stopped: its query or time budget spent, its interval narrow enough, or late at a tenth of the capacity
 StopReason = Literal["budget", "resolution", "floor"]
+# what read the steps: the logistic curve fitted to them, or the queue model
+ReadBy = Literal["curve", "queue"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class Search:
     queries: int
     seconds: float
     expected: ConfirmNeeds = ConfirmNeeds()
+    read_by: ReadBy = "curve"
 
 
 # run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made)
@@ -249,16 +253,24 @@ def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[Bracket]:
     under = [s.qps for s in steps if s.share <= plan.allowed]
     if min(under, default=math.inf) < max(over, default=0.0):
         return None
-    hi = min(over, default=plan.capacity)
+    hi = min(over, default=_ceiling(plan))
     return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
 def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
-    """Where the next step goes: bisection until the peak is bracketed, then beside the fit's crossing."""
+    """Where the next step goes: bisection until the peak is bracketed (read through a queue model: until a step is
+    late), then beside the estimate."""
     bracket = _bracket(steps, plan)
+    if plan.queue is not None and math.isfinite(point):
+        return point * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)]
     if bracket is None and math.isfinite(point):
         return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
-    return (bracket or Bracket(0.0, plan.capacity)).qps
+    return (bracket or Bracket(0.0, _ceiling(plan))).qps
+
+
+def _ceiling(plan: SearchPlan) -> float:
+    """The highest load a search offers: the capacity, or read through a queue model, past it by the last step."""
+    return plan.capacity * (QUEUE_STEPS[-1] if plan.queue is not None else 1.0)
 
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Search:
@@ -284,8 +296,10 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
         bracket = _bracket(steps, plan)
         if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
             return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, used,
-                          time.monotonic() - started)
-        if plan.queue is None and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
+                          time.monotonic() - started, read_by=_read_by(plan))
+        # read through a queue model, a step that is not late says how far the load is from the peak
+        closes = plan.queue is None or not any(s.late.any() for s in steps)
+        if closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
             bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
             return _confirmed(run, plan, steps, bracketed, used, started)
@@ -347,7 +361,12 @@ def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estim
         late, made = run(current.low, len(steps), expected.queries)
         confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
         used += len(late)
-    return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected)
+    return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected,
+                  _read_by(plan))
+
+
+def _read_by(plan: SearchPlan) -> ReadBy:
+    return "curve" if plan.queue is None else "queue"
 
 
 class StepFailed(Exception):

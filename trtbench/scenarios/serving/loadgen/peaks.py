@@ -9,10 +9,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, Search, StopReason
+from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, ReadBy, Search, StopReason
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
+READERS = {"curve": "the fitted curve", "queue": "the queue model"}  # what the text calls each reading
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,14 @@ class PeakInterval:
     confirm_valid: Optional[bool] = None
     confirm_late_share: Optional[float] = None
     confirm_needs: Optional[ConfirmNeeds] = None
+    read_by: ReadBy = "curve"
 
     def to_dict(self) -> dict:
         return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
                 "seconds": round(self.seconds, 3), "confirm_valid": self.confirm_valid,
                 "confirm_late_share": self.confirm_late_share,
-                "confirm_needs": None if self.confirm_needs is None else dataclasses.asdict(self.confirm_needs)}
+                "confirm_needs": None if self.confirm_needs is None else dataclasses.asdict(self.confirm_needs),
+                "read_by": self.read_by}
 
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> Optional["PeakInterval"]:
@@ -54,10 +57,10 @@ class PeakInterval:
         if self.confirm_valid is None and needs is not None and math.isfinite(needs.late_share):
             share, needed = needs.late_share, needs.queries
             if needed is None:
-                return (f"no confirming run: the fitted curve expects {share:.2%} late at {self.low:.1f}, which no "
-                        "run passes by LoadGen's early stopping")
+                return (f"no confirming run: {READERS[self.read_by]} expects {share:.2%} late at {self.low:.1f}, "
+                        "which no run passes by LoadGen's early stopping")
             return (f"no confirming run: LoadGen's early stopping needs {needed} queries to pass at the {share:.2%} "
-                    f"late the fitted curve expects at {self.low:.1f}, more than the budget had left")
+                    f"late {READERS[self.read_by]} expects at {self.low:.1f}, more than the budget had left")
         if self.confirm_valid is None:
             return "no confirming run (budget spent)"
         if self.confirm_valid:
@@ -65,7 +68,7 @@ class PeakInterval:
         expected = self.confirm_needs.late_share if self.confirm_needs is not None else math.nan
         if math.isfinite(expected) and self.confirm_late_share > expected:
             return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the "
-                    f"{expected:.2%} the fitted curve expected there, which the run was sized to pass)")
+                    f"{expected:.2%} {READERS[self.read_by]} expected there, which the run was sized to pass)")
         return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
 
     def text(self, peak: float) -> str:
@@ -83,9 +86,10 @@ def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]
     estimate = search.estimate
     share = search.confirm.share if search.confirm is not None else None
     if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
-        return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share)
+        return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share,
+                                 read_by=search.read_by)
     return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
-                                      confirm_valid, share, search.expected)
+                                      confirm_valid, share, search.expected, search.read_by)
 
 
 class RepeatedPeaks:

@@ -14,7 +14,6 @@ import numpy as np
 
 RUNS = 2000  # simulated steps per table load
 TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # the table's loads, over the capacity
-SIZE_STEP, HORIZON_STEP = 50, 500  # the table's step sizes: multiples of SIZE_STEP, up to one of HORIZON_STEP
 KAPPAS = np.exp(np.linspace(math.log(0.5), math.log(2.0), 400))  # the load scale's grid (flat prior in its log)
 BIN_EDGES = np.array([0, 1, 2, 3, 5, 9, 17, 33, 65, 129, 257, 10**9])  # a step's late count's bins: 0, 1, 2, 3-4...
 SMOOTH = 0.5  # pseudo-count a bin
@@ -66,25 +65,19 @@ def table_loads(model: QueueModel) -> np.ndarray:
     return model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
 
 
-def snapshot(queries: int) -> int:
-    """The table's size nearest a step of ``queries``: a multiple of :data:`SIZE_STEP`."""
-    return max(SIZE_STEP, SIZE_STEP * round(queries / SIZE_STEP))
-
-
 @lru_cache(maxsize=2)
-def late_counts(model: QueueModel, horizon: int) -> np.ndarray:
-    """The late count (sizes x table loads x :data:`RUNS`) of a step of each multiple of :data:`SIZE_STEP` queries
-    up to ``horizon``."""
+def late_counts(model: QueueModel, sizes: tuple[int, ...]) -> dict[int, np.ndarray]:
+    """The late count (table loads x :data:`RUNS`) of a step of each of ``sizes`` queries."""
     rng = np.random.default_rng(11)
-    gaps = rng.exponential(1.0, (RUNS, horizon))
+    gaps = rng.exponential(1.0, (RUNS, max(sizes)))
     services = rng.choice(np.asarray(model.services_s), gaps.shape)
-    return model.counts(table_loads(model), gaps, services, np.arange(SIZE_STEP, horizon + 1, SIZE_STEP))
+    return dict(zip(sizes, model.counts(table_loads(model), gaps, services, np.array(sizes))))
 
 
 @lru_cache(maxsize=32)
-def _bin_probabilities(model: QueueModel, horizon: int, size: int) -> np.ndarray:
+def _bin_probabilities(model: QueueModel, sizes: tuple[int, ...], size: int) -> np.ndarray:
     """P(a ``size``-query step's late count falls in each bin | table load): loads x bins, smoothed."""
-    which = np.searchsorted(BIN_EDGES, late_counts(model, horizon)[size // SIZE_STEP - 1], side="right") - 1
+    which = np.searchsorted(BIN_EDGES, late_counts(model, sizes)[size], side="right") - 1
     hist = np.stack([np.bincount(row, minlength=len(BIN_EDGES) - 1) for row in which]).astype(float)
     return (hist + SMOOTH) / (RUNS + SMOOTH * hist.shape[1])
 
@@ -101,15 +94,14 @@ class Posterior:
 
 def posterior(model: QueueModel, qps: Sequence[float], queries: Sequence[int], late: Sequence[int]) -> Posterior:
     """The load scale from the steps' late counts, each scored against the model's counts at its load and size."""
-    sizes = [snapshot(n) for n in queries]
-    horizon = HORIZON_STEP * -(-max(sizes) // HORIZON_STEP)
+    sizes = tuple(sorted({int(n) for n in queries}))
     log_loads = np.log(table_loads(model))
     at = np.clip((np.log(KAPPAS)[:, None] + np.log(np.asarray(qps))[None] - log_loads[0])
                  / (log_loads[1] - log_loads[0]), 0, len(log_loads) - 1.000001)  # kappas x steps
     below, weight = np.floor(at).astype(int), at - np.floor(at)
     loglik = np.zeros(len(KAPPAS))
-    for j, (size, count) in enumerate(zip(sizes, late)):
-        probs = _bin_probabilities(model, horizon, size)
+    for j, (size, count) in enumerate(zip(queries, late)):
+        probs = _bin_probabilities(model, sizes, int(size))
         b = int(np.searchsorted(BIN_EDGES, count, side="right") - 1)
         loglik += np.log((1 - weight[:, j]) * probs[below[:, j], b] + weight[:, j] * probs[below[:, j] + 1, b])
     density = np.exp(loglik - loglik.max())
