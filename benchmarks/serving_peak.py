@@ -1,6 +1,7 @@
 """Does the serving peak search find the queue's peak? The sleeper model against the M/D/c queue.
 
 Run:  .venv/bin/python benchmarks/serving_peak.py [--repeats 3] [--workers 2 1] [--min-queries 500]
+          [--search-minutes 4.5] [--priority -10] [--save DIR]
 
 A toy runtime that sleeps 10.2 ms per call is served under MLPerf LoadGen by 2, then 1 worker(s), with a
 p99 bound of 40 ms and the server scenario's default rule, the joint estimate (``validity: estimate``,
@@ -130,13 +131,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 1])
     parser.add_argument("--min-queries", type=int, default=500)
     parser.add_argument("--priority", type=int, default=None, help="nice value to run at (default: unchanged)")
+    parser.add_argument("--search-minutes", type=float, default=None, help="search_minutes (default: no limit)")
     parser.add_argument("--save", type=Path, default=None,
                         help="a folder to write each search's runs to (w<workers>_s<seed>.json), for "
                              "benchmarks/peak_queue_model.py --real")
     args = parser.parse_args()
     if args.priority is not None:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)
-    settings = ServingConfig(p99_ms=BOUND_MS, find_peak=True, threads=1, min_queries=args.min_queries)
+    settings = ServingConfig(p99_ms=BOUND_MS, find_peak=True, threads=1, min_queries=args.min_queries,
+                             search_minutes=args.search_minutes)
     bound_s = BOUND_MS / 1e3
     print(f"rule {settings.peak_rule}, steps of max({settings.queries}, QPS x {settings.min_duration_s:g} s) queries, "
           f"{settings.search_queries} queries a search, nice {os.getpriority(os.PRIO_PROCESS, 0)}", flush=True)
