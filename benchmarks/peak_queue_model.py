@@ -1,7 +1,9 @@
-"""Issue 42's candidate: the serving peak from an M/G/c queue model fed the recorded service times, calibrated by
+"""Issue 42's prototype: the serving peak from an M/G/c queue model fed the recorded service times, calibrated by
 the steps' late counts (one load scale, kappa), on the grid of ``peak_estimate_grid.py`` or on saved real searches.
-A prototype, not the package's estimator: benchmarks/NOTES.md, "A queue-model estimate, prototyped" and "The queue
-model's likelihood, and real runs read through it", say what it gives and what it lacks.
+The package's estimator grew from it (trtbench/scenarios/serving/loadgen/queue_model.py); this script keeps what the
+package does not: other step designs and intervals, and a load-free stall share read from saved real searches
+(benchmarks/NOTES.md, "A queue-model estimate, prototyped" and "The queue model's likelihood, and real runs read
+through it").
 
 Run:  .venv/bin/python benchmarks/peak_queue_model.py [--searches 20] [--queues 0,3,16] [--fixed]
           [--likelihood posterior|ratio] [--design 0.96,1.04,1.12]
