@@ -342,12 +342,13 @@ def expected_share(steps: Sequence[Step], plan: SearchPlan, qps: float) -> float
 
 
 def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
-    """The queries a search keeps back for its confirming run at ``low``."""
+    """The queries a search keeps back for its confirming run at ``low``: what LoadGen's verdict needs there, or one
+    step where that is more than :data:`CONFIRM_SHARE` of the budget (or no run passes)."""
     if not (math.isfinite(low) and low > 0):
         return plan.queries_at(plan.capacity)
     needed = plan.confirm_queries(low, expected_share(steps, plan, low))
     cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
-    return min(cap, needed) if needed is not None else plan.queries_at(low)
+    return needed if needed is not None and needed <= cap else plan.queries_at(low)
 
 
 def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
