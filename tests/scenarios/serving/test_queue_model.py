@@ -72,3 +72,10 @@ def test_the_load_scale_of_steps_from_the_model_itself_holds_one():
     assert all(s.kappa(0.95) / s.kappa(0.05) < 1.3 for s in scales)
     assert posterior(model, loads / 2, [500] * len(loads), late_at(2.0)).kappa(0.5) == pytest.approx(2.0, rel=0.1)
     assert set(late_counts(model, (500,))) == {500} and KAPPAS[0] == pytest.approx(0.5)
+
+
+def test_a_service_time_over_the_bound_puts_the_peak_near_no_load():
+    """One call in four takes longer than the bound: late beyond any allowed share at every load, so the steady peak
+    is the lowest load searched, a small share of the capacity."""
+    model = QueueModel((0.01, 0.01, 0.01, 0.05), 1, BOUND_S)
+    assert 0 < steady_peak(model, 1 - PERCENTILE) < 0.01 * model.capacity

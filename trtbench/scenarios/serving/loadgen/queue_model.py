@@ -142,8 +142,8 @@ def steady_peak(model: QueueModel, allowed: float) -> float:
         loads = np.linspace(lo, hi, STEADY_LOADS)
         shares = steady_shares(model, loads)
         over = int(np.searchsorted(shares, allowed, side="right"))
-        if over == 0:
-            lo, hi = 0.0, loads[0]
+        if over == 0:  # late beyond the allowed share at a fifth of the capacity: the service time's own tail
+            lo, hi = 0.01 * loads[0], loads[0]
             continue
         if over == len(loads):
             return float(loads[-1])
