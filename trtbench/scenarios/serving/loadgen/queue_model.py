@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-RUNS = 2000  # simulated steps per table load
+RUNS = 4000  # simulated steps per table load
 TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # the table's loads, over the capacity
 KAPPAS = np.exp(np.linspace(math.log(0.5), math.log(2.0), 400))  # the load scale's grid (flat prior in its log)
 BIN_EDGES = np.array([0, 1, 2, 3, 5, 9, 17, 33, 65, 129, 257, 10**9])  # a step's late count's bins: 0, 1, 2, 3-4...
