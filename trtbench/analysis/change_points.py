@@ -161,9 +161,12 @@ class _Split:
         """How many standard errors the levels lie apart."""
         return abs(self.after.mean - self.before.mean) / math.sqrt(self.before.variance + self.after.variance)
 
-    def is_step(self, threshold: float, z_min: float) -> bool:
-        """Whether the levels differ by ``z_min`` standard errors and ``threshold`` (relative) or more."""
-        return self.z >= z_min and abs(math.exp(self.after.mean - self.before.mean) - 1.0) >= threshold
+    def step(self, offset: int, threshold: float, z_min: float) -> Optional[Step]:
+        """The step at the cut (plus ``offset``) where the levels differ by ``z_min`` standard errors and by
+        ``threshold`` (relative) or more, else None."""
+        if not (self.z >= z_min and abs(math.exp(self.after.mean - self.before.mean) - 1.0) >= threshold):
+            return None
+        return Step(offset + self.cut, self.before.interval(), self.after.interval())
 
 
 def run_scatter(segments: Sequence[Sequence[Interval]]) -> float:
@@ -183,9 +186,9 @@ def _split(points: _Logs, offset: int, scatter: Optional[float], threshold: floa
         return []
     best = max((split for split in _splits(points, scatter) if not math.isnan(split.z)), key=lambda split: split.z,
                default=None)
-    if best is None or not math.isfinite(best.z) or not best.is_step(threshold, Z_STEP):
+    step = best.step(offset, threshold, Z_STEP) if best is not None and math.isfinite(best.z) else None
+    if step is None:
         return []
-    step = Step(offset + best.cut, best.before.interval(), best.after.interval())
     return [*_split(points[:best.cut], offset, scatter, threshold), step,
             *_split(points[best.cut:], step.index, scatter, threshold)]
 
@@ -205,6 +208,4 @@ def against(baseline: Sequence[Interval], point: Interval, threshold: float = TH
         return None
     logs = _Logs.of(baseline)
     scatter = logs.scatter([]) if scatter is None else scatter
-    split = _Split(len(baseline), logs.level(scatter), _Logs.of([point]).level(scatter))
-    return Step(split.cut, split.before.interval(), split.after.interval()) if split.is_step(threshold, Z_POINT) \
-        else None
+    return _Split(len(baseline), logs.level(scatter), _Logs.of([point]).level(scatter)).step(0, threshold, Z_POINT)

@@ -180,27 +180,27 @@ def _interval(value: Optional[float], low: Optional[float] = None, high: Optiona
 
 
 def record_figures(results: ResultSet, record: Record, key_of) -> list[Figure]:
-    """A record's figures: median, p99, speedup over eager fp32, accuracy (``key_of(case, figure)``: the key of a
-    :class:`FigureName`)."""
-    case = record.case
+    """A record's figures: median, p99, speedup over eager fp32, accuracy (``key_of(case, figure)``: the key)."""
+
+    def key(kind: FigureKind) -> SeriesKey:
+        return key_of(record.case, FigureName(kind))
+
     if record.status is not Status.OK:
         kinds = [FigureKind.MEDIAN, FigureKind.P99, FigureKind.ACCURACY] + \
             ([] if results.baseline(record) is record else [FigureKind.SPEEDUP])
-        return [Figure(key_of(case, FigureName(kind)), str(record.status), None, record.reason) for kind in kinds]
+        return [Figure(key(kind), str(record.status), None, record.reason) for kind in kinds]
     figures = []
     median = results.median_interval(record)
     if median is not None:
-        figures.append(Figure(key_of(case, FigureName(FigureKind.MEDIAN)), Status.OK,
-                              _interval(median.value, median.low, median.high)))
-        figures.append(Figure(key_of(case, FigureName(FigureKind.P99)), Status.OK, _interval(record.stats.p99)))
+        figures.append(Figure(key(FigureKind.MEDIAN), Status.OK, _interval(median.value, median.low, median.high)))
+        figures.append(Figure(key(FigureKind.P99), Status.OK, _interval(record.stats.p99)))
     speedup = results.speedup(record)
     if speedup is not None:
-        figures.append(Figure(key_of(case, FigureName(FigureKind.SPEEDUP)), Status.OK,
-                              _interval(speedup.value, speedup.low, speedup.high)))
+        figures.append(Figure(key(FigureKind.SPEEDUP), Status.OK, _interval(speedup.value, speedup.low, speedup.high)))
     if record.accuracy is not None:
         status = Status.FAILED if record.accuracy_failed else Status.OK
         error = record.accuracy.get("max_abs_err")
-        figures.append(Figure(key_of(case, FigureName(FigureKind.ACCURACY)), status, _interval(error),
+        figures.append(Figure(key(FigureKind.ACCURACY), status, _interval(error),
                               "" if status == Status.OK else "accuracy below its tolerance"))
     return figures
 
@@ -222,8 +222,7 @@ def served_figures(results: ResultSet, part, key_of) -> list[Figure]:
 
 
 def generate_figures(part, key) -> list[Figure]:
-    """A generate row's TTFT and TPOT medians with their intervals (``key(figure)``: the key of a
-    :class:`FigureName`)."""
+    """A generate row's TTFT and TPOT medians with their intervals (``key(figure)``: the key)."""
     data = part.to_dict()
     metrics = (data.get("data") or {}).get("metrics") or {}
     names = [FigureName(FigureKind.TTFT), FigureName(FigureKind.TPOT)]
