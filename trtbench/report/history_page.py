@@ -6,11 +6,12 @@ inline SVG here and filterable by the series' titles. It takes plain data (:clas
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from matplotlib.ticker import MaxNLocator
 
+from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.history.series import Series
 from trtbench.history.text import interval_text
@@ -23,9 +24,6 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40
 Y_TICKS = 5
 # px: the width a step's hover target spans
 STEP_HIT = 12
-# each figure's unit on the chart's axis (peak_qps and the rest by their name's first word)
-UNITS = {"median": "ms", "p99": "ms", "ttft": "ms", "tpot": "ms", "speedup": "x over eager", "peak_qps": "QPS",
-         "accuracy": "max abs error"}
 
 
 @dataclass(frozen=True)
@@ -42,25 +40,14 @@ class HistoryPoint:
 
 
 @dataclass(frozen=True)
-class HistoryStep:
-    """A step found in a series: ``index``, its first point after it; the levels before and after (with their
-    intervals); ``change``, what differed in the environment across it (empty where nothing did)."""
-
-    index: int
-    before: Interval
-    after: Interval
-    change: str = ""
-
-
-@dataclass(frozen=True)
 class HistorySeries:
     """One figure under one key: its ``title`` (the key in words), its ``unit``, its points in order of their
-    start, and the steps found in it."""
+    start, and the steps found in it (each at its first point after it, an index into ``points``)."""
 
     title: str
     unit: str
     points: tuple[HistoryPoint, ...]
-    steps: tuple[HistoryStep, ...] = ()
+    steps: tuple[Step, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,12 +99,11 @@ def _point_tip(point: HistoryPoint, unit: str) -> str:
     return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.environment.items())])
 
 
-def _step_tip(step: HistoryStep, series: HistorySeries) -> str:
-    change = step.after.value / step.before.value - 1 if step.before.value else math.nan
+def _step_tip(step: Step, series: HistorySeries) -> str:
     first = series.points[step.index].run_id if step.index < len(series.points) else "?"
-    return "\n".join([f"step at run {first} ({change:+.1%})", f"before {_with_unit(step.before, series.unit)}",
+    return "\n".join([f"step at run {first} ({step.change:+.1%})", f"before {_with_unit(step.before, series.unit)}",
                       f"after {_with_unit(step.after, series.unit)}",
-                      f"changed: {step.change or 'nothing in the environment'}"])
+                      f"changed: {'; '.join(step.what_changed) or 'nothing in the environment'}"])
 
 
 def _axes(frame: _Frame, series: HistorySeries) -> list[str]:
@@ -150,8 +136,7 @@ def _steps(frame: _Frame, series: HistorySeries) -> list[str]:
         # the step's hover target: a transparent strip wider than its line
         out.append(f'<rect class="stephit" x="{x - STEP_HIT / 2:.1f}" y="{TOP}" width="{STEP_HIT}" '
                    f'height="{HEIGHT - TOP - BOTTOM}" tabindex="0" data-tip="{escape(_step_tip(step, series))}"/>')
-        change = step.after.value / step.before.value - 1 if step.before.value else math.nan
-        out.append(f'<text class="steplabel" x="{x + 4:.1f}" y="{TOP - 8}">{change:+.1%}</text>')
+        out.append(f'<text class="steplabel" x="{x + 4:.1f}" y="{TOP - 8}">{step.change:+.1%}</text>')
     return out
 
 
@@ -208,8 +193,6 @@ def from_history(found: Sequence[Series]) -> list[HistorySeries]:
         points = tuple(HistoryPoint(p.run.run_id, p.run.started_at, p.value.value, p.value.low, p.value.high,
                                     {k: str(v) for k, v in p.run.versions.items()}) for p in drawn)
         at = {p.run.run_id: i for i, p in enumerate(drawn)}
-        steps = tuple(HistoryStep(at[s.first_run.run_id], s.step.before, s.step.after, "; ".join(s.changes))
-                      for s in series.steps if s.first_run.run_id in at)
-        unit = UNITS.get(series.key.figure.split(" ")[0], "")
-        pages.append(HistorySeries(series.key.label, unit, points, steps))
+        steps = tuple(replace(s, index=at[series.points[s.index].run.run_id]) for s in series.steps)
+        pages.append(HistorySeries(series.key.label, series.key.figure_name.kind.unit, points, steps))
     return pages
