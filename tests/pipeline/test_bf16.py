@@ -54,6 +54,26 @@ def test_torch_paths_run_bf16_marked_native_or_emulated(bf16_run):
         assert "bf16" not in records[(variant, "fp32")]["build"]["info"]
 
 
+def test_every_row_shows_the_precision_its_kernels_ran(bf16_run):
+    records, _ = rows(bf16_run[1])
+    for (variant, precision), record in records.items():
+        if record["status"] != "ok":
+            continue
+        kernels = record["metrics"]["kernels"]
+        assert kernels["source"] == {"ort": "ONNX Runtime profile", "openvino": "OpenVINO runtimePrecision"}.get(
+            variant, "oneDNN verbose")
+        conv = {g["precision"] for g in kernels["groups"] if g["op"] == "conv"}
+        assert conv <= ({"f32"} if precision == "fp32" else {"bf16"}), (variant, precision, kernels["text"])
+    assert records[("eager", "fp32")]["metrics"]["kernels"]["text"].startswith("conv f32 100%")
+    if NATIVE_HERE:  # native bf16 convolutions on bf16 units, in torch and in OpenVINO
+        assert records[("openvino", "bf16")]["status"] == "ok"
+        for variant in ("eager", "exported", "openvino"):
+            groups = records[(variant, "bf16")]["metrics"]["kernels"]["groups"]
+            assert groups and all("bf16" in g["isa"] or "amx" in g["isa"] for g in groups), (variant, groups)
+    report = (bf16_run[1] / "report.md").read_text()
+    assert "kernels (read from the runtime)" in report
+
+
 @pytest.mark.skipif(NATIVE_HERE, reason="checks the skips of a CPU without bf16 units")
 def test_ort_and_openvino_are_skipped_naming_what_is_missing(bf16_run):
     records, _ = rows(bf16_run[1])

@@ -12,7 +12,10 @@ import pytest
 
 from conftest import run_dict
 from helpers.planted import planted_config
+from trtbench.core.env import bf16_compute
 from trtbench.models.planted import planted_path
+
+NATIVE_HERE = bf16_compute("cpu").mode == "native"
 
 POSITIONS = (1, 3)
 
@@ -23,7 +26,7 @@ def fallback_run(tmp_path_factory):
     config = planted_config(tmp, "bf16", POSITIONS[0])
     model = config.pop("model")
     config["models"] = [{**model, "kwargs": {"fault": "bf16", "at": at}} for at in POSITIONS]
-    config.update(variants=["eager", "exported"],
+    config.update(variants=["eager", "exported", "openvino"],
                   benchmark={"mode": "fixed", "warmup": 1, "warmup_s": 0, "iterations": 3, "measure_ceiling": False,
                              "isolation": "in_process"})
     config["output"]["cold_start"] = False
@@ -36,7 +39,7 @@ def test_the_planted_module_alone_stays_fp32_and_the_rows_pass(fallback_run, at)
     doc, report = fallback_run
     rows = {(r["case"]["variant"], r["case"]["precision"]): r for r in doc["records"]
             if f"at={at}" in r["case"]["model"]}
-    assert set(rows) == {(v, p) for v in ("eager", "exported") for p in ("fp32", "bf16")}
+    assert set(rows) == {(v, p) for v in ("eager", "exported", "openvino") for p in ("fp32", "bf16")}
     for variant in ("eager", "exported"):
         bf16 = rows[(variant, "bf16")]
         assert bf16["status"] == "ok" and bf16["parity"]["ok"], bf16
@@ -45,6 +48,13 @@ def test_the_planted_module_alone_stays_fp32_and_the_rows_pass(fallback_run, at)
         assert facts["builds"] == 2  # the full bf16 copy, then the planted module kept
         assert facts["fallback_cost"]["slowdown"] > 0 and facts["fallback_cost"]["full_bf16_ms"] > 0
         assert "fp32_fallback" not in rows[(variant, "fp32")]["build"]["info"]
+    openvino = rows[("openvino", "bf16")]
+    if NATIVE_HERE:  # its marked nodes proven f32 by the compiled model's runtimePrecision, the rest bf16
+        kept = openvino["metrics"]["kernels"]["kept"]
+        assert openvino["status"] == "ok" and kept["marked"] >= 1 and kept["ran_f32"] == kept["marked"], openvino
+        assert openvino["build"]["info"]["f32_nodes"] >= 1 and "kept f32" in openvino["metrics"]["kernels"]["text"]
+    else:
+        assert openvino["status"] == "skipped" and "no bf16 kernels" in openvino["reason"]
     section = report[report.index("## Layers kept in fp32 (fp16, bf16)"):]
     for variant in ("eager", "exported"):
         assert f"| {variant} | bf16 | opt | {planted_path(at)} |" in section

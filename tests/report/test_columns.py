@@ -46,8 +46,8 @@ def test_without_it_the_tables_do_not_have_it():
 
 
 def test_the_built_in_column_sets_are_registered_in_column_order():
-    assert [c.name for c in registered()][:8] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
-                                                  "flops", "accuracy", "processes"]
+    assert [c.name for c in registered()][:9] == ["build_time", "latency", "throughput", "speedup", "precision_speedup",
+                                                  "flops", "accuracy", "kernels", "processes"]
     assert markdown_table(two_variant_set()).splitlines()[0] == (
         "| variant | point | status | median ms (95% CI, 1 process x rounds) | p99 ms | samples/s | "
         "speedup [95% CI, 1 process x rounds] | GFLOP/s (% peak, % matmul) | parity | processes | process spread |")

@@ -19,7 +19,7 @@ from trtbench.building.copies import PrecisionCopy, cast_to_precision
 from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.allocator import mmap_threshold
 from trtbench.core.deprecation import silenced
-from trtbench.core.env import torch_thread_facts
+from trtbench.core.env import pin_fp32_math, torch_thread_facts
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import dtype_name, precision_dtype
 from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
@@ -35,6 +35,8 @@ HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved fi
 REBUILD_FACTS = ("first_call_s", "fxgraph_cache_hits", "fxgraph_cache_misses")
 # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
 ALLOCATOR_STATE = "mmap_threshold_bytes"
+KERNELS = "kernels"  # worker fact: by point label, the precision its second call's kernels ran (KernelProof.to_dict)
+FP32_MATH = "fp32_math"  # worker fact: torch's fp32 math as pinned (core/env.py pin_fp32_math)
 
 
 def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:
@@ -99,6 +101,7 @@ class VariantRecipe:
         return dataclasses.replace(self, fp32_modules=tuple(fp32_modules))
 
     def materialize(self) -> tuple[dict[str, Any], dict]:
+        fp32_math = pin_fp32_math()
         torch.set_num_threads(self.threads)
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
         device = torch.device(self.device)
@@ -116,14 +119,17 @@ class VariantRecipe:
                 built = Built(variant.load(self.artifact, device), {"loaded": self.artifact.path.name})
         else:
             built = self._build(payload, inputs, device)
-        calls = {}
+        calls, kernels = {}, {}
         with torch.inference_mode():
             for label, values in inputs.items():
                 prepared = variant.prepare(built, values)
                 variant.run(built, prepared)  # first-call work stays out of the timed blocks
+                proof = variant.kernels(built, prepared, device)
+                if proof is not None:
+                    kernels[label] = proof.to_dict()
                 calls[label] = (lambda p=prepared: variant.run(built, p))
         del payload  # its file mapping (a rebuild copied the weights it needs)
-        facts = {**torch_thread_facts(), ALLOCATOR_STATE: mmap_threshold(),
+        facts = {**torch_thread_facts(), ALLOCATOR_STATE: mmap_threshold(), KERNELS: kernels, FP32_MATH: fp32_math,
                  "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
                  **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
                  **{key: built.info[key] for key in REBUILD_FACTS if key in built.info},

@@ -140,6 +140,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
         "cudnn_benchmark": cudnn_benchmark,
         "grad_enabled": False,
         "inference_mode": True,
+        "fp32_math": pin_fp32_math(),
     }
     env.update(gpu_info(device))
     env["machine"] = machine_fingerprint(env, cpu_flags_text())
@@ -301,10 +302,25 @@ def busy_machine_note(env: dict) -> str | None:
             f"rerun on an idle machine for numbers to report")
 
 
+FPMATH_ENV = "ONEDNN_DEFAULT_FPMATH_MODE"  # oneDNN's default math mode for f32 primitives, from the environment
+
+
+def pin_fp32_math() -> dict:
+    """torch's fp32 math on the CPU pinned to IEEE fp32 (matmul precision highest, oneDNN fp32 precision ieee: no
+    bf32), and what is set, with oneDNN's environment (which the pin does not override: a row's kernels tell)."""
+    torch.set_float32_matmul_precision("highest")  # matmuls: cuBLAS without TF32, oneDNN's matmul ieee
+    mkldnn = torch.backends.mkldnn
+    mkldnn.conv.fp32_precision = mkldnn.rnn.fp32_precision = "ieee"  # the generic flag would mix torch's two APIs
+    return {"float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "mkldnn_fp32_precision": {op: getattr(mkldnn, op).fp32_precision for op in ("conv", "matmul", "rnn")},
+            FPMATH_ENV: os.environ.get(FPMATH_ENV, "unset")}
+
+
 @contextlib.contextmanager
 def torch_settings(threads: int, cudnn_benchmark: bool) -> Iterator[None]:
-    """Set torch's thread count and cuDNN autotuning for a block, then restore them."""
+    """Set torch's thread count and cuDNN autotuning for a block (fp32 math pinned), then restore them."""
     old_threads, old_cudnn = torch.get_num_threads(), torch.backends.cudnn.benchmark
+    pin_fp32_math()
     torch.set_num_threads(threads)
     torch.backends.cudnn.benchmark = cudnn_benchmark
     try:

@@ -88,6 +88,7 @@ CPU_CORRECTIONS = [
 # is not measured.
 _HASWELL_BROADWELL = {0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56}
 _SKYLAKE_TO_ICE_LAKE = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7}
+GOLDEN_COVE_FLAGS = {"amx_tile", "amx_bf16", "amx_int8", "avx512_fp16"}  # only Golden Cove and later cores have these
 FP64_ADD_LATENCY = [
     AddLatency(
         "AMD Zen 5 (family 1Ah)", lambda c: c["vendor"] == "AuthenticAMD" and c["family"] == 0x1A, 2,
@@ -97,6 +98,13 @@ FP64_ADD_LATENCY = [
         lambda c: (c["vendor"] == "AuthenticAMD" and c["family"] in (0x17, 0x19))
         or (c["vendor"] == "HygonGenuine" and c["family"] == 0x18), 3,
         "AMD Software Optimization Guides for family 17h (pub. 55723) and for Zen 3 and Zen 4: FADD latency 3"),
+    # by the flags, before any model number: a hypervisor may show another model (AMX on a "Rocket Lake", 0xA7)
+    AddLatency(
+        "Intel Golden Cove and later (Sapphire Rapids and later Xeons: AMX or AVX512-FP16 in the flags)",
+        lambda c: c["vendor"] == "GenuineIntel" and bool(GOLDEN_COVE_FLAGS & c["flags"]), 2,
+        "Intel 64 and IA-32 Architectures Optimization Reference Manual, Golden Cove microarchitecture: floating-point "
+        "adds on the new fast adders, latency 2 (Sunny Cove's was 4); Chips and Cheese, 'Popping the Hood on Golden "
+        "Cove' (2021), measured the same"),
     AddLatency(
         "Intel Haswell/Broadwell", lambda c: c["vendor"] == "GenuineIntel" and c["family"] == 6
         and c["model"] in _HASWELL_BROADWELL, 3, "Agner Fog, instruction tables: ADDSD latency 3"),
@@ -105,7 +113,9 @@ FP64_ADD_LATENCY = [
         and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
 ]
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
-PLAUSIBLE_GHZ = (0.5, 7.0)  # a measured clock outside this is taken as a chain that was not latency-bound
+# a measured clock outside this is refused: a chain that was not latency-bound, or a latency the table has wrong; the
+# top is the fastest x86 part shipped (Intel Core i9-14900KS, 6.2 GHz maximum turbo)
+PLAUSIBLE_GHZ = (0.5, 6.2)
 
 TF32_NOTE = ("TF32 is used for fp32 here (cuDNN's convolutions use it by default, torch.backends.cudnn.allow_tf32), "
              "so the peak is the TF32 tensor cores' and the matmul is measured with TF32 allowed; a row's own matmuls "
@@ -157,7 +167,9 @@ def cpu_clock(cpuinfo: dict, lscpu_text: str, max_freq_khz: str,
     measured = measure_clock(latency.cycles)
     how = f"a chain of dependent fp64 adds at {latency.cycles} cycles each ({latency.microarchitecture})"
     if measured is None or not PLAUSIBLE_GHZ[0] <= measured <= PLAUSIBLE_GHZ[1]:
-        reading = "no reading" if measured is None else f"{measured:.2f} GHz, not plausible"
+        reading = "no reading" if measured is None else (
+            f"{measured:.2f} GHz, outside {PLAUSIBLE_GHZ[0]}-{PLAUSIBLE_GHZ[1]} GHz (no shipped part runs there), so "
+            f"refused")
         return nominal, f"{nominal_source}; the measured clock gave {reading}"
     if nominal is not None and measured <= nominal:
         return nominal, f"{nominal_source}; the measured clock, {how}, read lower ({measured:.2f} GHz)"

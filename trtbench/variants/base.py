@@ -12,6 +12,7 @@ import torch
 
 from trtbench.core.deprecation import Deprecation
 from trtbench.core.target import Target
+from trtbench.measure.kernels import KernelProof, onednn_lines, read_onednn
 
 
 @dataclass
@@ -92,6 +93,13 @@ class Variant(ABC):
     def run(self, built: Built, prepared: Any) -> Any:
         """Run one forward pass on inputs from ``prepare``; return torch tensors (or a pytree of them)."""
         return built.module(*prepared)
+
+    def kernels(self, built: Built, prepared: Any, device: torch.device) -> Optional[KernelProof]:
+        """The precision of one call's conv and matmul kernels, as its runtime reports it (torch's: oneDNN's verbose
+        lines of the call); None where the runtime cannot say (torch on CUDA)."""
+        if device.type != "cpu":
+            return None
+        return read_onednn(onednn_lines(lambda: self.run(built, prepared)))
 
     def thread_settings(self, built: Built) -> dict:
         """The runtime's own thread settings (pool sizes, spinning) for the report's isolation table."""

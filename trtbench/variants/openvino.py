@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import dataclasses
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,16 @@ from trtbench.core.env import NATIVE, bf16_compute
 from trtbench.core.errors import Unavailable
 from trtbench.core.precision import is_quantized
 from trtbench.core.target import Target
+from trtbench.measure.kernels import KernelProof, read_openvino
 from trtbench.variants import Artifact, Built, BuildContext, Variant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"
 INFERENCE_PRECISION = {"bf16": "bf16"}  # the CPU plugin's inference precision hint at each hinted precision; else f32
-DISABLE_FP16_COMPRESSION = "precise_0"  # the rt_info key of ov::disable_fp16_compression (DisableFP16Compression)
+# ov::DisablePrecisionConversion, as IR rt_info: "dynamic:f16" disables any conversion to f16, which the CPU plugin's
+# nodes read as "keep the original precision" under a lower inference precision (docs/backends.md, "OpenVINO's fp32
+# fallback")
+KEEP_ORIGINAL = {"name": "DisablePrecisionConversion", "version": "0", "value": "dynamic:f16"}
+KEPT_KEY = "DisablePrecisionConversion_0"  # the attribute's key in a read model's rt_info (name_version)
 
 
 def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
@@ -40,15 +46,32 @@ def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
     return found
 
 
-def keep_f32(ov_model, nodes: set[str]) -> int:
-    """Mark the operations of ``ov_model`` made from ONNX ``nodes`` (friendly names, or theirs with a ``/`` suffix)
-    to stay f32 under a lower inference precision; how many were marked."""
-    marked = 0
-    for op in ov_model.get_ops():
-        if op.get_friendly_name().split("/")[0] in nodes:
-            op.get_rt_info()[DISABLE_FP16_COMPRESSION] = ""
-            marked += 1
-    return marked
+def keep_f32(core, ov_model, nodes: set[str]):
+    """``ov_model`` with its operations made from ONNX ``nodes`` (friendly names, or theirs with a ``/`` suffix)
+    marked to keep their original precision (:data:`KEEP_ORIGINAL`), through its IR: Python cannot make the typed
+    attribute, the IR reader does."""
+    import xml.etree.ElementTree as ElementTree
+
+    import numpy as np
+
+    ov = import_openvino()
+    with tempfile.TemporaryDirectory(prefix="trtbench-openvino-") as folder:
+        xml, weights = Path(folder) / "model.xml", Path(folder) / "model.bin"
+        ov.save_model(ov_model, str(xml), compress_to_fp16=False)
+        tree = ElementTree.parse(xml)
+        for layer in tree.getroot().iter("layer"):
+            if layer.get("name", "").split("/")[0] in nodes:
+                info = layer.find("rt_info")
+                info = ElementTree.SubElement(layer, "rt_info") if info is None else info
+                ElementTree.SubElement(info, "attribute", KEEP_ORIGINAL)
+        return core.read_model(ElementTree.tostring(tree.getroot(), encoding="unicode"),
+                               ov.Tensor(np.fromfile(weights, dtype=np.uint8)))
+
+
+def kept_names(ov_model) -> frozenset[str]:
+    """The friendly names of ``ov_model``'s operations marked to keep their original precision."""
+    return frozenset(op.get_friendly_name() for op in ov_model.get_ops()
+                     if KEPT_KEY in op.get_rt_info().keys())
 
 
 def import_openvino():
@@ -65,10 +88,11 @@ def no_kernels(core, precision: str) -> str | None:
 
 
 class OpenVinoRunner:
-    """A compiled OpenVINO model with one infer request, taking and returning torch tensors."""
+    """A compiled OpenVINO model with one infer request, taking and returning torch tensors; ``kept``: the names of
+    the operations its model marked to keep their precision."""
 
-    def __init__(self, compiled):
-        self.compiled = compiled
+    def __init__(self, compiled, kept: frozenset[str] = frozenset()):
+        self.compiled, self.kept = compiled, kept
         self.request = compiled.create_infer_request()
 
     def prepare(self, inputs: tuple) -> list:
@@ -120,8 +144,8 @@ class OpenVino(Variant):
         if is_quantized(ctx.precision):
             ov_model, kept = self._quantize(core, ov_model, config, ctx)
         elif ctx.fp32_modules:
-            kept = {"f32_nodes": keep_f32(ov_model, onnx_nodes_in(ctx.built[self.depends_on].state.path,
-                                                                 ctx.fp32_modules))}
+            ov_model = keep_f32(core, ov_model, onnx_nodes_in(ctx.built[self.depends_on].state.path, ctx.fp32_modules))
+            kept = {"f32_nodes": len(kept_names(ov_model))}
         compiled = core.compile_model(ov_model, "CPU", config)
         applied = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
         if applied != asked:  # the plugin quietly stays at f32 where the CPU cannot compute bf16
@@ -133,7 +157,7 @@ class OpenVino(Variant):
                 **({"bf16": f"{NATIVE} (OpenVINO's CPU plugin read back {applied})"} if applied == "bf16" else {}),
                 "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")),
                 "onnx": ctx.built[self.depends_on].info, **kept}
-        return Built(OpenVinoRunner(compiled), info, state={"model": ov_model, "config": config})
+        return Built(OpenVinoRunner(compiled, kept_names(ov_model)), info, state={"model": ov_model, "config": config})
 
     @staticmethod
     def _quantize(core, ov_model, config: dict, ctx: BuildContext) -> tuple[Any, dict]:
@@ -162,6 +186,11 @@ class OpenVino(Variant):
     def run(self, built: Built, prepared):
         return built.module.run(prepared)
 
+    def kernels(self, built: Built, prepared, device: torch.device) -> KernelProof:
+        """The compiled model's conv and matmul nodes after a call, by the precision they ran, and its kept nodes'."""
+        built.module.run(prepared)
+        return read_openvino(built.module.compiled.get_runtime_model(), built.module.kept)
+
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         ov = import_openvino()
         xml, weights = directory / f"{stem}.xml", directory / f"{stem}.bin"
@@ -174,6 +203,7 @@ class OpenVino(Variant):
             **artifact.settings["config"], "INFERENCE_NUM_THREADS": threads}})
 
     def load(self, artifact: Artifact, device: torch.device):
-        ov = import_openvino()
-        return OpenVinoRunner(ov.Core().compile_model(str(artifact.path), artifact.settings["device"],
-                                                      artifact.settings["config"]))
+        core = import_openvino().Core()
+        model = core.read_model(str(artifact.path))
+        return OpenVinoRunner(core.compile_model(model, artifact.settings["device"], artifact.settings["config"]),
+                              kept_names(model))

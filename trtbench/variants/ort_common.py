@@ -13,6 +13,7 @@ import tempfile
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -20,6 +21,7 @@ from trtbench.core.errors import Unavailable
 from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
 from trtbench.core.target import Target
+from trtbench.measure.kernels import KernelProof, read_ort_profile
 from trtbench.variants import Artifact, Built, BuildContext, Variant
 
 OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",
@@ -87,11 +89,11 @@ class QuantizedOnnx:
 
 
 class OrtRunner:
-    """An ``InferenceSession`` that takes torch tensors on ``device`` and returns torch tensors."""
+    """An ``InferenceSession`` on the model file at ``path`` that takes torch tensors on ``device`` and returns torch
+    tensors."""
 
-    def __init__(self, session, device: torch.device):
-        self.session = session
-        self.device = device
+    def __init__(self, session, device: torch.device, path: Path):
+        self.session, self.device, self.path = session, device, path
         self.input_names = [value.name for value in session.get_inputs()]
         self.output_names = [value.name for value in session.get_outputs()]
 
@@ -121,6 +123,20 @@ class OrtRunner:
 
     def __call__(self, *inputs):
         return self.run(self.prepare(inputs))
+
+    def profile(self, prepared) -> KernelProof:
+        """The kernels a call ran (CPU inputs), read from the profile of a session of the same file, options and
+        providers."""
+        ort = import_onnxruntime()
+        options = self.session.get_session_options()
+        options.enable_profiling = True
+        with tempfile.TemporaryDirectory(prefix="trtbench-ort-profile-") as folder:
+            options.profile_file_prefix = str(Path(folder) / "profile")
+            providers = self.session.get_provider_options()
+            session = inference_session(ort, self.path, options, [[name, providers.get(name, {})]
+                                                                  for name in self.session.get_providers()])
+            session.run(None, prepared)
+            return read_ort_profile(session.end_profiling())
 
 
 class OrtVariant(Variant):
@@ -173,7 +189,7 @@ class OrtVariant(Variant):
                                f"(see its log above for why)")
         info = {"onnxruntime": ort.__version__, "providers": used, **settings, "onnx": ctx.built[self.depends_on].info,
                 **quantization}
-        return Built(OrtRunner(session, ctx.device), info,
+        return Built(OrtRunner(session, ctx.device, onnx_model.path), info,
                      state={"onnx": onnx_model, "providers": providers, "session": settings})
 
     def _session(self, ort, onnx_model, options, providers, ctx: BuildContext):
@@ -206,7 +222,7 @@ class OrtVariant(Variant):
             path = quantize_onnx(onnx_model.path, Path(workdir.name) / f"int8-{len(files)}.onnx",
                                  onnx_model.input_names, ctx.int8.calibration, settings,
                                  calibration_cache=Path(workdir.name) / "ranges.json")
-            runner = OrtRunner(inference_session(ort, path, options, providers), ctx.device)
+            runner = OrtRunner(inference_session(ort, path, options, providers), ctx.device, path)
             files[id(runner)] = path
             return runner
 
@@ -228,6 +244,10 @@ class OrtVariant(Variant):
     def run(self, built: Built, prepared):
         return built.module.run(prepared)
 
+    def kernels(self, built: Built, prepared, device: torch.device) -> Optional[KernelProof]:
+        """The kernels of a profiled session's call (CPU; None on a GPU provider, whose kernels it does not name)."""
+        return built.module.profile(prepared) if self.provider == CPU else None
+
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
         path = directory / f"{stem}.onnx"
         companions = built.state["onnx"].save(path)
@@ -245,4 +265,5 @@ class OrtVariant(Variant):
         """The saved model in a session set up as the build's was (threads, graph optimization)."""
         ort = import_onnxruntime()
         options = session_options(ort, artifact.settings.get("session") or {})
-        return OrtRunner(inference_session(ort, artifact.path, options, artifact.settings["providers"]), device)
+        return OrtRunner(inference_session(ort, artifact.path, options, artifact.settings["providers"]), device,
+                         artifact.path)

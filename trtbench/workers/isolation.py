@@ -18,7 +18,8 @@ from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.knobs import Knobs
 from trtbench.building.copies import PrecisionCopy
 from trtbench.measure.timing import BlockTimer, CallTimer
-from trtbench.building.recipe import ALLOCATOR_STATE, REBUILD_FACTS, VariantRecipe, write_payloads
+from trtbench.building.recipe import ALLOCATOR_STATE, KERNELS, REBUILD_FACTS, VariantRecipe, write_payloads
+from trtbench.measure.kernels import KernelProof
 from trtbench.variants import Artifact, Built, Variant
 from trtbench.workers.loop import (READY_CPU_S, Worker, WorkerError, WorkerTimer, close_workers, spawn_workers,
                                    start_workers)
@@ -48,6 +49,10 @@ class Isolation(Protocol):
 
     def facts(self, variant: str) -> dict: ...
 
+    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+        """What ``variant``'s kernels ran at ``label`` where it is timed (``read``: reading it in this process)."""
+        ...
+
     def next_turn(self) -> None:
         """Close this turn's processes and start the next turn's (only while one is left)."""
         ...
@@ -71,6 +76,9 @@ class InProcess:
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         return {0: CallTimer(call, self.device)}
+
+    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+        return read()
 
     def facts(self, variant: str) -> dict:
         return {"method": self.method, "settle": SETTLED, "pid": os.getpid(), **torch_thread_facts(),
@@ -183,6 +191,12 @@ class VariantWorkers:
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         return {i: WorkerTimer(worker, label) for i, worker in self._processes(variant).items()}
 
+    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+        """What the first process's kernels ran at ``label``, as it read them when ready."""
+        processes = self._processes(variant)
+        found = processes[min(processes)].facts.get(KERNELS, {}).get(label)
+        return KernelProof.from_dict(found) if found else None
+
     def _processes(self, variant: str) -> dict[int, Worker]:
         if variant in self.errors:
             raise self.errors[variant]
@@ -192,7 +206,8 @@ class VariantWorkers:
         """The method and knobs, and this turn's first process's facts (its threads, what it hosts, its peak RSS)."""
         processes = self.workers.get(variant, {})
         facts = _refreshed(processes[min(processes)]) if processes else {}
-        return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(), **facts}
+        return {"method": self.method, "settle": SETTLED, **self.knobs.to_dict(),
+                **{k: v for k, v in facts.items() if k != KERNELS}}
 
     def process_facts(self, variant: str) -> dict[int, dict]:
         """Each process of this turn: its pid, start-up luck, RSS, ready cost, context switches, migrations and

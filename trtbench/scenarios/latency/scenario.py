@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 import torch
 
 from trtbench.core.case import BASELINE_VARIANT
+from trtbench.core.env import NATIVE
 from trtbench.core.inflight import InFlight, in_flight
 from trtbench.core.precision import compute_dtype, dtype_name
 from trtbench.core.record import Record
@@ -101,6 +102,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
     made: dict[str, dict] = {}  # slot id -> the Record fields found so far
     timers: dict[str, dict[int, _Tagged]] = {}  # slot id -> its processes' timers, by process index
     checked_s: dict[str, float] = {}  # slot id -> its check call's time: an untimed call at this point
+    contradicted: dict[str, str] = {}  # slot id -> how its kernels contradict its precision
     started = time.perf_counter()
     with torch.inference_mode():
         for key, case in slots:
@@ -117,6 +119,13 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                     checked = isolation.check(key, point, call)  # in this process, with isolation in_process
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
                 fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
+                proof = isolation.kernels(key, point, functools.partial(variant.kernels, built, prepared, ctx.device))
+                if proof is not None:
+                    fields["metrics"]["kernels"] = proof.to_dict()
+                    native = str(built.info.get("bf16", "")).startswith(NATIVE)
+                    contradiction = proof.contradiction(case.precision, native_bf16=native)
+                    if contradiction:
+                        contradicted[key] = contradiction
                 processes = isolation.timers(key, point, call)
                 checked_s[key] = checked.call_s
             except KeyboardInterrupt:
@@ -158,7 +167,9 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
             break
-    return [Record(case=case, environment=ctx.env_id, **made[key]) for key, case in slots]
+    records = [Record(case=case, environment=ctx.env_id, **made[key]) for key, case in slots]
+    return [record.failed(f"its kernels contradict its precision: {contradicted[key]}") if key in contradicted
+            and record.status is Status.OK else record for record, (key, _) in zip(records, slots)]
 
 
 def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
