@@ -46,7 +46,7 @@ class Dialect:
 
     mark: str  # a named parameter in the driver's style, ``{}`` its name
     begin: tuple[str, ...]  # what starts a transaction that holds the database's write lock (one writer at a time)
-    connect: Callable[[str], Any]  # an autocommitting connection whose rows are read by column name
+    connect: Callable[[str], Any]  # an autocommitting connection, rows read by column name (sqlite3.Row, dict_row)
     setup: tuple[str, ...]  # run on each connection before anything else
     exists: Callable[[str], bool]  # whether a history is there to read
     recreate: Callable[[str], ContextManager["Store"]]  # an empty store that becomes the history at its end
