@@ -1,17 +1,26 @@
 """Synthetic run folders for the history's tests: a run of a tiny model's eager and traced rows at given medians,
-with its run id, start time, versions and machine, written as results.json by the real writer of results."""
+with its run id, start time, versions and machine, written as results.json by the real writer of results; and the
+committed version-2 history (:data:`V2_DATABASE`) with what the code that wrote it read back from it."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from helpers.paths import ASSETS
 from trtbench.core.case import Case
 from trtbench.core.env import machine_fingerprint
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 
+# Written by the store of schema version 2 (series.precision_name; trtbench at commit 2693fc0) from these folders:
+# series_folders(Path("runs"), [5.0] * 4 + [5.75] * 3) and a run 8 with torch 2.15.0 and traced failed, then
+# run-005 accepted; history_v2.json holds what that code read back from it (read_back).
+V2_DATABASE = ASSETS / "history_v2.sqlite"
+V2_READ_BACK = ASSETS / "history_v2.json"
 MACHINE_ENV = {"cpu": "AMD EPYC test", "cpu_count": 2, "gpu_name": None, "gpu_memory_gib": None}
 
 
@@ -55,3 +64,10 @@ def series_folders(root: Path, traced_ms: list[float], eager_ms: float = 10.0, s
     """A run folder per entry of ``traced_ms`` (eager at ``eager_ms`` in each), runs 1, 2, ..."""
     return [write_run(root / f"run{i}", i, {"eager": eager_ms, "traced": ms}, seed=seed)
             for i, ms in enumerate(traced_ms, start=1)]
+
+
+def read_back(store) -> dict:
+    """Everything ``store`` reads (its runs, series and points) as plain data, as :data:`V2_READ_BACK` holds it."""
+    return json.loads(json.dumps({"runs": [asdict(r) for r in store.runs()],
+                                  "series": {i: asdict(k) for i, k in store.series().items()},
+                                  "points": [asdict(p) for p in store.points()]}))

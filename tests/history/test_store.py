@@ -1,6 +1,7 @@
 """The history's SQLite store through the command line and the API: ingest is idempotent by run id, series follow
 start times, four processes appending at once lose nothing, rebuild gives the live database's series, the
-committed version-1 database migrates, and bad input exits 2 naming the fix."""
+committed version-1 and version-2 databases migrate (the latter read back as its writer read it), and bad input
+exits 2 naming the fix."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.history import series_folders, write_run
+from helpers.history import V2_DATABASE, V2_READ_BACK, read_back, series_folders, write_run
 from helpers.paths import REPO
 from trtbench import api
 from trtbench.cli import main
@@ -101,7 +102,7 @@ def test_rebuild_gives_the_live_series_even_over_a_corrupt_file(folders, tmp_pat
     assert [s.steps for s in api.history_series(lost)] == [s.steps for s in api.history_series(live)]
 
 
-def test_the_committed_version_1_database_migrates_to_version_2(tmp_path):
+def test_the_committed_version_1_database_migrates(tmp_path):
     copy = tmp_path / "v1.sqlite"
     shutil.copy(V1_DATABASE, copy)
     with sqlite3.connect(copy) as old:
@@ -109,13 +110,28 @@ def test_the_committed_version_1_database_migrates_to_version_2(tmp_path):
         assert "label" not in [row[1] for row in old.execute("PRAGMA table_info(runs)")]
         before = old.execute("SELECT COUNT(*) FROM points").fetchone()[0]
     with open_store(copy) as store:
-        assert store.version == STORE_VERSION == 2
+        assert store.version == STORE_VERSION == 3
         runs = store.runs()
         assert runs and all(r.label == "" for r in runs) and len(store.points()) == before > 0
     folder = write_run(tmp_path / "new", 9, {"eager": 10.0, "traced": 5.0})
     assert api.ingest([folder], copy).added == 1
     with open_store(copy) as store:
         assert store.runs()[-1].label == "commit-9"
+
+
+def test_a_version_2_database_reads_back_as_the_code_that_wrote_it_read_it(tmp_path, capsys):
+    copy = tmp_path / "v2.sqlite"
+    shutil.copy(V2_DATABASE, copy)
+    with sqlite3.connect(copy) as old:
+        assert old.execute("SELECT version FROM store_version").fetchone() == (2,)
+        assert "precision_name" in [row[1] for row in old.execute("PRAGMA table_info(series)")]
+    with open_store(copy) as store:
+        assert store.version == STORE_VERSION == 3
+        assert read_back(store) == json.loads(V2_READ_BACK.read_text())
+        assert all(key.series_id == series_id for series_id, key in store.series().items())
+    with sqlite3.connect(copy) as new:
+        assert "precision" in [row[1] for row in new.execute("PRAGMA table_info(series)")]
+    assert main(["gate", "--history", str(copy)]) == 1 and "newly failed" in capsys.readouterr().out
 
 
 def test_accept_and_forget(folders, tmp_path, capsys):

@@ -7,13 +7,13 @@ and then replaces it, so a corrupt or lost file is never read).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, ContextManager
 
 from trtbench.core.errors import UserInputError
 from trtbench.history.figures import stored_runs
-from trtbench.history.store import Store, is_postgres, open_store
+from trtbench.history.store import Store, dialect_of, open_store
 from trtbench.results.resultset import ResultSet
 
 
@@ -41,51 +41,30 @@ def append(store: Store, results: ResultSet, source: str) -> Ingested:
     return Ingested(added, known, figures)
 
 
-def _total(totals: list[Ingested]) -> Ingested:
-    return Ingested(*(sum(getattr(t, name) for t in totals) for name in ("added", "known", "figures")))
-
-
-def _loaded(dirs: list[str]) -> list[tuple[str, ResultSet]]:
-    """Every folder's result set, read before anything is written (one unreadable folder is bad input)."""
+def _into(opening: Callable[[str], ContextManager[Store]], where: str, dirs: list[str]) -> Ingested:
+    """The runs of each folder in ``dirs`` added to the store ``opening(where)``; every folder is read before anything
+    is written (one unreadable folder is bad input)."""
     if not dirs:
         raise UserInputError("DIR", "no folder given", "name the output folders of the runs to ingest")
-    return [(str(Path(d)), ResultSet.load(d)) for d in dirs]
+    sets = [(str(Path(d)), ResultSet.load(d)) for d in dirs]
+    with opening(where) as store:
+        totals = [append(store, results, source) for source, results in sets]
+    return Ingested(*(sum(getattr(t, name) for t in totals) for name in ("added", "known", "figures")))
 
 
 def ingest(where: str, dirs: list[str]) -> Ingested:
     """Add the runs of each folder in ``dirs`` to the history at ``where`` (idempotent by run id)."""
-    sets = _loaded(dirs)
-    with open_store(where) as store:
-        totals = [append(store, results, source) for source, results in sets]
-    return _total(totals)
+    return _into(open_store, where, dirs)
 
 
 def rebuild(where: str, dirs: list[str]) -> Ingested:
     """Recreate the history at ``where`` from ``dirs`` alone."""
-    sets = _loaded(dirs)
-    if is_postgres(where):
-        with open_store(where) as store:
-            store.clear()
-            totals = [append(store, results, source) for source, results in sets]
-    else:
-        path = Path(where)
-        fresh = path.with_name(path.name + ".rebuild")
-        for stale in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
-            stale.unlink(missing_ok=True)
-        with open_store(fresh) as store:
-            totals = [append(store, results, source) for source, results in sets]
-            store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm")):
-            stale.unlink(missing_ok=True)
-        os.replace(fresh, path)
-        Path(f"{fresh}-wal").unlink(missing_ok=True)
-        Path(f"{fresh}-shm").unlink(missing_ok=True)
-    return _total(totals)
+    return _into(dialect_of(where).recreate, where, dirs)
 
 
 def existing(where: str) -> str:
     """``where`` where it names a history that exists (a PostgreSQL URL is taken as one); bad input otherwise."""
-    if not is_postgres(where) and not Path(where).is_file():
+    if not dialect_of(where).exists(where):
         raise UserInputError(str(where), "no history database here",
                              "give --history the store runs append to (default results/history.sqlite), or fill "
                              "one: trtbench history ingest DIR...")

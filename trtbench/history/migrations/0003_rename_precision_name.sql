@@ -1,0 +1,1 @@
+ALTER TABLE series RENAME COLUMN precision_name TO precision;
