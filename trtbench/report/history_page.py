@@ -66,14 +66,11 @@ class HistorySeries:
 
 @dataclass(frozen=True)
 class Spot:
-    """A box on a chart that shows ``tip`` on hover: a point's (``kind`` ``pt``) or a step's (``step``), its left
-    and top edges and its width and height in % of the chart's image."""
+    """A box on a chart that shows ``tip`` on hover: a point's (``kind`` ``pt``) or a step's (``step``), in
+    fractions of the figure from its bottom left (matplotlib's figure coordinates)."""
 
     kind: str
-    left: float
-    top: float
-    width: float
-    height: float
+    box: Bbox
     tip: str
 
 
@@ -134,25 +131,16 @@ def _steps(ax, series: HistorySeries) -> None:
                     xytext=(3, 2), textcoords="offset points", color="tab:red", fontsize="small")
 
 
-def _spot(fig: Figure, kind: str, box: Bbox, tip: str) -> Spot:
-    """``box`` (display pixels from the figure's bottom left) as a spot on the figure's image."""
-    width, height = fig.bbox.width, fig.bbox.height
-    return Spot(kind, 100 * box.x0 / width, 100 * (1 - box.y1 / height), 100 * box.width / width,
-                100 * box.height / height, tip)
-
-
 def _spots(fig: Figure, ax, series: HistorySeries) -> tuple[Spot, ...]:
     """Each point's and each step's spot, where the laid-out axes draw them."""
-    side = SPOT * fig.dpi / 72
-    spots = []
-    for index, point in enumerate(series.points):
-        x, y = ax.transData.transform((index, point.value))
-        spots.append(_spot(fig, "pt", Bbox.from_bounds(x - side / 2, y - side / 2, side, side),
-                           _point_tip(point, series.unit)))
+    side, to_figure = SPOT * fig.dpi / 72, fig.transFigure.inverted()
+    centres = ax.transData.transform([(index, point.value) for index, point in enumerate(series.points)])
+    spots = [Spot("pt", Bbox.from_bounds(x - side / 2, y - side / 2, side, side).transformed(to_figure),
+                  _point_tip(point, series.unit)) for (x, y), point in zip(centres, series.points)]
     for step in series.steps:
         x = ax.transData.transform((step.index - 0.5, 0))[0]
-        spots.append(_spot(fig, "step", Bbox.from_extents(x - side / 2, ax.bbox.y0, x + side / 2, ax.bbox.y1),
-                           _step_tip(step, series)))
+        box = Bbox.from_extents(x - side / 2, ax.bbox.y0, x + side / 2, ax.bbox.y1)
+        spots.append(Spot("step", box.transformed(to_figure), _step_tip(step, series)))
     return tuple(spots)
 
 

@@ -1,13 +1,11 @@
-"""An offline HTML page: one file that opens from ``file://`` with nothing fetched (its Content-Security-Policy
-forbids any request but ``data:`` images), rendered by Jinja2, autoescaped, from a template of ``templates/`` over
-``page.html.j2``; its style and script (``assets/``) inline, its data as JSON in a script element, its figures as
-``data:`` URIs."""
+"""An offline HTML page, rendered by Jinja2 (autoescaped) from ``templates/``: one file that opens from ``file://``
+with nothing fetched (its Content-Security-Policy forbids any request but ``data:`` images), its style and script
+(``assets/``) inline, its data as JSON in a script element, its figures as ``data:`` URIs."""
 
 from __future__ import annotations
 
 import base64
 import math
-from functools import cache
 from importlib.resources import files
 from typing import Any
 
@@ -36,17 +34,14 @@ def _asset(name: str) -> str:
     return files("trtbench.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-@cache
-def _environment() -> Environment:
-    """The templates' environment: autoescaped, an undefined name an error, ``tojson`` strict and compact."""
-    environment = Environment(loader=PackageLoader("trtbench.report"), autoescape=True, undefined=StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    environment.filters["png_uri"] = png_uri
-    environment.policies["json.dumps_kwargs"] = {"allow_nan": False, "separators": (",", ":")}
-    environment.globals.update(policy=POLICY, style=_asset("page.css"), script=_asset("page.js"))
-    return environment
+# the templates: autoescaped, an undefined name an error, tojson strict and compact
+_PAGES = Environment(loader=PackageLoader("trtbench.report"), autoescape=True, undefined=StrictUndefined,
+                     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_PAGES.filters["png_uri"] = png_uri
+_PAGES.policies["json.dumps_kwargs"] = {"allow_nan": False, "separators": (",", ":")}
+_PAGES.globals.update(policy=POLICY, style=_asset("page.css"), script=_asset("page.js"))
 
 
 def render(template: str, **context: Any) -> str:
     """The page ``template`` (a file of ``templates/``) rendered with ``context``."""
-    return _environment().get_template(template).render(**context)
+    return _PAGES.get_template(template).render(**context)

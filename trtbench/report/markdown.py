@@ -14,23 +14,22 @@ from trtbench.report.tables import failed_part_notes
 from trtbench.results.resultset import ResultSet
 
 
-def environment_item(env: dict) -> Item:
-    """What the numbers were measured on: the environment, its GPU and whether the machine was busy under it."""
-    libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
-    threads = env.get("default_threads")
-    allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
-    text = (strong(environment_name(env)), f": device {env.get('device')}; CPU {env.get('cpu')} "
-            f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
-            f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else ""))
-    gpu = (f"GPU {env.get('gpu_name')} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
-           f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
-    under = [Item((gpu,))] if env.get("gpu_name") else []
-    busy = busy_machine_note(env)
-    return Item(text, items=tuple(under + ([Item((strong("Note"), f": {busy}."))] if busy else [])))
-
-
 def environment_list(results: ResultSet) -> Items:
-    return Items(tuple(environment_item(env) for env in results.environments.values()))
+    """What the numbers were measured on: each environment, its GPU and whether the machine was busy under it."""
+    items = []
+    for env in results.environments.values():
+        libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
+        threads = env.get("default_threads")
+        allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
+        text = (strong(environment_name(env)), f": device {env.get('device')}; CPU {env.get('cpu')} "
+                f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
+                f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else ""))
+        gpu = (f"GPU {env.get('gpu_name')} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
+               f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
+        under = [Item((gpu,))] if env.get("gpu_name") else []
+        busy = busy_machine_note(env)
+        items.append(Item(text, items=tuple(under + ([Item((strong("Note"), f": {busy}."))] if busy else []))))
+    return Items(tuple(items))
 
 
 def ended_blocks(ended: str) -> list[Paragraph]:

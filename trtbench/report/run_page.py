@@ -1,6 +1,5 @@
-"""``report.html``: a run's (or a merge's) report as one offline page (``templates/run.html.j2``): its head's blocks
-(those of report.md), the ranked, sortable and filterable speedup table (its data embedded as JSON), its notes, and
-every figure as a PNG data URI."""
+"""``report.html`` (``templates/run.html.j2``): a run's (or a merge's) report as one offline page: its head's blocks
+(report.md's), the ranked, sortable and filterable speedup table (its data as JSON), its notes, every figure."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from trtbench.core.record import Record
-from trtbench.report.blocks import Heading
 from trtbench.report.columns.speedup import speedup_text
 from trtbench.report.html import plain, render
 from trtbench.report.markdown import ended_blocks, environment_list, failure_blocks
@@ -52,8 +50,7 @@ def table_data(results: ResultSet) -> dict:
 
 def run_page(head, results: ResultSet, figures: Sequence[PageFigure]) -> str:
     """The page of ``results`` under ``head`` (a :class:`~trtbench.report.writer.ReportHead`) with ``figures``."""
-    title = next((block.text for block in head.intro if isinstance(block, Heading) and block.level == 1),
-                 "trtbench report")
+    title = next((block.text for block in head.intro if getattr(block, "level", 0) == 1), "trtbench report")
     return render("run.html.j2", title=title, intro=head.intro, ended=ended_blocks(head.ended),
                   environments=environment_list(results), failures=failure_blocks(results),
                   table=plain(table_data(results)), figures=figures)

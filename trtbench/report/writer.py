@@ -23,8 +23,7 @@ from trtbench.results.resultset import ResultSet
 
 @dataclass(frozen=True)
 class ReportHead:
-    """What heads a report: its intro (a run's or a merge's: blocks, :mod:`trtbench.report.blocks`), how the run
-    ended, and its artifact manifest."""
+    """What heads a report: its intro's blocks (a run's or a merge's), how the run ended, its artifact manifest."""
 
     intro: Sequence[Block]
     ended: str = "complete"  # trtbench.core.status.RunStatus: complete, interrupted, failed
