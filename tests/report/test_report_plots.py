@@ -202,10 +202,11 @@ def test_the_history_chart_draws_each_run_its_band_and_steps_and_each_spot_sits_
     spots = [spot for spot in chart.spots if spot.kind == "pt"]
     (step_spot,) = [spot for spot in chart.spots if spot.kind == "step"]
     assert [spot.tip.split("\n")[0] for spot in spots] == [f"run run-{i}" for i in range(5)]
-    assert spots[2].left < step_spot.left < spots[3].left and "step at run run-3 (+15.0%)" in step_spot.tip
+    assert spots[2].box.x0 < step_spot.box.x0 < spots[3].box.x0 and "step at run run-3 (+15.0%)" in step_spot.tip
     image = imread(io.BytesIO(png_files([chart.plot])[chart.plot.path]))
     height, width = image.shape[:2]
-    centres = [image[round((s.top + s.height / 2) * height / 100), round((s.left + s.width / 2) * width / 100)]
-               for s in spots]
+    # figure coordinates run up from the bottom, the image's rows down from the top
+    centres = [image[round((1 - spot.box.intervaly.mean()) * height), round(spot.box.intervalx.mean() * width)]
+               for spot in spots]
     assert all(tuple(pixel[:3]) == pytest.approx(to_rgba("tab:blue")[:3], abs=0.02) for pixel in centres)
-    assert spots[0].top > spots[3].top, "11.5 above 10"
+    assert spots[3].box.y0 > spots[0].box.y1, "11.5 above 10"
