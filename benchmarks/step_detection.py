@@ -1,6 +1,6 @@
-"""The history's step detection (trtbench/core/steps.py, the code `trtbench history` and `gate` run) simulated
-with this machine's figures: each run's own interval and the drift between runs, measured from a history of
-repeated runs of one config (benchmarks/history_step.py's runs 1-4, or any nightly history), or given.
+"""The history's step detection (trtbench/analysis/change_points.py, the code `trtbench history` and `gate` run)
+simulated with this machine's figures: each run's own interval and the drift between runs, measured from a history
+of repeated runs of one config (benchmarks/history_step.py's runs 1-4, or any nightly history), or given.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/step_detection.py [HISTORY] [--drift D] [--half-width H] [--series N]
 
@@ -20,7 +20,7 @@ import statistics
 import numpy as np
 
 from trtbench.core.stats import Interval
-from trtbench.core.steps import find_steps, run_scatter
+from trtbench.analysis.change_points import find_steps, run_scatter
 
 SEED = 43
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from trtbench.analysis.regimes import (MIN_SHIFT, common_factor, covering, find_regimes, regime_dependent,
-                                   regime_speedups)
+from trtbench.analysis.change_points import MIN_SHIFT
+from trtbench.analysis.regimes import common_factor, covering, find_regimes, regime_dependent, regime_speedups
 from trtbench.core.stats import BlockSeries, speedup_interval
 
 

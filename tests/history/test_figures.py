@@ -1,11 +1,12 @@
 """What a result set gives the history (trtbench/history/figures.py): each run with its rows' figures and their
-intervals, a served case's peak, a failed row's status, and runs told apart in a merge written before run ids."""
+intervals, a served case's peak, a failed row's status, runs told apart in a merge written before run ids, and a
+figure's name read back from its stored text."""
 
 from __future__ import annotations
 
 from helpers.records import record
 from trtbench.core.record import Record
-from trtbench.history.figures import stored_runs
+from trtbench.history.figures import FigureKind, FigureName, stored_runs
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.vision.result import ServedCase, ServingResult
 
@@ -45,3 +46,15 @@ def test_each_run_gets_its_own_environments_rows_with_intervals():
     assert failed.status == "failed" and failed.value is None and failed.reason == "no"
     assert {f.key.machine for f in first.figures} == {first.run.machine["id"]}
     assert len({f.key.model_hash for f in first.figures + second.figures}) == 1, "the same config's model"
+
+
+def test_a_figures_stored_text_reads_back_as_its_kind_and_setting():
+    batched = FigureName(FigureKind.PEAK_QPS, "server", 2, 4, '{"max_batch": 8, "window_ms": 5}')
+    assert batched.text == 'peak_qps server w2 t4 batching {"max_batch": 8, "window_ms": 5}'
+    stored = {f.key.figure for run in stored_runs(two_machines(), "merged") for f in run.figures}
+    assert {"median", "speedup", "peak_qps server w1 t2"} <= stored
+    for text in stored | {batched.text, "ttft", "tpot"}:
+        assert FigureName.from_text(text).text == text
+    assert FigureName.from_text(batched.text) == batched
+    assert FigureName.from_text("peak_qps server w1 t2").kind.worse(-0.1), "a lower peak is worse"
+    assert FigureName.from_text("median").kind.worse(0.1) and FigureKind.MEDIAN.unit == "ms"

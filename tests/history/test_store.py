@@ -46,8 +46,8 @@ def test_ingest_twice_adds_nothing_and_series_follow_start_times(folders, tmp_pa
     (median,) = read_history(str(store), SeriesFilter(variant="traced", figure="median"))
     assert [p.run.run_id for p in median.points] == [f"run-{i:03d}" for i in range(1, 8)]
     (step,) = median.steps
-    assert step.first_run.run_id == "run-005" and step.regression and 0.13 < step.step.change < 0.17
-    assert step.step.before.low < 5.0 < step.step.before.high or abs(step.step.before.value - 5.0) < 0.05
+    assert median.points[step.index].run.run_id == "run-005" and median.worse(step) and 0.13 < step.change < 0.17
+    assert step.before.low < 5.0 < step.before.high or abs(step.before.value - 5.0) < 0.05
 
 
 def test_history_lists_each_series_with_its_step(folders, tmp_path, capsys):

@@ -15,11 +15,12 @@ import pytest
 import helpers.browser
 from helpers.browser import start_browser
 from helpers.records import regime_results
+from trtbench.analysis.change_points import Step
 from trtbench.core.record import Record
 from trtbench.core.stats import Interval
 from trtbench.pipeline.sections import report_sections
 from trtbench.report.blocks import Heading, Paragraph, code
-from trtbench.report.history_page import HistoryPoint, HistorySeries, HistoryStep
+from trtbench.report.history_page import HistoryPoint, HistorySeries
 from trtbench.report.writer import ReportHead, write_history_page, write_report
 
 VALUES = ("speedup", "speedup_low", "speedup_high")
@@ -137,7 +138,7 @@ def history_series() -> list[HistorySeries]:
         return HistoryPoint(f"run-{i}", f"2026-11-{10 + i:02d}T02:00:00", value, value * 0.98, value * 1.02,
                             {"torch": "2.14.1", "onnxruntime": ort})
     stepped = tuple(point(i, 10.0 if i < 4 else 11.5, "1.22.0" if i < 4 else "1.23.0") for i in range(7))
-    step = HistoryStep(4, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6), "onnxruntime 1.22.0 -> 1.23.0")
+    step = Step(4, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6), ("onnxruntime 1.22.0 -> 1.23.0",))
     flat = tuple(point(i, 5.0 + 0.01 * (i % 2), "1.22.0") for i in range(5))
     return [HistorySeries("m ort fp32 opt: median", "ms", stepped, (step,)),
             HistorySeries("m eager fp32 opt: median", "ms", flat)]

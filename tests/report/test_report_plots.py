@@ -17,9 +17,10 @@ from helpers.serving import SUMMARY_INVALID
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections
+from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.report.blocks import Heading
-from trtbench.report.history_page import HistoryPoint, HistorySeries, HistoryStep, history_chart
+from trtbench.report.history_page import HistoryPoint, HistorySeries, history_chart
 from trtbench.report.writer import ReportHead, png_files, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import parse_summary
@@ -192,7 +193,7 @@ def test_the_history_chart_draws_each_run_its_band_and_steps_and_each_spot_sits_
     PNG the page shows, each point's hover spot is centred on the point's marker."""
     values = (10.0, 10.0, 10.0, 11.5, 11.5)
     points = tuple(HistoryPoint(f"run-{i}", "t", v, v - 0.2, v + 0.2) for i, v in enumerate(values))
-    step = HistoryStep(3, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6))
+    step = Step(3, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6))
     chart = history_chart(HistorySeries("m ort: median", "ms", points, (step,)), "history-0.png")
     assert chart.plot.series["value|m ort: median"] == tuple((float(i), v) for i, v in enumerate(values))
     assert {x for x, _ in chart.plot.series["step|3"]} == {2.5}

@@ -1,4 +1,5 @@
-"""The machine's regimes: stretches of a point's rounds in which every process of every variant ran at one speed.
+"""The machine's regimes: stretches of a point's rounds in which every process of every variant ran at one speed
+(their change points: :func:`~trtbench.analysis.change_points.regime_starts`).
 
 More: docs/measuring.md, "Module notes", trtbench/analysis/regimes.py.
 """
@@ -11,12 +12,8 @@ from typing import Iterable
 
 import numpy as np
 
+from trtbench.analysis.change_points import regime_starts
 from trtbench.core.stats import BlockSeries, Interval, speedup_interval
-
-MIN_REGIME_ROUNDS = 3
-MIN_SHIFT = 0.02  # regimes closer than 2% in speed are one
-PENALTY = 3.0  # a stationary series with heavy-tailed noise (Student t, 3 degrees of freedom) stays one regime
-MAX_POINTS = 60
 
 
 @dataclass(frozen=True)
@@ -55,62 +52,12 @@ def common_factor(series: Iterable[BlockSeries]) -> tuple[np.ndarray, np.ndarray
     return unique, np.array([np.median(chunk) for chunk in np.split(values, starts[1:])])
 
 
-def _noise(values: np.ndarray) -> float:
-    """The series' noise (standard deviation) from its successive differences: robust to a few level shifts."""
-    from scipy.stats import median_abs_deviation
-
-    steps = np.diff(values)
-    return float(median_abs_deviation(steps, scale="normal") / math.sqrt(2)) if steps.size else 0.0
-
-
-def _may_split(values: np.ndarray) -> bool:
-    """Whether ``values`` can hold two regimes of MIN_REGIME_ROUNDS rounds MIN_SHIFT apart at all."""
-    if values.size < 2 * MIN_REGIME_ROUNDS:
-        return False
-    ordered = np.sort(values)
-    return bool(ordered[-2] - ordered[1] >= math.log1p(MIN_SHIFT))
-
-
-def _change_points(values: np.ndarray) -> list[int]:
-    """Indices into ``values`` where a new regime starts (PELT, binned to MAX_POINTS)."""
-    if not _may_split(values):
-        return []
-    size = math.ceil(values.size / MAX_POINTS)
-    binned = np.array([np.median(values[i:i + size]) for i in range(0, values.size, size)])
-    min_bins = max(1, math.ceil(MIN_REGIME_ROUNDS / size))
-    sigma = _noise(binned)
-    if binned.size < 2 * min_bins or sigma == 0:
-        return []
-    try:
-        import ruptures
-    except ImportError as err:  # a dependency of trtbench: a broken install
-        raise ImportError("trtbench finds the machine's regimes with ruptures, which is not installed: "
-                          "pip install ruptures") from err
-    ends = ruptures.Pelt(model="l1", min_size=min_bins, jump=1).fit(binned.reshape(-1, 1)).predict(
-        pen=PENALTY * sigma * math.log(binned.size))
-    return [end * size for end in ends[:-1]]
-
-
-def _joined(values: np.ndarray, starts: list[int]) -> list[int]:
-    """``starts`` less those between neighbours closer than MIN_SHIFT, the closest pair joined first."""
-    starts = list(starts)
-    while starts:
-        bounds = [0, *starts, values.size]
-        levels = [np.median(values[a:b]) for a, b in zip(bounds, bounds[1:])]
-        gaps = np.abs(np.diff(levels))
-        closest = int(np.argmin(gaps))
-        if gaps[closest] >= math.log1p(MIN_SHIFT):
-            break
-        del starts[closest]
-    return starts
-
-
 def find_regimes(series: Iterable[BlockSeries]) -> list[Regime]:
     """The regimes of a point whose variants' blocks are ``series``, in round order."""
     round_ids, factor = common_factor(series)
     if not round_ids.size:
         return []
-    starts = _joined(factor, _change_points(factor))
+    starts = regime_starts(factor)
     bounds = [0, *starts, factor.size]
     levels = [float(np.median(factor[a:b])) for a, b in zip(bounds, bounds[1:])]
     fastest = min(levels)

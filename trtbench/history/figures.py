@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import Optional
 
 from trtbench.core.case import Case
@@ -21,9 +22,60 @@ from trtbench.results.resultset import ResultSet
 VERSION_KEYS = ("python", "torch", "torchvision", "driver", "cuda", "cudnn")
 
 
+class FigureKind(Enum):
+    """A figure the history keeps of a row (its name), with its unit and whether it grows as things get better."""
+
+    MEDIAN = ("median", "ms", False)
+    P99 = ("p99", "ms", False)
+    SPEEDUP = ("speedup", "x over eager", True)
+    ACCURACY = ("accuracy", "max abs error", False)
+    PEAK_QPS = ("peak_qps", "QPS", True)
+    TTFT = ("ttft", "ms", False)
+    TPOT = ("tpot", "ms", False)
+
+    def __new__(cls, name: str, unit: str, higher_is_better: bool) -> "FigureKind":
+        kind = object.__new__(cls)
+        kind._value_, kind.unit, kind.higher_is_better = name, unit, higher_is_better
+        return kind
+
+    def worse(self, change: float) -> bool:
+        """Whether a relative ``change`` of this figure is for the worse."""
+        return change < 0 if self.higher_is_better else change > 0
+
+
+@dataclass(frozen=True)
+class FigureName:
+    """A series' figure: its kind and, for a serving peak, the setting it was found at (``batching``: its JSON with
+    sorted keys, empty without batching). A series' key keeps it as :attr:`text`, read back by :meth:`from_text`."""
+
+    kind: FigureKind
+    scenario: str = ""
+    workers: int = 0
+    threads: int = 0
+    batching: str = ""
+
+    @property
+    def text(self) -> str:
+        """``median``; ``peak_qps server w2 t4``, with `` batching {...}`` where it batched."""
+        if not self.scenario:
+            return self.kind.value
+        return f"{self.kind.value} {self.scenario} w{self.workers} t{self.threads}" + \
+            (f" batching {self.batching}" if self.batching else "")
+
+    @classmethod
+    def from_text(cls, text: str) -> "FigureName":
+        head, _, batching = text.partition(" batching ")
+        kind, *setting = head.split(" ")
+        if not setting:
+            return cls(FigureKind(kind))
+        scenario, workers, threads = setting
+        return cls(FigureKind(kind), scenario, int(workers[1:]), int(threads[1:]), batching)
+
+
 @dataclass(frozen=True)
 class SeriesKey:
-    """What a series is one figure of (the model's id is for people; its hash identifies it)."""
+    """What a series is one figure of (the model's id is for people; its hash identifies it; ``figure``: the
+    :class:`FigureName`'s text, as stored)."""
 
     model: str
     model_hash: str
@@ -48,6 +100,10 @@ class SeriesKey:
         parts = [self.model, f"{self.variant}{'(' + self.options + ')' if self.options else ''}", self.precision,
                  self.point, f"t{self.threads}", self.knobs, self.figure]
         return " ".join(p for p in parts if p)
+
+    @property
+    def figure_name(self) -> FigureName:
+        return FigureName.from_text(self.figure)
 
 
 @dataclass(frozen=True)
@@ -125,22 +181,26 @@ def _interval(value: Optional[float], low: Optional[float] = None, high: Optiona
 
 def record_figures(results: ResultSet, record: Record, key_of) -> list[Figure]:
     """A record's figures: median, p99, speedup over eager fp32, accuracy (``key_of(case, figure)``: the key)."""
-    case = record.case
+
+    def key(kind: FigureKind) -> SeriesKey:
+        return key_of(record.case, FigureName(kind))
+
     if record.status is not Status.OK:
-        names = ["median", "p99", "accuracy"] + ([] if results.baseline(record) is record else ["speedup"])
-        return [Figure(key_of(case, name), str(record.status), None, record.reason) for name in names]
+        kinds = [FigureKind.MEDIAN, FigureKind.P99, FigureKind.ACCURACY] + \
+            ([] if results.baseline(record) is record else [FigureKind.SPEEDUP])
+        return [Figure(key(kind), str(record.status), None, record.reason) for kind in kinds]
     figures = []
     median = results.median_interval(record)
     if median is not None:
-        figures.append(Figure(key_of(case, "median"), Status.OK, _interval(median.value, median.low, median.high)))
-        figures.append(Figure(key_of(case, "p99"), Status.OK, _interval(record.stats.p99)))
+        figures.append(Figure(key(FigureKind.MEDIAN), Status.OK, _interval(median.value, median.low, median.high)))
+        figures.append(Figure(key(FigureKind.P99), Status.OK, _interval(record.stats.p99)))
     speedup = results.speedup(record)
     if speedup is not None:
-        figures.append(Figure(key_of(case, "speedup"), Status.OK, _interval(speedup.value, speedup.low, speedup.high)))
+        figures.append(Figure(key(FigureKind.SPEEDUP), Status.OK, _interval(speedup.value, speedup.low, speedup.high)))
     if record.accuracy is not None:
         status = Status.FAILED if record.accuracy_failed else Status.OK
         error = record.accuracy.get("max_abs_err")
-        figures.append(Figure(key_of(case, "accuracy"), status, _interval(error),
+        figures.append(Figure(key(FigureKind.ACCURACY), status, _interval(error),
                               "" if status == Status.OK else "accuracy below its tolerance"))
     return figures
 
@@ -152,8 +212,8 @@ def served_figures(results: ResultSet, part, key_of) -> list[Figure]:
         return []
     figures = []
     for item in part.to_dict()["results"]:
-        name = f"peak_qps {item['scenario']} w{item['workers']} t{item['threads']}" + \
-               (f" batching {json.dumps(item['batching'], sort_keys=True)}" if item.get("batching") else "")
+        name = FigureName(FigureKind.PEAK_QPS, item["scenario"], item["workers"], item["threads"],
+                          json.dumps(item["batching"], sort_keys=True) if item.get("batching") else "")
         interval = item.get("interval") or {}
         value = _interval(item.get("peak_qps"), interval.get("low"), interval.get("high"))
         status = str(item.get("status", Status.OK))
@@ -165,11 +225,12 @@ def generate_figures(part, key) -> list[Figure]:
     """A generate row's TTFT and TPOT medians with their intervals (``key(figure)``: the key)."""
     data = part.to_dict()
     metrics = (data.get("data") or {}).get("metrics") or {}
+    names = [FigureName(FigureKind.TTFT), FigureName(FigureKind.TPOT)]
     if data["status"] != Status.OK or not metrics:
-        return [Figure(key(name), data["status"], None, data.get("reason", "")) for name in ("ttft", "tpot")]
+        return [Figure(key(name), data["status"], None, data.get("reason", "")) for name in names]
     figures = []
-    for name in ("ttft", "tpot"):
-        metric = metrics.get(f"{name}_ms") or {}
+    for name in names:
+        metric = metrics.get(f"{name.kind.value}_ms") or {}
         median, rel = metric.get("median"), metric.get("median_ci_rel")
         finite = rel is not None and rel != float("inf")
         figures.append(Figure(key(name), Status.OK, _interval(median, median * (1 - rel) if finite else None,
@@ -198,9 +259,9 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
         env = results.environments.get(environment) or {}
         machine = (env.get("machine") or machine_fingerprint(env))["id"]
 
-        def key_of(case, figure: str) -> SeriesKey:
+        def key_of(case, figure: FigureName) -> SeriesKey:
             return SeriesKey(case.model, model_hash_of(runs[index], case.model), case.variant, case.options,
-                             case.precision, case.point, case.threads, case.knobs, case.device, machine, figure)
+                             case.precision, case.point, case.threads, case.knobs, case.device, machine, figure.text)
         return key_of
 
     for record in results:

@@ -6,20 +6,17 @@ on: a row newly failed or skipped, or a gated figure's latest step (else the run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
+from trtbench.analysis.change_points import THRESHOLD
 from trtbench.core.errors import UserInputError
-from trtbench.core.steps import THRESHOLD, against, find_steps
 from trtbench.core.status import Status
-from trtbench.history.figures import RunRow
-from trtbench.history.series import (SeriesFilter, SeriesPoint, Series, load_series, since_accepted,
-                                     version_changes, worse)
+from trtbench.history.figures import FigureKind, RunRow
+from trtbench.history.series import SeriesFilter, SeriesPoint, Series, load_series, newest_against, since_accepted
 from trtbench.history.store import Store
 from trtbench.history.text import levels_text
 
-DEFAULT_FIGURES = ("median", "speedup")
-# every figure the history keeps (trtbench.history.figures), by the first word of its name
-KNOWN_FIGURES = ("median", "p99", "speedup", "accuracy", "peak_qps", "ttft", "tpot")
+DEFAULT_FIGURES = (FigureKind.MEDIAN.value, FigureKind.SPEEDUP.value)
 
 
 @dataclass(frozen=True)
@@ -51,53 +48,42 @@ class GateSettings:
     threshold: float = THRESHOLD
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.figures if f not in KNOWN_FIGURES]
+        known = [kind.value for kind in FigureKind]
+        unknown = [f for f in self.figures if f not in known]
         if unknown:
             raise UserInputError("--figures", f"unknown figure(s): {', '.join(unknown)}",
-                                 f"name some of: {', '.join(KNOWN_FIGURES)}")
+                                 f"name some of: {', '.join(known)}")
         if not 0 <= self.threshold < 1:
             raise UserInputError("--threshold", f"got {self.threshold}", "give a relative change in [0, 1), e.g. 0.05")
 
-    def gates(self, figure: str) -> bool:
-        return any(figure == f or figure.startswith(f + " ") for f in self.figures)
+    def gates(self, kind: FigureKind) -> bool:
+        return kind.value in self.figures
 
 
-def _status_regression(points: list[SeriesPoint], figure: str) -> Optional[str]:
+def _status_regression(points: Sequence[SeriesPoint], kind: FigureKind) -> Optional[str]:
     """A row that newly failed or was skipped, or an accuracy that newly fell below its tolerance."""
     if len(points) < 2 or points[-2].status != Status.OK or points[-1].status == Status.OK:
         return None
     new = points[-1]
-    if figure == "accuracy" and new.status == Status.FAILED:
+    if kind is FigureKind.ACCURACY and new.status == Status.FAILED:
         return f"accuracy newly below its tolerance ({new.reason or 'failed'})"
     return f"newly {new.status}: {new.reason or 'no reason given'}"
 
 
-def _value_regression(points: list[SeriesPoint], figure: str, threshold: float) -> Optional[str]:
-    """The latest step at or before the run, for the worse; else the run's point against its segment."""
-    valued = [p for p in points if p.value is not None]
-    if not valued or valued[-1] is not points[-1]:
+def _value_regression(series: Series, threshold: float) -> Optional[str]:
+    """The series' latest step, for the worse; else its newest point against its segment (``series`` ends at the
+    gated run)."""
+    if series.latest.value is None:
         return None
-    steps = find_steps([p.value for p in valued], threshold)
-    if steps:
-        step = steps[-1]
-        if not worse(figure, step.change):
-            valued = valued[step.index:]
-        else:
-            changes = version_changes(valued[step.index - 1].run.versions, valued[step.index].run.versions)
-            return (f"{step.change:+.1%} since run {valued[step.index].run.run_id} (not accepted): "
-                    f"{levels_text(step.before, step.after, changes)}")
-    point = against([p.value for p in valued[:-1]], valued[-1].value, threshold)
-    if point is None or not worse(figure, point.change):
+    if series.steps and series.worse(series.steps[-1]):
+        step = series.steps[-1]
+        return (f"{step.change:+.1%} since run {series.points[step.index].run.run_id} (not accepted): "
+                f"{levels_text(step.before, step.after, step.what_changed)}")
+    point = newest_against(series, threshold)
+    if point is None or not series.worse(point):
         return None
-    changes = version_changes(valued[-2].run.versions, valued[-1].run.versions)
-    return (f"{point.change:+.1%} against the {len(valued) - 1} run(s) before: "
-            f"{levels_text(point.before, valued[-1].value, changes)}")
-
-
-def _until(series: Series, run: RunRow) -> list[SeriesPoint]:
-    """The series' points up to ``run`` (included), from the latest accepted run on."""
-    return since_accepted([p for p in series.points
-                           if (p.run.started_at, p.run.run_id) <= (run.started_at, run.run_id)])
+    return (f"{point.change:+.1%} against the {len(series.segment()) - 1} run(s) before: "
+            f"{levels_text(point.before, series.latest.value, point.what_changed)}")
 
 
 def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings = GateSettings()) -> GateResult:
@@ -110,14 +96,14 @@ def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings 
                              "ingest DIR...")
     run = store.find_run(run_id) if run_id is not None else runs[-1]
     checked, regressions = 0, []
-    for series in load_series(store, SeriesFilter(), settings.threshold):
-        points = _until(series, run)
-        if not points or points[-1].run.run_id != run.run_id:
+    for series in load_series(store, SeriesFilter(up_to=run), settings.threshold):
+        if series.latest.run.run_id != run.run_id:
             continue
         checked += 1
-        found = _status_regression(points, series.key.figure)
-        if found is None and settings.gates(series.key.figure):
-            found = _value_regression(points, series.key.figure, settings.threshold)
+        kind = series.key.figure_name.kind
+        found = _status_regression(since_accepted(series.points), kind)
+        if found is None and settings.gates(kind):
+            found = _value_regression(series, settings.threshold)
         if found is not None:
             regressions.append(Regression(series.key.label, found))
     if not checked:

@@ -1,20 +1,19 @@
-"""Series of the history, as plain data: each series' points in ``started_at`` order, its steps
-(:func:`~trtbench.core.steps.find_steps` from its latest accepted run on), and the versions that changed across
-each. :func:`load_series` (on an open store) and :func:`read_history` (on its path or URL) are what the command
-line, the gate and the history's HTML page read.
+"""Series of the history, as plain data: each series' points in ``started_at`` order and its steps
+(:func:`~trtbench.analysis.change_points.find_steps` from its latest accepted run on), each with the versions that
+changed across it; and the newest point against its segment (:func:`newest_against`, for the gate).
+:func:`load_series` (on an open store) and :func:`read_history` (on its path or URL) are what the command line, the
+gate and the history's HTML page read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence
 
+from trtbench.analysis.change_points import THRESHOLD, Step, against, find_steps
 from trtbench.core.stats import Interval
-from trtbench.core.steps import THRESHOLD, Step, find_steps
 from trtbench.history.figures import RunRow, SeriesKey
 from trtbench.history.store import Store, open_store
-
-HIGHER_IS_BETTER = ("speedup", "peak_qps")  # figures that grow when things get better (the rest are times, errors)
 
 
 @dataclass(frozen=True)
@@ -28,22 +27,13 @@ class SeriesPoint:
 
 
 @dataclass(frozen=True)
-class FoundStep:
-    """A step of a series and the versions that changed across it (``torch 2.13.0 -> 2.14.1``)."""
-
-    step: Step
-    first_run: RunRow
-    regression: bool
-    changes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Series:
-    """One series: its key, its points in ``started_at`` order, and its steps."""
+    """One series: its key, its points in ``started_at`` order, and its steps (each at its first point after it, an
+    index into ``points``, with the versions that changed across it)."""
 
     key: SeriesKey
     points: tuple[SeriesPoint, ...]
-    steps: tuple[FoundStep, ...]
+    steps: tuple[Step, ...]
 
     @property
     def latest(self) -> Optional[SeriesPoint]:
@@ -60,11 +50,14 @@ class Series:
         return "".join("_" if v is None else bars[0 if high == low else round((v - low) / (high - low) * 7)]
                        for v in values)
 
+    def worse(self, step: Step) -> bool:
+        """Whether ``step`` is for the worse (slower, a lower speedup or peak, a larger error)."""
+        return self.key.figure_name.kind.worse(step.change)
 
-def worse(figure: str, change: float) -> bool:
-    """Whether a relative ``change`` of ``figure`` is for the worse."""
-    higher = figure.startswith(HIGHER_IS_BETTER)
-    return change < 0 if higher else change > 0
+    def segment(self) -> list[SeriesPoint]:
+        """The valued points since its last step, else since its latest accepted run: the newest level."""
+        start = self.steps[-1].index if self.steps else _accepted_start(self.points)
+        return [p for p in self.points[start:] if p.value is not None]
 
 
 def version_changes(before: dict, after: dict) -> tuple[str, ...]:
@@ -73,37 +66,56 @@ def version_changes(before: dict, after: dict) -> tuple[str, ...]:
     return tuple(f"{n} {before.get(n, '-')} -> {after.get(n, '-')}" for n in names if before.get(n) != after.get(n))
 
 
-def since_accepted(points: list[SeriesPoint]) -> list[SeriesPoint]:
+def _accepted_start(points: Sequence[SeriesPoint]) -> int:
+    return max((i for i, p in enumerate(points) if p.run.accepted), default=0)
+
+
+def since_accepted(points: Sequence[SeriesPoint]) -> Sequence[SeriesPoint]:
     """The points from the latest accepted run on (all where none was accepted)."""
-    start = max((i for i, p in enumerate(points) if p.run.accepted), default=0)
-    return points[start:]
+    return points[_accepted_start(points):]
 
 
-def series_steps(key: SeriesKey, points: list[SeriesPoint], threshold: float = THRESHOLD) -> tuple[FoundStep, ...]:
-    """The steps of a series' valued points, from its latest accepted run on."""
-    valued = [p for p in since_accepted(points) if p.value is not None]
-    found = []
-    for step in find_steps([p.value for p in valued], threshold):
-        before, after = valued[step.index - 1].run, valued[step.index].run
-        found.append(FoundStep(step, after, worse(key.figure, step.change),
-                               version_changes(before.versions, after.versions)))
-    return tuple(found)
+def series_steps(points: Sequence[SeriesPoint], threshold: float = THRESHOLD) -> tuple[Step, ...]:
+    """The steps of a series' valued points from its latest accepted run on, each at its index in ``points``."""
+    at = [i for i in range(_accepted_start(points), len(points)) if points[i].value is not None]
+    steps = []
+    for step in find_steps([points[i].value for i in at], threshold):
+        before, after = points[at[step.index - 1]].run, points[at[step.index]].run
+        steps.append(replace(step, index=at[step.index], what_changed=version_changes(before.versions, after.versions)))
+    return tuple(steps)
+
+
+def newest_against(series: Series, threshold: float = THRESHOLD) -> Optional[Step]:
+    """The newest point against the level of its segment's points before it: a step at it, with the versions changed
+    since the point before, where it differs beyond noise and ``threshold``; else (or where it has no value) None."""
+    segment = series.segment()
+    if not segment or segment[-1] is not series.points[-1]:
+        return None
+    step = against([p.value for p in segment[:-1]], segment[-1].value, threshold)
+    return None if step is None else replace(step, index=len(series.points) - 1, what_changed=version_changes(
+        segment[-2].run.versions, segment[-1].run.versions))
 
 
 @dataclass(frozen=True)
 class SeriesFilter:
     """Which series to read: model (its id contains the text), variant and figure (exact), runs started at or
-    after ``since`` (an ISO date or time); None: any."""
+    after ``since`` (an ISO date or time) and up to run ``up_to`` (included); None: any."""
 
     model: Optional[str] = None
     variant: Optional[str] = None
     figure: Optional[str] = None
     since: Optional[str] = None
+    up_to: Optional[RunRow] = None
 
     def keeps(self, key: SeriesKey) -> bool:
         return ((self.model is None or self.model in key.model)
                 and (self.variant is None or self.variant == key.variant)
                 and (self.figure is None or self.figure == key.figure))
+
+    def admits(self, run: RunRow) -> bool:
+        last = self.up_to
+        return ((self.since is None or run.started_at >= self.since)
+                and (last is None or (run.started_at, run.run_id) <= (last.started_at, last.run_id)))
 
 
 def load_series(store: Store, keep: SeriesFilter = SeriesFilter(), threshold: float = THRESHOLD) -> list[Series]:
@@ -113,13 +125,13 @@ def load_series(store: Store, keep: SeriesFilter = SeriesFilter(), threshold: fl
     points: dict[str, list[SeriesPoint]] = {sid: [] for sid in keys}
     for row in store.points():
         run = runs.get(row.run_id)
-        if row.series_id in points and run is not None and (keep.since is None or run.started_at >= keep.since):
+        if row.series_id in points and run is not None and keep.admits(run):
             points[row.series_id].append(SeriesPoint(run, row.status, row.value, row.reason))
     result = []
     for sid, key in keys.items():
         ordered = sorted(points[sid], key=lambda p: (p.run.started_at, p.run.run_id))
         if ordered:
-            result.append(Series(key, tuple(ordered), series_steps(key, ordered, threshold)))
+            result.append(Series(key, tuple(ordered), series_steps(ordered, threshold)))
     return sorted(result, key=lambda s: (s.key.model, s.key.variant, s.key.options, s.key.precision, s.key.point,
                                          s.key.threads, s.key.knobs, s.key.machine, s.key.figure))
 

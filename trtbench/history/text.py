@@ -10,9 +10,10 @@ import io
 import json
 from typing import Optional, Sequence
 
+from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.history.figures import RunRow
-from trtbench.history.series import FoundStep, Series
+from trtbench.history.series import Series
 from trtbench.history.store import Store
 
 CSV_FIELDS = ("model", "model_hash", "variant", "options", "precision", "point", "threads", "knobs", "device",
@@ -34,12 +35,12 @@ def levels_text(before: Optional[Interval], after: Optional[Interval], changes: 
     return f"{interval_text(before)} -> {interval_text(after)}; {'; '.join(changes) or 'no version changed'}"
 
 
-def step_text(found: FoundStep) -> str:
+def step_text(series: Series, step: Step) -> str:
     """``+9.8% (regression) from run 3f2a... (2026-11-28T10:00:00, label): 10 [9.9, 10.1] -> 11 [10.9, 11.1]; ...``."""
-    run, step = found.first_run, found.step
+    run = series.points[step.index].run
     label = f", {run.label}" if run.label else ""
-    return (f"{step.change:+.1%} ({'regression' if found.regression else 'improvement'}) from run "
-            f"{run.run_id} ({run.started_at}{label}): {levels_text(step.before, step.after, found.changes)}")
+    return (f"{step.change:+.1%} ({'regression' if series.worse(step) else 'improvement'}) from run "
+            f"{run.run_id} ({run.started_at}{label}): {levels_text(step.before, step.after, step.what_changed)}")
 
 
 def series_lines(series: list[Series]) -> list[str]:
@@ -52,7 +53,7 @@ def series_lines(series: list[Series]) -> list[str]:
         value = interval_text(latest.value) if latest.value is not None else f"{latest.status}: {latest.reason}"
         lines.append(f"{one.key.label}: {value}  {one.trend()}  ({len(one.points)} run(s), latest "
                      f"{latest.run.run_id})")
-        lines += [f"  step {step_text(step)}" for step in one.steps]
+        lines += [f"  step {step_text(one, step)}" for step in one.steps]
     steps = sum(len(one.steps) for one in series)
     lines.append(f"{len(series)} series, {steps} step(s)")
     return lines

@@ -7,12 +7,13 @@ change on hover, and filterable by the series' titles. It takes plain data (:cla
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
+from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.history.series import Series
 from trtbench.history.text import interval_text
@@ -24,9 +25,6 @@ from trtbench.report.section import Plot
 SIZE = (8.0, 3.0)  # a chart's width and height, inches
 SPOT = 9.0  # pt: the side of a point's hover target, the width of a step's
 RUN_LABELS = 10  # at most this many runs named along x
-# each figure's unit on the chart's axis (peak_qps and the rest by their name's first word)
-UNITS = {"median": "ms", "p99": "ms", "ttft": "ms", "tpot": "ms", "speedup": "x over eager", "peak_qps": "QPS",
-         "accuracy": "max abs error"}
 
 
 @dataclass(frozen=True)
@@ -43,25 +41,14 @@ class HistoryPoint:
 
 
 @dataclass(frozen=True)
-class HistoryStep:
-    """A step found in a series: ``index``, its first point after it; the levels before and after (with their
-    intervals); ``change``, what differed in the environment across it (empty where nothing did)."""
-
-    index: int
-    before: Interval
-    after: Interval
-    change: str = ""
-
-
-@dataclass(frozen=True)
 class HistorySeries:
     """One figure under one key: its ``title`` (the key in words), its ``unit``, its points in order of their
-    start, and the steps found in it."""
+    start, and the steps found in it (each at its first point after it, an index into ``points``)."""
 
     title: str
     unit: str
     points: tuple[HistoryPoint, ...]
-    steps: tuple[HistoryStep, ...] = ()
+    steps: tuple[Step, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,21 +87,17 @@ def _bounds(point: HistoryPoint) -> tuple[float, float]:
     return low, high
 
 
-def _change(step: HistoryStep) -> float:
-    return step.after.value / step.before.value - 1 if step.before.value else math.nan
-
-
 def _point_tip(point: HistoryPoint, unit: str) -> str:
     lines = [f"run {point.run_id}", point.started_at,
              _with_unit(Interval(point.value, point.low, point.high), unit)]
     return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.environment.items())])
 
 
-def _step_tip(step: HistoryStep, series: HistorySeries) -> str:
+def _step_tip(step: Step, series: HistorySeries) -> str:
     first = series.points[step.index].run_id if step.index < len(series.points) else "?"
-    return "\n".join([f"step at run {first} ({_change(step):+.1%})", f"before {_with_unit(step.before, series.unit)}",
+    return "\n".join([f"step at run {first} ({step.change:+.1%})", f"before {_with_unit(step.before, series.unit)}",
                       f"after {_with_unit(step.after, series.unit)}",
-                      f"changed: {step.change or 'nothing in the environment'}"])
+                      f"changed: {'; '.join(step.what_changed) or 'nothing in the environment'}"])
 
 
 def _steps(ax, series: HistorySeries) -> None:
@@ -127,7 +110,7 @@ def _steps(ax, series: HistorySeries) -> None:
         for level, first, last in ((step.before, start, step.index - 1), (step.after, step.index, end)):
             ax.plot([first, last], [level.value] * 2, color="0.35", linewidth=1, linestyle=(0, (4, 3)), zorder=1.5)
         ax.axvline(step.index - 0.5, color="tab:red", linewidth=1.5, linestyle="--", gid=f"step|{step.index}")
-        ax.annotate(f"{_change(step):+.1%}", (step.index - 0.5, 1), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{step.change:+.1%}", (step.index - 0.5, 1), xycoords=("data", "axes fraction"),
                     xytext=(3, 2), textcoords="offset points", color="tab:red", fontsize="small")
 
 
@@ -182,8 +165,6 @@ def from_history(found: Sequence[Series]) -> list[HistorySeries]:
         points = tuple(HistoryPoint(p.run.run_id, p.run.started_at, p.value.value, p.value.low, p.value.high,
                                     {k: str(v) for k, v in p.run.versions.items()}) for p in drawn)
         at = {p.run.run_id: i for i, p in enumerate(drawn)}
-        steps = tuple(HistoryStep(at[s.first_run.run_id], s.step.before, s.step.after, "; ".join(s.changes))
-                      for s in series.steps if s.first_run.run_id in at)
-        unit = UNITS.get(series.key.figure.split(" ")[0], "")
-        pages.append(HistorySeries(series.key.label, unit, points, steps))
+        steps = tuple(replace(s, index=at[series.points[s.index].run.run_id]) for s in series.steps)
+        pages.append(HistorySeries(series.key.label, series.key.figure_name.kind.unit, points, steps))
     return pages

@@ -1,5 +1,5 @@
-"""Steps in a series of runs (trtbench/core/steps.py), the history's and the gate's detection code: a simulation
-over 1000 series each (seed 43), and what the noise model weighs."""
+"""Steps in a series of runs (trtbench/analysis/change_points.py), the history's and the gate's detection code: a
+simulation over 1000 series each (seed 43), and what the noise model weighs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
+from trtbench.analysis.change_points import against, find_steps
 from trtbench.core.stats import Interval
-from trtbench.core.steps import against, find_steps
 
 SEED = 43
 DRIFT = 0.02  # run-to-run drift (log sd) of a run's median on a quiet machine
