@@ -47,6 +47,7 @@ def weigh(out: Path) -> None:
     """The file's weight by part, and the time to make it from the report's sections (as the writer does)."""
     from trtbench.pipeline.sections import report_sections
     from trtbench.report.run_page import PageFigure, run_page
+    from trtbench.report.blocks import Heading
     from trtbench.report.writer import ReportHead, png_files
     from trtbench.results.resultset import ResultSet
 
@@ -61,7 +62,8 @@ def weigh(out: Path) -> None:
     plots = [plot for section in sections for plot in section.plots]
     pngs = png_files(plots)
     start = time.perf_counter()
-    run_page(ReportHead(["# trtbench"]), results, [PageFigure(p.caption, str(p.path), pngs[p.path]) for p in plots])
+    page_figures = [PageFigure(p.caption, str(p.path), pngs[p.path]) for p in plots]
+    run_page(ReportHead([Heading(1, "trtbench")]), results, page_figures)
     print(f"making report.html from the sections: {(time.perf_counter() - start) * 1e3:.0f} ms "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)")
 

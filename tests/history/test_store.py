@@ -68,7 +68,7 @@ def test_history_html_draws_each_series_with_its_step_at_its_first_run(folders, 
     code, out, _ = history(capsys, "html", page, "--history", store, "--variant", "traced", "--figure", "median")
     assert code == 0 and str(page) in out
     html = page.read_text()
-    assert "traced fp32 opt t2 median" in html and html.count('class="pt"') == 7  # a point per run
+    assert "traced fp32 opt t2 median" in html and html.count('class="spot pt"') == 7  # a point per run
     assert "step at run run-005" in html  # the step's hover names its first run after it
     code, _, err = history(capsys, "html", "--history", store)
     assert code == 2 and "OUT.html" in err

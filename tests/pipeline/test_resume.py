@@ -143,11 +143,12 @@ def test_the_report_is_written_under_the_runs_lock_or_its_own_and_refused_where_
     it (the lock outlives the writer, for the run), on its own (a merge) it takes the lock, and a folder another
     process holds is refused naming the writer's key, with nothing written."""
     from trtbench.core.errors import UserInputError
+    from trtbench.report.blocks import Heading
     from trtbench.report.writer import ReportHead, write_report
 
     out = tmp_path / "d"
     with OutputDir(out):
-        files = write_report(out, ResultSet(), ReportHead(["# a run"]), [])
+        files = write_report(out, ResultSet(), ReportHead([Heading(1, "a run")]), [])
         assert sorted(p.name for p in files.values()) == ["report.html", "report.md", "results.csv", "results.json"]
         with pytest.raises(UserInputError):  # still held: the writer let go of its share only
             OutputDir(out).acquire()
@@ -158,12 +159,13 @@ def test_the_report_is_written_under_the_runs_lock_or_its_own_and_refused_where_
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(UserInputError) as info:
-            write_report(other, ResultSet(), ReportHead(["# a merge"]), [], key="--output")
+            write_report(other, ResultSet(), ReportHead([Heading(1, "a merge")]), [], key="--output")
         assert info.value.where == "--output" and sorted(p.name for p in other.iterdir()) == [".trtbench.lock"]
     finally:
         holder.kill()
         holder.wait()
-    write_report(other, ResultSet(), ReportHead(["# a merge"]), [], key="--output")  # its own lock, then released
+    # its own lock, then released
+    write_report(other, ResultSet(), ReportHead([Heading(1, "a merge")]), [], key="--output")
     with OutputDir(out), OutputDir(other):
         pass
 

@@ -16,6 +16,7 @@ from trtbench.report.sweeps import (fronts, is_sweep, latency_vs_batch_plot, par
                                     sweep_plots, throughput_vs_batch_plot)
 from trtbench.pipeline.sections import report_sections
 from helpers.plots import save_plots
+from trtbench.report.blocks import Heading
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 
@@ -137,7 +138,7 @@ def test_no_sweep_plots_for_one_batch_size():
 
 def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     results = sweep()
-    files = write_report(tmp_path, results, ReportHead(["# test", ""]), report_sections(results, 5.0))
+    files = write_report(tmp_path, results, ReportHead([Heading(1, "test")]), report_sections(results, 5.0))
     report = files["markdown"].read_text()
     assert "## Sweep" in report and "## Recommendation: p99 <= 5 ms" in report
     for name in ("latency_vs_batch", "throughput_vs_batch", "pareto"):
@@ -146,7 +147,7 @@ def test_report_has_the_sweep_and_the_recommendation_and_stores_it(tmp_path):
     stored = json.loads(files["json"].read_text())["recommendations"]
     recomputed = [r.to_dict() for r in recommend(ResultSet.load(files["json"]), 5.0)]
     assert stored == recomputed and stored[0]["choice"]["variant"] == "traced"
-    plain = write_report(tmp_path / "plain", results, ReportHead(["# test", ""]),
+    plain = write_report(tmp_path / "plain", results, ReportHead([Heading(1, "test")]),
                          report_sections(results, None))
     assert "recommendations" not in json.loads(plain["json"].read_text())
     assert "## Recommendation" not in plain["markdown"].read_text()

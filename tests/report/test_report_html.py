@@ -19,6 +19,7 @@ from trtbench.analysis.change_points import Step
 from trtbench.core.record import Record
 from trtbench.core.stats import Interval
 from trtbench.pipeline.sections import report_sections
+from trtbench.report.blocks import Heading, Paragraph, code
 from trtbench.report.history_page import HistoryPoint, HistorySeries
 from trtbench.report.writer import ReportHead, write_history_page, write_report
 
@@ -42,8 +43,8 @@ def run_folder(tmp_path_factory):
     results.add(Record(case=replace(case, variant="trt"), environment="e", status="skipped",
                        reason="trt needs a CUDA device"))
     out = tmp_path_factory.mktemp("run")
-    write_report(out, results, ReportHead(["# trtbench: browser test", "", "Model(s) `m`."]),
-                 report_sections(results, None))
+    head = ReportHead([Heading(1, "trtbench: browser test"), Paragraph(("Model(s) ", code("m"), "."))])
+    write_report(out, results, head, report_sections(results, None))
     return out
 
 
@@ -149,21 +150,26 @@ def test_the_history_page_charts_each_series_with_steps_and_environments_on_hove
     page = write_history_page(tmp_path / "history.html", history_series())
     problems = browser.open(page)
     assert problems.clean, problems
-    charts = browser.run("return Array.from(document.querySelectorAll('section.series svg')).map(svg => "
-                         "[svg.getBoundingClientRect().width, svg.getBoundingClientRect().height, "
-                         "svg.querySelectorAll('circle.pt').length, svg.querySelectorAll('.step').length, "
-                         "svg.querySelector('.band').getBoundingClientRect().height])")
+    charts = browser.run("return Array.from(document.querySelectorAll('section.series .chart')).map(chart => "
+                         "[chart.querySelector('img').getBoundingClientRect().width, "
+                         "chart.querySelector('img').getBoundingClientRect().height, "
+                         "chart.querySelectorAll('.spot.pt').length, chart.querySelectorAll('.spot.step').length, "
+                         "chart.querySelector('img').naturalWidth, chart.querySelector('img').src.slice(0, 22)])")
     assert [c[2:4] for c in charts] == [[7, 1], [5, 0]] and all(c[0] > 0 and c[1] > 0 and c[4] > 0 for c in charts)
+    assert {c[5] for c in charts} == {"data:image/png;base64,"}
     heights = browser.run("return Array.from(document.querySelectorAll('section.series')[0]"
-                          ".querySelectorAll('circle.pt')).map(c => Number(c.getAttribute('cy')))")
+                          ".querySelectorAll('.spot.pt')).map(spot => spot.getBoundingClientRect().top)")
     assert len(set(heights[:4])) == 1 and len(set(heights[4:])) == 1 and heights[4] < heights[0], "11.5 above 10"
-    points = browser.driver.find_elements("css selector", "section.series circle.pt")
+    lefts = browser.run("return Array.from(document.querySelectorAll('section.series')[0].querySelectorAll('.spot'))"
+                        ".map(spot => spot.getBoundingClientRect().left)")
+    assert lefts[:7] == sorted(lefts[:7]) and lefts[3] < lefts[7] < lefts[4], "the step between runs 3 and 4"
+    points = browser.driver.find_elements("css selector", "section.series .spot.pt")
     ActionChains(browser.driver).move_to_element(points[5]).perform()
     tip = browser.driver.find_element("id", "tip")
     assert tip.is_displayed() and "run-5" in tip.text and "onnxruntime 1.23.0" in tip.text
     assert "11.5 [11.27, 11.73] ms" in tip.text
     ActionChains(browser.driver).move_to_element(
-        browser.driver.find_element("css selector", "section.series .stephit")).perform()
+        browser.driver.find_element("css selector", "section.series .spot.step")).perform()
     assert "step at run run-4 (+15.0%)" in tip.text and "onnxruntime 1.22.0 -> 1.23.0" in tip.text
     assert "before 10 [9.9, 10.1] ms" in tip.text
     browser.driver.find_element("id", "filter").send_keys("eager")

@@ -1,9 +1,10 @@
 """Every plot of a run's report draws a variant in one colour, and no legend covers a label; the report's figures
-come as data, and the writer alone saves them."""
+come as data, and the writer alone saves them; the history page's chart draws each run where its hover spot is."""
 
 from __future__ import annotations
 
 import ast
+import io
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -16,7 +17,11 @@ from helpers.serving import SUMMARY_INVALID
 from trtbench.core.case import Case
 from trtbench.core.record import Record
 from trtbench.pipeline.sections import report_sections
-from trtbench.report.writer import ReportHead, write_report
+from trtbench.analysis.change_points import Step
+from trtbench.core.stats import Interval
+from trtbench.report.blocks import Heading
+from trtbench.report.history_page import HistoryPoint, HistorySeries, history_chart
+from trtbench.report.writer import ReportHead, png_files, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import parse_summary
 from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
@@ -159,7 +164,7 @@ def test_a_scenario_report_writes_no_file_and_the_writer_saves_each_figure_it_ca
     assert {"latency.png", "speedup.png", "pareto.png", "int8_speed_accuracy.png", "serving.png"} <= {
         plot.file_name for plot in plots}
 
-    files = write_report(tmp_path / "out", results, ReportHead(["# a run"]), sections)
+    files = write_report(tmp_path / "out", results, ReportHead([Heading(1, "a run")]), sections)
     report = files["markdown"].read_text()
     assert len(saved) == len(plots)
     assert sorted(path.name for path in (tmp_path / "out" / "plots").iterdir()) == sorted(p.file_name for p in plots)
@@ -181,3 +186,28 @@ def test_only_the_writer_saves_a_report_file():
         called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Attribute)}
         assert "trtbench.core.fsutil" not in imported and "savefig" not in called, path
+
+
+def test_the_history_chart_draws_each_run_its_band_and_steps_and_each_spot_sits_on_its_point():
+    """The history page's chart: each run's value, its interval as a band, a step's line between its runs; in the
+    PNG the page shows, each point's hover spot is centred on the point's marker."""
+    values = (10.0, 10.0, 10.0, 11.5, 11.5)
+    points = tuple(HistoryPoint(f"run-{i}", "t", v, v - 0.2, v + 0.2) for i, v in enumerate(values))
+    step = Step(3, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6))
+    chart = history_chart(HistorySeries("m ort: median", "ms", points, (step,)), "history-0.png")
+    assert chart.plot.series["value|m ort: median"] == tuple((float(i), v) for i, v in enumerate(values))
+    assert {x for x, _ in chart.plot.series["step|3"]} == {2.5}
+    (band,) = chart.plot.figure.axes[0].collections
+    assert band.get_paths()[0].get_extents().y0 == pytest.approx(9.8)
+    assert band.get_paths()[0].get_extents().y1 == pytest.approx(11.7)
+    spots = [spot for spot in chart.spots if spot.kind == "pt"]
+    (step_spot,) = [spot for spot in chart.spots if spot.kind == "step"]
+    assert [spot.tip.split("\n")[0] for spot in spots] == [f"run run-{i}" for i in range(5)]
+    assert spots[2].box.x0 < step_spot.box.x0 < spots[3].box.x0 and "step at run run-3 (+15.0%)" in step_spot.tip
+    image = imread(io.BytesIO(png_files([chart.plot])[chart.plot.path]))
+    height, width = image.shape[:2]
+    # figure coordinates run up from the bottom, the image's rows down from the top
+    centres = [image[round((1 - spot.box.intervaly.mean()) * height), round(spot.box.intervalx.mean() * width)]
+               for spot in spots]
+    assert all(tuple(pixel[:3]) == pytest.approx(to_rgba("tab:blue")[:3], abs=0.02) for pixel in centres)
+    assert spots[3].box.y0 > spots[0].box.y1, "11.5 above 10"

@@ -17,6 +17,7 @@ from trtbench.core.record import Record
 from trtbench.pipeline.history import append_history, check_history, history_for
 from trtbench.pipeline.sections import report_sections
 from trtbench.scenarios import registered
+from trtbench.report.blocks import Block, Heading, Item, Items, Paragraph, code
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import RunStatus
@@ -150,24 +151,25 @@ def budget_of(sets: list[ResultSet], given: Optional[float]) -> Optional[float]:
     return budgets.pop() if budgets else None
 
 
-def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: list[str]) -> list[str]:
+def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: list[str]) -> list[Block]:
     """The merged report's title, its inputs (numbered as the notes name them) and the notes."""
-    lines = [f"# trtbench merge: {out_dir.name}", "",
-             f"{len(dirs)} run output(s) merged with `trtbench merge`; each record keeps the raw samples it was "
-             "measured with. Speedup is over eager at the same point in the same environment, paired by the "
-             "rounds both were timed in (the median of eager's block over the variant's). Inputs:", ""]
+    inputs = []
     for i, (d, results) in enumerate(zip(dirs, sets)):
         if not results.runs:
-            lines.append(f"{i + 1}. `{d}`: no results.json (see the merge notes)")
+            inputs.append(Item((code(d), ": no results.json (see the merge notes)"), i + 1))
         for run in results.runs:
             shard = f", shard {run['shard'][0]}/{run['shard'][1]}" if run.get("shard") else ""
             mode = ((run.get("config") or {}).get("benchmark") or {}).get("mode", "?")
-            lines.append(f"{i + 1}. `{d}`: run '{run.get('name')}'{shard}, {run.get('status')}, timing {mode}, on "
-                         f"{_where(results, run.get('environment'))}, started {run.get('started_at')}")
-    lines.append("")
+            inputs.append(Item((code(d), f": run '{run.get('name')}'{shard}, {run.get('status')}, timing {mode}, on "
+                                f"{_where(results, run.get('environment'))}, started {run.get('started_at')}"), i + 1))
+    blocks = [Heading(1, f"trtbench merge: {out_dir.name}"),
+              Paragraph((f"{len(dirs)} run output(s) merged with ", code("trtbench merge"), "; each record keeps the "
+                         "raw samples it was measured with. Speedup is over eager at the same point in the same "
+                         "environment, paired by the rounds both were timed in (the median of eager's block over the "
+                         "variant's). Inputs:")), Items(tuple(inputs))]
     if notes:
-        lines += ["## Merge notes", "", *[f"- {note}" for note in notes], ""]
-    return lines
+        blocks += [Heading(2, "Merge notes"), Items(tuple(Item((note,)) for note in notes))]
+    return blocks
 
 
 def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None,

@@ -1,29 +1,30 @@
-"""The history's page: one offline HTML file with a chart per series (each point's value and its interval as a
-band, the steps found marked with their levels before and after, each point's environment on hover), drawn as
-inline SVG here and filterable by the series' titles. It takes plain data (:class:`HistorySeries`);
+"""The history's page (``templates/history.html.j2``): one offline HTML file with a chart per series (each point's
+value and its interval as a band, the steps found marked with their levels before and after), drawn by matplotlib
+as every report figure is and shown as a PNG ``data:`` URI, with each point's run and environment and each step's
+change on hover, and filterable by the series' titles. It takes plain data (:class:`HistorySeries`);
 :func:`from_history` makes it from the history's series (:mod:`trtbench.history.series`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
-from matplotlib.ticker import MaxNLocator
+from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.history.series import Series
 from trtbench.history.text import interval_text
-from trtbench.report.html import escape, filter_box, page
+from trtbench.report.blocks import Text, code
+from trtbench.report.html import render
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot
 
-WIDTH, HEIGHT = 760, 260
-# the plot area's margins in the chart, px
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 24, 40
-# at most this many y ticks, at round values
-Y_TICKS = 5
-# px: the width a step's hover target spans
-STEP_HIT = 12
+SIZE = (8.0, 3.0)  # a chart's width and height, inches
+SPOT = 9.0  # pt: the side of a point's hover target, the width of a step's
+RUN_LABELS = 10  # at most this many runs named along x
 
 
 @dataclass(frozen=True)
@@ -51,24 +52,29 @@ class HistorySeries:
 
 
 @dataclass(frozen=True)
-class _Frame:
-    """A chart's scales: point ``count`` along x, ``low`` to ``high`` along y, with its y ``ticks``."""
+class Spot:
+    """A box on a chart that shows ``tip`` on hover: a point's (``kind`` ``pt``) or a step's (``step``), in
+    fractions of the figure from its bottom left (matplotlib's figure coordinates)."""
 
-    count: int
-    low: float
-    high: float
-    ticks: tuple[float, ...]
-
-    def x(self, index: float) -> float:
-        span = WIDTH - LEFT - RIGHT
-        return LEFT + (span / 2 if self.count < 2 else span * index / (self.count - 1))
-
-    def y(self, value: float) -> float:
-        return TOP + (HEIGHT - TOP - BOTTOM) * (self.high - value) / (self.high - self.low)
+    kind: str
+    box: Bbox
+    tip: str
 
 
-def _number(value: float) -> str:
-    return f"{value:.4g}"
+@dataclass(frozen=True)
+class Chart:
+    """A series as the page shows it: its figure (None without points) and the spots on it."""
+
+    series: HistorySeries
+    plot: Optional[Plot] = None
+    spots: tuple[Spot, ...] = ()
+
+    @property
+    def summary(self) -> Text:
+        """Its latest value and how many steps were found."""
+        last, steps = self.series.points[-1], len(self.series.steps)
+        latest = _with_unit(Interval(last.value, last.low, last.high), self.series.unit)
+        return ("Latest (run ", code(last.run_id), f"): {latest}; {steps} step{'s' if steps != 1 else ''} found.")
 
 
 def _with_unit(interval: Interval, unit: str) -> str:
@@ -79,18 +85,6 @@ def _bounds(point: HistoryPoint) -> tuple[float, float]:
     """The point's interval, each bound that is not finite at the value."""
     low, high = (bound if math.isfinite(bound) else point.value for bound in (point.low, point.high))
     return low, high
-
-
-def _frame(series: HistorySeries) -> _Frame:
-    """The series' scales: y from a round tick below its lowest bound to one above its highest."""
-    values = [v for point in series.points for v in _bounds(point)]
-    values += [v for step in series.steps for v in (step.before.value, step.after.value)]
-    low, high = min(values), max(values)
-    if low == high:
-        low, high = low - (abs(low) * 0.05 or 1.0), high + (abs(high) * 0.05 or 1.0)
-    pad = (high - low) * 0.05
-    ticks = MaxNLocator(Y_TICKS).tick_values(low - pad, high + pad)
-    return _Frame(len(series.points), float(ticks[0]), float(ticks[-1]), tuple(float(t) for t in ticks))
 
 
 def _point_tip(point: HistoryPoint, unit: str) -> str:
@@ -106,82 +100,60 @@ def _step_tip(step: Step, series: HistorySeries) -> str:
                       f"changed: {'; '.join(step.what_changed) or 'nothing in the environment'}"])
 
 
-def _axes(frame: _Frame, series: HistorySeries) -> list[str]:
-    out = [f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}"/>',
-           f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}"/>']
-    for value in frame.ticks:
-        out.append(f'<text x="{LEFT - 6}" y="{frame.y(value) + 4:.1f}" text-anchor="end">{_number(value)}</text>')
-    every = max(1, math.ceil(len(series.points) / 10))
-    for index, point in enumerate(series.points):
-        if index % every == 0 or index == len(series.points) - 1:
-            out.append(f'<text x="{frame.x(index):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
-                       f"{escape(point.run_id[:10])}</text>")
-    out.append(f'<text x="14" y="{TOP + (HEIGHT - TOP - BOTTOM) / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {TOP + (HEIGHT - TOP - BOTTOM) / 2})">{escape(series.unit)}</text>')
-    return out
-
-
-def _steps(frame: _Frame, series: HistorySeries) -> list[str]:
-    """Each step: a dashed line between its last point before and first after, and each level over its points."""
-    out = []
+def _steps(ax, series: HistorySeries) -> None:
+    """Each step: a dashed red line (gid ``step|<index>``) between its last point before and first after, its
+    change above the axes, and each level across its points (under their line)."""
     steps = sorted(series.steps, key=lambda step: step.index)
     for n, step in enumerate(steps):
         start = steps[n - 1].index if n else 0
         end = steps[n + 1].index - 1 if n + 1 < len(steps) else len(series.points) - 1
-        x = frame.x(step.index - 0.5)
         for level, first, last in ((step.before, start, step.index - 1), (step.after, step.index, end)):
-            out.append(f'<line class="level" x1="{frame.x(first):.1f}" y1="{frame.y(level.value):.1f}" '
-                       f'x2="{frame.x(last):.1f}" y2="{frame.y(level.value):.1f}"/>')
-        out.append(f'<line class="step" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{HEIGHT - BOTTOM}"/>')
-        # the step's hover target: a transparent strip wider than its line
-        out.append(f'<rect class="stephit" x="{x - STEP_HIT / 2:.1f}" y="{TOP}" width="{STEP_HIT}" '
-                   f'height="{HEIGHT - TOP - BOTTOM}" tabindex="0" data-tip="{escape(_step_tip(step, series))}"/>')
-        out.append(f'<text class="steplabel" x="{x + 4:.1f}" y="{TOP - 8}">{step.change:+.1%}</text>')
-    return out
+            ax.plot([first, last], [level.value] * 2, color="0.35", linewidth=1, linestyle=(0, (4, 3)), zorder=1.5)
+        ax.axvline(step.index - 0.5, color="tab:red", linewidth=1.5, linestyle="--", gid=f"step|{step.index}")
+        ax.annotate(f"{step.change:+.1%}", (step.index - 0.5, 1), xycoords=("data", "axes fraction"),
+                    xytext=(3, 2), textcoords="offset points", color="tab:red", fontsize="small")
 
 
-def chart(series: HistorySeries) -> str:
-    """The series' chart as inline SVG."""
+def _spots(fig: Figure, ax, series: HistorySeries) -> tuple[Spot, ...]:
+    """Each point's and each step's spot, where the laid-out axes draw them."""
+    side, to_figure = SPOT * fig.dpi / 72, fig.transFigure.inverted()
+    centres = ax.transData.transform([(index, point.value) for index, point in enumerate(series.points)])
+    spots = [Spot("pt", Bbox.from_bounds(x - side / 2, y - side / 2, side, side).transformed(to_figure),
+                  _point_tip(point, series.unit)) for (x, y), point in zip(centres, series.points)]
+    for step in series.steps:
+        x = ax.transData.transform((step.index - 0.5, 0))[0]
+        box = Bbox.from_extents(x - side / 2, ax.bbox.y0, x + side / 2, ax.bbox.y1)
+        spots.append(Spot("step", box.transformed(to_figure), _step_tip(step, series)))
+    return tuple(spots)
+
+
+def history_chart(series: HistorySeries, file_name: str) -> Chart:
+    """The series' chart: each point's value (gid ``value|<title>``) over its interval's band, the steps
+    (:func:`_steps`), its runs along x; and the spots that show their tips."""
     if not series.points:
-        return "<p>No points.</p>"
-    frame = _frame(series)
-    coords = [(frame.x(i), point) for i, point in enumerate(series.points)]
-    band = [f"{x:.1f},{frame.y(_bounds(p)[1]):.1f}" for x, p in coords]
-    band += [f"{x:.1f},{frame.y(_bounds(p)[0]):.1f}" for x, p in reversed(coords)]
-    out = [f'<svg class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-           f'aria-label="{escape(series.title)}" xmlns="http://www.w3.org/2000/svg">',
-           *_axes(frame, series), f'<polygon class="band" points="{" ".join(band)}"/>',
-           f'<polyline class="line" points="{" ".join(f"{x:.1f},{frame.y(p.value):.1f}" for x, p in coords)}"/>',
-           *_steps(frame, series)]
-    out += [f'<circle class="pt" cx="{x:.1f}" cy="{frame.y(p.value):.1f}" r="4" tabindex="0" '
-            f'data-tip="{escape(_point_tip(p, series.unit))}"/>' for x, p in coords]
-    return "\n".join(out + ["</svg>"])
+        return Chart(series)
+    fig = Figure(figsize=SIZE)
+    ax = fig.add_subplot()
+    xs = range(len(series.points))
+    bounds = [_bounds(point) for point in series.points]
+    ax.fill_between(xs, [low for low, _ in bounds], [high for _, high in bounds], color="tab:blue", alpha=0.18,
+                    linewidth=0)
+    ax.plot(xs, [point.value for point in series.points], "o-", color="tab:blue", markersize=4, linewidth=1.5,
+            gid=f"value|{series.title}")
+    _steps(ax, series)
+    every = max(1, math.ceil(len(xs) / RUN_LABELS))
+    named = [i for i in xs if i % every == 0 or i == len(xs) - 1]
+    ax.set_xticks(named, [series.points[i].run_id[:10] for i in named], fontsize="small")
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.ticklabel_format(axis="y", useOffset=False)
+    label_axes(ax, "run", series.unit, "")
+    return Chart(series, finish(fig, file_name, caption=series.title), _spots(fig, ax, series))
 
 
-def _summary(series: HistorySeries) -> str:
-    if not series.points:
-        return ""
-    last = series.points[-1]
-    steps = len(series.steps)
-    return (f"<p>Latest (run <code>{escape(last.run_id)}</code>): "
-            f"{escape(_with_unit(Interval(last.value, last.low, last.high), series.unit))}; "
-            f"{steps} step{'s' if steps != 1 else ''} found.</p>")
-
-
-def history_page(series: Sequence[HistorySeries], title: str = "trtbench history") -> str:
-    """The page: a chart per series, in the order given, under a filter over their titles."""
-    body = [f"<h1>{escape(title)}</h1>",
-            "<p>Each point is a run's value with its 95% interval (the band); a dashed red line marks a step found, "
-            "with the levels before and after it; hover over a point for its run and environment, over a step "
-            "for what changed.</p>"]
-    if not series:
-        body.append("<p>No series.</p>")
-    else:
-        body.append(filter_box("section.series", "filter series: words in their titles"))
-    for one in series:
-        body += [f'<section class="series" data-search="{escape(one.title)}">', f"<h2>{escape(one.title)}</h2>",
-                 _summary(one), chart(one), "</section>"]
-    return page(title, "\n".join(body))
+def history_page(charts: Sequence[Chart], pngs: Mapping[object, bytes], title: str = "trtbench history") -> str:
+    """The page: each chart (:func:`history_chart`; its figure's PNG bytes in ``pngs`` by its plot's path), in the
+    order given, under a filter over their titles."""
+    return render("history.html.j2", title=title, charts=charts, pngs=pngs)
 
 
 def from_history(found: Sequence[Series]) -> list[HistorySeries]:

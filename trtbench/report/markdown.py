@@ -1,5 +1,6 @@
 """The human-readable ``report.md``: its head (the run's intro, environments, how it ended), the failures
-besides the rows, each scenario's section (given by the caller), and the artifacts."""
+besides the rows, each scenario's section (given by the caller), and the artifacts. The head is made of blocks
+(:mod:`trtbench.report.blocks`), which report.html shows too."""
 
 from __future__ import annotations
 
@@ -8,22 +9,48 @@ from collections.abc import Sequence
 from trtbench.core.env import busy_machine_note, environment_name
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
+from trtbench.report.blocks import Block, Heading, Item, Items, Paragraph, code, markdown_lines, strong
 from trtbench.report.tables import failed_part_notes
 from trtbench.results.resultset import ResultSet
 
 
-def environment_lines(env: dict) -> list[str]:
-    """Bullet lines naming what the numbers were measured on."""
-    libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
-    threads = env.get("default_threads")
-    allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
-    lines = [f"- **{environment_name(env)}**: device {env.get('device')}; CPU {env.get('cpu')} "
-             f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
-             f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else "")]
-    if env.get("gpu_name"):
-        lines.append(f"  - GPU {env['gpu_name']} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
-                     f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
-    return lines
+def environment_list(results: ResultSet) -> Items:
+    """What the numbers were measured on: each environment, its GPU and whether the machine was busy under it."""
+    items = []
+    for env in results.environments.values():
+        libs = ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items())
+        threads = env.get("default_threads")
+        allotted = f"; default threads {threads['threads']} ({threads['source']})" if threads else ""
+        text = (strong(environment_name(env)), f": device {env.get('device')}; CPU {env.get('cpu')} "
+                f"({env.get('cpu_count')} CPUs{allotted}); python {env.get('python')}, torch {env.get('torch')}, "
+                f"torchvision {env.get('torchvision')}" + (f", {libs}" if libs else ""))
+        gpu = (f"GPU {env.get('gpu_name')} (sm {env.get('compute_capability')}), driver {env.get('driver')}, "
+               f"CUDA {env.get('cuda')}, cudnn.benchmark={env.get('cudnn_benchmark')}")
+        under = [Item((gpu,))] if env.get("gpu_name") else []
+        busy = busy_machine_note(env)
+        items.append(Item(text, items=tuple(under + ([Item((strong("Note"), f": {busy}."))] if busy else []))))
+    return Items(tuple(items))
+
+
+def ended_blocks(ended: str) -> list[Paragraph]:
+    """Why the results are partial, where the run did not complete (``ended``: a RunStatus)."""
+    if ended == RunStatus.INTERRUPTED:
+        return [Paragraph((strong("Interrupted"), ": the run was stopped; the results below are partial. Run the same "
+                                                  "command again to resume."))]
+    if ended == RunStatus.FAILED:
+        return [Paragraph((strong("Stopped by an error"), " outside any one variant (its traceback: failures.log); the "
+                           "results below are partial. Run the same command again to resume once it is fixed."))]
+    return []
+
+
+def failure_blocks(results: ResultSet) -> list[Block]:
+    """The failures besides the rows (:func:`~trtbench.report.tables.failed_part_notes`), where there are any."""
+    failed = failed_part_notes(results)
+    if not failed:
+        return []
+    return [Heading(2, "Failures"),
+            Paragraph(("What failed besides the rows above, and why (each makes the run exit 1):",)),
+            Items(tuple(Item((note,)) for note in failed))]
 
 
 def timing_text(bench) -> str:
@@ -42,39 +69,23 @@ def timing_text(bench) -> str:
             f"and eager is then timed alone to check that the rounds did not disturb it.")
 
 
-def run_intro(config) -> list[str]:
+def run_intro(config) -> list[Block]:
     """A run report's title and how it measured, from its config (how its rows were timed, where it makes rows)."""
-    models = ", ".join(f"`{m.id}`" for m in config.models)
+    models = [part for i, m in enumerate(config.models) for part in ((", ",) if i else ()) + (code(m.id),)]
     timed = any(Record in scenario.parts for scenario in config.scenarios)
     how = (f" {timing_text(config.benchmark)} Speedup is paired by round: the median over the rounds "
            f"both were timed in at the same point of eager's block over the variant's, with a 95% CI from those "
            f"rounds and each one's replicate processes (the headers say how many); "
            f"parity compares with eager fp32." if timed else "")
     names = ", ".join(scenario.name for scenario in config.scenarios)
-    return [f"# trtbench: {config.name}", "",
-            f"Model(s) {models}; precisions {', '.join(config.precisions)}; scenarios {names}.{how}", ""]
+    return [Heading(1, f"trtbench: {config.name}"),
+            Paragraph(("Model(s) ", *models, f"; precisions {', '.join(config.precisions)}; scenarios {names}.{how}"))]
 
 
 def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> str:
     """The whole report as Markdown: ``head``'s intro, the environments, the scenarios' ``sections``, the artifacts."""
-    parts = list(head.intro)
-    for env in results.environments.values():
-        parts += environment_lines(env)
-        busy = busy_machine_note(env)
-        if busy:
-            parts += [f"  - **Note**: {busy}."]
-    parts.append("")
-    if head.ended == RunStatus.INTERRUPTED:
-        parts += ["**Interrupted**: the run was stopped; the results below are partial. Run the same command "
-                  "again to resume.", ""]
-    elif head.ended == RunStatus.FAILED:
-        parts += ["**Stopped by an error** outside any one variant (its traceback: failures.log); the results "
-                  "below are partial. Run the same command again to resume once it is fixed.", ""]
-    failed = failed_part_notes(results)
-    if failed:
-        parts += ["## Failures", "", "What failed besides the rows above, and why (each makes the run exit 1):", "",
-                  *[f"- {note}" for note in failed], ""]
-    parts += list(sections)
+    parts = [*markdown_lines(head.intro), *environment_list(results).markdown(), ""]
+    parts += markdown_lines(ended_blocks(head.ended) + failure_blocks(results)) + list(sections)
     if head.manifest:
         parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{head.manifest.name}`; "
                   "check them with `trtbench verify <this directory>`.", ""]

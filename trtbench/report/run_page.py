@@ -1,19 +1,16 @@
-"""``report.html``: a run's (or a merge's) report as one offline page: its head, the ranked, sortable and
-filterable speedup table (its data embedded as JSON), its notes, and every figure as a PNG data URI."""
+"""``report.html`` (``templates/run.html.j2``): a run's (or a merge's) report as one offline page: its head's blocks
+(report.md's), the ranked, sortable and filterable speedup table (its data as JSON), its notes, every figure."""
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import Sequence
 
-from trtbench.core.env import busy_machine_note
 from trtbench.core.record import Record
-from trtbench.core.status import RunStatus
 from trtbench.report.columns.speedup import speedup_text
-from trtbench.report.html import blocks, data_script, escape, filter_box, inline, page
-from trtbench.report.markdown import environment_lines
-from trtbench.report.tables import csv_values, failed_part_notes, speedup_table
+from trtbench.report.html import plain, render
+from trtbench.report.markdown import ended_blocks, environment_list, failure_blocks
+from trtbench.report.tables import csv_values, speedup_table
 from trtbench.results.resultset import ResultSet
 
 
@@ -51,45 +48,9 @@ def table_data(results: ResultSet) -> dict:
             "notes": table.notes}
 
 
-def _head(head, results: ResultSet) -> list[str]:
-    """The intro, how the run ended, the environments and failures."""
-    out = blocks(head.intro)
-    if head.ended != RunStatus.COMPLETE:
-        out.append(f'<p class="banner"><strong>{escape(head.ended)}</strong>: the results below are partial; '
-                   "report.md says why.</p>")
-    environments = []
-    for env in results.environments.values():
-        busy = busy_machine_note(env)
-        environments += environment_lines(env) + ([f"  - Note: {busy}."] if busy else [])
-    failed = failed_part_notes(results)
-    if environments:
-        out += ["<h2>Environments</h2>", *blocks(environments)]
-    if failed:
-        out += ["<h2>Failures</h2>", *blocks([f"- {note}" for note in failed])]
-    return out
-
-
-def _figure(figure: PageFigure) -> str:
-    source = "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
-    return (f'<figure><img src="{source}" alt="{escape(figure.caption)}" data-path="{escape(figure.path)}">'
-            f"<figcaption>{escape(figure.caption)} (<code>{escape(figure.path)}</code>)</figcaption></figure>")
-
-
 def run_page(head, results: ResultSet, figures: Sequence[PageFigure]) -> str:
     """The page of ``results`` under ``head`` (a :class:`~trtbench.report.writer.ReportHead`) with ``figures``."""
-    data = table_data(results)
-    title = next((line[2:] for line in head.intro if line.startswith("# ")), "trtbench report")
-    body = _head(head, results)
-    if data["rows"]:
-        body += ["<h2>Speedup</h2>",
-                 "<p>Ranked by median within each point (<code>#</code> restores that order); click a header to "
-                 "sort by it, again to reverse.</p>",
-                 filter_box("#speedup-table tbody tr", "filter rows: words in any cell"),
-                 '<div class="scroll"><table id="speedup-table" class="data"></table></div>']
-        if data["notes"]:
-            body += ["<ul>", *[f"<li>{inline(note)}</li>" for note in data["notes"]], "</ul>"]
-    if figures:
-        body += ["<h2>Figures</h2>", *[_figure(figure) for figure in figures]]
-    body.append('<p>Every section in full: <a href="report.md">report.md</a>; the data: '
-                '<a href="results.json">results.json</a>, <a href="results.csv">results.csv</a>.</p>')
-    return page(title, "\n".join(body), data_script("table-data", data))
+    title = next((block.text for block in head.intro if getattr(block, "level", 0) == 1), "trtbench report")
+    return render("run.html.j2", title=title, intro=head.intro, ended=ended_blocks(head.ended),
+                  environments=environment_list(results), failures=failure_blocks(results),
+                  table=plain(table_data(results)), figures=figures)

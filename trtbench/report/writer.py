@@ -11,8 +11,9 @@ from typing import Iterable, Optional, Sequence
 
 from trtbench.core.fsutil import atomic_write_text, json_text
 from trtbench.core.outdir import write_files
+from trtbench.report.blocks import Block
 from trtbench.report.markdown import report_markdown
-from trtbench.report.history_page import HistorySeries, history_page
+from trtbench.report.history_page import HistorySeries, history_chart, history_page
 from trtbench.report.plots import DPI
 from trtbench.report.run_page import PageFigure, run_page
 from trtbench.report.section import Plot, ReportSection
@@ -22,9 +23,9 @@ from trtbench.results.resultset import ResultSet
 
 @dataclass(frozen=True)
 class ReportHead:
-    """What heads a report: its intro lines (a run's or a merge's), how the run ended, and its artifact manifest."""
+    """What heads a report: its intro's blocks (a run's or a merge's), how the run ended, its artifact manifest."""
 
-    intro: Sequence[str]
+    intro: Sequence[Block]
     ended: str = "complete"  # trtbench.core.status.RunStatus: complete, interrupted, failed
     manifest: Optional[Path] = None
 
@@ -62,8 +63,10 @@ def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
 
 
 def write_history_page(path: Path, series: Sequence[HistorySeries], title: str = "trtbench history") -> Path:
-    """The history's page (:mod:`trtbench.report.history_page`) written atomically to ``path``."""
-    atomic_write_text(path, history_page(series, title))
+    """The history's page (:mod:`trtbench.report.history_page`), each series' chart drawn, written atomically to
+    ``path``."""
+    charts = [history_chart(one, f"history-{n}.png") for n, one in enumerate(series)]
+    atomic_write_text(path, history_page(charts, png_files(chart.plot for chart in charts if chart.plot), title))
     return path
 
 
