@@ -27,6 +27,10 @@ class Standing:
         """Whether its interval says it is slower than the leader by more than ``margin``."""
         return self.behind.low > 1 + margin
 
+    def within(self, margin: float) -> bool:
+        """Whether its interval says it lies within ``margin`` of the leader, either way."""
+        return 1 / (1 + margin) <= self.behind.low and self.behind.high <= 1 + margin
+
 
 @dataclass(frozen=True)
 class PointCall:
@@ -42,7 +46,7 @@ class PointCall:
 
     def equivalent(self, contenders: Sequence[str]) -> bool:
         """Whether every contender left lies within the margin of the leader at 95% (a tie, decided)."""
-        return all(s.behind.high <= 1 + self.margin for s in self.tied(contenders))
+        return all(s.within(self.margin) for s in self.tied(contenders))
 
 
 def call_point(series: dict[str, BlockSeries], contenders: Sequence[str], margin: float,
@@ -79,8 +83,8 @@ class PointAnswer:
 
     @property
     def within(self) -> float:
-        """How far apart the tied variants may lie: the widest of their intervals' upper ends, less 1."""
-        return max((behind.high for _, behind in self.tied), default=1.0) - 1
+        """How far apart the tied variants may lie, by their intervals against the leader, either way."""
+        return max((max(behind.high, 1 / behind.low) for _, behind in self.tied if behind.low > 0), default=1.0) - 1
 
 
 def _interval(data: Optional[dict]) -> Optional[Interval]:
@@ -116,3 +120,8 @@ def full_answer(records: Sequence[Record], margin: float, between_var: Optional[
     others = [(by_key[s.variant], s.behind) for s in call.standings if s not in tied]
     return PointAnswer(by_key[call.leader], tuple((by_key[s.variant], s.behind) for s in tied),
                        others[0] if others else None, raced=False)
+
+
+def point_answer(records: Sequence[Record], between_var: Optional[float]) -> Optional[PointAnswer]:
+    """A point's answer: its race's, or where it was not raced, read from its rounds at the default margin."""
+    return raced_answer(records) or full_answer(records, RACE_MARGIN, between_var)

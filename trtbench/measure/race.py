@@ -103,16 +103,19 @@ class Race:
         return RaceStep(stops, self._demand(series, call, left, lap))
 
     def _demand(self, series: dict[str, BlockSeries], call: PointCall, left: list[str], lap: Lap) -> Optional[Demand]:
-        """The first of the leader, the runner-up and the rest (of ``left``) whose interval is dominated by the
-        spread between processes, with fewer than the most and every process of it timed RACE_MIN_CYCLES blocks."""
-        runner_up = next((s.variant for s in call.standings if s.variant in left), call.leader)
+        """With half the budget left, the first of the leader, the runner-up and the rest (of ``left``) still
+        undecided against the leader (the leader: against the runner-up) whose interval is dominated by the spread
+        between processes, with fewer than the most and each of its processes timed RACE_MIN_CYCLES blocks."""
+        undecided = [s for s in call.standings if s.variant in left and not s.within(self.margin)]
+        if not undecided or lap.spent_s > self.budget_s / 2:
+            return None
         asked = {d.variant for d in self.demands if not d.started}
         between = pooled_between_variance(series.values())
-        for variant in [call.leader, *[s.variant for s in call.standings if s.variant in left]]:
+        for variant in [call.leader, *[s.variant for s in undecided]]:
             counts = [series[variant].processes.count(p) for p in set(series[variant].processes)]
             if variant in asked or lap.processes[variant] >= self.entrants.most or min(counts) < RACE_MIN_CYCLES:
                 continue
-            other = runner_up if variant == call.leader else call.leader
+            other = undecided[0].variant if variant == call.leader else call.leader
             share = between_share(series[variant], series[other], between)
             if share > DOMINATED:
                 return Demand(variant, lap.rounds, share)

@@ -258,7 +258,6 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         rounds = Rounds({name: len(timers_of) for name, timers_of in processes.items()})
         race = Race(timing.race_margin, timing.cap_s, entrants) if timing.racing else None
-        paused = [0.0]  # seconds spent starting further processes: outside the budget
 
         def block(at: BlockAt) -> None:
             m, calls = results[at.variant], blocks[at.variant]
@@ -269,14 +268,13 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 _keep(m, processes[at.variant][at.process].block(calls, switch_ins[at.variant]), at.process, at.round)
 
         def finished(rounds: Rounds) -> dict[str, str]:
-            spent = time.perf_counter() - started - paused[0]
+            spent = time.perf_counter() - started  # a further process's start included: one budget for the point
             if race is None:  # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
                 capped = spent >= timing.cap_s and rounds.rounds >= CAPPED_MIN_ROUNDS
                 return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
             step = race.step({n: results[n].series for n in names if results[n].rounds},
                              Lap(rounds.rounds, rounds.cycles, {n: rounds.processes[n] for n in rounds.active}, spent))
             if step.wants is not None:
-                begun = time.perf_counter()
                 timer = entrants.more(step.wants.variant)
                 race.asked(step.wants, started=timer is not None)
                 if timer is not None:  # warmed up untimed, as the others were
@@ -284,7 +282,6 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                         timer.block(1)
                     processes[step.wants.variant].append(timer)
                     rounds.add_process(step.wants.variant)
-                paused[0] += time.perf_counter() - begun
             return step.stops
 
         started = time.perf_counter()
