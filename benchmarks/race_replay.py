@@ -129,13 +129,14 @@ def replay_point(point: dict, budget_s: float, margin: float = RACE_MARGIN) -> R
         active = [name for name in active if name not in step.stops]
         if not active:
             break
-    if active and rounds >= CAPPED_MIN_ROUNDS:  # ended as at the budget
+    ran_out = bool(active)
+    if ran_out and rounds >= CAPPED_MIN_ROUNDS:  # ended as at the budget
         race.step({n: _series(kept[n]) for n in variants if kept[n]},
                   Lap(rounds, rounds // START, {n: len(allowed[n]) for n in active}, math.inf))
     outcomes = race.outcomes({n: _series(kept[n]) for n in variants if kept[n]})
     members = sorted((n for n, part in outcomes.items() if part["outcome"] in ("winner", "tie")),
                      key=lambda n: outcomes[n]["behind"] is not None)
-    return Replayed(tuple(members), race.ended or "blocks", rounds, spent)
+    return Replayed(tuple(members), "blocks ran out" if ran_out else race.ended, rounds, spent)
 
 
 def agrees(replayed: Replayed, full: dict) -> bool:
