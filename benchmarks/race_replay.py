@@ -7,7 +7,7 @@ Run:  .venv/bin/python benchmarks/race_replay.py convert RESULTS.json [RESULTS.j
 and writes a compact fixture: per point, per variant, each block's median with its process and round and its cost
 (the block's calls, its settle wait and switch-in call), in the order the run timed them, whether the row passed its
 accuracy check, and the full run's own answer (its leader, the rows it cannot separate from the leader by more than
-the margin, and each row's interval against the leader: ``trtbench.analysis.race.full_answer``).
+the margin, and each row's interval against the leader: ``trtbench.analysis.race.point_answer``).
 
 ``replay`` feeds each point's blocks, in their recorded order, to the race's decision logic
 (``trtbench.measure.race.Race``, the one the runs use): it starts each variant in the run's first two processes, adds
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trtbench.analysis.race import RACE_MARGIN, full_answer
+from trtbench.analysis.race import RACE_MARGIN, point_answer
 from trtbench.core.record import Record
 from trtbench.core.stats import BlockSeries
 from trtbench.measure.race import CAPPED_MIN_ROUNDS, Entrants, Lap, Race
@@ -60,7 +60,7 @@ def fixture_of(results: ResultSet, source: str, margin: float = RACE_MARGIN) -> 
     for records, _ in results.analysis.points():
         if len(records) < 2:
             continue
-        answer = full_answer(records, margin, results.analysis.between_variance(records[0].environment))
+        answer = point_answer(records, results.analysis.between_variance(records[0].environment), margin)
         if answer is None:
             continue
         case = records[0].case

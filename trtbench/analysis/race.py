@@ -14,6 +14,7 @@ from trtbench.core.record import Record
 from trtbench.core.stats import BlockSeries, Interval, speedup_interval
 
 RACE_MARGIN = 0.05  # a variant slower than the leader by more than this at 95% is out of the race
+OUT = ("stopped", "out")  # the outcomes of a raced row that can no longer win (``metrics["race"]["outcome"]``)
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,12 @@ def between_share(base: BlockSeries, this: BlockSeries, between_var: Optional[fl
 @dataclass(frozen=True)
 class PointAnswer:
     """A point's answer: the leader, the variants tied with it (none: it won), the closest other variant's standing
-    (its lead), and whether the budget ended the race (``at_budget``) or it was not raced (``raced``)."""
+    (its lead), and whether the race's budget ended the point (``at_budget``)."""
 
     leader: Record
     tied: tuple[tuple[Record, Interval], ...]
     runner_up: Optional[tuple[Record, Interval]]
     at_budget: bool = False
-    raced: bool = True
 
     @property
     def within(self) -> float:
@@ -87,41 +87,20 @@ class PointAnswer:
         return max((max(behind.high, 1 / behind.low) for _, behind in self.tied if behind.low > 0), default=1.0) - 1
 
 
-def _interval(data: Optional[dict]) -> Optional[Interval]:
-    return Interval(data["value"], data["low"], data["high"]) if data else None
-
-
-def raced_answer(records: Sequence[Record]) -> Optional[PointAnswer]:
-    """The answer a race stored in its point's records (``metrics["race"]``); None where the point was not raced."""
-    race = {r.key: r.metrics["race"] for r in records if "race" in (r.metrics or {})}
-    if not race or len(race) != len(records):
-        return None
-    members = [r for r in records if race[r.key]["outcome"] in ("winner", "tie")]
-    leader = next((r for r in members if race[r.key]["behind"] is None), None)
-    if leader is None:
-        return None
-    others = sorted(((r, _interval(race[r.key]["behind"])) for r in records
-                     if r is not leader and race[r.key]["behind"] and not r.accuracy_failed),
-                    key=lambda pair: pair[1].value)
-    return PointAnswer(leader, tuple(pair for pair in others if pair[0] in members),
-                       next((pair for pair in others if pair[0] not in members), None),
-                       at_budget=race[leader.key].get("ended") == "budget_s")
-
-
-def full_answer(records: Sequence[Record], margin: float, between_var: Optional[float]) -> Optional[PointAnswer]:
-    """The answer of a point timed in full (not raced): the leader among the rows that passed their check, tied
-    with every other such row its interval does not separate from it by more than ``margin``."""
-    passing = [r for r in records if not r.accuracy_failed]
-    if not passing:
+def point_answer(records: Sequence[Record], between_var: Optional[float],
+                 margin: float = RACE_MARGIN) -> Optional[PointAnswer]:
+    """A point's answer from its rounds: the leader among the rows that passed their check and that its race (where
+    it was raced, ``metrics["race"]``, whose margin it takes) did not stop or put out, tied with each such row its
+    interval does not separate from it by more than the margin."""
+    race = {r.key: (r.metrics or {}).get("race") or {} for r in records}
+    margin = next((part["margin"] for part in race.values() if "margin" in part), margin)
+    contenders = [r.key for r in records if not r.accuracy_failed and race[r.key].get("outcome") not in OUT]
+    if not contenders:
         return None
     by_key = {r.key: r for r in records}
-    call = call_point({r.key: r.block_series for r in records}, [r.key for r in passing], margin, between_var)
-    tied = call.tied([r.key for r in passing])
-    others = [(by_key[s.variant], s.behind) for s in call.standings if s not in tied]
+    call = call_point({r.key: r.block_series for r in records}, contenders, margin, between_var)
+    tied = call.tied(contenders)
+    others = [(by_key[s.variant], s.behind) for s in call.standings
+              if s not in tied and not by_key[s.variant].accuracy_failed]
     return PointAnswer(by_key[call.leader], tuple((by_key[s.variant], s.behind) for s in tied),
-                       others[0] if others else None, raced=False)
-
-
-def point_answer(records: Sequence[Record], between_var: Optional[float]) -> Optional[PointAnswer]:
-    """A point's answer: its race's, or where it was not raced, read from its rounds at the default margin."""
-    return raced_answer(records) or full_answer(records, RACE_MARGIN, between_var)
+                       others[0] if others else None, race[call.leader].get("ended") == "budget_s")

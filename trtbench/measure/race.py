@@ -100,9 +100,10 @@ class Race:
         if len(left) <= 1 or call.equivalent(left) or over:
             self.ended = DECIDED if len(left) <= 1 or call.equivalent(left) else BUDGET
             return RaceStep({**stops, **{v: self.ended for v in active if v not in stops}})
-        return RaceStep(stops, self._demand(series, call, left, lap))
+        return RaceStep(stops, self._demand(series, call, left, lap, between))
 
-    def _demand(self, series: dict[str, BlockSeries], call: PointCall, left: list[str], lap: Lap) -> Optional[Demand]:
+    def _demand(self, series: dict[str, BlockSeries], call: PointCall, left: list[str], lap: Lap,
+                between: Optional[float]) -> Optional[Demand]:
         """With half the budget left, the first of the leader, the runner-up and the rest (of ``left``) still
         undecided against the leader (the leader: against the runner-up) whose interval is dominated by the spread
         between processes, with fewer than the most and each of its processes timed RACE_MIN_CYCLES blocks."""
@@ -110,7 +111,6 @@ class Race:
         if not undecided or lap.spent_s > self.budget_s / 2:
             return None
         asked = {d.variant for d in self.demands if not d.started}
-        between = pooled_between_variance(series.values())
         for variant in [call.leader, *[s.variant for s in undecided]]:
             counts = [series[variant].processes.count(p) for p in set(series[variant].processes)]
             if variant in asked or lap.processes[variant] >= self.entrants.most or min(counts) < RACE_MIN_CYCLES:

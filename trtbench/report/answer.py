@@ -28,9 +28,8 @@ def answer_text(answer: PointAnswer, precisions: int) -> tuple:
     name = _name(answer.leader, precisions)
     if answer.tied:
         names = [name, *[_name(r, precisions) for r, _ in answer.tied]]
-        how = ("a tie at this budget" if answer.at_budget else "a tie" if not answer.raced
-               else "a tie within the race's margin")
-        return (f"{', '.join(names[:-1])} and {names[-1]} within {answer.within:.0%} of each other: {how}",)
+        return (f"{', '.join(names[:-1])} and {names[-1]} within {answer.within:.0%} of each other: a tie"
+                + (" at this budget" if answer.at_budget else ""),)
     if answer.runner_up is None:
         return (strong(name), " alone")
     runner, lead = answer.runner_up
