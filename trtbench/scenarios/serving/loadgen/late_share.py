@@ -1,4 +1,5 @@
-"""The late-share plot both kinds of serving draw: why each joint estimate's peak is where it is."""
+"""What the late-share plot (:mod:`trtbench.report.late_share`) draws of a joint estimate, for either kind of serving:
+each step's late share with its interval, and the share the estimate's reader expects."""
 
 from __future__ import annotations
 
@@ -6,17 +7,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import Step, fit_curve
-from trtbench.report.plots import finish, label_axes
-from trtbench.report.section import Plot
+from trtbench.scenarios.serving.loadgen.peak_estimate import READERS, Step
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 
 @dataclass(frozen=True)
 class SharePanel:
-    """One joint estimate as :func:`late_share_plot` draws it (the confirming run left out)."""
+    """One joint estimate as the late-share plot draws it (the confirming run left out)."""
 
     title: str
     ylabel: str
@@ -25,39 +23,15 @@ class SharePanel:
     peak: float
     interval: PeakInterval
 
+    def shares(self) -> np.ndarray:
+        """Each step's offered QPS, late share, and the low and high end of Wilson's 90% interval on that share, as if
+        the step's queries were independent (4 x steps)."""
+        from scipy.stats import binomtest
 
-def _wilson(late: int, queries: int) -> tuple[float, float]:
-    """Wilson's 90% interval on the late share of ``queries`` independent queries, ``late`` of them late."""
-    from scipy.stats import binomtest
+        wilson = [binomtest(int(s.late.sum()), s.queries).proportion_ci(confidence_level=0.9, method="wilson")
+                  for s in self.steps]
+        return np.array([(s.qps, s.share, w.low, w.high) for s, w in zip(self.steps, wilson)]).T
 
-    interval = binomtest(late, queries).proportion_ci(confidence_level=0.9, method="wilson")
-    return interval.low, interval.high
-
-
-def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
-    """The late share against the offered QPS, one panel per estimate; None without steps."""
-    panels = [panel for panel in panels if panel.steps]
-    if not panels:
-        return None
-    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
-    fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
-    for i, panel in enumerate(panels):
-        ax = fig.add_subplot(rows, columns, i + 1)
-        qps, share = np.array([s.qps for s in panel.steps]), np.array([s.share for s in panel.steps])
-        low, high = np.array([_wilson(int(s.late.sum()), s.queries) for s in panel.steps]).T
-        ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
-                    fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
-        grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
-        if panel.interval.read_by == "curve":
-            a, b, centre = fit_curve(panel.steps)
-            ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
-        ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
-        ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
-        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
-                   label="its 90% interval")
-        ax.set_yscale("symlog", linthresh=panel.allowed / 10)
-        ax.set_ylim(bottom=0)
-        label_axes(ax, "offered QPS", panel.ylabel, panel.title)
-        ax.title.set_fontsize("small")
-        ax.legend(fontsize="x-small")
-    return finish(fig, file_name)
+    def expected(self, qps: np.ndarray) -> Optional[np.ndarray]:
+        """The late share the estimate's reader expects at each of ``qps`` (None: it draws none)."""
+        return READERS[self.interval.read_by].expected_shares(self.steps, qps)

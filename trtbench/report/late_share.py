@@ -1,0 +1,43 @@
+"""The late-share plot both kinds of serving draw: why each joint estimate's peak is where it is (what each panel
+holds: :mod:`trtbench.scenarios.serving.loadgen.late_share`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from trtbench.report.plots import finish, label_axes
+from trtbench.report.section import Plot
+
+if TYPE_CHECKING:
+    from trtbench.scenarios.serving.loadgen.late_share import SharePanel
+
+
+def late_share_plot(panels: Sequence[SharePanel], file_name: str) -> Optional[Plot]:
+    """The late share against the offered QPS, one panel per estimate; None without steps."""
+    panels = [panel for panel in panels if panel.steps]
+    if not panels:
+        return None
+    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
+    for i, panel in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        qps, share, low, high = panel.shares()
+        ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
+                    fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
+        grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
+        expected = panel.expected(grid)
+        if expected is not None:
+            ax.plot(grid, expected, label="fitted late share")
+        ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
+        ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
+        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
+                   label="its 90% interval")
+        ax.set_yscale("symlog", linthresh=panel.allowed / 10)
+        ax.set_ylim(bottom=0)
+        label_axes(ax, "offered QPS", panel.ylabel, panel.title)
+        ax.title.set_fontsize("small")
+        ax.legend(fontsize="x-small")
+    return finish(fig, file_name)
