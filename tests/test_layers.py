@@ -242,8 +242,8 @@ def report_imports(package_dir: Path, folder: str) -> list[str]:
     for path in sorted((package_dir / folder).rglob("*.py")):
         rel = path.relative_to(package_dir.parent).with_suffix("")
         module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        found += [f"{path}:{line}: {module} imports {target}" for line, target, _, _ in imports_of(path, module, package)
-                  if layer_of(target, package) == "report"]
+        found += [f"{path}:{line}: {module} imports {target}"
+                  for line, target, _, _ in imports_of(path, module, package) if layer_of(target, package) == "report"]
     return found
 
 

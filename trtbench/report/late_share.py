@@ -1,9 +1,9 @@
-"""The late-share plot both kinds of serving draw: why each joint estimate's peak is where it is (what each panel
-holds: :mod:`trtbench.scenarios.serving.loadgen.late_share`)."""
+"""The late-share plot both kinds of serving draw: why each joint estimate's peak is where it is."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -12,11 +12,33 @@ from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
 
 if TYPE_CHECKING:
-    from trtbench.scenarios.serving.loadgen.late_share import SharePanel
+    from trtbench.scenarios.serving.loadgen.peak_estimate import Step
+    from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 
-def late_share_plot(panels: Sequence[SharePanel], file_name: str) -> Optional[Plot]:
-    """The late share against the offered QPS, one panel per estimate; None without steps."""
+@dataclass(frozen=True)
+class SharePanel:
+    """One joint estimate as :func:`late_share_plot` draws it (the confirming run left out)."""
+
+    title: str
+    ylabel: str
+    steps: tuple[Step, ...]
+    allowed: float
+    peak: float
+    interval: PeakInterval
+
+
+def _wilson(late: int, queries: int) -> tuple[float, float]:
+    """Wilson's 90% interval on the late share of ``queries`` independent queries, ``late`` of them late."""
+    from scipy.stats import binomtest
+
+    interval = binomtest(late, queries).proportion_ci(confidence_level=0.9, method="wilson")
+    return interval.low, interval.high
+
+
+def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
+    """The late share against the offered QPS, one panel per estimate, with the share its reader expects; None without
+    steps."""
     panels = [panel for panel in panels if panel.steps]
     if not panels:
         return None
@@ -24,11 +46,12 @@ def late_share_plot(panels: Sequence[SharePanel], file_name: str) -> Optional[Pl
     fig = Figure(figsize=(6.0 * columns, 4.2 * rows))
     for i, panel in enumerate(panels):
         ax = fig.add_subplot(rows, columns, i + 1)
-        qps, share, low, high = panel.shares()
+        qps, share = np.array([s.qps for s in panel.steps]), np.array([s.share for s in panel.steps])
+        low, high = np.array([_wilson(int(s.late.sum()), s.queries) for s in panel.steps]).T
         ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
                     fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
         grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
-        expected = panel.expected(grid)
+        expected = panel.interval.reader.expected_shares(panel.steps, grid)
         if expected is not None:
             ax.plot(grid, expected, label="fitted late share")
         ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")

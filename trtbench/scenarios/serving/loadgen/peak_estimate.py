@@ -8,7 +8,6 @@ joint estimate").
 
 from __future__ import annotations
 
-import abc
 import math
 import time
 from dataclasses import dataclass, field
@@ -18,8 +17,7 @@ from typing import Any, Callable, ClassVar, Literal, Optional, Protocol, Sequenc
 
 import numpy as np
 
-from trtbench.scenarios.serving.loadgen.queue_model import (Posterior, QueueModel, posterior, steady_peak,
-                                                            steady_share)
+from trtbench.scenarios.serving.loadgen.queue_model import QueueModel, posterior, steady_peak, steady_share
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
@@ -151,15 +149,14 @@ class Curve:
         were the queries of ``steps`` (those it was fitted to) independent (from the fit's Fisher information)."""
         log_qps = np.log([s.qps for s in steps]) - self.centre
         queries = np.array([s.queries for s in steps], float)
-        a, b = np.array([self.a]), np.array([self.b])
-        point = float(_crossing(a, b, allowed, self.centre)[0])
+        point = float(_crossing(np.array([self.a]), np.array([self.b]), allowed, self.centre)[0])
         if not math.isfinite(point):
             return point, math.inf
-        share = _logistic(a[0], b[0], log_qps)
+        share = _logistic(self.a, self.b, log_qps)
         weight = queries * share * (1 - share)
         info = np.array([[weight.sum(), (weight * log_qps).sum()],
                          [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
-        gradient = np.array([-1 / b[0], -(math.log(allowed / (1 - allowed)) - a[0]) / b[0] ** 2])
+        gradient = np.array([-1 / self.b, -(math.log(allowed / (1 - allowed)) - self.a) / self.b ** 2])
         try:
             spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
         except np.linalg.LinAlgError:
@@ -210,11 +207,6 @@ def _bracket(steps: Sequence[Step], allowed: float, ceiling: float) -> Optional[
     return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
-def _bisected(bracket: Optional[Bracket], ceiling: float) -> float:
-    """The bisection's next load: the middle of ``bracket``, or of [0, ``ceiling``] without one."""
-    return (bracket or Bracket(0.0, ceiling)).qps
-
-
 def _readable(steps: Sequence[Step]) -> list[Step]:
     """The steps with queries, or none where no step saw a late query (nothing to read yet)."""
     counted = [s for s in steps if s.queries]
@@ -222,96 +214,51 @@ def _readable(steps: Sequence[Step]) -> list[Step]:
 
 
 @dataclass(frozen=True)
-class Reading(abc.ABC):
-    """A reader's reading of a search's steps: the peak (``estimate``; nan before a step is late) with its 90% interval
-    where the reading gives one at once (the curve's needs a bootstrap: :meth:`interval`), the width of that interval
-    over the peak were the queries independent, the bisection's ``bracket`` (None once a step within the allowed share
-    lies below one over it) and the load of the next step."""
+class Reading:
+    """One reading of a search's steps: the peak and its 90% interval where the reading gives one at once, the width of
+    that interval were the queries independent, the bisection's bracket (None once it no longer holds), the next load,
+    whether a bracket within the resolution ends the search, the late share expected at a load in the steady state, and
+    the peak with its 90% interval drawn (the curve's: a bootstrap at each call)."""
 
     estimate: Estimate
     width: float
     bracket: Optional[Bracket]
     next_qps: float
-
-    @property
-    def closes(self) -> bool:
-        """Whether a bracket within the resolution ends the search."""
-        return True
-
-    @abc.abstractmethod
-    def expected_share(self, qps: float) -> float:
-        """The late share expected at ``qps`` in the steady state (0 where no step saw a late query)."""
-
-    def interval(self, rng: np.random.Generator) -> Estimate:
-        """The peak with its 90% interval."""
-        return self.estimate
-
-
-@dataclass(frozen=True)
-class CurveReading(Reading):
-    """The curve fitted to ``steps`` (those with queries; None without a late query)."""
-
-    steps: tuple[Step, ...]
-    allowed: float
-    curve: Optional[Curve]
-
-    def expected_share(self, qps: float) -> float:
-        return 0.0 if self.curve is None else float(self.curve.share(math.log(qps)))
-
-    def interval(self, rng: np.random.Generator) -> Estimate:
-        """The peak with its 90% interval by the block bootstrap (fresh draws from ``rng`` at each call)."""
-        return _bootstrap(self.steps, self.allowed, self.estimate.qps, rng)
-
-
-@dataclass(frozen=True)
-class QueueReading(Reading):
-    """The load ``scale`` the steps' late counts give the ``model`` (None without a late query)."""
-
-    model: Optional[QueueModel]
-    scale: Optional[Posterior]
-
-    @property
-    def closes(self) -> bool:
-        """Only before a step is late: after, a step within the allowed share still says how far the peak is."""
-        return self.scale is None
-
-    def expected_share(self, qps: float) -> float:
-        return 0.0 if self.scale is None else steady_share(self.model, qps * self.scale.kappa(0.5))
+    closes: bool
+    expected_share: Callable[[float], float]
+    interval: Callable[[np.random.Generator], Estimate]
 
 
 class StepReader(Protocol):
     """How a search reads its steps: ``name``, what results.json's ``read_by`` holds; ``label``, what the text calls
-    it."""
+    it; ``expected_shares``, the late share it expects at each of ``qps`` from the steps alone (None: none drawn)."""
 
     name: ClassVar[str]
     label: ClassVar[str]
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
-        """One reading of every step so far."""
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading: ...
 
     @staticmethod
-    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
-        """The late share the reader expects at each of ``qps`` from ``steps`` alone, for the late-share plot (None:
-        it draws none)."""
+    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
 class CurveReader:
-    """The logistic curve fitted to every step; past the bracket the steps go :data:`SPREAD` below and above the
-    estimate, in turn, up to the capacity."""
+    """The logistic curve fitted to every step; past the bracket the steps go :data:`SPREAD` either side of it."""
 
     name: ClassVar[str] = "curve"
     label: ClassVar[str] = "the fitted curve"
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> CurveReading:
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
         read = _readable(steps)
         curve = Curve.fit(read) if read else None
         point, width = curve.crossing(read, plan.allowed) if curve else (math.nan, math.inf)
         bracket = _bracket(steps, plan.allowed, plan.capacity)
         next_qps = (min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
-                    if bracket is None and math.isfinite(point) else _bisected(bracket, plan.capacity))
-        return CurveReading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, tuple(read), plan.allowed,
-                            curve)
+                    if bracket is None and math.isfinite(point) else (bracket or Bracket(0.0, plan.capacity)).qps)
+        return Reading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, True,
+                       lambda qps: float(curve.share(math.log(qps))) if curve else 0.0,
+                       lambda rng: _bootstrap(read, plan.allowed, point, rng))
 
     @staticmethod
     def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
@@ -320,27 +267,28 @@ class CurveReader:
 
 @dataclass(frozen=True)
 class QueueReader:
-    """The queue the steps were served by (``queue``: its model from the steps so far): the peak is the model's
-    steady-state peak over the load scale the steps' late counts give (its posterior's median), the 90% interval the
-    same over its 5% and 95%. The bisection goes up to the last of :data:`QUEUE_STEPS` over the capacity; once a step is
-    late the steps go at :data:`QUEUE_STEPS` over the estimate, in turn."""
+    """The queue the steps were served by (``queue``: its model from the steps): the model's steady-state peak over the
+    load scale their late counts give (its posterior's median; the interval: its 5% and 95%). The bisection reaches the
+    capacity times the last of :data:`QUEUE_STEPS`, then the steps go at each of them times the estimate, in turn;
+    once a step is late no bracket closes the search, as a step that is not late still tells how far the peak is."""
 
     queue: Callable[[Sequence[Step]], QueueModel]
     name: ClassVar[str] = "queue"
     label: ClassVar[str] = "the queue model"
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> QueueReading:
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
         read, ceiling = _readable(steps), plan.capacity * QUEUE_STEPS[-1]
         bracket = _bracket(steps, plan.allowed, ceiling)
         if not read:
-            return QueueReading(NO_ESTIMATE, NO_ESTIMATE.width, bracket, _bisected(bracket, ceiling), None, None)
+            return Reading(NO_ESTIMATE, math.inf, bracket, (bracket or Bracket(0.0, ceiling)).qps, True,
+                           lambda qps: 0.0, lambda rng: NO_ESTIMATE)
         model = self.queue(steps)
         scale = posterior(model, [s.qps for s in read], [s.queries for s in read], [int(s.late.sum()) for s in read])
         peak = steady_peak(model, plan.allowed)
         estimate = Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2),
                             peak / scale.kappa((1 - LEVEL) / 2))
-        beside = estimate.qps * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)]
-        return QueueReading(estimate, estimate.width, bracket, beside, model, scale)
+        return Reading(estimate, estimate.width, bracket, estimate.qps * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)],
+                       False, lambda qps: steady_share(model, qps * scale.kappa(0.5)), lambda rng: estimate)
 
     @staticmethod
     def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
@@ -408,19 +356,14 @@ RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
 
 @dataclass
 class SearchState:
-    """A search under way: its steps, the queries they used since it ``started``, the reading of them, and the last
-    interval drawn (:meth:`Reading.interval`; nan before one)."""
+    """A search under way: its steps, their queries and reading, when it started, and the last interval drawn."""
 
     plan: SearchPlan
-    run: RunStep
+    reading: Reading
     started: float = field(default_factory=time.monotonic)
     steps: list[Step] = field(default_factory=list)
     used: int = 0
     drawn: Estimate = NO_ESTIMATE
-    reading: Reading = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.reading = self.plan.reader.read(self.steps, self.plan)
 
     @property
     def seconds(self) -> float:
@@ -428,19 +371,8 @@ class SearchState:
 
     @property
     def latest(self) -> Estimate:
-        """The latest 90% interval: the reading's own, or the last drawn (nan before one)."""
+        """The latest 90% interval: the reading's own, or the last drawn."""
         return self.reading.estimate if math.isfinite(self.reading.estimate.low) else self.drawn
-
-    @property
-    def late(self) -> int:
-        return sum(int(s.late.sum()) for s in self.steps)
-
-    def step(self, qps: float) -> None:
-        """Runs a step at ``qps`` and reads every step again."""
-        late, made = self.run(qps, len(self.steps), self.plan.queries_at(qps))
-        self.steps.append(Step(qps, len(self.steps), np.asarray(late, dtype=bool), made))
-        self.used += len(late)
-        self.reading = self.plan.reader.read(self.steps, self.plan)
 
     def reserved(self, low: float) -> int:
         """The queries kept back for the confirming run at ``low``: what LoadGen's verdict needs there, or one step
@@ -452,14 +384,14 @@ class SearchState:
         cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
         return needed if needed is not None and needed <= cap else plan.queries_at(low)
 
-    def confirmed(self, estimate: Estimate, stopped_by: StopReason) -> Search:
+    def confirmed(self, run: RunStep, estimate: Estimate, stopped_by: StopReason) -> Search:
         """The search ending at ``estimate``, with its confirming run at the low end where the budget allows."""
         confirm, needs = None, ConfirmNeeds()
         if estimate.low > 0:
             share = self.reading.expected_share(estimate.low)
             needs = ConfirmNeeds(share, self.plan.confirm_queries(estimate.low, share))
         if needs.queries is not None and self.used + needs.queries <= self.plan.budget.queries:
-            late, made = self.run(estimate.low, len(self.steps), needs.queries)
+            late, made = run(estimate.low, len(self.steps), needs.queries)
             confirm = Step(estimate.low, len(self.steps), np.asarray(late, dtype=bool), made)
             self.used += len(late)
         return Search(tuple(self.steps), estimate, stopped_by, confirm, self.used, self.seconds, needs,
@@ -468,30 +400,33 @@ class SearchState:
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Search:
     """The steps ``run`` makes until the interval is within the resolution or the budget is spent."""
-    state, stopped_by = SearchState(plan, run), "budget"
+    state, stopped_by = SearchState(plan, plan.reader.read([], plan)), "budget"
     while True:
-        qps, latest = state.reading.next_qps, state.latest
+        qps, latest, steps = state.reading.next_qps, state.latest, state.steps
         # the confirming run's low end: the interval's, or before one, SPREAD twice below the estimate
         low = latest.low if math.isfinite(latest.low) else state.reading.estimate.qps * (1 - 2 * SPREAD)
         need = plan.queries_at(qps) + state.reserved(low)
         over_time = plan.budget.seconds is not None and state.seconds + need / qps > plan.budget.seconds
         if state.used + need > plan.budget.queries or over_time:
             break
-        state.step(qps)
-        bracket = state.reading.bracket
+        late, made = run(qps, len(steps), plan.queries_at(qps))
+        steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
+        state.used += len(late)
+        state.reading = reading = plan.reader.read(steps, plan)
+        bracket = reading.bracket
         if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
-            return Search(tuple(state.steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, state.used,
-                          state.seconds, read_by=plan.reader.name)
-        if state.reading.closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
+            return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, state.used, state.seconds,
+                          read_by=plan.reader.name)
+        if reading.closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
-            return state.confirmed(Estimate(bracket.lo, bracket.lo, bracket.hi), "resolution")
-        if state.reading.width <= plan.resolution and state.late >= MIN_LATE:
-            state.drawn = state.reading.interval(rng)
+            return state.confirmed(run, Estimate(bracket.lo, bracket.lo, bracket.hi), "resolution")
+        if reading.width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
+            state.drawn = reading.interval(rng)
             if state.drawn.width <= plan.resolution:
                 stopped_by = "resolution"
                 break
     final = state.reading.interval(rng) if stopped_by == "budget" and state.steps else state.latest
-    return state.confirmed(final, stopped_by)
+    return state.confirmed(run, final, stopped_by)
 
 
 class StepFailed(Exception):

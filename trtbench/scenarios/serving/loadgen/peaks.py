@@ -9,7 +9,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import READERS, ConfirmNeeds, CurveReader, Search, StopReason
+from trtbench.scenarios.serving.loadgen.peak_estimate import (READERS, ConfirmNeeds, CurveReader, Search, StepReader,
+                                                              StopReason)
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
@@ -51,9 +52,13 @@ class PeakInterval:
         return cls(**{**data, "confirm_needs": needs})
 
     @property
+    def reader(self) -> type[StepReader]:
+        return READERS[self.read_by]
+
+    @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        needs, reader = self.confirm_needs, READERS[self.read_by].label
+        needs, reader = self.confirm_needs, self.reader.label
         if self.confirm_valid is None and needs is not None and math.isfinite(needs.late_share):
             share, needed = needs.late_share, needs.queries
             if needed is None:
