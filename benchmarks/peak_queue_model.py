@@ -157,7 +157,7 @@ def search(model: QueueModel, run, plan: pe.SearchPlan) -> pe.Estimate:
         if math.isfinite(point) and point > 0:
             qps = point * DESIGN[len(steps) % len(DESIGN)]
         else:
-            qps = pe._bisected(pe._bracket(steps, plan.allowed, plan.capacity), plan.capacity)
+            qps = (pe._bracket(steps, plan.allowed, plan.capacity) or pe.Bracket(0.0, plan.capacity)).qps
         queries = plan.queries_at(qps)
         if used + queries > BUDGET:
             return steps_estimate(model, steps)
