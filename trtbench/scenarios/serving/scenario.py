@@ -16,7 +16,7 @@ from trtbench.core.part import Part
 from trtbench.report.section import ReportSection, joined
 from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.serving.vision.config import ServingConfig
-from trtbench.scenarios.serving.loadgen.late_share import late_share_plot
+from trtbench.report.late_share import late_share_plot
 from trtbench.scenarios.serving.loadgen.settings import LoadSettings
 from trtbench.scenarios.serving.vision.report import (peak_rules, recommend_serving, serving_markdown, serving_plot,
                                                       serving_recommendation_markdown, share_panels)
