@@ -44,14 +44,14 @@ class ServingKind:
 
 
 KINDS = (
-    ServingKind("latency", ServingConfig, ("inputs",), False,
-                "{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
-                lambda settings, config, key: settings.check_against_inputs(config.inputs, key),
-                lambda config, group, done: bool(unserved(config, group, done)), serve_group),
-    ServingKind("generate", DecoderServingConfig, (), True,
-                "{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}",
-                lambda settings, config, key: settings.check_against_generate(config, key),
-                lambda config, group, done: bool(unserved_decoders(config, group, done)), serve_decoders),
+    ServingKind("latency", ServingConfig, ("inputs",), decodes=False,
+                example="{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
+                check=lambda settings, config, key: settings.check_against_inputs(config.inputs, key),
+                owes=lambda config, group, done: bool(unserved(config, group, done)), serve=serve_group),
+    ServingKind("generate", DecoderServingConfig, (), decodes=True,
+                example="{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}",
+                check=lambda settings, config, key: settings.check_against_generate(config, key),
+                owes=lambda config, group, done: bool(unserved_decoders(config, group, done)), serve=serve_decoders),
 )
 
 

@@ -256,9 +256,9 @@ class CurveReader:
         bracket = _bracket(steps, plan.allowed, plan.capacity)
         next_qps = (min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
                     if bracket is None and math.isfinite(point) else (bracket or Bracket(0.0, plan.capacity)).qps)
-        return Reading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, True,
-                       lambda qps: float(curve.share(math.log(qps))) if curve else 0.0,
-                       lambda rng: _bootstrap(read, plan.allowed, point, rng))
+        return Reading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, closes=True,
+                       expected_share=lambda qps: float(curve.share(math.log(qps))) if curve else 0.0,
+                       interval=lambda rng: _bootstrap(read, plan.allowed, point, rng))
 
     @staticmethod
     def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
@@ -280,15 +280,16 @@ class QueueReader:
         read, ceiling = _readable(steps), plan.capacity * QUEUE_STEPS[-1]
         bracket = _bracket(steps, plan.allowed, ceiling)
         if not read:
-            return Reading(NO_ESTIMATE, math.inf, bracket, (bracket or Bracket(0.0, ceiling)).qps, True,
-                           lambda qps: 0.0, lambda rng: NO_ESTIMATE)
+            return Reading(NO_ESTIMATE, math.inf, bracket, (bracket or Bracket(0.0, ceiling)).qps, closes=True,
+                           expected_share=lambda qps: 0.0, interval=lambda rng: NO_ESTIMATE)
         model = self.queue(steps)
         scale = posterior(model, [s.qps for s in read], [s.queries for s in read], [int(s.late.sum()) for s in read])
         peak = steady_peak(model, plan.allowed)
         estimate = Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2),
                             peak / scale.kappa((1 - LEVEL) / 2))
         return Reading(estimate, estimate.width, bracket, estimate.qps * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)],
-                       False, lambda qps: steady_share(model, qps * scale.kappa(0.5)), lambda rng: estimate)
+                       closes=False, expected_share=lambda qps: steady_share(model, qps * scale.kappa(0.5)),
+                       interval=lambda rng: estimate)
 
     @staticmethod
     def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
