@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
@@ -49,10 +49,10 @@ class Subject:
 
 @dataclass(frozen=True)
 class TapFindings:
-    """What the tapped build found: each layer's errors in graph order, the layer that stands out (None: none),
-    the precision's line, and why there are no taps where there are none."""
+    """What the tapped build found: the precision's line (None: not tapped), each layer's errors in graph order,
+    the layer that stands out (None: none), and why there are no taps where there are none."""
 
-    line_db: float
+    line_db: Optional[float] = None
     layers: tuple[LayerError, ...] = ()
     named: Optional[str] = None
     reason: str = ""
@@ -67,9 +67,9 @@ class SpliceFindings:
     """What the splice bisection found: the layer named (None: no splice loses ``OUTLIER_DB`` at one layer), each
     boundary built and whether it missed, and the output SQNR lost at the bisection's last layer."""
 
-    layer: Optional[str]
-    tried: dict
-    step_db: Optional[float]
+    layer: Optional[str] = None
+    tried: dict = field(default_factory=dict)
+    step_db: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -81,24 +81,24 @@ class Diagnosis:
     status: DiagnosisStatus
     reason: str = ""
     output: str = ""  # the whole build's figures against fp32
-    taps: Optional[TapFindings] = None
-    splices: Optional[SpliceFindings] = None
+    taps: TapFindings = TapFindings()
+    splices: SpliceFindings = SpliceFindings()
     builds_announced: int = 0
     builds: int = 0
     kernels: Optional[KernelProof] = None
 
     @property
     def layers(self) -> tuple[LayerError, ...]:
-        return self.taps.layers if self.taps else ()
+        return self.taps.layers
 
     @property
     def named(self) -> Optional[str]:
         """The layer named: the splices' (which confirm the taps' where both name one)."""
-        return self.splices.layer if self.splices else None
+        return self.splices.layer
 
     @property
     def confirmed(self) -> bool:
-        return self.taps is not None and self.taps.named is not None and self.taps.named == self.named
+        return self.taps.named is not None and self.taps.named == self.named
 
     @property
     def stem(self) -> str:
@@ -116,9 +116,8 @@ class Diagnosis:
                     f"makes its splice lose {floor.OUTLIER_DB:g} dB: the error builds up across layers (or comes from "
                     f"fusing across them); no layer is named.")
         error = next((e for e in self.layers if e.path == self.named), None)
-        tap = self.taps.named if self.taps else None
         how = "by its splice and its taps" if self.confirmed else (
-            f"by its splice (the taps named {tap})" if tap else "by its splice")
+            f"by its splice (the taps named {self.taps.named})" if self.taps.named else "by its splice")
         if error is not None and error.own_sqnr_db is not None and error.own_sqnr_db == -math.inf:
             do = f"its output leaves {precision}'s range: keep {self.named} in fp32, or scale it down"
         elif precision == "int8":
@@ -131,13 +130,12 @@ class Diagnosis:
     def to_dict(self) -> dict:
         taps, splices = self.taps, self.splices
         return {**dataclasses.asdict(self.subject), "status": self.status, "reason": self.reason,
-                "output": self.output, "named": self.named, "tap_layer": taps.named if taps else None,
-                "splice_layer": self.named, "confirmed": self.confirmed, "tap_reason": taps.reason if taps else "",
-                "splices": {str(k): v for k, v in splices.tried.items()} if splices else {},
-                "splice_step_db": json_db(splices.step_db) if splices else None,
-                "builds_announced": self.builds_announced, "builds": self.builds,
-                "line_db": taps.line_db if taps else None, "median_own_db": taps.median_own_db if taps else None,
-                "sentence": self.sentence(), "layers": [e.to_dict() for e in self.layers],
+                "output": self.output, "named": self.named, "tap_layer": taps.named, "splice_layer": self.named,
+                "confirmed": self.confirmed, "tap_reason": taps.reason,
+                "splices": {str(k): v for k, v in splices.tried.items()}, "splice_step_db": json_db(splices.step_db),
+                "builds_announced": self.builds_announced, "builds": self.builds, "line_db": taps.line_db,
+                "median_own_db": taps.median_own_db, "sentence": self.sentence(),
+                "layers": [e.to_dict() for e in self.layers],
                 "kernels": self.kernels.to_dict() if self.kernels else None}
 
 

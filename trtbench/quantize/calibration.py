@@ -7,7 +7,7 @@ More: docs/int8.md, "Module notes", trtbench/quantize/calibration.py.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -90,9 +90,7 @@ class CalibrationFacts:
     labels: bool
 
     def to_dict(self) -> dict:
-        where = {} if self.source == "random" else {"path": self.path}
-        return {"source": self.source, **where, "samples": self.samples, "eval_samples": self.eval_samples,
-                "batch": self.batch, "labels": self.labels}
+        return {k: v for k, v in asdict(self).items() if k != "path" or self.source != "random"}
 
 
 @dataclass

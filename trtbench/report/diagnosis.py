@@ -38,9 +38,9 @@ def diagnosis_table(diagnosis: Diagnosis) -> str:
                      + (f" ({diagnosis.reason})" if diagnosis.status == DiagnosisStatus.STOPPED else "") + ".")
     if diagnosis.kernels is not None:
         lines.append(f"Kernels of the whole build ({diagnosis.kernels.source}): {diagnosis.kernels.text}.")
-    if taps is not None and taps.reason:
+    if taps.reason:
         lines.append(f"No taps: {taps.reason}; the splices alone localise.")
-    if taps is not None:
+    if taps.line_db is not None:
         median = "n/a" if taps.median_own_db is None else f"{taps.median_own_db:.1f} dB"
         lines.append(f"A layer stands out below {taps.line_db:.1f} dB own SQNR and {OUTLIER_DB:g} dB under the "
                      f"other layers' median (all layers': {median}).")
@@ -70,7 +70,8 @@ def sqnr_plot(precision: str, diagnoses: Sequence[Diagnosis]) -> Optional[Plot]:
         ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=variant, color=colors[variant],
                 gid=f"own|{variant}")
     line = tapped[0].taps.line_db
-    ax.axhline(line, color="black", linestyle="--", linewidth=1, label=f"{precision} line ({line:.0f} dB)")
+    if line is not None:
+        ax.axhline(line, color="black", linestyle="--", linewidth=1, label=f"{precision} line ({line:.0f} dB)")
     label_axes(ax, "layer (graph order)", "own SQNR (dB)", f"Where {precision} diverges: each layer's own error")
     return finish(fig, f"diagnose-sqnr-{precision}.png", legend=ax, caption=f"own SQNR by depth at {precision}")
 
