@@ -21,9 +21,8 @@ from trtbench.quantize.fallback import FallbackCost
 
 @dataclass(frozen=True)
 class Kept:
-    """fp16's or bf16's accuracy fallback passed with ``modules`` kept in fp32: their own SQNR (dB, as JSON keeps
-    it), the builds the loop ran under its cap, the full build's figures and the kept one's, what keeping them
-    cost, and the precision the kept build's kernels ran (None where its runtime cannot say)."""
+    """The fallback passed with ``modules`` in fp32: their own SQNR (dB, as JSON keeps it), the builds run under the
+    cap, the full build's figures and the kept one's, the cost, and the kept build's kernels (None: unread)."""
 
     modules: tuple[str, ...]
     cap: int
@@ -42,8 +41,8 @@ class Kept:
 
 @dataclass(frozen=True)
 class Missed:
-    """fp16's or bf16's accuracy fallback kept nothing: why (the cap was not enough, or it failed), and where it
-    ranked the modules, the cap and the first ranked modules' own SQNR (dB, as JSON keeps it)."""
+    """The fallback kept nothing: why (the cap was not enough, or it failed), and where it ranked the modules, the
+    cap and the first ranked modules' own SQNR (dB, as JSON keeps it)."""
 
     reason: str
     cap: Optional[int] = None
@@ -63,7 +62,6 @@ class Fp32Fallback:
 
     @property
     def modules(self) -> tuple[str, ...]:
-        """The module paths kept in fp32."""
         return self.outcome.modules if isinstance(self.outcome, Kept) else ()
 
 

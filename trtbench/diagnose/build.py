@@ -78,8 +78,7 @@ class Build:
             return self.variant.run(self.built, self._prepared(inputs))
 
     def kernels(self, *inputs) -> Optional[KernelProof]:
-        """The precision its conv and matmul kernels ran on ``inputs``, as its runtime reports it (None where it
-        cannot say)."""
+        """The precision its conv and matmul kernels ran on ``inputs``, as its runtime says (None: it cannot)."""
         with torch.inference_mode():
             return self.variant.kernels(self.built, self._prepared(inputs), self.device)
 

@@ -76,14 +76,16 @@ class _Reference(fx.Interpreter):
 
     def __init__(self, graph: LayerGraph, inputs: tuple, taps: dict):
         super().__init__(graph.module, garbage_collect_values=False)
-        self.layers, self.inputs, self.taps = graph, inputs, taps
+        self.layer_graph, self.taps = graph, taps
         nodes = list(graph.module.graph.nodes)
+        self.placeholders = {n.name: t for n, t in zip((n for n in nodes if n.op == "placeholder"), inputs)}
         self.position = {node: i for i, node in enumerate(nodes)}
         judged_at = {graph.node(name): self.position[graph.node(layer.nodes[-1])] for layer in graph.layers
                      for name in layer.nodes}  # a layer is judged at its last node, reading its inputs' references
         self.last_use = {node: max((judged_at.get(u, self.position[u]) for u in node.users), default=i)
                          for i, node in enumerate(nodes)}
         self.by_last = {layer.nodes[-1]: layer for layer in graph.layers}
+        self.alone = fx.Interpreter(graph.module, garbage_collect_values=False)  # runs one layer on the build's input
         self.errors: list[LayerError] = []
 
     def run_node(self, node: fx.Node):
@@ -92,35 +94,33 @@ class _Reference(fx.Interpreter):
             del self.env[done]
         value = self.env[node] = super().run_node(node)
         if node.name in self.by_last:
-            self.errors.append(_judge(self.layers, self.by_last[node.name], self.env, self.taps, self.inputs))
+            self.errors.append(self._judge(self.by_last[node.name]))
         return value
 
+    def _judge(self, layer: Layer) -> LayerError:
+        if not layer.outputs:
+            return LayerError(layer.path, layer.op, None, None, None)
+        outputs = [self.taps[name] for name in layer.outputs]
+        references = [self.env[self.layer_graph.node(name)] for name in layer.outputs]
+        own = self._own(layer)
+        own_db = None if own is None else sqnr_db(outputs, own)
+        return LayerError(layer.path, layer.op, own_db, sqnr_db(outputs, references),
+                          max_rel_err(outputs, references))
 
-def _judge(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple) -> LayerError:
-    if not layer.outputs:
-        return LayerError(layer.path, layer.op, None, None, None)
-    outputs = [taps[name] for name in layer.outputs]
-    references = [ref[graph.node(name)] for name in layer.outputs]
-    own = _own(graph, layer, ref, taps, inputs)
-    own_db = None if own is None else sqnr_db(outputs, own)
-    return LayerError(layer.path, layer.op, own_db, sqnr_db(outputs, references), max_rel_err(outputs, references))
-
-
-def _own(graph: LayerGraph, layer: Layer, ref: dict, taps: dict, inputs: tuple) -> Optional[list[torch.Tensor]]:
-    """The layer's outputs run in fp32 on the build's own input to it; None where that input no longer agrees with
-    fp32's."""
-    inside = set(layer.nodes)
-    placeholders = {n.name: t for n, t in zip((n for n in graph.module.graph.nodes if n.op == "placeholder"), inputs)}
-    alone = fx.Interpreter(graph.module)
-    for name in layer.nodes:
-        node = graph.node(name)
-        for arg in node.all_input_nodes:
-            if arg.name in inside or arg in alone.env:
-                continue
-            value = taps.get(arg.name, placeholders.get(arg.name))
-            value = ref[arg] if value is None else value
-            if arg.name in taps and sqnr_db([value], [ref[arg]]) < INPUT_DB:
-                return None
-            alone.env[arg] = value
-        alone.env[node] = alone.run_node(node)
-    return [alone.env[graph.node(name)] for name in layer.outputs]
+    def _own(self, layer: Layer) -> Optional[list[torch.Tensor]]:
+        """The layer's outputs run in fp32 on the build's own input to it; None where that input no longer agrees
+        with fp32's."""
+        inside, env = set(layer.nodes), {}
+        self.alone.env = env
+        for name in layer.nodes:
+            node = self.layer_graph.node(name)
+            for arg in node.all_input_nodes:
+                if arg.name in inside or arg in env:
+                    continue
+                value = self.taps.get(arg.name, self.placeholders.get(arg.name))
+                value = self.env[arg] if value is None else value
+                if arg.name in self.taps and sqnr_db([value], [self.env[arg]]) < INPUT_DB:
+                    return None
+                env[arg] = value
+            env[node] = self.alone.run_node(node)
+        return [env[self.layer_graph.node(name)] for name in layer.outputs]
