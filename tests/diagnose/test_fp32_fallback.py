@@ -61,7 +61,8 @@ def test_a_worker_rebuilds_the_kept_modules_from_its_recipe(tmp_path):
     inputs = tuple(t.bfloat16() for t in planted_inputs())
     payload = write_payload(tmp_path / "payload.pt", parent, inputs, {"opt": inputs})
     model = ModelConfig(source="builtin", name="planted_net", kwargs={"fault": "bf16", "at": 1})
-    recipe = VariantRecipe(model, "eager", {}, "bf16", "cpu", 1, cudnn_benchmark=False, channels_last=False,
+    recipe = VariantRecipe(model=model, variant="eager", options={}, precision="bf16", device="cpu", threads=1,
+                           cudnn_benchmark=False, channels_last=False,
                            input_specs=[InputConfig(name="input", shape=[2, 3, 8, 8])], payload=str(payload))
     calls, _ = recipe.keeping(kept).materialize()
     plain, _ = recipe.materialize()

@@ -65,7 +65,7 @@ def _owned(value: Any) -> Any:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VariantRecipe:
     """Everything a fresh process needs to rebuild ``variant`` as the parent built it."""
 
