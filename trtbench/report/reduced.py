@@ -40,11 +40,6 @@ def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
     return record.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False)
 
 
-def _kernels(record: Record) -> str:
-    """The precision ``record``'s kernels ran, as its runtime reported it; empty where it was not read."""
-    return (record.metrics.get("kernels") or {}).get("text", "")
-
-
 def _row(results: ResultSet, r: Record, *, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
     accuracy = r.accuracy or {}
@@ -68,7 +63,7 @@ def _row(results: ResultSet, r: Record, *, first_of_variant: bool) -> list[str]:
         top1 = f"{accuracy['top1']:.3f} / {accuracy['top1_reference']:.3f}"
     return [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
             number_text(accuracy.get("top1_agree"), 3), number_text(accuracy.get("top5_overlap"), 3),
-            number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), _kernels(r),
+            number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), r.kernels_text,
             "; ".join(notes)]
 
 
@@ -128,7 +123,7 @@ def _fallback_row(r: Record) -> list[str]:
     check = "ok" if (r.accuracy or {}).get("ok") else "FAIL"
     check = check if r.status is Status.OK else f"{r.status}: {r.reason}"
     notes = facts.get("missed") or f"full {r.case.precision}: {facts.get('full_accuracy', '')}"
-    return [r.case.label, r.case.precision, r.case.point, kept, slowdown, check, _kernels(r), notes]
+    return [r.case.label, r.case.precision, r.case.point, kept, slowdown, check, r.kernels_text, notes]
 
 
 def float_fallback_markdown(results: ResultSet) -> str:
