@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
-
-if TYPE_CHECKING:
-    from trtbench.scenarios.serving.loadgen.peak_estimate import Step
-    from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 
 @dataclass(frozen=True)
@@ -22,10 +18,10 @@ class SharePanel:
 
     title: str
     ylabel: str
-    steps: tuple[Step, ...]
+    steps: tuple  # the search's steps (serving's loadgen Step: qps, share, late, queries)
     allowed: float
     peak: float
-    interval: PeakInterval
+    interval: Any  # its PeakInterval (low, high, reader): the layer above's type, named here by what is read
 
 
 def _wilson(late: int, queries: int) -> tuple[float, float]:
