@@ -84,11 +84,12 @@ def main() -> None:
                                  Settings(tolerance_judge(tolerance), 10.0, lambda line: None), f"b{args.batch}")
             wall = time.perf_counter() - start
             worst = next((e for e in ranked(diagnosis.layers) if e.own_sqnr_db is not None), None)
-            print(f"{name} {variant}: {diagnosis.status}, named {diagnosis.named}, taps named {diagnosis.tap_layer}, "
+            found = diagnosis.to_dict()
+            print(f"{name} {variant}: {diagnosis.status}, named {diagnosis.named}, taps named {found['tap_layer']}, "
                   f"builds {diagnosis.builds} (announced {diagnosis.builds_announced}), "
                   f"largest own error {worst.path if worst else '-'} "
                   f"{worst.own_sqnr_db if worst else float('nan'):.1f} dB, median "
-                  f"{diagnosis.median_own_db if diagnosis.median_own_db is not None else float('nan'):.1f} dB, "
+                  f"{found['median_own_db'] if found['median_own_db'] is not None else float('nan'):.1f} dB, "
                   f"{wall:.0f} s\n  {diagnosis.sentence()}")
 
 
@@ -105,9 +106,10 @@ def planted(variants: list[str]) -> None:
                 recipe = Recipe(variant, fault, torch.device("cpu"))
                 diagnosis = diagnose(planted_net(fault, at), planted_inputs(), recipe,
                                      Settings(tolerance_judge(tolerance), 10.0, lambda line: None))
-                verdict = "PASS" if diagnosis.named == diagnosis.tap_layer == planted_path(at) else "----"
+                found = diagnosis.to_dict()
+                verdict = "PASS" if diagnosis.named == found["tap_layer"] == planted_path(at) else "----"
                 print(f"{verdict} {variant} {fault} planted {planted_path(at)}: {diagnosis.status}, taps "
-                      f"{diagnosis.tap_layer}, splice {diagnosis.splice_layer}, builds {diagnosis.builds} "
+                      f"{found['tap_layer']}, splice {found['splice_layer']}, builds {diagnosis.builds} "
                       f"(announced {diagnosis.builds_announced}), {time.perf_counter() - start:.0f} s"
                       f"{'' if diagnosis.status != 'unavailable' else ': ' + diagnosis.reason[:160]}")
 

@@ -27,8 +27,8 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak  # noqa: E402
-from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, Estimate, SearchPlan,  # noqa: E402
-                                                              search_peak)
+from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, CurveReader, Estimate,  # noqa: E402
+                                                              QueueReader, SearchPlan, search_peak)
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel  # noqa: E402
 from trtbench.scenarios.serving.loadgen.rule import LOADGEN_CONFIDENCE, early_stopping_queries, passes  # noqa: E402
 
@@ -64,7 +64,7 @@ def searches(queue: tuple[int, float, float], count: int, step_queries: int, bud
     model = QueueModel((service_s,), servers, bound_s)
     plan = SearchPlan(1 - PERCENTILE, servers / service_s, step_queries, 0.1, 0.02, Budget(budget),
                       functools.partial(early_stopping_queries, percentile=PERCENTILE),
-                      None if LOGISTIC else lambda steps: model)
+                      CurveReader() if LOGISTIC else QueueReader(lambda steps: model))
 
     def step(qps: float, repeat: int, queries: int):
         return md_c_latencies(qps, service_s, servers, rng.exponential(1.0, queries)) > bound_s, None

@@ -9,10 +9,11 @@ Run:  .venv/bin/python benchmarks/peak_queue_model.py [--searches 20] [--queues 
           [--likelihood posterior|ratio] [--design 0.96,1.04,1.12]
       .venv/bin/python benchmarks/peak_queue_model.py --real DIR/*.json   (from serving_peak.py --save DIR)
 
-The model is simulated step by step from an empty queue (as every LoadGen step starts): a table of late counts at
-log-spaced loads after each step size. Without ``--likelihood`` the 90% interval inverts the test on the steps' total
-late count; with it, each step's count is scored against its own simulated distribution (the posterior's 5-95%, or the
-likelihood-ratio set). The peak is the model's steady-state peak over kappa. ``--fixed``: 19 steps at fixed loads 4%
+The model, its table of late counts at log-spaced loads after each step size (simulated from an empty queue, as every
+LoadGen step starts) and its binned likelihood are the package's (queue_model.py). Without ``--likelihood`` the 90%
+interval inverts the test on the steps' total late count; with it, each step's count is scored against its own
+simulated distribution (the posterior's 5-95%, or the likelihood-ratio set). The peak is the model's steady-state peak
+over kappa, from long runs of the tests' queue (tests/helpers/queue_model.py). ``--fixed``: 19 steps at fixed loads 4%
 either side of the true peak instead of the search's placing; ``--design``: the search's step loads over its running
 estimate after the bisection. ``--real``: each saved search through the M/G/c queue of its own service times, with kappa
 and a load-free stall share.
@@ -37,78 +38,30 @@ sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, mg_c_latencies  # noqa: E402
 from trtbench.scenarios.serving.loadgen import peak_estimate as pe  # noqa: E402
+from trtbench.scenarios.serving.loadgen import queue_model as qm  # noqa: E402
+from trtbench.scenarios.serving.loadgen.queue_model import KAPPAS, QueueModel, late_counts, table_loads  # noqa: E402
 from trtbench.scenarios.serving.vision.result import LoadGenRun  # noqa: E402
 from peak_estimate_grid import QUEUES, held, true_peak  # noqa: E402
 
 LEVEL = 0.9
-REPS = 4000  # simulated runs per table load
-TABLE_LO, TABLE_HI, TABLE_POINTS = 0.25, 1.6, 100  # table loads, over the model's capacity
-KAPPA_LO, KAPPA_HI, KAPPA_POINTS = 0.5, 2.0, 400
-LONG, LONG_RUNS = 1_000_000, 4  # queries of a steady-state run, and the runs averaged
+LONG, LONG_RUNS, WARM_UP = 1_000_000, 4, 2000  # queries of a steady-state run, the runs averaged, and those left out
 BUDGET = 9500  # queries in steps a search (no confirming run)
-KAPPAS = np.exp(np.linspace(math.log(KAPPA_LO), math.log(KAPPA_HI), KAPPA_POINTS))
-REAL_REPS, LOAD_CHUNK = 1000, 10  # a real run's simulated runs per load, and the loads simulated at once
+REAL_REPS = 1000  # a real run's simulated runs per load
 
 
-@dataclass(frozen=True)
-class Model:
-    services: tuple  # seconds, the recorded sample
-    servers: int
-    bound_s: float
-
-    @property
-    def capacity(self) -> float:
-        return self.servers / float(np.mean(self.services))
+def _sizes(queries) -> tuple[int, ...]:
+    """The step sizes of ``queries``, each once, in order: the key of :func:`late_counts`."""
+    return tuple(sorted({int(n) for n in queries}))
 
 
-def _simulate(model: Model, loads: np.ndarray, gaps: np.ndarray, services: np.ndarray) -> np.ndarray:
-    """Late flags (loads x reps x queries) of runs from an empty queue; gaps, services: reps x queries."""
-    reps, n = gaps.shape
-    k = len(loads)
-    arrivals = (np.cumsum(gaps, 1)[None, :, :] / loads[:, None, None]).reshape(k * reps, n)
-    svc = np.broadcast_to(services[None], (k, reps, n)).reshape(k * reps, n)
-    c = model.servers
-    late = np.empty((k * reps, n), bool)
-    if len(set(model.services)) == 1:
-        # deterministic: query i is served after query i - c ends (md_c_latencies' recursion)
-        s = model.services[0]
-        rows = -(-n // c)
-        pad = rows * c - n
-        a = np.concatenate([arrivals, np.repeat(arrivals[:, -1:], pad, 1) + 1e9], 1).reshape(k * reps, rows, c)
-        j = np.arange(rows)[None, :, None]
-        ends = (j + 1) * s + np.maximum.accumulate(a - j * s, axis=1)
-        lat = (ends - a).reshape(k * reps, rows * c)[:, :n]
-        return (lat > model.bound_s).reshape(k, reps, n)
-    free = np.zeros((k * reps, c))
-    idx = np.arange(k * reps)
-    for i in range(n):
-        first = free.argmin(1)
-        start = np.maximum(arrivals[:, i], free[idx, first])
-        end = start + svc[:, i]
-        free[idx, first] = end
-        late[:, i] = end - arrivals[:, i] > model.bound_s
-    return late.reshape(k, reps, n)
-
-
-def table_loads(model: Model) -> np.ndarray:
-    """The table's log-spaced loads, over the model's capacity from TABLE_LO to TABLE_HI."""
-    return model.capacity * np.exp(np.linspace(math.log(TABLE_LO), math.log(TABLE_HI), TABLE_POINTS))
-
-
-@lru_cache(maxsize=8)
-def counts_at(model: Model, sizes: tuple[int, ...], reps: int = REPS, seed: int = 11) -> dict[int, np.ndarray]:
-    """Late counts (loads x ``reps``) of runs from an empty queue after each of ``sizes`` queries, at
-    :func:`table_loads`; simulated a few loads at a time (a long confirming run would not fit at once)."""
-    rng = np.random.default_rng(seed)
-    n_max = max(sizes)
-    loads = table_loads(model)
-    gaps = rng.exponential(1.0, (reps, n_max))
-    services = rng.choice(np.asarray(model.services), (reps, n_max))
-    wanted = np.array(sorted(set(sizes))) - 1
-    parts = [np.cumsum(_simulate(model, loads[i:i + LOAD_CHUNK], gaps, services), 2, dtype=np.int32)[:, :, wanted]
-             for i in range(0, len(loads), LOAD_CHUNK)]
-    joined = np.concatenate(parts, 0)
-    return {int(n): joined[:, :, j] for j, n in enumerate(wanted + 1)}
+def long_run_shares(model: QueueModel, loads: np.ndarray, gaps: np.ndarray, services: np.ndarray) -> np.ndarray:
+    """The late share past the first WARM_UP queries of one long run at each of ``loads`` (the tests' queue: M/D/c by
+    its recursion where every service time is one, else M/G/c; ``gaps``, ``services``: one a query)."""
+    if len(set(model.services_s)) == 1:
+        latencies = [md_c_latencies(qps, model.services_s[0], model.servers, gaps) for qps in loads]
+    else:
+        latencies = [mg_c_latencies(qps, services, model.servers, gaps) for qps in loads]
+    return np.array([float(np.mean(lat[WARM_UP:] > model.bound_s)) for lat in latencies])
 
 
 def _between(log_loads: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,34 +73,36 @@ def _between(log_loads: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 @lru_cache(maxsize=8)
-def steady_peak(model: Model, allowed: float) -> float:
-    """The load where the steady-state late share reaches ``allowed`` (one long run per load, common draws)."""
+def steady_peak(model: QueueModel, allowed: float) -> float:
+    """The load where the steady-state late share reaches ``allowed``, from LONG_RUNS long runs a load (common draws):
+    longer than the package's :func:`~trtbench.scenarios.serving.loadgen.queue_model.steady_peak`, the figures'
+    reference."""
     draws = []
     for seed in range(LONG_RUNS):
         rng = np.random.default_rng(3 + seed)
-        draws.append((rng.exponential(1.0, (1, LONG)), rng.choice(np.asarray(model.services), (1, LONG))))
+        draws.append((rng.exponential(1.0, LONG), rng.choice(np.asarray(model.services_s), LONG)))
     lo, hi = 0.3 * model.capacity, model.capacity
     for _ in range(4):
         loads = np.linspace(lo, hi, 12)
-        share = np.mean([_simulate(model, loads, gaps, services)[:, 0, 2000:].mean(1) for gaps, services in draws], 0)
+        share = np.mean([long_run_shares(model, loads, gaps, services) for gaps, services in draws], 0)
         over = np.nonzero(share > allowed)[0]
         first = over[0] if len(over) else len(loads)
         lo, hi = loads[max(first - 1, 0)], loads[min(first, len(loads) - 1)]
     return float((lo + hi) / 2)
 
 
-def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarray, allowed: float,
+def estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray, late: np.ndarray, allowed: float,
              seed: int = 5) -> pe.Estimate:
     """kappa by inverting the test on the total late count; the peak is the model's over kappa."""
-    at_size = counts_at(model, tuple(int(n) for n in queries))
+    at_size = late_counts(model, _sizes(queries))
     log_loads = np.log(table_loads(model))
     peak_model = steady_peak(model, allowed)
     rng = np.random.default_rng(seed)
     steps = len(qps)
-    perm = np.stack([rng.permutation(REPS) for _ in range(steps)])  # steps x draws
+    perm = np.stack([rng.permutation(qm.RUNS) for _ in range(steps)])  # steps x draws
     kappas = KAPPAS
     i0, w = _between(log_loads, np.log(kappas)[:, None] + np.log(qps)[None, :])  # kappa x steps
-    total = np.zeros((KAPPA_POINTS, REPS))
+    total = np.zeros((len(KAPPAS), qm.RUNS))
     for j in range(steps):
         counts = at_size[int(queries[j])][:, perm[j]]  # loads x draws
         total += (1 - w[:, j, None]) * counts[i0[:, j]] + w[:, j, None] * counts[i0[:, j] + 1]
@@ -166,41 +121,18 @@ def estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarra
     return pe.Estimate(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo)
 
 
-BIN_EDGES = np.array([0, 1, 2, 3, 5, 9, 17, 33, 65, 129, 257, 10**9])  # late-count bins: 0, 1, 2, 3-4, 5-8, ...
-SMOOTH = 0.5  # pseudo-count a bin
-
-
-@lru_cache(maxsize=64)
-def bin_probs(model: Model, queries: int) -> np.ndarray:
-    """P(late count's bin | table load) at ``queries`` queries a step (loads x bins), smoothed."""
-    counts = counts_at(model, (queries,))[queries]
-    which = np.searchsorted(BIN_EDGES, counts, side="right") - 1
-    hist = np.stack([np.bincount(row, minlength=len(BIN_EDGES) - 1) for row in which]).astype(float)
-    return (hist + SMOOTH) / (REPS + SMOOTH * hist.shape[1])
-
-
-def likelihood_estimate(model: Model, qps: np.ndarray, queries: np.ndarray, late: np.ndarray,
+def likelihood_estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray, late: np.ndarray,
                         allowed: float) -> pe.Estimate:
-    """kappa from the steps' binned late counts' likelihood (each step its own simulated distribution); the interval
-    is the posterior's 5-95% under a flat prior in log kappa (or the likelihood-ratio set with LIKELIHOOD_RATIO)."""
-    log_loads = np.log(table_loads(model))
-    peak_model = steady_peak(model, allowed)
-    kappas = KAPPAS
-    i0, w = _between(log_loads, np.log(kappas)[:, None] + np.log(qps)[None, :])
-    loglik = np.zeros(KAPPA_POINTS)
-    for j in range(len(qps)):
-        probs = bin_probs(model, int(queries[j]))
-        b = int(np.searchsorted(BIN_EDGES, late[j], side="right") - 1)
-        p = (1 - w[:, j]) * probs[i0[:, j], b] + w[:, j] * probs[i0[:, j] + 1, b]
-        loglik += np.log(p)
+    """kappa from the steps' binned late counts' likelihood (the package's: each step its own simulated distribution);
+    the interval is the posterior's 5-95% under a flat prior in log kappa (or the likelihood-ratio set with
+    LIKELIHOOD_RATIO)."""
+    peak_model, scale = steady_peak(model, allowed), qm.posterior(model, qps, queries, late)
     if LIKELIHOOD_RATIO:
+        loglik = scale.loglik
         best = int(loglik.argmax())
         inside = np.nonzero(loglik >= loglik[best] - 1.3528)[0]
-        return pe.Estimate(peak_model / kappas[best], peak_model / kappas[inside[-1]], peak_model / kappas[inside[0]])
-    post = np.exp(loglik - loglik.max())
-    cdf = np.cumsum(post) / post.sum()
-    at = lambda q: kappas[min(int(np.searchsorted(cdf, q)), KAPPA_POINTS - 1)]  # noqa: E731
-    return pe.Estimate(peak_model / at(0.5), peak_model / at(0.95), peak_model / at(0.05))
+        return pe.Estimate(peak_model / KAPPAS[best], peak_model / KAPPAS[inside[-1]], peak_model / KAPPAS[inside[0]])
+    return pe.Estimate(peak_model / scale.kappa(0.5), peak_model / scale.kappa(0.95), peak_model / scale.kappa(0.05))
 
 
 DESIGN = (1 - pe.SPREAD, 1 + pe.SPREAD)  # the steps after the bisection, over the running estimate
@@ -209,7 +141,7 @@ LIKELIHOOD_RATIO = False
 STALL = False
 
 
-def steps_estimate(model: Model, steps: list) -> pe.Estimate:
+def steps_estimate(model: QueueModel, steps: list) -> pe.Estimate:
     """:func:`estimate` over the search's steps."""
     if STALL:
         return stall_estimate(model, steps)
@@ -218,14 +150,14 @@ def steps_estimate(model: Model, steps: list) -> pe.Estimate:
                     np.array([s.late.sum() for s in steps], float), 1 - PERCENTILE)
 
 
-def search(model: Model, run, plan: pe.SearchPlan) -> pe.Estimate:
+def search(model: QueueModel, run, plan: pe.SearchPlan) -> pe.Estimate:
     """Bisection until a step is late, then steps 4% either side of the running estimate, until the budget."""
     steps, used, point = [], 0, math.nan
     while True:
         if math.isfinite(point) and point > 0:
             qps = point * DESIGN[len(steps) % len(DESIGN)]
         else:
-            qps = (pe._bracket(steps, plan) or pe.Bracket(0.0, plan.capacity)).qps
+            qps = (pe._bracket(steps, plan.allowed, plan.capacity) or pe.Bracket(0.0, plan.capacity)).qps
         queries = plan.queries_at(qps)
         if used + queries > BUDGET:
             return steps_estimate(model, steps)
@@ -234,7 +166,7 @@ def search(model: Model, run, plan: pe.SearchPlan) -> pe.Estimate:
         point = steps_estimate(model, steps).qps if any(s.late.any() for s in steps) else math.nan
 
 
-def fixed(model: Model, run, peak: float) -> pe.Estimate:
+def fixed(model: QueueModel, run, peak: float) -> pe.Estimate:
     """19 steps of 500 queries alternately 4% above and below the true peak."""
     loads = peak * np.array([0.96 if i % 2 else 1.04 for i in range(19)])
     late = np.array([run(qps, 500).sum() for qps in loads], float)
@@ -267,24 +199,20 @@ class StallPosterior:
 
 
 @lru_cache(maxsize=8)
-def share_curve(model: Model) -> tuple[np.ndarray, np.ndarray]:
+def share_curve(model: QueueModel) -> tuple[np.ndarray, np.ndarray]:
     """The model's steady-state late share at SHARE_LOADS loads up to its capacity (monotone), and those loads."""
     rng = np.random.default_rng(2)
-    gaps, draws = rng.exponential(1.0, SHARE_QUERIES), rng.choice(np.asarray(model.services), SHARE_QUERIES)
+    gaps, draws = rng.exponential(1.0, SHARE_QUERIES), rng.choice(np.asarray(model.services_s), SHARE_QUERIES)
     grid = np.linspace(0.3, 1.0, SHARE_LOADS) * model.capacity
-    if len(set(model.services)) == 1:
-        late = _simulate(model, grid, gaps[None], draws[None])[:, 0, 2000:]
-        return np.maximum.accumulate(late.mean(1)), grid
-    return np.maximum.accumulate([float(np.mean(mg_c_latencies(q, draws, model.servers, gaps)[2000:] > model.bound_s))
-                                  for q in grid]), grid
+    return np.maximum.accumulate(long_run_shares(model, grid, gaps, draws)), grid
 
 
-def stall_posterior(model: Model, at_size: dict, steps: list[tuple[float, int, int]]):
+def stall_posterior(model: QueueModel, at_size: dict, steps: list[tuple[float, int, int]]):
     """kappa and a load-free stall share from the steps' late counts ((qps, queries, late) each): each count scored
     exactly against the model's simulated counts at its size (``at_size``: loads x runs) plus a binomial of stalls."""
     stalls = np.exp(np.linspace(math.log(STALL_LO), math.log(STALL_HI), STALL_POINTS))
     kappas = KAPPAS
-    loglik = np.zeros((KAPPA_POINTS, STALL_POINTS))
+    loglik = np.zeros((len(KAPPAS), STALL_POINTS))
     for qps, n, k in steps:
         runs = at_size[n]
         pmf = np.stack([np.bincount(np.minimum(row, k + 1), minlength=k + 2)[:k + 1] for row in runs]) / runs.shape[1]
@@ -303,9 +231,9 @@ def stall_posterior(model: Model, at_size: dict, steps: list[tuple[float, int, i
     return StallPosterior(kappas[:, None], stalls[None, :], np.exp(loglik - loglik.max()), peaks)
 
 
-def stall_estimate(model: Model, steps: list) -> pe.Estimate:
+def stall_estimate(model: QueueModel, steps: list) -> pe.Estimate:
     """The grid's search steps through :func:`stall_posterior` (the table's runs as the model's counts)."""
-    at_size = counts_at(model, tuple(s.queries for s in steps))
+    at_size = late_counts(model, _sizes(s.queries for s in steps))
     post = stall_posterior(model, at_size, [(s.qps, s.queries, int(s.late.sum())) for s in steps])
     low, mid, high = post.quantiles(post.peaks)
     return pe.Estimate(mid, low, high)
@@ -317,10 +245,10 @@ def real_estimate(path: Path) -> str:
     data = json.loads(path.read_text())
     servers, bound_s = data["workers"], data["bound_ms"] / 1e3
     runs = data["runs"]
-    model = Model(tuple(ms / 1e3 for run in runs for ms in run["service_ms"]), servers, bound_s)
+    model = QueueModel(tuple(ms / 1e3 for run in runs for ms in run["service_ms"]), servers, bound_s)
     flags = [(run["offered_qps"], LoadGenRun.from_dict(run).late_flags(data["bound_ms"])) for run in runs]
     steps = [(qps, len(late), sum(late)) for qps, late in flags]
-    post = stall_posterior(model, counts_at(model, tuple(n for _, n, _ in steps), REAL_REPS), steps)
+    post = stall_posterior(model, late_counts(model, _sizes(n for _, n, _ in steps), REAL_REPS), steps)
     peak_q, kappa_q, stall_q = post.quantiles(post.peaks), post.quantiles(post.kappas), post.quantiles(post.stalls)
     share, grid = share_curve(model)
     mgc = float(np.interp(1 - PERCENTILE, share, grid))
@@ -365,7 +293,7 @@ def main() -> int:
         service_s, bound_s = service_ms / 1e3, bound_ms / 1e3
         started = time.monotonic()
         peak = true_peak(QUEUES[i])
-        model = Model((service_s,), servers, bound_s)
+        model = QueueModel((service_s,), servers, bound_s)
         rng = np.random.default_rng(5000 + i)
         plan = pe.SearchPlan(1 - PERCENTILE, servers / service_s, 500, 0.1, 0.02, pe.Budget(10_000))
 

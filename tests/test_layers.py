@@ -231,6 +231,34 @@ def test_the_scenario_check_finds_kinds_importing_each_other_and_generate_past_i
     assert any("up.py:1" in f for f in found), found
 
 
+# The LoadGen core (scenarios/serving/loadgen/) is what both kinds of serving run and read; drawing it is the report
+# layer's and the kinds' report modules': the core imports no module of the report layer, under TYPE_CHECKING neither.
+LOADGEN_CORE = "scenarios/serving/loadgen"
+
+
+def report_imports(package_dir: Path, folder: str) -> list[str]:
+    """Every import of the report layer in ``folder`` (a path under ``package_dir``, the package's folder)."""
+    package, found = package_dir.name, []
+    for path in sorted((package_dir / folder).rglob("*.py")):
+        rel = path.relative_to(package_dir.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        found += [f"{path}:{line}: {module} imports {target}"
+                  for line, target, _, _ in imports_of(path, module, package) if layer_of(target, package) == "report"]
+    return found
+
+
+def test_the_loadgen_core_imports_no_report_module(tmp_path):
+    assert report_imports(PACKAGE_DIR, LOADGEN_CORE) == [], "the LoadGen core imports the report layer"
+    core = tmp_path / "toypkg" / LOADGEN_CORE
+    core.mkdir(parents=True)
+    (core / "plot.py").write_text("from toypkg.report.plots import finish\n")  # counted
+    (core / "kinds.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from toypkg.report.section import Plot\n")  # a type only: counted too
+    (core / "fine.py").write_text("from toypkg.scenarios.base import Scenario\nfrom . import plot\n")
+    found = report_imports(tmp_path / "toypkg", LOADGEN_CORE)
+    assert len(found) == 2 and any("plot.py:1" in f for f in found) and any("kinds.py:3" in f for f in found), found
+
+
 def test_every_scenario_is_a_folder_registered_on_one_line():
     """scenarios/ holds the frame's modules only (at most 3: __init__, base, entries) and a folder per scenario; the
     folders are the names on the one registration line of scenarios/__init__.py, and each registers its scenario."""

@@ -35,4 +35,4 @@ def test_the_cast_keeps_the_memory_format_asked_for():
     cast = cast_to_precision(model, "bf16", torch.device("cpu"), channels_last=True)
     assert cast[0].weight.dtype == torch.bfloat16
     assert cast[0].weight.is_contiguous(memory_format=torch.channels_last)
-    assert cast_to_precision(torch.nn.Linear(2, 2), "int8", torch.device("cpu"), False).weight.dtype == torch.float32
+    assert cast_to_precision(torch.nn.Linear(2, 2), "int8", torch.device("cpu")).weight.dtype == torch.float32

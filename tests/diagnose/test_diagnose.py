@@ -4,7 +4,8 @@ range fault: eager fp16 on the CPU, for accuracy only), at two positions each, a
 openvino, compiled and aoti build an ONNX export or an Inductor compile per build, too slow for the suite:
 ``benchmarks/diagnose_cost.py --planted``);
 nothing named on the clean net; the build count announced equal to the count made; the budget; INT8's agreement
-with the fallback. The command: tests/test_cli.py."""
+with the fallback; the precision the whole build's kernels ran, in the diagnosis, its JSON and its report section.
+The command: tests/test_cli.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from helpers.planted import planted_inputs
 from trtbench.config.config import Tolerance
 from trtbench.core.env import bf16_compute
+from trtbench.report.diagnosis import diagnosis_table
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.graph import LayerGraph
 from trtbench.diagnose.harness import Settings, diagnose, tolerance_judge
@@ -49,7 +51,7 @@ def test_the_planted_fault_is_named_by_tap_and_by_splice(variant, fault, at):
     lines: list[str] = []
     diagnosis = diagnose(planted_net(fault, at), planted_inputs(), Recipe(variant, fault, CPU), settings(lines))
     assert diagnosis.status == "diverges", diagnosis.reason
-    assert diagnosis.tap_layer == planted_path(at) and diagnosis.splice_layer == planted_path(at), diagnosis.to_dict()
+    assert diagnosis.taps.named == planted_path(at) and diagnosis.splices.layer == planted_path(at), diagnosis.to_dict()
     assert diagnosis.confirmed and planted_path(at) in diagnosis.sentence()
     layers = 2 * BLOCKS + 3
     assert diagnosis.builds == diagnosis.builds_announced == 2 + splice_count(layers)
@@ -64,22 +66,42 @@ def test_the_planted_fault_is_named_by_tap_and_by_splice(variant, fault, at):
 @pytest.mark.parametrize("fault", ["bf16", "fp16"])
 def test_traced_names_it_too(fault):
     diagnosis = diagnose(planted_net(fault, 3), planted_inputs(), Recipe("traced", fault, CPU), settings([]))
-    assert diagnosis.named == diagnosis.tap_layer == planted_path(3), diagnosis.to_dict()
+    assert diagnosis.named == diagnosis.taps.named == planted_path(3), diagnosis.to_dict()
 
 
 def test_the_clean_net_names_no_layer_at_bf16():
     lines: list[str] = []
     diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("eager", "bf16", CPU), settings(lines))
-    assert diagnosis.status == "agrees" and diagnosis.named is None and diagnosis.tap_layer is None
+    assert diagnosis.status == "agrees" and diagnosis.named is None and diagnosis.taps.named is None
     assert diagnosis.builds == diagnosis.builds_announced == 2
     assert "Nothing diverges" in diagnosis.sentence()
     healthy = [e.own_sqnr_db for e in diagnosis.layers if e.own_sqnr_db != float("inf")]
     assert 30 < min(healthy) and max(healthy) < 80  # near bf16's 2^-9, far from fp32's
 
 
+def test_the_whole_builds_kernels_are_shown_in_the_diagnosis_its_json_and_its_section():
+    """fp32's kernels are read on every CPU: oneDNN's f32 convolutions, named in the diagnosis and shown."""
+    diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("eager", "fp32", CPU), settings([]))
+    assert diagnosis.status == "agrees" and diagnosis.kernels.source == "oneDNN verbose", diagnosis.to_dict()
+    assert diagnosis.kernels.shares("conv") == {"f32": 1.0}
+    text = diagnosis.kernels.text
+    assert "conv f32 100%" in text and diagnosis.to_dict()["kernels"]["text"] == text
+    assert f"Kernels of the whole build (oneDNN verbose): {text}." in diagnosis_table(diagnosis)
+
+
+def test_at_bf16_the_kernels_name_the_bf16_units_they_ran_on():
+    compute = bf16_compute(CPU)
+    if compute.mode != "native":
+        pytest.skip(f"no bf16 units to name here ({compute.why})")
+    diagnosis = diagnose(planted_net(None, 0), planted_inputs(), Recipe("eager", "bf16", CPU), settings([]))
+    assert diagnosis.kernels.shares("conv") == {"bf16": 1.0}, diagnosis.kernels
+    assert diagnosis.kernels.contradiction("bf16", native_bf16=True) is None
+    assert "conv bf16 100%" in diagnosis_table(diagnosis)
+
+
 def test_the_budget_stops_it_with_the_reason():
     diagnosis = diagnose(planted_net("bf16", 1), planted_inputs(), Recipe("eager", "bf16", CPU), settings([], 0.0))
-    assert diagnosis.status == "stopped" and "budget of 0 min" in diagnosis.reason
+    assert diagnosis.status == "stopped" and "budget of 0 min" in diagnosis.reason and diagnosis.kernels is None
     assert "Not diagnosed" in diagnosis.sentence()
 
 
@@ -115,3 +137,5 @@ def test_at_int8_the_largest_own_errors_are_the_layers_int8s_fallback_keeps_in_f
     assert {e.path for e in ranked(diagnosis.layers)[:len(SENSITIVE_LAYERS)]} == set(SENSITIVE_LAYERS), \
         diagnosis.to_dict()
     assert diagnosis.named in SENSITIVE_LAYERS and diagnosis.builds == diagnosis.builds_announced
+    assert diagnosis.kernels.source == "ONNX Runtime profile" and "i8" in diagnosis.kernels.shares("conv"), \
+        diagnosis.kernels

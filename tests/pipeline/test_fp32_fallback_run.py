@@ -2,7 +2,8 @@
 (the built-in planted_net, trtbench/models/planted.py) at two positions, one run of both nets at fp32 and bf16 on
 eager and exported. Eager bf16
 misses its tolerance, the fallback keeps exactly the planted module in fp32 in the bf16 copy, and both rows then
-pass, saying so in results.json's build info and in report.md's table."""
+pass, saying so in results.json's build info and in report.md's table, with the kernels each ran (the kept
+module's convolution in f32, read from oneDNN where the fallback's build ran)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from conftest import run_dict
 from helpers.planted import planted_config
 from trtbench.core.env import bf16_compute
+from trtbench.measure.kernels import KernelProof
 from trtbench.models.planted import planted_path
 
 NATIVE_HERE = bf16_compute("cpu").mode == "native"
@@ -48,6 +50,8 @@ def test_the_planted_module_alone_stays_fp32_and_the_rows_pass(fallback_run, at)
         assert facts["builds"] == 2  # the full bf16 copy, then the planted module kept
         assert facts["fallback_cost"]["slowdown"] > 0 and facts["fallback_cost"]["full_bf16_ms"] > 0
         assert "fp32_fallback" not in rows[(variant, "fp32")]["build"]["info"]
+        proof = KernelProof.from_dict(facts["kernels"])  # the fallback's build: eager with the module kept
+        assert proof.source == "oneDNN verbose" and "f32" in proof.shares("conv"), proof
     openvino = rows[("openvino", "bf16")]
     if NATIVE_HERE:  # its marked nodes proven f32 by the compiled model's runtimePrecision, the rest bf16
         kept = openvino["metrics"]["kernels"]["kept"]
@@ -57,4 +61,8 @@ def test_the_planted_module_alone_stays_fp32_and_the_rows_pass(fallback_run, at)
         assert openvino["status"] == "skipped" and "no bf16 kernels" in openvino["reason"]
     section = report[report.index("## Layers kept in fp32 (fp16, bf16)"):]
     for variant in ("eager", "exported"):
-        assert f"| {variant} | bf16 | opt | {planted_path(at)} |" in section
+        start = f"| {variant} | bf16 | opt | {planted_path(at)} |"
+        row = next(line for line in section.splitlines() if line.startswith(start))
+        assert f"| {rows[(variant, 'bf16')]['metrics']['kernels']['text']} |" in row
+    if NATIVE_HERE:  # openvino's row shows its kept nodes, proven f32
+        assert f"| {openvino['metrics']['kernels']['text']} |" in section

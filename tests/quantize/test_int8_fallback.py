@@ -52,7 +52,8 @@ def test_the_most_sensitive_layer_is_kept_in_fp32():
     assert not result.full_int8.ok and result.accuracy.ok
     assert result.settings.exclude[0] == "2"  # the planted outlier layer
     assert min(result.sensitivity, key=result.sensitivity.get) == "2"  # the worst SQNR quantized alone
-    assert result.cost["full_int8_ms"] > 0
+    assert result.cost.reduced_ms > 0 and result.cost.precision == "int8"
+    assert result.info()["fallback_cost"]["full_int8_ms"] == result.cost.reduced_ms
 
 
 def test_past_the_cap_the_build_fails_with_the_figures():

@@ -8,22 +8,61 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence, Union
 
 import torch
 
 from trtbench.core.inputs import example_inputs, point_inputs
 from trtbench.core.precision import precision_dtype
+from trtbench.measure.kernels import KernelProof
+from trtbench.quantize.fallback import FallbackCost
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The fallback passed with ``modules`` in fp32: their own SQNR (dB, as JSON keeps it), the builds run under the
+    cap, the full build's figures and the kept one's, the cost, and the kept build's kernels (None: unread)."""
+
+    modules: tuple[str, ...]
+    cap: int
+    builds: int
+    own_sqnr_db: dict
+    full_accuracy: str
+    accuracy: str
+    cost: FallbackCost
+    kernels: Optional[KernelProof] = None
+
+    def to_dict(self) -> dict:
+        return {"fp32_modules": list(self.modules), "cap": self.cap, "builds": self.builds,
+                "own_sqnr_db": self.own_sqnr_db, "full_accuracy": self.full_accuracy, "accuracy": self.accuracy,
+                "fallback_cost": self.cost.to_dict(), "kernels": self.kernels.to_dict() if self.kernels else None}
+
+
+@dataclass(frozen=True)
+class Missed:
+    """The fallback kept nothing: why (the cap was not enough, or it failed), and where it ranked the modules, the
+    cap and the first ranked modules' own SQNR (dB, as JSON keeps it)."""
+
+    reason: str
+    cap: Optional[int] = None
+    own_sqnr_db: Optional[dict] = None
+
+    def to_dict(self) -> dict:
+        ranked = {} if self.cap is None else {"cap": self.cap, "own_sqnr_db": self.own_sqnr_db}
+        return {"fp32_modules": [], "missed": self.reason, **ranked}
 
 
 @dataclass(frozen=True)
 class Fp32Fallback:
-    """What fp16's or bf16's accuracy fallback keeps in fp32 at one precision: the module paths, and the facts
-    each row built from the copy reports (``fp32_fallback`` in its build info; empty where it did not run)."""
+    """What fp16's or bf16's accuracy fallback found at one precision, which each row built from the copy reports
+    (``fp32_fallback`` in its build info; None where it did not run or the precision passed as it is)."""
 
-    modules: tuple[str, ...] = ()
-    facts: dict = field(default_factory=dict)
+    outcome: Optional[Union[Kept, Missed]] = None
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return self.outcome.modules if isinstance(self.outcome, Kept) else ()
 
 
 @dataclass(frozen=True)
@@ -65,8 +104,8 @@ def keep_fp32(model: torch.nn.Module, paths: Sequence[str], dtype: torch.dtype) 
     return model
 
 
-def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device, channels_last: bool,
-                      fp32_modules: Sequence[str] = ()) -> torch.nn.Module:
+def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device, fp32_modules: Sequence[str] = (),
+                      *, channels_last: bool = False) -> torch.nn.Module:
     """``model``, cast in place to ``precision``'s dtype (parameters and buffers) on ``device``, in channels_last
     memory format when asked, the modules of ``fp32_modules`` kept in fp32 (:func:`keep_fp32`): what a build at
     ``precision`` starts from."""
@@ -85,7 +124,8 @@ def precision_copies(model: torch.nn.Module, precisions: list[str], config, poin
         if dtype in by_dtype:
             continue
         fallback = (fallbacks or {}).get(precision, Fp32Fallback())
-        cast = cast_to_precision(copy.deepcopy(model), precision, device, config.channels_last, fallback.modules)
+        cast = cast_to_precision(copy.deepcopy(model), precision, device, fallback.modules,
+                                 channels_last=config.channels_last)
         by_dtype[dtype] = PrecisionCopy(dtype, cast, example_inputs(config, device, dtype),
                                         point_inputs(config, points, device, dtype), fallback)
     return {precision: by_dtype[precision_dtype(precision)] for precision in precisions}

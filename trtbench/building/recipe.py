@@ -65,7 +65,7 @@ def _owned(value: Any) -> Any:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VariantRecipe:
     """Everything a fresh process needs to rebuild ``variant`` as the parent built it."""
 
@@ -144,8 +144,8 @@ class VariantRecipe:
             raise RuntimeError(f"{self.variant} at {self.precision} saves no file for its timing worker to load, and "
                                f"a quantized build is not redone in a worker; use benchmark.isolation: in_process")
 
-        model = cast_to_precision(build_model(self.model), self.precision, device, self.channels_last,
-                                  self.fp32_modules)
+        model = cast_to_precision(build_model(self.model), self.precision, device, self.fp32_modules,
+                                  channels_last=self.channels_last)
         model.load_state_dict(payload["state_dict"])
         ctx = BuildContext(device=device, precision=self.precision, dtype=precision_dtype(self.precision),
                            example_inputs=tuple(_owned(v) for v in payload["example"]), shape_inputs=inputs,

@@ -123,6 +123,11 @@ class Record:
         return self.case.batch * 1000.0 / stats.median if stats and stats.median > 0 else None
 
     @property
+    def kernels_text(self) -> str:
+        """The precision its kernels ran, as its runtime reported it (trtbench.measure.kernels); "" where unread."""
+        return (self.metrics.get("kernels") or {}).get("text", "")
+
+    @property
     def achieved_flops_per_s(self) -> Optional[float]:
         """The model's FLOPs at this point over the median latency (None without both)."""
         stats, flops = self.stats, self.metrics.get("flops")

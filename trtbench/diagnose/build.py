@@ -10,7 +10,7 @@ import dataclasses
 import math
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 
@@ -19,7 +19,8 @@ from trtbench.core.inputs import InputConfig
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import is_quantized, precision_dtype
 from trtbench.core.target import Target
-from trtbench.variants import BuildContext, build_order, get_variant
+from trtbench.measure.kernels import KernelProof
+from trtbench.variants import Built, BuildContext, Variant, build_order, get_variant
 
 
 class PathUnavailable(Exception):
@@ -60,9 +61,31 @@ def unavailable(recipe: Recipe) -> Optional[str]:
     return variant.unavailable_reason(Target(recipe.device, recipe.precision))
 
 
-def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[..., Any]:
-    """``module`` (fp32, eval) built as ``recipe``'s variant at its precision; the callable takes fp32 inputs and
-    returns the variant's outputs. Raises :class:`PathUnavailable` where it cannot be built."""
+@dataclass(frozen=True)
+class Build:
+    """A variant's build at a precision: called with fp32 inputs, it returns the variant's outputs."""
+
+    variant: Variant
+    built: Built
+    device: torch.device
+    dtype: torch.dtype
+
+    def _prepared(self, inputs: tuple):
+        return self.variant.prepare(self.built, tuple(_cast(t, self.device, self.dtype) for t in inputs))
+
+    def __call__(self, *inputs):
+        with torch.inference_mode():
+            return self.variant.run(self.built, self._prepared(inputs))
+
+    def kernels(self, *inputs) -> Optional[KernelProof]:
+        """The precision its conv and matmul kernels ran on ``inputs``, as its runtime says (None: it cannot)."""
+        with torch.inference_mode():
+            return self.variant.kernels(self.built, self._prepared(inputs), self.device)
+
+
+def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Build:
+    """``module`` (fp32, eval) built as ``recipe``'s variant at its precision. Raises :class:`PathUnavailable` where
+    it cannot be built."""
     reason = unavailable(recipe)
     if reason:
         raise PathUnavailable(reason)
@@ -80,13 +103,7 @@ def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Callable[.
     outcome = outcomes[recipe.variant]
     if outcome.built is None:
         raise PathUnavailable(f"{outcome.status}: {outcome.reason}")
-    variant, built = outcome.variant, outcome.built
-
-    def call(*xs):
-        with torch.inference_mode():
-            return variant.run(built, variant.prepare(built, tuple(_cast(t, recipe.device, dtype) for t in xs)))
-
-    return call
+    return Build(outcome.variant, outcome.built, recipe.device, dtype)
 
 
 def _specs(inputs: tuple, int8) -> list[InputConfig]:

@@ -15,14 +15,16 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from trtbench.building.copies import Fp32Fallback, cast_to_precision
+from trtbench.building.copies import Fp32Fallback, Kept, Missed, cast_to_precision
 from trtbench.core.precision import precision_dtype
 from trtbench.diagnose import floor
 from trtbench.diagnose.build import Recipe, build
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
 from trtbench.diagnose.taps import json_db, layer_errors, output_leaves
 from trtbench.measure.accuracy import elementwise_accuracy
+from trtbench.measure.kernels import KernelProof
 from trtbench.quantize.fallback import AccuracyBudgetMissed, Excluding, fallback_cost, keep_in_fp32
+from trtbench.variants import Built, get_variant
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def ranked_modules(model: torch.nn.Module, precision: str, inputs: tuple, device
     leaves = output_leaves(tapped(*inputs))
     taps = [t.to(device) for t in leaves[len(leaves) - len(graph.tap_names()):]]
     with torch.inference_mode():
-        errors = floor.ranked(list(layer_errors(graph, inputs, taps)))
+        errors = floor.ranked(layer_errors(graph, inputs, taps))
     modules = dict(model.named_modules())
     found: dict[str, float] = {}
     for error in errors:
@@ -96,8 +98,9 @@ def ranked_modules(model: torch.nn.Module, precision: str, inputs: tuple, device
 
 def float_fallback(model: torch.nn.Module, precision: str, case: FallbackCase, device: torch.device,
                    say: Callable[[str], None] = lambda line: None) -> Fp32Fallback:
-    """The modules eager at ``precision`` keeps in fp32 to pass ``case`` (none where it passes as it is), and the
-    facts its rows report; where the cap is not enough, none are kept and the facts say why."""
+    """What eager at ``precision`` keeps in fp32 to pass ``case`` (nothing where it passes as it is), with the facts
+    its rows report (:class:`~trtbench.building.copies.Kept`); where the cap is not enough, nothing is kept and the
+    fallback says why (:class:`~trtbench.building.copies.Missed`)."""
     dtype = precision_dtype(precision)
     own: dict[str, float] = {}
 
@@ -106,18 +109,23 @@ def float_fallback(model: torch.nn.Module, precision: str, case: FallbackCase, d
         own.update(ranked_modules(model, precision, next(iter(case.inputs.values())), device))
         return list(own)
 
-    path = Excluding(lambda kept: cast_to_precision(copy.deepcopy(model), precision, device, False, kept),
+    path = Excluding(lambda kept: cast_to_precision(copy.deepcopy(model), precision, device, kept),
                      _judge(case, dtype), f"eager {precision} misses its tolerance")
     try:
         found = keep_in_fp32(path, rank, case.cap, lambda line: say(f"{precision} {line}"))
     except AccuracyBudgetMissed as err:
-        return Fp32Fallback((), {"fp32_modules": [], "missed": str(err), "cap": case.cap,
-                                 "own_sqnr_db": {k: json_db(v) for k, v in list(own.items())[:case.cap]}})
+        return Fp32Fallback(Missed(str(err), case.cap, {k: json_db(v) for k, v in list(own.items())[:case.cap]}))
     if not found.kept:
         return Fp32Fallback()
     batch = _on(next(iter(case.inputs.values())), dtype)
-    facts = {"fp32_modules": list(found.kept), "cap": case.cap, "builds": found.attempts,
-             "own_sqnr_db": {k: json_db(own[k]) for k in found.kept},
-             "full_accuracy": found.full.text(), "accuracy": found.verdict.text(),
-             "fallback_cost": fallback_cost(found.full_model, found.model, batch, f"full_{precision}_ms")}
-    return Fp32Fallback(found.kept, facts)
+    return Fp32Fallback(Kept(found.kept, case.cap, found.attempts, {k: json_db(own[k]) for k in found.kept},
+                             found.full.text(), found.verdict.text(),
+                             fallback_cost(found.full_model, found.model, batch, precision),
+                             _kernels(found.model, batch, device)))
+
+
+def _kernels(model: torch.nn.Module, batch: tuple, device: torch.device) -> Optional[KernelProof]:
+    """The precision ``model``'s conv and matmul kernels ran on ``batch``, as eager's runtime reports it."""
+    eager, built = get_variant("eager"), Built(model)
+    with torch.inference_mode():
+        return eager.kernels(built, eager.prepare(built, batch), device)

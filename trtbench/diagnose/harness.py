@@ -4,6 +4,7 @@ its builds announced before they start and bounded by a budget in minutes (docs/
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -17,8 +18,9 @@ from trtbench.diagnose import floor
 from trtbench.diagnose.build import PathUnavailable, Recipe, build, unavailable
 from trtbench.diagnose.graph import LayerGraph, UntraceableModel
 from trtbench.diagnose.splice import bisect, splice_count
-from trtbench.diagnose.taps import LayerError, json_db, layer_errors, output_leaves, sqnr_db
-from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
+from trtbench.diagnose.taps import LayerError, json_db, layer_errors, output_leaves
+from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs, sqnr_db
+from trtbench.measure.kernels import KernelProof
 
 Judge = Callable[[Any, Any], tuple[bool, str]]  # (output, fp32 reference) -> (within tolerance, the figures)
 
@@ -37,69 +39,104 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Diagnosis:
-    """What one diagnosis found (``status``: :class:`~trtbench.core.status.DiagnosisStatus`)."""
+class Subject:
+    """What one diagnosis diagnoses: a variant at a precision on one point's inputs."""
 
     variant: str
     precision: str
     point: str
+
+
+@dataclass(frozen=True)
+class TapFindings:
+    """What the tapped build found: the precision's line (None: not tapped), each layer's errors in graph order,
+    the layer that stands out (None: none), and why there are no taps where there are none."""
+
+    line_db: Optional[float] = None
+    layers: tuple[LayerError, ...] = ()
+    named: Optional[str] = None
+    reason: str = ""
+
+    @property
+    def median_own_db(self) -> Optional[float]:
+        return floor.median_own_db(self.layers)
+
+
+@dataclass(frozen=True)
+class SpliceFindings:
+    """What the splice bisection found: the layer named (None: no splice loses ``OUTLIER_DB`` at one layer), each
+    boundary built and whether it missed, and the output SQNR lost at the bisection's last layer."""
+
+    layer: Optional[str] = None
+    tried: dict = field(default_factory=dict)
+    step_db: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What one diagnosis found (``status``: :class:`~trtbench.core.status.DiagnosisStatus`), with the precision the
+    whole build's kernels ran (``kernels``: None where its runtime cannot say, or it was not built)."""
+
+    subject: Subject
     status: DiagnosisStatus
     reason: str = ""
     output: str = ""  # the whole build's figures against fp32
-    layers: list[LayerError] = field(default_factory=list)  # from the taps, in graph order
-    tap_layer: Optional[str] = None
-    tap_reason: str = ""  # why there are no taps, where there are none
-    splice_layer: Optional[str] = None
-    splices: dict = field(default_factory=dict)  # boundary -> missed
-    splice_step_db: Optional[float] = None  # the output SQNR lost at the bisection's last layer
+    taps: TapFindings = TapFindings()
+    splices: SpliceFindings = SpliceFindings()
     builds_announced: int = 0
     builds: int = 0
-    line_db: Optional[float] = None
-    median_own_db: Optional[float] = None
+    kernels: Optional[KernelProof] = None
+
+    @property
+    def layers(self) -> tuple[LayerError, ...]:
+        return self.taps.layers
 
     @property
     def named(self) -> Optional[str]:
         """The layer named: the splices' (which confirm the taps' where both name one)."""
-        return self.splice_layer
+        return self.splices.layer
 
     @property
     def confirmed(self) -> bool:
-        return self.tap_layer is not None and self.tap_layer == self.splice_layer
+        return self.taps.named is not None and self.taps.named == self.named
 
     @property
     def stem(self) -> str:
-        return f"{self.variant}-{self.precision}-{self.point}"
+        return f"{self.subject.variant}-{self.subject.precision}-{self.subject.point}"
 
     def sentence(self) -> str:
         """The named layer in one sentence, with what to do about it."""
+        variant, precision = self.subject.variant, self.subject.precision
         if self.status == DiagnosisStatus.AGREES:
-            return f"Nothing diverges: {self.variant} at {self.precision} keeps the tolerance ({self.output})."
+            return f"Nothing diverges: {variant} at {precision} keeps the tolerance ({self.output})."
         if self.status != DiagnosisStatus.DIVERGES:
             return f"Not diagnosed: {self.reason}"
         if self.named is None:
-            return (f"{self.variant} at {self.precision} misses the tolerance ({self.output}), but no single layer "
+            return (f"{variant} at {precision} misses the tolerance ({self.output}), but no single layer "
                     f"makes its splice lose {floor.OUTLIER_DB:g} dB: the error builds up across layers (or comes from "
                     f"fusing across them); no layer is named.")
         error = next((e for e in self.layers if e.path == self.named), None)
         how = "by its splice and its taps" if self.confirmed else (
-            f"by its splice (the taps named {self.tap_layer})" if self.tap_layer else "by its splice")
+            f"by its splice (the taps named {self.taps.named})" if self.taps.named else "by its splice")
         if error is not None and error.own_sqnr_db is not None and error.own_sqnr_db == -math.inf:
-            do = f"its output leaves {self.precision}'s range: keep {self.named} in fp32, or scale it down"
-        elif self.precision == "int8":
+            do = f"its output leaves {precision}'s range: keep {self.named} in fp32, or scale it down"
+        elif precision == "int8":
             do = f"keep {self.named} in fp32 (calibration.max_fp32_layers), or calibrate it with another method"
         else:
             do = f"keep {self.named} in fp32"
         own = "" if error is None or error.own_sqnr_db is None else f" (own SQNR {error.own_sqnr_db:.1f} dB)"
-        return f"{self.variant} at {self.precision} diverges at {self.named}{own}, named {how}: {do}."
+        return f"{variant} at {precision} diverges at {self.named}{own}, named {how}: {do}."
 
     def to_dict(self) -> dict:
-        return {"variant": self.variant, "precision": self.precision, "point": self.point, "status": self.status,
-                "reason": self.reason, "output": self.output, "named": self.named, "tap_layer": self.tap_layer,
-                "splice_layer": self.splice_layer, "confirmed": self.confirmed, "tap_reason": self.tap_reason,
-                "splices": {str(k): v for k, v in self.splices.items()},
-                "splice_step_db": json_db(self.splice_step_db), "builds_announced": self.builds_announced,
-                "builds": self.builds, "line_db": self.line_db, "median_own_db": self.median_own_db,
-                "sentence": self.sentence(), "layers": [e.to_dict() for e in self.layers]}
+        taps, splices = self.taps, self.splices
+        return {**dataclasses.asdict(self.subject), "status": self.status, "reason": self.reason,
+                "output": self.output, "named": self.named, "tap_layer": taps.named, "splice_layer": self.named,
+                "confirmed": self.confirmed, "tap_reason": taps.reason,
+                "splices": {str(k): v for k, v in splices.tried.items()}, "splice_step_db": json_db(splices.step_db),
+                "builds_announced": self.builds_announced, "builds": self.builds, "line_db": taps.line_db,
+                "median_own_db": taps.median_own_db, "sentence": self.sentence(),
+                "layers": [e.to_dict() for e in self.layers],
+                "kernels": self.kernels.to_dict() if self.kernels else None}
 
 
 def tolerance_judge(tolerance) -> Judge:
@@ -140,45 +177,40 @@ class _Builds:
 def diagnose(model: torch.nn.Module, inputs: tuple, recipe: Recipe, settings: Settings, point: str = "opt"
              ) -> Diagnosis:
     """Where ``recipe``'s variant at its precision diverges from eager fp32 on ``inputs`` (fp32, on the device)."""
-    base = {"variant": recipe.variant, "precision": recipe.precision, "point": point}
+    subject = Subject(recipe.variant, recipe.precision, point)
     reason = unavailable(recipe)
     if reason:
-        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=reason)
+        return Diagnosis(subject, DiagnosisStatus.UNAVAILABLE, reason)
     try:
         graph = LayerGraph(model, inputs)
     except UntraceableModel as err:
-        return Diagnosis(**base, status=DiagnosisStatus.UNAVAILABLE, reason=str(err))
+        return Diagnosis(subject, DiagnosisStatus.UNAVAILABLE, str(err))
     builds = _Builds(recipe, settings)
-
-    def ended(status: DiagnosisStatus, why: str) -> Diagnosis:
-        return Diagnosis(**base, status=status, reason=why, builds=builds.count, builds_announced=builds.announced)
-
     try:
-        return _diagnose(graph, inputs, builds, base)
+        return _diagnose(graph, inputs, builds, subject)
     except OutOfBudget as err:
-        return ended(DiagnosisStatus.STOPPED, str(err))
+        status, why = DiagnosisStatus.STOPPED, str(err)
     except PathUnavailable as err:
-        return ended(DiagnosisStatus.UNAVAILABLE, err.reason)
+        status, why = DiagnosisStatus.UNAVAILABLE, err.reason
     except Exception as err:  # a build that runs and raises: this diagnosis fails, the others go on
-        return ended(DiagnosisStatus.FAILED, describe_error(err))
+        status, why = DiagnosisStatus.FAILED, describe_error(err)
+    return Diagnosis(subject, status, why, builds_announced=builds.announced, builds=builds.count)
 
 
-def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> Diagnosis:
+def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, subject: Subject) -> Diagnosis:
     judge = builds.settings.judge
     with torch.inference_mode():
         reference = graph.module(*inputs)
     builds.announce(2, "the variant whole, and with every layer's output tapped")
     whole = builds.make(graph.module, inputs)
     whole_output = whole(*inputs)
+    kernels = whole.kernels(*inputs)
     ok, figures = judge(whole_output, reference)
     del whole
-    layers, tap_reason = _tapped(graph, inputs, builds)
-    tap = floor.named_layer(layers, builds.recipe.precision)
-    found = {"output": figures, "layers": layers, "tap_layer": tap.path if tap else None, "tap_reason": tap_reason,
-             "line_db": round(floor.line_db(builds.recipe.precision), 2), "median_own_db": floor.median_own_db(layers)}
+    taps = _tapped(graph, inputs, builds)
     if ok:
-        return Diagnosis(**base, status=DiagnosisStatus.AGREES, builds=builds.count,
-                         builds_announced=builds.announced, **found)
+        return Diagnosis(subject, DiagnosisStatus.AGREES, output=figures, taps=taps, builds_announced=builds.announced,
+                         builds=builds.count, kernels=kernels)
     builds.announce(splice_count(len(graph.layers)), f"splices bisecting {len(graph.layers)} layers")
 
     output_db = {0: math.inf, len(graph.layers): sqnr_db(flatten_outputs(whole_output), flatten_outputs(reference))}
@@ -200,20 +232,25 @@ def _diagnose(graph: LayerGraph, inputs: tuple, builds: _Builds, base: dict) -> 
     result = bisect(graph, fails)
     step = None if result.layer is None else output_db[result.layer] - output_db[result.layer + 1]
     spliced = graph.layers[result.layer].path if step is not None and step >= floor.OUTLIER_DB else None
-    return Diagnosis(**base, status=DiagnosisStatus.DIVERGES, splice_layer=spliced, splices=result.tried,
-                     builds=builds.count, builds_announced=builds.announced, splice_step_db=step, **found)
+    return Diagnosis(subject, DiagnosisStatus.DIVERGES, output=figures, taps=taps,
+                     splices=SpliceFindings(spliced, result.tried, step), builds_announced=builds.announced,
+                     builds=builds.count, kernels=kernels)
 
 
-def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> tuple[list[LayerError], str]:
+def _tapped(graph: LayerGraph, inputs: tuple, builds: _Builds) -> TapFindings:
     """Each layer's errors from the tapped build, or none and why (a path whose build does not take the taps)."""
+    precision = builds.recipe.precision
+    line = round(floor.line_db(precision), 2)
     try:
         tapped = builds.make(graph.tapped(), inputs)
     except PathUnavailable as err:
-        return [], f"the tapped build did not build: {err.reason}"
+        return TapFindings(line, reason=f"the tapped build did not build: {err.reason}")
     try:
         leaves = output_leaves(tapped(*inputs))
     except Exception as err:  # the path takes the build and not the call: the splices localise alone
-        return [], f"the tapped build did not run: {describe_error(err)}"
+        return TapFindings(line, reason=f"the tapped build did not run: {describe_error(err)}")
     taps = leaves[len(leaves) - len(graph.tap_names()):]
     with torch.inference_mode():
-        return list(layer_errors(graph, inputs, taps)), ""
+        layers = tuple(layer_errors(graph, inputs, taps))
+    named = floor.named_layer(layers, precision)
+    return TapFindings(line, layers, named.path if named else None)

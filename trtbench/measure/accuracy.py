@@ -101,9 +101,16 @@ def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) 
                                top1_agree=top1, ok=ok, atol=atol, rtol=rtol)
 
 
-def _sqnr_db(out: torch.Tensor, ref: torch.Tensor) -> float:
-    noise = float(((out - ref) ** 2).sum())
-    signal = float((ref ** 2).sum())
+def sqnr_db(outputs: Sequence[torch.Tensor], references: Sequence[torch.Tensor]) -> float:
+    """Signal over noise of ``outputs`` against ``references``, summed over all of them, in dB (``-inf`` where an
+    output is not finite)."""
+    signal = noise = 0.0
+    for out, ref in zip(outputs, references):
+        out, ref = out.detach().double(), ref.detach().double()
+        if not bool(torch.isfinite(out).all()):
+            return -math.inf
+        signal += float(ref.pow(2).sum())
+        noise += float((out - ref).pow(2).sum())
     if noise == 0:
         return math.inf
     return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
@@ -144,7 +151,7 @@ def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
                 top1 = float((first_out.argmax(-1) == labels).float().mean())
     return Int8Accuracy(samples=len(first_ref), top1_agree=top1_agree, top5_overlap=top5,
                         cosine_min=min(_cosine(o, r) for o, r in zip(joined_out, joined_ref)),
-                        sqnr_db=min(_sqnr_db(o, r) for o, r in zip(joined_out, joined_ref)),
+                        sqnr_db=min(sqnr_db([o], [r]) for o, r in zip(joined_out, joined_ref)),
                         top1_reference=top1_ref, top1=top1)
 
 

@@ -1,6 +1,6 @@
 """The precision a call's convolution and matmul kernels ran, read from the runtime itself (oneDNN's verbose lines
 for torch, OpenVINO's runtime model, ONNX Runtime's profile), and whether it contradicts a row's precision (why:
-docs/measuring.md, "The kernels' precision")."""
+docs/backends.md, "The kernels' precision")."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import torch
 
 from trtbench.artifacts.publish import publish
 from trtbench.artifacts.store import ArtifactStore, Saved
-from trtbench.building.copies import precision_copies
+from trtbench.building.copies import Fp32Fallback, Missed, precision_copies
 from trtbench.building.stage import BuildOutcome, build_at, hinted_names, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
 from trtbench.core.context import RunContext
@@ -42,7 +42,7 @@ from trtbench.variants import BuildContext, build_order
 class Runner:
     """Runs a resolved :class:`RunPlan` into its output directory."""
 
-    def __init__(self, plan: RunPlan, progress: Progress | None = None, fresh: bool = False):
+    def __init__(self, plan: RunPlan, progress: Progress | None = None, *, fresh: bool = False):
         self.plan, self.config = plan, plan.config
         self.progress = progress or Progress(quiet=True)
         self.fresh = fresh
@@ -137,7 +137,7 @@ class Runner:
     def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
         """precision -> what fp16's or bf16's accuracy fallback keeps in fp32 there, for each float reduced
         precision some variant of ``group`` runs at here."""
-        from trtbench.diagnose.fallback import FallbackCase, Fp32Fallback, float_fallback
+        from trtbench.diagnose.fallback import FallbackCase, float_fallback
 
         found = {}
         for precision in group.precisions:
@@ -155,7 +155,7 @@ class Runner:
             except Exception as err:  # the precision builds in full, saying why no fallback was tried
                 reason = self.failures.reason(f"fp32 fallback at {precision}", err)
                 ctx.log(f"fp32 fallback at {precision}: {reason}")
-                found[precision] = Fp32Fallback((), {"fp32_modules": [], "missed": f"fallback failed: {reason}"})
+                found[precision] = Fp32Fallback(Missed(f"fallback failed: {reason}"))
         return found
 
     def _diagnosis(self, results, ctx: RunContext) -> list:
@@ -185,7 +185,7 @@ class Runner:
                 else:
                     self.state.keep(part)
 
-    def _build(self, ctx: RunContext, group: BuildGroup, copies: dict, build_all: bool) -> dict[str, BuildOutcome]:
+    def _build(self, ctx: RunContext, group: BuildGroup, copies: dict, *, build_all: bool) -> dict[str, BuildOutcome]:
         """Every variant of ``group`` at each precision (by slot id); only what is left to save where no
         scenario owes the group anything."""
         outcomes: dict[str, BuildOutcome] = {}
@@ -224,10 +224,10 @@ class Runner:
 
 def _with_fallback(outcome: BuildOutcome, at) -> None:
     """A row built at a precision whose accuracy fallback ran says so in its build info (``fp32_fallback``)."""
-    if outcome.built is not None and at.fallback.facts:
-        outcome.built.info["fp32_fallback"] = at.fallback.facts
+    if outcome.built is not None and at.fallback.outcome is not None:
+        outcome.built.info["fp32_fallback"] = at.fallback.outcome.to_dict()
 
 
-def run_config(plan: RunPlan, progress: Progress | None = None, fresh: bool = False) -> RunOutcome:
+def run_config(plan: RunPlan, progress: Progress | None = None, *, fresh: bool = False) -> RunOutcome:
     """Run ``plan``; see :class:`Runner`."""
-    return Runner(plan, progress, fresh).run()
+    return Runner(plan, progress, fresh=fresh).run()

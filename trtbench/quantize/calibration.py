@@ -7,7 +7,7 @@ More: docs/int8.md, "Module notes", trtbench/quantize/calibration.py.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -77,6 +77,22 @@ class CalibrationConfig:
         return self.source != "random"
 
 
+@dataclass(frozen=True, kw_only=True)
+class CalibrationFacts:
+    """Where the calibration samples came from, for the report: the source and its path (none for random), the
+    counts, the batch size and whether the samples have labels."""
+
+    source: str
+    path: Optional[str] = None
+    samples: int
+    eval_samples: int
+    batch: int
+    labels: bool
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "path" or self.source != "random"}
+
+
 @dataclass
 class CalibrationData:
     """Batches that calibrate, disjoint batches that judge accuracy, and the latter's labels if any."""
@@ -86,7 +102,7 @@ class CalibrationData:
     labels: Optional[torch.Tensor] = None  # one class index per evaluation sample
     source: str = "random"
     representative: bool = False
-    facts: dict = field(default_factory=dict)  # for the report: source, path, counts, batch size
+    facts: Optional[CalibrationFacts] = None
 
 
 def _batch_size(input_specs) -> int:
@@ -116,8 +132,8 @@ def _split(tensors: list[torch.Tensor], labels: Optional[torch.Tensor], cfg: Cal
     return CalibrationData(calibration, evaluation,
                            labels[calib_n:calib_n + eval_n] if labels is not None else None,
                            source=cfg.source, representative=True,
-                           facts={"source": cfg.source, "path": cfg.path, "samples": calib_n, "eval_samples": eval_n,
-                                  "batch": batch, "labels": labels is not None})
+                           facts=CalibrationFacts(source=cfg.source, path=cfg.path, samples=calib_n,
+                                                  eval_samples=eval_n, batch=batch, labels=labels is not None))
 
 
 def _whole(count: int, batch: int) -> int:
@@ -135,8 +151,8 @@ def _random(cfg: CalibrationConfig, input_specs, seed: int) -> CalibrationData:
     evaluation = [make_inputs(input_specs, shapes, seed + 100_000 + i, torch.device("cpu"))
                   for i in range(_whole(cfg.eval_samples, batch) // batch)]
     return CalibrationData(calib, evaluation, None, source="random", representative=False,
-                           facts={"source": "random", "samples": len(calib) * batch,
-                                  "eval_samples": len(evaluation) * batch, "batch": batch, "labels": False})
+                           facts=CalibrationFacts(source="random", samples=len(calib) * batch,
+                                                  eval_samples=len(evaluation) * batch, batch=batch, labels=False))
 
 
 def _image_files(folder: Path) -> tuple[list[Path], Optional[list[int]]]:

@@ -9,15 +9,32 @@ bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from trtbench.measure.accuracy import Int8Accuracy
+from trtbench.quantize.calibration import CalibrationFacts
 from trtbench.quantize.common import QuantSettings
 from trtbench.quantize.setup import Int8Setup
 
 
 class AccuracyBudgetMissed(RuntimeError):
     """No quantization within the fallback's cap keeps the accuracy budget (the message has the figures)."""
+
+
+@dataclass(frozen=True)
+class FallbackCost:
+    """What keeping layers in fp32 cost in speed: the median ms of the full build at ``precision`` and of the one with
+    the layers in fp32, timed interleaved on one batch."""
+
+    precision: str
+    reduced_ms: float
+    with_fp32_layers_ms: float
+    slowdown: float  # with_fp32_layers_ms / reduced_ms
+    batch: Optional[int]
+
+    def to_dict(self) -> dict:
+        return {f"full_{self.precision}_ms": self.reduced_ms, "with_fp32_layers_ms": self.with_fp32_layers_ms,
+                "slowdown": self.slowdown, "batch": self.batch}
 
 
 @dataclass
@@ -30,8 +47,8 @@ class Quantized:
     full_int8: Int8Accuracy  # every layer quantized
     sensitivity: dict[str, float] = field(default_factory=dict)  # layer -> SQNR dB with it alone quantized
     attempts: int = 1  # quantizations run
-    cost: dict = field(default_factory=dict)  # the fp32 layers' cost in speed: median ms of full INT8 and of this
-    calibration: dict = field(default_factory=dict)  # where the calibration samples came from (CalibrationData.facts)
+    cost: Optional[FallbackCost] = None  # the fp32 layers' cost in speed (None: none kept)
+    calibration: Optional[CalibrationFacts] = None  # where the calibration samples came from
 
     def info(self, layer_names: dict[str, str] | None = None) -> dict:
         """Build facts: the accuracy, the layers kept in fp32 (with their module names where known)."""
@@ -41,7 +58,8 @@ class Quantized:
                 "fp32_modules": [names.get(layer, layer) for layer in self.settings.exclude],
                 "sensitivity_sqnr_db": {names.get(k, k): round(v, 2) for k, v in self.sensitivity.items()},
                 "calibration_method": self.settings.method, "per_channel": self.settings.per_channel,
-                "quantizations": self.attempts, "fallback_cost": self.cost, "calibration": self.calibration}
+                "quantizations": self.attempts, "fallback_cost": self.cost.to_dict() if self.cost else {},
+                "calibration": self.calibration.to_dict() if self.calibration else {}}
 
 
 class Verdict(Protocol):
@@ -71,7 +89,7 @@ class Excluding:
 
 
 @dataclass(frozen=True)
-class Kept:
+class Found:
     """What the loop found: the passing model and the full one, with their verdicts, and the builds run."""
 
     model: Callable[..., Any]
@@ -83,14 +101,14 @@ class Kept:
 
 
 def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
-                 on_step: Callable[[str], None] = lambda text: None) -> Kept:
+                 on_step: Callable[[str], None] = lambda text: None) -> Found:
     """The first build of ``path`` its judge passes: with nothing kept in fp32, else with the first of ``rank()``
     (called only when the full build misses; the layers that break it first) kept in fp32 one more at a time, at
     most ``cap``; raises :class:`AccuracyBudgetMissed` with the figures."""
     full_model = path.build(())
     full = path.judge(full_model)
     if full.ok:
-        return Kept(full_model, (), full, full_model, full, 1)
+        return Found(full_model, (), full, full_model, full, 1)
     missed = f"{path.what}: {full.reason} ({full.text()})"
     if cap == 0:
         raise AccuracyBudgetMissed(f"{missed}; no fallback ({path.cap_key} is 0)")
@@ -105,7 +123,7 @@ def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
         last = path.judge(model)
         attempts += 1
         if last.ok:
-            return Kept(model, kept, last, full_model, full, attempts)
+            return Found(model, kept, last, full_model, full, attempts)
     raise AccuracyBudgetMissed(f"{missed}; with the {len(kept)} most sensitive layer(s) kept in fp32 "
                                f"({', '.join(kept)}; {path.cap_key}) still {last.reason} ({last.text()})")
 
@@ -148,9 +166,9 @@ def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, 
     return {"int8": quantized.info(), "accuracy": accuracy.to_dict(), "graph_accuracy": quantized.accuracy.to_dict()}
 
 
-def fallback_cost(full_model: Any, model: Any, batch: tuple, full_key: str = "full_int8_ms") -> dict:
-    """What keeping layers in fp32 cost in speed: both models timed interleaved on one batch, on its device; the
-    full build's median under ``full_key``."""
+def fallback_cost(full_model: Any, model: Any, batch: tuple, precision: str = "int8") -> FallbackCost:
+    """What keeping layers in fp32 cost in speed: both models (the full one at ``precision``) timed interleaved on one
+    batch, on its device."""
     import statistics
 
     import torch
@@ -162,5 +180,5 @@ def fallback_cost(full_model: Any, model: Any, batch: tuple, full_key: str = "fu
         measured = measure_interleaved({"full": lambda: full_model(*batch), "fallback": lambda: model(*batch)},
                                        batch[0].device if batch else torch.device("cpu"), timing)
     full_ms, fallback_ms = (statistics.median(measured[k].samples) for k in ("full", "fallback"))
-    return {full_key: round(full_ms, 4), "with_fp32_layers_ms": round(fallback_ms, 4),
-            "slowdown": round(fallback_ms / full_ms, 3), "batch": int(batch[0].shape[0]) if batch else None}
+    return FallbackCost(precision, round(full_ms, 4), round(fallback_ms, 4), round(fallback_ms / full_ms, 3),
+                        int(batch[0].shape[0]) if batch else None)

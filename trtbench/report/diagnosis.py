@@ -31,16 +31,18 @@ def _rel(value: Optional[float]) -> str:
 
 def diagnosis_table(diagnosis: Diagnosis) -> str:
     """One diagnosis as Markdown: its sentence, its builds and its layers' table."""
-    lines = [f"### {diagnosis.variant} at {diagnosis.precision}, point {diagnosis.point}", "",
-             diagnosis.sentence(), ""]
+    subject, taps = diagnosis.subject, diagnosis.taps
+    lines = [f"### {subject.variant} at {subject.precision}, point {subject.point}", "", diagnosis.sentence(), ""]
     if diagnosis.status in (DiagnosisStatus.AGREES, DiagnosisStatus.DIVERGES, DiagnosisStatus.STOPPED):
         lines.append(f"Builds: {diagnosis.builds} made, {diagnosis.builds_announced} announced"
                      + (f" ({diagnosis.reason})" if diagnosis.status == DiagnosisStatus.STOPPED else "") + ".")
-    if diagnosis.tap_reason:
-        lines.append(f"No taps: {diagnosis.tap_reason}; the splices alone localise.")
-    if diagnosis.line_db is not None:
-        median = "n/a" if diagnosis.median_own_db is None else f"{diagnosis.median_own_db:.1f} dB"
-        lines.append(f"A layer stands out below {diagnosis.line_db:.1f} dB own SQNR and {OUTLIER_DB:g} dB under the "
+    if diagnosis.kernels is not None:
+        lines.append(f"Kernels of the whole build ({diagnosis.kernels.source}): {diagnosis.kernels.text}.")
+    if taps.reason:
+        lines.append(f"No taps: {taps.reason}; the splices alone localise.")
+    if taps.line_db is not None:
+        median = "n/a" if taps.median_own_db is None else f"{taps.median_own_db:.1f} dB"
+        lines.append(f"A layer stands out below {taps.line_db:.1f} dB own SQNR and {OUTLIER_DB:g} dB under the "
                      f"other layers' median (all layers': {median}).")
     if diagnosis.layers:
         lines += ["", "| # | layer | op | own SQNR dB | carried SQNR dB | max rel err |", "|---|---|---|---|---|---|"]
@@ -53,19 +55,21 @@ def diagnosis_table(diagnosis: Diagnosis) -> str:
 
 def sqnr_plot(precision: str, diagnoses: Sequence[Diagnosis]) -> Optional[Plot]:
     """Own SQNR by depth at ``precision``, a line per variant, with the precision's line; None with nothing tapped."""
-    tapped = [d for d in diagnoses if d.precision == precision and d.layers]
+    tapped = [d for d in diagnoses if d.subject.precision == precision and d.layers]
     if not tapped:
         return None
-    colors = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(dict.fromkeys(d.variant for d in tapped))}
+    variants = dict.fromkeys(d.subject.variant for d in tapped)
+    colors = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(variants)}
     fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
     for diagnosis in tapped:
         points = [(i, FLOOR_DB if e.own_sqnr_db == -math.inf else e.own_sqnr_db)
                   for i, e in enumerate(diagnosis.layers)
                   if e.own_sqnr_db is not None and e.own_sqnr_db != math.inf]
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=diagnosis.variant,
-                color=colors[diagnosis.variant], gid=f"own|{diagnosis.variant}")
-    line = tapped[0].line_db
+        variant = diagnosis.subject.variant
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=variant, color=colors[variant],
+                gid=f"own|{variant}")
+    line = tapped[0].taps.line_db
     if line is not None:
         ax.axhline(line, color="black", linestyle="--", linewidth=1, label=f"{precision} line ({line:.0f} dB)")
     label_axes(ax, "layer (graph order)", "own SQNR (dB)", f"Where {precision} diverges: each layer's own error")
@@ -74,8 +78,8 @@ def sqnr_plot(precision: str, diagnoses: Sequence[Diagnosis]) -> Optional[Plot]:
 
 def diagnosis_section(diagnoses: Sequence[Diagnosis]) -> ReportSection:
     """Every diagnosis's table, under one figure per precision."""
-    plots = [p for p in (sqnr_plot(precision, diagnoses) for precision in dict.fromkeys(d.precision for d in diagnoses))
-             if p is not None]
+    precisions = dict.fromkeys(d.subject.precision for d in diagnoses)
+    plots = [p for p in (sqnr_plot(precision, diagnoses) for precision in precisions) if p is not None]
     lines = ["## Where reduced precision diverges", ""]
     lines += [f"{plot.markdown}\n" for plot in plots]
     lines += [diagnosis_table(d) for d in diagnoses]

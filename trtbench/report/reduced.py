@@ -1,6 +1,6 @@
 """The reduced-precision section of the report: per model, speed against accuracy for every quantized row, with
 its verdicts ("INT8 is not faster here", "this CPU has no VNNI", random calibration); and the fp16 and bf16 rows
-whose accuracy fallback kept modules in fp32, with what they cost."""
+whose accuracy fallback kept modules in fp32, with what they cost; each row with the precision its kernels ran."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
     return record.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False)
 
 
-def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
+def _row(results: ResultSet, r: Record, *, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
     accuracy = r.accuracy or {}
     speedup = results.speedup(r)
@@ -63,7 +63,8 @@ def _row(results: ResultSet, r: Record, first_of_variant: bool) -> list[str]:
         top1 = f"{accuracy['top1']:.3f} / {accuracy['top1_reference']:.3f}"
     return [r.case.label, r.case.point, speedup_text(speedup), speedup_text(over_fp32),
             number_text(accuracy.get("top1_agree"), 3), number_text(accuracy.get("top5_overlap"), 3),
-            number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), "; ".join(notes)]
+            number_text(accuracy.get("sqnr_db"), 1), top1, kept or ("none" if info else ""), r.kernels_text,
+            "; ".join(notes)]
 
 
 def _quantized(results: ResultSet) -> list[Record]:
@@ -122,7 +123,7 @@ def _fallback_row(r: Record) -> list[str]:
     check = "ok" if (r.accuracy or {}).get("ok") else "FAIL"
     check = check if r.status is Status.OK else f"{r.status}: {r.reason}"
     notes = facts.get("missed") or f"full {r.case.precision}: {facts.get('full_accuracy', '')}"
-    return [r.case.label, r.case.precision, r.case.point, kept, slowdown, check, notes]
+    return [r.case.label, r.case.precision, r.case.point, kept, slowdown, check, r.kernels_text, notes]
 
 
 def float_fallback_markdown(results: ResultSet) -> str:
@@ -134,9 +135,11 @@ def float_fallback_markdown(results: ResultSet) -> str:
              "Where eager at a float reduced precision missed its tolerance against eager fp32, the modules with the "
              "largest own error were kept in fp32, one more at a time (at most calibration.max_fp32_layers), in the "
              "precision's model copy that every variant builds from. Cost: the latency with them in fp32 over the "
-             "full reduced-precision build's, timed interleaved on one point at build time.", "",
-             "| variant | precision | point | kept in fp32 | cost (x full) | check | notes |",
-             "|---|---|---|---|---|---|---|"]
+             "full reduced-precision build's, timed interleaved on one point at build time. Kernels: the precision "
+             "the row's conv and matmul kernels ran, as its runtime reported it (openvino: how many of its kept nodes "
+             "ran f32).", "",
+             "| variant | precision | point | kept in fp32 | cost (x full) | check | kernels | notes |",
+             "|---|---|---|---|---|---|---|---|"]
     parts += ["| " + " | ".join(c.replace("|", "/") for c in _fallback_row(r)) + " |" for r in rows]
     return "\n".join(parts + [""])
 
@@ -150,17 +153,19 @@ def reduced_precision_markdown(results: ResultSet, plots: list | None = None) ->
              "Speedup over eager fp32 and over the same variant at fp32, each timed in the same interleaved rounds "
              "(95% CI of the paired rounds). Accuracy against eager fp32 over the evaluation samples: top-1 agreement, "
              "top-5 overlap, SQNR (dB, the lowest over outputs), and top-1 accuracy of the build / eager fp32 where "
-             "the samples have labels. Layers kept in fp32: the accuracy fallback's, with what they cost in speed.", ""]
+             "the samples have labels. Layers kept in fp32: the accuracy fallback's, with what they cost in speed. "
+             "Kernels: the precision the row's conv and matmul kernels ran, as its runtime reported it.", ""]
     for model in dict.fromkeys(r.case.model for r in quantized):
         rows = [r for r in quantized if r.case.model == model]
         parts += [f"### {model}", "",
                   "| variant | point | vs eager fp32 | vs same variant fp32 | top-1 agree | top-5 overlap | SQNR dB | "
-                  "top-1 (int8 / fp32) | kept in fp32 | notes |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "top-1 (int8 / fp32) | kept in fp32 | kernels | notes |", "|---" * 11 + "|"]
         seen: set[str] = set()
         for r in rows:
             first = r.case.label not in seen
             seen.add(r.case.label)
-            parts.append("| " + " | ".join(c.replace("|", "/") for c in _row(results, r, first)) + " |")
+            cells = _row(results, r, first_of_variant=first)
+            parts.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
         parts.append("")
     floats = float_fallback_markdown(results)
     return "\n".join(parts + ([floats] if floats else []))

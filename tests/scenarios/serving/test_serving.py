@@ -87,7 +87,7 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
     from helpers.records import two_variant_set
     from helpers.plots import save_plots
-    from trtbench.scenarios.serving.loadgen.late_share import late_share_plot
+    from trtbench.report.late_share import late_share_plot
     from trtbench.scenarios.serving.vision.report import serving_markdown, share_panels
     from trtbench.scenarios.serving.vision.result import ServedCase
 

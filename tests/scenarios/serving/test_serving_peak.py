@@ -25,8 +25,9 @@ from helpers.queue_model import (PERCENTILE, highest_qps, md_c_latencies, md_c_t
                                  mg_c_true_peak, simulated_late_share)
 from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving.loadgen.peak_estimate import (QUEUE_STEPS, Budget, ConfirmNeeds, Search, SearchPlan,
-                                                              Step, block_counts, replicate_counts, search_peak)
+from trtbench.scenarios.serving.loadgen.peak_estimate import (QUEUE_STEPS, Budget, ConfirmNeeds, QueueReader, Search,
+                                                              SearchPlan, Step, block_counts, replicate_counts,
+                                                              search_peak)
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
@@ -190,7 +191,7 @@ def estimate_searches(servers: int, bound_s: float, seed: int, verdict=None) -> 
     rng = np.random.default_rng(seed)
     model = QueueModel((SERVICE_S,), servers, bound_s)
     plan = SearchPlan(1 - PERCENTILE, servers / SERVICE_S, STEP_QUERIES, 0.1, 0.02, Budget(ESTIMATE_BUDGET), verdict,
-                      lambda steps: model)
+                      QueueReader(lambda steps: model))
 
     def step(qps: float, repeat: int, queries: int):
         return md_c_latencies(qps, SERVICE_S, servers, rng.exponential(1.0, queries)) > bound_s, None
@@ -237,10 +238,11 @@ def test_the_confirming_run_has_the_queries_loadgens_early_stopping_needs_at_the
     confirmed = [s for s in searches if s.confirm is not None]
     for search in searches:
         if search.confirm is None:
-            assert search.expected.queries is None or search.queries + search.expected.queries > ESTIMATE_BUDGET
+            needed = search.confirm_needs.queries
+            assert needed is None or search.queries + needed > ESTIMATE_BUDGET
     assert len(confirmed) >= len(searches) // 4
     for search in confirmed:
-        share, needed = search.expected.late_share, search.expected.queries
+        share, needed = search.confirm_needs.late_share, search.confirm_needs.queries
         assert needed == max(STEP_QUERIES, early_stopping_queries(share, PERCENTILE)) == search.confirm.queries
         late = int(search.confirm.late.sum())
         if late <= share * needed:
@@ -256,11 +258,11 @@ def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it
     plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 500, 0.1, 0.02, Budget(5000), lambda share: 40_000)
     search = search_peak(lambda qps, repeat, queries: (
         md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
-    assert search.confirm is None and search.expected.queries == 40_000 and search.queries <= 5000
+    assert search.confirm is None and search.confirm_needs.queries == 40_000 and search.queries <= 5000
     peak, interval = searched_peak(search, 1 / SERVICE_S, None)
-    assert interval.confirm_needs == search.expected
+    assert interval.confirm_needs == search.confirm_needs
     assert (f"LoadGen no confirming run: LoadGen's early stopping needs 40000 queries to pass at the "
-            f"{search.expected.late_share:.2%} late the fitted curve expects at {interval.low:.1f}, more than the "
+            f"{search.confirm_needs.late_share:.2%} late the fitted curve expects at {interval.low:.1f}, more than the "
             "budget had left") in interval.text(peak)
     stored = json.loads(json.dumps(interval.to_dict()))
     assert PeakInterval.from_dict(stored).to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000

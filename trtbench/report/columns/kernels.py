@@ -6,13 +6,7 @@ from __future__ import annotations
 from trtbench.report.columns.registry import Column, ColumnSet, register
 
 
-def kernels_text(row) -> str:
-    """The row's kernels in short (``conv bf16 100% (avx512_core_bf16)``), or ``-`` where none were read."""
-    found = row.record.metrics.get("kernels")
-    return found["text"] if found else "-"
-
-
 KERNELS = register(ColumnSet(
-    "kernels", columns=(Column("kernels (read from the runtime)", kernels_text),), fields=("kernels",),
-    values=lambda row: {"kernels": (row.record.metrics.get("kernels") or {}).get("text")},
-    shown=lambda rows: any(row.record.metrics.get("kernels") for row in rows)))
+    "kernels", columns=(Column("kernels (read from the runtime)", lambda row: row.record.kernels_text or "-"),),
+    fields=("kernels",), values=lambda row: {"kernels": row.record.kernels_text or None},
+    shown=lambda rows: any(row.record.kernels_text for row in rows)))

@@ -16,7 +16,7 @@ from trtbench.core.part import Part
 from trtbench.report.section import ReportSection, joined
 from trtbench.scenarios.base import Scenario, register
 from trtbench.scenarios.serving.vision.config import ServingConfig
-from trtbench.scenarios.serving.loadgen.late_share import late_share_plot
+from trtbench.report.late_share import late_share_plot
 from trtbench.scenarios.serving.loadgen.settings import LoadSettings
 from trtbench.scenarios.serving.vision.report import (peak_rules, recommend_serving, serving_markdown, serving_plot,
                                                       serving_recommendation_markdown, share_panels)
@@ -44,14 +44,14 @@ class ServingKind:
 
 
 KINDS = (
-    ServingKind("latency", ServingConfig, ("inputs",), False,
-                "{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
-                lambda settings, config, key: settings.check_against_inputs(config.inputs, key),
-                lambda config, group, done: bool(unserved(config, group, done)), serve_group),
-    ServingKind("generate", DecoderServingConfig, (), True,
-                "{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}",
-                lambda settings, config, key: settings.check_against_generate(config, key),
-                lambda config, group, done: bool(unserved_decoders(config, group, done)), serve_decoders),
+    ServingKind("latency", ServingConfig, ("inputs",), decodes=False,
+                example="{serving: {p99_ms: 40, find_peak: true, workers: [1, 2]}}",
+                check=lambda settings, config, key: settings.check_against_inputs(config.inputs, key),
+                owes=lambda config, group, done: bool(unserved(config, group, done)), serve=serve_group),
+    ServingKind("generate", DecoderServingConfig, (), decodes=True,
+                example="{serving: {ttft_ms: 2000, tpot_ms: 200, find_peak: true, workers: [1]}}",
+                check=lambda settings, config, key: settings.check_against_generate(config, key),
+                owes=lambda config, group, done: bool(unserved_decoders(config, group, done)), serve=serve_decoders),
 )
 
 

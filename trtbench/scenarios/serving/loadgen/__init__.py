@@ -1,5 +1,5 @@
 """The one LoadGen core both kinds of serving stand on: a run (:mod:`.harness`), the shared settings, summary, pass
-rule, peak searches and plots."""
+rule and peak searches."""
 
 from trtbench.scenarios.serving.loadgen.harness import (KEPT_LOGS, LatencyBound, Query, ServerLoad, loadgen_settings,
                                                        log_settings, run_loadgen)

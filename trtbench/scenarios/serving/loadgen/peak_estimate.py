@@ -1,24 +1,23 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
-steps. Where the plan knows the queue (:mod:`.queue_model`), the steps are read through it: one load scale from their
-late counts, the peak the model's over it. Elsewhere the late share is fitted to every step as a logistic curve in the
-log of the load, the peak where it reaches the allowed share, the interval a block bootstrap less its median bias
-(docs/serving.md, "The joint estimate").
+steps. The plan's reader reads the steps once after each (:class:`StepReader`): where the queue is known,
+:class:`QueueReader` through :mod:`.queue_model` (one load scale from their late counts, the peak the model's over it);
+elsewhere :class:`CurveReader`, the late share fitted to every step as a logistic curve in the log of the load (the
+peak where it reaches the allowed share, the interval a block bootstrap less its median bias) (docs/serving.md, "The
+joint estimate").
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Any, Callable, ClassVar, Literal, Optional, Protocol, Sequence
 
 import numpy as np
 
-from trtbench.scenarios.serving.loadgen.queue_model import (Posterior, QueueModel, posterior, steady_peak,
-                                                            steady_share)
+from trtbench.scenarios.serving.loadgen.queue_model import QueueModel, posterior, steady_peak, steady_share
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
 BLOCK = 100  # consecutive query indices resampled together: longer than a queue's bursts of late queries
@@ -66,70 +65,15 @@ class Estimate:
         return (self.high - self.low) / self.qps if self.qps > 0 and math.isfinite(self.high - self.low) else math.inf
 
 
+NO_ESTIMATE = Estimate(math.nan, math.nan, math.nan)
+
+
 @dataclass(frozen=True)
 class Budget:
     """What a search may spend: ``queries`` in all (the confirming run included) and, where given, ``seconds``."""
 
     queries: int
     seconds: Optional[float] = None
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run);
-    ``queue``: the queue the steps so far were served by (None: none known, the logistic curve reads them)."""
-
-    allowed: float
-    capacity: float
-    min_queries: int
-    min_duration_s: float
-    resolution: float
-    budget: Budget
-    verdict_queries: Optional[Callable[[float], Optional[int]]] = None
-    queue: Optional[Callable[[Sequence[Step]], QueueModel]] = None
-
-    def queries_at(self, qps: float) -> int:
-        """The queries of a step at ``qps``: LoadGen issues until both its minimums are met."""
-        return max(self.min_queries, math.ceil(qps * self.min_duration_s))
-
-    def confirm_queries(self, qps: float, share: float) -> Optional[int]:
-        """The queries of a confirming run at ``qps`` at an expected late ``share`` (None where no run passes)."""
-        needed = self.verdict_queries(share) if self.verdict_queries is not None else 0
-        return None if needed is None else max(self.queries_at(qps), needed)
-
-
-# why a search stopped: its query or time budget spent, its interval narrow enough, or late at a tenth of the capacity
-StopReason = Literal["budget", "resolution", "floor"]
-# what read the steps: the logistic curve fitted to them, or the queue model
-ReadBy = Literal["curve", "queue"]
-
-
-@dataclass(frozen=True)
-class ConfirmNeeds:
-    """What a confirming run at the interval's low end needs: the ``late_share`` expected there (nan: no estimate) and
-    its ``queries`` (None: no run passes)."""
-
-    late_share: float = math.nan
-    queries: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class Search:
-    """A finished search: why it stopped, its confirming run at the interval's low end (or None), and what that run
-    needs (``expected``)."""
-
-    steps: tuple[Step, ...]
-    estimate: Estimate
-    stopped_by: StopReason
-    confirm: Optional[Step]
-    queries: int
-    seconds: float
-    expected: ConfirmNeeds = ConfirmNeeds()
-    read_by: ReadBy = "curve"
-
-
-# run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made)
-RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
 
 
 def _fit(late: np.ndarray, queries: np.ndarray, log_qps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -180,39 +124,45 @@ def _centred(steps: Sequence[Step]) -> tuple[np.ndarray, float]:
     return log_qps - log_qps.mean(), float(log_qps.mean())
 
 
-def fit_curve(steps: Sequence[Step]) -> tuple[float, float, float]:
-    """The logistic curve fitted to every step: ``(a, b, centre)``, the late share at ``qps`` being
+@dataclass(frozen=True)
+class Curve:
+    """The logistic curve fitted to every step: the late share at ``qps`` is
     ``1 / (1 + exp(-(a + b (log(qps) - centre))))``."""
-    log_qps, centre = _centred(steps)
-    late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
-    a, b = _fit(late[None], queries[None], log_qps[None])
-    return float(a[0]), float(b[0]), centre
 
+    a: float
+    b: float
+    centre: float
 
-def point_estimate(steps: Sequence[Step], allowed: float) -> tuple[float, float]:
-    """The load where the curve fitted to every step reaches ``allowed`` (nan where none), and the width over it of
-    the 90% interval were the queries independent (from the fit's Fisher information)."""
-    steps = [s for s in steps if s.queries]
-    if not any(s.late.any() for s in steps):
-        return math.nan, math.inf
-    a, b, centre = fit_curve(steps)
-    log_qps = np.log([s.qps for s in steps]) - centre
-    queries = np.array([s.queries for s in steps], float)
-    a, b = np.array([a]), np.array([b])
-    point = float(_crossing(a, b, allowed, centre)[0])
-    if not math.isfinite(point):
-        return point, math.inf
-    share = _logistic(a[0], b[0], log_qps)
-    weight = queries * share * (1 - share)
-    info = np.array([[weight.sum(), (weight * log_qps).sum()],
-                     [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
-    gradient = np.array([-1 / b[0], -(math.log(allowed / (1 - allowed)) - a[0]) / b[0] ** 2])
-    try:
-        spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
-    except np.linalg.LinAlgError:
-        return point, math.inf
-    # no overflow where the fit is loose
-    return point, math.exp(min(Z_LEVEL * spread, 50.0)) - math.exp(-Z_LEVEL * spread)
+    @classmethod
+    def fit(cls, steps: Sequence[Step]) -> Curve:
+        log_qps, centre = _centred(steps)
+        late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
+        a, b = _fit(late[None], queries[None], log_qps[None])
+        return cls(float(a[0]), float(b[0]), centre)
+
+    def share(self, log_qps):
+        """The late share at ``log_qps``, the log of the load (a number or an array)."""
+        return _logistic(self.a, self.b, log_qps - self.centre)
+
+    def crossing(self, steps: Sequence[Step], allowed: float) -> tuple[float, float]:
+        """The load where the curve reaches ``allowed`` (nan where none), and the width over it of the 90% interval
+        were the queries of ``steps`` (those it was fitted to) independent (from the fit's Fisher information)."""
+        log_qps = np.log([s.qps for s in steps]) - self.centre
+        queries = np.array([s.queries for s in steps], float)
+        point = float(_crossing(np.array([self.a]), np.array([self.b]), allowed, self.centre)[0])
+        if not math.isfinite(point):
+            return point, math.inf
+        share = _logistic(self.a, self.b, log_qps)
+        weight = queries * share * (1 - share)
+        info = np.array([[weight.sum(), (weight * log_qps).sum()],
+                         [(weight * log_qps).sum(), (weight * log_qps ** 2).sum()]])
+        gradient = np.array([-1 / self.b, -(math.log(allowed / (1 - allowed)) - self.a) / self.b ** 2])
+        try:
+            spread = math.sqrt(max(float(gradient @ np.linalg.solve(info, gradient)), 0.0))
+        except np.linalg.LinAlgError:
+            return point, math.inf
+        # no overflow where the fit is loose
+        return point, math.exp(min(Z_LEVEL * spread, 50.0)) - math.exp(-Z_LEVEL * spread)
 
 
 def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
@@ -232,10 +182,9 @@ def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates
     return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
 
 
-def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator) -> Estimate:
-    """The peak from every step together, and its 90% interval by the block bootstrap."""
-    steps = [s for s in steps if s.queries]
-    point, _ = point_estimate(steps, allowed)
+def _bootstrap(steps: Sequence[Step], allowed: float, point: float, rng: np.random.Generator) -> Estimate:
+    """The peak ``point`` the curve fitted to ``steps`` gives, with its 90% interval by the block bootstrap, both less
+    the replicates' median bias."""
     if not math.isfinite(point):
         return Estimate(point, math.nan, math.nan)
     log_qps, centre = _centred(steps)
@@ -247,127 +196,238 @@ def estimate(steps: Sequence[Step], allowed: float, rng: np.random.Generator) ->
     return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
 
 
-def _bracket(steps: Sequence[Step], plan: SearchPlan) -> Optional[Bracket]:
-    """The bisection's bracket while no step within the allowed share lies below one over it; None once one does."""
-    over = [s.qps for s in steps if s.share > plan.allowed]
-    under = [s.qps for s in steps if s.share <= plan.allowed]
+def _bracket(steps: Sequence[Step], allowed: float, ceiling: float) -> Optional[Bracket]:
+    """The bisection's bracket up to ``ceiling`` while no step within the ``allowed`` share lies below one over it;
+    None once one does."""
+    over = [s.qps for s in steps if s.share > allowed]
+    under = [s.qps for s in steps if s.share <= allowed]
     if min(under, default=math.inf) < max(over, default=0.0):
         return None
-    hi = min(over, default=_ceiling(plan))
+    hi = min(over, default=ceiling)
     return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
-def _next_qps(steps: Sequence[Step], plan: SearchPlan, point: float) -> float:
-    """Where the next step goes: bisection until the peak is bracketed (read through a queue model: until a step is
-    late), then beside the estimate."""
-    bracket = _bracket(steps, plan)
-    if plan.queue is not None and math.isfinite(point):
-        return point * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)]
-    if bracket is None and math.isfinite(point):
-        return min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
-    return (bracket or Bracket(0.0, _ceiling(plan))).qps
+def _readable(steps: Sequence[Step]) -> list[Step]:
+    """The steps with queries, or none where no step saw a late query (nothing to read yet)."""
+    counted = [s for s in steps if s.queries]
+    return counted if any(s.late.any() for s in counted) else []
 
 
-def _ceiling(plan: SearchPlan) -> float:
-    """The highest load a search offers: the capacity, or read through a queue model, past it by the last step."""
-    return plan.capacity * (QUEUE_STEPS[-1] if plan.queue is not None else 1.0)
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a search's steps: the peak and its 90% interval where the reading gives one at once, the width of
+    that interval were the queries independent, the bisection's bracket (None once it no longer holds), the next load,
+    whether a bracket within the resolution ends the search, the late share expected at a load in the steady state, and
+    the peak with its 90% interval drawn (the curve's: a bootstrap at each call)."""
+
+    estimate: Estimate
+    width: float
+    bracket: Optional[Bracket]
+    next_qps: float
+    closes: bool
+    expected_share: Callable[[float], float]
+    interval: Callable[[np.random.Generator], Estimate]
+
+
+class StepReader(Protocol):
+    """How a search reads its steps: ``name``, what results.json's ``read_by`` holds; ``label``, what the text calls
+    it; ``expected_shares``, the late share it expects at each of ``qps`` from the steps alone (None: none drawn)."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading: ...
+
+    @staticmethod
+    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class CurveReader:
+    """The logistic curve fitted to every step; past the bracket the steps go :data:`SPREAD` either side of it."""
+
+    name: ClassVar[str] = "curve"
+    label: ClassVar[str] = "the fitted curve"
+
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
+        read = _readable(steps)
+        curve = Curve.fit(read) if read else None
+        point, width = curve.crossing(read, plan.allowed) if curve else (math.nan, math.inf)
+        bracket = _bracket(steps, plan.allowed, plan.capacity)
+        next_qps = (min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
+                    if bracket is None and math.isfinite(point) else (bracket or Bracket(0.0, plan.capacity)).qps)
+        return Reading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, closes=True,
+                       expected_share=lambda qps: float(curve.share(math.log(qps))) if curve else 0.0,
+                       interval=lambda rng: _bootstrap(read, plan.allowed, point, rng))
+
+    @staticmethod
+    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
+        return Curve.fit(steps).share(np.log(qps))
+
+
+@dataclass(frozen=True)
+class QueueReader:
+    """The queue the steps were served by (``queue``: its model from the steps): the model's steady-state peak over the
+    load scale their late counts give (its posterior's median; the interval: its 5% and 95%). The bisection reaches the
+    capacity times the last of :data:`QUEUE_STEPS`, then the steps go at each of them times the estimate, in turn;
+    once a step is late no bracket closes the search, as a step that is not late still tells how far the peak is."""
+
+    queue: Callable[[Sequence[Step]], QueueModel]
+    name: ClassVar[str] = "queue"
+    label: ClassVar[str] = "the queue model"
+
+    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
+        read, ceiling = _readable(steps), plan.capacity * QUEUE_STEPS[-1]
+        bracket = _bracket(steps, plan.allowed, ceiling)
+        if not read:
+            return Reading(NO_ESTIMATE, math.inf, bracket, (bracket or Bracket(0.0, ceiling)).qps, closes=True,
+                           expected_share=lambda qps: 0.0, interval=lambda rng: NO_ESTIMATE)
+        model = self.queue(steps)
+        scale = posterior(model, [s.qps for s in read], [s.queries for s in read], [int(s.late.sum()) for s in read])
+        peak = steady_peak(model, plan.allowed)
+        estimate = Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2),
+                            peak / scale.kappa((1 - LEVEL) / 2))
+        return Reading(estimate, estimate.width, bracket, estimate.qps * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)],
+                       closes=False, expected_share=lambda qps: steady_share(model, qps * scale.kappa(0.5)),
+                       interval=lambda rng: estimate)
+
+    @staticmethod
+    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
+        return None
+
+
+READERS: dict[str, type[StepReader]] = {reader.name: reader for reader in (CurveReader, QueueReader)}
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How a search runs; ``verdict_queries``: what LoadGen's verdict needs at a late share (None: no run);
+    ``reader``: how the steps are read."""
+
+    allowed: float
+    capacity: float
+    min_queries: int
+    min_duration_s: float
+    resolution: float
+    budget: Budget
+    verdict_queries: Optional[Callable[[float], Optional[int]]] = None
+    reader: StepReader = CurveReader()
+
+    def queries_at(self, qps: float) -> int:
+        """The queries of a step at ``qps``: LoadGen issues until both its minimums are met."""
+        return max(self.min_queries, math.ceil(qps * self.min_duration_s))
+
+    def confirm_queries(self, qps: float, share: float) -> Optional[int]:
+        """The queries of a confirming run at ``qps`` at an expected late ``share`` (None where no run passes)."""
+        needed = self.verdict_queries(share) if self.verdict_queries is not None else 0
+        return None if needed is None else max(self.queries_at(qps), needed)
+
+
+# why a search stopped: its query or time budget spent, its interval narrow enough, or late at a tenth of the capacity
+StopReason = Literal["budget", "resolution", "floor"]
+
+
+@dataclass(frozen=True)
+class ConfirmNeeds:
+    """What a confirming run at the interval's low end needs: the ``late_share`` expected there (nan: no estimate) and
+    its ``queries`` (None: no run passes)."""
+
+    late_share: float = math.nan
+    queries: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Search:
+    """A finished search: why it stopped, its confirming run at the interval's low end (or None), what that run needs
+    and the name of the reader that read the steps."""
+
+    steps: tuple[Step, ...]
+    estimate: Estimate
+    stopped_by: StopReason
+    confirm: Optional[Step]
+    queries: int
+    seconds: float
+    confirm_needs: ConfirmNeeds = ConfirmNeeds()
+    read_by: str = CurveReader.name
+
+
+# run(qps, repeat, queries) -> (each query's late flag in issue order, what the step made)
+RunStep = Callable[[float, int, int], tuple[np.ndarray, Any]]
+
+
+@dataclass
+class SearchState:
+    """A search under way: its steps, their queries and reading, when it started, and the last interval drawn."""
+
+    plan: SearchPlan
+    reading: Reading
+    started: float = field(default_factory=time.monotonic)
+    steps: list[Step] = field(default_factory=list)
+    used: int = 0
+    drawn: Estimate = NO_ESTIMATE
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def latest(self) -> Estimate:
+        """The latest 90% interval: the reading's own, or the last drawn."""
+        return self.reading.estimate if math.isfinite(self.reading.estimate.low) else self.drawn
+
+    def reserved(self, low: float) -> int:
+        """The queries kept back for the confirming run at ``low``: what LoadGen's verdict needs there, or one step
+        where that is more than :data:`CONFIRM_SHARE` of the budget (or no run passes)."""
+        plan = self.plan
+        if not (math.isfinite(low) and low > 0):
+            return plan.queries_at(plan.capacity)
+        needed = plan.confirm_queries(low, self.reading.expected_share(low))
+        cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
+        return needed if needed is not None and needed <= cap else plan.queries_at(low)
+
+    def confirmed(self, run: RunStep, estimate: Estimate, stopped_by: StopReason) -> Search:
+        """The search ending at ``estimate``, with its confirming run at the low end where the budget allows."""
+        confirm, needs = None, ConfirmNeeds()
+        if estimate.low > 0:
+            share = self.reading.expected_share(estimate.low)
+            needs = ConfirmNeeds(share, self.plan.confirm_queries(estimate.low, share))
+        if needs.queries is not None and self.used + needs.queries <= self.plan.budget.queries:
+            late, made = run(estimate.low, len(self.steps), needs.queries)
+            confirm = Step(estimate.low, len(self.steps), np.asarray(late, dtype=bool), made)
+            self.used += len(late)
+        return Search(tuple(self.steps), estimate, stopped_by, confirm, self.used, self.seconds, needs,
+                      self.plan.reader.name)
 
 
 def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Search:
     """The steps ``run`` makes until the interval is within the resolution or the budget is spent."""
-    started, steps, used, point, stopped_by = time.monotonic(), [], 0, math.nan, "budget"
-    current = Estimate(math.nan, math.nan, math.nan)
+    state, stopped_by = SearchState(plan, plan.reader.read([], plan)), "budget"
     while True:
-        qps = _next_qps(steps, plan, point)
-        # the confirming run's low end: the current interval's, or before one, SPREAD twice below the crossing
-        low = current.low if math.isfinite(current.low) else point * (1 - 2 * SPREAD)
-        need = plan.queries_at(qps) + _reserved(steps, plan, low)
-        over_time = plan.budget.seconds is not None and time.monotonic() - started + need / qps > plan.budget.seconds
-        if used + need > plan.budget.queries or over_time:
+        qps, latest, steps = state.reading.next_qps, state.latest, state.steps
+        # the confirming run's low end: the interval's, or before one, SPREAD twice below the estimate
+        low = latest.low if math.isfinite(latest.low) else state.reading.estimate.qps * (1 - 2 * SPREAD)
+        need = plan.queries_at(qps) + state.reserved(low)
+        over_time = plan.budget.seconds is not None and state.seconds + need / qps > plan.budget.seconds
+        if state.used + need > plan.budget.queries or over_time:
             break
         late, made = run(qps, len(steps), plan.queries_at(qps))
         steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
-        used += len(late)
-        if plan.queue is not None:
-            current = queue_estimate(plan.queue(steps), steps, plan.allowed)
-            point, independent_width = current.qps, current.width
-        else:
-            point, independent_width = point_estimate(steps, plan.allowed)
-        bracket = _bracket(steps, plan)
+        state.used += len(late)
+        state.reading = reading = plan.reader.read(steps, plan)
+        bracket = reading.bracket
         if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
-            return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, used,
-                          time.monotonic() - started, read_by=_read_by(plan))
-        # read through a queue model, a step that is not late says how far the load is from the peak
-        closes = plan.queue is None or not any(s.late.any() for s in steps)
-        if closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
+            return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, state.used, state.seconds,
+                          read_by=plan.reader.name)
+        if reading.closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
-            bracketed = Estimate(bracket.lo, bracket.lo, bracket.hi)
-            return _confirmed(run, plan, steps, bracketed, used, started)
-        if independent_width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
-            current = current if plan.queue is not None else estimate(steps, plan.allowed, rng)
-            if current.width <= plan.resolution:
+            return state.confirmed(run, Estimate(bracket.lo, bracket.lo, bracket.hi), "resolution")
+        if reading.width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
+            state.drawn = reading.interval(rng)
+            if state.drawn.width <= plan.resolution:
                 stopped_by = "resolution"
                 break
-    if stopped_by == "budget" and steps and plan.queue is None:
-        current = estimate(steps, plan.allowed, rng)
-    return dataclasses.replace(_confirmed(run, plan, steps, current, used, started),
-                               stopped_by=stopped_by)
-
-
-def _load_scale(model: QueueModel, steps: Sequence[Step]) -> Posterior:
-    return posterior(model, [s.qps for s in steps], [s.queries for s in steps], [int(s.late.sum()) for s in steps])
-
-
-def queue_estimate(model: QueueModel, steps: Sequence[Step], allowed: float) -> Estimate:
-    """The model's steady-state peak over the load scale the steps' late counts give (its posterior's median), and the
-    90% interval from the posterior's 5% and 95% (nan where no step saw a late query)."""
-    steps = [s for s in steps if s.queries]
-    if not any(s.late.any() for s in steps):
-        return Estimate(math.nan, math.nan, math.nan)
-    scale, peak = _load_scale(model, steps), steady_peak(model, allowed)
-    return Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2), peak / scale.kappa((1 - LEVEL) / 2))
-
-
-def expected_share(steps: Sequence[Step], plan: SearchPlan, qps: float) -> float:
-    """The late share expected at ``qps`` in the steady state: the plan's queue's at the load scale the steps give,
-    or the curve fitted to every step's (0 where no step saw a late query)."""
-    steps = [s for s in steps if s.queries]
-    if not any(s.late.any() for s in steps):
-        return 0.0
-    if plan.queue is not None:
-        model = plan.queue(steps)
-        return steady_share(model, qps * _load_scale(model, steps).kappa(0.5))
-    a, b, centre = fit_curve(steps)
-    return float(_logistic(a, b, math.log(qps) - centre))
-
-
-def _reserved(steps: Sequence[Step], plan: SearchPlan, low: float) -> int:
-    """The queries a search keeps back for its confirming run at ``low``: what LoadGen's verdict needs there, or one
-    step where that is more than :data:`CONFIRM_SHARE` of the budget (or no run passes)."""
-    if not (math.isfinite(low) and low > 0):
-        return plan.queries_at(plan.capacity)
-    needed = plan.confirm_queries(low, expected_share(steps, plan, low))
-    cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
-    return needed if needed is not None and needed <= cap else plan.queries_at(low)
-
-
-def _confirmed(run: RunStep, plan: SearchPlan, steps: list[Step], current: Estimate, used: int,
-               started: float) -> Search:
-    """The search, ``used`` queries since ``started``, with its confirming run where the budget allows."""
-    confirm, expected = None, ConfirmNeeds()
-    if current.low > 0:
-        share = expected_share(steps, plan, current.low)
-        expected = ConfirmNeeds(share, plan.confirm_queries(current.low, share))
-    if expected.queries is not None and used + expected.queries <= plan.budget.queries:
-        late, made = run(current.low, len(steps), expected.queries)
-        confirm = Step(current.low, len(steps), np.asarray(late, dtype=bool), made)
-        used += len(late)
-    return Search(tuple(steps), current, "resolution", confirm, used, time.monotonic() - started, expected,
-                  _read_by(plan))
-
-
-def _read_by(plan: SearchPlan) -> ReadBy:
-    return "curve" if plan.queue is None else "queue"
+    final = state.reading.interval(rng) if stopped_by == "budget" and state.steps else state.latest
+    return state.confirmed(run, final, stopped_by)
 
 
 class StepFailed(Exception):

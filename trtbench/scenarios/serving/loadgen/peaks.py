@@ -9,18 +9,19 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import ConfirmNeeds, ReadBy, Search, StopReason
+from trtbench.scenarios.serving.loadgen.peak_estimate import (READERS, ConfirmNeeds, CurveReader, Search, StepReader,
+                                                              StopReason)
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
-READERS = {"curve": "the fitted curve", "queue": "the queue model"}  # what the text calls each reading
 
 
 @dataclass(frozen=True)
 class PeakInterval:
-    """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, and
-    LoadGen's verdict on the confirming run (None: no room for it); ``confirm_needs``: the search's ``expected``
-    (read from a list ``[late_share, queries]`` in results written before it was named)."""
+    """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, LoadGen's
+    verdict on the confirming run (None: no room for it) and what that run needs (read from a list
+    ``[late_share, queries]`` in results written before it was named), and the name of the reader that read the
+    steps."""
 
     low: float
     high: float
@@ -30,7 +31,7 @@ class PeakInterval:
     confirm_valid: Optional[bool] = None
     confirm_late_share: Optional[float] = None
     confirm_needs: Optional[ConfirmNeeds] = None
-    read_by: ReadBy = "curve"
+    read_by: str = CurveReader.name
 
     def to_dict(self) -> dict:
         return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
@@ -51,16 +52,20 @@ class PeakInterval:
         return cls(**{**data, "confirm_needs": needs})
 
     @property
+    def reader(self) -> type[StepReader]:
+        return READERS[self.read_by]
+
+    @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        needs = self.confirm_needs
+        needs, reader = self.confirm_needs, self.reader.label
         if self.confirm_valid is None and needs is not None and math.isfinite(needs.late_share):
             share, needed = needs.late_share, needs.queries
             if needed is None:
-                return (f"no confirming run: {READERS[self.read_by]} expects {share:.2%} late at {self.low:.1f}, "
+                return (f"no confirming run: {reader} expects {share:.2%} late at {self.low:.1f}, "
                         "which no run passes by LoadGen's early stopping")
             return (f"no confirming run: LoadGen's early stopping needs {needed} queries to pass at the {share:.2%} "
-                    f"late {READERS[self.read_by]} expects at {self.low:.1f}, more than the budget had left")
+                    f"late {reader} expects at {self.low:.1f}, more than the budget had left")
         if self.confirm_valid is None:
             return "no confirming run (budget spent)"
         if self.confirm_valid:
@@ -68,7 +73,7 @@ class PeakInterval:
         expected = self.confirm_needs.late_share if self.confirm_needs is not None else math.nan
         if math.isfinite(expected) and self.confirm_late_share > expected:
             return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the "
-                    f"{expected:.2%} {READERS[self.read_by]} expected there, which the run was sized to pass)")
+                    f"{expected:.2%} {reader} expected there, which the run was sized to pass)")
         return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
 
     def text(self, peak: float) -> str:
@@ -89,7 +94,7 @@ def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]
         return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share,
                                  read_by=search.read_by)
     return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
-                                      confirm_valid, share, search.expected, search.read_by)
+                                      confirm_valid, share, search.confirm_needs, search.read_by)
 
 
 class RepeatedPeaks:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -66,10 +66,10 @@ def table_loads(model: QueueModel) -> np.ndarray:
 
 
 @lru_cache(maxsize=2)
-def late_counts(model: QueueModel, sizes: tuple[int, ...]) -> dict[int, np.ndarray]:
-    """The late count (table loads x :data:`RUNS`) of a step of each of ``sizes`` queries."""
+def late_counts(model: QueueModel, sizes: tuple[int, ...], runs: int = RUNS) -> dict[int, np.ndarray]:
+    """The late count (table loads x ``runs``) of a step of each of ``sizes`` queries."""
     rng = np.random.default_rng(11)
-    gaps = rng.exponential(1.0, (RUNS, max(sizes)))
+    gaps = rng.exponential(1.0, (runs, max(sizes)))
     services = rng.choice(np.asarray(model.services_s), gaps.shape)
     return dict(zip(sizes, model.counts(table_loads(model), gaps, services, np.array(sizes))))
 
@@ -84,9 +84,15 @@ def _bin_probabilities(model: QueueModel, sizes: tuple[int, ...], size: int) -> 
 
 @dataclass(frozen=True)
 class Posterior:
-    """The load scale's posterior over :data:`KAPPAS`: the real queue is the model at ``kappa`` times the load."""
+    """The load scale's posterior over :data:`KAPPAS` from its log likelihood there (a flat prior in its log): the real
+    queue is the model at ``kappa`` times the load."""
 
-    cdf: np.ndarray
+    loglik: np.ndarray
+
+    @cached_property
+    def cdf(self) -> np.ndarray:
+        density = np.exp(self.loglik - self.loglik.max())
+        return np.cumsum(density) / density.sum()
 
     def kappa(self, level: float) -> float:
         return float(KAPPAS[min(int(np.searchsorted(self.cdf, level)), len(KAPPAS) - 1)])
@@ -104,8 +110,7 @@ def posterior(model: QueueModel, qps: Sequence[float], queries: Sequence[int], l
         probs = _bin_probabilities(model, sizes, int(size))
         b = int(np.searchsorted(BIN_EDGES, count, side="right") - 1)
         loglik += np.log((1 - weight[:, j]) * probs[below[:, j], b] + weight[:, j] * probs[below[:, j] + 1, b])
-    density = np.exp(loglik - loglik.max())
-    return Posterior(np.cumsum(density) / density.sum())
+    return Posterior(loglik)
 
 
 @lru_cache(maxsize=4)

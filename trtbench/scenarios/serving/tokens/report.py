@@ -15,7 +15,7 @@ from trtbench.report.colors import marker
 from trtbench.scenarios.serving.loadgen.peak_estimate import Step
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot, ReportSection
-from trtbench.scenarios.serving.loadgen.late_share import SharePanel, late_share_plot
+from trtbench.report.late_share import SharePanel, late_share_plot
 from trtbench.report.text import number_text
 from trtbench.scenarios.generate import GenerateRecord
 from trtbench.scenarios.serving.tokens.result import ServedDecoder, DecoderServingResult, DecoderStep

@@ -19,7 +19,7 @@ from trtbench.report.section import Plot
 from trtbench.report.text import number_text
 from trtbench.results.resultset import ResultSet
 from trtbench.core.status import Status
-from trtbench.scenarios.serving.loadgen.late_share import SharePanel
+from trtbench.report.late_share import SharePanel
 from trtbench.scenarios.serving.vision.result import ServedCase, ServingResult
 
 COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime threads", "batching",

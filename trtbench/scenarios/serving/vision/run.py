@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from trtbench.core.knobs import Knobs
-from trtbench.scenarios.serving.loadgen.peak_estimate import StepFailed, search_or_stop
+from trtbench.scenarios.serving.loadgen.peak_estimate import QueueReader, StepFailed, search_or_stop
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel
 from trtbench.scenarios.serving.loadgen.harness import LatencyBound, ServerLoad, run_loadgen
 from trtbench.scenarios.serving.vision.config import ServingConfig
@@ -126,8 +126,8 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
     if settings.batching is None:  # one query a call: the M/G/c queue of the recorded service times
-        plan = dataclasses.replace(plan, queue=lambda steps: QueueModel.recorded(
-            [ms / 1e3 for s in steps for ms in s.run.service_ms], result.workers, settings.p99_ms / 1e3))
+        plan = dataclasses.replace(plan, reader=QueueReader(lambda steps: QueueModel.recorded(
+            [ms / 1e3 for s in steps for ms in s.run.service_ms], result.workers, settings.p99_ms / 1e3)))
 
     def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
         progress(f"serve {result.log_dir} {result.label}: step {repeat + 1}, {qps:.1f} QPS offered")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import Step, fit_curve
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval
 
 
 @dataclass(frozen=True)
@@ -20,10 +18,10 @@ class SharePanel:
 
     title: str
     ylabel: str
-    steps: tuple[Step, ...]
+    steps: tuple  # the search's steps (serving's loadgen Step: qps, share, late, queries)
     allowed: float
     peak: float
-    interval: PeakInterval
+    interval: Any  # its PeakInterval (low, high, reader): the layer above's type, named here by what is read
 
 
 def _wilson(late: int, queries: int) -> tuple[float, float]:
@@ -35,7 +33,8 @@ def _wilson(late: int, queries: int) -> tuple[float, float]:
 
 
 def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
-    """The late share against the offered QPS, one panel per estimate; None without steps."""
+    """The late share against the offered QPS, one panel per estimate, with the share its reader expects; None without
+    steps."""
     panels = [panel for panel in panels if panel.steps]
     if not panels:
         return None
@@ -48,9 +47,9 @@ def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
         ax.errorbar(qps, share, yerr=[np.clip(share - low, 0, None), np.clip(high - share, 0, None)],
                     fmt="o", markersize=3, capsize=2, label="steps (90% interval, as if independent)")
         grid = np.linspace(qps.min() * 0.9, qps.max() * 1.1, 200)
-        if panel.interval.read_by == "curve":
-            a, b, centre = fit_curve(panel.steps)
-            ax.plot(grid, 1 / (1 + np.exp(-(a + b * (np.log(grid) - centre)))), label="fitted late share")
+        expected = panel.interval.reader.expected_shares(panel.steps, grid)
+        if expected is not None:
+            ax.plot(grid, expected, label="fitted late share")
         ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
         ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
         ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
