@@ -5,18 +5,20 @@ Run:  .venv/bin/python benchmarks/race_replay.py convert RESULTS.json [RESULTS.j
 
 ``convert`` reads saved full runs (``race: false``: every variant timed to its own precision target or the time cap)
 and writes a compact fixture: per point, per variant, each block's median with its process and round and its cost
-(the block's calls, its settle wait and switch-in call), in the order the run timed them, whether the row passed its
-accuracy check, and the full run's own answer (its leader, the rows it cannot separate from the leader by more than
-the margin, and each row's interval against the leader: ``trtbench.analysis.race.point_answer``).
+(the block's calls, its settle wait and switch-in call), in the order the run timed them, what a further process of
+it costs to start (its processes' least ``ready_cpu_s``), whether the row passed its accuracy check, and the full
+run's own answer (its leader, the rows it cannot separate from the leader by more than the margin, and each row's
+interval against the leader: ``trtbench.analysis.race.point_answer``).
 
 ``replay`` feeds each point's blocks, in their recorded order, to the race's decision logic
 (``trtbench.measure.race.Race``, the one the runs use): it starts each variant in the run's first two processes, adds
-the run's next process of a variant where the race asks for one, drops a variant's later blocks once the race stops
-it, and spends the blocks' recorded cost against the budget; where the run's blocks of a variant still in the race run
-out first, the point ends there as at its budget. At each point the race agrees with the full run where it names the
-full run's leader as the winner, or calls a tie whose every variant the full run's intervals do not separate from its
-leader either, the leader among them. Target: agreement at >= 95% of points (docs/measuring.md, "Racing"). Nothing
-is timed: ``tests/measure/test_race_replay.py`` replays the fixtures under ``tests/assets/race_replay/``.
+the run's next process of a variant where the race asks for one (paying its start from the budget), drops a
+variant's later blocks once the race stops it, and spends the blocks' recorded cost against the budget; where the
+run's blocks of a variant still in the race run out first, the point ends there as at its budget. At each point the
+race agrees with the full run where it names the full run's leader as the winner, or calls a tie whose every variant
+the full run's intervals do not separate from its leader either, the leader among them. Target: agreement at >= 95%
+of points (docs/measuring.md, "Racing"). Nothing is timed: ``tests/measure/test_race_replay.py`` replays the fixtures
+under ``tests/assets/race_replay/``.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ def fixture_of(results: ResultSet, source: str, margin: float = RACE_MARGIN) -> 
         baseline = results.baseline(records[0])
         points.append({"point": f"{case.model} {case.point} {case.shapes} t{case.threads} {records[0].environment}",
                        "baseline": _name(baseline) if baseline in records else None,
-                       "variants": {_name(r): {"ok": not r.accuracy_failed, "blocks": _blocks(r)} for r in records},
+                       "variants": {_name(r): {"ok": not r.accuracy_failed, "blocks": _blocks(r), "start_s": min(
+                           (p.get("ready_cpu_s") or 0.0 for p in r.metrics.get("processes") or []), default=0.0)}
+                                    for r in records},
                        "full": {"leader": _name(answer.leader), "tied": [_name(r) for r, _ in answer.tied],
                                 "behind": behind}})
     return {"source": source, "margin": margin, "points": points}
@@ -95,7 +99,8 @@ def replay_point(point: dict, budget_s: float, margin: float = RACE_MARGIN) -> R
     """The race over ``point``'s recorded blocks, in their recorded order (see the module's docstring)."""
     variants = point["variants"]
     barred = frozenset(name for name, v in variants.items() if not v["ok"])
-    race = Race(margin, budget_s, Entrants(point["baseline"], barred, most=math.inf))
+    start_s = {name: v.get("start_s", 0.0) for name, v in variants.items()}
+    race = Race(margin, budget_s, Entrants(point["baseline"], barred, most=math.inf, start_s=start_s.get))
     allowed = {name: sorted({int(b[1]) for b in v["blocks"]})[:START] for name, v in variants.items()}
     kept: dict[str, list] = {name: [] for name in variants}
     active = list(variants)
@@ -126,6 +131,7 @@ def replay_point(point: dict, budget_s: float, margin: float = RACE_MARGIN) -> R
             more = sorted({int(b[1]) for b in variants[wanted]["blocks"]} - set(allowed[wanted]))
             race.asked(step.wants, started=bool(more))
             allowed[wanted] += more[:1]
+            spent += start_s[wanted] if more else 0.0  # its start, paid from the budget
         active = [name for name in active if name not in step.stops]
         if not active:
             break

@@ -95,6 +95,9 @@ def test_a_further_process_goes_to_an_undecided_contender_dominated_by_process_s
     assert again is None or again.variant != wants.variant
     assert Race(0.05, 10, Entrants("eager", most=3)).step(spread, _lap(spread, spent_s=6.0)).wants is None  # late
     assert Race(0.05, 10, Entrants("eager", most=2)).step(spread, _lap(spread, spent_s=1.0)).wants is None  # most
+    costly = Entrants("eager", most=3, start_s=lambda variant: 5.0)  # its start would eat the rest of the budget
+    assert Race(0.05, 10, costly).step(spread, _lap(spread, spent_s=1.0)).wants is None
+    assert Race(0.05, 12, costly).step(spread, _lap(spread, spent_s=1.0)).wants is not None
     steady = _series({"eager": 1.0, "a": 0.8, "b": 0.83}, rounds=8)  # no process spread: rounds decide it
     assert Race(0.05, 10, Entrants("eager", most=3)).step(steady, _lap(steady, spent_s=1.0)).wants is None
 

@@ -20,13 +20,14 @@ STOPPED, DECIDED, BUDGET = "race", "decided", "budget_s"  # why a variant left a
 @dataclass(frozen=True)
 class Entrants:
     """The point's variants as its rounds treat them: the ``baseline`` (never stopped: every speedup's drift
-    reference), those ``barred`` from winning (a failed accuracy check), the ``most`` processes a variant may get, and
-    ``more``, which starts a further process of one (None: it could not)."""
+    reference), those ``barred`` from winning (a failed accuracy check), the ``most`` processes a variant may get,
+    ``more``, which starts a further process of one (None: it could not), and ``start_s``, what that costs (s)."""
 
     baseline: Optional[str] = None
     barred: frozenset = frozenset()
     most: int = 1
     more: Callable[[str], object] = lambda variant: None
+    start_s: Callable[[str], float] = lambda variant: 0.0
 
 
 @dataclass(frozen=True)
@@ -106,14 +107,16 @@ class Race:
                 between: Optional[float]) -> Optional[Demand]:
         """With half the budget left, the first of the leader, the runner-up and the rest (of ``left``) still
         undecided against the leader (the leader: against the runner-up) whose interval is dominated by the spread
-        between processes, with fewer than the most and each of its processes timed RACE_MIN_CYCLES blocks."""
+        between processes, with fewer than the most, each of its processes timed RACE_MIN_CYCLES blocks, and budget
+        left for as long again as its start costs."""
         undecided = [s for s in call.standings if s.variant in left and not s.within(self.margin)]
         if not undecided or lap.spent_s > self.budget_s / 2:
             return None
         asked = {d.variant for d in self.demands if not d.started}
         for variant in [call.leader, *[s.variant for s in undecided]]:
             counts = [series[variant].processes.count(p) for p in set(series[variant].processes)]
-            if variant in asked or lap.processes[variant] >= self.entrants.most or min(counts) < RACE_MIN_CYCLES:
+            if variant in asked or lap.processes[variant] >= self.entrants.most or min(counts) < RACE_MIN_CYCLES \
+                    or lap.spent_s + 2 * self.entrants.start_s(variant) > self.budget_s:
                 continue
             other = undecided[0].variant if variant == call.leader else call.leader
             share = between_share(series[variant], series[other], between)

@@ -30,7 +30,7 @@ from trtbench.scenarios.latency.report import latency_section
 from trtbench.results.recommend import recommend
 from trtbench.scenarios.base import Testbed, Scenario, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
-from trtbench.workers.loop import BuildTooSlow
+from trtbench.workers.loop import READY_CPU_S, BuildTooSlow
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -151,7 +151,8 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation, 
 
         barred = frozenset(key for key in timers if not (made[key].get("accuracy") or {}).get("ok", True)
                            or key in contradicted)
-        entrants = Entrants(BASELINE_VARIANT, barred, isolation.replicates.most, more)
+        entrants = Entrants(BASELINE_VARIANT, barred, isolation.replicates.most, more, lambda key: min(
+            (facts.get(READY_CPU_S) or 0.0 for facts in isolation.process_facts(key).values()), default=0.0))
         while timers:
             try:
                 measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device,
