@@ -13,7 +13,7 @@ from helpers.timers import ScriptedCost
 from trtbench.analysis.race import call_point
 from trtbench.core.stats import BlockSeries
 from trtbench.measure.race import BUDGET, DECIDED, RACE_MIN_CYCLES, STOPPED, Entrants, Lap, Race
-from trtbench.measure.timing import TimingSettings, measure_interleaved
+from trtbench.measure.timing import BUDGET_S, TimingSettings, measure_interleaved
 
 CPU = torch.device("cpu")
 RACING = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, budget_s=4, block_s=0.001, switch_in_below_s=0)
@@ -155,7 +155,7 @@ def test_a_config_mixing_the_race_with_the_old_rule_is_refused_naming_the_key_an
     assert caught.value.where == where and ("race: false" in caught.value.hint or "race" in caught.value.hint)
 
 
-def test_processes_default_to_four_at_most_when_raced_and_three_otherwise(monkeypatch):
+def test_processes_default_to_four_at_most_when_raced_and_three_otherwise_and_the_rule_is_resolved(monkeypatch):
     from conftest import TINY_CONFIG
     from trtbench.config.config import config_from_dict
     from trtbench.workers.isolation import Replicates, replicates_of
@@ -163,7 +163,9 @@ def test_processes_default_to_four_at_most_when_raced_and_three_otherwise(monkey
     monkeypatch.delenv("TRTBENCH_PROCESSES")
     raced = config_from_dict({**TINY_CONFIG, "benchmark": {"mode": "adaptive"}}).benchmark
     assert raced.processes == 4 and replicates_of(raced) == Replicates(start=2, most=4)
+    assert raced.timing.budget_s == BUDGET_S and raced.timing.target_rel_ci is None  # as the run records it
     full = config_from_dict({**TINY_CONFIG, "benchmark": {"mode": "adaptive", "race": False}}).benchmark
     assert full.processes == 3 and replicates_of(full) == Replicates(start=3, most=3)
+    assert (full.timing.target_rel_ci, full.timing.max_time_s, full.timing.budget_s) == (0.02, 20.0, None)
     one = config_from_dict({**TINY_CONFIG, "benchmark": {"mode": "adaptive", "processes": 1}}).benchmark
     assert replicates_of(one) == Replicates(start=1, most=1)

@@ -350,8 +350,14 @@ class Config:
         inputs, sweep = f["inputs"], f["sweep"]
         f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios")
         decoding = [s.name for s in f["scenarios"] if s.decodes]
-        if f["benchmark"].processes is None:  # decoders are not raced
-            f["benchmark"].processes = default_processes(racing=f["benchmark"].timing.racing and not decoding)
+        bench = f["benchmark"]
+        if bench.processes is None:  # decoders are not raced
+            bench.processes = default_processes(racing=bench.timing.racing and not decoding)
+        timing = bench.timing  # its stopping rule's keys resolved, as the run records them
+        if timing.racing:
+            bench.timing = dataclasses.replace(timing, budget_s=timing.cap_s)
+        elif timing.mode == "adaptive":
+            bench.timing = dataclasses.replace(timing, target_rel_ci=timing.ci_target, max_time_s=timing.cap_s)
         if decoding and len(decoding) != len(f["scenarios"]):
             others = [s.name for s in f["scenarios"] if not s.decodes]
             raise UserInputError("scenarios", f"'{decoding[0]}' times decoders (its variants: are decoders, built from "
