@@ -251,7 +251,7 @@ class Reference:
 def trtbench_median(worker, row: Row, seconds: float) -> float:
     """The row timed in its ``worker`` by trtbench's loop, with the run's timing settings for about ``seconds``
     (its warm-up, then at least three blocks): the median of its calls, the statistic the run reports."""
-    timing = dataclasses.replace(row.timing, target_rel_ci=0.0, max_time_s=seconds)  # a fixed time: no early stop
+    timing = dataclasses.replace(row.timing, race=False, target_rel_ci=0.0, max_time_s=seconds)  # a fixed time: no stop
     variant = row.recipe.variant
     raw = measure_interleaved({variant: WorkerTimer(worker, row.label)}, torch.device(row.recipe.device), timing)
     return statistics.median(raw[variant].samples)

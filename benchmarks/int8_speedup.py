@@ -45,7 +45,7 @@ def config(model: str, batch: int, variants: list[str], max_time: float, out: Pa
             "device": "cpu", "precisions": ["fp32", "int8"], "variants": ["eager", *variants],
             "calibration": {"source": "random", "samples": 16, "eval_samples": 8, "max_fp32_layers": 0},
             "tolerances": {"int8": {"top1_agree_min": 0.0, "sqnr_db_min": -1000.0}},  # random weights: not judged
-            "benchmark": {"threads": 2, "shapes": ["opt"], "max_time_s": max_time},
+            "benchmark": {"threads": 2, "shapes": ["opt"], "budget_s": max_time},
             "output": {"dir": str(out), "save_artifacts": False, "cold_start": False}}
 
 
@@ -54,7 +54,7 @@ def main() -> int:
     parser.add_argument("--models", default="resnet18,resnet50")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--variants", default="ort,openvino,compiled,aoti")
-    parser.add_argument("--max-time", type=float, default=20.0, help="benchmark.max_time_s per point")
+    parser.add_argument("--max-time", type=float, default=20.0, help="benchmark.budget_s per point")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -31,7 +31,7 @@ inputs:
 device: auto
 precisions: [fp32]
 variants: [eager, traced, scripted, exported, ort, openvino, trt, ort_cuda]
-benchmark: {mode: adaptive, warmup: 1, warmup_s: 0.5, target_rel_ci: 0.03, max_time_s: 5, shapes: [min, opt]}
+benchmark: {mode: adaptive, warmup: 1, warmup_s: 0.5, budget_s: 5, shapes: [min, opt]}
 output: {save_artifacts: false, cold_start: false}
 """
 

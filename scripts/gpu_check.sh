@@ -5,7 +5,7 @@
 #   scripts/gpu_check.sh --device cpu    # the same checks as a rehearsal on the CPU (at most 8 min on 2 cores)
 #   scripts/gpu_check.sh --out DIR       # results somewhere else (default: gpu_check/)
 # Parts, each with its share on a GPU [on the CPU rehearsal]:
-#   resnet34 at fp32 and fp16 over eager, traced, scripted, exported and compiled at batch 1/2/16, with max_time_s 3
+#   resnet34 at fp32 and fp16 over eager, traced, scripted, exported and compiled at batch 1/2/16, with budget_s 3
 #     and max_build_s 90: 100 s [190 s: 64x64, opt only, fp32; every CPU part at 1 thread];
 #   eager replaying a CUDA graph (cuda_graphs: true) at batch 2: 25 s [not on a CPU];
 #   resnet50 at batch 64, where fp16 must beat fp32: 25 s [60 s: batch 8 at 64x64, fp32 only];

@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                                              "matrix's build groups, for cluster schedulers; merge the shards' "
                                              "outputs with 'trtbench merge'")
         parser_.add_argument("--processes", type=_processes_arg, metavar="N",
-                             help="replicate worker processes per variant (overrides benchmark.processes; 1: one "
-                                  "process each, a quick look whose intervals cover that process alone)")
+                             help="replicate worker processes per variant, raced: the most (overrides "
+                                  "benchmark.processes; 1: one process each, a quick look whose intervals cover that "
+                                  "process alone)")
         _add_budget_arg(parser_, "the config's budget.p99_ms")
         _add_history_arg(parser_, f"output.history: {DEFAULT_HISTORY} for the default output folder, else none")
         parser_.add_argument("--label", help="the run's label in the history, a commit say (overrides output.label)")

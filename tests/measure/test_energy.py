@@ -221,6 +221,7 @@ def test_a_generate_request_reads_the_counter_around_it_and_reports_joules_per_t
 
 def test_the_interleaved_rounds_keep_each_blocks_energy(tmp_path, monkeypatch):
     # a fake RAPL package whose counter only the calls move: 1 J per call, none while idle
+    from trtbench.measure.race import Entrants
     from trtbench.measure.timing import TimingSettings, measure_interleaved
 
     write_zone(tmp_path, "intel-rapl:0", 0)
@@ -234,7 +235,8 @@ def test_the_interleaved_rounds_keep_each_blocks_energy(tmp_path, monkeypatch):
     point = PointEnergy.before_rounds(torch.device("cpu"))
     assert point.idle_w == 0.0 and point.counter.source == "rapl"
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
-    measured = measure_interleaved({"eager": call, "traced": call}, torch.device("cpu"), timing, baseline="eager")
+    measured = measure_interleaved({"eager": call, "traced": call}, torch.device("cpu"), timing,
+                                   entrants=Entrants(baseline="eager"))
     for raw in measured.values():
         assert [energy.units for energy in raw.kept("energy")] == [len(r) for r in raw.rounds]
         assert point.metrics(raw.kept("energy"))["joules_per_call"] == pytest.approx(1.0)

@@ -72,7 +72,7 @@ def test_host_timing_measures_real_time():
 
 
 def test_adaptive_plan_stops_at_max_time():
-    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.2,
+    timing = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.2,
                             min_iterations=5, block_s=0.01)
     started = time.perf_counter()
     m = measure_one(lambda: time.sleep(0.001), timing)
@@ -84,8 +84,8 @@ def test_adaptive_plan_stops_at_max_time():
 
 
 def test_adaptive_plan_stops_when_median_is_precise():
-    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=10,
-                            block_s=0.01)
+    timing = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30,
+                            min_iterations=10, block_s=0.01)
     m = measure_one(lambda: time.sleep(0.002), timing)
     assert m.stopped_by == "target_rel_ci" and len(m.samples) < 200
     assert len(m.rounds) >= MIN_ROUNDS and len(m.samples) >= 10
@@ -130,13 +130,14 @@ def test_replicate_processes_take_the_rounds_in_turn_and_stop_at_a_cycles_end():
         assert len(m.samples) == 12  # iterations per process
 
     order.clear()
-    precise = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30, min_iterations=1)
+    precise = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=0.5, max_time_s=30,
+                             min_iterations=1)
     result = measure_interleaved({name: [_Logged(order, (name, i)) for i in range(3)] for name in ("a", "b")}, CPU,
                                  precise)
     for m in result.values():  # precise at once: MIN_ROUNDS rounds of each process, no more
         assert m.stopped_by == "target_rel_ci" and m.block_process == [0, 1, 2] * MIN_ROUNDS
 
-    capped = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0)
+    capped = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0)
     result = measure_interleaved({name: [_Logged(order, (name, i)) for i in range(3)] for name in ("a", "b")}, CPU,
                                  capped)
     for m in result.values():  # the cap's minimum is three rounds in all, here one cycle: one of each process
@@ -170,8 +171,8 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
 
 def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     ticks = []
-    timing = TimingSettings(mode="adaptive", warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20, min_iterations=4,
-                            block_s=0.004)
+    timing = TimingSettings(mode="adaptive", race=False, warmup=1, warmup_s=0, target_rel_ci=0.5, max_time_s=20,
+                            min_iterations=4, block_s=0.004)
     result = measure_interleaved({"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.002)}, CPU, timing,
                                  tick=lambda: ticks.append(1))
     for m in result.values():
@@ -186,7 +187,7 @@ def test_adaptive_stops_on_target_or_time_and_keeps_each_rounds_samples():
     assert [len(sized[name].rounds[0]) for name in ("a", "b")] == [4, 2]  # 4 ms of 1 ms calls, of 2 ms calls
     assert all(m.stopped_by == "target_rel_ci" and len(m.rounds) == MIN_ROUNDS for m in sized.values())
 
-    capped = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
+    capped = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=1e-9, max_time_s=0.05,
                             min_iterations=1, block_s=0.04)
     m = measure_interleaved({"a": lambda: time.sleep(0.002), "b": lambda: time.sleep(0.002)}, CPU, capped)["a"]
     assert m.stopped_by == "max_time_s"
@@ -262,7 +263,7 @@ def test_default_fp32_tolerance_accepts_tf32_rounding_of_a_random_resnet():
 def test_a_row_that_reaches_its_target_in_the_round_the_cap_ends_says_so():
     from trtbench.measure.timing import _finished
 
-    timing = TimingSettings(mode="adaptive", target_rel_ci=0.02, max_time_s=1, min_iterations=5)
+    timing = TimingSettings(mode="adaptive", race=False, target_rel_ci=0.02, max_time_s=1, min_iterations=5)
     steady = RawTiming(rounds=[[10.0]] * MIN_ROUNDS)
     noisy = RawTiming(rounds=[[10.0], [30.0], [5.0], [20.0], [12.0]])
     assert _finished(timing, {"a": steady, "b": noisy}, ["a", "b"], MIN_ROUNDS, True, None) == {

@@ -211,7 +211,7 @@ def test_interrupt_keeps_results_and_marks_the_rest(tiny_config, write_config, c
 
 
 def test_adaptive_mode_stops_on_its_own(tiny_config, tmp_path):
-    tiny_config["benchmark"] = {"warmup": 1, "warmup_s": 0, "mode": "adaptive", "target_rel_ci": 0.5,
+    tiny_config["benchmark"] = {"warmup": 1, "warmup_s": 0, "mode": "adaptive", "race": False, "target_rel_ci": 0.5,
                                 "max_time_s": 2.0, "min_iterations": 10, "block_s": 0.005, "shapes": ["opt"],
                                 "measure_ceiling": False}
     tiny_config["variants"] = ["eager"]

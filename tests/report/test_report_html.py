@@ -89,6 +89,23 @@ def test_the_run_report_is_offline_and_its_rows_are_results_csv(browser, run_fol
     assert browser.driver.save_screenshot(str(tmp_path / "report.png")) and (tmp_path / "report.png").stat().st_size
 
 
+def test_the_answer_is_on_top_above_the_table_in_the_page_and_in_report_md(browser, run_folder):
+    problems = browser.open(run_folder / "report.html")
+    assert problems.clean, problems
+    answer = browser.run("return document.getElementById('answer').textContent")
+    assert "m opt (4x3x8x8, 2 thread(s)): traced wins: " in " ".join(answer.split())
+    assert "the speed of scripted, the runner-up" in " ".join(answer.split())
+    first = browser.run("return document.querySelector('h2').textContent")
+    tops = browser.run("const top = e => e.getBoundingClientRect().top; return [top(document.getElementById("
+                       "'answer')), top(document.getElementById('speedup-table')), "
+                       "top(Array.from(document.querySelectorAll('h2')).find(h => h.textContent == 'Environments'))]")
+    assert first == "The answer" and tops[0] < tops[2] < tops[1], tops
+    markdown = (run_folder / "report.md").read_text()
+    assert markdown.index("## The answer") < markdown.index("## Speedup") and \
+        [line for line in markdown.splitlines() if line.startswith("## ")][0] == "## The answer"
+    assert "- m opt (4x3x8x8, 2 thread(s)): **traced** wins: " in markdown
+
+
 def speedups(browser, column: int) -> list[float]:
     return [float(cells[column].split("x")[0]) for cells in table_rows(browser) if cells[column]]
 

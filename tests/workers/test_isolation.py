@@ -18,6 +18,7 @@ import torch
 from conftest import by_point, run_dict
 from helpers.timers import ScriptedCost
 from trtbench.measure.interference import interference_check
+from trtbench.measure.race import Entrants
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 from trtbench.workers.loop import WorkerError, WorkerTimer, spawn_workers, start_workers
 from toy_runtimes import (ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, MarksFreedOutputs, Refaults,
@@ -151,11 +152,12 @@ def test_a_worker_takes_its_recipe_without_importing_the_config_layer_or_matplot
 
 
 def test_variants_leave_the_rounds_once_precise_while_the_baseline_stays():
-    timing = TimingSettings(mode="adaptive", warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3, min_iterations=5,
-                            block_s=0.003,  # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+    # eager alternates 1 and 30 ms: never precise, so it runs to the cap
+    timing = TimingSettings(mode="adaptive", race=False, warmup=0, warmup_s=0, target_rel_ci=0.05, max_time_s=3,
+                            min_iterations=5, block_s=0.003,
                             switch_in_below_s=0)  # (a switch-in call would take every other call out of its blocks)
     result = measure_interleaved({"eager": ScriptedCost(1.0, 30.0), "steady": ScriptedCost(1.0)}, CPU, timing,
-                                 baseline="eager")
+                                 entrants=Entrants(baseline="eager"))
     steady, eager = result["steady"], result["eager"]
     assert steady.stopped_by == "target_rel_ci" and eager.stopped_by == "max_time_s"
     assert len(steady.rounds) < len(eager.rounds)  # the baseline went on as the drift reference

@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
+from trtbench.analysis.race import PointAnswer, point_answer
 from trtbench.analysis.regimes import Regime, covering, find_regimes, regime_dependent, regime_speedups
 from trtbench.core.record import Record
 from trtbench.core.stats import (BlockSeries, Interval, bootstrap_median_ratio, median_interval,
@@ -41,6 +42,12 @@ class Analysis:
         """The record's median block with its two-level 95% CI (None when not timed)."""
         return self._once(("median", record.key), lambda: median_interval(
             record.block_series, self.between_variance(record.environment))) if record.timed else None
+
+    def answer(self, record: Record) -> Optional[PointAnswer]:
+        """The answer at the record's point: the winner, or the variants tied (:mod:`trtbench.analysis.race`)."""
+        key = (record.case.baseline_id, record.environment)
+        return self._once(("answer", key), lambda: point_answer(self._points.get(key, []),
+                                                                self.between_variance(record.environment)))
 
     def points(self) -> list[tuple[list[Record], list[Regime]]]:
         """Each point's timed records with its regimes, in the order first seen."""

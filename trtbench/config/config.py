@@ -34,18 +34,20 @@ from trtbench.measure.timing import TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
-PROCESSES = 3  # benchmark.processes' default: replicate worker processes per variant
+PROCESSES = 3  # benchmark.processes' default where a point is not raced: replicate worker processes per variant
+RACE_PROCESSES = 4  # ... and where it is: the most a variant gets on demand
 PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets another default (the test suite's: 1)
 
 
-def default_processes() -> int:
-    """benchmark.processes' default: :data:`PROCESSES`, or the count ``TRTBENCH_PROCESSES`` gives."""
-    text = os.environ.get(PROCESSES_VAR)
+def default_processes(racing: bool) -> int:
+    """benchmark.processes' default: :data:`RACE_PROCESSES` where the points are ``racing``, else :data:`PROCESSES`;
+    or the count ``TRTBENCH_PROCESSES`` gives."""
+    text, default = os.environ.get(PROCESSES_VAR), RACE_PROCESSES if racing else PROCESSES
     if text is None:
-        return PROCESSES
+        return default
     if not text.strip().isdigit() or int(text) < 1:
         raise UserInputError(PROCESSES_VAR, f"is '{text}', not a count of processes",
-                             f"set {PROCESSES_VAR} to an integer of 1 or more, or unset it (default {PROCESSES})")
+                             f"set {PROCESSES_VAR} to an integer of 1 or more, or unset it (default {default})")
     return int(text)
 
 
@@ -68,8 +70,9 @@ class BenchmarkConfig:
     binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
     max_build_s: Optional[float] = None  # a variant not built within it is skipped (its building worker killed)
-    # replicate worker processes per variant x precision (latency, generate): each its own start-up luck
-    processes: int = field(default_factory=default_processes)
+    # replicate worker processes per variant x precision (latency, generate), each its own start-up luck: raced, the
+    # most a variant gets at a point (it starts in 2); None until the config resolves its default
+    processes: Optional[int] = None
 
     def _key(self, name: str) -> Any:
         """The value of the section's key ``name``: its timing settings' or its own."""
@@ -86,8 +89,12 @@ class BenchmarkConfig:
                                      f"'{self.isolation}' times in this process, whose {knob} is set",
                                      f"use isolation: process (the default), or {knob}: {getattr(Knobs(), knob)}")
         for name in ("iterations", "threads", "max_time_s", "min_iterations", "target_rel_ci", "block_s",
-                     "worker_timeout_s", "max_build_s", "processes"):
+                     "worker_timeout_s", "max_build_s", "processes", "budget_s"):
             schema.require_positive(self._key(name), schema.join(path, name))
+        if not 0 <= self.timing.race_margin < 1:
+            raise UserInputError(schema.join(path, "race_margin"), f"{self.timing.race_margin} is not a share",
+                                 "use a number from 0 to 1, e.g. 0.05 (5% slower than the leader)")
+        self._check_stopping_rule(path)
         for name, zero in (("warmup", "no warm-up"), ("warmup_s", "no warm-up"),
                            ("switch_in_below_s", "no switch-in call")):
             if self._key(name) < 0:
@@ -98,6 +105,22 @@ class BenchmarkConfig:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):
             schema.require_choice(label, SHAPE_LABELS, schema.join(path, f"shapes[{i}]"))
+
+    def _check_stopping_rule(self, path: str) -> None:
+        """Adaptive timing stops by one rule: the race's budget, or (race: false) each variant's own interval."""
+        timing = self.timing
+        if timing.mode != "adaptive":
+            return
+        if timing.race:
+            for key in ("target_rel_ci", "max_time_s"):
+                if getattr(timing, key) is not None:
+                    raise UserInputError(schema.join(path, key), "stops each variant on its own median's interval, "
+                                         "which only race: false does: the variants of a point race (the default)",
+                                         f"remove {key} and give the point's time as budget_s, or set race: false")
+        elif timing.budget_s is not None:
+            raise UserInputError(schema.join(path, "budget_s"), "is the race's budget, and race is false",
+                                 "remove budget_s (race: false stops on target_rel_ci and max_time_s), or remove "
+                                 "race: false")
 
     def to_dict(self) -> dict:
         """The section as plain data, keyed as the YAML is: the timing settings' keys among its own."""
@@ -327,6 +350,14 @@ class Config:
         inputs, sweep = f["inputs"], f["sweep"]
         f["scenarios"] = parse_scenarios(f["scenarios"], "scenarios")
         decoding = [s.name for s in f["scenarios"] if s.decodes]
+        bench = f["benchmark"]
+        if bench.processes is None:  # decoders are not raced
+            bench.processes = default_processes(racing=bench.timing.racing and not decoding)
+        timing = bench.timing  # its stopping rule's keys resolved, as the run records them
+        if timing.racing:
+            bench.timing = dataclasses.replace(timing, budget_s=timing.cap_s)
+        elif timing.mode == "adaptive":
+            bench.timing = dataclasses.replace(timing, target_rel_ci=timing.ci_target, max_time_s=timing.cap_s)
         if decoding and len(decoding) != len(f["scenarios"]):
             others = [s.name for s in f["scenarios"] if not s.decodes]
             raise UserInputError("scenarios", f"'{decoding[0]}' times decoders (its variants: are decoders, built from "

@@ -37,6 +37,11 @@ class Rounds:
         shift = self.cycles % len(units)
         return units[shift:] + units[:shift]
 
+    def add_process(self, variant: str) -> None:
+        """Give ``variant`` one more process, which takes its turns from the next round on."""
+        self.processes[variant] += 1
+        self.cycle = max(self.cycle, self.processes[variant])
+
     def leave(self, variant: str) -> None:
         """Take ``variant`` out of the rounds at once (one that failed: the round goes on without it)."""
         if variant in self.active:

@@ -12,14 +12,18 @@ from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkabl
 
 import torch
 
+from trtbench.analysis.race import RACE_MARGIN
 from trtbench.measure.energy import counter_or_none
+from trtbench.measure.race import CAPPED_MIN_ROUNDS, Entrants, Lap, Race
 from trtbench.measure.rounds import BlockAt, Rounds
 from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.measure.trackers import Calls, Tracker, block_trackers
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
-MIN_ROUNDS = 5  # adaptive timing never stops on its CI target before this many rounds of each process
-CAPPED_MIN_ROUNDS = 3  # nor on its time cap before this many rounds in all (and a whole cycle): a paired CI needs three
+MIN_ROUNDS = 5  # race: false never stops on its CI target before this many rounds of each process (nor on its time cap
+# before CAPPED_MIN_ROUNDS in all and a whole cycle)
+BUDGET_S = 6.0  # the race's default budget: one point's timed rounds, all variants (docs/measuring.md, "The budget")
+TARGET_REL_CI, MAX_TIME_S = 0.02, 20.0  # race: false's defaults
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
 ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
 AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts with a switch-in call
@@ -33,11 +37,31 @@ class TimingSettings:
     warmup: int = 5  # untimed calls per variant before the first round, at least...
     warmup_s: float = 1.0  # ...and until the point has warmed up this long (all variants, interleaved)
     iterations: int = 100  # fixed mode: timed calls per variant
-    target_rel_ci: float = 0.02  # adaptive: 95% CI half-width of the median, relative to it
-    max_time_s: float = 20.0  # adaptive: cap on one point's timed rounds (all variants together)
+    race: bool = True  # adaptive: the variants of a point race (docs/measuring.md, "Racing"); false: each on its own CI
+    race_margin: float = RACE_MARGIN  # race: a variant slower than the leader by more than this at 95% stops
+    budget_s: Optional[float] = None  # race: one point's timed rounds, all variants together (None: BUDGET_S)
+    target_rel_ci: Optional[float] = None  # race false: 95% CI half-width of the median, relative to it (TARGET_REL_CI)
+    max_time_s: Optional[float] = None  # race false: cap on one point's timed rounds, all variants (MAX_TIME_S)
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
     block_s: float = 0.25  # one variant's share of a round (docs/measuring.md, "Interleaved rounds")
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
+
+    @property
+    def racing(self) -> bool:
+        """Whether the variants of a point race (adaptive timing with ``race``)."""
+        return self.mode == "adaptive" and self.race
+
+    @property
+    def ci_target(self) -> float:
+        """race: false's target: ``target_rel_ci`` or its default."""
+        return TARGET_REL_CI if self.target_rel_ci is None else self.target_rel_ci
+
+    @property
+    def cap_s(self) -> float:
+        """What one point's timed rounds may take: the race's budget, or race: false's ``max_time_s``."""
+        if self.racing:
+            return BUDGET_S if self.budget_s is None else self.budget_s
+        return MAX_TIME_S if self.max_time_s is None else self.max_time_s
 
 
 @dataclass
@@ -48,7 +72,7 @@ class RawTiming:
     block_process: list[int] = field(default_factory=list)  # per entry of rounds: the replicate process that timed it
     block_round: list[int] = field(default_factory=list)  # per entry of rounds: the point's round it was timed in
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
-    stopped_by: str = "iterations"  # iterations | target_rel_ci | max_time_s
+    stopped_by: str = "iterations"  # iterations | target_rel_ci | max_time_s; raced: race | decided | budget_s
     settle_s: list[float] = field(default_factory=list)  # per block: the wait until its threads went idle
     settle_cpu_ms: list[float] = field(default_factory=list)  # per block: CPU its threads used meanwhile (spinning)
     unsettled: int = 0  # blocks after which the threads were still busy at the settle cap
@@ -56,6 +80,7 @@ class RawTiming:
     alone: list[float] = field(default_factory=list)  # baseline only: ms per call timed alone, after the rounds
     switch_in_ms: list[float] = field(default_factory=list)  # per block: its switch-in call, kept out of the rounds
     tracked: dict[str, list] = field(default_factory=dict)  # per tracker key: its value of each block that read it
+    race: Optional[dict] = None  # raced: its part in the point's race (trtbench.measure.race.Race.outcomes)
 
     @property
     def samples(self) -> list[float]:
@@ -186,7 +211,7 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
     """Whether ``m``'s median's two-level 95% interval is within ``target_rel_ci``, after ``min_iterations``."""
     if len(m.samples) < timing.min_iterations:
         return False
-    return median_interval(m.series, between_var).rel_halfwidth <= timing.target_rel_ci
+    return median_interval(m.series, between_var).rel_halfwidth <= timing.ci_target
 
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
@@ -214,14 +239,14 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
 
 
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
-                        timing: TimingSettings, tick: Callable[[], None] = lambda: None, baseline: Optional[str] = None,
-                        warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
-    """Time every variant of one point in rounds until ``timing`` says stop, the garbage collector paused;
-    ``timers``: block timers, lists of them (processes) or callables. ``tick`` follows each round; a ``baseline``
-    is then timed alone."""
+                        timing: TimingSettings, tick: Callable[[], None] = lambda: None,
+                        entrants: Entrants = Entrants(), warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
+    """Time every variant of one point in rounds until ``timing`` says stop (racing them where it does), the garbage
+    collector paused; ``timers``: block timers, lists of them (processes) or callables. ``tick`` follows each round;
+    the ``entrants``' baseline is then timed alone."""
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}
-    names = list(processes)
+    names, baseline = list(processes), entrants.baseline
     gc_was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
@@ -232,6 +257,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         synchronize(device)
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         rounds = Rounds({name: len(timers_of) for name, timers_of in processes.items()})
+        race = Race(timing.race_margin, timing.cap_s, entrants) if timing.racing else None
 
         def block(at: BlockAt) -> None:
             m, calls = results[at.variant], blocks[at.variant]
@@ -242,14 +268,29 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 _keep(m, processes[at.variant][at.process].block(calls, switch_ins[at.variant]), at.process, at.round)
 
         def finished(rounds: Rounds) -> dict[str, str]:
-            # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
-            capped = time.perf_counter() - started >= timing.max_time_s and rounds.rounds >= CAPPED_MIN_ROUNDS
-            return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
+            spent = time.perf_counter() - started  # a further process's start included: one budget for the point
+            if race is None:  # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
+                capped = spent >= timing.cap_s and rounds.rounds >= CAPPED_MIN_ROUNDS
+                return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
+            step = race.step({n: results[n].series for n in names if results[n].rounds},
+                             Lap(rounds.rounds, rounds.cycles, {n: rounds.processes[n] for n in rounds.active}, spent))
+            if step.wants is not None:
+                timer = entrants.more(step.wants.variant)
+                race.asked(step.wants, started=timer is not None)
+                if timer is not None:  # warmed up untimed, as the others were
+                    for _ in range(max(1, timing.warmup)):
+                        timer.block(1)
+                    processes[step.wants.variant].append(timer)
+                    rounds.add_process(step.wants.variant)
+            return step.stops
 
         started = time.perf_counter()
         rounds.run(block, finished, tick)
         for name, reason in rounds.stopped_by.items():
             results[name].stopped_by = reason
+        if race is not None:
+            for name, part in race.outcomes({n: results[n].series for n in names}).items():
+                results[name].race = part
         if baseline in results and len(names) > 1:
             alone = processes[baseline][0]
             results[baseline].alone = [s for _ in range(ALONE_BLOCKS)

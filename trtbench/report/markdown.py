@@ -58,14 +58,21 @@ def timing_text(bench) -> str:
     timing = bench.timing
     if timing.mode == "fixed":
         how = f"{timing.iterations} calls per variant"
+    elif timing.racing:
+        how = (f"raced: after each cycle of rounds a variant slower than the leader by more than "
+               f"{timing.race_margin:.0%} (its paired 95% CI) stops, and the point ends once decided or after "
+               f"{timing.cap_s:g} s of rounds (budget_s), a tie where undecided; each variant starts in 2 processes, "
+               f"a contender getting more (up to {bench.processes}) where they make most of its interval")
     else:
-        how = (f"adaptive: rounds until every variant's median has a 95% CI within {timing.target_rel_ci:.1%} "
-               f"(at least {timing.min_iterations} calls), at most {timing.max_time_s:g} s per point")
+        how = (f"adaptive: rounds until every variant's median has a 95% CI within {timing.ci_target:.1%} "
+               f"(at least {timing.min_iterations} calls), at most {timing.cap_s:g} s per point")
+    leaving = ("a variant leaves the rounds when the race stops it or the point ends" if timing.racing else
+               "a variant whose median is precise leaves the rounds")
     return (f"Per point, the variants were warmed up ({timing.warmup} calls each, at least {timing.warmup_s:g} s in "
             f"all) and then timed interleaved, in rounds of short blocks in rotating order; {how}. Each call is "
             f"timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
             f"{'each in a worker process of its own' if bench.isolation == 'process' else 'in this process'}; "
-            f"a variant whose median is precise leaves the rounds while eager stays as the drift reference, "
+            f"{leaving} while eager stays as the drift reference, "
             f"and eager is then timed alone to check that the rounds did not disturb it.")
 
 
@@ -82,9 +89,10 @@ def run_intro(config) -> list[Block]:
             Paragraph(("Model(s) ", *models, f"; precisions {', '.join(config.precisions)}; scenarios {names}.{how}"))]
 
 
-def report_markdown(head, results: ResultSet, sections: Sequence[str] = ()) -> str:
-    """The whole report as Markdown: ``head``'s intro, the environments, the scenarios' ``sections``, the artifacts."""
-    parts = [*markdown_lines(head.intro), *environment_list(results).markdown(), ""]
+def report_markdown(head, results: ResultSet, sections: Sequence[str] = (), summary: Sequence[Block] = ()) -> str:
+    """The whole report as Markdown: ``head``'s intro, the scenarios' ``summary``, the environments, the scenarios'
+    ``sections``, the artifacts."""
+    parts = [*markdown_lines(head.intro), *markdown_lines(summary), *environment_list(results).markdown(), ""]
     parts += markdown_lines(ended_blocks(head.ended) + failure_blocks(results)) + list(sections)
     if head.manifest:
         parts += ["## Artifacts", "", f"Saved under `artifacts/` with `{head.manifest.name}`; "

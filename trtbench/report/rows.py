@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional, TypeVar
 
 from trtbench.measure.ceiling import Ceiling
+from trtbench.measure.race import STOPPED
 from trtbench.core.record import Record
 from trtbench.results.resultset import ResultSet
 from trtbench.core.stats import Interval
@@ -65,7 +66,7 @@ def rows(results: ResultSet) -> list[Row]:
     out = []
     for records in grouped(results, _point_key).values():
         timed = sorted((r for r in records if r.timed), key=lambda r: r.stats.median)
-        passing = [r for r in timed if not r.accuracy_failed]
+        passing = [r for r in timed if not r.accuracy_failed and r.stopped_by != STOPPED]  # the race's never win
         best = passing[0] if passing else None
         for r in timed + [r for r in records if not r.timed]:
             out.append(Row(r, results.speedup(r), r is best and len(timed) > 1, results.ceiling_of(r),

@@ -8,6 +8,7 @@ from typing import Sequence
 
 from trtbench.core.record import Record
 from trtbench.report.columns.speedup import speedup_text
+from trtbench.report.blocks import Block
 from trtbench.report.html import plain, render
 from trtbench.report.markdown import ended_blocks, environment_list, failure_blocks
 from trtbench.report.tables import csv_values, speedup_table
@@ -48,9 +49,10 @@ def table_data(results: ResultSet) -> dict:
             "notes": table.notes}
 
 
-def run_page(head, results: ResultSet, figures: Sequence[PageFigure]) -> str:
-    """The page of ``results`` under ``head`` (a :class:`~trtbench.report.writer.ReportHead`) with ``figures``."""
+def run_page(head, results: ResultSet, figures: Sequence[PageFigure], summary: Sequence[Block] = ()) -> str:
+    """The page of ``results`` under ``head`` (a :class:`~trtbench.report.writer.ReportHead`) with ``figures``, the
+    scenarios' ``summary`` on top."""
     title = next((block.text for block in head.intro if getattr(block, "level", 0) == 1), "trtbench report")
-    return render("run.html.j2", title=title, intro=head.intro, ended=ended_blocks(head.ended),
+    return render("run.html.j2", title=title, intro=head.intro, summary=summary, ended=ended_blocks(head.ended),
                   environments=environment_list(results), failures=failure_blocks(results),
                   table=plain(table_data(results)), figures=figures)

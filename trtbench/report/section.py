@@ -57,12 +57,13 @@ class Plot:
 
 @dataclass(frozen=True)
 class ReportSection:
-    """A scenario's part of the report: Markdown, the entries it adds to results.json (its recommendations), and
-    the figures its Markdown shows."""
+    """A scenario's part of the report: Markdown, the entries it adds to results.json (its recommendations), the
+    figures its Markdown shows, and its ``summary``: blocks (:mod:`trtbench.report.blocks`) that head the report."""
 
     markdown: str
     json: dict = field(default_factory=dict)
     plots: tuple[Plot, ...] = ()
+    summary: tuple = ()
 
 
 def joined(sections: Sequence[Optional[ReportSection]]) -> Optional[ReportSection]:
@@ -72,4 +73,5 @@ def joined(sections: Sequence[Optional[ReportSection]]) -> Optional[ReportSectio
         return None
     return ReportSection("\n".join(section.markdown for section in present),
                          {key: value for section in present for key, value in section.json.items()},
-                         tuple(plot for section in present for plot in section.plots))
+                         tuple(plot for section in present for plot in section.plots),
+                         tuple(block for section in present for block in section.summary))

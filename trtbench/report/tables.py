@@ -17,11 +17,12 @@ from trtbench.core.allocator import threshold_text
 from trtbench.core.env import environment_name
 from trtbench.measure.interference import interference_check
 from trtbench.measure.trackers.launch import LAUNCH_BOUND_SHARE, launch_bound_share
+from trtbench.report.answer import race_notes
 from trtbench.report.columns import ColumnSet, registered
 from trtbench.report.columns.flops import peak_notes
 from trtbench.report.columns.energy import energy_notes
 from trtbench.report.columns.latency import own_stream_note
-from trtbench.report.columns.processes import disagreement_notes, turn_notes
+from trtbench.report.columns.processes import demand_notes, disagreement_notes, turn_notes
 from trtbench.report.deprecations import DEPRECATED_MARK, deprecation_notes
 from trtbench.report.regimes import regime_notes
 from trtbench.core.record import Record
@@ -217,7 +218,8 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
                    f"its synchronised time (at least {LAUNCH_BOUND_SHARE:.0%}), so the CPU launching kernels, not the "
                    "GPU, sets its time, and a faster kernel or precision barely shows; replay a CUDA graph "
                    "(cuda_graphs: true, or compiled with mode: reduce-overhead) or raise the batch.")
-    out += disagreement_notes([r for r in timed if processes_disagree(r)]) + turn_notes(timed)
+    out += disagreement_notes([r for r in timed if processes_disagree(r)]) + turn_notes(timed) + demand_notes(timed)
+    out += race_notes(timed)
     out += regime_notes(results) + deprecation_notes(results)
     unsettled = sorted({r.case.label for r in timed if (r.metrics.get("isolation") or {}).get("unsettled_blocks")})
     if unsettled:

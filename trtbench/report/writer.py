@@ -51,10 +51,11 @@ def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
     plots = [plot for section in sections for plot in section.plots]
     pngs = png_files(plots)
     figures = [PageFigure(plot.caption, str(plot.path), pngs[plot.path]) for plot in plots]
+    summary = [block for section in sections for block in section.summary]
     names = {"json": "results.json", "csv": "results.csv", "markdown": "report.md", "html": "report.html"}
     texts = {names["json"]: json_text(data), names["csv"]: csv_text(results),
-             names["markdown"]: report_markdown(head, results, [s.markdown for s in sections]),
-             names["html"]: run_page(head, results, figures)}
+             names["markdown"]: report_markdown(head, results, [s.markdown for s in sections], summary),
+             names["html"]: run_page(head, results, figures, summary)}
     written = write_files(out_dir, {**pngs, **texts}, key=key)
     files = {kind: written[name] for kind, name in names.items()}
     if head.manifest:

@@ -6,16 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from trtbench.analysis.race import PointAnswer
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
+from trtbench.measure.race import STOPPED
 from trtbench.results.resultset import ResultSet
 from trtbench.results.successors import Successor, successors
 
 
 def eligible(record: Record) -> bool:
-    """Measured (ok, with samples and a throughput) and checked against eager fp32 with a pass."""
+    """Measured (ok, with samples and a throughput), checked against eager fp32 with a pass, not stopped by the race."""
     return (record.timed and record.throughput is not None and record.accuracy is not None
-            and bool(record.accuracy.get("ok")))
+            and bool(record.accuracy.get("ok")) and record.stopped_by != STOPPED)
 
 
 def _point(record: Record) -> dict:
@@ -43,6 +45,7 @@ class Recommendation:
     choice: Optional[Record] = None  # the highest throughput within the budget
     closest: Optional[Record] = None  # when nothing fits: the eligible point with the lowest p99
     successors: tuple[Successor, ...] = ()  # where the choice is deprecated upstream: its successors at its point
+    answer: Optional[PointAnswer] = None  # the answer at the choice's point: its race's winner or tie
 
     @property
     def instead(self) -> Optional[Successor]:
@@ -63,12 +66,26 @@ class Recommendation:
         return (f". {label} is deprecated ({notes}); at the same point "
                 + "; ".join(f"{s.variant}: {s.verdict()}" for s in self.successors))
 
+    def _race_text(self) -> str:
+        """What the race at the choice's point found: it won, by how much; it tied; or another was faster."""
+        answer, choice = self.answer, self.choice
+        if answer is None or answer.runner_up is None and not answer.tied:
+            return ""
+        if answer.tied and choice in (answer.leader, *[r for r, _ in answer.tied]):
+            others = [r.case.label for r in (answer.leader, *[r for r, _ in answer.tied]) if r is not choice]
+            return f"; at its point a tie with {', '.join(others)} (within {answer.within:.0%})"
+        if answer.leader is choice:
+            runner, lead = answer.runner_up
+            return (f"; it won its point: {lead.value:.2f}x [{lead.low:.2f}-{lead.high:.2f}] the speed of "
+                    f"{runner.case.label}")
+        return f"; at its point {answer.leader.case.label} was faster"
+
     def text(self, environments: dict) -> str:
         """One line for the terminal and the report."""
         where = f"{environment_name(environments.get(self.environment, {'id': self.environment}))}, {self.model}"
         if self.choice is not None:
             return (f"{where}: {_describe(self.choice)} (the most throughput with p99 <= {self.p99_budget_ms:g} ms, "
-                    f"of {self.candidates} measured point(s))" + self._deprecation_text())
+                    f"of {self.candidates} measured point(s))" + self._race_text() + self._deprecation_text())
         if self.closest is not None:
             over = self.closest.stats.p99 / self.p99_budget_ms - 1
             return (f"{where}: NOTHING FITS p99 <= {self.p99_budget_ms:g} ms among {self.candidates} measured "
@@ -97,7 +114,8 @@ def recommend(results: ResultSet, p99_budget_ms: float) -> list[Recommendation]:
         choice = max(fitting, key=lambda r: (r.throughput, -r.stats.p99), default=None)
         closest = None if fitting else min(measured, key=lambda r: r.stats.p99, default=None)
         after = tuple(successors(results, choice)) if choice is not None else ()
-        out.append(Recommendation(environment, model, p99_budget_ms, len(measured), choice, closest, after))
+        answer = results.analysis.answer(choice) if choice is not None else None
+        out.append(Recommendation(environment, model, p99_budget_ms, len(measured), choice, closest, after, answer))
     return out
 
 
@@ -109,8 +127,9 @@ def recommendation_markdown(recommendations: list[Recommendation], environments:
              "latency is within the budget; only points that ran ok and passed their accuracy check count (the "
              "accuracy floor: `tolerances`, i.e. atol/rtol against eager fp32 at fp32, fp16 and bf16, and at int8 the "
              "top-1 agreement and SQNR floors of `tolerances.int8`), and nothing is interpolated between measured "
-             "batch sizes. A choice built with what upstream deprecates (TorchScript) gives way to its successor at "
-             "the same point where that fits too and is within the interval of its speed (paired by round) or "
-             "faster.", ""]
+             "batch sizes; a row the race stopped early (slower than its point's leader) does not count. A choice "
+             "built with what upstream deprecates (TorchScript) gives way to its successor at the same point where "
+             "that fits too and is within the interval of its speed (paired by round) or faster. Each choice says "
+             "what the race at its point found.", ""]
     lines += [f"- {r.text(environments)}" for r in recommendations]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
@@ -31,6 +32,23 @@ MIB = 2**20
 SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
 AVAILABLE_SHARE = 0.8  # of MemAvailable, for further replicate processes: the rest is the margin
 SETTLED = "each block ends when its process's threads are idle (measured settle wait)"
+RACE_START = 2  # a raced variant's processes at each point: the between-process spread needs two
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """A variant's replicate processes: ``start`` at each point, and the ``most`` it may get there on demand."""
+
+    start: int = 1
+    most: int = 1
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """A further process of a variant: its process index and its timer."""
+
+    index: int
+    timer: BlockTimer
 
 
 class Isolation(Protocol):
@@ -38,6 +56,7 @@ class Isolation(Protocol):
 
     method: str
     turns: int
+    replicates: Replicates
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
         """The accuracy check's call of ``variant`` at ``label``, made where it is timed (the first process's)."""
@@ -45,6 +64,10 @@ class Isolation(Protocol):
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         """This turn's processes of ``variant`` at ``label``, by their process index."""
+        ...
+
+    def more(self, variant: str, label: str) -> Optional[Replicate]:
+        """A further process of ``variant``, checked at ``label``, where one can start (else None)."""
         ...
 
     def facts(self, variant: str) -> dict: ...
@@ -67,6 +90,7 @@ class InProcess:
 
     method = "in_process"
     turns = 1
+    replicates = Replicates()
 
     def __init__(self, device: torch.device, thread_settings: dict[str, dict]):
         self.device, self.thread_settings = device, thread_settings
@@ -76,6 +100,9 @@ class InProcess:
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         return {0: CallTimer(call, self.device)}
+
+    def more(self, variant: str, label: str) -> Optional[Replicate]:
+        return None
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
         return read()
@@ -99,17 +126,21 @@ def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "
 
 
 class VariantWorkers:
-    """``processes`` replicate workers per variant of one build group, spawned as it starts, closed together; process
-    0 of every slot builds first, its peak RSS planning the others' turns."""
+    """``replicates.start`` workers per variant of one build group, spawned as it starts, closed together; process
+    0 of every slot builds first, its peak RSS planning the others' turns; more, up to ``replicates.most``, on
+    demand."""
 
     method = "process"
 
-    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1, processes: int = 1,
-                 max_build_s: Optional[float] = None):
+    def __init__(self, count: int, timeout_s: float, knobs: Knobs = Knobs(), threads: int = 1,
+                 replicates: Replicates = Replicates(), max_build_s: Optional[float] = None):
         self._folder = tempfile.TemporaryDirectory(prefix="trtbench-workers-")  # payload, files, logs
         self.knobs = knobs  # the deployment knobs every worker starts with (trtbench.core.knobs)
         self.max_build_s = max_build_s  # a worker still building after it is killed (benchmark.max_build_s)
-        self.processes, self._timeout_s, self._threads = processes, timeout_s, threads
+        self.replicates, self._timeout_s, self._threads = replicates, timeout_s, threads
+        processes = self.processes = replicates.start
+        self.extra: dict[str, dict[int, Worker]] = {}  # slot -> its processes started on demand, by index
+        self._lent: dict[str, set[int]] = {}  # slot -> those of them timing at the current point
         available = available_bytes()
         fit = count * processes if available is None else int(available * AVAILABLE_SHARE // SPAWNED_BYTES)
         self._spawned = spawn_workers(max(count, min(count * processes, fit)), timeout_s, Path(self._folder.name),
@@ -152,15 +183,7 @@ class VariantWorkers:
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         slots = sorted((k for k in self.recipes if k not in self.errors),
                        key=lambda k: self.recipes[k].artifact is not None)
-        wanted = {process_name(slot, i): self.recipes[slot] for i in indices for slot in slots}
-        if len(self._idle) < len(wanted):  # those the memory at the start did not spawn
-            logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
-            logs.mkdir()
-            more = spawn_workers(len(wanted) - len(self._idle), self._timeout_s, logs, self.knobs, self._threads)
-            self._spawned += more
-            self._idle += more
-        given, self._idle = self._idle[:len(wanted)], self._idle[len(wanted):]
-        ready, errors = start_workers(wanted, given, max_build_s=self.max_build_s)
+        ready, errors = self._start({process_name(slot, i): self.recipes[slot] for i in indices for slot in slots})
         for slot in slots:
             for i in indices:
                 name = process_name(slot, i)
@@ -168,6 +191,48 @@ class VariantWorkers:
                     self.workers.setdefault(slot, {})[i] = ready[name]
                 elif slot not in self.errors:
                     self.errors[slot] = errors[name]
+
+    def _start(self, wanted: dict[str, VariantRecipe]) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
+        """Build each of ``wanted`` (by process name) on an idle worker, spawning those the memory at the start did
+        not; the ready workers, and why not for the others."""
+        if len(self._idle) < len(wanted):
+            logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
+            logs.mkdir()
+            more = spawn_workers(len(wanted) - len(self._idle), self._timeout_s, logs, self.knobs, self._threads)
+            self._spawned += more
+            self._idle += more
+        given, self._idle = self._idle[:len(wanted)], self._idle[len(wanted):]
+        return start_workers(wanted, given, max_build_s=self.max_build_s)
+
+    def more(self, variant: str, label: str) -> Optional[Replicate]:
+        """A further process of ``variant``, checked at ``label``: one started on demand earlier and idle at this
+        point, or a new one, where the most allows, the processes take no turns and its peak RSS fits in the memory
+        available (else None)."""
+        lent, extra = self._lent.setdefault(variant, set()), self.extra.setdefault(variant, {})
+        spare = sorted(set(extra) - lent)
+        if not spare and (len(self.workers.get(variant, {})) + len(extra) >= self.replicates.most
+                          or self.turns > 1 or variant in self.errors or not self._fits(variant)):
+            return None
+        if not spare:
+            index = max([*self.workers[variant], *extra]) + 1
+            ready, _ = self._start({process_name(variant, index): self.recipes[variant]})
+            if not ready:
+                return None
+            extra[index] = next(iter(ready.values()))
+            spare = [index]
+        try:
+            extra[spare[0]].check(label)  # its first call at this point, untimed, as the others made theirs
+        except WorkerError:
+            return None
+        lent.add(spare[0])
+        return Replicate(spare[0], WorkerTimer(extra[spare[0]], label))
+
+    def _fits(self, variant: str) -> bool:
+        """Whether one more process of ``variant`` (its first process's peak RSS) fits in the memory available."""
+        available = available_bytes()
+        first = self.workers[variant][min(self.workers[variant])]
+        peak = (first.refresh_facts().get("peak_rss_mb") or 0.0) * MIB
+        return available is None or peak <= available * AVAILABLE_SHARE
 
     def _extra_bytes(self) -> int:
         """What one more process of every slot would add: each first process's peak RSS, less an idle worker's."""
@@ -189,6 +254,7 @@ class VariantWorkers:
         return checked[0]
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
+        self._lent[variant] = set()  # a new point: its processes started on demand are free again
         return {i: WorkerTimer(worker, label) for i, worker in self._processes(variant).items()}
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
@@ -213,7 +279,7 @@ class VariantWorkers:
         """Each process of this turn: its pid, start-up luck, RSS, ready cost, context switches, migrations and
         allocator."""
         found = {}
-        for i, worker in self.workers.get(variant, {}).items():
+        for i, worker in {**self.workers.get(variant, {}), **self.extra.get(variant, {})}.items():
             facts = _refreshed(worker)
             allocator = {"allocator": self.knobs.allocator, **{k: facts[k] for k in (ALLOCATOR_STATE,) if k in facts}}
             kept = ("hash_seed", "env_padding_bytes", "peak_rss_mb", READY_CPU_S, *REBUILD_FACTS)
@@ -248,13 +314,20 @@ def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
     return [list(range(start, min(processes, start + at_once))) for start in range(0, processes, at_once)]
 
 
+def replicates_of(benchmark) -> Replicates:
+    """A variant's processes under ``benchmark``: raced, RACE_START at each point and up to ``processes`` on demand;
+    else ``processes``."""
+    most = benchmark.processes
+    return Replicates(min(RACE_START, most), most) if benchmark.timing.racing else Replicates(most, most)
+
+
 def spawn_group_workers(config, group) -> Optional[VariantWorkers]:
     """With ``isolation: process``, workers for ``group``'s variants, spawned now; else None."""
     if config.benchmark.isolation != "process":
         return None
     count = sum(group.slot_id(e.name, p) not in group.unavailable for e, p in group.slots())
     return VariantWorkers(count, config.benchmark.worker_timeout_s, group.knobs, group.threads,
-                          processes=config.benchmark.processes, max_build_s=config.benchmark.max_build_s)
+                          replicates_of(config.benchmark), max_build_s=config.benchmark.max_build_s)
 
 
 def start_isolation(ctx: RunContext, group, outcomes: dict, copies: dict[str, PrecisionCopy],

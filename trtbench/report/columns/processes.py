@@ -71,6 +71,21 @@ def turn_notes(records: Sequence[Record]) -> list[str]:
               "would not have fitted in memory."]
 
 
+def demand_notes(records: Sequence[Record]) -> list[str]:
+    """How many processes raced rows got and why: 2 at each point, and a further one where the spread between
+    processes made most of a contender's interval (``metrics["race"]["processes"]``)."""
+    race = [(r, r.metrics["race"]) for r in records if "race" in r.metrics]
+    if not race:
+        return []
+    grown = [f"{r.case.label} {r.case.precision} {r.case.point} ({r.process_count}: "
+             + ", ".join(f"round {d['round']}, {d['between_share']:.0%} of its interval between processes"
+                         + ("" if d["started"] else ", could not start") for d in part["processes"]) + ")"
+             for r, part in race if part.get("processes")]
+    return ["processes: raced rows started in 2 processes at each point (the spread between processes needs two); a "
+            "contender got a further one, up to benchmark.processes, where that spread made most of its interval"
+            + (f": {'; '.join(grown)}." if grown else " (none did).")]
+
+
 def _count_cell(row: Row) -> str:
     return str(row.processes) if row.record.timed else ""
 

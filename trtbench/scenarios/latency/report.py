@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from trtbench.core.env import environment_name
+from trtbench.report.answer import answer_blocks
 from trtbench.report.colors import VariantColors, variant_colors
 from trtbench.report.deprecations import deprecations_markdown
 from trtbench.report.sweeps import sweep_markdown, sweep_plots
@@ -92,4 +93,4 @@ def latency_section(results: ResultSet, budget_ms: Optional[float]) -> ReportSec
     timed_points = regimes_json(results)
     if timed_points:
         json["regimes"] = timed_points
-    return ReportSection("\n".join(parts), json, tuple(plots + sweep + tradeoffs))
+    return ReportSection("\n".join(parts), json, tuple(plots + sweep + tradeoffs), tuple(answer_blocks(results)))

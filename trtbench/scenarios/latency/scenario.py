@@ -20,6 +20,7 @@ from trtbench.core.status import Status
 from trtbench.measure.accuracy import ElementwiseAccuracy, elementwise_accuracy, int8_where_timed
 from trtbench.measure.ceiling import Ceiling, device_ceilings
 from trtbench.measure.references import MissingReference
+from trtbench.measure.race import STOPPED, Entrants
 from trtbench.measure.timing import Block, BlockTimer, RawTiming, WarmedUp, measure_interleaved
 from trtbench.measure.trackers.energy import EnergyTracker, PointEnergy
 from trtbench.measure.trackers.faults import FaultsTracker, faults_metrics
@@ -29,7 +30,7 @@ from trtbench.scenarios.latency.report import latency_section
 from trtbench.results.recommend import recommend
 from trtbench.scenarios.base import Testbed, Scenario, register
 from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_workers, start_isolation
-from trtbench.workers.loop import BuildTooSlow
+from trtbench.workers.loop import READY_CPU_S, BuildTooSlow
 
 if TYPE_CHECKING:
     from trtbench.core.context import RunContext
@@ -91,9 +92,10 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
-                  tick: Callable[[], None]) -> list[Record]:
-    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order."""
+def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation, tick: Callable[[], None],
+                  stopped: frozenset = frozenset()) -> list[Record]:
+    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order; those
+    ``stopped`` by an earlier turn's race are not timed again."""
     group, outcomes = built.group, built.outcomes
     slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}
@@ -109,7 +111,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
             outcome = outcomes[key]
             fields = made[key] = {"status": outcome.status, "reason": outcome.reason, "build": outcome.facts,
                                   "warnings": list(outcome.warnings), "metrics": {}}
-            if outcome.built is None:
+            if outcome.built is None or key in stopped:
                 continue
             variant, built = outcome.variant, outcome.built
             try:
@@ -140,10 +142,21 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
             fields["warnings"] = sorted(set(fields["warnings"]) | set(caught))
             timers[key] = {i: _Tagged(key, timer) for i, timer in processes.items()}
         energy = PointEnergy.before_rounds(ctx.device) if timers else None
+
+        def more(key: str) -> Optional[BlockTimer]:
+            found = isolation.more(key, point)
+            if found is not None:
+                timers[key][found.index] = _Tagged(key, found.timer)
+            return None if found is None else timers[key][found.index]
+
+        barred = frozenset(key for key in timers if not (made[key].get("accuracy") or {}).get("ok", True)
+                           or key in contradicted)
+        entrants = Entrants(BASELINE_VARIANT, barred, isolation.replicates.most, more, lambda key: min(
+            (facts.get(READY_CPU_S) or 0.0 for facts in isolation.process_facts(key).values()), default=0.0))
         while timers:
             try:
                 measured = measure_interleaved({k: list(p.values()) for k, p in timers.items()}, ctx.device,
-                                               ctx.timing, tick, baseline=BASELINE_VARIANT,
+                                               ctx.timing, tick, entrants,
                                                warmed=WarmedUp(checked_s, time.perf_counter() - started))
             except _VariantFailed as failed:  # drop the variant that broke and time the rest again
                 made[failed.name].update(status=Status.FAILED,
@@ -163,6 +176,8 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation,
                     fields["metrics"]["launch"] = launch
                 fields["metrics"]["energy"] = energy.metrics(measurement.kept(EnergyTracker.key))
                 fields["metrics"]["processes"] = _process_metrics(isolation, name, measurement, ids)
+                if measurement.race is not None:
+                    fields["metrics"]["race"] = measurement.race
                 if measurement.alone:
                     fields["metrics"]["interference"] = {"alone_ms": measurement.alone,
                                                          "variants": [n for n in measured if n != name]}
@@ -185,9 +200,10 @@ def join_turns(earlier: list[Record], later: list[Record]) -> list[Record]:
             rounds=before.rounds + after.rounds, device_rounds=device,
             block_process=before.processes + after.processes,
             block_round=before.round_ids + [r + offset for r in after.round_ids],
-            stopped_by="max_time_s" if "max_time_s" in (before.stopped_by, after.stopped_by) else after.stopped_by,
-            metrics={**before.metrics, "processes": before.metrics.get("processes", []) +
-                     after.metrics.get("processes", [])},
+            stopped_by=next((why for why in (STOPPED, "max_time_s") if why in (before.stopped_by, after.stopped_by)),
+                            after.stopped_by),
+            metrics={**before.metrics, **{k: after.metrics[k] for k in ("race",) if k in after.metrics},
+                     "processes": before.metrics.get("processes", []) + after.metrics.get("processes", [])},
             warnings=sorted(set(before.warnings) | set(after.warnings))))
     return joined
 
@@ -253,9 +269,11 @@ class Latency(Scenario):
                 isolation.next_turn()
             for point in points:
                 title = f"time {group.model.id} {'+'.join(group.precisions)} t{group.threads} {point.label}"
+                stopped = frozenset(group.slot_id(r.case.variant, r.case.precision)
+                                    for r in earlier.get(point.label, []) if r.stopped_by == STOPPED)
                 with ctx.progress.task(title + (f" (turn {turn + 1} of {turns})" if turns > 1 else ""),
                                        timed=True) as tick:
-                    records = measure_point(ctx, built, point, isolation, tick)
+                    records = measure_point(ctx, built, point, isolation, tick, stopped)
                 records = join_turns(earlier[point.label], records) if turn else records
                 if turn + 1 < turns:
                     earlier[point.label] = records
