@@ -27,8 +27,9 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, highest_qps, md_c_latencies, md_c_true_peak  # noqa: E402
-from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, CurveReader, Estimate,  # noqa: E402
-                                                              QueueReader, SearchPlan, search_peak)
+from trtbench.core.stats import Interval  # noqa: E402
+from trtbench.scenarios.serving.loadgen.peak_estimate import (Budget, CurveReader, QueueReader, SearchPlan,  # noqa: E402
+                                                              search_peak)
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel  # noqa: E402
 from trtbench.scenarios.serving.loadgen.rule import LOADGEN_CONFIDENCE, early_stopping_queries, passes  # noqa: E402
 
@@ -81,11 +82,11 @@ class Held:
     width: float
 
 
-def held(estimates: list[Estimate], peak: float) -> Held:
+def held(estimates: list[Interval], peak: float) -> Held:
     """How ``estimates`` held against the true ``peak``."""
-    return Held(statistics.median(e.qps / peak for e in estimates),
+    return Held(statistics.median(e.value / peak for e in estimates),
                 float(np.mean([e.low <= peak <= e.high for e in estimates])),
-                statistics.median(e.width for e in estimates))
+                statistics.median(e.rel_width for e in estimates))
 
 
 def main() -> int:

@@ -37,6 +37,7 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path[:0] = [str(TESTS)]
 
 from helpers.queue_model import PERCENTILE, md_c_latencies, mg_c_latencies  # noqa: E402
+from trtbench.core.stats import Interval  # noqa: E402
 from trtbench.scenarios.serving.loadgen import peak_estimate as pe  # noqa: E402
 from trtbench.scenarios.serving.loadgen import queue_model as qm  # noqa: E402
 from trtbench.scenarios.serving.loadgen.queue_model import KAPPAS, QueueModel, late_counts, table_loads  # noqa: E402
@@ -92,7 +93,7 @@ def steady_peak(model: QueueModel, allowed: float) -> float:
 
 
 def estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray, late: np.ndarray, allowed: float,
-             seed: int = 5) -> pe.Estimate:
+             seed: int = 5) -> Interval:
     """kappa by inverting the test on the total late count; the peak is the model's over kappa."""
     at_size = late_counts(model, _sizes(queries))
     log_loads = np.log(table_loads(model))
@@ -118,11 +119,11 @@ def estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray, late: np.n
     kappa_lo = kappas[ok_lo[0]] if len(ok_lo) else kappas[-1]
     centre = np.nonzero(mid <= 0.5)[0]
     kappa = kappas[centre[0]] if len(centre) else kappas[-1]
-    return pe.Estimate(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo)
+    return Interval(peak_model / kappa, peak_model / kappa_hi, peak_model / kappa_lo, pe.LEVEL)
 
 
 def likelihood_estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray, late: np.ndarray,
-                        allowed: float) -> pe.Estimate:
+                        allowed: float) -> Interval:
     """kappa from the steps' binned late counts' likelihood (the package's: each step its own simulated distribution);
     the interval is the posterior's 5-95% under a flat prior in log kappa (or the likelihood-ratio set with
     LIKELIHOOD_RATIO)."""
@@ -131,8 +132,10 @@ def likelihood_estimate(model: QueueModel, qps: np.ndarray, queries: np.ndarray,
         loglik = scale.loglik
         best = int(loglik.argmax())
         inside = np.nonzero(loglik >= loglik[best] - 1.3528)[0]
-        return pe.Estimate(peak_model / KAPPAS[best], peak_model / KAPPAS[inside[-1]], peak_model / KAPPAS[inside[0]])
-    return pe.Estimate(peak_model / scale.kappa(0.5), peak_model / scale.kappa(0.95), peak_model / scale.kappa(0.05))
+        return Interval(peak_model / KAPPAS[best], peak_model / KAPPAS[inside[-1]], peak_model / KAPPAS[inside[0]],
+                        pe.LEVEL)
+    return Interval(peak_model / scale.kappa(0.5), peak_model / scale.kappa(0.95), peak_model / scale.kappa(0.05),
+                    pe.LEVEL)
 
 
 DESIGN = (1 - pe.SPREAD, 1 + pe.SPREAD)  # the steps after the bisection, over the running estimate
@@ -141,7 +144,7 @@ LIKELIHOOD_RATIO = False
 STALL = False
 
 
-def steps_estimate(model: QueueModel, steps: list) -> pe.Estimate:
+def steps_estimate(model: QueueModel, steps: list) -> Interval:
     """:func:`estimate` over the search's steps."""
     if STALL:
         return stall_estimate(model, steps)
@@ -150,7 +153,7 @@ def steps_estimate(model: QueueModel, steps: list) -> pe.Estimate:
                     np.array([s.late.sum() for s in steps], float), 1 - PERCENTILE)
 
 
-def search(model: QueueModel, run, plan: pe.SearchPlan) -> pe.Estimate:
+def search(model: QueueModel, run, plan: pe.SearchPlan) -> Interval:
     """Bisection until a step is late, then steps 4% either side of the running estimate, until the budget."""
     steps, used, point = [], 0, math.nan
     while True:
@@ -163,10 +166,10 @@ def search(model: QueueModel, run, plan: pe.SearchPlan) -> pe.Estimate:
             return steps_estimate(model, steps)
         steps.append(pe.Step(qps, len(steps), np.asarray(run(qps, queries), dtype=bool)))
         used += queries
-        point = steps_estimate(model, steps).qps if any(s.late.any() for s in steps) else math.nan
+        point = steps_estimate(model, steps).value if any(s.late.any() for s in steps) else math.nan
 
 
-def fixed(model: QueueModel, run, peak: float) -> pe.Estimate:
+def fixed(model: QueueModel, run, peak: float) -> Interval:
     """19 steps of 500 queries alternately 4% above and below the true peak."""
     loads = peak * np.array([0.96 if i % 2 else 1.04 for i in range(19)])
     late = np.array([run(qps, 500).sum() for qps in loads], float)
@@ -231,12 +234,12 @@ def stall_posterior(model: QueueModel, at_size: dict, steps: list[tuple[float, i
     return StallPosterior(kappas[:, None], stalls[None, :], np.exp(loglik - loglik.max()), peaks)
 
 
-def stall_estimate(model: QueueModel, steps: list) -> pe.Estimate:
+def stall_estimate(model: QueueModel, steps: list) -> Interval:
     """The grid's search steps through :func:`stall_posterior` (the table's runs as the model's counts)."""
     at_size = late_counts(model, _sizes(s.queries for s in steps))
     post = stall_posterior(model, at_size, [(s.qps, s.queries, int(s.late.sum())) for s in steps])
     low, mid, high = post.quantiles(post.peaks)
-    return pe.Estimate(mid, low, high)
+    return Interval(mid, low, high, pe.LEVEL)
 
 
 def real_estimate(path: Path) -> str:

@@ -155,7 +155,7 @@ def main() -> int:
             minutes, interval = (time.monotonic() - started) / 60, result.interval
             peaks.append(result.peak_qps)
             calls.append(result.service_ms)
-            print(f"  w{workers} seed {repeat}: {interval.text(result.peak_qps)}; {len(result.runs)} runs, "
+            print(f"  w{workers} seed {repeat}: {interval.text()}; {len(result.runs)} runs, "
                   f"{minutes:.1f} min with the service time; "
                   f"{result.status}{': ' + result.reason if result.reason else ''}",
                   flush=True)

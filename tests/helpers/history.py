@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from helpers.paths import ASSETS
 from trtbench.core.case import Case
 from trtbench.core.env import machine_fingerprint
 from trtbench.core.record import Record
+from trtbench.core.stats import Interval
+from trtbench.history.figures import Figure, Machine, Point, RunRow, SeriesKey
+from trtbench.history.series import Series
 from trtbench.results.resultset import ResultSet
 
 # Written by the store of schema version 2 (series.precision_name; trtbench at commit 2693fc0) from these folders:
@@ -67,7 +71,21 @@ def series_folders(root: Path, traced_ms: list[float], eager_ms: float = 10.0, s
 
 
 def read_back(store) -> dict:
-    """Everything ``store`` reads (its runs, series and points) as plain data, as :data:`V2_READ_BACK` holds it."""
+    """Everything ``store`` reads (its runs, series and points) as plain data, as :data:`V2_READ_BACK` holds it: each
+    point as its run's id, its series' id, its status, its value (``{"value", "low", "high"}``) and its reason."""
+    points = [{"run_id": p.run.run_id, "series_id": p.figure.key.series_id, "status": p.figure.status,
+               "value": p.figure.value and p.figure.value.to_dict(), "reason": p.figure.reason} for p in store.points()]
     return json.loads(json.dumps({"runs": [asdict(r) for r in store.runs()],
-                                  "series": {i: asdict(k) for i, k in store.series().items()},
-                                  "points": [asdict(p) for p in store.points()]}))
+                                  "series": {i: asdict(k) for i, k in store.series().items()}, "points": points}))
+
+
+def drawn_series(variant: str, values: Sequence[Interval], steps: tuple = (),
+                 versions: Callable[[int], dict] = lambda i: {}) -> Series:
+    """The median series of model ``m``'s ``variant`` as the history's page draws it: run ``run-<i>``, started on
+    day ``10 + i`` with ``versions(i)``, at ``values[i]``; ``steps`` found in it."""
+    key = SeriesKey("m", "hash-m", variant, "", "fp32", "opt", 2, "", "cpu", "machine-a", "median")
+    machine = Machine("AMD EPYC test", 2, None, None, ("avx2",), "machine-a")
+    points = tuple(Point(RunRow(f"run-{i}", f"2026-11-{10 + i:02d}T02:00:00", "toy", "complete", "", "runs",
+                                versions(i), machine, accepted=False), Figure(key, "ok", value))
+                   for i, value in enumerate(values))
+    return Series(key, points, steps)

@@ -33,7 +33,8 @@ def test_each_run_gets_its_own_environments_rows_with_intervals():
     first, second = stored_runs(two_machines(), "merged")
     assert first.run.run_id != second.run.run_id and first.run.run_id.startswith("d")
     assert first.run.source == "merged" and not first.run.accepted
-    assert first.run.machine["id"] != second.run.machine["id"] and first.run.versions == {"torch": "2.14.1"}
+    assert first.run.machine.id != second.run.machine.id and first.run.versions == {"torch": "2.14.1"}
+    assert (first.run.machine.cpu, first.run.machine.cpu_count, first.run.machine.cpu_flags) == ("CPU A", 2, ())
     figures = {(f.key.variant, f.key.figure): f for f in first.figures}
     median = figures[("traced", "median")].value
     assert median.low < 4.0 < median.high or abs(median.value - 4.0) < 0.05
@@ -44,7 +45,7 @@ def test_each_run_gets_its_own_environments_rows_with_intervals():
     assert figures[("traced", "peak_qps server w1 t2")].value.value == 125.0
     failed = figures[("scripted", "median")]
     assert failed.status == "failed" and failed.value is None and failed.reason == "no"
-    assert {f.key.machine for f in first.figures} == {first.run.machine["id"]}
+    assert {f.key.machine for f in first.figures} == {first.run.machine.id}
     assert len({f.key.model_hash for f in first.figures + second.figures}) == 1, "the same config's model"
 
 

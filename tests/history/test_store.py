@@ -189,7 +189,7 @@ def test_a_schema_5_run_gets_a_derived_id_and_its_generate_rows_their_series(tmp
     assert api.ingest([old], store).added == 0, "its derived id is the same on every read"
     series = api.history_series(store)
     assert {s.key.figure for s in series} == {"ttft", "tpot"}
-    assert all(p.run.run_id.startswith("d") and p.value is not None for s in series for p in s.points)
+    assert all(p.run.run_id.startswith("d") and p.figure.value is not None for s in series for p in s.points)
 
 
 def test_a_resumed_run_replaces_its_partial_and_nothing_replaces_a_complete_one(tmp_path):

@@ -14,13 +14,14 @@ import pytest
 
 import helpers.browser
 from helpers.browser import start_browser
+from helpers.history import drawn_series
 from helpers.records import regime_results
 from trtbench.analysis.change_points import Step
 from trtbench.core.record import Record
 from trtbench.core.stats import Interval
 from trtbench.pipeline.sections import report_sections
 from trtbench.report.blocks import Heading, Paragraph, code
-from trtbench.report.history_page import HistoryPoint, HistorySeries
+from trtbench.history.series import Series
 from trtbench.report.writer import ReportHead, write_history_page, write_report
 
 VALUES = ("speedup", "speedup_low", "speedup_high")
@@ -149,16 +150,16 @@ def test_every_figure_is_drawn_at_a_non_zero_size(browser, run_folder):
         assert source == "data:image/png;base64,"
 
 
-def history_series() -> list[HistorySeries]:
+def history_series() -> list[Series]:
     """A 10 ms series that steps to 11.5 ms at its fifth run, as onnxruntime changed, and a flat one."""
-    def point(i, value, ort):
-        return HistoryPoint(f"run-{i}", f"2026-11-{10 + i:02d}T02:00:00", value, value * 0.98, value * 1.02,
-                            {"torch": "2.14.1", "onnxruntime": ort})
-    stepped = tuple(point(i, 10.0 if i < 4 else 11.5, "1.22.0" if i < 4 else "1.23.0") for i in range(7))
+    def around(value):
+        return Interval(value, value * 0.98, value * 1.02)
     step = Step(4, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6), ("onnxruntime 1.22.0 -> 1.23.0",))
-    flat = tuple(point(i, 5.0 + 0.01 * (i % 2), "1.22.0") for i in range(5))
-    return [HistorySeries("m ort fp32 opt: median", "ms", stepped, (step,)),
-            HistorySeries("m eager fp32 opt: median", "ms", flat)]
+    stepped = drawn_series("ort", [around(10.0 if i < 4 else 11.5) for i in range(7)], (step,), lambda i: {
+        "torch": "2.14.1", "onnxruntime": "1.22.0" if i < 4 else "1.23.0"})
+    flat = drawn_series("eager", [around(5.0 + 0.01 * (i % 2)) for i in range(5)],
+                        versions=lambda i: {"torch": "2.14.1", "onnxruntime": "1.22.0"})
+    return [stepped, flat]
 
 
 def test_the_history_page_charts_each_series_with_steps_and_environments_on_hover(browser, tmp_path):

@@ -13,6 +13,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
+from helpers.history import drawn_series
 from helpers.serving import SUMMARY_INVALID
 from trtbench.core.case import Case
 from trtbench.core.record import Record
@@ -20,7 +21,7 @@ from trtbench.pipeline.sections import report_sections
 from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
 from trtbench.report.blocks import Heading
-from trtbench.report.history_page import HistoryPoint, HistorySeries, history_chart
+from trtbench.report.history_page import history_chart
 from trtbench.report.writer import ReportHead, png_files, write_report
 from trtbench.results.resultset import ResultSet
 from trtbench.scenarios.serving.loadgen.summary import parse_summary
@@ -192,10 +193,11 @@ def test_the_history_chart_draws_each_run_its_band_and_steps_and_each_spot_sits_
     """The history page's chart: each run's value, its interval as a band, a step's line between its runs; in the
     PNG the page shows, each point's hover spot is centred on the point's marker."""
     values = (10.0, 10.0, 10.0, 11.5, 11.5)
-    points = tuple(HistoryPoint(f"run-{i}", "t", v, v - 0.2, v + 0.2) for i, v in enumerate(values))
     step = Step(3, Interval(10.0, 9.9, 10.1), Interval(11.5, 11.4, 11.6))
-    chart = history_chart(HistorySeries("m ort: median", "ms", points, (step,)), "history-0.png")
-    assert chart.plot.series["value|m ort: median"] == tuple((float(i), v) for i, v in enumerate(values))
+    series = drawn_series("ort", [Interval(v, v - 0.2, v + 0.2) for v in values], (step,))
+    chart = history_chart(series, "history-0.png")
+    assert series.title == "m ort fp32 opt t2 median" and series.unit == "ms"
+    assert chart.plot.series["value|m ort fp32 opt t2 median"] == tuple((float(i), v) for i, v in enumerate(values))
     assert {x for x, _ in chart.plot.series["step|3"]} == {2.5}
     (band,) = chart.plot.figure.axes[0].collections
     assert band.get_paths()[0].get_extents().y0 == pytest.approx(9.8)

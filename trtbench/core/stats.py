@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -68,23 +68,35 @@ BOOTSTRAP_SAMPLES = 2000
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with its 95% confidence interval."""
+    """A value with its interval at ``level`` (0.95: a 95% interval; a serving peak's is 90%). Its JSON form is
+    ``{"value", "low", "high"}``: a place that writes one keeps its level."""
 
     value: float
     low: float
     high: float
+    level: float = 0.95
+
+    @property
+    def rel_width(self) -> float:
+        """The interval's width over the value (inf where the value is not positive)."""
+        return (self.high - self.low) / self.value if self.value > 0 else math.inf
 
     @property
     def rel_halfwidth(self) -> float:
-        """Half the interval's width relative to the value."""
-        return (self.high - self.low) / 2 / self.value if self.value else math.inf
+        return self.rel_width / 2
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"value": self.value, "low": self.low, "high": self.high}
 
     def with_value(self, value: float) -> "Interval":
         """This interval about ``value`` instead, widened to hold it."""
-        return Interval(value, min(self.low, value), max(self.high, value))
+        return replace(self, value=value, low=min(self.low, value), high=max(self.high, value))
+
+    def text(self, spec: str = ".2f", unit: str = "", sep: str = "-") -> str:
+        """``1.52x [1.49-1.55]``: each number in format ``spec``, ``unit`` after the value; the value alone where the
+        interval is not known (its low end -inf)."""
+        value = f"{self.value:{spec}}{unit}"
+        return value if self.low == -math.inf else f"{value} [{self.low:{spec}}{sep}{self.high:{spec}}]"
 
 
 def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:

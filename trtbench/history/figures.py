@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Mapping, Optional
 
 from trtbench.core.case import Case
 from trtbench.core.env import machine_fingerprint
@@ -108,8 +108,8 @@ class SeriesKey:
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of one row of a run (``value`` None where the row did not run; without an interval, ``low`` and
-    ``high`` equal the value)."""
+    """One figure of one row of a run: its series, status and value (None where the row did not run; without an
+    interval, ``low`` and ``high`` equal the value)."""
 
     key: SeriesKey
     status: str
@@ -118,8 +118,24 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """The machine a run measured on, as a series keys it (:func:`~trtbench.core.env.machine_fingerprint`)."""
+
+    cpu: Optional[str]
+    cpu_count: Optional[int]
+    gpu_name: Optional[str]
+    gpu_memory_gib: Optional[float]
+    cpu_flags: tuple[str, ...]
+    id: str
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Machine":
+        return cls(**{**data, "cpu_flags": tuple(data["cpu_flags"])})
+
+
+@dataclass(frozen=True)
 class RunRow:
-    """A run as the history stores it (``source``: the folder it was read from)."""
+    """A run as the history stores it (``source``: the folder it was read from; ``versions``: name -> version)."""
 
     run_id: str
     started_at: str
@@ -127,9 +143,17 @@ class RunRow:
     status: str
     label: str
     source: str
-    versions: dict
-    machine: dict
+    versions: Mapping[str, str]
+    machine: Machine
     accepted: bool
+
+
+@dataclass(frozen=True)
+class Point:
+    """A run's figure in a series."""
+
+    run: RunRow
+    figure: Figure
 
 
 @dataclass(frozen=True)
@@ -140,7 +164,7 @@ class StoredRun:
     figures: tuple[Figure, ...]
 
 
-def versions_of(environment: dict) -> dict:
+def versions_of(environment: dict) -> dict[str, str]:
     """The versions a run ran with, flat: :data:`VERSION_KEYS` and each optional library."""
     versions = {key: str(environment[key]) for key in VERSION_KEYS if environment.get(key) is not None}
     versions.update({name: str(v) for name, v in sorted((environment.get("libraries") or {}).items())})
@@ -257,7 +281,7 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
 
     def keyer(index: int, environment: str):
         env = results.environments.get(environment) or {}
-        machine = (env.get("machine") or machine_fingerprint(env))["id"]
+        machine = _machine(env).id
 
         def key_of(case, figure: FigureName) -> SeriesKey:
             return SeriesKey(case.model, model_hash_of(runs[index], case.model), case.variant, case.options,
@@ -283,10 +307,14 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
         env = results.environments.get(run.get("environment")) or {}
         if run.get("started_at") and figures[i]:
             row = RunRow(ids[i], str(run["started_at"]), str(run.get("name") or ""), str(run.get("status") or ""),
-                         str(run.get("label") or ""), source, versions_of(env),
-                         env.get("machine") or machine_fingerprint(env), accepted=False)
+                         str(run.get("label") or ""), source, versions_of(env), _machine(env), accepted=False)
             stored.append(StoredRun(row, tuple(figures[i])))
     return stored
+
+
+def _machine(env: dict) -> Machine:
+    """The machine ``env`` names (its fingerprint, derived where a run wrote none)."""
+    return Machine.from_dict(env.get("machine") or machine_fingerprint(env))
 
 
 def _decoder_case(part) -> Case:

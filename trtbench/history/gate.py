@@ -11,8 +11,8 @@ from typing import Optional, Sequence
 from trtbench.analysis.change_points import THRESHOLD
 from trtbench.core.errors import UserInputError
 from trtbench.core.status import Status
-from trtbench.history.figures import FigureKind, RunRow
-from trtbench.history.series import SeriesFilter, SeriesPoint, Series, load_series, newest_against, since_accepted
+from trtbench.history.figures import FigureKind, Point, RunRow
+from trtbench.history.series import SeriesFilter, Series, load_series, newest_against, since_accepted
 from trtbench.history.store import Store
 from trtbench.history.text import levels_text
 
@@ -60,11 +60,11 @@ class GateSettings:
         return kind.value in self.figures
 
 
-def _status_regression(points: Sequence[SeriesPoint], kind: FigureKind) -> Optional[str]:
+def _status_regression(points: Sequence[Point], kind: FigureKind) -> Optional[str]:
     """A row that newly failed or was skipped, or an accuracy that newly fell below its tolerance."""
-    if len(points) < 2 or points[-2].status != Status.OK or points[-1].status == Status.OK:
+    if len(points) < 2 or points[-2].figure.status != Status.OK or points[-1].figure.status == Status.OK:
         return None
-    new = points[-1]
+    new = points[-1].figure
     if kind is FigureKind.ACCURACY and new.status == Status.FAILED:
         return f"accuracy newly below its tolerance ({new.reason or 'failed'})"
     return f"newly {new.status}: {new.reason or 'no reason given'}"
@@ -73,7 +73,7 @@ def _status_regression(points: Sequence[SeriesPoint], kind: FigureKind) -> Optio
 def _value_regression(series: Series, threshold: float) -> Optional[str]:
     """The series' latest step, for the worse; else its newest point against its segment (``series`` ends at the
     gated run)."""
-    if series.latest.value is None:
+    if series.latest.figure.value is None:
         return None
     if series.steps and series.worse(series.steps[-1]):
         step = series.steps[-1]
@@ -83,7 +83,7 @@ def _value_regression(series: Series, threshold: float) -> Optional[str]:
     if point is None or not series.worse(point):
         return None
     return (f"{point.change:+.1%} against the {len(series.segment()) - 1} run(s) before: "
-            f"{levels_text(point.before, series.latest.value, point.what_changed)}")
+            f"{levels_text(point.before, series.latest.figure.value, point.what_changed)}")
 
 
 def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings = GateSettings()) -> GateResult:

@@ -11,19 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from trtbench.analysis.change_points import THRESHOLD, Step, against, find_steps
-from trtbench.core.stats import Interval
-from trtbench.history.figures import RunRow, SeriesKey
+from trtbench.history.figures import Point, RunRow, SeriesKey
 from trtbench.history.store import Store, open_store
-
-
-@dataclass(frozen=True)
-class SeriesPoint:
-    """A run's point of a series: the run, the status, the value with its interval (None where it did not run)."""
-
-    run: RunRow
-    status: str
-    value: Optional[Interval]
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -32,17 +21,25 @@ class Series:
     index into ``points``, with the versions that changed across it)."""
 
     key: SeriesKey
-    points: tuple[SeriesPoint, ...]
+    points: tuple[Point, ...]
     steps: tuple[Step, ...]
 
     @property
-    def latest(self) -> Optional[SeriesPoint]:
+    def latest(self) -> Optional[Point]:
         return self.points[-1] if self.points else None
+
+    @property
+    def title(self) -> str:
+        return self.key.label
+
+    @property
+    def unit(self) -> str:
+        return self.key.figure_name.kind.unit
 
     def trend(self, width: int = 8) -> str:
         """The last ``width`` values as a sparkline (``_`` for a point without a value)."""
         bars = "▁▂▃▄▅▆▇█"
-        values = [p.value.value if p.value is not None else None for p in self.points[-width:]]
+        values = [p.figure.value.value if p.figure.value is not None else None for p in self.points[-width:]]
         known = [v for v in values if v is not None]
         if not known:
             return ""
@@ -54,10 +51,10 @@ class Series:
         """Whether ``step`` is for the worse (slower, a lower speedup or peak, a larger error)."""
         return self.key.figure_name.kind.worse(step.change)
 
-    def segment(self) -> list[SeriesPoint]:
+    def segment(self) -> list[Point]:
         """The valued points since its last step, else since its latest accepted run: the newest level."""
         start = self.steps[-1].index if self.steps else _accepted_start(self.points)
-        return [p for p in self.points[start:] if p.value is not None]
+        return [p for p in self.points[start:] if p.figure.value is not None]
 
 
 def version_changes(before: dict, after: dict) -> tuple[str, ...]:
@@ -66,20 +63,20 @@ def version_changes(before: dict, after: dict) -> tuple[str, ...]:
     return tuple(f"{n} {before.get(n, '-')} -> {after.get(n, '-')}" for n in names if before.get(n) != after.get(n))
 
 
-def _accepted_start(points: Sequence[SeriesPoint]) -> int:
+def _accepted_start(points: Sequence[Point]) -> int:
     return max((i for i, p in enumerate(points) if p.run.accepted), default=0)
 
 
-def since_accepted(points: Sequence[SeriesPoint]) -> Sequence[SeriesPoint]:
+def since_accepted(points: Sequence[Point]) -> Sequence[Point]:
     """The points from the latest accepted run on (all where none was accepted)."""
     return points[_accepted_start(points):]
 
 
-def series_steps(points: Sequence[SeriesPoint], threshold: float = THRESHOLD) -> tuple[Step, ...]:
+def series_steps(points: Sequence[Point], threshold: float = THRESHOLD) -> tuple[Step, ...]:
     """The steps of a series' valued points from its latest accepted run on, each at its index in ``points``."""
-    at = [i for i in range(_accepted_start(points), len(points)) if points[i].value is not None]
+    at = [i for i in range(_accepted_start(points), len(points)) if points[i].figure.value is not None]
     steps = []
-    for step in find_steps([points[i].value for i in at], threshold):
+    for step in find_steps([points[i].figure.value for i in at], threshold):
         before, after = points[at[step.index - 1]].run, points[at[step.index]].run
         steps.append(replace(step, index=at[step.index], what_changed=version_changes(before.versions, after.versions)))
     return tuple(steps)
@@ -91,7 +88,7 @@ def newest_against(series: Series, threshold: float = THRESHOLD) -> Optional[Ste
     segment = series.segment()
     if not segment or segment[-1] is not series.points[-1]:
         return None
-    step = against([p.value for p in segment[:-1]], segment[-1].value, threshold)
+    step = against([p.figure.value for p in segment[:-1]], segment[-1].figure.value, threshold)
     return None if step is None else replace(step, index=len(series.points) - 1, what_changed=version_changes(
         segment[-2].run.versions, segment[-1].run.versions))
 
@@ -120,16 +117,13 @@ class SeriesFilter:
 
 def load_series(store: Store, keep: SeriesFilter = SeriesFilter(), threshold: float = THRESHOLD) -> list[Series]:
     """Every series ``keep`` selects, with its points in ``started_at`` order and its steps, sorted by key."""
-    runs = {run.run_id: run for run in store.runs()}
-    keys = {sid: key for sid, key in store.series().items() if keep.keeps(key)}
-    points: dict[str, list[SeriesPoint]] = {sid: [] for sid in keys}
-    for row in store.points():
-        run = runs.get(row.run_id)
-        if row.series_id in points and run is not None and keep.admits(run):
-            points[row.series_id].append(SeriesPoint(run, row.status, row.value, row.reason))
+    points: dict[SeriesKey, list[Point]] = {key: [] for key in store.series().values() if keep.keeps(key)}
+    for point in store.points():
+        if point.figure.key in points and keep.admits(point.run):
+            points[point.figure.key].append(point)
     result = []
-    for sid, key in keys.items():
-        ordered = sorted(points[sid], key=lambda p: (p.run.started_at, p.run.run_id))
+    for key, found in points.items():
+        ordered = sorted(found, key=lambda p: (p.run.started_at, p.run.run_id))
         if ordered:
             result.append(Series(key, tuple(ordered), series_steps(ordered, threshold)))
     return sorted(result, key=lambda s: (s.key.model, s.key.variant, s.key.options, s.key.precision, s.key.point,

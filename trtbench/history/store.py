@@ -9,14 +9,15 @@ import contextlib
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, Optional
+from typing import Any, Callable, ContextManager, Iterator
 
 from trtbench.core.errors import UserInputError
 from trtbench.core.stats import Interval
-from trtbench.history.figures import Figure, RunRow, SeriesKey, StoredRun
+from trtbench.core.status import RunStatus
+from trtbench.history.figures import Figure, Machine, Point, RunRow, SeriesKey, StoredRun
 
 BUSY_TIMEOUT_S = 60
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
@@ -26,17 +27,6 @@ MIGRATIONS = {int(f.name[:4]): f for f in resources.files(__package__).joinpath(
               if f.name.endswith(".sql")}
 STORE_VERSION = max(MIGRATIONS)
 KEY_COLUMNS = tuple(f.name for f in fields(SeriesKey))
-
-
-@dataclass(frozen=True)
-class PointRow:
-    """A run's figure in a series."""
-
-    run_id: str
-    series_id: str
-    status: str
-    value: Optional[Interval]
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -198,11 +188,12 @@ class Store:
         run = adding.run
         with self.transaction():
             stored = self._execute("SELECT status FROM runs WHERE run_id = {run_id}", run_id=run.run_id).fetchone()
-            if stored is not None and stored["status"] in ("complete", run.status):
+            if stored is not None and stored["status"] in (RunStatus.COMPLETE, run.status):
                 return False
             self._execute("DELETE FROM runs WHERE run_id = {run_id}", run_id=run.run_id)  # its points cascade
-            self._insert("runs", {**run.__dict__, "versions": json.dumps(run.versions, sort_keys=True),
-                                  "machine": json.dumps(run.machine, sort_keys=True), "accepted": int(run.accepted)})
+            self._insert("runs", {**run.__dict__, "versions": json.dumps(dict(run.versions), sort_keys=True),
+                                  "machine": json.dumps(asdict(run.machine), sort_keys=True),
+                                  "accepted": int(run.accepted)})
             for figure in {f.key.series_id: f for f in adding.figures}.values():
                 self._add_figure(run.run_id, figure)
         return True
@@ -219,18 +210,19 @@ class Store:
         """Every run, by start time (then id)."""
         columns = ", ".join(f.name for f in fields(RunRow))
         rows = self._execute(f"SELECT {columns} FROM runs ORDER BY started_at, run_id").fetchall()
-        return [RunRow(**{**r, "versions": json.loads(r["versions"]), "machine": json.loads(r["machine"]),
-                          "accepted": bool(r["accepted"])}) for r in rows]
+        return [RunRow(**{**r, "versions": json.loads(r["versions"]), "accepted": bool(r["accepted"]),
+                          "machine": Machine.from_dict(json.loads(r["machine"]))}) for r in rows]
 
     def series(self) -> dict[str, SeriesKey]:
         rows = self._execute(f"SELECT series_id, {', '.join(KEY_COLUMNS)} FROM series").fetchall()
         return {r["series_id"]: SeriesKey(**{name: r[name] for name in KEY_COLUMNS}) for r in rows}
 
-    def points(self) -> list[PointRow]:
+    def points(self) -> list[Point]:
+        """Every run's figure in every series, by series id, then run id."""
+        runs, keys = {run.run_id: run for run in self.runs()}, self.series()
         rows = self._execute("SELECT * FROM points ORDER BY series_id, run_id").fetchall()
-        return [PointRow(r["run_id"], r["series_id"], r["status"],
-                         Interval(r["value"], r["low"], r["high"]) if r["value"] is not None else None, r["reason"])
-                for r in rows]
+        return [Point(runs[r["run_id"]], Figure(keys[r["series_id"]], r["status"], None if r["value"] is None else
+                                                Interval(r["value"], r["low"], r["high"]), r["reason"])) for r in rows]
 
     def find_run(self, text: str) -> RunRow:
         """The run whose id is ``text`` or starts with it, or whose label is ``text``; bad input otherwise."""

@@ -25,9 +25,7 @@ def interval_text(value: Optional[Interval]) -> str:
     """``10 [9.9, 10.1]``; the value alone for a figure without an interval (p99, accuracy); ``-`` for none."""
     if value is None:
         return "-"
-    if value.low == value.high == value.value:
-        return f"{value.value:.4g}"
-    return f"{value.value:.4g} [{value.low:.4g}, {value.high:.4g}]"
+    return f"{value.value:.4g}" if value.low == value.high == value.value else value.text(".4g", sep=", ")
 
 
 def levels_text(before: Optional[Interval], after: Optional[Interval], changes: Sequence[str]) -> str:
@@ -50,7 +48,8 @@ def series_lines(series: list[Series]) -> list[str]:
     lines = []
     for one in series:
         latest = one.latest
-        value = interval_text(latest.value) if latest.value is not None else f"{latest.status}: {latest.reason}"
+        figure = latest.figure
+        value = interval_text(figure.value) if figure.value is not None else f"{figure.status}: {figure.reason}"
         lines.append(f"{one.key.label}: {value}  {one.trend()}  ({len(one.points)} run(s), latest "
                      f"{latest.run.run_id})")
         lines += [f"  step {step_text(one, step)}" for step in one.steps]
@@ -73,16 +72,13 @@ def _number(value) -> str:
 
 def export_csv(store: Store) -> str:
     """Every point of every series, one CSV row each (see the module docstring)."""
-    runs = {run.run_id: run for run in store.runs()}
-    keys = store.series()
     rows = []
     for point in store.points():
-        run, key = runs[point.run_id], keys[point.series_id]
-        value = point.value
+        run, key, figure = point.run, point.figure.key, point.figure
         rows.append([key.model, key.model_hash, key.variant, key.options, key.precision, key.point, str(key.threads),
                      key.knobs, key.device, key.machine, key.figure, run.run_id, run.started_at, run.label,
-                     point.status, *(_number(getattr(value, name, None)) for name in ("value", "low", "high")),
-                     point.reason, json.dumps(run.versions, sort_keys=True)])
+                     figure.status, *(_number(getattr(figure.value, name, None)) for name in ("value", "low", "high")),
+                     figure.reason, json.dumps(dict(run.versions), sort_keys=True)])
     rows.sort(key=lambda row: (row[:11], row[12], row[11]))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

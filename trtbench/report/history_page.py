@@ -1,13 +1,13 @@
 """The history's page (``templates/history.html.j2``): one offline HTML file with a chart per series (each point's
 value and its interval as a band, the steps found marked with their levels before and after), drawn by matplotlib
 as every report figure is and shown as a PNG ``data:`` URI, with each point's run and environment and each step's
-change on hover, and filterable by the series' titles. It takes plain data (:class:`HistorySeries`);
-:func:`from_history` makes it from the history's series (:mod:`trtbench.history.series`)."""
+change on hover, and filterable by the series' titles. It draws the history's series (:mod:`trtbench.history.series`)
+as :func:`from_history` gives them."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
 from matplotlib.figure import Figure
@@ -15,6 +15,7 @@ from matplotlib.transforms import Bbox
 
 from trtbench.analysis.change_points import Step
 from trtbench.core.stats import Interval
+from trtbench.history.figures import Point
 from trtbench.history.series import Series
 from trtbench.history.text import interval_text
 from trtbench.report.blocks import Text, code
@@ -25,30 +26,6 @@ from trtbench.report.section import Plot
 SIZE = (8.0, 3.0)  # a chart's width and height, inches
 SPOT = 9.0  # pt: the side of a point's hover target, the width of a step's
 RUN_LABELS = 10  # at most this many runs named along x
-
-
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One run's figure in a series: the run, when it started, the value with its 95% interval, and the
-    environment it ran in (name -> version)."""
-
-    run_id: str
-    started_at: str
-    value: float
-    low: float
-    high: float
-    environment: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class HistorySeries:
-    """One figure under one key: its ``title`` (the key in words), its ``unit``, its points in order of their
-    start, and the steps found in it (each at its first point after it, an index into ``points``)."""
-
-    title: str
-    unit: str
-    points: tuple[HistoryPoint, ...]
-    steps: tuple[Step, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +42,7 @@ class Spot:
 class Chart:
     """A series as the page shows it: its figure (None without points) and the spots on it."""
 
-    series: HistorySeries
+    series: Series
     plot: Optional[Plot] = None
     spots: tuple[Spot, ...] = ()
 
@@ -73,34 +50,34 @@ class Chart:
     def summary(self) -> Text:
         """Its latest value and how many steps were found."""
         last, steps = self.series.points[-1], len(self.series.steps)
-        latest = _with_unit(Interval(last.value, last.low, last.high), self.series.unit)
-        return ("Latest (run ", code(last.run_id), f"): {latest}; {steps} step{'s' if steps != 1 else ''} found.")
+        latest = _with_unit(last.figure.value, self.series.unit)
+        return ("Latest (run ", code(last.run.run_id), f"): {latest}; {steps} step{'s' if steps != 1 else ''} found.")
 
 
 def _with_unit(interval: Interval, unit: str) -> str:
     return f"{interval_text(interval)} {unit}"
 
 
-def _bounds(point: HistoryPoint) -> tuple[float, float]:
+def _bounds(point: Point) -> tuple[float, float]:
     """The point's interval, each bound that is not finite at the value."""
-    low, high = (bound if math.isfinite(bound) else point.value for bound in (point.low, point.high))
+    value = point.figure.value
+    low, high = (bound if math.isfinite(bound) else value.value for bound in (value.low, value.high))
     return low, high
 
 
-def _point_tip(point: HistoryPoint, unit: str) -> str:
-    lines = [f"run {point.run_id}", point.started_at,
-             _with_unit(Interval(point.value, point.low, point.high), unit)]
-    return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.environment.items())])
+def _point_tip(point: Point, unit: str) -> str:
+    lines = [f"run {point.run.run_id}", point.run.started_at, _with_unit(point.figure.value, unit)]
+    return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.run.versions.items())])
 
 
-def _step_tip(step: Step, series: HistorySeries) -> str:
-    first = series.points[step.index].run_id if step.index < len(series.points) else "?"
+def _step_tip(step: Step, series: Series) -> str:
+    first = series.points[step.index].run.run_id if step.index < len(series.points) else "?"
     return "\n".join([f"step at run {first} ({step.change:+.1%})", f"before {_with_unit(step.before, series.unit)}",
                       f"after {_with_unit(step.after, series.unit)}",
                       f"changed: {'; '.join(step.what_changed) or 'nothing in the environment'}"])
 
 
-def _steps(ax, series: HistorySeries) -> None:
+def _steps(ax, series: Series) -> None:
     """Each step: a dashed red line (gid ``step|<index>``) between its last point before and first after, its
     change above the axes, and each level across its points (under their line)."""
     steps = sorted(series.steps, key=lambda step: step.index)
@@ -114,10 +91,10 @@ def _steps(ax, series: HistorySeries) -> None:
                     xytext=(3, 2), textcoords="offset points", color="tab:red", fontsize="small")
 
 
-def _spots(fig: Figure, ax, series: HistorySeries) -> tuple[Spot, ...]:
+def _spots(fig: Figure, ax, series: Series) -> tuple[Spot, ...]:
     """Each point's and each step's spot, where the laid-out axes draw them."""
     side, to_figure = SPOT * fig.dpi / 72, fig.transFigure.inverted()
-    centres = ax.transData.transform([(index, point.value) for index, point in enumerate(series.points)])
+    centres = ax.transData.transform([(index, point.figure.value.value) for index, point in enumerate(series.points)])
     spots = [Spot("pt", Bbox.from_bounds(x - side / 2, y - side / 2, side, side).transformed(to_figure),
                   _point_tip(point, series.unit)) for (x, y), point in zip(centres, series.points)]
     for step in series.steps:
@@ -127,7 +104,7 @@ def _spots(fig: Figure, ax, series: HistorySeries) -> tuple[Spot, ...]:
     return tuple(spots)
 
 
-def history_chart(series: HistorySeries, file_name: str) -> Chart:
+def history_chart(series: Series, file_name: str) -> Chart:
     """The series' chart: each point's value (gid ``value|<title>``) over its interval's band, the steps
     (:func:`_steps`), its runs along x; and the spots that show their tips."""
     if not series.points:
@@ -138,12 +115,12 @@ def history_chart(series: HistorySeries, file_name: str) -> Chart:
     bounds = [_bounds(point) for point in series.points]
     ax.fill_between(xs, [low for low, _ in bounds], [high for _, high in bounds], color="tab:blue", alpha=0.18,
                     linewidth=0)
-    ax.plot(xs, [point.value for point in series.points], "o-", color="tab:blue", markersize=4, linewidth=1.5,
-            gid=f"value|{series.title}")
+    ax.plot(xs, [point.figure.value.value for point in series.points], "o-", color="tab:blue", markersize=4,
+            linewidth=1.5, gid=f"value|{series.title}")
     _steps(ax, series)
     every = max(1, math.ceil(len(xs) / RUN_LABELS))
     named = [i for i in xs if i % every == 0 or i == len(xs) - 1]
-    ax.set_xticks(named, [series.points[i].run_id[:10] for i in named], fontsize="small")
+    ax.set_xticks(named, [series.points[i].run.run_id[:10] for i in named], fontsize="small")
     ax.set_xlim(-0.5, len(xs) - 0.5)
     ax.ticklabel_format(axis="y", useOffset=False)
     label_axes(ax, "run", series.unit, "")
@@ -156,15 +133,13 @@ def history_page(charts: Sequence[Chart], pngs: Mapping[object, bytes], title: s
     return render("history.html.j2", title=title, charts=charts, pngs=pngs)
 
 
-def from_history(found: Sequence[Series]) -> list[HistorySeries]:
+def from_history(found: Sequence[Series]) -> list[Series]:
     """The history's series as the page draws them: each point that has a value (a failed or skipped run's has
     none), with its run's versions on hover, and each step at its first run after it."""
     pages = []
     for series in found:
-        drawn = [p for p in series.points if p.value is not None]
-        points = tuple(HistoryPoint(p.run.run_id, p.run.started_at, p.value.value, p.value.low, p.value.high,
-                                    {k: str(v) for k, v in p.run.versions.items()}) for p in drawn)
+        drawn = tuple(p for p in series.points if p.figure.value is not None)
         at = {p.run.run_id: i for i, p in enumerate(drawn)}
         steps = tuple(replace(s, index=at[series.points[s.index].run.run_id]) for s in series.steps)
-        pages.append(HistorySeries(series.key.label, series.key.figure_name.kind.unit, points, steps))
+        pages.append(replace(series, points=drawn, steps=steps))
     return pages

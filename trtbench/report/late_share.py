@@ -21,7 +21,7 @@ class SharePanel:
     steps: tuple  # the search's steps (serving's loadgen Step: qps, share, late, queries)
     allowed: float
     peak: float
-    interval: Any  # its PeakInterval (low, high, reader): the layer above's type, named here by what is read
+    interval: Any  # its PeakInterval (estimate, reader): the layer above's type, named here by what is read
 
 
 def _wilson(late: int, queries: int) -> tuple[float, float]:
@@ -52,7 +52,7 @@ def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
             ax.plot(grid, expected, label="fitted late share")
         ax.axhline(panel.allowed, color="black", linestyle="--", linewidth=0.8, label=f"allowed ({panel.allowed:.2%})")
         ax.axvline(panel.peak, color="red", linewidth=1.0, label=f"peak {panel.peak:.3g} QPS")
-        ax.axvspan(panel.interval.low, min(panel.interval.high, grid.max()), color="red", alpha=0.12,
+        ax.axvspan(panel.interval.estimate.low, min(panel.interval.estimate.high, grid.max()), color="red", alpha=0.12,
                    label="its 90% interval")
         ax.set_yscale("symlog", linthresh=panel.allowed / 10)
         ax.set_ylim(bottom=0)

@@ -11,9 +11,10 @@ from typing import Iterable, Optional, Sequence
 
 from trtbench.core.fsutil import atomic_write_text, json_text
 from trtbench.core.outdir import write_files
+from trtbench.history.series import Series
 from trtbench.report.blocks import Block
 from trtbench.report.markdown import report_markdown
-from trtbench.report.history_page import HistorySeries, history_chart, history_page
+from trtbench.report.history_page import history_chart, history_page
 from trtbench.report.plots import DPI
 from trtbench.report.run_page import PageFigure, run_page
 from trtbench.report.section import Plot, ReportSection
@@ -63,7 +64,7 @@ def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
     return files
 
 
-def write_history_page(path: Path, series: Sequence[HistorySeries], title: str = "trtbench history") -> Path:
+def write_history_page(path: Path, series: Sequence[Series], title: str = "trtbench history") -> Path:
     """The history's page (:mod:`trtbench.report.history_page`), each series' chart drawn, written atomically to
     ``path``."""
     charts = [history_chart(one, f"history-{n}.png") for n, one in enumerate(series)]

@@ -70,20 +70,22 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     assert interval.queries == sum(len(r.latencies_ms) for r in runs)
     assert interval.queries <= 480 + 2 * 40, "LoadGen may issue a few more than its minimum"
     assert len({run.log_dir for run in runs}) == len(runs) and [r.repeat for r in runs] == list(range(len(runs)))
-    if interval.confirm_valid is not None:
+    estimate = interval.estimate
+    if interval.verdict is not None:
         confirm = runs[-1]
-        needed = interval.confirm_needs.queries
+        needed = interval.needs.queries
         assert needed >= 44 and len(confirm.latencies_ms) >= needed, "sized for LoadGen's early stopping (p90: 44)"
-        assert confirm.confirm and confirm.offered_qps == interval.low and result.peak_run == confirm
-        assert interval.confirm_valid == confirm.summary.valid == confirm.within_bound
+        assert confirm.confirm and confirm.offered_qps == estimate.low and result.peak_run == confirm
+        assert interval.verdict.valid == confirm.summary.valid == confirm.within_bound
         late = late_count(confirm.latencies_ms, BOUND_MS) / len(confirm.latencies_ms)
-        assert interval.confirm_late_share == pytest.approx(late)
-    assert 0 <= interval.low <= result.peak_qps <= interval.high or result.peak_qps == 0
-    assert result.peak_spread == (interval.low, interval.high)
+        assert interval.verdict.late_share == pytest.approx(late)
+    assert 0 <= estimate.low <= result.peak_qps <= estimate.high or result.peak_qps == 0
+    assert estimate.value == result.peak_qps and result.peak_spread == (estimate.low, estimate.high)
     for run in runs:
         assert run.late_flags(BOUND_MS) == [ms > BOUND_MS for ms in run.latencies_ms]
     stored = json.loads(json.dumps(result.to_dict()))
-    assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == interval.low
+    assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == estimate.low
+    assert ServingResult.from_dict(stored).interval == interval
     # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
     from helpers.records import two_variant_set
     from helpers.plots import save_plots
@@ -94,7 +96,7 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
     results = two_variant_set("env-a")
     results.add(ServedCase(next(iter(results)).case.key, "env-a", (result,)))
     table = serving_markdown(results, [])
-    assert f"| {interval.text(result.peak_qps)} |" in table and "queries, " in table
+    assert f"| {interval.text()} |" in table and "queries, " in table
     assert "| joint-estimate/1 at 90% |" in table
     median, p99, largest = result.service_tail_ms
     assert CALL_S * 1e3 <= median <= p99 <= largest and f"| {median:.2f} / {p99:.2f} / {largest:.2f} |" in table

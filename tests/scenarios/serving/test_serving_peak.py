@@ -25,6 +25,7 @@ from helpers.queue_model import (PERCENTILE, highest_qps, md_c_latencies, md_c_t
                                  mg_c_true_peak, simulated_late_share)
 from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
+from trtbench.core.stats import Interval
 from trtbench.scenarios.serving.loadgen.peak_estimate import (QUEUE_STEPS, Budget, ConfirmNeeds, QueueReader, Search,
                                                               SearchPlan, Step, block_counts, replicate_counts,
                                                               search_peak)
@@ -36,7 +37,7 @@ from trtbench.scenarios.serving.vision.report import recommend_serving, serving_
 from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
 from trtbench.api import compare
 from trtbench.results.compare import compare_serving
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, searched_peak
+from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, Verdict, searched_peak
 from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, early_stopping_queries,
                                                      late_count, least_queries, passes, resolving_queries, rule_name)
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel
@@ -220,11 +221,11 @@ def test_the_joint_estimate_finds_the_true_peak_within_its_interval_across_queue
     median width 3-25% of the peak, no search over the budget and each confirming run at the low end."""
     assert covering_floor(ESTIMATE_SEARCHES) == 31
     for queue, (searches, peak) in estimated.items():
-        ratios = [s.estimate.qps / peak for s in searches]
+        ratios = [s.estimate.value / peak for s in searches]
         assert 0.98 <= statistics.median(ratios) <= 1.02, (queue, statistics.median(ratios))
         covered = sum(s.estimate.low <= peak <= s.estimate.high for s in searches)
         assert covered >= covering_floor(len(searches)), (queue, covered)
-        assert 0.03 <= statistics.median(s.estimate.width for s in searches) <= 0.25, queue
+        assert 0.03 <= statistics.median(s.estimate.rel_width for s in searches) <= 0.25, queue
         assert all(s.read_by == "queue" for s in searches)
         assert max(s.queries for s in searches) <= ESTIMATE_BUDGET
         assert all(s.confirm.qps == s.estimate.low for s in searches if s.confirm is not None)
@@ -259,15 +260,17 @@ def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it
     search = search_peak(lambda qps, repeat, queries: (
         md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
     assert search.confirm is None and search.confirm_needs.queries == 40_000 and search.queries <= 5000
-    peak, interval = searched_peak(search, 1 / SERVICE_S, None)
-    assert interval.confirm_needs == search.confirm_needs
+    interval = searched_peak(search, 1 / SERVICE_S, None)
+    peak = interval.estimate.value
+    assert interval.needs == search.confirm_needs and interval.verdict is None and peak == search.estimate.value
     assert (f"LoadGen no confirming run: LoadGen's early stopping needs 40000 queries to pass at the "
-            f"{search.confirm_needs.late_share:.2%} late the fitted curve expects at {interval.low:.1f}, more than the "
-            "budget had left") in interval.text(peak)
+            f"{search.confirm_needs.late_share:.2%} late the fitted curve expects at {interval.estimate.low:.1f}, "
+            "more than the budget had left") in interval.text()
     stored = json.loads(json.dumps(interval.to_dict()))
-    assert PeakInterval.from_dict(stored).to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
+    assert PeakInterval.from_dict(stored, peak) == interval
+    assert PeakInterval.from_dict(stored, peak).to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
     older = {**stored, "confirm_needs": [stored["confirm_needs"]["late_share"], 40_000]}
-    assert PeakInterval.from_dict(older) == PeakInterval.from_dict(stored), "results written before it was named"
+    assert PeakInterval.from_dict(older, peak) == interval, "results written before it was named"
 
 
 def test_loadgens_early_stopping_queries_at_a_late_share():
@@ -336,7 +339,8 @@ def estimated_set(peak: float, low: float, high: float, env: str = "env-a", rule
     results = two_variant_set(env)
     eager = next(r for r in results if r.case.variant == "eager")
     confirm = LoadGenRun(low, 3, LoadGenSummary(True, low, low, {"p99": 30.0}), True, (12.0, 45.0), confirm=True)
-    interval = PeakInterval(low, high, "budget", 9800, 230.0, True, 0.5) if rule == ESTIMATE_RULE else None
+    interval = PeakInterval(Interval(peak, low, high, 0.9), "budget", 9800, 230.0, verdict=Verdict(True, 0.5)) \
+        if rule == ESTIMATE_RULE else None
     results.add(ServedCase(eager.case.key, env, (ServingResult(
         loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peak_rule=rule,
         peaks=(peak,) if interval else (low, peak, high), runs=(confirm,), interval=interval),)))
@@ -368,7 +372,8 @@ def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
     assert old.peak_qps == 40.0 and not old.runs[0].confirm and old.runs[0].late_flags(40.0) == [False, True]
     new = estimated_set(40.0, 38.0, 42.0)
     (estimated,) = ResultSet.from_dict(json.loads(json.dumps(new.to_dict()))).parts("served")[0].results
-    assert estimated.interval == PeakInterval(38.0, 42.0, "budget", 9800, 230.0, True, 0.5)
+    assert estimated.interval == PeakInterval(Interval(40.0, 38.0, 42.0, 0.9), "budget", 9800, 230.0,
+                                              verdict=Verdict(True, 0.5))
     assert estimated.peak_run.confirm and estimated.peak_spread == (38.0, 42.0)
     table = serving_markdown(new, [])
     assert "| 40.0 [38.0-42.0] (90%; 9800 queries, 3.8 min, stopped by budget; LoadGen VALID at 38.0) |" in table
@@ -380,7 +385,7 @@ def test_a_search_whose_steps_are_never_late_stops_at_the_capacity_bracketed():
     plan = SearchPlan(0.01, 100.0, 50, 0.1, 0.02, Budget(10_000))
     search = search_peak(lambda qps, repeat, queries: (np.zeros(queries, dtype=bool), None), plan,
                          np.random.default_rng(0))
-    assert search.stopped_by == "resolution" and search.estimate.qps == pytest.approx(98.4375)
+    assert search.stopped_by == "resolution" and search.estimate.value == pytest.approx(98.4375)
     assert search.estimate.high == 100.0 and len(search.steps) == 6 and search.confirm.qps == search.estimate.low
 
 
@@ -389,19 +394,20 @@ def test_a_merge_keeps_the_joint_estimates_intervals(tmp_path):
     estimated_set(40.0, 38.0, 42.0).save(first / "results.json")
     estimated_set(44.0, 41.0, 47.0, "env-b").save(second / "results.json")
     merged = merge_runs([str(first), str(second)], tmp_path / "m").results
-    intervals = sorted((r.interval.low, r.interval.high) for part in merged.parts("served") for r in part.results)
-    assert intervals == [(38.0, 42.0), (41.0, 47.0)]
+    intervals = sorted((r.interval.estimate for part in merged.parts("served") for r in part.results), key=str)
+    assert intervals == [Interval(40.0, 38.0, 42.0, 0.9), Interval(44.0, 41.0, 47.0, 0.9)]
 
 
 def test_an_invalid_confirming_run_says_it_saw_more_late_queries_than_it_was_sized_for():
     """LoadGen fails a confirming run that saw more late queries than the fitted curve expected: the verdict says
     both shares; one that saw no more than expected (or was not sized) gives its late share alone."""
-    over = PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069, ConfirmNeeds(0.0041, 1307))
+    estimate, facts = Interval(110.0, 101.8, 125.8, 0.9), ("budget", 9491, 84.0)
+    over = PeakInterval(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(False, 0.0069))
     assert over.confirm_text == ("INVALID at 101.8 (late share 0.69%: more than the 0.41% the fitted curve expected "
                                  "there, which the run was sized to pass)")
-    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, False, 0.0069).confirm_text == \
+    assert PeakInterval(estimate, *facts, verdict=Verdict(False, 0.0069)).confirm_text == \
         "INVALID at 101.8 (late share 0.69%)"
-    assert PeakInterval(101.8, 125.8, "budget", 9491, 84.0, True, 0.003, ConfirmNeeds(0.0041, 1307)).confirm_text == \
+    assert PeakInterval(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(True, 0.003)).confirm_text == \
         "VALID at 101.8"
 
 
@@ -425,8 +431,8 @@ def test_a_search_that_is_late_down_to_a_tenth_of_the_capacity_stops_there_and_s
 
     search = search_peak(every_query_late, plan, np.random.default_rng(0))
     assert offered == [100.0, 50.0, 25.0, 12.5] and search.stopped_by == "floor" and search.confirm is None
-    peak, interval = searched_peak(search, plan.capacity, None)
-    assert (peak, interval.low, interval.high) == (0.0, 0.0, 12.5)
-    assert interval.text(peak) == ("below 12.5 (1300 queries, 0.0 min): more than the allowed share late at 12.5 QPS, "
+    interval = searched_peak(search, plan.capacity, None)
+    assert interval.estimate == Interval(0.0, 0.0, 12.5, 0.9)
+    assert interval.text() == ("below 12.5 (1300 queries, 0.0 min): more than the allowed share late at 12.5 QPS, "
                                    "a tenth of the capacity or less, where queries hardly queue: the service time "
                                    "alone misses the bound")

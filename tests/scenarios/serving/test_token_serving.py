@@ -303,6 +303,6 @@ def test_the_joint_estimate_over_token_latencies_steps_each_on_its_own_schedule(
         issued = sorted(run.queries, key=lambda q: q.issued_s)
         assert step.late.tolist() == [q.late(bounds) for q in issued] and step.qps == run.qps
     estimate = search.estimate
-    assert 0 < estimate.low <= estimate.qps <= estimate.high and estimate.qps < top
+    assert 0 < estimate.low <= estimate.value <= estimate.high and estimate.value < top and estimate.level == 0.9
     if search.confirm is not None:
         assert search.confirm.qps == estimate.low and search.confirm.run is runs[-1]

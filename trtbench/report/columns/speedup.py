@@ -11,11 +11,7 @@ from trtbench.core.stats import Interval
 
 def speedup_text(interval: Optional[Interval]) -> str:
     """``1.52x [1.49-1.55]``; the interval is the two-level 95% CI."""
-    if interval is None:
-        return ""
-    if interval.low == float("-inf"):
-        return f"{interval.value:.2f}x"
-    return f"{interval.value:.2f}x [{interval.low:.2f}-{interval.high:.2f}]"
+    return "" if interval is None else interval.text(unit="x")
 
 
 def interval_values(name: str, interval: Optional[Interval]) -> dict:

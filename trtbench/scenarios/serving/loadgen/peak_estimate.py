@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Literal, Optional, Protocol, Sequenc
 
 import numpy as np
 
+from trtbench.core.stats import Interval
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel, posterior, steady_peak, steady_share
 from trtbench.scenarios.serving.loadgen.search import Bracket
 
@@ -51,21 +52,7 @@ class Step:
         return float(np.mean(self.late)) if len(self.late) else 0.0
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """The peak and its 90% interval (nan where the steps fix no crossing yet)."""
-
-    qps: float
-    low: float
-    high: float
-
-    @property
-    def width(self) -> float:
-        """The interval's width over the estimate (inf where there is none)."""
-        return (self.high - self.low) / self.qps if self.qps > 0 and math.isfinite(self.high - self.low) else math.inf
-
-
-NO_ESTIMATE = Estimate(math.nan, math.nan, math.nan)
+NO_ESTIMATE = Interval(math.nan, math.nan, math.nan, LEVEL)  # the steps fix no crossing yet
 
 
 @dataclass(frozen=True)
@@ -182,18 +169,18 @@ def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates
     return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
 
 
-def _bootstrap(steps: Sequence[Step], allowed: float, point: float, rng: np.random.Generator) -> Estimate:
+def _bootstrap(steps: Sequence[Step], allowed: float, point: float, rng: np.random.Generator) -> Interval:
     """The peak ``point`` the curve fitted to ``steps`` gives, with its 90% interval by the block bootstrap, both less
     the replicates' median bias."""
     if not math.isfinite(point):
-        return Estimate(point, math.nan, math.nan)
+        return Interval(point, math.nan, math.nan, LEVEL)
     log_qps, centre = _centred(steps)
     boot_late, boot_queries = replicate_counts(steps, rng, REPLICATES)
     crossings = _crossing(*_fit(boot_late, boot_queries, np.broadcast_to(log_qps, boot_late.shape)), allowed, centre)
     crossings = np.where(np.isnan(crossings), np.inf, crossings)  # no crossing: the curve never rose, a peak unbounded
     low, middle, high = np.quantile(crossings, [(1 - LEVEL) / 2, 0.5, (1 + LEVEL) / 2], method="inverted_cdf")
     bias = middle - point  # the replicates' median bias about the fit: the fit's, about the true crossing
-    return Estimate(float(point - bias), float(max(low - bias, 0.0)), float(high - bias))
+    return Interval(float(point - bias), float(max(low - bias, 0.0)), float(high - bias), LEVEL)
 
 
 def _bracket(steps: Sequence[Step], allowed: float, ceiling: float) -> Optional[Bracket]:
@@ -220,13 +207,13 @@ class Reading:
     whether a bracket within the resolution ends the search, the late share expected at a load in the steady state, and
     the peak with its 90% interval drawn (the curve's: a bootstrap at each call)."""
 
-    estimate: Estimate
+    estimate: Interval
     width: float
     bracket: Optional[Bracket]
     next_qps: float
     closes: bool
     expected_share: Callable[[float], float]
-    interval: Callable[[np.random.Generator], Estimate]
+    interval: Callable[[np.random.Generator], Interval]
 
 
 class StepReader(Protocol):
@@ -256,7 +243,7 @@ class CurveReader:
         bracket = _bracket(steps, plan.allowed, plan.capacity)
         next_qps = (min(point * (1 + (SPREAD if len(steps) % 2 else -SPREAD)), plan.capacity)
                     if bracket is None and math.isfinite(point) else (bracket or Bracket(0.0, plan.capacity)).qps)
-        return Reading(Estimate(point, math.nan, math.nan), width, bracket, next_qps, closes=True,
+        return Reading(Interval(point, math.nan, math.nan, LEVEL), width, bracket, next_qps, closes=True,
                        expected_share=lambda qps: float(curve.share(math.log(qps))) if curve else 0.0,
                        interval=lambda rng: _bootstrap(read, plan.allowed, point, rng))
 
@@ -285,10 +272,11 @@ class QueueReader:
         model = self.queue(steps)
         scale = posterior(model, [s.qps for s in read], [s.queries for s in read], [int(s.late.sum()) for s in read])
         peak = steady_peak(model, plan.allowed)
-        estimate = Estimate(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2),
-                            peak / scale.kappa((1 - LEVEL) / 2))
-        return Reading(estimate, estimate.width, bracket, estimate.qps * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)],
-                       closes=False, expected_share=lambda qps: steady_share(model, qps * scale.kappa(0.5)),
+        estimate = Interval(peak / scale.kappa(0.5), peak / scale.kappa((1 + LEVEL) / 2),
+                            peak / scale.kappa((1 - LEVEL) / 2), LEVEL)
+        next_qps = estimate.value * QUEUE_STEPS[len(steps) % len(QUEUE_STEPS)]
+        return Reading(estimate, estimate.rel_width, bracket, next_qps, closes=False,
+                       expected_share=lambda qps: steady_share(model, qps * scale.kappa(0.5)),
                        interval=lambda rng: estimate)
 
     @staticmethod
@@ -342,7 +330,7 @@ class Search:
     and the name of the reader that read the steps."""
 
     steps: tuple[Step, ...]
-    estimate: Estimate
+    estimate: Interval
     stopped_by: StopReason
     confirm: Optional[Step]
     queries: int
@@ -364,14 +352,14 @@ class SearchState:
     started: float = field(default_factory=time.monotonic)
     steps: list[Step] = field(default_factory=list)
     used: int = 0
-    drawn: Estimate = NO_ESTIMATE
+    drawn: Interval = NO_ESTIMATE
 
     @property
     def seconds(self) -> float:
         return time.monotonic() - self.started
 
     @property
-    def latest(self) -> Estimate:
+    def latest(self) -> Interval:
         """The latest 90% interval: the reading's own, or the last drawn."""
         return self.reading.estimate if math.isfinite(self.reading.estimate.low) else self.drawn
 
@@ -385,7 +373,7 @@ class SearchState:
         cap = max(plan.queries_at(low), int(CONFIRM_SHARE * plan.budget.queries))
         return needed if needed is not None and needed <= cap else plan.queries_at(low)
 
-    def confirmed(self, run: RunStep, estimate: Estimate, stopped_by: StopReason) -> Search:
+    def confirmed(self, run: RunStep, estimate: Interval, stopped_by: StopReason) -> Search:
         """The search ending at ``estimate``, with its confirming run at the low end where the budget allows."""
         confirm, needs = None, ConfirmNeeds()
         if estimate.low > 0:
@@ -405,7 +393,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
     while True:
         qps, latest, steps = state.reading.next_qps, state.latest, state.steps
         # the confirming run's low end: the interval's, or before one, SPREAD twice below the estimate
-        low = latest.low if math.isfinite(latest.low) else state.reading.estimate.qps * (1 - 2 * SPREAD)
+        low = latest.low if math.isfinite(latest.low) else state.reading.estimate.value * (1 - 2 * SPREAD)
         need = plan.queries_at(qps) + state.reserved(low)
         over_time = plan.budget.seconds is not None and state.seconds + need / qps > plan.budget.seconds
         if state.used + need > plan.budget.queries or over_time:
@@ -416,14 +404,14 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
         state.reading = reading = plan.reader.read(steps, plan)
         bracket = reading.bracket
         if bracket is not None and bracket.lo == 0 and bracket.hi <= FLOOR * plan.capacity:
-            return Search(tuple(steps), Estimate(0.0, 0.0, bracket.hi), "floor", None, state.used, state.seconds,
+            return Search(tuple(steps), Interval(0.0, 0.0, bracket.hi, LEVEL), "floor", None, state.used, state.seconds,
                           read_by=plan.reader.name)
         if reading.closes and bracket is not None and bracket.hi - bracket.lo <= plan.resolution * bracket.lo:
             # no crossing within the bracket: the peak is its low end
-            return state.confirmed(run, Estimate(bracket.lo, bracket.lo, bracket.hi), "resolution")
+            return state.confirmed(run, Interval(bracket.lo, bracket.lo, bracket.hi, LEVEL), "resolution")
         if reading.width <= plan.resolution and sum(int(s.late.sum()) for s in steps) >= MIN_LATE:
             state.drawn = reading.interval(rng)
-            if state.drawn.width <= plan.resolution:
+            if state.drawn.rel_width <= plan.resolution:
                 stopped_by = "resolution"
                 break
     final = state.reading.interval(rng) if stopped_by == "budget" and state.steps else state.latest

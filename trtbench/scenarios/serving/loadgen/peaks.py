@@ -9,47 +9,67 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, TypeVar
 
-from trtbench.scenarios.serving.loadgen.peak_estimate import (READERS, ConfirmNeeds, CurveReader, Search, StepReader,
-                                                              StopReason)
+from trtbench.core.stats import Interval
+from trtbench.scenarios.serving.loadgen.peak_estimate import (LEVEL, READERS, ConfirmNeeds, CurveReader, Search,
+                                                              StepReader, StopReason)
 from trtbench.scenarios.serving.loadgen.summary import percentile_label
 
 Run = TypeVar("Run")
 
 
 @dataclass(frozen=True)
-class PeakInterval:
-    """What a joint estimate gives beside its peak: the 90% interval, why the search stopped, what it took, LoadGen's
-    verdict on the confirming run (None: no room for it) and what that run needs (read from a list
-    ``[late_share, queries]`` in results written before it was named), and the name of the reader that read the
-    steps."""
+class Verdict:
+    """LoadGen's verdict on the confirming run at the interval's low end, and the late share that run saw."""
 
-    low: float
-    high: float
+    valid: bool
+    late_share: float
+
+    def text(self, low: float, expected: float, reader: str) -> str:
+        """``VALID at 41.0``, or INVALID with its late share (and what ``reader`` ``expected`` there, where it saw
+        more)."""
+        if self.valid:
+            return f"VALID at {low:.1f}"
+        if math.isfinite(expected) and self.late_share > expected:
+            return (f"INVALID at {low:.1f} (late share {self.late_share:.2%}: more than the {expected:.2%} {reader} "
+                    "expected there, which the run was sized to pass)")
+        return f"INVALID at {low:.1f} (late share {self.late_share:.2%})"
+
+
+@dataclass(frozen=True)
+class PeakInterval:
+    """A joint estimate's peak with its 90% interval, why the search stopped, what it took, what a confirming run at
+    the low end needs (None: no estimate to confirm; read from a list ``[late_share, queries]`` in results written
+    before it was named), LoadGen's verdict on that run (None: none was made), and the name of the reader that read
+    the steps. In results.json the interval's bounds stand beside these facts and its value is the result's peak."""
+
+    estimate: Interval
     stopped_by: StopReason
     queries: int
     seconds: float
-    confirm_valid: Optional[bool] = None
-    confirm_late_share: Optional[float] = None
-    confirm_needs: Optional[ConfirmNeeds] = None
+    needs: Optional[ConfirmNeeds] = None
+    verdict: Optional[Verdict] = None
     read_by: str = CurveReader.name
 
     def to_dict(self) -> dict:
-        return {"low": self.low, "high": self.high, "stopped_by": self.stopped_by, "queries": self.queries,
-                "seconds": round(self.seconds, 3), "confirm_valid": self.confirm_valid,
-                "confirm_late_share": self.confirm_late_share,
-                "confirm_needs": None if self.confirm_needs is None else dataclasses.asdict(self.confirm_needs),
+        verdict = self.verdict
+        return {"low": self.estimate.low, "high": self.estimate.high, "stopped_by": self.stopped_by,
+                "queries": self.queries, "seconds": round(self.seconds, 3),
+                "confirm_valid": verdict.valid if verdict else None,
+                "confirm_late_share": verdict.late_share if verdict else None,
+                "confirm_needs": None if self.needs is None else dataclasses.asdict(self.needs),
                 "read_by": self.read_by}
 
     @classmethod
-    def from_dict(cls, data: Optional[dict]) -> Optional["PeakInterval"]:
+    def from_dict(cls, data: Optional[dict], peak: float) -> Optional["PeakInterval"]:
+        """The dict :meth:`to_dict` wrote, its interval about ``peak``."""
         if data is None:
             return None
-        needs = data.get("confirm_needs")
-        if isinstance(needs, list):
-            needs = ConfirmNeeds(*needs)
-        elif needs is not None:
-            needs = ConfirmNeeds(**needs)
-        return cls(**{**data, "confirm_needs": needs})
+        needs, valid = data.get("confirm_needs"), data.get("confirm_valid")
+        if needs is not None:
+            needs = ConfirmNeeds(*needs) if isinstance(needs, list) else ConfirmNeeds(**needs)
+        return cls(Interval(peak, data["low"], data["high"], LEVEL), data["stopped_by"], data["queries"],
+                   data["seconds"], needs, None if valid is None else Verdict(valid, data["confirm_late_share"]),
+                   data.get("read_by", CurveReader.name))
 
     @property
     def reader(self) -> type[StepReader]:
@@ -58,43 +78,36 @@ class PeakInterval:
     @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        needs, reader = self.confirm_needs, self.reader.label
-        if self.confirm_valid is None and needs is not None and math.isfinite(needs.late_share):
-            share, needed = needs.late_share, needs.queries
-            if needed is None:
-                return (f"no confirming run: {reader} expects {share:.2%} late at {self.low:.1f}, "
-                        "which no run passes by LoadGen's early stopping")
-            return (f"no confirming run: LoadGen's early stopping needs {needed} queries to pass at the {share:.2%} "
-                    f"late {reader} expects at {self.low:.1f}, more than the budget had left")
-        if self.confirm_valid is None:
+        needs, reader, low = self.needs or ConfirmNeeds(), self.reader.label, self.estimate.low
+        if self.verdict is not None:
+            return self.verdict.text(low, needs.late_share, reader)
+        if not math.isfinite(needs.late_share):
             return "no confirming run (budget spent)"
-        if self.confirm_valid:
-            return f"VALID at {self.low:.1f}"
-        expected = self.confirm_needs.late_share if self.confirm_needs is not None else math.nan
-        if math.isfinite(expected) and self.confirm_late_share > expected:
-            return (f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%}: more than the "
-                    f"{expected:.2%} {reader} expected there, which the run was sized to pass)")
-        return f"INVALID at {self.low:.1f} (late share {self.confirm_late_share:.2%})"
+        if needs.queries is None:
+            return (f"no confirming run: {reader} expects {needs.late_share:.2%} late at {low:.1f}, which no run "
+                    "passes by LoadGen's early stopping")
+        return (f"no confirming run: LoadGen's early stopping needs {needs.queries} queries to pass at the "
+                f"{needs.late_share:.2%} late {reader} expects at {low:.1f}, more than the budget had left")
 
-    def text(self, peak: float) -> str:
+    def text(self) -> str:
         """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
         if self.stopped_by == "floor":
-            return (f"below {self.high:.1f} ({self.queries} queries, {self.seconds / 60:.1f} min): more than the "
-                    f"allowed share late at {self.high:.1f} QPS, a tenth of the capacity or less, where queries hardly "
-                    "queue: the service time alone misses the bound")
-        return (f"{peak:.1f} [{self.low:.1f}-{self.high:.1f}] (90%; {self.queries} queries, {self.seconds / 60:.1f} "
-                f"min, stopped by {self.stopped_by}; LoadGen {self.confirm_text})")
+            return (f"below {self.estimate.high:.1f} ({self.queries} queries, {self.seconds / 60:.1f} min): more "
+                    f"than the allowed share late at {self.estimate.high:.1f} QPS, a tenth of the capacity or less, "
+                    "where queries hardly queue: the service time alone misses the bound")
+        return (f"{self.estimate.text('.1f')} (90%; {self.queries} queries, {self.seconds / 60:.1f} min, stopped by "
+                f"{self.stopped_by}; LoadGen {self.confirm_text})")
 
 
-def searched_peak(search: Search, capacity: float, confirm_valid: Optional[bool]) -> tuple[float, PeakInterval]:
-    """A joint estimate's peak and :class:`PeakInterval` (0 in [0, capacity] without a crossing)."""
-    estimate = search.estimate
-    share = search.confirm.share if search.confirm is not None else None
-    if not (math.isfinite(estimate.qps) and math.isfinite(estimate.low)):
-        return 0.0, PeakInterval(0.0, capacity, search.stopped_by, search.queries, search.seconds, confirm_valid, share,
-                                 read_by=search.read_by)
-    return estimate.qps, PeakInterval(estimate.low, estimate.high, search.stopped_by, search.queries, search.seconds,
-                                      confirm_valid, share, search.confirm_needs, search.read_by)
+def searched_peak(search: Search, capacity: float, valid: Optional[bool]) -> PeakInterval:
+    """A joint estimate's :class:`PeakInterval` (0 in [0, capacity] without a crossing; ``valid``: LoadGen's verdict
+    on the confirming run, None where none was made)."""
+    estimate, confirm = search.estimate, search.confirm
+    verdict = None if valid is None else Verdict(valid, confirm.share)
+    facts = (search.stopped_by, search.queries, search.seconds)
+    if not (math.isfinite(estimate.value) and math.isfinite(estimate.low)):
+        return PeakInterval(Interval(0.0, 0.0, capacity, LEVEL), *facts, None, verdict, search.read_by)
+    return PeakInterval(estimate, *facts, search.confirm_needs, verdict, search.read_by)
 
 
 class RepeatedPeaks:
@@ -117,7 +130,7 @@ class RepeatedPeaks:
     def peak_spread(self) -> Optional[tuple[float, float]]:
         """A joint estimate's 90% interval, or the lowest and highest peak of the repeated searches."""
         if self.interval is not None:
-            return self.interval.low, self.interval.high
+            return self.interval.estimate.low, self.interval.estimate.high
         return (min(self.peaks), max(self.peaks)) if self.peaks else None
 
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],

@@ -67,7 +67,7 @@ def _steps(result: DecoderServingResult) -> str:
 def _cells(part: ServedDecoder, result: DecoderServingResult) -> list[str]:
     step, key = result.peak_step, result.percentile_key
     if result.interval is not None:
-        peak = result.interval.text(result.peak_qps)
+        peak = result.interval.text()
     elif result.peaks:
         low, high = result.peak_spread
         peak = f"{result.peak_qps:.3g} [{low:.3g}-{high:.3g}]"

@@ -145,7 +145,7 @@ class DecoderServingResult(RepeatedPeaks):
                    steps=tuple(DecoderStep.from_dict(s) for s in data.get("steps", [])),
                    log_dir=data.get("log_dir", ""),
                    batching=data.get("batching"), lengths=dict(data.get("lengths") or {}),
-                   interval=PeakInterval.from_dict(data.get("interval")))
+                   interval=PeakInterval.from_dict(data.get("interval"), data.get("peak_qps")))
 
 
 @register_part

@@ -221,8 +221,8 @@ class _TokenEngine:
         if search.confirm is not None:
             steps[-1] = dataclasses.replace(steps[-1], confirm=True)
             valid = steps[-1].summary.valid
-        peak, interval = searched_peak(search, result.capacity_qps, valid)
-        return dataclasses.replace(result, steps=tuple(steps), peaks=(peak,), interval=interval)
+        interval = searched_peak(search, result.capacity_qps, valid)
+        return dataclasses.replace(result, steps=tuple(steps), peaks=(interval.estimate.value,), interval=interval)
 
     def __enter__(self) -> "_TokenEngine":
         return self

@@ -48,7 +48,7 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     run = result.peak_run
     lat = run.summary.latency_ms if run else {}
     if result.interval is not None:
-        peak = result.interval.text(result.peak_qps)
+        peak = result.interval.text()
     elif result.peaks:
         low, high = result.peak_spread
         searches = f"{len(result.peaks)} search" + ("es" if len(result.peaks) > 1 else "")

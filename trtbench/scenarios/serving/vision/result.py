@@ -124,7 +124,7 @@ class ServingResult(RepeatedPeaks):
                    service_ms=data.get("service_ms"), peaks=tuple(data.get("peaks") or ()),
                    runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
                    log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
-                   interval=PeakInterval.from_dict(data.get("interval")))
+                   interval=PeakInterval.from_dict(data.get("interval"), data.get("peak_qps")))
 
 
 @register_part

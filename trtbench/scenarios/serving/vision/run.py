@@ -144,8 +144,8 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
         return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
         runs[-1] = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
-    peak, interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
-    return dataclasses.replace(result, runs=tuple(runs), peaks=(peak,), interval=interval)
+    interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
+    return dataclasses.replace(result, runs=tuple(runs), peaks=(interval.estimate.value,), interval=interval)
 
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
