@@ -199,9 +199,10 @@ def test_the_unpaired_bootstrap_of_two_runs_samples_covers_their_median_ratio():
     their medians and is seeded."""
     rng = np.random.default_rng(3)
     base, this = 10 + rng.standard_normal(100), 5 + 0.5 * rng.standard_normal(80)
-    low, high = bootstrap_median_ratio(base, this)
-    assert low < float(np.median(base) / np.median(this)) < high and 1.8 < low < high < 2.2
-    assert bootstrap_median_ratio(base, this) == (low, high)  # seeded
+    ratio = bootstrap_median_ratio(base, this)
+    assert ratio.value == pytest.approx(float(np.median(base) / np.median(this)))
+    assert ratio.low < ratio.value < ratio.high and 1.8 < ratio.low < ratio.high < 2.2
+    assert bootstrap_median_ratio(base, this) == ratio  # seeded
 
 
 def test_compare_passes_within_tolerance_and_reports_errors():

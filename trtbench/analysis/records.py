@@ -118,8 +118,7 @@ def processes_disagree(record: Record) -> bool:
 
 def runs_ratio(base_calls, new_calls, base: BlockSeries, new: BlockSeries, between_var: Optional[float]) -> Interval:
     """median(base_calls) / median(new_calls) of one case timed by two runs, with its unpaired 95% CI."""
-    base_calls, new_calls = np.asarray(base_calls, dtype=np.float64), np.asarray(new_calls, dtype=np.float64)
+    if min(len(set(base.rounds)), len(set(new.rounds))) < 3:
+        return bootstrap_median_ratio(base_calls, new_calls)
     ratio = float(np.median(base_calls)) / float(np.median(new_calls))
-    if min(len(set(base.rounds)), len(set(new.rounds))) >= 3:
-        return unpaired_interval(base, new, between_var).with_value(ratio)
-    return Interval(ratio, *bootstrap_median_ratio(base_calls, new_calls))
+    return unpaired_interval(base, new, between_var).with_value(ratio)

@@ -99,15 +99,15 @@ class Interval:
         return value if self.low == -math.inf else f"{value} [{self.low:{spec}}{sep}{self.high:{spec}}]"
 
 
-def bootstrap_median_ratio(base, this, seed: int = 0) -> tuple[float, float]:
-    """Seeded bootstrap 95% interval of median(base) / median(this), each series resampled on its own."""
+def bootstrap_median_ratio(base, this, seed: int = 0) -> Interval:
+    """median(base) / median(this) with its seeded bootstrap 95% interval, each series resampled on its own."""
     base, this = np.asarray(base, dtype=np.float64), np.asarray(this, dtype=np.float64)
     rng = np.random.default_rng(seed)
     base_picks = rng.integers(0, base.size, size=(BOOTSTRAP_SAMPLES, base.size))
     this_picks = rng.integers(0, this.size, size=(BOOTSTRAP_SAMPLES, this.size))
     ratios = np.median(base[base_picks], axis=1) / np.median(this[this_picks], axis=1)
     low, high = np.percentile(ratios, [2.5, 97.5])
-    return float(low), float(high)
+    return Interval(float(np.median(base)) / float(np.median(this)), float(low), float(high))
 
 
 RESOLVED_PROCESSES = 10  # a row with this many processes has its own between-process variance resolved

@@ -33,8 +33,7 @@ def answer_text(answer: PointAnswer, precisions: int) -> tuple:
     if answer.runner_up is None:
         return (strong(name), " alone")
     runner, lead = answer.runner_up
-    return (strong(name), f" wins: {lead.value:.2f}x [{lead.low:.2f}-{lead.high:.2f}] the speed of "
-                          f"{_name(runner, precisions)}, the runner-up")
+    return (strong(name), f" wins: {lead.text(unit='x')} the speed of {_name(runner, precisions)}, the runner-up")
 
 
 def answer_blocks(results: ResultSet) -> list[Block]:

@@ -11,7 +11,7 @@ import numpy as np
 
 from trtbench.analysis.records import Analysis, runs_ratio
 from trtbench.core.case import Case
-from trtbench.core.stats import BlockSeries, pooled_between_variance
+from trtbench.core.stats import BlockSeries, Interval, pooled_between_variance
 from trtbench.results.resultset import ResultSet
 
 
@@ -168,15 +168,10 @@ class ServingChange:
     """A served case's peak and interval in both runs at one serving configuration, and the verdict."""
 
     label: str
-    base: Optional[tuple[float, float, float]]  # peak, low, high
-    new: Optional[tuple[float, float, float]]
+    base: Optional[Interval]
+    new: Optional[Interval]
     rule: str
     verdict: str
-
-
-def _peak(result) -> tuple[float, float, float]:
-    low, high = result.peak_spread
-    return result.peak_qps, low, high
 
 
 def _serving_key(case_key: str, result) -> tuple:
@@ -196,17 +191,18 @@ def compare_serving(base: ResultSet, new: ResultSet) -> list[ServingChange]:
             if before is None or before.peak_rule != result.peak_rule:
                 why = "not in the baseline" if before is None else (f"peaks found by different rules "
                                                                      f"({before.peak_rule}, {result.peak_rule})")
-                changes.append(ServingChange(label, None, _peak(result), result.peak_rule, f"not comparable: {why}"))
+                changes.append(ServingChange(label, None, result.peak_interval, result.peak_rule,
+                                             f"not comparable: {why}"))
                 continue
-            (_, base_low, base_high), (_, low, high) = _peak(before), _peak(result)
-            verdict = "higher" if low > base_high else "lower" if high < base_low else "intervals overlap"
-            changes.append(ServingChange(label, _peak(before), _peak(result), result.peak_rule, verdict))
+            was, now = before.peak_interval, result.peak_interval
+            verdict = "higher" if now.low > was.high else "lower" if now.high < was.low else "intervals overlap"
+            changes.append(ServingChange(label, was, now, result.peak_rule, verdict))
     return changes
 
 
 def serving_changes_table(changes: list[ServingChange]) -> str:
     """The serving comparison as a Markdown table: each served peak of the new run beside the baseline's."""
-    def peak(value: Optional[tuple[float, float, float]]) -> str:
-        return "" if value is None else f"{value[0]:.1f} [{value[1]:.1f}-{value[2]:.1f}]"
+    def peak(value: Optional[Interval]) -> str:
+        return "" if value is None else value.text(".1f")
     return _table("served | peak rule | base peak QPS [interval] | new peak QPS [interval] | verdict",
                   [f"| {c.label} | {c.rule} | {peak(c.base)} | {peak(c.new)} | {c.verdict} |" for c in changes])

@@ -80,12 +80,12 @@ def test_the_joint_estimate_runs_its_steps_under_loadgen_and_confirms_at_its_low
         late = late_count(confirm.latencies_ms, BOUND_MS) / len(confirm.latencies_ms)
         assert interval.verdict.late_share == pytest.approx(late)
     assert 0 <= estimate.low <= result.peak_qps <= estimate.high or result.peak_qps == 0
-    assert estimate.value == result.peak_qps and result.peak_spread == (estimate.low, estimate.high)
+    assert estimate.value == result.peak_qps and result.peak_interval == estimate
     for run in runs:
         assert run.late_flags(BOUND_MS) == [ms > BOUND_MS for ms in run.latencies_ms]
     stored = json.loads(json.dumps(result.to_dict()))
     assert ServingResult.from_dict(stored).to_dict() == stored and stored["interval"]["low"] == estimate.low
-    assert ServingResult.from_dict(stored).interval == interval
+    assert ServingResult.from_dict(stored).interval.estimate == estimate, "its value: the peak beside it"
     # the report: the peak with its interval, the queries and minutes, the stop and LoadGen's verdict; the plot
     from helpers.records import two_variant_set
     from helpers.plots import save_plots
@@ -339,7 +339,8 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     record = Record(case=case, environment="env", rounds=[[1.0]])
     served = ServedCase(case.key, "env", (result,))
     again = ServedCase.from_dict(json.loads(json.dumps(served.to_dict())))
-    assert again == served and again.results[0].peak_qps == 125.0 and again.results[0].peak_spread == (120.0, 130.0)
+    assert again == served and again.results[0].peak_qps == 125.0
+    assert again.results[0].peak_interval.to_dict() == {"value": 125.0, "low": 120.0, "high": 130.0}
     assert isinstance(again.results[0].runs[0].summary, LoadGenSummary)
     journal = Journal(tmp_path)
     journal.part(record)

@@ -267,10 +267,11 @@ def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it
             f"{search.confirm_needs.late_share:.2%} late the fitted curve expects at {interval.estimate.low:.1f}, "
             "more than the budget had left") in interval.text()
     stored = json.loads(json.dumps(interval.to_dict()))
-    assert PeakInterval.from_dict(stored, peak) == interval
-    assert PeakInterval.from_dict(stored, peak).to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
+    read = PeakInterval.from_dict(stored, peak)
+    assert read == dataclasses.replace(interval, seconds=round(interval.seconds, 3))
+    assert read.to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
     older = {**stored, "confirm_needs": [stored["confirm_needs"]["late_share"], 40_000]}
-    assert PeakInterval.from_dict(older, peak) == interval, "results written before it was named"
+    assert PeakInterval.from_dict(older, peak) == read, "results written before it was named"
 
 
 def test_loadgens_early_stopping_queries_at_a_late_share():
@@ -311,7 +312,7 @@ def test_the_interval_stops_a_search_at_its_resolution():
     plan = SearchPlan(1 - PERCENTILE, 1 / SERVICE_S, 1000, 0.1, 0.3, Budget(200_000))
     search = search_peak(lambda qps, repeat, queries: (
         md_c_latencies(qps, SERVICE_S, 1, rng.exponential(1.0, queries)) > BOUND_S, None), plan, rng)
-    assert search.stopped_by == "resolution" and search.estimate.width <= 0.3 and search.queries < 200_000
+    assert search.stopped_by == "resolution" and search.estimate.rel_width <= 0.3 and search.queries < 200_000
 
 
 def test_the_bootstrap_resamples_the_same_blocks_at_every_step_of_a_repeat():
@@ -349,10 +350,11 @@ def estimated_set(peak: float, low: float, high: float, env: str = "env-a", rule
 
 def test_compare_sets_served_peaks_side_by_side_with_their_intervals():
     base = estimated_set(40.0, 38.0, 42.0)
-    changes = {verdict: compare_serving(base, estimated_set(*new)) for verdict, new in (
-        ("higher", (50.0, 47.0, 53.0)), ("lower", (30.0, 28.0, 33.0)), ("intervals overlap", (41.0, 39.5, 43.0)))}
-    for verdict, (change,) in changes.items():
-        assert change.verdict == verdict and change.base == (40.0, 38.0, 42.0) and change.rule == ESTIMATE_RULE
+    news = {"higher": (50.0, 47.0, 53.0), "lower": (30.0, 28.0, 33.0), "intervals overlap": (41.0, 39.5, 43.0)}
+    for verdict, new in news.items():
+        (change,) = compare_serving(base, estimated_set(*new))
+        assert change.verdict == verdict and change.rule == ESTIMATE_RULE
+        assert change.base == Interval(40.0, 38.0, 42.0, 0.9) and change.new == Interval(*new, 0.9)
     (old_rule,) = compare_serving(estimated_set(40.0, 38.0, 42.0, rule=rule_name("bound", 0.9)), base)
     assert old_rule.verdict == "not comparable: peaks found by different rules (late-share-bound/1 at 0.9, " \
                                "joint-estimate/1 at 90%)"
@@ -368,13 +370,14 @@ def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
     for run in entry["runs"]:
         del run["lost_at"], run["confirm"]
     (old,) = ResultSet.from_dict(data).parts("served")[0].results
-    assert old.peak_rule == "late-share-bound/1 at 0.9" and old.interval is None and old.peak_spread == (38.0, 42.0)
+    assert old.peak_rule == "late-share-bound/1 at 0.9" and old.interval is None
+    assert old.peak_interval.to_dict() == {"value": 40.0, "low": 38.0, "high": 42.0}
     assert old.peak_qps == 40.0 and not old.runs[0].confirm and old.runs[0].late_flags(40.0) == [False, True]
     new = estimated_set(40.0, 38.0, 42.0)
     (estimated,) = ResultSet.from_dict(json.loads(json.dumps(new.to_dict()))).parts("served")[0].results
     assert estimated.interval == PeakInterval(Interval(40.0, 38.0, 42.0, 0.9), "budget", 9800, 230.0,
                                               verdict=Verdict(True, 0.5))
-    assert estimated.peak_run.confirm and estimated.peak_spread == (38.0, 42.0)
+    assert estimated.peak_run.confirm and estimated.peak_interval == Interval(40.0, 38.0, 42.0, 0.9)
     table = serving_markdown(new, [])
     assert "| 40.0 [38.0-42.0] (90%; 9800 queries, 3.8 min, stopped by budget; LoadGen VALID at 38.0) |" in table
 

@@ -24,16 +24,6 @@ class Verdict:
     valid: bool
     late_share: float
 
-    def text(self, low: float, expected: float, reader: str) -> str:
-        """``VALID at 41.0``, or INVALID with its late share (and what ``reader`` ``expected`` there, where it saw
-        more)."""
-        if self.valid:
-            return f"VALID at {low:.1f}"
-        if math.isfinite(expected) and self.late_share > expected:
-            return (f"INVALID at {low:.1f} (late share {self.late_share:.2%}: more than the {expected:.2%} {reader} "
-                    "expected there, which the run was sized to pass)")
-        return f"INVALID at {low:.1f} (late share {self.late_share:.2%})"
-
 
 @dataclass(frozen=True)
 class PeakInterval:
@@ -78,25 +68,32 @@ class PeakInterval:
     @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        needs, reader, low = self.needs or ConfirmNeeds(), self.reader.label, self.estimate.low
-        if self.verdict is not None:
-            return self.verdict.text(low, needs.late_share, reader)
-        if not math.isfinite(needs.late_share):
-            return "no confirming run (budget spent)"
-        if needs.queries is None:
-            return (f"no confirming run: {reader} expects {needs.late_share:.2%} late at {low:.1f}, which no run "
-                    "passes by LoadGen's early stopping")
-        return (f"no confirming run: LoadGen's early stopping needs {needs.queries} queries to pass at the "
-                f"{needs.late_share:.2%} late {reader} expects at {low:.1f}, more than the budget had left")
+        needs, verdict, reader, low = self.needs or ConfirmNeeds(), self.verdict, self.reader.label, self.estimate.low
+        expected = needs.late_share
+        if verdict is None:
+            if not math.isfinite(expected):
+                return "no confirming run (budget spent)"
+            if needs.queries is None:
+                return (f"no confirming run: {reader} expects {expected:.2%} late at {low:.1f}, which no run passes "
+                        "by LoadGen's early stopping")
+            return (f"no confirming run: LoadGen's early stopping needs {needs.queries} queries to pass at the "
+                    f"{expected:.2%} late {reader} expects at {low:.1f}, more than the budget had left")
+        if verdict.valid:
+            return f"VALID at {low:.1f}"
+        if math.isfinite(expected) and verdict.late_share > expected:
+            return (f"INVALID at {low:.1f} (late share {verdict.late_share:.2%}: more than the {expected:.2%} {reader} "
+                    "expected there, which the run was sized to pass)")
+        return f"INVALID at {low:.1f} (late share {verdict.late_share:.2%})"
 
     def text(self) -> str:
         """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
+        estimate, spent = self.estimate, f"{self.queries} queries, {self.seconds / 60:.1f} min"
         if self.stopped_by == "floor":
-            return (f"below {self.estimate.high:.1f} ({self.queries} queries, {self.seconds / 60:.1f} min): more "
-                    f"than the allowed share late at {self.estimate.high:.1f} QPS, a tenth of the capacity or less, "
-                    "where queries hardly queue: the service time alone misses the bound")
-        return (f"{self.estimate.text('.1f')} (90%; {self.queries} queries, {self.seconds / 60:.1f} min, stopped by "
-                f"{self.stopped_by}; LoadGen {self.confirm_text})")
+            return (f"below {estimate.high:.1f} ({spent}): more than the allowed share late at {estimate.high:.1f} "
+                    "QPS, a tenth of the capacity or less, where queries hardly queue: the service time alone misses "
+                    "the bound")
+        return (f"{estimate.text('.1f')} ({estimate.level:.0%}; {spent}, stopped by {self.stopped_by}; LoadGen "
+                f"{self.confirm_text})")
 
 
 def searched_peak(search: Search, capacity: float, valid: Optional[bool]) -> PeakInterval:
@@ -127,11 +124,12 @@ class RepeatedPeaks:
         return statistics.median(self.peaks) if self.peaks else None
 
     @property
-    def peak_spread(self) -> Optional[tuple[float, float]]:
-        """A joint estimate's 90% interval, or the lowest and highest peak of the repeated searches."""
+    def peak_interval(self) -> Optional[Interval]:
+        """A joint estimate's peak with its 90% interval, or the median peak of the repeated searches between their
+        lowest and highest (its level nan: no stated coverage); None without a search."""
         if self.interval is not None:
-            return self.interval.estimate.low, self.interval.estimate.high
-        return (min(self.peaks), max(self.peaks)) if self.peaks else None
+            return self.interval.estimate
+        return Interval(self.peak_qps, min(self.peaks), max(self.peaks), math.nan) if self.peaks else None
 
     def median_peak_run(self, runs: Sequence[Run], passed: Callable[[Run], bool],
                         completed_qps: Callable[[Run], float]) -> Optional[Run]:

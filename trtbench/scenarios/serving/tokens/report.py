@@ -69,8 +69,7 @@ def _cells(part: ServedDecoder, result: DecoderServingResult) -> list[str]:
     if result.interval is not None:
         peak = result.interval.text()
     elif result.peaks:
-        low, high = result.peak_spread
-        peak = f"{result.peak_qps:.3g} [{low:.3g}-{high:.3g}]"
+        peak = result.peak_interval.text(".3g")
     else:
         peak = f"{step.request_per_s:.3g} completed at {step.offered_qps:g} offered" if step else ""
     loadgen = step.summary if step else None

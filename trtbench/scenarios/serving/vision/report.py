@@ -50,9 +50,8 @@ def _cells(record: Record, result: ServingResult, environments: dict, several_en
     if result.interval is not None:
         peak = result.interval.text()
     elif result.peaks:
-        low, high = result.peak_spread
         searches = f"{len(result.peaks)} search" + ("es" if len(result.peaks) > 1 else "")
-        peak = f"{result.peak_qps:.1f} [{low:.1f}-{high:.1f}] ({searches})"
+        peak = f"{result.peak_interval.text('.1f')} ({searches})"
     else:
         peak = f"{run.summary.completed_qps:.1f} completed at {run.offered_qps:g} offered" if run and \
             run.summary.completed_qps is not None else ""
@@ -162,14 +161,13 @@ class ServingRecommendation:
         if self.choice is None:
             return f"{where}: under load, NOTHING stayed within {bound} among {self.candidates} served configuration(s)"
         record, result = self.choice
-        low, high = result.peak_spread
         run = result.peak_run
         there = ("no confirming run there" if run is None else
                  f"{result.percentile_key} {run.summary.latency_ms.get(result.percentile_key, float('nan')):.2f} ms "
                  "there")
         return (f"{where}: under load, {record.case.label} {record.case.precision} with {result.workers} worker(s) x "
                 f"{result.threads} thread(s), batching {result.batching_text}: "
-                f"{result.peak_qps:.1f} QPS [{low:.1f}-{high:.1f}] within {bound} "
+                f"{result.peak_interval.text('.1f', ' QPS')} within {bound} "
                 f"({there}; the most of {self.candidates} served configuration(s))")
 
     def to_dict(self) -> dict:
