@@ -86,6 +86,6 @@ def drawn_series(variant: str, values: Sequence[Interval], steps: tuple = (),
     key = SeriesKey("m", "hash-m", variant, "", "fp32", "opt", 2, "", "cpu", "machine-a", "median")
     machine = Machine("AMD EPYC test", 2, None, None, ("avx2",), "machine-a")
     points = tuple(Point(RunRow(f"run-{i}", f"2026-11-{10 + i:02d}T02:00:00", "toy", "complete", "", "runs",
-                                versions(i), machine, accepted=False), Figure(key, "ok", value))
+                                versions(i), machine), Figure(key, "ok", value))
                    for i, value in enumerate(values))
     return Series(key, points, steps)

@@ -118,6 +118,19 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Point:
+    """A run's figure in a series."""
+
+    run: RunRow
+    figure: Figure
+
+    @property
+    def value(self) -> Optional[Interval]:
+        """Its figure's value (None where the run gave none)."""
+        return self.figure.value
+
+
+@dataclass(frozen=True)
 class Machine:
     """The machine a run measured on, as a series keys it (:func:`~trtbench.core.env.machine_fingerprint`)."""
 
@@ -145,15 +158,7 @@ class RunRow:
     source: str
     versions: Mapping[str, str]
     machine: Machine
-    accepted: bool
-
-
-@dataclass(frozen=True)
-class Point:
-    """A run's figure in a series."""
-
-    run: RunRow
-    figure: Figure
+    accepted: bool = False  # its levels the new normal from it on (``trtbench history accept``)
 
 
 @dataclass(frozen=True)
@@ -307,7 +312,7 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
         env = results.environments.get(run.get("environment")) or {}
         if run.get("started_at") and figures[i]:
             row = RunRow(ids[i], str(run["started_at"]), str(run.get("name") or ""), str(run.get("status") or ""),
-                         str(run.get("label") or ""), source, versions_of(env), _machine(env), accepted=False)
+                         str(run.get("label") or ""), source, versions_of(env), _machine(env))
             stored.append(StoredRun(row, tuple(figures[i])))
     return stored
 

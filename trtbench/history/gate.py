@@ -73,7 +73,7 @@ def _status_regression(points: Sequence[Point], kind: FigureKind) -> Optional[st
 def _value_regression(series: Series, threshold: float) -> Optional[str]:
     """The series' latest step, for the worse; else its newest point against its segment (``series`` ends at the
     gated run)."""
-    if series.latest.figure.value is None:
+    if series.latest.value is None:
         return None
     if series.steps and series.worse(series.steps[-1]):
         step = series.steps[-1]
@@ -83,7 +83,7 @@ def _value_regression(series: Series, threshold: float) -> Optional[str]:
     if point is None or not series.worse(point):
         return None
     return (f"{point.change:+.1%} against the {len(series.segment()) - 1} run(s) before: "
-            f"{levels_text(point.before, series.latest.figure.value, point.what_changed)}")
+            f"{levels_text(point.before, series.latest.value, point.what_changed)}")
 
 
 def gate_run(store: Store, run_id: Optional[str] = None, settings: GateSettings = GateSettings()) -> GateResult:

@@ -39,7 +39,7 @@ class Series:
     def trend(self, width: int = 8) -> str:
         """The last ``width`` values as a sparkline (``_`` for a point without a value)."""
         bars = "▁▂▃▄▅▆▇█"
-        values = [p.figure.value.value if p.figure.value is not None else None for p in self.points[-width:]]
+        values = [p.value.value if p.value is not None else None for p in self.points[-width:]]
         known = [v for v in values if v is not None]
         if not known:
             return ""
@@ -54,7 +54,7 @@ class Series:
     def segment(self) -> list[Point]:
         """The valued points since its last step, else since its latest accepted run: the newest level."""
         start = self.steps[-1].index if self.steps else _accepted_start(self.points)
-        return [p for p in self.points[start:] if p.figure.value is not None]
+        return [p for p in self.points[start:] if p.value is not None]
 
 
 def version_changes(before: dict, after: dict) -> tuple[str, ...]:
@@ -74,9 +74,9 @@ def since_accepted(points: Sequence[Point]) -> Sequence[Point]:
 
 def series_steps(points: Sequence[Point], threshold: float = THRESHOLD) -> tuple[Step, ...]:
     """The steps of a series' valued points from its latest accepted run on, each at its index in ``points``."""
-    at = [i for i in range(_accepted_start(points), len(points)) if points[i].figure.value is not None]
+    at = [i for i in range(_accepted_start(points), len(points)) if points[i].value is not None]
     steps = []
-    for step in find_steps([points[i].figure.value for i in at], threshold):
+    for step in find_steps([points[i].value for i in at], threshold):
         before, after = points[at[step.index - 1]].run, points[at[step.index]].run
         steps.append(replace(step, index=at[step.index], what_changed=version_changes(before.versions, after.versions)))
     return tuple(steps)
@@ -88,7 +88,7 @@ def newest_against(series: Series, threshold: float = THRESHOLD) -> Optional[Ste
     segment = series.segment()
     if not segment or segment[-1] is not series.points[-1]:
         return None
-    step = against([p.figure.value for p in segment[:-1]], segment[-1].figure.value, threshold)
+    step = against([p.value for p in segment[:-1]], segment[-1].value, threshold)
     return None if step is None else replace(step, index=len(series.points) - 1, what_changed=version_changes(
         segment[-2].run.versions, segment[-1].run.versions))
 

@@ -50,7 +50,7 @@ class Chart:
     def summary(self) -> Text:
         """Its latest value and how many steps were found."""
         last, steps = self.series.points[-1], len(self.series.steps)
-        latest = _with_unit(last.figure.value, self.series.unit)
+        latest = _with_unit(last.value, self.series.unit)
         return ("Latest (run ", code(last.run.run_id), f"): {latest}; {steps} step{'s' if steps != 1 else ''} found.")
 
 
@@ -60,13 +60,12 @@ def _with_unit(interval: Interval, unit: str) -> str:
 
 def _bounds(point: Point) -> tuple[float, float]:
     """The point's interval, each bound that is not finite at the value."""
-    value = point.figure.value
-    low, high = (bound if math.isfinite(bound) else value.value for bound in (value.low, value.high))
+    low, high = (bound if math.isfinite(bound) else point.value.value for bound in (point.value.low, point.value.high))
     return low, high
 
 
 def _point_tip(point: Point, unit: str) -> str:
-    lines = [f"run {point.run.run_id}", point.run.started_at, _with_unit(point.figure.value, unit)]
+    lines = [f"run {point.run.run_id}", point.run.started_at, _with_unit(point.value, unit)]
     return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.run.versions.items())])
 
 
@@ -94,7 +93,7 @@ def _steps(ax, series: Series) -> None:
 def _spots(fig: Figure, ax, series: Series) -> tuple[Spot, ...]:
     """Each point's and each step's spot, where the laid-out axes draw them."""
     side, to_figure = SPOT * fig.dpi / 72, fig.transFigure.inverted()
-    centres = ax.transData.transform([(index, point.figure.value.value) for index, point in enumerate(series.points)])
+    centres = ax.transData.transform([(index, point.value.value) for index, point in enumerate(series.points)])
     spots = [Spot("pt", Bbox.from_bounds(x - side / 2, y - side / 2, side, side).transformed(to_figure),
                   _point_tip(point, series.unit)) for (x, y), point in zip(centres, series.points)]
     for step in series.steps:
@@ -115,8 +114,8 @@ def history_chart(series: Series, file_name: str) -> Chart:
     bounds = [_bounds(point) for point in series.points]
     ax.fill_between(xs, [low for low, _ in bounds], [high for _, high in bounds], color="tab:blue", alpha=0.18,
                     linewidth=0)
-    ax.plot(xs, [point.figure.value.value for point in series.points], "o-", color="tab:blue", markersize=4,
-            linewidth=1.5, gid=f"value|{series.title}")
+    ax.plot(xs, [point.value.value for point in series.points], "o-", color="tab:blue", markersize=4, linewidth=1.5,
+            gid=f"value|{series.title}")
     _steps(ax, series)
     every = max(1, math.ceil(len(xs) / RUN_LABELS))
     named = [i for i in xs if i % every == 0 or i == len(xs) - 1]
@@ -138,7 +137,7 @@ def from_history(found: Sequence[Series]) -> list[Series]:
     none), with its run's versions on hover, and each step at its first run after it."""
     pages = []
     for series in found:
-        drawn = tuple(p for p in series.points if p.figure.value is not None)
+        drawn = tuple(p for p in series.points if p.value is not None)
         at = {p.run.run_id: i for i, p in enumerate(drawn)}
         steps = tuple(replace(s, index=at[series.points[s.index].run.run_id]) for s in series.steps)
         pages.append(replace(series, points=drawn, steps=steps))

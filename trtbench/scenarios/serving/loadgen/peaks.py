@@ -24,6 +24,16 @@ class Verdict:
     valid: bool
     late_share: float
 
+    def text(self, low: float, expected: float, reader: str) -> str:
+        """``VALID at 41.0``, or INVALID with its late share (and the share ``reader`` ``expected`` there, where it
+        saw more)."""
+        if self.valid:
+            return f"VALID at {low:.1f}"
+        if math.isfinite(expected) and self.late_share > expected:
+            return (f"INVALID at {low:.1f} (late share {self.late_share:.2%}: more than the {expected:.2%} {reader} "
+                    "expected there, which the run was sized to pass)")
+        return f"INVALID at {low:.1f} (late share {self.late_share:.2%})"
+
 
 @dataclass(frozen=True)
 class PeakInterval:
@@ -68,22 +78,16 @@ class PeakInterval:
     @property
     def confirm_text(self) -> str:
         """LoadGen's verdict at the low end, or why no confirming run was made."""
-        needs, verdict, reader, low = self.needs or ConfirmNeeds(), self.verdict, self.reader.label, self.estimate.low
-        expected = needs.late_share
-        if verdict is None:
-            if not math.isfinite(expected):
-                return "no confirming run (budget spent)"
-            if needs.queries is None:
-                return (f"no confirming run: {reader} expects {expected:.2%} late at {low:.1f}, which no run passes "
-                        "by LoadGen's early stopping")
-            return (f"no confirming run: LoadGen's early stopping needs {needs.queries} queries to pass at the "
-                    f"{expected:.2%} late {reader} expects at {low:.1f}, more than the budget had left")
-        if verdict.valid:
-            return f"VALID at {low:.1f}"
-        if math.isfinite(expected) and verdict.late_share > expected:
-            return (f"INVALID at {low:.1f} (late share {verdict.late_share:.2%}: more than the {expected:.2%} {reader} "
-                    "expected there, which the run was sized to pass)")
-        return f"INVALID at {low:.1f} (late share {verdict.late_share:.2%})"
+        needs, reader, low = self.needs or ConfirmNeeds(), self.reader.label, self.estimate.low
+        if self.verdict is not None:
+            return self.verdict.text(low, needs.late_share, reader)
+        if not math.isfinite(needs.late_share):
+            return "no confirming run (budget spent)"
+        if needs.queries is None:
+            return (f"no confirming run: {reader} expects {needs.late_share:.2%} late at {low:.1f}, which no run "
+                    "passes by LoadGen's early stopping")
+        return (f"no confirming run: LoadGen's early stopping needs {needs.queries} queries to pass at the "
+                f"{needs.late_share:.2%} late {reader} expects at {low:.1f}, more than the budget had left")
 
     def text(self) -> str:
         """``44.1 [41.0-46.5] (90%; 9800 queries, 3.9 min, stopped by budget; LoadGen VALID at 41.0)``."""
