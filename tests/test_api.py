@@ -45,7 +45,7 @@ def test_load_run_load_results_and_compare(tiny_config, tmp_path, capsys):
 
     comparison = trtbench.compare(results, tmp_path / "out")
     assert len(comparison.changes) == 2 and comparison.slower == [] and comparison.faster == []
-    assert all(c.speedup == 1.0 for c in comparison.changes)
+    assert all(c.speedup.value == 1.0 for c in comparison.changes)
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "out"), str(tmp_path / "out")]) == 0
     assert capsys.readouterr().out == str(comparison)  # what `trtbench compare` prints, character for character

@@ -35,11 +35,11 @@ def test_clear_slowdown_and_speedup_are_called():
     base = run_set({"traced": samples(10.0, seed=1), "scripted": samples(10.0, seed=2)})
     new = run_set({"traced": samples(12.0, seed=3), "scripted": samples(8.0, seed=4)}, environment="env-b")
     verdicts = {c.case.variant: c for c in compare_runs(base, new)}
+    slower, faster = verdicts["traced"].speedup, verdicts["scripted"].speedup
     # a speedup is the baseline's time over the new one's: 10 ms -> 12 ms is 0.83x, 10 ms -> 8 ms 1.25x
-    assert verdicts["traced"].verdict == "slower" and verdicts["traced"].speedup == pytest.approx(1 / 1.2, rel=0.02)
-    assert verdicts["scripted"].verdict == "faster" and verdicts["scripted"].speedup == pytest.approx(1.25, rel=0.02)
-    assert verdicts["traced"].ci_low < verdicts["traced"].speedup < verdicts["traced"].ci_high
-    assert verdicts["scripted"].ci_low > 1
+    assert verdicts["traced"].verdict == "slower" and slower.value == pytest.approx(1 / 1.2, rel=0.02)
+    assert verdicts["scripted"].verdict == "faster" and faster.value == pytest.approx(1.25, rel=0.02)
+    assert slower.low < slower.value < slower.high and faster.low > 1
 
 
 def test_same_distribution_is_not_a_change():
@@ -51,7 +51,7 @@ def test_noisy_small_difference_is_within_noise():
     base = run_set({"eager": samples(10.0, n=15, spread=0.3, seed=7)})
     new = run_set({"eager": samples(10.6, n=15, spread=0.3, seed=8)})
     change, = compare_runs(base, new)
-    assert change.verdict == "within noise" and change.ci_low < 1.0 < change.ci_high
+    assert change.verdict == "within noise" and change.speedup.low < 1.0 < change.speedup.high
 
 
 def test_results_that_cannot_be_compared_say_why():
@@ -109,7 +109,7 @@ def test_generate_rows_are_compared_per_time_on_their_requests(tmp_path, capsys)
     verdicts = {(c.decoder, c.metric): c for c in compare_generate(base, new)}
     assert all(verdicts["exported", m].verdict == "slower" for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
     assert verdicts["compiled", "tpot_ms"].verdict == "faster"
-    assert verdicts["compiled", "tpot_ms"].speedup == pytest.approx(1 / 0.7, rel=0.01)
+    assert verdicts["compiled", "tpot_ms"].speedup.value == pytest.approx(1 / 0.7, rel=0.01)
     assert verdicts["eager", "e2e_ms"].verdict == "no change"
     assert verdicts["ort_genai", "all"].verdict == "not comparable: not in the baseline"
     base.save(tmp_path / "a.json")
@@ -135,8 +135,8 @@ def test_each_runs_processes_are_its_sample():
     base.add(replicated("traced", steady, [1.0, 1.08, 1.08], seed=1))  # two of three processes slow
     new.add(replicated("traced", steady, [1.0, 1.0, 1.08], seed=2))
     change, = compare_runs(base, new)
-    assert change.processes == "3/3" and change.speedup == pytest.approx(1.08, rel=0.01)
-    assert change.ci_low < 1.0 < change.ci_high and change.verdict == "within noise"
+    assert change.processes == "3/3" and change.speedup.value == pytest.approx(1.08, rel=0.01)
+    assert change.speedup.low < 1.0 < change.speedup.high and change.verdict == "within noise"
     calls_only = Record(case=change.case, environment="e", rounds=[new.records[0].samples_ms])  # one block: calls
     old_calls = Record(case=change.case, environment="e", rounds=[base.records[0].samples_ms])
     assert compare_runs(run_of(old_calls), run_of(calls_only))[0].verdict == "faster"
@@ -184,8 +184,8 @@ def test_generate_rows_are_compared_on_each_runs_replicate_processes():
 
     base, new = run([1.0, 1.0, 1.08], "env-a"), run([1.08, 1.08, 1.0], "env-bb")
     change = {c.metric: c for c in compare_generate(base, new)}["e2e_ms"]
-    assert change.speedup == pytest.approx(1 / 1.08, rel=0.01) and change.verdict == "within noise"
-    assert change.ci_low < 1 / 1.05 and change.ci_high >= 1.0  # another draw of processes may read alike
+    assert change.speedup.value == pytest.approx(1 / 1.08, rel=0.01) and change.verdict == "within noise"
+    assert change.speedup.low < 1 / 1.05 and change.speedup.high >= 1.0  # another draw of processes may read alike
     pooled = bootstrap_median_ratio(np.asarray(base.parts("generate")[0].data["requests"]["e2e_ms"]),
                                     np.asarray(new.parts("generate")[0].data["requests"]["e2e_ms"]))
     assert pooled.high < 0.995  # the requests alone: a difference

@@ -68,8 +68,8 @@ BOOTSTRAP_SAMPLES = 2000
 
 @dataclass(frozen=True)
 class Interval:
-    """A value with its interval at ``level`` (0.95: a 95% interval; a serving peak's is 90%). Its JSON form is
-    ``{"value", "low", "high"}``: a place that writes one keeps its level."""
+    """A value with its interval at ``level`` (0.95: a 95% interval). Its JSON form is ``{"value", "low", "high"}``:
+    the place that writes one fixes its level."""
 
     value: float
     low: float
@@ -83,6 +83,7 @@ class Interval:
 
     @property
     def rel_halfwidth(self) -> float:
+        """Half the interval's width relative to the value."""
         return self.rel_width / 2
 
     def to_dict(self) -> dict:

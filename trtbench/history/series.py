@@ -8,7 +8,7 @@ gate and the history's HTML page read.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from trtbench.analysis.change_points import THRESHOLD, Step, against, find_steps
 from trtbench.history.figures import Point, RunRow, SeriesKey
@@ -57,7 +57,7 @@ class Series:
         return [p for p in self.points[start:] if p.value is not None]
 
 
-def version_changes(before: dict, after: dict) -> tuple[str, ...]:
+def version_changes(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, ...]:
     """``name A -> B`` for each version that differs (``-`` where one side has none)."""
     names = sorted(set(before) | set(after))
     return tuple(f"{n} {before.get(n, '-')} -> {after.get(n, '-')}" for n in names if before.get(n) != after.get(n))

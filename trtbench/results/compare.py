@@ -22,23 +22,21 @@ class Change:
     case: Case
     base_ms: Optional[float]
     new_ms: Optional[float]
-    speedup: Optional[float]  # base median / new median: above 1, the new run is faster
-    ci_low: Optional[float]  # the speedup's 95% CI
-    ci_high: Optional[float]
+    speedup: Optional[Interval]  # base median / new median with its 95% CI: above 1, the new run is faster
     verdict: str  # faster | slower | no change | within noise | not comparable: <why>
     processes: str = ""  # the replicate processes that timed it in each run: "3/3"
 
 
-def _verdict(low: float, high: float, threshold: float) -> str:
+def _verdict(speedup: Interval, threshold: float) -> str:
     """The verdict on a speedup's interval: ``faster`` above 1 / (1 - threshold), ``slower`` below
     1 / (1 + threshold), ``no change`` between them, else ``within noise``."""
     faster = 1 / (1 - threshold) if threshold < 1 else math.inf
     slower = 1 / (1 + threshold)
-    if low > faster:
+    if speedup.low > faster:
         return "faster"
-    if high < slower:
+    if speedup.high < slower:
         return "slower"
-    if low >= slower and high <= faster:
+    if speedup.low >= slower and speedup.high <= faster:
         return "no change"
     return "within noise"
 
@@ -52,12 +50,11 @@ def compare_runs(base: ResultSet, new: ResultSet, threshold: float = 0.05) -> li
         old = by_case.get(record.case)
         why = _why_not(old, old is not None and old.timed and record.timed, "no timings in one of the runs")
         if why:
-            changes.append(Change(record.case, None, None, None, None, None, why))
+            changes.append(Change(record.case, None, None, None, why))
             continue
         ratio = runs_ratio(old.samples_ms, record.samples_ms, old.block_series, record.block_series, between)
         changes.append(Change(record.case, float(np.median(old.samples_ms)), float(np.median(record.samples_ms)),
-                              ratio.value, ratio.low, ratio.high, _verdict(ratio.low, ratio.high, threshold),
-                              f"{old.process_count}/{record.process_count}"))
+                              ratio, _verdict(ratio, threshold), f"{old.process_count}/{record.process_count}"))
     return changes
 
 
@@ -88,9 +85,7 @@ class GenerateChange:
     decoder: str
     precision: str
     metric: str
-    speedup: Optional[float]
-    ci_low: Optional[float]
-    ci_high: Optional[float]
+    speedup: Optional[Interval]
     verdict: str
     base_ms: Optional[float] = None
     new_ms: Optional[float] = None
@@ -123,23 +118,23 @@ def compare_generate(base: ResultSet, new: ResultSet, threshold: float = 0.05) -
         why = _why_not(old, bool(old and old.data.get("requests") and row.data.get("requests")),
                        "no timed requests in one of the runs")
         if why:
-            changes.append(GenerateChange(*head, "all", None, None, None, why))
+            changes.append(GenerateChange(*head, "all", None, why))
             continue
         for metric in GENERATE_TIMES:
             calls = (old.data["requests"][metric], row.data["requests"][metric])
             series = (request_series(old.data["requests"], metric), request_series(row.data["requests"], metric))
             ratio = runs_ratio(*calls, *series, between[metric])
-            changes.append(GenerateChange(*head, metric, ratio.value, ratio.low, ratio.high,
-                                          _verdict(ratio.low, ratio.high, threshold),
-                                          float(np.median(calls[0])), float(np.median(calls[1]))))
+            changes.append(GenerateChange(*head, metric, ratio, _verdict(ratio, threshold), float(np.median(calls[0])),
+                                          float(np.median(calls[1]))))
     return changes
 
 
 def _row(head: str, c) -> str:
     """A table row: ``head`` (what is compared), then a change's times, speedup, interval and verdict."""
-    if c.speedup is None:
+    speedup = c.speedup
+    if speedup is None:
         return f"{head}  |  |  |  | {c.verdict} |"
-    return (f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {c.speedup:.3f}x | {c.ci_low:.3f}-{c.ci_high:.3f} "
+    return (f"{head} {c.base_ms:.3f} | {c.new_ms:.3f} | {speedup.value:.3f}x | {speedup.low:.3f}-{speedup.high:.3f} "
             f"| {c.verdict} |")
 
 
