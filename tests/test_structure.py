@@ -10,7 +10,8 @@ config, device, environment, output folder, failure log, progress and timing in 
 :class:`~trtbench.core.context.RunContext`. Nor is a parameter a packed tuple: one annotated as a
 fixed-length tuple of different element types (``tuple[Path, float]``, also inside ``Optional`` or a
 union) is refused, while ``tuple[X, ...]`` and coordinates of one type (``tuple[int, int]``) are fine.
-Self-tests prove both checks on snippets.
+Nor does a call pass a bare ``True``/``False`` by position: a flag is named at the call. Self-tests prove the checks
+on snippets.
 """
 
 from __future__ import annotations
@@ -173,3 +174,33 @@ def test_the_check_finds_packed_tuples_and_passes_coordinates():
         "snippet.py:12 serve(hosts: 'tuple[Recipe, Knobs]')",
         "snippet.py:15 either(at: int | Tuple[str, int])",
     ]
+
+
+# a bare True/False passed by position is refused, except to these callables of other libraries (dict.get's default,
+# torch's switches), whose signatures are not this package's to change
+FOREIGN_FLAG_CALLS = {"get", "inference_mode", "requires_grad_", "getattr", "setdefault", "pop"}
+
+
+def positional_flags(source: str, where: str) -> list[str]:
+    """``where:line call`` for every call in ``source`` that passes a bare ``True`` or ``False`` by position."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name not in FOREIGN_FLAG_CALLS and any(isinstance(a, ast.Constant) and isinstance(a.value, bool)
+                                                  for a in node.args):
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_no_call_passes_a_bare_positional_bool():
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        found += positional_flags(path.read_text(encoding="utf-8"), path.relative_to(PACKAGE_DIR.parent).as_posix())
+    assert not found, "calls that pass True/False by position (name the flag: pass it by keyword):\n" + "\n".join(found)
+
+
+def test_the_check_finds_positional_flags_and_passes_keywords():
+    snippet = "cast(model, 'bf16', device, False, kept)\ncast(model, channels_last=False)\nd.get('ok', False)\n"
+    assert positional_flags(snippet, "s.py") == ["s.py:1 cast(model, 'bf16', device, False, kept)"]

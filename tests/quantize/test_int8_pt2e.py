@@ -124,12 +124,19 @@ def test_a_quantizer_that_returns_fp32_fails_the_int8_check():
     assert not is_int8_pt2e(torch.export.export(model, (torch.zeros(2, 1, 8, 8),)).module())
 
 
-def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run):
-    """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
+@pytest.fixture(scope="module")
+def verified(pt2e_run) -> dict[str, dict]:
+    """``trtbench verify`` of the run's output folder (each file loaded and run in a fresh process): file -> row."""
     from trtbench.artifacts.store import verify_manifest
 
     out, _, _ = pt2e_run
-    rows = {row["file"]: row for row in verify_manifest(out)}
+    return {row["file"]: row for row in verify_manifest(out)}
+
+
+def test_trtbench_verify_reloads_the_int8_files_in_a_fresh_process(pt2e_run, verified):
+    """The manifest names what the quantized graph's loader needs (torch's quantized_decomposed ops)."""
+    out, _, _ = pt2e_run
+    rows = verified
     assert {"compiled_int8.pt2", "aoti_int8.pt2"} <= set(rows)
     assert all(row["ok"] for row in rows.values()), rows
     manifest = json.loads((out / "artifacts" / "manifest.json").read_text())
@@ -171,32 +178,23 @@ def test_pt2e_quantizes_resnet_blocks_with_their_residual_adds(mini_resnet_int8)
         assert identity.target == torch.ops.quantized_decomposed.dequantize_per_tensor.default
 
 
-def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(mini_resnet_int8, tmp_path):
+def test_the_fresh_process_check_runs_the_saved_graph_as_compiled(pt2e_run, verified):
     """The compiled variant's file is run in a fresh process compiled as its manifest says (the int8
     kernels), and reproduces the build there within the quantized reload tolerance; without
-    ``settings.compile`` the loaded graph runs its quantize/dequantize ops as they are."""
-    from trtbench.artifacts.store import verify_artifact
-    from trtbench.config.config import Tolerance
+    ``settings.compile`` the loaded graph runs its quantize/dequantize ops as they are. The file, its reference and
+    its manifest entry are the run's own, saved as the variant builds them."""
     from trtbench.artifacts.publish import reload_tolerance
+    from trtbench.artifacts.store import read_manifest
+    from trtbench.artifacts.verify import load
+    from trtbench.config.config import Tolerance
     from trtbench.variants import get_variant
-    from trtbench.quantize.pt2e import CompiledPT2E
-    from trtbench.variants.pt2e_build import DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE
-    from trtbench.artifacts.verify import load, sha256_of
 
-    example = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
-    program = torch.export.export(mini_resnet_int8, (example,))
-    compiled = CompiledPT2E(program.module())  # as the variant builds it: the program it saves, compiled
-    with torch.inference_mode():
-        output = compiled(example)
-    torch.export.save(program, str(tmp_path / "m.pt2"))
-    torch.save({"inputs": [example], "outputs": [output]}, tmp_path / "m.ref.pt")
+    out, _, _ = pt2e_run
+    entry = next(a for a in read_manifest(out)["artifacts"] if a["file"] == "compiled_int8.pt2")
     tolerance = reload_tolerance(Tolerance(atol=1e-5, rtol=5e-3), get_variant("compiled"))  # as the run checks it
-    entry = {"file": "m.pt2", "sha256": sha256_of(tmp_path / "m.pt2"), "loader": "torch.export.load",
-             "imports": [DECOMPOSED_OPS_MODULE, INDUCTOR_PASSES_MODULE], "device": "cpu",
-             "reference": {"file": "m.ref.pt"}, "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
-             "settings": {"compile": compiled.settings}}
-    as_compiled = verify_artifact(entry, tmp_path)
+    assert entry["tolerance"] == {"atol": tolerance.atol, "rtol": tolerance.rtol} and "compile" in entry["settings"]
+    as_compiled = verified[entry["file"]]
     assert as_compiled["ok"], as_compiled
-    job = {"loader": "torch.export.load", "path": str(tmp_path / "m.pt2")}
+    job = {"loader": "torch.export.load", "path": str(out / "artifacts" / entry["file"])}
     assert isinstance(load(torch, job | {"settings": {}}, "cpu"), torch.nn.Module)  # run as loaded
     assert not isinstance(load(torch, job | {"settings": entry["settings"]}, "cpu"), torch.nn.Module)  # compiled

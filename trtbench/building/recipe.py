@@ -35,7 +35,7 @@ HOSTED_FILE = "hosted_file"  # worker fact: the suffix of the variant's saved fi
 REBUILD_FACTS = ("first_call_s", "fxgraph_cache_hits", "fxgraph_cache_misses")
 # worker fact: glibc's mmap threshold once built and warmed up (core/allocator.py)
 ALLOCATOR_STATE = "mmap_threshold_bytes"
-KERNELS = "kernels"  # worker fact: by point label, the precision its second call's kernels ran (KernelProof.to_dict)
+KERNELS = "kernels"  # worker fact: the precision its first call's kernels ran (KernelProof.to_dict; None: unread)
 FP32_MATH = "fp32_math"  # worker fact: torch's fp32 math as pinned (core/env.py pin_fp32_math)
 
 
@@ -119,17 +119,16 @@ class VariantRecipe:
                 built = Built(variant.load(self.artifact, device), {"loaded": self.artifact.path.name})
         else:
             built = self._build(payload, inputs, device)
-        calls, kernels = {}, {}
+        calls, proof = {}, None
         with torch.inference_mode():
             for label, values in inputs.items():
                 prepared = variant.prepare(built, values)
-                variant.run(built, prepared)  # first-call work stays out of the timed blocks
-                proof = variant.kernels(built, prepared, device)
-                if proof is not None:
-                    kernels[label] = proof.to_dict()
+                if not calls:  # the process's first call, with the precision its kernels ran (the build's)
+                    proof = variant.kernels(built, prepared, device)
                 calls[label] = (lambda p=prepared: variant.run(built, p))
         del payload  # its file mapping (a rebuild copied the weights it needs)
-        facts = {**torch_thread_facts(), ALLOCATOR_STATE: mmap_threshold(), KERNELS: kernels, FP32_MATH: fp32_math,
+        facts = {**torch_thread_facts(), ALLOCATOR_STATE: mmap_threshold(), FP32_MATH: fp32_math,
+                 KERNELS: proof.to_dict() if proof is not None else None,
                  "hosts": f"the saved {self.artifact.path.suffix} file" if self.artifact else "a rebuild",
                  **({HOSTED_FILE: self.artifact.path.suffix} if self.artifact else {}),
                  **{key: built.info[key] for key in REBUILD_FACTS if key in built.info},

@@ -103,7 +103,7 @@ class Block:
 
     host_ms: list[float]
     device_ms: Optional[list[float]] = None
-    settle: Settle = Settle(0.0, True)
+    settle: Settle = Settle(0.0, idle=True)
     cpu_between_ms: Optional[float] = None  # CPU the timer's process used while others were timed (workers)
     switch_in_ms: Optional[float] = None  # the block's first call, made before the timed ones (host ms)
     tracked: dict[str, Any] = field(default_factory=dict)  # each tracker's value over the timed calls, by its key
@@ -167,7 +167,7 @@ class CallTimer:
 
     def block(self, calls: int, switch_in: bool = False) -> Block:
         timed = time_calls(self.fn, self.device, calls, switch_in, self.trackers)
-        return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, True))
+        return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, idle=True))
 
 
 @dataclass(frozen=True)

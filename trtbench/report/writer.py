@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
 from trtbench.core.fsutil import atomic_write_text, json_text
 from trtbench.core.outdir import write_files
 from trtbench.history.series import Series
@@ -35,6 +37,9 @@ def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
     """Each figure as PNG bytes under its path in the output folder, its artists cleared once drawn."""
     files = {}
     for plot in plots:
+        # tight_layout leaves a placeholder engine, for which savefig would draw the figure once more: same bytes
+        if isinstance(plot.figure.get_layout_engine(), PlaceHolderLayoutEngine):
+            plot.figure.set_layout_engine(None)
         buffer = io.BytesIO()
         plot.figure.savefig(buffer, format="png", dpi=DPI)
         plot.figure.clear()

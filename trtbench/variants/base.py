@@ -95,9 +95,10 @@ class Variant(ABC):
         return built.module(*prepared)
 
     def kernels(self, built: Built, prepared: Any, device: torch.device) -> Optional[KernelProof]:
-        """The precision of one call's conv and matmul kernels, as its runtime reports it (torch's: oneDNN's verbose
-        lines of the call); None where the runtime cannot say (torch on CUDA)."""
+        """One call, and the precision its conv and matmul kernels ran as its runtime reports it (torch's: oneDNN's
+        verbose lines of the call); None where the runtime cannot say (torch on CUDA)."""
         if device.type != "cpu":
+            self.run(built, prepared)
             return None
         return read_onednn(onednn_lines(lambda: self.run(built, prepared)))
 

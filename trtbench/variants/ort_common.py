@@ -245,7 +245,9 @@ class OrtVariant(Variant):
         return built.module.run(prepared)
 
     def kernels(self, built: Built, prepared, device: torch.device) -> Optional[KernelProof]:
-        """The kernels of a profiled session's call (CPU; None on a GPU provider, whose kernels it does not name)."""
+        """One call, and the kernels a profiled session of the same file ran (CPU; None on a GPU provider, whose
+        kernels it does not name)."""
+        built.module.run(prepared)
         return built.module.profile(prepared) if self.provider == CPU else None
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:

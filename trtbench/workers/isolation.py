@@ -73,7 +73,8 @@ class Isolation(Protocol):
     def facts(self, variant: str) -> dict: ...
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
-        """What ``variant``'s kernels ran at ``label`` where it is timed (``read``: reading it in this process)."""
+        """What ``variant``'s kernels ran where it is timed: its worker's first call's, or ``read`` in this process at
+        ``label``."""
         ...
 
     def next_turn(self) -> None:
@@ -258,9 +259,9 @@ class VariantWorkers:
         return {i: WorkerTimer(worker, label) for i, worker in self._processes(variant).items()}
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
-        """What the first process's kernels ran at ``label``, as it read them when ready."""
+        """What the first process's kernels ran, as it read them on its first call."""
         processes = self._processes(variant)
-        found = processes[min(processes)].facts.get(KERNELS, {}).get(label)
+        found = processes[min(processes)].facts.get(KERNELS)
         return KernelProof.from_dict(found) if found else None
 
     def _processes(self, variant: str) -> dict[int, Worker]:
