@@ -21,11 +21,21 @@ class Call:
     label: str
 
 
+def send_call(worker: Worker, label: str) -> None:
+    """Ask ``worker`` for one synchronized call at ``label``; :func:`call_result` waits for its answer."""
+    worker.send(Call(label))
+
+
 @dataclass(frozen=True)
 class Called:
     """The call's ms in the worker."""
 
     ms: float
+
+
+def call_result(worker: Worker, timeout_s: float) -> float:
+    """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed."""
+    return worker.answer("call", timeout_s, "a call").ms
 
 
 @handles(Call)
@@ -35,13 +45,3 @@ def _call(hosted: Hosted, request: Call) -> Called:
         hosted.calls[request.label]()
         synchronize(hosted.device)
         return Called((time.perf_counter_ns() - started) / 1e6)
-
-
-def send_call(worker: Worker, label: str) -> None:
-    """Ask ``worker`` for one synchronized call at ``label``; :func:`call_result` waits for its answer."""
-    worker.send(Call(label))
-
-
-def call_result(worker: Worker, timeout_s: float) -> float:
-    """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed."""
-    return worker.answer("call", timeout_s, "a call").ms
