@@ -28,13 +28,13 @@ RUN apt-get update \
 
 # trtbench itself without dependencies (its torch pin must not replace the image's torch),
 # then only the light dependencies (intel-openmp: Intel's OpenMP runtime for benchmark.openmp: intel; ruptures, which
-# brings scipy: the machine's regimes and the statistics trtbench takes from scipy);
+# brings scipy: the machine's regimes and the statistics trtbench takes from scipy; cattrs, with attrs: results' JSON);
 # pip applies the image's PIP_CONSTRAINT
 # (/etc/pip/constraint.txt), so names already in the image keep their versions.
 COPY . /tmp/trtbench-src
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir --no-deps --no-build-isolation /tmp/trtbench-src \
-    && pip install --no-cache-dir alive-progress==3.3.0 pyyaml matplotlib numpy ruptures scipy intel-openmp \
+    && pip install --no-cache-dir alive-progress==3.3.0 pyyaml matplotlib numpy ruptures scipy intel-openmp cattrs \
     && rm -rf /tmp/trtbench-src
 
 COPY docker/entrypoint.sh /usr/local/bin/trtbench-entrypoint

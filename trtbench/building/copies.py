@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 import torch
 
+from trtbench.core.codec import Coded, key
 from trtbench.core.inputs import example_inputs, point_inputs
 from trtbench.core.precision import precision_dtype
 from trtbench.measure.kernels import KernelProof
@@ -20,23 +21,18 @@ from trtbench.quantize.fallback import FallbackCost
 
 
 @dataclass(frozen=True)
-class Kept:
+class Kept(Coded):
     """The fallback passed with ``modules`` in fp32: their own SQNR (dB, as JSON keeps it), the builds run under the
     cap, the full build's figures and the kept one's, the cost, and the kept build's kernels (None: unread)."""
 
-    modules: tuple[str, ...]
+    modules: tuple[str, ...] = field(metadata=key("fp32_modules"))
     cap: int
     builds: int
     own_sqnr_db: dict
     full_accuracy: str
     accuracy: str
-    cost: FallbackCost
+    cost: FallbackCost = field(metadata=key("fallback_cost"))
     kernels: Optional[KernelProof] = None
-
-    def to_dict(self) -> dict:
-        return {"fp32_modules": list(self.modules), "cap": self.cap, "builds": self.builds,
-                "own_sqnr_db": self.own_sqnr_db, "full_accuracy": self.full_accuracy, "accuracy": self.accuracy,
-                "fallback_cost": self.cost.to_dict(), "kernels": self.kernels.to_dict() if self.kernels else None}
 
 
 @dataclass(frozen=True)

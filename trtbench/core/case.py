@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
+
+from trtbench.core.codec import Coded, key
 
 BASELINE_VARIANT = "eager"
 
@@ -22,7 +24,7 @@ def parse_shapes_text(text: str) -> tuple[tuple[int, ...], ...]:
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(Coded):
     """One measured point: model x variant(options) x precision x input shapes x threads x device."""
 
     model: str  # model id, e.g. "torchvision:resnet34" (ModelConfig.id)
@@ -33,7 +35,9 @@ class Case:
     threads: int
     device: str  # resolved: cpu, cuda:0
     options: str = ""  # the variant's options as canonical JSON ("" for defaults)
-    knobs: str = ""  # the deployment knobs its process started with, as Knobs.text ("" for the defaults)
+    # the deployment knobs its process started with, as Knobs.text ("" for the defaults: left out, so that cases from
+    # before the knobs axis keep their keys)
+    knobs: str = field(default="", metadata=key(omit_default=True))
 
     @property
     def batch(self) -> int:
@@ -60,19 +64,6 @@ class Case:
     def label(self) -> str:
         """``variant`` or ``variant{options}`` for tables."""
         return f"{self.variant}{self.options}" if self.options else self.variant
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["input_shapes"] = [list(s) for s in self.input_shapes]
-        if not self.knobs:  # so that cases from before the knobs axis keep their keys
-            del data["knobs"]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Case":
-        data = dict(data)
-        data["input_shapes"] = tuple(tuple(int(d) for d in s) for s in data["input_shapes"])
-        return cls(**data)
 
 
 def options_text(options) -> str:

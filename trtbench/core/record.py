@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import ClassVar, Optional
 
 from trtbench.core.case import Case
+from trtbench.core.codec import Coded, key
 from trtbench.core.part import register_part
 from trtbench.core.stats import BlockSeries, Stats, summarize
 from trtbench.core.status import Status
@@ -15,12 +16,13 @@ from trtbench.core.status import Status
 
 @register_part
 @dataclass(frozen=True)
-class Record:
+class Record(Coded):
     """One case measured in one environment: status, raw samples per block, accuracy, build facts."""
 
     KIND: ClassVar[str] = "record"
     JOINS_RECORD: ClassVar[bool] = False
     RESULTS_KEY: ClassVar[str] = "records"
+    WRITTEN_AFTER: ClassVar[dict] = {"case": ("case_key",)}
 
     case: Case
     environment: str  # environment id (trtbench.core.env.environment_id)
@@ -28,11 +30,11 @@ class Record:
     reason: str = ""
     rounds: list[list[float]] = field(default_factory=list)  # host ms per call, one list per interleaved round
     device_rounds: Optional[list[list[float]]] = None  # CUDA-event ms per call (CUDA only)
-    stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
     # per entry of ``rounds``: the replicate process that timed it and the point's round (None: an older result)
     block_process: Optional[list[int]] = None
     block_round: Optional[list[int]] = None
-    accuracy: Optional[dict] = None  # trtbench.measure.accuracy.Accuracy.to_dict(); stored as "parity"
+    stopped_by: Optional[str] = None  # iterations | target_rel_ci | max_time_s
+    accuracy: Optional[dict] = field(default=None, metadata=key("parity"))  # trtbench.measure.accuracy's to_dict()
     build: dict = field(default_factory=dict)  # build_s, first-call and compile facts, variant info
     metrics: dict = field(default_factory=dict)  # measured values besides the timings: flops, memory, cold start...
     warnings: list[str] = field(default_factory=list)
@@ -63,6 +65,10 @@ class Record:
     @property
     def key(self) -> tuple[str, str]:
         return (self.case.key, self.environment)
+
+    @property
+    def case_key(self) -> str:
+        return self.case.key
 
     @property
     def fails_run(self) -> bool:
@@ -132,19 +138,3 @@ class Record:
         """The model's FLOPs at this point over the median latency (None without both)."""
         stats, flops = self.stats, self.metrics.get("flops")
         return flops / (stats.median / 1e3) if stats and flops and stats.median > 0 else None
-
-    def to_dict(self) -> dict:
-        return {"case": self.case.to_dict(), "case_key": self.case.key, "environment": self.environment,
-                "status": self.status, "reason": self.reason, "rounds": self.rounds,
-                "device_rounds": self.device_rounds, "block_process": self.block_process,
-                "block_round": self.block_round, "stopped_by": self.stopped_by, "parity": self.accuracy,
-                "build": self.build, "metrics": self.metrics, "warnings": self.warnings, "run_id": self.run_id}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Record":
-        return cls(case=Case.from_dict(data["case"]), environment=data["environment"], status=Status(data["status"]),
-                   reason=data.get("reason", ""), rounds=data.get("rounds") or [],
-                   device_rounds=data.get("device_rounds"), block_process=data.get("block_process"),
-                   block_round=data.get("block_round"), stopped_by=data.get("stopped_by"),
-                   accuracy=data.get("parity"), build=data.get("build") or {}, metrics=data.get("metrics") or {},
-                   warnings=data.get("warnings") or [], run_id=data.get("run_id") or "")

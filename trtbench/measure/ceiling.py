@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, ClassVar, Optional
 
 import torch
 
+from trtbench.core.codec import Coded
 from trtbench.core.part import register_part
 from trtbench.core.precision import compute_dtype, dtype_name
 from trtbench.measure.datasheets import cpu_reduced_units, cpu_vector_units, gpu_peaks, not_in_table, row_covering
@@ -383,7 +384,7 @@ def peak_not_below_measured(ceiling: dict) -> dict:
 
 
 @dataclass(frozen=True)
-class DeviceCeiling:
+class DeviceCeiling(Coded):
     """A device's ceilings in one environment, shared by its rows (``values``: ``{which}_{UNIT}``). A subclass names
     its part's ``kind``, ``results_key`` and ``unit`` on its class line, and is registered as a part; its fields
     before ``values`` say where its ceilings hold (its :attr:`key`)."""
@@ -411,13 +412,6 @@ class DeviceCeiling:
         """``achieved`` (in :attr:`UNIT`) as a share of the ``which`` ceiling (None when unknown)."""
         ceiling = self.values.get(f"{which}_{self.UNIT}")
         return achieved / ceiling if achieved and ceiling else None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "DeviceCeiling":
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,54 @@ returns, one stamp per token (docs/serving.md, "Continuous batching")."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 
-def serve_engine(engine: Any, requests: dict, admit: tuple, channel: Any) -> None:
-    """Serve ``admit`` (``("admit", key, label)``) and each query admitted on ``channel`` while any is in ``engine``,
-    answering ``("first", key)`` and ``("done", key, stamps)``; ``("exit",)`` ends the process."""
+@dataclass(frozen=True)
+class Admit:
+    """Query ``key`` joins the engine, asking for the request at ``label``; the replies: :class:`First`, then
+    :class:`Done`."""
+
+    key: int
+    label: str
+
+
+@dataclass(frozen=True)
+class First:
+    """Query ``key`` has its first token."""
+
+    key: int
+
+
+@dataclass(frozen=True)
+class Done:
+    """Query ``key`` has its last token: one stamp per token."""
+
+    key: int
+    stamps: tuple[float, ...]
+
+
+def serve_engine(engine: Any, requests: dict, admit: Admit, channel: Any) -> None:
+    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine``; any other request (the
+    worker's exit, the only other one it is sent while serving) ends the process."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]
     while arrived or wanted:
         for message in arrived:
-            if message[0] == "exit":
+            if not isinstance(message, Admit):
                 raise SystemExit(0)
-            _, key, label = message
-            prompt, new_tokens = requests[label]
-            engine.add(key, prompt, new_tokens)
-            wanted[key], stamps[key] = new_tokens, []
+            prompt, new_tokens = requests[message.label]
+            engine.add(message.key, prompt, new_tokens)
+            wanted[message.key], stamps[message.key] = new_tokens, []
         for key, (now, count) in _stamped_step(engine).items():
             if not stamps[key]:
-                channel.send(("first", key))
+                channel.send(First(key))
             stamps[key] += [now] * count
             if len(stamps[key]) >= wanted[key]:
                 _check_count(key, len(stamps[key]), wanted.pop(key))
-                channel.send(("done", key, tuple(stamps.pop(key))))
+                channel.send(Done(key, tuple(stamps.pop(key))))
         if wanted and not engine.busy():
             raise RuntimeError(f"the engine ended queries {sorted(wanted)} before their last tokens")
         arrived = []

@@ -12,10 +12,12 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional
 
 import torch
+
+from trtbench.core.codec import Coded
 
 CONV, MATMUL = "conv", "matmul"
 ONEDNN_KINDS = {"convolution": CONV, "deconvolution": CONV, "matmul": MATMUL, "inner_product": MATMUL}
@@ -60,8 +62,10 @@ class KeptNodes:
 
 
 @dataclass(frozen=True)
-class KernelProof:
+class KernelProof(Coded):
     """The precision of a call's convolution and matmul kernels as its runtime reports it, from ``source``."""
+
+    WRITTEN_AFTER: ClassVar[dict] = {"source": ("text",)}
 
     source: str
     groups: tuple[KernelGroup, ...]
@@ -121,16 +125,6 @@ class KernelProof:
             return (f"the fp32 fallback keeps {self.kept.marked} conv/matmul nodes in f32, and "
                     f"{self.kept.marked - self.kept.ran_f32} of them ran {precision} ({self.source})")
         return None
-
-    def to_dict(self) -> dict:
-        return {"source": self.source, "text": self.text, "groups": [asdict(g) for g in self.groups],
-                "kept": asdict(self.kept) if self.kept is not None else None}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "KernelProof":
-        kept = data.get("kept")
-        return cls(data["source"], tuple(KernelGroup(**g) for g in data.get("groups", ())),
-                   KeptNodes(**kept) if kept else None)
 
 
 def _reduced_unit(isa: str) -> bool:

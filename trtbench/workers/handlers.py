@@ -1,5 +1,5 @@
-"""What a worker answers: a table from a request's type (its first item) to its handler; the timing worker's own
-are here, a layer above registers its own (docs/architecture.md, "Worker requests")."""
+"""What a worker answers: a table from a request's class to its handler; the timing worker's own requests and
+handlers are here, a layer above registers its own (docs/architecture.md, "Worker requests")."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import torch
 from trtbench.core.procfs import proc_kib
 from trtbench.measure.energy import EnergyCounter
 from trtbench.measure.settle import wait_until_idle
-from trtbench.measure.timing import time_calls
+from trtbench.measure.timing import Block, time_calls
 from trtbench.measure.trackers import Tracker
-from trtbench.workers.checked_call import checked_call
+from trtbench.workers.checked_call import CheckedCall, checked_call
 
 
 @dataclass
@@ -37,18 +37,53 @@ class Hosted:
     start_peak: Optional[float] = None
 
 
-Handler = Callable[[Hosted, tuple], Optional[tuple]]  # the request -> its reply (None: it answered on its own)
-HANDLERS: dict[str, Handler] = {}
+Handler = Callable[[Hosted, Any], Any]  # the request -> its reply (None: it answered on its own)
+HANDLERS: dict[type, Handler] = {}
 
 
-def handles(kind: str) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler of requests of type ``kind`` (one handler per type)."""
+@dataclass(frozen=True)
+class TimeBlock:
+    """Time ``calls`` calls at ``label``, after a switch-in call where ``switch_in``; the reply: its ``Block``."""
+
+    label: str
+    calls: int
+    switch_in: bool = False
+
+
+@dataclass(frozen=True)
+class Check:
+    """The accuracy check's call at ``label``, its output saved to ``path``; the reply: a ``CheckedCall`` without
+    its output."""
+
+    label: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The worker's peak RSS so far; the reply: a :class:`PeakRss`."""
+
+
+@dataclass(frozen=True)
+class PeakRss:
+    """The peak RSS (MB) of loading or of any call since (None: unread)."""
+
+    mb: Optional[float]
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Exit at once; no reply."""
+
+
+def handles(kind: type) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of requests of class ``kind`` (one handler per class)."""
 
     def register(handler: Handler) -> Handler:
         known = HANDLERS.get(kind)
         if known is not None and (known.__module__, known.__qualname__) != (handler.__module__, handler.__qualname__):
-            raise ValueError(f"worker request '{kind}' has two handlers: {known.__module__}.{known.__qualname__} and "
-                             f"{handler.__module__}.{handler.__qualname__}")
+            raise ValueError(f"worker request {kind.__name__} has two handlers: {known.__module__}."
+                             f"{known.__qualname__} and {handler.__module__}.{handler.__qualname__}")
         HANDLERS[kind] = handler
         return handler
 
@@ -77,44 +112,43 @@ def _peak_rss_mb() -> float | None:
     return None if kib is None else kib / 1024
 
 
-@handles("block")
-def _block(hosted: Hosted, message: tuple) -> tuple:
-    """``("block", label, calls, switch_in)``: a timed block, answered once settled, with the CPU between."""
-    _, label, count, switch_in = message
+@handles(TimeBlock)
+def _block(hosted: Hosted, request: TimeBlock) -> Block:
+    """A timed block, answered once settled, with the CPU between."""
     between = (time.process_time() - hosted.idle_since_cpu) * 1e3
     with torch.inference_mode():
-        timed = time_calls(hosted.calls[label], hosted.device, count, switch_in, hosted.trackers)
+        timed = time_calls(hosted.calls[request.label], hosted.device, request.calls, request.switch_in,
+                           hosted.trackers)
     settle = wait_until_idle()
     hosted.idle_since_cpu = time.process_time()
-    return "block", dataclasses.replace(timed, settle=settle, cpu_between_ms=between)
+    return dataclasses.replace(timed, settle=settle, cpu_between_ms=between)
 
 
-@handles("check")
-def _check(hosted: Hosted, message: tuple) -> tuple:
-    """``("check", label, path)``: the accuracy check's call, its output to ``path``; memory, warnings, time, energy."""
-    _, label, path = message
+@handles(Check)
+def _check(hosted: Hosted, request: Check) -> CheckedCall:
+    """The accuracy check's call: memory, warnings, time, energy."""
     hosted.start_peak = hosted.start_peak if hosted.start_peak is not None else _peak_rss_mb()
     with torch.inference_mode():
-        checked = checked_call(hosted.calls[label], hosted.device, hosted.meter)
+        checked = checked_call(hosted.calls[request.label], hosted.device, hosted.meter)
     # from the tensors' own memory: bytes here would move glibc's thresholds (docs/measuring.md, page faults)
-    torch.save(checked.output, path)
-    reply = ("checked", checked.peak_memory, checked.warnings, checked.call_s, checked.energy)
+    torch.save(checked.output, request.path)
+    reply = dataclasses.replace(checked, output=None)
     del checked
     # a generate request is a check: the next worker's request starts on quiet cores
     wait_until_idle()
     return reply
 
 
-@handles("facts")
-def _facts(hosted: Hosted, message: tuple) -> tuple:
-    """``("facts",)``: the peak RSS, loading's or any call's since."""
+@handles(Facts)
+def _facts(hosted: Hosted, request: Facts) -> PeakRss:
+    """The peak RSS, loading's or any call's since."""
     peaks = [p for p in (hosted.start_peak, _peak_rss_mb()) if p is not None]
-    return "facts", {"peak_rss_mb": round(max(peaks), 1) if peaks else None}
+    return PeakRss(round(max(peaks), 1) if peaks else None)
 
 
-@handles("exit")
-def _exit(hosted: Hosted, message: tuple) -> None:
-    """``("exit",)``: at once, its output flushed (nothing of a worker's is left to write)."""
+@handles(Exit)
+def _exit(hosted: Hosted, request: Exit) -> None:
+    """At once, its output flushed (nothing of a worker's is left to write)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

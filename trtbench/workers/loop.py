@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import io
 import math
 import os
+import pickle
 import random
 import socket
 import subprocess
@@ -26,7 +28,7 @@ from trtbench.measure.energy import counter_or_none
 from trtbench.measure.timing import Block
 from trtbench.measure.trackers import block_trackers
 from trtbench.workers.checked_call import CheckedCall
-from trtbench.workers.handlers import HANDLERS, Hosted, handler_files, load
+from trtbench.workers.handlers import HANDLERS, Check, Exit, Facts, Hosted, TimeBlock, handler_files, load
 
 
 class Recipe(Protocol):
@@ -63,17 +65,54 @@ class Assignment:
     handlers: dict[str, str]
 
 
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """Build the recipe (the parent paces the builds); the replies: :class:`Building`, then :class:`Ready`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Building:
+    """The worker's imports are done and its build begins (the build's clock starts: benchmark.max_build_s)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    """Built: the worker's facts (pid, bound CPUs, the recipe's facts, its CPU until ready)."""
+
+    facts: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """A request failed in the worker: the traceback."""
+
+    traceback: str
+
+
+class _Loaded(pickle.Unpickler):
+    """Reads a request whose class's module the worker has loaded: a request never imports a module of trtbench
+    (its package's ``__init__`` would run: docs/architecture.md, "Worker requests")."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith("trtbench.") and module not in sys.modules:
+            raise _unhandled(name)
+        return super().find_class(module, name)
+
+
+def _unhandled(name: str) -> WorkerError:
+    return WorkerError(f"no handler for the worker request {name} (known: {', '.join(k.__name__ for k in HANDLERS)}): "
+                       "the module that handles it was not named when the worker was assigned")
+
+
 def worker_main(fd: int) -> None:
     """The timing worker's loop on socket ``fd``: build the recipe, then answer each request until told to exit."""
     conn = Connection(fd)
     try:
         assigned = conn.recv()
         load(assigned.handlers)
-        # the parent paces the builds
-        if conn.recv() != ("build",):
+        if not isinstance(conn.recv(), Build):
             return
-        # imports done: the build's clock starts (benchmark.max_build_s)
-        conn.send(("building",))
+        conn.send(Building())
         calls, facts = assigned.recipe.materialize()
         device = torch.device(assigned.recipe.device)
         meter = counter_or_none(device)
@@ -81,24 +120,24 @@ def worker_main(fd: int) -> None:
         gc.collect()
         gc.disable()
         bound = {"bound_cpus": sorted(os.sched_getaffinity(0))} if os.environ.get(BOUND_CPUS) else {}
-        conn.send(("ready", {"pid": os.getpid(), **bound, **facts, READY_CPU_S: round(time.process_time(), 2)}))
+        conn.send(Ready({"pid": os.getpid(), **bound, **facts, READY_CPU_S: round(time.process_time(), 2)}))
     except BaseException:  # noqa: BLE001 - every failure goes to the parent as text
-        conn.send(("error", traceback.format_exc()))
+        conn.send(Failed(traceback.format_exc()))
         return
     hosted.idle_since_cpu = time.process_time()
     while True:
         try:
-            message = conn.recv()
+            data = conn.recv_bytes()
         except EOFError:  # the parent is gone
             return
-        handler = HANDLERS.get(message[0])
         try:
+            request = _Loaded(io.BytesIO(data)).load()
+            handler = HANDLERS.get(type(request))
             if handler is None:
-                raise WorkerError(f"no handler for the worker request '{message[0]}' (known: {', '.join(HANDLERS)}): "
-                                  "the module that handles it was not named when the worker was assigned")
-            reply = handler(hosted, message)
+                raise _unhandled(type(request).__name__)
+            reply = handler(hosted, request)
         except Exception:  # noqa: BLE001
-            conn.send(("error", traceback.format_exc()))
+            conn.send(Failed(traceback.format_exc()))
             continue
         if reply is not None:
             conn.send(reply)
@@ -147,18 +186,18 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker died while starting ({self._exit_text()})"
                               + self._log_tail()) from None
 
-    def _receive(self, what: str) -> tuple:
+    def _receive(self, what: str) -> Any:
         """The answer to ``what``, within the worker timeout or the worker killed; its error a :class:`WorkerError`."""
         if not self.conn.poll(self.timeout_s):  # blocks in poll(2): no busy wait
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to '{what}' within {self.timeout_s:g} s "
                               f"(benchmark.worker_timeout_s) and was killed")
         reply = self.take(what)
-        if reply[0] == "error":
-            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply[1]}")
+        if isinstance(reply, Failed):
+            raise WorkerError(f"{self.name}'s worker failed during '{what}':\n{reply.traceback}")
         return reply
 
-    def answer(self, what: str, timeout_s: float, request: str) -> tuple:
+    def answer(self, what: str, timeout_s: float, request: str) -> Any:
         """The answer to ``what``, within ``timeout_s`` or the worker killed (a :class:`WorkerError` naming the
         ``request``: a stuck call never returns); its error a :class:`WorkerError`."""
         if not self.conn.poll(timeout_s):
@@ -166,7 +205,7 @@ class Worker:
             raise WorkerError(f"{self.name}'s worker gave no answer to {request} within {timeout_s:g} s and was killed")
         return self._receive(what)
 
-    def take(self, what: str) -> tuple:
+    def take(self, what: str) -> Any:
         """The next message, waited for without a limit; a worker that died is a :class:`WorkerError`."""
         try:
             reply = self.conn.recv()
@@ -197,41 +236,41 @@ class Worker:
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def start_build(self) -> None:
-        self._send_starting(("build",))
+        self._send_starting(Build())
 
     def finish_build(self) -> Optional[dict]:
         """The build's next answer: None where the worker says it began building (its imports are done),
         else, once built, the worker's facts (pid, threads)."""
         reply = self._receive("build")
-        if reply[0] == "building":
+        if isinstance(reply, Building):
             return None
-        self.facts = {**self.startup, **reply[1]}
+        self.facts = {**self.startup, **reply.facts}
         return self.facts
 
-    def send(self, message: tuple) -> None:
+    def send(self, request: Any) -> None:
         """Send a request to the running worker; one whose process is gone is a :class:`WorkerError`."""
         try:
-            self.conn.send(message)
+            self.conn.send(request)
         except (BrokenPipeError, OSError):
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
 
     def block(self, label: str, calls: int, switch_in: bool = False) -> Block:
-        self.send(("block", label, calls, switch_in))
-        return self._receive(f"time {calls} call(s) at {label}")[1]
+        self.send(TimeBlock(label, calls, switch_in))
+        return self._receive(f"time {calls} call(s) at {label}")
 
     def check(self, label: str) -> CheckedCall:
         """The accuracy check's call at ``label``, made in the worker."""
         with tempfile.TemporaryDirectory(prefix="trtbench-check-") as folder:
             written = os.path.join(folder, "output.pt")
-            self.send(("check", label, written))
-            _, memory, caught, call_s, energy = self._receive(f"check the output at {label}")
+            self.send(Check(label, written))
+            checked = self._receive(f"check the output at {label}")
             # weights_only=False: the file is our own worker's
-            return CheckedCall(torch.load(written, weights_only=False), memory, caught, call_s, energy)
+            return dataclasses.replace(checked, output=torch.load(written, weights_only=False))
 
     def refresh_facts(self) -> dict:
         """The worker's facts with its peak RSS so far."""
-        self.send(("facts",))
-        self.facts.update(self._receive("facts")[1])
+        self.send(Facts())
+        self.facts["peak_rss_mb"] = self._receive("facts").mb
         return self.facts
 
     def kill(self) -> None:
@@ -242,7 +281,7 @@ class Worker:
     def ask_exit(self) -> None:
         """Ask the worker to exit (:meth:`close` waits for it)."""
         try:
-            self.conn.send(("exit",))
+            self.conn.send(Exit())
         except (BrokenPipeError, OSError):
             pass
 

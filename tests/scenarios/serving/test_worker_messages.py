@@ -1,8 +1,8 @@
-"""Serving's worker requests are serving's own: a vision server's ``call`` is handled by
+"""Serving's worker requests are serving's own: a vision server's ``Call`` is handled by
 ``trtbench/scenarios/serving/vision/messages.py``, which its pool names when it assigns its workers, and which each
 worker loads by its file, without the scenarios' package (every scenario and their reports, matplotlib: a second of
-CPU in every worker). A timing worker, assigned without it, answers a ``call`` with an error naming the request, and
-lives on."""
+CPU in every worker). A timing worker, assigned without it, answers a ``Call`` with an error naming the request, and
+lives on, without importing the module the request's class is defined in."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ def test_a_server_worker_loads_its_call_handler_alone_and_a_timing_worker_refuse
         ready, errors = start_workers({"timing": ListsModules()}, [timing])
         assert not errors, errors
         send_call(ready["timing"], "x1")
-        with pytest.raises(WorkerError, match=r"failed during 'call'(.|\n)*no handler for the worker request 'call' "
-                                              r"\(known: block, check, facts, exit\)"):
+        with pytest.raises(WorkerError, match=r"failed during 'call'(.|\n)*no handler for the worker request Call "
+                                              r"\(known: TimeBlock, Check, Facts, Exit\)"):
             call_result(ready["timing"], 60.0)
         assert len(ready["timing"].block("x1", 2).host_ms) == 2
+        assert ready["timing"].check("modules").output == []  # the request's class imported nothing
     finally:
         pool.close()
         timing.close()

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from trtbench.core.codec import Coded
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance, speedup_interval, summarize
 from trtbench.core.status import Status
 from trtbench.measure.token_timing import RequestMetrics, distribution, step_medians
@@ -54,21 +55,9 @@ class DecoderPoint:
     def key(self) -> tuple:
         return (self.environment, self.model, self.threads, self.point, self.slot)
 
-    def point_dict(self) -> dict:
-        """Its fields, as a part's ``to_dict`` starts."""
-        return {name: getattr(self, name) for name in POINT_FIELDS}
-
-    @staticmethod
-    def point_values(data: dict) -> tuple:
-        """Its fields from a part's dict, in order: the first arguments of the part's constructor."""
-        return tuple(data[name] for name in POINT_FIELDS)
-
-
-POINT_FIELDS = ("environment", "model", "threads", "point", "slot", "decoder", "precision")
-
 
 @dataclass(frozen=True)
-class GenerateRecord(DecoderPoint):
+class GenerateRecord(DecoderPoint, Coded):
     """A decoder at one point: ``data`` holds the point's settings, the per-request series (``requests``), their
     summaries (``metrics``), the ``speedups`` over eager fp32, the ``accuracy`` and the worker's ``facts``."""
 
@@ -87,13 +76,6 @@ class GenerateRecord(DecoderPoint):
     @property
     def failure_note(self) -> str:
         return f"generate {self.model} {self.point} {self.slot}: {self.reason}"
-
-    def to_dict(self) -> dict:
-        return {**self.point_dict(), "status": str(self.status), "reason": self.reason, "data": self.data}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "GenerateRecord":
-        return cls(*cls.point_values(data), Status(data["status"]), data.get("reason", ""), data.get("data", {}))
 
 
 def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], name: str) -> BlockSeries:

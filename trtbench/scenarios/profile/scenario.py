@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator, Optional
 
 from trtbench.building.stage import capture_warnings
+from trtbench.core.codec import Coded
 from trtbench.core.precision import unsupported_reason
 from trtbench.profiling.config import ProfileConfig
 from trtbench.profiling.runner import ProfiledVariant, run_profiles
@@ -21,7 +22,7 @@ from trtbench.scenarios.profile.report import layer_plots, profile_markdown
 
 
 @dataclass(frozen=True)
-class ProfilePart:
+class ProfilePart(Coded):
     """The run's profile (:func:`profile_stage`'s data) of one model at the profile's precision."""
 
     KIND: ClassVar[str] = "profile"
@@ -37,13 +38,6 @@ class ProfilePart:
     @property
     def key(self) -> tuple:
         return (self.environment, self.model, self.precision)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ProfilePart":
-        return cls(data["environment"], data["model"], data["precision"], data["data"])
 
 
 @register

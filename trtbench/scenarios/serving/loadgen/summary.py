@@ -3,11 +3,12 @@ token latencies, TTFT and TPOT too)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from trtbench.core.codec import Coded
 
 _LINE = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>\S.*?)\s*$")
 _PERCENTILE = re.compile(r"^(?P<pct>\d+(?:\.\d+)?) percentile (?P<metric>latency|first token latency|"
@@ -23,7 +24,7 @@ def percentile_label(pct: float) -> str:
 
 
 @dataclass(frozen=True)
-class LoadGenSummary:
+class LoadGenSummary(Coded):
     """One LoadGen run's summary: ``valid`` is LoadGen's ``Result is : VALID``."""
 
     valid: bool
@@ -44,17 +45,6 @@ class LoadGenSummary:
     def minimums_met(self) -> bool:
         return (self.constraints.get("Min duration satisfied", False)
                 and self.constraints.get("Min queries satisfied", False))
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "LoadGenSummary":
-        return cls(valid=data["valid"], scheduled_qps=data.get("scheduled_qps"),
-                   completed_qps=data.get("completed_qps"), latency_ms=dict(data.get("latency_ms") or {}),
-                   constraints=dict(data.get("constraints") or {}), ttft_ms=dict(data.get("ttft_ms") or {}),
-                   tpot_ms=dict(data.get("tpot_ms") or {}),
-                   completed_tokens_per_s=data.get("completed_tokens_per_s"))
 
 
 def parse_summary(text: str) -> LoadGenSummary:

@@ -11,7 +11,7 @@ import itertools
 import queue
 import threading
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -19,9 +19,10 @@ from trtbench.building.decoder_recipe import DecoderRecipe
 from trtbench.core.knobs import Knobs
 from trtbench.scenarios.serving.tokens import messages
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
-from trtbench.scenarios.serving.tokens.messages import engine_reply, send_admit, send_stream, stream_reply
+from trtbench.measure.engine_timing import Done, First
+from trtbench.scenarios.serving.tokens.messages import Step, engine_reply, send_admit, send_stream, stream_reply
 from trtbench.scenarios.serving.tokens.run import Serve
-from trtbench.workers.loop import Worker, WorkerError, spawn_workers, start_workers
+from trtbench.workers.loop import Failed, Worker, WorkerError, spawn_workers, start_workers
 
 
 def request_label(batch: int, prompt_tokens: int, new_tokens: int) -> str:
@@ -43,9 +44,9 @@ def worker_server(worker: Worker, timeout_s: float) -> Serve:
     def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
         marks = frozenset({1, *(new for _, new in lengths)})
         send_stream(worker, request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
-        while (reply := stream_reply(worker, timeout_s))[0] == "step":
-            reached(reply[1])
-        return reply[1]
+        while isinstance(reply := stream_reply(worker, timeout_s), Step):
+            reached(reply.steps)
+        return reply.stamps
 
     return serve
 
@@ -71,14 +72,14 @@ class EngineClient:
                 send_admit(self.worker, key, request_label(1, prompt_tokens, new_tokens))
             self._next(answers)
             reached(1)
-            stamps = self._next(answers)[2]
+            stamps = self._next(answers).stamps
         finally:
             with self.lock:
                 self.routes.pop(key, None)
         reached(new_tokens)
         return stamps
 
-    def _next(self, answers: queue.Queue) -> tuple:
+    def _next(self, answers: queue.Queue) -> Union[First, Done]:
         try:
             answer = answers.get(timeout=self.timeout_s)
         except queue.Empty:
@@ -97,11 +98,11 @@ class EngineClient:
             except WorkerError as err:
                 self._fail(err)
                 return
-            if answer[0] == "error":
-                self._fail(WorkerError(f"{self.worker.name}'s worker failed in its engine:\n{answer[1]}"))
+            if isinstance(answer, Failed):
+                self._fail(WorkerError(f"{self.worker.name}'s worker failed in its engine:\n{answer.traceback}"))
                 continue
             with self.lock:
-                route = self.routes.get(answer[1])
+                route = self.routes.get(answer.key)
             if route is not None:
                 route.put(answer)
 

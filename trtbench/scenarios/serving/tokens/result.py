@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 from trtbench.core import schema
+from trtbench.core.codec import Coded, key
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
@@ -20,7 +21,7 @@ ROUNDING = 4  # decimals kept of a query's ms
 
 
 @dataclass(frozen=True)
-class DecoderStep:
+class DecoderStep(Coded):
     """One LoadGen run at ``offered_qps``; ``error``: why a worker failed during it."""
 
     offered_qps: float
@@ -28,8 +29,8 @@ class DecoderStep:
     summary: LoadGenSummary
     passed: bool
     late: int
-    ttft_ms: tuple[float, ...] = ()
-    tpot_ms: tuple[float, ...] = ()
+    ttft_ms: tuple[float, ...] = field(default=(), metadata=key(rounded=ROUNDING))
+    tpot_ms: tuple[float, ...] = field(default=(), metadata=key(rounded=ROUNDING))
     itl_ms: dict[str, float] = field(default_factory=dict)  # p50, p90, p99
     request_per_s: float = 0.0
     output_tokens_per_s: float = 0.0
@@ -57,28 +58,13 @@ class DecoderStep:
         values = self.ttft_ms if metric == "ttft" else self.tpot_ms
         return nearest_rank(values, percentile * 100) if values else None
 
-    def to_dict(self) -> dict:
-        return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
-                "passed": self.passed, "late": self.late, "ttft_ms": [round(v, ROUNDING) for v in self.ttft_ms],
-                "tpot_ms": [round(v, ROUNDING) for v in self.tpot_ms], "itl_ms": dict(self.itl_ms),
-                "request_per_s": self.request_per_s, "output_tokens_per_s": self.output_tokens_per_s,
-                "error": self.error, "log_dir": self.log_dir, "batches": {str(k): v for k, v in self.batches.items()},
-                "most_in_flight": self.most_in_flight, "confirm": self.confirm}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "DecoderStep":
-        return cls(offered_qps=data["offered_qps"], repeat=data["repeat"],
-                   summary=LoadGenSummary.from_dict(data["summary"]), passed=data["passed"], late=data["late"],
-                   ttft_ms=tuple(data.get("ttft_ms") or ()), tpot_ms=tuple(data.get("tpot_ms") or ()),
-                   itl_ms=dict(data.get("itl_ms") or {}), request_per_s=data.get("request_per_s", 0.0),
-                   output_tokens_per_s=data.get("output_tokens_per_s", 0.0), error=data.get("error", ""),
-                   log_dir=data.get("log_dir", ""), batches={int(k): v for k, v in (data.get("batches") or {}).items()},
-                   most_in_flight=data.get("most_in_flight", 0), confirm=data.get("confirm", False))
-
 
 @dataclass(frozen=True)
-class DecoderServingResult(RepeatedPeaks):
+class DecoderServingResult(RepeatedPeaks, Coded):
     """A decoder served at one point by ``workers`` processes under serving entry ``entry``."""
+
+    WRITTEN_AFTER: ClassVar[dict] = {"peaks": ("peak_qps",)}
+    READ_WITH: ClassVar[dict] = {"interval": "peak_qps"}  # the interval about the peak
 
     entry: int
     workers: int
@@ -126,31 +112,10 @@ class DecoderServingResult(RepeatedPeaks):
         """The step that stands for the peak (:meth:`median_peak_run`)."""
         return self.median_peak_run(self.steps, lambda s: s.passed, lambda s: s.request_per_s)
 
-    def to_dict(self) -> dict:
-        return {"entry": self.entry, "workers": self.workers, "threads": self.threads,
-                "ttft_bound_ms": self.ttft_bound_ms, "tpot_bound_ms": self.tpot_bound_ms,
-                "percentile": self.percentile, "peak_rule": self.peak_rule, "status": str(self.status),
-                "reason": self.reason, "service": dict(self.service), "capacity_qps": self.capacity_qps,
-                "peaks": list(self.peaks), "peak_qps": self.peak_qps, "steps": [s.to_dict() for s in self.steps],
-                "log_dir": self.log_dir, "batching": self.batching, "lengths": dict(self.lengths),
-                "interval": self.interval.to_dict() if self.interval is not None else None}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "DecoderServingResult":
-        return cls(entry=data["entry"], workers=data["workers"], threads=data["threads"],
-                   ttft_bound_ms=data["ttft_bound_ms"], tpot_bound_ms=data["tpot_bound_ms"],
-                   percentile=data["percentile"], peak_rule=data["peak_rule"], status=Status(data["status"]),
-                   reason=data.get("reason", ""), service=dict(data.get("service") or {}),
-                   capacity_qps=data.get("capacity_qps"), peaks=tuple(data.get("peaks") or ()),
-                   steps=tuple(DecoderStep.from_dict(s) for s in data.get("steps", [])),
-                   log_dir=data.get("log_dir", ""),
-                   batching=data.get("batching"), lengths=dict(data.get("lengths") or {}),
-                   interval=PeakInterval.from_dict(data.get("interval"), data.get("peak_qps")))
-
 
 @register_part
 @dataclass(frozen=True)
-class ServedDecoder(DecoderPoint):
+class ServedDecoder(DecoderPoint, Coded):
     """What the serving entries beside generate gave one decoder slot at one generate point in one environment."""
 
     KIND: ClassVar[str] = "served_decoder"
@@ -168,10 +133,3 @@ class ServedDecoder(DecoderPoint):
     def failure_note(self) -> str:
         return "; ".join(f"served {self.model} {self.point} {self.slot} {r.label}: {r.status}: {r.reason}"
                          for r in self.results if r.status is Status.FAILED)
-
-    def to_dict(self) -> dict:
-        return {**self.point_dict(), "results": [r.to_dict() for r in self.results]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ServedDecoder":
-        return cls(*cls.point_values(data), tuple(DecoderServingResult.from_dict(r) for r in data["results"]))

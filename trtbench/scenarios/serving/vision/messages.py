@@ -1,10 +1,11 @@
-"""A vision server's worker request, ``call``: one synchronized call for a query (or a gathered batch), answered
-with its time in the worker; the handler and the parent's side. The worker loads this file on its own: it imports
-only the worker layer and those below it."""
+"""A vision server's worker request, :class:`Call`: one synchronized call for a query (or a gathered batch),
+answered with its time in the worker; the handler and the parent's side. The worker loads this file on its own: it
+imports only the worker layer and those below it."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -13,22 +14,34 @@ from trtbench.workers.handlers import Hosted, handles
 from trtbench.workers.loop import Worker
 
 
-@handles("call")
-def _call(hosted: Hosted, message: tuple) -> tuple:
-    """``("call", label)``: the call at ``label``, synchronized; the reply, its ms."""
-    with torch.inference_mode():
-        started = time.perf_counter_ns()
-        hosted.calls[message[1]]()
-        synchronize(hosted.device)
-        took_ms = (time.perf_counter_ns() - started) / 1e6
-    return "called", took_ms
+@dataclass(frozen=True)
+class Call:
+    """The call at ``label``, synchronized; the reply: :class:`Called`."""
+
+    label: str
 
 
 def send_call(worker: Worker, label: str) -> None:
     """Ask ``worker`` for one synchronized call at ``label``; :func:`call_result` waits for its answer."""
-    worker.send(("call", label))
+    worker.send(Call(label))
+
+
+@dataclass(frozen=True)
+class Called:
+    """The call's ms in the worker."""
+
+    ms: float
 
 
 def call_result(worker: Worker, timeout_s: float) -> float:
     """The ms the call asked for took in ``worker``; a worker silent for ``timeout_s`` is killed."""
-    return worker.answer("call", timeout_s, "a call")[1]
+    return worker.answer("call", timeout_s, "a call").ms
+
+
+@handles(Call)
+def _call(hosted: Hosted, request: Call) -> Called:
+    with torch.inference_mode():
+        started = time.perf_counter_ns()
+        hosted.calls[request.label]()
+        synchronize(hosted.device)
+        return Called((time.perf_counter_ns() - started) / 1e6)

@@ -9,6 +9,7 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
+from trtbench.core.codec import Coded, key
 from trtbench.core.part import register_part
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
 from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
@@ -17,48 +18,37 @@ from trtbench.core.status import Status
 
 
 @dataclass(frozen=True)
-class LoadGenRun:
+class LoadGenRun(Coded):
     """One LoadGen run at an offered QPS: LoadGen's summary and what the SUT saw."""
 
     offered_qps: float
     repeat: int  # which peak search (or run at the target) it belongs to
     summary: LoadGenSummary
     within_bound: bool  # valid by the scenario's rule (ServingConfig.validity)
-    latencies_ms: tuple[float, ...] = ()  # per answered query, issue to completion at the SUT, in issue order
-    batches: dict[int, int] = field(default_factory=dict)  # calls per batch size
+    # per answered query, issue to completion at the SUT, in issue order
+    latencies_ms: tuple[float, ...] = field(default=(), metadata=key(rounded=4))
+    batches: dict[int, int] = field(default_factory=dict)  # calls per batch size, ascending
     lost: int = 0
     log_dir: str = ""  # relative to the run's output directory
     confirm: bool = False  # a joint estimate's confirming run at its interval's low end (LoadGen's verdict there)
     lost_at: tuple[int, ...] = ()  # where the lost queries were in issue order (counting every query issued)
-    service_ms: tuple[float, ...] = ()  # per answered query, its call in the worker (send to result), in issue order
+    # per answered query, its call in the worker (send to result), in issue order
+    service_ms: tuple[float, ...] = field(default=(), metadata=key(rounded=4))
 
     def late_flags(self, bound_ms: float) -> list[bool]:
         """Whether each query issued was late (over ``bound_ms``), in issue order; a lost query is late."""
         answered, lost = iter(self.latencies_ms), set(self.lost_at)
         return [True if i in lost else next(answered) > bound_ms for i in range(len(self.latencies_ms) + len(lost))]
 
-    def to_dict(self) -> dict:
-        return {"offered_qps": self.offered_qps, "repeat": self.repeat, "summary": self.summary.to_dict(),
-                "within_bound": self.within_bound, "latencies_ms": [round(v, 4) for v in self.latencies_ms],
-                "batches": {str(k): v for k, v in sorted(self.batches.items())}, "lost": self.lost,
-                "log_dir": self.log_dir, "confirm": self.confirm, "lost_at": list(self.lost_at),
-                "service_ms": [round(v, 4) for v in self.service_ms]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "LoadGenRun":
-        return cls(offered_qps=data["offered_qps"], repeat=data["repeat"],
-                   summary=LoadGenSummary.from_dict(data["summary"]), within_bound=data["within_bound"],
-                   latencies_ms=tuple(data.get("latencies_ms") or ()),
-                   batches={int(k): v for k, v in (data.get("batches") or {}).items()}, lost=data.get("lost", 0),
-                   log_dir=data.get("log_dir", ""), confirm=data.get("confirm", False),
-                   lost_at=tuple(data.get("lost_at") or ()), service_ms=tuple(data.get("service_ms") or ()))
-
 
 @dataclass(frozen=True)
-class ServingResult(RepeatedPeaks):
+class ServingResult(RepeatedPeaks, Coded):
     """A variant served by ``workers`` processes x ``threads`` threads under one serving entry."""
 
-    loadgen_scenario: str  # LoadGen's scenario (server), not a trtbench scenario; "scenario" in JSON
+    WRITTEN_AFTER: ClassVar[dict] = {"peaks": ("peak_qps",)}
+    READ_WITH: ClassVar[dict] = {"interval": "peak_qps"}  # the interval about the peak
+
+    loadgen_scenario: str = field(metadata=key("scenario"))  # LoadGen's scenario (server), not a trtbench scenario
     workers: int
     threads: int
     bound_ms: float
@@ -106,30 +96,10 @@ class ServingResult(RepeatedPeaks):
         """``w2 x t1`` (+ ``batching <=4 in 2 ms``): the serving configuration in a few words."""
         return f"w{self.workers} x t{self.threads}" + (f" batching {self.batching_text}" if self.batching else "")
 
-    def to_dict(self) -> dict:
-        return {"scenario": self.loadgen_scenario, "workers": self.workers, "threads": self.threads,
-                "bound_ms": self.bound_ms, "percentile": self.percentile, "peak_rule": self.peak_rule,
-                "batching": self.batching,
-                "status": self.status, "reason": self.reason, "service_ms": self.service_ms,
-                "peaks": list(self.peaks), "peak_qps": self.peak_qps, "runs": [r.to_dict() for r in self.runs],
-                "log_dir": self.log_dir, "worker_facts": self.worker_facts,
-                "interval": self.interval.to_dict() if self.interval is not None else None}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ServingResult":
-        return cls(loadgen_scenario=data["scenario"], workers=data["workers"], threads=data["threads"],
-                   bound_ms=data["bound_ms"], percentile=data["percentile"],
-                   peak_rule=data.get("peak_rule", LEGACY_RULE), batching=data.get("batching"),
-                   status=Status(data.get("status", Status.OK)), reason=data.get("reason", ""),
-                   service_ms=data.get("service_ms"), peaks=tuple(data.get("peaks") or ()),
-                   runs=tuple(LoadGenRun.from_dict(r) for r in data.get("runs", [])),
-                   log_dir=data.get("log_dir", ""), worker_facts=dict(data.get("worker_facts") or {}),
-                   interval=PeakInterval.from_dict(data.get("interval"), data.get("peak_qps")))
-
 
 @register_part
 @dataclass(frozen=True)
-class ServedCase:
+class ServedCase(Coded):
     """What the serving scenarios gave one case (one variant at the served point) in one environment."""
 
     KIND: ClassVar[str] = "served"
@@ -153,12 +123,3 @@ class ServedCase:
     @property
     def key(self) -> tuple[str, str]:
         return (self.case_key, self.environment)
-
-    def to_dict(self) -> dict:
-        return {"case_key": self.case_key, "environment": self.environment,
-                "results": [r.to_dict() for r in self.results]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ServedCase":
-        return cls(case_key=data["case_key"], environment=data["environment"],
-                   results=tuple(ServingResult.from_dict(r) for r in data["results"]))

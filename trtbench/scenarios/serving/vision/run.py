@@ -69,7 +69,7 @@ def loadgen_run(pool: ServingPool, workers: int, settings: ServingConfig, load: 
     met = {"loadgen": summary.valid, "bound": summary.minimums_met and summary.performance_met and judged,
            "estimate": late <= (1 - settings.percentile) * len(latencies)}[settings.validity]
     run = LoadGenRun(offered_qps=load.qps, repeat=load.repeat, summary=summary, within_bound=met and not session.lost,
-                     latencies_ms=tuple(latencies), batches=dict(session.batches), lost=session.lost,
+                     latencies_ms=tuple(latencies), batches=dict(sorted(session.batches.items())), lost=session.lost,
                      log_dir=folder.relative_to(out_dir).as_posix(), lost_at=tuple(sorted(session.lost_issues)),
                      service_ms=tuple(session.service_ms))
     return run, session.errors
