@@ -1,15 +1,9 @@
-"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao.
-
-``torch.export`` captures the model, torchao's ``X86InductorQuantizer`` annotates it (a layer kept in fp32: a
-module-name config of ``None``), the calibration batches run through ``prepare_pt2e``'s observers, and
-``convert_pt2e`` leaves ``quantized_decomposed`` quantize/dequantize ops around fp32 conv/linear, which Inductor
-lowers to oneDNN int8 kernels only with freezing on (docs/int8.md, "compiled and aoti run Inductor's int8 kernels").
-"""
+"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao (docs/int8.md, "compiled and
+aoti run Inductor's int8 kernels")."""
 
 from __future__ import annotations
 
 import dataclasses
-import operator
 from pathlib import Path
 from typing import Sequence
 
@@ -21,8 +15,6 @@ from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable
 # What X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``: aten conv1d,
 # conv2d, linear), as the modules a user names them by.
 QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
-_QUANTIZED_OPS_NAMESPACE = "quantized_decomposed"  # torch.ops.quantized_decomposed.{quantize,dequantize}_per_*
-_WEIGHT_OPS = {"conv1d", "conv2d", "linear"}  # aten ops whose args[1] is the layer's weight
 INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns
 
 
@@ -89,37 +81,6 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
         for batch in calibration:
             prepared(*batch)
         return convert_pt2e(prepared)
-
-
-def _is_quantized_op(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
-        node.target.namespace == _QUANTIZED_OPS_NAMESPACE
-
-
-def is_int8_pt2e(gm: torch.fx.GraphModule) -> bool:
-    """Whether the graph really is quantized: it has ``quantized_decomposed`` quantize/dequantize ops
-    and int8 weights. A float graph (an export of the fp32 model) has neither."""
-    has_ops = any(_is_quantized_op(node) for node in gm.graph.nodes)
-    constants = [operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"]
-    has_int8 = any(isinstance(t, torch.Tensor) and t.dtype == torch.int8 for t in constants)
-    return has_ops and has_int8
-
-
-def _layer_name(node: torch.fx.Node) -> str | None:
-    stack = node.meta.get("nn_module_stack")
-    return list(stack.values())[-1][0] if stack else None
-
-
-def fp32_layers_pt2e(gm: torch.fx.GraphModule) -> list[str]:
-    """Module names of the conv/linear layers whose weight does not come out of a dequantize op
-    (the layers kept in fp32), read from the converted graph itself."""
-    kept = []
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and getattr(node.target, "_opname", None) in _WEIGHT_OPS:
-            weight = node.args[1]
-            if not (isinstance(weight, torch.fx.Node) and _is_quantized_op(weight)):
-                kept.append(_layer_name(node))
-    return kept
 
 
 class CompiledPT2E:
