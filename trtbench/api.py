@@ -43,18 +43,8 @@ def load_config(source: ConfigSource, *, device: Optional[str] = None, variants:
     if not isinstance(source, Mapping):
         raise UserInputError("config", f"expected a dict or a path to a YAML file, got {type(source).__name__}",
                              "pass the config's content as a dict (name: ..., model: ..., inputs: ...) or its file")
-    data = copy.deepcopy(dict(source))
-    if device is not None:
-        data["device"] = device
-    if variants is not None:
-        data["variants"] = list(variants)
-    if output_dir is not None:
-        output = data.get("output")
-        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
-    if profile:
-        section = data.get("profile")
-        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
-    return config_from_dict(data)
+    return config_from_dict(copy.deepcopy(dict(source)), device=device, variants=variants, output_dir=output_dir,
+                            profile=profile)
 
 
 def run(config: Union["Config", ConfigSource], *, fresh: bool = False,

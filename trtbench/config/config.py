@@ -487,8 +487,20 @@ def read_yaml(path: Path) -> Any:
                              "fix the YAML at that line (indentation, colons, brackets)") from err
 
 
-def config_from_dict(data: Any) -> Config:
-    """Validate plain data (as parsed from YAML) into a :class:`Config`."""
+def config_from_dict(data: Any, *, device: str | None = None, variants: list[str] | None = None,
+                     output_dir: str | None = None, profile: bool = False) -> Config:
+    """Validate plain data (as parsed from YAML; a dict it changes in place) into a :class:`Config`, with the
+    command line's overrides."""
+    if device is not None:
+        data["device"] = device
+    if variants is not None:
+        data["variants"] = list(variants)
+    if output_dir is not None:
+        output = data.get("output")
+        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
+    if profile:
+        section = data.get("profile")
+        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
     return schema.from_dict(Config, data)
 
 
@@ -500,14 +512,4 @@ def load_config(path: str | Path, *, device: str | None = None, variants: list[s
     if not isinstance(data, dict):
         raise UserInputError(str(resolved), "the config must be a YAML mapping",
                              "start with 'name: ...' and 'model: ...' keys")
-    if device is not None:
-        data["device"] = device
-    if variants is not None:
-        data["variants"] = variants
-    if output_dir is not None:
-        output = data.get("output")
-        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": output_dir}
-    if profile:
-        section = data.get("profile")
-        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
-    return config_from_dict(data)
+    return config_from_dict(data, device=device, variants=variants, output_dir=output_dir, profile=profile)

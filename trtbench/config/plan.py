@@ -83,11 +83,6 @@ class BuildGroup:
                     if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
 
-    @property
-    def build_names(self) -> list[str]:
-        """:meth:`build_names_at` the group's reference precision."""
-        return self.build_names_at(self.reference_precision)
-
     def case(self, entry: VariantEntry, point: ShapePoint, precision: str) -> Case:
         return Case(model=self.model.id, variant=entry.name, precision=precision,
                     point=point.label, input_shapes=point.shapes, threads=self.threads, device=self.device,
