@@ -1,6 +1,4 @@
-"""INT8 for the ``openvino`` variant: NNCF post-training quantization of the OpenVINO model, its excluded layers
-NNCF's ``IgnoredScope(names=...)`` of OpenVINO operation names (more: docs/int8.md, "Module notes",
-trtbench/quantize/openvino.py)."""
+"""INT8 for the ``openvino`` variant: NNCF post-training quantization (more: docs/int8.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -51,8 +49,7 @@ def _ignored_scope(nncf, ov_model, settings: QuantSettings):
 
 
 def quantize_openvino(ov_model, calibration: CalibrationBatches, settings: QuantSettings):
-    """``ov_model`` (an ``openvino.Model``) quantized to INT8 by ``nncf.quantize``, calibrated on every
-    batch, with the operations named in ``settings.exclude`` left in fp32."""
+    """``ov_model`` quantized by ``nncf.quantize``, the operations named in ``settings.exclude`` left in fp32."""
     nncf = _nncf()
     return nncf.quantize(ov_model, _dataset(nncf, calibration), subset_size=len(calibration),
                          ignored_scope=_ignored_scope(nncf, ov_model, settings),

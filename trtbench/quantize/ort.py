@@ -1,8 +1,5 @@
-"""ONNX Runtime static INT8 quantization: ``onnxruntime.quantization``'s ``quant_pre_process`` (shape
-inference and graph cleanup), then ``quantize_static`` in QDQ format with per-channel weights, fed by a
-``CalibrationDataReader`` over the calibration batches. Layers kept in fp32 are ONNX node names, passed
-as ``nodes_to_exclude``.
-"""
+"""ONNX Runtime static INT8 quantization (``quant_pre_process``, then ``quantize_static`` in QDQ format); layers
+kept in fp32 are ONNX node names, passed as ``nodes_to_exclude`` (docs/int8.md)."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ def cpu_quant_types() -> dict:
 
 def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibration: CalibrationBatches,
                   settings: QuantSettings, calibration_cache: Path | None = None) -> Path:
-    """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``.
-    ``calibration_cache``: a JSON file of the activation ranges, written by the first call, read by later ones."""
+    """``out``, ``fp32_onnx`` quantized to INT8 (QDQ) there (``calibration_cache``: the ranges, for later calls)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -68,8 +64,7 @@ def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibr
 
 
 def quantizable_layers_onnx(path: Path) -> list[str]:
-    """Names of the Conv/MatMul/Gemm nodes of the ONNX model at ``path``, in graph order (what
-    ``nodes_to_exclude`` takes; ``quant_pre_process`` keeps them)."""
+    """Names of the Conv/MatMul/Gemm nodes of the ONNX model at ``path``, in graph order (``nodes_to_exclude``'s)."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)

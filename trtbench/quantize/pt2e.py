@@ -1,5 +1,4 @@
-"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao (docs/int8.md, "compiled and
-aoti run Inductor's int8 kernels")."""
+"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao (docs/int8.md)."""
 
 from __future__ import annotations
 
@@ -60,9 +59,8 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
-    """``model`` (eval mode), captured by a strict export, quantized to INT8 by PT2E: a GraphModule of
-    quantize/dequantize ops around fp32 conv/linear. ``dynamic_shapes`` goes to ``torch.export.export`` (by
-    default the batch dimension is dynamic); the modules named in ``settings.exclude`` stay fp32."""
+    """``model`` captured by a strict export (batch dim dynamic unless ``dynamic_shapes``) and quantized by PT2E,
+    the modules named in ``settings.exclude`` kept fp32."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
