@@ -1,5 +1,4 @@
-"""Variant registry. Each module in this package defines and registers one variant;
-adding a variant is adding a module."""
+"""Variant registry: each module in this package defines and registers one variant."""
 
 from __future__ import annotations
 

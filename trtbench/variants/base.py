@@ -95,8 +95,7 @@ class Variant(ABC):
         return built.module(*prepared)
 
     def kernels(self, built: Built, prepared: Any, device: torch.device) -> Optional[KernelProof]:
-        """The precision of one call's conv and matmul kernels, as its runtime reports it (torch's: oneDNN's verbose
-        lines of the call); None where the runtime cannot say (torch on CUDA)."""
+        """The precision of one call's conv and matmul kernels as its runtime reports it (None: it cannot say)."""
         if device.type != "cpu":
             return None
         return read_onednn(onednn_lines(lambda: self.run(built, prepared)))
@@ -123,8 +122,7 @@ class Variant(ABC):
         raise NotImplementedError(f"variant {self.name} saves no artifacts")
 
     def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
-        """``artifact`` set up so that :meth:`load` runs it on ``threads`` intra-op threads (torch-based loaders
-        follow ``torch.set_num_threads``, which the loading process sets)."""
+        """``artifact`` set up so that :meth:`load` runs it on ``threads`` threads (torch's follow the process's)."""
         return artifact
 
     @classmethod

@@ -1,6 +1,4 @@
-"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (registers no variant):
-each call copies its inputs into the captured buffers and replays, returning the same output tensors each time.
-"""
+"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (docs/backends.md)."""
 
 from __future__ import annotations
 

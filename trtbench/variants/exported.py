@@ -1,6 +1,5 @@
-"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``; a model whose output is
-a container is exported through :class:`FlatOutputs`, its tensors' names kept in the build info and the manifest.
-"""
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``; a container output is
+flattened (:class:`FlatOutputs`), its tensors' names kept in the build info and the manifest."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def dynamic_shapes(input_specs) -> tuple:
 
 
 def export_examples(input_specs, example_inputs: tuple) -> tuple:
-    """``example_inputs`` (at the opt shape) with every dynamic dim that is 1 there grown to 2 (or its max, when
-    that is less) by repeating the example: what torch.export traces at."""
+    """``example_inputs`` (at opt) with every dynamic dim of 1 grown to 2 (at most its max): what export traces at."""
     grown = []
     for spec, example in zip(input_specs, example_inputs):
         if isinstance(example, torch.Tensor):
@@ -89,8 +87,7 @@ def output_names(output) -> list[str]:
 
 
 def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.nn.Module, list[str], str | None]:
-    """``model`` to export, the names of its output tensors, and the container type it flattened (None where the
-    output is a tensor or a tuple or list of them); TypeError for an output pytree cannot flatten."""
+    """``model`` to export, its output tensors' names, and the container type it flattened (None: none)."""
     with torch.no_grad():
         output = model(*example_inputs)
     names = output_names(output)
@@ -108,8 +105,7 @@ def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.n
 
 @dataclass
 class ExportOptions:
-    """``strict: true`` traces with TorchDynamo (Python-level soundness checks, fewer models pass);
-    the default non-strict mode traces with the Python interpreter, as ``torch.export`` does by default."""
+    """``strict: true`` traces with TorchDynamo; the default traces with the Python interpreter."""
 
     strict: bool = False
 

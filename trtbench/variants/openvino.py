@@ -1,8 +1,4 @@
-"""OpenVINO on the CPU: the ``onnx`` build step's model, compiled by OpenVINO's CPU plugin with the run's threads,
-the ``LATENCY`` hint and the row's inference precision (bf16 by a hint on fp32's model); saved as OpenVINO IR.
-
-More: docs/backends.md, "Module notes", trtbench/variants/openvino.py.
-"""
+"""OpenVINO's CPU plugin on the ``onnx`` step's model, saved as OpenVINO IR (more: docs/backends.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -88,8 +84,7 @@ def no_kernels(core, precision: str) -> str | None:
 
 
 class OpenVinoRunner:
-    """A compiled OpenVINO model with one infer request, taking and returning torch tensors; ``kept``: the names of
-    the operations its model marked to keep their precision."""
+    """A compiled OpenVINO model called with torch tensors; ``kept``: its operations marked to keep their precision."""
 
     def __init__(self, compiled, kept: frozenset[str] = frozenset()):
         self.compiled, self.kept = compiled, kept

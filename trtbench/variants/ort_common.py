@@ -1,9 +1,5 @@
-"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt`` (this module registers none): the
-``onnx`` step's model in an ``InferenceSession`` with one execution provider and the run's torch thread count,
-its inputs numpy arrays (CPU) or an IOBinding over the tensors' device memory (CUDA); it saves the ``.onnx``.
-
-More: docs/backends.md, "Module notes", trtbench/variants/ort_common.py.
-"""
+"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt``, registering none (more: docs/backends.md,
+"Module notes")."""
 
 from __future__ import annotations
 
@@ -89,8 +85,7 @@ class QuantizedOnnx:
 
 
 class OrtRunner:
-    """An ``InferenceSession`` on the model file at ``path`` that takes torch tensors on ``device`` and returns torch
-    tensors."""
+    """An ``InferenceSession`` on the model file at ``path``, called with and returning torch tensors."""
 
     def __init__(self, session, device: torch.device, path: Path):
         self.session, self.device, self.path = session, device, path
@@ -125,8 +120,7 @@ class OrtRunner:
         return self.run(self.prepare(inputs))
 
     def profile(self, prepared) -> KernelProof:
-        """The kernels a call ran (CPU inputs), read from the profile of a session of the same file, options and
-        providers."""
+        """The kernels a call ran (CPU inputs), from the profile of a session set up as this one."""
         ort = import_onnxruntime()
         options = self.session.get_session_options()
         options.enable_profiling = True
@@ -193,9 +187,8 @@ class OrtVariant(Variant):
                      state={"onnx": onnx_model, "providers": providers, "session": settings})
 
     def _session(self, ort, onnx_model, options, providers, ctx: BuildContext):
-        """The build's session; :class:`~trtbench.core.errors.Unavailable` where the model at a reduced float
-        precision has no kernel in the provider (NOT_IMPLEMENTED: the CPU provider has no bf16 Gemm) or an operator
-        whose ONNX schema takes no such type (INVALID_GRAPH: ONNX's Conv takes no bf16)."""
+        """The build's session; :class:`~trtbench.core.errors.Unavailable` where the provider has no kernel or the ONNX
+        schema no type for the reduced float precision (the CPU provider's bf16 Gemm; ONNX's Conv takes no bf16)."""
         from onnxruntime.capi.onnxruntime_pybind11_state import InvalidGraph, NotImplemented as OrtNotImplemented
 
         try:
@@ -209,8 +202,7 @@ class OrtVariant(Variant):
                               f"this model: {message.split(' : ', 2)[-1].split('failed:')[-1]}") from err
 
     def _quantize(self, onnx_model, ctx: BuildContext, options, providers) -> tuple["QuantizedOnnx", dict]:
-        """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers
-        that break it kept in fp32), and the build facts (accuracy, the layers kept in fp32)."""
+        """The ONNX model quantized to INT8 within the accuracy budget, and the build facts."""
         from trtbench.quantize.fallback import quantize_within_budget
         from trtbench.quantize.ort import cpu_quant_types, onnx_layer_modules, quantizable_layers_onnx, quantize_onnx
 

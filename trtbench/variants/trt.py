@@ -1,8 +1,5 @@
-"""Torch-TensorRT, dynamo frontend: ``torch.export`` of the eager model, compiled with ``ir="dynamo"`` into an
-engine for the config's min/opt/max; saved as TorchScript (``.ts``) and as an ExportedProgram (``.pt2``).
-
-More: docs/tensorrt.md, "Module notes", trtbench/variants/trt.py.
-"""
+"""Torch-TensorRT's dynamo frontend: an engine for the config's min/opt/max, saved as ``.ts`` and ``.pt2`` (more:
+docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 

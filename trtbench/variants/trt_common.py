@@ -1,9 +1,5 @@
-"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (this module registers none); ``torch_tensorrt`` is
-imported on first use, and what differs between its releases is read from the installed package.
-
-More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes",
-trtbench/variants/trt_common.py.
-"""
+"""Shared Torch-TensorRT plumbing for the ``trt*`` variants, registering none (more: docs/tensorrt.md, "Module
+notes")."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def import_torch_tensorrt():
 
 
 def why_no_torch_tensorrt(device: torch.device, install: str = "") -> str | None:
-    """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: the line that installs it, added
-    where it is missing); None when it can."""
+    """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: its install line), or None."""
     if not torch.cuda.is_available():
         return "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
     if device.type != "cuda":
@@ -151,8 +146,8 @@ def inference_copy(module):
 
 
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
-    """Keyword arguments for ``torch_tensorrt.compile`` from the variant options; where the installed frontend still
-    has weak-typing switches, set so TensorRT keeps ``dtype``. ValueError for a setting the frontend does not take."""
+    """``torch_tensorrt.compile``'s keyword arguments from the options, TensorRT keeping ``dtype``; ValueError for a
+    setting the frontend does not take."""
     fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
     params = {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
     kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
