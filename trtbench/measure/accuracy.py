@@ -1,5 +1,4 @@
-"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds (more: docs/accuracy.md,
-"Module notes", trtbench/measure/accuracy.py)."""
+"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds (docs/accuracy.md)."""
 
 from __future__ import annotations
 
@@ -102,8 +101,7 @@ def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) 
 
 
 def sqnr_db(outputs: Sequence[torch.Tensor], references: Sequence[torch.Tensor]) -> float:
-    """Signal over noise of ``outputs`` against ``references``, summed over all of them, in dB (``-inf`` where an
-    output is not finite)."""
+    """Signal over noise of ``outputs`` against ``references``, summed over all, in dB (``-inf``: not finite)."""
     signal = noise = 0.0
     for out, ref in zip(outputs, references):
         out, ref = out.detach().double(), ref.detach().double()

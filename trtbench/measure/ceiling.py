@@ -1,5 +1,4 @@
-"""How fast the device could go: its theoretical peak FLOP/s and a measured dense-matmul ceiling (more:
-docs/measuring.md, "Module notes", trtbench/measure/ceiling.py)."""
+"""How fast the device could go: its peak FLOP/s and a measured dense-matmul ceiling (docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ FLAGS_ASSUMPTION = (
 
 @dataclass(frozen=True)
 class Correction:
-    """A microarchitecture whose flags overstate its vector units, recognised from /proc/cpuinfo's vendor_id, cpu
-    family, model and model name (``applies`` to :func:`parse_cpuinfo`'s dict): its fp32 FLOP per cycle per core,
-    how, and the source."""
+    """A microarchitecture whose flags overstate its vector units (``applies`` to :func:`parse_cpuinfo`'s dict): its
+    fp32 FLOP per cycle per core, how, and the source."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]
@@ -42,8 +40,7 @@ class Correction:
 
 @dataclass(frozen=True)
 class AddLatency:
-    """A microarchitecture's latency in cycles of a scalar fp64 add (``applies`` as :class:`Correction`'s), and the
-    source."""
+    """A microarchitecture's latency in cycles of a scalar fp64 add (``applies`` as :class:`Correction`'s)."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]
@@ -226,8 +223,7 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
 
 
 def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
-    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest of its reduced units (:func:`cpu_reduced_units`)
-    in ``flags``."""
+    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest of its reduced units in ``flags``."""
     word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
     method = f"cores x clock x {word} per cycle per core"
     unit = row_covering(cpu_reduced_units().get(dtype, ()), flags)
@@ -422,8 +418,7 @@ class DeviceCeiling:
 
 @dataclass(frozen=True)
 class Ceiling(DeviceCeiling, kind="ceiling", results_key="ceilings", unit="flops_per_s"):
-    """A device's FLOP/s ceilings (peak_flops_per_s, measured_flops_per_s) in one environment at one compute dtype
-    and thread count."""
+    """A device's FLOP/s ceilings in one environment at one compute dtype and thread count."""
 
     dtype: str  # float32, float16, bfloat16, int8: the compute dtype of its records' precisions (compute_dtype)
     threads: int

@@ -1,5 +1,4 @@
-"""How queries are timed in a continuous-batching engine: each query's tokens stamped as the step that made them
-returns, one stamp per token (docs/serving.md, "Continuous batching")."""
+"""Queries timed in a continuous-batching engine, a stamp per token (docs/serving.md, "Continuous batching")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A decoder's accuracy against eager fp32 that works with random weights: teacher-forced logits compared position
-by position (top-1 only where eager's top two differ by a margin), and the greedy output's matching length."""
+"""A decoder's accuracy against eager fp32 that works with random weights (docs/generate.md)."""
 
 from __future__ import annotations
 
