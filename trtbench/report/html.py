@@ -1,6 +1,4 @@
-"""An offline HTML page, rendered by Jinja2 (autoescaped) from ``templates/``: one file that opens from ``file://``
-with nothing fetched (its Content-Security-Policy forbids any request but ``data:`` images), its style and script
-(``assets/``) inline, its data as JSON in a script element, its figures as ``data:`` URIs."""
+"""An offline HTML page rendered by Jinja2 (autoescaped) from ``templates/``, nothing fetched (docs/outputs.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers, drawn without pyplot.
-
-Each function returns a :class:`~trtbench.report.section.Plot`, or None when there is nothing to plot; a variant
-has the colour the run's :class:`~trtbench.report.colors.VariantColors` gives it; :func:`finish` is every figure's
-last step.
-"""
+"""Report figures (PNG), drawn without pyplot, each a :class:`~trtbench.report.section.Plot` (None: nothing to
+plot); :func:`finish` is every figure's last step."""
 
 from __future__ import annotations
 
@@ -79,8 +75,7 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
 
 @dataclass(frozen=True)
 class _SeriesBars:
-    """One series' bars as drawn, and its cells at their x positions (a cell: what ``cell_of`` gave for a record, its
-    stats or its speedup interval)."""
+    """One series' bars as drawn, and its cells (what ``cell_of`` gave for a record) at their x positions."""
 
     bars: BarContainer
     cells: list[tuple[float, Any]]
@@ -132,8 +127,7 @@ def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
 
 def speedup_plot(results: ResultSet, file_name: str, title: str = "Speedup vs eager",
                  colors: VariantColors | None = None) -> Plot | None:
-    """Speedup bars per point and variant with their 95% CI, and a line at 1x (eager, with no bar, keeps its
-    colour)."""
+    """Speedup bars per point and variant with their 95% CI, and a line at 1x."""
     chart = _bar_chart(results, results.speedup, lambda interval: interval.value, colors)
     if chart is None:
         return None

@@ -1,5 +1,4 @@
-"""A scenario's section of the report, as data: its Markdown, the entries it adds to results.json, and its figures
-(each a :class:`Plot`, which :mod:`trtbench.report.writer` saves under ``plots/``)."""
+"""A scenario's section of the report, as data: its Markdown, its results.json entries and its figures."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class Plot:
 
 @dataclass(frozen=True)
 class ReportSection:
-    """A scenario's part of the report: Markdown, the entries it adds to results.json (its recommendations), the
-    figures its Markdown shows, and its ``summary``: blocks (:mod:`trtbench.report.blocks`) that head the report."""
+    """A scenario's part of the report: Markdown, results.json entries, figures and the ``summary`` blocks on top."""
 
     markdown: str
     json: dict = field(default_factory=dict)
