@@ -1,5 +1,4 @@
-"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; the torch settings a build group
-runs under, and the thread facts of the process that times it."""
+"""What the run ran on (versions, CPU, threads, GPU), the torch settings a build group runs under, thread facts."""
 
 from __future__ import annotations
 
@@ -200,8 +199,7 @@ def _v1_quota(quota_path: Path, period_path: Path) -> list[tuple[float, str]]:
 
 def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] | None = None,
                     cgroup_root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> dict:
-    """The thread count a run uses where its config names none, and where it comes from (docs/config.md,
-    "Benchmark settings")."""
+    """The thread count a run uses where its config names none, and where it comes from (docs/config.md)."""
     omp = environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}

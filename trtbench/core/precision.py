@@ -1,5 +1,4 @@
-"""Precisions a variant can be built and benchmarked at: floating dtypes, and ``int8``, a quantized build whose
-model and inputs stay fp32 (docs/measuring.md, "Reduced precision against eager fp32")."""
+"""Precisions a variant can be built and benchmarked at (docs/measuring.md, "Reduced precision")."""
 
 from __future__ import annotations
 

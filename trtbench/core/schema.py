@@ -1,5 +1,4 @@
-"""Typed dataclasses from plain YAML data, with errors that name the key path (``benchmark.iterations``) and the
-fix: a config section is a dataclass, its fields and annotations the schema."""
+"""Typed dataclasses from plain YAML data, with errors that name the key path and the fix."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Where a plug-in is asked to run: what every ``unavailable_reason(target)`` (a variant's, a decoder's, a
-worker's knobs') reads to say why it cannot run here."""
+"""Where a plug-in is asked to run: what every ``unavailable_reason(target)`` reads."""
 
 from __future__ import annotations
 
