@@ -1,12 +1,5 @@
-"""The supervisor of a run: ``trtbench run`` (and ``profile``) on the command line runs the pipeline in a child
-process, the same command, and watches it, so that a native crash of one variant fails that variant alone
-(docs/resuming.md, "Native crashes").
-
-When the child dies by a crash signal (:data:`CRASH_SIGNALS`) inside a step it marked in flight
-(:mod:`trtbench.core.inflight`), the supervisor journals the crash and starts the same command again, without
-``--fresh``; each relaunch needs a crash at a variant not crashed before. Any other end of the child is the
-command's: its exit code, or the signal that stopped it, which the supervisor passes on and then dies of.
-"""
+"""The supervisor of a run: the command runs the pipeline in a child process and starts it again after a native
+crash in a step it marked in flight (docs/resuming.md, "Native crashes")."""
 
 from __future__ import annotations
 
@@ -90,11 +83,7 @@ def _journal_crash(step: InFlight, number: int) -> None:
 
 
 def _run_child(argv: list[str], env: dict) -> int:
-    """Run ``trtbench <argv>`` in a child process, passing on the signals of :data:`PASSED_ON`; its return code.
-
-    The child leads a process group of its own (with the workers it starts), so that a Ctrl-C in the terminal
-    reaches this process alone, which passes it on to the group once; and on Linux it dies (SIGKILL) if this process
-    dies."""
+    """Run ``trtbench <argv>`` in a child process (its own process group), signals passed on; its return code."""
     prctl = getattr(ctypes.CDLL(None), "prctl", None)  # Linux's
 
     def child_setup() -> None:
