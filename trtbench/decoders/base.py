@@ -1,8 +1,4 @@
-"""The interface every decoder (a deployment path of a causal language model) implements, and their registry.
-
-A :class:`Decoder` builds an artifact from a Hugging Face model folder at one precision and loads it into a
-:class:`DecoderSession` that generates greedily, calling ``stamp()`` the moment each step's tokens exist.
-"""
+"""The interface every decoder (a deployment path of a causal language model) implements, and their registry."""
 
 from __future__ import annotations
 
@@ -83,8 +79,7 @@ class Decoder(ABC):
         raise NotImplementedError(f"{self.name} has no continuous-batching engine (continuous_batching is False)")
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
-        """Make the copied ``artifact`` load wherever its folder moves: each path it names outside that folder is
-        brought in with ``bring(outside, inside)`` and named relatively. By default it names none."""
+        """Make the copied ``artifact`` load wherever its folder moves (outside paths: ``bring(outside, inside)``)."""
 
 
 DECODERS: Registry[Decoder] = Registry("decoder", "trtbench.decoders")

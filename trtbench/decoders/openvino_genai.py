@@ -1,7 +1,4 @@
-"""OpenVINO GenAI on the CPU: ``LLMPipeline`` on a stateful OpenVINO IR of the model.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/openvino_genai.py.
-"""
+"""OpenVINO GenAI on the CPU: ``LLMPipeline`` on a stateful OpenVINO IR (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -264,8 +261,7 @@ class OpenVinoGenAISession:
 
 
 class OpenVinoGenAIEngine:
-    """A ``ContinuousBatchingPipeline`` on the artifact with room for ``max_batch`` sequences
-    (:class:`~trtbench.decoders.base.BatchingEngine`)."""
+    """A ``ContinuousBatchingPipeline`` on the artifact with room for ``max_batch`` sequences."""
 
     def __init__(self, artifact: Path, properties: dict, max_batch: int):
         self.ov = import_module("openvino")

@@ -1,9 +1,5 @@
-"""A causal LM's static KV cache as explicit inputs and outputs of its exported graph, for Torch-TensorRT: a port
-of Torch-TensorRT's ``tools/llm`` static cache, where each attention call gets its layer's key and value caches as
-graph inputs, writes the step into them and returns them after the logits.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/static_cache.py.
-"""
+"""A causal LM's static KV cache as explicit inputs and outputs of its exported graph, for Torch-TensorRT (more:
+docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -76,9 +72,8 @@ def _call(gm: GraphModule, target, *args, **kwargs) -> Node:
 
 def insert_cache_updates(gm: GraphModule, attention: list[Node], caches: list[tuple[Node, Node]],
                          length: int) -> list[Node]:
-    """Before each attention call: its key and value written into its caches at the positions of ``position_ids``'
-    first row, and the call made over the whole caches with a causal mask (``insert_kv_slicing_before_sdpa``).
-    Returns the updated caches, key then value per call."""
+    """Before each attention call: its key and value written into its caches, the call made over them with a causal
+    mask (``insert_kv_slicing_before_sdpa``); the updated caches, key then value per call."""
     position_ids = gm.graph.find_nodes(op="placeholder", sort=True)[1]
     device = attention[0].args[0].meta["val"].device
     updated = []
@@ -114,9 +109,8 @@ def add_cache_outputs(gm: GraphModule, updated: list[Node]) -> None:
 
 
 def insert_static_cache(gm: GraphModule, length: int) -> GraphModule:
-    """``gm`` (``ExportedProgram.module()`` of a :class:`LogitsModel`) rewritten to take and return a static KV
-    cache of ``length`` positions: ``(input_ids, position_ids, k_0, v_0, k_1, ...) -> (logits, k_0, v_0, ...)``
-    (``insert_static_cache_v2``)."""
+    """``gm`` rewritten to take and return a static KV cache of ``length`` positions:
+    ``(input_ids, position_ids, k_0, v_0, k_1, ...) -> (logits, k_0, v_0, ...)`` (``insert_static_cache_v2``)."""
     attention = attention_nodes(gm)
     if not attention:
         raise ValueError("the exported model has no scaled_dot_product_attention call to cache: load it with "

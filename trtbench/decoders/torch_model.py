@@ -1,6 +1,4 @@
-"""What the PyTorch decoders share: their artifact (``decoder.json``, naming the model's Hugging Face folder and
-dtype), loading it, teacher-forced logits, and the greedy loop that stamps each step.
-"""
+"""What the PyTorch decoders share: their artifact (``decoder.json``), loading it, logits and the greedy loop."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artif
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
-    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device`` (a precision it has no path to, fp16
-    on a CPU), or None."""
+    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``, or None."""
     if precision not in DTYPES:
         return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
                f"openvino_genai)"

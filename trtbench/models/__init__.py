@@ -1,9 +1,5 @@
-"""Model registry: torchvision classification models, timm models and Hugging Face transformers (optional
-extras; random weights, nothing downloaded), built-in study models, Python factories, TorchScript files.
-
-Built-in models register themselves with :func:`register_builtin` from the modules of this
-package; adding one is adding a module here.
-"""
+"""Model registry: torchvision, timm and transformers models (random weights, nothing downloaded), built-in
+study models (a module of this package each), Python factories, TorchScript files."""
 
 from __future__ import annotations
 
@@ -102,8 +98,7 @@ def _import_source_library(source: str, key: str):
 
 
 def _transformers_config(name: str, kwargs: dict, key: str):
-    """A transformers config of model type ``name`` (``bert``, ``gpt2``...) with ``kwargs`` set: built
-    from its config class, offline."""
+    """A transformers config of model type ``name`` (``bert``, ``gpt2``...) with ``kwargs`` set, offline."""
     transformers = _import_source_library("transformers", key)
     try:
         return transformers.AutoConfig.for_model(name, **kwargs)
@@ -161,8 +156,7 @@ def transformers_model_type(model_cfg) -> str:
 
 
 def transformers_max_positions(model_cfg) -> int | None:
-    """The most positions (prompt plus new tokens) a transformers model takes: its config's
-    ``max_position_embeddings`` (None where it states none)."""
+    """The most positions a transformers model takes (its config's ``max_position_embeddings``; None: unstated)."""
     config = (_folder_config(model_cfg) if model_cfg.path is not None
               else _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict())
     return config.get("max_position_embeddings") or config.get("n_positions")

@@ -1,6 +1,4 @@
-"""Memory: parameter and buffer sizes, peak memory of one forward pass (each method: :data:`CUDA_METHOD`,
-:data:`HWM_METHOD`, :data:`MAXRSS_METHOD`; docs/profiling.md), artifact sizes on disk.
-"""
+"""Memory: parameter and buffer sizes, peak memory of one forward pass, artifact sizes (docs/profiling.md)."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def parameter_summary(module: object) -> dict:
 
 
 def proc_status_bytes(key: str) -> int:
-    """A ``/proc/self/status`` memory field of this process in bytes (``VmRSS``, ``VmHWM``); OSError where there is
-    no such file, KeyError where it has no such field."""
+    """A ``/proc/self/status`` memory field of this process in bytes (``VmRSS``, ``VmHWM``)."""
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
             if line.startswith(key + ":"):

@@ -1,7 +1,5 @@
-"""The generate scenario: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder.
-
-More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
-"""
+"""The generate scenario: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder (more:
+docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The latency scenario (the default): every variant of a build group at each point checked against eager fp32 and
-timed interleaved, one call at a time: one :class:`~trtbench.core.record.Record` per requested variant."""
+"""The latency scenario (the default): each variant at each point checked against eager fp32 and timed."""
 
 from __future__ import annotations
 
