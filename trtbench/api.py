@@ -1,8 +1,5 @@
-"""trtbench's Python API: what a notebook or a CI script calls, also importable as ``trtbench.<name>``: configs,
-runs, result sets and their comparison, and the history of runs (on a SQLite file or a PostgreSQL URL).
-
-More: docs/api.md, "Module notes", trtbench/api.py.
-"""
+"""trtbench's Python API, also importable as ``trtbench.<name>``: configs, runs, result sets and their comparison,
+and the history of runs (more: docs/api.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -375,8 +375,7 @@ def cmd_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``trtbench`` console script; returns the exit code. Called as the command (``argv``
-    None), a run goes under a supervisor (:mod:`trtbench.pipeline.supervisor`); with ``argv``, all runs here."""
+    """The ``trtbench`` command's exit code; as the command (``argv`` None), a run goes under a supervisor."""
     command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):

@@ -1,6 +1,4 @@
-"""The run config: dataclasses that are the YAML schema and the Python API. ``load_config(path)`` reads YAML,
-validates every key and returns a :class:`Config`, writing nothing and reading nothing of the machine.
-"""
+"""The run config: dataclasses that are the YAML schema and the Python API, validated without reading the machine."""
 
 from __future__ import annotations
 
@@ -40,8 +38,7 @@ PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets anothe
 
 
 def default_processes(racing: bool) -> int:
-    """benchmark.processes' default: :data:`RACE_PROCESSES` where the points are ``racing``, else :data:`PROCESSES`;
-    or the count ``TRTBENCH_PROCESSES`` gives."""
+    """benchmark.processes' default where the points are ``racing`` or not, or ``TRTBENCH_PROCESSES``'."""
     text, default = os.environ.get(PROCESSES_VAR), RACE_PROCESSES if racing else PROCESSES
     if text is None:
         return default
@@ -489,8 +486,7 @@ def read_yaml(path: Path) -> Any:
 
 def config_from_dict(data: Any, *, device: str | None = None, variants: list[str] | None = None,
                      output_dir: str | None = None, profile: bool = False) -> Config:
-    """Validate plain data (as parsed from YAML; a dict it changes in place) into a :class:`Config`, with the
-    command line's overrides."""
+    """Validate plain data (a dict it changes in place) into a :class:`Config`, with the command line's overrides."""
     if device is not None:
         data["device"] = device
     if variants is not None:

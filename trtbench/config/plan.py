@@ -1,5 +1,4 @@
-"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run (the device,
-the default thread count, which variants can run and why the others cannot)."""
+"""The resolve step: a loaded config plus this machine -> what to run, and why a variant cannot run here."""
 
 from __future__ import annotations
 
