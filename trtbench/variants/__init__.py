@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from trtbench.core.registry import Registry
-from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, Variant
+from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, RunnerVariant, Variant
 
 VARIANTS: Registry[Variant] = Registry("variant", __name__)
 
-__all__ = ["Artifact", "Built", "BuildContext", "NoOptions", "Variant", "VARIANTS", "register", "get_variant",
-           "variant_names", "variant_class", "build_order"]
+__all__ = ["Artifact", "Built", "BuildContext", "NoOptions", "RunnerVariant", "Variant", "VARIANTS", "register",
+           "get_variant", "variant_names", "variant_class", "build_order"]
 
 
 register = VARIANTS.register

@@ -1,5 +1,4 @@
-"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``; a container output is
-flattened (:class:`FlatOutputs`), its tensors' names kept in the build info and the manifest."""
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2`` (docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that exp
 
 
 def dynamic_shapes(input_specs) -> tuple:
-    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ; dims at the same position with
-    the same range share one ``Dim``, as torch.export needs dims that the model relates to be one symbol."""
+    """One ``{dim: Dim}`` per input for every dim whose min and max differ, one ``Dim`` per position and range."""
     shared: dict[tuple, object] = {}
     specs = []
     for spec in input_specs:
@@ -75,8 +73,7 @@ def _spec_names(spec, prefix: str) -> list[str]:
 
 
 def output_names(output) -> list[str]:
-    """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output``
-    for a lone tensor (by key paths, else by :func:`_spec_names` for a node registered without them)."""
+    """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output`` alone."""
     try:
         paths, _ = pytree.tree_flatten_with_path(output)
         named = [(".".join(_key_name(k) for k in path), leaf) for path, leaf in paths]

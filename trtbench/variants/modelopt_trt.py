@@ -1,5 +1,4 @@
-"""INT8 / FP8 for the ``trt`` variant on CUDA: NVIDIA ModelOpt quantizes, Torch-TensorRT compiles (more:
-docs/tensorrt.md, "Module notes")."""
+"""INT8 / FP8 for the ``trt`` variant: NVIDIA ModelOpt (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 

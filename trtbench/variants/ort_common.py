@@ -1,5 +1,4 @@
-"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt``, registering none (more: docs/backends.md,
-"Module notes")."""
+"""Shared ONNX Runtime plumbing for the ``ort*`` variants (more: docs/backends.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
 from trtbench.core.target import Target
 from trtbench.measure.kernels import KernelProof, read_ort_profile
-from trtbench.variants import Artifact, Built, BuildContext, Variant
+from trtbench.variants import Artifact, Built, BuildContext, RunnerVariant
 
 OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",
                        "basic": "ORT_ENABLE_BASIC", "disabled": "ORT_DISABLE_ALL"}
@@ -133,7 +132,7 @@ class OrtRunner:
             return read_ort_profile(session.end_profiling())
 
 
-class OrtVariant(Variant):
+class OrtVariant(RunnerVariant):
     """Runs the ``onnx`` step's model with ``provider`` (subclasses set ``name`` and ``provider``)."""
 
     depends_on = "onnx"
@@ -187,8 +186,7 @@ class OrtVariant(Variant):
                      state={"onnx": onnx_model, "providers": providers, "session": settings})
 
     def _session(self, ort, onnx_model, options, providers, ctx: BuildContext):
-        """The build's session; :class:`~trtbench.core.errors.Unavailable` where the provider has no kernel or the ONNX
-        schema no type for the reduced float precision (the CPU provider's bf16 Gemm; ONNX's Conv takes no bf16)."""
+        """The build's session; Unavailable where the provider or ONNX has nothing for the reduced float precision."""
         from onnxruntime.capi.onnxruntime_pybind11_state import InvalidGraph, NotImplemented as OrtNotImplemented
 
         try:
@@ -229,12 +227,6 @@ class OrtVariant(Variant):
         return {"runtime_threads": options.intra_op_num_threads,
                 "runtime_inter_op_threads": options.inter_op_num_threads,
                 "spinning": "session.intra_op.allow_spinning=" + spinning}
-
-    def prepare(self, built: Built, inputs: tuple):
-        return built.module.prepare(inputs)
-
-    def run(self, built: Built, prepared):
-        return built.module.run(prepared)
 
     def kernels(self, built: Built, prepared, device: torch.device) -> Optional[KernelProof]:
         """The kernels of a profiled session's call (CPU; None on a GPU provider, whose kernels it does not name)."""

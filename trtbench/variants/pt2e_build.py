@@ -12,8 +12,7 @@ from trtbench.core.target import Target
 from trtbench.quantize.fallback import Quantized, quantize_within_budget
 from trtbench.variants import BuildContext
 
-# what a fresh process that loads the saved graph imports first (the manifest's imports): torch's registration of
-# the quantized_decomposed ops, and torchao's Inductor passes for the x86 quantizer's graphs (docs/int8.md)
+# what a process that loads the saved graph imports first: the quantized_decomposed ops, torchao's Inductor passes
 DECOMPOSED_OPS_MODULE = "torch.ao.quantization.fx._decomposed"
 INDUCTOR_PASSES_MODULE = "torchao.quantization.pt2e.quantizer.x86_inductor_quantizer"
 

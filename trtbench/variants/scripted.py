@@ -1,5 +1,4 @@
-"""``torch.jit.script``: TorchScript compiled from the model's Python source (skipped where the float fallback keeps
-modules in fp32, whose casting hooks it cannot compile)."""
+"""``torch.jit.script``: TorchScript compiled from the model's Python source."""
 
 from __future__ import annotations
 

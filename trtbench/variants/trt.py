@@ -1,5 +1,4 @@
-"""Torch-TensorRT's dynamo frontend: an engine for the config's min/opt/max, saved as ``.ts`` and ``.pt2`` (more:
-docs/tensorrt.md, "Module notes")."""
+"""Torch-TensorRT's dynamo frontend (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 

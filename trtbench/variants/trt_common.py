@@ -1,5 +1,4 @@
-"""Shared Torch-TensorRT plumbing for the ``trt*`` variants, registering none (more: docs/tensorrt.md, "Module
-notes")."""
+"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -136,8 +135,7 @@ def trt_device(trt, device: torch.device):
 
 
 def inference_copy(module):
-    """A copy of ``module`` whose parameters do not require grad, to compile from (the eager, traced and scripted
-    variants share theirs); copied under ``no_grad``, else a ScriptModule's copy yields non-leaf clones."""
+    """A copy of ``module`` without grad, to compile from (under ``no_grad``: a ScriptModule's copy has no leaves)."""
     with torch.no_grad():
         frozen = copy.deepcopy(module)
     for param in frozen.parameters():
@@ -146,8 +144,7 @@ def inference_copy(module):
 
 
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
-    """``torch_tensorrt.compile``'s keyword arguments from the options, TensorRT keeping ``dtype``; ValueError for a
-    setting the frontend does not take."""
+    """``torch_tensorrt.compile``'s keyword arguments from the options, TensorRT keeping ``dtype``."""
     fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
     params = {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
     kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
@@ -216,8 +213,7 @@ class RangeGuard:
 
 
 def fx_segments(gm: torch.fx.GraphModule) -> dict:
-    """TensorRT vs PyTorch segments of a dynamo-compiled GraphModule; ``torch_ops`` counts the call_function nodes
-    PyTorch runs, in its segments and the top-level graph (tuple indexing excluded)."""
+    """TensorRT vs PyTorch segments and ops of a dynamo-compiled GraphModule (tuple indexing excluded)."""
     trt = torch_segments = torch_ops = 0
     for name, child in gm.named_children():
         if name.startswith("_run_on_acc"):
@@ -230,8 +226,7 @@ def fx_segments(gm: torch.fx.GraphModule) -> dict:
 
 
 def ts_segments(module: torch.jit.ScriptModule) -> dict:
-    """TensorRT engines vs PyTorch ops of a TorchScript-frontend module; a PyTorch segment is a maximal run of
-    ``aten::`` nodes between engine calls."""
+    """TensorRT engines vs PyTorch segments (runs of ``aten::`` nodes) of a TorchScript-frontend module."""
     trt = torch_segments = torch_ops = 0
     in_torch_run = False
     for node in module.inlined_graph.nodes():
