@@ -1,5 +1,4 @@
-"""ONNX Runtime GenAI on the CPU: the folder onnxruntime-genai's model builder writes, built in a subprocess (more:
-docs/generate.md, "Module notes")."""
+"""ONNX Runtime GenAI on the CPU (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

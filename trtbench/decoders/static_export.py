@@ -1,5 +1,4 @@
-"""What ``exported`` and ``aoti`` share: static-cache programs, one per (batch, cache length), and their session (more:
-docs/generate.md, "Module notes")."""
+"""What ``exported`` and ``aoti`` share: static-cache programs (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -81,9 +81,8 @@ def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
 def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
                 prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None],
                 eos: tuple[int, ...] = ()) -> np.ndarray:
-    """Greedy generation of exactly ``new_tokens`` per sequence, the ``eos`` ids never picked: ``prefill(ids)`` and
-    ``decode(tokens, position)`` return the last position's logits (batch x vocab); ``stamp()`` once each step's
-    tokens are on the host."""
+    """Greedy generation of exactly ``new_tokens``, ``eos`` never picked: ``prefill(ids)`` and ``decode(tokens,
+    position)`` return the last position's logits; ``stamp()`` once each step's tokens are on the host."""
     prompt_len = prompt.shape[1]
     generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
 

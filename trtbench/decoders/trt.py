@@ -1,5 +1,4 @@
-"""``trt``: Torch-TensorRT on a CUDA GPU with a static KV cache, an engine per (batch, cache length) (more:
-docs/tensorrt.md, "Module notes")."""
+"""``trt``: Torch-TensorRT with a static KV cache (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 
