@@ -67,8 +67,7 @@ class BenchmarkConfig:
     binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
     max_build_s: Optional[float] = None  # a variant not built within it is skipped (its building worker killed)
-    # replicate worker processes per variant x precision (latency, generate), each its own start-up luck: raced, the
-    # most a variant gets at a point (it starts in 2); None until the config resolves its default
+    # replicate worker processes per variant x precision (raced: the most at a point); None until resolved
     processes: Optional[int] = None
 
     def _key(self, name: str) -> Any:
@@ -299,16 +298,6 @@ def _decoder_entry(entry: Any, key: str, parsed: list[VariantEntry]) -> VariantE
     return VariantEntry(name=name)
 
 
-def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
-    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
-    return _entry_list(entries, path, "[eager, traced, scripted]", _variant_entry)
-
-
-def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
-    """The ``variants`` list of a config whose scenarios time decoders: registered decoder names, each once."""
-    return _entry_list(entries, path, "[eager, compiled, ort_genai]", _decoder_entry)
-
-
 @dataclass
 class Config:
     """A whole run (:func:`load_config`, :func:`config_from_dict`): ``model`` names one model, ``models`` several."""
@@ -381,7 +370,9 @@ class Config:
                     raise UserInputError(f"sweep.{knob}", f"{values} sets the {knob} each worker process starts with, "
                                          f"and isolation '{f['benchmark'].isolation}' times in this process, whose "
                                          f"{knob} is set", "use benchmark.isolation: process (the default)")
-        f["variants"] = (parse_decoder_entries if decoding else parse_variant_entries)(f["variants"], "variants")
+        parse, example = ((_decoder_entry, "[eager, compiled, ort_genai]") if decoding
+                          else (_variant_entry, "[eager, traced, scripted]"))  # decoders take no options
+        f["variants"] = _entry_list(f["variants"], "variants", example, parse)
         tolerances = default_logit_tolerances() if decoding else default_tolerances()
         for key, value in f["tolerances"].items():
             schema.require_choice(key, choices, schema.join("tolerances", key))
