@@ -17,14 +17,10 @@ NOT_FASTER = "INT8 is not faster here"
 NO_VNNI = "this CPU has no VNNI"
 
 
-def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
-    """The same variant, options and point at the reference precision (timed in the same rounds)."""
-    return results.get(dataclasses.replace(record.case, precision=REFERENCE), record.environment)
-
-
 def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
     """The variant's speedup at its quantized precision over its own fp32, paired by their common rounds."""
-    return results.analysis.paired_speedup(same_variant_fp32(results, record), record)
+    fp32 = results.get(dataclasses.replace(record.case, precision=REFERENCE), record.environment)
+    return results.analysis.paired_speedup(fp32, record)
 
 
 def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:

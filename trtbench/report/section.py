@@ -14,9 +14,8 @@ PLOTS = "plots"  # the output folder's figures
 
 @dataclass(frozen=True)
 class Plot:
-    """A drawn figure: the ``file_name`` the writer saves it as (under ``plots/``), its ``caption`` (the Markdown's
-    alt text), and what it draws, read back from its axes: ``values``, its bars' heights; ``series``, its lines and
-    points that carry a gid (``kind|series`` -> ((x, y), ...))."""
+    """A drawn figure, saved as ``plots/<file_name>`` with its ``caption``, and what it draws read back from its axes:
+    ``values``, its bars' heights; ``series``, its lines and points by gid (``kind|series`` -> ((x, y), ...))."""
 
     file_name: str
     figure: Figure

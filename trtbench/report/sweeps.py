@@ -1,5 +1,4 @@
-"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front (their series'
-gids: ``median``, ``p99``, ``throughput``, ``points``, ``front``, ``budget``)."""
+"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Speedup tables for reports: Markdown, CSV and the terminal summary; a row's identity is this module's, every
-figure after it a registered column set's (:mod:`trtbench.report.columns`)."""
+"""Speedup tables for reports: Markdown, CSV and the terminal summary."""
 
 from __future__ import annotations
 
@@ -115,10 +114,6 @@ def isolation_table(results: ResultSet) -> str:
                  number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
-
-
-def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
-    return [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
 
 
 def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
@@ -257,7 +252,7 @@ class SpeedupTable:
 def speedup_table(results: ResultSet) -> SpeedupTable:
     """The speedup table of ``results``, as every presentation of it (Markdown, terminal, HTML) shows it."""
     table_rows = rows(results)
-    column_sets = _shown_column_sets(table_rows)
+    column_sets = [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
     columns = _columns(results, column_sets, table_rows)
     return SpeedupTable(columns, table_rows, [_cells(row, columns, column_sets, results, table_rows)
                                               for row in table_rows], notes(results, table_rows))
