@@ -1,5 +1,4 @@
-"""A published decoder artifact checked in the verify worker's fresh process: loaded by its decoder, the run's
-first request made, its teacher-forced logits held against the saved eager fp32 ones (docs/artifacts.md)."""
+"""A published decoder artifact checked in the verify worker's fresh process (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from trtbench.measure.token_timing import timed_request
 
 
 def check_decoder(job: dict) -> dict:
-    """The verify worker's row for decoder job ``job``: ``ok``, ``error``, the cold start (``load_s``,
-    ``first_token_ms``) and the logits' figures against the reference (``max_abs_err``, ``logits``)."""
+    """The verify worker's row for decoder job ``job``: ``ok``, ``error``, its cold start and its logits' figures."""
     start = time.perf_counter()
     from trtbench.decoders import get_decoder
 

@@ -1,5 +1,4 @@
-"""Publishing an accurate decoder's artifact into the run's artifact store as one self-contained folder
-``<stem>/``, with ``<stem>.ref.npz`` beside it, once it passes a fresh process's check (docs/artifacts.md)."""
+"""Publishing an accurate decoder's artifact as one self-contained folder ``<stem>/`` (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ class DecoderBuild:
 
 @dataclass(frozen=True)
 class DecoderReference:
-    """What a decoder's artifact is re-checked with: ``teacher`` ids, eager fp32's ``logits`` of them, the tolerance
-    and ``accuracy`` figures it kept, and the run's first request (``prompt`` of ``new_tokens``)."""
+    """What a decoder's artifact is re-checked with: eager fp32's ``logits`` of ``teacher``, the run's first request."""
 
     teacher: np.ndarray
     logits: np.ndarray
@@ -76,8 +74,7 @@ class DecoderPublisher:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _gather(self, build: DecoderBuild, folder: Path) -> tuple[Path, dict[Path, Path]]:
-        """The build's files and what the artifact names outside them gathered into ``folder``; the artifact's path
-        there, and what was brought in (outside -> its path relative to ``folder``)."""
+        """The build's files and what they name outside gathered into ``folder``; the artifact's path, what came in."""
         folder.mkdir()
         for path in build.out_dir.iterdir():
             shutil.move(path, folder / path.name)

@@ -1,5 +1,4 @@
-"""The save stage: a variant's deployable files, published once its every point ran accurate and timed and its
-files are known to ship; a file that cannot fails its rows, their timings kept (docs/artifacts.md)."""
+"""The save stage: a variant's deployable files, published once they are known to ship (docs/artifacts.md)."""
 
 from __future__ import annotations
 

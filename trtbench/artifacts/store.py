@@ -1,5 +1,4 @@
-"""Deployable artifacts: saved with a manifest, published once each reloads at every shape and reproduces its
-reference output in a fresh process (docs/artifacts.md)."""
+"""Deployable artifacts: saved with a manifest, published once they reload and verify (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -78,8 +77,7 @@ class ArtifactStore:
 
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
              expected_bytes: int = 0) -> list[dict]:
-        """Save ``source``'s build, reload each file here (ValueError) and in a fresh process (ArtifactLoadError),
-        then publish those that pass; their manifest entries (DiskFullError: nothing left behind)."""
+        """Save ``source``'s build, reload each file here and in a fresh process, publish those that pass; entries."""
         if not source.variant.saves_files:
             return []
         stem = stem or f"{source.variant.name}_{source.precision}"

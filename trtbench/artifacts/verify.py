@@ -1,5 +1,4 @@
-"""Reload saved artifacts the way a deployment would, each in a fresh process, and time their cold start: run as
-``python verify.py``, one JSON job per line on stdin, one JSON result per job (docs/artifacts.md)."""
+"""Reload saved artifacts in fresh processes and time their cold start: ``python verify.py`` (docs/artifacts.md)."""
 
 import hashlib
 import importlib

@@ -73,8 +73,7 @@ def _glibc():
 
 
 def _heap_serves(libc, size: int) -> bool:
-    """Whether glibc serves a ``size``-byte block from its heap (below its mmap threshold). A block it
-    mmapped is unmapped here, not ``free``d: glibc's ``free`` would raise the threshold to its size."""
+    """Whether glibc serves a ``size``-byte block from its heap (a mapped one unmapped, not ``free``d)."""
     block = libc.malloc(size)
     if not block:
         raise MemoryError(size)

@@ -89,8 +89,7 @@ def convert(value: Any, tp: Any, path: str) -> Any:
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating keys and types recursively, then its ``prepare(fields,
-    path)`` (converting) and ``validate(path)`` (checking) methods, where it has them."""
+    """Dataclass ``cls`` from ``data``, keys and types checked, then its ``prepare`` and ``validate`` if any."""
     where = path or "config"
     if data is None:
         data = {}

@@ -74,8 +74,7 @@ def flatten_outputs(output: Any) -> list[torch.Tensor]:
 
 
 def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) -> ElementwiseAccuracy:
-    """Compare every output tensor with the reference: it passes when ``max |out - ref| <= atol + rtol * max |ref|``
-    and its non-finite values sit where the reference has them (docs/accuracy.md, "The check")."""
+    """Every output tensor against the reference: ``max |out - ref| <= atol + rtol * max |ref|`` (docs/accuracy.md)."""
     outs, refs = flatten_outputs(output), flatten_outputs(reference)
     if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
         shapes = ([tuple(o.shape) for o in outs], [tuple(r.shape) for r in refs])

@@ -28,8 +28,7 @@ FLAGS_ASSUMPTION = (
 
 @dataclass(frozen=True)
 class Correction:
-    """A microarchitecture whose flags overstate its vector units (``applies`` to :func:`parse_cpuinfo`'s dict): its
-    fp32 FLOP per cycle per core, how, and the source."""
+    """A microarchitecture whose flags overstate its vector units: its fp32 FLOP per cycle per core, how, the source."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]
@@ -81,8 +80,7 @@ CPU_CORRECTIONS = [
         "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
 ]
 
-# Latency in cycles of a scalar fp64 add, by microarchitecture, for measure_cpu_clock. Where none applies, the clock
-# is not measured.
+# Latency in cycles of a scalar fp64 add, by microarchitecture, for measure_cpu_clock (none: the clock is not measured)
 _HASWELL_BROADWELL = {0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56}
 _SKYLAKE_TO_ICE_LAKE = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7}
 GOLDEN_COVE_FLAGS = {"amx_tile", "amx_bf16", "amx_int8", "avx512_fp16"}  # only Golden Cove and later cores have these
@@ -110,8 +108,7 @@ FP64_ADD_LATENCY = [
         and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
 ]
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
-# a measured clock outside this is refused: a chain that was not latency-bound, or a latency the table has wrong; the
-# top is the fastest x86 part shipped (Intel Core i9-14900KS, 6.2 GHz maximum turbo)
+# a measured clock outside this is refused; the top is the fastest x86 part shipped (Core i9-14900KS, 6.2 GHz turbo)
 PLAUSIBLE_GHZ = (0.5, 6.2)
 
 TF32_NOTE = ("TF32 is used for fp32 here (cuDNN's convolutions use it by default, torch.backends.cudnn.allow_tf32), "
@@ -193,8 +190,7 @@ def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.
 
 def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "",
              measure_clock: Callable[[int], float | None] | None = None, dtype: torch.dtype = torch.float32) -> dict:
-    """The peak of ``threads`` cores at ``dtype``: cores x :func:`cpu_clock` x FLOP per cycle of the widest vector
-    unit (:data:`CPU_CORRECTIONS` applied), or of its bf16 or int8 unit (:func:`reduced_peak`)."""
+    """The peak of ``threads`` cores at ``dtype``: cores x clock x FLOP per cycle of its widest unit for ``dtype``."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
     unit = row_covering(cpu_vector_units(), cpuinfo["flags"])

@@ -32,8 +32,7 @@ class Bandwidth(GpuRow):
 
 @dataclass(frozen=True)
 class Peaks(GpuRow):
-    """A GPU's datasheet peaks in TFLOP/s, dense (no 2:4 sparsity), at boost clock: ``fp32`` on its CUDA cores,
-    ``tf32`` and ``fp16`` (bf16 the same) on its tensor cores (``tf32`` None: it has no TF32 tensor cores)."""
+    """A GPU's dense datasheet peaks in TFLOP/s at boost clock: CUDA cores' ``fp32``, tensor cores' others."""
 
     fp32: float
     tf32: Optional[float]

@@ -7,8 +7,7 @@ from typing import Any
 
 
 def serve_engine(engine: Any, requests: dict, admit: tuple, channel: Any) -> None:
-    """Serve ``admit`` (``("admit", key, label)``) and each query admitted on ``channel`` while any is in ``engine``,
-    answering ``("first", key)`` and ``("done", key, stamps)``; ``("exit",)`` ends the process."""
+    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine`` (docs/serving.md)."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]

@@ -1,5 +1,4 @@
-"""The precision a call's convolution and matmul kernels ran, as the runtime itself reports it, and whether it
-contradicts a row's precision (why: docs/backends.md, "The kernels' precision")."""
+"""The precision a call's conv and matmul kernels ran, as its runtime says (why: docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -166,8 +165,7 @@ def read_onednn(lines: Iterable[str]) -> KernelProof:
 
 
 def read_openvino(runtime_model: Any, kept_names: frozenset[str] = frozenset()) -> KernelProof:
-    """The conv and matmul nodes of OpenVINO's compiled ``runtime_model`` by their rt_info; with ``kept_names`` (the
-    layers an fp32 fallback marked), how many of those ran f32."""
+    """The conv and matmul nodes of OpenVINO's ``runtime_model``, and how many of ``kept_names``' ran f32."""
     found, marked, ran_f32 = [], 0, 0
     for op in runtime_model.get_ops():
         info = op.get_rt_info()

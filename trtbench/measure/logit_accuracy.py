@@ -6,8 +6,7 @@ import numpy as np
 
 
 def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) -> dict:
-    """``logits`` against ``reference`` (seq x vocab): max abs error, lowest and median cosine, and top-1 agreement
-    over the positions whose reference top-two margin exceeds ``margin`` (None where none)."""
+    """``logits`` against ``reference``: max abs error, cosines, top-1 agreement past a top-two ``margin``."""
     got = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
     ref = np.asarray(reference, dtype=np.float64).reshape(-1, np.shape(reference)[-1])
     if got.shape != ref.shape:

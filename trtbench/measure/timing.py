@@ -19,8 +19,7 @@ from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.measure.trackers import Calls, Tracker, block_trackers
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
-MIN_ROUNDS = 5  # race: false never stops on its CI target before this many rounds of each process (nor on its time cap
-# before CAPPED_MIN_ROUNDS in all and a whole cycle)
+MIN_ROUNDS = 5  # race: false's fewest rounds of each process before its CI target stops it (docs/measuring.md)
 BUDGET_S = 6.0  # the race's default budget: one point's timed rounds, all variants (docs/measuring.md, "The budget")
 TARGET_REL_CI, MAX_TIME_S = 0.02, 20.0  # race: false's defaults
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
@@ -214,8 +213,7 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
               baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after ``cycles`` (``capped``: past the cap), with why; a ``baseline`` stays
-    while any other is timed."""
+    """The active variants that stop after ``cycles`` (``capped``: past the cap), with why; the baseline stays last."""
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
@@ -239,8 +237,7 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
                         timing: TimingSettings, tick: Callable[[], None] = lambda: None,
                         entrants: Entrants = Entrants(), warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
-    """Time every variant of one point in rounds until ``timing`` says stop, racing where it does, the collector
-    paused; ``timers``: block timers, lists of them (processes) or callables; then the baseline alone."""
+    """Time every variant of one point in rounds until ``timing`` says stop, then the baseline alone, the GC paused."""
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}
     names, baseline = list(processes), entrants.baseline

@@ -1,5 +1,4 @@
-"""Model registry: torchvision, timm and transformers models (random weights, nothing downloaded), built-in
-study models (a module of this package each), Python factories, TorchScript files."""
+"""Model registry: torchvision, timm, transformers, built-in, Python and TorchScript models (docs/config.md)."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
 
 @dataclass
 class ModelConfig:
-    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
-    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
-    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
+    """Which model to build: ``source`` + ``name`` (+ ``kwargs``, ``weights``); a transformers model may name its
+    ``task`` (``causal-lm``) and come from a local Hugging Face folder (``path``)."""
 
     name: str = ""
     source: str = "torchvision"
@@ -219,8 +217,7 @@ def _instantiate(model_cfg) -> nn.Module:
 
 
 def build_model(model_cfg) -> nn.Module:
-    """Instantiate the configured model in eval mode on the CPU, with local weights or random ones seeded with
-    RANDOM_WEIGHTS_SEED (the caller's generator left as it was), the same on every run, resume and machine."""
+    """The configured model in eval mode on the CPU, its weights local or seeded random (the caller's RNG untouched)."""
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_WEIGHTS_SEED)

@@ -1,5 +1,4 @@
-"""A causal language model as a Hugging Face folder, the common source every decoder builds from, with a tokenizer
-(the model's own, or an offline word-level one: docs/generate.md)."""
+"""A causal language model as a Hugging Face folder with a tokenizer, what every decoder builds from."""
 
 from __future__ import annotations
 

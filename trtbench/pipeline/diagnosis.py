@@ -1,5 +1,4 @@
-"""``trtbench diagnose`` of a config's variants at its reduced precisions, into ``diagnose/``, and a run's own
-diagnosis of its failing rows (:func:`diagnose_failing`; docs/accuracy.md, "Where it diverges")."""
+"""``trtbench diagnose``, and a run's own diagnosis of its failing rows (docs/accuracy.md, "Where it diverges")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A run's or a merge's figures appended to its history, and where that history is (docs/outputs.md, "The
-history"); a store that cannot take the run costs a note, never the run."""
+"""A run's or a merge's figures appended to its history (docs/outputs.md, "The history")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``trtbench merge DIR... --output DIR``: several runs (shards, machines) in one report (more: docs/matrices.md,
-"Module notes")."""
+"""``trtbench merge``: several runs (shards, machines) in one report (more: docs/matrices.md, "Module notes")."""
 
 from __future__ import annotations
 

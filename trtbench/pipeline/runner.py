@@ -1,5 +1,4 @@
-"""A run: per build group, build -> each scenario the config lists -> save -> scenarios that read the saved files
--> report; it names no scenario (docs/architecture.md, docs/resuming.md)."""
+"""A run: per build group, build, each listed scenario, save, then the report (docs/architecture.md)."""
 
 from __future__ import annotations
 

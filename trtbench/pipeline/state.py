@@ -1,5 +1,4 @@
-"""What a run has done so far: its parts and saves, each filed by key and journaled as it is kept, and what an
-earlier, unfinished run into the same directory left; :class:`RunOutcome` is what the run gives its caller."""
+"""What a run has done so far, each part journaled as it is kept, and what an earlier, unfinished run left."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ class RunState:
         return self.resumed
 
     def _fail_crashed(self) -> None:
-        """A variant that crashed an earlier run process is not tried again: its records fail with why, its save is
-        done with nothing saved (the build stage fails it where it has none: ``RunContext.crashed``)."""
+        """A variant that crashed an earlier run process is not tried again: its records fail, its save is done."""
         for group in self.plan.groups:
             for entry, precision in group.slots():
                 key = save_key(group.model.id, precision, entry.name)

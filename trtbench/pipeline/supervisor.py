@@ -1,5 +1,4 @@
-"""The supervisor of a run: the command runs the pipeline in a child process and starts it again after a native
-crash in a step it marked in flight (docs/resuming.md, "Native crashes")."""
+"""The supervisor of a run's child process, relaunched after a native crash (docs/resuming.md, "Native crashes")."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ def _run_child(argv: list[str], env: dict) -> int:
 
     def child_setup() -> None:
         os.setpgid(0, 0)
-        # a Ctrl-C this process passes on stops the run, also where this one was started ignoring SIGINT (a
-        # background job of a script, a test runner's worker), which the child would inherit
+        # the Ctrl-C passed on stops the run, also where this process was started ignoring SIGINT (a background job)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

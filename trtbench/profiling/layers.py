@@ -51,8 +51,7 @@ class NodeTimer(torch.fx.Interpreter):
 
 
 def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, warmup: int) -> dict:
-    """Time every node of ``module``'s FX graph over ``runs`` passes: per-node rows, totals by layer type, and the
-    interpreted and plain whole-model times."""
+    """Time every node of ``module``'s FX graph over ``runs`` passes, with totals and whole-model times."""
     gm = fx_graph_module(module)
     timer = NodeTimer(gm, device)
     model_ns: list[int] = []

@@ -15,8 +15,7 @@ from trtbench.core.status import Status
 
 def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,
                       trace_path: Path | None = None, record_shapes: bool = False) -> dict:
-    """Profile ``runs`` calls of ``fn`` and tabulate the top-``top_k`` operators by self time per run (``pct``: the
-    share of the total); the Chrome trace to ``trace_path`` where given."""
+    """The top-``top_k`` operators by self time per run over ``runs`` calls of ``fn``; a Chrome trace if asked."""
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.no_grad():

@@ -1,5 +1,4 @@
-"""Calibration and evaluation data for quantized builds: the ``calibration:`` config section and its loaders (more:
-docs/int8.md, "Module notes")."""
+"""Calibration and evaluation data for quantized builds (more: docs/int8.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ LABELS_KEY = "labels"
 
 @dataclass
 class CalibrationConfig:
-    """Where calibration and evaluation samples come from, how many, and how quantizers use them (each key:
-    docs/config.md)."""
+    """Where calibration and evaluation samples come from, how many, and how quantizers use them (docs/config.md)."""
 
     source: str = "random"
     path: Optional[str] = None

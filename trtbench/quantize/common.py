@@ -14,8 +14,7 @@ CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
 
 @dataclass(frozen=True)
 class QuantSettings:
-    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32, named as the
-    backend's own exclusion names them (ONNX node, OpenVINO operation or module qualified names)."""
+    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32 (backend's names)."""
 
     method: str = "minmax"
     per_channel: bool = True

@@ -56,8 +56,7 @@ class Quantized:
 
 
 class Verdict(Protocol):
-    """A judge's verdict on a build (INT8's :class:`~trtbench.measure.accuracy.Int8Accuracy`, fp16's and bf16's
-    :class:`~trtbench.diagnose.fallback.FloatVerdict`): whether it passes, why not, and its figures in words."""
+    """A judge's verdict on a build (INT8's or a float fallback's): whether it passes, why not, its figures in words."""
 
     @property
     def ok(self) -> bool: ...
@@ -70,8 +69,7 @@ class Verdict(Protocol):
 
 @dataclass(frozen=True)
 class Excluding:
-    """What the fallback loop runs: ``build(kept)``, the model with the layers ``kept`` in fp32, and ``judge(model)``,
-    its verdict; ``what`` misses (``INT8 misses the accuracy budget``) past the cap, config key ``cap_key``."""
+    """What the fallback loop runs: ``build(kept)``, the model with ``kept`` in fp32, and ``judge(model)``."""
 
     build: Callable[[tuple[str, ...]], Callable[..., Any]]
     judge: Callable[[Callable[..., Any]], Verdict]
@@ -93,8 +91,7 @@ class Found:
 
 def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
                  on_step: Callable[[str], None] = lambda text: None) -> Found:
-    """The first build of ``path`` its judge passes: full, else with the first of ``rank()`` (called only then) kept
-    in fp32 one more at a time, at most ``cap``; raises :class:`AccuracyBudgetMissed` with the figures."""
+    """The first build of ``path`` its judge passes: full, else with ``rank()``'s first ``cap`` kept in fp32 in turn."""
     full_model = path.build(())
     full = path.judge(full_model)
     if full.ok:
@@ -120,8 +117,7 @@ def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
 
 def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: list[str], setup: Int8Setup,
                            on_step: Callable[[str], None] = lambda text: None) -> Quantized:
-    """The first quantization that keeps ``setup.budget``: full INT8, else with the most sensitive of ``layers`` kept
-    in fp32 (:func:`keep_in_fp32`); raises :class:`AccuracyBudgetMissed`."""
+    """The first quantization that keeps ``setup.budget``: full INT8, else the most sensitive ``layers`` in fp32."""
     settings = setup.settings
     path = Excluding(lambda kept: quantize(replace(settings, exclude=settings.exclude + kept)), setup.evaluate,
                      "INT8 misses the accuracy budget")
@@ -145,8 +141,7 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
 
 
 def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, what: str) -> dict:
-    """Build facts of ``shipped`` (compiled or packaged from ``quantized.model``), whose own accuracy must keep the
-    budget too (else AccuracyBudgetMissed)."""
+    """Build facts of ``shipped`` (made from ``quantized.model``), whose own accuracy must keep the budget too."""
     accuracy = setup.evaluate(shipped)
     if not accuracy.ok:
         raise AccuracyBudgetMissed(f"{what} misses the accuracy budget that its quantized graph kept: "

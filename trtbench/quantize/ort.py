@@ -1,5 +1,4 @@
-"""ONNX Runtime static INT8 quantization (``quant_pre_process``, then ``quantize_static`` in QDQ format); layers
-kept in fp32 are ONNX node names, passed as ``nodes_to_exclude`` (docs/int8.md)."""
+"""ONNX Runtime static INT8 quantization, layers kept in fp32 by ONNX node name (docs/int8.md)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def _reader(input_names: Sequence[str], calibration: CalibrationBatches):
 
 
 def cpu_quant_types() -> dict:
-    """``quantize_static``'s types for this CPU, as its docstring's "Choosing parameters for CPU inference"
-    advises: x86 u8 activations and s8 weights (``reduce_range`` without VNNI), Arm s8 for both."""
+    """``quantize_static``'s types for this CPU, as its "Choosing parameters for CPU inference" advises."""
     import platform
 
     from trtbench.core.env import cpu_int8_features
@@ -72,8 +70,7 @@ def quantizable_layers_onnx(path: Path) -> list[str]:
 
 
 def onnx_layer_modules(path: Path) -> dict[str, str]:
-    """Node name -> the qualified name of the PyTorch module it came from (``conv1``, ``layer1.0.conv2``),
-    from the metadata ``torch.onnx.export(dynamo=True)`` writes; nodes without it are left out."""
+    """Node name -> the PyTorch module it came from (``layer1.0.conv2``), from the exporter's metadata."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)

@@ -11,8 +11,7 @@ from torch import nn
 
 from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
 
-# What X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``: aten conv1d,
-# conv2d, linear), as the modules a user names them by.
+# what X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``), as modules
 QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
 INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns
 
@@ -39,8 +38,7 @@ def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
 
 
 def _quantization_config(settings: QuantSettings, observer, xiq):
-    """The x86 default config (``HistogramObserver``), with ``MinMaxObserver`` for ``minmax``; per-tensor weights
-    are refused."""
+    """The x86 default config, with ``MinMaxObserver`` for ``minmax``; per-tensor weights are refused."""
     if not settings.per_channel:
         raise QuantizationUnavailable("PT2E on x86 lowers int8 convolutions only with per-channel weights "
                                       "(per-tensor ones stay fp32 kernels): use per_channel: true")
@@ -59,8 +57,7 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
-    """``model`` captured by a strict export (batch dim dynamic unless ``dynamic_shapes``) and quantized by PT2E,
-    the modules named in ``settings.exclude`` kept fp32."""
+    """``model`` captured by a strict export and quantized by PT2E, the modules of ``settings.exclude`` kept fp32."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
@@ -82,8 +79,7 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
 
 
 class CompiledPT2E:
-    """``torch.compile`` of a quantized graph with static shapes, each call under Inductor's freezing so that it
-    lowers to int8 kernels; ``settings`` is how it compiles, as the manifest records it for a deployment."""
+    """``torch.compile`` of a quantized graph, each call under Inductor's freezing (``settings``: the manifest's)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
         self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}
@@ -95,8 +91,7 @@ class CompiledPT2E:
 
 
 def aoti_package_pt2e(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], package_path: Path) -> Path:
-    """An AOTInductor package (``.pt2``) of a quantized graph with Inductor's int8 kernels, exported and compiled
-    with grad off (freezing runs only so), for the shapes of ``example_inputs`` only."""
+    """An AOTInductor package of a quantized graph with Inductor's int8 kernels, for ``example_inputs``' shapes."""
     with torch.inference_mode(False), torch.no_grad():
         program = torch.export.export(gm, tuple(example_inputs))
         return Path(torch._inductor.aoti_compile_and_package(program, package_path=str(package_path),
