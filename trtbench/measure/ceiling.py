@@ -28,7 +28,8 @@ FLAGS_ASSUMPTION = (
 
 @dataclass(frozen=True)
 class Correction:
-    """A microarchitecture whose flags overstate its vector units: its fp32 FLOP per cycle per core, how, the source."""
+    """A microarchitecture whose flags overstate its vector units (``applies`` to :func:`parse_cpuinfo`'s dict): its
+    fp32 FLOP per cycle per core, how, and the source."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]

@@ -32,7 +32,6 @@ def _asset(name: str) -> str:
     return files("trtbench.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-# the templates: autoescaped, an undefined name an error, tojson strict and compact
 _PAGES = Environment(loader=PackageLoader("trtbench.report"), autoescape=True, undefined=StrictUndefined,
                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _PAGES.filters["png_uri"] = png_uri
