@@ -13,8 +13,7 @@ from trtbench.core.env import bf16_compute, torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder
 
-# the precisions a PyTorch decoder runs at
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # a PyTorch decoder's precisions
 ARTIFACT = "decoder.json"
 BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 

@@ -11,8 +11,7 @@ from torch import nn
 
 from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
 
-# what X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``), as modules
-QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
+QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)  # X86InductorQuantizer's default_quantizable_ops, as modules
 INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns
 
 
