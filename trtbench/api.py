@@ -1,8 +1,4 @@
-"""trtbench's Python API: what a notebook or a CI script calls, also importable as ``trtbench.<name>``: configs,
-runs, result sets and their comparison, and the history of runs (on a SQLite file or a PostgreSQL URL).
-
-More: docs/api.md, "Module notes", trtbench/api.py.
-"""
+"""trtbench's Python API, also importable as ``trtbench.<name>`` (more: docs/api.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ ConfigSource = Union[str, Path, Mapping]
 
 def load_config(source: ConfigSource, *, device: Optional[str] = None, variants: Optional[list[str]] = None,
                 output_dir: Optional[str] = None, profile: bool = False) -> "Config":
-    """A validated config from a YAML file path, a bundled config's name (``"resnet34"``), or a dict (copied), with
-    the command line's overrides; bad input raises :class:`~trtbench.core.errors.UserInputError`."""
+    """A validated config from a YAML file path, a bundled config's name or a dict (copied), with the overrides."""
     from trtbench.config.config import config_from_dict
     from trtbench.config.config import load_config as load_file
 
@@ -43,25 +38,14 @@ def load_config(source: ConfigSource, *, device: Optional[str] = None, variants:
     if not isinstance(source, Mapping):
         raise UserInputError("config", f"expected a dict or a path to a YAML file, got {type(source).__name__}",
                              "pass the config's content as a dict (name: ..., model: ..., inputs: ...) or its file")
-    data = copy.deepcopy(dict(source))
-    if device is not None:
-        data["device"] = device
-    if variants is not None:
-        data["variants"] = list(variants)
-    if output_dir is not None:
-        output = data.get("output")
-        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
-    if profile:
-        section = data.get("profile")
-        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
-    return config_from_dict(data)
+    return config_from_dict(copy.deepcopy(dict(source)), device=device, variants=variants, output_dir=output_dir,
+                            profile=profile)
 
 
 def run(config: Union["Config", ConfigSource], *, fresh: bool = False,
         shard: Union[str, tuple[int, int], None] = None, p99_budget_ms: Optional[float] = None,
         quiet: bool = False) -> "RunOutcome":
-    """Run a config (or anything :func:`load_config` takes) as ``trtbench run`` does; returns the run's outcome.
-    ``shard`` is ``"I/N"`` or ``(I, N)``; ``p99_budget_ms`` overrides the config's ``budget.p99_ms``."""
+    """Run a config (or anything :func:`load_config` takes) as ``trtbench run`` does; the run's outcome."""
     from trtbench.config.config import Config
     from trtbench.config.plan import parse_shard, resolve
     from trtbench.core.progress import Progress
@@ -128,8 +112,7 @@ class Comparison:
 
 def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str, Path], *,
             threshold: float = 0.05) -> Comparison:
-    """Compare ``new`` with ``baseline`` (result sets, or what :func:`load_results` takes) as ``trtbench compare``
-    does: faster or slower only where the ratio's whole 95% interval lies beyond ``threshold``."""
+    """Compare ``new`` with ``baseline`` (result sets, or their folders) as ``trtbench compare`` does."""
     from trtbench.results.compare import compare_generate, compare_runs, compare_serving, regime_lines
     from trtbench.results.resultset import ResultSet
 
@@ -142,8 +125,7 @@ def compare(baseline: Union["ResultSet", str, Path], new: Union["ResultSet", str
 
 @dataclass(frozen=True)
 class HistoryQuery:
-    """Which series :func:`history_series` reads (model: the id contains the text; variant and figure: exact;
-    since: runs started at or after this ISO date or time) and the smallest relative step reported."""
+    """Which series :func:`history_series` reads, and the smallest relative step reported (docs/api.md)."""
 
     model: Optional[str] = None
     variant: Optional[str] = None
@@ -213,8 +195,7 @@ def export_csv(where: Union[str, Path] = DEFAULT_HISTORY) -> str:
 
 def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = DEFAULT_HISTORY, *,
          figures: Optional[list[str]] = None, threshold: float = 0.05) -> "GateResult":
-    """Gate a run against its history as ``trtbench gate`` does (``exit_code`` 1 with a regression, else 0).
-    ``run_dir``: a run's folder, added to the history first if missing; None: the latest stored run."""
+    """Gate ``run_dir`` (added first if missing; None: the latest stored run) as ``trtbench gate`` does."""
     from trtbench.history.figures import stored_runs
     from trtbench.history.gate import DEFAULT_FIGURES, GateSettings, gate_run
     from trtbench.history.ingest import append

@@ -10,8 +10,6 @@ from pathlib import Path
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.outdir import DEFAULT_HISTORY, RESULTS_ROOT
 
-COMMANDS = ("run", "profile", "validate", "models", "variants", "verify", "compare", "merge", "diagnose", "history",
-            "gate")
 HISTORY_ACTIONS = ("show", "runs", "export", "html", "ingest", "rebuild", "accept", "forget")
 
 
@@ -374,19 +372,20 @@ def cmd_verify(args) -> int:
     return 1 if failed else 0
 
 
+HANDLERS = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
+            "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare, "merge": cmd_merge,
+            "diagnose": cmd_diagnose, "history": cmd_history, "gate": cmd_gate}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``trtbench`` console script; returns the exit code. Called as the command (``argv``
-    None), a run goes under a supervisor (:mod:`trtbench.pipeline.supervisor`); with ``argv``, all runs here."""
+    """The ``trtbench`` command's exit code; as the command (``argv`` None), a run goes under a supervisor."""
     command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+    if argv and argv[0] not in HANDLERS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     # torchao's enums registered with torch 2.14's pytree warn once each: nothing a user can act on
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
-    handlers = {"run": cmd_run, "profile": cmd_run, "validate": cmd_validate, "models": cmd_models,
-                "variants": cmd_variants, "verify": cmd_verify, "compare": cmd_compare,
-                "merge": cmd_merge, "diagnose": cmd_diagnose, "history": cmd_history, "gate": cmd_gate}
     if args.command is None:
         build_parser().print_help()
         return 2
@@ -396,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         if not supervised():
             return supervise(argv)
     try:
-        return handlers[args.command](args)
+        return HANDLERS[args.command](args)
     except UserInputError as err:
         print(f"trtbench: error: {err.format()}", file=sys.stderr)
         return err.exit_code

@@ -400,7 +400,7 @@ def test_plan_builds_the_chain_but_makes_cases_only_for_listed_variants(tiny_con
     tiny_config["variants"] = ["eager", "ort"]
     (group,) = resolve(config_from_dict(tiny_config)).groups
     assert group.unavailable == {}
-    assert group.build_names == ["eager", "exported", "onnx", "ort"]
+    assert group.build_names_at(group.reference_precision) == ["eager", "exported", "onnx", "ort"]
     assert {c.variant for c in group.cases()} == {"eager", "ort"}
 
 
@@ -412,7 +412,7 @@ def test_a_variant_that_cannot_run_here_takes_the_whole_chain_with_it(tiny_confi
     (group,) = resolve(config_from_dict(tiny_config)).groups
     assert group.unavailable == {"ort": "needs exported, which cannot run here: no export here",
                                  "openvino": "needs exported, which cannot run here: no export here"}
-    assert group.build_names == ["eager", "traced"]
+    assert group.build_names_at(group.reference_precision) == ["eager", "traced"]
 
 
 def test_a_failed_build_fails_every_variant_down_the_chain(tiny_config, tmp_path, monkeypatch):

@@ -98,7 +98,7 @@ def test_an_image_folder_of_classes_gives_labels_and_disjoint_batches(tiny_confi
     write_images(tmp_path / "images", 12, classes=["cat", "dog"])
     config = config_from_dict(int8_config(tiny_config, source="images", path=str(tmp_path / "images")))
     data = load_calibration(config.calibration, config.inputs, seed=0)
-    assert data.representative and data.source == "images"
+    assert data.facts.source == "images"
     assert [tuple(b[0].shape) for b in data.calibration] == [(2, 3, 16, 16)] * 2  # opt batch 2, 4 samples
     assert len(data.evaluation) == 2 and data.labels is not None and set(data.labels.tolist()) <= {0, 1}
     calib = torch.cat([b[0] for b in data.calibration])
@@ -110,7 +110,7 @@ def test_an_image_folder_of_classes_gives_labels_and_disjoint_batches(tiny_confi
 def test_random_calibration_is_seeded_and_labelled_not_representative(tiny_config):
     config = config_from_dict(int8_config(tiny_config))
     first, again = (load_calibration(config.calibration, config.inputs, seed=0) for _ in range(2))
-    assert not first.representative and first.labels is None
+    assert first.facts.source == "random" and first.labels is None
     assert all(torch.equal(a[0], b[0]) for a, b in zip(first.calibration, again.calibration))
     assert not torch.equal(first.calibration[0][0], first.evaluation[0][0])
 

@@ -16,7 +16,8 @@ from conftest import run_dict  # noqa: E402
 from helpers.int8 import BATCH, digits_config  # noqa: E402
 from trained_models import digits_cnn, digits_data, top1  # noqa: E402
 from trtbench.quantize.common import QuantSettings  # noqa: E402
-from trtbench.quantize.pt2e import fp32_layers_pt2e, is_int8_pt2e, quantize_pt2e  # noqa: E402
+from helpers.int8_graphs import fp32_layers_pt2e, is_int8_pt2e  # noqa: E402
+from trtbench.quantize.pt2e import quantize_pt2e  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from trtbench.quantize.common import QuantizationUnavailable, QuantSettings
 ov = pytest.importorskip("openvino")
 from trtbench.quantize import openvino as qov  # noqa: E402
 from trtbench.quantize import pt2e  # noqa: E402
+from helpers import int8_graphs as graphs  # noqa: E402
 
 SQNR_DB_MIN = 20.0  # the int8 budget's default (issue 15)
 TOP1_AGREE_MIN = 0.99
@@ -87,8 +88,8 @@ def test_nncf_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, refer
           f"agreement {agreement(reference['digits'], out):.4f}, SQNR {sqnr_db(reference['digits'], out):.1f} dB")
     assert accuracy(out, data[3]) >= accuracy(reference["digits"], data[3]) - 0.01
     assert sqnr_db(reference["digits"], out) > SQNR_DB_MIN
-    assert qov.is_int8_openvino(quantized)
-    assert qov.fp32_layers_openvino(quantized) == []
+    assert graphs.is_int8_openvino(quantized)
+    assert graphs.fp32_layers_openvino(quantized) == []
     types = {op.get_type_name() for op in quantized.get_ordered_ops()}
     assert "FakeQuantize" in types  # activations
     assert any(op.get_type_name() == "Constant" and op.get_output_element_type(0).get_type_name() == "i8"
@@ -97,17 +98,17 @@ def test_nncf_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, refer
 
 def test_the_fp32_ir_is_not_int8(data, tmp_path):
     fp32 = saved_and_read(to_openvino(digits_cnn(), data), tmp_path)
-    assert not qov.is_int8_openvino(fp32)
-    assert qov.fp32_layers_openvino(fp32) == qov.quantizable_layers_openvino(fp32)
+    assert not graphs.is_int8_openvino(fp32)
+    assert graphs.fp32_layers_openvino(fp32) == qov.quantizable_layers_openvino(fp32)
     assert len(qov.quantizable_layers_openvino(fp32)) == 3  # conv1, conv2, fc
 
 
 def test_nncf_keeps_excluded_operations_in_fp32(data, calibration, tmp_path):
     fp32 = to_openvino(digits_cnn(), data)
-    (conv2,) = qov.layers_of_modules(fp32, ["conv2"])
+    (conv2,) = graphs.layers_of_modules(fp32, ["conv2"])
     quantized = saved_and_read(qov.quantize_openvino(fp32, calibration, QuantSettings(exclude=(conv2,))), tmp_path)
-    assert qov.fp32_layers_openvino(quantized) == [conv2]
-    assert qov.is_int8_openvino(quantized)
+    assert graphs.fp32_layers_openvino(quantized) == [conv2]
+    assert graphs.is_int8_openvino(quantized)
 
 
 def test_nncf_rejects_an_operation_the_model_lacks(data, calibration):
@@ -118,7 +119,7 @@ def test_nncf_rejects_an_operation_the_model_lacks(data, calibration):
 def test_the_planted_outlier_breaks_nncf_int8_until_its_layers_stay_fp32(data, calibration, reference):
     fp32 = to_openvino(sensitive_digits_cnn(), data)
     full = run_openvino(qov.quantize_openvino(fp32, calibration, QuantSettings()), data[2])
-    planted = tuple(qov.layers_of_modules(fp32, SENSITIVE_LAYERS))
+    planted = tuple(graphs.layers_of_modules(fp32, SENSITIVE_LAYERS))
     kept = run_openvino(qov.quantize_openvino(fp32, calibration, QuantSettings(exclude=planted)), data[2])
     ref = reference["sensitive"]
     print(f"\nNNCF sensitive: full int8 agreement {agreement(ref, full):.4f} SQNR {sqnr_db(ref, full):.2f} dB; "
@@ -136,14 +137,14 @@ def test_nncf_accuracy_control_reverts_the_planted_layers(data, calibration, ref
         right = sum((torch.from_numpy(compiled(x.numpy())[0]).argmax(1) == y).sum().item() for x, y in items)
         return right / sum(len(y) for _, y in items)
 
-    control = qov.AccuracyControl(validation, top1, max_drop=0.01)
-    model, kept = qov.quantize_openvino_with_accuracy_control(fp32, calibration, control)
+    control = graphs.AccuracyControl(validation, top1, max_drop=0.01)
+    model, kept = graphs.quantize_openvino_with_accuracy_control(fp32, calibration, control)
     out = run_openvino(model, test_x)
     print(f"\nNNCF accuracy control on the sensitive model: kept in fp32 {kept}; top-1 {accuracy(out, test_y):.4f} "
           f"(fp32 {accuracy(reference['sensitive'], test_y):.4f}), SQNR {sqnr_db(reference['sensitive'], out):.1f} dB")
-    assert kept and set(kept) <= set(qov.layers_of_modules(fp32, SENSITIVE_LAYERS))
+    assert kept and set(kept) <= set(graphs.layers_of_modules(fp32, SENSITIVE_LAYERS))
     assert accuracy(out, test_y) >= accuracy(reference["sensitive"], test_y) - 0.01
-    assert qov.is_int8_openvino(model)
+    assert graphs.is_int8_openvino(model)
 
 
 @pytest.mark.parametrize("method", ["entropy", "percentile"])
@@ -158,7 +159,7 @@ def test_every_calibration_method_quantizes_within_a_point(data, calibration, re
     fp32 = accuracy(reference["digits"], data[3])
     assert {name: accuracy(out, data[3]) >= fp32 - 0.01 for name, out in outputs.items()} == {"nncf": True,
                                                                                               "pt2e": True}
-    assert qov.is_int8_openvino(nncf_model) and pt2e.is_int8_pt2e(pt2e_model)
+    assert graphs.is_int8_openvino(nncf_model) and graphs.is_int8_pt2e(pt2e_model)
 
 
 def weight_scale_sizes(ov_model) -> list[int]:
@@ -193,8 +194,8 @@ def test_pt2e_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, refer
     print(f"\nPT2E digits: top-1 int8 {accuracy(out, data[3]):.4f} fp32 {accuracy(reference['digits'], data[3]):.4f}, "
           f"agreement {agreement(reference['digits'], out):.4f}, SQNR {sqnr_db(reference['digits'], out):.1f} dB")
     assert accuracy(out, data[3]) >= accuracy(reference["digits"], data[3]) - 0.01
-    assert pt2e.is_int8_pt2e(pt2e_digits)
-    assert pt2e.fp32_layers_pt2e(pt2e_digits) == []
+    assert graphs.is_int8_pt2e(pt2e_digits)
+    assert graphs.fp32_layers_pt2e(pt2e_digits) == []
     targets = {str(n.target) for n in pt2e_digits.graph.nodes if n.op == "call_function"}
     assert {"quantized_decomposed.quantize_per_tensor.default", "quantized_decomposed.dequantize_per_channel.default"} \
         <= targets
@@ -203,14 +204,14 @@ def test_pt2e_int8_keeps_test_top1_within_a_point_and_is_really_int8(data, refer
 def test_the_fp32_graph_is_not_int8(data):
     model = digits_cnn()
     graph = torch.export.export(model, (data[2][:4],)).module()
-    assert not pt2e.is_int8_pt2e(graph)
-    assert pt2e.fp32_layers_pt2e(graph) == pt2e.quantizable_layers_pt2e(model) == ["conv1", "conv2", "fc"]
+    assert not graphs.is_int8_pt2e(graph)
+    assert graphs.fp32_layers_pt2e(graph) == pt2e.quantizable_layers_pt2e(model) == ["conv1", "conv2", "fc"]
 
 
 def test_pt2e_keeps_excluded_modules_in_fp32(data, calibration):
     quantized = pt2e.quantize_pt2e(digits_cnn(), (data[2][:4],), calibration, QuantSettings(exclude=("conv2",)))
-    assert pt2e.fp32_layers_pt2e(quantized) == ["conv2"]
-    assert pt2e.is_int8_pt2e(quantized)
+    assert graphs.fp32_layers_pt2e(quantized) == ["conv2"]
+    assert graphs.is_int8_pt2e(quantized)
 
 
 def test_pt2e_rejects_a_module_the_model_lacks(data, calibration):

@@ -1,2 +1,1 @@
-"""Deployable artifacts: the accuracy-gated store with its manifest, publishing a build, and the fresh-process
-verify."""
+"""Deployable artifacts: the accuracy-gated store and its manifest, publishing, the fresh-process verify."""

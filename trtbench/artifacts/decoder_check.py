@@ -1,7 +1,4 @@
-"""A published decoder artifact checked in the verify worker's fresh process (a job of kind ``decoder``): loaded
-with its decoder's own ``load``, the run's first request made, then its teacher-forced logits held against the
-saved eager fp32 ones (``<stem>.ref.npz``: :class:`~trtbench.artifacts.decoder_publish.DecoderReference`) by the
-run's own accuracy rule (:mod:`trtbench.measure.logit_accuracy`)."""
+"""A published decoder artifact checked in the verify worker's fresh process (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -16,9 +13,7 @@ from trtbench.measure.token_timing import timed_request
 
 
 def check_decoder(job: dict) -> dict:
-    """The verify worker's row for decoder job ``job``: ``ok``, ``error``, the cold start (``load_s``: importing
-    the decoders and loading the artifact; ``first_token_ms``: the first request's first token) and the
-    teacher-forced logits' figures against the reference (``max_abs_err``, ``logits``)."""
+    """The verify worker's row for decoder job ``job``: ``ok``, ``error``, its cold start and its logits' figures."""
     start = time.perf_counter()
     from trtbench.decoders import get_decoder
 

@@ -1,10 +1,4 @@
-"""Publishing a decoder's artifact (:mod:`trtbench.decoders`) into the run's artifact store, once its
-teacher-forced logits kept their tolerances against eager fp32's.
-
-Published, it is one self-contained folder ``<stem>/``: its build folder's files moved in, what the decoder names
-outside it brought in (:meth:`Decoder.self_contained`), with ``<stem>.ref.npz`` beside it; it appears only once it
-passes :func:`~trtbench.artifacts.store.verify_artifact` in a fresh process (docs/artifacts.md).
-"""
+"""Publishing an accurate decoder's artifact as one self-contained folder ``<stem>/`` (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -38,9 +32,7 @@ class DecoderBuild:
 
 @dataclass(frozen=True)
 class DecoderReference:
-    """What a decoder's artifact is re-checked with: ``teacher`` (int64, 1 x seq), eager fp32's ``logits`` of it
-    (float32, 1 x seq x vocab), the tolerance and ``accuracy`` figures it kept, and the run's first request
-    (``prompt``, int64 batch x prompt_len, of ``new_tokens``)."""
+    """What a decoder's artifact is re-checked with: eager fp32's ``logits`` of ``teacher``, the run's first request."""
 
     teacher: np.ndarray
     logits: np.ndarray
@@ -51,16 +43,14 @@ class DecoderReference:
 
 
 class DecoderPublisher:
-    """Publishes decoders' artifacts into the store folder ``directory``; each fresh-process check starts with
-    ``knobs``. Remembers the folders it brought in, so that a later artifact naming the same one links it."""
+    """Publishes decoders' artifacts into the store folder ``directory``, each checked in a process with ``knobs``."""
 
     def __init__(self, directory: Path, knobs: Knobs = Knobs()):
         self.directory, self.knobs = Path(directory), knobs
         self._brought: dict[Path, Path] = {}  # a folder outside an artifact -> its published copy
 
     def publish(self, build: DecoderBuild, reference: DecoderReference, stem: str) -> dict:
-        """Publish ``build``'s artifact as ``<stem>/`` with ``<stem>.ref.npz``; its manifest entry. ArtifactLoadError
-        (nothing published) where it does not load and keep its tolerance in a fresh process."""
+        """Publish ``build``'s artifact as ``<stem>/``; its manifest entry (ArtifactLoadError: it failed its check)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=self.directory))
         try:
@@ -84,8 +74,7 @@ class DecoderPublisher:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _gather(self, build: DecoderBuild, folder: Path) -> tuple[Path, dict[Path, Path]]:
-        """The build folder's files moved into the new ``folder`` and what the artifact names outside it brought in;
-        the artifact's path there, and what was brought in (outside -> its path relative to ``folder``)."""
+        """The build's files and what they name outside gathered into ``folder``; the artifact's path, what came in."""
         folder.mkdir()
         for path in build.out_dir.iterdir():
             shutil.move(path, folder / path.name)
@@ -116,8 +105,7 @@ class DecoderPublisher:
                 "knobs": self.knobs.to_dict()}
 
     def _bring(self, outside: Path, inside: Path) -> None:
-        """Folder ``outside`` copied to ``inside``: hard links to its published copy where this publisher has one
-        (the store's copy, which nothing rewrites in place, unlike a build folder), else a copy of its files."""
+        """Folder ``outside`` copied to ``inside``: hard links to its published copy where there is one."""
         earlier = self._brought.get(outside.resolve())
         if earlier is not None and earlier.is_dir():
             try:

@@ -1,7 +1,4 @@
-"""What a TensorRT artifact depends on, and whether this machine can load it: the manifest records
-:func:`engine_environment` next to each TRT artifact and ``trtbench verify`` compares it with the current one
-through :func:`check_engine_compat` (docs/tensorrt.md, "Deploying a saved engine").
-"""
+"""What a TensorRT artifact depends on, and whether this machine can load it (docs/tensorrt.md)."""
 
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ from trtbench.core.env import nvidia_driver_version
 
 
 def _module_version(name: str) -> str | None:
-    """``name.__version__``; None when it is not installed; what went wrong when importing it fails (importing
-    torch_tensorrt can raise more than ImportError)."""
+    """``name.__version__``; None when it is not installed; what went wrong where importing it fails otherwise."""
     try:
         module = importlib.import_module(name)
     except (ImportError, OSError):
@@ -25,8 +21,7 @@ def _module_version(name: str) -> str | None:
 
 
 def engine_environment(device: torch.device | str | None = None) -> dict:
-    """Versions and GPU identity a TensorRT engine is bound to: torch, torch_tensorrt, tensorrt, cuda, gpu,
-    compute_capability, driver, each None where the component is absent."""
+    """Versions and GPU identity a TensorRT engine is bound to, each None where the component is absent."""
     env = {"torch": torch.__version__, "torch_tensorrt": _module_version("torch_tensorrt"),
            "tensorrt": _module_version("tensorrt"), "cuda": torch.version.cuda,
            "gpu": None, "compute_capability": None, "driver": None}

@@ -1,9 +1,4 @@
-"""The save stage: a variant's deployable files, published only once they are known to ship.
-
-A variant is saved once its every point ran, was accurate, and was timed (the store checks its files). The stage
-returns what it published and the variant's records as they now stand: failed with the reason where a file cannot
-ship, their timings kept; an inaccurate one is not saved, and says so.
-"""
+"""The save stage: a variant's deployable files, published once they are known to ship (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -38,15 +33,13 @@ def _cold_start(entry: dict) -> dict:
 
 
 def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
-    """The file name stem of a variant's artifacts: ``<variant>_<precision>``, the model first when the
-    run has several."""
+    """``<variant>_<precision>``, the model first when the run has several: a variant's artifacts' stem."""
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", model_id).strip("-") + "_" if len(config.models) > 1 else ""
     return f"{model}{variant}_{precision}"
 
 
 def _checked_by_worker(records: list[Record]) -> str | None:
-    """The suffix of the saved file that the variant's timing worker loaded and ran accurately at every one of its
-    points (None: no worker did)."""
+    """The suffix of the saved file the timing worker loaded and ran accurately at every point (None: none did)."""
     hosted = {(r.metrics.get("isolation") or {}).get(HOSTED_FILE) for r in records}
     if len(hosted) != 1 or None in hosted or any(r.accuracy is None or not r.accuracy.get("ok") for r in records):
         return None
@@ -54,16 +47,14 @@ def _checked_by_worker(records: list[Record]) -> str | None:
 
 
 def reload_tolerance(tolerance, variant):
-    """How closely ``variant``'s quantized file must reproduce its build when reloaded: within fp32's
-    ``tolerance``, or within the variant's ``int8_reload_rtol`` of the output scale where it has one."""
+    """How closely ``variant``'s quantized file must reproduce its build: fp32's or its ``int8_reload_rtol``."""
     allowance = variant.int8_reload_rtol
     return tolerance if allowance is None else dataclasses.replace(tolerance, rtol=max(tolerance.rtol, allowance))
 
 
 def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, records: list[Record],
             at: PrecisionCopy) -> Published:
-    """Save ``outcome``'s variant into ``store`` if its ``records`` (all its points, of one model and precision)
-    allow it, its files checked on the inputs of ``at``, the copy of the model it was built from."""
+    """Save ``outcome``'s variant into ``store`` if its ``records`` allow it, its files checked on ``at``'s inputs."""
     ok_rows = [r for r in records if r.status is Status.OK]
     if outcome.built is None or not ok_rows:
         return Published((), tuple(records))

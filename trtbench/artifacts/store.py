@@ -1,9 +1,4 @@
-"""Deployable artifacts: saving them with a manifest, and verifying them in a fresh process.
-
-A saved file is published (moved out of its staging folder and listed in the manifest) only once
-it reloads at every shape (in this process, or in the variant's timing worker) and loads and
-reproduces its reference output in a fresh process, the way a deployment would load it.
-"""
+"""Deployable artifacts: saved with a manifest, published once they reload and verify (docs/artifacts.md)."""
 
 from __future__ import annotations
 
@@ -55,8 +50,7 @@ class ArtifactSource:
 
 @dataclass(frozen=True)
 class PublishCheck:
-    """What each saved file is checked with before it is published: the inputs by shape label, the tolerance, the
-    shape whose input/output is kept beside the file, and the suffix of the file the timing worker already ran."""
+    """What each saved file is checked with before it is published (``worker_checked``: the file's suffix)."""
 
     inputs: dict[str, tuple]
     reference_shape: str
@@ -66,8 +60,7 @@ class PublishCheck:
 
 @dataclass(frozen=True)
 class Saved:
-    """What a scenario that saves its own artifacts (generate's decoders) yields beside its parts: the manifest
-    entries of one save (none: nothing was published), journaled and listed as the save stage's are."""
+    """The manifest entries of a save a scenario made itself (generate's decoders), journaled as the stage's are."""
 
     variant: str
     precision: str
@@ -84,9 +77,7 @@ class ArtifactStore:
 
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
              expected_bytes: int = 0) -> list[dict]:
-        """Save ``source``'s build, reload each file here (ValueError) and in a fresh process (ArtifactLoadError),
-        then publish the files that pass both with their reference input/output; their manifest entries.
-        ``expected_bytes`` must be free first; a disk that fills raises DiskFullError, nothing left behind."""
+        """Save ``source``'s build, reload each file here and in a fresh process, publish those that pass; entries."""
         if not source.variant.saves_files:
             return []
         stem = stem or f"{source.variant.name}_{source.precision}"
@@ -214,8 +205,7 @@ class _BuiltOutputs:
 
 
 def reload_check(variant, artifact, device: torch.device, runs: dict[str, tuple], tolerance) -> dict:
-    """Reload ``artifact`` with ``variant.load`` and compare it with the built variant at every shape
-    (``runs``: label -> (inputs, the built variant's output))."""
+    """Reload ``artifact`` and compare it with the built variant at every shape (``runs``: label -> its run)."""
     module = variant.load(artifact, device)
     worst = 0.0
     with torch.inference_mode():
@@ -242,8 +232,7 @@ def read_manifest(out_dir: Path) -> dict:
 
 
 def verify_artifact(entry: dict, directory: Path, timeout_s: float = 600) -> dict:
-    """Reload one artifact (a variant's file or a decoder's artifact) in a fresh process and rerun its reference;
-    the row has ``ok``, ``max_abs_err`` and the cold start: ``load_s`` and ``first_call_ms`` (``first_token_ms``)."""
+    """Reload one artifact in a fresh process and rerun its reference: ``ok``, ``max_abs_err``, the cold start."""
     directory = Path(directory).absolute()
     job = decoder_job(entry, directory) if entry.get("kind") == DECODER_KIND else {
         "path": str(directory / entry["file"]), "loader": entry["loader"],
@@ -263,8 +252,7 @@ DECODER_KIND = "decoder"  # a manifest entry's kind for a decoder's artifact (tr
 
 
 def decoder_job(entry: dict, directory: Path) -> dict:
-    """The verify worker's job for a decoder's artifact (:mod:`trtbench.artifacts.decoder_check`): its files'
-    SHA-256, and its teacher-forced logits held against the saved eager fp32 ones."""
+    """The verify worker's job for a decoder's artifact (:mod:`trtbench.artifacts.decoder_check`)."""
     reference = entry["reference"]
     files = [*entry["files"], reference]
     return {"kind": DECODER_KIND, "name": entry["file"], "decoder": entry["variant"],
@@ -275,8 +263,7 @@ def decoder_job(entry: dict, directory: Path) -> dict:
 
 
 class FreshProcesses:
-    """The verify worker: a process that has imported torch and nothing of trtbench, running each job in a fork
-    of itself. One serves this process, started again when its environment changed or it died, ended at exit."""
+    """The verify worker, each job in a fork of it; started again when its environment changed or it died."""
 
     _shared: "FreshProcesses | None" = None
 
@@ -330,8 +317,7 @@ class FreshProcesses:
 
 
 def verify_manifest(out_dir: Path, force: bool = False) -> list[dict]:
-    """Verify every artifact in the manifest; one row per artifact with ``ok`` and ``error``. A TensorRT engine
-    built for another TensorRT version or GPU architecture is not loaded unless ``force``: its row says why."""
+    """Verify every artifact in the manifest, a row each; a TensorRT engine built elsewhere only with ``force``."""
     manifest = read_manifest(out_dir)
     directory = Path(manifest["_dir"])
     rows = []

@@ -1,10 +1,4 @@
-"""Reload saved artifacts the way a deployment would, each in a fresh process, and time their cold start.
-
-Run as ``python verify.py`` and fed one JSON job per line on stdin, it imports torch and nothing of trtbench,
-runs each job in a fork of itself and prints one JSON object per job: {"ok": bool, "max_abs_err": float,
-"error": str, "load_s": float, "first_call_ms": float, "warnings": [...]}. A decoder's job loads through its
-decoder's own ``load`` (:mod:`trtbench.artifacts.decoder_check`), the only trtbench its fork imports.
-"""
+"""Reload saved artifacts in fresh processes and time their cold start: ``python verify.py`` (docs/artifacts.md)."""
 
 import hashlib
 import importlib
@@ -96,8 +90,7 @@ def load(torch, job, device):
 
 
 def check_reproduces(job):
-    """Whether the job's files, unchanged since saved, load here and reproduce the recorded outputs within its
-    tolerance; with the cold start (load time, first call)."""
+    """Whether the job's files, unchanged, load and reproduce the recorded outputs; with the cold start."""
     import torch
 
     for file in job["files"]:
@@ -151,8 +144,7 @@ def check_reproduces(job):
 
 
 class LoggedErrors(logging.Handler):
-    """The exceptions libraries log instead of raising: ``torch.export.load`` logs why deserializing
-    failed ("Deserializing X in pytree is not registered"), then raises a generic RuntimeError."""
+    """The exceptions libraries log instead of raising (``torch.export.load`` logs why, then raises RuntimeError)."""
 
     def __init__(self):
         super().__init__(logging.WARNING)

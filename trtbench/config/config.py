@@ -1,6 +1,4 @@
-"""The run config: dataclasses that are the YAML schema and the Python API. ``load_config(path)`` reads YAML,
-validates every key and returns a :class:`Config`, writing nothing and reading nothing of the machine.
-"""
+"""The run config: dataclasses that are the YAML schema and the Python API, validated without reading the machine."""
 
 from __future__ import annotations
 
@@ -40,8 +38,7 @@ PROCESSES_VAR = "TRTBENCH_PROCESSES"  # an environment variable that sets anothe
 
 
 def default_processes(racing: bool) -> int:
-    """benchmark.processes' default: :data:`RACE_PROCESSES` where the points are ``racing``, else :data:`PROCESSES`;
-    or the count ``TRTBENCH_PROCESSES`` gives."""
+    """benchmark.processes' default where the points are ``racing`` or not, or ``TRTBENCH_PROCESSES``'."""
     text, default = os.environ.get(PROCESSES_VAR), RACE_PROCESSES if racing else PROCESSES
     if text is None:
         return default
@@ -70,8 +67,7 @@ class BenchmarkConfig:
     binding: str = "none"  # none | cores: every worker bound to cores of its own (trtbench.core.knobs)
     worker_timeout_s: float = 600.0  # a worker that does not answer (build, or one block) in this time is killed
     max_build_s: Optional[float] = None  # a variant not built within it is skipped (its building worker killed)
-    # replicate worker processes per variant x precision (latency, generate), each its own start-up luck: raced, the
-    # most a variant gets at a point (it starts in 2); None until the config resolves its default
+    # replicate worker processes per variant x precision (raced: the most at a point); None until resolved
     processes: Optional[int] = None
 
     def _key(self, name: str) -> Any:
@@ -302,16 +298,6 @@ def _decoder_entry(entry: Any, key: str, parsed: list[VariantEntry]) -> VariantE
     return VariantEntry(name=name)
 
 
-def parse_variant_entries(entries: Any, path: str) -> list[VariantEntry]:
-    """Validate the ``variants`` list: names, or single-key mappings ``{name: {options}}``."""
-    return _entry_list(entries, path, "[eager, traced, scripted]", _variant_entry)
-
-
-def parse_decoder_entries(entries: Any, path: str) -> list[VariantEntry]:
-    """The ``variants`` list of a config whose scenarios time decoders: registered decoder names, each once."""
-    return _entry_list(entries, path, "[eager, compiled, ort_genai]", _decoder_entry)
-
-
 @dataclass
 class Config:
     """A whole run (:func:`load_config`, :func:`config_from_dict`): ``model`` names one model, ``models`` several."""
@@ -384,7 +370,9 @@ class Config:
                     raise UserInputError(f"sweep.{knob}", f"{values} sets the {knob} each worker process starts with, "
                                          f"and isolation '{f['benchmark'].isolation}' times in this process, whose "
                                          f"{knob} is set", "use benchmark.isolation: process (the default)")
-        f["variants"] = (parse_decoder_entries if decoding else parse_variant_entries)(f["variants"], "variants")
+        parse, example = ((_decoder_entry, "[eager, compiled, ort_genai]") if decoding
+                          else (_variant_entry, "[eager, traced, scripted]"))  # decoders take no options
+        f["variants"] = _entry_list(f["variants"], "variants", example, parse)
         tolerances = default_logit_tolerances() if decoding else default_tolerances()
         for key, value in f["tolerances"].items():
             schema.require_choice(key, choices, schema.join("tolerances", key))
@@ -487,8 +475,19 @@ def read_yaml(path: Path) -> Any:
                              "fix the YAML at that line (indentation, colons, brackets)") from err
 
 
-def config_from_dict(data: Any) -> Config:
-    """Validate plain data (as parsed from YAML) into a :class:`Config`."""
+def config_from_dict(data: Any, *, device: str | None = None, variants: list[str] | None = None,
+                     output_dir: str | None = None, profile: bool = False) -> Config:
+    """Validate plain data (a dict it changes in place) into a :class:`Config`, with the command line's overrides."""
+    if device is not None:
+        data["device"] = device
+    if variants is not None:
+        data["variants"] = list(variants)
+    if output_dir is not None:
+        output = data.get("output")
+        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
+    if profile:
+        section = data.get("profile")
+        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
     return schema.from_dict(Config, data)
 
 
@@ -500,14 +499,4 @@ def load_config(path: str | Path, *, device: str | None = None, variants: list[s
     if not isinstance(data, dict):
         raise UserInputError(str(resolved), "the config must be a YAML mapping",
                              "start with 'name: ...' and 'model: ...' keys")
-    if device is not None:
-        data["device"] = device
-    if variants is not None:
-        data["variants"] = variants
-    if output_dir is not None:
-        output = data.get("output")
-        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": output_dir}
-    if profile:
-        section = data.get("profile")
-        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
-    return config_from_dict(data)
+    return config_from_dict(data, device=device, variants=variants, output_dir=output_dir, profile=profile)

@@ -1,5 +1,4 @@
-"""The resolve step: a loaded :class:`~trtbench.config.config.Config` plus this machine -> what to run (the device,
-the default thread count, which variants can run and why the others cannot)."""
+"""The resolve step: a loaded config plus this machine -> what to run, and why a variant cannot run here."""
 
 from __future__ import annotations
 
@@ -82,11 +81,6 @@ class BuildGroup:
         runnable = [e.name for e in self.entries_at(precision)
                     if self.slot_id(e.name, precision) not in self.unavailable]
         return build_order(runnable)
-
-    @property
-    def build_names(self) -> list[str]:
-        """:meth:`build_names_at` the group's reference precision."""
-        return self.build_names_at(self.reference_precision)
 
     def case(self, entry: VariantEntry, point: ShapePoint, precision: str) -> Case:
         return Case(model=self.model.id, variant=entry.name, precision=precision,
@@ -195,11 +189,6 @@ def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
     return {key: reason for key, reason in reasons.items() if reason}
 
 
-def group_precisions(precisions: list[str]) -> list[str]:
-    """A build group's precisions: the reference first, then the others in the config's order."""
-    return [REFERENCE] + [p for p in precisions if p != REFERENCE]
-
-
 def parse_shard(text: str) -> tuple[int, int]:
     """``I/N`` (0 <= I < N) from ``--shard``."""
     index, _, count = text.partition("/")
@@ -218,6 +207,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     decodes = any(s.decodes for s in config.scenarios)
     points = [] if decodes else shape_points(config)  # a decoding scenario has points of its own
     groups = []
+    precisions = [REFERENCE] + [p for p in config.precisions if p != REFERENCE]  # the reference first
     settings = config.knob_settings
     swept = config.sweep is not None and any(getattr(config.sweep, knob) for knob in KNOB_CHOICES)
     if swept and Knobs() not in settings:
@@ -225,7 +215,7 @@ def resolve(config: Config, shard: Optional[tuple[int, int]] = None) -> RunPlan:
     for model in config.models:
         for threads in config.thread_counts:
             for knobs in settings:
-                group = BuildGroup(model=model, precisions=group_precisions(config.precisions),
+                group = BuildGroup(model=model, precisions=list(precisions),
                                    listed=list(config.precisions), threads=threads or threads_default, points=points,
                                    variants=entries if knobs in config.knob_settings else entries[:1],
                                    device=str(device), knobs=knobs, decodes=decodes)

@@ -1,2 +1,1 @@
-"""The types every stage shares: cases and records, statuses and errors, precisions, statistics, input specs, the
-environment, the output folder."""
+"""The types every stage shares (docs/architecture.md, "Layers")."""

@@ -1,5 +1,4 @@
-"""The memory allocator a timed process runs with: a stated state, set in its environment when it starts
-(more: docs/measuring.md, "Module notes", trtbench/core/allocator.py)."""
+"""The memory allocator a timed process starts with (more: docs/measuring.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def missing_library(allocator: str, dirs: Optional[Iterable[str]] = None) -> Opt
 
 
 def process_env(allocator: str, env: dict, dirs: Optional[Iterable[str]] = None) -> dict:
-    """``env`` for a process that starts with ``allocator``: the knobs of any other state removed, then
-    this one's set. Raises ValueError where a preloaded library is missing (:func:`missing_library`)."""
+    """``env`` for a process that starts with ``allocator`` (ValueError: a preloaded library is missing)."""
     out = {key: value for key, value in env.items() if key not in KNOBS}
     if allocator == "tuned":
         out.update(TUNED)
@@ -75,8 +73,7 @@ def _glibc():
 
 
 def _heap_serves(libc, size: int) -> bool:
-    """Whether glibc serves a ``size``-byte block from its heap (below its mmap threshold). A block it
-    mmapped is unmapped here, not ``free``d: glibc's ``free`` would raise the threshold to its size."""
+    """Whether glibc serves a ``size``-byte block from its heap (a mapped one unmapped, not ``free``d)."""
     block = libc.malloc(size)
     if not block:
         raise MemoryError(size)
@@ -90,8 +87,7 @@ def _heap_serves(libc, size: int) -> bool:
 
 
 def mmap_threshold() -> Optional[int]:
-    """The largest of :data:`PROBE_SIZES` glibc serves from its heap now (0: none), read without moving
-    the threshold; None where ``malloc`` is not glibc's."""
+    """The largest of :data:`PROBE_SIZES` glibc serves from its heap now (0: none; None: not glibc)."""
     libc = _glibc()
     if libc is None:
         return None

@@ -1,5 +1,4 @@
-"""The run context: what every stage of one run needs, built once by the runner and passed down frozen,
-instead of the same seven values passed positionally through every stage."""
+"""The run context: what every stage of one run needs, built once by the runner and passed down frozen."""
 
 from __future__ import annotations
 

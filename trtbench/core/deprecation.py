@@ -1,5 +1,4 @@
-"""An upstream deprecation of what a variant is built, saved or loaded with: what, since when, what replaces it, and
-the warnings upstream says it with (a row says them once, as its :attr:`~Deprecation.note`)."""
+"""An upstream deprecation of what a variant is built, saved or loaded with (docs/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What the run ran on: software versions, CPU, threads, GPU, driver and CUDA; the torch settings a build group
-runs under, and the thread facts of the process that times it."""
+"""What the run ran on (versions, CPU, threads, GPU), the torch settings a build group runs under, thread facts."""
 
 from __future__ import annotations
 
@@ -150,8 +149,7 @@ def collect_environment(device: torch.device, cudnn_benchmark: bool) -> dict:
 
 
 def cgroup_cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> tuple[float, str] | None:
-    """The tightest CFS CPU quota on this process, in CPUs, and the file that sets it (None: no quota), from its
-    cgroup (``self_cgroup``: /proc/self/cgroup's text) and its ancestors under ``root``, v2 or v1."""
+    """The tightest CFS CPU quota on this process's cgroups (v2 or v1), in CPUs, and the file that sets it."""
     if self_cgroup is None:
         try:
             self_cgroup = Path("/proc/self/cgroup").read_text(encoding="utf-8")
@@ -200,8 +198,7 @@ def _v1_quota(quota_path: Path, period_path: Path) -> list[tuple[float, str]]:
 
 def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] | None = None,
                     cgroup_root: Path = CGROUP_ROOT, self_cgroup: str | None = None) -> dict:
-    """The thread count a run uses where its config names none, and where it comes from (docs/config.md,
-    "Benchmark settings")."""
+    """The thread count a run uses where its config names none, and where it comes from (docs/config.md)."""
     omp = environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
@@ -255,12 +252,8 @@ MACHINE_KEYS = ("cpu", "cpu_count", "gpu_name", "gpu_memory_gib")  # what the ma
 
 def machine_fingerprint(env: dict, flags_text: str | None = None) -> dict:
     """The machine a run measured on, as a history series keys it (its CPU, flags, cores and GPU), with its ``id``."""
-    if flags_text is not None:
-        flags = sorted(set(flags_text.split()))
-    else:
-        flags = sorted((env.get("cpu_int8") or {}).get("flags") or [])
-    facts = {key: env.get(key) for key in MACHINE_KEYS}
-    facts["cpu_flags"] = flags
+    flags = flags_text.split() if flags_text is not None else (env.get("cpu_int8") or {}).get("flags") or []
+    facts = {**{key: env.get(key) for key in MACHINE_KEYS}, "cpu_flags": sorted(set(flags))}
     text = json.dumps(facts, sort_keys=True, default=str)
     return {**facts, "id": hashlib.sha256(text.encode()).hexdigest()[:12]}
 
@@ -306,8 +299,7 @@ FPMATH_ENV = "ONEDNN_DEFAULT_FPMATH_MODE"  # oneDNN's default math mode for f32 
 
 
 def pin_fp32_math() -> dict:
-    """torch's fp32 math on the CPU pinned to IEEE fp32 (matmul precision highest, oneDNN fp32 precision ieee: no
-    bf32), and what is set, with oneDNN's environment (which the pin does not override: a row's kernels tell)."""
+    """torch's fp32 math pinned to IEEE fp32 (no bf32 or TF32), and what is set, with oneDNN's environment variable."""
     torch.set_float32_matmul_precision("highest")  # matmuls: cuBLAS without TF32, oneDNN's matmul ieee
     mkldnn = torch.backends.mkldnn
     mkldnn.conv.fp32_precision = mkldnn.rnn.fp32_precision = "ieee"  # the generic flag would mix torch's two APIs

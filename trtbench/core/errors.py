@@ -2,8 +2,7 @@
 
 
 class UserInputError(Exception):
-    """Bad input (config, file, flag) the CLI prints, exiting with code 2: ``where`` names the config key path
-    or file, ``hint`` the fix."""
+    """Bad input the CLI prints, exiting 2: ``where`` names the config key path or file, ``hint`` the fix."""
 
     exit_code = 2
 

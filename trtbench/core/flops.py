@@ -1,5 +1,4 @@
-"""FLOPs of one forward pass, counted by ``FlopCounterMode`` on the eager model (matmuls, convolutions, attention;
-a multiply-add is 2 FLOPs): a property of the model and input shape, so FLOPs / latency is any variant's FLOP/s."""
+"""FLOPs of one forward pass of the eager model, counted by ``FlopCounterMode`` (a multiply-add is 2 FLOPs)."""
 
 from __future__ import annotations
 

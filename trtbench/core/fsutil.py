@@ -1,5 +1,4 @@
-"""Output files: a writable output folder, atomic writes (a crash never leaves a half-written file), and writes
-that fail with a clear error when the disk is full."""
+"""Output files: a writable output folder, atomic writes, and a clear error when the disk is full."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a supervisor of the run process sees of it: the variant step running native code in it, marked in the file
-``TRTBENCH_INFLIGHT`` names, and the native stack of a crash (docs/resuming.md, "Native crashes")."""
+"""The variant step running native code, marked for the run's supervisor (docs/resuming.md, "Native crashes")."""
 
 from __future__ import annotations
 

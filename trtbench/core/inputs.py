@@ -1,5 +1,4 @@
-"""A model input's spec (the config's ``inputs``), and its shapes and seeded example inputs for each shape point,
-generated once, on the device."""
+"""A model input's spec (the config's ``inputs``), its shapes and seeded example inputs at each shape point."""
 
 from __future__ import annotations
 

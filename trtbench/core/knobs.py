@@ -1,5 +1,4 @@
-"""The CPU deployment knobs a timed process starts with: its allocator, its OpenMP runtime, its core binding
-(more: docs/measuring.md, "Module notes", trtbench/core/knobs.py)."""
+"""The CPU deployment knobs a timed process starts with (more: docs/measuring.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ class Knobs:
         return reason
 
     def env(self, base: dict, threads: int = 1, slot: int = 0) -> dict:
-        """``base`` for a process that starts with these knobs (``slot``: which of the processes that run at once,
-        for the binding): every other setting's knobs removed, these set; ValueError where one is unavailable."""
+        """``base`` for a process that starts with these knobs (``slot``: its place, for the binding)."""
         out = allocator_state.process_env(self.allocator, {k: v for k, v in base.items() if k not in BINDING_VARS})
         if self.openmp == "intel":
             library = _intel_openmp()

@@ -1,5 +1,4 @@
-"""The output directory: checked before anything is written, locked for one run at a time,
-and a log of the full traceback of every failure in it; where run folders and the history go by default."""
+"""The output directory: checked, locked for one run at a time, with its failures log; the default places."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ _HELD: dict[Path, list] = {}  # folders this process has locked: [holders, the l
 
 
 class OutputDir:
-    """``<out>``, created if missing, refused (exit 2) when a file, unwritable or in use; locked by an ``flock`` the
-    kernel drops when the process dies (a second hold in this process only where it ``joins``)."""
+    """``<out>``, created if missing, refused (exit 2) when a file, unwritable or in use; locked by an ``flock``."""
 
     def __init__(self, path: str | Path, key: str = "output.dir", joins: bool = False):
         self.path = Path(path)

@@ -1,5 +1,4 @@
-"""Precisions a variant can be built and benchmarked at: floating dtypes, and ``int8``, a quantized build whose
-model and inputs stay fp32 (docs/measuring.md, "Reduced precision against eager fp32")."""
+"""Precisions a variant can be built and benchmarked at (docs/measuring.md, "Reduced precision")."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float
 REFERENCE = "fp32"  # every speedup and accuracy figure is against eager at this precision
 DECODER_PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")  # a decoder's: floats, and weight-only int8/int4
 QUANTIZED = ("int8",)  # precisions a variant reaches by quantizing its build (inputs and parameters stay fp32)
-HINTED = ("bf16",)  # precisions a runtime may reach by a hint on fp32's build (Variant.hints: OpenVINO's)
 
 
 def precision_dtype(name: str) -> torch.dtype:

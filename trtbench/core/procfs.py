@@ -1,5 +1,4 @@
-"""What the kernel says about memory and about a process, from ``/proc``: the memory still available, and a
-worker's resident memory, context switches and CPU migrations (each None where it cannot be read)."""
+"""What ``/proc`` says about memory and a process (each None where it cannot be read)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Progress display: alive-progress bars on a terminal, plain lines otherwise, nothing with --quiet; a timing task
-gets a line redrawn only from its ``tick()`` (docs/measuring.md, "No display thread while timing")."""
+"""Progress display: bars on a terminal, plain lines otherwise, nothing with --quiet (docs/measuring.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Registries of plug-ins by name (variants, decoders, scenarios); a plug-in package's modules, each registering
-one thing, are imported at the first lookup."""
+"""Registries of plug-ins by name; a plug-in package's modules are imported at the first lookup."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
-    """Classes by their ``name`` attribute, in registration order (``package``: loaded at first
-    lookup; ``what`` words an unknown name)."""
+    """Classes by their ``name``, in registration order (``package``: loaded at first lookup)."""
 
     def __init__(self, what: str, package: Optional[str] = None):
         self.what = what

@@ -1,5 +1,4 @@
-"""Typed dataclasses from plain YAML data, with errors that name the key path (``benchmark.iterations``) and the
-fix: a config section is a dataclass, its fields and annotations the schema."""
+"""Typed dataclasses from plain YAML data, with errors that name the key path and the fix."""
 
 from __future__ import annotations
 
@@ -90,8 +89,7 @@ def convert(value: Any, tp: Any, path: str) -> Any:
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating keys and types recursively, then its ``prepare(fields,
-    path)`` (converting) and ``validate(path)`` (checking) methods, where it has them."""
+    """Dataclass ``cls`` from ``data``, keys and types checked, then its ``prepare`` and ``validate`` if any."""
     where = path or "config"
     if data is None:
         data = {}

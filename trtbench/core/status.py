@@ -1,5 +1,4 @@
-"""Every status trtbench gives, as string enums whose words results.json keeps: a row's (:class:`Status`), a run's
-(:class:`RunStatus`) and a diagnosis's (:class:`DiagnosisStatus`)."""
+"""Every status trtbench gives, as string enums whose words results.json keeps."""
 
 from __future__ import annotations
 

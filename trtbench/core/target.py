@@ -1,5 +1,4 @@
-"""Where a plug-in is asked to run: what every ``unavailable_reason(target)`` (a variant's, a decoder's, a
-worker's knobs') reads to say why it cannot run here."""
+"""Where a plug-in is asked to run: what every ``unavailable_reason(target)`` reads."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Target:
-    """The ``device`` (None for a worker's knobs) and ``precision`` to run at, a transformers ``model_type`` (for
-    decoders), and the ``processes`` that run at once, each on ``threads`` cores (for the knobs' binding)."""
+    """Where to run: ``device``, ``precision``, a decoder's ``model_type``, and the knobs' processes and threads."""
 
     device: Optional[torch.device] = None
     precision: str = "fp32"

@@ -1,5 +1,4 @@
-"""``aoti``: ``exported``'s static-cache programs compiled ahead of time by AOTInductor, a ``.pt2`` package per
-batch size and cache length; ``compile_s`` states their compile, ``export_s`` their export."""
+"""``aoti``: ``exported``'s static-cache programs compiled by AOTInductor, a ``.pt2`` package per shape."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The interface every decoder (a deployment path of a causal language model) implements, and their registry.
-
-A :class:`Decoder` builds an artifact from a Hugging Face model folder at one precision and loads it into a
-:class:`DecoderSession` that generates greedily, calling ``stamp()`` the moment each step's tokens exist.
-"""
+"""The interface every decoder (a deployment path of a causal language model) implements, and their registry."""
 
 from __future__ import annotations
 
@@ -17,16 +13,13 @@ from trtbench.core.target import Target
 
 
 class DecoderSession(Protocol):
-    """A loaded decoder, ready to generate. One that cannot stamp each step may define ``step_times()``: after a
-    ``generate``, each step's ``time.perf_counter`` moment from the runtime's records (None where it stamped)."""
+    """A loaded decoder; one that cannot stamp each step defines ``step_times()``, each step's moment afterwards."""
 
-    # threads, runtime version, anything the record should state, e.g. {"per_token_times": "streamed"}
-    facts: dict
+    facts: dict  # threads, runtime version, anything the record should state
 
     def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
-        """prompt: int64 (batch, prompt_len) token ids. Greedy, EOS ignored, exactly ``new_tokens`` tokens per
-        sequence. Calls ``stamp()`` once per generated step (for the whole batch) the moment that step's
-        tokens exist, the first call at the first token. Returns int64 (batch, new_tokens)."""
+        """int64 (batch, prompt_len) ids -> int64 (batch, new_tokens): greedy, EOS ignored, ``stamp()`` called once per
+        step (the whole batch) the moment its tokens exist, the first at the first token."""
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced: ``ids`` int64 (1, seq) -> float32 (1, seq, vocab), the logits at every position."""
@@ -35,8 +28,7 @@ class DecoderSession(Protocol):
 
 
 class BatchingEngine(Protocol):
-    """A decoder's continuous-batching engine: sequences join between steps (:meth:`add`) and leave at their last
-    token; one :meth:`step` advances every sequence. Greedy, EOS ignored, as :meth:`DecoderSession.generate`."""
+    """A decoder's continuous-batching engine: sequences join between steps and leave at their last token."""
 
     facts: dict  # as a session's: threads, runtime version, its scheduler's settings
 
@@ -44,8 +36,7 @@ class BatchingEngine(Protocol):
         """Admit one sequence as ``key``: ``prompt`` int64 (1, prompt_len), ``new_tokens`` to generate."""
 
     def step(self) -> dict[int, list[int]]:
-        """Run one step of the batch; the tokens each sequence got from it (key -> token ids, those that got
-        any). A sequence that got its last token has left the batch."""
+        """Run one step of the batch; the tokens each sequence got (key -> token ids); finished ones leave."""
 
     def busy(self) -> bool:
         """Whether some sequence in it has tokens to come."""
@@ -54,13 +45,11 @@ class BatchingEngine(Protocol):
 
 
 class Decoder(ABC):
-    """Base of every decoder: set ``name`` and ``precisions``, implement the three methods, register it; one with a
-    continuous-batching engine sets ``continuous_batching`` and implements :meth:`load_engine`."""
+    """Base of every decoder: set ``name`` and ``precisions``, implement the abstract methods, register it."""
 
     name: ClassVar[str]
     precisions: ClassVar[tuple[str, ...]]  # those it can build, e.g. ("fp32", "int4")
-    # its build runs in a process of its own (False: the build loads nothing, so it runs in the worker)
-    builds_apart: ClassVar[bool] = True
+    builds_apart: ClassVar[bool] = True  # its build runs in a process of its own (False: in the worker)
     continuous_batching: ClassVar[bool] = False  # it implements load_engine (LLM serving's batching: continuous)
 
     @abstractmethod
@@ -70,9 +59,8 @@ class Decoder(ABC):
     @abstractmethod
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...], device: str) -> Path:
-        """Build from the Hugging Face folder ``source`` for ``device``; return the artifact (a file or folder)
-        under ``out_dir`` holding everything :meth:`load` needs. ``shapes``: the (batch, cache length) pairs it
-        must serve (a decoder whose programs are static in them builds one per pair, the others ignore them)."""
+        """The artifact under ``out_dir`` built from the Hugging Face folder ``source`` for ``device``, holding all
+        :meth:`load` needs; ``shapes``: the (batch, cache length) pairs a static decoder builds one program each for."""
 
     @abstractmethod
     def load(self, artifact: Path, device: str, threads: int) -> DecoderSession:
@@ -83,8 +71,7 @@ class Decoder(ABC):
         raise NotImplementedError(f"{self.name} has no continuous-batching engine (continuous_batching is False)")
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
-        """Make the copied ``artifact`` load wherever its folder moves: each path it names outside that folder is
-        brought in with ``bring(outside, inside)`` and named relatively. By default it names none."""
+        """Make the copied ``artifact`` load wherever its folder moves (outside paths: ``bring(outside, inside)``)."""
 
 
 DECODERS: Registry[Decoder] = Registry("decoder", "trtbench.decoders")

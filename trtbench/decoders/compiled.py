@@ -1,5 +1,4 @@
-"""``compiled``: a static KV cache (``StaticCache``) with the model's forward under ``torch.compile``, called for
-the prefill and each decode step; its facts count ``compile_s``, ``compiled_graphs`` and ``recompiles``."""
+"""``compiled``: a static KV cache (``StaticCache``) with the model's forward under ``torch.compile``."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class CompiledSession:
         self.shapes.add(shape)
 
     def _cache(self, batch: int, length: int):
-        """A static cache for ``batch`` sequences of ``length`` positions, initialized by one eager call (so the
-        compiled graphs never see it uninitialized, which would compile the prefill twice) and reset."""
+        """A static cache for ``batch`` x ``length``, initialized by an eager call (else the prefill compiles twice)."""
         from transformers import StaticCache
 
         if (batch, length) not in self.caches:

@@ -1,5 +1,4 @@
-"""``exported``: the static-cache programs of :mod:`trtbench.decoders.static_export`, saved with
-``torch.export.save`` and loaded with ``torch.export.load``, their parameters shared once loaded."""
+"""``exported``: the static-cache programs of :mod:`trtbench.decoders.static_export`, saved by ``torch.export``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""OpenVINO GenAI on the CPU: ``LLMPipeline`` on a stateful OpenVINO IR of the model.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/openvino_genai.py.
-"""
+"""OpenVINO GenAI on the CPU: ``LLMPipeline`` on a stateful OpenVINO IR (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -166,8 +163,7 @@ def _explicit_cache_module():
 
 
 def _make_stateful(model, past_to_present: dict) -> None:
-    """optimum-intel's patch_stateful_decoder for a batch-first cache: a ``beam_idx`` input that gathers each past
-    input's rows, the past/present pairs made states, each state's initial value zeros sized by the batch."""
+    """optimum-intel's patch_stateful_decoder for a batch-first cache (``beam_idx``, the past/present pairs states)."""
     ov = import_module("openvino")
     opset = import_module("openvino.opset13")
     offline = import_module("openvino._offline_transformations")
@@ -244,8 +240,7 @@ class OpenVinoGenAISession:
         return tokens
 
     def step_times(self) -> Optional[np.ndarray]:
-        """After a generate() that did not stream (batch > 1): float64 (new_tokens,), each step's
-        ``time.perf_counter()`` moment in seconds; None after a streamed one."""
+        """After a generate() that did not stream (batch > 1), each step's ``time.perf_counter()``; else None."""
         return self._step_times
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
@@ -264,8 +259,7 @@ class OpenVinoGenAISession:
 
 
 class OpenVinoGenAIEngine:
-    """A ``ContinuousBatchingPipeline`` on the artifact with room for ``max_batch`` sequences
-    (:class:`~trtbench.decoders.base.BatchingEngine`)."""
+    """A ``ContinuousBatchingPipeline`` on the artifact with room for ``max_batch`` sequences."""
 
     def __init__(self, artifact: Path, properties: dict, max_batch: int):
         self.ov = import_module("openvino")
@@ -326,8 +320,7 @@ def _stamping_streamer(genai, stamp: Callable[[], None]):
 
 
 def _token_times(raw, start: float, end: float) -> np.ndarray:
-    """Each step's time in seconds from the raw metrics' ``m_new_token_times`` (milliseconds of steady_clock,
-    CLOCK_MONOTONIC on Linux as ``time.perf_counter``), checked to lie within the call."""
+    """Each step's ``time.perf_counter`` moment from the raw metrics' ``m_new_token_times``, checked in the call."""
     times = np.asarray(raw.m_new_token_times, dtype=np.float64) / 1000.0
     if times.size == 0 or times[0] < start or times[-1] > end:
         raise RuntimeError(f"OpenVINO GenAI's token times ({times[:1]}..{times[-1:]} s) do not fall within the "

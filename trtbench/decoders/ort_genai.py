@@ -1,8 +1,4 @@
-"""ONNX Runtime GenAI on the CPU: the model that onnxruntime-genai's model builder makes from the folder, run in
-a subprocess; the artifact is the folder it writes, with the thread count in the decoder's session options.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/ort_genai.py.
-"""
+"""ONNX Runtime GenAI on the CPU (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A causal LM's static KV cache as explicit inputs and outputs of its exported graph, for Torch-TensorRT: a port
-of Torch-TensorRT's ``tools/llm`` static cache, where each attention call gets its layer's key and value caches as
-graph inputs, writes the step into them and returns them after the logits.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/static_cache.py.
-"""
+"""A causal LM's static KV cache as graph inputs and outputs (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -33,8 +28,7 @@ def attention_nodes(gm: GraphModule) -> list[Node]:
 
 
 def add_graph_input(gm: GraphModule, name: str, val: Optional[torch.Tensor] = None) -> Node:
-    """A new positional input of ``gm`` after its last one, its pytree input spec made anew to match, and its
-    ``val``/``tensor_meta`` set from ``val`` in the graph's fake mode (``cache_utils._add_graph_input``)."""
+    """A new last positional input of ``gm``, its input spec and fake ``val`` set (``cache_utils._add_graph_input``)."""
     from torch._export.utils import _detect_fake_mode_from_gm
     from torch.fx.passes.shape_prop import _extract_tensor_metadata
     from torch.utils._pytree import tree_structure
@@ -76,9 +70,7 @@ def _call(gm: GraphModule, target, *args, **kwargs) -> Node:
 
 def insert_cache_updates(gm: GraphModule, attention: list[Node], caches: list[tuple[Node, Node]],
                          length: int) -> list[Node]:
-    """Before each attention call: its key and value written into its caches at the positions of ``position_ids``'
-    first row, and the call made over the whole caches with a causal mask (``insert_kv_slicing_before_sdpa``).
-    Returns the updated caches, key then value per call."""
+    """Each attention call made over its caches with its step written in; the updated caches, key then value each."""
     position_ids = gm.graph.find_nodes(op="placeholder", sort=True)[1]
     device = attention[0].args[0].meta["val"].device
     updated = []
@@ -114,9 +106,7 @@ def add_cache_outputs(gm: GraphModule, updated: list[Node]) -> None:
 
 
 def insert_static_cache(gm: GraphModule, length: int) -> GraphModule:
-    """``gm`` (``ExportedProgram.module()`` of a :class:`LogitsModel`) rewritten to take and return a static KV
-    cache of ``length`` positions: ``(input_ids, position_ids, k_0, v_0, k_1, ...) -> (logits, k_0, v_0, ...)``
-    (``insert_static_cache_v2``)."""
+    """``gm`` as ``(input_ids, position_ids, k_0, v_0, ...) -> (logits, k_0, v_0, ...)`` with ``length`` positions."""
     attention = attention_nodes(gm)
     if not attention:
         raise ValueError("the exported model has no scaled_dot_product_attention call to cache: load it with "
@@ -140,8 +130,7 @@ def cache_inputs(program: torch.export.ExportedProgram) -> list[torch.Tensor]:
 
 
 def export_with_static_cache(model: torch.nn.Module, batch: int, length: int) -> torch.export.ExportedProgram:
-    """``model`` (SDPA attention) exported for ``batch`` sequences with a static KV cache of ``length`` positions as
-    inputs and outputs; the step's length (1 up to ``length``) is dynamic."""
+    """``model`` exported for ``batch`` sequences with a static KV cache of ``length`` positions, steps dynamic."""
     device = next(model.parameters()).device
     example = 2
     ids = torch.zeros((batch, example), dtype=torch.int64, device=device)

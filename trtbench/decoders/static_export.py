@@ -1,8 +1,4 @@
-"""What ``exported`` and ``aoti`` share: ``torch.export`` of the forward with a static KV cache held as the
-program's buffers, one program per (batch, cache length), and a session that runs only those saved programs.
-
-More: docs/generate.md, "Module notes", trtbench/decoders/static_export.py.
-"""
+"""What ``exported`` and ``aoti`` share: static-cache programs (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

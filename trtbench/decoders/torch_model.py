@@ -1,6 +1,4 @@
-"""What the PyTorch decoders share: their artifact (``decoder.json``, naming the model's Hugging Face folder and
-dtype), loading it, teacher-forced logits, and the greedy loop that stamps each step.
-"""
+"""What the PyTorch decoders share: their artifact (``decoder.json``), loading it, logits and the greedy loop."""
 
 from __future__ import annotations
 
@@ -15,15 +13,13 @@ from trtbench.core.env import bf16_compute, torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder
 
-# the precisions a PyTorch decoder runs at
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # a PyTorch decoder's precisions
 ARTIFACT = "decoder.json"
 BUNDLED_MODEL = "model"  # the model folder's name beside a self-contained artifact
 
 
 def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
-    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device`` (a precision it has no path to, fp16
-    on a CPU), or None."""
+    """Why PyTorch decoder ``name`` cannot run at ``precision`` on ``device``, or None."""
     if precision not in DTYPES:
         return f"{name} has no {precision} path (it runs at {', '.join(DTYPES)}; weight-only int8/int4: ort_genai, " \
                f"openvino_genai)"
@@ -84,9 +80,8 @@ def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
 def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
                 prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None],
                 eos: tuple[int, ...] = ()) -> np.ndarray:
-    """Greedy generation of exactly ``new_tokens`` per sequence, the ``eos`` ids never picked: ``prefill(ids)`` and
-    ``decode(tokens, position)`` return the last position's logits (batch x vocab); ``stamp()`` once each step's
-    tokens are on the host."""
+    """Greedy generation of exactly ``new_tokens``, ``eos`` never picked: ``prefill(ids)`` and ``decode(tokens,
+    position)`` return the last position's logits; ``stamp()`` once each step's tokens are on the host."""
     prompt_len = prompt.shape[1]
     generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
 

@@ -1,8 +1,4 @@
-"""``trt``: Torch-TensorRT on a CUDA GPU with a static KV cache, as Torch-TensorRT's ``tools/llm`` runs a causal LM:
-an engine per (batch, cache length), each saved by ``torch_tensorrt.save`` and listed by ``trt-<precision>.json``.
-
-More: docs/tensorrt.md, "Module notes", trtbench/decoders/trt.py.
-"""
+"""``trt``: Torch-TensorRT with a static KV cache (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ def compile_settings(trt, precision: str, device: str) -> dict:
 
 
 def engine_inputs(trt, program: torch.export.ExportedProgram, batch: int, length: int) -> list:
-    """One ``torch_tensorrt.Input`` per input of ``program``: ids and positions of 1 to ``length`` tokens (tuned for
-    1), the caches static."""
+    """A ``torch_tensorrt.Input`` per input: ids and positions of 1 to ``length`` tokens, the caches static."""
     steps = [trt.Input(min_shape=(rows, 1), opt_shape=(rows, 1), max_shape=(rows, length), dtype=torch.int64)
              for rows in (batch, 1)]  # input_ids (batch, seq), position_ids (1, seq)
     return steps + [trt.Input(shape=tuple(c.shape), dtype=c.dtype) for c in cache_inputs(program)]

@@ -1,2 +1,1 @@
-"""How a call is timed and judged: interleaved rounds and settling, interference, FLOP/s ceilings, the accuracy
-reference and judgement."""
+"""How a call is timed and judged: rounds, settling, interference, ceilings, the accuracy reference and judgement."""

@@ -1,5 +1,4 @@
-"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds (more: docs/accuracy.md,
-"Module notes", trtbench/measure/accuracy.py)."""
+"""Accuracy against eager fp32: one judgement, :class:`Accuracy`, of one of two kinds (docs/accuracy.md)."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def flatten_outputs(output: Any) -> list[torch.Tensor]:
 
 
 def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) -> ElementwiseAccuracy:
-    """Compare every output tensor with the reference: it passes when ``max |out - ref| <= atol + rtol * max |ref|``
-    and its non-finite values sit where the reference has them (docs/accuracy.md, "The check")."""
+    """Every output tensor against the reference: ``max |out - ref| <= atol + rtol * max |ref|`` (docs/accuracy.md)."""
     outs, refs = flatten_outputs(output), flatten_outputs(reference)
     if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
         shapes = ([tuple(o.shape) for o in outs], [tuple(r.shape) for r in refs])
@@ -102,8 +100,7 @@ def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) 
 
 
 def sqnr_db(outputs: Sequence[torch.Tensor], references: Sequence[torch.Tensor]) -> float:
-    """Signal over noise of ``outputs`` against ``references``, summed over all of them, in dB (``-inf`` where an
-    output is not finite)."""
+    """Signal over noise of ``outputs`` against ``references``, summed over all, in dB (``-inf``: not finite)."""
     signal = noise = 0.0
     for out, ref in zip(outputs, references):
         out, ref = out.detach().double(), ref.detach().double()

@@ -1,5 +1,4 @@
-"""How fast the device's memory could be read: a measured STREAM triad and the datasheet figure, kept as a
-:class:`MemoryCeiling` (more: docs/generate.md, "How close to the limit")."""
+"""How fast the device's memory could be read: a STREAM triad and the datasheet (docs/generate.md)."""
 
 from __future__ import annotations
 
@@ -128,8 +127,7 @@ def memory_ceilings(device: torch.device, threads: int, measure: bool) -> dict:
 
 @dataclass(frozen=True)
 class MemoryCeiling(DeviceCeiling, kind="memory_ceiling", results_key="memory_ceilings", unit="bytes_per_s"):
-    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`: datasheet_bytes_per_s, measured_bytes_per_s) in
-    one environment at one thread count."""
+    """A device's memory-bandwidth ceilings (:func:`memory_ceilings`) in one environment at one thread count."""
 
     threads: int
     values: dict  # memory_ceilings(): datasheet_bytes_per_s, datasheet_source, measured_bytes_per_s where measured

@@ -1,5 +1,4 @@
-"""How fast the device could go: its theoretical peak FLOP/s and a measured dense-matmul ceiling (more:
-docs/measuring.md, "Module notes", trtbench/measure/ceiling.py)."""
+"""How fast the device could go: its peak FLOP/s and a measured dense-matmul ceiling (docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -30,9 +29,8 @@ FLAGS_ASSUMPTION = (
 
 @dataclass(frozen=True)
 class Correction:
-    """A microarchitecture whose flags overstate its vector units, recognised from /proc/cpuinfo's vendor_id, cpu
-    family, model and model name (``applies`` to :func:`parse_cpuinfo`'s dict): its fp32 FLOP per cycle per core,
-    how, and the source."""
+    """A microarchitecture whose flags overstate its vector units (``applies`` to :func:`parse_cpuinfo`'s dict): its
+    fp32 FLOP per cycle per core, how, and the source."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]
@@ -43,8 +41,7 @@ class Correction:
 
 @dataclass(frozen=True)
 class AddLatency:
-    """A microarchitecture's latency in cycles of a scalar fp64 add (``applies`` as :class:`Correction`'s), and the
-    source."""
+    """A microarchitecture's latency in cycles of a scalar fp64 add (``applies`` as :class:`Correction`'s)."""
 
     microarchitecture: str
     applies: Callable[[dict], bool]
@@ -85,8 +82,7 @@ CPU_CORRECTIONS = [
         "generation Gold 5100 (except Gold 5122, which has 2); Gold 52xx and later generations are taken as 2"),
 ]
 
-# Latency in cycles of a scalar fp64 add, by microarchitecture, for measure_cpu_clock. Where none applies, the clock
-# is not measured.
+# Latency in cycles of a scalar fp64 add, by microarchitecture, for measure_cpu_clock (none: the clock is not measured)
 _HASWELL_BROADWELL = {0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56}
 _SKYLAKE_TO_ICE_LAKE = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7}
 GOLDEN_COVE_FLAGS = {"amx_tile", "amx_bf16", "amx_int8", "avx512_fp16"}  # only Golden Cove and later cores have these
@@ -114,8 +110,7 @@ FP64_ADD_LATENCY = [
         and c["model"] in _SKYLAKE_TO_ICE_LAKE, 4, "Agner Fog, instruction tables: ADDSD latency 4"),
 ]
 CLOCK_CHAIN = (1 << 14, 1 << 16)  # fp64 adds per timed cumsum: the slope between the two drops the call's overhead
-# a measured clock outside this is refused: a chain that was not latency-bound, or a latency the table has wrong; the
-# top is the fastest x86 part shipped (Intel Core i9-14900KS, 6.2 GHz maximum turbo)
+# a measured clock outside this is refused; the top is the fastest x86 part shipped (Core i9-14900KS, 6.2 GHz turbo)
 PLAUSIBLE_GHZ = (0.5, 6.2)
 
 TF32_NOTE = ("TF32 is used for fp32 here (cuDNN's convolutions use it by default, torch.backends.cudnn.allow_tf32), "
@@ -197,8 +192,7 @@ def measure_cpu_clock(latency_cycles: int, calls: int = 30, warmup_s: float = 0.
 
 def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz: str = "",
              measure_clock: Callable[[int], float | None] | None = None, dtype: torch.dtype = torch.float32) -> dict:
-    """The peak of ``threads`` cores at ``dtype``: cores x :func:`cpu_clock` x FLOP per cycle of the widest vector
-    unit (:data:`CPU_CORRECTIONS` applied), or of its bf16 or int8 unit (:func:`reduced_peak`)."""
+    """The peak of ``threads`` cores at ``dtype``: cores x clock x FLOP per cycle of its widest unit for ``dtype``."""
     cpuinfo = parse_cpuinfo(cpuinfo_text)
     clock_ghz, clock_source = cpu_clock(cpuinfo, lscpu_text, max_freq_khz, measure_clock)
     unit = row_covering(cpu_vector_units(), cpuinfo["flags"])
@@ -227,8 +221,7 @@ def cpu_peak(threads: int, cpuinfo_text: str, lscpu_text: str = "", max_freq_khz
 
 
 def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
-    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest of its reduced units (:func:`cpu_reduced_units`)
-    in ``flags``."""
+    """The bf16 or int8 peak of ``fp32``'s cores, from the strongest of its reduced units in ``flags``."""
     word = "int8 ops" if dtype == torch.int8 else "bf16 FLOP"
     method = f"cores x clock x {word} per cycle per core"
     unit = row_covering(cpu_reduced_units().get(dtype, ()), flags)
@@ -416,8 +409,7 @@ class DeviceCeiling(Coded):
 
 @dataclass(frozen=True)
 class Ceiling(DeviceCeiling, kind="ceiling", results_key="ceilings", unit="flops_per_s"):
-    """A device's FLOP/s ceilings (peak_flops_per_s, measured_flops_per_s) in one environment at one compute dtype
-    and thread count."""
+    """A device's FLOP/s ceilings in one environment at one compute dtype and thread count."""
 
     dtype: str  # float32, float16, bfloat16, int8: the compute dtype of its records' precisions (compute_dtype)
     threads: int

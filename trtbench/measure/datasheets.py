@@ -1,6 +1,4 @@
-"""Datasheet figures, kept in ``datasheets.yaml`` beside this module and read into named rows: NVIDIA's memory
-bandwidth (:func:`memory_bandwidths`) and dense peaks (:func:`gpu_peaks`) by GPU, a CPU's fp32 vector units
-(:func:`cpu_vector_units`) and bf16 and int8 units (:func:`cpu_reduced_units`); and the row that covers a device."""
+"""Datasheet figures of GPUs and CPU vector units (``datasheets.yaml``), and the row that covers a device."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ import yaml
 
 @dataclass(frozen=True)
 class GpuRow:
-    """A row of a GPU table: the GPUs it covers (``pattern``, a regular expression searched for in the upper-cased
-    device name) and its ``label``."""
+    """A row of a GPU table: the GPUs it covers (``pattern``, searched for in the upper-cased name) and its label."""
 
     pattern: str
     label: str
@@ -35,8 +32,7 @@ class Bandwidth(GpuRow):
 
 @dataclass(frozen=True)
 class Peaks(GpuRow):
-    """A GPU's datasheet peaks in TFLOP/s, dense (no 2:4 sparsity), at boost clock: ``fp32`` on its CUDA cores,
-    ``tf32`` and ``fp16`` (bf16 the same) on its tensor cores (``tf32`` None: it has no TF32 tensor cores)."""
+    """A GPU's dense datasheet peaks in TFLOP/s at boost clock: CUDA cores' ``fp32``, tensor cores' others."""
 
     fp32: float
     tf32: Optional[float]
@@ -64,8 +60,7 @@ class VectorUnit(CpuUnit):
 
 @dataclass(frozen=True)
 class ReducedUnit(CpuUnit):
-    """A CPU's bf16 or int8 unit: bf16 FLOP or int8 ops per cycle per core, ``per_cycle`` as stated or (None)
-    ``times`` the fp32 vector unit's, and ``how``."""
+    """A CPU's bf16 or int8 unit: ops per cycle per core, ``per_cycle`` or ``times`` the fp32 vector unit's."""
 
     per_cycle: Optional[int]
     times: Optional[int]

@@ -1,5 +1,4 @@
-"""The bytes a causal LM's decode step reads: its weights as deployed at the row's precision, plus its KV cache
-(more: docs/generate.md, "Module notes", trtbench/measure/decode_bytes.py)."""
+"""The bytes a causal LM's decode step reads: its weights at the row's precision and its KV cache (docs/generate.md)."""
 
 from __future__ import annotations
 

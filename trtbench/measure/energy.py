@@ -1,5 +1,4 @@
-"""Energy counters: the joules the device has used (NVML's on a GPU, RAPL's package counters on a CPU), and its draw
-doing nothing (docs/measuring.md, "Energy per inference")."""
+"""Energy counters (NVML on a GPU, RAPL on a CPU) and the idle draw (docs/measuring.md, "Energy per inference")."""
 
 from __future__ import annotations
 

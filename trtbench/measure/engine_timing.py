@@ -1,5 +1,4 @@
-"""How queries are timed in a continuous-batching engine: each query's tokens stamped as the step that made them
-returns, one stamp per token (docs/serving.md, "Continuous batching")."""
+"""Queries timed in a continuous-batching engine, a stamp per token (docs/serving.md, "Continuous batching")."""
 
 from __future__ import annotations
 
@@ -33,8 +32,8 @@ class Done:
 
 
 def serve_engine(engine: Any, requests: dict, admit: Admit, channel: Any) -> None:
-    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine``; any other request (the
-    worker's exit, the only other one it is sent while serving) ends the process."""
+    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine``; any other request ends
+    the process (docs/serving.md)."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]

@@ -1,5 +1,4 @@
-"""Did timing the variants together disturb them? The baseline's blocks in the rounds against those timed alone
-after them (docs/measuring.md, "Interference check")."""
+"""Did timing the variants together disturb them? (docs/measuring.md, "Interference check")."""
 
 from __future__ import annotations
 

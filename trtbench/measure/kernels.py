@@ -1,6 +1,4 @@
-"""The precision a call's convolution and matmul kernels ran, read from the runtime itself (oneDNN's verbose lines
-for torch, OpenVINO's runtime model, ONNX Runtime's profile), and whether it contradicts a row's precision (why:
-docs/backends.md, "The kernels' precision")."""
+"""The precision a call's conv and matmul kernels ran, as its runtime says (why: docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -46,9 +44,8 @@ class KernelGroup:
 
     @property
     def computes(self) -> str:
-        """The precision it computed in: its data type, or bf16 where an f32 kernel with bf16 math ran on bf16
-        units."""
-        if self.precision == "f32" and self.fpmath and any(unit in self.isa for unit in REDUCED_UNITS):
+        """The precision it computed in: its data type, or its fpmath where an f32 kernel ran on reduced units."""
+        if self.precision == "f32" and self.fpmath and _reduced_unit(self.isa):
             return self.fpmath
         return self.precision
 
@@ -99,8 +96,7 @@ class KernelProof(Coded):
         return "; ".join(parts) or f"no conv or matmul kernel in the {self.source}"
 
     def contradiction(self, precision: str, *, native_bf16: bool) -> Optional[str]:
-        """Why these kernels contradict a row at ``precision`` (``native_bf16``: the row says its bf16 is native),
-        or None."""
+        """Why these kernels contradict a row at ``precision`` (``native_bf16``: its bf16 said native), or None."""
         ran = {group.computes for group in self.groups}
         wanted = LABEL_KERNELS.get(precision)
         if not ran or wanted is None:
@@ -144,9 +140,7 @@ _FPMATH = re.compile(r"attr-fpmath:([a-z0-9]+)")
 
 
 def read_onednn(lines: Iterable[str]) -> KernelProof:
-    """The conv and matmul primitives oneDNN executed, from its verbose lines (``onednn_verbose,...,exec,cpu,
-    <kind>,<impl>,<prop>,<memory descriptors>,<attributes>,...``; oneDNN's docs/performance_considerations/
-    verbose.md)."""
+    """The conv and matmul primitives oneDNN executed, from its verbose lines (``...,exec,cpu,<kind>,<impl>,...``)."""
     found = []
     for line in lines:
         fields = line.strip().split(",")
@@ -165,9 +159,7 @@ def read_onednn(lines: Iterable[str]) -> KernelProof:
 
 
 def read_openvino(runtime_model: Any, kept_names: frozenset[str] = frozenset()) -> KernelProof:
-    """The conv and matmul nodes of OpenVINO's compiled ``runtime_model`` (``compiled.get_runtime_model()``) by
-    their rt_info's ``runtimePrecision`` and ``primitiveType``; with ``kept_names`` (the original layers an fp32
-    fallback marked), how many of those nodes ran f32."""
+    """The conv and matmul nodes of OpenVINO's ``runtime_model``, and how many of ``kept_names``' ran f32."""
     found, marked, ran_f32 = [], 0, 0
     for op in runtime_model.get_ops():
         info = op.get_rt_info()
@@ -183,8 +175,7 @@ def read_openvino(runtime_model: Any, kept_names: frozenset[str] = frozenset()) 
 
 
 def read_ort(events: Iterable[dict]) -> KernelProof:
-    """The conv and matmul nodes ONNX Runtime ran, from its profile's node events (``SessionOptions.enable_profiling``;
-    each ``*_kernel_time`` event's ``args``: ``op_name``, ``provider``, ``input_type_shape``)."""
+    """The conv and matmul nodes ONNX Runtime ran, from its profile's ``*_kernel_time`` node events."""
     found = []
     for event in events:
         args = event.get("args") or {}

@@ -1,5 +1,4 @@
-"""A decoder's accuracy against eager fp32 that works with random weights: teacher-forced logits compared position
-by position (top-1 only where eager's top two differ by a margin), and the greedy output's matching length."""
+"""A decoder's accuracy against eager fp32 that works with random weights (docs/generate.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +6,7 @@ import numpy as np
 
 
 def logit_agreement(logits: np.ndarray, reference: np.ndarray, margin: float) -> dict:
-    """``logits`` against ``reference`` (seq x vocab): max abs error, lowest and median cosine, and top-1 agreement
-    over the positions whose reference top-two margin exceeds ``margin`` (None where none)."""
+    """``logits`` against ``reference``: max abs error, cosines, top-1 agreement past a top-two ``margin``."""
     got = np.asarray(logits, dtype=np.float64).reshape(-1, np.shape(logits)[-1])
     ref = np.asarray(reference, dtype=np.float64).reshape(-1, np.shape(reference)[-1])
     if got.shape != ref.shape:

@@ -1,5 +1,4 @@
-"""The accuracy reference: eager fp32's outputs at every point, for every variant and precision, and
-the FLOPs of one forward pass there (``FlopCounterMode``; absent where it cannot count)."""
+"""The accuracy reference: eager fp32's outputs at every point, and the FLOPs of one forward pass there."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Interleaved rounds: the one loop in which latency and the generate scenario time the variants of a point; what a
-block is and when to stop are the caller's (docs/measuring.md, "A round")."""
+"""Interleaved rounds: the one loop in which latency and generate time a point's variants (docs/measuring.md)."""
 
 from __future__ import annotations
 

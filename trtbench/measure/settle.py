@@ -1,5 +1,4 @@
-"""Wait until a process's own threads have gone idle: the measured settle gap between blocks (more:
-docs/measuring.md, "Module notes", trtbench/measure/settle.py)."""
+"""Wait until a process's own threads have gone idle between blocks (docs/measuring.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Interleaved timing of the variants of one shape point, in rounds of blocks of calls, each call timed on its own
-and synchronized, through a :class:`BlockTimer` in this process or in a worker (why: docs/measuring.md)."""
+"""Interleaved timing of one point's variants in rounds of blocks of calls (why: docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ from trtbench.measure.settle import Settle, wait_until_idle
 from trtbench.measure.trackers import Calls, Tracker, block_trackers
 from trtbench.core.stats import BlockSeries, median_interval, pooled_between_variance
 
-MIN_ROUNDS = 5  # race: false never stops on its CI target before this many rounds of each process (nor on its time cap
-# before CAPPED_MIN_ROUNDS in all and a whole cycle)
+MIN_ROUNDS = 5  # race: false's fewest rounds of each process before its CI target stops it (docs/measuring.md)
 BUDGET_S = 6.0  # the race's default budget: one point's timed rounds, all variants (docs/measuring.md, "The budget")
 TARGET_REL_CI, MAX_TIME_S = 0.02, 20.0  # race: false's defaults
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
@@ -124,8 +122,7 @@ def synchronize(device: torch.device) -> None:
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
                trackers: Sequence[Tracker] = ()) -> Block:
-    """``calls`` timed calls of ``fn`` (host ms; on CUDA, event ms and ms until return), ``trackers`` read around
-    them; with ``switch_in``, after one call timed on its own. The settle is the caller's."""
+    """``calls`` timed calls of ``fn``, ``trackers`` read around them; with ``switch_in``, after one call apart."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
@@ -216,8 +213,7 @@ def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float])
 
 def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: list[str], cycles: int, capped: bool,
               baseline: Optional[str]) -> dict[str, str]:
-    """The active variants that stop after ``cycles`` (``capped``: past the time cap), with why; a ``baseline`` stays
-    while any other is timed, and without one all stop together."""
+    """The active variants that stop after ``cycles`` (``capped``: past the cap), with why; the baseline stays last."""
     if timing.mode == "fixed":
         done = all(len(results[n].samples) >= timing.iterations * len(set(results[n].block_process)) for n in active)
         return {n: "iterations" for n in active} if done else {}
@@ -241,9 +237,7 @@ def _finished(timing: TimingSettings, results: dict[str, RawTiming], active: lis
 def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | list[BlockTimer]], device: torch.device,
                         timing: TimingSettings, tick: Callable[[], None] = lambda: None,
                         entrants: Entrants = Entrants(), warmed: Optional[WarmedUp] = None) -> dict[str, RawTiming]:
-    """Time every variant of one point in rounds until ``timing`` says stop (racing them where it does), the garbage
-    collector paused; ``timers``: block timers, lists of them (processes) or callables. ``tick`` follows each round;
-    the ``entrants``' baseline is then timed alone."""
+    """Time every variant of one point in rounds until ``timing`` says stop, then the baseline alone, the GC paused."""
     processes = {name: [p if isinstance(p, BlockTimer) else CallTimer(p, device) for p in
                         (t if isinstance(t, list) else [t])] for name, t in timers.items()}
     names, baseline = list(processes), entrants.baseline

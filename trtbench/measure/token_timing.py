@@ -1,5 +1,4 @@
-"""How a generation request is timed (one timestamp per generated step), and every token metric from those times
-alone (:func:`request_metrics`), with one definition each (:data:`DEFINITIONS`)."""
+"""How a generation request is timed (a stamp per step), and every token metric from those stamps alone."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ class RequestMetrics:
 
 def timed_request(session, prompt: np.ndarray, new_tokens: int,
                   on_step: Optional[Callable[[int], None]] = None) -> TimedRequest:
-    """One call of ``session.generate`` on ``prompt`` (int64, batch x prompt_len), stamped at every step; ``on_step``
-    gets the steps stamped so far as each is. Stamps or tokens that do not match ``new_tokens`` raise."""
+    """One ``session.generate`` of ``prompt``, stamped at every step (``on_step`` gets the stamps so far)."""
     stamps: list[float] = []
 
     def stamp() -> None:

@@ -1,9 +1,4 @@
-"""Model registry: torchvision classification models, timm models and Hugging Face transformers (optional
-extras; random weights, nothing downloaded), built-in study models, Python factories, TorchScript files.
-
-Built-in models register themselves with :func:`register_builtin` from the modules of this
-package; adding one is adding a module here.
-"""
+"""Model registry: torchvision, timm, transformers, built-in, Python and TorchScript models (docs/config.md)."""
 
 from __future__ import annotations
 
@@ -27,9 +22,8 @@ BUILTIN_MODELS: dict[str, Callable[..., nn.Module]] = {}
 
 @dataclass
 class ModelConfig:
-    """Which model to build: ``source`` + ``name`` (+ constructor ``kwargs``, optional ``weights``). A
-    transformers model may name its ``task`` (``causal-lm``: with its language-model head) and come from a
-    local Hugging Face folder (``path``; ``name`` is then its model type, read from the folder)."""
+    """Which model to build: ``source`` + ``name`` (+ ``kwargs``, ``weights``); a transformers model may name its
+    ``task`` (``causal-lm``) and come from a local Hugging Face folder (``path``)."""
 
     name: str = ""
     source: str = "torchvision"
@@ -102,8 +96,7 @@ def _import_source_library(source: str, key: str):
 
 
 def _transformers_config(name: str, kwargs: dict, key: str):
-    """A transformers config of model type ``name`` (``bert``, ``gpt2``...) with ``kwargs`` set: built
-    from its config class, offline."""
+    """A transformers config of model type ``name`` (``bert``, ``gpt2``...) with ``kwargs`` set, offline."""
     transformers = _import_source_library("transformers", key)
     try:
         return transformers.AutoConfig.for_model(name, **kwargs)
@@ -161,8 +154,7 @@ def transformers_model_type(model_cfg) -> str:
 
 
 def transformers_max_positions(model_cfg) -> int | None:
-    """The most positions (prompt plus new tokens) a transformers model takes: its config's
-    ``max_position_embeddings`` (None where it states none)."""
+    """The most positions a transformers model takes (its config's ``max_position_embeddings``; None: unstated)."""
     config = (_folder_config(model_cfg) if model_cfg.path is not None
               else _transformers_config(model_cfg.name, model_cfg.kwargs, "model").to_dict())
     return config.get("max_position_embeddings") or config.get("n_positions")
@@ -225,8 +217,7 @@ def _instantiate(model_cfg) -> nn.Module:
 
 
 def build_model(model_cfg) -> nn.Module:
-    """Instantiate the configured model in eval mode on the CPU, with local weights or random ones seeded with
-    RANDOM_WEIGHTS_SEED (the caller's generator left as it was), the same on every run, resume and machine."""
+    """The configured model in eval mode on the CPU, its weights local or seeded random (the caller's RNG untouched)."""
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_WEIGHTS_SEED)

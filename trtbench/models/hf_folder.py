@@ -1,7 +1,4 @@
-"""A causal language model as a Hugging Face folder, the common source every decoder builds from: what
-``save_pretrained`` writes and a tokenizer, the local folder's own or an offline word-level one (``t<i>`` for id
-``i``; prompts are token ids, and only the builders that insist on a tokenizer read it).
-"""
+"""A causal language model as a Hugging Face folder with a tokenizer, what every decoder builds from."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ def write_offline_tokenizer(folder: Path, vocab_size: int) -> None:
 
 
 def write_model_folder(model: nn.Module, folder: Path, local: str | None = None) -> Path:
-    """``model`` (a transformers causal LM) saved to ``folder`` with a tokenizer: that of ``local`` (the
-    model's own folder) where it has one, else :func:`write_offline_tokenizer`'s. Returns ``folder``."""
+    """``folder``, ``model`` saved there with its own folder's (``local``) tokenizer, else an offline one."""
     from transformers.utils import logging
 
     logging.disable_progress_bar()

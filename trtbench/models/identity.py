@@ -1,10 +1,4 @@
-"""A model's identity across runs: a hash of what defines it (its source, its config entry, its files).
-
-Two runs whose model hashes agree built the same model, so a history series may join them: the config entry
-(source, name, constructor kwargs, task), the bytes of a weights file or a TorchScript file, the source file of a
-built-in or Python factory, and a Hugging Face folder's config.json with each weight file's name and size (its
-weights are too large to read on every run). The library's own version is the environment's, not the model's.
-"""
+"""A model's identity across runs: a hash of what defines it (docs/outputs.md, ``runs``' ``models``)."""
 
 from __future__ import annotations
 
@@ -49,7 +43,7 @@ def _folder_facts(folder: Path) -> dict:
 
 
 def model_hash(model_cfg) -> str:
-    """A 16-hex-digit hash of what defines ``model_cfg``'s model (see the module docstring)."""
+    """A 16-hex-digit hash of what defines ``model_cfg``'s model."""
     facts: dict = {"source": model_cfg.source, "name": model_cfg.name, "kwargs": model_cfg.kwargs,
                    "task": model_cfg.task}
     if model_cfg.weights:

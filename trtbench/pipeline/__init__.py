@@ -1,2 +1,1 @@
-"""The run itself: the runner that loops over build groups and scenarios, what a run has done (its state), and
-merging runs."""
+"""The run itself: the runner, what a run has done (its state), the supervisor, merging runs."""

@@ -1,10 +1,4 @@
-"""``trtbench diagnose``: each listed variant at each reduced precision of a config, diagnosed on a point's seeded
-inputs (at a quantized precision, on the first batch of its evaluation samples), written to the run's output folder
-under ``diagnose/``. Exit 0 where nothing diverges, 1 where something does (or a diagnosis failed or ran out of its
-minutes), 2 for bad input.
-
-A run diagnoses by itself each variant and precision with a row that fails its check, at the first such point
-(:func:`diagnose_failing`), unless its config says ``diagnose: false``."""
+"""``trtbench diagnose``, and a run's own diagnosis of its failing rows (docs/accuracy.md, "Where it diverges")."""
 
 from __future__ import annotations
 
@@ -89,8 +83,7 @@ def diagnose_config(config, request: Request, say: Callable[[str], None] = print
 
 
 def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[ReportSection]:
-    """Each variant and precision with a row of ``results`` that fails its check, diagnosed at its first such
-    point (its files under ``diagnose/``), as the report's section; None where none fails or ``diagnose: false``."""
+    """The report's section diagnosing each variant and precision at its first failing row (None: none fails)."""
     if not config.diagnose:
         return None
     firsts: dict[tuple, str] = {}

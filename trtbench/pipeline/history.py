@@ -1,7 +1,4 @@
-"""A run's or a merge's figures appended to its history (:mod:`trtbench.history`), and where that history is
-(docs/outputs.md, "The history"): checked before the run, appended at its end, where a store that cannot take
-the run costs a note, never the run.
-"""
+"""A run's or a merge's figures appended to its history (docs/outputs.md, "The history")."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ def check_history(where: Union[str, bool, None]) -> None:
 
 
 def history_for(history: Union[str, bool, None], out_dir: Path) -> Optional[str]:
-    """Where a run or a merge appends: ``output.history`` or ``--history`` (false: nowhere), else the default store
-    where its output folder is in the default root."""
+    """Where a run or a merge appends: ``output.history`` or ``--history`` (false: nowhere), else the default."""
     if history is not None:
         return history or None
     return DEFAULT_HISTORY if out_dir.resolve().parent == RESULTS_ROOT.resolve() else None

@@ -1,7 +1,4 @@
-"""``trtbench merge DIR... --output DIR``: several runs (shards, machines) in one report.
-
-More: docs/matrices.md, "Module notes", trtbench/pipeline/merge.py.
-"""
+"""``trtbench merge``: several runs (shards, machines) in one report (more: docs/matrices.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -94,8 +91,7 @@ def _comparable(record: Record) -> tuple:
 
 
 def coverage_notes(results: ResultSet) -> list[str]:
-    """One note per environment that lacks cases another environment measured (thread counts compared by how many
-    each case was run at)."""
+    """One note per environment that lacks cases another environment measured."""
     by_env: dict[str, Counter] = {}
     for record in results:
         by_env.setdefault(record.environment, Counter())[_comparable(record)] += 1
@@ -174,8 +170,7 @@ def merge_intro(out_dir: Path, dirs: list[str], sets: list[ResultSet], notes: li
 
 def merge_runs(dirs: list[str], out_dir: str | Path, p99_budget_ms: Optional[float] = None,
                history: Optional[str] = None) -> MergeOutcome:
-    """Merge the runs in ``dirs`` into ``out_dir`` and append them to the history (``history``: a store, "" for
-    none, None for the default: :func:`~trtbench.pipeline.history.history_for`); see the module docstring."""
+    """Merge the runs in ``dirs`` into ``out_dir`` and append them to ``history`` ("" none, None the default)."""
     out_dir = Path(out_dir)
     sets, missing = load_inputs(dirs)
     for i, d in enumerate(dirs):

@@ -1,10 +1,4 @@
-"""A run: per build group: build -> each scenario the config lists -> save -> (scenarios that read the
-saved files) -> report.
-
-It names no scenario: it runs the config's list in a loop, and :class:`~trtbench.pipeline.state.RunState` keeps
-and journals every part they yield. Each variant's build and save is marked in flight
-(:mod:`trtbench.core.inflight`). The pipeline and its failures: docs/architecture.md, docs/resuming.md.
-"""
+"""A run: per build group, build, each listed scenario, save, then the report (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -108,8 +102,7 @@ class Runner:
                 self._run_group(ctx, group, model, references)
 
     def _run_group(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> None:
-        """Build the group, run each scenario that owes it something (in the config's order; those that read
-        the saved files after the save), and save what is left to save."""
+        """Build the group, run each scenario that owes it something, and save what is left to save."""
         owing = [s for s in self.config.scenarios if s.owes(group, self.state)]
         builds = self._builds_variants
         with torch_settings(group.threads, self.config.benchmark.cudnn_benchmark):
@@ -135,8 +128,7 @@ class Runner:
                 self._run_scenario(ctx, scenario, built, None)
 
     def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
-        """precision -> what fp16's or bf16's accuracy fallback keeps in fp32 there, for each float reduced
-        precision some variant of ``group`` runs at here."""
+        """precision -> what the float accuracy fallback keeps in fp32 there, for ``group``'s reduced precisions."""
         from trtbench.diagnose.fallback import FallbackCase, float_fallback
 
         found = {}
@@ -159,8 +151,7 @@ class Runner:
         return found
 
     def _diagnosis(self, results, ctx: RunContext) -> list:
-        """The report's section diagnosing each row that failed its check (``diagnose: false`` turns it off); a
-        diagnosis that fails is logged, and the run's results stand."""
+        """The report's section diagnosing each row that failed its check; a diagnosis that fails is logged."""
         from trtbench.pipeline.diagnosis import diagnose_failing
 
         try:
@@ -176,8 +167,7 @@ class Runner:
         return any("inputs" in s.needs for s in self.config.scenarios)
 
     def _run_scenario(self, ctx: RunContext, scenario: Scenario, built: Testbed, prepared) -> None:
-        """Keep (and journal) each part ``scenario`` yields as it comes, and each save of an artifact it built
-        itself, where it still owes the group."""
+        """Keep (and journal) each part and save ``scenario`` yields as it comes, where it still owes the group."""
         if scenario.owes(built.group, self.state):
             for part in scenario.run(ctx, built, prepared):
                 if isinstance(part, Saved):
@@ -186,8 +176,7 @@ class Runner:
                     self.state.keep(part)
 
     def _build(self, ctx: RunContext, group: BuildGroup, copies: dict, *, build_all: bool) -> dict[str, BuildOutcome]:
-        """Every variant of ``group`` at each precision (by slot id); only what is left to save where no
-        scenario owes the group anything."""
+        """Every variant of ``group`` at each precision (by slot id); only what is left to save where nothing else."""
         outcomes: dict[str, BuildOutcome] = {}
         for precision in group.precisions:
             names = (group.build_names_at(precision) if build_all

@@ -10,8 +10,7 @@ from trtbench.scenarios import registered
 
 
 def report_sections(results: ResultSet, budget_ms: Optional[float]) -> list[ReportSection]:
-    """Each registered scenario's section of the report on ``results`` (those with something to say), its figures
-    as data: :func:`trtbench.report.writer.write_report` saves them."""
+    """Each registered scenario's section of the report on ``results`` (those with something to say)."""
     sections = [scenario.report(results, budget_ms) for scenario in registered()]
     return [section for section in sections if section is not None]
 

@@ -1,7 +1,4 @@
-"""What a run has done so far: the records, the other parts its scenarios returned and the saves, each filed by
-key (a later derivation of a record replacing the earlier one) and appended to the journal as it is kept, and what
-an earlier, unfinished run into the same directory left; :class:`RunOutcome` is what the whole run gives its caller.
-"""
+"""What a run has done so far, each part journaled as it is kept, and what an earlier, unfinished run left."""
 
 from __future__ import annotations
 
@@ -52,8 +49,7 @@ class RunState:
         self.crashed: dict[tuple, str] = {}  # save key -> why its build, save or check crashed an earlier process
 
     def begin(self, environment: dict, fresh: bool) -> JournalState:
-        """Start the journal of a run in ``environment``: what an earlier, unfinished run into the same
-        directory left is resumed (:meth:`resume`) unless ``fresh``; a finished one's is measured anew."""
+        """Start the journal of a run in ``environment``, resuming an earlier, unfinished one unless ``fresh``."""
         if fresh:
             self.journal.discard()
         earlier = self.journal.read()
@@ -67,8 +63,7 @@ class RunState:
         return earlier
 
     def resume(self, earlier: JournalState, env_id: str) -> int:
-        """Keep the earlier run's final records of planned cases measured in this same environment, whole points
-        only (docs/resuming.md); the number of cases kept."""
+        """Keep the earlier run's final records of this environment's planned cases, whole points only; how many."""
         for group in self.plan.groups:
             for point in group.points:
                 keys = [group.case(entry, point, precision).key for entry, precision in group.slots()]
@@ -87,9 +82,7 @@ class RunState:
         return self.resumed
 
     def _fail_crashed(self) -> None:
-        """A variant whose build, save or check crashed an earlier run process is not tried again: the records it
-        has (a save crashes after the timing) fail with why, and its save is done, with nothing saved. The build
-        stage fails it (:attr:`RunContext.crashed <trtbench.core.context.RunContext.crashed>`) where it has none."""
+        """A variant that crashed an earlier run process is not tried again: its records fail, its save is done."""
         for group in self.plan.groups:
             for entry, precision in group.slots():
                 key = save_key(group.model.id, precision, entry.name)
@@ -134,8 +127,7 @@ class RunState:
             self.journal.complete()
 
     def account_unfinished(self, env_id: str, status: Status, reason: str) -> None:
-        """A record for every planned case the run did not reach (not journaled: resumable), where a listed
-        scenario makes records (a run of other scenarios has no latency cases to account for)."""
+        """A record (not journaled) for every planned case not reached, where a listed scenario makes records."""
         self.unfinished = True
         if not any(Record in scenario.parts for scenario in self.plan.config.scenarios):
             return

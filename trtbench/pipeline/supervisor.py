@@ -1,12 +1,4 @@
-"""The supervisor of a run: ``trtbench run`` (and ``profile``) on the command line runs the pipeline in a child
-process, the same command, and watches it, so that a native crash of one variant fails that variant alone
-(docs/resuming.md, "Native crashes").
-
-When the child dies by a crash signal (:data:`CRASH_SIGNALS`) inside a step it marked in flight
-(:mod:`trtbench.core.inflight`), the supervisor journals the crash and starts the same command again, without
-``--fresh``; each relaunch needs a crash at a variant not crashed before. Any other end of the child is the
-command's: its exit code, or the signal that stopped it, which the supervisor passes on and then dies of.
-"""
+"""The supervisor of a run's child process, relaunched after a native crash (docs/resuming.md, "Native crashes")."""
 
 from __future__ import annotations
 
@@ -90,17 +82,12 @@ def _journal_crash(step: InFlight, number: int) -> None:
 
 
 def _run_child(argv: list[str], env: dict) -> int:
-    """Run ``trtbench <argv>`` in a child process, passing on the signals of :data:`PASSED_ON`; its return code.
-
-    The child leads a process group of its own (with the workers it starts), so that a Ctrl-C in the terminal
-    reaches this process alone, which passes it on to the group once; and on Linux it dies (SIGKILL) if this process
-    dies."""
+    """Run ``trtbench <argv>`` in a child process (its own process group), signals passed on; its return code."""
     prctl = getattr(ctypes.CDLL(None), "prctl", None)  # Linux's
 
     def child_setup() -> None:
         os.setpgid(0, 0)
-        # a Ctrl-C this process passes on stops the run, also where this one was started ignoring SIGINT (a
-        # background job of a script, a test runner's worker), which the child would inherit
+        # the Ctrl-C passed on stops the run, also where this process was started ignoring SIGINT (a background job)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -1,7 +1,4 @@
-"""Where the time and memory go: per-layer and per-operator timing, memory, structure, training step.
-
-:func:`trtbench.profiling.runner.run_profiles` runs the sections a :class:`ProfileConfig` asks for.
-"""
+"""Where the time and memory go: per-layer and per-operator timing, memory, structure, training step."""
 
 
 class NotSupported(Exception):

@@ -59,8 +59,7 @@ class TrainConfig:
 
 @dataclass
 class ProfileConfig:
-    """Where the time and memory go (layers, operators, memory, structure, training step), on the builds of one
-    ``precision`` (default: the run's first) for the listed ``variants`` at the listed ``shapes`` labels."""
+    """Which profile sections run, on the builds of one ``precision`` of the listed ``variants`` at ``shapes``."""
 
     enabled: bool = True
     precision: Optional[str] = None
@@ -86,8 +85,7 @@ class ProfileConfig:
                 schema.require_choice(item, choices, schema.join(where, i))
 
     def for_run(self, variants: list[str], precisions: list[str], path: str) -> "ProfileConfig":
-        """This section checked against the run's ``variants`` and ``precisions`` (variants and precisions the
-        run does not build are rejected; eager is always built), with its precision defaulted to the run's first."""
+        """This section checked against the run's ``variants`` and ``precisions``, its precision defaulted."""
         for i, name in enumerate(self.variants):
             if name != "eager" and name not in variants:
                 raise UserInputError(schema.join(path, f"variants[{i}]"),

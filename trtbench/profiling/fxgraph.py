@@ -12,8 +12,7 @@ from trtbench.profiling import NotSupported
 
 
 def fx_graph_module(module: Any) -> torch.fx.GraphModule:
-    """The module as a GraphModule: itself when it is one (torch.export), else ``symbolic_trace``;
-    :class:`NotSupported` for TorchScript modules, non-modules and models FX cannot trace."""
+    """The module as a GraphModule: itself when it is one, else ``symbolic_trace``'s (:class:`NotSupported`)."""
     if isinstance(module, torch.fx.GraphModule):
         return module
     if isinstance(module, torch.jit.ScriptModule):

@@ -1,6 +1,4 @@
-"""Per-layer timing: an FX interpreter that times every node of the graph over several runs (synchronizing after
-each node on CUDA), beside the interpreted and the plain whole-model times (docs/profiling.md).
-"""
+"""Per-layer timing: an FX interpreter that times every node of the graph (docs/profiling.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +51,7 @@ class NodeTimer(torch.fx.Interpreter):
 
 
 def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, warmup: int) -> dict:
-    """Time every node of ``module``'s FX graph over ``runs`` passes (after ``warmup``): per-node rows in execution
-    order, totals by layer type, and the interpreted and plain whole-model times; ``NotSupported`` without a graph."""
+    """Time every node of ``module``'s FX graph over ``runs`` passes, with totals and whole-model times."""
     gm = fx_graph_module(module)
     timer = NodeTimer(gm, device)
     model_ns: list[int] = []

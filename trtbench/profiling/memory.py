@@ -1,6 +1,4 @@
-"""Memory: parameter and buffer sizes, peak memory of one forward pass (each method: :data:`CUDA_METHOD`,
-:data:`HWM_METHOD`, :data:`MAXRSS_METHOD`; docs/profiling.md), artifact sizes on disk.
-"""
+"""Memory: parameter and buffer sizes, peak memory of one forward pass, artifact sizes (docs/profiling.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ from typing import Callable
 
 import torch
 
+from trtbench.core.procfs import proc_kib
 from trtbench.core.status import Status
 
 CUDA_METHOD = ("torch.cuda.max_memory_allocated after reset_peak_memory_stats (PyTorch's caching allocator; "
@@ -41,13 +40,11 @@ def parameter_summary(module: object) -> dict:
 
 
 def proc_status_bytes(key: str) -> int:
-    """A ``/proc/self/status`` memory field of this process in bytes (``VmRSS``, ``VmHWM``); OSError where there is
-    no such file, KeyError where it has no such field."""
-    with open("/proc/self/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024  # reported in kB
-    raise KeyError(key)
+    """A ``/proc/self/status`` memory field of this process in bytes (``VmRSS``, ``VmHWM``); KeyError: unread."""
+    kib = proc_kib("/proc/self/status", key)
+    if kib is None:
+        raise KeyError(key)
+    return kib * 1024
 
 
 def _malloc_trim() -> None:
@@ -74,8 +71,7 @@ def _maxrss_bytes() -> int:
 
 
 def track_peak(fn: Callable[[], object], device: torch.device) -> tuple[object, dict]:
-    """Call ``fn`` once; its result and the memory high-water mark during the call: ``peak_bytes`` (host RSS; on
-    CUDA, the device's allocated bytes), ``baseline_bytes`` what was in use before, ``step_bytes`` the difference."""
+    """Call ``fn`` once; its result and the memory high-water mark during the call (host RSS; CUDA: allocated)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)

@@ -15,9 +15,7 @@ from trtbench.core.status import Status
 
 def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,
                       trace_path: Path | None = None, record_shapes: bool = False) -> dict:
-    """Profile ``runs`` calls of ``fn`` (after one warm-up call) and tabulate the top-``top_k`` operators by self
-    time (CPU; on CUDA, device), per run; ``pct`` is the share of the total self CPU (CUDA: kernel) time. The
-    Chrome trace goes to ``trace_path`` where given."""
+    """The top-``top_k`` operators by self time per run over ``runs`` calls of ``fn``; a Chrome trace if asked."""
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.no_grad():

@@ -1,6 +1,4 @@
-"""Run the configured profile sections over variants and shapes: plain data for results.json's ``profiles``, and
-Chrome traces under ``<out_dir>/profiles`` (paths in the data relative to ``out_dir``).
-"""
+"""Run the configured profile sections over variants and shapes: results.json's ``profiles`` and Chrome traces."""
 
 from __future__ import annotations
 
@@ -77,8 +75,7 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
 
 def run_profiles(profile_cfg: ProfileConfig, variants: Iterable[ProfiledVariant], inputs_by_shape: dict[str, tuple],
                  device: torch.device, out_dir: Path, tick: Callable[[], None] = lambda: None) -> dict:
-    """Profile each configured variant (of those built: ``variants``; others skipped) at each configured shape
-    (``inputs_by_shape``: label -> inputs on ``device``); JSON-serialisable results. ``tick`` after each one."""
+    """Profile each configured variant built at each configured shape (``inputs_by_shape``); JSON-ready results."""
     variants = {profiled.name: profiled for profiled in variants}
     missing = [label for label in profile_cfg.shapes if label not in inputs_by_shape]
     if missing:

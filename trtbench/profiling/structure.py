@@ -23,8 +23,7 @@ def _shapes(meta: Any) -> Any:
 
 
 def layer_table(module: Any, inputs: tuple) -> dict:
-    """Every compute node of the module's FX graph with its output shape (ShapeProp) and the parameters it uses;
-    ``NotSupported`` when the module has no FX graph."""
+    """Every compute node of the module's FX graph with its output shape and the parameters it uses."""
     gm = fx_graph_module(module)
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)

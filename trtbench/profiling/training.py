@@ -45,8 +45,7 @@ def _trainable_copy(module: torch.nn.Module, device: torch.device) -> torch.nn.M
 
 def profile_training(module: Any, inputs: tuple, device: torch.device, timing: TimingSettings,
                      optimizer: str = "sgd", lr: float = 0.01) -> dict:
-    """Time the training forward pass and the whole step (zero_grad, forward, loss, backward, step) on a copy in
-    train mode; ``NotSupported`` for modules without trainable parameters."""
+    """Time the training forward pass and the whole step on a copy in train mode."""
     if not isinstance(module, torch.nn.Module):
         raise NotSupported(f"the built variant is a {type(module).__name__}, not an nn.Module")
     if not any(p.requires_grad for p in module.parameters()):

@@ -1,8 +1,4 @@
-"""Calibration and evaluation data for quantized builds: the ``calibration:`` config section and its
-loaders.
-
-More: docs/int8.md, "Module notes", trtbench/quantize/calibration.py.
-"""
+"""Calibration and evaluation data for quantized builds (more: docs/int8.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ LABELS_KEY = "labels"
 
 @dataclass
 class CalibrationConfig:
-    """Where calibration and evaluation samples come from, how many, and how quantizers use them (each key:
-    docs/config.md)."""
+    """Where calibration and evaluation samples come from, how many, and how quantizers use them (docs/config.md)."""
 
     source: str = "random"
     path: Optional[str] = None
@@ -71,16 +66,10 @@ class CalibrationConfig:
                 raise UserInputError(schema.join(path, "path"), f"{where.name}: not a {'/'.join(TENSOR_SUFFIXES)} file",
                                      "save the arrays with numpy.savez or torch.save, keyed by input name")
 
-    @property
-    def representative(self) -> bool:
-        """Whether the samples are real data (random inputs calibrate, but judge nothing real)."""
-        return self.source != "random"
-
 
 @dataclass(frozen=True, kw_only=True)
 class CalibrationFacts:
-    """Where the calibration samples came from, for the report: the source and its path (none for random), the
-    counts, the batch size and whether the samples have labels."""
+    """Where the calibration samples came from, for the report (no path for random), how many, in what batches."""
 
     source: str
     path: Optional[str] = None
@@ -100,8 +89,6 @@ class CalibrationData:
     calibration: CalibrationBatches
     evaluation: CalibrationBatches
     labels: Optional[torch.Tensor] = None  # one class index per evaluation sample
-    source: str = "random"
-    representative: bool = False
     facts: Optional[CalibrationFacts] = None
 
 
@@ -131,7 +118,6 @@ def _split(tensors: list[torch.Tensor], labels: Optional[torch.Tensor], cfg: Cal
     evaluation = _batches([t[calib_n:calib_n + eval_n] for t in tensors], batch)
     return CalibrationData(calibration, evaluation,
                            labels[calib_n:calib_n + eval_n] if labels is not None else None,
-                           source=cfg.source, representative=True,
                            facts=CalibrationFacts(source=cfg.source, path=cfg.path, samples=calib_n,
                                                   eval_samples=eval_n, batch=batch, labels=labels is not None))
 
@@ -150,9 +136,9 @@ def _random(cfg: CalibrationConfig, input_specs, seed: int) -> CalibrationData:
              for i in range(_whole(cfg.samples, batch) // batch)]
     evaluation = [make_inputs(input_specs, shapes, seed + 100_000 + i, torch.device("cpu"))
                   for i in range(_whole(cfg.eval_samples, batch) // batch)]
-    return CalibrationData(calib, evaluation, None, source="random", representative=False,
-                           facts=CalibrationFacts(source="random", samples=len(calib) * batch,
-                                                  eval_samples=len(evaluation) * batch, batch=batch, labels=False))
+    facts = CalibrationFacts(source="random", samples=len(calib) * batch, eval_samples=len(evaluation) * batch,
+                             batch=batch, labels=False)
+    return CalibrationData(calib, evaluation, None, facts=facts)
 
 
 def _image_files(folder: Path) -> tuple[list[Path], Optional[list[int]]]:
@@ -256,8 +242,7 @@ def _tensors(cfg: CalibrationConfig, input_specs) -> CalibrationData:
 
 
 def load_calibration(cfg: CalibrationConfig, input_specs, seed: int) -> CalibrationData:
-    """The calibration and evaluation samples ``cfg`` names, on the CPU (bad input exits 2 naming the key
-    and the file)."""
+    """The calibration and evaluation samples ``cfg`` names, on the CPU (bad input exits 2 naming the key)."""
     if cfg.source == "images":
         return _images(cfg, input_specs)
     if cfg.source == "tensors":

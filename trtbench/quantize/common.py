@@ -1,5 +1,4 @@
-"""What every backend's quantizer takes: the calibration batches and the settings, including the
-layers to keep in floating point (the fallback's exclusions)."""
+"""What every backend's quantizer takes: the calibration batches and the settings (with the fallback's exclusions)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
 
 @dataclass(frozen=True)
 class QuantSettings:
-    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32, named as the
-    backend's own exclusion names them (ONNX node, OpenVINO operation or module qualified names)."""
+    """How to quantize: the calibration method, per-channel weights, and the layers kept in fp32 (backend's names)."""
 
     method: str = "minmax"
     per_channel: bool = True
@@ -31,5 +29,4 @@ CalibrationBatches = Sequence[tuple[torch.Tensor, ...]]  # each item: one call's
 
 
 class QuantizationUnavailable(Unavailable):
-    """A backend's INT8 path cannot run here (library missing, version pair that does not work, no
-    CUDA): the variant is skipped with ``reason``, never failed."""
+    """A backend's INT8 path cannot run here (a library missing or broken, no CUDA): the variant is skipped."""

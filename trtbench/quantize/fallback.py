@@ -1,10 +1,4 @@
-"""Quantize within the accuracy budget, keeping the layers that break it in fp32 (docs/int8.md, "Fallback").
-
-Backend-agnostic: a backend gives ``quantize(settings)`` (its own quantizer, with its own exclusion of
-``settings.exclude``) returning a callable model, and the names of its quantizable layers. The loop
-(:func:`keep_in_fp32`) is a build with an exclusion list plus a judge (:class:`Excluding`), which fp16's and
-bf16's fallback (:mod:`trtbench.diagnose.fallback`) runs too.
-"""
+"""Quantize within the accuracy budget, keeping the layers that break it in fp32 (docs/int8.md, "Fallback")."""
 
 from __future__ import annotations
 
@@ -23,8 +17,7 @@ class AccuracyBudgetMissed(RuntimeError):
 
 @dataclass(frozen=True)
 class FallbackCost:
-    """What keeping layers in fp32 cost in speed: the median ms of the full build at ``precision`` and of the one with
-    the layers in fp32, timed interleaved on one batch."""
+    """What keeping layers in fp32 cost: the median ms of the full build and of the fallback, on one batch."""
 
     precision: str
     reduced_ms: float
@@ -63,8 +56,7 @@ class Quantized:
 
 
 class Verdict(Protocol):
-    """A judge's verdict on a build (INT8's :class:`~trtbench.measure.accuracy.Int8Accuracy`, fp16's and bf16's
-    :class:`~trtbench.diagnose.fallback.FloatVerdict`): whether it passes, why not, and its figures in words."""
+    """A judge's verdict on a build (INT8's or a float fallback's): whether it passes, why not, its figures in words."""
 
     @property
     def ok(self) -> bool: ...
@@ -77,10 +69,7 @@ class Verdict(Protocol):
 
 @dataclass(frozen=True)
 class Excluding:
-    """A build with an exclusion list plus a judge, what the fallback loop runs: ``build(kept)`` makes the model
-    with the layers ``kept`` in fp32 (every other one at the reduced precision), ``judge(model)`` gives its
-    verdict; ``what`` says what misses (``INT8 misses the accuracy budget``) and ``cap_key`` the config key of the
-    cap."""
+    """What the fallback loop runs: ``build(kept)``, the model with ``kept`` in fp32, and ``judge(model)``."""
 
     build: Callable[[tuple[str, ...]], Callable[..., Any]]
     judge: Callable[[Callable[..., Any]], Verdict]
@@ -102,9 +91,7 @@ class Found:
 
 def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
                  on_step: Callable[[str], None] = lambda text: None) -> Found:
-    """The first build of ``path`` its judge passes: with nothing kept in fp32, else with the first of ``rank()``
-    (called only when the full build misses; the layers that break it first) kept in fp32 one more at a time, at
-    most ``cap``; raises :class:`AccuracyBudgetMissed` with the figures."""
+    """The first build of ``path`` its judge passes: full, else with ``rank()``'s first ``cap`` kept in fp32 in turn."""
     full_model = path.build(())
     full = path.judge(full_model)
     if full.ok:
@@ -130,9 +117,7 @@ def keep_in_fp32(path: Excluding, rank: Callable[[], list[str]], cap: int,
 
 def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: list[str], setup: Int8Setup,
                            on_step: Callable[[str], None] = lambda text: None) -> Quantized:
-    """The first quantization that keeps ``setup.budget``: full INT8, else with the most sensitive of
-    ``layers`` kept in fp32 (at most ``setup.max_fp32_layers``; :func:`keep_in_fp32`); raises
-    :class:`AccuracyBudgetMissed`."""
+    """The first quantization that keeps ``setup.budget``: full INT8, else the most sensitive ``layers`` in fp32."""
     settings = setup.settings
     path = Excluding(lambda kept: quantize(replace(settings, exclude=settings.exclude + kept)), setup.evaluate,
                      "INT8 misses the accuracy budget")
@@ -156,9 +141,7 @@ def quantize_within_budget(quantize: Callable[[QuantSettings], Any], layers: lis
 
 
 def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, what: str) -> dict:
-    """Build facts of ``shipped`` (what a backend compiled or packaged from ``quantized.model``): its own
-    accuracy on the evaluation samples, which must keep the budget too; raises AccuracyBudgetMissed
-    with the figures if not."""
+    """Build facts of ``shipped`` (made from ``quantized.model``), whose own accuracy must keep the budget too."""
     accuracy = setup.evaluate(shipped)
     if not accuracy.ok:
         raise AccuracyBudgetMissed(f"{what} misses the accuracy budget that its quantized graph kept: "
@@ -167,8 +150,7 @@ def judged(shipped: Callable[..., Any], quantized: Quantized, setup: Int8Setup, 
 
 
 def fallback_cost(full_model: Any, model: Any, batch: tuple, precision: str = "int8") -> FallbackCost:
-    """What keeping layers in fp32 cost in speed: both models (the full one at ``precision``) timed interleaved on one
-    batch, on its device."""
+    """What keeping layers in fp32 cost: both models timed interleaved on one batch."""
     import statistics
 
     import torch

@@ -1,8 +1,4 @@
-"""ONNX Runtime static INT8 quantization: ``onnxruntime.quantization``'s ``quant_pre_process`` (shape
-inference and graph cleanup), then ``quantize_static`` in QDQ format with per-channel weights, fed by a
-``CalibrationDataReader`` over the calibration batches. Layers kept in fp32 are ONNX node names, passed
-as ``nodes_to_exclude``.
-"""
+"""ONNX Runtime static INT8 quantization, layers kept in fp32 by ONNX node name (docs/int8.md)."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ def _reader(input_names: Sequence[str], calibration: CalibrationBatches):
 
 
 def cpu_quant_types() -> dict:
-    """``quantize_static``'s types for this CPU, as its docstring's "Choosing parameters for CPU inference"
-    advises: x86 u8 activations and s8 weights (``reduce_range`` without VNNI), Arm s8 for both."""
+    """``quantize_static``'s types for this CPU, as its "Choosing parameters for CPU inference" advises."""
     import platform
 
     from trtbench.core.env import cpu_int8_features
@@ -46,8 +41,7 @@ def cpu_quant_types() -> dict:
 
 def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibration: CalibrationBatches,
                   settings: QuantSettings, calibration_cache: Path | None = None) -> Path:
-    """Write ``fp32_onnx`` quantized to INT8 (QDQ) to ``out``, calibrated on ``calibration``; ``out``.
-    ``calibration_cache``: a JSON file of the activation ranges, written by the first call, read by later ones."""
+    """``out``, ``fp32_onnx`` quantized to INT8 (QDQ) there (``calibration_cache``: the ranges, for later calls)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -68,8 +62,7 @@ def quantize_onnx(fp32_onnx: Path, out: Path, input_names: Sequence[str], calibr
 
 
 def quantizable_layers_onnx(path: Path) -> list[str]:
-    """Names of the Conv/MatMul/Gemm nodes of the ONNX model at ``path``, in graph order (what
-    ``nodes_to_exclude`` takes; ``quant_pre_process`` keeps them)."""
+    """Names of the Conv/MatMul/Gemm nodes of the ONNX model at ``path``, in graph order (``nodes_to_exclude``'s)."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
@@ -77,8 +70,7 @@ def quantizable_layers_onnx(path: Path) -> list[str]:
 
 
 def onnx_layer_modules(path: Path) -> dict[str, str]:
-    """Node name -> the qualified name of the PyTorch module it came from (``conv1``, ``layer1.0.conv2``),
-    from the metadata ``torch.onnx.export(dynamo=True)`` writes; nodes without it are left out."""
+    """Node name -> the PyTorch module it came from (``layer1.0.conv2``), from the exporter's metadata."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)

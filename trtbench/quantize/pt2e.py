@@ -1,15 +1,8 @@
-"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao.
-
-``torch.export`` captures the model, torchao's ``X86InductorQuantizer`` annotates it (a layer kept in fp32: a
-module-name config of ``None``), the calibration batches run through ``prepare_pt2e``'s observers, and
-``convert_pt2e`` leaves ``quantized_decomposed`` quantize/dequantize ops around fp32 conv/linear, which Inductor
-lowers to oneDNN int8 kernels only with freezing on (docs/int8.md, "compiled and aoti run Inductor's int8 kernels").
-"""
+"""INT8 for the ``compiled`` and ``aoti`` variants: PT2E quantization through torchao (docs/int8.md)."""
 
 from __future__ import annotations
 
 import dataclasses
-import operator
 from pathlib import Path
 from typing import Sequence
 
@@ -18,11 +11,7 @@ from torch import nn
 
 from trtbench.quantize.common import CalibrationBatches, QuantizationUnavailable, QuantSettings
 
-# What X86InductorQuantizer quantizes by default (its ``default_quantizable_ops``: aten conv1d,
-# conv2d, linear), as the modules a user names them by.
-QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)
-_QUANTIZED_OPS_NAMESPACE = "quantized_decomposed"  # torch.ops.quantized_decomposed.{quantize,dequantize}_per_*
-_WEIGHT_OPS = {"conv1d", "conv2d", "linear"}  # aten ops whose args[1] is the layer's weight
+QUANTIZABLE_MODULES = (nn.Conv1d, nn.Conv2d, nn.Linear)  # X86InductorQuantizer's default_quantizable_ops, as modules
 INDUCTOR_OPTIONS = {"freezing": True}  # the int8 kernels are freezing patterns
 
 
@@ -48,8 +37,7 @@ def quantizable_layers_pt2e(model: nn.Module) -> list[str]:
 
 
 def _quantization_config(settings: QuantSettings, observer, xiq):
-    """The x86 default config (``HistogramObserver``), with ``MinMaxObserver`` for ``minmax``; per-tensor weights
-    are refused."""
+    """The x86 default config, with ``MinMaxObserver`` for ``minmax``; per-tensor weights are refused."""
     if not settings.per_channel:
         raise QuantizationUnavailable("PT2E on x86 lowers int8 convolutions only with per-channel weights "
                                       "(per-tensor ones stay fp32 kernels): use per_channel: true")
@@ -68,9 +56,7 @@ def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
 
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
-    """``model`` (eval mode), captured by a strict export, quantized to INT8 by PT2E: a GraphModule of
-    quantize/dequantize ops around fp32 conv/linear. ``dynamic_shapes`` goes to ``torch.export.export`` (by
-    default the batch dimension is dynamic); the modules named in ``settings.exclude`` stay fp32."""
+    """``model`` captured by a strict export and quantized by PT2E, the modules of ``settings.exclude`` kept fp32."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
     known = set(quantizable_layers_pt2e(model))
     unknown = [name for name in settings.exclude if name not in known]
@@ -91,40 +77,8 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
         return convert_pt2e(prepared)
 
 
-def _is_quantized_op(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
-        node.target.namespace == _QUANTIZED_OPS_NAMESPACE
-
-
-def is_int8_pt2e(gm: torch.fx.GraphModule) -> bool:
-    """Whether the graph really is quantized: it has ``quantized_decomposed`` quantize/dequantize ops
-    and int8 weights. A float graph (an export of the fp32 model) has neither."""
-    has_ops = any(_is_quantized_op(node) for node in gm.graph.nodes)
-    constants = [operator.attrgetter(node.target)(gm) for node in gm.graph.nodes if node.op == "get_attr"]
-    has_int8 = any(isinstance(t, torch.Tensor) and t.dtype == torch.int8 for t in constants)
-    return has_ops and has_int8
-
-
-def _layer_name(node: torch.fx.Node) -> str | None:
-    stack = node.meta.get("nn_module_stack")
-    return list(stack.values())[-1][0] if stack else None
-
-
-def fp32_layers_pt2e(gm: torch.fx.GraphModule) -> list[str]:
-    """Module names of the conv/linear layers whose weight does not come out of a dequantize op
-    (the layers kept in fp32), read from the converted graph itself."""
-    kept = []
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and getattr(node.target, "_opname", None) in _WEIGHT_OPS:
-            weight = node.args[1]
-            if not (isinstance(weight, torch.fx.Node) and _is_quantized_op(weight)):
-                kept.append(_layer_name(node))
-    return kept
-
-
 class CompiledPT2E:
-    """``torch.compile`` of a quantized graph with static shapes, each call under Inductor's freezing so that it
-    lowers to int8 kernels; ``settings`` is how it compiles, as the manifest records it for a deployment."""
+    """``torch.compile`` of a quantized graph, each call under Inductor's freezing (``settings``: the manifest's)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: str | None = None):
         self.settings = {"mode": mode, "dynamic": False, "inductor_configs": dict(INDUCTOR_OPTIONS)}
@@ -136,8 +90,7 @@ class CompiledPT2E:
 
 
 def aoti_package_pt2e(gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], package_path: Path) -> Path:
-    """An AOTInductor package (``.pt2``) of a quantized graph with Inductor's int8 kernels, exported and compiled
-    with grad off (freezing runs only so), for the shapes of ``example_inputs`` only."""
+    """An AOTInductor package of a quantized graph with Inductor's int8 kernels, for ``example_inputs``' shapes."""
     with torch.inference_mode(False), torch.no_grad():
         program = torch.export.export(gm, tuple(example_inputs))
         return Path(torch._inductor.aoti_compile_and_package(program, package_path=str(package_path),

@@ -1,6 +1,4 @@
-"""What a quantizing build gets in ``BuildContext.int8``: the calibration batches, the evaluation
-batches with eager fp32's outputs on them, the accuracy budget, the quantizer settings and the cap on
-layers the fallback may keep in fp32."""
+"""What a quantizing build gets in ``BuildContext.int8``."""
 
 from __future__ import annotations
 
@@ -28,8 +26,7 @@ class Int8Setup:
         return self.data.calibration
 
     def evaluate(self, model: Callable[..., Any]) -> Int8Accuracy:
-        """``model`` (a quantized build, called with torch tensors) on the evaluation batches, judged
-        against eager fp32 and the budget."""
+        """``model`` on the evaluation batches, judged against eager fp32 and the budget."""
         with torch.inference_mode():
             outputs = [model(*batch) for batch in self.data.evaluation]
         return judge_int8(int8_accuracy(outputs, self.references, self.data.labels), self.budget)
@@ -40,9 +37,7 @@ def _on(batches, device: torch.device) -> list[tuple]:
 
 
 def int8_setup(config, data: CalibrationData, model: torch.nn.Module) -> Int8Setup:
-    """The setup for ``model`` (eager, fp32, on the run's device) from the run's config and the loaded
-    calibration ``data``, its batches moved to that device (a CUDA quantizer calibrates there; on the
-    CPU they are the same tensors)."""
+    """The setup for ``model`` (eager fp32 on the run's device), the calibration ``data`` moved to that device."""
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     data = dataclasses.replace(data, calibration=_on(data.calibration, device), evaluation=_on(data.evaluation, device))
     with torch.inference_mode():

@@ -1,5 +1,4 @@
-"""The answer that heads the report: per point, the winner with its lead over the runner-up and that lead's 95%
-interval, or the variants tied; and the notes on the race's rows (stopped early, processes on demand)."""
+"""The answer that heads the report: per point, the winner or the variants tied; the notes on the race's rows."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Report text as data: headings, paragraphs and lists, their text plain strings and :class:`Span` s set apart as
-code or strong. Each block writes its own Markdown (report.md); report.html's templates render the same blocks."""
+"""Report text as data: headings, paragraphs and lists, each writing its Markdown; report.html renders them too."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""One colour per variant across every plot of a run (:func:`variant_colors`); series that share a variant share
-its colour and differ by hatch or marker (:meth:`VariantColors.styles`).
-"""
+"""One colour per variant across every plot of a run; series of one variant differ by hatch or marker."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ class VariantColors:
         return self.colors.get(label, OTHER)
 
     def styles(self, series: Mapping[str, str]) -> dict[str, tuple[str, int]]:
-        """Per series (name -> its variant label, in drawing order): its variant's colour, and its rank among
-        the series of that variant (0 for the first), which picks its hatch or marker."""
+        """Per series (name -> its variant label, in drawing order): its variant's colour and its rank among them."""
         ranks: Counter[str] = Counter()
         out = {}
         for name, label in series.items():

@@ -1,5 +1,4 @@
-"""The report's section on what upstream deprecates: each deprecated variant's note, once, and each of its timed
-rows beside its successors at the same point, with their measured speed (:mod:`trtbench.results.successors`)."""
+"""The report's section on what upstream deprecates: each note once, each deprecated row beside its successors."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def deprecated_labels(results: ResultSet) -> dict[Deprecation, list[str]]:
 
 
 def deprecation_notes(results: ResultSet) -> list[str]:
-    """The speedup table's note: which rows upstream deprecates with a successor, and where their successors' speed
-    is; empty where none is."""
+    """The speedup table's note on the rows upstream deprecates with a successor; empty where none is."""
     labels = {d: names for d, names in deprecated_labels(results).items() if d.successors}
     if not labels:
         return []
@@ -41,8 +39,7 @@ def deprecation_notes(results: ResultSet) -> list[str]:
 
 
 def deprecations_markdown(results: ResultSet) -> str:
-    """The section: each note once, the successors this run timed nowhere, then a table of the deprecated timed rows
-    beside the successors it did time ("" where no row carries a deprecation)."""
+    """The section: each note once, the successors not timed, then the deprecated rows beside those timed (or "")."""
     notes = deprecated_labels(results)
     if not notes:
         return ""

@@ -1,6 +1,4 @@
-"""``trtbench diagnose``'s report: a table per diagnosis (layers in graph order: own and carried SQNR, max
-relative error, op type), the named layer in one sentence, and one figure per precision (SQNR by depth, a line per
-variant, the precision's line drawn across). What the figures mean: docs/accuracy.md."""
+"""``trtbench diagnose``'s report: a table per diagnosis, the named layer, a figure per precision."""
 
 from __future__ import annotations
 

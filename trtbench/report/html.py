@@ -1,6 +1,4 @@
-"""An offline HTML page, rendered by Jinja2 (autoescaped) from ``templates/``: one file that opens from ``file://``
-with nothing fetched (its Content-Security-Policy forbids any request but ``data:`` images), its style and script
-(``assets/``) inline, its data as JSON in a script element, its figures as ``data:`` URIs."""
+"""An offline HTML page rendered by Jinja2 (autoescaped) from ``templates/``, nothing fetched (docs/outputs.md)."""
 
 from __future__ import annotations
 
@@ -34,7 +32,6 @@ def _asset(name: str) -> str:
     return files("trtbench.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-# the templates: autoescaped, an undefined name an error, tojson strict and compact
 _PAGES = Environment(loader=PackageLoader("trtbench.report"), autoescape=True, undefined=StrictUndefined,
                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _PAGES.filters["png_uri"] = png_uri

@@ -1,7 +1,4 @@
-"""The deployment-knob section of the report: each variant under each setting of the knobs (``sweep.allocator``,
-``sweep.openmp``, ``sweep.binding``), its speedup over eager under that setting (paired) and over itself under the
-defaults (unpaired), and the setting recommended where that interval excludes 1.
-"""
+"""The deployment-knob section of the report: each variant's speedups under each knob setting, and the pick."""
 
 from __future__ import annotations
 

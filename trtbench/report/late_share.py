@@ -33,8 +33,7 @@ def _wilson(late: int, queries: int) -> tuple[float, float]:
 
 
 def late_share_plot(panels: list[SharePanel], file_name: str) -> Optional[Plot]:
-    """The late share against the offered QPS, one panel per estimate, with the share its reader expects; None without
-    steps."""
+    """The late share against the offered QPS, a panel per estimate, with its expected share; None without steps."""
     panels = [panel for panel in panels if panel.steps]
     if not panels:
         return None

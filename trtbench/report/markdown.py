@@ -1,6 +1,4 @@
-"""The human-readable ``report.md``: its head (the run's intro, environments, how it ended), the failures
-besides the rows, each scenario's section (given by the caller), and the artifacts. The head is made of blocks
-(:mod:`trtbench.report.blocks`), which report.html shows too."""
+"""The human-readable ``report.md``: its head, the failures, each scenario's section and the artifacts."""
 
 from __future__ import annotations
 
@@ -90,8 +88,7 @@ def run_intro(config) -> list[Block]:
 
 
 def report_markdown(head, results: ResultSet, sections: Sequence[str] = (), summary: Sequence[Block] = ()) -> str:
-    """The whole report as Markdown: ``head``'s intro, the scenarios' ``summary``, the environments, the scenarios'
-    ``sections``, the artifacts."""
+    """The whole report as Markdown."""
     parts = [*markdown_lines(head.intro), *markdown_lines(summary), *environment_list(results).markdown(), ""]
     parts += markdown_lines(ended_blocks(head.ended) + failure_blocks(results)) + list(sections)
     if head.manifest:

@@ -1,9 +1,4 @@
-"""Report figures (PNG): latency per variant and shape, speedup vs eager, slowest layers, drawn without pyplot.
-
-Each function returns a :class:`~trtbench.report.section.Plot`, or None when there is nothing to plot; a variant
-has the colour the run's :class:`~trtbench.report.colors.VariantColors` gives it; :func:`finish` is every figure's
-last step.
-"""
+"""Report figures (PNG), drawn without pyplot; :func:`finish` is every figure's last step."""
 
 from __future__ import annotations
 
@@ -59,13 +54,6 @@ def _grouped(results: ResultSet, value) -> tuple[list[str], dict[str, str], dict
     return shapes, series, cells
 
 
-def _shape_bar_axes(n_shapes: int, n_series: int) -> tuple[Figure, Axes, list[float], float]:
-    """A figure sized for bar groups (one per shape, one bar per series) and each bar's x offset and width."""
-    fig = Figure(figsize=(max(6.0, 1.6 * n_shapes * n_series ** 0.5 + 3), 4.5))
-    width = BAR_GROUP_WIDTH / n_series
-    return fig, fig.add_subplot(), [(i - (n_series - 1) / 2) * width for i in range(n_series)], width
-
-
 def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: str, file_name: str) -> Plot:
     """Label a bars-per-shape chart (x: input shapes), add legend and grid: the Plot saved as ``file_name``."""
     ax.set_xticks(range(len(shapes)), shapes)
@@ -79,8 +67,7 @@ def _finish_shape_axes(fig: Figure, ax, shapes: list[str], ylabel: str, title: s
 
 @dataclass(frozen=True)
 class _SeriesBars:
-    """One series' bars as drawn, and its cells at their x positions (a cell: what ``cell_of`` gave for a record, its
-    stats or its speedup interval)."""
+    """One series' bars as drawn, and its cells (what ``cell_of`` gave for a record) at their x positions."""
 
     bars: BarContainer
     cells: list[tuple[float, Any]]
@@ -103,9 +90,11 @@ def _bar_chart(results: ResultSet, cell_of: Callable, height: Callable[[Any], fl
     if not cells:
         return None
     styles = (colors or variant_colors(results)).styles(series)
-    fig, ax, offsets, width = _shape_bar_axes(len(shapes), len(series))
+    fig = Figure(figsize=(max(6.0, 1.6 * len(shapes) * len(series) ** 0.5 + 3), 4.5))
+    ax, width = fig.add_subplot(), BAR_GROUP_WIDTH / len(series)
     drawn = []
-    for offset, name in zip(offsets, series):
+    for i, name in enumerate(series):
+        offset = (i - (len(series) - 1) / 2) * width  # the series' bar within its shape's group
         got = [(x + offset, cells[(name, s)]) for x, s in enumerate(shapes) if (name, s) in cells]
         bars = ax.bar([x for x, _ in got], [height(cell) for _, cell in got], width, label=name,
                       color=styles[name][0], hatch=hatch(styles[name][1]))
@@ -132,8 +121,7 @@ def latency_plot(results: ResultSet, file_name: str, title: str = "Latency",
 
 def speedup_plot(results: ResultSet, file_name: str, title: str = "Speedup vs eager",
                  colors: VariantColors | None = None) -> Plot | None:
-    """Speedup bars per point and variant with their 95% CI, and a line at 1x (eager, with no bar, keeps its
-    colour)."""
+    """Speedup bars per point and variant with their 95% CI, and a line at 1x."""
     chart = _bar_chart(results, results.speedup, lambda interval: interval.value, colors)
     if chart is None:
         return None

@@ -1,6 +1,4 @@
-"""The reduced-precision section of the report: per model, speed against accuracy for every quantized row, with
-its verdicts ("INT8 is not faster here", "this CPU has no VNNI", random calibration); and the fp16 and bf16 rows
-whose accuracy fallback kept modules in fp32, with what they cost; each row with the precision its kernels ran."""
+"""The reduced-precision section of the report: quantized rows' speed against accuracy, and the float fallbacks."""
 
 from __future__ import annotations
 
@@ -19,14 +17,10 @@ NOT_FASTER = "INT8 is not faster here"
 NO_VNNI = "this CPU has no VNNI"
 
 
-def same_variant_fp32(results: ResultSet, record: Record) -> Optional[Record]:
-    """The same variant, options and point at the reference precision (timed in the same rounds)."""
-    return results.get(dataclasses.replace(record.case, precision=REFERENCE), record.environment)
-
-
 def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
     """The variant's speedup at its quantized precision over its own fp32, paired by their common rounds."""
-    return results.analysis.paired_speedup(same_variant_fp32(results, record), record)
+    fp32 = results.get(dataclasses.replace(record.case, precision=REFERENCE), record.environment)
+    return results.analysis.paired_speedup(fp32, record)
 
 
 def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:
@@ -72,8 +66,7 @@ def _quantized(results: ResultSet) -> list[Record]:
 
 
 def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
-    """Per model, each timed quantized row's speedup over eager fp32 (with its 95% CI) against its SQNR, the fp32
-    backends at their speedup on a line; None when no quantized row was timed and judged."""
+    """Per model, each quantized row's speedup over eager fp32 against its SQNR; None when none was timed."""
     from matplotlib.figure import Figure
 
     from trtbench.report.colors import legend_beside, marker, variant_colors

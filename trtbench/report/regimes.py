@@ -1,6 +1,4 @@
-"""The report's regimes: where a point's rounds fell into more than one of the machine's regimes
-(:mod:`trtbench.analysis.regimes`), each row's speedup per regime with its round count, and the rows whose speedup
-depends on the regime; every point's regimes go to results.json (``regimes``), recomputable from the records."""
+"""The report's regimes: each row's speedup per regime of its point, and results.json's ``regimes``."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ def _where(record: Record) -> str:
 
 
 def regimes_json(results: ResultSet) -> list[dict]:
-    """Every point's regimes (start and end round, rounds, slowdown against its fastest regime), and where it had
-    more than one, each row's speedup per regime and whether it is regime-dependent."""
+    """Every point's regimes, and where it had more than one, each row's speedup per regime."""
     out, analysis = [], results.analysis
     for records, regimes in analysis.points():
         c, rows = records[0].case, []
@@ -41,8 +38,7 @@ def regimes_json(results: ResultSet) -> list[dict]:
 
 
 def regimes_markdown(results: ResultSet) -> str:
-    """The section: per point with more than one regime, its regimes and each row's speedup in each; empty where
-    every point ran in one."""
+    """The section: per point with more than one regime, each row's speedup in each (empty where none)."""
     spanning = [(records, regimes) for records, regimes in results.analysis.points() if len(regimes) > 1]
     if not spanning:
         return ""

@@ -1,6 +1,4 @@
-"""The rows of the speedup table: each record with its speedup, its median's interval and whether it is the
-fastest at its point (among those that passed their accuracy check), ranked by median within each point.
-"""
+"""The rows of the speedup table: each record with its speedup and interval, ranked by median within its point."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ class Row:
 
 
 def interval_coverage(table_rows) -> str:
-    """What the intervals of ``table_rows`` cover, for a column header: ``95% CI, 3 processes x rounds``, or
-    ``95% CI, processes x rounds`` where the rows' counts differ."""
+    """What the intervals of ``table_rows`` cover, for a header: ``95% CI, 3 processes x rounds``."""
     return coverage_of({row.processes for row in table_rows if row.record.timed})
 
 

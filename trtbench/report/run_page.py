@@ -1,5 +1,4 @@
-"""``report.html`` (``templates/run.html.j2``): a run's (or a merge's) report as one offline page: its head's blocks
-(report.md's), the ranked, sortable and filterable speedup table (its data as JSON), its notes, every figure."""
+"""``report.html`` (``templates/run.html.j2``): a run's (or a merge's) report as one offline page."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ def table_data(results: ResultSet) -> dict:
 
 
 def run_page(head, results: ResultSet, figures: Sequence[PageFigure], summary: Sequence[Block] = ()) -> str:
-    """The page of ``results`` under ``head`` (a :class:`~trtbench.report.writer.ReportHead`) with ``figures``, the
-    scenarios' ``summary`` on top."""
+    """The page of ``results`` under ``head`` with ``figures``, the scenarios' ``summary`` on top."""
     title = next((block.text for block in head.intro if getattr(block, "level", 0) == 1), "trtbench report")
     return render("run.html.j2", title=title, intro=head.intro, summary=summary, ended=ended_blocks(head.ended),
                   environments=environment_list(results), failures=failure_blocks(results),

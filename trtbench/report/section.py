@@ -1,5 +1,4 @@
-"""A scenario's section of the report, as data: its Markdown, the entries it adds to results.json, and its figures
-(each a :class:`Plot`, which :mod:`trtbench.report.writer` saves under ``plots/``)."""
+"""A scenario's section of the report, as data: its Markdown, its results.json entries and its figures."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ PLOTS = "plots"  # the output folder's figures
 
 @dataclass(frozen=True)
 class Plot:
-    """A drawn figure: the ``file_name`` the writer saves it as (under ``plots/``), its ``caption`` (the Markdown's
-    alt text), and what it draws, read back from its axes: ``values``, its bars' heights; ``series``, its lines and
-    points that carry a gid (``kind|series`` -> ((x, y), ...))."""
+    """A drawn figure, saved as ``plots/<file_name>`` with its ``caption``, and what it draws read back from its axes:
+    ``values``, its bars' heights; ``series``, its lines and points by gid (``kind|series`` -> ((x, y), ...))."""
 
     file_name: str
     figure: Figure
@@ -57,8 +55,7 @@ class Plot:
 
 @dataclass(frozen=True)
 class ReportSection:
-    """A scenario's part of the report: Markdown, the entries it adds to results.json (its recommendations), the
-    figures its Markdown shows, and its ``summary``: blocks (:mod:`trtbench.report.blocks`) that head the report."""
+    """A scenario's part of the report: Markdown, results.json entries, figures and the ``summary`` blocks on top."""
 
     markdown: str
     json: dict = field(default_factory=dict)

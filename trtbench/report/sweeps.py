@@ -1,8 +1,4 @@
-"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front, drawn when the
-eligible records span more than one batch size. Each :class:`~trtbench.report.section.Plot`'s ``series`` go by gid
-``kind|series``: ``median``, ``p99`` and ``throughput`` lines against batch size, ``points`` a series' points on
-the Pareto chart, ``front`` a Pareto front, ``budget`` the p99 budget line.
-"""
+"""Sweep reports: latency and throughput against batch size, and the p99-throughput Pareto front."""
 
 from __future__ import annotations
 
@@ -126,8 +122,7 @@ def throughput_vs_batch_plot(results: ResultSet, file_name: str, colors: Variant
 
 def pareto_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[float] = None,
                 colors: VariantColors | None = None) -> Plot | None:
-    """Throughput against p99 latency for every measured point (labelled with its batch size), the Pareto front of
-    each environment and model, and the budget line."""
+    """Throughput against p99 latency of every point, each environment and model's Pareto front, the budget line."""
     series = _series(results)
     if not series:
         return None
@@ -160,8 +155,7 @@ def pareto_plot(results: ResultSet, file_name: str, p99_budget_ms: Optional[floa
 
 def sweep_plots(results: ResultSet, p99_budget_ms: Optional[float] = None,
                 colors: VariantColors | None = None) -> list[Plot]:
-    """The three sweep figures, ``latency_vs_batch.png``, ``throughput_vs_batch.png`` and ``pareto.png`` (none
-    unless the records span several batch sizes)."""
+    """The three sweep figures (none unless the records span several batch sizes)."""
     if not is_sweep(results):
         return []
     return [latency_vs_batch_plot(results, "latency_vs_batch.png", p99_budget_ms, colors),

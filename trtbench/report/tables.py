@@ -1,8 +1,4 @@
-"""Speedup tables for reports: Markdown, CSV and the terminal summary, all read from a ResultSet.
-
-A row's identity (environment, model, variant, precision, threads, point, status) is this module's;
-every figure after it is a registered column set's column (:mod:`trtbench.report.columns`), in registration order.
-"""
+"""Speedup tables for reports: Markdown, CSV and the terminal summary."""
 
 from __future__ import annotations
 
@@ -77,8 +73,7 @@ def _switch_in_text(record: Record, facts: dict) -> str:
 
 
 def _knobs_text(facts: dict) -> str:
-    """The deployment knobs a record's process started with (its allocator, with glibc's mmap threshold when
-    its timed calls began; its OpenMP runtime; the cores it was bound to)."""
+    """The deployment knobs a record's process started with (allocator, OpenMP runtime, bound cores)."""
     if facts.get("method") == "in_process":
         return "as this process's"
     text = f"allocator {facts.get('allocator', 'unstated')}"
@@ -121,10 +116,6 @@ def isolation_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if seen else ""
 
 
-def _shown_column_sets(table_rows: list[Row]) -> list[ColumnSet]:
-    return [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
-
-
 def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
     """Identity columns (all but the variant only when they vary), then the column sets'."""
     cols = [name for name, value in IDENTITY_COLUMNS
@@ -160,15 +151,13 @@ def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: 
 
 
 def _status_text(record: Record) -> str:
-    """The row's status, with CHECK FAILED where its accuracy check failed and a note where upstream deprecates
-    what it is built with (a successor variant replaces it)."""
+    """The row's status, CHECK FAILED where its accuracy check failed, and a note where upstream deprecates it."""
     status = f"{record.status}, CHECK FAILED" if record.accuracy_failed else str(record.status)
     return status + (f", {DEPRECATED_MARK}" if any(d.successors for d in deprecations_of(record)) else "")
 
 
 def failed_part_notes(results: ResultSet) -> list[str]:
-    """One line per part other than a record that fails the run (a serving result...), naming the case it
-    joins where it joins one: whichever scenario made it, its failure is said."""
+    """One line per failed part other than a record, naming the case it joins where it joins one."""
     out = []
     for part in results.other_parts():
         if part.fails_run:
@@ -179,8 +168,7 @@ def failed_part_notes(results: ResultSet) -> list[str]:
 
 
 def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
-    """Reasons for rows that are not ok (deduplicated), and what limited the timing; ``table_rows`` is
-    :func:`rows` of ``results``, already computed by the caller."""
+    """Reasons for rows that are not ok (deduplicated), and what limited the timing (``table_rows``: :func:`rows`)."""
     out = list(dict.fromkeys(f"{r.case.model} {r.case.label} {r.case.precision}: {r.status}: {r.reason}"
                              for r in results if r.status is not Status.OK and r.reason))
     timed = [r for r in results if r.timed]
@@ -253,8 +241,7 @@ def notes(results: ResultSet, table_rows: list[Row]) -> list[str]:
 
 @dataclass(frozen=True)
 class SpeedupTable:
-    """The speedup table: its ``columns``, its ``rows`` ranked within each point (:func:`rows`), each row's
-    ``cells`` (text, one per column) and the ``notes`` below it."""
+    """The speedup table: its ``columns``, ranked ``rows``, each row's ``cells`` and the ``notes`` below it."""
 
     columns: list[str]
     rows: list[Row]
@@ -265,7 +252,7 @@ class SpeedupTable:
 def speedup_table(results: ResultSet) -> SpeedupTable:
     """The speedup table of ``results``, as every presentation of it (Markdown, terminal, HTML) shows it."""
     table_rows = rows(results)
-    column_sets = _shown_column_sets(table_rows)
+    column_sets = [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
     columns = _columns(results, column_sets, table_rows)
     return SpeedupTable(columns, table_rows, [_cells(row, columns, column_sets, results, table_rows)
                                               for row in table_rows], notes(results, table_rows))
@@ -290,8 +277,7 @@ def text_table(results: ResultSet) -> str:
 
 
 def csv_values(row: Row) -> dict:
-    """A row's CSV fields (:func:`csv_columns`) with their values: its identity and every registered column set's
-    fields."""
+    """A row's CSV fields (:func:`csv_columns`) with their values."""
     r, c = row.record, row.record.case
     return {"environment": r.environment, "model": c.model, "variant": c.variant, "options": c.options,
             "precision": c.precision, "threads": c.threads, "device": c.device, "point": c.point,
@@ -300,8 +286,7 @@ def csv_values(row: Row) -> dict:
 
 
 def csv_text(results: ResultSet) -> str:
-    """One CSV row per record: its identity and every registered column set's fields (raw samples stay in
-    results.json)."""
+    """One CSV row per record (raw samples stay in results.json)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_columns())
     writer.writeheader()

@@ -1,6 +1,4 @@
-"""Writes a run's (or a merge's) outputs atomically: results.json, results.csv, plots, report.md and report.html;
-and the history's page: the one place a report's files are written. Each scenario's section comes in from the
-caller (:meth:`trtbench.scenarios.base.Scenario.report`): the report itself names no scenario."""
+"""The one place a report's files are written, atomically: a run's (or a merge's) outputs and the history's page."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ def png_files(plots: Iterable[Plot]) -> dict[str, bytes]:
 
 def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
                  sections: Sequence[ReportSection], key: str = "output.dir") -> dict[str, Path]:
-    """Write every output file into ``out_dir``, each atomically, under its lock (refused naming ``key`` where
-    another run holds it), with the scenarios' ``sections`` in order. Returns the files' paths by kind."""
+    """Write every output file into ``out_dir`` under its lock (refused naming ``key``); the paths by kind."""
     data = results.to_dict()
     for section in sections:
         data.update(section.json)
@@ -70,15 +67,13 @@ def write_report(out_dir: Path, results: ResultSet, head: ReportHead,
 
 
 def write_history_page(path: Path, series: Sequence[Series], title: str = "trtbench history") -> Path:
-    """The history's page (:mod:`trtbench.report.history_page`), each series' chart drawn, written atomically to
-    ``path``."""
+    """The history's page, each series' chart drawn, written atomically to ``path``."""
     charts = [history_chart(one, f"history-{n}.png") for n, one in enumerate(series)]
     atomic_write_text(path, history_page(charts, png_files(chart.plot for chart in charts if chart.plot), title))
     return path
 
 
 def write_diagnosis(folder: Path, section: ReportSection, stems: Sequence[str]) -> dict[str, Path]:
-    """``trtbench diagnose``'s files into ``folder``: each diagnosis's JSON as ``<stem>.json`` (``stems`` in the
-    order of ``section.json["diagnoses"]``), ``report.md`` and the figures. Returns each file's path by name."""
+    """``trtbench diagnose``'s files into ``folder`` (a diagnosis's JSON as ``<stem>.json``); the paths by name."""
     files = {f"{stem}.json": json_text(entry) for stem, entry in zip(stems, section.json["diagnoses"])}
     return write_files(folder, {**files, **png_files(section.plots), "report.md": section.markdown}, key="output.dir")

@@ -1,15 +1,14 @@
-"""Variant registry. Each module in this package defines and registers one variant;
-adding a variant is adding a module."""
+"""Variant registry: each module in this package defines and registers one variant."""
 
 from __future__ import annotations
 
 from trtbench.core.registry import Registry
-from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, Variant
+from trtbench.variants.base import Artifact, Built, BuildContext, NoOptions, RunnerVariant, Variant
 
 VARIANTS: Registry[Variant] = Registry("variant", __name__)
 
-__all__ = ["Artifact", "Built", "BuildContext", "NoOptions", "Variant", "VARIANTS", "register", "get_variant",
-           "variant_names", "variant_class", "build_order"]
+__all__ = ["Artifact", "Built", "BuildContext", "NoOptions", "RunnerVariant", "Variant", "VARIANTS", "register",
+           "get_variant", "variant_names", "variant_class", "build_order"]
 
 
 register = VARIANTS.register

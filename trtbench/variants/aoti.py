@@ -1,6 +1,4 @@
-"""AOTInductor: the ``exported`` program (its dynamic dims kept) compiled ahead of time into a ``.pt2`` package,
-built into a temporary directory, loaded from there to be timed, and copied into the artifacts when saved.
-"""
+"""AOTInductor: the ``exported`` program (its dynamic dims kept) compiled ahead of time into a ``.pt2`` package."""
 
 from __future__ import annotations
 
@@ -58,11 +56,9 @@ class Aoti(Variant):
     quantizes = True  # INT8: torchao's PT2E x86 quantizer, packaged with Inductor's int8 kernels
 
     def unavailable_reason(self, target: Target) -> str | None:
-        if is_quantized(target.precision):
-            from trtbench.variants.pt2e_build import pt2e_unavailable
+        from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(target.device)
-        return cuda_load_crash(target.device, torch.__version__)
+        return pt2e_unavailable(target) or cuda_load_crash(target.device, torch.__version__)
 
     def build(self, model, ctx: BuildContext) -> Built:
         from torch._inductor import aoti_compile_and_package, aoti_load_package

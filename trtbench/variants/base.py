@@ -66,12 +66,9 @@ class Variant(ABC):
     depends_on: ClassVar[Optional[str]] = None  # a variant whose build this one starts from (built first)
     timed: ClassVar[bool] = True  # False: a build step (onnx), built for its dependents, never timed or listed
     quantizes: ClassVar[bool] = False  # has an INT8 path: at int8 its build quantizes (BuildContext.int8)
-    # how far its reloaded int8 file may move from its build, a share of the output scale (None: fp32's tolerance)
-    int8_reload_rtol: ClassVar[Optional[float]] = None
-    # what upstream deprecates of how it is built, saved or loaded; its warnings become the row's note
-    deprecations: ClassVar[tuple[Deprecation, ...]] = ()
-    # precisions its runtime reaches by a hint on fp32's build (its model, inputs and build steps)
-    hints: ClassVar[tuple[str, ...]] = ()
+    int8_reload_rtol: ClassVar[Optional[float]] = None  # its reloaded int8 file's tolerance (None: fp32's)
+    deprecations: ClassVar[tuple[Deprecation, ...]] = ()  # what upstream deprecates of how it is built or loaded
+    hints: ClassVar[tuple[str, ...]] = ()  # precisions its runtime reaches by a hint on fp32's build
     runtime: ClassVar[str] = "torch"  # whose kernels compute its calls: torch, onnxruntime, openvino or tensorrt
 
     def unavailable_reason(self, target: Target) -> str | None:
@@ -95,8 +92,8 @@ class Variant(ABC):
         return built.module(*prepared)
 
     def kernels(self, built: Built, prepared: Any, device: torch.device) -> Optional[KernelProof]:
-        """One call, and the precision its conv and matmul kernels ran as its runtime reports it (torch's: oneDNN's
-        verbose lines of the call); None where the runtime cannot say (torch on CUDA)."""
+        """One call, and the precision its conv and matmul kernels ran as its runtime reports it (None: it cannot
+        say)."""
         if device.type != "cpu":
             self.run(built, prepared)
             return None
@@ -124,10 +121,19 @@ class Variant(ABC):
         raise NotImplementedError(f"variant {self.name} saves no artifacts")
 
     def at_threads(self, artifact: Artifact, threads: int) -> Artifact:
-        """``artifact`` set up so that :meth:`load` runs it on ``threads`` intra-op threads (torch-based loaders
-        follow ``torch.set_num_threads``, which the loading process sets)."""
+        """``artifact`` set up so that :meth:`load` runs it on ``threads`` threads (torch's follow the process's)."""
         return artifact
 
     @classmethod
     def option_names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls.Options)]
+
+
+class RunnerVariant(Variant):
+    """A variant whose built module is a runtime's runner, which prepares and runs its own inputs."""
+
+    def prepare(self, built: Built, inputs: tuple) -> Any:
+        return built.module.prepare(inputs)
+
+    def run(self, built: Built, prepared: Any) -> Any:
+        return built.module.run(prepared)

@@ -1,8 +1,4 @@
-"""``torch.compile``: TorchDynamo captures the model and a backend (Inductor by default) compiles it.
-
-The build makes the first call, which compiles, at the opt shape (``first_call_s``); ``run_info`` counts the
-graphs dynamo compiled after it. Nothing deployable comes out of it at float precisions (see ``aoti``).
-"""
+"""``torch.compile``, its first call made by the build at the opt shape; nothing deployable at float precisions."""
 
 from __future__ import annotations
 
@@ -71,11 +67,9 @@ class Compiled(Variant):
     int8_reload_rtol = 0.02  # its int8 file is compiled again where it is loaded (docs/int8.md)
 
     def unavailable_reason(self, target: Target) -> str | None:
-        if is_quantized(target.precision):
-            from trtbench.variants.pt2e_build import pt2e_unavailable
+        from trtbench.variants.pt2e_build import pt2e_unavailable
 
-            return pt2e_unavailable(target.device)
-        return None
+        return pt2e_unavailable(target)
 
     def build(self, model, ctx: BuildContext) -> Built:
         options = self.options_of(ctx)
@@ -130,8 +124,7 @@ class Compiled(Variant):
                                             "program": program})
 
     def save(self, built: Built, directory: Path, stem: str) -> list[Artifact]:
-        """At int8 the quantized program, with the ``torch.compile`` settings that make it run Inductor's int8
-        kernels (``settings["compile"]``); at float precisions nothing: see ``aoti``."""
+        """At int8 the quantized program, with the ``torch.compile`` settings of its int8 kernels; else nothing."""
         int8 = built.state.get("int8")
         if int8 is None:
             return []

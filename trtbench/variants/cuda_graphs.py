@@ -1,6 +1,4 @@
-"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (registers no variant):
-each call copies its inputs into the captured buffers and replays, returning the same output tensors each time.
-"""
+"""CUDA graph capture for the ``cuda_graphs: true`` option of ``eager`` and ``compiled`` (docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -29,23 +27,16 @@ class GraphReplay:
         self.static_inputs = tuple(t.clone() for t in example_inputs)
         self.graph, self.static_output = capture(fn, self.static_inputs)
 
-    def load_inputs(self, inputs: tuple) -> None:
-        """Copy ``inputs`` into the captured input buffers (shapes must match the capture)."""
+    def __call__(self, *inputs):
+        """One request, both timed: its inputs copied into the captured buffers, then one replay; the captured
+        output tensors (valid until the next replay)."""
         if [t.shape for t in inputs] != [t.shape for t in self.static_inputs]:
             raise ValueError(f"the CUDA graph was captured at {[list(t.shape) for t in self.static_inputs]}, "
                              f"got {[list(t.shape) for t in inputs]}")
         for buffer, tensor in zip(self.static_inputs, inputs):
             buffer.copy_(tensor)
-
-    def replay(self):
-        """Rerun the captured kernels; returns the captured output tensors (valid until the next replay)."""
         self.graph.replay()
         return self.static_output
-
-    def __call__(self, *inputs):
-        """One request: its inputs copied into the captured buffers, then one replay (both timed)."""
-        self.load_inputs(inputs)
-        return self.replay()
 
 
 def capture(fn, static_inputs: tuple) -> tuple:

@@ -9,8 +9,7 @@ from trtbench.variants import Built, BuildContext, Variant, cuda_graphs, registe
 
 @dataclass
 class EagerOptions:
-    """``cuda_graphs: true`` replays the forward pass as one CUDA graph (CUDA, static shapes only);
-    the baseline every speedup divides by then includes that graph."""
+    """``cuda_graphs: true`` replays the forward pass as one CUDA graph (CUDA, static shapes only)."""
 
     cuda_graphs: bool = False
 
@@ -18,8 +17,8 @@ class EagerOptions:
 @register
 class Eager(Variant):
     name = "eager"
-    description = "PyTorch eager mode (the baseline every other variant is compared with)"
     Options = EagerOptions
+    description = "PyTorch eager mode (the baseline every other variant is compared with)"
 
     def build(self, model, ctx: BuildContext) -> Built:
         if self.options_of(ctx).cuda_graphs:

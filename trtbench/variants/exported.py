@@ -1,6 +1,4 @@
-"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2``; a model whose output is
-a container is exported through :class:`FlatOutputs`, its tensors' names kept in the build info and the manifest.
-"""
+"""``torch.export``: an ExportedProgram with the config's dynamic dims, saved as ``.pt2`` (docs/backends.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ PLAIN_VALUES = (type(None), bool, int, float, str)  # non-tensor leaves that exp
 
 
 def dynamic_shapes(input_specs) -> tuple:
-    """One ``{dim: Dim}`` mapping per input for every dim whose min and max differ; dims at the same position with
-    the same range share one ``Dim``, as torch.export needs dims that the model relates to be one symbol."""
+    """One ``{dim: Dim}`` per input for every dim whose min and max differ, one ``Dim`` per position and range."""
     shared: dict[tuple, object] = {}
     specs = []
     for spec in input_specs:
@@ -34,8 +31,7 @@ def dynamic_shapes(input_specs) -> tuple:
 
 
 def export_examples(input_specs, example_inputs: tuple) -> tuple:
-    """``example_inputs`` (at the opt shape) with every dynamic dim that is 1 there grown to 2 (or its max, when
-    that is less) by repeating the example: what torch.export traces at."""
+    """``example_inputs`` (at opt) with every dynamic dim of 1 grown to 2 (at most its max): what export traces at."""
     grown = []
     for spec, example in zip(input_specs, example_inputs):
         if isinstance(example, torch.Tensor):
@@ -77,8 +73,7 @@ def _spec_names(spec, prefix: str) -> list[str]:
 
 
 def output_names(output) -> list[str]:
-    """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output``
-    for a lone tensor (by key paths, else by :func:`_spec_names` for a node registered without them)."""
+    """A name per tensor of a model output, in pytree order: ``logits``, ``hidden_states.0``; ``output`` alone."""
     try:
         paths, _ = pytree.tree_flatten_with_path(output)
         named = [(".".join(_key_name(k) for k in path), leaf) for path, leaf in paths]
@@ -89,8 +84,7 @@ def output_names(output) -> list[str]:
 
 
 def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.nn.Module, list[str], str | None]:
-    """``model`` to export, the names of its output tensors, and the container type it flattened (None where the
-    output is a tensor or a tuple or list of them); TypeError for an output pytree cannot flatten."""
+    """``model`` to export, its output tensors' names, and the container type it flattened (None: none)."""
     with torch.no_grad():
         output = model(*example_inputs)
     names = output_names(output)
@@ -108,8 +102,7 @@ def flat_outputs(model: torch.nn.Module, example_inputs: tuple) -> tuple[torch.n
 
 @dataclass
 class ExportOptions:
-    """``strict: true`` traces with TorchDynamo (Python-level soundness checks, fewer models pass);
-    the default non-strict mode traces with the Python interpreter, as ``torch.export`` does by default."""
+    """``strict: true`` traces with TorchDynamo; the default traces with the Python interpreter."""
 
     strict: bool = False
 

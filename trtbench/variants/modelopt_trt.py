@@ -1,8 +1,4 @@
-"""INT8 / FP8 for the ``trt`` variant on CUDA: NVIDIA ModelOpt quantizes (``mtq.quantize``), Torch-TensorRT
-compiles the exported model, its quantizers into TensorRT Q/DQ layers.
-
-More: docs/tensorrt.md, "Module notes", trtbench/variants/modelopt_trt.py.
-"""
+"""INT8 / FP8 for the ``trt`` variant: NVIDIA ModelOpt (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -66,8 +62,7 @@ def modelopt_config(mtq, precision: str, settings: QuantSettings) -> dict:
 
 def quantize_modelopt(model: nn.Module, calibration: CalibrationBatches, settings: QuantSettings,
                       precision: str = "int8") -> nn.Module:
-    """``model`` (on its CUDA device, eval mode) quantized in place by ``mtq.quantize`` with ModelOpt's
-    default config for ``precision``, calibrated by a forward loop over the batches; returned."""
+    """``model`` (on CUDA, eval mode) quantized in place by ``mtq.quantize``, ModelOpt's config for ``precision``."""
     mtq = _mtq()
     _require_cuda(next(model.parameters()).device)
     known = {name for name, module in model.named_modules() if name}
@@ -86,8 +81,7 @@ def quantize_modelopt(model: nn.Module, calibration: CalibrationBatches, setting
 
 def compile_modelopt_trt(quantized: nn.Module, example_inputs: Sequence[torch.Tensor], device: torch.device,
                          input_specs: Sequence, settings: dict):
-    """A ModelOpt-quantized model compiled by Torch-TensorRT's dynamo frontend for the config's min..max shapes,
-    with the variant's compile ``settings`` and min_block_size 1. Returns (the compiled module, the settings)."""
+    """A ModelOpt-quantized model compiled by Torch-TensorRT for min..max (min_block_size 1), and its settings."""
     from trtbench.variants.exported import dynamic_shapes, export_examples
     from trtbench.variants.trt_common import trt_inputs
 

@@ -1,7 +1,4 @@
-"""``onnx``: the ``exported`` program translated to ONNX with ``torch.onnx.export(..., dynamo=True)``, a build
-step (not timed) that ``ort``, ``ort_cuda``, ``ort_trt`` and ``openvino`` start from; written to a temporary
-directory, and each variant that ships it writes its own copy with :meth:`OnnxModel.save`.
-"""
+"""``onnx``: the ``exported`` program as ONNX, a build step (not timed) that ONNX Runtime and OpenVINO start from."""
 
 from __future__ import annotations
 
@@ -31,8 +28,7 @@ class OnnxModel:
         return [value.name for value in self.program.model.graph.inputs]
 
     def save(self, destination: Path) -> list[Path]:
-        """Write the model to ``destination``; returns the other files it wrote there and needs (the external
-        data file of weights beyond ONNX's 2 GB limit)."""
+        """Write the model to ``destination``; the other files it needs there (weights beyond ONNX's 2 GB limit)."""
         before = set(destination.parent.iterdir())
         self.program.save(str(destination))
         return sorted(set(destination.parent.iterdir()) - before - {destination})

@@ -1,8 +1,4 @@
-"""OpenVINO on the CPU: the ``onnx`` build step's model, compiled by OpenVINO's CPU plugin with the run's threads,
-the ``LATENCY`` hint and the row's inference precision (bf16 by a hint on fp32's model); saved as OpenVINO IR.
-
-More: docs/backends.md, "Module notes", trtbench/variants/openvino.py.
-"""
+"""OpenVINO's CPU plugin on the ``onnx`` step's model, saved as OpenVINO IR (more: docs/backends.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -20,13 +16,11 @@ from trtbench.core.errors import Unavailable
 from trtbench.core.precision import is_quantized
 from trtbench.core.target import Target
 from trtbench.measure.kernels import KernelProof, read_openvino
-from trtbench.variants import Artifact, Built, BuildContext, Variant, register
+from trtbench.variants import Artifact, Built, BuildContext, RunnerVariant, register
 
 INSTALL = "pip install openvino (or pip install 'trtbench[openvino]')"
 INFERENCE_PRECISION = {"bf16": "bf16"}  # the CPU plugin's inference precision hint at each hinted precision; else f32
-# ov::DisablePrecisionConversion, as IR rt_info: "dynamic:f16" disables any conversion to f16, which the CPU plugin's
-# nodes read as "keep the original precision" under a lower inference precision (docs/backends.md, "OpenVINO's fp32
-# fallback")
+# ov::DisablePrecisionConversion in IR rt_info: keep the original precision (docs/backends.md, OpenVINO fp32 fallback)
 KEEP_ORIGINAL = {"name": "DisablePrecisionConversion", "version": "0", "value": "dynamic:f16"}
 KEPT_KEY = "DisablePrecisionConversion_0"  # the attribute's key in a read model's rt_info (name_version)
 
@@ -47,9 +41,8 @@ def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
 
 
 def keep_f32(core, ov_model, nodes: set[str]):
-    """``ov_model`` with its operations made from ONNX ``nodes`` (friendly names, or theirs with a ``/`` suffix)
-    marked to keep their original precision (:data:`KEEP_ORIGINAL`), through its IR: Python cannot make the typed
-    attribute, the IR reader does."""
+    """``ov_model`` with its operations made from ONNX ``nodes`` marked to keep their original precision, through its
+    IR (Python cannot make the typed attribute; docs/backends.md)."""
     import xml.etree.ElementTree as ElementTree
 
     import numpy as np
@@ -88,8 +81,7 @@ def no_kernels(core, precision: str) -> str | None:
 
 
 class OpenVinoRunner:
-    """A compiled OpenVINO model with one infer request, taking and returning torch tensors; ``kept``: the names of
-    the operations its model marked to keep their precision."""
+    """A compiled OpenVINO model called with torch tensors; ``kept``: its operations marked to keep their precision."""
 
     def __init__(self, compiled, kept: frozenset[str] = frozenset()):
         self.compiled, self.kept = compiled, kept
@@ -110,7 +102,7 @@ class OpenVinoRunner:
 
 
 @register
-class OpenVino(Variant):
+class OpenVino(RunnerVariant):
     name = "openvino"
     description = ("OpenVINO CPU plugin on the onnx export, threads matched (int8: NNCF; bf16: the inference precision "
                    "hint); saves OpenVINO IR (.xml + .bin)")
@@ -179,12 +171,6 @@ class OpenVino(Variant):
     def thread_settings(self, built: Built) -> dict:
         return {"runtime_threads": int(built.module.compiled.get_property("INFERENCE_NUM_THREADS")),
                 "spinning": "TBB workers, no setting (the timer waits for them to go idle)"}
-
-    def prepare(self, built: Built, inputs: tuple):
-        return built.module.prepare(inputs)
-
-    def run(self, built: Built, prepared):
-        return built.module.run(prepared)
 
     def kernels(self, built: Built, prepared, device: torch.device) -> KernelProof:
         """The compiled model's conv and matmul nodes after a call, by the precision they ran, and its kept nodes'."""

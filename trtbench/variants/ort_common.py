@@ -1,9 +1,4 @@
-"""Shared ONNX Runtime plumbing for ``ort``, ``ort_cuda`` and ``ort_trt`` (this module registers none): the
-``onnx`` step's model in an ``InferenceSession`` with one execution provider and the run's torch thread count,
-its inputs numpy arrays (CPU) or an IOBinding over the tensors' device memory (CUDA); it saves the ``.onnx``.
-
-More: docs/backends.md, "Module notes", trtbench/variants/ort_common.py.
-"""
+"""Shared ONNX Runtime plumbing for the ``ort*`` variants (more: docs/backends.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ from trtbench.core.precision import is_quantized
 from trtbench.core.schema import join, require_choice
 from trtbench.core.target import Target
 from trtbench.measure.kernels import KernelProof, read_ort_profile
-from trtbench.variants import Artifact, Built, BuildContext, Variant
+from trtbench.variants import Artifact, Built, BuildContext, RunnerVariant
 
 OPTIMIZATION_LEVELS = {"all": "ORT_ENABLE_ALL", "layout": "ORT_ENABLE_LAYOUT", "extended": "ORT_ENABLE_EXTENDED",
                        "basic": "ORT_ENABLE_BASIC", "disabled": "ORT_DISABLE_ALL"}
@@ -89,8 +84,7 @@ class QuantizedOnnx:
 
 
 class OrtRunner:
-    """An ``InferenceSession`` on the model file at ``path`` that takes torch tensors on ``device`` and returns torch
-    tensors."""
+    """An ``InferenceSession`` on the model file at ``path``, called with and returning torch tensors."""
 
     def __init__(self, session, device: torch.device, path: Path):
         self.session, self.device, self.path = session, device, path
@@ -125,8 +119,7 @@ class OrtRunner:
         return self.run(self.prepare(inputs))
 
     def profile(self, prepared) -> KernelProof:
-        """The kernels a call ran (CPU inputs), read from the profile of a session of the same file, options and
-        providers."""
+        """The kernels a call ran (CPU inputs), from the profile of a session set up as this one."""
         ort = import_onnxruntime()
         options = self.session.get_session_options()
         options.enable_profiling = True
@@ -139,7 +132,7 @@ class OrtRunner:
             return read_ort_profile(session.end_profiling())
 
 
-class OrtVariant(Variant):
+class OrtVariant(RunnerVariant):
     """Runs the ``onnx`` step's model with ``provider`` (subclasses set ``name`` and ``provider``)."""
 
     depends_on = "onnx"
@@ -193,9 +186,7 @@ class OrtVariant(Variant):
                      state={"onnx": onnx_model, "providers": providers, "session": settings})
 
     def _session(self, ort, onnx_model, options, providers, ctx: BuildContext):
-        """The build's session; :class:`~trtbench.core.errors.Unavailable` where the model at a reduced float
-        precision has no kernel in the provider (NOT_IMPLEMENTED: the CPU provider has no bf16 Gemm) or an operator
-        whose ONNX schema takes no such type (INVALID_GRAPH: ONNX's Conv takes no bf16)."""
+        """The build's session; Unavailable where the provider or ONNX has nothing for the reduced float precision."""
         from onnxruntime.capi.onnxruntime_pybind11_state import InvalidGraph, NotImplemented as OrtNotImplemented
 
         try:
@@ -209,8 +200,7 @@ class OrtVariant(Variant):
                               f"this model: {message.split(' : ', 2)[-1].split('failed:')[-1]}") from err
 
     def _quantize(self, onnx_model, ctx: BuildContext, options, providers) -> tuple["QuantizedOnnx", dict]:
-        """The ONNX model quantized to INT8 by ONNX Runtime's quantizer within the accuracy budget (layers
-        that break it kept in fp32), and the build facts (accuracy, the layers kept in fp32)."""
+        """The ONNX model quantized to INT8 within the accuracy budget, and the build facts."""
         from trtbench.quantize.fallback import quantize_within_budget
         from trtbench.quantize.ort import cpu_quant_types, onnx_layer_modules, quantizable_layers_onnx, quantize_onnx
 
@@ -237,12 +227,6 @@ class OrtVariant(Variant):
         return {"runtime_threads": options.intra_op_num_threads,
                 "runtime_inter_op_threads": options.inter_op_num_threads,
                 "spinning": "session.intra_op.allow_spinning=" + spinning}
-
-    def prepare(self, built: Built, inputs: tuple):
-        return built.module.prepare(inputs)
-
-    def run(self, built: Built, prepared):
-        return built.module.run(prepared)
 
     def kernels(self, built: Built, prepared, device: torch.device) -> Optional[KernelProof]:
         """One call, and the kernels a profiled session of the same file ran (CPU; None on a GPU provider, whose

@@ -1,5 +1,4 @@
-"""ONNX Runtime on an NVIDIA GPU (``CUDAExecutionProvider``, from ``onnxruntime-gpu``), inputs bound in device
-memory."""
+"""ONNX Runtime on an NVIDIA GPU (``CUDAExecutionProvider``), inputs bound in device memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""ONNX Runtime's TensorRT execution provider (from ``onnxruntime-gpu``), with the CUDA provider for what TensorRT
-does not take; its engine's profile is the config's min/opt/max shapes (``trt_profile_*_shapes``)."""
+"""ONNX Runtime's TensorRT execution provider, the CUDA provider for the rest; its profile the config's min/opt/max."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The ``compiled`` and ``aoti`` variants at ``int8``: the model quantized by PT2E (torchao's x86
-quantizer, :mod:`trtbench.quantize.pt2e`) within the accuracy budget, the layers that break it kept
-in fp32 (:func:`trtbench.quantize.fallback.quantize_within_budget`).
-"""
+"""The ``compiled`` and ``aoti`` variants at ``int8``: the model quantized by PT2E within the accuracy budget."""
 
 from __future__ import annotations
 
@@ -10,18 +7,21 @@ from dataclasses import dataclass
 
 import torch
 
+from trtbench.core.precision import is_quantized
+from trtbench.core.target import Target
 from trtbench.quantize.fallback import Quantized, quantize_within_budget
 from trtbench.variants import BuildContext
 
-# what a fresh process that loads the saved graph imports first (the manifest's imports): torch's registration of
-# the quantized_decomposed ops, and torchao's Inductor passes for the x86 quantizer's graphs (docs/int8.md)
+# what a process that loads the saved graph imports first: the quantized_decomposed ops, torchao's Inductor passes
 DECOMPOSED_OPS_MODULE = "torch.ao.quantization.fx._decomposed"
 INDUCTOR_PASSES_MODULE = "torchao.quantization.pt2e.quantizer.x86_inductor_quantizer"
 
 
-def pt2e_unavailable(device: torch.device) -> str | None:
-    """Why PT2E INT8 cannot build here (None when it can)."""
-    if device.type != "cpu":
+def pt2e_unavailable(target: Target) -> str | None:
+    """Why PT2E INT8 cannot build at ``target`` here (None when it can, or the precision is not int8)."""
+    if not is_quantized(target.precision):
+        return None
+    if target.device.type != "cpu":
         return ("PT2E's X86InductorQuantizer targets x86 CPUs; on CUDA the trt variant quantizes with "
                 "ModelOpt")
     if importlib.util.find_spec("torchao") is None:
@@ -40,8 +40,7 @@ class Pt2eInt8:
 
 
 def quantize_model(model: torch.nn.Module, ctx: BuildContext) -> Pt2eInt8:
-    """``model`` (fp32, eval) quantized by PT2E within ``ctx.int8``'s budget, batch dims dynamic as the config's
-    min/max give them; the graph a variant built earlier at this precision quantized, where one did."""
+    """``model`` quantized by PT2E within ``ctx.int8``'s budget, or the graph an earlier variant quantized here."""
     earlier = next((built.state["int8"] for built in ctx.built.values()
                     if isinstance(built.state, dict) and isinstance(built.state.get("int8"), Pt2eInt8)), None)
     if earlier is not None:

@@ -1,6 +1,4 @@
-"""``torch.jit.script``: TorchScript compiled from the model's Python source. It cannot compile the Python forward
-hooks that cast at the edges of the modules fp16's and bf16's accuracy fallback keeps in fp32, so at a precision where
-the fallback kept some it is skipped, saying so (traced, exported and the rest carry them)."""
+"""``torch.jit.script``: TorchScript compiled from the model's Python source."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Shared save/load for variants that produce TorchScript modules, and TorchScript's deprecation: torch 2.14 warns
-on every ``torch.jit.trace``, ``script``, ``save`` and ``load`` (a FutureWarning naming ``torch.jit``)."""
+"""Shared save/load of the TorchScript variants, and TorchScript's deprecation (docs/backends.md)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,7 @@ from trtbench.variants.torchscript_common import TorchScriptVariant
 
 @dataclass
 class TraceOptions:
-    """``strict: false`` lets the trace record mutable containers, so a model that returns a dict
-    (a Hugging Face ``ModelOutput``) traces; the trace is only valid if that structure never
-    depends on the inputs."""
+    """``strict: false`` lets the trace record mutable containers (a model that returns a dict traces)."""
 
     strict: bool = True
 

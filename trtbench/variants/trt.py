@@ -1,8 +1,4 @@
-"""Torch-TensorRT, dynamo frontend: ``torch.export`` of the eager model, compiled with ``ir="dynamo"`` into an
-engine for the config's min/opt/max; saved as TorchScript (``.ts``) and as an ExportedProgram (``.pt2``).
-
-More: docs/tensorrt.md, "Module notes", trtbench/variants/trt.py.
-"""
+"""Torch-TensorRT's dynamo frontend (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 

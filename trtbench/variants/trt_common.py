@@ -1,9 +1,4 @@
-"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (this module registers none); ``torch_tensorrt`` is
-imported on first use, and what differs between its releases is read from the installed package.
-
-More (the API facts used here, as read in the torch_tensorrt 2.14.0 wheel): docs/tensorrt.md, "Module notes",
-trtbench/variants/trt_common.py.
-"""
+"""Shared Torch-TensorRT plumbing for the ``trt*`` variants (more: docs/tensorrt.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -42,8 +37,7 @@ def import_torch_tensorrt():
 
 
 def why_no_torch_tensorrt(device: torch.device, install: str = "") -> str | None:
-    """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: the line that installs it, added
-    where it is missing); None when it can."""
+    """Why Torch-TensorRT cannot build engines for ``device`` here (``install``: its install line), or None."""
     if not torch.cuda.is_available():
         return "CUDA is not available on this machine (Torch-TensorRT builds TensorRT engines for NVIDIA GPUs)"
     if device.type != "cuda":
@@ -141,8 +135,7 @@ def trt_device(trt, device: torch.device):
 
 
 def inference_copy(module):
-    """A copy of ``module`` whose parameters do not require grad, to compile from (the eager, traced and scripted
-    variants share theirs); copied under ``no_grad``, else a ScriptModule's copy yields non-leaf clones."""
+    """A copy of ``module`` without grad, to compile from (under ``no_grad``: a ScriptModule's copy has no leaves)."""
     with torch.no_grad():
         frozen = copy.deepcopy(module)
     for param in frozen.parameters():
@@ -151,8 +144,7 @@ def inference_copy(module):
 
 
 def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, device: torch.device) -> dict:
-    """Keyword arguments for ``torch_tensorrt.compile`` from the variant options; where the installed frontend still
-    has weak-typing switches, set so TensorRT keeps ``dtype``. ValueError for a setting the frontend does not take."""
+    """``torch_tensorrt.compile``'s keyword arguments from the options, TensorRT keeping ``dtype``."""
     fn = trt.dynamo.compile if frontend == DYNAMO else trt.ts.compile
     params = {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
     kwargs: dict[str, Any] = {"device": trt_device(trt, device), "disable_tf32": not options.allow_tf32,
@@ -221,8 +213,7 @@ class RangeGuard:
 
 
 def fx_segments(gm: torch.fx.GraphModule) -> dict:
-    """TensorRT vs PyTorch segments of a dynamo-compiled GraphModule; ``torch_ops`` counts the call_function nodes
-    PyTorch runs, in its segments and the top-level graph (tuple indexing excluded)."""
+    """TensorRT vs PyTorch segments and ops of a dynamo-compiled GraphModule (tuple indexing excluded)."""
     trt = torch_segments = torch_ops = 0
     for name, child in gm.named_children():
         if name.startswith("_run_on_acc"):
@@ -235,8 +226,7 @@ def fx_segments(gm: torch.fx.GraphModule) -> dict:
 
 
 def ts_segments(module: torch.jit.ScriptModule) -> dict:
-    """TensorRT engines vs PyTorch ops of a TorchScript-frontend module; a PyTorch segment is a maximal run of
-    ``aten::`` nodes between engine calls."""
+    """TensorRT engines vs PyTorch segments (runs of ``aten::`` nodes) of a TorchScript-frontend module."""
     trt = torch_segments = torch_ops = 0
     in_torch_run = False
     for node in module.inlined_graph.nodes():

@@ -1,5 +1,4 @@
-"""Trackers: what is read around each timed block of calls, in the process that makes them, one module each (a new
-one: docs/architecture.md, "Adding a per-block measurement (a tracker)")."""
+"""Trackers: what is read around each timed block of calls, one module each (docs/architecture.md)."""
 
 from __future__ import annotations
 

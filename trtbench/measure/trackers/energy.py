@@ -1,5 +1,4 @@
-"""Energy per block: the device's energy counter read around a block's timed calls, and a record's joules per call
-above the idle draw read before its point's rounds (docs/measuring.md, "Energy per inference")."""
+"""Energy per block, and a record's joules per call above the idle draw (docs/measuring.md, "Energy per inference")."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ class EnergyTracker:
 
 
 def energy_metrics(blocks: list[EnergyReading], idle_w: float, unit: str = "call") -> Optional[dict]:
-    """A record's energy: joules per ``unit`` above the idle draw (median over ``blocks``, with its 95% interval), the
-    average and idle power; None without blocks."""
+    """A record's joules per ``unit`` above the idle draw (median, 95% interval) and its power; None without blocks."""
     blocks = [b for b in blocks if b.seconds > 0 and b.units > 0]
     if not blocks:
         return None

@@ -1,5 +1,4 @@
-"""Page faults: the minor page faults of the timing process per timed call of a block (why: docs/measuring.md,
-"The Isolation table and page faults")."""
+"""The timing process's minor page faults per timed call of a block (why: docs/measuring.md)."""
 
 from __future__ import annotations
 

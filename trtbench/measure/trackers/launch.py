@@ -1,5 +1,4 @@
-"""Launch-bound calls on CUDA: the host returns only near the end of the synchronised time (why:
-docs/measuring.md, "Launch-bound calls (CUDA)"); its tracker keeps each block's median host ms until return."""
+"""Launch-bound calls on CUDA: each block's median host ms until return (why: docs/measuring.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Accuracy against eager fp32 (:mod:`trtbench.measure.accuracy`): the worst errors, top-1 agreement and
-the verdict, in the ``parity`` column and CSV fields."""
+"""Accuracy against eager fp32: the ``parity`` column and CSV fields."""
 
 from __future__ import annotations
 

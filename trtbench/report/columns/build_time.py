@@ -1,5 +1,4 @@
-"""Build time: seconds from the eager model to the built variant (CSV only; the deployment table
-shows it per build)."""
+"""Build time: seconds from the eager model to the built variant (CSV only)."""
 
 from trtbench.report.columns.registry import ColumnSet, register
 

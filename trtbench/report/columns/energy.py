@@ -1,5 +1,4 @@
-"""Energy: joules per inference above the device's idle draw, with its interval, and the average power while the
-calls ran (``metrics.energy``); where no counter was readable, the columns are absent and a note says why."""
+"""Energy: joules per inference above the idle draw, with its interval, and the average power (``metrics.energy``)."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ def _state_text(start: Optional[dict], end: Optional[dict]) -> str:
 
 
 def energy_notes(rows: Sequence[Row]) -> list[str]:
-    """Why energy is absent (once per reason), or how it was measured, with each point's device clocks and
-    temperature at the start and the end of its rounds."""
+    """Why energy is absent (once per reason), or how it was measured, with each point's clocks and temperatures."""
     reasons = sorted({_energy(row)["unavailable"] for row in rows if "unavailable" in _energy(row)})
     notes = [f"energy not measured: {reason}." for reason in reasons]
     measured = [row for row in rows if _energy(row).get("joules_per_call") is not None]

@@ -1,5 +1,4 @@
-"""Achieved FLOP/s: the model's FLOPs at the point over the median latency, with its share of the
-device's hardware peak and of its measured matmul ceiling."""
+"""Achieved FLOP/s, with its share of the device's peak and of its measured matmul ceiling."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ def _shown(rows: Sequence[Row]) -> bool:
 
 
 def peak_notes(rows: Sequence[Row]) -> list[str]:
-    """What "% peak" is a share of, once per ceiling the shown rows use (the peak, how it was found, its notes);
-    then the rows above 100% of their peak."""
+    """What "% peak" is a share of, once per ceiling the shown rows use; then the rows above 100% of their peak."""
     if not _shown(rows):
         return []
     ceilings = {row.ceiling.key: row.ceiling for row in rows

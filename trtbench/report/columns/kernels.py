@@ -1,5 +1,4 @@
-"""The precision a row's conv and matmul kernels ran, as its runtime reported it (:mod:`trtbench.measure.kernels`):
-the ``kernels`` column and CSV field."""
+"""The precision a row's conv and matmul kernels ran (:mod:`trtbench.measure.kernels`), column and CSV field."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Latency: the median with its two-level 95% CI, the tail, and what ended the timing, in host times; the CUDA-event
-median goes to the CSV, except for a runtime that runs its CUDA work on a stream of its own."""
+"""Latency: the median with its two-level 95% CI, the tail, and what ended the timing, in host times."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def _p99_cell(row: Row) -> str:
 
 
 def own_stream(record: Record) -> bool:
-    """Whether ``record``'s runtime ran its CUDA work on a stream of its own (ONNX Runtime with its CUDA or TensorRT
-    provider first), whose kernels the CUDA events on torch's stream do not bracket."""
+    """Whether ``record``'s runtime ran its CUDA work on a stream of its own, which torch's CUDA events miss."""
     providers = ((record.build or {}).get("info") or {}).get("providers") or [None]
     return providers[0] in (CUDA, TENSORRT)
 

@@ -1,5 +1,4 @@
-"""Speedup over eager at the row's own reduced float precision (fp16 on CUDA, bf16), timed in the same rounds;
-shown only where some row has it."""
+"""Speedup over eager at the row's own reduced float precision (fp16, bf16), where some row has it."""
 
 from __future__ import annotations
 

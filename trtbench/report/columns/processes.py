@@ -1,5 +1,4 @@
-"""Replicate processes: how many worker processes timed each row and how far apart their medians were, and the
-notes that name rows whose processes disagreed, with what differed between them (``metrics["processes"]``)."""
+"""Replicate processes: how many timed each row, their spread, and the rows whose processes disagreed."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def turn_notes(records: Sequence[Record]) -> list[str]:
 
 
 def demand_notes(records: Sequence[Record]) -> list[str]:
-    """How many processes raced rows got and why: 2 at each point, and a further one where the spread between
-    processes made most of a contender's interval (``metrics["race"]["processes"]``)."""
+    """How many processes raced rows got and why (``metrics["race"]["processes"]``)."""
     race = [(r, r.metrics["race"]) for r in records if "race" in r.metrics]
     if not race:
         return []

@@ -1,5 +1,4 @@
-"""The column registry: a :class:`ColumnSet` declares some report columns (read from a table row) and their CSV
-fields, and the tables iterate :func:`registered`, so adding columns is one module that calls :func:`register`."""
+"""The column registry: a :class:`ColumnSet` declares report columns and CSV fields; the tables iterate it."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ def _always(rows: Sequence[Row]) -> bool:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the speedup table: its header (text, or made from the table's rows: what an interval covers)
-    and a row's cell ("" where the row has no value)."""
+    """A column of the speedup table: its header (text, or made from the table's rows) and a row's cell."""
 
     header: str | Callable[[Sequence[Row]], str]
     cell: Callable[[Row], str]
@@ -28,8 +26,7 @@ class Column:
 
 @dataclass(frozen=True)
 class ColumnSet:
-    """A named set of report columns: its table columns (shown when ``shown(rows)``), and its CSV fields
-    with a row's values for them."""
+    """A named set of report columns (shown when ``shown(rows)``) and CSV fields with a row's values."""
 
     name: str
     columns: tuple[Column, ...]

@@ -1,5 +1,4 @@
-"""The generate scenario (:mod:`.scenario`); its public face is what LLM serving reads (no other scenario imports
-its modules)."""
+"""The generate scenario (:mod:`.scenario`); its public face is what LLM serving reads."""
 
 from trtbench.scenarios.generate.result import DecoderPoint, GeneratePoint, GenerateRecord
 from trtbench.scenarios.generate.scenario import Generate, decoder_folder

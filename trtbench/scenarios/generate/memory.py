@@ -1,5 +1,4 @@
-"""The generate scenario's memory budget: each decoder worker's estimate, and the groups of workers that fit it
-together, each with eager fp32 (docs/generate.md, "Memory")."""
+"""The generate scenario's memory budget and the groups of workers that fit it (docs/generate.md, "Memory")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The generate scenario's save: each accurate slot of a closed memory group publishes its artifact, and its rows
-are yielded again with the artifact's cold start, or failed where it cannot ship."""
+"""The generate scenario's save: each accurate slot of a closed memory group publishes its artifact."""
 
 from __future__ import annotations
 

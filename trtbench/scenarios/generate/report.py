@@ -1,5 +1,4 @@
-"""The generate scenario's report section: the metric definitions, a table per build group of every decoder's
-figures, the cold starts, energy and memory, the recommendation per point, and two plots."""
+"""The generate scenario's report section: per build group every decoder's figures, the recommendations, plots."""
 
 from __future__ import annotations
 

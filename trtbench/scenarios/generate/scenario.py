@@ -1,7 +1,4 @@
-"""The generate scenario: a causal language model's TTFT, TPOT, tokens/s and E2E on every listed decoder.
-
-More: docs/generate.md, "Module notes", trtbench/scenarios/generate/scenario.py.
-"""
+"""The generate scenario: a causal LM's token latencies on every decoder (more: docs/generate.md, "Module notes")."""
 
 from __future__ import annotations
 

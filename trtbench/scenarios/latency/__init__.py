@@ -1,5 +1,4 @@
-"""The latency scenario: every variant at every point checked and timed, interleaved, one call at a time
-(:mod:`.scenario`); its report section (:mod:`.report`)."""
+"""The latency scenario: every variant at every point checked and timed (:mod:`.scenario`), and its report."""
 
 from trtbench.scenarios.latency.scenario import Latency
 

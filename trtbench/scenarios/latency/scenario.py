@@ -1,5 +1,4 @@
-"""The latency scenario (the default): every variant of a build group at each point checked against eager fp32 and
-timed interleaved, one call at a time: one :class:`~trtbench.core.record.Record` per requested variant."""
+"""The latency scenario (the default): each variant at each point checked against eager fp32 and timed."""
 
 from __future__ import annotations
 
@@ -94,8 +93,7 @@ def _median(values: list[float]) -> float | None:
 
 def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation, tick: Callable[[], None],
                   stopped: frozenset = frozenset()) -> list[Record]:
-    """One record per variant and precision of ``built``'s group at ``point``, in the group's slot order; those
-    ``stopped`` by an earlier turn's race are not timed again."""
+    """One record per slot of ``built``'s group at ``point``; those ``stopped`` by an earlier turn's race not timed."""
     group, outcomes = built.group, built.outcomes
     slots = [(group.slot_id(e.name, p), group.case(e, point, p)) for e, p in group.slots()]
     inputs = {p: c.inputs[point.label] for p, c in built.copies.items()}

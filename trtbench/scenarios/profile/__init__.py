@@ -1,5 +1,4 @@
-"""The profile scenario: where one variant's time and memory go (:mod:`.scenario`); its report section
-(:mod:`.report`)."""
+"""The profile scenario: where one variant's time and memory go (:mod:`.scenario`), and its report section."""
 
 from trtbench.scenarios.profile.scenario import Profile, ProfilePart
 

@@ -1,5 +1,4 @@
-"""Report sections for profiles: the ``profiles`` data of :func:`trtbench.profiling.runner.run_profiles`
-as Markdown, and the slowest-layers figures drawn from it."""
+"""Report sections for profiles: the ``profiles`` data as Markdown, and the slowest-layers figures."""
 
 from __future__ import annotations
 

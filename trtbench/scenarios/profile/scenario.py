@@ -1,5 +1,4 @@
-"""The profile scenario: where one variant's time and memory go, once per run at the profile's precision (the
-sections themselves: :mod:`trtbench.profiling`)."""
+"""The profile scenario: where one variant's time and memory go, once per run (:mod:`trtbench.profiling`)."""
 
 from __future__ import annotations
 
