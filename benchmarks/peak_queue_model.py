@@ -164,7 +164,7 @@ def search(model: QueueModel, run, plan: pe.SearchPlan) -> Interval:
         queries = plan.queries_at(qps)
         if used + queries > BUDGET:
             return steps_estimate(model, steps)
-        steps.append(pe.Step(qps, len(steps), np.asarray(run(qps, queries), dtype=bool)))
+        steps.append(pe.LoadStep(qps, len(steps), np.asarray(run(qps, queries), dtype=bool)))
         used += queries
         point = steps_estimate(model, steps).value if any(s.late.any() for s in steps) else math.nan
 

@@ -21,7 +21,7 @@ class SharePanel:
     steps: tuple  # the search's steps (serving's loadgen Step: qps, share, late, queries)
     allowed: float
     peak: float
-    interval: Any  # its PeakInterval (estimate, reader): the layer above's type, named here by what is read
+    interval: Any  # its PeakEstimate (estimate, reader): the layer above's type, named here by what is read
 
 
 def _wilson(late: int, queries: int) -> tuple[float, float]:

@@ -27,7 +27,7 @@ from helpers.records import two_variant_set
 from trtbench.core.errors import UserInputError
 from trtbench.core.stats import Interval
 from trtbench.scenarios.serving.loadgen.peak_estimate import (QUEUE_STEPS, Budget, ConfirmNeeds, QueueReader, Search,
-                                                              SearchPlan, Step, block_counts, replicate_counts,
+                                                              SearchPlan, LoadStep, block_counts, replicate_counts,
                                                               search_peak)
 from trtbench.pipeline.merge import merge_runs
 from trtbench.results.resultset import ResultSet
@@ -37,7 +37,7 @@ from trtbench.scenarios.serving.vision.report import recommend_serving, serving_
 from trtbench.scenarios.serving.vision.result import LoadGenRun, ServedCase, ServingResult
 from trtbench.api import compare
 from trtbench.results.compare import compare_serving
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, Verdict, searched_peak
+from trtbench.scenarios.serving.loadgen.peaks import PeakEstimate, Verdict, searched_peak
 from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_RULE, LEGACY_RULE, binomial_cdf, early_stopping_queries,
                                                      late_count, least_queries, passes, resolving_queries, rule_name)
 from trtbench.scenarios.serving.loadgen.queue_model import QueueModel
@@ -267,11 +267,11 @@ def test_where_the_budget_cannot_hold_the_confirming_run_the_report_says_what_it
             f"{search.confirm_needs.late_share:.2%} late the fitted curve expects at {interval.estimate.low:.1f}, "
             "more than the budget had left") in interval.text()
     stored = json.loads(json.dumps(interval.to_dict()))
-    read = PeakInterval.from_dict(stored, peak)
+    read = PeakEstimate.from_dict(stored, peak)
     assert read == dataclasses.replace(interval, seconds=round(interval.seconds, 3))
     assert read.to_dict() == stored and stored["confirm_needs"]["queries"] == 40_000
     older = {**stored, "confirm_needs": [stored["confirm_needs"]["late_share"], 40_000]}
-    assert PeakInterval.from_dict(older, peak) == read, "results written before it was named"
+    assert PeakEstimate.from_dict(older, peak) == read, "results written before it was named"
 
 
 def test_loadgens_early_stopping_queries_at_a_late_share():
@@ -321,12 +321,12 @@ def test_the_bootstrap_resamples_the_same_blocks_at_every_step_of_a_repeat():
     late = np.zeros(1000, dtype=bool)
     late[100:120] = True  # one burst of 20 late queries
     rng = np.random.default_rng(0)
-    together, _ = replicate_counts([Step(40.0, 0, late), Step(50.0, 0, late)], rng, 200)
+    together, _ = replicate_counts([LoadStep(40.0, 0, late), LoadStep(50.0, 0, late)], rng, 200)
     assert np.array_equal(together[:, 0], together[:, 1]) and together[:, 0].std() > 0
-    apart, queries = replicate_counts([Step(40.0, 0, late), Step(50.0, 1, late)], rng, 200)
+    apart, queries = replicate_counts([LoadStep(40.0, 0, late), LoadStep(50.0, 1, late)], rng, 200)
     assert not np.array_equal(apart[:, 0], apart[:, 1])
     assert queries.sum(1) == pytest.approx(np.full(200, 2000.0), abs=1000), "as many queries as the steps, on average"
-    counts, per_block = block_counts([Step(40.0, 0, late), Step(50.0, 0, late[:450])])
+    counts, per_block = block_counts([LoadStep(40.0, 0, late), LoadStep(50.0, 0, late[:450])])
     assert counts.shape == (2, 10) and counts[1].sum() == 20 and per_block[1].tolist() == [100] * 4 + [50] + [0] * 5
 
 
@@ -340,7 +340,7 @@ def estimated_set(peak: float, low: float, high: float, env: str = "env-a", rule
     results = two_variant_set(env)
     eager = next(r for r in results if r.case.variant == "eager")
     confirm = LoadGenRun(low, 3, LoadGenSummary(True, low, low, {"p99": 30.0}), True, (12.0, 45.0), confirm=True)
-    interval = PeakInterval(Interval(peak, low, high, 0.9), "budget", 9800, 230.0, verdict=Verdict(True, 0.5)) \
+    interval = PeakEstimate(Interval(peak, low, high, 0.9), "budget", 9800, 230.0, verdict=Verdict(True, 0.5)) \
         if rule == ESTIMATE_RULE else None
     results.add(ServedCase(eager.case.key, env, (ServingResult(
         loadgen_scenario="server", workers=1, threads=2, bound_ms=40.0, percentile=0.99, peak_rule=rule,
@@ -375,7 +375,7 @@ def test_results_written_before_the_estimate_load_with_their_rule_and_spread():
     assert old.peak_qps == 40.0 and not old.runs[0].confirm and old.runs[0].late_flags(40.0) == [False, True]
     new = estimated_set(40.0, 38.0, 42.0)
     (estimated,) = ResultSet.from_dict(json.loads(json.dumps(new.to_dict()))).parts("served")[0].results
-    assert estimated.interval == PeakInterval(Interval(40.0, 38.0, 42.0, 0.9), "budget", 9800, 230.0,
+    assert estimated.interval == PeakEstimate(Interval(40.0, 38.0, 42.0, 0.9), "budget", 9800, 230.0,
                                               verdict=Verdict(True, 0.5))
     assert estimated.peak_run.confirm and estimated.peak_interval == Interval(40.0, 38.0, 42.0, 0.9)
     table = serving_markdown(new, [])
@@ -405,12 +405,12 @@ def test_an_invalid_confirming_run_says_it_saw_more_late_queries_than_it_was_siz
     """LoadGen fails a confirming run that saw more late queries than the fitted curve expected: the verdict says
     both shares; one that saw no more than expected (or was not sized) gives its late share alone."""
     estimate, facts = Interval(110.0, 101.8, 125.8, 0.9), ("budget", 9491, 84.0)
-    over = PeakInterval(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(False, 0.0069))
+    over = PeakEstimate(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(False, 0.0069))
     assert over.confirm_text == ("INVALID at 101.8 (late share 0.69%: more than the 0.41% the fitted curve expected "
                                  "there, which the run was sized to pass)")
-    assert PeakInterval(estimate, *facts, verdict=Verdict(False, 0.0069)).confirm_text == \
+    assert PeakEstimate(estimate, *facts, verdict=Verdict(False, 0.0069)).confirm_text == \
         "INVALID at 101.8 (late share 0.69%)"
-    assert PeakInterval(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(True, 0.003)).confirm_text == \
+    assert PeakEstimate(estimate, *facts, ConfirmNeeds(0.0041, 1307), Verdict(True, 0.003)).confirm_text == \
         "VALID at 101.8"
 
 

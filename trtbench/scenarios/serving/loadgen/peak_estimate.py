@@ -35,7 +35,7 @@ RIDGE = 1e-6  # keeps the fit's Hessian invertible where a replicate saw no late
 
 
 @dataclass(frozen=True)
-class Step:
+class LoadStep:
     """One step of a search: its load, repeat, each query's late flag in issue order, its ``run``."""
 
     qps: float
@@ -94,7 +94,7 @@ def _crossing(a: np.ndarray, b: np.ndarray, allowed: float, centre: float) -> np
         return np.where(b > 0, np.exp(log_qps + centre), np.nan)
 
 
-def block_counts(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray]:
+def block_counts(steps: Sequence[LoadStep]) -> tuple[np.ndarray, np.ndarray]:
     """Each step's late queries and queries per block of :data:`BLOCK` query indices (steps x blocks)."""
     blocks = max(-(-s.queries // BLOCK) for s in steps)
     late, queries = np.zeros((len(steps), blocks)), np.zeros((len(steps), blocks))
@@ -105,7 +105,7 @@ def block_counts(steps: Sequence[Step]) -> tuple[np.ndarray, np.ndarray]:
     return late, queries
 
 
-def _centred(steps: Sequence[Step]) -> tuple[np.ndarray, float]:
+def _centred(steps: Sequence[LoadStep]) -> tuple[np.ndarray, float]:
     """Each step's log load less their mean, and that mean."""
     log_qps = np.log([s.qps for s in steps])
     return log_qps - log_qps.mean(), float(log_qps.mean())
@@ -121,7 +121,7 @@ class Curve:
     centre: float
 
     @classmethod
-    def fit(cls, steps: Sequence[Step]) -> Curve:
+    def fit(cls, steps: Sequence[LoadStep]) -> Curve:
         log_qps, centre = _centred(steps)
         late, queries = np.array([s.late.sum() for s in steps], float), np.array([s.queries for s in steps], float)
         a, b = _fit(late[None], queries[None], log_qps[None])
@@ -131,7 +131,7 @@ class Curve:
         """The late share at ``log_qps``, the log of the load (a number or an array)."""
         return _logistic(self.a, self.b, log_qps - self.centre)
 
-    def crossing(self, steps: Sequence[Step], allowed: float) -> tuple[float, float]:
+    def crossing(self, steps: Sequence[LoadStep], allowed: float) -> tuple[float, float]:
         """The load where the curve reaches ``allowed`` (nan where none), and the width over it of the 90% interval
         were the queries of ``steps`` (those it was fitted to) independent (from the fit's Fisher information)."""
         log_qps = np.log([s.qps for s in steps]) - self.centre
@@ -152,7 +152,8 @@ class Curve:
         return point, math.exp(min(Z_LEVEL * spread, 50.0)) - math.exp(-Z_LEVEL * spread)
 
 
-def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates: int) -> tuple[np.ndarray, np.ndarray]:
+def replicate_counts(steps: Sequence[LoadStep], rng: np.random.Generator,
+                     replicates: int) -> tuple[np.ndarray, np.ndarray]:
     """Each bootstrap replicate's late queries and queries per step (replicates x steps): repeats drawn with
     replacement, and within each one blocks of query indices, the same blocks at every step of the repeat."""
     late, queries = block_counts(steps)
@@ -169,7 +170,7 @@ def replicate_counts(steps: Sequence[Step], rng: np.random.Generator, replicates
     return np.einsum("rjs,sj->rs", step_weights, late), np.einsum("rjs,sj->rs", step_weights, queries)
 
 
-def _bootstrap(steps: Sequence[Step], allowed: float, point: float, rng: np.random.Generator) -> Interval:
+def _bootstrap(steps: Sequence[LoadStep], allowed: float, point: float, rng: np.random.Generator) -> Interval:
     """The peak ``point`` the curve fitted to ``steps`` gives, with its 90% interval by the block bootstrap, both less
     the replicates' median bias."""
     if not math.isfinite(point):
@@ -183,7 +184,7 @@ def _bootstrap(steps: Sequence[Step], allowed: float, point: float, rng: np.rand
     return Interval(float(point - bias), float(max(low - bias, 0.0)), float(high - bias), LEVEL)
 
 
-def _bracket(steps: Sequence[Step], allowed: float, ceiling: float) -> Optional[Bracket]:
+def _bracket(steps: Sequence[LoadStep], allowed: float, ceiling: float) -> Optional[Bracket]:
     """The bisection's bracket up to ``ceiling`` while no step within the ``allowed`` share lies below one over it;
     None once one does."""
     over = [s.qps for s in steps if s.share > allowed]
@@ -194,7 +195,7 @@ def _bracket(steps: Sequence[Step], allowed: float, ceiling: float) -> Optional[
     return Bracket(max((q for q in under if q < hi), default=0.0), hi, len(steps))
 
 
-def _readable(steps: Sequence[Step]) -> list[Step]:
+def _readable(steps: Sequence[LoadStep]) -> list[LoadStep]:
     """The steps with queries, or none where no step saw a late query (nothing to read yet)."""
     counted = [s for s in steps if s.queries]
     return counted if any(s.late.any() for s in counted) else []
@@ -223,10 +224,10 @@ class StepReader(Protocol):
     name: ClassVar[str]
     label: ClassVar[str]
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading: ...
+    def read(self, steps: Sequence[LoadStep], plan: SearchPlan) -> Reading: ...
 
     @staticmethod
-    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]: ...
+    def expected_shares(steps: Sequence[LoadStep], qps: np.ndarray) -> Optional[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ class CurveReader:
     name: ClassVar[str] = "curve"
     label: ClassVar[str] = "the fitted curve"
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
+    def read(self, steps: Sequence[LoadStep], plan: SearchPlan) -> Reading:
         read = _readable(steps)
         curve = Curve.fit(read) if read else None
         point, width = curve.crossing(read, plan.allowed) if curve else (math.nan, math.inf)
@@ -248,7 +249,7 @@ class CurveReader:
                        interval=lambda rng: _bootstrap(read, plan.allowed, point, rng))
 
     @staticmethod
-    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
+    def expected_shares(steps: Sequence[LoadStep], qps: np.ndarray) -> Optional[np.ndarray]:
         return Curve.fit(steps).share(np.log(qps))
 
 
@@ -259,11 +260,11 @@ class QueueReader:
     capacity times the last of :data:`QUEUE_STEPS`, then the steps go at each of them times the estimate, in turn;
     once a step is late no bracket closes the search, as a step that is not late still tells how far the peak is."""
 
-    queue: Callable[[Sequence[Step]], QueueModel]
+    queue: Callable[[Sequence[LoadStep]], QueueModel]
     name: ClassVar[str] = "queue"
     label: ClassVar[str] = "the queue model"
 
-    def read(self, steps: Sequence[Step], plan: SearchPlan) -> Reading:
+    def read(self, steps: Sequence[LoadStep], plan: SearchPlan) -> Reading:
         read, ceiling = _readable(steps), plan.capacity * QUEUE_STEPS[-1]
         bracket = _bracket(steps, plan.allowed, ceiling)
         if not read:
@@ -280,7 +281,7 @@ class QueueReader:
                        interval=lambda rng: estimate)
 
     @staticmethod
-    def expected_shares(steps: Sequence[Step], qps: np.ndarray) -> Optional[np.ndarray]:
+    def expected_shares(steps: Sequence[LoadStep], qps: np.ndarray) -> Optional[np.ndarray]:
         return None
 
 
@@ -329,10 +330,10 @@ class Search:
     """A finished search: why it stopped, its confirming run at the interval's low end (or None), what that run needs
     and the name of the reader that read the steps."""
 
-    steps: tuple[Step, ...]
+    steps: tuple[LoadStep, ...]
     estimate: Interval
     stopped_by: StopReason
-    confirm: Optional[Step]
+    confirm: Optional[LoadStep]
     queries: int
     seconds: float
     confirm_needs: ConfirmNeeds = ConfirmNeeds()
@@ -350,7 +351,7 @@ class SearchState:
     plan: SearchPlan
     reading: Reading
     started: float = field(default_factory=time.monotonic)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[LoadStep] = field(default_factory=list)
     used: int = 0
     drawn: Interval = NO_ESTIMATE
 
@@ -381,7 +382,7 @@ class SearchState:
             needs = ConfirmNeeds(share, self.plan.confirm_queries(estimate.low, share))
         if needs.queries is not None and self.used + needs.queries <= self.plan.budget.queries:
             late, made = run(estimate.low, len(self.steps), needs.queries)
-            confirm = Step(estimate.low, len(self.steps), np.asarray(late, dtype=bool), made)
+            confirm = LoadStep(estimate.low, len(self.steps), np.asarray(late, dtype=bool), made)
             self.used += len(late)
         return Search(tuple(self.steps), estimate, stopped_by, confirm, self.used, self.seconds, needs,
                       self.plan.reader.name)
@@ -399,7 +400,7 @@ def search_peak(run: RunStep, plan: SearchPlan, rng: np.random.Generator) -> Sea
         if state.used + need > plan.budget.queries or over_time:
             break
         late, made = run(qps, len(steps), plan.queries_at(qps))
-        steps.append(Step(qps, len(steps), np.asarray(late, dtype=bool), made))
+        steps.append(LoadStep(qps, len(steps), np.asarray(late, dtype=bool), made))
         state.used += len(late)
         state.reading = reading = plan.reader.read(steps, plan)
         bracket = reading.bracket

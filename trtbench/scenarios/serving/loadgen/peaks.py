@@ -36,7 +36,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class PeakInterval:
+class PeakEstimate:
     """A joint estimate's peak with its 90% interval, why the search stopped, what it took, what a confirming run at
     the low end needs (None: no estimate to confirm; read from a list ``[late_share, queries]`` in results written
     before it was named), LoadGen's verdict on that run (None: none was made), and the name of the reader that read
@@ -60,7 +60,7 @@ class PeakInterval:
                 "read_by": self.read_by}
 
     @classmethod
-    def from_dict(cls, data: Optional[dict], peak: float) -> Optional["PeakInterval"]:
+    def from_dict(cls, data: Optional[dict], peak: float) -> Optional["PeakEstimate"]:
         """The dict :meth:`to_dict` wrote, its interval about ``peak``."""
         if data is None:
             return None
@@ -100,22 +100,22 @@ class PeakInterval:
                 f"{self.confirm_text})")
 
 
-def searched_peak(search: Search, capacity: float, valid: Optional[bool]) -> PeakInterval:
-    """A joint estimate's :class:`PeakInterval` (0 in [0, capacity] without a crossing; ``valid``: LoadGen's verdict
+def searched_peak(search: Search, capacity: float, valid: Optional[bool]) -> PeakEstimate:
+    """A joint estimate's :class:`PeakEstimate` (0 in [0, capacity] without a crossing; ``valid``: LoadGen's verdict
     on the confirming run, None where none was made)."""
     estimate, confirm = search.estimate, search.confirm
     verdict = None if valid is None else Verdict(valid, confirm.share)
     facts = (search.stopped_by, search.queries, search.seconds)
     if not (math.isfinite(estimate.value) and math.isfinite(estimate.low)):
-        return PeakInterval(Interval(0.0, 0.0, capacity, LEVEL), *facts, None, verdict, search.read_by)
-    return PeakInterval(estimate, *facts, search.confirm_needs, verdict, search.read_by)
+        return PeakEstimate(Interval(0.0, 0.0, capacity, LEVEL), *facts, None, verdict, search.read_by)
+    return PeakEstimate(estimate, *facts, search.confirm_needs, verdict, search.read_by)
 
 
 class RepeatedPeaks:
     """Mixin of a serving result holding ``peaks``: per repeat, the highest load that passed."""
 
     peaks: tuple[float, ...]
-    interval: Optional[PeakInterval]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
+    interval: Optional[PeakEstimate]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
     percentile: float  # the bounds apply to it (0.99: p99)
 
     @property

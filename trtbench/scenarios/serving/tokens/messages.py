@@ -18,14 +18,15 @@ from trtbench.workers.loop import Worker
 
 @dataclass(frozen=True)
 class Stream:
-    """The request at ``label``, its steps in ``marks`` announced (:class:`Step`); the last reply: :class:`Streamed`."""
+    """The request at ``label``, its steps in ``marks`` announced (:class:`StepsDone`); the last reply:
+    :class:`Streamed`."""
 
     label: str
     marks: frozenset[int]
 
 
 @dataclass(frozen=True)
-class Step:
+class StepsDone:
     """The request reached ``steps`` steps."""
 
     steps: int
@@ -42,7 +43,8 @@ class Streamed:
 def _stream(hosted: Hosted, request: Stream) -> Streamed:
     conn = hosted.conn
     with torch.inference_mode():
-        streamed = hosted.calls[request.label](lambda steps: conn.send(Step(steps)) if steps in request.marks else None)
+        streamed = hosted.calls[request.label](
+            lambda steps: conn.send(StepsDone(steps)) if steps in request.marks else None)
     return Streamed(tuple(streamed["stamps"]))
 
 
@@ -57,7 +59,7 @@ def send_stream(worker: Worker, label: str, marks: frozenset[int]) -> None:
     worker.send(Stream(label, marks))
 
 
-def stream_reply(worker: Worker, timeout_s: float) -> Union[Step, Streamed]:
+def stream_reply(worker: Worker, timeout_s: float) -> Union[StepsDone, Streamed]:
     """The next answer to a stream; a worker silent for ``timeout_s`` is killed."""
     return worker.answer("stream", timeout_s, "a request")
 

@@ -20,7 +20,7 @@ from trtbench.core.knobs import Knobs
 from trtbench.scenarios.serving.tokens import messages
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
 from trtbench.measure.engine_timing import Done, First
-from trtbench.scenarios.serving.tokens.messages import Step, engine_reply, send_admit, send_stream, stream_reply
+from trtbench.scenarios.serving.tokens.messages import StepsDone, engine_reply, send_admit, send_stream, stream_reply
 from trtbench.scenarios.serving.tokens.run import Serve
 from trtbench.workers.loop import Failed, Worker, WorkerError, spawn_workers, start_workers
 
@@ -44,7 +44,7 @@ def worker_server(worker: Worker, timeout_s: float) -> Serve:
     def serve(lengths: Sequence[tuple[int, int]], reached) -> Sequence[float]:
         marks = frozenset({1, *(new for _, new in lengths)})
         send_stream(worker, request_label(len(lengths), max(p for p, _ in lengths), max(marks)), marks)
-        while isinstance(reply := stream_reply(worker, timeout_s), Step):
+        while isinstance(reply := stream_reply(worker, timeout_s), StepsDone):
             reached(reply.steps)
         return reply.stamps
 

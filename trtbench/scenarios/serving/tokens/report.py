@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.core.status import Status
 from trtbench.report.colors import marker
-from trtbench.scenarios.serving.loadgen.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import LoadStep
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot, ReportSection
 from trtbench.report.late_share import SharePanel, late_share_plot
@@ -111,7 +111,7 @@ def decoder_share_panels(results) -> list[SharePanel]:
     """A late-share panel per result whose peak is a joint estimate."""
     return [SharePanel(f"{part.model} {part.slot} {part.point} {result.label}",
                        f"late share (over {result.bounds_text})",
-                       tuple(Step(step.offered_qps, step.repeat,
+                       tuple(LoadStep(step.offered_qps, step.repeat,
                                   np.array(step.late_flags(result.ttft_bound_ms, result.tpot_bound_ms), dtype=bool))
                              for step in result.steps if not step.confirm and step.queries),
                        1 - result.percentile, result.peak_qps, result.interval)

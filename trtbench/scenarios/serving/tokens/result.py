@@ -12,7 +12,7 @@ from trtbench.core.codec import Coded, key
 from trtbench.core.part import register_part
 from trtbench.core.status import Status
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
+from trtbench.scenarios.serving.loadgen.peaks import PeakEstimate, RepeatedPeaks
 from trtbench.scenarios.generate import DecoderPoint
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
 from trtbench.scenarios.serving.tokens.run import nearest_rank
@@ -82,7 +82,7 @@ class DecoderServingResult(RepeatedPeaks, Coded):
     log_dir: str = ""  # relative to the run's output directory
     batching: Optional[dict] = None  # mode, max_batch and a static batch's window_ms; None: one query at a time
     lengths: dict = field(default_factory=dict)
-    interval: Optional[PeakInterval] = None  # a joint estimate's (its one peak's); None for a bisection's
+    interval: Optional[PeakEstimate] = None  # a joint estimate's (its one peak's); None for a bisection's
 
     @property
     def bounds_text(self) -> str:

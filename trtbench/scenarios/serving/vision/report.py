@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from trtbench.core.env import environment_name
 from trtbench.core.record import Record
-from trtbench.scenarios.serving.loadgen.peak_estimate import Step
+from trtbench.scenarios.serving.loadgen.peak_estimate import LoadStep
 from trtbench.report.colors import marker, variant_colors
 from trtbench.report.plots import finish, label_axes
 from trtbench.report.section import Plot
@@ -138,7 +138,8 @@ def share_panels(results: ResultSet) -> list[SharePanel]:
     """A panel per served configuration whose peak is a joint estimate."""
     return [SharePanel(f"{record.case.label} {record.case.precision} {result.label}",
                        f"late share (over {result.bound_ms:g} ms)",
-                       tuple(Step(run.offered_qps, run.repeat, np.array(run.late_flags(result.bound_ms), dtype=bool))
+                       tuple(LoadStep(run.offered_qps, run.repeat,
+                                      np.array(run.late_flags(result.bound_ms), dtype=bool))
                              for run in result.runs if not run.confirm and run.latencies_ms),
                        1 - result.percentile, result.peak_qps, result.interval)
             for record, result in served(results) if result.interval is not None]

@@ -12,7 +12,7 @@ import numpy as np
 from trtbench.core.codec import Coded, key
 from trtbench.core.part import register_part
 from trtbench.scenarios.serving.loadgen.summary import LoadGenSummary
-from trtbench.scenarios.serving.loadgen.peaks import PeakInterval, RepeatedPeaks
+from trtbench.scenarios.serving.loadgen.peaks import PeakEstimate, RepeatedPeaks
 from trtbench.scenarios.serving.loadgen.rule import LEGACY_RULE
 from trtbench.core.status import Status
 
@@ -62,7 +62,7 @@ class ServingResult(RepeatedPeaks, Coded):
     runs: tuple[LoadGenRun, ...] = ()
     log_dir: str = ""  # relative to the run's output directory
     worker_facts: dict = field(default_factory=dict)  # what a worker reported: pid, threads, runtime threads, hosts
-    interval: Optional[PeakInterval] = None
+    interval: Optional[PeakEstimate] = None
 
     @property
     def peak_run(self) -> Optional[LoadGenRun]:
