@@ -70,6 +70,11 @@ def test_negative_warmup_or_switch_in(tiny_config, write_config, capsys, key, fi
     expect_error(write_config(tiny_config), capsys, f"benchmark.{key}", "must not be negative", fix)
 
 
+def test_an_unknown_schedule_names_the_key_and_the_choices(tiny_config, write_config, capsys):
+    tiny_config["benchmark"]["schedule"] = "busy"
+    expect_error(write_config(tiny_config), capsys, "benchmark.schedule", "interleaved", "steady")
+
+
 @pytest.mark.parametrize("key,value", [("iterations", 0), ("min_iterations", 0), ("max_time_s", 0), ("threads", 0),
                                        ("max_build_s", 0)])
 def test_non_positive_counts(tiny_config, write_config, capsys, key, value):

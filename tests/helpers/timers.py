@@ -16,8 +16,10 @@ class ScriptedCost:
         self.ms = itertools.cycle(cycle_ms)
         self.calls = 0  # asked for, in all
         self.switch_ins = 0
+        self.lead_ins = 0  # untimed calls before the timed ones, in all
 
-    def block(self, calls: int, switch_in: bool = False) -> Block:
+    def block(self, calls: int, lead_in: int = 0) -> Block:
         self.calls += calls
-        self.switch_ins += switch_in
+        self.switch_ins += lead_in > 0
+        self.lead_ins += lead_in
         return Block([next(self.ms) for _ in range(calls)])

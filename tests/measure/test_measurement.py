@@ -109,9 +109,9 @@ class _Logged(ScriptedCost):
         super().__init__(1.0)
         self.order, self.unit = order, unit
 
-    def block(self, calls: int, switch_in: bool = False):
+    def block(self, calls: int, lead_in: int = 0):
         self.order.append(self.unit)
-        return super().block(calls, switch_in)
+        return super().block(calls, lead_in)
 
 
 def test_replicate_processes_take_the_rounds_in_turn_and_stop_at_a_cycles_end():
@@ -301,3 +301,17 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
     never = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
     measure_interleaved(never, CPU, dataclasses.replace(timing, switch_in_below_s=0))
     assert (never["short"].switch_ins, never["long"].switch_ins) == (0, 0)
+
+
+def test_the_steady_schedule_times_each_block_after_a_blocks_worth_of_untimed_calls():
+    """``schedule: steady`` reads a server that never idles: each block's timed calls come after as many untimed
+    back-to-back calls (whatever the call's length); interleaved leads in with the switch-in call alone."""
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=20, switch_in_below_s=0.1)
+    interleaved = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
+    measure_interleaved(interleaved, CPU, timing)
+    assert [t.lead_ins for t in interleaved.values()] == [10, 0]  # 10 rounds of 2 calls: one switch-in call each
+    steady = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
+    results = measure_interleaved(steady, CPU, dataclasses.replace(timing, schedule="steady"))
+    assert [t.lead_ins for t in steady.values()] == [20, 20]
+    assert all(len(r.samples) == 20 for r in results.values())  # the lead-in calls are no samples
+

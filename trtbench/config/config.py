@@ -28,7 +28,7 @@ from trtbench.profiling.config import ProfileConfig
 from trtbench.scenarios.entries import DEFAULT as DEFAULT_SCENARIOS, check_scenarios, parse_scenarios
 from trtbench.scenarios.profile.scenario import Profile
 from trtbench.scenarios.serving.vision.config import ServingConfig
-from trtbench.measure.timing import TimingSettings
+from trtbench.measure.timing import SCHEDULES, TimingSettings
 from trtbench.variants import VARIANTS, variant_class, variant_names
 
 ISOLATION_METHODS = ("process", "in_process")  # see trtbench.workers.isolation
@@ -97,6 +97,7 @@ class BenchmarkConfig:
                 raise UserInputError(schema.join(path, name), f"must not be negative, got {self._key(name)}",
                                      f"set it to 0 ({zero}) or more")
         schema.require_choice(self.timing.mode, ("fixed", "adaptive"), schema.join(path, "mode"))
+        schema.require_choice(self.timing.schedule, SCHEDULES, schema.join(path, "schedule"))
         if not self.shapes:
             raise UserInputError(schema.join(path, "shapes"), "is empty", "list at least one of: min, opt, max")
         for i, label in enumerate(self.shapes):

@@ -25,6 +25,7 @@ TARGET_REL_CI, MAX_TIME_S = 0.02, 20.0  # race: false's defaults
 FIXED_ROUNDS = 10  # fixed timing splits its iterations into this many rounds
 ALONE_BLOCKS = 3  # the interference check: blocks of the baseline timed alone after the rounds
 AFTER_SWITCH_IN = 2  # adaptive: timed calls at least, per block that starts with a switch-in call
+SCHEDULES = ("interleaved", "steady")  # benchmark.schedule (docs/measuring.md, "The schedule")
 
 
 @dataclass
@@ -43,6 +44,7 @@ class TimingSettings:
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
     block_s: float = 0.25  # one variant's share of a round (docs/measuring.md, "Interleaved rounds")
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
+    schedule: str = "interleaved"  # steady: each block's timed calls after a block's worth of untimed ones
 
     @property
     def racing(self) -> bool:
@@ -109,9 +111,9 @@ class Block:
 
 @runtime_checkable
 class BlockTimer(Protocol):
-    """Times blocks of calls of one variant at one point (``switch_in``: after one call timed apart)."""
+    """Times blocks of calls of one variant at one point, after ``lead_in`` untimed calls (the first timed apart)."""
 
-    def block(self, calls: int, switch_in: bool = False) -> Block: ...
+    def block(self, calls: int, lead_in: int = 0) -> Block: ...
 
 
 def synchronize(device: torch.device) -> None:
@@ -120,17 +122,18 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_calls(fn: Callable[[], object], device: torch.device, calls: int, switch_in: bool = False,
+def time_calls(fn: Callable[[], object], device: torch.device, calls: int, lead_in: int = 0,
                trackers: Sequence[Tracker] = ()) -> Block:
-    """``calls`` timed calls of ``fn``, ``trackers`` read around them; with ``switch_in``, after one call apart."""
+    """``calls`` timed calls of ``fn``, ``trackers`` read around them, after ``lead_in`` calls (the first's time kept
+    as the switch-in call's)."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None
-    if switch_in:
+    for n in range(lead_in):
         t0 = time.perf_counter_ns()
         fn()
         synchronize(device)
-        switch_in_ms = (time.perf_counter_ns() - t0) / 1e6
+        switch_in_ms = (time.perf_counter_ns() - t0) / 1e6 if n == 0 else switch_in_ms
     for tracker in trackers:
         tracker.start()
     for _ in range(calls):
@@ -162,8 +165,8 @@ class CallTimer:
         self.fn, self.device, self.settle = fn, device, settle
         self.trackers = block_trackers(device, counter_or_none(device))
 
-    def block(self, calls: int, switch_in: bool = False) -> Block:
-        timed = time_calls(self.fn, self.device, calls, switch_in, self.trackers)
+    def block(self, calls: int, lead_in: int = 0) -> Block:
+        timed = time_calls(self.fn, self.device, calls, lead_in, self.trackers)
         return dataclasses.replace(timed, settle=wait_until_idle() if self.settle else Settle(0.0, idle=True))
 
 
@@ -248,6 +251,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         call_s = _warm_up(processes, timing, warmed)
         switch_ins = {name: s < timing.switch_in_below_s for name, s in call_s.items()}
         blocks = _block_sizes(call_s, timing, switch_ins)
+        lead_ins = {name: blocks[name] if timing.schedule == "steady" else int(switch_ins[name]) for name in names}
         synchronize(device)
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         rounds = Rounds({name: len(timers_of) for name, timers_of in processes.items()})
@@ -259,7 +263,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 calls = min(calls, timing.iterations - sum(len(r) for r, p in zip(m.rounds, m.block_process)
                                                            if p == at.process))
             if calls > 0:
-                _keep(m, processes[at.variant][at.process].block(calls, switch_ins[at.variant]), at.process, at.round)
+                _keep(m, processes[at.variant][at.process].block(calls, lead_ins[at.variant]), at.process, at.round)
 
         def finished(rounds: Rounds) -> dict[str, str]:
             spent = time.perf_counter() - started  # a further process's start included: one budget for the point
@@ -288,7 +292,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         if baseline in results and len(names) > 1:
             alone = processes[baseline][0]
             results[baseline].alone = [s for _ in range(ALONE_BLOCKS)
-                                       for s in alone.block(blocks[baseline], switch_ins[baseline]).host_ms]
+                                       for s in alone.block(blocks[baseline], lead_ins[baseline]).host_ms]
         return results
     finally:
         if gc_was_enabled:

@@ -66,8 +66,13 @@ def timing_text(bench) -> str:
                f"(at least {timing.min_iterations} calls), at most {timing.cap_s:g} s per point")
     leaving = ("a variant leaves the rounds when the race stops it or the point ends" if timing.racing else
                "a variant whose median is precise leaves the rounds")
+    steady = (" (schedule: steady: each block's timed calls after a block's worth of untimed back-to-back calls, "
+              "as a server that never idles reads them)" if timing.schedule == "steady" else
+              " (schedule: interleaved: each block right after the others' blocks, as a server that idles between "
+              "requests reads it; benchmark.schedule: steady gives a busy server's figure)")
     return (f"Per point, the variants were warmed up ({timing.warmup} calls each, at least {timing.warmup_s:g} s in "
-            f"all) and then timed interleaved, in rounds of short blocks in rotating order; {how}. Each call is "
+            f"all) and then timed interleaved, in rounds of short blocks in rotating order{steady}; {how}. Each "
+            f"call is "
             f"timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
             f"{'each in a worker process of its own' if bench.isolation == 'process' else 'in this process'}; "
             f"{leaving} while eager stays as the drift reference, "

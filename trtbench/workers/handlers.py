@@ -43,11 +43,11 @@ HANDLERS: dict[type, Handler] = {}
 
 @dataclass(frozen=True)
 class TimeBlock:
-    """Time ``calls`` calls at ``label``, after a switch-in call where ``switch_in``; the reply: its ``Block``."""
+    """Time ``calls`` calls at ``label``, after ``lead_in`` untimed ones; the reply: its ``Block``."""
 
     label: str
     calls: int
-    switch_in: bool = False
+    lead_in: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _block(hosted: Hosted, request: TimeBlock) -> Block:
     """A timed block, answered once settled, with the CPU between."""
     between = (time.process_time() - hosted.idle_since_cpu) * 1e3
     with torch.inference_mode():
-        timed = time_calls(hosted.calls[request.label], hosted.device, request.calls, request.switch_in,
+        timed = time_calls(hosted.calls[request.label], hosted.device, request.calls, request.lead_in,
                            hosted.trackers)
     settle = wait_until_idle()
     hosted.idle_since_cpu = time.process_time()

@@ -254,8 +254,8 @@ class Worker:
         except (BrokenPipeError, OSError):
             raise WorkerError(f"{self.name}'s worker is gone ({self._exit_text()})") from None
 
-    def block(self, label: str, calls: int, switch_in: bool = False) -> Block:
-        self.send(TimeBlock(label, calls, switch_in))
+    def block(self, label: str, calls: int, lead_in: int = 0) -> Block:
+        self.send(TimeBlock(label, calls, lead_in))
         return self._receive(f"time {calls} call(s) at {label}")
 
     def check(self, label: str) -> CheckedCall:
@@ -307,8 +307,8 @@ class WorkerTimer:
     def __init__(self, worker: Worker, label: str):
         self.worker, self.label = worker, label
 
-    def block(self, calls: int, switch_in: bool = False) -> Block:
-        return self.worker.block(self.label, calls, switch_in)
+    def block(self, calls: int, lead_in: int = 0) -> Block:
+        return self.worker.block(self.label, calls, lead_in)
 
 
 def spawn_workers(count: int, timeout_s: float, log_dir: Optional[Path] = None, knobs: Knobs = Knobs(),

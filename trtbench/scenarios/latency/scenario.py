@@ -49,9 +49,9 @@ class _Tagged:
     def __init__(self, name: str, timer: BlockTimer):
         self.name, self.timer = name, timer
 
-    def block(self, calls: int, switch_in: bool = False) -> Block:
+    def block(self, calls: int, lead_in: int = 0) -> Block:
         try:
-            return self.timer.block(calls, switch_in)
+            return self.timer.block(calls, lead_in)
         except Exception as err:
             raise _VariantFailed(self.name, err) from err
 
