@@ -1,7 +1,5 @@
-"""CIFAR-10 ResNets of depth 6n + 2 (He et al. 2016, section 4.2): the layer-wise timing study's (study 001).
-
-More: docs/backends.md, "Module notes", trtbench/models/cifar_resnet.py.
-"""
+"""CIFAR-10 ResNets of depth 6n + 2 (He et al. 2016, section 4.2): the layer-wise timing study's (study 001) (more:
+docs/backends.md, "Module notes", trtbench/models/cifar_resnet.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The ResNet34 of the Torch-TensorRT reference study (study 004), built from a per-layer argument dict: each conv's
-``BN(ReLU(conv(x)))`` with a bias, a conv-projected shortcut, a ``Linear(4608, 1000)`` head (224x224 inputs only).
-
-More: docs/backends.md, "Module notes", trtbench/models/seed_resnet34.py.
-"""
+``BN(ReLU(conv(x)))`` with a bias, a conv-projected shortcut, a ``Linear(4608, 1000)`` head (224x224 inputs only) (more:
+docs/backends.md, "Module notes", trtbench/models/seed_resnet34.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Plain and bottleneck ResNets 18/34/50/101/152 of the CPU profiling study (study 000).
-
-More: docs/backends.md, "Module notes", trtbench/models/study_resnets.py.
-"""
+"""Plain and bottleneck ResNets 18/34/50/101/152 of the CPU profiling study (study 000) (more: docs/backends.md, "Module
+notes", trtbench/models/study_resnets.py)."""
 
 from __future__ import annotations
 
