@@ -1,8 +1,5 @@
-"""trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config.
-
-The Python API (:mod:`trtbench.api`) is resolved on first use (PEP 562), so ``import trtbench`` stays cheap for
-the worker processes that import trtbench's submodules.
-"""
+"""trtbench: build, check, benchmark and ship compiled PyTorch models from one YAML config; the Python API
+(:mod:`trtbench.api`) resolved on first use (PEP 562), so that a worker's ``import trtbench`` stays cheap."""
 
 from trtbench.core.version import __version__  # noqa: F401
 

@@ -164,24 +164,24 @@ def rebuild(dirs: list[Union[str, Path]], where: Union[str, Path] = DEFAULT_HIST
     return rebuild_dirs(str(where), [str(d) for d in dirs])
 
 
-def accept(run: str, where: Union[str, Path] = DEFAULT_HISTORY) -> str:
-    """Accept run ``run``'s levels as the new normal (the gate's baseline starts there); returns its id."""
+def _on_run(run: str, where: Union[str, Path], action: str) -> str:
+    """The id of the stored run ``run`` (an id, its start or a label), after the store's ``action`` on it."""
     from trtbench.history.store import open_store
 
     with open_store(_existing(where)) as store:
         found = store.find_run(run)
-        store.accept(found.run_id)
+        getattr(store, action)(found.run_id)
     return found.run_id
+
+
+def accept(run: str, where: Union[str, Path] = DEFAULT_HISTORY) -> str:
+    """Accept run ``run``'s levels as the new normal (the gate's baseline starts there); returns its id."""
+    return _on_run(run, where, "accept")
 
 
 def forget(run: str, where: Union[str, Path] = DEFAULT_HISTORY) -> str:
     """Drop run ``run`` and its points from the history (its folder keeps it); returns its id."""
-    from trtbench.history.store import open_store
-
-    with open_store(_existing(where)) as store:
-        found = store.find_run(run)
-        store.forget(found.run_id)
-    return found.run_id
+    return _on_run(run, where, "forget")
 
 
 def export_csv(where: Union[str, Path] = DEFAULT_HISTORY) -> str:

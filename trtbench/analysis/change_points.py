@@ -1,11 +1,6 @@
-"""Change points, both kinds trtbench finds: where a point's rounds change regime (the machine's speed; PELT with
-ruptures), and the steps of a series of runs' figures, each point weighed by its own interval and the series' scatter.
-
-The steps are binary segmentation written here, not ruptures': each candidate split re-estimates the run-to-run
-scatter from its own two sides, so the points' weights change with the split, which no ruptures cost (a function of
-one segment) expresses. Why both: docs/measuring.md, "The machine's regimes"; docs/comparing.md, "Steps, weighed
-honestly".
-"""
+"""Change points, both kinds trtbench finds: where a point's rounds change regime (PELT with ruptures), and the steps
+of a series of runs' figures by binary segmentation, each point weighed by its own interval and the series' scatter
+(docs/measuring.md, "The machine's regimes"; docs/comparing.md, "Steps, weighed honestly")."""
 
 from __future__ import annotations
 

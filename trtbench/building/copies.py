@@ -1,8 +1,5 @@
-"""What a build group's variants at one precision build from and are timed on: a copy of the model and inputs at
-the precision's compute dtype (int8 shares fp32's). :func:`cast_to_precision` is the one step that makes a
-precision's model, here and in a timing worker's rebuild, with the modules fp16's and bf16's accuracy fallback
-keeps in fp32.
-"""
+"""A build group's copy of the model and inputs at each precision's compute dtype (int8 shares fp32's);
+:func:`cast_to_precision`, the one step that makes a precision's model, here and in a timing worker's rebuild."""
 
 from __future__ import annotations
 
@@ -102,9 +99,8 @@ def keep_fp32(model: torch.nn.Module, paths: Sequence[str], dtype: torch.dtype) 
 
 def cast_to_precision(model: torch.nn.Module, precision: str, device: torch.device, fp32_modules: Sequence[str] = (),
                       *, channels_last: bool = False) -> torch.nn.Module:
-    """``model``, cast in place to ``precision``'s dtype (parameters and buffers) on ``device``, in channels_last
-    memory format when asked, the modules of ``fp32_modules`` kept in fp32 (:func:`keep_fp32`): what a build at
-    ``precision`` starts from."""
+    """``model`` cast in place to ``precision``'s dtype on ``device`` (channels_last when asked), the modules of
+    ``fp32_modules`` kept in fp32 (:func:`keep_fp32`): what a build at ``precision`` starts from."""
     dtype = precision_dtype(precision)
     model = keep_fp32(model.to(device, dtype), fp32_modules if dtype != torch.float32 else (), dtype)
     return model.to(memory_format=torch.channels_last) if channels_last else model

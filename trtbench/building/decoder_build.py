@@ -1,12 +1,6 @@
-"""A decoder's build in a process of its own where it loads anything (``Decoder.builds_apart``), else in the worker.
-
-The worker runs ``python -m trtbench.building.decoder_build SPEC`` (SPEC: the :class:`DecoderBuild` as JSON, plus the
-worker's pid and the file to write the result to). The child builds with the decoder's own
-:meth:`~trtbench.decoders.base.Decoder.build`, writes the artifact's path and its own peak resident memory, and
-dies with the worker (``PR_SET_PDEATHSIG``); a failed build raises :class:`DecoderBuildError` with the end of its
-output.
-
-More: docs/generate.md, "Module notes", trtbench/building/decoder_build.py.
+"""A decoder's build in a process of its own where it loads anything (``Decoder.builds_apart``), else in the worker:
+``python -m trtbench.building.decoder_build SPEC``, a child that dies with the worker and writes the artifact's path
+and its peak resident memory (more: docs/generate.md, "Module notes", trtbench/building/decoder_build.py).
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 OUTPUT_TAIL = 3000  # characters of a failed build's output quoted in its error
@@ -45,6 +39,13 @@ class DecoderBuild:
     shapes: tuple[tuple[int, int], ...]
     device: str  # the run's device as configured (cuda:1 stays cuda:1): what the build is for
 
+    def run(self) -> Path:
+        """The artifact, built here by the decoder's own :meth:`~trtbench.decoders.base.Decoder.build`."""
+        from trtbench.decoders import get_decoder
+
+        return get_decoder(self.decoder).build(Path(self.source), self.precision, Path(self.out_dir), self.threads,
+                                               self.shapes, self.device)
+
 
 @dataclass(frozen=True)
 class BuiltDecoder:
@@ -59,17 +60,14 @@ def build_decoder(build: DecoderBuild) -> BuiltDecoder:
     """``build`` in a process of its own (:func:`build_in_child`), or here where its decoder's build loads nothing."""
     from trtbench.decoders import get_decoder
 
-    decoder = get_decoder(build.decoder)
-    if decoder.builds_apart:
+    if get_decoder(build.decoder).builds_apart:
         return build_in_child(build)
     started = time.perf_counter()
-    artifact = decoder.build(Path(build.source), build.precision, Path(build.out_dir), build.threads, build.shapes,
-                             build.device)
-    return BuiltDecoder(artifact, {"build_s": round(time.perf_counter() - started, 3), "build_pid": os.getpid()})
+    return BuiltDecoder(build.run(), {"build_s": round(time.perf_counter() - started, 3), "build_pid": os.getpid()})
 
 
 def build_in_child(build: DecoderBuild) -> BuiltDecoder:
-    """Run ``build`` in a fresh interpreter (see the module docstring); :class:`DecoderBuildError` where it fails."""
+    """Run ``build`` in a fresh interpreter; :class:`DecoderBuildError` with the end of its output where it fails."""
     with tempfile.TemporaryDirectory(prefix="trtbench-decoder-build-") as scratch:
         result = Path(scratch) / "result.json"
         spec = {**asdict(build), "parent": os.getpid(), "result": str(result)}
@@ -115,12 +113,9 @@ def main(argv: list[str]) -> None:
     """The child: build the spec ``argv[0]`` names and write the result file."""
     spec = json.loads(argv[0])
     _die_with(spec["parent"])
-    from trtbench.decoders import get_decoder
-
-    build = DecoderBuild(spec["decoder"], spec["precision"], spec["source"], spec["out_dir"], spec["threads"],
-                         tuple(tuple(shape) for shape in spec["shapes"]), spec["device"])
-    artifact = get_decoder(build.decoder).build(Path(build.source), build.precision, Path(build.out_dir),
-                                                build.threads, build.shapes, build.device)
+    build = DecoderBuild(**{f.name: spec[f.name] for f in fields(DecoderBuild) if f.name != "shapes"},
+                         shapes=tuple(tuple(shape) for shape in spec["shapes"]))
+    artifact = build.run()
     Path(spec["result"]).write_text(json.dumps({"artifact": str(artifact), "peak_rss_mb": _peak_rss_mb(),
                                                 "pid": os.getpid()}))
 

@@ -1,7 +1,5 @@
-"""How a worker gets its decoder: the artifact built (:mod:`trtbench.building.decoder_build`) for every (batch,
-cache length) it must serve, loaded as a deployment would, and warmed up on each request it will be timed on.
-
-More: docs/generate.md, "Module notes", trtbench/building/decoder_recipe.py.
+"""How a worker gets its decoder: built for every (batch, cache length) it serves, loaded as a deployment would, and
+warmed up on each request it is timed on (more: docs/generate.md, "Module notes", trtbench/building/decoder_recipe.py).
 """
 
 from __future__ import annotations
@@ -64,8 +62,7 @@ class DecoderRecipe:
     engine_batch: int = 0  # > 0: host the decoder's continuous-batching engine with room for this many sequences
 
     def shapes(self) -> tuple[tuple[int, int], ...]:
-        """The (batch, cache length) pairs the artifact must serve: each request's batch and prompt + new tokens,
-        and (1, the teacher's length)."""
+        """The (batch, cache length) pairs the artifact serves: each request's, and (1, the teacher's length)."""
         needed = {(prompt.shape[0], prompt.shape[1] + new_tokens) for prompt, new_tokens in self.requests.values()}
         return tuple(sorted(needed | {(1, self.teacher.shape[1])}))
 

@@ -1,8 +1,6 @@
 """How a timing worker gets its variant: the deployed file, loaded with the variant's own ``load()``, or else the
-same build: the model from its config with the parent's exact weights and the points' inputs (one
-:func:`write_payload` file, loaded file-backed), built by :func:`trtbench.building.stage.build_variants`. The worker
-runs each point once before timing (docs/measuring.md, "Each runtime in its own process").
-"""
+same build from the parent's weights and inputs (:func:`write_payload`) (docs/measuring.md, "Each runtime in its own
+process")."""
 
 from __future__ import annotations
 
@@ -48,9 +46,8 @@ def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: di
 
 def write_payloads(folder: Path, copies: dict[str, PrecisionCopy], precisions: Iterable[str],
                    inputs: Callable[[PrecisionCopy], dict[str, tuple]], stem: str = "payload") -> dict[str, Path]:
-    """The payload each of ``precisions`` loads, by precision: one file per compute dtype in ``folder``
-    (``<stem>-<dtype>.pt``), of that dtype's model copy (``copies``, by precision), its example and
-    ``inputs(copy)``. Precisions of one dtype share its file: int8 loads fp32's."""
+    """The payload each of ``precisions`` loads: one file per compute dtype in ``folder`` (``<stem>-<dtype>.pt``),
+    of that dtype's copy, its example and ``inputs(copy)``; precisions of one dtype share it (int8 loads fp32's)."""
     by_dtype: dict[torch.dtype, Path] = {}
     for precision in precisions:
         at = copies[precision]
@@ -92,8 +89,7 @@ class VariantRecipe:
                    channels_last=config.channels_last, input_specs=config.inputs, payload=str(payload))
 
     def hosting(self, artifact: Optional[Artifact], threads: Optional[int] = None) -> "VariantRecipe":
-        """This recipe loading ``artifact`` (the parent's saved build; None: rebuilt), at ``threads`` where
-        given (a serving worker's)."""
+        """This recipe loading ``artifact`` (None: rebuilt), at ``threads`` where given (a serving worker's)."""
         return dataclasses.replace(self, artifact=artifact, threads=self.threads if threads is None else threads)
 
     def keeping(self, fp32_modules: tuple[str, ...]) -> "VariantRecipe":

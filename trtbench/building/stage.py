@@ -1,7 +1,5 @@
-"""The build stage: every variant of one build group, each after what it builds from, a precision at
-a time (:func:`build_at`). A variant that cannot run here comes back ``skipped`` with the reason, one whose build
-raises ``failed``, its dependents with it; warnings are captured and reported with the variant.
-"""
+"""The build stage: a build group's variants at a precision, each after what it builds from (:func:`build_at`): those
+that cannot run here ``skipped``, a build that raises ``failed`` with its dependents; warnings kept with the variant."""
 
 from __future__ import annotations
 
@@ -105,15 +103,13 @@ def _within(outcome: BuildOutcome, max_build_s: Optional[float]) -> BuildOutcome
 
 
 def quantizes(group: BuildGroup, precision: str) -> bool:
-    """Whether some variant of ``group`` is built at the quantized ``precision`` here (a decoder quantizes in
-    its own builder)."""
+    """Whether some variant of ``group`` is built at the quantized ``precision`` here (no decoder: its builder does)."""
     return is_quantized(precision) and not group.decodes and any(
         group.slot_id(e.name, precision) not in group.unavailable for e in group.entries_at(precision))
 
 
 def run_calibration(plan):
-    """The calibration data of ``plan``'s run (:func:`trtbench.quantize.calibration.load_calibration`) where some
-    variant quantizes, else None."""
+    """The calibration data of ``plan``'s run where some variant quantizes, else None."""
     if not any(quantizes(group, p) for group in plan.groups for p in group.precisions):
         return None
     from trtbench.quantize.calibration import load_calibration
@@ -123,8 +119,7 @@ def run_calibration(plan):
 
 
 def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module, precision: str):
-    """What a quantizing build at ``precision`` needs (:class:`~trtbench.quantize.setup.Int8Setup`: the
-    run's ``calibration`` data, the budget); None where nothing of ``group`` quantizes there."""
+    """The :class:`~trtbench.quantize.setup.Int8Setup` a build at ``precision`` needs; None where none quantizes."""
     if not quantizes(group, precision):
         return None
     from trtbench.quantize.setup import int8_setup
@@ -134,10 +129,9 @@ def int8_setup_at(config, calibration, group: BuildGroup, model: torch.nn.Module
 
 def build_at(ctx: RunContext, group: BuildGroup, names: list[str], model: torch.nn.Module, build: BuildContext,
              earlier: dict[str, BuildOutcome]) -> dict[str, BuildOutcome]:
-    """Build ``names`` at ``build.precision``, by slot id. What they only build from is reused from the group's
-    reference precision (``earlier``, by slot id) where ``precision`` has its dtype; ``build`` at fp32's dtype for a
-    float ``precision`` is its hinted pass (:func:`hinted_names`). A variant that crashed an earlier process of
-    the run (``ctx.crashed``) fails with that reason instead of building."""
+    """Build ``names`` at ``build.precision``, by slot id, reusing what they only build from from ``earlier`` (the
+    reference precision's) where the dtype is the same; ``build`` at fp32's dtype for a float ``precision`` is its
+    hinted pass (:func:`hinted_names`); a variant in ``ctx.crashed`` fails with that reason instead of building."""
     precision, failures, log = build.precision, ctx.failures, ctx.log
     slots = {e.name for e in group.entries_at(precision)}
     # what builds anew: the variants of this precision; in the hinted pass (build.dtype is fp32's), those that hint it

@@ -1,7 +1,5 @@
-"""Result parts as JSON data and back, by cattrs from their dataclass fields: :class:`Coded` gives a class its
-``to_dict`` and ``from_dict``, a field's :func:`key` its written name, rounding or omission, a class's
-``WRITTEN_AFTER`` the derived values it writes and ``READ_WITH`` the fields read with another key's value (why:
-docs/architecture.md, "Serialization")."""
+"""Result parts as JSON data and back, by cattrs from their dataclass fields: :class:`Coded`'s ``to_dict`` and
+``from_dict``, a field's :func:`key` (docs/architecture.md, "Serialization")."""
 
 from __future__ import annotations
 

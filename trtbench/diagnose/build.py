@@ -1,7 +1,5 @@
-"""The one way the harness gets a build: variant V at precision P from a (possibly partial) model, through the
-project's build path (:func:`trtbench.building.stage.build_variants`, each variant's own ``build``); at a quantized
-precision fully quantized, with no budget (docs/accuracy.md, "At INT8").
-"""
+"""The one way the harness gets a build: variant V at precision P from a (possibly partial) model, through
+:func:`trtbench.building.stage.build_variants`; fully quantized, with no budget, at INT8 (docs/accuracy.md)."""
 
 from __future__ import annotations
 
@@ -84,8 +82,7 @@ class Build:
 
 
 def build(recipe: Recipe, module: torch.nn.Module, example: tuple) -> Build:
-    """``module`` (fp32, eval) built as ``recipe``'s variant at its precision. Raises :class:`PathUnavailable` where
-    it cannot be built."""
+    """``module`` (fp32, eval) built as ``recipe``'s variant at its precision; :class:`PathUnavailable` where not."""
     reason = unavailable(recipe)
     if reason:
         raise PathUnavailable(reason)

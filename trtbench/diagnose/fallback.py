@@ -1,9 +1,5 @@
-"""fp16's and bf16's accuracy fallback: where eager at the precision misses its tolerance against eager fp32, the
-modules with the largest own error are kept in fp32, one more at a time, until it passes or the cap is reached.
-
-INT8's loop (:func:`trtbench.quantize.fallback.keep_in_fp32`) over the precision's model copy with those modules in
-fp32 (:func:`trtbench.building.copies.cast_to_precision`), judged by the row's element-wise check at every point
-(docs/accuracy.md, "fp32 fallback for fp16 and bf16").
+"""fp16's and bf16's accuracy fallback: the modules with the largest own error kept in fp32, one more at a time (INT8's
+loop), until eager at the precision passes or the cap is reached (docs/accuracy.md, "fp32 fallback for fp16 and bf16").
 """
 
 from __future__ import annotations
@@ -98,9 +94,8 @@ def ranked_modules(model: torch.nn.Module, precision: str, inputs: tuple, device
 
 def float_fallback(model: torch.nn.Module, precision: str, case: FallbackCase, device: torch.device,
                    say: Callable[[str], None] = lambda line: None) -> Fp32Fallback:
-    """What eager at ``precision`` keeps in fp32 to pass ``case`` (nothing where it passes as it is), with the facts
-    its rows report (:class:`~trtbench.building.copies.Kept`); where the cap is not enough, nothing is kept and the
-    fallback says why (:class:`~trtbench.building.copies.Missed`)."""
+    """What eager at ``precision`` keeps in fp32 to pass ``case`` (:class:`~trtbench.building.copies.Kept`; nothing
+    where it passes as it is), or why nothing is (:class:`~trtbench.building.copies.Missed`)."""
     dtype = precision_dtype(precision)
     own: dict[str, float] = {}
 

@@ -1,6 +1,5 @@
-"""Which layer is named: the first, in graph order, whose own SQNR is both below the precision's line and more
-than ``OUTLIER_DB`` below the median of the build's other judged, inexact layers (docs/accuracy.md, "The floor").
-"""
+"""Which layer is named: the first, in graph order, whose own SQNR is below the precision's line and more than
+``OUTLIER_DB`` below the median of the build's other judged, inexact layers (docs/accuracy.md, "The floor")."""
 
 from __future__ import annotations
 

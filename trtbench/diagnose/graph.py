@@ -1,7 +1,5 @@
 """A model as layers in graph order, named by module path (docs/accuracy.md, "Names"), and the graphs the harness
-builds from it: :meth:`LayerGraph.tapped` returns every layer's outputs besides the model's; :meth:`LayerGraph.split`
-cuts it at a layer boundary into a prefix and a suffix.
-"""
+builds from it: every layer's outputs tapped (:meth:`LayerGraph.tapped`), a prefix and a suffix (:meth:`~.split`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """One diagnosis: a variant at a precision on one point's inputs, localised by its taps and by splice bisection,
-its builds announced before they start and bounded by a budget in minutes (docs/accuracy.md, "Splices").
-"""
+its builds announced before they start and bounded by a budget in minutes (docs/accuracy.md, "Splices")."""
 
 from __future__ import annotations
 

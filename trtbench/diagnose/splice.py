@@ -1,7 +1,5 @@
-"""Splice bisection: the model's layers before boundary k built as the variant, the rest run in eager fp32, and k
-bisected, over boundaries padded to a power of two, to the first whose output misses the tolerance
-(docs/accuracy.md, "Splices"); a boundary past the last layer builds the whole model through the splice.
-"""
+"""Splice bisection: the layers before boundary k built as the variant, the rest in eager fp32, k bisected (over
+boundaries padded to a power of two) to the first whose output misses the tolerance (docs/accuracy.md, "Splices")."""
 
 from __future__ import annotations
 

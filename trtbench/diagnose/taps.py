@@ -1,8 +1,6 @@
-"""Each layer's error from one call of a tapped build, compared as the fp32 reference streams through the graph,
-each reference value dropped after its last use: **carried** (the build's output of the layer against fp32's) and
-**own** (against the layer run in fp32 on the build's own input to it; None where that input's carried SQNR is
-under ``INPUT_DB``). The reasons: docs/accuracy.md, "Taps".
-"""
+"""Each layer's error from one call of a tapped build, against the fp32 reference streamed through the graph:
+**carried** (the layer's output against fp32's) and **own** (against the layer in fp32 on the build's own input; None
+where that input's carried SQNR is under ``INPUT_DB``) (docs/accuracy.md, "Taps")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row, each
-with its interval where it has one (the figures: docs/outputs.md, "The history"). A run of schema 5 or earlier gets
-a derived id, its records its run by environment, and a model hash derived from its config's model entry.
-"""
+"""What a result set gives the history: each run in it (:class:`StoredRun`) with every figure of every row and its
+interval (docs/outputs.md, "The history"); a run of schema 5 or earlier with a derived id and model hash."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""``trtbench gate``: whether a run regressed against its history, series by series from the latest accepted run
-on: a row newly failed or skipped, or a gated figure's latest step (else the run's own point) for the worse
-(docs/comparing.md, "The history and the gate").
-"""
+"""``trtbench gate``: whether a run regressed against its history, series by series: a row newly failed or skipped, or
+a gated figure's latest step (else its own point) for the worse (docs/comparing.md, "The history and the gate")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Runs into the history: a result set appended by the run or merge that wrote it, or folders ingested later.
-
-The folders' ``results.json`` stay the truth: ``ingest`` adds each run not stored yet (by ``run_id``), whatever its
-schema, and ``rebuild`` recreates the database from the folders alone (a SQLite file is built beside the old one
-and then replaces it, so a corrupt or lost file is never read).
+"""Runs into the history: a result set appended by the run or merge that wrote it, or folders ingested later
+(``ingest``: each run not stored yet, by ``run_id``; ``rebuild``: the database anew from the folders) (docs/outputs.md).
 """
 
 from __future__ import annotations

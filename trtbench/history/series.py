@@ -1,9 +1,5 @@
-"""Series of the history, as plain data: each series' points in ``started_at`` order and its steps
-(:func:`~trtbench.analysis.change_points.find_steps` from its latest accepted run on), each with the versions that
-changed across it; and the newest point against its segment (:func:`newest_against`, for the gate).
-:func:`load_series` (on an open store) and :func:`read_history` (on its path or URL) are what the command line, the
-gate and the history's HTML page read.
-"""
+"""Series of the history, as plain data: each series' points in ``started_at`` order and its steps from its latest
+accepted run on, with the versions changed across each; the newest point against its segment (for the gate)."""
 
 from __future__ import annotations
 
@@ -131,7 +127,6 @@ def load_series(store: Store, keep: SeriesFilter = SeriesFilter(), threshold: fl
 
 
 def read_history(where: str, keep: SeriesFilter = SeriesFilter(), threshold: float = THRESHOLD) -> list[Series]:
-    """The series of the history at ``where`` (a SQLite file or a PostgreSQL URL) as plain data: what a page
-    that draws the history reads."""
+    """The series of the history at ``where`` (a SQLite file or a PostgreSQL URL) as plain data."""
     with open_store(where) as store:
         return load_series(store, keep, threshold)

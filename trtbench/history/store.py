@@ -1,7 +1,5 @@
-"""The history's database: SQLite (a file, the default ``results/history.sqlite``) or PostgreSQL (a URL), one
-schema for both through DB-API and each one's :class:`Dialect`, migrated forward on opening (:data:`MIGRATIONS`). A
-run is added whole in one transaction, once. The tables and the reasons: docs/outputs.md, "The history".
-"""
+"""The history's database: SQLite (a file) or PostgreSQL (a URL), one schema through DB-API and each one's
+:class:`Dialect`, migrated forward on opening; a run added whole, once (docs/outputs.md, "The history")."""
 
 from __future__ import annotations
 

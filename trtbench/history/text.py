@@ -1,7 +1,5 @@
 """The history as text: intervals and steps, each series' line (``trtbench history``), the stored runs, and every
-point as CSV (the same bytes from SQLite and PostgreSQL: rows in series then start order, numbers as Python's
-shortest round-trip text, the versions as sorted JSON).
-"""
+point as CSV (the same bytes from SQLite and PostgreSQL: series then start order, shortest round-trip numbers)."""
 
 from __future__ import annotations
 

@@ -61,11 +61,6 @@ def register_builtin(name: str):
     return decorate
 
 
-def _load_builtin_modules() -> None:
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-
-
 def torchvision_model_names() -> list[str]:
     """Every torchvision classification model name."""
     import torchvision
@@ -74,7 +69,9 @@ def torchvision_model_names() -> list[str]:
 
 
 def builtin_model_names() -> list[str]:
-    _load_builtin_modules()
+    """The built-in models' names, once their modules are imported."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
     return sorted(BUILTIN_MODELS)
 
 
@@ -209,7 +206,7 @@ def _instantiate(model_cfg) -> nn.Module:
             return auto.from_pretrained(Path(model_cfg.path).expanduser(), local_files_only=True, **model_cfg.kwargs)
         return auto.from_config(_transformers_config(model_cfg.name, model_cfg.kwargs, "model"))
     if model_cfg.source == "builtin":
-        _load_builtin_modules()
+        builtin_model_names()  # imports the built-in models' modules
         return BUILTIN_MODELS[model_cfg.name](**model_cfg.kwargs)
     if model_cfg.source == "python":
         return _import_factory(model_cfg.name, "model.name")(**model_cfg.kwargs)

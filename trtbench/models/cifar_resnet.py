@@ -1,15 +1,5 @@
-"""CIFAR-10 ResNets (He et al. 2016, section 4.2): the network of the layer-wise timing study (study 001).
-
-A 3x3 convolution to 16 channels, three stages of ``n`` basic blocks with 16, 32 and 64 channels
-(stride 2 at the start of the second and third stage), global average pooling and a linear
-classifier; depth = 6n + 2 (ResNet20: n = 3). Where a block changes the shape, its shortcut is a
-1x1 stride-2 convolution plus BatchNorm (a projection, "option B"), as in the study's layer list
-(Convolution2D, BatchNormalization, Add, ReLU); every other block adds its input unchanged.
-Convolutions have no bias. Input: N x 3 x 32 x 32 (any size of at least 8x8 also works).
-
-Study 001's Chainer code only adds a shortcut in the two projecting blocks, so its "ResNet20" has
-2 additions where this one has 9; parameters and convolutions are the same.
-"""
+"""CIFAR-10 ResNets of depth 6n + 2 (He et al. 2016, section 4.2): the layer-wise timing study's (study 001) (more:
+docs/backends.md, "Module notes", trtbench/models/cifar_resnet.py)."""
 
 from __future__ import annotations
 

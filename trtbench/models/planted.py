@@ -1,11 +1,8 @@
-"""A small CNN with a planted reduced-precision fault inside one block: the study model of ``trtbench diagnose``.
+"""A small CNN with a reduced-precision fault planted in one block: the study model of ``trtbench diagnose``.
 
-``planted_net(fault="bf16", at=k)``: block ``blocks.<k>`` adds 2^14 to its activations and takes it away again:
-fp32 rounds them there to 2^-9, bf16, whose 8-bit significand has a spacing of 128 at 2^14, to the offset itself.
-``fault="fp16"``: the block scales its activations by 2^20 and back, exact in fp32 and bf16, but past fp16's largest
-value (65504), so they overflow to inf. In fp32 both agree with the clean net (``fault=None``) within fp32's
-tolerance; :func:`planted_path` is the module path a diagnosis must name. The diagnose tests and the GPU check
-(``scripts/gpu_check.sh``) build it from here.
+``fault="bf16"``: block ``blocks.<at>`` adds 2^14 to its activations and takes it away (fp32 keeps them to 2^-9,
+bf16's spacing at 2^14 is 128); ``fault="fp16"``: it scales them by 2^20 and back, past fp16's 65504, to inf. In fp32
+both agree with the clean net (``fault=None``); :func:`planted_path` is the module path a diagnosis must name.
 """
 
 from __future__ import annotations

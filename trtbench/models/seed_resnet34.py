@@ -1,18 +1,6 @@
-"""The ResNet34 of the Torch-TensorRT reference study (study 004), built from a per-layer argument dict.
-
-It differs from torchvision's ResNet34 in ways that change both its cost and its numerics, and
-those are kept on purpose because the study benchmarked this exact network:
-
-* every convolution is followed by the activation *and then* BatchNorm, ``BN(ReLU(conv(x)))``,
-  and the convolutions carry a bias;
-* a block with ``downsample=True`` projects its shortcut with a second convolution built from the
-  block's ``conv1`` arguments (a 3x3, stride-2 conv), followed by the activation and no BatchNorm;
-  the sum of both paths goes through the activation once more;
-* the head is ``AvgPool2d(kernel_size=2)`` followed by flatten and a fixed ``Linear(4608, 1000)``,
-  so the network only accepts 224x224 inputs (7x7x512 features pool to 3x3x512 = 4608).
-
-More: docs/backends.md, "Module notes", trtbench/models/seed_resnet34.py.
-"""
+"""The ResNet34 of the Torch-TensorRT reference study (study 004), built from a per-layer argument dict: each conv's
+``BN(ReLU(conv(x)))`` with a bias, a conv-projected shortcut, a ``Linear(4608, 1000)`` head (224x224 inputs only) (more:
+docs/backends.md, "Module notes", trtbench/models/seed_resnet34.py)."""
 
 from __future__ import annotations
 

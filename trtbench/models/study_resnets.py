@@ -1,15 +1,5 @@
-"""Plain and bottleneck ResNets 18/34/50/101/152 of the CPU profiling study (study 000).
-
-The study compares, at each depth name, a "plain" ResNet built from basic blocks with a
-"bottleneck" one built from 1x1-3x3-1x1 blocks, plus a ``large_mode`` that quadruples the
-bottleneck blocks' hidden channels. Its profiler tables fix the layout used here: the plain nets
-run 20/36/36/70/104 convolutions for 18/34/50/101/152 (so "plain resnet50" has ResNet34's
-stages, and every plain net is basic blocks at the usual stage depths), and bottleneck ResNet18
-runs 28 (25 block and stem convolutions + 3 projections: the first stage needs no projection,
-so a bottleneck block keeps the width of the basic block it replaces).
-
-More: docs/backends.md, "Module notes", trtbench/models/study_resnets.py.
-"""
+"""Plain and bottleneck ResNets 18/34/50/101/152 of the CPU profiling study (study 000) (more: docs/backends.md, "Module
+notes", trtbench/models/study_resnets.py)."""
 
 from __future__ import annotations
 
@@ -61,10 +51,7 @@ class BasicBlock(nn.Module):
 
 
 class BottleneckBlock(nn.Module):
-    """1x1 reduce to the hidden width, 3x3 (strided), 1x1 expand to ``out_channels``; BN after each.
-
-    The hidden width is ``out_channels // 4``, or ``out_channels`` when ``large_mode``.
-    """
+    """1x1 reduce to ``out_channels // 4`` (all of it when ``large_mode``), 3x3 (strided), 1x1 expand; BN after each."""
 
     def __init__(self, in_channels: int, out_channels: int, stride: int, large_mode: bool = False):
         super().__init__()
@@ -86,10 +73,8 @@ class BottleneckBlock(nn.Module):
 
 
 class StudyResNet(nn.Module):
-    """Stem, four stages of ``stage_depths`` blocks at :data:`STAGE_WIDTHS`, pooled linear head.
-
-    ``make_block(in_channels, out_channels, stride)`` builds each residual block.
-    """
+    """Stem, four stages of ``stage_depths`` blocks (each ``make_block(in_channels, out_channels, stride)``) at
+    :data:`STAGE_WIDTHS`, pooled linear head."""
 
     def __init__(self, stage_depths: tuple[int, ...], make_block: Callable[[int, int, int], nn.Module],
                  num_classes: int = 1000):
@@ -123,10 +108,7 @@ def plain_resnet(depth: int, num_classes: int = 1000) -> StudyResNet:
 
 
 def bottleneck_resnet(depth: int, num_classes: int = 1000, large_mode: bool = False) -> StudyResNet:
-    """Bottleneck ResNet at the stage depths of ``depth``.
-
-    The hidden width is the stage width / 4, or the full stage width in large mode.
-    """
+    """Bottleneck ResNet at the stage depths of ``depth``; the hidden width is the stage width / 4 (large mode: all)."""
     return StudyResNet(STAGE_DEPTHS[depth], partial(BottleneckBlock, large_mode=large_mode), num_classes)
 
 

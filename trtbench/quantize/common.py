@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import torch
 
@@ -23,6 +23,13 @@ class QuantSettings:
     def __post_init__(self) -> None:
         if self.method not in CALIBRATION_METHODS:
             raise ValueError(f"calibration method {self.method!r}: use one of {', '.join(CALIBRATION_METHODS)}")
+
+    def require_known(self, known: Iterable[str], what: str) -> None:
+        """A ValueError where a layer of ``exclude`` is not among ``known`` (``what`` those are)."""
+        known = set(known)
+        unknown = [name for name in self.exclude if name not in known]
+        if unknown:
+            raise ValueError(f"cannot keep {unknown} in fp32: not {what} (those are {sorted(known)})")
 
 
 CalibrationBatches = Sequence[tuple[torch.Tensor, ...]]  # each item: one call's positional inputs

@@ -40,11 +40,7 @@ def _dataset(nncf, items: CalibrationBatches):
 
 
 def _ignored_scope(nncf, ov_model, settings: QuantSettings):
-    known = set(quantizable_layers_openvino(ov_model))
-    unknown = [name for name in settings.exclude if name not in known]
-    if unknown:
-        raise ValueError(f"cannot keep {unknown} in fp32: not quantizable operations of the OpenVINO model "
-                         f"(those are {sorted(known)})")
+    settings.require_known(quantizable_layers_openvino(ov_model), "quantizable operations of the OpenVINO model")
     return nncf.IgnoredScope(names=list(settings.exclude))
 
 

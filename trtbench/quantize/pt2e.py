@@ -58,11 +58,7 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
     """``model`` captured by a strict export and quantized by PT2E, the modules of ``settings.exclude`` kept fp32."""
     observer, prepare_pt2e, convert_pt2e, xiq = _torchao()
-    known = set(quantizable_layers_pt2e(model))
-    unknown = [name for name in settings.exclude if name not in known]
-    if unknown:
-        raise ValueError(f"cannot keep {unknown} in fp32: not quantizable layers of the model "
-                         f"(those are {sorted(known)})")
+    settings.require_known(quantizable_layers_pt2e(model), "quantizable layers of the model")
     quantizer = xiq.X86InductorQuantizer()
     quantizer.set_global(_quantization_config(settings, observer, xiq))
     for name in settings.exclude:

@@ -1,8 +1,5 @@
-"""The history's page (``templates/history.html.j2``): one offline HTML file with a chart per series (each point's
-value and its interval as a band, the steps found marked with their levels before and after), drawn by matplotlib
-as every report figure is and shown as a PNG ``data:`` URI, with each point's run and environment and each step's
-change on hover, and filterable by the series' titles. It draws the history's series (:mod:`trtbench.history.series`)
-as :func:`from_history` gives them."""
+"""The history's page (``templates/history.html.j2``, docs/outputs.md): one offline HTML file with a matplotlib chart
+per series (its points, their intervals, its steps), each point's run and each step's change on hover."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The serving scenario: serving under MLPerf LoadGen's Poisson load, of what the scenario listed before it made
-(latency's variants, or generate's decoders: its :class:`ServingKind`).
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/scenario.py.
-"""
+(latency's variants, or generate's decoders: its :class:`ServingKind`) (more: docs/serving.md, "Module notes",
+trtbench/scenarios/serving/scenario.py)."""
 
 from __future__ import annotations
 

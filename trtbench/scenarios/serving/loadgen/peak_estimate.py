@@ -1,10 +1,6 @@
 """The serving peak estimated jointly from every step's queries, with a 90% interval, and the search that places the
-steps. The plan's reader reads the steps once after each (:class:`StepReader`): where the queue is known,
-:class:`QueueReader` through :mod:`.queue_model` (one load scale from their late counts, the peak the model's over it);
-elsewhere :class:`CurveReader`, the late share fitted to every step as a logistic curve in the log of the load (the
-peak where it reaches the allowed share, the interval a block bootstrap less its median bias) (docs/serving.md, "The
-joint estimate").
-"""
+steps, read after each by the plan's :class:`StepReader` (:class:`QueueReader` or :class:`CurveReader`)
+(docs/serving.md, "The joint estimate")."""
 
 from __future__ import annotations
 
@@ -203,10 +199,9 @@ def _readable(steps: Sequence[LoadStep]) -> list[LoadStep]:
 
 @dataclass(frozen=True)
 class Reading:
-    """One reading of a search's steps: the peak and its 90% interval where the reading gives one at once, the width of
-    that interval were the queries independent, the bisection's bracket (None once it no longer holds), the next load,
-    whether a bracket within the resolution ends the search, the late share expected at a load in the steady state, and
-    the peak with its 90% interval drawn (the curve's: a bootstrap at each call)."""
+    """One reading of a search's steps: the peak (with its 90% interval where given at once), the interval's width were
+    the queries independent, the bisection's bracket (None once it no longer holds), the next load, whether a bracket
+    within the resolution ends the search, the steady late share at a load, and the peak's 90% interval drawn."""
 
     estimate: Interval
     width: float
@@ -256,9 +251,7 @@ class CurveReader:
 @dataclass(frozen=True)
 class QueueReader:
     """The queue the steps were served by (``queue``: its model from the steps): the model's steady-state peak over the
-    load scale their late counts give (its posterior's median; the interval: its 5% and 95%). The bisection reaches the
-    capacity times the last of :data:`QUEUE_STEPS`, then the steps go at each of them times the estimate, in turn;
-    once a step is late no bracket closes the search, as a step that is not late still tells how far the peak is."""
+    load scale their late counts give (the posterior's median, 5% and 95%); steps at :data:`QUEUE_STEPS` times it."""
 
     queue: Callable[[Sequence[LoadStep]], QueueModel]
     name: ClassVar[str] = "queue"

@@ -37,10 +37,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class PeakEstimate:
-    """A joint estimate's peak with its 90% interval, why the search stopped, what it took, what a confirming run at
-    the low end needs (None: no estimate to confirm; read from a list ``[late_share, queries]`` in results written
-    before it was named), LoadGen's verdict on that run (None: none was made), and the name of the reader that read
-    the steps. In results.json the interval's bounds stand beside these facts and its value is the result's peak."""
+    """A joint estimate's peak with its 90% interval (in results.json, its bounds beside these facts and its value the
+    result's peak), why the search stopped, what it took, what a confirming run at the low end needs (None: no
+    estimate; an older list ``[late_share, queries]`` read too), LoadGen's verdict on it (None: no run), its reader."""
 
     estimate: Interval
     stopped_by: StopReason

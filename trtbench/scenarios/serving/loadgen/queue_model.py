@@ -1,7 +1,5 @@
-"""The queue a served variant forms without batching: ``servers`` workers taking queries first come, first served from
-one queue, each for a service time drawn from those the steps recorded (M/G/c; M/D/c where they are one). Simulated
-from an empty queue as each LoadGen step starts; one load scale (kappa) is read from the steps' late counts
-(docs/serving.md, "The queue model")."""
+"""The queue a served variant forms without batching (M/G/c over the steps' service times), simulated from an empty
+queue, and its load scale (kappa) read from the steps' late counts (docs/serving.md, "The queue model")."""
 
 from __future__ import annotations
 
@@ -41,9 +39,8 @@ class QueueModel:
         return cls(tuple(services_s[:1 << max(len(services_s).bit_length() - 1, 0)]), servers, bound_s)
 
     def counts(self, loads: np.ndarray, gaps: np.ndarray, services: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        """Late counts (sizes x loads x rows) after each of ``sizes`` queries of runs from an empty queue: arrivals
-        ``gaps / load`` apart (unit exponential draws, rows x queries), query ``i`` served for ``services[:, i]``;
-        query by query across every load and row, the first server to free taking it (free times kept sorted)."""
+        """Late counts (sizes x loads x rows) after each of ``sizes`` queries from an empty queue: arrivals ``gaps /
+        load`` apart (rows x queries), query ``i`` served for ``services[:, i]`` by the first server to free."""
         arrivals, services = np.ascontiguousarray(np.cumsum(gaps, 1).T), np.ascontiguousarray(services.T)
         scale = 1 / np.asarray(loads, float)[:, None]
         free = np.zeros((self.servers, len(loads), gaps.shape[0]))

@@ -1,8 +1,6 @@
-"""Whether one LoadGen run is within the latency bound, ``k`` late of ``n`` queries passing when
-``P(Binomial(n, 1 - percentile) <= k) <= 1 - confidence``; the queries a step needs; the rule's name.
-
-More: docs/serving.md, "Which step passes", "Module notes", trtbench/scenarios/serving/loadgen/rule.py.
-"""
+"""Whether one LoadGen run is within the latency bound (``k`` late of ``n`` passing when ``P(Binomial(n, 1 -
+percentile) <= k) <= 1 - confidence``), the queries a step needs, the rule's name (more: docs/serving.md, "Which step
+passes", "Module notes", trtbench/scenarios/serving/loadgen/rule.py)."""
 
 from __future__ import annotations
 
@@ -65,8 +63,7 @@ def early_stopping_queries(share: float, percentile: float, confidence: float = 
 
 
 def resolving_queries(percentile: float, confidence: float) -> int:
-    """The default queries per step of a bisection: enough that the bound's margin over the late share,
-    ``z * sqrt(share * (1 - share) / n)`` near the allowed share, is :data:`MARGIN` of that share (``z`` the
-    normal quantile at ``confidence``)."""
+    """The default queries per step of a bisection: enough that the bound's margin ``z * sqrt(share * (1 - share) /
+    n)`` near the allowed share is :data:`MARGIN` of it (``z`` the normal quantile at ``confidence``)."""
     share, z = 1 - percentile, NormalDist().inv_cdf(confidence)
     return max(least_queries(percentile, confidence), math.ceil(z * z * (1 - share) / (share * MARGIN ** 2)))

@@ -1,10 +1,5 @@
-"""The lengths an LLM server's queries ask for, fixed or drawn with a seed from a list or a named distribution, at
-most :data:`MOST_DISTINCT` values a length. In a config (the ``lengths:`` key of a serving entry)::
-
-    lengths: {prompt_tokens: [32, 64, 128],
-              new_tokens: {distribution: lognormal, median: 32, sigma: 0.6, low: 8, high: 128, step: 8},
-              samples: 64, seed: 0}
-"""
+"""The lengths an LLM server's queries ask for (a serving entry's ``lengths:``), fixed or drawn with a seed from a list
+or a named distribution, at most :data:`MOST_DISTINCT` values a length (docs/serving.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""An LLM server's worker requests: :class:`Stream`, one generation request whose steps are announced as they exist,
-and :class:`~trtbench.measure.engine_timing.Admit`, a query joining the worker's continuous-batching engine; the
-handlers and the parent's side. The worker loads this file on its own: it imports only the worker layer and those
-below it."""
+"""An LLM server's worker requests (:class:`Stream`, one generation request whose steps are announced as they exist;
+:class:`~trtbench.measure.engine_timing.Admit`, a query joining its engine), their handlers and the parent's side; it
+imports only the worker layer and those below it, as the worker loads it on its own."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from trtbench.workers.loop import Worker
 
 @dataclass(frozen=True)
 class Stream:
-    """The request at ``label``, its steps in ``marks`` announced (:class:`StepsDone`); the last reply:
-    :class:`Streamed`."""
+    """The request at ``label``, its steps in ``marks`` announced (:class:`StepsDone`), then :class:`Streamed`."""
 
     label: str
     marks: frozenset[int]

@@ -1,8 +1,6 @@
 """An LLM server's pool: one worker process per server, each hosting a generate decoder (or its continuous-batching
-engine), a request streaming its steps back as they exist.
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/pool.py.
-"""
+engine), a request streaming its steps back as they exist (more: docs/serving.md, "Module notes",
+trtbench/scenarios/serving/tokens/pool.py)."""
 
 from __future__ import annotations
 

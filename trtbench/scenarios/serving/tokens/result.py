@@ -1,6 +1,5 @@
-"""What LLM serving produced: one LoadGen run with token latencies (:class:`DecoderStep`), a decoder served by one
-worker count under one entry (:class:`DecoderServingResult`), and a slot's results at one point (:class:`ServedDecoder`,
-a part keyed as the generate row it serves)."""
+"""What LLM serving produced: one LoadGen run with token latencies (:class:`DecoderStep`), a decoder served under one
+entry (:class:`DecoderServingResult`), and a slot's results at one point (:class:`ServedDecoder`, a part)."""
 
 from __future__ import annotations
 

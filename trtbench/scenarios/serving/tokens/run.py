@@ -1,7 +1,5 @@
-"""LoadGen's server scenario with token latencies, over servers that each serve one query or static batch at a time.
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py.
-"""
+"""LoadGen's server scenario with token latencies, over servers that each serve one query or static batch at a time
+(more: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/run.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The LLM serving stage: each ok, accurate generate row at a served point, served under every entry beside generate.
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py.
-"""
+"""The LLM serving stage: each ok, accurate generate row at a served point, served under every entry beside generate
+(more: docs/serving.md, "Module notes", trtbench/scenarios/serving/tokens/stage.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A vision server's worker request, :class:`Call`: one synchronized call for a query (or a gathered batch),
-answered with its time in the worker; the handler and the parent's side. The worker loads this file on its own: it
-imports only the worker layer and those below it."""
+"""A vision server's worker request, :class:`Call` (a query's or gathered batch's call, answered with its time), its
+handler and the parent's side; it imports only the worker layer and those below it, as the worker loads it alone."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The system under test of a serving scenario: worker processes hosting one variant (:class:`ServingPool`), fed by
-dispatchers (:class:`ServerSession`); a call ``x<k>`` runs ``k`` queries on inputs the worker prepared.
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py.
-"""
+dispatchers (:class:`ServerSession`); a call ``x<k>`` runs ``k`` queries on inputs the worker prepared (more:
+docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/pool.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The serving scenario: one variant served under LoadGen's Server load, at each worker count.
-
-More: docs/serving.md, "Module notes", trtbench/scenarios/serving/vision/run.py.
-"""
+"""The serving scenario: one variant served under LoadGen's Server load, at each worker count (more: docs/serving.md,
+"Module notes", trtbench/scenarios/serving/vision/run.py)."""
 
 from __future__ import annotations
 
