@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
+from trtbench.measure import ceiling
 from trtbench.measure.ceiling import cpu_peak, gpu_peak, measured_matmul_ceiling, theoretical_peak
 from trtbench.core.flops import forward_flops
 
@@ -311,6 +314,14 @@ def test_measured_ceiling_is_the_best_of_every_size_and_repeat():
     assert result["flops_per_s"] == max(max(values) for values in samples.values()) > 0
     assert result["flops_per_s"] in samples[str(result["size"])]
     assert result["threads"] == 1 and torch.get_num_threads() == threads
+
+
+def test_a_sizes_calls_stop_once_they_took_a_second_after_two_at_least(monkeypatch):
+    """A size whose call takes 0.7 s is timed twice, not five times (the clock's readings are scripted)."""
+    readings = itertools.count(step=0.7)  # each reading 0.7 s after the one before: every call takes 0.7 s
+    monkeypatch.setattr(ceiling.time, "perf_counter", lambda: next(readings))
+    assert ceiling._time_matmuls(8, torch.device("cpu"), torch.float32, repeats=5) == pytest.approx([0.7, 0.7])
+    assert len(ceiling._time_matmuls(8, torch.device("cpu"), torch.float32, repeats=5)) == 2
 
 
 def test_measured_ceiling_stops_growing_the_matmul_once_a_size_gains_under_5_percent(monkeypatch):

@@ -169,3 +169,15 @@ def test_processes_default_to_four_at_most_when_raced_and_three_otherwise_and_th
     assert (full.timing.target_rel_ci, full.timing.max_time_s, full.timing.budget_s) == (0.02, 20.0, None)
     one = config_from_dict({**TINY_CONFIG, "benchmark": {"mode": "adaptive", "processes": 1}}).benchmark
     assert replicates_of(one) == Replicates(start=1, most=1)
+
+
+def test_the_budget_ends_a_point_at_the_cycles_end_nearest_it():
+    """A cycle of 2 s ending at 4 s of a 5 s budget ends the point there (the next would end 1 s past it, farther
+    than 4 s falls short); cycles of 1 s go on to the one ending at 5 s."""
+    noisy = _series({"eager": 1.0, "a": 0.8, "b": 0.83}, rounds=8, offsets=(1.0, 1.08))
+    long_cycles = Race(0.05, budget_s=5, entrants=Entrants("eager"))
+    assert long_cycles.step(noisy, _lap(noisy, spent_s=2.0)).stops == {}
+    assert set(long_cycles.step(noisy, _lap(noisy, spent_s=4.0)).stops.values()) == {BUDGET}
+    short_cycles = Race(0.05, budget_s=5, entrants=Entrants("eager"))
+    assert all(short_cycles.step(noisy, _lap(noisy, spent_s=s)).stops == {} for s in (1.0, 2.0, 3.0, 4.0))
+    assert set(short_cycles.step(noisy, _lap(noisy, spent_s=5.0)).stops.values()) == {BUDGET}

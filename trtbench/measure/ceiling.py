@@ -118,6 +118,7 @@ TF32_NOTE = ("TF32 is used for fp32 here (cuDNN's convolutions use it by default
              "run plain FP32 unless torch.backends.cuda.matmul.allow_tf32 is set")
 DEFAULT_SIZES = {"cpu": (1024, 2048, 4096), "cuda": (2048, 4096, 8192)}
 GROWTH_WORTH = 1.05  # a larger matmul size is tried only while the last one gained at least this factor
+SIZE_S = 1.0  # a size's timed calls stop at ``repeats`` or once they took this long (at least two)
 
 
 def parse_cpuinfo(text: str) -> dict:
@@ -297,14 +298,15 @@ def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.flo
     best_size = max(samples, key=lambda n: max(samples[n]))
     return {"flops_per_s": max(samples[best_size]), "size": best_size,
             "samples_flops_per_s": {str(n): values for n, values in samples.items()},
-            "method": f"best of {repeats} timed torch.mm calls at each n in {list(samples)} "
+            "method": f"best of {repeats} timed torch.mm calls (fewer, at least 2, once they took {SIZE_S:g} s) "
+                      f"at each n in {list(samples)} "
                       f"(n x n times n x n, 2n^3 FLOP; of {list(sizes)}, stopping at the first size that gained "
                       f"under {GROWTH_WORTH - 1:.0%}), one warm-up call per size",
             "dtype": str(dtype), "device": str(device), "threads": used_threads, "tf32": tf32}
 
 
 def _time_matmuls(n: int, device: torch.device, dtype: torch.dtype, repeats: int) -> list[float]:
-    """Seconds of ``repeats`` synchronized ``torch.mm`` calls on n x n matrices."""
+    """Seconds of ``repeats`` synchronized ``torch.mm`` calls on n x n matrices (fewer once they took ``SIZE_S``)."""
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     out = torch.empty(n, n, device=device, dtype=dtype)
     torch.mm(a, b, out=out)
@@ -322,6 +324,8 @@ def _time_matmuls(n: int, device: torch.device, dtype: torch.dtype, repeats: int
             t0 = time.perf_counter()
             torch.mm(a, b, out=out)
             seconds.append(time.perf_counter() - t0)
+        if len(seconds) >= 2 and sum(seconds) >= SIZE_S:
+            break
     return seconds
 
 

@@ -74,6 +74,7 @@ class Race:
     demands: list[Demand] = field(default_factory=list)
     ended: str = ""  # DECIDED or BUDGET once over
     call: Optional[PointCall] = None  # the latest call
+    last_spent_s: float = 0.0  # the rounds' seconds at the previous cycle's end
 
     def contenders(self, active) -> list[str]:
         """The active variants that may still win: not out, not barred."""
@@ -82,7 +83,8 @@ class Race:
     def step(self, series: dict[str, BlockSeries], lap: Lap) -> RaceStep:
         """After a cycle: which of the active variants stop, and which contender gets a further process."""
         active = list(lap.processes)
-        over = lap.spent_s >= self.budget_s and lap.rounds >= CAPPED_MIN_ROUNDS
+        cycle_s, self.last_spent_s = lap.spent_s - self.last_spent_s, lap.spent_s
+        over = lap.spent_s + cycle_s / 2 >= self.budget_s and lap.rounds >= CAPPED_MIN_ROUNDS  # the nearest end
         contenders = self.contenders(active)
         if not contenders:  # none may win: timed to the budget
             self.ended = BUDGET if over else ""
