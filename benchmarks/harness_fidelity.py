@@ -1,6 +1,6 @@
 """Does trtbench read the same latency as torch.utils.benchmark.Timer?
 
-Run:  .venv/bin/python benchmarks/harness_fidelity.py [--pairs 5] [--tty]
+Run:  .venv/bin/python benchmarks/harness_fidelity.py [--pairs 5] [--tty] [--schedule interleaved|steady]
       .venv/bin/python benchmarks/harness_fidelity.py --results DIR --config FILE [--variants eager,compiled]
           [--pairs 4] [--min-run-time 1] [--json OUT]
 
@@ -330,6 +330,8 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=5.0,
                         help="Timer.blocked_autorange seconds (with --results: each segment of a pair, either side)")
     parser.add_argument("--tty", action="store_true", help="run the CLI under a pseudo-terminal")
+    parser.add_argument("--schedule", default="interleaved", choices=("interleaved", "steady"),
+                        help="the CLI run's benchmark.schedule")
     parser.add_argument("--results", help="a trtbench run's folder: its rows against references, in pairs")
     parser.add_argument("--config", help="with --results: the config the run was made from")
     parser.add_argument("--variants", default="eager,compiled", help="with --results: the variants to check")
@@ -351,9 +353,9 @@ def main() -> None:
     config.write_text(yaml.safe_dump({
         "name": "fidelity", "model": {"source": "torchvision", "name": "resnet18"},
         "inputs": [{"name": "input", "shape": [1, 3, 160, 160]}], "device": "cpu", "variants": ["eager"],
-        "benchmark": {"threads": THREADS, "measure_ceiling": False},
+        "benchmark": {"threads": THREADS, "measure_ceiling": False, "schedule": args.schedule},
         "output": {"save_artifacts": False, "cold_start": False}}))
-    print(f"CLI process vs Timer process, resnet18 1x3x160x160, {THREADS} threads, {args.pairs} pairs"
+    print(f"CLI process ({args.schedule}) vs Timer process, resnet18 1x3x160x160, {THREADS} threads, {args.pairs} pairs"
           f"{' (CLI under a pseudo-terminal)' if args.tty else ''}")
     pairs = paired(lambda i: cli_median(config, work / f"out{i}", args.tty),
                    lambda i: {"timer_ms": timer_median(args.min_run_time)}, args.pairs)
