@@ -3,7 +3,7 @@ runtime deployed alone?
 
 Run:  .venv/bin/python benchmarks/reduced_alone.py [--alternations 3] [--seconds 6] [--warmup-s 3] [--batch 8]
           [--threads 2] [--variants eager,compiled,ort,openvino] [--precisions fp32,bf16,int8]
-          [--processes N] [--trtbench-src DIR] [--compiled-freezing]
+          [--processes N] [--trtbench-src DIR] [--compiled-freezing] [--keep DIR]
 
 trtbench: one run of resnet18 (random weights) at Bx3x224x224 with every variant at every precision, default
 adaptive timing, saving its files. Alone: each runtime at each precision in a fresh process of its own, timed by this
@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -145,7 +146,9 @@ def alone_job(kind: str, precision: str, files: dict, weights: Path, args) -> di
             "seconds": args.seconds, "warmup_s": args.warmup_s, "settings": {}}
     if kind in ("eager", "compiled", "compiled_freezing") and precision != "int8":
         return {**base, "path": str(weights)}
-    entry = files.get(("compiled" if kind == "compiled_freezing" else kind, precision))
+    if kind == "compiled_freezing":  # int8: the saved graph compiles with the Inductor settings its manifest records
+        return None
+    entry = files.get((kind, precision))
     if entry is None and kind == "openvino" and precision == "bf16":  # the bf16 row: the fp32 IR under a bf16 hint
         entry = files.get(("openvino", "fp32"))
         entry = entry and {**entry, "settings": {**entry["settings"], "config": {
@@ -165,6 +168,7 @@ def main() -> None:
     parser.add_argument("--precisions", default="fp32,bf16,int8")
     parser.add_argument("--processes", type=int, default=None, help="trtbench's benchmark.processes")
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
+    parser.add_argument("--keep", help="copy each trtbench run's results.json and report.md into this folder")
     parser.add_argument("--compiled-freezing", action="store_true",
                         help="also time torch.compile alone with Inductor's freezing (not compared: trtbench's "
                              "compiled row does not freeze)")
@@ -181,6 +185,11 @@ def main() -> None:
         for i in range(args.alternations):
             out = tmp / f"run_{i}"
             measured = run_trtbench(out, args)
+            if args.keep:
+                kept = Path(args.keep) / f"run_{i}"
+                kept.mkdir(parents=True, exist_ok=True)
+                for name in ("results.json", "report.md"):
+                    shutil.copy(out / name, kept / name)
             for (variant, precision), median in measured.items():
                 if precision in reduced and (variant, "fp32") in measured:
                     ours.setdefault((variant, precision), []).append(measured[(variant, "fp32")] / median)
