@@ -100,7 +100,10 @@ def replay_point(point: dict, budget_s: float, margin: float = RACE_MARGIN) -> R
     variants = point["variants"]
     barred = frozenset(name for name, v in variants.items() if not v["ok"])
     start_s = {name: v.get("start_s", 0.0) for name, v in variants.items()}
-    race = Race(margin, budget_s, Entrants(point["baseline"], barred, most=math.inf, start_s=start_s.get))
+    fp32 = {name: name.rsplit(" ", 1)[0] + " fp32" for name in variants}  # a reduced row's fp32 row, timed on
+    references = {name: row for name, row in fp32.items() if row != name and row in variants}
+    race = Race(margin, budget_s, Entrants(point["baseline"], barred, most=math.inf, start_s=start_s.get,
+                                           references=references))
     allowed = {name: sorted({int(b[1]) for b in v["blocks"]})[:START] for name, v in variants.items()}
     kept: dict[str, list] = {name: [] for name in variants}
     active = list(variants)

@@ -181,3 +181,17 @@ def test_the_budget_ends_a_point_at_the_cycles_end_nearest_it():
     short_cycles = Race(0.05, budget_s=5, entrants=Entrants("eager"))
     assert all(short_cycles.step(noisy, _lap(noisy, spent_s=s)).stops == {} for s in (1.0, 2.0, 3.0, 4.0))
     assert set(short_cycles.step(noisy, _lap(noisy, spent_s=5.0)).stops.values()) == {BUDGET}
+
+
+def test_a_reduced_rows_fp32_row_is_timed_on_while_that_row_races_then_stops():
+    """``ov@int8`` leads; ``ov`` (its fp32 row) and ``ov@bf16`` are far behind: ``ov`` is out of the race but timed on
+    while ``ov@int8`` races (its paired ratio over fp32 needs both), and stops with it once ``ov@int8`` is stopped."""
+    series = _series({"eager": 1.0, "ov": 0.9, "ov@bf16": 0.5, "ov@int8": 0.2, "ort@int8": 0.21}, rounds=12)
+    race = Race(0.05, budget_s=60, entrants=Entrants("eager", references={"ov@bf16": "ov", "ov@int8": "ov"}))
+    step = race.step(series, _lap(series))
+    assert step.stops == {"ov@bf16": STOPPED} and "ov" in race.stopped  # not a contender, still timed
+    assert race.outcomes(series)["ov"]["outcome"] == "stopped"
+    race.stopped["ov@int8"] = race.stopped["ov@bf16"]  # had ov@int8 fallen behind at the next cycle's end
+    again = race.step({k: v for k, v in series.items() if k != "ov@bf16"},
+                      _lap({k: v for k, v in series.items() if k != "ov@bf16"}))
+    assert again.stops.get("ov") == STOPPED and again.stops.get("ov@int8") == STOPPED

@@ -6,7 +6,7 @@ docs/measuring.md, "Racing")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 from trtbench.analysis.race import PointCall, Standing, between_share, call_point
 from trtbench.core.stats import BlockSeries, pooled_between_variance
@@ -21,13 +21,19 @@ STOPPED, DECIDED, BUDGET = "race", "decided", "budget_s"  # why a variant left a
 class Entrants:
     """The point's variants as its rounds treat them: the ``baseline`` (never stopped: every speedup's drift
     reference), those ``barred`` from winning (a failed accuracy check), the ``most`` processes a variant may get,
-    ``more``, which starts a further process of one (None: it could not), and ``start_s``, what that costs (s)."""
+    ``more``, which starts a further process of one (None: it could not), ``start_s``, what that costs (s), and
+    ``references``: a reduced-precision row's fp32 row, timed on while that row races."""
 
     baseline: Optional[str] = None
     barred: frozenset = frozenset()
     most: int = 1
     more: Callable[[str], object] = lambda variant: None
     start_s: Callable[[str], float] = lambda variant: 0.0
+    references: dict = field(default_factory=dict)
+
+    def timed_on(self, active: list[str], stopped: Collection[str]) -> set[str]:
+        """The baseline, and the references of the active rows not stopped."""
+        return {self.baseline} | {self.references[v] for v in active if v in self.references and v not in stopped}
 
 
 @dataclass(frozen=True)
@@ -93,12 +99,11 @@ class Race:
             return RaceStep({})
         between = pooled_between_variance(series.values())
         call = self.call = call_point({v: series[v] for v in active}, contenders, self.margin, between)
-        stops = {}
         for standing in call.standings:
             if standing.variant in active and standing.variant not in self.stopped and standing.separated(self.margin):
                 self.stopped[standing.variant] = (call.leader, standing)
-                if standing.variant != self.entrants.baseline:
-                    stops[standing.variant] = STOPPED
+        timed_on = self.entrants.timed_on(active, self.stopped)
+        stops = {v: STOPPED for v in active if v in self.stopped and v not in timed_on}
         left = self.contenders(active)
         if len(left) <= 1 or call.equivalent(left) or over:
             self.ended = DECIDED if len(left) <= 1 or call.equivalent(left) else BUDGET
