@@ -3,7 +3,8 @@ runtime deployed alone?
 
 Run:  .venv/bin/python benchmarks/reduced_alone.py [--alternations 3] [--seconds 6] [--warmup-s 3] [--batch 8]
           [--threads 2] [--variants eager,compiled,ort,openvino] [--precisions fp32,bf16,int8]
-          [--processes N] [--trtbench-src DIR] [--compiled-freezing] [--keep DIR]
+          [--processes N] [--trtbench-src DIR] [--compiled-freezing] [--keep DIR] [--schedule steady]
+          [--budget-s S]
 
 trtbench: one run of resnet18 (random weights) at Bx3x224x224 with every variant at every precision, default
 adaptive timing, saving its files. Alone: each runtime at each precision in a fresh process of its own, timed by this
@@ -13,8 +14,9 @@ OpenVINO IR with its config, the int8 .pt2 with its Inductor settings); eager an
 resnet18 in their process and load the run's weights file-backed. Per runtime, its fp32 process runs before and after
 each reduced one (fp32, bf16, fp32, int8, fp32), and a reduced ratio alone is the geometric mean of the two fp32
 medians around it over its median, so the VM's drift cancels. Each alternation runs trtbench first, then the alone
-processes. For every runtime and reduced precision it prints the median over the alternations of trtbench's ratio (its
-fp32 row's median over the reduced row's, both timed in the same rounds) beside the ratio alone, and how far apart they
+processes. For every runtime and reduced precision it prints the median over the alternations of trtbench's ratio (the
+report's "vs same variant fp32": the reduced row's speedup over its fp32 row, paired by the rounds both were timed
+in) beside the ratio alone, and how far apart they
 are (target: within 8%). ``--compiled-freezing`` also times torch.compile alone with Inductor's freezing (what a CPU
 deployment of it would usually set), beside the plain torch.compile trtbench builds. Run it on an otherwise idle
 machine; the figures go to benchmarks/NOTES.md.
@@ -100,6 +102,25 @@ print(json.dumps({"median_ms": float(np.median(samples)), "calls": len(samples)}
 '''
 
 
+# trtbench's own figures of a run: each row's median, and each reduced row's ratio over its variant's fp32 row as
+# the report states it ("vs same variant fp32": paired by round, trtbench.report.reduced.over_same_variant).
+PAIRED = r'''
+import json, sys
+from pathlib import Path
+from trtbench.report.reduced import over_same_variant
+from trtbench.results.resultset import ResultSet
+results = ResultSet.load(Path(sys.argv[1]))
+found = {}
+for r in results:
+    if r.status == "ok" and r.rounds:
+        found[f"{r.case.variant} {r.case.precision}"] = r.stats.median
+        ratio = over_same_variant(results, r) if r.case.precision != "fp32" else None
+        if ratio is not None:
+            found[f"{r.case.variant} {r.case.precision}/fp32"] = ratio.value
+print(json.dumps(found))
+'''
+
+
 def alone(job: dict) -> float:
     """The median ms of one runtime at one precision alone in a fresh process (``job``: what ALONE reads)."""
     out = subprocess.run([sys.executable, "-c", ALONE, json.dumps(job)], capture_output=True, text=True)
@@ -110,9 +131,11 @@ def alone(job: dict) -> float:
 
 def run_trtbench(out: Path, args) -> dict[tuple[str, str], float]:
     """(variant, precision) -> the median ms trtbench's run reports; its files stay in ``out``."""
-    benchmark = {"threads": args.threads, "measure_ceiling": False}
+    benchmark = {"threads": args.threads, "measure_ceiling": False, "schedule": args.schedule}
     if args.processes:
         benchmark["processes"] = args.processes
+    if args.budget_s:
+        benchmark["budget_s"] = args.budget_s
     shape = [args.batch, 3, 224, 224]
     config = {"name": "reduced-alone", "model": {"source": "torchvision", "name": "resnet18"},
               "inputs": [{"name": "input", "dtype": "float32", "shape": shape}], "device": "cpu",
@@ -128,9 +151,9 @@ def run_trtbench(out: Path, args) -> dict[tuple[str, str], float]:
         env["PYTHONPATH"] = os.pathsep.join([args.trtbench_src, env.get("PYTHONPATH", "")])
     subprocess.run([sys.executable, "-m", "trtbench", "--config", str(path), "--fresh", "--quiet"], env=env,
                    cwd=out.parent, capture_output=True)  # exit 1 where a row failed: its others still count
-    doc = json.loads((out / "results.json").read_text())
-    return {(r["case"]["variant"], r["case"]["precision"]): statistics.median(s for block in r["rounds"] for s in block)
-            for r in doc["records"] if r["status"] == "ok" and r["rounds"]}
+    paired = subprocess.run([sys.executable, "-c", PAIRED, str(out / "results.json")], env=env, capture_output=True,
+                            text=True, check=True)
+    return {tuple(key.split(" ")): value for key, value in json.loads(paired.stdout).items()}
 
 
 def manifest_files(out: Path) -> dict[tuple[str, str], dict]:
@@ -169,6 +192,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="trtbench's benchmark.processes")
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
     parser.add_argument("--keep", help="copy each trtbench run's results.json and report.md into this folder")
+    parser.add_argument("--schedule", default="interleaved", choices=("interleaved", "steady"),
+                        help="trtbench's benchmark.schedule")
+    parser.add_argument("--budget-s", type=float, help="trtbench's benchmark.budget_s (default: its own)")
     parser.add_argument("--compiled-freezing", action="store_true",
                         help="also time torch.compile alone with Inductor's freezing (not compared: trtbench's "
                              "compiled row does not freeze)")
@@ -190,10 +216,10 @@ def main() -> None:
                 kept.mkdir(parents=True, exist_ok=True)
                 for name in ("results.json", "report.md"):
                     shutil.copy(out / name, kept / name)
-            for (variant, precision), median in measured.items():
-                if precision in reduced and (variant, "fp32") in measured:
-                    ours.setdefault((variant, precision), []).append(measured[(variant, "fp32")] / median)
-            timed = ", ".join(f"{v} {p} {m:.2f} ms" for (v, p), m in sorted(measured.items()))
+            for (variant, precision), ratio in measured.items():
+                if precision.endswith("/fp32"):
+                    ours.setdefault((variant, precision.split("/")[0]), []).append(ratio)
+            timed = ", ".join(f"{v} {p} {m:.2f} ms" for (v, p), m in sorted(measured.items()) if "/" not in p)
             print(f"alternation {i + 1}, trtbench: {timed}", flush=True)
             files = manifest_files(out)
             line = []
