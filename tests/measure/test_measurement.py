@@ -54,7 +54,7 @@ def measure_one(fn, timing):
 
 def test_fixed_plan_times_exactly_the_iterations_and_warms_up():
     calls = []
-    timing = TimingSettings(mode="fixed", warmup=3, warmup_s=0, iterations=7)
+    timing = TimingSettings(mode="fixed", warmup=3, warmup_s=0, iterations=7, schedule="interleaved")
     m = measure_one(lambda: calls.append(1), timing)
     # 3 warm-up calls, 7 timed ones in 7 rounds, each round's block after its switch-in call (kept apart)
     assert len(calls) == 3 + 7 + 7 and len(m.samples) == 7 and m.stopped_by == "iterations"
@@ -95,7 +95,7 @@ def test_rounds_rotate_the_order_of_the_variants():
     order = []
     fns = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
     timing = TimingSettings(mode="fixed", warmup=0, warmup_s=0, iterations=4,  # 4 rounds of 1 call each
-                            switch_in_below_s=0)  # (no switch-in calls, so each call in the order is a timed one)
+                            switch_in_below_s=0, schedule="interleaved")  # (no lead-in: each call in order is timed)
     result = measure_interleaved(fns, CPU, timing)
     assert order[:3] == ["a", "b", "c"]  # warmup 0 still calls each once to size its blocks
     assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
@@ -158,7 +158,7 @@ def test_fixed_mode_gives_exactly_iterations_samples_per_variant_in_rounds():
         calls["slow"] += 1
         time.sleep(0.0005)
 
-    timing = TimingSettings(mode="fixed", warmup=2, warmup_s=0, iterations=23)
+    timing = TimingSettings(mode="fixed", warmup=2, warmup_s=0, iterations=23, schedule="interleaved")
     result = measure_interleaved({"fast": fast, "slow": slow}, CPU, timing)
     for name, m in result.items():
         assert len(m.samples) == 23 and m.stopped_by == "iterations"
@@ -294,7 +294,8 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
     """The first call after another variant ran pays a cache refill a runtime alone never pays, so a
     variant whose call is shorter than ``switch_in_below_s`` asks each timed block for a switch-in call
     first (the warm-up's blocks need none); longer calls, or ``switch_in_below_s: 0``, never do."""
-    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1)
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=4, switch_in_below_s=0.1,
+                            schedule="interleaved")
     timers = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
     measure_interleaved(timers, CPU, timing)
     assert (timers["short"].switch_ins, timers["long"].switch_ins) == (4, 0)
@@ -304,14 +305,16 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
 
 
 def test_the_steady_schedule_times_each_block_after_a_blocks_worth_of_untimed_calls():
-    """``schedule: steady`` reads a server that never idles: each block's timed calls come after as many untimed
-    back-to-back calls (whatever the call's length); interleaved leads in with the switch-in call alone."""
-    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=20, switch_in_below_s=0.1)
+    """``schedule: steady`` (the default) reads a server that never idles: each block's timed calls come after as
+    many untimed back-to-back calls (whatever the call's length); interleaved leads in with the switch-in call
+    alone."""
+    timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=20, switch_in_below_s=0.1,
+                            schedule="interleaved")
     interleaved = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
     measure_interleaved(interleaved, CPU, timing)
     assert [t.lead_ins for t in interleaved.values()] == [10, 0]  # 10 rounds of 2 calls: one switch-in call each
     steady = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
-    results = measure_interleaved(steady, CPU, dataclasses.replace(timing, schedule="steady"))
+    results = measure_interleaved(steady, CPU, dataclasses.replace(timing, schedule=TimingSettings().schedule))
     assert [t.lead_ins for t in steady.values()] == [20, 20]
     assert all(len(r.samples) == 20 for r in results.values())  # the lead-in calls are no samples
 

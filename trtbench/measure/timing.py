@@ -44,7 +44,7 @@ class TimingSettings:
     min_iterations: int = 10  # adaptive: timed calls per variant before it may stop
     block_s: float = 0.25  # one variant's share of a round (docs/measuring.md, "Interleaved rounds")
     switch_in_below_s: float = 0.1  # shorter calls: each block starts with a switch-in call, kept out of the samples
-    schedule: str = "interleaved"  # steady: each block's timed calls after a block's worth of untimed ones
+    schedule: str = "steady"  # each block's timed calls after a block's worth of untimed ones; interleaved: without
 
     @property
     def racing(self) -> bool:
@@ -291,8 +291,8 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 results[name].race = part
         if baseline in results and len(names) > 1:
             alone = processes[baseline][0]
-            results[baseline].alone = [s for _ in range(ALONE_BLOCKS)
-                                       for s in alone.block(blocks[baseline], lead_ins[baseline]).host_ms]
+            leads = [lead_ins[baseline]] + [min(lead_ins[baseline], int(switch_ins[baseline]))] * (ALONE_BLOCKS - 1)
+            results[baseline].alone = [s for lead in leads for s in alone.block(blocks[baseline], lead).host_ms]
         return results
     finally:
         if gc_was_enabled:
