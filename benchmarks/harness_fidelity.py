@@ -330,8 +330,8 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=5.0,
                         help="Timer.blocked_autorange seconds (with --results: each segment of a pair, either side)")
     parser.add_argument("--tty", action="store_true", help="run the CLI under a pseudo-terminal")
-    parser.add_argument("--schedule", default="interleaved", choices=("interleaved", "steady"),
-                        help="the CLI run's benchmark.schedule")
+    parser.add_argument("--schedule", choices=("interleaved", "steady"),
+                        help="the CLI run's benchmark.schedule (default: trtbench's)")
     parser.add_argument("--results", help="a trtbench run's folder: its rows against references, in pairs")
     parser.add_argument("--config", help="with --results: the config the run was made from")
     parser.add_argument("--variants", default="eager,compiled", help="with --results: the variants to check")
@@ -353,9 +353,11 @@ def main() -> None:
     config.write_text(yaml.safe_dump({
         "name": "fidelity", "model": {"source": "torchvision", "name": "resnet18"},
         "inputs": [{"name": "input", "shape": [1, 3, 160, 160]}], "device": "cpu", "variants": ["eager"],
-        "benchmark": {"threads": THREADS, "measure_ceiling": False, "schedule": args.schedule},
+        "benchmark": {"threads": THREADS, "measure_ceiling": False,
+                      **({"schedule": args.schedule} if args.schedule else {})},
         "output": {"save_artifacts": False, "cold_start": False}}))
-    print(f"CLI process ({args.schedule}) vs Timer process, resnet18 1x3x160x160, {THREADS} threads, {args.pairs} pairs"
+    print(f"CLI process ({args.schedule or 'default schedule'}) vs Timer process, resnet18 1x3x160x160, "
+          f"{THREADS} threads, {args.pairs} pairs"
           f"{' (CLI under a pseudo-terminal)' if args.tty else ''}")
     pairs = paired(lambda i: cli_median(config, work / f"out{i}", args.tty),
                    lambda i: {"timer_ms": timer_median(args.min_run_time)}, args.pairs)

@@ -131,7 +131,8 @@ def alone(job: dict) -> float:
 
 def run_trtbench(out: Path, args) -> dict[tuple[str, str], float]:
     """(variant, precision) -> the median ms trtbench's run reports; its files stay in ``out``."""
-    benchmark = {"threads": args.threads, "measure_ceiling": False, "schedule": args.schedule}
+    benchmark = {"threads": args.threads, "measure_ceiling": False,
+                 **({"schedule": args.schedule} if args.schedule else {})}
     if args.processes:
         benchmark["processes"] = args.processes
     if args.budget_s:
@@ -192,8 +193,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="trtbench's benchmark.processes")
     parser.add_argument("--trtbench-src", help="a trtbench checkout to run instead of the installed one")
     parser.add_argument("--keep", help="copy each trtbench run's results.json and report.md into this folder")
-    parser.add_argument("--schedule", default="interleaved", choices=("interleaved", "steady"),
-                        help="trtbench's benchmark.schedule")
+    parser.add_argument("--schedule", choices=("interleaved", "steady"), help="trtbench's benchmark.schedule")
     parser.add_argument("--budget-s", type=float, help="trtbench's benchmark.budget_s (default: its own)")
     parser.add_argument("--compiled-freezing", action="store_true",
                         help="also time torch.compile alone with Inductor's freezing (not compared: trtbench's "
