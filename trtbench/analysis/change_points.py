@@ -1,6 +1,4 @@
-"""Change points, both kinds trtbench finds: where a point's rounds change regime (PELT with ruptures), and the steps
-of a series of runs' figures by binary segmentation, each point weighed by its own interval and the series' scatter
-(docs/measuring.md, "The machine's regimes"; docs/comparing.md, "Steps, weighed honestly")."""
+"""Change points: a point's regimes (PELT) and a series' steps (binary segmentation; docs/comparing.md)."""
 
 from __future__ import annotations
 
@@ -60,8 +58,7 @@ def _change_points(values: np.ndarray) -> list[int]:
 
 
 def regime_starts(values: np.ndarray) -> list[int]:
-    """Indices into ``values`` (a point's rounds' common factor) where a new regime starts, neighbours closer than
-    MIN_SHIFT joined (the closest pair first)."""
+    """Where a new regime starts in ``values``, neighbours closer than MIN_SHIFT joined (the closest pair first)."""
     starts = _change_points(values)
     while starts:
         bounds = [0, *starts, values.size]
@@ -157,8 +154,7 @@ class _Split:
         return abs(self.after.mean - self.before.mean) / math.sqrt(self.before.variance + self.after.variance)
 
     def step(self, offset: int, threshold: float, z_min: float) -> Optional[Step]:
-        """The step at the cut (plus ``offset``) where the levels differ by ``z_min`` standard errors and by
-        ``threshold`` (relative) or more, else None."""
+        """The step at the cut (plus ``offset``) where the levels differ by ``z_min`` and ``threshold``, else None."""
         if not (self.z >= z_min and abs(math.exp(self.after.mean - self.before.mean) - 1.0) >= threshold):
             return None
         return Step(offset + self.cut, self.before.interval(), self.after.interval())
@@ -190,8 +186,7 @@ def _split(points: _Logs, offset: int, scatter: Optional[float], threshold: floa
 
 def find_steps(points: Sequence[Interval], threshold: float = THRESHOLD,
                scatter: Optional[float] = None) -> list[Step]:
-    """The steps of a series in order (binary segmentation: the split whose sides differ most in standard errors,
-    then each side); ``scatter``: the run-to-run scatter (default: estimated); none where a value is not finite."""
+    """The steps of a series in order, by binary segmentation (``scatter``: run-to-run; None: estimated)."""
     logs = _Logs.of(points)
     return _split(logs, 0, scatter, threshold) if np.all(np.isfinite(logs.logs)) else []
 

@@ -1,6 +1,4 @@
-"""A point's race read from its blocks: its leader, every other variant's time over the leader's (paired by round,
-with its two-level 95% interval), which of them are slower by more than the margin, and the point's answer: a
-winner, or a tie (why: docs/measuring.md, "Racing")."""
+"""A point's race read from its blocks: its leader, each standing, its answer (docs/measuring.md, "Racing")."""
 
 from __future__ import annotations
 
@@ -52,8 +50,7 @@ class PointCall:
 
 def call_point(series: dict[str, BlockSeries], contenders: Sequence[str], margin: float,
                between_var: Optional[float]) -> PointCall:
-    """The call over ``series`` (by variant): the leader is the contender of the lowest median block; every other
-    variant that shares a round with it stands against it."""
+    """The call over ``series``: the contender of the lowest median leads; each variant sharing a round stands."""
     leader = min(contenders, key=lambda name: float(np.median(series[name].medians)))
     standings = [Standing(name, speedup_interval(one, series[leader], between_var)) for name, one in series.items()
                  if name != leader and set(one.rounds) & set(series[leader].rounds)]
@@ -61,8 +58,7 @@ def call_point(series: dict[str, BlockSeries], contenders: Sequence[str], margin
 
 
 def between_share(base: BlockSeries, this: BlockSeries, between_var: Optional[float]) -> float:
-    """The share of the paired interval's width (log scale, squared) that its rounds alone do not give: what the
-    spread between processes adds (0 where the interval is not finite)."""
+    """The share of the paired interval's squared log width that the spread between processes adds (0: not finite)."""
     full = speedup_interval(base, this, between_var)
     rounds = speedup_interval(base, this, between_var, resample_processes=False)
     widths = [math.log(i.high / i.low) if i.low > 0 and math.isfinite(i.high) else math.inf for i in (full, rounds)]
@@ -73,8 +69,7 @@ def between_share(base: BlockSeries, this: BlockSeries, between_var: Optional[fl
 
 @dataclass(frozen=True)
 class PointAnswer:
-    """A point's answer: the leader, the variants tied with it (none: it won), the closest other variant's standing
-    (its lead), and whether the race's budget ended the point (``at_budget``)."""
+    """A point's answer: the leader, those tied with it (none: it won), the runner-up, and ``at_budget``."""
 
     leader: Record
     tied: tuple[tuple[Record, Interval], ...]
@@ -89,9 +84,7 @@ class PointAnswer:
 
 def point_answer(records: Sequence[Record], between_var: Optional[float],
                  margin: float = RACE_MARGIN) -> Optional[PointAnswer]:
-    """A point's answer from its rounds: the leader among the rows that passed their check and that its race (where
-    it was raced, ``metrics["race"]``, whose margin it takes) did not stop or put out, tied with each such row its
-    interval does not separate from it by more than the margin."""
+    """A point's answer from its rounds: the leader of the rows checked and not out of its race, and those tied."""
     race = {r.key: (r.metrics or {}).get("race") or {} for r in records}
     margin = next((part["margin"] for part in race.values() if "margin" in part), margin)
     contenders = [r.key for r in records if not r.accuracy_failed and race[r.key].get("outcome") not in OUT]

@@ -1,5 +1,4 @@
-"""The analysis of a set of records (medians and speedups with their intervals, pooled process variance, regimes,
-process spread); every reader asks here."""
+"""The analysis of a set of records: medians, speedups, pooled variance, regimes, spread; every reader asks here."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ class Analysis:
     """The figures of ``records``, each computed once, speedups over ``baseline(record)``."""
 
     def __init__(self, records: Iterable[Record], baseline: Callable[[Record], Optional[Record]] = lambda r: None):
-        self._timed = [r for r in records if r.timed]
-        self._baseline = baseline
+        self._timed, self._baseline = [r for r in records if r.timed], baseline
         self._memo: dict = {}
         self._points: dict[tuple, list[Record]] = {}
         for r in self._timed:

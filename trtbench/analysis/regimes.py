@@ -1,6 +1,4 @@
-"""The machine's regimes: stretches of a point's rounds in which every process of every variant ran at one speed (their
-change points: :func:`~trtbench.analysis.change_points.regime_starts`) (more: docs/measuring.md, "Module notes",
-trtbench/analysis/regimes.py)."""
+"""The machine's regimes: stretches of a point's rounds run at one speed (docs/measuring.md, "Module notes")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What was measured: a frozen, hashable :class:`Case` (after ``torch.utils.benchmark``'s TaskSpec); with the
-environment id it keys a record."""
+"""What was measured: a frozen, hashable :class:`Case`; with the environment id it keys a record."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Result parts as JSON data and back, by cattrs from their dataclass fields: :class:`Coded`'s ``to_dict`` and
-``from_dict``, a field's :func:`key` (docs/architecture.md, "Serialization")."""
+"""Result parts as JSON data and back, by cattrs from their fields (docs/architecture.md, "Serialization")."""
 
 from __future__ import annotations
 
@@ -14,15 +13,13 @@ CODEC = "trtbench.codec"  # field metadata: the field's override (:func:`key`)
 
 
 def key(name: Optional[str] = None, rounded: Optional[int] = None, omit_default: Optional[bool] = None) -> dict:
-    """A field's metadata: written as ``name``, its numbers ``rounded`` to so many decimals, left out at its default
-    where ``omit_default``."""
+    """A field's metadata: written as ``name``, ``rounded`` to so many decimals, ``omit_default`` or not."""
     hook = None if rounded is None else lambda values: [round(v, rounded) for v in values]
     return {CODEC: override(rename=name, unstruct_hook=hook, omit_if_default=omit_default)}
 
 
 class Coded:
-    """A dataclass written as a dict of its fields in order, read back by their types (a key that is missing, or
-    null where the field is not Optional, reads as its default)."""
+    """A dataclass written as a dict of its fields, read back by their types (missing or null: its default)."""
 
     def to_dict(self) -> dict:
         return converter.unstructure(self)

@@ -7,9 +7,7 @@ class UserInputError(Exception):
     exit_code = 2
 
     def __init__(self, where: str, problem: str, hint: str = ""):
-        self.where = where
-        self.problem = problem
-        self.hint = hint
+        self.where, self.problem, self.hint = where, problem, hint
         super().__init__(self.format())
 
     def format(self) -> str:

@@ -23,9 +23,7 @@ class OutputDir:
     """``<out>``, created if missing, refused (exit 2) when a file, unwritable or in use; locked by an ``flock``."""
 
     def __init__(self, path: str | Path, key: str = "output.dir", joins: bool = False):
-        self.path = Path(path)
-        self.key = key
-        self.joins = joins
+        self.path, self.key, self.joins = Path(path), key, joins
         self._held: Path | None = None  # the folder it holds, resolved
 
     def acquire(self) -> "OutputDir":
@@ -98,17 +96,14 @@ class FailureLog:
     """Appends the full traceback of every failed build, check or save to ``<out>/failures.log``."""
 
     def __init__(self, out_dir: Path):
-        self.path = Path(out_dir) / FAILURE_LOG
-        self.count = 0
+        self.path, self.count = Path(out_dir) / FAILURE_LOG, 0
 
     def reason(self, what: str, err: BaseException) -> str:
         """Log ``err`` under ``what``; return the one-line reason that names the log entry."""
         self.count += 1
         entry = f"#{os.getpid()}.{self.count}"
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(f"=== {entry} {what}\n")
-            fh.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
-            fh.write("\n")
+            fh.write(f"=== {entry} {what}\n{''.join(traceback.format_exception(type(err), err, err.__traceback__))}\n")
         return f"{what}: {describe_error(err)} (traceback: {FAILURE_LOG} {entry})"
 
 

@@ -1,5 +1,4 @@
-"""Result parts: the frozen values a scenario returns (a record, a device's ceilings, a served case's results...),
-each saving and loading itself, registered here; the journal, the result set and merge use this protocol only."""
+"""Result parts: the frozen values a scenario returns, each saving and loading itself, registered here."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ class Progress:
     """Shows one bar (or line) per build and per timed point."""
 
     def __init__(self, quiet: bool = False, stream=None):
-        self.stream = stream or sys.stdout
-        self.quiet = quiet
+        self.stream, self.quiet = stream or sys.stdout, quiet
         self.bars = not quiet and self.stream.isatty()
 
     def log(self, message: str) -> None:

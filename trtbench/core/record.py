@@ -1,5 +1,4 @@
-"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples; a later stage derives a
-new record (``with_*``), and statistics are derived from the samples each time, never stored."""
+"""What a measurement produced: a frozen :class:`Record` per case, with its raw samples (stats derived)."""
 
 from __future__ import annotations
 

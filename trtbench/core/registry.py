@@ -22,8 +22,7 @@ class Registry(Generic[T]):
     """Classes by their ``name``, in registration order (``package``: loaded at first lookup)."""
 
     def __init__(self, what: str, package: Optional[str] = None):
-        self.what = what
-        self._package = package
+        self.what, self._package = what, package
         self._classes: dict[str, type[T]] = {}
 
     def register(self, cls: type[T]) -> type[T]:

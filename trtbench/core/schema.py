@@ -29,8 +29,7 @@ def suggest(name: str, choices) -> str:
 
 def describe(tp: Any) -> str:
     """Human wording for a type annotation."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (Union, types.UnionType):
         parts = [describe(a) for a in args if a is not type(None)]
         text = " or ".join(parts)
@@ -51,8 +50,7 @@ def join(path: str, key: Any) -> str:
 
 def convert(value: Any, tp: Any, path: str) -> Any:
     """Check ``value`` against annotation ``tp`` and return it converted (dataclasses built)."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
@@ -91,8 +89,7 @@ def convert(value: Any, tp: Any, path: str) -> Any:
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Dataclass ``cls`` from ``data``, keys and types checked, then its ``prepare`` and ``validate`` if any."""
     where = path or "config"
-    if data is None:
-        data = {}
+    data = {} if data is None else data
     if not isinstance(data, dict):
         raise UserInputError(where, f"expected a mapping, got {data!r}",
                              f"write '{where}' as a YAML mapping of key: value")

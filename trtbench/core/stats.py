@@ -1,5 +1,4 @@
-"""Statistics derived from raw per-iteration samples, which are kept too (more: docs/measuring.md,
-"Module notes", trtbench/core/stats.py)."""
+"""Statistics derived from raw per-iteration samples (docs/measuring.md, "Module notes")."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ BOOTSTRAP_SAMPLES = 2000
 
 @dataclass(frozen=True)
 class Interval:
-    """A value with its interval at ``level`` (0.95: a 95% interval). Its JSON form is ``{"value", "low", "high"}``:
-    the place that writes one fixes its level."""
+    """A value with its interval at ``level``; its JSON form is ``{"value", "low", "high"}``."""
 
     value: float
     low: float
@@ -94,8 +92,7 @@ class Interval:
         return replace(self, value=value, low=min(self.low, value), high=max(self.high, value))
 
     def text(self, spec: str = ".2f", unit: str = "", sep: str = "-") -> str:
-        """``1.52x [1.49-1.55]``: each number in format ``spec``, ``unit`` after the value; the value alone where the
-        interval is not known (its low end -inf)."""
+        """``1.52x [1.49-1.55]``, numbers in format ``spec``; the value alone where the low end is -inf."""
         value = f"{self.value:{spec}}{unit}"
         return value if self.low == -math.inf else f"{value} [{self.low:{spec}}{sep}{self.high:{spec}}]"
 
@@ -174,8 +171,7 @@ def pooled_between_variance(series) -> float | None:
 
 
 def _process_variance_shortfall(series: BlockSeries, between_var: float | None) -> float:
-    """The variance (log scale) of the normal offset that tops the series' process level up to max(own, pooled) /
-    processes, less what resampling its own carries; 0 where its own is resolved or none is known."""
+    """The log variance that tops the series' process level up to max(own, pooled) / processes (docs/measuring.md)."""
     count, own = series.process_count, series.between_variance()
     if count >= RESOLVED_PROCESSES or between_var is None and own is None:
         return 0.0
@@ -212,8 +208,7 @@ def _weighted_medians(values: np.ndarray, factors) -> np.ndarray:
 
 def _bootstrap(values: np.ndarray, rounds, process_columns, topup: float, seed: int,
                resample_processes: bool = True) -> np.ndarray:
-    """BOOTSTRAP_SAMPLES draws of the weighted median of ``values`` (log scale) over resampled rounds and
-    ``process_columns``, plus a normal offset of sd ``topup``."""
+    """Bootstrap draws of the median of ``values`` over resampled rounds and processes, plus a ``topup`` offset."""
     rng = np.random.default_rng(seed)
     round_codes, round_count = _codes(rounds)
     process_codes = [_codes(column) for column in process_columns]
@@ -266,8 +261,7 @@ def _round_pairs(base: BlockSeries, this: BlockSeries) -> tuple[np.ndarray, ...]
 
 def speedup_interval(base: BlockSeries, this: BlockSeries, between_var: float | None = None,
                      seed: int = 0, resample_processes: bool = True) -> Interval:
-    """The speedup of ``this`` over ``base``, the median of their rounds' ratios, with its two-level 95% interval
-    (``resample_processes=False``: rounds alone); infinite under 3 common rounds, a ValueError without one."""
+    """``this``'s speedup over ``base`` (median round ratio), two-level 95% interval; infinite under 3 rounds."""
     ratios, rounds, base_processes, this_processes = _round_pairs(base, this)
     if not ratios.size:
         raise ValueError("the two series share no round to pair on")

@@ -383,9 +383,7 @@ def peak_not_below_measured(ceiling: dict) -> dict:
 
 @dataclass(frozen=True)
 class DeviceCeiling(Coded):
-    """A device's ceilings in one environment, shared by its rows (``values``: ``{which}_{UNIT}``). A subclass names
-    its part's ``kind``, ``results_key`` and ``unit`` on its class line, and is registered as a part; its fields
-    before ``values`` say where its ceilings hold (its :attr:`key`)."""
+    """A device's ceilings in one environment (``values``: ``{which}_{UNIT}``); a subclass is a registered part."""
 
     JOINS_RECORD: ClassVar[bool] = False
     fails_run: ClassVar[bool] = False

@@ -32,8 +32,7 @@ class Done:
 
 
 def serve_engine(engine: Any, requests: dict, admit: Admit, channel: Any) -> None:
-    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine``; any other request ends
-    the process (docs/serving.md)."""
+    """Serve ``admit`` and each query admitted on ``channel`` while any is in ``engine`` (docs/serving.md)."""
     wanted: dict[int, int] = {}
     stamps: dict[int, list[float]] = {}
     arrived = [admit]

@@ -70,10 +70,7 @@ class KernelProof(Coded):
 
     def shares(self, op: str) -> dict[str, float]:
         """Each precision's share of the ``op`` kernels that ran (by what they computed in)."""
-        counts = Counter()
-        for group in self.groups:
-            if group.op == op:
-                counts[group.computes] += group.count
+        counts = Counter(group.computes for group in self.groups if group.op == op for _ in range(group.count))
         total = sum(counts.values())
         return {precision: count / total for precision, count in counts.most_common()} if total else {}
 
@@ -85,10 +82,7 @@ class KernelProof(Coded):
             shares = self.shares(op)
             if not shares:
                 continue
-            isas = Counter()
-            for group in self.groups:
-                if group.op == op:
-                    isas[group.isa] += group.count
+            isas = Counter(group.isa for group in self.groups if group.op == op for _ in range(group.count))
             figures = ", ".join(f"{precision} {share:.0%}" for precision, share in shares.items())
             parts.append(f"{op} {figures} ({isas.most_common(1)[0][0]})")
         if self.kept is not None:

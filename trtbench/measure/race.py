@@ -1,7 +1,4 @@
-"""The race of one point's variants: at each cycle's end, stop those slower than the leader by more than the margin,
-end the point once it is decided or its budget is spent, and ask for a further process of a contender whose interval
-is mostly the spread between its processes. Pure over the blocks so far, so a saved run replays through it (why:
-docs/measuring.md, "Racing")."""
+"""The race of one point's variants, pure over the blocks so far (docs/measuring.md, "Racing")."""
 
 from __future__ import annotations
 
@@ -19,10 +16,8 @@ STOPPED, DECIDED, BUDGET = "race", "decided", "budget_s"  # why a variant left a
 
 @dataclass(frozen=True)
 class Entrants:
-    """The point's variants as its rounds treat them: the ``baseline`` (never stopped: every speedup's drift
-    reference), those ``barred`` from winning (a failed accuracy check), the ``most`` processes a variant may get,
-    ``more``, which starts a further process of one (None: it could not), ``start_s``, what that costs (s), and
-    ``references``: a reduced-precision row's fp32 row, timed on while that row races."""
+    """The point's variants: ``baseline`` (never stopped), ``barred``, ``most`` processes, ``more``, ``start_s``, and
+    ``references`` (a reduced row's fp32 row, timed on while that row races)."""
 
     baseline: Optional[str] = None
     barred: frozenset = frozenset()
@@ -38,8 +33,7 @@ class Entrants:
 
 @dataclass(frozen=True)
 class Lap:
-    """Where a point's rounds stand at a cycle's end: the rounds so far, whole cycles, each active variant's
-    processes, and the seconds its rounds took."""
+    """Where a point's rounds stand at a cycle's end: rounds, cycles, processes per variant, seconds spent."""
 
     rounds: int
     cycles: int
@@ -70,8 +64,7 @@ class RaceStep:
 
 @dataclass
 class Race:
-    """One point's race over its variants' block series, with ``margin`` and ``budget_s`` (the point's rounds, all
-    variants together); :meth:`step` at each cycle's end."""
+    """One point's race over its variants' block series; :meth:`step` at each cycle's end."""
 
     margin: float
     budget_s: float
@@ -112,10 +105,7 @@ class Race:
 
     def _demand(self, series: dict[str, BlockSeries], call: PointCall, left: list[str], lap: Lap,
                 between: Optional[float]) -> Optional[Demand]:
-        """With half the budget left, the first of the leader, the runner-up and the rest (of ``left``) still
-        undecided against the leader (the leader: against the runner-up) whose interval is dominated by the spread
-        between processes, with fewer than the most, each of its processes timed RACE_MIN_CYCLES blocks, and budget
-        left for as long again as its start costs."""
+        """The undecided contender that a further process would help most (docs/measuring.md, "Racing"), or None."""
         undecided = [s for s in call.standings if s.variant in left and not s.within(self.margin)]
         if not undecided or lap.spent_s > self.budget_s / 2:
             return None
@@ -136,8 +126,7 @@ class Race:
         self.demands.append(Demand(demand.variant, demand.round, demand.share, started))
 
     def outcomes(self, series: dict[str, BlockSeries]) -> dict[str, dict]:
-        """Each variant's part in the race, for its record: its outcome (winner, tie, stopped, out), how the race
-        ended, its time over the final leader (the leader: None), what stopped it, and its further processes."""
+        """Each variant's part in the race, for its record: outcome, how it ended, time behind, further processes."""
         names = [v for v in series if series[v].medians]
         left = self.contenders(names)
         if not left:
@@ -158,8 +147,7 @@ class Race:
         return found
 
     def _outcome(self, variant: str, leader: str, tied: set[str]) -> str:
-        """``variant``'s outcome: winner, tie, stopped, out (the baseline, timed on), barred or behind (neither
-        separated from the leader nor tied with it: the last call separated it, or it may not win)."""
+        """``variant``'s outcome: winner, tie, stopped, out (the baseline, timed on), barred or behind."""
         if variant == leader:
             return "tie" if tied else "winner"
         if variant in tied:

@@ -19,8 +19,7 @@ class Rounds:
     """The rounds of one point over ``processes`` (each variant's number of replicate processes), in their order."""
 
     def __init__(self, processes: dict[str, int]):
-        self.processes = dict(processes)
-        self.active = list(processes)
+        self.processes, self.active = dict(processes), list(processes)
         self.cycle = max(processes.values(), default=1)
         self.rounds = 0  # rounds so far
         self.stopped_by: dict[str, str] = {}  # the variants stopped at a cycle's end, with why

@@ -124,8 +124,7 @@ def synchronize(device: torch.device) -> None:
 
 def time_calls(fn: Callable[[], object], device: torch.device, calls: int, lead_in: int = 0,
                trackers: Sequence[Tracker] = ()) -> Block:
-    """``calls`` timed calls of ``fn``, ``trackers`` read around them, after ``lead_in`` calls (the first's time kept
-    as the switch-in call's)."""
+    """``calls`` timed calls of ``fn``, ``trackers`` read around them, after ``lead_in`` (the first: switch-in)."""
     host, events, returned = [], [], []
     cuda = device.type == "cuda"
     switch_in_ms = None

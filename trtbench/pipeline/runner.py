@@ -38,8 +38,7 @@ class Runner:
 
     def __init__(self, plan: RunPlan, progress: Progress | None = None, *, fresh: bool = False):
         self.plan, self.config = plan, plan.config
-        self.progress = progress or Progress(quiet=True)
-        self.fresh = fresh
+        self.progress, self.fresh = progress or Progress(quiet=True), fresh
         self.out_dir = Path(self.config.output.dir)
         self.failures = FailureLog(self.out_dir)
         self.store = ArtifactStore(self.out_dir / "artifacts", self.config.knob_settings[0])

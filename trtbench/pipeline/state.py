@@ -37,8 +37,7 @@ class RunState:
     """The run's records by case key (in the order they came), its other parts, and its saves by save key."""
 
     def __init__(self, plan: RunPlan, journal: Journal):
-        self.plan = plan
-        self.journal = journal
+        self.plan, self.journal = plan, journal
         self.save_artifacts = plan.config.output.save_artifacts
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}

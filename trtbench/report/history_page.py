@@ -1,5 +1,4 @@
-"""The history's page (``templates/history.html.j2``, docs/outputs.md): one offline HTML file with a matplotlib chart
-per series (its points, their intervals, its steps), each point's run and each step's change on hover."""
+"""The history's page: one offline HTML file, a chart per series with hover tips (docs/outputs.md)."""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def _step_tip(step: Step, series: Series) -> str:
 
 
 def _steps(ax, series: Series) -> None:
-    """Each step: a dashed red line (gid ``step|<index>``) between its last point before and first after, its
-    change above the axes, and each level across its points (under their line)."""
+    """Each step: a dashed red line (gid ``step|<index>``), its change above the axes, and each level."""
     steps = sorted(series.steps, key=lambda step: step.index)
     for n, step in enumerate(steps):
         start = steps[n - 1].index if n else 0
@@ -101,8 +99,7 @@ def _spots(fig: Figure, ax, series: Series) -> tuple[Spot, ...]:
 
 
 def history_chart(series: Series, file_name: str) -> Chart:
-    """The series' chart: each point's value (gid ``value|<title>``) over its interval's band, the steps
-    (:func:`_steps`), its runs along x; and the spots that show their tips."""
+    """The series' chart: each point's value (gid ``value|<title>``) over its band, the steps; and its spots."""
     if not series.points:
         return Chart(series)
     fig = Figure(figsize=SIZE)
@@ -124,14 +121,12 @@ def history_chart(series: Series, file_name: str) -> Chart:
 
 
 def history_page(charts: Sequence[Chart], pngs: Mapping[object, bytes], title: str = "trtbench history") -> str:
-    """The page: each chart (:func:`history_chart`; its figure's PNG bytes in ``pngs`` by its plot's path), in the
-    order given, under a filter over their titles."""
+    """The page: each chart (its PNG bytes in ``pngs`` by plot path), in order, under a filter over their titles."""
     return render("history.html.j2", title=title, charts=charts, pngs=pngs)
 
 
 def from_history(found: Sequence[Series]) -> list[Series]:
-    """The history's series as the page draws them: each point that has a value (a failed or skipped run's has
-    none), with its run's versions on hover, and each step at its first run after it."""
+    """The history's series as the page draws them: each point with a value, and each step."""
     pages = []
     for series in found:
         drawn = tuple(p for p in series.points if p.value is not None)

@@ -1,5 +1,4 @@
-"""Noise-aware comparison of two runs' results.json: latency rows, generate rows and served peaks (more:
-docs/comparing.md, "Module notes", trtbench/results/compare.py)."""
+"""Noise-aware comparison of two runs: latency rows, generate rows, served peaks (docs/comparing.md)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ class Change:
 
 
 def _verdict(speedup: Interval, threshold: float) -> str:
-    """The verdict on a speedup's interval: ``faster`` above 1 / (1 - threshold), ``slower`` below
-    1 / (1 + threshold), ``no change`` between them, else ``within noise``."""
+    """The verdict on a speedup's interval: faster, slower, no change or within noise (docs/comparing.md)."""
     faster = 1 / (1 - threshold) if threshold < 1 else math.inf
     slower = 1 / (1 + threshold)
     if speedup.low > faster:

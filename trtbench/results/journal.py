@@ -1,5 +1,4 @@
-"""Crash-safe progress of a run: one JSON line per completed case and part, appended as it completes, read back by
-the same command to measure only what is missing (docs/resuming.md, "Resume")."""
+"""Crash-safe progress of a run: one JSON line per completed part, read back to resume (docs/resuming.md)."""
 
 from __future__ import annotations
 

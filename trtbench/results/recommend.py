@@ -1,5 +1,4 @@
-"""The p99-budget recommendation: per environment and model, the measured point with the highest throughput whose
-p99 latency stays within the budget (docs/matrices.md, "Recommendation")."""
+"""The p99-budget recommendation: the fastest-throughput point within the budget (docs/matrices.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A set of results: records keyed by (case, environment), every other part by kind and key; load, save, merge
-(more, the layout of ``results.json``: docs/outputs.md, "Module notes", trtbench/results/resultset.py)."""
+"""A set of results: records by (case, environment), other parts by kind and key; load, save (docs/outputs.md)."""
 
 from __future__ import annotations
 

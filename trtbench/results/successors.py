@@ -1,5 +1,4 @@
-"""A row built with what upstream deprecates, beside each successor variant timed at its point: the successor's
-speed over the row's, paired by round, with its 95% interval."""
+"""A deprecated row beside each successor timed at its point: the successor's paired speedup over it."""
 
 from __future__ import annotations
 

@@ -1,2 +1,1 @@
-"""Worker processes that time a variant alone (each in its own process): spawning, the request loop, the checked
-call."""
+"""Worker processes that time a variant alone: spawning, the request loop, the checked call."""

@@ -1,5 +1,4 @@
-"""The accuracy check's call: one untimed call of a variant at a point, where it is timed, with its output, peak
-memory, warnings and time; it counts toward the point's warm-up."""
+"""The accuracy check's call: one untimed call where the variant is timed, with output, memory, warnings, time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a worker answers: a table from a request's class to its handler; the timing worker's own requests and
-handlers are here, a layer above registers its own (docs/architecture.md, "Worker requests")."""
+"""What a worker answers: each request's class to its handler (docs/architecture.md, "Worker requests")."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ from trtbench.workers.checked_call import CheckedCall, checked_call
 
 @dataclass
 class Hosted:
-    """What a worker's handlers work on: its channel, calls by label, device, energy counter and trackers, the CPU
-    time of its last block's answer, and its RSS high-water mark before its first check."""
+    """What a worker's handlers work on: channel, calls by label, device, meter, trackers, CPU and RSS marks."""
 
     conn: Connection
     calls: dict[str, Any]

@@ -1,5 +1,4 @@
-"""Where each variant is timed: in replicate worker processes of its own (``process``), taking turns where they do
-not fit in memory together, or in this process (``in_process``; why: docs/measuring.md)."""
+"""Where each variant is timed: its replicate worker processes, or this process (docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -73,8 +72,7 @@ class Isolation(Protocol):
     def facts(self, variant: str) -> dict: ...
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
-        """What ``variant``'s kernels ran where it is timed: its worker's first call's, or ``read`` in this process at
-        ``label``."""
+        """What ``variant``'s kernels ran where it is timed: its worker's first call's, or ``read`` here."""
         ...
 
     def next_turn(self) -> None:
@@ -127,9 +125,7 @@ def deployed_artifact(variant: Variant, built: Built, folder: Path, key: str = "
 
 
 class VariantWorkers:
-    """``replicates.start`` workers per variant of one build group, spawned as it starts, closed together; process
-    0 of every slot builds first, its peak RSS planning the others' turns; more, up to ``replicates.most``, on
-    demand."""
+    """``replicates.start`` workers per variant of a build group (up to ``replicates.most`` on demand), in turns."""
 
     method = "process"
 
@@ -159,8 +155,7 @@ class VariantWorkers:
 
     def start(self, config, group, builds: dict[str, tuple[Variant, Built]], precisions: dict[str, str],
               copies: dict[str, PrecisionCopy], device: torch.device) -> "VariantWorkers":
-        """Write the weights and inputs per precision's ``copies`` and each deployable file, build each slot's first
-        process, plan the turns, and start the first turn's others (``builds``, ``precisions``: by slot id)."""
+        """Write the payloads and deployable files, build each slot's first process, plan the turns, start turn 0."""
         folder = Path(self._folder.name)
         payloads = write_payloads(folder, copies, dict.fromkeys(precisions.values()), lambda at: at.inputs)
         for key, (variant, built) in builds.items():
@@ -179,8 +174,7 @@ class VariantWorkers:
         return self
 
     def _build(self, indices: list[int]) -> None:
-        """Build process ``i`` of every slot still running, for each ``i`` of ``indices``, on idle workers; a slot any
-        of whose processes fails is failed with that error."""
+        """Build process ``i`` of every running slot, for each ``i`` of ``indices``; a slot fails with any of them."""
         # a rebuild (torch.compile's compile) takes longest: started first, it overlaps the others' loads
         slots = sorted((k for k in self.recipes if k not in self.errors),
                        key=lambda k: self.recipes[k].artifact is not None)
@@ -194,8 +188,7 @@ class VariantWorkers:
                     self.errors[slot] = errors[name]
 
     def _start(self, wanted: dict[str, VariantRecipe]) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-        """Build each of ``wanted`` (by process name) on an idle worker, spawning those the memory at the start did
-        not; the ready workers, and why not for the others."""
+        """Build each of ``wanted`` on an idle worker (spawned where needed); the ready ones, and why not the others."""
         if len(self._idle) < len(wanted):
             logs = Path(self._folder.name) / f"spawned-{len(self._spawned)}"
             logs.mkdir()
@@ -206,9 +199,7 @@ class VariantWorkers:
         return start_workers(wanted, given, max_build_s=self.max_build_s)
 
     def more(self, variant: str, label: str) -> Optional[Replicate]:
-        """A further process of ``variant``, checked at ``label``: one started on demand earlier and idle at this
-        point, or a new one, where the most allows, the processes take no turns and its peak RSS fits in the memory
-        available (else None)."""
+        """A further process of ``variant``, checked at ``label``: an idle one, or a new one that fits (else None)."""
         lent, extra = self._lent.setdefault(variant, set()), self.extra.setdefault(variant, {})
         spare = sorted(set(extra) - lent)
         if not spare and (len(self.workers.get(variant, {})) + len(extra) >= self.replicates.most
@@ -251,8 +242,7 @@ class VariantWorkers:
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
         """Each process's own call (each warms its process up); the first's is returned."""
-        checked = [worker.check(label) for worker in self._processes(variant).values()]
-        return checked[0]
+        return [worker.check(label) for worker in self._processes(variant).values()][0]
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         self._lent[variant] = set()  # a new point: its processes started on demand are free again
@@ -277,8 +267,7 @@ class VariantWorkers:
                 **{k: v for k, v in facts.items() if k != KERNELS}}
 
     def process_facts(self, variant: str) -> dict[int, dict]:
-        """Each process of this turn: its pid, start-up luck, RSS, ready cost, context switches, migrations and
-        allocator."""
+        """Each process of this turn: pid, start-up luck, RSS, ready cost, switches, migrations, allocator."""
         found = {}
         for i, worker in {**self.workers.get(variant, {}), **self.extra.get(variant, {})}.items():
             facts = _refreshed(worker)
@@ -316,8 +305,7 @@ def plan_turns(processes: int, extra_bytes: int, available: Optional[int],
 
 
 def replicates_of(benchmark) -> Replicates:
-    """A variant's processes under ``benchmark``: raced, RACE_START at each point and up to ``processes`` on demand;
-    else ``processes``."""
+    """A variant's processes: raced, RACE_START and up to ``processes`` on demand; else ``processes``."""
     most = benchmark.processes
     return Replicates(min(RACE_START, most), most) if benchmark.timing.racing else Replicates(most, most)
 

@@ -1,8 +1,8 @@
-"""A timing worker: one process that hosts one variant and times blocks of its calls on request, each answered
-by its handler (more: docs/measuring.md, "Module notes", trtbench/workers/loop.py)."""
+"""A timing worker: one process that hosts one variant and times its calls on request (docs/measuring.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import io
@@ -90,8 +90,7 @@ class Failed:
 
 
 class _Loaded(pickle.Unpickler):
-    """Reads a request whose class's module the worker has loaded: a request never imports a module of trtbench
-    (its package's ``__init__`` would run: docs/architecture.md, "Worker requests")."""
+    """Reads a request whose class's module the worker has loaded (docs/architecture.md, "Worker requests")."""
 
     def find_class(self, module: str, name: str) -> Any:
         if module.startswith("trtbench.") and module not in sys.modules:
@@ -148,8 +147,7 @@ class Worker:
     """The parent's handle on one worker process (see the module docstring)."""
 
     def __init__(self, name: str, timeout_s: float, log: Optional[Path] = None, env: Optional[dict] = None):
-        """Start the process, which imports torch and waits for its recipe (:meth:`assign`); ``log``: a file for its
-        output (None: this process's); ``env``: its environment (None: this one's, under the knobs' defaults)."""
+        """Start the process, which imports torch and waits for its recipe; output to ``log``, environment ``env``."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
         env = dict(env if env is not None else worker_env(Knobs()))
@@ -172,8 +170,7 @@ class Worker:
         self.facts: dict = dict(self.startup)
 
     def assign(self, name: str, recipe: Recipe, handlers: tuple[ModuleType, ...] = ()) -> None:
-        """Give the worker what it hosts (it builds on :meth:`start_build`), and the modules whose handlers answer
-        its requests beyond the timing worker's own (:mod:`trtbench.workers.handlers`)."""
+        """Give the worker what it hosts (built on :meth:`start_build`) and its further ``handlers``' modules."""
         self.name = name
         self._send_starting(Assignment(recipe, handler_files(handlers)))
 
@@ -198,8 +195,7 @@ class Worker:
         return reply
 
     def answer(self, what: str, timeout_s: float, request: str) -> Any:
-        """The answer to ``what``, within ``timeout_s`` or the worker killed (a :class:`WorkerError` naming the
-        ``request``: a stuck call never returns); its error a :class:`WorkerError`."""
+        """The answer to ``what``, within ``timeout_s`` or the worker killed; its error a :class:`WorkerError`."""
         if not self.conn.poll(timeout_s):
             self.kill()
             raise WorkerError(f"{self.name}'s worker gave no answer to {request} within {timeout_s:g} s and was killed")
@@ -208,18 +204,15 @@ class Worker:
     def take(self, what: str) -> Any:
         """The next message, waited for without a limit; a worker that died is a :class:`WorkerError`."""
         try:
-            reply = self.conn.recv()
+            return self.conn.recv()
         except (EOFError, OSError):
             self._reap(5)
             raise WorkerError(f"{self.name}'s worker died during '{what}' ({self._exit_text()})"
                               + self._log_tail()) from None
-        return reply
 
     def _reap(self, timeout_s: float) -> None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            pass
 
     def _log_tail(self, lines: int = 20) -> str:
         """The end of the worker's output (a crashing runtime's last words), or nothing."""
@@ -239,8 +232,7 @@ class Worker:
         self._send_starting(Build())
 
     def finish_build(self) -> Optional[dict]:
-        """The build's next answer: None where the worker says it began building (its imports are done),
-        else, once built, the worker's facts (pid, threads)."""
+        """The build's next answer: None where the worker began building, else, once built, the worker's facts."""
         reply = self._receive("build")
         if isinstance(reply, Building):
             return None
@@ -280,10 +272,8 @@ class Worker:
 
     def ask_exit(self) -> None:
         """Ask the worker to exit (:meth:`close` waits for it)."""
-        try:
+        with contextlib.suppress(OSError):  # BrokenPipeError among them
             self.conn.send(Exit())
-        except (BrokenPipeError, OSError):
-            pass
 
     def close(self) -> None:
         """Ask the worker to exit; kill it if it does not."""
@@ -334,8 +324,7 @@ class _Building:
         return self.began + max_build_s if self.began is not None and max_build_s is not None else math.inf
 
     def overdue(self, timeout_s: float, max_build_s: Optional[float]) -> WorkerError:
-        """Why it was killed at its deadline: over ``max_build_s`` where that came first (:class:`BuildTooSlow`),
-        else over the worker timeout."""
+        """Why it was killed: over ``max_build_s`` where that came first (:class:`BuildTooSlow`), else the timeout."""
         if self._limit(max_build_s) <= self.asked + timeout_s:
             return BuildTooSlow(f"built in more than max_build_s={max_build_s:g} s: {self.name}'s worker was still "
                                 f"building at the limit and was killed (benchmark.max_build_s)")
@@ -346,8 +335,7 @@ class _Building:
 def start_workers(recipes: dict[str, Recipe], spawned: list[Worker], parallel: int = 2,
                   max_build_s: Optional[float] = None,
                   handlers: tuple[ModuleType, ...] = ()) -> tuple[dict[str, Worker], dict[str, WorkerError]]:
-    """Give each recipe one of ``spawned`` (the rest closed) with ``handlers``, and build, ``parallel`` at once, each
-    killed at the timeout or ``max_build_s``; the ready workers, and why not for the others."""
+    """Build each recipe on one of ``spawned``, ``parallel`` at once; the ready workers, and why not for the others."""
     workers: dict[str, Worker] = {}
     building: dict[Connection, _Building] = {}
     ready: dict[str, Worker] = {}

@@ -22,8 +22,7 @@ class EnergyTracker:
     key = "energy"
 
     def __init__(self, counter: EnergyCounter):
-        self.counter = counter
-        self.at = (0.0, 0.0)
+        self.counter, self.at = counter, (0.0, 0.0)
 
     def start(self) -> None:
         self.at = (self.counter.joules(), time.perf_counter())

@@ -17,9 +17,7 @@ class FaultsTracker:
     """Minor page faults per timed call of a block."""
 
     key = "faults"
-
-    def __init__(self):
-        self.at = 0
+    at = 0
 
     def start(self) -> None:
         self.at = minor_faults()
