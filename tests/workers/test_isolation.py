@@ -25,7 +25,7 @@ from toy_runtimes import (ColdAfterOthers, Crashes, FailsToBuild, Hangs, Marks, 
                           Sleeper, Spinner, Two)
 
 CPU = torch.device("cpu")
-FIXED = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6)
+FIXED = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=6, schedule="interleaved")
 
 
 @pytest.fixture
@@ -91,6 +91,9 @@ def test_a_spinning_neighbour_is_settled_page_faults_are_counted_per_process_and
     assert [ms >= 250 for ms in cold.switch_in_ms] == after_neighbour
     never = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0))["cold"]
     assert [ms >= 250 for ms in never.samples] == after_neighbour and never.switch_in_ms == []
+    # schedule: steady leads each block in with a block's worth of calls: the cold one is among them, never timed
+    steady = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0, schedule="steady"))
+    assert len(steady["cold"].samples) == 6 and max(steady["cold"].samples) < 250
 
 
 def test_a_worker_that_crashes_cannot_build_or_hangs_is_an_error_the_others_survive_keeping_no_check_output(
