@@ -132,7 +132,8 @@ def time_calls(fn: Callable[[], object], device: torch.device, calls: int, lead_
         t0 = time.perf_counter_ns()
         fn()
         synchronize(device)
-        switch_in_ms = (time.perf_counter_ns() - t0) / 1e6 if n == 0 else switch_in_ms
+        if n == 0:
+            switch_in_ms = (time.perf_counter_ns() - t0) / 1e6
     for tracker in trackers:
         tracker.start()
     for _ in range(calls):
@@ -290,7 +291,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
                 results[name].race = part
         if baseline in results and len(names) > 1:
             alone = processes[baseline][0]
-            leads = [lead_ins[baseline]] + [min(lead_ins[baseline], int(switch_ins[baseline]))] * (ALONE_BLOCKS - 1)
+            leads = [lead_ins[baseline]] + [int(switch_ins[baseline])] * (ALONE_BLOCKS - 1)  # back to back
             results[baseline].alone = [s for lead in leads for s in alone.block(blocks[baseline], lead).host_ms]
         return results
     finally:

@@ -72,9 +72,8 @@ def timing_text(bench) -> str:
               " (schedule: interleaved: each block right after the others' blocks, as a server that idles between "
               "requests reads it; benchmark.schedule: steady gives a busy server's figure)")
     return (f"Per point, the variants were warmed up ({timing.warmup} calls each, at least {timing.warmup_s:g} s in "
-            f"all) and then timed interleaved, in rounds of short blocks in rotating order{steady}; {how}. Each "
-            f"call is "
-            f"timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
+            f"all) and then timed interleaved, in rounds of short blocks in rotating order{steady}; {how}. Each call "
+            f"is timed alone, synchronized, with grad disabled (inference_mode). Variants were timed "
             f"{'each in a worker process of its own' if bench.isolation == 'process' else 'in this process'}; "
             f"{leaving} while eager stays as the drift reference, "
             f"and eager is then timed alone to check that the rounds did not disturb it.")

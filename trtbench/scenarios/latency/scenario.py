@@ -149,8 +149,8 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation, 
 
         barred = frozenset(key for key in timers if not (made[key].get("accuracy") or {}).get("ok", True)
                            or key in contradicted)
-        references = {key: group.slot_id(e.name, group.reference_precision) for (e, p), (key, _) in
-                      zip(group.slots(), slots) if p != group.reference_precision}
+        references = {group.slot_id(e.name, p): group.slot_id(e.name, group.reference_precision)
+                      for e, p in group.slots() if p != group.reference_precision}
         entrants = Entrants(BASELINE_VARIANT, barred, isolation.replicates.most, more, lambda key: min(
             (facts.get(READY_CPU_S) or 0.0 for facts in isolation.process_facts(key).values()), default=0.0),
                             references=references)
