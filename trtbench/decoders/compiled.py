@@ -57,15 +57,11 @@ class CompiledSession:
         cache, device = self._cache(batch, prompt_len + new_tokens), self.model.device
         graphs, started = _graphs(), time.perf_counter()
 
-        def prefill(ids: torch.Tensor) -> torch.Tensor:
+        def step(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             return self.forward(input_ids=ids.to(device), cache=cache, logits_to_keep=1,
-                                cache_position=torch.arange(prompt_len, device=device)).logits[:, -1]
+                                cache_position=positions.to(device)).logits[:, -1]
 
-        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
-            return self.forward(input_ids=token, cache=cache,
-                                cache_position=torch.tensor([position], device=device)).logits[:, -1]
-
-        tokens = greedy_loop(prefill, decode, prompt, new_tokens, stamp, eos_ids(self.model))
+        tokens = greedy_loop(step, prompt, new_tokens, stamp, eos_ids(self.model))
         self._account(("generate", batch, prompt_len, prompt_len + new_tokens), graphs, started)
         return tokens
 

@@ -24,10 +24,10 @@ class EagerSession:
         cache = DynamicCache(config=self.model.config)
         device = next(self.model.parameters()).device
 
-        def step(ids: torch.Tensor) -> torch.Tensor:
+        def step(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:  # the dynamic cache counts positions
             return self.model(input_ids=ids.to(device), cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
 
-        return greedy_loop(step, lambda token, position: step(token), prompt, new_tokens, stamp, eos_ids(self.model))
+        return greedy_loop(step, prompt, new_tokens, stamp, eos_ids(self.model))
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         return teacher_forced_logits(self.model, ids)

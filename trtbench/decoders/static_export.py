@@ -62,14 +62,8 @@ class StaticProgramSession:
     def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
         batch, prompt_len = prompt.shape
         program = self._program(batch, prompt_len + new_tokens)
-
-        def prefill(ids: torch.Tensor) -> torch.Tensor:
-            return program(input_ids=ids, cache_position=torch.arange(prompt_len))[:, -1]
-
-        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
-            return program(input_ids=token, cache_position=torch.tensor([position]))[:, -1]
-
-        return greedy_loop(prefill, decode, prompt, new_tokens, stamp, self.eos)
+        return greedy_loop(lambda ids, positions: program(input_ids=ids, cache_position=positions)[:, -1], prompt,
+                           new_tokens, stamp, self.eos)
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced: the whole sequence as the prefill of the program of its length."""

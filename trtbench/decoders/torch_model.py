@@ -77,11 +77,11 @@ def eos_ids(model: torch.nn.Module) -> tuple[int, ...]:
     return ()
 
 
-def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callable[[torch.Tensor, int], torch.Tensor],
-                prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None],
-                eos: tuple[int, ...] = ()) -> np.ndarray:
-    """Greedy generation of exactly ``new_tokens``, ``eos`` never picked: ``prefill(ids)`` and ``decode(tokens,
-    position)`` return the last position's logits; ``stamp()`` once each step's tokens are on the host."""
+def greedy_loop(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], prompt: np.ndarray, new_tokens: int,
+                stamp: Callable[[], None], eos: tuple[int, ...] = ()) -> np.ndarray:
+    """Greedy generation of exactly ``new_tokens``, ``eos`` never picked: ``step(ids, positions)`` returns the last
+    position's logits (``positions``: the cache positions of ``ids``); ``stamp()`` once each step's tokens are on the
+    host."""
     prompt_len = prompt.shape[1]
     generated = np.empty((prompt.shape[0], new_tokens), dtype=np.int64)
 
@@ -92,13 +92,12 @@ def greedy_loop(prefill: Callable[[torch.Tensor], torch.Tensor], decode: Callabl
         return logits.argmax(-1, keepdim=True)
 
     with torch.inference_mode():
-        token = pick(prefill(torch.from_numpy(prompt)))
-        generated[:, 0] = token[:, 0].cpu().numpy()
-        stamp()
-        for step in range(1, new_tokens):
-            token = pick(decode(token, prompt_len + step - 1))
-            generated[:, step] = token[:, 0].cpu().numpy()
+        ids, positions = torch.from_numpy(prompt), torch.arange(prompt_len)
+        for i in range(new_tokens):
+            ids = pick(step(ids, positions))
+            generated[:, i] = ids[:, 0].cpu().numpy()
             stamp()
+            positions = torch.tensor([prompt_len + i])
     return generated
 
 

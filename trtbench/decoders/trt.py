@@ -104,14 +104,8 @@ class TensorRTSession:
     def generate(self, prompt: np.ndarray, new_tokens: int, stamp: Callable[[], None]) -> np.ndarray:
         batch, prompt_len = prompt.shape
         step = self._steps(batch, prompt_len + new_tokens)
-
-        def prefill(ids: torch.Tensor) -> torch.Tensor:
-            return step(ids, torch.arange(prompt_len).unsqueeze(0))[:, -1]
-
-        def decode(token: torch.Tensor, position: int) -> torch.Tensor:
-            return step(token, torch.tensor([[position]]))[:, -1]
-
-        return greedy_loop(prefill, decode, prompt, new_tokens, stamp, self.eos)
+        return greedy_loop(lambda ids, positions: step(ids, positions.unsqueeze(0))[:, -1], prompt, new_tokens, stamp,
+                           self.eos)
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced: the prefill of the whole sequence in the engine of its length."""
