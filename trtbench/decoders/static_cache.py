@@ -51,17 +51,12 @@ def add_graph_input(gm: GraphModule, name: str, val: Optional[torch.Tensor] = No
 
 def add_cache_inputs(gm: GraphModule, attention: list[Node], length: int) -> list[tuple[Node, Node]]:
     """One (key, value) pair of cache inputs per attention call, ``length`` positions long (``add_kv_cache_inputs``)."""
-    caches = []
-    for node in attention:
-        pair = []
-        for tensor, suffix in ((node.args[1], "_k_input"), (node.args[2], "_v_input")):
-            fake = tensor.meta["val"]
-            shape = list(fake.shape)
-            shape[CACHE_DIM] = length
-            example = torch.zeros([int(d) for d in shape], dtype=fake.dtype, device=fake.device)
-            pair.append(add_graph_input(gm, tensor.name + suffix, example))
-        caches.append(tuple(pair))
-    return caches
+    def cache_input(tensor: Node, suffix: str) -> Node:
+        fake = tensor.meta["val"]
+        shape = [length if dim == CACHE_DIM else int(size) for dim, size in enumerate(fake.shape)]
+        return add_graph_input(gm, tensor.name + suffix, torch.zeros(shape, dtype=fake.dtype, device=fake.device))
+
+    return [(cache_input(node.args[1], "_k_input"), cache_input(node.args[2], "_v_input")) for node in attention]
 
 
 def _call(gm: GraphModule, target, *args, **kwargs) -> Node:

@@ -125,8 +125,8 @@ def test_each_request_keeps_its_process_and_round():
     """A request is the generate scenario's block: like a latency block it keeps the replicate process that made it
     and the global round it was made in."""
     from trtbench.measure.token_timing import RequestMetrics
-    from trtbench.scenarios.generate.result import requests_of
+    from trtbench.scenarios.generate.result import RequestSeries, requests_of
 
     made = [RequestMetrics(10.0 + i, 1.0, 20.0 + i, (1.0,), 100.0, 1000.0) for i in range(4)]
-    kept = requests_of(made, [(0, 0), (1, 0), (0, 1), (1, 1)])
+    kept = requests_of(RequestSeries(made, [(0, 0), (1, 0), (0, 1), (1, 1)]))
     assert kept["process"] == [0, 1, 0, 1] and kept["round"] == [0, 0, 1, 1] and kept["e2e_ms"] == [20, 21, 22, 23]

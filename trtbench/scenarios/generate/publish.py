@@ -41,8 +41,6 @@ def published_parts(ctx, built, publisher: DecoderPublisher, recipes: dict[str, 
                                  accuracy, prompt, new_tokens)
         try:
             entry = publisher.publish(build, check, artifact_stem(ctx.config, group.model.id, name, precision))
-        except KeyboardInterrupt:
-            raise
         except Exception as err:  # an artifact that cannot ship: its rows fail, their timings kept
             reason = ctx.failures.reason(f"save {slot}", err)
             yield Saved(name, precision, ())

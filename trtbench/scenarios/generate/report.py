@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from trtbench.core.env import environment_name
 from trtbench.report.colors import marker
 from trtbench.report.plots import finish, label_axes
-from trtbench.report.rows import coverage_of
+from trtbench.report.rows import coverage_of, grouped
 from trtbench.report.section import Plot, ReportSection
 from trtbench.report.text import number_text
 from trtbench.core.status import Status
@@ -103,24 +103,18 @@ def process_line(parts: list) -> str:
 
 def memory_lines(parts: list) -> list[str]:
     """The decoder workers' memory groups, as Markdown lines."""
-    groups: dict[tuple, dict] = {}
-    for part in parts:
-        memory = part.data.get("memory")
-        if memory:
-            group = groups.setdefault((part.model, part.threads, memory["group"]), {"memory": memory, "slots": {}})
-            group["slots"][part.slot] = memory  # the last point's figures: the peaks so far
-            if memory["run_peak_rss_mb"] >= group["memory"]["run_peak_rss_mb"]:
-                group["memory"] = memory
+    groups = grouped([p for p in parts if p.data.get("memory")],
+                     lambda p: (p.model, p.threads, p.data["memory"]["group"]))
     if not groups:
         return []
     lines = ["### Memory", "", "Each memory group's decoder workers run together, eager fp32 among them as the "
              "reference of the group's speedups; a group's workers close before the next starts.", "",
              "| model | threads | group | workers: estimate / peak RSS MB | run peak MB | budget MB |",
              "|---|---|---|---|---|---|"]
-    for (model, threads, index), group in sorted(groups.items()):
-        memory = group["memory"]
-        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}"
-                            for slot, m in group["slots"].items())
+    for (model, threads, index), members in sorted(groups.items()):
+        memory = sorted((p.data["memory"] for p in members), key=lambda m: m["run_peak_rss_mb"])[-1]  # the last peak
+        slots = {p.slot: p.data["memory"] for p in members}  # the last point's figures: the peaks so far
+        workers = ", ".join(f"{slot} {m['estimate_mb']} / {m['worker_peak_rss_mb']}" for slot, m in slots.items())
         lines.append(f"| {model} | t{threads} | {index + 1} of {memory['groups']} | {workers} | "
                      f"{memory['run_peak_rss_mb']:.0f} | {memory['budget_mb']} |")
     return lines + [""]
@@ -153,9 +147,7 @@ def cold_starts(parts: list) -> list[str]:
 def recommendations(parts: list) -> list[dict]:
     """Per build group and point: the ok (so accurate) row with the lowest median TPOT, and with the lowest TTFT."""
     found = []
-    groups: dict[tuple, list] = {}
-    for part in _timed(parts):
-        groups.setdefault((part.environment, part.model, part.threads, part.point), []).append(part)
+    groups = grouped(_timed(parts), lambda p: (p.environment, p.model, p.threads, p.point))
     for (environment, model, threads, point), rows in groups.items():
         entry = {"environment": environment, "model": model, "threads": threads, "point": point}
         for name, metric in (("lowest_tpot", "tpot_ms"), ("lowest_ttft", "ttft_ms")):
@@ -252,12 +244,9 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
               "medians' ± likewise over the row's rounds and processes; accuracy: teacher-forced logits against eager "
               "fp32's at every position (top-1 counted where eager's top two differ by more than the margin), and the "
               "greedy prefix that matches eager's.", ""]
-    groups: dict[tuple, list] = {}
-    for part in parts:
-        groups.setdefault((part.environment, part.model, part.threads), []).append(part)
     by_scope = {ceiling.key: ceiling for ceiling in ceilings}
     notes = []
-    for (environment, model, threads), rows in groups.items():
+    for (environment, model, threads), rows in grouped(parts, lambda p: (p.environment, p.model, p.threads)).items():
         where = environment_name(environments.get(environment, {"id": environment}))
         lines += [f"### {model}, {threads} thread(s), {where}", "", process_line(rows), "", HEADER,
                   "|" + "---|" * HEADER.count(" | ") + "---|"]

@@ -78,12 +78,6 @@ class GenerateRecord(DecoderPoint, Coded):
         return f"generate {self.model} {self.point} {self.slot}: {self.reason}"
 
 
-def series_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], name: str) -> BlockSeries:
-    """Metric ``name`` of ``requests`` as blocks, each with its replicate process and global round from ``blocks``."""
-    return BlockSeries(tuple(getattr(r, name) for r in requests), tuple(p for p, _ in blocks),
-                       tuple(r for _, r in blocks))
-
-
 @dataclass(frozen=True)
 class RequestSeries:
     """A decoder's requests at one point, in the order made, with each one's block: (replicate process, round)."""
@@ -92,7 +86,9 @@ class RequestSeries:
     blocks: list[tuple[int, int]]
 
     def series(self, name: str) -> BlockSeries:
-        return series_of(self.requests, self.blocks, name)
+        """Metric ``name`` of the requests as blocks, each with its replicate process and global round."""
+        return BlockSeries(tuple(getattr(r, name) for r in self.requests), tuple(p for p, _ in self.blocks),
+                           tuple(r for _, r in self.blocks))
 
 
 def pooled_variances(rows: list[RequestSeries]) -> dict:
@@ -100,20 +96,19 @@ def pooled_variances(rows: list[RequestSeries]) -> dict:
     return {name: pooled_between_variance([row.series(name) for row in rows]) for name in TIMES + RATES}
 
 
-def e2e_converged(requests: list[RequestMetrics], blocks: list[tuple[int, int]], target_rel_ci: float) -> bool:
-    """Whether the two-level 95% interval of the median E2E of ``requests`` is within ``target_rel_ci`` of it."""
-    return median_interval(series_of(requests, blocks, "e2e_ms")).rel_halfwidth <= target_rel_ci
+def e2e_converged(row: RequestSeries, target_rel_ci: float) -> bool:
+    """Whether the two-level 95% interval of the median E2E of ``row`` is within ``target_rel_ci`` of it."""
+    return median_interval(row.series("e2e_ms")).rel_halfwidth <= target_rel_ci
 
 
-def metrics_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]], between: dict) -> dict:
-    """Each time's and rate's summary over ``requests``, the ITL distribution and each step's median."""
+def metrics_of(row: RequestSeries, between: dict) -> dict:
+    """Each time's and rate's summary over ``row``'s requests, the ITL distribution and each step's median."""
     metrics = {}
     for name in TIMES + RATES:
-        metrics[name] = summarize([getattr(r, name) for r in requests]).to_dict()
-        metrics[name]["median_ci_rel"] = median_interval(series_of(requests, blocks, name),
-                                                         between.get(name)).rel_halfwidth
-    metrics["itl_ms"] = distribution([gap for r in requests for gap in r.itl_ms])
-    metrics["step_ms"] = step_medians(requests)
+        metrics[name] = summarize([getattr(r, name) for r in row.requests]).to_dict()
+        metrics[name]["median_ci_rel"] = median_interval(row.series(name), between.get(name)).rel_halfwidth
+    metrics["itl_ms"] = distribution([gap for r in row.requests for gap in r.itl_ms])
+    metrics["step_ms"] = step_medians(row.requests)
     return metrics
 
 
@@ -131,10 +126,10 @@ def speedups_of(row: RequestSeries, baseline: RequestSeries, between: dict) -> d
     return speedups
 
 
-def requests_of(requests: list[RequestMetrics], blocks: list[tuple[int, int]]) -> dict:
+def requests_of(row: RequestSeries) -> dict:
     """The per-request series the record keeps (ms), with each request's ``process`` and ``round``."""
-    return {**{name: [round(getattr(r, name), 4) for r in requests] for name in TIMES},
-            "process": [p for p, _ in blocks], "round": [r for _, r in blocks]}
+    return {**{name: [round(getattr(r, name), 4) for r in row.requests] for name in TIMES},
+            "process": [p for p, _ in row.blocks], "round": [r for _, r in row.blocks]}
 
 
 def process_count(data: dict) -> int:

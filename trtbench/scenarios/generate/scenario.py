@@ -141,6 +141,10 @@ class _Row:
     facts: dict = field(default_factory=dict)  # the session's facts at the last request
     energy: list = field(default_factory=list)  # per request: its EnergyReading, in output tokens
 
+    @property
+    def series(self) -> RequestSeries:
+        return RequestSeries(self.requests, self.blocks)
+
 
 @register
 class Generate(Scenario):
@@ -363,8 +367,7 @@ def _joined(earlier: Optional[_Timed], later: _Timed) -> _Timed:
                   "processes": {slot: {**before["processes"].get(slot, {}), **shared["processes"].get(slot, {})}
                                 for slot in {*before["processes"], *shared["processes"]}}}
         shared["stopped_by"] = f"{before['stopped_by']}, then {shared['stopped_by']}"
-    timed = [RequestSeries(row.requests, row.blocks) for row in rows.values()
-             if row.status is Status.OK and row.requests]
+    timed = [row.series for row in rows.values() if row.status is Status.OK and row.requests]
     return _Timed(rows, {**shared, "baseline": rows.get(BASELINE_VARIANT), "between": pooled_variances(timed)})
 
 
@@ -438,7 +441,7 @@ def _stop(settings: GenerateSettings, cycles: int, elapsed_s: float, running: li
         return None
     if elapsed_s >= settings.max_time_s:
         return "max_time_s"
-    if all(e2e_converged(row.requests, row.blocks, settings.target_rel_ci) for row in running):
+    if all(e2e_converged(row.series, settings.target_rel_ci) for row in running):
         return "target_rel_ci"
     return None
 
@@ -473,8 +476,7 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
         baseline, ready, between = context["baseline"], context["worker"].get(slot, {}), context["between"]
-        data.update(requests=requests_of(row.requests, row.blocks),
-                    metrics=metrics_of(row.requests, row.blocks, between),
+        data.update(requests=requests_of(row.series), metrics=metrics_of(row.series, between),
                     rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
                     changed_while_timed={k: [ready.get(k), v] for k, v in row.facts.items() if ready.get(k) != v})
@@ -483,8 +485,7 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
         tpot_s = data["metrics"]["tpot_ms"]["median"] / 1e3
         data["decode_bytes"]["achieved_bytes_per_s"] = data["decode_bytes"]["bytes"] / tpot_s if tpot_s > 0 else None
         if baseline is not None and baseline.status is Status.OK and baseline.requests:
-            data["speedups"] = speedups_of(RequestSeries(row.requests, row.blocks),
-                                           RequestSeries(baseline.requests, baseline.blocks), between)
+            data["speedups"] = speedups_of(row.series, baseline.series, between)
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]

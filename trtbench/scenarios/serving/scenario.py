@@ -135,8 +135,6 @@ def _vision_section(results) -> Optional[ReportSection]:
     under_load = recommend_serving(results)
     if not markdown and not under_load:
         return None
-    parts = [markdown] if markdown else []
-    if under_load:
-        parts.append(serving_recommendation_markdown(under_load, results.environments))
+    recommended = serving_recommendation_markdown(under_load, results.environments) if under_load else ""
     json = {"serving_recommendations": [r.to_dict() for r in under_load]} if under_load else {}
-    return ReportSection("\n".join(parts), json, tuple(plots))
+    return ReportSection("\n".join(part for part in (markdown, recommended) if part), json, tuple(plots))

@@ -60,12 +60,11 @@ class PeakSearch:
 
 @dataclass(frozen=True)
 class QueryStamps:
-    """One query's token stamps in ms from its issue, its issue time, sample and batch."""
+    """One query's token stamps in ms from its issue, its issue time and sample."""
 
     tokens_ms: tuple[float, ...]
     issued_s: float = 0.0
     sample: int = 0
-    batch: int = 1
 
     @property
     def ttft_ms(self) -> float:
@@ -184,7 +183,7 @@ class _Servers:
         with self.lock:
             self.batches[len(batch)] += 1
             self.stamps += [QueryStamps(tuple((stamp - q.issued_s) * 1e3 for stamp in tokens[:new_tokens]),
-                                        q.issued_s, q.sample, len(batch))
+                                        q.issued_s, q.sample)
                             for q, (_, new_tokens) in zip(batch, lengths)]
 
     def flush(self) -> None:

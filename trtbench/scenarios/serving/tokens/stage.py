@@ -135,8 +135,11 @@ def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: Deco
     """``result`` once served by workers hosting ``hosts``: its steps and peaks, or why it failed."""
     steps: list[DecoderStep] = []
     peaks: list[float] = []
+    shutil.rmtree(ctx.out_dir / result.log_dir, ignore_errors=True)  # logs of an earlier, unfinished serving of it
     try:
-        with _TokenEngine(ctx, hosts, lengths, settings, result) as engine:
+        with DecoderPool(hosts.recipe, result.workers, ctx.config.benchmark.worker_timeout_s,
+                         ctx.out_dir / result.log_dir, hosts.knobs) as pool:
+            engine = _TokenEngine(ctx, pool, lengths, settings, result)
             alone = engine.alone(SERVICE_REQUESTS)
             capacity = result.workers * settings.max_batch * 1e3 / alone["e2e_ms"]
             result = dataclasses.replace(result, service=alone, capacity_qps=capacity)
@@ -163,18 +166,15 @@ def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: Deco
 
 
 class _TokenEngine:
-    """A pool serving queries of ``lengths`` under LoadGen (WorkerError where it does not start)."""
+    """A pool serving queries of ``lengths`` under LoadGen, its logs in ``result``'s folder."""
 
-    def __init__(self, ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
+    def __init__(self, ctx: RunContext, pool: DecoderPool, lengths: QueryLengths, settings: DecoderServingConfig,
                  result: DecoderServingResult):
         self.out_dir, self.folder, self.settings = ctx.out_dir, ctx.out_dir / result.log_dir, settings
         self.load = TokenLoad(settings.ttft_ms, settings.tpot_ms, settings.min_duration_s, settings.queries,
                               settings.percentile, settings.confidence)
         self.serving = DecoderServing(lengths.draw(), settings.batching.static if settings.batching else None)
-        shutil.rmtree(self.folder, ignore_errors=True)  # logs of an earlier, unfinished serving of the same result
-        self.pool = DecoderPool(hosts.recipe, result.workers, ctx.config.benchmark.worker_timeout_s, self.folder,
-                                hosts.knobs)
-        self.servers = self.pool.servers(settings.query_timeout_s)
+        self.servers = pool.servers(settings.query_timeout_s)
 
     def alone(self, requests: int) -> dict:
         """The fastest TTFT, TPOT and E2E (ms) of ``requests`` of the shortest sample alone."""
@@ -221,12 +221,6 @@ class _TokenEngine:
             valid = steps[-1].summary.valid
         interval = searched_peak(search, result.capacity_qps, valid)
         return dataclasses.replace(result, steps=tuple(steps), peaks=(interval.estimate.value,), interval=interval)
-
-    def __enter__(self) -> "_TokenEngine":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.pool.close()
 
 
 def _brief(error: str) -> str:

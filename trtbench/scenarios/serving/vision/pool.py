@@ -122,14 +122,9 @@ class ServerSession:
             self.errors.append(" ".join(dict.fromkeys([lines[0], lines[-1]])) + f" ({len(batch)} query(ies) lost)")
             self.alive -= 1
             lost = list(batch)
-            if not self.alive:
-                while True:
-                    try:
-                        item = self.queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is not None:
-                        lost.append(item)
+            while not self.alive and not self.queue.empty():  # no dispatcher left to take from the queue
+                if (item := self.queue.get_nowait()) is not None:
+                    lost.append(item)
             self.lost += len(lost)
             self.lost_issues += [q.index for q in lost]
         self.complete([q.id for q in lost])

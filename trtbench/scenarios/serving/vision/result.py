@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
@@ -80,10 +81,9 @@ class ServingResult(RepeatedPeaks, Coded):
     @property
     def batch_histogram(self) -> dict[int, int]:
         """Calls per batch size over every run."""
-        total: dict[int, int] = {}
+        total: Counter[int] = Counter()
         for run in self.runs:
-            for size, calls in run.batches.items():
-                total[size] = total.get(size, 0) + calls
+            total.update(run.batches)
         return dict(sorted(total.items()))
 
     @property
