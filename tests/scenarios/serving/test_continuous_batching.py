@@ -27,7 +27,7 @@ from trtbench.scenarios.serving.tokens.lengths import QueryLengths  # noqa: E402
 from trtbench.scenarios.serving.tokens.pool import serving_requests  # noqa: E402
 from trtbench.scenarios.serving.tokens.config import DecoderServingConfig  # noqa: E402
 from trtbench.scenarios.serving.tokens.result import DecoderServingResult  # noqa: E402
-from trtbench.scenarios.serving.tokens.stage import Hosts, _served, without_engine  # noqa: E402
+from trtbench.scenarios.serving.tokens.stage import _served, without_engine  # noqa: E402
 
 PROMPT, NEW, MAX_BATCH = 8, 12, 4
 CONTINUOUS = {"mode": "continuous", "max_batch": MAX_BATCH}
@@ -80,7 +80,7 @@ def served(tmp_path_factory):
     planned = DecoderServingResult(0, 1, 1, settings.ttft_ms, settings.tpot_ms, settings.percentile, settings.peak_rule,
                                  log_dir="serving/ov", batching=settings.batching.to_dict(), lengths=lengths.to_dict())
     ctx = SimpleNamespace(out_dir=out, config=SimpleNamespace(benchmark=SimpleNamespace(worker_timeout_s=120.0)))
-    return _served(ctx, Hosts(recipe, Knobs()), lengths, settings, planned), out
+    return _served(ctx, recipe, Knobs(), lengths, settings, planned), out
 
 
 def test_a_worker_admits_each_query_into_its_running_engine_under_loadgen(served):

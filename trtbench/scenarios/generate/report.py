@@ -39,9 +39,8 @@ def _median(metric: dict) -> str:
 def _speedup(speedup: Optional[dict]) -> str:
     if not speedup:
         return ""
-    if speedup.get("low") is None:
-        return f"{speedup['value']:.2f}x"
-    return f"{speedup['value']:.2f}x [{speedup['low']:.2f}, {speedup['high']:.2f}]"
+    interval = f" [{speedup['low']:.2f}, {speedup['high']:.2f}]" if speedup.get("low") is not None else ""
+    return f"{speedup['value']:.2f}x{interval}"
 
 
 def _accuracy(accuracy: Optional[dict]) -> str:

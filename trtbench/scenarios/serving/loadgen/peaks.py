@@ -7,7 +7,7 @@ import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, TypeVar
+from typing import Callable, ClassVar, Optional, Sequence, TypeVar
 
 from trtbench.core.stats import Interval
 from trtbench.scenarios.serving.loadgen.peak_estimate import (LEVEL, READERS, ConfirmNeeds, CurveReader, Search,
@@ -113,6 +113,8 @@ def searched_peak(search: Search, capacity: float, valid: Optional[bool]) -> Pea
 class RepeatedPeaks:
     """Mixin of a serving result holding ``peaks``: per repeat, the highest load that passed."""
 
+    WRITTEN_AFTER: ClassVar[dict] = {"peaks": ("peak_qps",)}
+    READ_WITH: ClassVar[dict] = {"interval": "peak_qps"}  # the interval about the peak
     peaks: tuple[float, ...]
     interval: Optional[PeakEstimate]  # a joint estimate's (validity: estimate), with its one peak; None otherwise
     percentile: float  # the bounds apply to it (0.99: p99)

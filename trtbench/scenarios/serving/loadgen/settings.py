@@ -12,7 +12,7 @@ from trtbench.core import schema
 from trtbench.core.errors import UserInputError
 from trtbench.scenarios.serving.loadgen.peak_estimate import Budget, SearchPlan
 from trtbench.scenarios.serving.loadgen.rule import (ESTIMATE_QUERIES, early_stopping_queries, least_queries,
-                                                     resolving_queries)
+                                                     resolving_queries, rule_name)
 
 LOADGEN_MODULE = "mlperf_loadgen"
 INSTALL_HINT = "pip install 'trtbench[serving]' (it installs mlcommons-loadgen, the MLPerf LoadGen bindings)"
@@ -49,7 +49,7 @@ class LoadSettings:
     search_minutes: Optional[float] = None  # validity: estimate: and the minutes it may take (None: no limit)
     validity: str = "estimate"  # estimate: the joint estimate; bound: each step judged by the late share's bound
 
-    def validate_load(self, path: str, rate: str, by_bound: bool) -> None:
+    def validate_load(self, path: str, rate: str) -> None:
         """Exit 2 naming the key where the shared settings are wrong; ``rate``: the fixed rate's key."""
         if (getattr(self, rate) is None) == (not self.find_peak):
             raise UserInputError(path, f"give exactly one of '{rate}' and 'find_peak: true'",
@@ -68,7 +68,7 @@ class LoadSettings:
                 raise UserInputError(schema.join(path, name), f"must be between 0 and 1, got {getattr(self, name)}",
                                      f"write e.g. {name}: {example}")
         least = least_queries(self.percentile, self.confidence)
-        if self.find_peak and by_bound and self.min_queries is not None and self.min_queries < least:
+        if self.find_peak and self.validity == "bound" and self.min_queries is not None and self.min_queries < least:
             raise UserInputError(schema.join(path, "min_queries"),
                                  f"{self.min_queries} queries are too few for any step of the peak search to pass: "
                                  f"with none late, the late share's upper bound at confidence {self.confidence:g} "
@@ -90,6 +90,11 @@ class LoadSettings:
         return SearchPlan(1 - self.percentile, capacity, self.queries, self.min_duration_s, self.resolution,
                           Budget(self.search_queries, self.search_minutes and self.search_minutes * 60),
                           functools.partial(early_stopping_queries, percentile=self.percentile))
+
+    @property
+    def peak_rule(self) -> str:
+        """The name of the rule that judges its runs (or found its peaks), as results record it."""
+        return rule_name(self.validity, self.confidence)
 
     @property
     def estimates(self) -> bool:

@@ -12,7 +12,6 @@ from trtbench.models import transformers_max_positions
 from trtbench.scenarios.generate import GeneratePoint
 from trtbench.scenarios.serving.loadgen.settings import BatchingConfig, LoadSettings
 from trtbench.scenarios.serving.tokens.lengths import QueryLengths
-from trtbench.scenarios.serving.loadgen.rule import rule_name
 
 SERVED_BATCH = 1  # a query is one sequence: the generate points served are those at this batch
 BATCHING_MODES = ("static", "continuous")
@@ -39,10 +38,8 @@ class DecoderBatching:
     @property
     def static(self) -> Optional[BatchingConfig]:
         """The static batching (its window filled in), or None in continuous mode."""
-        if self.mode != "static":
-            return None
-        return BatchingConfig(self.max_batch, self.window_ms if self.window_ms is not None else
-                              BatchingConfig.window_ms)
+        window = self.window_ms if self.window_ms is not None else BatchingConfig.window_ms
+        return BatchingConfig(self.max_batch, window) if self.mode == "static" else None
 
     def to_dict(self) -> dict:
         """As results record it: the mode and max_batch, with the window (ms) where static."""
@@ -71,12 +68,7 @@ class DecoderServingConfig(LoadSettings):
                                      "(MLPerf's Llama2-70B server constraints)")
             schema.require_positive(getattr(self, name), schema.join(path, name))
         schema.require_choice(self.validity, TOKEN_VALIDITY_RULES, schema.join(path, "validity"))
-        self.validate_load(path, "qps", self.validity == "bound")
-
-    @property
-    def peak_rule(self) -> str:
-        """The name of the rule that found its peaks, as results record it (the vision server's, on either bound)."""
-        return rule_name(self.validity, self.confidence)
+        self.validate_load(path, "qps")
 
     @property
     def max_batch(self) -> int:

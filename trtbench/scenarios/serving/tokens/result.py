@@ -62,9 +62,6 @@ class DecoderStep(Coded):
 class DecoderServingResult(RepeatedPeaks, Coded):
     """A decoder served at one point by ``workers`` processes under serving entry ``entry``."""
 
-    WRITTEN_AFTER: ClassVar[dict] = {"peaks": ("peak_qps",)}
-    READ_WITH: ClassVar[dict] = {"interval": "peak_qps"}  # the interval about the peak
-
     entry: int
     workers: int
     threads: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import itertools
 import math
 import queue
 import threading
@@ -114,11 +115,7 @@ class DecoderRun:
         """The most queries generating at once, each from its first token to its last."""
         events = sorted((q.issued_s + ms / 1e3, change) for q in self.queries
                         for ms, change in ((q.tokens_ms[0], 1), (q.tokens_ms[-1], -1)))
-        running = most = 0
-        for _, change in events:
-            running += change
-            most = max(most, running)
-        return most
+        return max(itertools.accumulate(change for _, change in events), default=0)
 
     def percentiles_ms(self) -> dict[str, dict[str, float]]:
         """TTFT, TPOT and ITL percentiles (p50, p90, p99) from the queries' own stamps."""

@@ -107,7 +107,7 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
                         results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
                         continue
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
-                    results.append(_served(ctx, Hosts(recipe, group.knobs), lengths, settings, planned))
+                    results.append(_served(ctx, recipe, group.knobs, lengths, settings, planned))
             yield ServedDecoder(ctx.env_id, group.model.id, group.threads, point.label, slot, row.decoder,
                                 row.precision, tuple(results))
 
@@ -122,23 +122,16 @@ def without_engine(decoder: str) -> Optional[str]:
             f"batching or with mode: static")
 
 
-@dataclasses.dataclass(frozen=True)
-class Hosts:
-    """What a pool's workers host (the decoder's recipe) and the knobs they start with."""
-
-    recipe: DecoderRecipe
-    knobs: Knobs
-
-
-def _served(ctx: RunContext, hosts: Hosts, lengths: QueryLengths, settings: DecoderServingConfig,
+def _served(ctx: RunContext, recipe: DecoderRecipe, knobs: Knobs, lengths: QueryLengths, settings: DecoderServingConfig,
             result: DecoderServingResult) -> DecoderServingResult:
-    """``result`` once served by workers hosting ``hosts``: its steps and peaks, or why it failed."""
+    """``result`` once served by workers hosting ``recipe``, started with ``knobs``: its steps and peaks, or why it
+    failed."""
     steps: list[DecoderStep] = []
     peaks: list[float] = []
     shutil.rmtree(ctx.out_dir / result.log_dir, ignore_errors=True)  # logs of an earlier, unfinished serving of it
     try:
-        with DecoderPool(hosts.recipe, result.workers, ctx.config.benchmark.worker_timeout_s,
-                         ctx.out_dir / result.log_dir, hosts.knobs) as pool:
+        with DecoderPool(recipe, result.workers, ctx.config.benchmark.worker_timeout_s, ctx.out_dir / result.log_dir,
+                         knobs) as pool:
             engine = _TokenEngine(ctx, pool, lengths, settings, result)
             alone = engine.alone(SERVICE_REQUESTS)
             capacity = result.workers * settings.max_batch * 1e3 / alone["e2e_ms"]

@@ -7,7 +7,6 @@ from typing import Optional
 
 from trtbench.core import schema
 from trtbench.core.errors import UserInputError
-from trtbench.scenarios.serving.loadgen.rule import rule_name
 from trtbench.scenarios.serving.loadgen.settings import LoadSettings
 
 VALIDITY_RULES = ("estimate", "bound", "loadgen")
@@ -27,12 +26,7 @@ class ServingConfig(LoadSettings):
                                  "give the latency bound in ms, e.g. p99_ms: 40")
         schema.require_choice(self.validity, VALIDITY_RULES, schema.join(path, "validity"))
         schema.require_positive_fields(self, ("p99_ms", "threads"), path)
-        self.validate_load(path, "target_qps", self.validity == "bound")
-
-    @property
-    def peak_rule(self) -> str:
-        """The name of the rule that judges its runs, as results record it."""
-        return rule_name(self.validity, self.confidence)
+        self.validate_load(path, "target_qps")
 
     def check_against_inputs(self, inputs: list, path: str) -> None:
         """Batched calls must fit the build's dynamic batch range: one query is one sample (leading dim 1)."""

@@ -94,10 +94,7 @@ class ServerSession:
 
     def _dispatch(self, worker: Worker) -> None:
         closing = False
-        while not closing:
-            first = self.queue.get()
-            if first is None:
-                return
+        while not closing and (first := self.queue.get()) is not None:
             batch, closing = (gather(self.queue, first, first.issued_s + self.window_s, self.max_batch)
                               if self.max_batch > 1 else ([first], False))
             sent = time.perf_counter()

@@ -46,9 +46,6 @@ class LoadGenRun(Coded):
 class ServingResult(RepeatedPeaks, Coded):
     """A variant served by ``workers`` processes x ``threads`` threads under one serving entry."""
 
-    WRITTEN_AFTER: ClassVar[dict] = {"peaks": ("peak_qps",)}
-    READ_WITH: ClassVar[dict] = {"interval": "peak_qps"}  # the interval about the peak
-
     loadgen_scenario: str = field(metadata=key("scenario"))  # LoadGen's scenario (server), not a trtbench scenario
     workers: int
     threads: int
