@@ -86,8 +86,7 @@ class OrtGenAISession:
     """An ``og.Model`` on the artifact, its session options overlaid with the thread count."""
 
     def __init__(self, artifact: Path, threads: int):
-        og = import_og()
-        self.og = og
+        self.og = og = import_og()
         config = og.Config(str(artifact))
         config.overlay(json.dumps({"model": {"decoder": {"session_options": session_options(threads)}}}))
         self.model = og.Model(config)

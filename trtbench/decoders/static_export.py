@@ -67,10 +67,9 @@ class StaticProgramSession:
 
     def logits(self, ids: np.ndarray) -> np.ndarray:
         """Teacher-forced: the whole sequence as the prefill of the program of its length."""
-        program = self._program(1, ids.shape[1])
+        program, positions = self._program(1, ids.shape[1]), torch.arange(ids.shape[1])
         with torch.inference_mode():
-            out = program(input_ids=torch.from_numpy(ids), cache_position=torch.arange(ids.shape[1]))
-        return out.float().cpu().numpy()
+            return program(input_ids=torch.from_numpy(ids), cache_position=positions).float().cpu().numpy()
 
     def close(self) -> None:
         self.programs.clear()

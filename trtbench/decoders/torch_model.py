@@ -28,14 +28,6 @@ def torch_unavailable(name: str, precision: str, device: str) -> Optional[str]:
     return None
 
 
-def write_artifact(source: Path, precision: str, out_dir: Path) -> Path:
-    """The artifact of a PyTorch decoder: ``out_dir/decoder.json`` naming the folder and the precision."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / ARTIFACT
-    path.write_text(json.dumps({"folder": str(Path(source).resolve()), "precision": precision}))
-    return path
-
-
 def torch_facts(precision: str, device: str) -> dict:
     """The facts a PyTorch decoder's record states: threads, torch's version, dtype, streamed stamps, bf16's kind."""
     bf16 = {"bf16": bf16_compute(device).text} if precision == "bf16" else {}
@@ -43,15 +35,18 @@ def torch_facts(precision: str, device: str) -> dict:
             **bf16}
 
 
-def load_folder(folder: Path, precision: str, device: str, threads: int) -> torch.nn.Module:
-    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype."""
+def load_folder(folder: Path, precision: str, device: str, threads: Optional[int] = None,
+                **options) -> torch.nn.Module:
+    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype, loaded with
+    ``options`` (``threads``: torch's, where given)."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    torch.set_num_threads(threads)
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[precision],
-                                                local_files_only=True).to(device).eval()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[precision], local_files_only=True,
+                                                **options).to(device).eval()
 
 
 def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:
@@ -112,7 +107,10 @@ class TorchDecoder(Decoder):
 
     def build(self, source: Path, precision: str, out_dir: Path, threads: int,
               shapes: tuple[tuple[int, int], ...], device: str) -> Path:
-        return write_artifact(source, precision, out_dir)
+        """``out_dir/decoder.json``, naming the folder and the precision."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ARTIFACT).write_text(json.dumps({"folder": str(Path(source).resolve()), "precision": precision}))
+        return out_dir / ARTIFACT
 
     def self_contained(self, artifact: Path, bring: Callable[[Path, Path], None]) -> None:
         """Where the artifact is ``decoder.json``, the model folder it names brought in beside it as ``model/``."""

@@ -121,17 +121,16 @@ def memory_lines(parts: list) -> list[str]:
 
 def cold_starts(parts: list) -> list[str]:
     """Each timed decoder's cold start, and its published artifact's, as Markdown lines."""
-    seen, rows = set(), []
+    rows: dict[tuple, str] = {}  # the first timed row of each slot
     for part in _timed(parts):
         facts = part.data.get("facts", {})
         key = (part.environment, part.model, part.threads, part.slot)
-        if key in seen or "cold_start" not in facts:
+        if key in rows or "cold_start" not in facts:
             continue
-        seen.add(key)
         cold, published = facts["cold_start"], part.data.get("published", {})
         saved = [number_text(published.get(name), digits) for name, digits in (("load_s", 2), ("first_token_ms", 1))]
-        rows.append(f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
-                    f"| {cold['load_s']} | {cold['first_token_ms']} | {' | '.join(saved)} |")
+        rows[key] = (f"| {part.model} | t{part.threads} | {part.decoder} | {part.precision} | {facts.get('build_s')} "
+                     f"| {cold['load_s']} | {cold['first_token_ms']} | {' | '.join(saved)} |")
     if not rows:
         return []
     return ["Cold start in a fresh process (a build process builds the artifact, the worker loads it and makes its "
@@ -140,7 +139,7 @@ def cold_starts(parts: list) -> list[str]:
             "worker's fresh process, as `trtbench verify` loads it, and the same first request (empty where nothing "
             "was saved).", "",
             "| model | threads | variant | precision | build s | load s | first token ms | saved artifact load s | "
-            "saved first token ms |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]
+            "saved first token ms |", "|---|---|---|---|---|---|---|---|---|", *rows.values(), ""]
 
 
 def recommendations(parts: list) -> list[dict]:
@@ -261,12 +260,11 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
     lines += [plot.markdown for plot in plots] + ([""] if plots else [])
     recommended = recommendations(parts)
     if recommended:
-        lines += ["### What to ship", ""]
-        lines += [f"- {r['model']} t{r['threads']} {r['point']}: lowest TPOT {r['lowest_tpot']['variant']} "
-                  f"{r['lowest_tpot']['precision']} ({r['lowest_tpot']['tpot_ms']} ms); lowest TTFT "
-                  f"{r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} ({r['lowest_ttft']['ttft_ms']} ms)"
-                  for r in recommended]
-        lines.append("")
+        lines += ["### What to ship", "", *[
+            f"- {r['model']} t{r['threads']} {r['point']}: lowest TPOT {r['lowest_tpot']['variant']} "
+            f"{r['lowest_tpot']['precision']} ({r['lowest_tpot']['tpot_ms']} ms); lowest TTFT "
+            f"{r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} ({r['lowest_ttft']['ttft_ms']} ms)"
+            for r in recommended], ""]
     return ReportSection("\n".join(lines), {"generate_recommendations": recommended}, tuple(plots))
 
 

@@ -468,14 +468,13 @@ def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[
 
 def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:
     """The part of slot ``who`` at ``point``; ``context``: its accuracy, sizes and shared figures."""
-    slot, name, precision = who.id, who.decoder, who.precision
     data: dict = {"device": group.device, "prompt_tokens": point.prompt_tokens, "new_tokens": point.new_tokens,
                   "batch": point.batch, "kv_cache_bytes": context["kv_cache_bytes"],
                   "decode_bytes": dict(context["decode_bytes"])}
     if context["accuracy"] is not None:
         data["accuracy"] = dict(context["accuracy"])
     if row.status is Status.OK and row.requests:
-        baseline, ready, between = context["baseline"], context["worker"].get(slot, {}), context["between"]
+        baseline, ready, between = context["baseline"], context["worker"].get(who.id, {}), context["between"]
         data.update(requests=requests_of(row.series), metrics=metrics_of(row.series, between),
                     rounds=len({r for _, r in row.blocks}), processes=len({p for p, _ in row.blocks}),
                     stopped_by=context["stopped_by"], peak_rss_bytes=row.peak_bytes, facts={**ready, **row.facts},
@@ -489,9 +488,9 @@ def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dic
             data.setdefault("accuracy", {})["greedy_prefix"] = matching_prefix(row.tokens, baseline.tokens)
     if "memory" in context:
         data["memory"] = context["memory"]
-    if slot in context.get("processes", {}):
-        data["process_facts"] = [{"process": i, **facts} for i, facts in sorted(context["processes"][slot].items())]
+    if who.id in context.get("processes", {}):
+        data["process_facts"] = [{"process": i, **facts} for i, facts in sorted(context["processes"][who.id].items())]
     if len(context.get("turns", ())) > 1:
         data["process_turns"] = context["turns"]
-    return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, slot, name, precision, row.status,
-                          row.reason, data)
+    return GenerateRecord(ctx.env_id, group.model.id, group.threads, point.label, who.id, who.decoder, who.precision,
+                          row.status, row.reason, data)
