@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional
 
 from trtbench.core.errors import UserInputError
@@ -73,7 +72,7 @@ class Scenario(ABC):
         if self.settings is None:
             return self.name
         settings = self.settings
-        return {self.name: dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else settings}
+        return {self.name: asdict(settings) if is_dataclass(settings) else settings}
 
     def check(self, config: Any, key: str) -> None:
         """Check the entry against the rest of the config (its ``key``); raise UserInputError naming it."""

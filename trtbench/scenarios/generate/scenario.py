@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -106,7 +105,7 @@ class GenerateWorkers:
 
 def replicate(recipe: DecoderRecipe, index: int) -> DecoderRecipe:
     """Replicate process ``index``'s recipe: 0 builds in the slot's folder, others beside it."""
-    return recipe if index == 0 else dataclasses.replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
+    return recipe if index == 0 else replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
 
 
 def decoder_folder(model_id: str) -> str:
@@ -421,7 +420,7 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, se
 
     def request(at: BlockAt) -> None:
         i = indices[at.variant][at.process]
-        _request(ctx, workers[at.variant][i], point, dataclasses.replace(at, process=i), rows)
+        _request(ctx, workers[at.variant][i], point, replace(at, process=i), rows)
         if rows[at.variant].status is not Status.OK:
             rounds.leave(at.variant)
 
@@ -463,7 +462,7 @@ def _request(ctx, worker: Worker, point: GeneratePoint, at: BlockAt, rows: dict[
     row.peak_bytes = max(row.peak_bytes, checked.peak_memory.get("peak_bytes") or 0)
     row.facts = out["facts"]
     if checked.energy is not None:
-        row.energy.append(dataclasses.replace(checked.energy, units=point.batch * point.new_tokens))
+        row.energy.append(replace(checked.energy, units=point.batch * point.new_tokens))
 
 
 def _record(ctx, group, point: GeneratePoint, who: Slot, row: _Row, context: dict) -> GenerateRecord:

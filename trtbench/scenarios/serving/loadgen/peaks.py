@@ -3,10 +3,9 @@ spread, and the run (or step) that stands for them."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable, ClassVar, Optional, Sequence, TypeVar
 
 from trtbench.core.stats import Interval
@@ -55,7 +54,7 @@ class PeakEstimate:
                 "queries": self.queries, "seconds": round(self.seconds, 3),
                 "confirm_valid": verdict.valid if verdict else None,
                 "confirm_late_share": verdict.late_share if verdict else None,
-                "confirm_needs": None if self.needs is None else dataclasses.asdict(self.needs),
+                "confirm_needs": None if self.needs is None else asdict(self.needs),
                 "read_by": self.read_by}
 
     @classmethod

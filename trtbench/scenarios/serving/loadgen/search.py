@@ -3,8 +3,7 @@ passes (docs/serving.md, "Bisection")."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class Bracket:
     def after(self, passed: bool) -> "Bracket":
         """The bracket once a run at :attr:`qps` has passed, or failed."""
         qps = self.qps
-        return dataclasses.replace(self, lo=qps if passed else self.lo, hi=self.hi if passed else qps,
+        return replace(self, lo=qps if passed else self.lo, hi=self.hi if passed else qps,
                                    steps=self.steps + 1)
 
     def done(self, resolution: float, max_steps: int) -> bool:

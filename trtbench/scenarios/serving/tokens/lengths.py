@@ -3,9 +3,8 @@ or a named distribution, at most :data:`MOST_DISTINCT` values a length (docs/ser
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -110,7 +109,7 @@ class QueryLengths:
 
     def to_dict(self) -> dict:
         """The spec as plain data, as results record it (a length: its list of values, or its distribution)."""
-        return dataclasses.asdict(self)
+        return asdict(self)
 
     @property
     def text(self) -> str:

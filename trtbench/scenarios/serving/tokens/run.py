@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import array
-import dataclasses
 import itertools
 import math
 import queue
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -227,7 +226,7 @@ def decoder_estimate(servers: Sequence[Serve], load: TokenLoad, serving: Decoder
     runs: list[DecoderRun] = []
 
     def step(qps: float, index: int, queries: int) -> tuple[list[bool], DecoderRun]:
-        step_load = dataclasses.replace(load, seed=load.seed + index, min_queries=queries)
+        step_load = replace(load, seed=load.seed + index, min_queries=queries)
         runs.append(decoder_run(servers, step_load, serving, qps, folder / f"step-{index + 1}"))
         if runs[-1].error:
             raise StepFailed(runs[-1].error)

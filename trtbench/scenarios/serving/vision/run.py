@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,6 +18,7 @@ from trtbench.scenarios.serving.vision.result import LoadGenRun, ServingResult
 from trtbench.scenarios.serving.loadgen.rule import late_count, passes
 from trtbench.scenarios.serving.loadgen.search import Bracket
 from trtbench.core.status import Status
+from trtbench.report.rows import grouped
 from trtbench.workers.loop import Recipe, WorkerError
 
 SERVICE_CALLS = 5  # calls timed alone for the service time that bounds the search
@@ -88,9 +88,9 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
            progress: Callable[[str], None]) -> ServingResult:
     folder = out_dir / result.log_dir
     service_ms, fastest_ms, capacity = _capacity(pool, result.workers, settings)
-    result = dataclasses.replace(result, service_ms=service_ms)
+    result = replace(result, service_ms=service_ms)
     if settings.find_peak and fastest_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
-        return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
+        return replace(result, peaks=(0.0,) * settings.repeats,
                                    reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
                                           f"the {settings.p99_ms:g} ms bound")
     if settings.estimates:
@@ -110,12 +110,12 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 if not settings.target_qps:
                     peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
                     reason += f"; {stopped}"
-                return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks),
+                return replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks),
                                            reason=reason)
             bracket = bracket.after(run.within_bound)
         if not settings.target_qps:
             peaks.append(bracket.lo)
-    return dataclasses.replace(result, runs=tuple(runs), peaks=tuple(peaks))
+    return replace(result, runs=tuple(runs), peaks=tuple(peaks))
 
 
 def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig, out_dir: Path, capacity: float,
@@ -124,7 +124,7 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
     runs: list[LoadGenRun] = []
     plan = settings.search_plan(capacity)
     if settings.batching is None:  # one query a call: the M/G/c queue of the recorded service times
-        plan = dataclasses.replace(plan, reader=QueueReader(lambda steps: QueueModel.recorded(
+        plan = replace(plan, reader=QueueReader(lambda steps: QueueModel.recorded(
             [ms / 1e3 for s in steps for ms in s.run.service_ms], result.workers, settings.p99_ms / 1e3)))
 
     def step(qps: float, repeat: int, queries: int) -> tuple[list[bool], LoadGenRun]:
@@ -139,11 +139,11 @@ def _estimate(pool: ServingPool, result: ServingResult, settings: ServingConfig,
 
     search = search_or_stop(step, plan, settings.seed)
     if isinstance(search, StepFailed):
-        return dataclasses.replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
+        return replace(result, status=Status.FAILED, runs=tuple(runs), reason=str(search))
     if search.confirm is not None:  # LoadGen's verdict at the interval's low end
-        runs[-1] = dataclasses.replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
+        runs[-1] = replace(search.confirm.run, within_bound=search.confirm.run.summary.valid, confirm=True)
     interval = searched_peak(search, capacity, None if search.confirm is None else runs[-1].summary.valid)
-    return dataclasses.replace(result, runs=tuple(runs), peaks=(interval.estimate.value,), interval=interval)
+    return replace(result, runs=tuple(runs), peaks=(interval.estimate.value,), interval=interval)
 
 
 def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
@@ -161,15 +161,13 @@ def _stopped_search(peaks: list[float], bracket: Bracket, repeat: int,
 def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, name: str,
                 progress: Optional[Callable[[str], None]] = None) -> list[ServingResult]:
     """Serve the variant ``hosts`` host once per worker count, logs under ``serving/<name>_w<n>/``."""
-    threads_of = {workers: settings.threads or max(1, hosts.default_threads // workers)
-                  for workers in settings.workers}
     results: dict[int, ServingResult] = {}
-    for threads in dict.fromkeys(threads_of.values()):
-        counts = [workers for workers in settings.workers if threads_of[workers] == threads]
+    for threads, counts in grouped(settings.workers,
+                                   lambda count: settings.threads or max(1, hosts.default_threads // count)).items():
         planned = {workers: ServingResult(loadgen_scenario="server", workers=workers, threads=threads,
                                           bound_ms=settings.p99_ms, percentile=settings.percentile,
                                           peak_rule=settings.peak_rule,
-                                          batching=dataclasses.asdict(settings.batching) if settings.batching else None,
+                                          batching=asdict(settings.batching) if settings.batching else None,
                                           log_dir=f"serving/{name}_w{workers}")
                    for workers in counts}
         for result in planned.values():
@@ -178,21 +176,21 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
             pool = ServingPool([hosts.recipe_for(threads)] * max(counts), hosts.start_timeout_s,
                                out_dir / planned[max(counts)].log_dir, hosts.knobs, threads)
         except (WorkerError, ValueError) as err:  # ValueError: its knobs cannot be set here (binding: too few cores)
-            results.update({w: dataclasses.replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
+            results.update({w: replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
                             for w, r in planned.items()})
             continue
         try:
             for workers, result in planned.items():
-                result = dataclasses.replace(result, worker_facts=dict(pool.workers[0].facts))
+                result = replace(result, worker_facts=dict(pool.workers[0].facts))
                 try:
                     results[workers] = _serve(pool, result, settings, out_dir, progress or (lambda text: None))
                 except WorkerError as err:  # a worker that failed while its service time was measured
-                    results[workers] = dataclasses.replace(result, status=Status.FAILED, reason=str(err))
+                    results[workers] = replace(result, status=Status.FAILED, reason=str(err))
                 if results[workers].status is not Status.OK:
                     break  # its workers may be gone: the counts left are not served by this pool
         finally:
             pool.close()
         for workers, result in planned.items():
-            results.setdefault(workers, dataclasses.replace(
+            results.setdefault(workers, replace(
                 result, status=Status.FAILED, reason=f"not run: the pool failed at {workers} worker(s) before"))
     return [results[workers] for workers in settings.workers]
