@@ -58,17 +58,13 @@ def _variant(part) -> str:
     return part.decoder if how == "streamed" else f"{part.decoder} (per-token times {how})"
 
 
-def _share(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
 def bandwidth_text(part, ceiling: Optional[MemoryCeiling]) -> str:
     """``12.3 (45%, -)``: the decode step's achieved GB/s and its share of the measured triad and the datasheet."""
     achieved = part.data.get("decode_bytes", {}).get("achieved_bytes_per_s")
     if not achieved:
         return ""
     shares = [ceiling.share(achieved, which) if ceiling is not None else None for which in ("measured", "datasheet")]
-    return f"{achieved / 1e9:.3g} ({_share(shares[0])}, {_share(shares[1])})"
+    return f"{achieved / 1e9:.3g} ({', '.join('-' if share is None else f'{share:.0%}' for share in shares)})"
 
 
 def _row(part, ceiling: Optional[MemoryCeiling]) -> str:
@@ -271,9 +267,7 @@ def generate_section(parts: list, ceilings: list[MemoryCeiling], environments: d
 def generate_summary(parts: list) -> list[str]:
     """The recommendation per point, for the command line."""
     recommended = recommendations(parts)
-    if not recommended:
-        return []
     return ["generate (accurate, lowest TPOT / lowest TTFT):",
             *[f"  {r['model']} {r['point']}: {r['lowest_tpot']['variant']} {r['lowest_tpot']['precision']} "
               f"{r['lowest_tpot']['tpot_ms']} ms/token; {r['lowest_ttft']['variant']} {r['lowest_ttft']['precision']} "
-              f"{r['lowest_ttft']['ttft_ms']} ms to first token" for r in recommended]]
+              f"{r['lowest_ttft']['ttft_ms']} ms to first token" for r in recommended]] if recommended else []

@@ -4,8 +4,7 @@ trtbench/scenarios/serving/scenario.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterator, Optional
 
 from trtbench.core import schema
@@ -82,14 +81,14 @@ class Serving(Scenario):
                                  "its decoders)", "list 'latency' before 'serving' to serve the variants it times and "
                                  "checks for accuracy, or 'generate' to serve its decoders under token latencies")
         value, where = self.written
-        keys = {k.beside: {f.name for f in dataclasses.fields(k.settings)} for k in KINDS}
-        fields = keys[kind.beside]
+        keys = {k.beside: {f.name for f in fields(k.settings)} for k in KINDS}
+        own = keys[kind.beside]
         for name in value if isinstance(value, dict) else {}:
             other = next((k for k in KINDS if k is not kind and name in keys[k.beside]), None)
-            if name not in fields and other is not None:
+            if name not in own and other is not None:
                 raise UserInputError(schema.join(where, name), f"unknown key for serving beside '{kind.beside}': "
                                      f"it is a setting of serving beside '{other.beside}'",
-                                     f"serving beside {kind.beside} takes {', '.join(sorted(fields))}; write e.g. "
+                                     f"serving beside {kind.beside} takes {', '.join(sorted(own))}; write e.g. "
                                      f"{kind.example}")
         return Serving(schema.from_dict(kind.settings, value, where), kind)
 
