@@ -22,8 +22,7 @@ class Bracket:
     def after(self, passed: bool) -> "Bracket":
         """The bracket once a run at :attr:`qps` has passed, or failed."""
         qps = self.qps
-        return replace(self, lo=qps if passed else self.lo, hi=self.hi if passed else qps,
-                                   steps=self.steps + 1)
+        return replace(self, lo=qps if passed else self.lo, hi=self.hi if passed else qps, steps=self.steps + 1)
 
     def done(self, resolution: float, max_steps: int) -> bool:
         """Whether the peak (``lo``) is resolved to ``resolution`` of itself, or the steps are spent."""

@@ -91,8 +91,8 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
     result = replace(result, service_ms=service_ms)
     if settings.find_peak and fastest_ms > settings.p99_ms:  # no load can meet the bound: spare the runs
         return replace(result, peaks=(0.0,) * settings.repeats,
-                                   reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over "
-                                          f"the {settings.p99_ms:g} ms bound")
+                       reason=f"no load fits: one query alone takes at least {fastest_ms:.1f} ms, over the "
+                              f"{settings.p99_ms:g} ms bound")
     if settings.estimates:
         return _estimate(pool, result, settings, out_dir, capacity, progress)
     runs: list[LoadGenRun] = []
@@ -110,8 +110,7 @@ def _serve(pool: ServingPool, result: ServingResult, settings: ServingConfig, ou
                 if not settings.target_qps:
                     peaks, stopped = _stopped_search(peaks, bracket, repeat, settings)
                     reason += f"; {stopped}"
-                return replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks),
-                                           reason=reason)
+                return replace(result, status=Status.FAILED, runs=tuple(runs), peaks=tuple(peaks), reason=reason)
             bracket = bracket.after(run.within_bound)
         if not settings.target_qps:
             peaks.append(bracket.lo)
