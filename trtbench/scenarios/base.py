@@ -71,8 +71,7 @@ class Scenario(ABC):
         """Its config entry as plain data: its name, or a mapping from its name to its settings."""
         if self.settings is None:
             return self.name
-        settings = self.settings
-        return {self.name: asdict(settings) if is_dataclass(settings) else settings}
+        return {self.name: asdict(self.settings) if is_dataclass(self.settings) else self.settings}
 
     def check(self, config: Any, key: str) -> None:
         """Check the entry against the rest of the config (its ``key``); raise UserInputError naming it."""

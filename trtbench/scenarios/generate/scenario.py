@@ -83,7 +83,9 @@ class GenerateWorkers:
                  threads: int):
         self._logs = tempfile.TemporaryDirectory(prefix="trtbench-decoders-")
         self._names = {process_name(slot, i): (slot, i) for i in indices for slot in recipes}
-        self._recipes = {name: replicate(recipes[slot], i) for name, (slot, i) in self._names.items()}
+        # replicate process 0 builds in the slot's folder, the others beside it
+        self._recipes = {name: replace(recipes[slot], out_dir=f"{recipes[slot].out_dir}-p{i}") if i else recipes[slot]
+                         for name, (slot, i) in self._names.items()}
         self._spawned = spawn_workers(len(self._names), timeout_s, Path(self._logs.name), knobs, threads)
 
     def start(self) -> tuple[dict[str, dict[int, Worker]], dict[str, WorkerError]]:
@@ -101,11 +103,6 @@ class GenerateWorkers:
     def close(self) -> None:
         close_workers(self._spawned)
         self._logs.cleanup()
-
-
-def replicate(recipe: DecoderRecipe, index: int) -> DecoderRecipe:
-    """Replicate process ``index``'s recipe: 0 builds in the slot's folder, others beside it."""
-    return recipe if index == 0 else replace(recipe, out_dir=f"{recipe.out_dir}-p{index}")
 
 
 def decoder_folder(model_id: str) -> str:

@@ -30,8 +30,13 @@ COLUMNS = ("model", "variant", "precision", "workers x threads", "runtime thread
 
 def served(results: ResultSet) -> list[tuple[Record, ServingResult]]:
     """Every (record, serving result), in record order."""
-    parts = [(record, results.part(ServedCase.KIND, record.key)) for record in results]
-    return [(record, result) for record, part in parts if part is not None for result in part.results]
+    return [(record, result) for record in results for result in serving_of(results, record)]
+
+
+def serving_of(results: ResultSet, record: Record) -> tuple[ServingResult, ...]:
+    """What the serving scenarios gave ``record``'s case (empty when it was not served)."""
+    part = results.part(ServedCase.KIND, record.key)
+    return part.results if part is not None else ()
 
 
 def peak_rules(results: ResultSet) -> set[str]:
