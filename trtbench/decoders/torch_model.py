@@ -35,18 +35,15 @@ def torch_facts(precision: str, device: str) -> dict:
             **bf16}
 
 
-def load_folder(folder: Path, precision: str, device: str, threads: Optional[int] = None,
-                **options) -> torch.nn.Module:
-    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype, loaded with
-    ``options`` (``threads``: torch's, where given)."""
+def load_folder(folder: Path, precision: str, device: str, threads: int) -> torch.nn.Module:
+    """The causal LM of the Hugging Face ``folder``, in eval mode on ``device`` at ``precision``'s dtype."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[precision], local_files_only=True,
-                                                **options).to(device).eval()
+    torch.set_num_threads(threads)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[precision],
+                                                local_files_only=True).to(device).eval()
 
 
 def load_model(artifact: Path, device: str, threads: int) -> tuple[torch.nn.Module, dict]:

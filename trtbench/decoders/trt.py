@@ -14,7 +14,7 @@ from trtbench.core.env import torch_thread_facts
 from trtbench.core.target import Target
 from trtbench.decoders.base import Decoder, register_decoder
 from trtbench.decoders.static_cache import cache_inputs, export_with_static_cache
-from trtbench.decoders.torch_model import DTYPES, eos_ids, greedy_loop, load_folder
+from trtbench.decoders.torch_model import DTYPES, eos_ids, greedy_loop
 from trtbench.variants.trt_common import (describe_settings, import_torch_tensorrt, trt_device,
                                           version_of, why_no_torch_tensorrt)
 
@@ -37,7 +37,12 @@ def engine_inputs(trt, program: torch.export.ExportedProgram, batch: int, length
 
 def load_causal_lm(source: Path, precision: str, device: str) -> torch.nn.Module:
     """The folder's causal LM as ``run_llm.py`` ``get_model`` loads it: SDPA attention, ``use_cache`` off."""
-    return load_folder(source, precision, device, attn_implementation="sdpa", use_cache=False)
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    return AutoModelForCausalLM.from_pretrained(source, dtype=DTYPES[precision], attn_implementation="sdpa",
+                                                use_cache=False, local_files_only=True).to(device).eval()
 
 
 def build_program(trt, model: torch.nn.Module, shape: tuple[int, int], settings: dict, path: Path) -> None:
