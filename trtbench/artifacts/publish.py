@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, weights_bytes
 from trtbench.building.copies import PrecisionCopy
 from trtbench.building.stage import BuildOutcome, capture_warnings
-from trtbench.core.context import RunContext
 from trtbench.core.precision import float_precision, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.building.recipe import HOSTED_FILE
+
+if TYPE_CHECKING:
+    from trtbench.config.context import RunContext
 
 NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
 

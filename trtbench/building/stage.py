@@ -23,7 +23,7 @@ from trtbench.variants import BuildContext, Built, Variant, build_order, get_var
 
 if TYPE_CHECKING:
     # the plan's types; a worker rebuilding a variant imports this module, not the plan's
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
     from trtbench.config.plan import BuildGroup
 
 
