@@ -116,44 +116,27 @@ def isolation_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if seen else ""
 
 
-def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
-    """Identity columns (all but the variant only when they vary), then the column sets'."""
-    cols = [name for name, value in IDENTITY_COLUMNS
-            if value is None or len({attrgetter(value)(r) for r in results.records}) > 1]
-    return cols + ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
-                                         for column in column_set.columns]
-
-
 def bf16_mode(record: Record) -> Optional[str]:
     """``native`` or ``emulated``: how the record's bf16 build computed (its build info), None where it says nothing."""
     text = (record.build.get("info") or {}).get("bf16")
     return text.split(" ", 1)[0] if text else None
 
 
-def precision_text(record: Record) -> str:
-    """The record's precision, with how its bf16 is computed where the build says (``bf16 (emulated)``)."""
-    mode = bf16_mode(record)
-    return f"{record.case.precision} ({mode})" if mode else record.case.precision
-
-
 def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: ResultSet,
            table_rows: list[Row]) -> list[str]:
     r, c = row.record, row.record.case
+    mode = bf16_mode(r)  # the precision shows how bf16 computed where the build says (``bf16 (emulated)``)
+    deprecated = any(d.successors for d in deprecations_of(r))
     values = {
         "environment": environment_name(results.environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": precision_text(r), "threads": str(c.threads), "knobs": c.knobs or "defaults",
-        "point": f"{c.point} ({c.shapes})",
-        "status": _status_text(r),
+        "precision": f"{c.precision} ({mode})" if mode else c.precision, "threads": str(c.threads),
+        "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
+        "status": (f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status))
+        + (f", {DEPRECATED_MARK}" if deprecated else ""),
         **{column.heading(table_rows): column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
     return [values[col] for col in columns]
-
-
-def _status_text(record: Record) -> str:
-    """The row's status, CHECK FAILED where its accuracy check failed, and a note where upstream deprecates it."""
-    status = f"{record.status}, CHECK FAILED" if record.accuracy_failed else str(record.status)
-    return status + (f", {DEPRECATED_MARK}" if any(d.successors for d in deprecations_of(record)) else "")
 
 
 def failed_part_notes(results: ResultSet) -> list[str]:
@@ -253,7 +236,11 @@ def speedup_table(results: ResultSet) -> SpeedupTable:
     """The speedup table of ``results``, as every presentation of it (Markdown, terminal, HTML) shows it."""
     table_rows = rows(results)
     column_sets = [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
-    columns = _columns(results, column_sets, table_rows)
+    # identity columns (all but the variant only when they vary), then the column sets'
+    columns = [name for name, value in IDENTITY_COLUMNS
+               if value is None or len({attrgetter(value)(r) for r in results.records}) > 1]
+    columns += ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
+                                      for column in column_set.columns]
     return SpeedupTable(columns, table_rows, [_cells(row, columns, column_sets, results, table_rows)
                                               for row in table_rows], notes(results, table_rows))
 
