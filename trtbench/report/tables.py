@@ -66,12 +66,6 @@ def deployment_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if builds else ""
 
 
-def _switch_in_text(record: Record, facts: dict) -> str:
-    """The median switch-in call against the median timed call, e.g. ``+6%`` ("" where blocks had none)."""
-    switch_in, stats = facts.get("switch_in_ms_median"), record.stats
-    return f"{switch_in / stats.median - 1:+.0%}" if switch_in is not None and stats and stats.median > 0 else ""
-
-
 def _knobs_text(facts: dict) -> str:
     """The deployment knobs a record's process started with (allocator, OpenMP runtime, bound cores)."""
     if facts.get("method") == "in_process":
@@ -103,14 +97,16 @@ def isolation_table(results: ResultSet) -> str:
         if facts.get("runtime_threads") is not None:
             threads += f", {facts['runtime_threads']}"
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
+        # the median switch-in call against the median timed call, e.g. ``+6%`` ("" where blocks had none)
+        switch_in, median = facts.get("switch_in_ms_median"), r.stats.median if r.stats else 0
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
-                 _knobs_text(facts),
-                 threads, spinning,
+                 _knobs_text(facts), threads, spinning,
                  f"{number_text(facts.get('settle_ms_median'), 1)} "
                  f"({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
-                 number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),
+                 number_text(facts.get("minor_faults_per_call_median"), 0),
+                 f"{switch_in / median - 1:+.0%}" if switch_in is not None and median > 0 else "",
                  number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
