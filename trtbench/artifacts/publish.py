@@ -29,12 +29,6 @@ class Published:
     records: tuple[Record, ...]
 
 
-def _cold_start(entry: dict) -> dict:
-    """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
-    check = entry["fresh_process_check"]
-    return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
-
-
 def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
     """``<variant>_<precision>``, the model first when the run has several: a variant's artifacts' stem."""
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", model_id).strip("-") + "_" if len(config.models) > 1 else ""
@@ -77,11 +71,12 @@ def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, record
             ArtifactSource(variant, built, precision, ctx.device, model=model_id), check,
             stem=artifact_stem(ctx.config, model_id, variant.name, precision), expected_bytes=weights_bytes(at.model)),
             variant.deprecations)
-    except KeyboardInterrupt:
-        raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
         reason = ctx.failures.reason(f"save {variant.name} {precision}", err)
         return Published((), tuple(r.failed(reason) for r in records))
-    cold = [_cold_start(entry) for entry in entries] if ctx.config.output.cold_start else []
+    # each file's load time and first call in a fresh process: the check it passed to be published
+    cold = [{"file": entry["file"], "ok": True, **{key: entry["fresh_process_check"][key] for key in
+                                                   ("load_s", "first_call_ms")}}
+            for entry in entries] if ctx.config.output.cold_start else []
     kept = [r.with_warnings(caught) for r in records]
     return Published(tuple(entries), tuple(r.with_metrics(cold_start=cold) if cold else r for r in kept))

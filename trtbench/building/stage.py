@@ -180,8 +180,6 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
         with torch.no_grad():
             (built, caught), memory = track_peak(
                 lambda: capture_warnings(lambda: variant.build(model, ctx), variant.deprecations), ctx.device)
-    except KeyboardInterrupt:
-        raise
     except Unavailable as err:  # it cannot run here (a library, CUDA, a kernel or a precision its runtime lacks)
         return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
     except Exception as err:  # this variant's failure; the others go on
