@@ -12,7 +12,7 @@ import torch
 from trtbench.config.plan import resolve_device, shape_points
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import point_inputs
-from trtbench.core.precision import REFERENCE, is_quantized, precision_dtype
+from trtbench.core.precision import PRECISIONS, REFERENCE, is_quantized
 from trtbench.core.status import DiagnosisStatus, Status
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
@@ -49,8 +49,8 @@ class DiagnoseOutcome:
         return 0 if all(d.status in passing for d in self.diagnoses) else 1
 
 
-def _checked(config, request: Request) -> tuple[list[str], list[str]]:
-    """The variants and precisions to diagnose; bad names are bad input, naming the flag."""
+def _checked(config, request: Request) -> Request:
+    """``request`` with the variants and precisions to diagnose; bad names are bad input, naming the flag."""
     variants = list(request.variants or config.variant_names)
     unknown = [v for v in variants if v not in config.variant_names]
     if unknown:
@@ -58,11 +58,8 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
                              f"({', '.join(config.variant_names)})", "name variants the config lists")
     precisions = list(request.precisions or [p for p in config.precisions if p != REFERENCE] or [REFERENCE])
     for precision in precisions:
-        try:
-            precision_dtype(precision)
-        except KeyError:
-            raise UserInputError("--precision", f"unknown precision '{precision}'",
-                                 "use fp32, fp16, bf16 or int8") from None
+        if precision not in PRECISIONS:
+            raise UserInputError("--precision", f"unknown precision '{precision}'", "use fp32, fp16, bf16 or int8")
         if precision not in config.tolerances:
             raise UserInputError(f"tolerances.{precision}", f"no tolerance for {precision} to hold its output to",
                                  f"give tolerances.{precision} in the config")
@@ -70,13 +67,12 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
     if request.point not in labels:
         raise UserInputError("--point", f"'{request.point}' is not one of the config's points ({', '.join(labels)})",
                              "use one of those labels")
-    return variants, precisions
+    return dataclasses.replace(request, variants=variants, precisions=precisions)
 
 
 def diagnose_config(config, request: Request, say: Callable[[str], None] = print) -> DiagnoseOutcome:
     """Diagnose ``request`` on ``config``'s model and write ``diagnose/`` in its output folder."""
-    variants, precisions = _checked(config, request)
-    diagnoses = _diagnoses(config, dataclasses.replace(request, variants=variants, precisions=precisions), say)
+    diagnoses = _diagnoses(config, _checked(config, request), say)
     section = diagnosis_section(diagnoses)
     files = write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
     return DiagnoseOutcome(diagnoses, files)

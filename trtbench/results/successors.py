@@ -20,9 +20,8 @@ def deprecations_of(record: Record) -> tuple[Deprecation, ...]:
 
 @dataclass(frozen=True)
 class Successor:
-    """``variant``, replacing ``deprecation``, at ``deprecated``'s point: its record and ``speed`` (>1 faster)."""
+    """``variant``, replacing ``deprecation``, at the deprecated row's point: its record and ``speed`` (>1 faster)."""
 
-    deprecated: Record
     deprecation: Deprecation
     variant: str
     record: Optional[Record] = None
@@ -62,5 +61,5 @@ def successors(results: ResultSet, record: Record) -> list[Successor]:
                           record.environment and r.case.precision == record.case.precision
                           and r.case.baseline_id == record.case.baseline_id), None)
             speed = results.analysis.paired_speedup(record, there) if there is not None else None
-            found.append(Successor(record, deprecation, name, there, speed))
+            found.append(Successor(deprecation, name, there, speed))
     return found
