@@ -43,15 +43,11 @@ class BuildGroup:
     threads: int
     points: list[ShapePoint]
     variants: list[VariantEntry]  # requested, eager first
+    listed: list[str]  # the precisions the config lists: there every variant has a case, elsewhere eager alone
     unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
-    listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
     knobs: Knobs = Knobs()  # the deployment knobs its worker processes start with (trtbench.core.knobs)
     decodes: bool = False  # its variants are decoders, which its scenario builds (trtbench.decoders)
-
-    def __post_init__(self) -> None:
-        if not self.listed:
-            self.listed = list(self.precisions)
 
     @property
     def reference_precision(self) -> str:

@@ -17,6 +17,8 @@ from trtbench.core.status import DiagnosisStatus, Status
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
 from trtbench.models import build_model
+from trtbench.quantize.calibration import load_calibration
+from trtbench.quantize.setup import int8_setup
 from trtbench.report.diagnosis import diagnosis_section
 from trtbench.report.section import ReportSection
 from trtbench.report.writer import write_diagnosis
@@ -107,7 +109,8 @@ def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Dia
     model = build_model(model_cfg).to(device)
     point = next(p for p in shape_points(config) if p.label == request.point)
     inputs = point_inputs(config, [point], device, torch.float32)[point.label]
-    setup = _int8_setup(config, model) if any(is_quantized(p) for p in request.precisions) else None
+    setup = (int8_setup(config, load_calibration(config.calibration, config.inputs, config.benchmark.seed), model)
+             if any(is_quantized(p) for p in request.precisions) else None)
     options = {entry.name: entry.options for entry in config.variants}
     folder = Path(config.output.dir) / DIAGNOSE_DIR
     folder.mkdir(parents=True, exist_ok=True)  # the builds' failure log goes there
@@ -122,10 +125,3 @@ def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Dia
             say(f"{diagnosis.stem}: {diagnosis.sentence()}")
             diagnoses.append(diagnosis)
     return diagnoses
-
-
-def _int8_setup(config, model: torch.nn.Module):
-    from trtbench.quantize.calibration import load_calibration
-    from trtbench.quantize.setup import int8_setup
-
-    return int8_setup(config, load_calibration(config.calibration, config.inputs, config.benchmark.seed), model)
