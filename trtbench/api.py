@@ -202,8 +202,7 @@ def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = D
     from trtbench.history.store import open_store
 
     settings = GateSettings(tuple(figures) if figures else DEFAULT_FIGURES, threshold)
-    where = _existing(where)
-    with open_store(where) as store:
+    with open_store(_existing(where)) as store:
         if run_dir is None:
             return gate_run(store, None, settings)
         results = load_results(run_dir)

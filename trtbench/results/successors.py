@@ -38,12 +38,8 @@ class Successor:
             return f"not timed at this point: add {self.variant} to `variants` to measure the way out"
         if self.speed is None:
             return "not timed in the same rounds: no paired speed"
-        speed = f"{self.speed.value:.2f}x [{self.speed.low:.2f}-{self.speed.high:.2f}] of its speed"
-        if self.speed.low > 1.0:
-            return f"faster: {speed}"
-        if self.speed.high >= 1.0:
-            return f"within its interval: {speed}"
-        return f"slower: {speed}"
+        verdict = "faster" if self.speed.low > 1.0 else "within its interval" if self.as_fast else "slower"
+        return f"{verdict}: {self.speed.value:.2f}x [{self.speed.low:.2f}-{self.speed.high:.2f}] of its speed"
 
     def to_dict(self) -> dict:
         return {"variant": self.variant, "deprecation": self.deprecation.note,
