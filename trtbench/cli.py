@@ -172,9 +172,7 @@ def _add_threshold_arg(parser_: argparse.ArgumentParser, what: str) -> None:
 
 def _history_arg(text):
     """``--history``: None when not given, "" for false or none, else the path or URL."""
-    if text is None:
-        return None
-    return "" if text.strip().lower() in ("false", "none", "no", "") else text
+    return "" if text is not None and text.strip().lower() in ("false", "none", "no", "") else text
 
 
 def _store_of(args) -> str:

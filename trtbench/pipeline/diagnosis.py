@@ -90,9 +90,8 @@ def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[Re
         missed = record.accuracy_failed or (record.status is Status.FAILED and BUDGET_MISSED in record.reason)
         if missed and case.precision in config.tolerances:
             firsts.setdefault((case.model, case.variant, case.precision), case.point)
-    diagnoses = []
-    for (model, variant, precision), point in firsts.items():
-        diagnoses += _diagnoses(config, Request([variant], [precision], point, model=model), say)
+    diagnoses = [diagnosis for (model, variant, precision), point in firsts.items()
+                 for diagnosis in _diagnoses(config, Request([variant], [precision], point, model=model), say)]
     if not diagnoses:
         return None
     write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, diagnosis_section(diagnoses), [d.stem for d in diagnoses])

@@ -255,12 +255,7 @@ def _mixed_point_notes(merged: ResultSet, source: dict[tuple, int]) -> list[str]
     inputs: dict[tuple, set[int]] = {}
     for record in merged:
         inputs.setdefault((record.case.baseline_id, record.environment), set()).add(source[record.key])
-    notes = []
-    for (baseline_id, environment), numbers in inputs.items():
-        sources = sorted(numbers)
-        if len(sources) > 1:
-            model, point = baseline_id[0], baseline_id[1]
-            notes.append(f"{model} {point} in environment {environment}: its records come from inputs "
-                         f"{', '.join(map(str, sources))}, whose runs share no rounds, so its speedups pair blocks "
-                         "that were not timed together; merge each point from one run")
-    return notes
+    return [f"{model} {point} in environment {environment}: its records come from inputs "
+            f"{', '.join(map(str, sorted(numbers)))}, whose runs share no rounds, so its speedups pair blocks that "
+            "were not timed together; merge each point from one run"
+            for ((model, point, *_), environment), numbers in inputs.items() if len(numbers) > 1]
