@@ -13,7 +13,7 @@ from trtbench.artifacts.store import ArtifactStore, Saved
 from trtbench.building.copies import Fp32Fallback, Missed, precision_copies
 from trtbench.building.stage import BuildOutcome, build_at, hinted_names, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
-from trtbench.core.context import RunContext
+from trtbench.config.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
 from trtbench.core.inflight import InFlight, in_flight, native_crash_log
 from trtbench.core.inputs import point_inputs

@@ -25,7 +25,7 @@ from trtbench.workers.loop import (READY_CPU_S, Worker, WorkerError, WorkerTimer
                                    start_workers)
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
 
 MIB = 2**20
 SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
