@@ -24,18 +24,18 @@ def _processes_arg(text: str) -> int:
     return int(text)
 
 
-def _budget_arg(text: str) -> float:
+def _positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of milliseconds, got '{text}' (e.g. 25)")
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
     return value
 
 
 def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None:
-    parser_.add_argument("--p99-budget", type=_budget_arg, metavar="MS",
+    parser_.add_argument("--p99-budget", type=_positive, metavar="MS",
                          help="recommend, per environment and model, the variant, precision and batch size with the "
                               f"most throughput whose measured p99 latency is at most MS ms (default: {default_from})")
 
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--point", default="opt", help="the point whose seeded inputs are used (default: opt)")
     diagnose.add_argument("--output", help="output directory (overrides output.dir); results go under diagnose/")
     diagnose.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
-    diagnose.add_argument("--minutes", type=_budget_arg, default=10.0,
+    diagnose.add_argument("--minutes", type=_positive, default=10.0,
                           help="budget of each diagnosis in minutes: it stops before a build past it (default: 10)")
     history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
                                              "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
