@@ -45,9 +45,8 @@ NATIVE, EMULATED = "native", "emulated"  # how a build's bf16 is computed (Bf16C
 
 def cpu_flags(flags_text: str | None = None) -> set[str] | None:
     """The CPU's flags from /proc/cpuinfo (``flags_text``: a flags line instead); None where it cannot be read."""
-    if flags_text is None:
-        flags_text = cpu_flags_text()
-    return None if flags_text is None else set(flags_text.split())
+    text = cpu_flags_text() if flags_text is None else flags_text
+    return None if text is None else set(text.split())
 
 
 def cpu_flags_text() -> str | None:
@@ -174,10 +173,7 @@ def _cgroup_dirs(mounts: list[Path], path: str) -> list[Path]:
     """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts``."""
     cgroup = PurePosixPath(path.strip() or "/")
     relative = [cgroup.relative_to("/"), *(parent.relative_to("/") for parent in cgroup.parents)]
-    dirs: list[Path] = []
-    for mount in dict.fromkeys(mounts):
-        dirs += [mount / part for part in relative if (mount / part).is_dir() and mount / part not in dirs]
-    return dirs
+    return list(dict.fromkeys(mount / part for mount in mounts for part in relative if (mount / part).is_dir()))
 
 
 def _v2_quota(path: Path) -> list[tuple[float, str]]:

@@ -13,6 +13,7 @@ import torch
 from trtbench.core.procfs import available_bytes
 from trtbench.measure.ceiling import DeviceCeiling
 from trtbench.measure.datasheets import memory_bandwidths, not_in_table, row_covering
+from trtbench.measure.timing import synchronize
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
 ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
@@ -102,12 +103,10 @@ def measured_triad(device: torch.device, threads: Optional[int] = None, array_by
 
 
 def _time_triad(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> float:
-    if a.device.type == "cuda":
-        torch.cuda.synchronize(a.device)
+    synchronize(a.device)
     start = time.perf_counter()
     torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
-    if a.device.type == "cuda":
-        torch.cuda.synchronize(a.device)
+    synchronize(a.device)
     return time.perf_counter() - start
 
 

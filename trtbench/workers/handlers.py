@@ -9,7 +9,6 @@ import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from types import ModuleType
 from typing import Any, Callable, Optional
 
 import torch
@@ -86,11 +85,6 @@ def handles(kind: type) -> Callable[[Handler], Handler]:
         return handler
 
     return register
-
-
-def handler_files(modules: tuple[ModuleType, ...]) -> dict[str, str]:
-    """The file of each of ``modules`` by its name: what a worker is told to load (:func:`load`)."""
-    return {module.__name__: module.__file__ for module in modules}
 
 
 def load(files: dict[str, str]) -> None:
