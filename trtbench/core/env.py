@@ -230,10 +230,8 @@ def library_versions() -> dict:
 
     versions = {}
     for name in OPTIONAL_LIBRARIES:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
     return versions
 
 

@@ -57,9 +57,7 @@ def convert(value: Any, tp: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
+        for arg in (a for a in args if a is not type(None)):
             try:
                 return convert(value, arg, path)
             except UserInputError as err:

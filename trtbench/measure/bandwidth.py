@@ -59,21 +59,15 @@ def _size_bytes(text: str) -> int:
     return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
 
 
-def _free_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    available = available_bytes()
-    return 1 << 32 if available is None else available
-
-
 def triad_array_bytes(device: torch.device) -> tuple[int, str]:
     """Bytes of each triad array on ``device`` (a multiple of its last-level cache, capped by free memory), and how."""
     if device.type == "cuda":
-        cache = torch.cuda.get_device_properties(device).L2_cache_size
+        cache, free = torch.cuda.get_device_properties(device).L2_cache_size, torch.cuda.mem_get_info(device)[0]
         source = f"the device's {cache >> 20} MiB L2"
     else:
-        cache, source = cpu_last_level_cache()
-    wanted, cap = CACHE_MULTIPLE * cache, int(_free_bytes(device) * MEMORY_SHARE / 3)
+        (cache, source), available = cpu_last_level_cache(), available_bytes()
+        free = 1 << 32 if available is None else available  # unknown: 4 GiB
+    wanted, cap = CACHE_MULTIPLE * cache, int(free * MEMORY_SHARE / 3)
     if wanted <= cap:
         return wanted, f"{CACHE_MULTIPLE}x the last-level cache ({source})"
     return cap, f"capped by free memory ({MEMORY_SHARE:.0%} over 3 arrays), below {CACHE_MULTIPLE}x ({source})"

@@ -271,8 +271,10 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
     if dtype not in (torch.float32, *cpu_reduced_units()):
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
                 "reason": f"CPU peaks are computed for float32, bfloat16 and int8, not {dtype}"}
-    return cpu_peak(threads or torch.get_num_threads(), read_or_empty("/proc/cpuinfo"), _lscpu(),
-                    read_or_empty("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock, dtype)
+    return cpu_peak(threads or torch.get_num_threads(), _or_empty(Path("/proc/cpuinfo").read_text),
+                    _or_empty(lambda: subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout),
+                    _or_empty(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text),
+                    measure_cpu_clock, dtype)
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
@@ -335,16 +337,10 @@ def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.strip().isdigit() else None
 
 
-def read_or_empty(path: str) -> str:
+def _or_empty(read: Callable[[], str]) -> str:
+    """``read()``'s text, or "" where the file or command cannot be read."""
     try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def _lscpu() -> str:
-    try:
-        return subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        return read()
     except (OSError, subprocess.SubprocessError):
         return ""
 

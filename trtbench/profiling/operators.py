@@ -10,7 +10,6 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from trtbench.core.fsutil import atomic_write
-from trtbench.core.status import Status
 from trtbench.measure.timing import synchronize
 
 
@@ -49,7 +48,6 @@ def profile_operators(fn: Callable[[], object], device: torch.device, runs: int,
             row["device_total_ms"] = event.device_time_total / 1e3 / runs
         rows.append(row)
     return {
-        "status": Status.OK,
         "runs": runs,
         "sorted_by": "self_device_time" if cuda else "self_cpu_time",
         "self_total_ms": self_total_us / 1e3 / runs,

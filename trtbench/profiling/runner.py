@@ -35,9 +35,9 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; one that cannot apply or breaks is recorded, not raised."""
+    """Run one section, its status first; one that cannot apply or breaks is recorded, not raised."""
     try:
-        return run()
+        return {"status": Status.OK, **run()}
     except NotSupported as err:
         return {"status": Status.UNSUPPORTED, "reason": str(err)}
     except Exception as err:  # profiling is auxiliary: record any failure (OOM, kernel errors) next to the data

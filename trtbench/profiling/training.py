@@ -12,7 +12,6 @@ from torch.utils._pytree import tree_flatten
 
 from trtbench.profiling import NotSupported
 from trtbench.core.stats import summarize
-from trtbench.core.status import Status
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
@@ -70,7 +69,6 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, timing: T
     fwd, full = timed["forward"], timed["step"]
     fwd_stats, step_stats = summarize(fwd.samples), summarize(full.samples)
     result = {
-        "status": Status.OK,
         "optimizer": optimizer,
         "loss": loss_kind,
         "forward_ms": fwd_stats.to_dict(),
