@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -93,9 +92,7 @@ def bf16_compute(device: torch.device | str = "cpu", flags_text: str | None = No
 
 
 def nvidia_driver_version() -> str | None:
-    """The NVIDIA driver version reported by nvidia-smi, if present."""
-    if not shutil.which("nvidia-smi"):
-        return None
+    """The NVIDIA driver version reported by nvidia-smi, if present (absent: an OSError)."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20, check=True).stdout
@@ -199,11 +196,10 @@ def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] 
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
     total = os.cpu_count() or 1
-    threads, source = total, f"os.cpu_count(): {total} CPUs, with no CPU affinity, cgroup CPU quota or Slurm " \
-                             f"allocation below it"
+    limits = [(total, f"os.cpu_count(): {total} CPUs, with no CPU affinity, cgroup CPU quota or Slurm allocation "
+                      f"below it")]
     if affinity is None and hasattr(os, "sched_getaffinity"):
         affinity = os.sched_getaffinity(0)
-    limits = []
     if affinity is not None:
         limits.append((len(affinity), f"CPU affinity (sched_getaffinity): {len(affinity)} of {total} CPUs"))
     quota = cgroup_cpu_quota(cgroup_root, self_cgroup)
@@ -212,9 +208,7 @@ def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] 
     slurm = environ.get("SLURM_CPUS_PER_TASK", "").strip()
     if slurm.isdigit() and int(slurm) > 0:
         limits.append((int(slurm), f"SLURM_CPUS_PER_TASK={slurm} (the Slurm job's CPUs per task)"))
-    for count, why in limits:
-        if count < threads:
-            threads, source = count, why
+    threads, source = min(limits, key=lambda limit: limit[0])  # the first of the fewest
     return {"threads": threads, "source": source}
 
 

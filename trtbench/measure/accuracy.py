@@ -121,8 +121,7 @@ def _classifier(t: torch.Tensor) -> bool:
 def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
                   labels: Optional[torch.Tensor] = None) -> Int8Accuracy:
     """Compare a build's outputs with eager fp32's, batch by batch (``labels``: each sample's class); no verdict."""
-    outs = [flatten_outputs(o) for o in outputs]
-    refs = [flatten_outputs(r) for r in references]
+    outs, refs = ([flatten_outputs(o) for o in each] for each in (outputs, references))
     if not outs or len(outs) != len(refs) or any(len(o) != len(r) for o, r in zip(outs, refs)):
         raise ValueError("the build's outputs and eager fp32's differ in structure")
     joined_out, joined_ref = ([torch.cat([batch[i] for batch in each]) for i in range(len(each[0]))]

@@ -38,25 +38,18 @@ def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[
     for index in root.glob("cpu[0-9]*/cache/index[0-9]*"):
         try:
             level = int((index / "level").read_text())
-            size = _size_bytes((index / "size").read_text())
+            size = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", (index / "size").read_text())
             shared = (index / "shared_cpu_list").read_text().strip()
             kind = (index / "type").read_text().strip()
         except (OSError, ValueError):
             continue
-        if kind != "Instruction":
-            found[(level, shared)] = size
+        if kind != "Instruction" and size is not None:
+            found[(level, shared)] = int(size.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[size.group(2)]
     if not found:
         return ASSUMED_CACHE_BYTES, f"assumed {ASSUMED_CACHE_BYTES >> 20} MiB: sysfs lists no cache"
     top = max(level for level, _ in found)
     instances = [size for (level, _), size in found.items() if level == top]
     return sum(instances), f"sysfs: {len(instances)} L{top} cache(s) of {instances[0] >> 20} MiB"
-
-
-def _size_bytes(text: str) -> int:
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text)
-    if match is None:
-        raise ValueError(f"not a cache size: {text!r}")
-    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
 
 
 def triad_array_bytes(device: torch.device) -> tuple[int, str]:

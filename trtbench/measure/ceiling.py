@@ -236,9 +236,8 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
                 "reason": "no VNNI or AMX-INT8 in the CPU flags (int8 dot products are then emulated by AVX2 "
                           "multiply-add sequences; no peak is stated for them)"}
     per_cycle = unit.per_cycle or unit.times * fp32["flop_per_cycle"]
-    cores, clock_ghz = fp32["cores"], fp32["clock_ghz"]
-    return {**fp32, "method": method, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": unit.name,
-            "flop_per_cycle": per_cycle, "flop_per_cycle_from": unit.how}
+    return {**fp32, "method": method, "flops_per_s": fp32["cores"] * fp32["clock_ghz"] * 1e9 * per_cycle,
+            "vector_unit": unit.name, "flop_per_cycle": per_cycle, "flop_per_cycle_from": unit.how}
 
 
 def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:

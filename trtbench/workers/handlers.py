@@ -49,8 +49,7 @@ class TimeBlock:
 
 @dataclass(frozen=True)
 class Check:
-    """The accuracy check's call at ``label``, its output saved to ``path``; the reply: a ``CheckedCall`` without
-    its output."""
+    """The accuracy check's call at ``label``, its output saved to ``path``; the reply: a ``CheckedCall`` without it."""
 
     label: str
     path: str

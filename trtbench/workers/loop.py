@@ -44,11 +44,6 @@ MAX_PADDING = 4096  # bytes: environment sizes up to a page moved stack alignmen
 READY_CPU_S = "ready_cpu_s"  # worker fact: CPU seconds the process used until ready to time (a further process's cost)
 
 
-def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
-    """A fresh worker's own start-up luck: its hash seed and its environment's size (a padding variable)."""
-    return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
-
-
 class WorkerError(RuntimeError):
     """A worker failed: its code raised, its process died, or it did not answer in time."""
 
@@ -150,7 +145,8 @@ class Worker:
         """Start the process, which imports torch and waits for its recipe; output to ``log``, environment ``env``."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
-        luck = startup_luck()
+        draw = random.SystemRandom()  # the worker's own start-up luck: its hash seed and its environment's size
+        luck = {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
         self.startup = {"hash_seed": int(luck["PYTHONHASHSEED"]), "env_padding_bytes": len(luck[PADDING_VAR])}
         env = {**(env if env is not None else worker_env(Knobs())), **luck,
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # it imports trtbench and the model's module
@@ -261,8 +257,7 @@ class Worker:
         return self.facts
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
+        self.process.kill()  # a no-op once it has exited (Popen polls first)
         self._reap(5)
 
     def ask_exit(self) -> None:
