@@ -7,7 +7,7 @@ so they are no way around the limit). Every ``def``, ``async def`` and ``lambda`
 is read with :mod:`ast`; a dataclass's generated ``__init__`` is not in the source, so not counted.
 Values that travel together belong in a small frozen dataclass named for what they are, and a run's
 config, device, environment, output folder, failure log, progress and timing in its
-:class:`~trtbench.core.context.RunContext`. Nor is a parameter a packed tuple: one annotated as a
+:class:`~trtbench.config.context.RunContext`. Nor is a parameter a packed tuple: one annotated as a
 fixed-length tuple of different element types (``tuple[Path, float]``, also inside ``Optional`` or a
 union) is refused, while ``tuple[X, ...]`` and coordinates of one type (``tuple[int, int]``) are fine.
 Nor does a call pass a bare ``True``/``False`` by position: a flag is named at the call. Self-tests prove the checks

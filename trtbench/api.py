@@ -30,8 +30,7 @@ ConfigSource = Union[str, Path, Mapping]
 def load_config(source: ConfigSource, *, device: Optional[str] = None, variants: Optional[list[str]] = None,
                 output_dir: Optional[str] = None, profile: bool = False) -> "Config":
     """A validated config from a YAML file path, a bundled config's name or a dict (copied), with the overrides."""
-    from trtbench.config.config import config_from_dict
-    from trtbench.config.config import load_config as load_file
+    from trtbench.config.config import config_from_dict, load_config as load_file
 
     if isinstance(source, (str, Path)):
         return load_file(source, device=device, variants=variants, output_dir=output_dir, profile=profile)
@@ -202,8 +201,7 @@ def gate(run_dir: Optional[Union[str, Path]] = None, where: Union[str, Path] = D
     from trtbench.history.store import open_store
 
     settings = GateSettings(tuple(figures) if figures else DEFAULT_FIGURES, threshold)
-    where = _existing(where)
-    with open_store(where) as store:
+    with open_store(_existing(where)) as store:
         if run_dir is None:
             return gate_run(store, None, settings)
         results = load_results(run_dir)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from trtbench.core.errors import DiskFullError, UserInputError
+from trtbench.core.fsutil import atomic_write_text
 from trtbench.core.outdir import DEFAULT_HISTORY, RESULTS_ROOT
 
 HISTORY_ACTIONS = ("show", "runs", "export", "html", "ingest", "rebuild", "accept", "forget")
@@ -23,18 +24,18 @@ def _processes_arg(text: str) -> int:
     return int(text)
 
 
-def _budget_arg(text: str) -> float:
+def _positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of milliseconds, got '{text}' (e.g. 25)")
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
     return value
 
 
 def _add_budget_arg(parser_: argparse.ArgumentParser, default_from: str) -> None:
-    parser_.add_argument("--p99-budget", type=_budget_arg, metavar="MS",
+    parser_.add_argument("--p99-budget", type=_positive, metavar="MS",
                          help="recommend, per environment and model, the variant, precision and batch size with the "
                               f"most throughput whose measured p99 latency is at most MS ms (default: {default_from})")
 
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--point", default="opt", help="the point whose seeded inputs are used (default: opt)")
     diagnose.add_argument("--output", help="output directory (overrides output.dir); results go under diagnose/")
     diagnose.add_argument("--device", help="auto, cpu, cuda or cuda:N (overrides device)")
-    diagnose.add_argument("--minutes", type=_budget_arg, default=10.0,
+    diagnose.add_argument("--minutes", type=_positive, default=10.0,
                           help="budget of each diagnosis in minutes: it stops before a build past it (default: 10)")
     history = sub.add_parser("history", help="the history of runs: each series' latest value, trend and steps; "
                                              "runs, export --csv, ingest, rebuild, accept RUN, forget RUN")
@@ -171,9 +172,7 @@ def _add_threshold_arg(parser_: argparse.ArgumentParser, what: str) -> None:
 
 def _history_arg(text):
     """``--history``: None when not given, "" for false or none, else the path or URL."""
-    if text is None:
-        return None
-    return "" if text.strip().lower() in ("false", "none", "no", "") else text
+    return "" if text is not None and text.strip().lower() in ("false", "none", "no", "") else text
 
 
 def _store_of(args) -> str:
@@ -206,8 +205,6 @@ def cmd_history(args) -> int:
             raise UserInputError("export", "no format given", "trtbench history export --csv (the one format)")
         text = api.export_csv(where)
         if args.output:
-            from trtbench.core.fsutil import atomic_write_text
-
             atomic_write_text(Path(args.output), text)
         else:
             sys.stdout.write(text)
@@ -285,8 +282,7 @@ def cmd_run(args) -> int:
     plan = resolve(config, parse_shard(args.shard) if args.shard else None)
     for line in plan.shard_lines():
         print(line, file=sys.stderr)
-    progress = Progress(quiet=args.quiet)
-    outcome = run_config(plan, progress, fresh=args.fresh)
+    outcome = run_config(plan, Progress(quiet=args.quiet), fresh=args.fresh)
     if outcome.resumed:
         print(f"resumed: kept {outcome.resumed} case(s) measured by an earlier run into {outcome.out_dir} "
               f"(--fresh starts over)", file=sys.stderr)
@@ -362,10 +358,9 @@ def cmd_verify(args) -> int:
     for row in rows:
         verdict = "ok" if row["ok"] else "FAIL"
         detail = f"max abs err {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
-        if "first_call_ms" in row:
-            detail += f"  load {row['load_s']:.2f} s, first call {row['first_call_ms']:.1f} ms"
-        if "first_token_ms" in row:  # a decoder's artifact: its first request's first token
-            detail += f"  load {row['load_s']:.2f} s, first token {row['first_token_ms']:.1f} ms"
+        for key, first in (("first_call_ms", "first call"), ("first_token_ms", "first token")):  # token: a decoder's
+            if key in row:
+                detail += f"  load {row['load_s']:.2f} s, {first} {row[key]:.1f} ms"
         print(f"{verdict:4}  {row['file']:32}  {detail}  {row.get('error', '')}".rstrip())
     failed = sum(not row["ok"] for row in rows)
     print(f"{len(rows) - failed} verified, {failed} failed")

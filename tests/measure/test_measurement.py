@@ -306,15 +306,15 @@ def test_short_calls_start_each_timed_block_with_a_switch_in_call():
 
 def test_the_steady_schedule_times_each_block_after_a_blocks_worth_of_untimed_calls():
     """``schedule: steady`` (the default) reads a server that never idles: each block's timed calls come after as
-    many untimed back-to-back calls (whatever the call's length); interleaved leads in with the switch-in call
-    alone."""
+    many untimed back-to-back calls, unless one call fills a block (``block_s``): such a call is timed with none;
+    interleaved leads in with the switch-in call alone."""
     timing = TimingSettings(mode="fixed", warmup=1, warmup_s=0, iterations=20, switch_in_below_s=0.1,
                             schedule="interleaved")
-    interleaved = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
+    interleaved = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0), "longest": ScriptedCost(250.0)}
     measure_interleaved(interleaved, CPU, timing)
-    assert [t.lead_ins for t in interleaved.values()] == [10, 0]  # 10 rounds of 2 calls: one switch-in call each
-    steady = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0)}
+    assert [t.lead_ins for t in interleaved.values()] == [10, 0, 0]  # 10 rounds of 2 calls: one switch-in call each
+    steady = {"short": ScriptedCost(1.0), "long": ScriptedCost(150.0), "longest": ScriptedCost(250.0)}
     results = measure_interleaved(steady, CPU, dataclasses.replace(timing, schedule=TimingSettings().schedule))
-    assert [t.lead_ins for t in steady.values()] == [20, 20]
+    assert [t.lead_ins for t in steady.values()] == [20, 20, 0]  # a 0.25 s call fills the default 0.25 s block
     assert all(len(r.samples) == 20 for r in results.values())  # the lead-in calls are no samples
 

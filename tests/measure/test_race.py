@@ -191,7 +191,9 @@ def test_a_reduced_rows_fp32_row_is_timed_on_while_that_row_races_then_stops():
     step = race.step(series, _lap(series))
     assert step.stops == {"ov@bf16": STOPPED} and "ov" in race.stopped  # not a contender, still timed
     assert race.outcomes(series)["ov"]["outcome"] == "stopped"
+    assert race.outcomes(series)["ov"]["text"].startswith("out of the race")  # timed on, not stopped early
     race.stopped["ov@int8"] = race.stopped["ov@bf16"]  # had ov@int8 fallen behind at the next cycle's end
     again = race.step({k: v for k, v in series.items() if k != "ov@bf16"},
                       _lap({k: v for k, v in series.items() if k != "ov@bf16"}))
     assert again.stops.get("ov") == STOPPED and again.stops.get("ov@int8") == STOPPED
+    assert race.outcomes(series)["ov"]["text"].startswith("stopped early")  # it left with its last reduced row

@@ -91,8 +91,10 @@ def test_a_spinning_neighbour_is_settled_page_faults_are_counted_per_process_and
     assert [ms >= 250 for ms in cold.switch_in_ms] == after_neighbour
     never = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0))["cold"]
     assert [ms >= 250 for ms in never.samples] == after_neighbour and never.switch_in_ms == []
-    # schedule: steady leads each block in with a block's worth of calls: the cold one is among them, never timed
-    steady = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0, schedule="steady"))
+    # schedule: steady leads each block shorter than block_s in with a block's worth of calls: the cold one is among
+    # them, never timed (a 0.25 s call fills the default 0.25 s block: it would be timed with no lead-in)
+    steady = measure_interleaved(timers, CPU, dataclasses.replace(FIXED, switch_in_below_s=0, schedule="steady",
+                                                                  block_s=1.0))
     assert len(steady["cold"].samples) == 6 and max(steady["cold"].samples) < 250
 
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trtbench.artifacts.store import ArtifactSource, ArtifactStore, PublishCheck, weights_bytes
 from trtbench.building.copies import PrecisionCopy
 from trtbench.building.stage import BuildOutcome, capture_warnings
-from trtbench.core.context import RunContext
 from trtbench.core.precision import float_precision, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import Status
 from trtbench.building.recipe import HOSTED_FILE
+
+if TYPE_CHECKING:
+    from trtbench.config.context import RunContext
 
 NOT_SAVED_INACCURATE = "artifact not saved: the variant failed its accuracy check"
 
@@ -24,12 +27,6 @@ class Published:
 
     entries: tuple[dict, ...]
     records: tuple[Record, ...]
-
-
-def _cold_start(entry: dict) -> dict:
-    """Load time and first call of a saved artifact in a fresh process: the check it passed to be published."""
-    check = entry["fresh_process_check"]
-    return {"file": entry["file"], "ok": True, "load_s": check["load_s"], "first_call_ms": check["first_call_ms"]}
 
 
 def artifact_stem(config, model_id: str, variant: str, precision: str) -> str:
@@ -74,11 +71,12 @@ def publish(ctx: RunContext, store: ArtifactStore, outcome: BuildOutcome, record
             ArtifactSource(variant, built, precision, ctx.device, model=model_id), check,
             stem=artifact_stem(ctx.config, model_id, variant.name, precision), expected_bytes=weights_bytes(at.model)),
             variant.deprecations)
-    except KeyboardInterrupt:
-        raise
     except Exception as err:  # a variant that cannot be saved cannot ship: failed, timings kept
         reason = ctx.failures.reason(f"save {variant.name} {precision}", err)
         return Published((), tuple(r.failed(reason) for r in records))
-    cold = [_cold_start(entry) for entry in entries] if ctx.config.output.cold_start else []
+    # each file's load time and first call in a fresh process: the check it passed to be published
+    cold = [{"file": entry["file"], "ok": True, **{key: entry["fresh_process_check"][key] for key in
+                                                   ("load_s", "first_call_ms")}}
+            for entry in entries] if ctx.config.output.cold_start else []
     kept = [r.with_warnings(caught) for r in records]
     return Published(tuple(entries), tuple(r.with_metrics(cold_start=cold) if cold else r for r in kept))

@@ -144,28 +144,24 @@ def check_reproduces(job):
 
 
 class LoggedErrors(logging.Handler):
-    """The exceptions libraries log instead of raising (``torch.export.load`` logs why, then raises RuntimeError)."""
+    """The exceptions libraries log instead of raising (``torch.export.load`` logs why, then raises RuntimeError),
+    heard on the root logger and on every logger that does not pass its records up (torch.export)."""
 
     def __init__(self):
         super().__init__(logging.WARNING)
         self.errors = []
+        for logger in [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
+                                               if isinstance(logger, logging.Logger) and not logger.propagate]:
+            logger.addHandler(self)
 
     def emit(self, record):
         if record.exc_info and record.exc_info[1] is not None:
             self.errors.append(describe(record.exc_info[1]))
 
-    def attach(self):
-        """Listen on the root logger and on every logger that does not pass its records up (torch.export)."""
-        loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
-                                           if isinstance(logger, logging.Logger) and not logger.propagate]
-        for logger in loggers:
-            logger.addHandler(self)
-
 
 def run_job(job):
     """Verify one job in this process; the result, with the warnings it raised, as a JSON-ready dict."""
     logged = LoggedErrors()
-    logged.attach()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -23,7 +23,7 @@ from trtbench.variants import BuildContext, Built, Variant, build_order, get_var
 
 if TYPE_CHECKING:
     # the plan's types; a worker rebuilding a variant imports this module, not the plan's
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
     from trtbench.config.plan import BuildGroup
 
 
@@ -180,8 +180,6 @@ def _build_one(variant: Variant, model: torch.nn.Module, ctx: BuildContext, fail
         with torch.no_grad():
             (built, caught), memory = track_peak(
                 lambda: capture_warnings(lambda: variant.build(model, ctx), variant.deprecations), ctx.device)
-    except KeyboardInterrupt:
-        raise
     except Unavailable as err:  # it cannot run here (a library, CUDA, a kernel or a precision its runtime lacks)
         return BuildOutcome(variant, status=Status.SKIPPED, reason=err.reason)
     except Exception as err:  # this variant's failure; the others go on

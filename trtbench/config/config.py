@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 import yaml
 
@@ -247,17 +247,6 @@ class VariantEntry:
         return options_text(self.options)
 
 
-def _entry_list(entries: Any, path: str, example: str,
-                parse: Callable[[Any, str, list[VariantEntry]], VariantEntry]) -> list[VariantEntry]:
-    """A ``variants`` list, each entry through ``parse(entry, key, parsed so far)``."""
-    if not isinstance(entries, list) or not entries:
-        raise UserInputError(path, f"expected a non-empty list, got {entries!r}", f"write e.g. variants: {example}")
-    parsed: list[VariantEntry] = []
-    for i, entry in enumerate(entries):
-        parsed.append(parse(entry, f"{path}[{i}]", parsed))
-    return parsed
-
-
 def _listed_once(name: str, key: str, parsed: list[VariantEntry], noun: str) -> None:
     if any(v.name == name for v in parsed):
         raise UserInputError(key, f"{noun} '{name}' is listed twice", f"list each {noun} once")
@@ -372,7 +361,12 @@ class Config:
                                          f"{knob} is set", "use benchmark.isolation: process (the default)")
         parse, example = ((_decoder_entry, "[eager, compiled, ort_genai]") if decoding
                           else (_variant_entry, "[eager, traced, scripted]"))  # decoders take no options
-        f["variants"] = _entry_list(f["variants"], "variants", example, parse)
+        entries, f["variants"] = f["variants"], []
+        if not isinstance(entries, list) or not entries:
+            raise UserInputError("variants", f"expected a non-empty list, got {entries!r}",
+                                 f"write e.g. variants: {example}")
+        for i, entry in enumerate(entries):  # each entry parsed knowing those before it
+            f["variants"].append(parse(entry, f"variants[{i}]", f["variants"]))
         tolerances = default_logit_tolerances() if decoding else default_tolerances()
         for key, value in f["tolerances"].items():
             schema.require_choice(key, choices, schema.join("tolerances", key))
@@ -435,11 +429,8 @@ def check_sweep_batches(sweep: SweepConfig, inputs: list[InputConfig]) -> None:
 
 def check_device(device: str, path: str) -> None:
     """Reject malformed devices (whether this machine has them is checked when a run is resolved)."""
-    if device in ("auto", "cpu", "cuda"):
-        return
-    if device.startswith("cuda:") and device.partition(":")[2].isdigit():
-        return
-    raise UserInputError(path, f"unknown device '{device}'", "use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    if device not in ("auto", "cpu", "cuda") and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise UserInputError(path, f"unknown device '{device}'", "use 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
 def bundled_config_dir() -> Path:
@@ -482,12 +473,11 @@ def config_from_dict(data: Any, *, device: str | None = None, variants: list[str
         data["device"] = device
     if variants is not None:
         data["variants"] = list(variants)
-    if output_dir is not None:
-        output = data.get("output")
-        data["output"] = {**(output if isinstance(output, dict) else {}), "dir": str(output_dir)}
-    if profile:
-        section = data.get("profile")
-        data["profile"] = {**(section if isinstance(section, dict) else {}), "enabled": True}
+    for key, given, value in (("output", output_dir is not None, {"dir": str(output_dir)}),
+                              ("profile", profile, {"enabled": True})):
+        if given:  # one key set in the section, the others kept
+            section = data.get(key)
+            data[key] = {**(section if isinstance(section, dict) else {}), **value}
     return schema.from_dict(Config, data)
 
 

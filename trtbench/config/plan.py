@@ -43,15 +43,11 @@ class BuildGroup:
     threads: int
     points: list[ShapePoint]
     variants: list[VariantEntry]  # requested, eager first
+    listed: list[str]  # the precisions the config lists: there every variant has a case, elsewhere eager alone
     unavailable: dict[str, str] = field(default_factory=dict)  # slot id -> why that variant cannot run here
     device: str = "cpu"
-    listed: list[str] = field(default_factory=list)  # default: all of ``precisions``
     knobs: Knobs = Knobs()  # the deployment knobs its worker processes start with (trtbench.core.knobs)
     decodes: bool = False  # its variants are decoders, which its scenario builds (trtbench.decoders)
-
-    def __post_init__(self) -> None:
-        if not self.listed:
-            self.listed = list(self.precisions)
 
     @property
     def reference_precision(self) -> str:
@@ -148,13 +144,10 @@ def shape_points(config: Config) -> list[ShapePoint]:
         candidates = [("opt", [spec.opt_shape for spec in specs])]
     else:
         candidates = [(label, [spec.shape_for(label) for spec in specs]) for label in config.benchmark.shapes]
-    points, seen = [], set()
+    labels: dict[tuple, str] = {}  # shapes -> the first label that has them
     for label, shapes in candidates:
-        frozen = tuple(tuple(s) for s in shapes)
-        if frozen not in seen:
-            seen.add(frozen)
-            points.append(ShapePoint(label, frozen))
-    return points
+        labels.setdefault(tuple(tuple(s) for s in shapes), label)
+    return [ShapePoint(label, shapes) for shapes, label in labels.items()]
 
 
 def why_unavailable(name: str, device: torch.device, precision: str) -> str | None:
@@ -175,17 +168,12 @@ def why_unavailable(name: str, device: torch.device, precision: str) -> str | No
     return None
 
 
-def why_decoder_unavailable(name: str, device: torch.device, precision: str, model: ModelConfig) -> str | None:
-    """Why decoder ``name`` cannot run at ``precision`` on ``device`` for ``model``; None when it can."""
-    return get_decoder(name).unavailable_reason(Target(device, precision, transformers_model_type(model)))
-
-
 def _unavailable(group: BuildGroup, device: torch.device) -> dict[str, str]:
     """Why each variant (or decoder) of the group that cannot run here cannot, by slot id."""
     missing = group.knobs.unavailable_reason(Target(device, threads=group.threads))
     reasons = {group.slot_id(entry.name, precision): missing or (
-        why_decoder_unavailable(entry.name, device, precision, group.model) if group.decodes
-        else why_unavailable(entry.name, device, precision)) for entry, precision in group.slots()}
+        get_decoder(entry.name).unavailable_reason(Target(device, precision, transformers_model_type(group.model)))
+        if group.decodes else why_unavailable(entry.name, device, precision)) for entry, precision in group.slots()}
     return {key: reason for key, reason in reasons.items() if reason}
 
 

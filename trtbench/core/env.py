@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -45,9 +44,8 @@ NATIVE, EMULATED = "native", "emulated"  # how a build's bf16 is computed (Bf16C
 
 def cpu_flags(flags_text: str | None = None) -> set[str] | None:
     """The CPU's flags from /proc/cpuinfo (``flags_text``: a flags line instead); None where it cannot be read."""
-    if flags_text is None:
-        flags_text = cpu_flags_text()
-    return None if flags_text is None else set(flags_text.split())
+    text = cpu_flags_text() if flags_text is None else flags_text
+    return None if text is None else set(text.split())
 
 
 def cpu_flags_text() -> str | None:
@@ -94,9 +92,7 @@ def bf16_compute(device: torch.device | str = "cpu", flags_text: str | None = No
 
 
 def nvidia_driver_version() -> str | None:
-    """The NVIDIA driver version reported by nvidia-smi, if present."""
-    if not shutil.which("nvidia-smi"):
-        return None
+    """The NVIDIA driver version reported by nvidia-smi, if present (absent: an OSError)."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20, check=True).stdout
@@ -174,10 +170,7 @@ def _cgroup_dirs(mounts: list[Path], path: str) -> list[Path]:
     """The existing directories of cgroup ``path`` and of its ancestors under each of ``mounts``."""
     cgroup = PurePosixPath(path.strip() or "/")
     relative = [cgroup.relative_to("/"), *(parent.relative_to("/") for parent in cgroup.parents)]
-    dirs: list[Path] = []
-    for mount in dict.fromkeys(mounts):
-        dirs += [mount / part for part in relative if (mount / part).is_dir() and mount / part not in dirs]
-    return dirs
+    return list(dict.fromkeys(mount / part for mount in mounts for part in relative if (mount / part).is_dir()))
 
 
 def _v2_quota(path: Path) -> list[tuple[float, str]]:
@@ -203,11 +196,10 @@ def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] 
     if omp.isdigit() and int(omp) > 0:
         return {"threads": int(omp), "source": f"OMP_NUM_THREADS={omp}"}
     total = os.cpu_count() or 1
-    threads, source = total, f"os.cpu_count(): {total} CPUs, with no CPU affinity, cgroup CPU quota or Slurm " \
-                             f"allocation below it"
+    limits = [(total, f"os.cpu_count(): {total} CPUs, with no CPU affinity, cgroup CPU quota or Slurm allocation "
+                      f"below it")]
     if affinity is None and hasattr(os, "sched_getaffinity"):
         affinity = os.sched_getaffinity(0)
-    limits = []
     if affinity is not None:
         limits.append((len(affinity), f"CPU affinity (sched_getaffinity): {len(affinity)} of {total} CPUs"))
     quota = cgroup_cpu_quota(cgroup_root, self_cgroup)
@@ -216,9 +208,7 @@ def default_threads(environ: Mapping[str, str] = os.environ, affinity: set[int] 
     slurm = environ.get("SLURM_CPUS_PER_TASK", "").strip()
     if slurm.isdigit() and int(slurm) > 0:
         limits.append((int(slurm), f"SLURM_CPUS_PER_TASK={slurm} (the Slurm job's CPUs per task)"))
-    for count, why in limits:
-        if count < threads:
-            threads, source = count, why
+    threads, source = min(limits, key=lambda limit: limit[0])  # the first of the fewest
     return {"threads": threads, "source": source}
 
 
@@ -234,10 +224,8 @@ def library_versions() -> dict:
 
     versions = {}
     for name in OPTIONAL_LIBRARIES:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
     return versions
 
 

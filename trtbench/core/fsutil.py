@@ -16,8 +16,7 @@ from trtbench.core.errors import DiskFullError, UserInputError
 
 def ensure_writable_dir(path: Path | str) -> None:
     """Raise UserInputError unless this process can write ``path`` (or create it), writing nothing."""
-    target = Path(path).absolute()
-    existing = target
+    existing = target = Path(path).absolute()
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():

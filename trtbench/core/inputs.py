@@ -80,13 +80,8 @@ class InputConfig:
 
 def batch_shapes(input_specs, batch: int) -> list[list[int]]:
     """Every input at its opt shape with the leading dim set to ``batch`` where that dim is dynamic."""
-    shapes = []
-    for spec in input_specs:
-        shape = list(spec.opt_shape)
-        if spec.min_shape[0] != spec.max_shape[0]:
-            shape[0] = batch
-        shapes.append(shape)
-    return shapes
+    return [[batch, *spec.opt_shape[1:]] if spec.min_shape[0] != spec.max_shape[0] else list(spec.opt_shape)
+            for spec in input_specs]
 
 
 def make_inputs(input_specs, shapes: list[list[int]], seed: int, device: torch.device,

@@ -79,14 +79,11 @@ class Knobs:
         return out
 
 
-def apply_binding() -> Optional[list[int]]:
-    """In a worker as it starts: bind this process to the cores its :meth:`Knobs.env` named (None: unbound)."""
+def apply_binding() -> None:
+    """In a worker as it starts: bind this process to the cores its :meth:`Knobs.env` named, if any."""
     cpus = os.environ.get(BOUND_CPUS)
-    if not cpus:
-        return None
-    bound = [int(cpu) for cpu in cpus.split(",")]
-    os.sched_setaffinity(0, bound)
-    return bound
+    if cpus:
+        os.sched_setaffinity(0, [int(cpu) for cpu in cpus.split(",")])
 
 
 def worker_env(knobs: Knobs, threads: int = 1, slot: int = 0) -> dict:

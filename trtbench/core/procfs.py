@@ -25,8 +25,7 @@ def available_bytes() -> Optional[int]:
 
 def _task_sum(pid: int, name: str, field: str) -> Optional[int]:
     """``field`` of ``/proc/<pid>/task/*/<name>`` summed over the threads; None where none reads."""
-    values = [proc_kib(str(task / name), field) for task in Path(f"/proc/{pid}/task").glob("*")]
-    values = [v for v in values if v is not None]
+    values = [v for task in Path(f"/proc/{pid}/task").glob("*") if (v := proc_kib(str(task / name), field)) is not None]
     return sum(values) if values else None
 
 

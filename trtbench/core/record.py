@@ -105,13 +105,11 @@ class Record(Coded):
     @property
     def stats(self) -> Optional[Stats]:
         """Host-latency statistics from the raw samples (None without samples)."""
-        samples = self.samples_ms
-        return summarize(samples) if samples else None
+        return summarize(self.samples_ms) if any(self.rounds) else None
 
     @property
     def device_stats(self) -> Optional[Stats]:
-        samples = self.device_samples_ms
-        return summarize(samples) if samples else None
+        return summarize(self.device_samples_ms) if any(self.device_rounds or ()) else None
 
     @property
     def timed(self) -> bool:

@@ -31,8 +31,7 @@ def describe(tp: Any) -> str:
     """Human wording for a type annotation."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (Union, types.UnionType):
-        parts = [describe(a) for a in args if a is not type(None)]
-        text = " or ".join(parts)
+        text = " or ".join(describe(a) for a in args if a is not type(None))
         return text + " (or null)" if type(None) in args else text
     if origin is list:
         return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
@@ -57,9 +56,7 @@ def convert(value: Any, tp: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
+        for arg in (a for a in args if a is not type(None)):
             try:
                 return convert(value, arg, path)
             except UserInputError as err:

@@ -32,9 +32,7 @@ class Stats:
         return self.median > 0 and self.iqr / self.median > NOISY_IQR_RATIO
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["noisy"] = self.noisy
-        return data
+        return {**asdict(self), "noisy": self.noisy}
 
 
 def median_ci_halfwidth(sorted_samples: np.ndarray, z: float = 1.96) -> float:

@@ -108,13 +108,9 @@ def _specs(inputs: tuple, int8) -> list[InputConfig]:
     evaluation batches too (the quantizer runs them through the build)."""
     largest = max((len(batch[0]) for batches in (int8.data.calibration, int8.data.evaluation) for batch in batches),
                   default=0) if int8 is not None else 0
-    specs = []
-    for i, t in enumerate(inputs):
-        shape = list(t.shape)
-        batched = bool(shape and largest)
-        specs.append(InputConfig(name=f"input{i}", min_shape=[1, *shape[1:]] if batched else shape, opt_shape=shape,
-                                 max_shape=[max(shape[0], largest), *shape[1:]] if batched else shape))
-    return specs
+    return [InputConfig(name=f"input{i}", min_shape=[1, *shape[1:]] if shape and largest else shape, opt_shape=shape,
+                        max_shape=[max(shape[0], largest), *shape[1:]] if shape and largest else shape)
+            for i, shape in enumerate(list(t.shape) for t in inputs)]
 
 
 def _cast(t, device: torch.device, dtype: torch.dtype):

@@ -142,8 +142,7 @@ def tolerance_judge(tolerance) -> Judge:
     """A row's check as a ``Judge``: ``atol``/``rtol`` element-wise (float precisions) or an INT8 budget's SQNR."""
     if hasattr(tolerance, "sqnr_db_min"):
         def by_sqnr(output, reference) -> tuple[bool, str]:
-            outs, refs = flatten_outputs(output), flatten_outputs(reference)
-            db = sqnr_db(outs, refs)
+            db = sqnr_db(flatten_outputs(output), flatten_outputs(reference))
             return db >= tolerance.sqnr_db_min, f"SQNR {db:.1f} dB, at least {tolerance.sqnr_db_min:g} dB asked"
         return by_sqnr
 

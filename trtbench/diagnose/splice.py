@@ -35,8 +35,5 @@ def bisect(graph: LayerGraph, fails: Fails) -> SpliceResult:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         tried[mid] = fails(min(mid, layers))
-        if tried[mid]:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if tried[mid] else (mid, hi)
     return SpliceResult(hi - 1 if hi <= layers else None, tried)

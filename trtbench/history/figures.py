@@ -304,7 +304,9 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
         index = next((i for i in reversed(range(len(runs))) if runs[i].get("environment") == part.environment), None)
         if index is not None:
             key_of = keyer(index, part.environment)
-            figures[index] += generate_figures(part, lambda name, p=part, k=key_of: k(_decoder_case(p), name))
+            # a generate row as a case, for its series key: its slot in the options' place, no input shapes or device
+            case = Case(part.model, part.decoder, part.precision, part.point, (), part.threads, "", options=part.slot)
+            figures[index] += generate_figures(part, lambda name, c=case, k=key_of: k(c, name))
     stored = []
     for i, run in enumerate(runs):
         env = results.environments.get(run.get("environment")) or {}
@@ -318,8 +320,3 @@ def stored_runs(results: ResultSet, source: str) -> list[StoredRun]:
 def _machine(env: dict) -> Machine:
     """The machine ``env`` names (its fingerprint, derived where a run wrote none)."""
     return Machine.from_dict(env.get("machine") or machine_fingerprint(env))
-
-
-def _decoder_case(part) -> Case:
-    """A generate row as a case, for its series key: its slot in the options' place, no input shapes, no device."""
-    return Case(part.model, part.decoder, part.precision, part.point, (), part.threads, "", options=part.slot)

@@ -71,11 +71,9 @@ def since_accepted(points: Sequence[Point]) -> Sequence[Point]:
 def series_steps(points: Sequence[Point], threshold: float = THRESHOLD) -> tuple[Step, ...]:
     """The steps of a series' valued points from its latest accepted run on, each at its index in ``points``."""
     at = [i for i in range(_accepted_start(points), len(points)) if points[i].value is not None]
-    steps = []
-    for step in find_steps([points[i].value for i in at], threshold):
-        before, after = points[at[step.index - 1]].run, points[at[step.index]].run
-        steps.append(replace(step, index=at[step.index], what_changed=version_changes(before.versions, after.versions)))
-    return tuple(steps)
+    return tuple(replace(step, index=at[step.index], what_changed=version_changes(
+        points[at[step.index - 1]].run.versions, points[at[step.index]].run.versions))
+        for step in find_steps([points[i].value for i in at], threshold))
 
 
 def newest_against(series: Series, threshold: float = THRESHOLD) -> Optional[Step]:
@@ -117,11 +115,8 @@ def load_series(store: Store, keep: SeriesFilter = SeriesFilter(), threshold: fl
     for point in store.points():
         if point.figure.key in points and keep.admits(point.run):
             points[point.figure.key].append(point)
-    result = []
-    for key, found in points.items():
-        ordered = sorted(found, key=lambda p: (p.run.started_at, p.run.run_id))
-        if ordered:
-            result.append(Series(key, tuple(ordered), series_steps(ordered, threshold)))
+    ordered = {key: sorted(found, key=lambda p: (p.run.started_at, p.run.run_id)) for key, found in points.items()}
+    result = [Series(key, tuple(found), series_steps(found, threshold)) for key, found in ordered.items() if found]
     return sorted(result, key=lambda s: (s.key.model, s.key.variant, s.key.options, s.key.precision, s.key.point,
                                          s.key.threads, s.key.knobs, s.key.machine, s.key.figure))
 

@@ -45,8 +45,7 @@ def series_lines(series: list[Series]) -> list[str]:
         return ["no series match (trtbench history runs lists the stored runs)"]
     lines = []
     for one in series:
-        latest = one.latest
-        figure = latest.figure
+        latest, figure = one.latest, one.latest.figure
         value = interval_text(figure.value) if figure.value is not None else f"{figure.status}: {figure.reason}"
         lines.append(f"{one.key.label}: {value}  {one.trend()}  ({len(one.points)} run(s), latest "
                      f"{latest.run.run_id})")

@@ -58,9 +58,7 @@ class Int8Accuracy(Accuracy):
 
     def text(self) -> str:
         """``top-1 agreement 0.995, SQNR 31.2 dB`` (and accuracies where labelled)."""
-        parts = []
-        if self.top1_agree is not None:
-            parts.append(f"top-1 agreement {self.top1_agree:.3f}")
+        parts = [f"top-1 agreement {self.top1_agree:.3f}"] if self.top1_agree is not None else []
         parts.append(f"SQNR {self.sqnr_db:.1f} dB")
         if self.top1 is not None:
             parts.append(f"top-1 {self.top1:.3f} vs fp32 {self.top1_reference:.3f}")
@@ -92,9 +90,7 @@ def elementwise_accuracy(output: Any, reference: Any, atol: float, rtol: float) 
         tensor_scale = float(ref.abs()[finite_ref].max()) if finite_ref.any() else 0.0
         ok = ok and tensor_err <= atol + rtol * tensor_scale
         max_abs, max_ref = max(max_abs, tensor_err), max(max_ref, tensor_scale)
-    top1 = None
-    if outs and _classifier(outs[0]):
-        top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean())
+    top1 = float((outs[0].argmax(-1) == refs[0].argmax(-1)).float().mean()) if outs and _classifier(outs[0]) else None
     return ElementwiseAccuracy(max_abs_err=max_abs, max_rel_err=max_abs / max_ref if max_ref > 0 else max_abs,
                                top1_agree=top1, ok=ok, atol=atol, rtol=rtol)
 
@@ -125,8 +121,7 @@ def _classifier(t: torch.Tensor) -> bool:
 def int8_accuracy(outputs: Sequence[Any], references: Sequence[Any],
                   labels: Optional[torch.Tensor] = None) -> Int8Accuracy:
     """Compare a build's outputs with eager fp32's, batch by batch (``labels``: each sample's class); no verdict."""
-    outs = [flatten_outputs(o) for o in outputs]
-    refs = [flatten_outputs(r) for r in references]
+    outs, refs = ([flatten_outputs(o) for o in each] for each in (outputs, references))
     if not outs or len(outs) != len(refs) or any(len(o) != len(r) for o, r in zip(outs, refs)):
         raise ValueError("the build's outputs and eager fp32's differ in structure")
     joined_out, joined_ref = ([torch.cat([batch[i] for batch in each]) for i in range(len(each[0]))]

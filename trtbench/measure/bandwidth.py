@@ -13,6 +13,7 @@ import torch
 from trtbench.core.procfs import available_bytes
 from trtbench.measure.ceiling import DeviceCeiling
 from trtbench.measure.datasheets import memory_bandwidths, not_in_table, row_covering
+from trtbench.measure.timing import synchronize
 
 CACHE_MULTIPLE = 4  # STREAM's rule: each array at least 4x the last-level caches together
 ASSUMED_CACHE_BYTES = 64 << 20  # when sysfs names no cache
@@ -37,13 +38,13 @@ def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[
     for index in root.glob("cpu[0-9]*/cache/index[0-9]*"):
         try:
             level = int((index / "level").read_text())
-            size = _size_bytes((index / "size").read_text())
+            size = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", (index / "size").read_text())
             shared = (index / "shared_cpu_list").read_text().strip()
             kind = (index / "type").read_text().strip()
         except (OSError, ValueError):
             continue
-        if kind != "Instruction":
-            found[(level, shared)] = size
+        if kind != "Instruction" and size is not None:
+            found[(level, shared)] = int(size.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[size.group(2)]
     if not found:
         return ASSUMED_CACHE_BYTES, f"assumed {ASSUMED_CACHE_BYTES >> 20} MiB: sysfs lists no cache"
     top = max(level for level, _ in found)
@@ -51,28 +52,15 @@ def cpu_last_level_cache(root: Path = Path("/sys/devices/system/cpu")) -> tuple[
     return sum(instances), f"sysfs: {len(instances)} L{top} cache(s) of {instances[0] >> 20} MiB"
 
 
-def _size_bytes(text: str) -> int:
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text)
-    if match is None:
-        raise ValueError(f"not a cache size: {text!r}")
-    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
-
-
-def _free_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    available = available_bytes()
-    return 1 << 32 if available is None else available
-
-
 def triad_array_bytes(device: torch.device) -> tuple[int, str]:
     """Bytes of each triad array on ``device`` (a multiple of its last-level cache, capped by free memory), and how."""
     if device.type == "cuda":
-        cache = torch.cuda.get_device_properties(device).L2_cache_size
+        cache, free = torch.cuda.get_device_properties(device).L2_cache_size, torch.cuda.mem_get_info(device)[0]
         source = f"the device's {cache >> 20} MiB L2"
     else:
-        cache, source = cpu_last_level_cache()
-    wanted, cap = CACHE_MULTIPLE * cache, int(_free_bytes(device) * MEMORY_SHARE / 3)
+        (cache, source), available = cpu_last_level_cache(), available_bytes()
+        free = 1 << 32 if available is None else available  # unknown: 4 GiB
+    wanted, cap = CACHE_MULTIPLE * cache, int(free * MEMORY_SHARE / 3)
     if wanted <= cap:
         return wanted, f"{CACHE_MULTIPLE}x the last-level cache ({source})"
     return cap, f"capped by free memory ({MEMORY_SHARE:.0%} over 3 arrays), below {CACHE_MULTIPLE}x ({source})"
@@ -102,12 +90,10 @@ def measured_triad(device: torch.device, threads: Optional[int] = None, array_by
 
 
 def _time_triad(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> float:
-    if a.device.type == "cuda":
-        torch.cuda.synchronize(a.device)
+    synchronize(a.device)
     start = time.perf_counter()
     torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
-    if a.device.type == "cuda":
-        torch.cuda.synchronize(a.device)
+    synchronize(a.device)
     return time.perf_counter() - start
 
 

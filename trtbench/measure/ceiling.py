@@ -236,9 +236,8 @@ def reduced_peak(fp32: dict, flags: set[str], dtype: torch.dtype) -> dict:
                 "reason": "no VNNI or AMX-INT8 in the CPU flags (int8 dot products are then emulated by AVX2 "
                           "multiply-add sequences; no peak is stated for them)"}
     per_cycle = unit.per_cycle or unit.times * fp32["flop_per_cycle"]
-    cores, clock_ghz = fp32["cores"], fp32["clock_ghz"]
-    return {**fp32, "method": method, "flops_per_s": cores * clock_ghz * 1e9 * per_cycle, "vector_unit": unit.name,
-            "flop_per_cycle": per_cycle, "flop_per_cycle_from": unit.how}
+    return {**fp32, "method": method, "flops_per_s": fp32["cores"] * fp32["clock_ghz"] * 1e9 * per_cycle,
+            "vector_unit": unit.name, "flop_per_cycle": per_cycle, "flop_per_cycle_from": unit.how}
 
 
 def gpu_peak(gpu_name: str, dtype: torch.dtype, tf32: bool) -> dict:
@@ -271,8 +270,10 @@ def theoretical_peak(device: torch.device, dtype: torch.dtype, threads: int | No
     if dtype not in (torch.float32, *cpu_reduced_units()):
         return {"method": "cores x clock x fp32 FLOP per cycle per core", "flops_per_s": None,
                 "reason": f"CPU peaks are computed for float32, bfloat16 and int8, not {dtype}"}
-    return cpu_peak(threads or torch.get_num_threads(), read_or_empty("/proc/cpuinfo"), _lscpu(),
-                    read_or_empty("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), measure_cpu_clock, dtype)
+    return cpu_peak(threads or torch.get_num_threads(), _or_empty(Path("/proc/cpuinfo").read_text),
+                    _or_empty(lambda: subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout),
+                    _or_empty(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text),
+                    measure_cpu_clock, dtype)
 
 
 def measured_matmul_ceiling(device: torch.device, dtype: torch.dtype = torch.float32, sizes=None,
@@ -335,16 +336,10 @@ def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.strip().isdigit() else None
 
 
-def read_or_empty(path: str) -> str:
+def _or_empty(read: Callable[[], str]) -> str:
+    """``read()``'s text, or "" where the file or command cannot be read."""
     try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def _lscpu() -> str:
-    try:
-        return subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        return read()
     except (OSError, subprocess.SubprocessError):
         return ""
 

@@ -20,11 +20,9 @@ class EnergyCounter(Protocol):
 
     def joules(self) -> float:
         """Joules counted so far (monotonic: wrap-around already unwrapped)."""
-        ...
 
     def state(self) -> dict:
         """The device's clocks and temperature now, where the counter's library gives them."""
-        ...
 
 
 @dataclass(frozen=True)

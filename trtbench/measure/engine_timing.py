@@ -9,8 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Admit:
-    """Query ``key`` joins the engine, asking for the request at ``label``; the replies: :class:`First`, then
-    :class:`Done`."""
+    """Query ``key`` joins the engine with the request at ``label``; the replies: :class:`First`, then :class:`Done`."""
 
     key: int
     label: str

@@ -173,10 +173,8 @@ def read_ort(events: Iterable[dict]) -> KernelProof:
     found = []
     for event in events:
         args = event.get("args") or {}
-        if event.get("cat") != "Node" or not str(event.get("name", "")).endswith("_kernel_time"):
-            continue
         kind = ORT_KINDS.get(args.get("op_name", ""))
-        if kind is None:
+        if kind is None or event.get("cat") != "Node" or not str(event.get("name", "")).endswith("_kernel_time"):
             continue
         types = [next(iter(shape), "") for shape in args.get("input_type_shape", []) if shape]
         quantized = "Integer" in args["op_name"] or args["op_name"].startswith(("QLinear", "QGemm", "Dynamic"))

@@ -134,13 +134,14 @@ class Race:
         final = call_point({v: series[v] for v in names}, left, self.margin, pooled_between_variance(series.values()))
         behind = {s.variant: s.behind for s in final.standings}
         tied = {s.variant for s in final.tied(left)}
+        timed_on = self.entrants.timed_on(names, self.stopped)  # to the end: the baseline, references of rows never out
         found = {}
         for v in names:
             entry = {"outcome": self._outcome(v, final.leader, tied), "ended": self.ended, "margin": self.margin,
                      "behind": behind[v].to_dict() if v in behind else None}
             if v in self.stopped:
                 leader, standing = self.stopped[v]
-                why = "out of the race" if v == self.entrants.baseline else "stopped early"
+                why = "out of the race" if v in timed_on else "stopped early"
                 entry["text"] = f"{why}: slower than {leader} by >= {standing.behind.low - 1:.0%} (95%)"
             demands = [d.to_dict() for d in self.demands if d.variant == v]
             found[v] = {**entry, **({"processes": demands} if demands else {})}

@@ -207,6 +207,13 @@ def _block_sizes(call_s: dict[str, float], timing: TimingSettings, switch_ins: d
             for name, s in call_s.items()}
 
 
+def _lead_in(timing: TimingSettings, call_s: float, calls: int, switch_in: bool) -> int:
+    """Untimed calls before each block: steady, a block's worth unless one call fills the block; else the switch-in."""
+    if timing.schedule == "steady":
+        return 0 if call_s >= timing.block_s else calls
+    return int(switch_in)
+
+
 def _precise(timing: TimingSettings, m: RawTiming, between_var: Optional[float]) -> bool:
     """Whether ``m``'s median's two-level 95% interval is within ``target_rel_ci``, after ``min_iterations``."""
     if len(m.samples) < timing.min_iterations:
@@ -251,7 +258,7 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
         call_s = _warm_up(processes, timing, warmed)
         switch_ins = {name: s < timing.switch_in_below_s for name, s in call_s.items()}
         blocks = _block_sizes(call_s, timing, switch_ins)
-        lead_ins = {name: blocks[name] if timing.schedule == "steady" else int(switch_ins[name]) for name in names}
+        lead_ins = {name: _lead_in(timing, call_s[name], blocks[name], switch_ins[name]) for name in names}
         synchronize(device)
         results = {name: RawTiming(device_rounds=[] if device.type == "cuda" else None) for name in names}
         rounds = Rounds({name: len(timers_of) for name, timers_of in processes.items()})

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from trtbench.models import register_builtin
+from trtbench.models.study_resnets import projection
 
 
 class CifarBasicBlock(nn.Module):
@@ -19,11 +20,7 @@ class CifarBasicBlock(nn.Module):
         self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(out_channels)
         self.relu = nn.ReLU(inplace=True)
-        if stride != 1 or in_channels != out_channels:
-            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
-                                          nn.BatchNorm2d(out_channels))
-        else:
-            self.shortcut = nn.Identity()
+        self.shortcut = projection(in_channels, out_channels, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))

@@ -14,10 +14,8 @@ from trtbench.models import register_builtin
 
 def _conv(in_channels: int, out_channels: int, stride: int = 1) -> dict:
     """Keyword arguments of a 3x3, padding-1 convolution."""
-    kwargs = {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": 3, "padding": 1}
-    if stride != 1:
-        kwargs["stride"] = stride
-    return kwargs
+    return {"in_channels": in_channels, "out_channels": out_channels, "kernel_size": 3, "padding": 1,
+            **({"stride": stride} if stride != 1 else {})}
 
 
 def _stage(in_channels: int, out_channels: int, num_blocks: int) -> dict:
@@ -26,10 +24,9 @@ def _stage(in_channels: int, out_channels: int, num_blocks: int) -> dict:
     for index in range(num_blocks):
         block_in = in_channels if index == 0 else out_channels
         stride = 2 if block_in != out_channels else 1
-        block = {"conv1": _conv(block_in, out_channels, stride), "conv2": _conv(out_channels, out_channels)}
-        if stride != 1:
-            block["downsample"] = True
-        blocks[f"Block{index + 1}"] = block
+        blocks[f"Block{index + 1}"] = {"conv1": _conv(block_in, out_channels, stride),
+                                       "conv2": _conv(out_channels, out_channels),
+                                       **({"downsample": True} if stride != 1 else {})}
     return {"blocks": blocks}
 
 

@@ -24,7 +24,7 @@ STAGE_WIDTHS = (64, 128, 256, 512)
 """Output channels of the four stages (and of every block in them)."""
 
 
-def _projection(in_channels: int, out_channels: int, stride: int) -> nn.Module:
+def projection(in_channels: int, out_channels: int, stride: int) -> nn.Module:
     """The shortcut: identity when the shape is unchanged, else 1x1 strided conv + BN."""
     if stride == 1 and in_channels == out_channels:
         return nn.Identity()
@@ -42,7 +42,7 @@ class BasicBlock(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(out_channels)
-        self.downsample = _projection(in_channels, out_channels, stride)
+        self.downsample = projection(in_channels, out_channels, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))
@@ -63,7 +63,7 @@ class BottleneckBlock(nn.Module):
         self.conv3 = nn.Conv2d(hidden, out_channels, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(out_channels)
         self.relu = nn.ReLU(inplace=True)
-        self.downsample = _projection(in_channels, out_channels, stride)
+        self.downsample = projection(in_channels, out_channels, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))

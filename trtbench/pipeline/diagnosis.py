@@ -12,11 +12,13 @@ import torch
 from trtbench.config.plan import resolve_device, shape_points
 from trtbench.core.errors import UserInputError
 from trtbench.core.inputs import point_inputs
-from trtbench.core.precision import REFERENCE, is_quantized, precision_dtype
+from trtbench.core.precision import PRECISIONS, REFERENCE, is_quantized
 from trtbench.core.status import DiagnosisStatus, Status
 from trtbench.diagnose.build import Recipe
 from trtbench.diagnose.harness import Diagnosis, Settings, diagnose, tolerance_judge
 from trtbench.models import build_model
+from trtbench.quantize.calibration import load_calibration
+from trtbench.quantize.setup import int8_setup
 from trtbench.report.diagnosis import diagnosis_section
 from trtbench.report.section import ReportSection
 from trtbench.report.writer import write_diagnosis
@@ -49,8 +51,8 @@ class DiagnoseOutcome:
         return 0 if all(d.status in passing for d in self.diagnoses) else 1
 
 
-def _checked(config, request: Request) -> tuple[list[str], list[str]]:
-    """The variants and precisions to diagnose; bad names are bad input, naming the flag."""
+def _checked(config, request: Request) -> Request:
+    """``request`` with the variants and precisions to diagnose; bad names are bad input, naming the flag."""
     variants = list(request.variants or config.variant_names)
     unknown = [v for v in variants if v not in config.variant_names]
     if unknown:
@@ -58,11 +60,8 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
                              f"({', '.join(config.variant_names)})", "name variants the config lists")
     precisions = list(request.precisions or [p for p in config.precisions if p != REFERENCE] or [REFERENCE])
     for precision in precisions:
-        try:
-            precision_dtype(precision)
-        except KeyError:
-            raise UserInputError("--precision", f"unknown precision '{precision}'",
-                                 "use fp32, fp16, bf16 or int8") from None
+        if precision not in PRECISIONS:
+            raise UserInputError("--precision", f"unknown precision '{precision}'", "use fp32, fp16, bf16 or int8")
         if precision not in config.tolerances:
             raise UserInputError(f"tolerances.{precision}", f"no tolerance for {precision} to hold its output to",
                                  f"give tolerances.{precision} in the config")
@@ -70,13 +69,12 @@ def _checked(config, request: Request) -> tuple[list[str], list[str]]:
     if request.point not in labels:
         raise UserInputError("--point", f"'{request.point}' is not one of the config's points ({', '.join(labels)})",
                              "use one of those labels")
-    return variants, precisions
+    return dataclasses.replace(request, variants=variants, precisions=precisions)
 
 
 def diagnose_config(config, request: Request, say: Callable[[str], None] = print) -> DiagnoseOutcome:
     """Diagnose ``request`` on ``config``'s model and write ``diagnose/`` in its output folder."""
-    variants, precisions = _checked(config, request)
-    diagnoses = _diagnoses(config, dataclasses.replace(request, variants=variants, precisions=precisions), say)
+    diagnoses = _diagnoses(config, _checked(config, request), say)
     section = diagnosis_section(diagnoses)
     files = write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, section, [d.stem for d in diagnoses])
     return DiagnoseOutcome(diagnoses, files)
@@ -92,9 +90,8 @@ def diagnose_failing(config, results, say: Callable[[str], None]) -> Optional[Re
         missed = record.accuracy_failed or (record.status is Status.FAILED and BUDGET_MISSED in record.reason)
         if missed and case.precision in config.tolerances:
             firsts.setdefault((case.model, case.variant, case.precision), case.point)
-    diagnoses = []
-    for (model, variant, precision), point in firsts.items():
-        diagnoses += _diagnoses(config, Request([variant], [precision], point, model=model), say)
+    diagnoses = [diagnosis for (model, variant, precision), point in firsts.items()
+                 for diagnosis in _diagnoses(config, Request([variant], [precision], point, model=model), say)]
     if not diagnoses:
         return None
     write_diagnosis(Path(config.output.dir) / DIAGNOSE_DIR, diagnosis_section(diagnoses), [d.stem for d in diagnoses])
@@ -111,7 +108,8 @@ def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Dia
     model = build_model(model_cfg).to(device)
     point = next(p for p in shape_points(config) if p.label == request.point)
     inputs = point_inputs(config, [point], device, torch.float32)[point.label]
-    setup = _int8_setup(config, model) if any(is_quantized(p) for p in request.precisions) else None
+    setup = (int8_setup(config, load_calibration(config.calibration, config.inputs, config.benchmark.seed), model)
+             if any(is_quantized(p) for p in request.precisions) else None)
     options = {entry.name: entry.options for entry in config.variants}
     folder = Path(config.output.dir) / DIAGNOSE_DIR
     folder.mkdir(parents=True, exist_ok=True)  # the builds' failure log goes there
@@ -126,10 +124,3 @@ def _diagnoses(config, request: Request, say: Callable[[str], None]) -> list[Dia
             say(f"{diagnosis.stem}: {diagnosis.sentence()}")
             diagnoses.append(diagnosis)
     return diagnoses
-
-
-def _int8_setup(config, model: torch.nn.Module):
-    from trtbench.quantize.calibration import load_calibration
-    from trtbench.quantize.setup import int8_setup
-
-    return int8_setup(config, load_calibration(config.calibration, config.inputs, config.benchmark.seed), model)

@@ -81,8 +81,7 @@ def _where(results: ResultSet, env: str) -> str:
 
 
 def _describe(comparable: tuple) -> str:
-    model, label, precision, point, shapes = comparable
-    return f"{model} {label} {precision} {point} ({shapes})"
+    return "{} {} {} {} ({})".format(*comparable)  # model, label, precision, point (shapes)
 
 
 def _comparable(record: Record) -> tuple:

@@ -13,7 +13,7 @@ from trtbench.artifacts.store import ArtifactStore, Saved
 from trtbench.building.copies import Fp32Fallback, Missed, precision_copies
 from trtbench.building.stage import BuildOutcome, build_at, hinted_names, int8_setup_at, run_calibration
 from trtbench.config.plan import BuildGroup, RunPlan
-from trtbench.core.context import RunContext
+from trtbench.config.context import RunContext
 from trtbench.core.env import collect_environment, torch_settings
 from trtbench.core.inflight import InFlight, in_flight, native_crash_log
 from trtbench.core.inputs import point_inputs
@@ -21,8 +21,10 @@ from trtbench.core.outdir import FailureLog, OutputDir
 from trtbench.core.progress import Progress
 from trtbench.core.status import RunStatus, Status
 from trtbench.core.precision import precision_dtype
+from trtbench.diagnose.fallback import FallbackCase, float_fallback
 from trtbench.measure.references import MissingReference, References, eager_references
 from trtbench.models import build_model
+from trtbench.pipeline.diagnosis import diagnose_failing
 from trtbench.pipeline.history import append_history, check_history, history_for
 from trtbench.pipeline.sections import report_sections
 from trtbench.pipeline.state import RunOutcome, RunState
@@ -128,8 +130,6 @@ class Runner:
 
     def _fallbacks(self, ctx: RunContext, group: BuildGroup, model: torch.nn.Module, references: References) -> dict:
         """precision -> what the float accuracy fallback keeps in fp32 there, for ``group``'s reduced precisions."""
-        from trtbench.diagnose.fallback import FallbackCase, float_fallback
-
         found = {}
         for precision in group.precisions:
             runs = [e for e in group.entries_at(precision) if group.slot_id(e.name, precision) not in group.unavailable]
@@ -151,8 +151,6 @@ class Runner:
 
     def _diagnosis(self, results, ctx: RunContext) -> list:
         """The report's section diagnosing each row that failed its check; a diagnosis that fails is logged."""
-        from trtbench.pipeline.diagnosis import diagnose_failing
-
         try:
             section = diagnose_failing(self.config, results, ctx.log)
         except Exception as err:  # the diagnosis's own failure: the rows are measured and reported without it

@@ -11,8 +11,7 @@ from trtbench.scenarios import registered
 
 def report_sections(results: ResultSet, budget_ms: Optional[float]) -> list[ReportSection]:
     """Each registered scenario's section of the report on ``results`` (those with something to say)."""
-    sections = [scenario.report(results, budget_ms) for scenario in registered()]
-    return [section for section in sections if section is not None]
+    return [section for section in (s.report(results, budget_ms) for s in registered()) if section is not None]
 
 
 def summary_lines(results: ResultSet, budget_ms: Optional[float]) -> list[str]:

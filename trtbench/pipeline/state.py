@@ -38,7 +38,6 @@ class RunState:
 
     def __init__(self, plan: RunPlan, journal: Journal):
         self.plan, self.journal = plan, journal
-        self.save_artifacts = plan.config.output.save_artifacts
         self.records: dict[str, Record] = {}
         self.saved: dict[tuple, list[dict]] = {}
         self.kept = PartsByKind()  # every part but the records
@@ -61,8 +60,8 @@ class RunState:
         self._fail_crashed()
         return earlier
 
-    def resume(self, earlier: JournalState, env_id: str) -> int:
-        """Keep the earlier run's final records of this environment's planned cases, whole points only; how many."""
+    def resume(self, earlier: JournalState, env_id: str) -> None:
+        """Keep the earlier run's final records of this environment's planned cases, whole points only."""
         for group in self.plan.groups:
             for point in group.points:
                 keys = [group.case(entry, point, precision).key for entry, precision in group.slots()]
@@ -78,7 +77,6 @@ class RunState:
         self.saved.update({k: v for k, v in earlier.artifacts.items()  # saved here, in this environment: a save
                            if k in planned_saves and earlier.saved_in.get(k) == env_id})  # elsewhere is redone
         self.crashed = dict(earlier.crashes)
-        return self.resumed
 
     def _fail_crashed(self) -> None:
         """A variant that crashed an earlier run process is not tried again: its records fail, its save is done."""
@@ -138,7 +136,7 @@ class RunState:
 
     def saves_todo(self, group: BuildGroup, precision: str) -> list[str]:
         """Variants at ``precision`` whose artifacts still need saving (the save step is journaled once done)."""
-        if not self.save_artifacts:
+        if not self.config.output.save_artifacts:
             return []
         return [n for n in group.build_names_at(precision) if save_key(group.model.id, precision, n) not in self.saved
                 and any(e.name == n for e in group.entries_at(precision))]

@@ -11,7 +11,6 @@ import torch.fx
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module
 from trtbench.core.stats import summarize
-from trtbench.core.status import Status
 from trtbench.measure.timing import synchronize
 
 
@@ -77,7 +76,6 @@ def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, 
                       "median_ms": float(np.median(samples_ms)), "pct": 100.0 * mean_ms / interpreted.mean})
     nodes_sum = sum(row["mean_ms"] for row in nodes)
     return {
-        "status": Status.OK,
         "runs": runs,
         "warmup": warmup,
         "synchronized_per_node": device.type == "cuda",
@@ -92,12 +90,9 @@ def profile_layers(module: Any, inputs: tuple, device: torch.device, runs: int, 
 
 def aggregate_by_type(nodes: list[dict], whole_ms: float) -> list[dict]:
     """Sum node times per layer type, largest first, with each type's share of ``whole_ms``."""
-    totals: dict[str, dict] = {}
+    times: dict[str, list[float]] = {}
     for row in nodes:
-        entry = totals.setdefault(row["type"], {"type": row["type"], "count": 0, "total_ms": 0.0})
-        entry["count"] += 1
-        entry["total_ms"] += row["mean_ms"]
-    rows = sorted(totals.values(), key=lambda r: r["total_ms"], reverse=True)
-    for row in rows:
-        row["pct"] = 100.0 * row["total_ms"] / whole_ms
-    return rows
+        times.setdefault(row["type"], []).append(row["mean_ms"])
+    rows = [{"type": kind, "count": len(ms), "total_ms": sum(ms), "pct": 100.0 * sum(ms) / whole_ms}
+            for kind, ms in times.items()]
+    return sorted(rows, key=lambda r: r["total_ms"], reverse=True)

@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 from trtbench.core.procfs import proc_kib
+from trtbench.profiling import NotSupported
 from trtbench.core.status import Status
 
 CUDA_METHOD = ("torch.cuda.max_memory_allocated after reset_peak_memory_stats (PyTorch's caching allocator; "
@@ -25,12 +26,10 @@ MAXRSS_METHOD = ("increase of getrusage ru_maxrss (lifetime RSS high-water mark)
 def parameter_summary(module: object) -> dict:
     """Counts and bytes of the module's parameters and buffers (zero for modules that hide them, e.g. engines)."""
     if not isinstance(module, torch.nn.Module):
-        return {"status": Status.UNSUPPORTED,
-                "reason": f"the built variant is a {type(module).__name__}, not an nn.Module"}
+        raise NotSupported(f"the built variant is a {type(module).__name__}, not an nn.Module")
     params = list(module.parameters())
     buffers = list(module.buffers())
     return {
-        "status": Status.OK,
         "parameters": sum(p.numel() for p in params),
         "trainable_parameters": sum(p.numel() for p in params if p.requires_grad),
         "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
@@ -98,8 +97,5 @@ def peak_memory(fn: Callable[[], object], device: torch.device) -> dict:
 
 def artifact_sizes(paths: list[Path], root: Path | None = None) -> list[dict]:
     """Size on disk of each saved artifact; paths under ``root`` are reported relative to it."""
-    sizes = []
-    for path in map(Path, paths):
-        shown = path.relative_to(root) if root is not None and path.is_relative_to(root) else path
-        sizes.append({"path": str(shown), "bytes": path.stat().st_size})
-    return sizes
+    return [{"path": str(path.relative_to(root) if root is not None and path.is_relative_to(root) else path),
+             "bytes": path.stat().st_size} for path in map(Path, paths)]

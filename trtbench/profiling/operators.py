@@ -10,7 +10,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from trtbench.core.fsutil import atomic_write
-from trtbench.core.status import Status
+from trtbench.measure.timing import synchronize
 
 
 def profile_operators(fn: Callable[[], object], device: torch.device, runs: int, top_k: int,
@@ -20,14 +20,12 @@ def profile_operators(fn: Callable[[], object], device: torch.device, runs: int,
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.no_grad():
         fn()
-        if cuda:
-            torch.cuda.synchronize(device)
+        synchronize(device)
         with profile(activities=activities, record_shapes=record_shapes) as prof:
             for i in range(runs):
                 with record_function(f"run_{i}"):
                     fn()
-                if cuda:
-                    torch.cuda.synchronize(device)
+                synchronize(device)
     if trace_path is not None:
         atomic_write(Path(trace_path), lambda tmp: prof.export_chrome_trace(str(tmp)))
 
@@ -50,7 +48,6 @@ def profile_operators(fn: Callable[[], object], device: torch.device, runs: int,
             row["device_total_ms"] = event.device_time_total / 1e3 / runs
         rows.append(row)
     return {
-        "status": Status.OK,
         "runs": runs,
         "sorted_by": "self_device_time" if cuda else "self_cpu_time",
         "self_total_ms": self_total_us / 1e3 / runs,

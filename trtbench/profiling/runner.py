@@ -35,9 +35,9 @@ class ProfiledVariant:
 
 
 def _section(run: Callable[[], dict]) -> dict:
-    """Run one section; one that cannot apply or breaks is recorded, not raised."""
+    """Run one section, its status first; one that cannot apply or breaks is recorded, not raised."""
     try:
-        return run()
+        return {"status": Status.OK, **run()}
     except NotSupported as err:
         return {"status": Status.UNSUPPORTED, "reason": str(err)}
     except Exception as err:  # profiling is auxiliary: record any failure (OOM, kernel errors) next to the data
@@ -49,7 +49,6 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
     variant, built = profiled.variant, profiled.built
     entry: dict = {"shape": shapes_text([list(t.shape) for t in inputs])}
     prepared = variant.prepare(built, inputs)
-    stem = f"{profiled.name}_{label}"
     if cfg.structure:
         entry["structure"] = _section(lambda: layer_table(built.module, inputs))
     if cfg.memory:
@@ -58,7 +57,7 @@ def _profile_shape(cfg: ProfileConfig, profiled: ProfiledVariant, label: str, in
         entry["layers"] = _section(lambda: profile_layers(built.module, inputs, device, cfg.layers.runs,
                                                           cfg.layers.warmup))
     if cfg.operators.enabled:
-        trace = Path(TRACE_DIR) / f"{stem}.trace.json" if cfg.operators.trace else None
+        trace = Path(TRACE_DIR) / f"{profiled.name}_{label}.trace.json" if cfg.operators.trace else None
         operators = _section(lambda: profile_operators(
             lambda: variant.run(built, prepared), device, cfg.operators.runs, cfg.operators.top_k,
             trace_path=out_dir / trace if trace else None, record_shapes=cfg.operators.record_shapes))

@@ -8,7 +8,6 @@ import torch
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from trtbench.profiling.fxgraph import compute_nodes, describe_node, fx_graph_module, node_parameters
-from trtbench.core.status import Status
 
 
 def _shapes(meta: Any) -> Any:
@@ -29,4 +28,4 @@ def layer_table(module: Any, inputs: tuple) -> dict:
         ShapeProp(gm).propagate(*inputs)
     rows = [{**describe_node(gm, node), "output_shape": _shapes(node.meta.get("tensor_meta")),
              "parameters": node_parameters(gm, node)} for node in compute_nodes(gm)]
-    return {"status": Status.OK, "layers": rows, "total_parameters": sum(p.numel() for p in gm.parameters())}
+    return {"layers": rows, "total_parameters": sum(p.numel() for p in gm.parameters())}

@@ -12,7 +12,6 @@ from torch.utils._pytree import tree_flatten
 
 from trtbench.profiling import NotSupported
 from trtbench.core.stats import summarize
-from trtbench.core.status import Status
 from trtbench.measure.timing import TimingSettings, measure_interleaved
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
@@ -67,16 +66,14 @@ def profile_training(module: Any, inputs: tuple, device: torch.device, timing: T
     with torch.enable_grad():
         loss_kind = _loss(model(*inputs), targets)[1]
         timed = measure_interleaved({"forward": forward, "step": step}, device, timing)
-    fwd, full = timed["forward"], timed["step"]
-    fwd_stats, step_stats = summarize(fwd.samples), summarize(full.samples)
+    fwd_stats, step_stats = summarize(timed["forward"].samples), summarize(timed["step"].samples)
     result = {
-        "status": Status.OK,
         "optimizer": optimizer,
         "loss": loss_kind,
         "forward_ms": fwd_stats.to_dict(),
         "step_ms": step_stats.to_dict(),
         "backward_and_step_share": max(0.0, 1.0 - fwd_stats.median / step_stats.median),
-        "step_samples_ms": full.samples,
+        "step_samples_ms": timed["step"].samples,
     }
     if isinstance(module, torch.jit.TracedModule):
         result["note"] = ("torch.jit.trace fixed mode-dependent layers (BatchNorm, Dropout) in the mode the model "

@@ -171,10 +171,9 @@ def _images(cfg: CalibrationConfig, input_specs) -> CalibrationData:
                                  f"give one value per channel, e.g. "
                                  f"{list(IMAGENET_MEAN if key == 'mean' else IMAGENET_STD)}")
     resize = cfg.resize or round(min(height, width) * 256 / 224)
-    steps = [transforms.Resize(resize), transforms.CenterCrop((height, width))]
-    if channels == 1:
-        steps.append(transforms.Grayscale(1))
-    transform = transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(mean, std)])
+    transform = transforms.Compose([transforms.Resize(resize), transforms.CenterCrop((height, width)),
+                                    *([transforms.Grayscale(1)] if channels == 1 else []),
+                                    transforms.ToTensor(), transforms.Normalize(mean, std)])
     folder = Path(cfg.path).expanduser()
     files, labels = _image_files(folder)
     if not files:
@@ -230,10 +229,8 @@ def _tensors(cfg: CalibrationConfig, input_specs) -> CalibrationData:
                                  f"not fit input '{spec.name}' (samples x {tuple(spec.opt_shape[1:])})",
                                  "save samples stacked on the first dim, each shaped like one input sample")
         tensors.append(array.to(INPUT_DTYPES[spec.dtype]))
-    counts = {t.shape[0] for t in tensors}
     labels = data.get(LABELS_KEY)
-    if labels is not None:
-        counts.add(labels.shape[0])
+    counts = {t.shape[0] for t in [*tensors, *([labels] if labels is not None else [])]}
     if len(counts) != 1:
         raise UserInputError("calibration.path",
                              f"{path}: the arrays hold different numbers of samples {sorted(counts)}",

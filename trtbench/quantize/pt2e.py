@@ -49,11 +49,6 @@ def _quantization_config(settings: QuantSettings, observer, xiq):
     return dataclasses.replace(config, input_activation=activation, output_activation=activation)
 
 
-def _batch_dynamic(example_inputs: tuple[torch.Tensor, ...]):
-    """Dim 0 of every input left to export to decide (``Dim.AUTO``): calibration batches may differ in size."""
-    return tuple({0: torch.export.Dim.AUTO} if t.dim() else None for t in example_inputs)
-
-
 def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], calibration: CalibrationBatches,
                   settings: QuantSettings, dynamic_shapes=None) -> torch.fx.GraphModule:
     """``model`` captured by a strict export and quantized by PT2E, the modules of ``settings.exclude`` kept fp32."""
@@ -63,7 +58,9 @@ def quantize_pt2e(model: nn.Module, example_inputs: tuple[torch.Tensor, ...], ca
     quantizer.set_global(_quantization_config(settings, observer, xiq))
     for name in settings.exclude:
         quantizer.set_module_name_qconfig(name, None)
-    shapes = _batch_dynamic(example_inputs) if dynamic_shapes is None else dynamic_shapes
+    # by default dim 0 of every input left to export to decide (``Dim.AUTO``): calibration batches may differ in size
+    shapes = tuple({0: torch.export.Dim.AUTO} if t.dim() else None for t in example_inputs) \
+        if dynamic_shapes is None else dynamic_shapes
     with torch.no_grad():
         captured = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes,
                                        strict=True).module()

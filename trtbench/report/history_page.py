@@ -54,12 +54,6 @@ def _with_unit(interval: Interval, unit: str) -> str:
     return f"{interval_text(interval)} {unit}"
 
 
-def _bounds(point: Point) -> tuple[float, float]:
-    """The point's interval, each bound that is not finite at the value."""
-    low, high = (bound if math.isfinite(bound) else point.value.value for bound in (point.value.low, point.value.high))
-    return low, high
-
-
 def _point_tip(point: Point, unit: str) -> str:
     lines = [f"run {point.run.run_id}", point.run.started_at, _with_unit(point.value, unit)]
     return "\n".join(lines + [f"{name} {version}" for name, version in sorted(point.run.versions.items())])
@@ -105,10 +99,11 @@ def history_chart(series: Series, file_name: str) -> Chart:
     fig = Figure(figsize=SIZE)
     ax = fig.add_subplot()
     xs = range(len(series.points))
-    bounds = [_bounds(point) for point in series.points]
-    ax.fill_between(xs, [low for low, _ in bounds], [high for _, high in bounds], color="tab:blue", alpha=0.18,
+    values = [point.value for point in series.points]  # its band: each bound that is not finite at the value
+    ax.fill_between(xs, [v.low if math.isfinite(v.low) else v.value for v in values],
+                    [v.high if math.isfinite(v.high) else v.value for v in values], color="tab:blue", alpha=0.18,
                     linewidth=0)
-    ax.plot(xs, [point.value.value for point in series.points], "o-", color="tab:blue", markersize=4, linewidth=1.5,
+    ax.plot(xs, [v.value for v in values], "o-", color="tab:blue", markersize=4, linewidth=1.5,
             gid=f"value|{series.title}")
     _steps(ax, series)
     every = max(1, math.ceil(len(xs) / RUN_LABELS))

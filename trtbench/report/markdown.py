@@ -67,7 +67,8 @@ def timing_text(bench) -> str:
     leaving = ("a variant leaves the rounds when the race stops it or the point ends" if timing.racing else
                "a variant whose median is precise leaves the rounds")
     steady = (" (schedule: steady: each block's timed calls after a block's worth of untimed back-to-back calls, "
-              "as a server that never idles reads them; benchmark.schedule: interleaved gives an idling server's)"
+              "none where one call fills a block, as a server that never idles reads them; benchmark.schedule: "
+              "interleaved gives an idling server's)"
               if timing.schedule == "steady" else
               " (schedule: interleaved: each block right after the others' blocks, as a server that idles between "
               "requests reads it; benchmark.schedule: steady gives a busy server's figure)")

@@ -23,17 +23,6 @@ def over_same_variant(results: ResultSet, record: Record) -> Optional[Interval]:
     return results.analysis.paired_speedup(fp32, record)
 
 
-def not_faster(speedup: Optional[Interval], over_fp32: Optional[Interval]) -> bool:
-    """Whether the interval over the variant's own fp32 (else over eager fp32) fails to show a gain."""
-    interval = over_fp32 or speedup
-    return interval is not None and interval.low <= 1.0
-
-
-def cpu_lacks_vnni(environment: dict, record: Record) -> bool:
-    features = environment.get("cpu_int8") or {}
-    return record.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False)
-
-
 def _row(results: ResultSet, r: Record, *, first_of_variant: bool) -> list[str]:
     info = r.build.get("info", {}).get("int8", {})
     accuracy = r.accuracy or {}
@@ -42,9 +31,11 @@ def _row(results: ResultSet, r: Record, *, first_of_variant: bool) -> list[str]:
     notes = []
     if r.status is not Status.OK:
         notes.append(f"{r.status}: {r.reason}" if first_of_variant else f"{r.status} (as above)")
-    if r.timed and not_faster(speedup, over_fp32):
+    shown = over_fp32 or speedup  # the interval over the variant's own fp32, else over eager fp32
+    if r.timed and shown is not None and shown.low <= 1.0:
         notes.append(NOT_FASTER)
-    if cpu_lacks_vnni(results.environments.get(r.environment, {}), r):
+    features = results.environments.get(r.environment, {}).get("cpu_int8") or {}
+    if r.case.device == "cpu" and features.get("known", False) and not features.get("vnni", False):
         notes.append(NO_VNNI)
     if (info.get("calibration") or {}).get("source") == "random":
         notes.append("calibrated and judged on random inputs: not representative")
@@ -104,10 +95,6 @@ def speed_accuracy_plot(results: ResultSet, file_name: str, colors=None):
     return finish(fig, file_name, caption="speed vs accuracy")
 
 
-def _float_fallbacks(results: ResultSet) -> list[Record]:
-    return [r for r in results if not is_quantized(r.case.precision) and r.build.get("info", {}).get("fp32_fallback")]
-
-
 def _fallback_row(r: Record) -> list[str]:
     facts = r.build["info"]["fp32_fallback"]
     cost = facts.get("fallback_cost") or {}
@@ -121,7 +108,7 @@ def _fallback_row(r: Record) -> list[str]:
 
 def float_fallback_markdown(results: ResultSet) -> str:
     """The fp16 and bf16 rows whose accuracy fallback ran (empty when none did)."""
-    rows = _float_fallbacks(results)
+    rows = [r for r in results if not is_quantized(r.case.precision) and r.build.get("info", {}).get("fp32_fallback")]
     if not rows:
         return ""
     parts = ["## Layers kept in fp32 (fp16, bf16)", "",

@@ -66,12 +66,6 @@ def deployment_table(results: ResultSet) -> str:
     return "\n".join(lines) + "\n" if builds else ""
 
 
-def _switch_in_text(record: Record, facts: dict) -> str:
-    """The median switch-in call against the median timed call, e.g. ``+6%`` ("" where blocks had none)."""
-    switch_in, stats = facts.get("switch_in_ms_median"), record.stats
-    return f"{switch_in / stats.median - 1:+.0%}" if switch_in is not None and stats and stats.median > 0 else ""
-
-
 def _knobs_text(facts: dict) -> str:
     """The deployment knobs a record's process started with (allocator, OpenMP runtime, bound cores)."""
     if facts.get("method") == "in_process":
@@ -103,25 +97,19 @@ def isolation_table(results: ResultSet) -> str:
         if facts.get("runtime_threads") is not None:
             threads += f", {facts['runtime_threads']}"
         spinning = facts.get("spinning") or f"OpenMP (OMP_WAIT_POLICY {facts.get('omp_wait_policy')})"
+        # the median switch-in call against the median timed call, e.g. ``+6%`` ("" where blocks had none)
+        switch_in, median = facts.get("switch_in_ms_median"), r.stats.median if r.stats else 0
         cells = [c.model, c.label, c.precision, facts.get("method", ""),
                  "this one" if facts.get("method") == "in_process" else f"worker pid {facts.get('pid')}",
-                 _knobs_text(facts),
-                 threads, spinning,
+                 _knobs_text(facts), threads, spinning,
                  f"{number_text(facts.get('settle_ms_median'), 1)} "
                  f"({number_text(facts.get('settle_cpu_ms_median'), 1)})",
                  number_text(facts.get("cpu_between_blocks_ms_median"), 2),
-                 number_text(facts.get("minor_faults_per_call_median"), 0), _switch_in_text(r, facts),
+                 number_text(facts.get("minor_faults_per_call_median"), 0),
+                 f"{switch_in / median - 1:+.0%}" if switch_in is not None and median > 0 else "",
                  number_text(facts.get("peak_rss_mb"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" if seen else ""
-
-
-def _columns(results: ResultSet, column_sets: list[ColumnSet], table_rows: list[Row]) -> list[str]:
-    """Identity columns (all but the variant only when they vary), then the column sets'."""
-    cols = [name for name, value in IDENTITY_COLUMNS
-            if value is None or len({attrgetter(value)(r) for r in results.records}) > 1]
-    return cols + ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
-                                         for column in column_set.columns]
 
 
 def bf16_mode(record: Record) -> Optional[str]:
@@ -130,30 +118,21 @@ def bf16_mode(record: Record) -> Optional[str]:
     return text.split(" ", 1)[0] if text else None
 
 
-def precision_text(record: Record) -> str:
-    """The record's precision, with how its bf16 is computed where the build says (``bf16 (emulated)``)."""
-    mode = bf16_mode(record)
-    return f"{record.case.precision} ({mode})" if mode else record.case.precision
-
-
 def _cells(row: Row, columns: list[str], column_sets: list[ColumnSet], results: ResultSet,
            table_rows: list[Row]) -> list[str]:
     r, c = row.record, row.record.case
+    mode = bf16_mode(r)  # the precision shows how bf16 computed where the build says (``bf16 (emulated)``)
+    deprecated = any(d.successors for d in deprecations_of(r))
     values = {
         "environment": environment_name(results.environments.get(r.environment, {"id": r.environment})),
         "model": c.model, "variant": c.label + (f" {FASTEST_MARK}" if row.fastest else ""),
-        "precision": precision_text(r), "threads": str(c.threads), "knobs": c.knobs or "defaults",
-        "point": f"{c.point} ({c.shapes})",
-        "status": _status_text(r),
+        "precision": f"{c.precision} ({mode})" if mode else c.precision, "threads": str(c.threads),
+        "knobs": c.knobs or "defaults", "point": f"{c.point} ({c.shapes})",
+        "status": (f"{r.status}, CHECK FAILED" if r.accuracy_failed else str(r.status))
+        + (f", {DEPRECATED_MARK}" if deprecated else ""),
         **{column.heading(table_rows): column.cell(row) for column_set in column_sets for column in column_set.columns},
     }
     return [values[col] for col in columns]
-
-
-def _status_text(record: Record) -> str:
-    """The row's status, CHECK FAILED where its accuracy check failed, and a note where upstream deprecates it."""
-    status = f"{record.status}, CHECK FAILED" if record.accuracy_failed else str(record.status)
-    return status + (f", {DEPRECATED_MARK}" if any(d.successors for d in deprecations_of(record)) else "")
 
 
 def failed_part_notes(results: ResultSet) -> list[str]:
@@ -253,7 +232,11 @@ def speedup_table(results: ResultSet) -> SpeedupTable:
     """The speedup table of ``results``, as every presentation of it (Markdown, terminal, HTML) shows it."""
     table_rows = rows(results)
     column_sets = [column_set for column_set in registered() if column_set.columns and column_set.shown(table_rows)]
-    columns = _columns(results, column_sets, table_rows)
+    # identity columns (all but the variant only when they vary), then the column sets'
+    columns = [name for name, value in IDENTITY_COLUMNS
+               if value is None or len({attrgetter(value)(r) for r in results.records}) > 1]
+    columns += ["point", "status"] + [column.heading(table_rows) for column_set in column_sets
+                                      for column in column_set.columns]
     return SpeedupTable(columns, table_rows, [_cells(row, columns, column_sets, results, table_rows)
                                               for row in table_rows], notes(results, table_rows))
 

@@ -18,6 +18,7 @@ from trtbench.core.precision import REFERENCE, is_quantized
 from trtbench.core.record import Record
 from trtbench.core.status import RunStatus
 from trtbench.core.stats import Interval
+from trtbench.core.version import __version__
 from trtbench.measure.bandwidth import MemoryCeiling
 from trtbench.measure.ceiling import Ceiling
 
@@ -61,11 +62,10 @@ class ResultSet:
         if not isinstance(part, Record):
             self._parts.add(part)
             return
-        record = part
-        self._records[(record.case.key, record.environment)] = record
-        if record.case.variant == BASELINE_VARIANT:
-            key = (record.case.baseline_id, record.case.precision, record.environment)
-            self._eager.setdefault(key, {})[record.case.key] = record
+        self._records[part.key] = part
+        if part.case.variant == BASELINE_VARIANT:
+            key = (part.case.baseline_id, part.case.precision, part.environment)
+            self._eager.setdefault(key, {})[part.case.key] = part
 
     def parts(self, kind: str) -> list[Part]:
         """Every part of ``kind`` (not records: iterate the set for those)."""
@@ -141,8 +141,6 @@ class ResultSet:
         return 1 if stopped or any(part.fails_run for part in [*self, *self._parts]) else 0
 
     def to_dict(self) -> dict:
-        from trtbench.core.version import __version__
-
         data = {"schema_version": SCHEMA_VERSION, "trtbench_version": __version__,
                 "environments": self.environments, "runs": self.runs, "records": [r.to_dict() for r in self]}
         for kind in part_types():
@@ -199,9 +197,8 @@ class ResultSet:
     @classmethod
     def from_v1(cls, data: dict) -> "ResultSet":
         """Convert a version 1 document: one round per row, the model and threads from its config/environment."""
-        env = dict(data["environment"])
-        env_id = environment_id(env)
-        env["id"] = env_id
+        env_id = environment_id(data["environment"])
+        env = {**data["environment"], "id": env_id}
         config = data.get("config", {})
         model = config.get("model", {})
         model_id = f"{model.get('source', 'torchvision')}:{model.get('name', config.get('name', '?'))}"
@@ -258,12 +255,7 @@ def _mixed_point_notes(merged: ResultSet, source: dict[tuple, int]) -> list[str]
     inputs: dict[tuple, set[int]] = {}
     for record in merged:
         inputs.setdefault((record.case.baseline_id, record.environment), set()).add(source[record.key])
-    notes = []
-    for (baseline_id, environment), numbers in inputs.items():
-        sources = sorted(numbers)
-        if len(sources) > 1:
-            model, point = baseline_id[0], baseline_id[1]
-            notes.append(f"{model} {point} in environment {environment}: its records come from inputs "
-                         f"{', '.join(map(str, sources))}, whose runs share no rounds, so its speedups pair blocks "
-                         "that were not timed together; merge each point from one run")
-    return notes
+    return [f"{model} {point} in environment {environment}: its records come from inputs "
+            f"{', '.join(map(str, sorted(numbers)))}, whose runs share no rounds, so its speedups pair blocks that "
+            "were not timed together; merge each point from one run"
+            for ((model, point, *_), environment), numbers in inputs.items() if len(numbers) > 1]

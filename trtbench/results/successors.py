@@ -20,9 +20,8 @@ def deprecations_of(record: Record) -> tuple[Deprecation, ...]:
 
 @dataclass(frozen=True)
 class Successor:
-    """``variant``, replacing ``deprecation``, at ``deprecated``'s point: its record and ``speed`` (>1 faster)."""
+    """``variant``, replacing ``deprecation``, at the deprecated row's point: its record and ``speed`` (>1 faster)."""
 
-    deprecated: Record
     deprecation: Deprecation
     variant: str
     record: Optional[Record] = None
@@ -39,12 +38,8 @@ class Successor:
             return f"not timed at this point: add {self.variant} to `variants` to measure the way out"
         if self.speed is None:
             return "not timed in the same rounds: no paired speed"
-        speed = f"{self.speed.value:.2f}x [{self.speed.low:.2f}-{self.speed.high:.2f}] of its speed"
-        if self.speed.low > 1.0:
-            return f"faster: {speed}"
-        if self.speed.high >= 1.0:
-            return f"within its interval: {speed}"
-        return f"slower: {speed}"
+        verdict = "faster" if self.speed.low > 1.0 else "within its interval" if self.as_fast else "slower"
+        return f"{verdict}: {self.speed.value:.2f}x [{self.speed.low:.2f}-{self.speed.high:.2f}] of its speed"
 
     def to_dict(self) -> dict:
         return {"variant": self.variant, "deprecation": self.deprecation.note,
@@ -62,5 +57,5 @@ def successors(results: ResultSet, record: Record) -> list[Successor]:
                           record.environment and r.case.precision == record.case.precision
                           and r.case.baseline_id == record.case.baseline_id), None)
             speed = results.analysis.paired_speedup(record, there) if there is not None else None
-            found.append(Successor(record, deprecation, name, there, speed))
+            found.append(Successor(deprecation, name, there, speed))
     return found

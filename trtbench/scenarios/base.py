@@ -13,7 +13,7 @@ from trtbench.core.registry import Registry
 
 if TYPE_CHECKING:
     from trtbench.config.plan import BuildGroup
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
     from trtbench.measure.references import References
     from trtbench.report.section import ReportSection
     from trtbench.results.resultset import ResultSet

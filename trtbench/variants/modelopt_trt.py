@@ -20,11 +20,10 @@ WEIGHT_QUANTIZED = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.Conv
 
 def _mtq():
     try:
-        mtq = importlib.import_module(MODELOPT_IMPORT)
+        return importlib.import_module(MODELOPT_IMPORT)
     except ImportError as err:
         raise QuantizationUnavailable(f"NVIDIA ModelOpt is not installed ({err}): pip install nvidia-modelopt "
                                       f"(the trt variant's INT8/FP8 quantizer; it needs CUDA)") from err
-    return mtq
 
 
 def _require_cuda(device: torch.device) -> None:

@@ -43,9 +43,7 @@ class Onnx(Variant):
 
     def unavailable_reason(self, target: Target) -> str | None:
         missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
-        if missing:
-            return f"{' and '.join(missing)} not installed (pip install onnx onnxscript)"
-        return None
+        return f"{' and '.join(missing)} not installed (pip install onnx onnxscript)" if missing else None
 
     def build(self, model, ctx: BuildContext) -> Built:
         program = ctx.built[self.depends_on].state

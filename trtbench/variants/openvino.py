@@ -32,12 +32,8 @@ def onnx_nodes_in(path: Path, modules: tuple[str, ...]) -> set[str]:
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
-    found = set()
-    for node in model.graph.node:
-        for prop in node.metadata_props:
-            if prop.key == "pkg.torch.onnx.name_scopes" and set(ast.literal_eval(prop.value)) & set(modules):
-                found.add(node.name)
-    return found
+    return {node.name for node in model.graph.node for prop in node.metadata_props
+            if prop.key == "pkg.torch.onnx.name_scopes" and set(ast.literal_eval(prop.value)) & set(modules)}
 
 
 def keep_f32(core, ov_model, nodes: set[str]):

@@ -58,9 +58,7 @@ def version_of(trt) -> str:
 def has_ts_frontend(trt) -> bool:
     """Whether this torch_tensorrt build has the TorchScript frontend (``ir="ts"``)."""
     features = getattr(trt, "ENABLED_FEATURES", None)
-    if features is not None:
-        return bool(features.torchscript_frontend)
-    return hasattr(trt, "ts")
+    return bool(features.torchscript_frontend) if features is not None else hasattr(trt, "ts")
 
 
 @dataclass
@@ -119,14 +117,10 @@ class TorchScriptOptions(TRTOptions):
 
 def trt_inputs(trt, input_specs, example_inputs) -> list:
     """One ``torch_tensorrt.Input`` per config input: its min/opt/max shapes and the run dtype."""
-    specs = []
-    for spec, example in zip(input_specs, example_inputs):
-        if spec.is_dynamic:
-            specs.append(trt.Input(min_shape=tuple(spec.min_shape), opt_shape=tuple(spec.opt_shape),
-                                   max_shape=tuple(spec.max_shape), dtype=example.dtype))
-        else:
-            specs.append(trt.Input(shape=tuple(spec.opt_shape), dtype=example.dtype))
-    return specs
+    return [trt.Input(min_shape=tuple(spec.min_shape), opt_shape=tuple(spec.opt_shape),
+                      max_shape=tuple(spec.max_shape), dtype=example.dtype) if spec.is_dynamic
+            else trt.Input(shape=tuple(spec.opt_shape), dtype=example.dtype)
+            for spec, example in zip(input_specs, example_inputs)]
 
 
 def trt_device(trt, device: torch.device):
@@ -153,10 +147,8 @@ def compile_kwargs(trt, frontend: str, options: TRTOptions, dtype: torch.dtype, 
         kwargs["use_explicit_typing"] = True
     elif "enabled_precisions" in params:
         kwargs["enabled_precisions"] = {dtype}
-    for name in ("optimization_level", "min_block_size", "workspace_size"):
-        value = getattr(options, name)
-        if value is not None:
-            kwargs[name] = value
+    kwargs.update({name: getattr(options, name) for name in ("optimization_level", "min_block_size", "workspace_size")
+                   if getattr(options, name) is not None})
     if options.torch_executed_ops:
         ops = options.torch_executed_ops
         kwargs["torch_executed_ops"] = set(ops) if frontend == DYNAMO else list(ops)

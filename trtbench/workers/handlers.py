@@ -9,7 +9,6 @@ import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from types import ModuleType
 from typing import Any, Callable, Optional
 
 import torch
@@ -50,8 +49,7 @@ class TimeBlock:
 
 @dataclass(frozen=True)
 class Check:
-    """The accuracy check's call at ``label``, its output saved to ``path``; the reply: a ``CheckedCall`` without
-    its output."""
+    """The accuracy check's call at ``label``, its output saved to ``path``; the reply: a ``CheckedCall`` without it."""
 
     label: str
     path: str
@@ -86,11 +84,6 @@ def handles(kind: type) -> Callable[[Handler], Handler]:
         return handler
 
     return register
-
-
-def handler_files(modules: tuple[ModuleType, ...]) -> dict[str, str]:
-    """The file of each of ``modules`` by its name: what a worker is told to load (:func:`load`)."""
-    return {module.__name__: module.__file__ for module in modules}
 
 
 def load(files: dict[str, str]) -> None:

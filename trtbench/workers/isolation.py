@@ -25,7 +25,7 @@ from trtbench.workers.loop import (READY_CPU_S, Worker, WorkerError, WorkerTimer
                                    start_workers)
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
 
 MIB = 2**20
 SPAWNED_BYTES = 512 * MIB  # a spawned worker before its build: an interpreter with torch and trtbench (VmRSS 511 MiB)
@@ -59,29 +59,23 @@ class Isolation(Protocol):
 
     def check(self, variant: str, label: str, call: Callable[[], Any]) -> CheckedCall:
         """The accuracy check's call of ``variant`` at ``label``, made where it is timed (the first process's)."""
-        ...
 
     def timers(self, variant: str, label: str, call: Callable[[], Any]) -> dict[int, BlockTimer]:
         """This turn's processes of ``variant`` at ``label``, by their process index."""
-        ...
 
     def more(self, variant: str, label: str) -> Optional[Replicate]:
         """A further process of ``variant``, checked at ``label``, where one can start (else None)."""
-        ...
 
     def facts(self, variant: str) -> dict: ...
 
     def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
         """What ``variant``'s kernels ran where it is timed: its worker's first call's, or ``read`` here."""
-        ...
 
     def next_turn(self) -> None:
         """Close this turn's processes and start the next turn's (only while one is left)."""
-        ...
 
     def process_facts(self, variant: str) -> dict[int, dict]:
         """What each of this turn's processes of ``variant`` is and did, by process index."""
-        ...
 
 
 class InProcess:

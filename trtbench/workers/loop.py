@@ -28,7 +28,7 @@ from trtbench.measure.energy import counter_or_none
 from trtbench.measure.timing import Block
 from trtbench.measure.trackers import block_trackers
 from trtbench.workers.checked_call import CheckedCall
-from trtbench.workers.handlers import HANDLERS, Check, Exit, Facts, Hosted, TimeBlock, handler_files, load
+from trtbench.workers.handlers import HANDLERS, Check, Exit, Facts, Hosted, TimeBlock, load
 
 
 class Recipe(Protocol):
@@ -44,11 +44,6 @@ MAX_PADDING = 4096  # bytes: environment sizes up to a page moved stack alignmen
 READY_CPU_S = "ready_cpu_s"  # worker fact: CPU seconds the process used until ready to time (a further process's cost)
 
 
-def startup_luck(draw: random.Random = random.SystemRandom()) -> dict[str, str]:
-    """A fresh worker's own start-up luck: its hash seed and its environment's size (a padding variable)."""
-    return {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
-
-
 class WorkerError(RuntimeError):
     """A worker failed: its code raised, its process died, or it did not answer in time."""
 
@@ -62,7 +57,7 @@ class Assignment:
     """What a worker is given before it builds: its recipe and its handler modules' files."""
 
     recipe: Recipe
-    handlers: dict[str, str]
+    handlers: dict[str, str]  # module name -> its file, each run by handlers.load
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,21 +145,17 @@ class Worker:
         """Start the process, which imports torch and waits for its recipe; output to ``log``, environment ``env``."""
         self.name, self.timeout_s, self.log = name, timeout_s, log
         ours, theirs = socket.socketpair()
-        env = dict(env if env is not None else worker_env(Knobs()))
-        luck = startup_luck()
-        env.update(luck)
+        draw = random.SystemRandom()  # the worker's own start-up luck: its hash seed and its environment's size
+        luck = {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
         self.startup = {"hash_seed": int(luck["PYTHONHASHSEED"]), "env_padding_bytes": len(luck[PADDING_VAR])}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # it imports trtbench and the model's module
-        output = open(log, "wb") if log is not None else None
-        try:
+        env = {**(env if env is not None else worker_env(Knobs())), **luck,
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # it imports trtbench and the model's module
+        with open(log, "wb") if log is not None else contextlib.nullcontext() as output:
             self.process = subprocess.Popen(  # bound to its cores (if any) before torch loads its OpenMP runtime
                 [sys.executable, "-c", "from trtbench.core.knobs import apply_binding; apply_binding(); "
                  f"from trtbench.workers.loop import worker_main; worker_main({theirs.fileno()})"],
                 pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=output,
                 stderr=subprocess.STDOUT if output else None)
-        finally:
-            if output is not None:
-                output.close()
         theirs.close()
         self.conn = Connection(ours.detach())
         self.facts: dict = dict(self.startup)
@@ -172,7 +163,7 @@ class Worker:
     def assign(self, name: str, recipe: Recipe, handlers: tuple[ModuleType, ...] = ()) -> None:
         """Give the worker what it hosts (built on :meth:`start_build`) and its further ``handlers``' modules."""
         self.name = name
-        self._send_starting(Assignment(recipe, handler_files(handlers)))
+        self._send_starting(Assignment(recipe, {module.__name__: module.__file__ for module in handlers}))
 
     def _send_starting(self, message: Any) -> None:
         """Send ``message`` to the worker as it starts; one that died is a :class:`WorkerError` with its output."""
@@ -266,8 +257,7 @@ class Worker:
         return self.facts
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
+        self.process.kill()  # a no-op once it has exited (Popen polls first)
         self._reap(5)
 
     def ask_exit(self) -> None:

@@ -21,8 +21,6 @@ class Tracker(Protocol):
 
     def start(self) -> None:
         """Just before the block's first timed call."""
-        ...
 
     def stop(self, calls: Calls) -> Any:
         """Just after its last: the block's value (None: nothing to keep)."""
-        ...

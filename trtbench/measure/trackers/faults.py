@@ -8,22 +8,17 @@ import statistics
 from trtbench.measure.trackers.base import Calls
 
 
-def minor_faults() -> int:
-    """This process's minor page faults so far (``getrusage``)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
 class FaultsTracker:
-    """Minor page faults per timed call of a block."""
+    """Minor page faults (``getrusage``) per timed call of a block."""
 
     key = "faults"
     at = 0
 
     def start(self) -> None:
-        self.at = minor_faults()
+        self.at = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
     def stop(self, calls: Calls) -> float:
-        return (minor_faults() - self.at) / len(calls.host_ms)
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - self.at) / len(calls.host_ms)
 
 
 def faults_metrics(per_call: list[float]) -> dict:

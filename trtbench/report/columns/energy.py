@@ -21,15 +21,6 @@ def _joules_text(row: Row) -> str:
     return f"{joules:.3g}" + (f" [{ci[0]:.3g}-{ci[1]:.3g}]" if ci else "")
 
 
-def _power_text(row: Row) -> str:
-    power = _energy(row).get("average_power_w")
-    return "" if power is None else f"{power:.0f}"
-
-
-def _shown(rows: Sequence[Row]) -> bool:
-    return any(_energy(row).get("joules_per_call") is not None for row in rows)
-
-
 def _state_text(start: Optional[dict], end: Optional[dict]) -> str:
     if not start or not end:
         return ""
@@ -69,6 +60,9 @@ def _values(row: Row) -> dict:
 
 
 ENERGY = register(ColumnSet(
-    "energy", columns=(Column("J/inference (95% CI)", _joules_text), Column("avg W", _power_text)),
+    "energy", columns=(Column("J/inference (95% CI)", _joules_text),
+                       Column("avg W", lambda row: "" if (power := _energy(row).get("average_power_w")) is None
+                              else f"{power:.0f}")),
     fields=("energy_j_per_inference", "energy_j_low", "energy_j_high", "average_power_w", "idle_power_w",
-            "energy_source"), values=_values, shown=_shown))
+            "energy_source"), values=_values,
+    shown=lambda rows: any(_energy(row).get("joules_per_call") is not None for row in rows)))

@@ -23,10 +23,6 @@ def _ci_rel(row: Row) -> float:
     return row.median.rel_halfwidth if row.median is not None else float("inf")
 
 
-def _p99_cell(row: Row) -> str:
-    return ms_text(row.record.stats.p99) if row.record.timed else ""
-
-
 def own_stream(record: Record) -> bool:
     """Whether ``record``'s runtime ran its CUDA work on a stream of its own, which torch's CUDA events miss."""
     providers = ((record.build or {}).get("info") or {}).get("providers") or [None]
@@ -55,7 +51,7 @@ def _values(row: Row) -> dict:
 
 LATENCY = register(ColumnSet(
     "latency", columns=(Column(lambda rows: f"median ms ({interval_coverage(rows)})", _median_cell),
-                        Column("p99 ms", _p99_cell)),
+                        Column("p99 ms", lambda row: ms_text(row.record.stats.p99) if row.record.timed else "")),
     fields=(*(f"{k}_ms" for k in _SUMMARY), "median_ci_rel", "device_median_ms", "iterations", "rounds",
             "stopped_by", "noisy"),
     values=_values))

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from trtbench.report.columns.registry import Column, ColumnSet, register
 from trtbench.report.columns.speedup import interval_values, speedup_text
-from trtbench.report.rows import Row, interval_coverage
-
-
-def _shown(rows: Sequence[Row]) -> bool:
-    return any(row.precision_speedup is not None for row in rows)
+from trtbench.report.rows import interval_coverage
 
 
 PRECISION_SPEEDUP = register(ColumnSet(
     "precision_speedup", columns=(Column(lambda rows: f"vs eager same precision [{interval_coverage(rows)}]",
                                                  lambda row: speedup_text(row.precision_speedup)),),
     fields=("precision_speedup", "precision_speedup_low", "precision_speedup_high"),
-    values=lambda row: interval_values("precision_speedup", row.precision_speedup), shown=_shown))
+    values=lambda row: interval_values("precision_speedup", row.precision_speedup),
+    shown=lambda rows: any(row.precision_speedup is not None for row in rows)))

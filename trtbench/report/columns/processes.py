@@ -84,10 +84,6 @@ def demand_notes(records: Sequence[Record]) -> list[str]:
             + (f": {'; '.join(grown)}." if grown else " (none did).")]
 
 
-def _count_cell(row: Row) -> str:
-    return str(row.processes) if row.record.timed else ""
-
-
 def _spread_cell(row: Row) -> str:
     spread = process_spread(row.record)
     return "" if spread is None else f"{spread:.1%}"
@@ -100,5 +96,6 @@ def _values(row: Row) -> dict:
 
 
 PROCESSES = register(ColumnSet(
-    "processes", columns=(Column("processes", _count_cell), Column("process spread", _spread_cell)),
+    "processes", columns=(Column("processes", lambda row: str(row.processes) if row.record.timed else ""),
+                           Column("process spread", _spread_cell)),
     fields=("processes", "process_spread_pct"), values=_values))

@@ -8,10 +8,6 @@ from typing import Any, Callable, Mapping, Sequence
 from trtbench.report.rows import Row
 
 
-def _always(rows: Sequence[Row]) -> bool:
-    return True
-
-
 @dataclass(frozen=True)
 class Column:
     """A column of the speedup table: its header (text, or made from the table's rows) and a row's cell."""
@@ -32,7 +28,7 @@ class ColumnSet:
     columns: tuple[Column, ...]
     fields: tuple[str, ...]
     values: Callable[[Row], Mapping[str, Any]]
-    shown: Callable[[Sequence[Row]], bool] = _always
+    shown: Callable[[Sequence[Row]], bool] = lambda rows: True
 
 
 _REGISTRY: dict[str, ColumnSet] = {}

@@ -32,7 +32,7 @@ from trtbench.workers.isolation import Isolation, VariantWorkers, spawn_group_wo
 from trtbench.workers.loop import READY_CPU_S, BuildTooSlow
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
 
 
 class _VariantFailed(Exception):

@@ -26,7 +26,7 @@ from trtbench.scenarios.serving.tokens.result import ServedDecoder, DecoderServi
 from trtbench.workers.loop import WorkerError
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
 
 SERVICE_REQUESTS = 3  # requests made alone on a pool before its first LoadGen run: the service time, the capacity
 

@@ -20,7 +20,7 @@ from trtbench.core.status import Status
 from trtbench.building.recipe import VariantRecipe, write_payloads
 
 if TYPE_CHECKING:
-    from trtbench.core.context import RunContext
+    from trtbench.config.context import RunContext
 
 
 def serving_inputs(config, settings: ServingConfig, device: torch.device, dtype: torch.dtype) -> dict[str, tuple]:
