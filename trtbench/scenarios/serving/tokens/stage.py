@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -104,7 +104,7 @@ def serve_decoders(ctx: RunContext, built) -> Iterator[ServedDecoder]:
                                                  lengths=lengths.to_dict())
                     lacking = without_engine(row.decoder) if settings.continuous else None
                     if lacking is not None:
-                        results.append(dataclasses.replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
+                        results.append(replace(planned, status=Status.SKIPPED, reason=lacking, log_dir=""))
                         continue
                     ctx.log(f"serve {group.model.id} {slot} at {point.label} with {workers} worker(s) under LoadGen")
                     results.append(_served(ctx, recipe, group.knobs, lengths, settings, planned))
@@ -135,12 +135,11 @@ def _served(ctx: RunContext, recipe: DecoderRecipe, knobs: Knobs, lengths: Query
             engine = _TokenEngine(ctx, pool, lengths, settings, result)
             alone = engine.alone(SERVICE_REQUESTS)
             capacity = result.workers * settings.max_batch * 1e3 / alone["e2e_ms"]
-            result = dataclasses.replace(result, service=alone, capacity_qps=capacity)
+            result = replace(result, service=alone, capacity_qps=capacity)
             if settings.find_peak and (alone["ttft_ms"] > settings.ttft_ms or alone["tpot_ms"] > settings.tpot_ms):
-                return dataclasses.replace(result, peaks=(0.0,) * settings.repeats,
-                                           reason=f"no load fits: alone, a request's TTFT is at least "
-                                                  f"{alone['ttft_ms']:.1f} ms and its TPOT {alone['tpot_ms']:.2f} ms, "
-                                                  f"for the bounds {result.bounds_text}")
+                return replace(result, peaks=(0.0,) * settings.repeats,
+                               reason=f"no load fits: alone, a request's TTFT is at least {alone['ttft_ms']:.1f} ms "
+                                      f"and its TPOT {alone['tpot_ms']:.2f} ms, for the bounds {result.bounds_text}")
             if settings.estimates:
                 return engine.estimate(result)
             for repeat in range(settings.repeats):
@@ -149,13 +148,13 @@ def _served(ctx: RunContext, recipe: DecoderRecipe, knobs: Knobs, lengths: Query
                 failed = next((step for step in made if step.error), None)
                 if failed is not None:
                     kept = [*peaks, peak] if peak else peaks
-                    return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(kept),
-                                               reason=_stopped(failed, len(made), repeat, settings, peak))
+                    return replace(result, status=Status.FAILED, steps=tuple(steps), peaks=tuple(kept),
+                                   reason=_stopped(failed, len(made), repeat, settings, peak))
                 if peak is not None:
                     peaks.append(peak)
     except WorkerError as err:  # the pool did not start, or a request alone failed
-        return dataclasses.replace(result, status=Status.FAILED, reason=f"before any LoadGen run: {_brief(str(err))}")
-    return dataclasses.replace(result, steps=tuple(steps), peaks=tuple(peaks))
+        return replace(result, status=Status.FAILED, reason=f"before any LoadGen run: {_brief(str(err))}")
+    return replace(result, steps=tuple(steps), peaks=tuple(peaks))
 
 
 class _TokenEngine:
@@ -182,7 +181,7 @@ class _TokenEngine:
     def repeat(self, repeat: int, capacity: float) -> tuple[Optional[float], list[DecoderStep]]:
         """Search ``repeat`` by bisection, or its run at the fixed qps: the peak (or None), the steps."""
         settings, where = self.settings, self.folder / f"r{repeat}"
-        load = dataclasses.replace(self.load, seed=settings.seed + repeat)
+        load = replace(self.load, seed=settings.seed + repeat)
         if settings.find_peak:
             search = PeakSearch(capacity, settings.resolution, settings.search_steps)
             peak, runs = decoder_peak(self.servers, load, self.serving, search, where)
@@ -202,18 +201,18 @@ class _TokenEngine:
     def estimate(self, result: DecoderServingResult) -> DecoderServingResult:
         """``result`` with the joint estimate's peak and interval; a step whose worker failed fails it."""
         settings = self.settings
-        search, runs = decoder_estimate(self.servers, dataclasses.replace(self.load, seed=settings.seed), self.serving,
+        search, runs = decoder_estimate(self.servers, replace(self.load, seed=settings.seed), self.serving,
                                         settings.search_plan(result.capacity_qps), self.folder)
         steps = [self._step(run, index, self.folder / f"step-{index + 1}") for index, run in enumerate(runs)]
         if search is None:
-            return dataclasses.replace(result, status=Status.FAILED, steps=tuple(steps),
-                                       reason=_stopped(steps[-1], len(steps), 0, settings, None))
+            return replace(result, status=Status.FAILED, steps=tuple(steps),
+                           reason=_stopped(steps[-1], len(steps), 0, settings, None))
         valid = None
         if search.confirm is not None:
-            steps[-1] = dataclasses.replace(steps[-1], confirm=True)
+            steps[-1] = replace(steps[-1], confirm=True)
             valid = steps[-1].summary.valid
         interval = searched_peak(search, result.capacity_qps, valid)
-        return dataclasses.replace(result, steps=tuple(steps), peaks=(interval.estimate.value,), interval=interval)
+        return replace(result, steps=tuple(steps), peaks=(interval.estimate.value,), interval=interval)
 
 
 def _brief(error: str) -> str:
