@@ -75,6 +75,10 @@ class ArtifactStore:
         self.knobs = knobs  # trtbench.core.knobs: the deployment knobs each fresh-process check starts with
         self.entries: list[dict] = []
 
+    def start_checks(self) -> None:
+        """Start the fresh-process checks' server now: it imports torch while a build runs, then idles till asked."""
+        FreshProcesses.shared(self.knobs)
+
     def save(self, source: ArtifactSource, check: PublishCheck, stem: str | None = None,
              expected_bytes: int = 0) -> list[dict]:
         """Save ``source``'s build, reload each file here and in a fresh process, publish those that pass; entries."""

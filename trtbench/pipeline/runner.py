@@ -32,7 +32,7 @@ from trtbench.report.markdown import run_intro
 from trtbench.report.writer import ReportHead, write_report
 from trtbench.results.journal import Journal, save_key
 from trtbench.scenarios import Scenario, Testbed
-from trtbench.variants import BuildContext, build_order
+from trtbench.variants import BuildContext, build_order, get_variant
 
 
 class Runner:
@@ -113,6 +113,9 @@ class Runner:
             try:
                 for scenario in [s for s in owing if not s.after_save]:  # before the build: workers import torch
                     prepared[scenario] = scenario.prepare(ctx, group)  # while this process builds
+                if builds and any(get_variant(n).saves_files for p in group.precisions
+                                  for n in self.state.saves_todo(group, p)):
+                    self.store.start_checks()  # so does the fresh-process check's server
                 outcomes = self._build(ctx, group, copies, build_all=bool(owing)) if builds else {}
                 built = Testbed(group, outcomes, copies, references,
                                    {p: self.config.tolerances[p] for p in group.precisions}, self.state, model)
