@@ -125,10 +125,9 @@ def replay_point(point: dict, budget_s: float, margin: float = RACE_MARGIN) -> R
             spent += block[3] / 1e3
         rounds += 1
         cycle = max(len(allowed[name]) for name in active)
-        if rounds % cycle:
-            continue
         step = race.step({n: _series(kept[n]) for n in variants if kept[n]},
-                         Lap(rounds, rounds // cycle, {n: len(allowed[n]) for n in active}, spent))
+                         Lap(rounds, rounds // cycle, {n: len(allowed[n]) for n in active}, spent,
+                             cycle_end=rounds % cycle == 0))
         if step.wants is not None:
             wanted = step.wants.variant
             more = sorted({int(b[1]) for b in variants[wanted]["blocks"]} - set(allowed[wanted]))

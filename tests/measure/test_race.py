@@ -183,6 +183,22 @@ def test_the_budget_ends_a_point_at_the_cycles_end_nearest_it():
     assert set(short_cycles.step(noisy, _lap(noisy, spent_s=5.0)).stops.values()) == {BUDGET}
 
 
+def test_the_budget_ends_a_point_mid_cycle_where_that_round_is_nearest_and_the_race_calls_only_at_cycle_ends():
+    """Rounds of 2.1 s against a 6 s budget (single long calls, 2 processes): the third round, mid-cycle, ends the
+    point at 6.3 s, where the second cycle would end at 8.4 s; mid-cycle, a round short of the budget decides
+    nothing, not even a clear loser."""
+    clear = _series({"eager": 1.0, "slow": 2.0, "fast": 0.5}, rounds=3)
+    race = Race(0.05, budget_s=6, entrants=Entrants("eager"))
+    steps = [race.step(clear, Lap(r, r // 2, dict.fromkeys(clear, 2), 2.1 * r, cycle_end=r % 2 == 0))
+             for r in (1, 2, 3)]
+    assert steps[0].stops == {} and steps[1].stops == {}  # before CAPPED_MIN_ROUNDS and RACE_MIN_CYCLES
+    assert set(steps[2].stops) == set(clear) and set(steps[2].stops.values()) <= {BUDGET, DECIDED, STOPPED}
+    early = Race(0.05, budget_s=60, entrants=Entrants("eager"))
+    mid = early.step(_series({"eager": 1.0, "slow": 2.0, "fast": 0.5}, rounds=13),
+                     Lap(13, 6, dict.fromkeys(clear, 2), 10.0, cycle_end=False))
+    assert mid.stops == {} and mid.wants is None and early.stopped == {}
+
+
 def test_a_reduced_rows_fp32_row_is_timed_on_while_that_row_races_then_stops():
     """``ov@int8`` leads; ``ov`` (its fp32 row) and ``ov@bf16`` are far behind: ``ov`` is out of the race but timed on
     while ``ov@int8`` races (its paired ratio over fp32 needs both), and stops with it once ``ov@int8`` is stopped."""

@@ -33,12 +33,14 @@ class Entrants:
 
 @dataclass(frozen=True)
 class Lap:
-    """Where a point's rounds stand at a cycle's end: rounds, cycles, processes per variant, seconds spent."""
+    """Where a point's rounds stand after a round: rounds, cycles, processes per variant, seconds spent, and whether
+    the rounds are whole cycles."""
 
     rounds: int
     cycles: int
     processes: dict[str, int]
     spent_s: float
+    cycle_end: bool = True
 
 
 @dataclass(frozen=True)
@@ -73,17 +75,20 @@ class Race:
     demands: list[Demand] = field(default_factory=list)
     ended: str = ""  # DECIDED or BUDGET once over
     call: Optional[PointCall] = None  # the latest call
-    last_spent_s: float = 0.0  # the rounds' seconds at the previous cycle's end
+    last_spent_s: float = 0.0  # the rounds' seconds at the previous round's end
 
     def contenders(self, active) -> list[str]:
         """The active variants that may still win: not out, not barred."""
         return [v for v in active if v not in self.stopped and v not in self.entrants.barred]
 
     def step(self, series: dict[str, BlockSeries], lap: Lap) -> RaceStep:
-        """After a cycle: which of the active variants stop, and which contender gets a further process."""
+        """After a round: which of the active variants stop, and which contender gets a further process (the race's
+        calls at a cycle's end; the budget's at any round's)."""
         active = list(lap.processes)
-        cycle_s, self.last_spent_s = lap.spent_s - self.last_spent_s, lap.spent_s
-        over = lap.spent_s + cycle_s / 2 >= self.budget_s and lap.rounds >= CAPPED_MIN_ROUNDS  # the nearest end
+        round_s, self.last_spent_s = lap.spent_s - self.last_spent_s, lap.spent_s
+        over = lap.spent_s + round_s / 2 >= self.budget_s and lap.rounds >= CAPPED_MIN_ROUNDS  # the nearest end
+        if not (lap.cycle_end or over):
+            return RaceStep({})
         contenders = self.contenders(active)
         if not contenders:  # none may win: timed to the budget
             self.ended = BUDGET if over else ""

@@ -29,6 +29,11 @@ class Rounds:
         """Whole cycles so far: rounds per process."""
         return self.rounds // self.cycle
 
+    @property
+    def at_cycle_end(self) -> bool:
+        """Whether the rounds so far are whole cycles (every process of every variant took its turn)."""
+        return self.rounds % self.cycle == 0
+
     def order(self) -> list[BlockAt]:
         """The next round's blocks: one per active variant, by process ``round mod P``, rotated per cycle."""
         units = [BlockAt(name, self.rounds % self.processes[name], self.rounds) for name in self.active]
@@ -47,14 +52,14 @@ class Rounds:
 
     def run(self, block: Callable[[BlockAt], None], finished: Callable[["Rounds"], dict[str, str]],
             tick: Callable[[], None] = lambda: None) -> None:
-        """Rounds until no variant is active; at each cycle's end ``finished`` says which stop, with why."""
+        """Rounds until no variant is active; after each round ``finished`` says which stop, with why."""
         while self.active:
             for at in self.order():
                 if at.variant in self.active:
                     block(at)
             self.rounds += 1
             tick()
-            if self.rounds % self.cycle or not self.active:
+            if not self.active:
                 continue
             for name, why in finished(self).items():
                 self.stopped_by[name] = why

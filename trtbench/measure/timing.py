@@ -274,11 +274,14 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
 
         def finished(rounds: Rounds) -> dict[str, str]:
             spent = time.perf_counter() - started  # a further process's start included: one budget for the point
+            if race is None and not rounds.at_cycle_end:
+                return {}
             if race is None:  # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
                 capped = spent >= timing.cap_s and rounds.rounds >= CAPPED_MIN_ROUNDS
                 return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
             step = race.step({n: results[n].series for n in names if results[n].rounds},
-                             Lap(rounds.rounds, rounds.cycles, {n: rounds.processes[n] for n in rounds.active}, spent))
+                             Lap(rounds.rounds, rounds.cycles, {n: rounds.processes[n] for n in rounds.active}, spent,
+                                 cycle_end=rounds.at_cycle_end))
             if step.wants is not None:
                 timer = entrants.more(step.wants.variant)
                 race.asked(step.wants, started=timer is not None)

@@ -422,6 +422,8 @@ def _rounds(ctx, workers: dict[str, dict[int, Worker]], point: GeneratePoint, se
             rounds.leave(at.variant)
 
     def finished(rounds: Rounds) -> dict[str, str]:
+        if not rounds.at_cycle_end:
+            return {}
         why = _stop(settings, rounds.cycles, time.perf_counter() - started, [rows[slot] for slot in rounds.active])
         return dict.fromkeys(rounds.active, why) if why else {}
 
