@@ -1,5 +1,4 @@
-# `make run` and `make test` do all set-up: a virtualenv in .venv with trtbench installed (editable). --no-compile:
-# Python compiles a module when it is first imported; pip would compile every file of every wheel (docs/getting-started.md).
+# `make run` and `make test` do all set-up: a virtualenv in .venv with trtbench installed (editable).
 PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.trtbench-installed
@@ -8,7 +7,7 @@ STAMP := $(VENV)/.trtbench-installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test,openvino,serving,int8,timm,transformers,genai,history-postgres]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,openvino,serving,int8,timm,transformers,genai,history-postgres]'
 	touch $(STAMP)
 
 run: $(STAMP)
