@@ -58,7 +58,7 @@ class Demand:
 
 @dataclass(frozen=True)
 class RaceStep:
-    """What a cycle's end decides: the variants that stop, with why, and a further process wanted (or None)."""
+    """What a round's end decides: the variants that stop, with why, and a further process wanted (or None)."""
 
     stops: dict[str, str]
     wants: Optional[Demand] = None
@@ -66,7 +66,7 @@ class RaceStep:
 
 @dataclass
 class Race:
-    """One point's race over its variants' block series; :meth:`step` at each cycle's end."""
+    """One point's race over its variants' block series; :meth:`step` after each round."""
 
     margin: float
     budget_s: float

@@ -22,7 +22,7 @@ class Rounds:
         self.processes, self.active = dict(processes), list(processes)
         self.cycle = max(processes.values(), default=1)
         self.rounds = 0  # rounds so far
-        self.stopped_by: dict[str, str] = {}  # the variants stopped at a cycle's end, with why
+        self.stopped_by: dict[str, str] = {}  # the variants stopped after a round, with why
 
     @property
     def cycles(self) -> int:

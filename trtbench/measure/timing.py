@@ -274,9 +274,9 @@ def measure_interleaved(timers: dict[str, BlockTimer | Callable[[], object] | li
 
         def finished(rounds: Rounds) -> dict[str, str]:
             spent = time.perf_counter() - started  # a further process's start included: one budget for the point
-            if race is None and not rounds.at_cycle_end:
-                return {}
-            if race is None:  # the cap's minimum counts rounds in all (docs/measuring.md, "Replicate processes")
+            if race is None:  # at cycles' ends; the cap's minimum counts all rounds (docs/measuring.md)
+                if not rounds.at_cycle_end:
+                    return {}
                 capped = spent >= timing.cap_s and rounds.rounds >= CAPPED_MIN_ROUNDS
                 return _finished(timing, results, rounds.active, rounds.cycles, capped, baseline)
             step = race.step({n: results[n].series for n in names if results[n].rounds},
