@@ -68,7 +68,7 @@ class Isolation(Protocol):
 
     def facts(self, variant: str) -> dict: ...
 
-    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+    def kernels(self, variant: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
         """What ``variant``'s kernels ran where it is timed: its worker's first call's, or ``read`` here."""
 
     def next_turn(self) -> None:
@@ -97,7 +97,7 @@ class InProcess:
     def more(self, variant: str, label: str) -> Optional[Replicate]:
         return None
 
-    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+    def kernels(self, variant: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
         return read()
 
     def facts(self, variant: str) -> dict:
@@ -242,7 +242,7 @@ class VariantWorkers:
         self._lent[variant] = set()  # a new point: its processes started on demand are free again
         return {i: WorkerTimer(worker, label) for i, worker in self._processes(variant).items()}
 
-    def kernels(self, variant: str, label: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
+    def kernels(self, variant: str, read: Callable[[], Optional[KernelProof]]) -> Optional[KernelProof]:
         """What the first process's kernels ran, as it read them on its first call."""
         processes = self._processes(variant)
         found = processes[min(processes)].facts.get(KERNELS)

@@ -7,6 +7,7 @@ tests/scenarios/serving/test_serving_peak.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -352,3 +353,29 @@ def test_serving_results_survive_the_journal_and_a_merge(tmp_path):
     assert serving_of(merged, merged.records[0]) == (result,)
 
 
+
+
+def test_the_counts_left_after_a_failed_count_name_the_count_that_failed(tmp_path, monkeypatch):
+    """Served at 1, 2 and 3 workers from one pool whose service fails at 2: the 3-worker result is not run, saying
+    the pool failed at 2 workers (the count that failed, not its own)."""
+    import trtbench.scenarios.serving.vision.run as vision_run
+
+    class Pool:  # the pool's workers are not started: the bookkeeping of the counts alone is checked
+        workers = [type("Worker", (), {"facts": {}})()]
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    def serve(pool, result, *args):
+        return result if result.workers == 1 else dataclasses.replace(result, status="failed", reason="it broke")
+
+    monkeypatch.setattr(vision_run, "ServingPool", Pool)
+    monkeypatch.setattr(vision_run, "_serve", serve)
+    settings = ServingConfig(p99_ms=BOUND_MS, workers=(1, 2, 3), threads=1)
+    hosts = ServingWorkers(lambda threads: None, default_threads=1, start_timeout_s=1.0)
+    one, two, three = run_serving(hosts, settings, tmp_path, "toy")
+    assert (one.status, two.status, two.reason) == ("ok", "failed", "it broke")
+    assert three.status == "failed" and three.reason == "not run: the pool failed at 2 worker(s) before"

@@ -119,7 +119,7 @@ def measure_point(ctx: RunContext, built: Testbed, point, isolation: Isolation, 
                     checked = isolation.check(key, point, call)  # in this process, with isolation in_process
                 fields["metrics"]["peak_memory"], caught = checked.peak_memory, checked.warnings
                 fields["accuracy"] = _accuracy(checked.output, reference, tolerances[case.precision], built)
-                proof = isolation.kernels(key, point, functools.partial(variant.kernels, built, prepared, ctx.device))
+                proof = isolation.kernels(key, functools.partial(variant.kernels, built, prepared, ctx.device))
                 if proof is not None:
                     fields["metrics"]["kernels"] = proof.to_dict()
                     native = str(built.info.get("bf16", "")).startswith(NATIVE)

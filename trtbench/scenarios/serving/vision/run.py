@@ -178,6 +178,7 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
             results.update({w: replace(r, status=Status.FAILED, reason=f"the workers did not start: {err}")
                             for w, r in planned.items()})
             continue
+        failed_at = None
         try:
             for workers, result in planned.items():
                 result = replace(result, worker_facts=dict(pool.workers[0].facts))
@@ -186,10 +187,11 @@ def run_serving(hosts: ServingWorkers, settings: ServingConfig, out_dir: Path, n
                 except WorkerError as err:  # a worker that failed while its service time was measured
                     results[workers] = replace(result, status=Status.FAILED, reason=str(err))
                 if results[workers].status is not Status.OK:
+                    failed_at = workers
                     break  # its workers may be gone: the counts left are not served by this pool
         finally:
             pool.close()
         for workers, result in planned.items():
             results.setdefault(workers, replace(
-                result, status=Status.FAILED, reason=f"not run: the pool failed at {workers} worker(s) before"))
+                result, status=Status.FAILED, reason=f"not run: the pool failed at {failed_at} worker(s) before"))
     return [results[workers] for workers in settings.workers]
