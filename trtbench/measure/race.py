@@ -8,7 +8,7 @@ from typing import Callable, Collection, Optional
 from trtbench.analysis.race import PointCall, Standing, between_share, call_point
 from trtbench.core.stats import BlockSeries, pooled_between_variance
 
-RACE_MIN_CYCLES = 3  # rounds of each process before the race stops a variant or calls the point
+RACE_MIN_CYCLES = 2  # rounds of each process before the race stops a variant or calls the point (docs/measuring.md)
 CAPPED_MIN_ROUNDS = 3  # nor does the budget end a point before this many rounds in all: a paired CI needs three
 DOMINATED = 0.5  # a contender whose interval is more than this share between-process spread gets a further process
 STOPPED, DECIDED, BUDGET = "race", "decided", "budget_s"  # why a variant left a raced point (``stopped_by``)
