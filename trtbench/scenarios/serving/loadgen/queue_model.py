@@ -45,13 +45,18 @@ class QueueModel:
         scale = 1 / np.asarray(loads, float)[:, None]
         free = np.zeros((self.servers, len(loads), gaps.shape[0]))
         count, out = np.zeros(free.shape[1:], np.int32), np.empty((len(sizes), *free.shape[1:]), np.int32)
+        arrival, spare, late = np.empty(free.shape[1:]), np.empty(free.shape[1:]), np.empty(free.shape[1:], bool)
         snapshots = {int(size) - 1: k for k, size in enumerate(sizes)}
-        for i in range(len(arrivals)):
-            arrival = arrivals[i] * scale
-            free[0] = np.maximum(arrival, free[0]) + services[i]
-            count += free[0] - arrival > self.bound_s
-            for k in range(self.servers - 1):
-                free[k], free[k + 1] = np.minimum(free[k], free[k + 1]), np.maximum(free[k], free[k + 1])
+        for i in range(len(arrivals)):  # in place: each step's arrays are the largest this loop makes
+            np.multiply(arrivals[i], scale, out=arrival)
+            np.maximum(arrival, free[0], out=free[0])
+            free[0] += services[i]
+            np.greater(np.subtract(free[0], arrival, out=spare), self.bound_s, out=late)
+            count += late
+            for k in range(self.servers - 1):  # the freed server sorted in among the others
+                np.minimum(free[k], free[k + 1], out=spare)
+                np.maximum(free[k], free[k + 1], out=free[k + 1])
+                free[k] = spare
             if i in snapshots:
                 out[snapshots[i]] = count
         return out
