@@ -30,7 +30,8 @@ def late_count(latencies_ms: Iterable[float], bound_ms: float) -> int:
 
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
-    """``P(X <= k)`` for ``X ~ Binomial(n, p)`` (scipy's ufunc: ``scipy.stats.binom.cdf`` costs 30x more a call)."""
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)``, by scipy's ufunc (``scipy.stats.binom.cdf`` costs far more a call:
+    the peak search asks this thousands of times)."""
     from scipy.special import bdtr
 
     return float(bdtr(k, n, p))
