@@ -318,6 +318,26 @@ def test_a_disk_that_fills_while_writing_is_a_clear_error(small_disk, tiny_confi
     assert "(about the model's weights)" not in proc.stdout
 
 
+def test_a_temporary_folder_too_small_for_the_workers_weights_is_a_clear_error(small_disk, tiny_config, write_config,
+                                                                              capsys, monkeypatch, tmp_path):
+    """The timing workers' weights and inputs go to a temporary folder: where it is full, the run stops saying which
+    folder, what needed how many bytes and how to choose another (TMPDIR), not torch.save's "unexpected pos"."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(small_disk))  # TMPDIR, as this process read it
+    tiny_config["model"]["name"] = "toy_models:heavy_head"  # 3 MiB of weights for a 1 MiB disk
+    tiny_config["benchmark"]["isolation"] = "process"
+    tiny_config["output"]["save_artifacts"] = False  # the fresh-process check's server would outlive the run there
+    proc = run_into(tmp_path / "out", tiny_config, write_config, capsys)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    message = re.search(rf"not enough space in {re.escape(str(small_disk))}/trtbench-workers-\w+: the timing workers' "
+                        r"weights and inputs \(a temporary folder: TMPDIR chooses it\) needs ([\d,]+) bytes",
+                        proc.stdout)
+    assert message and int(message.group(1).replace(",", "")) >= 3 << 20, proc.stdout + proc.stderr
+    assert "unexpected pos" not in proc.stdout + proc.stderr
+    assert not [p for p in small_disk.rglob("*") if p.is_file()], "no partial payload left behind"
+
+
 def test_no_space_at_the_write_call_is_a_clear_error(tiny_config, tmp_path, monkeypatch):
     """ENOSPC simulated where the file is written (a full disk without mounting one), after some bytes went out."""
     import errno

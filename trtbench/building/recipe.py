@@ -18,6 +18,7 @@ from trtbench.building.stage import BuildList, build_variants
 from trtbench.core.allocator import mmap_threshold
 from trtbench.core.deprecation import silenced
 from trtbench.core.env import pin_fp32_math, torch_thread_facts
+from trtbench.core.fsutil import save_through_memory
 from trtbench.core.outdir import FailureLog
 from trtbench.core.precision import dtype_name, precision_dtype
 from trtbench.variants import Artifact, BuildContext, Built, build_order, get_variant
@@ -38,9 +39,12 @@ FP32_MATH = "fp32_math"  # worker fact: torch's fp32 math as pinned (core/env.py
 
 
 def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: dict[str, tuple]) -> Path:
-    """The weights and inputs a group's workers load (``path`` is removed by the caller)."""
-    torch.save({"state_dict": model.state_dict(), "example": list(example),
-                "inputs": {label: list(values) for label, values in inputs.items()}}, path)
+    """The weights and inputs a group's workers load (``path`` is removed by the caller); a full disk is a
+    DiskFullError naming the folder (torch.save's own error there names no cause)."""
+    payload = {"state_dict": model.state_dict(), "example": list(example),
+               "inputs": {label: list(values) for label, values in inputs.items()}}
+    save_through_memory(path, lambda file: torch.save(payload, file),
+                        "the timing workers' weights and inputs (a temporary folder: TMPDIR chooses it)")
     return path
 
 

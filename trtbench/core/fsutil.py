@@ -91,11 +91,12 @@ def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -
         raise DiskFullError(path.parent, len(data), free_bytes(path.parent), what) from err
 
 
-def save_through_memory(path: Path, save: Callable[[BinaryIO], None]) -> None:
-    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path``."""
+def save_through_memory(path: Path, save: Callable[[BinaryIO], None], what: str | None = None) -> None:
+    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path`` (``what``: for a full
+    disk's message)."""
     buffer = io.BytesIO()
     save(buffer)
-    write_bytes(path, buffer.getbuffer())
+    write_bytes(path, buffer.getbuffer(), what)
 
 
 def require_readable_file(path: str, key: str) -> Path:
