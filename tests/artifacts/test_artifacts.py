@@ -331,9 +331,10 @@ def test_a_temporary_folder_too_small_for_the_workers_weights_is_a_clear_error(s
     proc = run_into(tmp_path / "out", tiny_config, write_config, capsys)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     message = re.search(rf"not enough space in {re.escape(str(small_disk))}/trtbench-workers-\w+: the timing workers' "
-                        r"weights and inputs \(a temporary folder: TMPDIR chooses it\) needs ([\d,]+) bytes",
-                        proc.stdout)
+                        r"weights and inputs needs ([\d,]+) bytes, [\d,]+ bytes are free \(free some space there, "
+                        r"or set TMPDIR to a folder with more: it is a temporary folder\)", proc.stdout)
     assert message and int(message.group(1).replace(",", "")) >= 3 << 20, proc.stdout + proc.stderr
+    assert "--output" not in message.group(0)
     assert "unexpected pos" not in proc.stdout + proc.stderr
     assert not [p for p in small_disk.rglob("*") if p.is_file()], "no partial payload left behind"
 

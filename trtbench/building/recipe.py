@@ -43,8 +43,8 @@ def write_payload(path: Path, model: torch.nn.Module, example: tuple, inputs: di
     DiskFullError naming the folder (torch.save's own error there names no cause)."""
     payload = {"state_dict": model.state_dict(), "example": list(example),
                "inputs": {label: list(values) for label, values in inputs.items()}}
-    save_through_memory(path, lambda file: torch.save(payload, file),
-                        "the timing workers' weights and inputs (a temporary folder: TMPDIR chooses it)")
+    save_through_memory(path, lambda file: torch.save(payload, file), "the timing workers' weights and inputs",
+                        "free some space there, or set TMPDIR to a folder with more: it is a temporary folder")
     return path
 
 

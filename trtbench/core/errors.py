@@ -25,10 +25,13 @@ class Unavailable(Exception):
         super().__init__(reason)
 
 
-class DiskFullError(Exception):
-    """A write that does not fit on its disk (a fault, exit 1): names the folder, bytes needed and bytes free."""
+OUTPUT_FIX = "free some space there, or choose another --output"  # a full disk's fix where the output folder is
 
-    def __init__(self, folder, needed: int, free: int, what: str):
+
+class DiskFullError(Exception):
+    """A write that does not fit on its disk (a fault, exit 1): names the folder, bytes needed, bytes free, the fix."""
+
+    def __init__(self, folder, needed: int, free: int, what: str, fix: str = OUTPUT_FIX):
         self.folder, self.needed, self.free = folder, needed, free
         super().__init__(f"not enough space in {folder}: {what} needs {needed:,} bytes, {free:,} bytes are free "
-                         f"(free some space there, or choose another --output)")
+                         f"({fix})")

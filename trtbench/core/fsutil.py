@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from trtbench.core.errors import DiskFullError, UserInputError
+from trtbench.core.errors import OUTPUT_FIX, DiskFullError, UserInputError
 
 
 def ensure_writable_dir(path: Path | str) -> None:
@@ -69,18 +69,18 @@ def free_bytes(folder: Path | str) -> int:
     return shutil.disk_usage(folder).free
 
 
-def require_space(folder: Path, needed: int, what: str) -> None:
-    """Raise DiskFullError unless ``needed`` bytes fit into ``folder``."""
+def require_space(folder: Path, needed: int, what: str, fix: str = OUTPUT_FIX) -> None:
+    """Raise DiskFullError (saying ``fix``) unless ``needed`` bytes fit into ``folder``."""
     free = free_bytes(folder)
     if needed > free:
-        raise DiskFullError(folder, needed, free, what)
+        raise DiskFullError(folder, needed, free, what, fix)
 
 
-def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -> None:
-    """Write ``data`` to ``path``; a full disk raises DiskFullError naming ``what``, leaving no file."""
+def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None, fix: str = OUTPUT_FIX) -> None:
+    """Write ``data`` to ``path``; a full disk raises DiskFullError naming ``what`` and ``fix``, leaving no file."""
     path = Path(path)
     what = what or path.name
-    require_space(path.parent, len(data), what)
+    require_space(path.parent, len(data), what, fix)
     try:
         with open(path, "wb") as fh:
             fh.write(data)
@@ -88,15 +88,16 @@ def write_bytes(path: Path, data: bytes | memoryview, what: str | None = None) -
         if err.errno != errno.ENOSPC:
             raise
         path.unlink(missing_ok=True)
-        raise DiskFullError(path.parent, len(data), free_bytes(path.parent), what) from err
+        raise DiskFullError(path.parent, len(data), free_bytes(path.parent), what, fix) from err
 
 
-def save_through_memory(path: Path, save: Callable[[BinaryIO], None], what: str | None = None) -> None:
-    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path`` (``what``: for a full
-    disk's message)."""
+def save_through_memory(path: Path, save: Callable[[BinaryIO], None], what: str | None = None,
+                        fix: str = OUTPUT_FIX) -> None:
+    """Serialize with ``save(buffer)`` into memory, then :func:`write_bytes` it to ``path`` (``what``, ``fix``: a
+    full disk's message)."""
     buffer = io.BytesIO()
     save(buffer)
-    write_bytes(path, buffer.getbuffer(), what)
+    write_bytes(path, buffer.getbuffer(), what, fix)
 
 
 def require_readable_file(path: str, key: str) -> Path:
