@@ -5,12 +5,9 @@ STAMP := $(VENV)/.trtbench-installed
 
 .PHONY: run test system
 
-# pip byte-compiles one file at a time: it installs without, then compileall compiles site-packages on every core
-# (files no Python of this version parses, such as torch's py312 test helpers, left as pip leaves them)
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test,openvino,serving,int8,timm,transformers,genai,history-postgres]'
-	$(VENV)/bin/python -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path('purelib'), quiet=2, workers=0)"
+# scripts/install_venv.py: uv installs and byte-compiles on every core, from the sources pip is configured with
+$(STAMP): pyproject.toml scripts/install_venv.py
+	$(PYTHON) scripts/install_venv.py $(VENV) '.[test,openvino,serving,int8,timm,transformers,genai,history-postgres]'
 	touch $(STAMP)
 
 run: $(STAMP)
