@@ -4,7 +4,7 @@
 uv installs it (it unpacks the wheels and byte-compiles on every core; pip does both one file at a time), from the
 package sources pip is configured with: uv reads neither pip's config files nor its PIP_* variables, so they are
 handed over as uv's options. pip installs it where uv cannot be installed, or where pip's configuration sets
-anything this script does not hand over. Why and how much faster: docs/getting-started.md.
+anything this script does not hand over, or uv's install fails. Why and how much faster: docs/getting-started.md.
 
 Usage: install_venv.py VENV SPEC   (SPEC as pip takes it after -e, e.g. '.[test,openvino]')
 """
@@ -67,14 +67,18 @@ def main(venv: str, spec: str) -> int:
         return 1
     listing = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
     options = uv_options(pip_settings(listing))
-    if options is not None and run([python, "-m", "pip", "install", "--quiet", "uv"]):
+    if options is None:
+        why = "pip's configuration sets what this script does not hand over to uv"
+    elif not run([python, "-m", "pip", "install", "--quiet", "uv"]):
+        why = "uv could not be installed"
+    else:
         flags, env = options
         # pip takes the best version over every index; uv takes the first index's unless told so
-        return 0 if run([os.path.join(venv, "bin", "uv"), "pip", "install", "--quiet", "--python", python,
-                         "--compile-bytecode", "--index-strategy", "unsafe-best-match", *flags, "-e", spec],
-                        {**os.environ, **env}) else 1
-    print("note: installing with pip (uv could not be installed, or pip's configuration sets what this script does "
-          "not hand over to it): a few minutes", file=sys.stderr)
+        if run([os.path.join(venv, "bin", "uv"), "pip", "install", "--quiet", "--python", python, "--compile-bytecode",
+                "--index-strategy", "unsafe-best-match", *flags, "-e", spec], {**os.environ, **env}):
+            return 0
+        why = "uv's install failed (its error above)"
+    print(f"note: installing with pip, a few minutes: {why}", file=sys.stderr)
     # pip byte-compiles one file at a time: it installs without, then compileall compiles on every core (files no
     # Python of this version parses, such as torch's py312 test helpers, left as pip leaves them)
     if not run([python, "-m", "pip", "install", "--quiet", "--no-compile", "-e", spec]):
