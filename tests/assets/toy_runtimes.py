@@ -242,3 +242,20 @@ class ListsModules:
 
         return ({"x1": lambda: None, "modules": lambda: sorted(m for m in sys.modules if m.startswith(self.prefixes))},
                 {"runtime": "lists modules"})
+
+
+@dataclass(frozen=True)
+class ExtractsLikeAoti:
+    """A toy that, as torch's AOTI package loader does, extracts into a folder of its process's temporary folder
+    (``aotinductor_XXXXXX`` under ``TMPDIR``), which it removes only when the model is destroyed: never, where the
+    process leaves by os._exit or is killed. Its call ``where`` returns the folder."""
+
+    device: str = "cpu"
+
+    def materialize(self):
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="aotinductor_")
+        with open(os.path.join(folder, "model.so"), "wb") as f:
+            f.write(b"\0" * 4096)
+        return {"where": lambda: folder}, {"runtime": "extracts like AOTI"}

@@ -22,7 +22,7 @@ import torch
 
 from trtbench.core.version import __version__
 from trtbench.artifacts.engine_compat import check_engine_compat, engine_environment
-from trtbench.core.knobs import Knobs, worker_env
+from trtbench.core.knobs import Knobs, own_temp_env, worker_env
 from trtbench.core.errors import DiskFullError, UserInputError
 from trtbench.core.fsutil import atomic_write_json, free_bytes, require_space, save_through_memory
 from trtbench.measure.accuracy import elementwise_accuracy, flatten_outputs
@@ -274,8 +274,10 @@ class FreshProcesses:
     def __init__(self, knobs: Knobs = Knobs()):
         self.environment = worker_env(knobs)
         self.log = tempfile.TemporaryFile()
+        self.temp = tempfile.TemporaryDirectory(prefix="trtbench-verify-tmp-", ignore_cleanup_errors=True)
         self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True, start_new_session=True, env=self.environment)
+                                     stderr=self.log, text=True, start_new_session=True,
+                                     env=own_temp_env(self.environment, self.temp.name))
         atexit.register(self.close)
 
     @classmethod
@@ -318,6 +320,7 @@ class FreshProcesses:
             # a broken pipe has nothing left to flush
             with contextlib.suppress(OSError):
                 stream.close()
+        self.temp.cleanup()
 
 
 def verify_manifest(out_dir: Path, force: bool = False) -> list[dict]:

@@ -177,9 +177,13 @@ def run_job(job):
 def run_forked(job):
     """Run ``job`` in a fork of this process; its output goes to a log whose tail explains a crash."""
     read_fd, write_fd = os.pipe()
-    with tempfile.TemporaryFile() as log:
+    # the fork's temporary folder, removed once it has ended: it leaves without cleanup, and torch's AOTI loader
+    # extracts each package there (trtbench.core.knobs.own_temp_env)
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory(prefix="trtbench-verify-tmp-",
+                                                                      ignore_cleanup_errors=True) as temp:
         pid = os.fork()
         if pid == 0:  # the child: report through the pipe, whatever happens, then leave without cleanup
+            os.environ["TMPDIR"], tempfile.tempdir = temp, temp
             os.close(read_fd)
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)

@@ -89,3 +89,13 @@ def apply_binding() -> None:
 def worker_env(knobs: Knobs, threads: int = 1, slot: int = 0) -> dict:
     """This process's environment for a worker that starts with ``knobs``."""
     return knobs.env(dict(os.environ), threads, slot)
+
+
+def own_temp_env(env: dict, folder: str) -> dict:
+    """``env`` for a child whose temporary files go to ``folder``, which its parent removes once the child has ended
+    however it ended (torch's AOTI loader extracts each package into the temporary folder and removes it only at a
+    clean exit; workers leave by os._exit or are killed), torch.compile's cache kept where this process has it."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    return {**env, "TMPDIR": folder,
+            "TORCHINDUCTOR_CACHE_DIR": env.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()}

@@ -23,7 +23,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
-from trtbench.core.knobs import BOUND_CPUS, Knobs, worker_env
+from trtbench.core.knobs import BOUND_CPUS, Knobs, own_temp_env, worker_env
 from trtbench.measure.energy import counter_or_none
 from trtbench.measure.timing import Block
 from trtbench.measure.trackers import block_trackers
@@ -148,8 +148,11 @@ class Worker:
         draw = random.SystemRandom()  # the worker's own start-up luck: its hash seed and its environment's size
         luck = {"PYTHONHASHSEED": str(draw.randrange(1, 2**32)), PADDING_VAR: "x" * draw.randrange(MAX_PADDING + 1)}
         self.startup = {"hash_seed": int(luck["PYTHONHASHSEED"]), "env_padding_bytes": len(luck[PADDING_VAR])}
-        env = {**(env if env is not None else worker_env(Knobs())), **luck,
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # it imports trtbench and the model's module
+        # its temporary folder, removed by kill() (see own_temp_env)
+        self.temp = tempfile.TemporaryDirectory(prefix="trtbench-worker-tmp-", ignore_cleanup_errors=True)
+        env = own_temp_env({**(env if env is not None else worker_env(Knobs())), **luck,
+                            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},  # trtbench, the model's module
+                           self.temp.name)
         with open(log, "wb") if log is not None else contextlib.nullcontext() as output:
             self.process = subprocess.Popen(  # bound to its cores (if any) before torch loads its OpenMP runtime
                 [sys.executable, "-c", "from trtbench.core.knobs import apply_binding; apply_binding(); "
@@ -257,8 +260,10 @@ class Worker:
         return self.facts
 
     def kill(self) -> None:
+        """End the process, then remove what it left in its temporary folder."""
         self.process.kill()  # a no-op once it has exited (Popen polls first)
         self._reap(5)
+        self.temp.cleanup()
 
     def ask_exit(self) -> None:
         """Ask the worker to exit (:meth:`close` waits for it)."""
